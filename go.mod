@@ -1,0 +1,3 @@
+module github.com/brokerless/brokerless
+
+go 1.26.8

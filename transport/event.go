@@ -1,0 +1,137 @@
+package transport
+
+import "fmt"
+
+// EventKind says which field of an [Event] is set.
+type EventKind uint8
+
+const (
+	// EventMessage carries a message in Event.Message.
+	EventMessage EventKind = iota + 1
+	// EventGap reports unrecoverable loss in Event.Gap.
+	EventGap
+	// EventStreamStart reports a new stream in Event.Start.
+	EventStreamStart
+	// EventStreamEnd reports that a stream ended in Event.End.
+	EventStreamEnd
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventMessage:
+		return "message"
+	case EventGap:
+		return "gap"
+	case EventStreamStart:
+		return "stream-start"
+	case EventStreamEnd:
+		return "stream-end"
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Event is what a [Subscriber] receives: a message, a gap, or a change in
+// the set of streams. Only the field named by Kind is meaningful.
+type Event struct {
+	Kind    EventKind
+	Message Message
+	Gap     Gap
+	Start   StreamStart
+	End     StreamEnd
+}
+
+// Gap reports that messages From..To (inclusive) of Stream will never be
+// delivered.
+type Gap struct {
+	Stream   StreamID
+	From, To uint64
+	Reason   GapReason
+}
+
+// Len is the number of sequence numbers the gap covers.
+func (g Gap) Len() uint64 { return g.To - g.From + 1 }
+
+func (g Gap) String() string {
+	return fmt.Sprintf("gap %s seq %d..%d (%d lost): %s", g.Stream, g.From, g.To, g.Len(), g.Reason)
+}
+
+// GapReason says why a gap could not be recovered.
+type GapReason uint8
+
+const (
+	// GapUnrecoverable: the publisher no longer holds the messages (they
+	// fell out of its retransmit window) and said so.
+	GapUnrecoverable GapReason = iota + 1
+	// GapTimeout: repair requests went unanswered for too long.
+	GapTimeout
+	// GapOverflow: the subscriber's bounded reorder buffer could not hold
+	// the messages that followed the loss, so it gave up on the loss to
+	// stay at the live edge.
+	GapOverflow
+	// GapStreamEnded: the stream ended or was replaced by a new session
+	// (a publisher restart) before the loss was repaired.
+	GapStreamEnded
+	// GapNoRecovery: the transport does not retransmit (at-most-once
+	// delivery with gap reports).
+	GapNoRecovery
+)
+
+func (r GapReason) String() string {
+	switch r {
+	case GapUnrecoverable:
+		return "unrecoverable: outside the publisher's retransmit window"
+	case GapTimeout:
+		return "recovery timed out"
+	case GapOverflow:
+		return "subscriber reorder buffer full"
+	case GapStreamEnded:
+		return "stream ended before repair"
+	case GapNoRecovery:
+		return "transport does not retransmit"
+	}
+	return fmt.Sprintf("GapReason(%d)", uint8(r))
+}
+
+// StreamStart reports the first message or heartbeat seen from a stream.
+// Replaces is non-zero when the stream took over its feed from an earlier
+// session: the publisher restarted. Messages of the two sessions are never
+// mixed: nothing of Replaces is delivered after this event.
+type StreamStart struct {
+	Stream   StreamID
+	Replaces StreamID
+	// FirstSeq is the first sequence number the subscriber will deliver.
+	FirstSeq uint64
+}
+
+// StreamEnd reports that a stream will deliver nothing more.
+type StreamEnd struct {
+	Stream StreamID
+	// LastSeq is the last sequence number the stream published, as far as
+	// the subscriber knows.
+	LastSeq uint64
+	Reason  EndReason
+}
+
+// EndReason says why a stream ended.
+type EndReason uint8
+
+const (
+	// EndClosed: the publisher closed the stream cleanly.
+	EndClosed EndReason = iota + 1
+	// EndReplaced: a new session of the same feed took over.
+	EndReplaced
+	// EndIdle: nothing, not even a heartbeat, arrived for too long.
+	EndIdle
+)
+
+func (r EndReason) String() string {
+	switch r {
+	case EndClosed:
+		return "closed by publisher"
+	case EndReplaced:
+		return "replaced by a new session"
+	case EndIdle:
+		return "publisher silent"
+	}
+	return fmt.Sprintf("EndReason(%d)", uint8(r))
+}
