@@ -1,0 +1,165 @@
+package transporttest
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// CheckAccounting checks that a recorded event log accounts for every
+// stream consistently:
+//   - every stream has a non-zero session;
+//   - per stream, delivered sequence numbers and gap ranges are disjoint
+//     and in increasing order, and each gap has From <= To and a known
+//     reason;
+//   - a stream-start comes at most once, before any message or gap of its
+//     stream, and the first of them starts at its FirstSeq (at or after
+//     it when contiguous is false); a stream it replaces has the same
+//     feed and delivers no message after it;
+//   - a stream-end comes at most once, nothing of its stream follows it,
+//     and its LastSeq is not below what was delivered.
+//
+// With contiguous (see Harness.ContiguousSeq) the messages and gaps of a
+// stream must also cover every sequence number from the first to the
+// last without holes, up to the LastSeq of its stream-end: loss is never
+// silent. It returns a *Violation naming the first offending event, or
+// nil.
+func CheckAccounting(events []transport.Event, contiguous bool) error {
+	a := accountant{contiguous: contiguous, streams: map[transport.StreamID]*accounted{}}
+	for i, ev := range events {
+		if reason := a.add(i, ev); reason != "" {
+			return &Violation{Check: "accounting", Event: i, Reason: reason}
+		}
+	}
+	return nil
+}
+
+// accounted is what CheckAccounting knows of one stream.
+type accounted struct {
+	started, ended bool
+	firstSeq       uint64
+	// any: a message or gap was seen, the highest sequence number being
+	// last.
+	any  bool
+	last uint64
+	// replacedAt is 1 + the index of the stream-start that replaced the
+	// stream; 0 while it was not replaced.
+	replacedAt int
+}
+
+type accountant struct {
+	contiguous bool
+	streams    map[transport.StreamID]*accounted
+}
+
+func (a *accountant) stream(id transport.StreamID) *accounted {
+	s := a.streams[id]
+	if s == nil {
+		s = &accounted{}
+		a.streams[id] = s
+	}
+	return s
+}
+
+// add accounts for event i and returns why it is wrong, or "".
+func (a *accountant) add(i int, ev transport.Event) string {
+	switch ev.Kind {
+	case transport.EventMessage:
+		return a.data(ev.Message.Stream, ev.Message.Seq, ev.Message.Seq, true)
+	case transport.EventGap:
+		g := ev.Gap
+		if g.From > g.To {
+			return fmt.Sprintf("gap %s: From %d > To %d", g.Stream, g.From, g.To)
+		}
+		if !knownGapReason(g.Reason) {
+			return fmt.Sprintf("%s: unknown reason %d", g, uint8(g.Reason))
+		}
+		return a.data(g.Stream, g.From, g.To, false)
+	case transport.EventStreamStart:
+		return a.start(i, ev.Start)
+	case transport.EventStreamEnd:
+		return a.end(ev.End)
+	}
+	return fmt.Sprintf("unknown event kind %s", ev.Kind)
+}
+
+// data accounts for a message (from == to) or a gap of stream id.
+func (a *accountant) data(id transport.StreamID, from, to uint64, message bool) string {
+	what := fmt.Sprintf("gap %d..%d", from, to)
+	if message {
+		what = fmt.Sprintf("message seq %d", from)
+	}
+	if id.Session == 0 {
+		return fmt.Sprintf("%s of stream %s: zero session", what, id)
+	}
+	s := a.stream(id)
+	switch {
+	case s.ended:
+		return fmt.Sprintf("%s of stream %s after its stream-end", what, id)
+	case message && s.replacedAt > 0:
+		return fmt.Sprintf("%s of stream %s after the stream-start at event %d replaced it", what, id, s.replacedAt-1)
+	case s.any && from <= s.last:
+		return fmt.Sprintf("%s of stream %s: seq %d was already delivered or reported", what, id, s.last)
+	case s.any && a.contiguous && from != s.last+1:
+		return fmt.Sprintf("%s of stream %s: seq %d..%d neither delivered nor reported", what, id, s.last+1, from-1)
+	case !s.any && s.started && a.contiguous && from != s.firstSeq:
+		return fmt.Sprintf("%s of stream %s: its stream-start said FirstSeq %d", what, id, s.firstSeq)
+	case !s.any && s.started && from < s.firstSeq:
+		return fmt.Sprintf("%s of stream %s: before FirstSeq %d of its stream-start", what, id, s.firstSeq)
+	}
+	s.any, s.last = true, to
+	return ""
+}
+
+func (a *accountant) start(i int, st transport.StreamStart) string {
+	if st.Stream.Session == 0 {
+		return fmt.Sprintf("stream-start of %s: zero session", st.Stream)
+	}
+	s := a.stream(st.Stream)
+	switch {
+	case s.started:
+		return fmt.Sprintf("second stream-start of %s", st.Stream)
+	case s.any:
+		return fmt.Sprintf("stream-start of %s after messages or gaps of it", st.Stream)
+	case s.ended:
+		return fmt.Sprintf("stream-start of %s after its stream-end", st.Stream)
+	}
+	s.started, s.firstSeq = true, st.FirstSeq
+	if st.Replaces.IsZero() {
+		return ""
+	}
+	switch {
+	case st.Replaces == st.Stream:
+		return fmt.Sprintf("stream-start of %s replaces itself", st.Stream)
+	case st.Replaces.Feed != st.Stream.Feed:
+		return fmt.Sprintf("stream-start of %s replaces %s of another feed", st.Stream, st.Replaces)
+	}
+	if old := a.stream(st.Replaces); old.replacedAt == 0 {
+		old.replacedAt = i + 1
+	}
+	return ""
+}
+
+func (a *accountant) end(e transport.StreamEnd) string {
+	if e.Stream.Session == 0 {
+		return fmt.Sprintf("stream-end of %s: zero session", e.Stream)
+	}
+	s := a.stream(e.Stream)
+	switch {
+	case s.ended:
+		return fmt.Sprintf("second stream-end of %s", e.Stream)
+	case s.any && e.LastSeq < s.last:
+		return fmt.Sprintf("stream-end of %s: LastSeq %d, but seq %d was delivered or reported", e.Stream, e.LastSeq, s.last)
+	case s.any && a.contiguous && e.LastSeq > s.last:
+		return fmt.Sprintf("stream-end of %s: seq %d..%d neither delivered nor reported", e.Stream, s.last+1, e.LastSeq)
+	}
+	s.ended = true
+	return ""
+}
+
+// knownGapReason reports whether package transport defines r: only
+// reasons it does not define print as GapReason(n).
+func knownGapReason(r transport.GapReason) bool {
+	return !strings.HasPrefix(r.String(), "GapReason(")
+}

@@ -1,0 +1,158 @@
+package transporttest_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/transporttest"
+)
+
+// checkCase is a log and the violation a checker must find in it: the
+// offending event (-1: something missing) and a piece of its reason, or
+// ok.
+type checkCase struct {
+	name   string
+	events []transport.Event
+	ok     bool
+	event  int
+	reason string
+}
+
+func runChecks(t *testing.T, check func([]transport.Event) error, cases []checkCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := check(c.events)
+			if c.ok {
+				if err != nil {
+					t.Fatalf("good log rejected: %v", err)
+				}
+				return
+			}
+			var v *transporttest.Violation
+			if !errors.As(err, &v) {
+				t.Fatalf("got %v, want a *Violation", err)
+			}
+			if v.Event != c.event || !strings.Contains(v.Reason, c.reason) {
+				t.Fatalf("got violation at event %d: %q; want event %d, reason containing %q", v.Event, v.Reason, c.event, c.reason)
+			}
+		})
+	}
+}
+
+func TestCheckOrdered(t *testing.T) {
+	runChecks(t, transporttest.CheckOrdered, []checkCase{
+		{name: "empty", ok: true},
+		{name: "increasing", ok: true, events: evlog(start(s1, s3, 1), msg(s1, 1, 0), gap(s1, 2, 3), msg(s1, 4, 3), msg(s1, 9, 4))},
+		{name: "streams independent", ok: true, events: evlog(msg(s1, 5, 0), msg(s2, 1, 1), msg(s1, 6, 2), msg(s2, 2, 3))},
+		{name: "repeated seq", events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), msg(s1, 2, 2)), event: 2, reason: "seq 2 delivered after seq 2"},
+		{name: "decreasing", events: evlog(msg(s1, 5, 0), msg(s2, 9, 1), msg(s1, 4, 2)), event: 2, reason: "seq 4 delivered after seq 5"},
+	})
+}
+
+func TestCheckAccounting(t *testing.T) {
+	zero := transport.StreamID{Feed: 1}
+	restart := evlog(start(s1, zero, 1), msg(s1, 1, 0), msg(s1, 2, 1), end(s1, 2), start(s2, s1, 1), msg(s2, 1, 2))
+	both := []checkCase{
+		{name: "empty", ok: true},
+		{name: "messages and gaps", ok: true, events: evlog(start(s1, zero, 1), msg(s1, 1, 0), gap(s1, 2, 3), msg(s1, 4, 3), end(s1, 4))},
+		{name: "no stream-start", ok: true, events: evlog(msg(s1, 7, 0), msg(s1, 8, 1))},
+		{name: "restart", ok: true, events: restart},
+		{name: "replaced stream's gap after replacement", ok: true, events: evlog(msg(s1, 1, 0), start(s2, s1, 1), gap(s1, 2, 2), end(s1, 2), msg(s2, 1, 1))},
+		{name: "interleaved streams", ok: true, events: evlog(msg(s1, 1, 0), msg(s3, 1, 1), gap(s1, 2, 2), msg(s3, 2, 2))},
+		{name: "repeated seq", events: evlog(msg(s1, 1, 0), msg(s1, 1, 1)), event: 1, reason: "already delivered or reported"},
+		{name: "gap over delivered", events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), gap(s1, 2, 4)), event: 2, reason: "already delivered or reported"},
+		{name: "decreasing", events: evlog(msg(s1, 5, 0), msg(s1, 3, 1)), event: 1, reason: "already delivered"},
+		{name: "gap backwards", events: evlog(gap(s1, 4, 3)), event: 0, reason: "From 4 > To 3"},
+		{name: "gap without reason", events: evlog(transport.Event{Kind: transport.EventGap, Gap: transport.Gap{Stream: s1, From: 1, To: 1}}), event: 0, reason: "unknown reason"},
+		{name: "gap of unknown reason", events: evlog(transport.Event{Kind: transport.EventGap, Gap: transport.Gap{Stream: s1, From: 1, To: 1, Reason: 200}}), event: 0, reason: "unknown reason 200"},
+		{name: "zero session", events: evlog(msg(s1, 1, 0), msg(zero, 2, 1)), event: 1, reason: "zero session"},
+		{name: "zero session start", events: evlog(start(zero, zero, 1)), event: 0, reason: "zero session"},
+		{name: "zero session end", events: evlog(end(zero, 1)), event: 0, reason: "zero session"},
+		{name: "unknown kind", events: evlog(msg(s1, 1, 0), transport.Event{Kind: 9}), event: 1, reason: "unknown event kind"},
+		{name: "start after data", events: evlog(msg(s1, 1, 0), start(s1, zero, 1)), event: 1, reason: "after messages or gaps"},
+		{name: "second start", events: evlog(start(s1, zero, 1), start(s1, zero, 1)), event: 1, reason: "second stream-start"},
+		{name: "start after end", events: evlog(end(s1, 0), start(s1, zero, 1)), event: 1, reason: "after its stream-end"},
+		{name: "before FirstSeq", events: evlog(start(s1, zero, 5), msg(s1, 4, 0)), event: 1, reason: "FirstSeq 5"},
+		{name: "replaces itself", events: evlog(start(s1, s1, 1)), event: 0, reason: "replaces itself"},
+		{name: "replaces another feed", events: evlog(start(s3, s1, 1)), event: 0, reason: "another feed"},
+		{name: "message of replaced stream", events: evlog(msg(s1, 1, 0), start(s2, s1, 1), msg(s1, 2, 1)), event: 2, reason: "replaced it"},
+		{name: "message after end", events: evlog(msg(s1, 1, 0), end(s1, 1), msg(s1, 2, 1)), event: 2, reason: "after its stream-end"},
+		{name: "gap after end", events: evlog(msg(s1, 1, 0), end(s1, 1), gap(s1, 2, 2)), event: 2, reason: "after its stream-end"},
+		{name: "second end", events: evlog(end(s1, 0), end(s1, 0)), event: 1, reason: "second stream-end"},
+		{name: "end before delivered", events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), end(s1, 1)), event: 2, reason: "LastSeq 1, but seq 2"},
+	}
+	t.Run("contiguous", func(t *testing.T) {
+		runChecks(t, func(evs []transport.Event) error { return transporttest.CheckAccounting(evs, true) }, append(both,
+			checkCase{name: "hole", events: evlog(msg(s1, 1, 0), msg(s1, 3, 1)), event: 1, reason: "seq 2..2 neither delivered nor reported"},
+			checkCase{name: "hole before gap", events: evlog(msg(s1, 1, 0), gap(s1, 3, 4)), event: 1, reason: "seq 2..2"},
+			checkCase{name: "not at FirstSeq", events: evlog(start(s1, zero, 1), msg(s1, 2, 0)), event: 1, reason: "FirstSeq 1"},
+			checkCase{name: "silent tail", events: evlog(msg(s1, 1, 0), end(s1, 3)), event: 1, reason: "seq 2..3 neither delivered nor reported"},
+		))
+	})
+	t.Run("sparse", func(t *testing.T) {
+		runChecks(t, func(evs []transport.Event) error { return transporttest.CheckAccounting(evs, false) }, append(both,
+			checkCase{name: "hole", ok: true, events: evlog(msg(s1, 1, 0), msg(s1, 3, 1))},
+			checkCase{name: "after FirstSeq", ok: true, events: evlog(start(s1, zero, 1), msg(s1, 2, 0))},
+			checkCase{name: "end after last", ok: true, events: evlog(msg(s1, 1, 0), end(s1, 3))},
+		))
+	})
+}
+
+func TestCheckExactlyOnce(t *testing.T) {
+	runChecks(t, func(evs []transport.Event) error { return transporttest.CheckExactlyOnce(evs, 3) }, []checkCase{
+		{name: "all once", ok: true, events: evlog(start(s1, s3, 1), msg(s1, 1, 0), msg(s1, 2, 1), msg(s1, 3, 2), end(s1, 3))},
+		{name: "any order", ok: true, events: evlog(msg(s1, 1, 2), msg(s1, 2, 0), msg(s1, 3, 1))},
+		{name: "missing", events: evlog(msg(s1, 1, 1)), event: -1, reason: "2 of 3 messages never delivered: 0, 2"},
+		{name: "twice", events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), msg(s1, 3, 1), msg(s1, 4, 2)), event: 2, reason: "message 1 delivered again (first at event 1)"},
+		{name: "gap", events: evlog(msg(s1, 1, 0), gap(s1, 2, 2), msg(s1, 3, 1), msg(s1, 4, 2)), event: 1, reason: "nothing may be lost"},
+		{name: "beyond n", events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), msg(s1, 3, 2), msg(s1, 4, 3)), event: 3, reason: "message 3 delivered, only 3 published"},
+		{name: "bad payload", events: evlog(msg(s1, 1, 0), transport.Event{Kind: transport.EventMessage, Message: transport.Message{Stream: s1, Seq: 2, Payload: []byte("hello")}}), event: 1, reason: "bad payload"},
+	})
+	t.Run("ranges", func(t *testing.T) {
+		err := transporttest.CheckExactlyOnce(evlog(msg(s1, 1, 4), msg(s1, 2, 8)), 12)
+		if err == nil || !strings.Contains(err.Error(), "10 of 12 messages never delivered: 0-3, 5-7, 9-11") {
+			t.Fatalf("got %v", err)
+		}
+	})
+}
+
+func TestCheckDelivered(t *testing.T) {
+	runChecks(t, func(evs []transport.Event) error { return transporttest.CheckDelivered(evs, 2) }, []checkCase{
+		{name: "all", ok: true, events: evlog(msg(s1, 1, 0), msg(s1, 2, 1))},
+		{name: "twice", ok: true, events: evlog(msg(s1, 1, 0), msg(s1, 2, 0), msg(s1, 3, 1))},
+		{name: "missing", events: evlog(msg(s1, 1, 1)), event: -1, reason: "1 of 2 messages never delivered: 0"},
+		{name: "gap", events: evlog(msg(s1, 1, 0), gap(s1, 2, 2), msg(s1, 3, 1)), event: 1, reason: "nothing may be lost"},
+	})
+}
+
+func TestCheckAtMostOnce(t *testing.T) {
+	runChecks(t, transporttest.CheckAtMostOnce, []checkCase{
+		{name: "empty", ok: true},
+		{name: "lossy", ok: true, events: evlog(msg(s1, 1, 0), gap(s1, 2, 4), msg(s1, 5, 4))},
+		{name: "twice", events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), msg(s2, 1, 0)), event: 2, reason: "message 0 delivered again"},
+		{name: "bad payload", events: evlog(transport.Event{Kind: transport.EventMessage}), event: 0, reason: "bad payload"},
+	})
+}
+
+func TestCheckLossReported(t *testing.T) {
+	runChecks(t, func(evs []transport.Event) error { return transporttest.CheckLossReported(evs, 5) }, []checkCase{
+		{name: "all delivered", ok: true, events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), msg(s1, 3, 2), msg(s1, 4, 3), msg(s1, 5, 4))},
+		{name: "holes reported", ok: true, events: evlog(gap(s1, 1, 1), msg(s1, 2, 1), gap(s1, 3, 4), msg(s1, 5, 4))},
+		{name: "tail reported", ok: true, events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), gap(s1, 3, 5))},
+		{name: "fragmented seqs", ok: true, events: evlog(msg(s1, 1, 0), msg(s1, 4, 1), gap(s1, 5, 7), msg(s1, 9, 4))},
+		{name: "one gap for several", ok: true, events: evlog(msg(s1, 10, 0), gap(s1, 11, 11), msg(s1, 14, 4))},
+		{name: "nothing delivered, gap", ok: true, events: evlog(gap(s1, 1, 5))},
+		{name: "nothing delivered", events: evlog(start(s1, s3, 1)), event: -1, reason: "none of 5 messages delivered and no gap"},
+		{name: "silent hole", events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), msg(s1, 4, 3), msg(s1, 5, 4)), event: 2, reason: "message 2 lost silently: no gap between seq 2 and 4"},
+		{name: "gap elsewhere", events: evlog(msg(s1, 1, 0), gap(s1, 2, 2), msg(s1, 3, 1), msg(s1, 6, 4)), event: 3, reason: "messages 2-3 lost silently"},
+		{name: "gap of another stream", events: evlog(msg(s1, 1, 0), gap(s2, 2, 4), msg(s1, 5, 4)), event: 2, reason: "messages 1-3 lost silently"},
+		{name: "silent head", events: evlog(msg(s1, 3, 2), msg(s1, 4, 3), msg(s1, 5, 4)), event: 0, reason: "messages 0-1 lost silently: no gap before seq 3"},
+		{name: "silent tail", events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), msg(s1, 3, 2)), event: -1, reason: "messages 3-4 lost silently: no gap after seq 3"},
+		{name: "two streams", events: evlog(msg(s1, 1, 0), msg(s2, 1, 1)), event: 1, reason: "needs one stream"},
+		{name: "seq against index order", events: evlog(msg(s1, 2, 0), msg(s1, 1, 1), gap(s1, 3, 5)), event: 1, reason: "message 1 has seq 1, not above seq 2"},
+		{name: "bad payload", events: evlog(transport.Event{Kind: transport.EventMessage, Message: transport.Message{Stream: s1, Payload: make([]byte, 12)}}), event: 0, reason: "bad payload"},
+	})
+}
