@@ -64,9 +64,9 @@ const (
 	GapUnrecoverable GapReason = iota + 1
 	// GapTimeout: repair requests went unanswered for too long.
 	GapTimeout
-	// GapOverflow: the subscriber's bounded reorder buffer could not hold
-	// the messages that followed the loss, so it gave up on the loss to
-	// stay at the live edge.
+	// GapOverflow: the subscriber's bounded buffers could not hold the
+	// messages that followed the loss, so it gave up on the loss to stay
+	// at the live edge.
 	GapOverflow
 	// GapStreamEnded: the stream ended or was replaced by a new session
 	// (a publisher restart) before the loss was repaired.
@@ -74,6 +74,8 @@ const (
 	// GapNoRecovery: the transport does not retransmit (at-most-once
 	// delivery with gap reports).
 	GapNoRecovery
+	// GapTooLarge: the message exceeds the subscriber's size limit.
+	GapTooLarge
 )
 
 func (r GapReason) String() string {
@@ -83,11 +85,13 @@ func (r GapReason) String() string {
 	case GapTimeout:
 		return "recovery timed out"
 	case GapOverflow:
-		return "subscriber reorder buffer full"
+		return "subscriber buffers full"
 	case GapStreamEnded:
 		return "stream ended before repair"
 	case GapNoRecovery:
 		return "transport does not retransmit"
+	case GapTooLarge:
+		return "message larger than the subscriber accepts"
 	}
 	return fmt.Sprintf("GapReason(%d)", uint8(r))
 }

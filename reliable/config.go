@@ -1,0 +1,238 @@
+package reliable
+
+import (
+	"time"
+)
+
+// Rand is the source of randomness the engines use: session numbers and
+// NACK back-off. *math/rand/v2.Rand satisfies it; tests pass a seeded
+// one so runs repeat exactly.
+type Rand interface {
+	Uint64() uint64
+}
+
+// Default values of SenderConfig and ReceiverConfig.
+const (
+	DefaultMTU               = 1408 // Aeron's default: fits common Ethernet paths with room for IP/UDP headers
+	DefaultMaxMessageSize    = 1 << 20
+	DefaultMaxQueued         = 1024
+	DefaultWindowDatagrams   = 16384
+	DefaultWindowBytes       = 16 << 20
+	DefaultHeartbeatMin      = 1 * time.Millisecond
+	DefaultHeartbeatMax      = 100 * time.Millisecond
+	DefaultRepairRate        = 64 << 20 // bytes per second
+	DefaultRepairBurst       = 256 << 10
+	DefaultRepairLinger      = 2 * time.Millisecond
+	DefaultMaxPendingRepairs = 1024
+
+	DefaultMaxStreams      = 16
+	DefaultReorderFrames   = 65536
+	DefaultReorderBytes    = 32 << 20
+	DefaultMaxGaps         = 1024
+	DefaultNackBackoffMax  = 2 * time.Millisecond
+	DefaultGroupSize       = 10
+	DefaultRepairTimeout   = 20 * time.Millisecond
+	DefaultMinRepairWait   = 1 * time.Millisecond
+	DefaultMaxNackAttempts = 10
+	DefaultIdleTimeout     = 5 * time.Second
+	DefaultNackRanges      = 64
+)
+
+// minMTU leaves room for the headers and a useful frame.
+const minMTU = 256
+
+// maxMTU is the largest UDP payload over IPv4.
+const maxMTU = 65507
+
+// SenderConfig configures a Sender. Zero fields take the documented
+// defaults.
+type SenderConfig struct {
+	// Feed names the logical stream; it stays the same across restarts.
+	Feed uint32
+	// Session identifies this publisher incarnation. 0: drawn from Rand.
+	Session uint64
+	// MTU is the largest datagram sent, headers included. Default 1408.
+	MTU int
+	// MaxMessageSize bounds the payload of one message; messages larger
+	// than a datagram are fragmented. Default 1 MiB.
+	MaxMessageSize int
+	// MaxQueued bounds datagrams built but not yet handed to the
+	// network; Publish returns ErrBackpressure beyond it. Default 1024,
+	// raised if needed to hold one message of MaxMessageSize.
+	MaxQueued int
+	// WindowDatagrams and WindowBytes bound the retransmit window: the
+	// datagrams kept to answer NACKs. Defaults 16384 and 16 MiB.
+	WindowDatagrams int
+	WindowBytes     int
+	// HeartbeatMin and HeartbeatMax: after the last data, heartbeats
+	// start HeartbeatMin apart and double up to HeartbeatMax, so tail
+	// loss is found fast and an idle stream costs little. Defaults 1 ms
+	// and 100 ms.
+	HeartbeatMin, HeartbeatMax time.Duration
+	// RepairRate (bytes/s) and RepairBurst (bytes) rate-limit repairs.
+	// Defaults 64 MiB/s and 256 KiB.
+	RepairRate  int64
+	RepairBurst int
+	// RepairLinger: with multicast repairs, NACKs from other receivers
+	// for a datagram repaired less than this long ago are ignored: they
+	// crossed the repair on its way. Default 2 ms.
+	RepairLinger time.Duration
+	// MaxPendingRepairs bounds datagrams queued for repair; NACKs beyond
+	// it are dropped (and counted), receivers ask again. Default 1024.
+	MaxPendingRepairs int
+	// UnicastRepairs sends repairs only to the receiver that asked
+	// instead of to the whole group.
+	UnicastRepairs bool
+	// Rand draws the session number. Required when Session is 0.
+	Rand Rand
+}
+
+func (c *SenderConfig) setDefaults() {
+	setDefault(&c.MTU, DefaultMTU)
+	setDefault(&c.MaxMessageSize, DefaultMaxMessageSize)
+	setDefault(&c.MaxQueued, DefaultMaxQueued)
+	setDefault(&c.WindowDatagrams, DefaultWindowDatagrams)
+	setDefault(&c.WindowBytes, DefaultWindowBytes)
+	setDefault(&c.HeartbeatMin, DefaultHeartbeatMin)
+	setDefault(&c.HeartbeatMax, DefaultHeartbeatMax)
+	setDefault(&c.RepairRate, DefaultRepairRate)
+	setDefault(&c.RepairBurst, DefaultRepairBurst)
+	setDefault(&c.RepairLinger, DefaultRepairLinger)
+	setDefault(&c.MaxPendingRepairs, DefaultMaxPendingRepairs)
+	if c.MTU >= minMTU {
+		// One message of MaxMessageSize must fit the send queue.
+		need := c.MaxMessageSize/(c.MTU-dataHeadLen-frameHeadLen) + 3
+		c.MaxQueued = max(c.MaxQueued, need)
+	}
+}
+
+func (c *SenderConfig) validate() error {
+	switch {
+	case c.MTU < minMTU || c.MTU > maxMTU:
+		return badConfig("MTU %d outside [%d, %d]", c.MTU, minMTU, maxMTU)
+	case c.MaxMessageSize < 1:
+		return badConfig("MaxMessageSize %d < 1", c.MaxMessageSize)
+	case c.WindowDatagrams < 2*c.MaxQueued:
+		return badConfig("WindowDatagrams %d < 2×MaxQueued (%d)", c.WindowDatagrams, 2*c.MaxQueued)
+	case c.WindowBytes < 2*c.MaxQueued*c.MTU:
+		return badConfig("WindowBytes %d < 2×MaxQueued×MTU (%d)", c.WindowBytes, 2*c.MaxQueued*c.MTU)
+	case c.HeartbeatMin <= 0 || c.HeartbeatMax < c.HeartbeatMin:
+		return badConfig("heartbeat interval %v..%v", c.HeartbeatMin, c.HeartbeatMax)
+	case c.RepairRate <= 0 || c.RepairBurst < c.MTU:
+		return badConfig("RepairRate %d must be > 0 and RepairBurst %d ≥ MTU", c.RepairRate, c.RepairBurst)
+	case c.RepairLinger < 0:
+		return badConfig("negative RepairLinger")
+	case c.MaxPendingRepairs < 1:
+		return badConfig("MaxPendingRepairs %d < 1", c.MaxPendingRepairs)
+	case c.Session == 0 && c.Rand == nil:
+		return badConfig("Session 0 needs Rand")
+	}
+	return nil
+}
+
+// JoinPolicy says where a subscriber starts in a stream it meets.
+type JoinPolicy uint8
+
+const (
+	// JoinLive starts at the first message seen: the live edge.
+	JoinLive JoinPolicy = iota
+	// JoinEarliest asks the publisher for everything still in its
+	// retransmit window; older messages are reported as a Gap.
+	JoinEarliest
+)
+
+// ReceiverConfig configures a Receiver. Zero fields take the documented
+// defaults.
+type ReceiverConfig struct {
+	// Feeds lists the feeds to accept; empty accepts any.
+	Feeds []uint32
+	// MaxStreams bounds the feeds tracked at once. Default 16.
+	MaxStreams int
+	// ReorderFrames and ReorderBytes bound, per stream, the frames held
+	// while waiting for a repair. When they are full the oldest loss is
+	// given up (GapOverflow) to stay at the live edge. Defaults 65536 and
+	// 32 MiB.
+	ReorderFrames int
+	ReorderBytes  int
+	// MaxMessageSize bounds a reassembled message. Default 1 MiB.
+	MaxMessageSize int
+	// MaxGaps bounds, per stream, the separate missing ranges tracked.
+	// Default 1024.
+	MaxGaps int
+	// NackBackoffMax and GroupSize shape the randomized delay before the
+	// first NACK for a loss (RFC 5401's exponential back-off), so that
+	// with many receivers one NACK usually goes out and the rest are
+	// suppressed. Defaults 2 ms and 10.
+	NackBackoffMax time.Duration
+	GroupSize      int
+	// RepairTimeout bounds how long to wait for a repair after a NACK
+	// (or after an NCF says one is coming) before asking again. The
+	// wait adapts to the round trip measured from NACK to NCF (four
+	// times the smoothed RTT, at least MinRepairTimeout); RepairTimeout
+	// is its ceiling and the wait before the first measurement.
+	// Defaults 20 ms and 1 ms.
+	RepairTimeout    time.Duration
+	MinRepairTimeout time.Duration
+	// MaxNackAttempts: after this many unanswered NACKs, or
+	// MaxNackAttempts × RepairTimeout after the loss was seen, the loss
+	// is reported as GapTimeout. Default 10.
+	MaxNackAttempts int
+	// IdleTimeout: a stream that sends nothing, not even a heartbeat,
+	// this long has ended. Default 5 s.
+	IdleTimeout time.Duration
+	// NackRanges bounds the ranges in one NACK. Default 64.
+	NackRanges int
+	// Join says where to start in a stream. Default JoinLive.
+	Join JoinPolicy
+	// Rand drives the NACK back-off. Required.
+	Rand Rand
+}
+
+func (c *ReceiverConfig) setDefaults() {
+	setDefault(&c.MaxStreams, DefaultMaxStreams)
+	setDefault(&c.ReorderFrames, DefaultReorderFrames)
+	setDefault(&c.ReorderBytes, DefaultReorderBytes)
+	setDefault(&c.MaxMessageSize, DefaultMaxMessageSize)
+	setDefault(&c.MaxGaps, DefaultMaxGaps)
+	setDefault(&c.NackBackoffMax, DefaultNackBackoffMax)
+	setDefault(&c.GroupSize, DefaultGroupSize)
+	setDefault(&c.RepairTimeout, DefaultRepairTimeout)
+	setDefault(&c.MinRepairTimeout, DefaultMinRepairWait)
+	setDefault(&c.MaxNackAttempts, DefaultMaxNackAttempts)
+	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&c.NackRanges, DefaultNackRanges)
+}
+
+func (c *ReceiverConfig) validate() error {
+	switch {
+	case c.MaxStreams < 1:
+		return badConfig("MaxStreams %d < 1", c.MaxStreams)
+	case c.ReorderFrames < 2 || c.ReorderFrames&(c.ReorderFrames-1) != 0:
+		return badConfig("ReorderFrames %d is not a power of two ≥ 2", c.ReorderFrames)
+	case c.ReorderBytes < minMTU:
+		return badConfig("ReorderBytes %d < %d", c.ReorderBytes, minMTU)
+	case c.MaxMessageSize < 1:
+		return badConfig("MaxMessageSize %d < 1", c.MaxMessageSize)
+	case c.MaxGaps < 1:
+		return badConfig("MaxGaps %d < 1", c.MaxGaps)
+	case c.NackBackoffMax < 0 || c.GroupSize < 1:
+		return badConfig("NackBackoffMax %v / GroupSize %d", c.NackBackoffMax, c.GroupSize)
+	case c.MinRepairTimeout <= 0 || c.RepairTimeout < c.MinRepairTimeout || c.MaxNackAttempts < 1:
+		return badConfig("RepairTimeout %v..%v / MaxNackAttempts %d", c.MinRepairTimeout, c.RepairTimeout, c.MaxNackAttempts)
+	case c.IdleTimeout <= 0:
+		return badConfig("IdleTimeout %v", c.IdleTimeout)
+	case c.NackRanges < 1 || c.NackRanges > MaxWireRanges:
+		return badConfig("NackRanges %d outside [1, %d]", c.NackRanges, MaxWireRanges)
+	case c.Join > JoinEarliest:
+		return badConfig("unknown JoinPolicy %d", c.Join)
+	case c.Rand == nil:
+		return badConfig("Rand is required")
+	}
+	return nil
+}
+
+func setDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v == 0 {
+		*v = d
+	}
+}

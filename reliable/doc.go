@@ -1,0 +1,85 @@
+// Package reliable is the sequence, gap, NACK and retransmit engine of
+// brokerless's multicast transport. It is sans-IO: it owns no sockets,
+// goroutines or clocks. Callers hand it datagrams and the current time;
+// it hands back datagrams to send, events to deliver, and the time it
+// next needs attention. Everything it keeps is bounded, and what it
+// drops is counted.
+//
+// A [Sender] packs messages into datagrams up to an MTU (many messages
+// per datagram, as MoldUDP64 and Aeron do: the kernel's cost is per
+// datagram), keeps a retransmit window bounded in datagrams and bytes,
+// sends heartbeats when idle so tail loss is noticed, and answers NACKs
+// with an NCF to the group, rate-limited repairs, and an explicit LOST
+// notice for anything that has left its window.
+//
+// A [Receiver] detects gaps, waits a randomized back-off (RFC 5401) and
+// NACKs them as ranges, holds back when an NCF or the repair arrives
+// first (so many receivers losing the same datagram cause about one
+// repair), discards duplicates, reorders within a bounded buffer,
+// reassembles fragments, and reports a [transport.Gap] for whatever
+// cannot be recovered. A new session on a known feed is a publisher
+// restart: the old stream is closed out, never mixed with the new one.
+//
+// # Wire format, version 1
+//
+// All integers are big-endian. Every datagram starts with a 16-byte
+// header:
+//
+//	0   2  magic "BL" (0x42 0x4C)
+//	2   1  version = 1
+//	3   1  type: 1 DATA, 2 HEARTBEAT, 3 END, 4 NACK, 5 NCF, 6 LOST
+//	4   4  feed: the logical stream, stable across publisher restarts
+//	8   8  session: random per publisher start, never 0
+//
+// Datagrams with another magic or version are foreign and ignored; the
+// version byte is how a future format will be told apart.
+//
+// DATA carries frames with consecutive sequence numbers:
+//
+//	16  1  flags: bit 0 = repair (a retransmission); other bits 0
+//	17  1  reserved, 0
+//	18  2  frame count, ≥ 1
+//	20  8  sequence number of the first frame, ≥ 1 (frame i has first+i)
+//	28  8  low: oldest sequence in the publisher's window when built
+//	36  8  base time, Unix nanoseconds
+//	44     frames, exactly count of them, nothing after
+//
+// A frame:
+//
+//	0   2  length of what follows the flags byte
+//	2   1  flags: 0x01 BEGIN (first fragment), 0x02 END (last fragment),
+//	       0x04 TOPIC, 0x08 KEY, 0x10 HEADERS (only with BEGIN)
+//	BEGIN only:
+//	       varint   publish time − base time, nanoseconds (zig-zag)
+//	       TOPIC:   u8 length, bytes
+//	       KEY:     uvarint length, bytes
+//	       HEADERS: u8 count ≥ 1, then per header u8 key length, key,
+//	                uvarint value length, value
+//	       not END: uvarint total payload length of the message
+//	rest   payload bytes
+//
+// A message that fits one frame has BEGIN|END. A larger one is split
+// into frames with consecutive sequence numbers: the first has BEGIN,
+// the last END; a message's sequence number is its first frame's.
+// Sequence numbers therefore count frames, and skip inside fragmented
+// messages.
+//
+// HEARTBEAT (sent when idle: 1 ms after the last data, then doubling up
+// to 100 ms) and END (sent when the publisher closes) carry:
+//
+//	16  8  next: the sequence the next new message will take
+//	24  8  low: oldest sequence still in the retransmit window (= next
+//	       when empty)
+//
+// NACK (receiver → publisher, unicast to the address DATA came from),
+// NCF (publisher → group: "NACK heard, repair coming") and LOST
+// (publisher → group: "these are gone") carry ranges:
+//
+//	16  1  range count, 1..255
+//	17  1  reserved, 0
+//	18     count × (from u64, to u64), inclusive, ascending, disjoint
+//
+// Repairs are the original DATA datagrams with the repair flag set,
+// multicast to the group by default or unicast to the receiver that
+// asked.
+package reliable

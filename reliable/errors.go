@@ -1,0 +1,67 @@
+package reliable
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrMalformed marks a datagram that claims to be ours but cannot be
+	// decoded. Decode errors wrap it in a *DecodeError.
+	ErrMalformed = errors.New("reliable: malformed datagram")
+	// ErrForeign marks a datagram that is not brokerless traffic (wrong
+	// magic) or is of a protocol version this code does not speak.
+	ErrForeign = errors.New("reliable: foreign datagram")
+	// ErrBackpressure is returned by Sender.Publish when its bounded queue
+	// of datagrams waiting for the network is full. Send what
+	// NextOutgoing returns, then try again.
+	ErrBackpressure = errors.New("reliable: send queue full")
+	// ErrTooLarge is returned by Sender.Publish for a message over
+	// SenderConfig.MaxMessageSize or with metadata that does not fit one
+	// datagram.
+	ErrTooLarge = errors.New("reliable: message too large")
+	// ErrClosed is returned by Sender.Publish after Close.
+	ErrClosed = errors.New("reliable: sender closed")
+	// ErrBadConfig wraps every configuration validation error.
+	ErrBadConfig = errors.New("reliable: bad config")
+)
+
+// DecodeError says what is wrong with a datagram.
+type DecodeError struct {
+	Kind   error // ErrMalformed or ErrForeign
+	Reason string
+}
+
+func (e *DecodeError) Error() string { return fmt.Sprintf("%v: %s", e.Kind, e.Reason) }
+
+func (e *DecodeError) Unwrap() error { return e.Kind }
+
+// Decode errors are values made once, so rejecting a flood of bad
+// datagrams does not allocate.
+var (
+	errNotOurs        = &DecodeError{ErrForeign, "no brokerless magic"}
+	errVersion        = &DecodeError{ErrForeign, "unsupported protocol version"}
+	errShort          = &DecodeError{ErrMalformed, "shorter than its header"}
+	errType           = &DecodeError{ErrMalformed, "unknown packet type"}
+	errZeroSession    = &DecodeError{ErrMalformed, "zero session"}
+	errDataFlags      = &DecodeError{ErrMalformed, "unknown data flags"}
+	errNoFrames       = &DecodeError{ErrMalformed, "data without frames"}
+	errSeqZero        = &DecodeError{ErrMalformed, "sequence zero"}
+	errSeqWrap        = &DecodeError{ErrMalformed, "sequence range wraps"}
+	errFrameLen       = &DecodeError{ErrMalformed, "frame length past the datagram"}
+	errFrameFlags     = &DecodeError{ErrMalformed, "bad frame flags"}
+	errFrameMeta      = &DecodeError{ErrMalformed, "frame metadata past the frame"}
+	errFrameTotal     = &DecodeError{ErrMalformed, "fragment total smaller than its chunk"}
+	errTrailing       = &DecodeError{ErrMalformed, "bytes after the last frame"}
+	errFrameCount     = &DecodeError{ErrMalformed, "fewer frames than the count says"}
+	errRangeCount     = &DecodeError{ErrMalformed, "range count does not match length"}
+	errRangeOrder     = &DecodeError{ErrMalformed, "ranges not ascending and disjoint"}
+	errHeartbeatOrder = &DecodeError{ErrMalformed, "heartbeat low edge above next sequence"}
+	errLowOrder       = &DecodeError{ErrMalformed, "window low edge above first sequence"}
+)
+
+func badConfig(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
+}
+
+var errNotForUs = &DecodeError{ErrForeign, "packet for another stream or of the wrong type"}

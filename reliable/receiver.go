@@ -1,0 +1,253 @@
+package reliable
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// Handler receives what a Receiver produces. The Receiver calls it
+// synchronously from HandleDatagram and Poll; the event, the datagram
+// and every slice they hold are valid only during the call.
+type Handler interface {
+	// Deliver is called with each event, in order per stream.
+	Deliver(ev *transport.Event)
+	// SendNack asks for the NACK datagram b to be sent to the
+	// publisher at to.
+	SendNack(to netip.AddrPort, b []byte)
+}
+
+// Receiver is the subscribing half of the protocol, without I/O. It
+// tracks up to MaxStreams streams; for each it detects gaps, NACKs them
+// as ranges after a randomized back-off, holds back NACKs when an NCF or
+// the repair shows up first, discards duplicates, delivers messages in
+// order (reassembling fragments) and reports a Gap for whatever cannot be
+// recovered. A new session on a known feed is a publisher restart: the
+// old stream is closed out and never mixed with the new one.
+//
+// Feed it with HandleDatagram; call Poll no later than Deadline. A
+// Receiver is not safe for concurrent use.
+type Receiver struct {
+	cfg     ReceiverConfig
+	streams []*stream
+	retired [64]transport.StreamID
+	nretire int
+
+	frames []Frame
+	ev     transport.Event
+	hdrs   []transport.Header
+	names  interner
+	nack   []byte
+	ranges []Range
+
+	h     Handler
+	now   time.Time
+	stats ReceiverStats
+}
+
+// NewReceiver returns a Receiver with no streams yet.
+func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Receiver{
+		cfg:    cfg,
+		names:  newInterner(4096),
+		nack:   make([]byte, 0, rangesHead+cfg.NackRanges*rangeLen),
+		ranges: make([]Range, 0, cfg.NackRanges),
+	}, nil
+}
+
+// Stats returns the counters.
+func (r *Receiver) Stats() ReceiverStats { return r.stats }
+
+var errUnexpectedNack = &DecodeError{ErrForeign, "NACK sent to a receiver"}
+
+// HandleDatagram processes one datagram from the network. from is its
+// source: the publisher's address, where NACKs go. Errors say why a
+// datagram was ignored (it is also counted); they never stop the
+// Receiver.
+func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, h Handler) error {
+	r.h, r.now = h, now
+	defer r.finish()
+	hd, err := ParseHeader(b)
+	if err != nil {
+		r.countBad(err)
+		return err
+	}
+	if len(r.cfg.Feeds) > 0 && !slices.Contains(r.cfg.Feeds, hd.Stream.Feed) {
+		r.stats.Filtered++
+		return nil
+	}
+	switch hd.Type {
+	case TypeData:
+		var dh DataHead
+		if dh, r.frames, err = ParseData(b, r.frames); err != nil {
+			break
+		}
+		if st := r.lookup(hd.Stream, true); st != nil {
+			r.stats.Datagrams++
+			st.heard(from)
+			st.onData(dh, r.frames, b)
+		}
+	case TypeHeartbeat, TypeEnd:
+		var beat Beat
+		if beat, err = ParseBeat(b); err != nil {
+			break
+		}
+		if st := r.lookup(hd.Stream, hd.Type == TypeHeartbeat); st != nil {
+			r.stats.Datagrams++
+			st.heard(from)
+			if hd.Type == TypeEnd {
+				st.onEnd(beat)
+				r.removeStream(slices.Index(r.streams, st))
+			} else {
+				r.stats.Heartbeats++
+				st.onBeat(beat)
+			}
+		}
+	case TypeNcf, TypeLost:
+		var rr RangeReader
+		if rr, err = ParseRanges(b); err != nil {
+			break
+		}
+		if st := r.lookup(hd.Stream, false); st != nil {
+			r.stats.Datagrams++
+			st.heard(from)
+			if hd.Type == TypeNcf {
+				st.onNcf(rr)
+			} else {
+				st.onLost(rr)
+			}
+		}
+	case TypeNack:
+		err = errUnexpectedNack
+	}
+	if err != nil {
+		r.countBad(err)
+		return err
+	}
+	if d := r.Deadline(); !d.IsZero() && !now.Before(d) {
+		r.poll()
+	}
+	return nil
+}
+
+// Poll runs the timers due at now: NACKs and their retries, recovery
+// timeouts, and the end of streams that fell silent.
+func (r *Receiver) Poll(now time.Time, h Handler) {
+	r.h, r.now = h, now
+	defer r.finish()
+	r.poll()
+}
+
+func (r *Receiver) poll() {
+	for i := 0; i < len(r.streams); {
+		st := r.streams[i]
+		if r.now.Sub(st.lastHeard) >= r.cfg.IdleTimeout {
+			st.end(transport.EndIdle)
+			r.removeStream(i)
+			continue
+		}
+		if !st.nackAt.IsZero() && !r.now.Before(st.nackAt) {
+			st.nackDue()
+		}
+		i++
+	}
+}
+
+// finish delivers pending gaps and forgets the handler.
+func (r *Receiver) finish() {
+	for _, st := range r.streams {
+		st.flushGap()
+	}
+	r.h = nil
+}
+
+// Deadline is when Poll next has work, or the zero Time when there are
+// no streams.
+func (r *Receiver) Deadline() time.Time {
+	var d time.Time
+	for _, st := range r.streams {
+		d = earliest(d, st.lastHeard.Add(r.cfg.IdleTimeout))
+		d = earliest(d, st.nackAt)
+	}
+	return d
+}
+
+// lookup finds the stream of id, replacing the stream of the same feed
+// when id is a new session (a publisher restart), and creating it when
+// create is set and there is room.
+func (r *Receiver) lookup(id transport.StreamID, create bool) *stream {
+	for i, st := range r.streams {
+		if st.id.Feed != id.Feed {
+			continue
+		}
+		if st.id.Session == id.Session {
+			return st
+		}
+		if !create || r.isRetired(id) {
+			r.stats.Stale++
+			return nil
+		}
+		st.end(transport.EndReplaced)
+		r.stats.Restarts++
+		r.streams[i] = r.newStream(id, st.id)
+		return r.streams[i]
+	}
+	switch {
+	case !create || r.isRetired(id):
+		r.stats.Stale++
+		return nil
+	case len(r.streams) >= r.cfg.MaxStreams:
+		r.stats.StreamDrops++
+		return nil
+	}
+	st := r.newStream(id, transport.StreamID{})
+	r.streams = append(r.streams, st)
+	return st
+}
+
+func (r *Receiver) newStream(id, replaces transport.StreamID) *stream {
+	r.stats.Streams++
+	return &stream{
+		r:        r,
+		id:       id,
+		replaces: replaces,
+		joining:  true,
+		gaps:     newGapSet(r.cfg.MaxGaps),
+		held:     newReorder(r.cfg.ReorderFrames, r.cfg.ReorderBytes),
+	}
+}
+
+func (r *Receiver) removeStream(i int) {
+	r.streams = slices.Delete(r.streams, i, i+1)
+}
+
+// retire remembers a session that ended, so its late datagrams are
+// dropped instead of starting it again.
+func (r *Receiver) retire(id transport.StreamID) {
+	r.retired[r.nretire%len(r.retired)] = id
+	r.nretire++
+}
+
+func (r *Receiver) isRetired(id transport.StreamID) bool {
+	for _, old := range r.retired[:min(r.nretire, len(r.retired))] {
+		if old == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Receiver) countBad(err error) {
+	if errors.Is(err, ErrForeign) {
+		r.stats.Foreign++
+	} else {
+		r.stats.Malformed++
+	}
+}

@@ -1,0 +1,296 @@
+package reliable
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// minChunk is the least payload worth starting a fragment in the space
+// left at the end of a datagram.
+const minChunk = 64
+
+// Sender is the publishing half of the protocol, without I/O. It assigns
+// sequence numbers, packs messages into datagrams up to the MTU, keeps a
+// bounded retransmit window, answers NACKs with NCFs, rate-limited
+// repairs and LOST notices, and sends heartbeats when idle.
+//
+// Feed it with Publish and HandleControl; drain it with NextOutgoing;
+// call NextOutgoing again no later than Deadline. A Sender is not safe for
+// concurrent use.
+type Sender struct {
+	cfg    SenderConfig
+	id     transport.StreamID
+	win    window
+	open   *sent // datagram being filled; nil when none
+	base   int64 // Unix nanoseconds of the open datagram's first message
+	next   uint64
+	closed bool
+	ends   int // END datagrams still to send
+
+	sentNext  uint64 // first sequence number not yet handed out
+	beatAt    time.Time
+	beatEvery time.Duration
+
+	repairs ring[repairJob]
+	control packetQueue
+	bucket  tokenBucket
+	ranges  []Range // scratch for NCF and LOST ranges
+	lost    []Range
+	maxWire int // ranges that fit one control datagram
+
+	stats SenderStats
+}
+
+// NewSender returns a Sender whose first heartbeat is due at now.
+func NewSender(cfg SenderConfig, now time.Time) (*Sender, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Session == 0 {
+		for cfg.Session == 0 {
+			cfg.Session = cfg.Rand.Uint64()
+		}
+	}
+	s := &Sender{
+		cfg:       cfg,
+		id:        transport.StreamID{Feed: cfg.Feed, Session: cfg.Session},
+		win:       newWindow(cfg.WindowDatagrams, cfg.WindowBytes, cfg.MTU),
+		next:      1,
+		sentNext:  1,
+		beatAt:    now,
+		beatEvery: cfg.HeartbeatMin,
+		repairs:   newRing[repairJob](cfg.MaxPendingRepairs),
+		control:   newPacketQueue(64, cfg.MTU),
+		bucket:    newTokenBucket(cfg.RepairRate, cfg.RepairBurst, now),
+		maxWire:   min(MaxWireRanges, (cfg.MTU-rangesHead)/rangeLen),
+	}
+	return s, nil
+}
+
+// Stream is the sender's stream identity.
+func (s *Sender) Stream() transport.StreamID { return s.id }
+
+// Stats returns the counters.
+func (s *Sender) Stats() SenderStats { return s.stats }
+
+// NextSeq is the sequence number the next message will take.
+func (s *Sender) NextSeq() uint64 { return s.next }
+
+// Idle reports whether every datagram built so far has been handed out.
+func (s *Sender) Idle() bool { return s.win.unsent == 0 && s.open == nil }
+
+// Publish packs m into datagrams and returns its sequence number (the
+// first of its fragments). A zero m.Time is replaced by now. m's bytes are
+// copied. It returns ErrBackpressure when the send queue cannot take the
+// message yet, ErrTooLarge for an oversized message.
+func (s *Sender) Publish(now time.Time, m *transport.Message) (uint64, error) {
+	if s.closed {
+		return 0, ErrClosed
+	}
+	if len(m.Payload) > s.cfg.MaxMessageSize {
+		return 0, ErrTooLarge
+	}
+	t := m.Time.UnixNano()
+	if m.Time.IsZero() {
+		t = now.UnixNano()
+	}
+	meta, err := metaSize(m, 0)
+	if err != nil {
+		return 0, err
+	}
+	meta += 10 + uvarintLen(uint64(len(m.Payload))) // time delta and fragment total, at most
+	room := s.cfg.MTU - dataHeadLen - frameHeadLen
+	if meta+minChunk > room {
+		return 0, ErrTooLarge
+	}
+	// Fragments after the first carry room bytes each; the first may
+	// move to a fresh datagram, closing the open one.
+	if s.win.unsent+3+len(m.Payload)/room > s.cfg.MaxQueued {
+		s.stats.Backpressure++
+		return 0, ErrBackpressure
+	}
+	seq := s.next
+	if !s.pack(m, t, meta) {
+		s.stats.Backpressure++
+		return 0, ErrBackpressure
+	}
+	s.stats.Messages++
+	return seq, nil
+}
+
+// pack writes m as one frame, or as fragments when it does not fit one
+// datagram. meta bounds the size of the first frame's metadata.
+func (s *Sender) pack(m *transport.Message, t int64, meta int) bool {
+	p := m.Payload
+	flags := uint8(frameBegin)
+	for {
+		if s.open != nil {
+			free := cap(s.open.buf) - len(s.open.buf) - frameHeadLen
+			if flags&frameBegin != 0 {
+				free -= meta
+			}
+			switch {
+			case len(p) <= free:
+				s.appendFrame(flags|frameEnd, m, t, len(m.Payload), p)
+				return true
+			case free >= minChunk && free < len(p):
+				s.appendFrame(flags, m, t, len(m.Payload), p[:free])
+				p, flags = p[free:], 0
+				continue
+			}
+			s.closeOpen()
+		}
+		if !s.openDatagram(t) {
+			return false
+		}
+	}
+}
+
+func (s *Sender) openDatagram(t int64) bool {
+	d := s.win.open()
+	if d == nil {
+		return false
+	}
+	d.first = s.next
+	d.buf = appendDataHead(d.buf, s.id, s.next, s.win.low(s.next), t)
+	s.open, s.base = d, t
+	return true
+}
+
+func (s *Sender) appendFrame(flags uint8, m *transport.Message, t int64, total int, chunk []byte) {
+	s.open.buf = appendFrame(s.open.buf, flags, m, t-s.base, total, chunk)
+	s.open.count++
+	s.next++
+	s.stats.Frames++
+	if s.open.count == 0xFFFF {
+		s.closeOpen()
+	}
+}
+
+func (s *Sender) closeOpen() {
+	putDataCount(s.open.buf, s.open.count)
+	s.win.close()
+	s.open = nil
+}
+
+// Flush closes the datagram being filled so that NextOutgoing hands it
+// out. NextOutgoing also does this by itself when nothing else waits.
+func (s *Sender) Flush() {
+	if s.open != nil {
+		s.closeOpen()
+	}
+}
+
+// Close flushes and queues the END datagrams that tell receivers the
+// session is over. Later Publish calls fail with ErrClosed.
+func (s *Sender) Close() {
+	if s.closed {
+		return
+	}
+	s.Flush()
+	s.closed = true
+	s.ends = 2
+}
+
+// Deadline is when NextOutgoing next has something to send if nothing
+// else happens first; it is at or before the last now seen when there is
+// something to send already.
+func (s *Sender) Deadline(now time.Time) time.Time {
+	if s.control.len() > 0 || s.win.unsent > 0 || s.open != nil || s.ends > 0 {
+		return now
+	}
+	at := s.beatAt
+	if s.repairs.size > 0 {
+		d := s.win.find(s.repairs.peek().first)
+		size := s.cfg.MTU
+		if d >= 0 {
+			size = len(s.win.at(d).buf)
+		}
+		at = earliest(at, s.bucket.ready(now, size))
+	}
+	if s.closed && s.ends == 0 {
+		at = time.Time{}
+	}
+	return at
+}
+
+// NextOutgoing copies the next datagram due at now into buf (which must
+// hold MTU bytes) and returns its length and destination: the group when
+// to is not valid, else one receiver. ok is false when nothing is due.
+//
+// Order: NCF and LOST notices, then repairs (as the rate limit allows),
+// then new data, then END, then a heartbeat if one is due.
+func (s *Sender) NextOutgoing(now time.Time, buf []byte) (n int, to netip.AddrPort, ok bool) {
+	if s.control.len() > 0 {
+		return s.control.pop(buf), netip.AddrPort{}, true
+	}
+	if n, to, ok = s.nextRepair(now, buf); ok {
+		return n, to, ok
+	}
+	if s.win.unsent == 0 && s.open != nil {
+		s.closeOpen()
+	}
+	if s.win.unsent > 0 {
+		d := s.win.takeUnsent()
+		s.sentNext = d.first + uint64(d.count)
+		s.stats.Datagrams++
+		s.stats.Bytes += uint64(len(d.buf))
+		s.beatEvery = s.cfg.HeartbeatMin
+		s.beatAt = now.Add(s.beatEvery)
+		return copy(buf, d.buf), netip.AddrPort{}, true
+	}
+	if s.ends > 0 {
+		s.ends--
+		return s.beat(buf, TypeEnd), netip.AddrPort{}, true
+	}
+	if !s.closed && !now.Before(s.beatAt) {
+		s.stats.Heartbeats++
+		s.beatAt = now.Add(s.beatEvery)
+		s.beatEvery = min(2*s.beatEvery, s.cfg.HeartbeatMax)
+		return s.beat(buf, TypeHeartbeat), netip.AddrPort{}, true
+	}
+	return 0, netip.AddrPort{}, false
+}
+
+func (s *Sender) beat(buf []byte, t PacketType) int {
+	b := AppendBeat(buf[:0], t, s.id, Beat{Next: s.sentNext, Low: s.win.low(s.sentNext)})
+	return len(b)
+}
+
+func (s *Sender) nextRepair(now time.Time, buf []byte) (int, netip.AddrPort, bool) {
+	for s.repairs.size > 0 {
+		job := *s.repairs.peek()
+		i := s.win.find(job.first)
+		if i < 0 {
+			s.repairs.pop()
+			s.stats.RepairsGone++
+			continue
+		}
+		d := s.win.at(i)
+		if !s.bucket.take(now, len(d.buf)) {
+			return 0, netip.AddrPort{}, false
+		}
+		s.repairs.pop()
+		d.queued = false
+		d.lastRepair, d.askedBy = now, job.asker
+		s.stats.Repairs++
+		s.stats.RepairBytes += uint64(len(d.buf))
+		n := copy(buf, d.buf)
+		buf[headerLen] |= dataFlagRepair
+		if job.unicast {
+			return n, job.asker, true
+		}
+		return n, netip.AddrPort{}, true
+	}
+	return 0, netip.AddrPort{}, false
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,116 @@
+package reliable
+
+import (
+	"errors"
+	"net/netip"
+	"time"
+)
+
+// HandleControl processes a datagram that arrived on the sender's
+// socket from a receiver: a NACK for this stream. Anything else is
+// counted and ignored; the error says why.
+//
+// For each NACKed range the sender answers, through NextOutgoing, with
+// an NCF to the group (so other receivers hold back their own NACKs),
+// the repairs (unless the same datagram was repaired within
+// RepairLinger), and a LOST notice for any part that has left the
+// window, so receivers report the loss at once instead of asking again.
+func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) error {
+	h, err := ParseHeader(b)
+	if err != nil {
+		s.countBad(err)
+		return err
+	}
+	if h.Type != TypeNack || h.Stream != s.id {
+		s.stats.Foreign++
+		return errNotForUs
+	}
+	rr, err := ParseRanges(b)
+	if err != nil {
+		s.countBad(err)
+		return err
+	}
+	s.stats.NacksReceived++
+	s.ranges, s.lost = s.ranges[:0], s.lost[:0]
+	low := s.win.low(s.sentNext)
+	for i := 0; i < rr.Len(); i++ {
+		r := rr.At(i)
+		s.stats.NackRanges++
+		if r.From >= s.sentNext {
+			s.stats.NacksIgnored++
+			continue
+		}
+		r.To = min(r.To, s.sentNext-1)
+		if r.From < low {
+			s.lost = appendRange(s.lost, Range{r.From, min(r.To, low-1)}, s.maxWire)
+			r.From = low
+		}
+		if r.From <= r.To {
+			s.ranges = appendRange(s.ranges, r, s.maxWire)
+			s.queueRepairs(now, from, r)
+		}
+	}
+	s.queueControl(TypeNcf, s.ranges, &s.stats.Ncfs)
+	s.queueControl(TypeLost, s.lost, &s.stats.LostNotices)
+	return nil
+}
+
+// queueRepairs queues every datagram overlapping r for repair.
+//
+// A multicast repair reaches every receiver, so a NACK from another
+// receiver within RepairLinger of it most likely crossed it on the way
+// and is ignored. A NACK from the receiver that caused the repair is
+// not: it waited for the repair and did not get it.
+func (s *Sender) queueRepairs(now time.Time, from netip.AddrPort, r Range) {
+	uni := s.cfg.UnicastRepairs
+	for i := s.win.find(r.From); i >= 0 && i < s.win.n-s.win.unsent; i++ {
+		d := s.win.at(i)
+		if d.first > r.To {
+			break
+		}
+		switch {
+		case !uni && d.queued:
+			// Already waiting in the queue for the whole group.
+		case !uni && !d.lastRepair.IsZero() && d.askedBy != from && now.Sub(d.lastRepair) < s.cfg.RepairLinger:
+			s.stats.RepairsLinger++
+		case !s.repairs.push(repairJob{first: d.first, asker: from, unicast: uni}):
+			s.stats.RepairsQueue++
+		default:
+			d.queued = !uni
+		}
+	}
+}
+
+func (s *Sender) queueControl(t PacketType, rs []Range, counter *uint64) {
+	if len(rs) == 0 {
+		return
+	}
+	b := s.control.slot()
+	if b == nil {
+		s.stats.ControlDrops++
+		return
+	}
+	s.control.push(AppendRanges(b, t, s.id, rs))
+	*counter++
+}
+
+func (s *Sender) countBad(err error) {
+	if errors.Is(err, ErrForeign) {
+		s.stats.Foreign++
+	} else {
+		s.stats.Malformed++
+	}
+}
+
+// appendRange adds r to the ascending list rs, merging with the last
+// range when they touch, and dropping r when rs already holds limit.
+func appendRange(rs []Range, r Range, limit int) []Range {
+	if n := len(rs); n > 0 && rs[n-1].To+1 >= r.From {
+		rs[n-1].To = max(rs[n-1].To, r.To)
+		return rs
+	}
+	if len(rs) == limit {
+		return rs
+	}
+	return append(rs, r)
+}

@@ -1,0 +1,50 @@
+package reliable
+
+// SenderStats counts what a Sender did. Every field only grows.
+type SenderStats struct {
+	Messages      uint64 // messages published
+	Frames        uint64 // frames (a fragmented message has several)
+	Datagrams     uint64 // original DATA datagrams handed out
+	Bytes         uint64 // bytes of those datagrams
+	Heartbeats    uint64 // HEARTBEAT datagrams
+	Backpressure  uint64 // Publish calls refused with ErrBackpressure
+	NacksReceived uint64 // NACK datagrams accepted
+	NackRanges    uint64 // ranges in them
+	NacksIgnored  uint64 // NACK ranges naming sequences never sent
+	Ncfs          uint64 // NCF datagrams sent
+	LostNotices   uint64 // LOST datagrams sent (NACKs outside the window)
+	Repairs       uint64 // repair datagrams sent
+	RepairBytes   uint64
+	RepairsLinger uint64 // repairs skipped: the same datagram was repaired within RepairLinger
+	RepairsQueue  uint64 // repairs dropped: the repair queue was full
+	RepairsGone   uint64 // repairs dropped: the datagram left the window before its turn
+	ControlDrops  uint64 // NCF/LOST datagrams dropped: the control queue was full
+	Malformed     uint64 // control datagrams that failed to decode
+	Foreign       uint64 // datagrams that are not ours, or for another stream
+}
+
+// ReceiverStats counts what a Receiver did. Every field only grows.
+type ReceiverStats struct {
+	Datagrams   uint64 // datagrams accepted
+	Frames      uint64 // DATA frames accepted (new or duplicate)
+	Delivered   uint64 // messages delivered
+	Recovered   uint64 // frames that filled a gap (arrived after their loss was seen)
+	Duplicates  uint64 // frames already delivered or buffered
+	Heartbeats  uint64 // HEARTBEAT datagrams
+	NacksSent   uint64 // NACK datagrams sent
+	NackRanges  uint64 // ranges in them
+	Suppressed  uint64 // NACK rounds avoided because an NCF or repair came first
+	NcfsSeen    uint64 // NCF datagrams received
+	LostSeen    uint64 // LOST datagrams received
+	Gaps        uint64 // Gap events delivered
+	GapSeqs     uint64 // sequence numbers covered by them
+	Overflow    uint64 // losses given up because the reorder buffer was full
+	Streams     uint64 // streams started
+	Restarts    uint64 // streams replaced by a new session of their feed
+	StreamDrops uint64 // datagrams of new feeds refused: MaxStreams reached
+	Stale       uint64 // datagrams of a replaced or ended session
+	Filtered    uint64 // datagrams of feeds not in ReceiverConfig.Feeds
+	Malformed   uint64 // datagrams that failed to decode
+	Foreign     uint64 // datagrams that are not ours
+	TooLarge    uint64 // messages dropped because they exceed MaxMessageSize
+}

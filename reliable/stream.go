@@ -1,0 +1,343 @@
+package reliable
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// stream is a Receiver's state for one publisher session.
+//
+// Invariant: every sequence number in [next, highest] is either held in
+// the reorder buffer or in exactly one gap, and highest < next + the
+// reorder buffer's frame capacity.
+type stream struct {
+	r        *Receiver
+	id       transport.StreamID
+	replaces transport.StreamID
+	source   netip.AddrPort
+
+	synced  bool // next and highest are set
+	started bool // StreamStart delivered
+	joining bool // skip continuation fragments until the first message start
+
+	next      uint64 // next sequence number to deliver
+	highest   uint64 // highest sequence number known to exist
+	low       uint64 // highest window low edge the publisher announced
+	lastHeard time.Time
+	nackAt    time.Time // no NACK is due before this (may be early, never late)
+	nackSent  time.Time // when the NACK awaiting its NCF went out
+	srtt      time.Duration
+
+	gaps gapSet
+	held reorder
+	asm  assembly
+
+	pend    transport.Gap // gap not yet delivered, so it can grow
+	hasPend bool
+	lastWhy transport.GapReason
+}
+
+func (st *stream) heard(from netip.AddrPort) {
+	st.lastHeard = st.r.now
+	if from.IsValid() {
+		st.source = from
+	}
+}
+
+func (st *stream) capacity() uint64 { return uint64(len(st.held.slots)) }
+
+// sync places a new stream's start: the live edge (first message start
+// seen), or the publisher's window low edge when asked for history.
+func (st *stream) sync(liveEdge, low uint64) {
+	st.synced = true
+	st.next = liveEdge
+	if st.r.cfg.Join == JoinEarliest {
+		st.next = low
+	}
+	st.highest = st.next - 1
+	st.low = low
+}
+
+func (st *stream) onData(dh DataHead, frames []Frame, b []byte) {
+	if !st.synced {
+		edge := dh.FirstSeq + uint64(len(frames))
+		for i := range frames {
+			if frames[i].Begin() {
+				edge = dh.FirstSeq + uint64(i)
+				break
+			}
+		}
+		st.sync(edge, dh.Low)
+	}
+	st.applyLow(dh.Low)
+	for i := range frames {
+		st.onFrame(dh.FirstSeq+uint64(i), &frames[i], b, dh.BaseTime)
+	}
+	st.held.endDatagram()
+}
+
+func (st *stream) onBeat(beat Beat) {
+	if !st.synced {
+		st.sync(beat.Next, beat.Low)
+	}
+	st.applyLow(beat.Low)
+	st.extend(beat.Next-1, false)
+}
+
+// onEnd closes the stream: nothing more will come, nor repairs.
+func (st *stream) onEnd(beat Beat) {
+	if st.synced {
+		st.extend(beat.Next-1, false)
+	}
+	st.end(transport.EndClosed)
+}
+
+// repairWait is how long to wait for a repair before asking again.
+func (st *stream) repairWait() time.Duration {
+	c := &st.r.cfg
+	if st.srtt == 0 {
+		return c.RepairTimeout
+	}
+	return min(max(4*st.srtt, c.MinRepairTimeout), c.RepairTimeout)
+}
+
+func (st *stream) onNcf(rr RangeReader) {
+	st.r.stats.NcfsSeen++
+	if !st.nackSent.IsZero() {
+		sample := st.r.now.Sub(st.nackSent)
+		if st.srtt == 0 {
+			st.srtt = sample
+		} else {
+			st.srtt += (sample - st.srtt) / 8
+		}
+		st.nackSent = time.Time{}
+	}
+	wait := st.r.now.Add(st.repairWait())
+	for i := 0; i < rr.Len(); i++ {
+		rg := rr.At(i)
+		for j := max(st.gaps.find(rg.From), 0); j < st.gaps.len(); j++ {
+			g := &st.gaps.g[j]
+			if g.from > rg.To {
+				break
+			}
+			if g.to < rg.From || g.lost != 0 {
+				continue
+			}
+			if st.r.now.Before(g.nackAt) && g.attempts == 0 {
+				st.r.stats.Suppressed++
+			}
+			if g.nackAt.Before(wait) {
+				g.nackAt = wait
+			}
+		}
+	}
+}
+
+func (st *stream) onLost(rr RangeReader) {
+	st.r.stats.LostSeen++
+	for i := 0; i < rr.Len(); i++ {
+		rg := rr.At(i)
+		st.gaps.markLost(rg.From, rg.To, transport.GapUnrecoverable)
+	}
+	st.drain()
+}
+
+// onFrame places one frame: a duplicate, a repair filling a gap, an
+// in-order frame to deliver at once, or a frame to hold.
+func (st *stream) onFrame(seq uint64, f *Frame, b []byte, base int64) {
+	r := st.r
+	r.stats.Frames++
+	if seq < st.next {
+		r.stats.Duplicates++
+		return
+	}
+	if seq > st.highest {
+		st.extend(seq, true)
+	} else {
+		if st.held.has(seq) {
+			r.stats.Duplicates++
+			return
+		}
+		if !st.fill(seq) {
+			return
+		}
+		r.stats.Recovered++
+	}
+	for seq != st.next {
+		if st.held.hold(seq, b, base, f) {
+			return
+		}
+		if !st.giveUpOldest() {
+			r.stats.Overflow++
+			return
+		}
+	}
+	st.deliverFrame(seq, f)
+	st.next++
+	st.drain()
+}
+
+// extend records that every sequence up to seq exists: what lies between
+// the highest seen and seq is missing, and seq too unless it has arrived.
+func (st *stream) extend(seq uint64, arrived bool) {
+	if seq <= st.highest {
+		return
+	}
+	if seq-st.next >= st.capacity() {
+		st.advanceTo(seq-st.capacity()+1, transport.GapOverflow)
+	}
+	last := seq
+	if arrived {
+		last--
+	}
+	if last > st.highest {
+		st.addGap(st.highest+1, last)
+	}
+	st.highest = seq
+}
+
+// fill takes seq out of the gaps, reporting false when it is not missing
+// (a late duplicate of something already given up).
+func (st *stream) fill(seq uint64) bool {
+	if st.gaps.remove(seq) {
+		return true
+	}
+	if st.gaps.find(seq) < 0 || !st.giveUpOldest() {
+		st.r.stats.Duplicates++
+		return false
+	}
+	if seq < st.next || !st.gaps.remove(seq) {
+		st.r.stats.Duplicates++
+		return false
+	}
+	return true
+}
+
+func (st *stream) addGap(from, to uint64) {
+	if st.gaps.full() {
+		st.giveUpOldest()
+	}
+	r := st.r
+	at := r.now.Add(nackDelay(uniform(r.cfg.Rand), r.cfg.NackBackoffMax, r.cfg.GroupSize))
+	giveUp := r.now.Add(time.Duration(r.cfg.MaxNackAttempts) * r.cfg.RepairTimeout)
+	st.gaps.add(gap{from: from, to: to, nackAt: at, giveUpAt: giveUp})
+	st.nackAt = earliest(st.nackAt, at)
+}
+
+// applyLow gives up, as unrecoverable, what the publisher announced it
+// no longer holds.
+func (st *stream) applyLow(low uint64) {
+	if low <= st.low {
+		return
+	}
+	st.low = low
+	if low > st.next {
+		st.advanceTo(low, transport.GapUnrecoverable)
+	}
+}
+
+// advanceTo gives up every missing sequence below target and delivers
+// what is held below it.
+func (st *stream) advanceTo(target uint64, why transport.GapReason) {
+	if target <= st.next {
+		return
+	}
+	st.gaps.markLost(st.next, target-1, why)
+	st.drain()
+	if st.next < target {
+		st.emitGap(st.next, target-1, why)
+		st.next = target
+		st.highest = max(st.highest, target-1)
+	}
+}
+
+// giveUpOldest abandons the oldest missing range to free room.
+func (st *stream) giveUpOldest() bool {
+	if st.gaps.len() == 0 {
+		return false
+	}
+	st.r.stats.Overflow++
+	g := st.gaps.g[0]
+	st.gaps.markLost(g.from, g.to, transport.GapOverflow)
+	st.drain()
+	return true
+}
+
+// drain delivers, in order, what is held and what has been given up,
+// until the next missing sequence that is still being recovered.
+func (st *stream) drain() {
+	for st.next <= st.highest {
+		if st.gaps.len() > 0 && st.gaps.g[0].from == st.next {
+			g := st.gaps.g[0]
+			if g.lost == 0 {
+				return
+			}
+			st.emitGap(g.from, g.to, g.lost)
+			st.next = g.to + 1
+			st.gaps.popFront()
+			continue
+		}
+		f, d, ok := st.held.take(st.next)
+		if !ok {
+			return
+		}
+		st.deliverFrame(st.next, &f)
+		st.held.done(d)
+		st.next++
+	}
+}
+
+// nackDue sends a NACK for the gaps whose timer is due, gives up those
+// that used all their attempts, and re-arms the stream's timer.
+func (st *stream) nackDue() {
+	r := st.r
+	ranges := r.ranges[:0]
+	var next time.Time
+	for i := range st.gaps.g {
+		g := &st.gaps.g[i]
+		switch {
+		case g.lost != 0:
+			continue
+		case r.now.Before(g.nackAt) || len(ranges) == r.cfg.NackRanges:
+		case g.attempts >= r.cfg.MaxNackAttempts || !r.now.Before(g.giveUpAt):
+			g.lost = transport.GapTimeout
+			continue
+		default:
+			ranges = append(ranges, Range{g.from, g.to})
+			g.attempts++
+			g.nackAt = r.now.Add(st.repairWait())
+		}
+		next = earliest(next, g.nackAt)
+	}
+	st.nackAt = next
+	if len(ranges) > 0 && st.source.IsValid() {
+		st.nackSent = r.now
+		r.nack = AppendRanges(r.nack[:0], TypeNack, st.id, ranges)
+		r.stats.NacksSent++
+		r.stats.NackRanges += uint64(len(ranges))
+		r.h.SendNack(st.source, r.nack)
+	}
+	st.drain()
+}
+
+// end closes the stream out: what is still missing is reported lost,
+// what is held is delivered, then StreamEnd.
+func (st *stream) end(why transport.EndReason) {
+	if st.synced && st.highest >= st.next {
+		st.gaps.markLost(st.next, st.highest, transport.GapStreamEnded)
+		st.drain()
+	}
+	if st.asm.active {
+		st.emitGap(st.asm.start, st.next-1, transport.GapStreamEnded)
+	}
+	st.flushGap()
+	if st.started {
+		st.r.ev = transport.Event{Kind: transport.EventStreamEnd, End: transport.StreamEnd{
+			Stream: st.id, LastSeq: st.highest, Reason: why,
+		}}
+		st.r.h.Deliver(&st.r.ev)
+	}
+	st.r.retire(st.id)
+}

@@ -1,0 +1,101 @@
+package reliable
+
+import (
+	"net/netip"
+	"time"
+)
+
+// sent is one datagram in the sender's retransmit window.
+type sent struct {
+	buf        []byte // the encoded datagram; cap is the MTU
+	first      uint64 // sequence number of its first frame
+	count      int    // frames
+	lastRepair time.Time
+	askedBy    netip.AddrPort // the receiver whose NACK caused lastRepair
+	queued     bool           // waiting in the multicast repair queue
+}
+
+func (d *sent) last() uint64 { return d.first + uint64(d.count) - 1 }
+
+// window is the ring of datagrams a Sender keeps: the oldest ones are
+// sent and kept for repair; the newest `unsent` ones still wait for the
+// network; one more slot past them is the open datagram being filled.
+type window struct {
+	slots    []sent
+	head     int // index of the oldest closed datagram
+	n        int // closed datagrams held
+	unsent   int // the newest closed datagrams not yet handed out
+	bytes    int // bytes of the closed datagrams
+	maxBytes int
+	mtu      int
+}
+
+func newWindow(datagrams, maxBytes, mtu int) window {
+	return window{slots: make([]sent, datagrams), maxBytes: maxBytes, mtu: mtu}
+}
+
+func (w *window) at(i int) *sent { return &w.slots[(w.head+i)%len(w.slots)] }
+
+// open returns the slot past the closed datagrams, evicting the oldest
+// sent datagrams to make room for one more of up to MTU bytes. It
+// returns nil when only unsent datagrams could be evicted.
+func (w *window) open() *sent {
+	for w.n >= len(w.slots) || w.bytes+w.mtu > w.maxBytes {
+		if w.n == w.unsent {
+			return nil
+		}
+		w.evict()
+	}
+	d := w.at(w.n)
+	if d.buf == nil {
+		d.buf = make([]byte, 0, w.mtu)
+	}
+	d.buf, d.count, d.queued = d.buf[:0], 0, false
+	return d
+}
+
+func (w *window) evict() {
+	d := w.at(0)
+	w.bytes -= len(d.buf)
+	w.head = (w.head + 1) % len(w.slots)
+	w.n--
+}
+
+// close adds the open slot to the closed datagrams, unsent.
+func (w *window) close() {
+	w.bytes += len(w.at(w.n).buf)
+	w.n++
+	w.unsent++
+}
+
+// takeUnsent returns the oldest unsent datagram and marks it sent.
+func (w *window) takeUnsent() *sent {
+	d := w.at(w.n - w.unsent)
+	w.unsent--
+	return d
+}
+
+// low is the oldest sequence number held, or next when empty.
+func (w *window) low(next uint64) uint64 {
+	if w.n == 0 {
+		return next
+	}
+	return w.at(0).first
+}
+
+// find returns the index of the sent datagram holding seq, or -1.
+func (w *window) find(seq uint64) int {
+	lo, hi := 0, w.n-w.unsent
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if w.at(mid).last() < seq {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo < w.n-w.unsent && w.at(lo).first <= seq {
+		return lo
+	}
+	return -1
+}

@@ -1,0 +1,110 @@
+package reliable
+
+import (
+	"encoding/binary"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// Wire constants of protocol version 1. doc.go describes the layout.
+const (
+	magic0, magic1 = 'B', 'L'
+	// Version is the protocol version this package speaks.
+	Version = 1
+
+	headerLen    = 16 // magic, version, type, feed, session
+	dataHeadLen  = headerLen + 28
+	beatLen      = headerLen + 16
+	rangesHead   = headerLen + 2
+	rangeLen     = 16
+	frameHeadLen = 3 // length u16, flags u8
+
+	// MaxWireRanges is the most ranges one NACK, NCF or LOST packet
+	// carries.
+	MaxWireRanges = 255
+)
+
+// PacketType is the type byte of a datagram.
+type PacketType uint8
+
+// Packet types.
+const (
+	TypeData      PacketType = 1 // messages (original or repair)
+	TypeHeartbeat PacketType = 2 // idle publisher: next sequence and window low edge
+	TypeEnd       PacketType = 3 // publisher closed the session
+	TypeNack      PacketType = 4 // receiver → publisher: please repair these ranges
+	TypeNcf       PacketType = 5 // publisher → group: NACK heard, repair coming
+	TypeLost      PacketType = 6 // publisher → group: these ranges are unrecoverable
+)
+
+func (t PacketType) String() string {
+	switch t {
+	case TypeData:
+		return "DATA"
+	case TypeHeartbeat:
+		return "HEARTBEAT"
+	case TypeEnd:
+		return "END"
+	case TypeNack:
+		return "NACK"
+	case TypeNcf:
+		return "NCF"
+	case TypeLost:
+		return "LOST"
+	}
+	return "UNKNOWN"
+}
+
+// Data flags (byte 16 of a DATA datagram).
+const dataFlagRepair = 0x01
+
+// Frame flags.
+const (
+	frameBegin   = 0x01
+	frameEnd     = 0x02
+	frameTopic   = 0x04
+	frameKey     = 0x08
+	frameHeaders = 0x10
+	frameMeta    = frameTopic | frameKey | frameHeaders
+	frameKnown   = frameBegin | frameEnd | frameMeta
+)
+
+// Header is the common part of every datagram.
+type Header struct {
+	Type   PacketType
+	Stream transport.StreamID
+}
+
+// ParseHeader decodes the common header of b. Errors wrap ErrForeign
+// (not our magic or version) or ErrMalformed.
+func ParseHeader(b []byte) (Header, error) {
+	if len(b) < 4 || b[0] != magic0 || b[1] != magic1 {
+		return Header{}, errNotOurs
+	}
+	if b[2] != Version {
+		return Header{}, errVersion
+	}
+	if len(b) < headerLen {
+		return Header{}, errShort
+	}
+	h := Header{
+		Type: PacketType(b[3]),
+		Stream: transport.StreamID{
+			Feed:    binary.BigEndian.Uint32(b[4:]),
+			Session: binary.BigEndian.Uint64(b[8:]),
+		},
+	}
+	if h.Type < TypeData || h.Type > TypeLost {
+		return Header{}, errType
+	}
+	if h.Stream.Session == 0 {
+		return Header{}, errZeroSession
+	}
+	return h, nil
+}
+
+func appendHeader(b []byte, t PacketType, id transport.StreamID) []byte {
+	b = append(b, magic0, magic1, Version, byte(t))
+	b = binary.BigEndian.AppendUint32(b, id.Feed)
+	return binary.BigEndian.AppendUint64(b, id.Session)
+}
