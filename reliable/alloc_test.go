@@ -1,0 +1,104 @@
+package reliable
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// pipe runs a Sender straight into a Receiver, for allocation checks and
+// benchmarks of the hot paths.
+type pipe struct {
+	s    *Sender
+	r    *Receiver
+	h    countHandler
+	buf  []byte
+	now  time.Time
+	msg  transport.Message
+	from netip.AddrPort
+}
+
+func newPipe(tb testing.TB) *pipe {
+	s, err := NewSender(SenderConfig{Session: 1}, simEpoch)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r, err := NewReceiver(ReceiverConfig{Rand: rand.New(rand.NewPCG(1, 1))})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &pipe{s: s, r: r, buf: make([]byte, DefaultMTU), now: simEpoch,
+		msg: transport.Message{Topic: "AAPL", Payload: make([]byte, 64)}, from: netip_mustAddr("127.0.0.1:1")}
+}
+
+// publish publishes one message, sending datagrams as they fill.
+func (p *pipe) publish(tb testing.TB) {
+	p.now = p.now.Add(time.Microsecond)
+	if _, err := p.s.Publish(p.now, &p.msg); err == ErrBackpressure {
+		p.drain()
+		_, err = p.s.Publish(p.now, &p.msg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+	} else if err != nil {
+		tb.Fatal(err)
+	}
+	if p.s.win.unsent > 0 {
+		p.drain()
+	}
+}
+
+func (p *pipe) drain() {
+	for {
+		n, _, ok := p.s.NextOutgoing(p.now, p.buf)
+		if !ok {
+			return
+		}
+		_ = p.r.HandleDatagram(p.now, p.from, p.buf[:n], &p.h)
+	}
+}
+
+func TestZeroAllocsPerMessage(t *testing.T) {
+	if testing.CoverMode() != "" || raceEnabled {
+		t.Skip("allocation counts are not meaningful under -cover or -race")
+	}
+	p := newPipe(t)
+	for i := 0; i < 50_000; i++ { // warm up: window slots and buffers
+		p.publish(t)
+	}
+	allocs := testing.AllocsPerRun(20_000, func() { p.publish(t) })
+	if allocs != 0 {
+		t.Fatalf("%.3f allocations per message published and received", allocs)
+	}
+	if p.h.gaps != 0 || p.h.messages < 69_000 {
+		t.Fatalf("pipe broken: %+v", p.h)
+	}
+}
+
+func BenchmarkSenderPublish(b *testing.B) {
+	p := newPipe(b)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(p.msg.Payload)))
+	for b.Loop() {
+		p.now = p.now.Add(time.Microsecond)
+		if _, err := p.s.Publish(p.now, &p.msg); err == ErrBackpressure {
+			for {
+				if _, _, ok := p.s.NextOutgoing(p.now, p.buf); !ok {
+					break
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkPipe64B(b *testing.B) {
+	p := newPipe(b)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(p.msg.Payload)))
+	for b.Loop() {
+		p.publish(b)
+	}
+}

@@ -1,0 +1,366 @@
+package reliable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// dataWith reports whether b is an original DATA datagram holding seq.
+func dataWith(b []byte, seq uint64) bool {
+	h, err := ParseHeader(b)
+	if err != nil || h.Type != TypeData {
+		return false
+	}
+	dh, _, err := ParseData(b, nil)
+	return err == nil && !dh.Repair && dh.FirstSeq <= seq && seq < dh.FirstSeq+uint64(dh.Count)
+}
+
+func TestSimTailLossRecoveredByHeartbeat(t *testing.T) {
+	n := newSim(t, 3, SenderConfig{}, ReceiverConfig{}, 1, simFaults{})
+	last := uint64(100)
+	n.dropTo = func(_ int, b []byte) bool { return dataWith(b, last) }
+	n.publish(0, 100, 1, 10*time.Microsecond, 32)
+	n.settle(100 * time.Millisecond)
+	checkExactlyOnce(t, n.rcvs[0], 100)
+	st := n.rcvs[0].r.Stats()
+	if st.Recovered != 1 || st.NacksSent == 0 {
+		t.Fatalf("tail not recovered through a heartbeat: %+v", st)
+	}
+}
+
+func TestSimPausedPastWindow(t *testing.T) {
+	scfg := SenderConfig{MaxMessageSize: 4096, MaxQueued: 16, WindowDatagrams: 64, WindowBytes: 64 * DefaultMTU}
+	n := newSim(t, 4, scfg, ReceiverConfig{}, 1, simFaults{})
+	rc := n.rcvs[0]
+	n.publish(0, 100, 1, 10*time.Microsecond, 32)
+	n.settle(time.Millisecond)
+	rc.paused = true
+	n.publish(100, 1000, 1, 10*time.Microsecond, 32)
+	n.settle(time.Millisecond)
+	rc.paused = false
+	n.publish(1100, 100, 1, 10*time.Microsecond, 32)
+	n.settle(100 * time.Millisecond)
+
+	// The pause is reported as unrecoverable (the window moves on while
+	// the repairs travel, so it may come as several adjacent gaps).
+	idx, gaps := rc.indexes()
+	if len(gaps) == 0 || gaps[0].From != 101 || gaps[0].Len() < 1000-64 {
+		t.Fatalf("gaps %v do not cover the pause", gaps)
+	}
+	for _, g := range gaps {
+		if g.Reason != transport.GapUnrecoverable {
+			t.Fatalf("gap %v: want unrecoverable", g)
+		}
+	}
+	// Then it continues: everything published after the pause arrives,
+	// in order; checkAccounting proves no hole is silent.
+	if len(idx) < 200 || idx[99] != 99 || idx[len(idx)-1] != 1199 {
+		t.Fatalf("got %d messages, around the gap %v", len(idx), idx[95:105])
+	}
+	for i := 1; i < len(idx); i++ {
+		if idx[i] <= idx[i-1] || (idx[i] > 1100 && idx[i] != idx[i-1]+1) {
+			t.Fatalf("after the gap, %d then %d", idx[i-1], idx[i])
+		}
+	}
+	checkAccounting(t, rc, true)
+}
+
+func TestSimNackOutsideWindowGetsLost(t *testing.T) {
+	scfg := SenderConfig{MaxMessageSize: 4096, MaxQueued: 16, WindowDatagrams: 64, WindowBytes: 64 * DefaultMTU}
+	n := newSim(t, 5, scfg, ReceiverConfig{NackBackoffMax: time.Millisecond}, 1, simFaults{})
+	// Seq 10 is lost and every repair of it too, until it leaves the window.
+	n.dropTo = func(_ int, b []byte) bool { return dataWithAny(b, 10) }
+	n.publish(0, 300, 1, 100*time.Microsecond, 32)
+	n.settle(200 * time.Millisecond)
+	_, gaps := n.rcvs[0].indexes()
+	if len(gaps) != 1 || gaps[0].From != 10 || gaps[0].To != 10 {
+		t.Fatalf("gaps %v", gaps)
+	}
+	if gaps[0].Reason != transport.GapUnrecoverable {
+		t.Fatalf("reason %v", gaps[0].Reason)
+	}
+	if n.rcvs[0].msgs != 299 {
+		t.Fatalf("delivered %d, want 299", n.rcvs[0].msgs)
+	}
+}
+
+// dataWithAny is dataWith for repairs too.
+func dataWithAny(b []byte, seq uint64) bool {
+	dh, _, err := ParseData(b, nil)
+	h, herr := ParseHeader(b)
+	return herr == nil && h.Type == TypeData && err == nil && dh.FirstSeq <= seq && seq < dh.FirstSeq+uint64(dh.Count)
+}
+
+func TestSimLostNoticeForNackBelowWindow(t *testing.T) {
+	scfg := SenderConfig{MaxMessageSize: 4096, MaxQueued: 16, WindowDatagrams: 64, WindowBytes: 64 * DefaultMTU}
+	n := newSim(t, 6, scfg, ReceiverConfig{}, 1, simFaults{})
+	n.publish(0, 200, 1, 10*time.Microsecond, 32)
+	n.settle(10 * time.Millisecond)
+	nack := AppendRanges(nil, TypeNack, n.sender.Stream(), []Range{{1, 5}, {190, 195}})
+	if err := n.sender.HandleControl(n.now, n.rcvs[0].addr, nack); err != nil {
+		t.Fatal(err)
+	}
+	n.record = true
+	n.settle(10 * time.Millisecond)
+	var lost, ncf, repairs int
+	for _, s := range n.sent {
+		switch {
+		case s.typ == TypeLost:
+			lost++
+		case s.typ == TypeNcf:
+			ncf++
+		case s.typ == TypeData && s.repair:
+			repairs++
+		}
+	}
+	if lost != 1 || ncf != 1 || repairs == 0 {
+		t.Fatalf("lost %d ncf %d repairs %d; %v", lost, ncf, repairs, n)
+	}
+}
+
+func TestSimPublisherRestart(t *testing.T) {
+	n := newSim(t, 7, SenderConfig{Feed: 3}, ReceiverConfig{}, 1, simFaults{loss: 0.05})
+	rc := n.rcvs[0]
+	n.publish(0, 500, 4, 20*time.Microsecond, 32)
+	old := n.sender
+	// The old publisher crashes: no END, no more repairs. A new one
+	// starts on the same feed.
+	var err error
+	if n.sender, err = NewSender(SenderConfig{Feed: 3, Session: old.Stream().Session + 1}, n.now); err != nil {
+		t.Fatal(err)
+	}
+	n.publish(500, 500, 4, 20*time.Microsecond, 32)
+	n.settle(200 * time.Millisecond)
+	// A straggler from the old session must not be delivered.
+	var buf [DefaultMTU]byte
+	m := transport.Message{Payload: []byte("late")}
+	if _, err := old.Publish(n.now, &m); err != nil {
+		t.Fatal(err)
+	}
+	old.Flush()
+	for {
+		l, _, ok := old.NextOutgoing(n.now, buf[:])
+		if !ok {
+			break
+		}
+		_ = rc.r.HandleDatagram(n.now, n.srcAddr, buf[:l], simHandler{n, rc})
+	}
+
+	var starts []transport.StreamStart
+	var ends []transport.StreamEnd
+	seenNew := false
+	for _, e := range rc.events {
+		switch e.Kind {
+		case transport.EventStreamStart:
+			starts = append(starts, e.Start)
+		case transport.EventStreamEnd:
+			ends = append(ends, e.End)
+		case transport.EventMessage:
+			if e.Message.Stream == n.sender.Stream() {
+				seenNew = true
+			} else if seenNew || e.Message.Stream != old.Stream() {
+				t.Fatalf("message of %v after the new stream started", e.Message.Stream)
+			}
+		}
+	}
+	if len(starts) != 2 || starts[1].Replaces != old.Stream() || starts[1].Stream != n.sender.Stream() {
+		t.Fatalf("starts %+v", starts)
+	}
+	if len(ends) != 1 || ends[0].Stream != old.Stream() || ends[0].Reason != transport.EndReplaced {
+		t.Fatalf("ends %+v", ends)
+	}
+	if st := rc.r.Stats(); st.Restarts != 1 || st.Stale == 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	checkAccounting(t, rc, true)
+	idx, _ := rc.indexes()
+	if idx[len(idx)-1] != 999 {
+		t.Fatalf("last message %d", idx[len(idx)-1])
+	}
+}
+
+// TestSimNackSuppression: ten receivers lose the same datagram; NCFs
+// and the repair suppress their NACKs so that at most two repairs of it
+// are sent.
+func TestSimNackSuppression(t *testing.T) {
+	for seed := uint64(0); seed < 20; seed++ {
+		n := newSim(t, seed, SenderConfig{}, ReceiverConfig{}, 10, simFaults{})
+		n.record = true
+		const lostSeq = 200
+		n.dropTo = func(_ int, b []byte) bool { return dataWith(b, lostSeq) }
+		n.publish(0, 1000, 10, 50*time.Microsecond, 64)
+		n.settle(100 * time.Millisecond)
+		repairs := 0
+		for _, s := range n.sent {
+			if s.typ == TypeData && s.repair && s.first <= lostSeq && lostSeq < s.first+uint64(s.count) {
+				repairs++
+			}
+		}
+		var nacks, suppressed uint64
+		for _, rc := range n.rcvs {
+			checkExactlyOnce(t, rc, 1000)
+			nacks += rc.r.Stats().NacksSent
+			suppressed += rc.r.Stats().Suppressed
+		}
+		if repairs < 1 || repairs > 2 {
+			t.Fatalf("seed %d: %d repairs of the lost datagram (NACKs %d, suppressed %d)", seed, repairs, nacks, suppressed)
+		}
+		if nacks >= 10 || suppressed == 0 {
+			t.Fatalf("seed %d: %d NACKs, %d suppressed: no suppression", seed, nacks, suppressed)
+		}
+	}
+}
+
+func TestSimFragmentedMessages(t *testing.T) {
+	n := newSim(t, 8, SenderConfig{}, ReceiverConfig{}, 2, simFaults{loss: 0.1, dup: 0.02, reorder: 0.05})
+	sizes := []int{1, 1300, 1400, 5000, 64 << 10, 1 << 20, 100}
+	var sent [][]byte
+	for i, size := range sizes {
+		p := bytes.Repeat([]byte{byte(i + 1)}, size)
+		if size >= 4 {
+			binary.BigEndian.PutUint32(p[size-4:], uint32(size))
+		}
+		m := transport.Message{Topic: "big", Key: []byte{byte(i)}, Headers: []transport.Header{{Key: "n", Value: []byte{byte(i)}}}, Payload: p}
+		for {
+			_, err := n.sender.Publish(n.now, &m)
+			if err == nil {
+				break
+			}
+			if err != ErrBackpressure {
+				t.Fatal(err)
+			}
+			n.runUntil(n.now.Add(100 * time.Microsecond))
+		}
+		sent = append(sent, p)
+		n.runUntil(n.now.Add(100 * time.Microsecond))
+	}
+	n.settle(time.Second)
+	for _, rc := range n.rcvs {
+		var got []transport.Message
+		for _, e := range rc.events {
+			if e.Kind == transport.EventMessage {
+				got = append(got, e.Message)
+			}
+			if e.Kind == transport.EventGap {
+				t.Fatalf("receiver %d: %v", rc.id, e.Gap)
+			}
+		}
+		if len(got) != len(sent) {
+			t.Fatalf("receiver %d: %d messages, want %d", rc.id, len(got), len(sent))
+		}
+		for i, m := range got {
+			if !bytes.Equal(m.Payload, sent[i]) || m.Topic != "big" || m.Key[0] != byte(i) || m.Headers[0].Value[0] != byte(i) {
+				t.Fatalf("receiver %d: message %d differs (len %d, want %d)", rc.id, i, len(m.Payload), len(sent[i]))
+			}
+		}
+		checkAccounting(t, rc, false)
+	}
+}
+
+func TestSimTooLargeForReceiver(t *testing.T) {
+	n := newSim(t, 9, SenderConfig{}, ReceiverConfig{MaxMessageSize: 4000}, 1, simFaults{})
+	for _, size := range []int{100, 10000, 100} {
+		m := transport.Message{Payload: make([]byte, size)}
+		if _, err := n.sender.Publish(n.now, &m); err != nil {
+			t.Fatal(err)
+		}
+		n.runUntil(n.now.Add(time.Millisecond))
+	}
+	n.settle(50 * time.Millisecond)
+	rc := n.rcvs[0]
+	_, gaps := rc.indexes()
+	if rc.msgs != 2 || len(gaps) != 1 || gaps[0].Reason != transport.GapTooLarge || rc.r.Stats().TooLarge != 1 {
+		t.Fatalf("msgs %d gaps %v", rc.msgs, gaps)
+	}
+	checkAccounting(t, rc, false)
+}
+
+func TestSimJoinPolicies(t *testing.T) {
+	for _, join := range []JoinPolicy{JoinLive, JoinEarliest} {
+		n := newSim(t, 10, SenderConfig{}, ReceiverConfig{Join: join}, 1, simFaults{})
+		rc := n.rcvs[0]
+		rc.paused = true
+		n.publish(0, 100, 1, 10*time.Microsecond, 32)
+		n.settle(time.Millisecond)
+		rc.paused = false
+		n.publish(100, 100, 1, 10*time.Microsecond, 32)
+		n.settle(50 * time.Millisecond)
+		idx, gaps := rc.indexes()
+		want := 100
+		if join == JoinEarliest {
+			want = 200
+		}
+		if len(gaps) != 0 || len(idx) != want || idx[len(idx)-1] != 199 {
+			t.Fatalf("join %d: %d messages, gaps %v", join, len(idx), gaps)
+		}
+	}
+}
+
+func TestSimStreamEnds(t *testing.T) {
+	n := newSim(t, 11, SenderConfig{}, ReceiverConfig{IdleTimeout: 50 * time.Millisecond}, 2, simFaults{})
+	n.publish(0, 50, 1, 10*time.Microsecond, 32)
+	n.settle(5 * time.Millisecond)
+	n.rcvs[1].paused = true // misses the END: must time out instead
+	n.sender.Close()
+	n.settle(5 * time.Millisecond)
+	n.rcvs[1].paused = false
+	n.settle(100 * time.Millisecond)
+	for i, want := range []transport.EndReason{transport.EndClosed, transport.EndIdle} {
+		ev := n.rcvs[i].events
+		last := ev[len(ev)-1]
+		if last.Kind != transport.EventStreamEnd || last.End.Reason != want || last.End.LastSeq != 50 {
+			t.Fatalf("receiver %d: last event %+v", i, last)
+		}
+		checkExactlyOnce(t, n.rcvs[i], 50)
+	}
+	if _, err := n.sender.Publish(n.now, &transport.Message{}); err != ErrClosed {
+		t.Fatalf("publish after close: %v", err)
+	}
+}
+
+func TestSimBoundedUnderPathologicalLoss(t *testing.T) {
+	// Every other datagram lost and never repaired: the gap list and the
+	// reorder buffer hit their bounds, and the receiver keeps going with
+	// explicit gaps.
+	rcfg := ReceiverConfig{MaxGaps: 8, ReorderFrames: 64, ReorderBytes: 16 << 10}
+	n := newSim(t, 12, SenderConfig{}, rcfg, 1, simFaults{})
+	n.dropTo = func(_ int, b []byte) bool {
+		dh, _, err := ParseData(b, nil)
+		return err == nil && dh.FirstSeq%2 == 0
+	}
+	n.publish(0, 5000, 1, 10*time.Microsecond, 32)
+	n.settle(500 * time.Millisecond)
+	rc := n.rcvs[0]
+	st := rc.r.Stats()
+	if st.Overflow == 0 || st.Gaps == 0 || rc.msgs < 2400 {
+		t.Fatalf("stats %+v, msgs %d", st, rc.msgs)
+	}
+	checkAccounting(t, rc, true)
+	last := rc.events[len(rc.events)-1]
+	if last.Kind == transport.EventGap && last.Gap.To < 5000 {
+		t.Fatalf("receiver stuck: last event %v", last.Gap)
+	}
+}
+
+func TestReceiverFeedsAndStreamLimit(t *testing.T) {
+	r, err := NewReceiver(ReceiverConfig{Feeds: []uint32{1, 2}, MaxStreams: 1, Rand: fixedRand(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &countHandler{}
+	now := simEpoch
+	from := netip_mustAddr("127.0.0.1:1")
+	for feed := uint32(1); feed <= 3; feed++ {
+		b := AppendBeat(nil, TypeHeartbeat, transport.StreamID{Feed: feed, Session: 9}, Beat{Next: 1, Low: 1})
+		if err := r.HandleDatagram(now, from, b, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := r.Stats(); st.Streams != 1 || st.StreamDrops != 1 || st.Filtered != 1 {
+		t.Fatalf("%+v", st)
+	}
+}
