@@ -51,7 +51,7 @@ func TestFrameRoundTrip(t *testing.T) {
 				t.Fatalf("frame %d header %q=%q", i, k, v)
 			}
 		}
-		if !bytes.Equal(b[f.Off:f.Off+f.Len][3:], b[f.Off+3:f.Off+f.Len]) {
+		if !bytes.Equal(b[f.Off : f.Off+f.Len][3:], b[f.Off+3:f.Off+f.Len]) {
 			t.Fatal("offsets")
 		}
 	}

@@ -1,18 +1,92 @@
-// Package transporttest holds what the transport conformance suite
-// checks recorded event logs with, exported so a transport's own tests
-// can reuse them over events they recorded themselves (copied: received
-// slices are only valid until the next Receive).
+// Package transporttest is the conformance suite every brokerless
+// transport runs: one [Run] call from the transport's own _test.go file
+// checks the contract of package transport and each [transport.Semantics]
+// flag the transport claims.
 //
-// [Payload] makes the payload of message i, which [PayloadIndex] reads
-// back, detecting any corruption, truncation or mix-up. The checkers read
-// each message's index from its payload and return a [*Violation] naming
-// the first offending event:
-//   - [CheckOrdered]: per stream, sequence numbers increase strictly;
-//   - [CheckAccounting]: per stream, messages and gaps are disjoint and
-//     increasing, stream starts and ends are consistent, and (with
-//     contiguous sequence numbers) nothing is lost silently;
-//   - [CheckExactlyOnce], [CheckDelivered], [CheckAtMostOnce]: what
-//     Retransmit and Deduplicated promise;
-//   - [CheckLossReported]: what GapReports promises, whatever the number
-//     of sequence numbers a message uses.
+// A transport wires the suite up with a [Harness] whose NewPair makes a
+// connected publisher and subscriber on a fresh address, injecting the
+// [Faults] asked for or returning [ErrFaultsUnsupported]. For a
+// multicast transport (its names here are illustrative) that wraps the
+// subscriber's socket with transport/faultnet:
+//
+//	func TestConformance(t *testing.T) {
+//		transporttest.Run(t, transporttest.Harness{
+//			NewPair: func(t *testing.T, f transporttest.Faults) (transporttest.Pair, error) {
+//				cfg := multicast.Config{Group: freeGroup(t), Interface: "lo", Feed: 7}
+//				sub, err := multicast.NewSubscriber(t.Context(), cfg, func(c net.PacketConn) (net.PacketConn, error) {
+//					return faultnet.NewPacketConn(c, faultnet.Config{Read: faultnet.Faults{
+//						Loss: f.Loss, Duplicate: f.Duplicate, Reorder: f.Reorder, Seed: f.Seed,
+//					}})
+//				})
+//				if err != nil {
+//					return transporttest.Pair{}, err
+//				}
+//				newPub := func() (transport.Publisher, error) { return multicast.NewPublisher(t.Context(), cfg) }
+//				pub, err := newPub()
+//				if err != nil {
+//					sub.Close()
+//					return transporttest.Pair{}, err
+//				}
+//				return transporttest.Pair{Pub: pub, Sub: sub, NewPublisher: newPub}, nil
+//			},
+//			MaxPayload: 1 << 20,
+//			// ContiguousSeq stays false: a message larger than a datagram
+//			// uses several sequence numbers.
+//		})
+//	}
+//
+// A transport that cannot inject faults (ZeroMQ over TCP, say) returns
+// an error wrapping ErrFaultsUnsupported when !f.IsZero(); a Kafka-protocol
+// transport sets TimeResolution to time.Millisecond.
+//
+// The subscriber must be ready to receive messages of topic [Topic] when
+// NewPair returns. The suite closes every publisher and subscriber it is
+// given; anything else (a daemon, a directory) the harness releases with
+// t.Cleanup. Tests whose faults the harness cannot inject are skipped. A
+// harness can call Run more than once, for example over IPv4 and IPv6,
+// or with Messages lowered under -race.
+//
+// Run's subtests, each on a fresh pair:
+//   - Semantics: publisher and subscriber claim the same flags, at least
+//     Ordered|GapReports.
+//   - Ordering: Messages messages with every field set, on a clean
+//     network: one stream, in order, fields intact (Time to the
+//     nanosecond or within TimeResolution), and exactly once with no gap
+//     if Retransmit|Deduplicated.
+//   - Accounting: the same under loss, duplication and reordering (clean
+//     if unsupported): messages, gaps and stream events add up.
+//   - Loss (Retransmit): under 1% and 10% loss every message arrives,
+//     exactly once if Deduplicated, in order, with no gap.
+//   - GapReports (GapReports without Retransmit): under 20% loss every
+//     lost message is covered by a gap.
+//   - LargeMessage: payloads of MaxPayload and MaxPayload/3+7 bytes
+//     arrive intact.
+//   - ConcurrentPublish: goroutines sharing one Publisher make one
+//     consistent stream, each goroutine's messages in its order.
+//   - Restart (needs Pair.NewPublisher): a restarted publisher is a new
+//     session of the same feed, never mixed with the old one, and its
+//     stream-start names the old session in Replaces.
+//   - DefaultTime: a zero Time is replaced by the publish time.
+//   - CloseUnblocksReceive, ClosePublisher: Close unblocks a pending
+//     Receive with ErrClosed; calls after Close return ErrClosed; a second
+//     Close neither blocks nor panics.
+//   - ContextCancel: Receive honours a cancelled context at once and
+//     while waiting, Publish with one does not block, and the subscriber
+//     still delivers afterwards.
+//   - NoGoroutineLeak: closing a pair ends every goroutine it started.
+//     Run therefore must not run in parallel with other tests.
+//
+// Every recorded log also goes through the checkers, which are exported
+// for a transport's own tests over events it recorded itself (copied:
+// received slices are only valid until the next Receive):
+// [CheckOrdered], [CheckAccounting], [CheckExactlyOnce], [CheckDelivered],
+// [CheckAtMostOnce] and [CheckLossReported]. They read a message's index
+// from its payload, made by [Payload], and return a [*Violation] naming
+// the first offending event.
+//
+// The suite waits on events, never on sleeps: every receive has a
+// deadline, so a broken transport fails instead of hanging, and a run
+// whose last message was lost ends once nothing arrives for Harness.Idle.
+// Durable and Replay claims need a crash or an offset, which this
+// interface does not express; transports test them themselves.
 package transporttest
