@@ -1,0 +1,58 @@
+package transporttest_test
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/brokerless/brokerless/transport/transporttest"
+)
+
+// bugEnv names the fake bug TestBrokenFake runs the suite against.
+const bugEnv = "TRANSPORTTEST_FAKE_BUG"
+
+// TestSuiteCatches runs the suite against deliberately broken fakes, in
+// a child process (a failing Run fails its test), and checks that the
+// subtest meant to catch each bug fails, saying why.
+func TestSuiteCatches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the test binary again")
+	}
+	for _, c := range []struct {
+		bug     fakeBug
+		subtest string
+		says    string
+	}{
+		{bugSilentLoss, "Ordering", "seq 100..100 neither delivered nor reported"},
+		{bugDuplicate, "Ordering", "message 49 delivered again"},
+		{bugNoReplaces, "Restart", "in Replaces, not 7/"},
+		{bugIgnoreCtx, "ContextCancel", "Receive with a cancelled context returned still blocked"},
+		{bugLeak, "NoGoroutineLeak", "goroutines left running"},
+	} {
+		t.Run(string(c.bug), func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.CommandContext(t.Context(), os.Args[0],
+				"-test.run=^TestBrokenFake$/^"+c.subtest+"$", "-test.count=1", "-test.timeout=2m")
+			cmd.Env = append(os.Environ(), bugEnv+"="+string(c.bug))
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the suite passed a fake with bug %s:\n%s", c.bug, out)
+			}
+			for _, want := range []string{"--- FAIL: TestBrokenFake/" + c.subtest, c.says} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
+
+// TestBrokenFake is run by TestSuiteCatches, in a child process.
+func TestBrokenFake(t *testing.T) {
+	bug := os.Getenv(bugEnv)
+	if bug == "" {
+		t.Skip("run by TestSuiteCatches")
+	}
+	transporttest.Run(t, fakeOptions{sem: reliable, faults: true, bug: fakeBug(bug)}.harness())
+}
