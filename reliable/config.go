@@ -49,7 +49,7 @@ const maxMTU = 65507
 type SenderConfig struct {
 	// Feed names the logical stream; it stays the same across restarts.
 	Feed uint32
-	// Session identifies this publisher incarnation. 0: drawn from Rand.
+	// Session identifies this publisher incarnation. 0: NewSession.
 	Session uint64
 	// MTU is the largest datagram sent, headers included. Default 1408.
 	MTU int
@@ -182,8 +182,15 @@ type ReceiverConfig struct {
 	IdleTimeout time.Duration
 	// NackRanges bounds the ranges in one NACK. Default 64.
 	NackRanges int
-	// Join says where to start in a stream. Default JoinLive.
+	// Join says where to start in a stream that began before
+	// ListenSince. Default JoinLive.
 	Join JoinPolicy
+	// ListenSince is when the subscriber started listening. A stream
+	// whose session began at or after it (see SessionStart) is
+	// delivered from its first message, whatever Join says: everything
+	// it published was meant for this subscriber, so early loss is
+	// recovered or reported. Zero: treat every stream as older.
+	ListenSince time.Time
 	// Rand drives the NACK back-off. Required.
 	Rand Rand
 }

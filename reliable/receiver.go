@@ -180,8 +180,9 @@ func (r *Receiver) Deadline() time.Time {
 }
 
 // lookup finds the stream of id, replacing the stream of the same feed
-// when id is a new session (a publisher restart), and creating it when
-// create is set and there is room.
+// when id is a newer session (a publisher restart), and creating it when
+// create is set and there is room. Datagrams of older sessions are
+// stale: sessions order by start time (NewSession).
 func (r *Receiver) lookup(id transport.StreamID, create bool) *stream {
 	for i, st := range r.streams {
 		if st.id.Feed != id.Feed {
@@ -190,7 +191,7 @@ func (r *Receiver) lookup(id transport.StreamID, create bool) *stream {
 		if st.id.Session == id.Session {
 			return st
 		}
-		if !create || r.isRetired(id) {
+		if !create || id.Session < st.id.Session || r.isRetired(id) {
 			r.stats.Stale++
 			return nil
 		}

@@ -50,9 +50,7 @@ func NewSender(cfg SenderConfig, now time.Time) (*Sender, error) {
 		return nil, err
 	}
 	if cfg.Session == 0 {
-		for cfg.Session == 0 {
-			cfg.Session = cfg.Rand.Uint64()
-		}
+		cfg.Session = NewSession(now, cfg.Rand)
 	}
 	s := &Sender{
 		cfg:       cfg,

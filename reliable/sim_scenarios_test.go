@@ -130,7 +130,7 @@ func TestSimPublisherRestart(t *testing.T) {
 	// The old publisher crashes: no END, no more repairs. A new one
 	// starts on the same feed.
 	var err error
-	if n.sender, err = NewSender(SenderConfig{Feed: 3, Session: old.Stream().Session + 1}, n.now); err != nil {
+	if n.sender, err = NewSender(SenderConfig{Feed: 3, Rand: fixedRand(1)}, n.now); err != nil {
 		t.Fatal(err)
 	}
 	n.publish(500, 500, 4, 20*time.Microsecond, 32)
@@ -281,7 +281,9 @@ func TestSimTooLargeForReceiver(t *testing.T) {
 
 func TestSimJoinPolicies(t *testing.T) {
 	for _, join := range []JoinPolicy{JoinLive, JoinEarliest} {
-		n := newSim(t, 10, SenderConfig{}, ReceiverConfig{Join: join}, 1, simFaults{})
+		// The subscriber started listening after the publisher.
+		rcfg := ReceiverConfig{Join: join, ListenSince: simEpoch.Add(time.Second)}
+		n := newSim(t, 10, SenderConfig{}, rcfg, 1, simFaults{})
 		rc := n.rcvs[0]
 		rc.paused = true
 		n.publish(0, 100, 1, 10*time.Microsecond, 32)
@@ -297,6 +299,31 @@ func TestSimJoinPolicies(t *testing.T) {
 		if len(gaps) != 0 || len(idx) != want || idx[len(idx)-1] != 199 {
 			t.Fatalf("join %d: %d messages, gaps %v", join, len(idx), gaps)
 		}
+	}
+}
+
+// TestSimFirstMessagesLost: a subscriber that listened before the
+// publisher started recovers the stream's first messages, even when the
+// first datagrams it sees are well past them.
+func TestSimFirstMessagesLost(t *testing.T) {
+	n := newSim(t, 13, SenderConfig{}, ReceiverConfig{ListenSince: simEpoch.Add(-time.Second)}, 1, simFaults{})
+	n.dropTo = func(_ int, b []byte) bool {
+		h, _ := ParseHeader(b)
+		return h.Type == TypeHeartbeat || dataWith(b, 1) || dataWith(b, 2)
+	}
+	n.publish(0, 100, 1, 10*time.Microsecond, 32)
+	n.settle(100 * time.Millisecond)
+	checkExactlyOnce(t, n.rcvs[0], 100)
+	if n.rcvs[0].r.Stats().Recovered != 2 {
+		t.Fatalf("%+v", n.rcvs[0].r.Stats())
+	}
+}
+
+func TestSessionCarriesStartTime(t *testing.T) {
+	a := NewSession(simEpoch, fixedRand(^uint64(0)))
+	b := NewSession(simEpoch.Add(time.Millisecond), fixedRand(0))
+	if !SessionStart(a).Equal(simEpoch) || b <= a {
+		t.Fatalf("%x %x %v", a, b, SessionStart(a))
 	}
 }
 

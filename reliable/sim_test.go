@@ -107,6 +107,9 @@ func newSim(t testing.TB, seed uint64, scfg SenderConfig, rcfg ReceiverConfig, r
 	}
 	for i := 0; i < receivers; i++ {
 		rc := rcfg
+		if rc.ListenSince.IsZero() {
+			rc.ListenSince = simEpoch
+		}
 		rc.Rand = rand.New(rand.NewPCG(seed, uint64(10+i)))
 		r, err := NewReceiver(rc)
 		if err != nil {

@@ -48,16 +48,21 @@ func (st *stream) heard(from netip.AddrPort) {
 
 func (st *stream) capacity() uint64 { return uint64(len(st.held.slots)) }
 
-// sync places a new stream's start: the live edge (first message start
-// seen), or the publisher's window low edge when asked for history.
+// sync places a new stream's start: its first message when it began
+// after we started listening, else the live edge (first message start
+// seen) or, when asked for history, the publisher's window low edge.
 func (st *stream) sync(liveEdge, low uint64) {
+	cfg := &st.r.cfg
 	st.synced = true
-	st.next = liveEdge
-	if st.r.cfg.Join == JoinEarliest {
+	switch {
+	case !cfg.ListenSince.IsZero() && !SessionStart(st.id.Session).Before(cfg.ListenSince):
+		st.next = 1
+	case cfg.Join == JoinEarliest:
 		st.next = low
+	default:
+		st.next = liveEdge
 	}
 	st.highest = st.next - 1
-	st.low = low
 }
 
 func (st *stream) onData(dh DataHead, frames []Frame, b []byte) {
