@@ -44,9 +44,8 @@ type Faults struct {
 	Jitter time.Duration
 	// Drop, if set, drops (and counts in Stats.Dropped) every datagram for
 	// which it returns true: targeted loss such as "the datagram carrying
-	// sequence 1000". It is called with every datagram offered, must not
-	// keep b, and must be safe to call from the goroutine that offers
-	// datagrams.
+	// sequence 1000". It is called with every datagram offered, one call
+	// at a time, and must not keep b.
 	Drop func(b []byte) bool
 	// MaxHeld bounds how many datagrams (duplicates included) wait for
 	// delivery. A datagram beyond it is discarded and counted in
