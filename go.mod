@@ -3,3 +3,8 @@ module github.com/brokerless/brokerless
 go 1.26.8
 
 require go.uber.org/goleak v1.3.0
+
+require (
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)

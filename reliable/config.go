@@ -31,7 +31,7 @@ const (
 	DefaultMaxGaps         = 1024
 	DefaultNackBackoffMax  = 2 * time.Millisecond
 	DefaultGroupSize       = 10
-	DefaultRepairTimeout   = 20 * time.Millisecond
+	DefaultRepairTimeout   = 100 * time.Millisecond
 	DefaultMinRepairWait   = 1 * time.Millisecond
 	DefaultMaxNackAttempts = 10
 	DefaultIdleTimeout     = 5 * time.Second
@@ -167,15 +167,16 @@ type ReceiverConfig struct {
 	GroupSize      int
 	// RepairTimeout bounds how long to wait for a repair after a NACK
 	// (or after an NCF says one is coming) before asking again. The
-	// wait adapts to the round trip measured from NACK to NCF (four
-	// times the smoothed RTT, at least MinRepairTimeout); RepairTimeout
-	// is its ceiling and the wait before the first measurement.
-	// Defaults 20 ms and 1 ms.
+	// wait adapts to the round trips measured from NACK to NCF (RFC
+	// 6298's smoothed RTT plus four deviations, at least
+	// MinRepairTimeout); RepairTimeout is its ceiling and the wait before
+	// the first measurement.
+	// Defaults 100 ms and 1 ms.
 	RepairTimeout    time.Duration
 	MinRepairTimeout time.Duration
-	// MaxNackAttempts: after this many unanswered NACKs, or
-	// MaxNackAttempts × RepairTimeout after the loss was seen, the loss
-	// is reported as GapTimeout. Default 10.
+	// MaxNackAttempts: after this many NACKs in a row that no NCF
+	// answered, or MaxNackAttempts × RepairTimeout after the loss was
+	// seen, the loss is reported as GapTimeout. Default 10.
 	MaxNackAttempts int
 	// IdleTimeout: a stream that sends nothing, not even a heartbeat,
 	// this long has ended. Default 5 s.

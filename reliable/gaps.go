@@ -9,9 +9,10 @@ import (
 // gap is a run of missing sequence numbers and the state of its repair.
 type gap struct {
 	from, to uint64
-	nackAt   time.Time // when to NACK next
-	attempts int       // NACKs sent for it so far
-	giveUpAt time.Time // recovery deadline, however often NCFs postpone it
+	nackAt     time.Time // when to NACK next
+	nacked     bool      // a NACK for it has been sent
+	unanswered int       // NACKs sent since the last NCF for it
+	giveUpAt   time.Time // recovery deadline, however often NCFs postpone it
 	lost     transport.GapReason
 }
 

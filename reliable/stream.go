@@ -29,6 +29,7 @@ type stream struct {
 	nackAt    time.Time // no NACK is due before this (may be early, never late)
 	nackSent  time.Time // when the NACK awaiting its NCF went out
 	srtt      time.Duration
+	rttvar    time.Duration
 
 	gaps gapSet
 	held reorder
@@ -99,24 +100,36 @@ func (st *stream) onEnd(beat Beat) {
 	st.end(transport.EndClosed)
 }
 
-// repairWait is how long to wait for a repair before asking again.
+// repairWait is how long to wait for a repair before asking again: the
+// retransmission timeout of RFC 6298 over NACK→NCF round trips.
 func (st *stream) repairWait() time.Duration {
 	c := &st.r.cfg
 	if st.srtt == 0 {
 		return c.RepairTimeout
 	}
-	return min(max(4*st.srtt, c.MinRepairTimeout), c.RepairTimeout)
+	return min(max(st.srtt+4*st.rttvar, c.MinRepairTimeout), c.RepairTimeout)
+}
+
+func (st *stream) sampleRTT(rtt time.Duration) {
+	if st.srtt == 0 {
+		st.srtt, st.rttvar = rtt, rtt/2
+		return
+	}
+	st.rttvar += (abs(st.srtt-rtt) - st.rttvar) / 4
+	st.srtt += (rtt - st.srtt) / 8
+}
+
+func abs(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 func (st *stream) onNcf(rr RangeReader) {
 	st.r.stats.NcfsSeen++
 	if !st.nackSent.IsZero() {
-		sample := st.r.now.Sub(st.nackSent)
-		if st.srtt == 0 {
-			st.srtt = sample
-		} else {
-			st.srtt += (sample - st.srtt) / 8
-		}
+		st.sampleRTT(st.r.now.Sub(st.nackSent))
 		st.nackSent = time.Time{}
 	}
 	wait := st.r.now.Add(st.repairWait())
@@ -130,12 +143,13 @@ func (st *stream) onNcf(rr RangeReader) {
 			if g.to < rg.From || g.lost != 0 {
 				continue
 			}
-			if st.r.now.Before(g.nackAt) && g.attempts == 0 {
+			if st.r.now.Before(g.nackAt) && !g.nacked {
 				st.r.stats.Suppressed++
 			}
 			if g.nackAt.Before(wait) {
 				g.nackAt = wait
 			}
+			g.unanswered = 0
 		}
 	}
 }
@@ -295,7 +309,7 @@ func (st *stream) drain() {
 }
 
 // nackDue sends a NACK for the gaps whose timer is due, gives up those
-// that used all their attempts, and re-arms the stream's timer.
+// that got no answer or ran out of time, and re-arms the stream's timer.
 func (st *stream) nackDue() {
 	r := st.r
 	ranges := r.ranges[:0]
@@ -306,12 +320,13 @@ func (st *stream) nackDue() {
 		case g.lost != 0:
 			continue
 		case r.now.Before(g.nackAt) || len(ranges) == r.cfg.NackRanges:
-		case g.attempts >= r.cfg.MaxNackAttempts || !r.now.Before(g.giveUpAt):
+		case g.unanswered >= r.cfg.MaxNackAttempts || !r.now.Before(g.giveUpAt):
 			g.lost = transport.GapTimeout
 			continue
 		default:
 			ranges = append(ranges, Range{g.from, g.to})
-			g.attempts++
+			g.nacked = true
+			g.unanswered++
 			g.nackAt = r.now.Add(st.repairWait())
 		}
 		next = earliest(next, g.nackAt)

@@ -1,0 +1,59 @@
+package multicast
+
+import "github.com/brokerless/brokerless/transport"
+
+// batch carries events from the subscriber's reader goroutine to the
+// application. Event slices point into arena; both are reused once the
+// application has moved past the batch, so steady-state delivery does
+// not allocate.
+type batch struct {
+	events []transport.Event
+	arena  []byte
+	hdrs   []transport.Header
+}
+
+const (
+	batchEvents = 512
+	batchBytes  = 1 << 20
+)
+
+func newBatch() *batch {
+	return &batch{events: make([]transport.Event, 0, batchEvents), arena: make([]byte, 0, 64<<10)}
+}
+
+func (b *batch) reset() {
+	b.events, b.arena, b.hdrs = b.events[:0], b.arena[:0], b.hdrs[:0]
+}
+
+// full reports whether the batch should be handed over before taking
+// another event.
+func (b *batch) full() bool { return len(b.events) == cap(b.events) || len(b.arena) >= batchBytes }
+
+// add copies ev, and the bytes it points to, into the batch.
+func (b *batch) add(ev *transport.Event) {
+	b.events = append(b.events, *ev)
+	if ev.Kind != transport.EventMessage {
+		return
+	}
+	m := &b.events[len(b.events)-1].Message
+	m.Payload = b.copy(m.Payload)
+	m.Key = b.copy(m.Key)
+	if len(m.Headers) > 0 {
+		start := len(b.hdrs)
+		for _, h := range m.Headers {
+			b.hdrs = append(b.hdrs, transport.Header{Key: h.Key, Value: b.copy(h.Value)})
+		}
+		m.Headers = b.hdrs[start:len(b.hdrs):len(b.hdrs)]
+	}
+}
+
+// copy appends p to the arena and returns the copy. When the arena grows
+// the earlier copies stay valid in the old array.
+func (b *batch) copy(p []byte) []byte {
+	if p == nil {
+		return nil
+	}
+	start := len(b.arena)
+	b.arena = append(b.arena, p...)
+	return b.arena[start:len(b.arena):len(b.arena)]
+}

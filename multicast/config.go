@@ -1,0 +1,134 @@
+package multicast
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+
+	"github.com/brokerless/brokerless/reliable"
+	"github.com/brokerless/brokerless/transport/faultnet"
+)
+
+// Defaults of Config.
+const (
+	DefaultInterface   = "lo"
+	DefaultTTL         = 1
+	DefaultFeed        = 1
+	DefaultSocketBytes = 4 << 20
+	DefaultBatch       = 32
+	DefaultCloseLinger = 500 * time.Millisecond
+	DefaultCloseQuiet  = 20 * time.Millisecond
+	DefaultQueue       = 64
+)
+
+// maxDatagram is the receive buffer per datagram: the largest IPv4 UDP
+// payload, so no publisher MTU is ever truncated.
+const maxDatagram = 65507
+
+// Config configures a Publisher or a Subscriber. Zero fields take the
+// documented defaults.
+type Config struct {
+	// Group is the multicast group and port. Required.
+	Group netip.AddrPort
+	// Interface names the network interface to send and join on.
+	// Default "lo", which keeps all traffic on this machine.
+	Interface string
+	// TTL of multicast datagrams. Default 1: the local network.
+	TTL int
+	// HostOnly sets the TTL to 0: datagrams never leave this host.
+	HostOnly bool
+	// NoLoopback stops the publisher's datagrams from being delivered to
+	// subscribers on the same host.
+	NoLoopback bool
+	// Feed names the stream (stable across publisher restarts). Default 1.
+	Feed uint32
+	// RecvBuffer and SendBuffer are the SO_RCVBUF and SO_SNDBUF sizes
+	// requested. The kernel may clamp them (net.core.rmem_max); the
+	// clamped value is logged and reported in stats. Default 4 MiB.
+	RecvBuffer, SendBuffer int
+	// Batch is how many datagrams one system call sends (sendmmsg).
+	// Default 32.
+	Batch int
+	// UnicastRepairs sends repairs only to the subscriber that asked.
+	UnicastRepairs bool
+	// CloseLinger bounds how long Publisher.Close keeps answering NACKs
+	// after the last message, so subscribers can repair a lost tail; it
+	// returns earlier once no NACK has come for CloseQuiet. Defaults
+	// 500 ms and 20 ms.
+	CloseLinger, CloseQuiet time.Duration
+	// Queue is how many batches of events a Subscriber buffers for its
+	// reader before it stops reading the socket. Default 64.
+	Queue int
+	// Faults are injected on a Subscriber's received datagrams (DATA and
+	// repairs alike), to rehearse loss. Zero: none.
+	Faults faultnet.Faults
+	// Sender and Receiver tune the recovery engine; Feed, Session and
+	// Rand are set from this Config.
+	Sender   reliable.SenderConfig
+	Receiver reliable.ReceiverConfig
+	// Logger receives warnings (clamped buffers, socket errors). Default:
+	// discard.
+	Logger *slog.Logger
+	// Now and Rand are injected for tests. Defaults time.Now and a
+	// randomly seeded generator.
+	Now  func() time.Time
+	Rand reliable.Rand
+}
+
+func (c *Config) setDefaults() {
+	if c.Interface == "" {
+		c.Interface = DefaultInterface
+	}
+	switch {
+	case c.HostOnly:
+		c.TTL = 0
+	case c.TTL == 0:
+		c.TTL = DefaultTTL
+	}
+	if c.Feed == 0 {
+		c.Feed = DefaultFeed
+	}
+	setDefault(&c.RecvBuffer, DefaultSocketBytes)
+	setDefault(&c.SendBuffer, DefaultSocketBytes)
+	setDefault(&c.Batch, DefaultBatch)
+	setDefault(&c.CloseLinger, DefaultCloseLinger)
+	setDefault(&c.CloseQuiet, DefaultCloseQuiet)
+	setDefault(&c.Queue, DefaultQueue)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Rand == nil {
+		c.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case !c.Group.IsValid() || !c.Group.Addr().Is4() || !c.Group.Addr().IsMulticast():
+		return fmt.Errorf("%w: group %v is not an IPv4 multicast address", ErrBadConfig, c.Group)
+	case c.Group.Port() == 0:
+		return fmt.Errorf("%w: group %v needs a port", ErrBadConfig, c.Group)
+	case c.TTL < 0 || c.TTL > 255:
+		return fmt.Errorf("%w: TTL %d outside [0, 255]", ErrBadConfig, c.TTL)
+	case c.RecvBuffer < 0 || c.SendBuffer < 0:
+		return fmt.Errorf("%w: negative socket buffer", ErrBadConfig)
+	case c.Batch < 1 || c.Batch > 1024:
+		return fmt.Errorf("%w: Batch %d outside [1, 1024]", ErrBadConfig, c.Batch)
+	case c.CloseLinger < 0 || c.CloseQuiet < 0:
+		return fmt.Errorf("%w: negative CloseLinger or CloseQuiet", ErrBadConfig)
+	case c.Queue < 2:
+		return fmt.Errorf("%w: Queue %d < 2", ErrBadConfig, c.Queue)
+	}
+	return nil
+}
+
+func setDefault[T int | time.Duration](v *T, d T) {
+	if *v == 0 {
+		*v = d
+	}
+}

@@ -1,0 +1,28 @@
+// Package multicast is brokerless's UDP multicast transport: a
+// market-data style feed from one publisher to any number of
+// subscribers, with lost datagrams recovered by NACK and retransmit
+// (package reliable) and anything unrecoverable reported as an explicit
+// transport.Gap.
+//
+// The publisher sends DATA, heartbeats and repairs to the group from a
+// unicast socket on the chosen interface; subscribers NACK to that
+// socket's address, the source of the DATA they receive. Repairs go to
+// the whole group by default (one repair serves every receiver that lost
+// the datagram) or, with UnicastRepairs, only to the receiver that
+// asked.
+//
+// Importing the package registers the "mcast" URL scheme with package
+// transport:
+//
+//	mcast://239.1.2.3:7000?iface=lo&feed=1&ttl=1
+//
+// URL parameters: iface (interface name, default lo), feed (stream id,
+// default 1), ttl (default 1; 0 keeps datagrams on this host), repairs
+// (multicast or unicast), join (live or earliest), mtu, rcvbuf, sndbuf
+// (bytes), linger (how long Close keeps answering NACKs, e.g. 200ms),
+// loss, dup, reorder (probabilities of faults injected on the
+// subscriber's receive path, for rehearsing loss) and seed.
+//
+// Multicast here is IPv4. Tests keep it on the machine: they send on
+// the loopback interface only.
+package multicast

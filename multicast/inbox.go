@@ -1,0 +1,57 @@
+package multicast
+
+import (
+	"net/netip"
+	"sync"
+)
+
+// inbox is a bounded queue of datagrams with reused buffers, from the
+// subscriber's unicast socket to its reader goroutine.
+type inbox struct {
+	mu      sync.Mutex
+	bufs    [][]byte
+	from    []netip.AddrPort
+	n       int
+	dropped uint64
+}
+
+func newInbox(n int) inbox {
+	return inbox{bufs: make([][]byte, n), from: make([]netip.AddrPort, n)}
+}
+
+// put copies b in; it reports false (and counts a drop) when full.
+func (q *inbox) put(b []byte, from netip.AddrPort) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n == len(q.bufs) {
+		q.dropped++
+		return false
+	}
+	q.bufs[q.n] = append(q.bufs[q.n][:0], b...)
+	q.from[q.n] = from
+	q.n++
+	return true
+}
+
+// drain calls f for each queued datagram, oldest first, and empties the
+// queue. f must not keep b.
+func (q *inbox) drain(f func(b []byte, from netip.AddrPort)) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i := 0; i < q.n; i++ {
+		f(q.bufs[i], q.from[i])
+	}
+	q.n = 0
+}
+
+func (q *inbox) empty() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n == 0
+}
+
+func (q *inbox) drops() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.dropped
+}

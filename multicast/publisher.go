@@ -1,0 +1,273 @@
+package multicast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"golang.org/x/net/ipv4"
+
+	"github.com/brokerless/brokerless/reliable"
+	"github.com/brokerless/brokerless/transport"
+)
+
+// Publisher sends one stream to a multicast group and answers NACKs.
+// It is safe for concurrent use.
+//
+// Publish packs messages into the engine's current datagram and returns;
+// a sender goroutine hands datagrams to the kernel in batches. While it
+// is busy, messages accumulate and go out together ("smart batching"):
+// at low rates each message leaves at once, at high rates datagrams are
+// full.
+type Publisher struct {
+	cfg   Config
+	conn  *net.UDPConn
+	batch *ipv4.PacketConn
+	group *net.UDPAddr
+
+	mu       sync.Mutex
+	eng      *reliable.Sender
+	idle     bool          // the sender goroutine waits for wake
+	waiters  int           // Publish/Flush calls waiting for progress
+	progress chan struct{} // closed and replaced when the sender made progress
+	writing  bool          // a batch is being written outside the lock
+	closing  bool
+	lastNack time.Time
+	stats    PublisherStats
+
+	inbox inbox // NACKs read by controlLoop, answered by sendLoop
+
+	wake chan struct{}
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+	err  error
+}
+
+var _ transport.Publisher = (*Publisher)(nil)
+
+// NewPublisher opens the publisher's socket on cfg.Interface and starts
+// its goroutines.
+func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ifi, addr, err := iface(cfg.Interface)
+	if err != nil {
+		return nil, err
+	}
+	scfg := cfg.Sender
+	scfg.Feed, scfg.Rand, scfg.UnicastRepairs = cfg.Feed, cfg.Rand, cfg.UnicastRepairs || scfg.UnicastRepairs
+	eng, err := reliable.NewSender(scfg, cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	conn, err := listenUDP(ctx, netip.AddrPortFrom(addr, 0), false)
+	if err != nil {
+		return nil, err
+	}
+	if err := setupSender(conn, ifi, &cfg); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	p := &Publisher{
+		cfg:      cfg,
+		conn:     conn,
+		batch:    ipv4.NewPacketConn(conn),
+		group:    net.UDPAddrFromAddrPort(cfg.Group),
+		eng:      eng,
+		progress: make(chan struct{}),
+		inbox:    newInbox(1024),
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+	}
+	_, p.stats.SendBuffer = bufferSizes(conn, cfg.RecvBuffer, cfg.SendBuffer, cfg.Logger)
+	p.wg.Add(2)
+	go p.sendLoop()
+	go p.controlLoop()
+	return p, nil
+}
+
+// Stream is the publisher's stream identity.
+func (p *Publisher) Stream() transport.StreamID { return p.eng.Stream() }
+
+// LocalAddr is the unicast address the publisher sends from and takes
+// NACKs on.
+func (p *Publisher) LocalAddr() netip.AddrPort { return p.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// Semantics: ordered, deduplicated, recovered within the retransmit
+// window, gaps reported.
+func (p *Publisher) Semantics() transport.Semantics { return semantics }
+
+const semantics = transport.Ordered | transport.GapReports | transport.Retransmit | transport.Deduplicated
+
+// Stats returns a snapshot of the counters.
+func (p *Publisher) Stats() PublisherStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.SenderStats = p.eng.Stats()
+	s.InboxDrops = p.inbox.drops()
+	return s
+}
+
+// Publish queues m. It blocks, honouring ctx, while the send queue is
+// full.
+func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
+	p.mu.Lock()
+	for {
+		if p.closing {
+			p.mu.Unlock()
+			return transport.ErrClosed
+		}
+		_, err := p.eng.Publish(p.cfg.Now(), &m)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, reliable.ErrBackpressure) {
+			p.mu.Unlock()
+			if errors.Is(err, reliable.ErrTooLarge) {
+				return fmt.Errorf("%w: %w", transport.ErrTooLarge, err)
+			}
+			return err
+		}
+		if err := p.waitProgress(ctx); err != nil {
+			p.mu.Unlock()
+			return err
+		}
+	}
+	wake := p.idle
+	p.idle = false
+	p.mu.Unlock()
+	if wake {
+		p.signal()
+	}
+	return nil
+}
+
+// Flush waits until every message published so far has been handed to
+// the kernel.
+func (p *Publisher) Flush(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.eng.Flush()
+	for !p.eng.Idle() || p.writing {
+		if p.closed() {
+			return transport.ErrClosed
+		}
+		p.idle = false
+		p.signal()
+		if err := p.waitProgress(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitProgress waits, with p.mu held on entry and exit, until the
+// sender goroutine has made progress.
+func (p *Publisher) waitProgress(ctx context.Context) error {
+	ch := p.progress
+	p.waiters++
+	p.mu.Unlock()
+	p.signal()
+	var err error
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-p.stop:
+		err = transport.ErrClosed
+	}
+	p.mu.Lock()
+	p.waiters--
+	return err
+}
+
+// madeProgress wakes waiters; p.mu is held.
+func (p *Publisher) madeProgress() {
+	if p.waiters > 0 {
+		close(p.progress)
+		p.progress = make(chan struct{})
+	}
+}
+
+func (p *Publisher) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *Publisher) closed() bool {
+	select {
+	case <-p.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close flushes, keeps answering NACKs until subscribers go quiet (at
+// most CloseLinger), tells subscribers the stream ended, and stops.
+func (p *Publisher) Close() error {
+	p.once.Do(func() { p.err = p.close() })
+	return p.err
+}
+
+func (p *Publisher) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.CloseLinger)
+	defer cancel()
+	flushErr := p.Flush(ctx)
+	p.mu.Lock()
+	p.closing = true
+	p.mu.Unlock()
+	p.linger(ctx)
+
+	p.mu.Lock()
+	p.eng.Close()
+	p.idle = false
+	p.mu.Unlock()
+	p.signal()
+	endCtx, endCancel := context.WithTimeout(context.Background(), time.Second)
+	defer endCancel()
+	_ = p.Flush(endCtx)
+
+	close(p.stop)
+	err := p.conn.Close()
+	p.wg.Wait()
+	if flushErr != nil && !errors.Is(flushErr, context.DeadlineExceeded) {
+		return flushErr
+	}
+	return err
+}
+
+// linger answers NACKs until none has come for CloseQuiet, or ctx ends.
+func (p *Publisher) linger(ctx context.Context) {
+	start := p.cfg.Now()
+	t := time.NewTimer(p.cfg.CloseQuiet)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		last := p.lastNack
+		p.mu.Unlock()
+		if last.Before(start) {
+			last = start
+		}
+		quietFor := p.cfg.Now().Sub(last)
+		if quietFor >= p.cfg.CloseQuiet {
+			return
+		}
+		t.Reset(p.cfg.CloseQuiet - quietFor)
+	}
+}

@@ -1,0 +1,135 @@
+package multicast
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"time"
+
+	"golang.org/x/net/ipv4"
+)
+
+// sendLoop hands the engine's datagrams to the kernel, a batch per
+// system call, and sleeps until woken or the engine's next deadline
+// (heartbeats, rate-limited repairs).
+func (p *Publisher) sendLoop() {
+	defer p.wg.Done()
+	msgs := make([]ipv4.Message, p.cfg.Batch)
+	bufs := make([][]byte, p.cfg.Batch)
+	for i := range msgs {
+		bufs[i] = make([]byte, maxDatagram)
+		msgs[i].Buffers = [][]byte{nil}
+	}
+	unicast := make([]*net.UDPAddr, p.cfg.Batch)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		p.mu.Lock()
+		now := p.cfg.Now()
+		p.inbox.drain(func(b []byte, from netip.AddrPort) {
+			if p.eng.HandleControl(now, from, b) == nil {
+				p.lastNack = now
+			}
+		})
+		n := 0
+		for n < len(msgs) {
+			l, to, ok := p.eng.NextOutgoing(now, bufs[n])
+			if !ok {
+				break
+			}
+			msgs[n].Buffers[0] = bufs[n][:l]
+			msgs[n].Addr = p.destination(to, &unicast[n])
+			n++
+		}
+		if n == 0 {
+			p.idle = true
+			p.madeProgress()
+			deadline := p.eng.Deadline(now)
+			p.mu.Unlock()
+			if !p.sleep(timer, now, deadline) {
+				return
+			}
+			continue
+		}
+		p.writing = true
+		p.mu.Unlock()
+
+		calls, failed := p.write(msgs[:n])
+
+		p.mu.Lock()
+		p.writing = false
+		p.stats.SendCalls += calls
+		p.stats.SendErrors += failed
+		p.madeProgress()
+		p.mu.Unlock()
+	}
+}
+
+// destination is the group, or the receiver a unicast repair is for.
+func (p *Publisher) destination(to netip.AddrPort, slot **net.UDPAddr) net.Addr {
+	if !to.IsValid() {
+		return p.group
+	}
+	if *slot == nil {
+		*slot = new(net.UDPAddr)
+	}
+	(*slot).IP = to.Addr().AsSlice()
+	(*slot).Port = int(to.Port())
+	return *slot
+}
+
+// write sends msgs, retrying partial batches; it returns the system
+// calls made and the datagrams the kernel refused.
+func (p *Publisher) write(msgs []ipv4.Message) (calls, failed uint64) {
+	for len(msgs) > 0 {
+		n, err := p.batch.WriteBatch(msgs, 0)
+		calls++
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return calls, failed + uint64(len(msgs))
+			}
+			p.cfg.Logger.Warn("multicast: send failed", "err", err)
+			n = max(n, 1)
+			failed++
+		}
+		msgs = msgs[n:]
+	}
+	return calls, failed
+}
+
+// sleep waits for a wake-up, the deadline, or stop; it reports false on
+// stop.
+func (p *Publisher) sleep(timer *time.Timer, now, deadline time.Time) bool {
+	if !deadline.IsZero() {
+		timer.Reset(max(deadline.Sub(now), 0))
+		defer timer.Stop()
+	}
+	select {
+	case <-p.wake:
+	case <-timer.C:
+	case <-p.stop:
+		return false
+	}
+	return true
+}
+
+// controlLoop reads NACKs from subscribers and passes them to sendLoop,
+// which answers them when it next takes the lock.
+func (p *Publisher) controlLoop() {
+	defer p.wg.Done()
+	buf := make([]byte, maxDatagram)
+	for {
+		n, from, err := p.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			p.mu.Lock()
+			p.stats.ReadErrors++
+			p.mu.Unlock()
+			continue
+		}
+		p.inbox.put(buf[:n], from)
+		p.signal()
+	}
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package multicast
+
+const raceEnabled = true

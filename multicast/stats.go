@@ -1,0 +1,26 @@
+package multicast
+
+import (
+	"github.com/brokerless/brokerless/reliable"
+	"github.com/brokerless/brokerless/transport/faultnet"
+)
+
+// PublisherStats is a snapshot of a Publisher's counters.
+type PublisherStats struct {
+	reliable.SenderStats
+	SendCalls   uint64 // sendmmsg calls
+	SendErrors  uint64 // datagrams the kernel refused
+	SendBuffer  int    // SO_SNDBUF granted by the kernel, bytes
+	ReadErrors  uint64 // errors reading NACKs
+	InboxDrops  uint64 // NACKs dropped: more arrived than sendLoop could take
+}
+
+// SubscriberStats is a snapshot of a Subscriber's counters.
+type SubscriberStats struct {
+	reliable.ReceiverStats
+	RecvBuffer  int    // SO_RCVBUF granted by the kernel, bytes
+	ReadErrors  uint64 // socket read errors
+	NackErrors  uint64 // NACKs the kernel refused to send
+	Faults      faultnet.Stats
+	QueueStalls uint64 // times the reader had to wait for the application
+}

@@ -1,0 +1,170 @@
+package multicast
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+
+	"github.com/brokerless/brokerless/reliable"
+	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/faultnet"
+)
+
+// Subscriber joins a multicast group and delivers the streams it
+// carries: messages in order, NACKing what it lost, and a Gap for what
+// cannot be recovered.
+//
+// One reader goroutine owns the group socket and the recovery engine; a
+// second reads the unicast socket (unicast repairs) and passes what it
+// gets to the first. Events reach Receive in batches. When the
+// application falls behind by Queue batches the reader stops reading:
+// the kernel buffer absorbs the burst, and what it drops is NACKed later
+// or reported as a Gap.
+type Subscriber struct {
+	cfg  Config
+	data *net.UDPConn // bound to the group's port, joined
+	ctrl *net.UDPConn // unicast: NACKs out, unicast repairs in
+
+	// Owned by the reader goroutine.
+	eng    *reliable.Receiver
+	faults *faultnet.Injector // nil without faults
+	out    *batch             // batch being filled
+	local  SubscriberStats
+
+	inbox inbox // datagrams from the unicast socket
+
+	statsMu sync.Mutex
+	stats   SubscriberStats // snapshot published by the reader
+
+	ready chan *batch // filled batches, in order
+	free  chan *batch // batches the application is done with
+	cur   *batch      // batch being read by Receive
+	next  int
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+var _ transport.Subscriber = (*Subscriber)(nil)
+
+// NewSubscriber joins cfg.Group on cfg.Interface and starts reading.
+// Streams that start from now on are delivered from their first message.
+func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ifi, addr, err := iface(cfg.Interface)
+	if err != nil {
+		return nil, err
+	}
+	rcfg := cfg.Receiver
+	rcfg.Rand = cfg.Rand
+	if rcfg.ListenSince.IsZero() {
+		rcfg.ListenSince = cfg.Now()
+	}
+	if rcfg.Feeds == nil {
+		rcfg.Feeds = []uint32{cfg.Feed}
+	}
+	eng, err := reliable.NewReceiver(rcfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Subscriber{
+		cfg:   cfg,
+		eng:   eng,
+		inbox: newInbox(256),
+		ready: make(chan *batch, cfg.Queue),
+		free:  make(chan *batch, cfg.Queue+1),
+		stop:  make(chan struct{}),
+	}
+	if !cfg.Faults.Zero() {
+		if s.faults, err = faultnet.NewInjector(cfg.Faults); err != nil {
+			return nil, err
+		}
+	}
+	for i := 0; i < cfg.Queue; i++ {
+		s.free <- newBatch()
+	}
+	s.out = newBatch()
+	if s.data, err = listenUDP(ctx, cfg.Group, true); err != nil {
+		return nil, err
+	}
+	if err := join(s.data, ifi, cfg.Group.Addr()); err != nil {
+		s.data.Close()
+		return nil, err
+	}
+	s.local.RecvBuffer, _ = bufferSizes(s.data, cfg.RecvBuffer, 0, cfg.Logger)
+	s.stats = s.local
+	if s.ctrl, err = listenUDP(ctx, netip.AddrPortFrom(addr, 0), false); err != nil {
+		s.data.Close()
+		return nil, err
+	}
+	s.wg.Add(2)
+	go s.readLoop()
+	go s.controlLoop()
+	return s, nil
+}
+
+// Semantics: ordered, deduplicated, recovered within the publisher's
+// retransmit window, gaps reported.
+func (s *Subscriber) Semantics() transport.Semantics { return semantics }
+
+// Stats returns a snapshot of the counters, at most a read old.
+func (s *Subscriber) Stats() SubscriberStats {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	return s.stats
+}
+
+// Receive returns the next event. Its slices stay valid until the next
+// call.
+func (s *Subscriber) Receive(ctx context.Context) (transport.Event, error) {
+	for {
+		if s.closed() {
+			return transport.Event{}, transport.ErrClosed
+		}
+		if s.cur != nil {
+			if s.next < len(s.cur.events) {
+				s.next++
+				return s.cur.events[s.next-1], nil
+			}
+			s.cur.reset()
+			s.free <- s.cur
+			s.cur = nil
+		}
+		if err := ctx.Err(); err != nil {
+			return transport.Event{}, err
+		}
+		select {
+		case s.cur = <-s.ready:
+			s.next = 0
+		case <-ctx.Done():
+			return transport.Event{}, ctx.Err()
+		case <-s.stop:
+			return transport.Event{}, transport.ErrClosed
+		}
+	}
+}
+
+func (s *Subscriber) closed() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close leaves the group and stops the readers.
+func (s *Subscriber) Close() error {
+	s.once.Do(func() {
+		close(s.stop)
+		s.data.Close()
+		s.ctrl.Close()
+		s.wg.Wait()
+	})
+	return nil
+}

@@ -1,0 +1,176 @@
+package multicast
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// readLoop owns the engine: it reads the group socket, takes what the
+// unicast socket received, runs the engine's timers (waking for them
+// through the read deadline) and hands events to the application.
+func (s *Subscriber) readLoop() {
+	defer s.wg.Done()
+	buf := make([]byte, maxDatagram)
+	var deadline time.Time
+	h := (*handler)(s)
+	for {
+		if d := s.deadline(); !d.Equal(deadline) {
+			deadline = d
+			_ = s.data.SetReadDeadline(d)
+		}
+		n := -1
+		var from netip.AddrPort
+		if s.inbox.empty() {
+			var err error
+			n, from, err = s.data.ReadFromUDPAddrPort(buf)
+			switch {
+			case err == nil:
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				// A timer, or a wake-up from controlLoop that moved the
+				// deadline behind our back: set it again next time.
+				n, deadline = -1, expired
+			case errors.Is(err, net.ErrClosed):
+				return
+			default:
+				s.local.ReadErrors++
+				continue
+			}
+		}
+		now := s.cfg.Now()
+		if n >= 0 {
+			s.handle(now, from, buf[:n])
+		}
+		s.inbox.drain(func(b []byte, from netip.AddrPort) { s.handle(now, from, b) })
+		if s.faults != nil {
+			s.popFaults(now)
+		}
+		if d := s.eng.Deadline(); !d.IsZero() && !now.Before(d) {
+			s.eng.Poll(now, h)
+		}
+		s.publishStats()
+		if !s.handOver() {
+			return
+		}
+	}
+}
+
+// expired marks the socket's read deadline as unknown.
+var expired = time.Unix(1, 0)
+
+// controlLoop reads the unicast socket and wakes readLoop.
+func (s *Subscriber) controlLoop() {
+	defer s.wg.Done()
+	buf := make([]byte, maxDatagram)
+	for {
+		n, from, err := s.ctrl.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		if s.inbox.put(buf[:n], from) {
+			_ = s.data.SetReadDeadline(time.Now())
+		}
+	}
+}
+
+// deadline is when readLoop must wake: the engine's next timer or a
+// datagram the fault injector holds.
+func (s *Subscriber) deadline() time.Time {
+	d := s.eng.Deadline()
+	if s.faults != nil {
+		if due, ok := s.faults.NextDue(); ok && (d.IsZero() || due.Before(d)) {
+			d = due
+		}
+	}
+	return d
+}
+
+// handle passes one datagram to the engine, through the fault injector
+// when there is one.
+func (s *Subscriber) handle(now time.Time, from netip.AddrPort, b []byte) {
+	if s.faults != nil {
+		s.faults.Push(now, b, net.UDPAddrFromAddrPort(from))
+		return
+	}
+	_ = s.eng.HandleDatagram(now, from, b, (*handler)(s))
+}
+
+func (s *Subscriber) popFaults(now time.Time) {
+	for {
+		b, addr, ok := s.faults.Pop(now)
+		if !ok {
+			return
+		}
+		_ = s.eng.HandleDatagram(now, addr.(*net.UDPAddr).AddrPort(), b, (*handler)(s))
+	}
+}
+
+func (s *Subscriber) publishStats() {
+	st := s.local
+	st.ReceiverStats = s.eng.Stats()
+	if s.faults != nil {
+		st.Faults = s.faults.Stats()
+	}
+	s.statsMu.Lock()
+	s.stats = st
+	s.statsMu.Unlock()
+}
+
+// handOver passes the batch being filled, if it holds anything, to the
+// application and takes an empty one. It waits while the application is
+// Queue batches behind, and reports false when the subscriber closed
+// meanwhile.
+func (s *Subscriber) handOver() bool {
+	if len(s.out.events) == 0 {
+		return true
+	}
+	select {
+	case s.ready <- s.out:
+	default:
+		s.local.QueueStalls++
+		select {
+		case s.ready <- s.out:
+		case <-s.stop:
+			return false
+		}
+	}
+	select {
+	case s.out = <-s.free:
+		return true
+	case <-s.stop:
+		return false
+	}
+}
+
+// handler is the Subscriber seen as the engine's reliable.Handler. Its
+// methods run on readLoop.
+type handler Subscriber
+
+func (h *handler) Deliver(ev *transport.Event) {
+	s := (*Subscriber)(h)
+	if s.out.full() && len(s.free) > 0 {
+		// Hand over early if the application has room; if not, the batch
+		// grows, bounded by what one call into the engine can release.
+		// Only this goroutine takes from free, so the take cannot block.
+		select {
+		case s.ready <- s.out:
+			s.out = <-s.free
+		default:
+		}
+	}
+	s.out.add(ev)
+}
+
+func (h *handler) SendNack(to netip.AddrPort, b []byte) {
+	s := (*Subscriber)(h)
+	if _, err := s.ctrl.WriteToUDPAddrPort(b, to); err != nil {
+		s.local.NackErrors++
+	}
+}
