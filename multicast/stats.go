@@ -8,11 +8,11 @@ import (
 // PublisherStats is a snapshot of a Publisher's counters.
 type PublisherStats struct {
 	reliable.SenderStats
-	SendCalls   uint64 // sendmmsg calls
-	SendErrors  uint64 // datagrams the kernel refused
-	SendBuffer  int    // SO_SNDBUF granted by the kernel, bytes
-	ReadErrors  uint64 // errors reading NACKs
-	InboxDrops  uint64 // NACKs dropped: more arrived than sendLoop could take
+	SendCalls  uint64 // sendmmsg calls
+	SendErrors uint64 // datagrams the kernel refused
+	SendBuffer int    // SO_SNDBUF granted by the kernel, bytes
+	ReadErrors uint64 // errors reading NACKs
+	InboxDrops uint64 // NACKs dropped: more arrived than sendLoop could take
 }
 
 // SubscriberStats is a snapshot of a Subscriber's counters.

@@ -8,12 +8,12 @@ import (
 
 // gap is a run of missing sequence numbers and the state of its repair.
 type gap struct {
-	from, to uint64
+	from, to   uint64
 	nackAt     time.Time // when to NACK next
 	nacked     bool      // a NACK for it has been sent
 	unanswered int       // NACKs sent since the last NCF for it
 	giveUpAt   time.Time // recovery deadline, however often NCFs postpone it
-	lost     transport.GapReason
+	lost       transport.GapReason
 }
 
 // gapSet is the ascending, disjoint, bounded list of a stream's missing
