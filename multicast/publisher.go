@@ -153,6 +153,9 @@ func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
 // Flush waits until every message published so far has been handed to
 // the kernel.
 func (p *Publisher) Flush(ctx context.Context) error {
+	if p.closed() {
+		return transport.ErrClosed
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.eng.Flush()
