@@ -29,6 +29,10 @@ type Subscriber struct {
 	// Owned by the reader goroutine.
 	eng    *reliable.Receiver
 	faults *faultnet.Injector // nil without faults
+	// The last source address given to faults, to not allocate one per
+	// datagram.
+	lastFrom netip.AddrPort
+	lastAddr *net.UDPAddr
 	out    *batch             // batch being filled
 	local  SubscriberStats
 

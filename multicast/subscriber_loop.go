@@ -96,7 +96,10 @@ func (s *Subscriber) deadline() time.Time {
 // when there is one.
 func (s *Subscriber) handle(now time.Time, from netip.AddrPort, b []byte) {
 	if s.faults != nil {
-		s.faults.Push(now, b, net.UDPAddrFromAddrPort(from))
+		if from != s.lastFrom {
+			s.lastFrom, s.lastAddr = from, net.UDPAddrFromAddrPort(from)
+		}
+		s.faults.Push(now, b, s.lastAddr)
 		return
 	}
 	_ = s.eng.HandleDatagram(now, from, b, (*handler)(s))

@@ -26,7 +26,7 @@ const (
 	DefaultMaxPendingRepairs = 1024
 
 	DefaultMaxStreams      = 16
-	DefaultReorderFrames   = 65536
+	DefaultReorderFrames   = 1 << 18
 	DefaultReorderBytes    = 32 << 20
 	DefaultMaxGaps         = 1024
 	DefaultNackBackoffMax  = 2 * time.Millisecond
@@ -149,9 +149,11 @@ type ReceiverConfig struct {
 	// MaxStreams bounds the feeds tracked at once. Default 16.
 	MaxStreams int
 	// ReorderFrames and ReorderBytes bound, per stream, the frames held
-	// while waiting for a repair. When they are full the oldest loss is
-	// given up (GapOverflow) to stay at the live edge. Defaults 65536 and
-	// 32 MiB.
+	// while waiting for a repair (ReorderFrames is also the furthest a
+	// frame may run ahead of the oldest loss). When they are full the
+	// oldest loss is given up (GapOverflow) to stay at the live edge. The
+	// index grows on demand, 24 bytes per frame of span. Defaults 262144
+	// (a power of two) and 32 MiB.
 	ReorderFrames int
 	ReorderBytes  int
 	// MaxMessageSize bounds a reassembled message. Default 1 MiB.

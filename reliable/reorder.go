@@ -13,31 +13,59 @@ type heldDatagram struct {
 type heldFrame struct {
 	seq    uint64 // 0: empty
 	d      *heldDatagram
-	off, n int
+	off, n uint32
 }
 
 // reorder holds frames that arrived ahead of a loss, in a ring indexed by
-// sequence number, bounded by frame count (the ring size) and bytes.
+// sequence number, bounded by frame count and bytes. The ring starts
+// small and doubles, up to maxFrames, as the span of held frames grows.
 type reorder struct {
-	slots    []heldFrame
-	mask     uint64
-	bytes    int
-	maxBytes int
-	free     []*heldDatagram
-	cur      *heldDatagram // copy of the datagram being processed, once made
+	slots     []heldFrame
+	mask      uint64
+	maxFrames int
+	bytes     int
+	maxBytes  int
+	free      []*heldDatagram
+	cur       *heldDatagram // copy of the datagram being processed, once made
 }
 
-const maxFreeHeld = 64
+const (
+	maxFreeHeld  = 64
+	minRingSlots = 1024
+)
 
-func newReorder(frames, maxBytes int) reorder {
-	return reorder{slots: make([]heldFrame, frames), mask: uint64(frames - 1), maxBytes: maxBytes}
+func newReorder(maxFrames, maxBytes int) reorder {
+	n := min(minRingSlots, maxFrames)
+	return reorder{slots: make([]heldFrame, n), mask: uint64(n - 1), maxFrames: maxFrames, maxBytes: maxBytes}
 }
 
 func (r *reorder) has(seq uint64) bool { return r.slots[seq&r.mask].seq == seq }
 
-// hold keeps frame f of datagram b under seq. It reports false when
-// copying b would pass the byte bound.
-func (r *reorder) hold(seq uint64, b []byte, base int64, f *Frame) bool {
+// fit grows the ring, if needed, so that it can hold every sequence from
+// next to seq; seq-next is below maxFrames.
+func (r *reorder) fit(next, seq uint64) {
+	if seq-next < uint64(len(r.slots)) {
+		return
+	}
+	n := len(r.slots)
+	for uint64(n) <= seq-next {
+		n *= 2
+	}
+	slots := make([]heldFrame, n)
+	mask := uint64(n - 1)
+	for _, h := range r.slots {
+		if h.seq != 0 {
+			slots[h.seq&mask] = h
+		}
+	}
+	r.slots, r.mask = slots, mask
+}
+
+// hold keeps frame f of datagram b under seq, next being the stream's
+// next sequence to deliver. It reports false when copying b would pass
+// the byte bound.
+func (r *reorder) hold(next, seq uint64, b []byte, base int64, f *Frame) bool {
+	r.fit(next, seq)
 	if r.cur == nil {
 		d := r.acquire(len(b))
 		if d == nil {
@@ -48,7 +76,7 @@ func (r *reorder) hold(seq uint64, b []byte, base int64, f *Frame) bool {
 		r.cur = d
 	}
 	r.cur.refs++
-	r.slots[seq&r.mask] = heldFrame{seq: seq, d: r.cur, off: f.Off, n: f.Len}
+	r.slots[seq&r.mask] = heldFrame{seq: seq, d: r.cur, off: uint32(f.Off), n: uint32(f.Len)}
 	return true
 }
 

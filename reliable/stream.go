@@ -47,7 +47,7 @@ func (st *stream) heard(from netip.AddrPort) {
 	}
 }
 
-func (st *stream) capacity() uint64 { return uint64(len(st.held.slots)) }
+func (st *stream) capacity() uint64 { return uint64(st.held.maxFrames) }
 
 // sync places a new stream's start: its first message when it began
 // after we started listening, else the live edge (first message start
@@ -185,7 +185,7 @@ func (st *stream) onFrame(seq uint64, f *Frame, b []byte, base int64) {
 		r.stats.Recovered++
 	}
 	for seq != st.next {
-		if st.held.hold(seq, b, base, f) {
+		if st.held.hold(st.next, seq, b, base, f) {
 			return
 		}
 		if !st.giveUpOldest() {

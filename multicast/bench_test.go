@@ -1,0 +1,153 @@
+package multicast
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/ipv4"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// The benchmarks below compare the transport with raw UDP multicast on
+// the same loopback interface, in the same run, and report ratios:
+//
+//	go test -run XXX -bench 'Rate|Latency' -benchtime 400000x ./multicast/
+//
+// b.N is the number of 64-byte messages.
+
+const benchPayload = 64
+
+// BenchmarkRate reports messages per second through the transport and
+// through raw UDP (one message per datagram, sendmmsg/recvmmsg batches),
+// and their ratio.
+func BenchmarkRate(b *testing.B) {
+	for _, loss := range []float64{0, 0.01} {
+		name := "clean"
+		if loss > 0 {
+			name = "loss=1%"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			raw := rawUDPRate(b, b.N)
+			b.ResetTimer()
+			rate := transportRate(b, b.N, loss)
+			b.StopTimer()
+			b.ReportMetric(raw, "raw-msgs/s")
+			b.ReportMetric(rate, "msgs/s")
+			b.ReportMetric(rate/raw, "x-raw")
+		})
+	}
+}
+
+// transportRate publishes n messages as fast as Publish takes them and
+// returns the rate at which the subscriber delivered them.
+func transportRate(b *testing.B, n int, loss float64) float64 {
+	cfg := testConfig(b)
+	scfg := cfg
+	scfg.Faults.Loss, scfg.Faults.Seed = loss, 1
+	s := mustSub(b, scfg)
+	p := mustPub(b, cfg)
+	payload := make([]byte, benchPayload)
+	ctx := context.Background()
+	start := time.Now()
+	go func() {
+		for i := 0; i < n; i++ {
+			if err := p.Publish(ctx, transport.Message{Payload: payload}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+		_ = p.Flush(ctx)
+	}()
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for got := 0; got < n; {
+		ev, err := s.Receive(rctx)
+		if err != nil {
+			b.Fatalf("after %d messages: %v", got, err)
+		}
+		switch ev.Kind {
+		case transport.EventMessage:
+			got++
+		case transport.EventGap:
+			b.Fatalf("%v (stats %+v)", ev.Gap, s.Stats())
+		}
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// rawUDPRate sends n 64-byte datagrams to a multicast group on lo in
+// batches and returns the rate at which a batch-reading receiver got
+// them (the receiver stops when the sender is done and nothing more
+// comes).
+func rawUDPRate(b *testing.B, n int) float64 {
+	cfg := testConfig(b)
+	cfg.setDefaults()
+	ifi, addr, err := iface(cfg.Interface)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc, err := listenUDP(context.Background(), cfg.Group, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rc.Close()
+	if err := join(rc, ifi, cfg.Group.Addr()); err != nil {
+		b.Fatal(err)
+	}
+	bufferSizes(rc, cfg.RecvBuffer, 0, cfg.Logger)
+	sc, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sc.Close()
+	if err := setupSender(sc, ifi, &cfg); err != nil {
+		b.Fatal(err)
+	}
+	bufferSizes(sc, 0, cfg.SendBuffer, cfg.Logger)
+
+	const batch = 32
+	var wg sync.WaitGroup
+	wg.Add(1)
+	start := time.Now()
+	go func() {
+		defer wg.Done()
+		w := ipv4.NewPacketConn(sc)
+		msgs := make([]ipv4.Message, batch)
+		group := net.UDPAddrFromAddrPort(cfg.Group)
+		for i := range msgs {
+			msgs[i] = ipv4.Message{Buffers: [][]byte{make([]byte, benchPayload)}, Addr: group}
+		}
+		for sent := 0; sent < n; {
+			k, err := w.WriteBatch(msgs[:min(batch, n-sent)], 0)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			sent += k
+		}
+	}()
+	r := ipv4.NewPacketConn(rc)
+	msgs := make([]ipv4.Message, batch)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{make([]byte, 2048)}
+	}
+	got := 0
+	last := time.Now()
+	for got < n {
+		_ = rc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		k, err := r.ReadBatch(msgs, 0)
+		if err != nil {
+			break // the sender is done and the rest was dropped
+		}
+		got += k
+		last = time.Now()
+	}
+	wg.Wait()
+	return float64(got) / last.Sub(start).Seconds()
+}
