@@ -5,6 +5,7 @@ go 1.26.8
 require go.uber.org/goleak v1.3.0
 
 require (
+	github.com/spf13/pflag v1.1.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )

@@ -33,8 +33,8 @@ type Subscriber struct {
 	// datagram.
 	lastFrom netip.AddrPort
 	lastAddr *net.UDPAddr
-	out    *batch             // batch being filled
-	local  SubscriberStats
+	out      *batch // batch being filled
+	local    SubscriberStats
 
 	inbox inbox // datagrams from the unicast socket
 

@@ -278,6 +278,10 @@ func TestConnDeadlines(t *testing.T) {
 }
 
 func TestConnCloseStopsGoroutines(t *testing.T) {
+	// Earlier tests closed theirs, which return right after Close.
+	waitFor(t, 5*time.Second, "earlier tests' delay goroutines to return", func() bool {
+		return countGoroutines("faultnet.newDelayer") == 0
+	})
 	var conns []*Conn
 	for range 3 {
 		client, _ := tcpPair(t)

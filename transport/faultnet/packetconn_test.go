@@ -313,6 +313,10 @@ func TestPacketConnWriteDeadline(t *testing.T) {
 }
 
 func TestPacketConnCloseStopsGoroutines(t *testing.T) {
+	// Earlier tests closed theirs, which return right after Close.
+	waitFor(t, 5*time.Second, "earlier tests' sender goroutines to return", func() bool {
+		return countGoroutines("faultnet.(*writer).startSender") == 0
+	})
 	base := runtime.NumGoroutine()
 	var conns []*PacketConn
 	for range 5 {
