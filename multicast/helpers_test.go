@@ -67,7 +67,7 @@ func collect(t testing.TB, s *Subscriber, want int, within time.Duration) (idx [
 		}
 		switch ev.Kind {
 		case transport.EventMessage:
-			idx = append(idx, int(binary.BigEndian.Uint64(ev.Message.Payload)))
+			idx = append(idx, indexOf(ev.Message.Payload))
 			got++
 		case transport.EventGap:
 			gaps = append(gaps, ev.Gap)
@@ -101,3 +101,5 @@ func publishAt(t testing.TB, p *Publisher, from, n, size, rate int) {
 		t.Errorf("flush: %v", err)
 	}
 }
+
+func indexOf(payload []byte) int { return int(binary.BigEndian.Uint64(payload)) }

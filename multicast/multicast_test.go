@@ -41,9 +41,9 @@ func TestPublishSubscribe(t *testing.T) {
 // unbounded rates is the deterministic simulation's job (package
 // reliable).
 func TestLossRecovery(t *testing.T) {
-	n := 200_000
+	n, rate := 200_000, 200_000
 	if testing.Short() || raceEnabled {
-		n = 30_000
+		n, rate = 30_000, 50_000
 	}
 	for _, loss := range []float64{0.01, 0.05, 0.20} {
 		t.Run(fmt.Sprint(loss), func(t *testing.T) {
@@ -52,7 +52,7 @@ func TestLossRecovery(t *testing.T) {
 			scfg.Faults.Loss, scfg.Faults.Duplicate, scfg.Faults.Reorder, scfg.Faults.Seed = loss, 0.01, 0.01, 7
 			s := mustSub(t, scfg)
 			p := mustPub(t, cfg)
-			go publishAt(t, p, 0, n, 64, 200_000)
+			go publishAt(t, p, 0, n, 64, rate)
 			idx, gaps := collect(t, s, n, 60*time.Second)
 			if len(gaps) > 0 {
 				t.Fatalf("%d gaps, first %v; stats %+v\npublisher %+v", len(gaps), gaps[0], s.Stats(), p.Stats())

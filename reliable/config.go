@@ -34,6 +34,7 @@ const (
 	DefaultRepairTimeout   = 100 * time.Millisecond
 	DefaultMinRepairWait   = 1 * time.Millisecond
 	DefaultMaxNackAttempts = 10
+	DefaultRecoveryTimeout = 2 * time.Second
 	DefaultIdleTimeout     = 5 * time.Second
 	DefaultNackRanges      = 64
 )
@@ -177,9 +178,13 @@ type ReceiverConfig struct {
 	RepairTimeout    time.Duration
 	MinRepairTimeout time.Duration
 	// MaxNackAttempts: after this many NACKs in a row that no NCF
-	// answered, or MaxNackAttempts × RepairTimeout after the loss was
-	// seen, the loss is reported as GapTimeout. Default 10.
+	// answered, the loss is reported as GapTimeout. Default 10.
 	MaxNackAttempts int
+	// RecoveryTimeout: a loss not repaired this long after it was seen
+	// is reported as GapTimeout, however often NCFs promised a repair.
+	// Everything after it waits meanwhile (delivery is in order), so it
+	// bounds head-of-line blocking. Default 2 s.
+	RecoveryTimeout time.Duration
 	// IdleTimeout: a stream that sends nothing, not even a heartbeat,
 	// this long has ended. Default 5 s.
 	IdleTimeout time.Duration
@@ -209,6 +214,7 @@ func (c *ReceiverConfig) setDefaults() {
 	setDefault(&c.RepairTimeout, DefaultRepairTimeout)
 	setDefault(&c.MinRepairTimeout, DefaultMinRepairWait)
 	setDefault(&c.MaxNackAttempts, DefaultMaxNackAttempts)
+	setDefault(&c.RecoveryTimeout, DefaultRecoveryTimeout)
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.NackRanges, DefaultNackRanges)
 }
@@ -227,8 +233,9 @@ func (c *ReceiverConfig) validate() error {
 		return badConfig("MaxGaps %d < 1", c.MaxGaps)
 	case c.NackBackoffMax < 0 || c.GroupSize < 1:
 		return badConfig("NackBackoffMax %v / GroupSize %d", c.NackBackoffMax, c.GroupSize)
-	case c.MinRepairTimeout <= 0 || c.RepairTimeout < c.MinRepairTimeout || c.MaxNackAttempts < 1:
-		return badConfig("RepairTimeout %v..%v / MaxNackAttempts %d", c.MinRepairTimeout, c.RepairTimeout, c.MaxNackAttempts)
+	case c.MinRepairTimeout <= 0 || c.RepairTimeout < c.MinRepairTimeout || c.MaxNackAttempts < 1 || c.RecoveryTimeout <= 0:
+		return badConfig("RepairTimeout %v..%v / MaxNackAttempts %d / RecoveryTimeout %v",
+			c.MinRepairTimeout, c.RepairTimeout, c.MaxNackAttempts, c.RecoveryTimeout)
 	case c.IdleTimeout <= 0:
 		return badConfig("IdleTimeout %v", c.IdleTimeout)
 	case c.NackRanges < 1 || c.NackRanges > MaxWireRanges:

@@ -240,8 +240,7 @@ func (st *stream) addGap(from, to uint64) {
 	}
 	r := st.r
 	at := r.now.Add(nackDelay(uniform(r.cfg.Rand), r.cfg.NackBackoffMax, r.cfg.GroupSize))
-	giveUp := r.now.Add(time.Duration(r.cfg.MaxNackAttempts) * r.cfg.RepairTimeout)
-	st.gaps.add(gap{from: from, to: to, nackAt: at, giveUpAt: giveUp})
+	st.gaps.add(gap{from: from, to: to, nackAt: at, giveUpAt: r.now.Add(r.cfg.RecoveryTimeout)})
 	st.nackAt = earliest(st.nackAt, at)
 }
 

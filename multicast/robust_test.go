@@ -1,0 +1,152 @@
+package multicast
+
+import (
+	"context"
+	"math/rand/v2"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/reliable"
+	"github.com/brokerless/brokerless/transport"
+)
+
+// TestNackSuppression: ten subscribers lose the same datagram. Their
+// NACKs are suppressed by the NCF and the repair, so the publisher sends
+// at most two repairs of it.
+func TestNackSuppression(t *testing.T) {
+	cfg := testConfig(t)
+	const lost = 500
+	var subs []*Subscriber
+	for i := 0; i < 10; i++ {
+		scfg := cfg
+		scfg.Faults.Drop = func(b []byte) bool { return originalWith(b, lost) }
+		subs = append(subs, mustSub(t, scfg))
+	}
+	p := mustPub(t, cfg)
+	go publishAt(t, p, 0, 2000, 64, 100_000)
+	for _, s := range subs {
+		idx, gaps := collect(t, s, 2000, 20*time.Second)
+		if len(gaps) > 0 || len(idx) != 2000 {
+			t.Fatalf("gaps %v, %d messages", gaps, len(idx))
+		}
+	}
+	var nacks, suppressed uint64
+	for _, s := range subs {
+		st := s.Stats()
+		nacks += st.NacksSent
+		suppressed += st.Suppressed
+		if st.Faults.Dropped != 1 {
+			t.Fatalf("subscriber dropped %d datagrams, want 1", st.Faults.Dropped)
+		}
+	}
+	st := p.Stats()
+	t.Logf("repairs %d, NACKs sent %d (publisher got %d), suppressed %d", st.Repairs, nacks, st.NacksReceived, suppressed)
+	if st.Repairs < 1 || st.Repairs > 2 {
+		t.Fatalf("%d repairs for one datagram lost by ten subscribers", st.Repairs)
+	}
+}
+
+// originalWith reports whether b is an original (not repair) DATA
+// datagram carrying sequence seq.
+func originalWith(b []byte, seq uint64) bool {
+	h, err := reliable.ParseHeader(b)
+	if err != nil || h.Type != reliable.TypeData {
+		return false
+	}
+	dh, _, err := reliable.ParseData(b, nil)
+	return err == nil && !dh.Repair && dh.FirstSeq <= seq && seq < dh.FirstSeq+uint64(dh.Count)
+}
+
+// TestForeignAndMalformedDatagrams: garbage sent to the group is counted
+// and ignored; the stream goes on.
+func TestForeignAndMalformedDatagrams(t *testing.T) {
+	cfg := testConfig(t)
+	s := mustSub(t, cfg)
+	p := mustPub(t, cfg)
+	publishN(t, p, 0, 10, 32)
+
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cfg.setDefaults()
+	ifi, _, _ := iface("lo")
+	if err := setupSender(c, ifi, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	group := net.UDPAddrFromAddrPort(cfg.Group)
+	r := rand.New(rand.NewPCG(1, 2))
+	valid := reliable.AppendBeat(nil, reliable.TypeHeartbeat, p.Stream(), reliable.Beat{Next: 11, Low: 1})
+	for i := 0; i < 500; i++ {
+		b := make([]byte, r.IntN(200))
+		for j := range b {
+			b[j] = byte(r.Uint32())
+		}
+		if i%2 == 0 && len(b) > 0 { // ours in form, broken in content
+			b = append(valid[:len(valid):len(valid)], b...)
+			b[3] = byte(r.IntN(8))
+		}
+		if _, err := c.WriteTo(b, group); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publishN(t, p, 10, 10, 32)
+	idx, gaps := collect(t, s, 20, 10*time.Second)
+	if len(gaps) > 0 || len(idx) != 20 || idx[19] != 19 {
+		t.Fatalf("gaps %v, got %v", gaps, idx)
+	}
+	st := s.Stats()
+	if st.Malformed+st.Foreign < 400 {
+		t.Fatalf("bad datagrams not counted: %+v", st.ReceiverStats)
+	}
+}
+
+// TestPausedSubscriber: the application stops reading; the publisher's
+// small window moves on. When it reads again the subscriber reports an
+// explicit unrecoverable gap and continues with later messages.
+func TestPausedSubscriber(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Sender = reliable.SenderConfig{MaxMessageSize: 4096, MaxQueued: 16, WindowDatagrams: 64, WindowBytes: 64 * reliable.DefaultMTU}
+	scfg := cfg
+	scfg.Queue, scfg.RecvBuffer = 2, 64<<10
+	s := mustSub(t, scfg)
+	p := mustPub(t, cfg)
+	publishN(t, p, 0, 100, 200)
+	if idx, _ := collect(t, s, 100, 10*time.Second); len(idx) != 100 {
+		t.Fatal(idx)
+	}
+	// Nobody reads: batches queue, then the socket buffer overflows.
+	publishAt(t, p, 100, 30_000, 200, 100_000)
+	publishN(t, p, 30_100, 100, 200)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var gaps []transport.Gap
+	last := 99
+	for last < 30_199 {
+		ev, err := s.Receive(ctx)
+		if err != nil {
+			t.Fatalf("last message %d: %v; gaps %v", last, err, gaps)
+		}
+		switch ev.Kind {
+		case transport.EventGap:
+			gaps = append(gaps, ev.Gap)
+		case transport.EventMessage:
+			i := indexOf(ev.Message.Payload)
+			if i <= last {
+				t.Fatalf("message %d after %d", i, last)
+			}
+			last = i
+		}
+	}
+	if len(gaps) == 0 {
+		t.Fatal("no gap reported for the pause")
+	}
+	for _, g := range gaps {
+		if g.Reason != transport.GapUnrecoverable {
+			t.Fatalf("gap %v: want unrecoverable", g)
+		}
+	}
+}
