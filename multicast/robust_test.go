@@ -150,3 +150,30 @@ func TestPausedSubscriber(t *testing.T) {
 		}
 	}
 }
+
+// TestUnicastRepairs: repairs go only to the subscriber that asked, on
+// its unicast socket; every subscriber still gets every message.
+func TestUnicastRepairs(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.UnicastRepairs = true
+	var subs []*Subscriber
+	for i := 0; i < 2; i++ {
+		scfg := cfg
+		scfg.Faults.Loss, scfg.Faults.Seed = 0.05, int64(i+1)
+		subs = append(subs, mustSub(t, scfg))
+	}
+	p := mustPub(t, cfg)
+	go publishAt(t, p, 0, 20_000, 64, 100_000)
+	for _, s := range subs {
+		idx, gaps := collect(t, s, 20_000, 30*time.Second)
+		if len(gaps) > 0 || idx[len(idx)-1] != 19_999 {
+			t.Fatalf("gaps %v; stats %+v", gaps, s.Stats())
+		}
+		if s.Stats().Recovered == 0 {
+			t.Fatal("nothing recovered")
+		}
+	}
+	if st := p.Stats(); st.Repairs == 0 {
+		t.Fatalf("no repairs: %+v", st)
+	}
+}
