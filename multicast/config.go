@@ -21,6 +21,7 @@ const (
 	DefaultCloseLinger = 500 * time.Millisecond
 	DefaultCloseQuiet  = 20 * time.Millisecond
 	DefaultQueue       = 64
+	DefaultInlineAfter = 20 * time.Microsecond
 )
 
 // maxDatagram is the receive buffer per datagram: the largest IPv4 UDP
@@ -58,6 +59,11 @@ type Config struct {
 	// returns earlier once no NACK has come for CloseQuiet. Defaults
 	// 500 ms and 20 ms.
 	CloseLinger, CloseQuiet time.Duration
+	// InlineAfter: a message published when the publisher has sent
+	// nothing for this long is written by Publish itself, sparing the
+	// hand-off to the send goroutine (lower latency at low rates); faster
+	// streams are batched by the send goroutine. Default 20 µs.
+	InlineAfter time.Duration
 	// Queue is how many batches of events a Subscriber buffers for its
 	// reader before it stops reading the socket. Default 64.
 	Queue int
@@ -96,6 +102,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.CloseLinger, DefaultCloseLinger)
 	setDefault(&c.CloseQuiet, DefaultCloseQuiet)
 	setDefault(&c.Queue, DefaultQueue)
+	setDefault(&c.InlineAfter, DefaultInlineAfter)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -119,8 +126,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: negative socket buffer", ErrBadConfig)
 	case c.Batch < 1 || c.Batch > 1024:
 		return fmt.Errorf("%w: Batch %d outside [1, 1024]", ErrBadConfig, c.Batch)
-	case c.CloseLinger < 0 || c.CloseQuiet < 0:
-		return fmt.Errorf("%w: negative CloseLinger or CloseQuiet", ErrBadConfig)
+	case c.CloseLinger < 0 || c.CloseQuiet < 0 || c.InlineAfter < 0:
+		return fmt.Errorf("%w: negative CloseLinger, CloseQuiet or InlineAfter", ErrBadConfig)
 	case c.Queue < 2:
 		return fmt.Errorf("%w: Queue %d < 2", ErrBadConfig, c.Queue)
 	}

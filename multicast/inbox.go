@@ -44,10 +44,12 @@ func (q *inbox) drain(f func(b []byte, from netip.AddrPort)) {
 	q.n = 0
 }
 
-func (q *inbox) empty() bool {
+func (q *inbox) empty() bool { return !q.pending() }
+
+func (q *inbox) pending() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.n == 0
+	return q.n > 0
 }
 
 func (q *inbox) drops() uint64 {

@@ -29,15 +29,17 @@ type Publisher struct {
 	batch *ipv4.PacketConn
 	group *net.UDPAddr
 
-	mu       sync.Mutex
-	eng      *reliable.Sender
-	idle     bool          // the sender goroutine waits for wake
-	waiters  int           // Publish/Flush calls waiting for progress
-	progress chan struct{} // closed and replaced when the sender made progress
-	writing  bool          // a batch is being written outside the lock
-	closing  bool
-	lastNack time.Time
-	stats    PublisherStats
+	mu        sync.Mutex
+	eng       *reliable.Sender
+	idle      bool          // the sender goroutine waits for wake
+	waiters   int           // Publish/Flush calls waiting for progress
+	progress  chan struct{} // closed and replaced when the sender made progress
+	writing   bool          // a datagram or batch is being written outside the lock
+	lastWrite time.Time     // when the last write finished
+	inline    []byte        // buffer of sendInline
+	closing   bool
+	lastNack  time.Time
+	stats     PublisherStats
 
 	inbox inbox // NACKs read by controlLoop, answered by sendLoop
 
@@ -83,6 +85,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 		eng:      eng,
 		progress: make(chan struct{}),
 		inbox:    newInbox(1024),
+		inline:   make([]byte, maxDatagram),
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
@@ -141,6 +144,10 @@ func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
 			return err
 		}
 	}
+	if now := p.cfg.Now(); p.idle && !p.writing && now.Sub(p.lastWrite) >= p.cfg.InlineAfter {
+		p.sendInline(now)
+		return nil
+	}
 	wake := p.idle
 	p.idle = false
 	p.mu.Unlock()
@@ -148,6 +155,41 @@ func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
 		p.signal()
 	}
 	return nil
+}
+
+// sendInline sends the datagram just packed from the calling goroutine,
+// sparing a wake-up of the send goroutine: used when the publisher has
+// been quiet for InlineAfter, so a lone message leaves at once and a
+// burst still goes out in batches. Called with p.mu held; returns with it
+// released.
+func (p *Publisher) sendInline(now time.Time) {
+	p.writing = true
+	n, to, ok := p.eng.NextOutgoing(now, p.inline)
+	p.mu.Unlock()
+	var err error
+	if ok {
+		dst := p.cfg.Group
+		if to.IsValid() {
+			dst = to
+		}
+		_, err = p.conn.WriteToUDPAddrPort(p.inline[:n], dst)
+	}
+	p.mu.Lock()
+	p.writing = false
+	p.lastWrite = p.cfg.Now()
+	p.stats.SendCalls++
+	if err != nil {
+		p.stats.SendErrors++
+	}
+	p.madeProgress()
+	more := !p.eng.Idle() || p.inbox.pending()
+	if more {
+		p.idle = false
+	}
+	p.mu.Unlock()
+	if more {
+		p.signal()
+	}
 }
 
 // Flush waits until every message published so far has been handed to

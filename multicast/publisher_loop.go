@@ -25,6 +25,15 @@ func (p *Publisher) sendLoop() {
 	defer timer.Stop()
 	for {
 		p.mu.Lock()
+		if p.writing {
+			// Publish is sending inline; it wakes us if more is left.
+			p.idle = true
+			p.mu.Unlock()
+			if !p.sleep(timer, time.Time{}, time.Time{}) {
+				return
+			}
+			continue
+		}
 		now := p.cfg.Now()
 		p.inbox.drain(func(b []byte, from netip.AddrPort) {
 			if p.eng.HandleControl(now, from, b) == nil {
@@ -58,6 +67,7 @@ func (p *Publisher) sendLoop() {
 
 		p.mu.Lock()
 		p.writing = false
+		p.lastWrite = p.cfg.Now()
 		p.stats.SendCalls += calls
 		p.stats.SendErrors += failed
 		p.madeProgress()
