@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// stdio is where a command reads and writes.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// run dispatches args (without the program name) to a command and
+// returns the exit status.
+func run(ctx context.Context, args []string, std stdio) int {
+	if len(args) == 0 {
+		writeOverview(std.err)
+		return exitUsage
+	}
+	if isHelp(args[0]) || args[0] == "help" {
+		if args[0] != "help" || len(args) == 1 {
+			writeOverview(std.out)
+			return exitOK
+		}
+		args = append(args[1:len(args):len(args)], "--help")
+	}
+	cmd, rest := lookup(args)
+	if cmd == nil {
+		return unknown(args, std)
+	}
+	inv := &invocation{cmd: cmd, args: rest, stdio: std, log: newLogger(std.err)}
+	return report(cmd, cmd.run(ctx, inv), std.err)
+}
+
+func isHelp(arg string) bool { return arg == "--help" || arg == "-h" }
+
+// unknown explains why args name no command: an unknown word, or a
+// command group such as "mcast" without (or with a wrong) subcommand.
+func unknown(args []string, std stdio) int {
+	sub := group(args[0])
+	if len(sub) == 0 {
+		fmt.Fprintf(std.err, "brokerless: unknown command %q\nRun 'brokerless help' for the list of commands.\n", args[0])
+		return exitUsage
+	}
+	if len(args) > 1 && isHelp(args[1]) {
+		writeGroup(std.out, args[0], sub)
+		return exitOK
+	}
+	if len(args) == 1 {
+		fmt.Fprintf(std.err, "brokerless %s: missing subcommand\n\n", args[0])
+	} else {
+		fmt.Fprintf(std.err, "brokerless %s: unknown subcommand %q\n\n", args[0], args[1])
+	}
+	writeGroup(std.err, args[0], sub)
+	return exitUsage
+}
+
+// report prints err, if any, and returns the exit status it calls for.
+func report(cmd *command, err error, w io.Writer) int {
+	var usage *usageError
+	switch {
+	case err == nil, errors.Is(err, errHelpShown):
+		return exitOK
+	case errors.As(err, &usage):
+		fmt.Fprintf(w, "brokerless %s: %v\nRun 'brokerless %s --help' for usage.\n", cmd.name, err, cmd.name)
+		return exitUsage
+	default:
+		fmt.Fprintf(w, "brokerless %s: %s\n", cmd.name, strings.TrimSpace(err.Error()))
+		return exitFailure
+	}
+}

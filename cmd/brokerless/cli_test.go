@@ -1,0 +1,129 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHelpListsEveryCommand(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		code, out, _ := runCLI(t, "", args...)
+		if code != exitOK {
+			t.Errorf("%v: exit %d, want 0", args, code)
+		}
+		for _, c := range commands() {
+			if !strings.Contains(out, c.name) || !strings.Contains(out, c.summary) {
+				t.Errorf("%v: the list lacks %q with its summary:\n%s", args, c.name, out)
+			}
+		}
+	}
+}
+
+func TestNoArgumentsShowsHelpAndFails(t *testing.T) {
+	code, _, errOut := runCLI(t, "")
+	if code != exitUsage || !strings.Contains(errOut, "Commands:") {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"mcast"}, "missing subcommand"},
+		{[]string{"mcast", "--group", "239.1.2.3:7000"}, `unknown subcommand "--group"`},
+		{[]string{"mcast", "publish"}, `unknown subcommand "publish"`},
+	}
+	for _, tt := range tests {
+		code, out, errOut := runCLI(t, "", tt.args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", tt.args, code, exitUsage)
+		}
+		if !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: stderr lacks %q:\n%s", tt.args, tt.want, errOut)
+		}
+		if out != "" {
+			t.Errorf("%v: wrote to stdout:\n%s", tt.args, out)
+		}
+	}
+}
+
+func TestGroupHelp(t *testing.T) {
+	code, out, _ := runCLI(t, "", "mcast", "--help")
+	if code != exitOK || !strings.Contains(out, "mcast pub") {
+		t.Errorf("exit %d, stdout:\n%s", code, out)
+	}
+}
+
+func TestEveryCommandHasHelpWithExamples(t *testing.T) {
+	for _, c := range commands() {
+		for _, args := range [][]string{
+			append(strings.Fields(c.name), "--help"),
+			append([]string{"help"}, strings.Fields(c.name)...),
+		} {
+			code, out, errOut := runCLI(t, "", args...)
+			if code != exitOK {
+				t.Errorf("%v: exit %d, stderr:\n%s", args, code, errOut)
+			}
+			for _, want := range []string{"Usage:\n  brokerless " + c.name, "EXAMPLES:", "brokerless " + c.name} {
+				if !strings.Contains(out, want) {
+					t.Errorf("%v: help lacks %q:\n%s", args, want, out)
+				}
+			}
+		}
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	const g = "--group=239.255.1.2:7000"
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mcast", "pub"}, "--group is required"},
+		{[]string{"mcast", "pub", "--group", "10.0.0.1:7000"}, "10.0.0.1 is not an IPv4 multicast address"},
+		{[]string{"mcast", "pub", "--group", "239.1.2.3"}, "want an IPv4 multicast address and port"},
+		{[]string{"mcast", "pub", "--group", "239.1.2.3:0"}, "the port must not be 0"},
+		{[]string{"mcast", "pub", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"mcast", "pub", g, "extra"}, `unexpected argument "extra"`},
+		{[]string{"mcast", "pub", g, "--rate", "5"}, "--rate needs --ticks"},
+		{[]string{"mcast", "pub", g, "--ticks", "--rate", "0"}, "--rate 0: want a positive number"},
+		{[]string{"mcast", "pub", g, "--ticks", "--topic", "x"}, "a tick's topic is its symbol"},
+		{[]string{"mcast", "pub", g, "--repairs", "pigeon"}, `--repairs "pigeon": want multicast or unicast`},
+		{[]string{"mcast", "pub", g, "--ttl", "300"}, "--ttl 300 is outside 0..255"},
+		{[]string{"mcast", "pub", g, "--count", "-1"}, `invalid argument "-1" for "--count"`},
+		{[]string{"mcast", "pub", g, "--duration", "-1s"}, "--duration -1s is negative"},
+		{[]string{"mcast", "pub", g, "--mtu", "100"}, "--mtu 100 is too small"},
+		{[]string{"mcast", "pub", g, "--ttl", "0", "--mtu", "70000"}, "MTU 70000 outside"},
+		{[]string{"mcast", "pub", g, "--feed", "0"}, "--feed must be at least 1"},
+		{[]string{"version", "now"}, `unexpected argument "now"`},
+	}
+	for _, tt := range tests {
+		code, _, errOut := runCLI(t, "", tt.args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d; stderr:\n%s", tt.args, code, exitUsage, errOut)
+		}
+		cmd, _ := lookup(tt.args)
+		for _, want := range []string{"brokerless " + cmd.name + ": ", tt.want, "Run 'brokerless " + cmd.name + " --help'"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("%v: stderr lacks %q:\n%s", tt.args, want, errOut)
+			}
+		}
+	}
+}
+
+func TestRuntimeErrorExitsOne(t *testing.T) {
+	code, _, errOut := runCLI(t, "", "mcast", "pub", "--group", "239.255.1.2:7000", "--iface", "nosuch0")
+	if code != exitFailure || !strings.Contains(errOut, `interface "nosuch0"`) {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := runCLI(t, "", "version")
+	if code != exitOK || !strings.HasPrefix(out, "brokerless ") {
+		t.Errorf("exit %d, stdout %q", code, out)
+	}
+}

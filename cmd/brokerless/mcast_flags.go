@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/brokerless/brokerless/multicast"
+)
+
+// mcastFlags are the flags mcast pub and mcast sub share: where the feed
+// is.
+type mcastFlags struct {
+	group string
+	iface string
+	feed  uint32
+}
+
+func (f *mcastFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.group, "group", "", "multicast group and port, e.g. 239.1.2.3:7000 (required)")
+	fs.StringVar(&f.iface, "iface", multicast.DefaultInterface, "network interface the group is sent and joined on")
+	fs.Uint32Var(&f.feed, "feed", multicast.DefaultFeed, "feed number: the stream id, stable across publisher restarts")
+}
+
+// config checks the flags and returns the multicast configuration they
+// describe.
+func (f *mcastFlags) config() (multicast.Config, error) {
+	group, err := parseGroup(f.group)
+	if err != nil {
+		return multicast.Config{}, err
+	}
+	if f.iface == "" {
+		return multicast.Config{}, usagef("--iface must name an interface, e.g. lo")
+	}
+	if f.feed == 0 {
+		return multicast.Config{}, usagef("--feed must be at least 1")
+	}
+	return multicast.Config{Group: group, Interface: f.iface, Feed: f.feed}, nil
+}
+
+// parseGroup reads an IPv4 multicast address and port.
+func parseGroup(s string) (netip.AddrPort, error) {
+	if s == "" {
+		return netip.AddrPort{}, usagef("--group is required, e.g. --group 239.1.2.3:7000")
+	}
+	g, err := netip.ParseAddrPort(s)
+	switch {
+	case err != nil:
+		return g, usagef("--group %q: want an IPv4 multicast address and port, e.g. 239.1.2.3:7000", s)
+	case !g.Addr().Is4() || !g.Addr().IsMulticast():
+		return g, usagef("--group %q: %v is not an IPv4 multicast address (224.0.0.0/4; 239.0.0.0/8 is for local use)", s, g.Addr())
+	case g.Port() == 0:
+		return g, usagef("--group %q: the port must not be 0", s)
+	}
+	return g, nil
+}
+
+// withDuration ends ctx after d when d is positive; otherwise only when
+// ctx ends or cancel is called.
+func withDuration(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return context.WithCancel(ctx)
+}
+
+// nonNegative checks a duration flag.
+func nonNegative(flag string, d time.Duration) error {
+	if d < 0 {
+		return usagef("--%s %v is negative", flag, d)
+	}
+	return nil
+}
