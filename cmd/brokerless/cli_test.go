@@ -52,7 +52,7 @@ func TestUnknownCommand(t *testing.T) {
 
 func TestGroupHelp(t *testing.T) {
 	code, out, _ := runCLI(t, "", "mcast", "--help")
-	if code != exitOK || !strings.Contains(out, "mcast pub") {
+	if code != exitOK || !strings.Contains(out, "mcast pub") || !strings.Contains(out, "mcast sub") {
 		t.Errorf("exit %d, stdout:\n%s", code, out)
 	}
 }
@@ -98,6 +98,11 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"mcast", "pub", g, "--mtu", "100"}, "--mtu 100 is too small"},
 		{[]string{"mcast", "pub", g, "--ttl", "0", "--mtu", "70000"}, "MTU 70000 outside"},
 		{[]string{"mcast", "pub", g, "--feed", "0"}, "--feed must be at least 1"},
+		{[]string{"mcast", "sub", g, "--simulate-loss", "1.5"}, "want a fraction between 0 and 1"},
+		{[]string{"mcast", "sub", g, "--join", "sideways"}, `--join "sideways": want live or earliest`},
+		{[]string{"mcast", "sub", g, "--interval", "5s"}, "--interval needs --stats"},
+		{[]string{"mcast", "sub", g, "--stats", "--interval", "0s"}, "--interval 0s: want a positive duration"},
+		{[]string{"mcast", "sub", g, "--seed", "3"}, "--seed needs --simulate-loss"},
 		{[]string{"version", "now"}, `unexpected argument "now"`},
 	}
 	for _, tt := range tests {

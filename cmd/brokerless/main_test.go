@@ -4,12 +4,46 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// syncBuffer is a bytes.Buffer safe for concurrent use that can signal
+// when its content first contains a string.
+type syncBuffer struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	want   string
+	seen   chan struct{}
+	closed bool
+}
+
+// newSyncBuffer returns a buffer whose seen channel is closed once the
+// text written contains want.
+func newSyncBuffer(want string) *syncBuffer {
+	return &syncBuffer{want: want, seen: make(chan struct{})}
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.buf.Write(p)
+	if !b.closed && b.want != "" && strings.Contains(b.buf.String(), b.want) {
+		close(b.seen)
+		b.closed = true
+	}
+	return n, err
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // runCLI runs the command line args with the given stdin and returns the
 // exit status, stdout and stderr.

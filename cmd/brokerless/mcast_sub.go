@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/brokerless/brokerless/multicast"
+	"github.com/brokerless/brokerless/reliable"
+	"github.com/brokerless/brokerless/transport"
+)
+
+var mcastSubCmd = command{
+	name:     "mcast sub",
+	summary:  "print, or count, the messages of a multicast feed",
+	synopsis: "--group ADDR:PORT [--iface lo] [--stats [--interval 1s]] [flags]",
+	about: `
+Joins a multicast group and receives one feed: messages in order, lost
+datagrams recovered by NACK, and whatever cannot be recovered reported as
+a gap. Nothing is lost silently.
+
+Each message is printed on standard output as one line,
+"<seq> <topic> <payload>": the topic is "-" when empty, the payload is
+text when it is printable UTF-8 and hexadecimal otherwise. With --stats
+messages are not printed; instead a line of counters is printed every
+--interval: delivered/s and delivered, recovered (datagrams that filled a
+gap), duplicates dropped, NACKs sent, NACKs suppressed, gaps and the
+sequence numbers they lost, and the latency p50/p99 from publish to
+receipt over the interval (meaningful when the publisher's clock is this
+machine's).
+
+Gaps, stream starts and stream ends are always reported on standard
+error, one line each, for example
+"gap 1/4f0c9a2e5b1d7c38 seq 100..120 (21 lost): recovery timed out".
+
+--simulate-loss drops that fraction of the received datagrams (data and
+repairs alike) on purpose, with a seeded generator, to rehearse loss.`,
+	examples: `
+# Print every message of feed 1.
+brokerless mcast sub --group 239.1.2.3:7000
+
+# A line of counters every second, with 5% of the datagrams dropped on
+# purpose to watch them being recovered.
+brokerless mcast sub --group 239.1.2.3:7000 --stats --simulate-loss 0.05
+
+# Take the 100 messages still in the publisher's window, then stop.
+brokerless mcast sub --group 239.1.2.3:7000 --join earliest --count 100`,
+	run: runMcastSub,
+}
+
+type subOptions struct {
+	mcast    mcastFlags
+	stats    bool
+	interval time.Duration
+	loss     float64
+	seed     int64
+	count    uint64
+	duration time.Duration
+	join     string
+}
+
+func runMcastSub(ctx context.Context, inv *invocation) error {
+	var o subOptions
+	fs := inv.flags()
+	o.mcast.register(fs)
+	fs.BoolVar(&o.stats, "stats", false, "print a line of counters every --interval instead of the messages")
+	fs.DurationVar(&o.interval, "interval", time.Second, "time between two lines of counters (with --stats)")
+	fs.Float64Var(&o.loss, "simulate-loss", 0, "drop this fraction (0..1) of received datagrams on purpose")
+	fs.Int64Var(&o.seed, "seed", 1, "seed of --simulate-loss")
+	fs.Uint64Var(&o.count, "count", 0, "stop after this many messages (0: no limit)")
+	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: when interrupted)")
+	fs.StringVar(&o.join, "join", "live", "where to start in a stream already running: live (its next message) or earliest (what is still in the publisher's window)")
+	if err := inv.parse(fs); err != nil {
+		return err
+	}
+	cfg, err := o.config(fs.Changed)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = inv.log
+	sub, err := multicast.NewSubscriber(ctx, cfg)
+	if err != nil {
+		return configError(err)
+	}
+	defer sub.Close()
+	fmt.Fprintf(inv.err, "listening on %v on %s: feed %d, join %s, receive buffer %d bytes granted\n",
+		cfg.Group, cfg.Interface, cfg.Feed, o.join, sub.Stats().RecvBuffer)
+	if o.loss > 0 {
+		fmt.Fprintf(inv.err, "dropping %g%% of received datagrams on purpose (seed %d)\n", 100*o.loss, o.seed)
+	}
+
+	runCtx, cancel := withDuration(ctx, o.duration)
+	defer cancel()
+	var out sink
+	if o.stats {
+		out = newStatsSink(inv.out, o.interval, sub.Stats)
+	} else {
+		out = newLineSink(inv.out)
+	}
+	n, err := receive(runCtx, sub, o.count, out, inv.err)
+	err = errors.Join(err, out.close())
+	writeSubStats(inv.err, n, sub.Stats())
+	return err
+}
+
+// config checks the options; changed reports whether a flag was given.
+func (o *subOptions) config(changed func(string) bool) (multicast.Config, error) {
+	cfg, err := o.mcast.config()
+	if err != nil {
+		return cfg, err
+	}
+	switch {
+	case !(o.loss >= 0 && o.loss <= 1):
+		return cfg, usagef("--simulate-loss %v: want a fraction between 0 and 1, e.g. 0.05", o.loss)
+	case o.interval <= 0:
+		return cfg, usagef("--interval %v: want a positive duration, e.g. 1s", o.interval)
+	case changed("interval") && !o.stats:
+		return cfg, usagef("--interval needs --stats")
+	case changed("seed") && o.loss == 0:
+		return cfg, usagef("--seed needs --simulate-loss")
+	}
+	if err := nonNegative("duration", o.duration); err != nil {
+		return cfg, err
+	}
+	switch o.join {
+	case "live":
+	case "earliest":
+		cfg.Receiver.Join = reliable.JoinEarliest
+	default:
+		return cfg, usagef("--join %q: want live or earliest", o.join)
+	}
+	cfg.Faults.Loss, cfg.Faults.Seed = o.loss, o.seed
+	return cfg, nil
+}
+
+// receive hands messages to out until ctx ends or limit messages (0: no
+// limit) arrived, and reports gaps and stream starts and ends on events.
+// It returns how many messages it received; the end of ctx is a normal
+// end, not an error.
+func receive(ctx context.Context, sub transport.Subscriber, limit uint64, out sink, events io.Writer) (uint64, error) {
+	var n uint64
+	for limit == 0 || n < limit {
+		ev, err := sub.Receive(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return n, nil
+			}
+			return n, err
+		}
+		if ev.Kind != transport.EventMessage {
+			if err := out.flush(); err != nil {
+				return n, err
+			}
+			fmt.Fprintln(events, describe(&ev))
+			continue
+		}
+		if err := out.message(&ev.Message, time.Now()); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// writeSubStats prints a subscriber's key counters at exit.
+func writeSubStats(w io.Writer, received uint64, s multicast.SubscriberStats) {
+	r := s.ReceiverStats
+	fmt.Fprintf(w, "received %d messages; recovered %d, duplicates %d, NACKs sent %d (suppressed %d), gaps %d (%d lost)",
+		received, r.Recovered, r.Duplicates, r.NacksSent, r.Suppressed, r.Gaps, r.GapSeqs)
+	if s.Faults.Dropped > 0 {
+		fmt.Fprintf(w, ", dropped on purpose %d", s.Faults.Dropped)
+	}
+	fmt.Fprintln(w)
+}
