@@ -103,6 +103,9 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"mcast", "sub", g, "--interval", "5s"}, "--interval needs --stats"},
 		{[]string{"mcast", "sub", g, "--stats", "--interval", "0s"}, "--interval 0s: want a positive duration"},
 		{[]string{"mcast", "sub", g, "--seed", "3"}, "--seed needs --simulate-loss"},
+		{[]string{"demo", "--rate", "-5"}, "--rate -5: want a positive number"},
+		{[]string{"demo", "--duration", "0s"}, "--duration 0s: want a positive duration"},
+		{[]string{"demo", "--rate"}, "flag needs an argument: --rate"},
 		{[]string{"version", "now"}, `unexpected argument "now"`},
 	}
 	for _, tt := range tests {
