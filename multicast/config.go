@@ -18,8 +18,8 @@ const (
 	DefaultFeed        = 1
 	DefaultSocketBytes = 4 << 20
 	DefaultBatch       = 32
-	DefaultCloseLinger = 500 * time.Millisecond
-	DefaultCloseQuiet  = 20 * time.Millisecond
+	DefaultCloseLinger = time.Second
+	DefaultCloseQuiet  = reliable.DefaultRepairTimeout
 	DefaultQueue       = 64
 	DefaultInlineAfter = 20 * time.Microsecond
 )
@@ -56,8 +56,9 @@ type Config struct {
 	UnicastRepairs bool
 	// CloseLinger bounds how long Publisher.Close keeps answering NACKs
 	// after the last message, so subscribers can repair a lost tail; it
-	// returns earlier once no NACK has come for CloseQuiet. Defaults
-	// 500 ms and 20 ms.
+	// returns earlier once no NACK has come for CloseQuiet, which must
+	// exceed the longest wait of a subscriber between two NACKs
+	// (reliable.ReceiverConfig.RepairTimeout). Defaults 1 s and 100 ms.
 	CloseLinger, CloseQuiet time.Duration
 	// InlineAfter: a message published when the publisher has sent
 	// nothing for this long is written by Publish itself, sparing the

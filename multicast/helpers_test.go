@@ -56,6 +56,11 @@ func indexed(i, size int) []byte {
 // collect receives until want messages arrived (or a deadline passes)
 // and returns the message indexes and gaps.
 func collect(t testing.TB, s *Subscriber, want int, within time.Duration) (idx []int, gaps []transport.Gap) {
+	return collectFrom(t, s, nil, want, within)
+}
+
+// collectFrom is collect that also reports p's stats on failure.
+func collectFrom(t testing.TB, s *Subscriber, p *Publisher, want int, within time.Duration) (idx []int, gaps []transport.Gap) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
@@ -63,7 +68,11 @@ func collect(t testing.TB, s *Subscriber, want int, within time.Duration) (idx [
 	for got < want {
 		ev, err := s.Receive(ctx)
 		if err != nil {
-			t.Fatalf("after %d of %d messages: %v (stats %+v)", got, want, err, s.Stats())
+			var ps any = "n/a"
+			if p != nil {
+				ps = p.Stats()
+			}
+			t.Fatalf("after %d of %d messages: %v\nsubscriber %+v\npublisher %+v", got, want, err, s.Stats(), ps)
 		}
 		switch ev.Kind {
 		case transport.EventMessage:

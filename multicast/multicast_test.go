@@ -53,7 +53,7 @@ func TestLossRecovery(t *testing.T) {
 			s := mustSub(t, scfg)
 			p := mustPub(t, cfg)
 			go publishAt(t, p, 0, n, 64, rate)
-			idx, gaps := collect(t, s, n, 60*time.Second)
+			idx, gaps := collectFrom(t, s, p, n, 20*time.Second)
 			if len(gaps) > 0 {
 				t.Fatalf("%d gaps, first %v; stats %+v\npublisher %+v", len(gaps), gaps[0], s.Stats(), p.Stats())
 			}

@@ -172,8 +172,8 @@ type ReceiverConfig struct {
 	// (or after an NCF says one is coming) before asking again. The
 	// wait adapts to the round trips measured from NACK to NCF (RFC
 	// 6298's smoothed RTT plus four deviations, at least
-	// MinRepairTimeout); RepairTimeout is its ceiling and the wait before
-	// the first measurement.
+	// MinRepairTimeout, five NackBackoffMax before the first
+	// measurement); RepairTimeout is its ceiling.
 	// Defaults 100 ms and 1 ms.
 	RepairTimeout    time.Duration
 	MinRepairTimeout time.Duration
@@ -194,7 +194,8 @@ type ReceiverConfig struct {
 	// ListenSince. Default JoinLive.
 	Join JoinPolicy
 	// ListenSince is when the subscriber started listening. A stream
-	// whose session began at or after it (see SessionStart) is
+	// whose session began in the same millisecond or later (see
+	// SessionStart) is
 	// delivered from its first message, whatever Join says: everything
 	// it published was meant for this subscriber, so early loss is
 	// recovered or reported. Zero: treat every stream as older.

@@ -208,9 +208,21 @@ func (r *Receiver) lookup(id transport.StreamID, create bool) *stream {
 		r.stats.StreamDrops++
 		return nil
 	}
-	st := r.newStream(id, transport.StreamID{})
+	st := r.newStream(id, r.lastEnded(id))
 	r.streams = append(r.streams, st)
 	return st
+}
+
+// lastEnded is the most recent ended session of id's feed older than id,
+// which a new session of the feed replaces.
+func (r *Receiver) lastEnded(id transport.StreamID) transport.StreamID {
+	for i := r.nretire - 1; i >= max(0, r.nretire-len(r.retired)); i-- {
+		old := r.retired[i%len(r.retired)]
+		if old.Feed == id.Feed && old.Session < id.Session {
+			return old
+		}
+	}
+	return transport.StreamID{}
 }
 
 func (r *Receiver) newStream(id, replaces transport.StreamID) *stream {

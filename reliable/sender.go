@@ -77,8 +77,12 @@ func (s *Sender) Stats() SenderStats { return s.stats }
 // NextSeq is the sequence number the next message will take.
 func (s *Sender) NextSeq() uint64 { return s.next }
 
-// Idle reports whether every datagram built so far has been handed out.
-func (s *Sender) Idle() bool { return s.win.unsent == 0 && s.open == nil }
+// Idle reports whether every datagram built so far has been handed out:
+// messages, NCF and LOST notices, and the END datagrams after Close.
+// Repairs waiting for the rate limit do not count.
+func (s *Sender) Idle() bool {
+	return s.win.unsent == 0 && s.open == nil && s.control.len() == 0 && s.ends == 0
+}
 
 // Publish packs m into datagrams and returns its sequence number (the
 // first of its fragments). A zero m.Time is replaced by now. m's bytes are

@@ -319,6 +319,45 @@ func TestSimFirstMessagesLost(t *testing.T) {
 	}
 }
 
+// TestSimJoinSameMillisecond: a publisher that starts in the same
+// millisecond as the subscriber (sessions carry milliseconds) still
+// counts as started after it.
+func TestSimJoinSameMillisecond(t *testing.T) {
+	n := newSim(t, 14, SenderConfig{}, ReceiverConfig{ListenSince: simEpoch.Add(700 * time.Microsecond)}, 1, simFaults{})
+	n.dropTo = func(_ int, b []byte) bool {
+		h, _ := ParseHeader(b)
+		return h.Type == TypeHeartbeat || dataWith(b, 1)
+	}
+	n.publish(0, 50, 1, 10*time.Microsecond, 32)
+	n.settle(50 * time.Millisecond)
+	checkExactlyOnce(t, n.rcvs[0], 50)
+}
+
+// TestSimRestartAfterEnd: a publisher that closed cleanly and started
+// again is named as replaced by the new stream.
+func TestSimRestartAfterEnd(t *testing.T) {
+	n := newSim(t, 15, SenderConfig{Feed: 2}, ReceiverConfig{}, 1, simFaults{})
+	n.publish(0, 10, 1, 10*time.Microsecond, 32)
+	old := n.sender.Stream()
+	n.sender.Close()
+	n.settle(5 * time.Millisecond)
+	var err error
+	if n.sender, err = NewSender(SenderConfig{Feed: 2, Rand: fixedRand(3)}, n.now); err != nil {
+		t.Fatal(err)
+	}
+	n.publish(10, 10, 1, 10*time.Microsecond, 32)
+	n.settle(5 * time.Millisecond)
+	var starts []transport.StreamStart
+	for _, e := range n.rcvs[0].events {
+		if e.Kind == transport.EventStreamStart {
+			starts = append(starts, e.Start)
+		}
+	}
+	if len(starts) != 2 || starts[1].Replaces != old {
+		t.Fatalf("starts %+v, old %v", starts, old)
+	}
+}
+
 func TestSessionCarriesStartTime(t *testing.T) {
 	a := NewSession(simEpoch, fixedRand(^uint64(0)))
 	b := NewSession(simEpoch.Add(time.Millisecond), fixedRand(0))

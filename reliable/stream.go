@@ -56,7 +56,7 @@ func (st *stream) sync(liveEdge, low uint64) {
 	cfg := &st.r.cfg
 	st.synced = true
 	switch {
-	case !cfg.ListenSince.IsZero() && !SessionStart(st.id.Session).Before(cfg.ListenSince):
+	case !cfg.ListenSince.IsZero() && !SessionStart(st.id.Session).Before(cfg.ListenSince.Truncate(time.Millisecond)):
 		st.next = 1
 	case cfg.Join == JoinEarliest:
 		st.next = low
@@ -101,13 +101,17 @@ func (st *stream) onEnd(beat Beat) {
 }
 
 // repairWait is how long to wait for a repair before asking again: the
-// retransmission timeout of RFC 6298 over NACK→NCF round trips.
+// retransmission timeout of RFC 6298 over NACK→NCF round trips. Before
+// the first measurement it is five NACK back-offs: long enough for a
+// repair already promised by an NCF, short enough that losing it costs
+// little.
 func (st *stream) repairWait() time.Duration {
 	c := &st.r.cfg
-	if st.srtt == 0 {
-		return c.RepairTimeout
+	rto := 5 * c.NackBackoffMax
+	if st.srtt != 0 {
+		rto = st.srtt + 4*st.rttvar
 	}
-	return min(max(st.srtt+4*st.rttvar, c.MinRepairTimeout), c.RepairTimeout)
+	return min(max(rto, c.MinRepairTimeout), c.RepairTimeout)
 }
 
 func (st *stream) sampleRTT(rtt time.Duration) {
