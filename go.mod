@@ -2,10 +2,9 @@ module github.com/brokerless/brokerless
 
 go 1.26.8
 
-require go.uber.org/goleak v1.3.0
-
 require (
-	github.com/spf13/pflag v1.1.0 // indirect
-	golang.org/x/net v0.62.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	github.com/spf13/pflag v1.1.0
+	go.uber.org/goleak v1.3.0
+	golang.org/x/net v0.62.0
+	golang.org/x/sys v0.50.0
 )

@@ -15,7 +15,7 @@ import (
 // NACKs are suppressed by the NCF and the repair, so the publisher sends
 // at most two repairs of it.
 //
-// The back-off and linger are wider than the defaults (2 ms), which
+// The back-off and linger are wider than the defaults (0.5 ms and 2 ms), which
 // suit an idle machine: here eleven processes' worth of goroutines share
 // two cores with other test binaries, often under the race detector.
 func TestNackSuppression(t *testing.T) {

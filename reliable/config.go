@@ -29,7 +29,7 @@ const (
 	DefaultReorderFrames   = 1 << 18
 	DefaultReorderBytes    = 32 << 20
 	DefaultMaxGaps         = 1024
-	DefaultNackBackoffMax  = 2 * time.Millisecond
+	DefaultNackBackoffMax  = 500 * time.Microsecond
 	DefaultGroupSize       = 10
 	DefaultRepairTimeout   = 100 * time.Millisecond
 	DefaultMinRepairWait   = 1 * time.Millisecond
@@ -165,7 +165,9 @@ type ReceiverConfig struct {
 	// NackBackoffMax and GroupSize shape the randomized delay before the
 	// first NACK for a loss (RFC 5401's exponential back-off), so that
 	// with many receivers one NACK usually goes out and the rest are
-	// suppressed. Defaults 2 ms and 10.
+	// suppressed. Defaults 500 µs and 10 (tuned for a LAN, as
+	// third-party Aeron tuning found: p99.9 recovery of 8 ms at the 10 ms
+	// default, 105 µs at 500 µs).
 	NackBackoffMax time.Duration
 	GroupSize      int
 	// RepairTimeout bounds how long to wait for a repair after a NACK
