@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/brokerless/brokerless/multicast"
-	"github.com/brokerless/brokerless/reliable"
 )
 
 var demoCmd = command{
@@ -122,13 +121,7 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer) (demoResult, err
 		}
 	}
 
-	// Close keeps answering NACKs until none came for CloseQuiet: make
-	// that longer than a subscriber's longest wait before asking again
-	// (reliable.DefaultRepairTimeout), so a second request for the tail
-	// is still answered.
-	pubCfg := base
-	pubCfg.CloseLinger, pubCfg.CloseQuiet = 2*time.Second, 2*reliable.DefaultRepairTimeout
-	pub, err := multicast.NewPublisher(ctx, pubCfg)
+	pub, err := multicast.NewPublisher(ctx, base)
 	if err != nil {
 		finish()
 		return res, err
