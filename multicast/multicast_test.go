@@ -35,11 +35,8 @@ func TestPublishSubscribe(t *testing.T) {
 
 // TestLossRecovery: 200,000 messages through 1%, 5% and 20% loss plus
 // duplication and reordering on the subscriber's receive path, over real
-// loopback multicast: all delivered once, in order, no gap. The
-// publisher runs at 200,000 messages/s, a rate a subscriber on a shared
-// two-core machine sustains while repairing 20% loss; recovery at
-// unbounded rates is the deterministic simulation's job (package
-// reliable).
+// loopback multicast, published as fast as Publish takes them: all
+// delivered once, in order, no gap.
 func TestLossRecovery(t *testing.T) {
 	n, rate := 200_000, 200_000
 	if testing.Short() || raceEnabled {
@@ -52,7 +49,7 @@ func TestLossRecovery(t *testing.T) {
 			scfg.Faults.Loss, scfg.Faults.Duplicate, scfg.Faults.Reorder, scfg.Faults.Seed = loss, 0.01, 0.01, 7
 			s := mustSub(t, scfg)
 			p := mustPub(t, cfg)
-			go publishAt(t, p, 0, n, 64, rate)
+			go publishN(t, p, 0, n, 64)
 			idx, gaps := collectFrom(t, s, p, n, 20*time.Second)
 			if len(gaps) > 0 {
 				t.Fatalf("%d gaps, first %v; stats %+v\npublisher %+v", len(gaps), gaps[0], s.Stats(), p.Stats())

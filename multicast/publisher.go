@@ -123,12 +123,13 @@ func (p *Publisher) Stats() PublisherStats {
 // full.
 func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
 	p.mu.Lock()
+	now := p.cfg.Now()
 	for {
 		if p.closing {
 			p.mu.Unlock()
 			return transport.ErrClosed
 		}
-		_, err := p.eng.Publish(p.cfg.Now(), &m)
+		_, err := p.eng.Publish(now, &m)
 		if err == nil {
 			break
 		}
@@ -143,8 +144,9 @@ func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
 			p.mu.Unlock()
 			return err
 		}
+		now = p.cfg.Now()
 	}
-	if now := p.cfg.Now(); p.idle && !p.writing && now.Sub(p.lastWrite) >= p.cfg.InlineAfter {
+	if p.idle && !p.writing && now.Sub(p.lastWrite) >= p.cfg.InlineAfter {
 		p.sendInline(now)
 		return nil
 	}

@@ -33,7 +33,6 @@ const (
 	DefaultGroupSize       = 10
 	DefaultRepairTimeout   = 100 * time.Millisecond
 	DefaultMinRepairWait   = 1 * time.Millisecond
-	DefaultMaxNackAttempts = 10
 	DefaultRecoveryTimeout = 2 * time.Second
 	DefaultIdleTimeout     = 5 * time.Second
 	DefaultNackRanges      = 64
@@ -175,13 +174,10 @@ type ReceiverConfig struct {
 	// wait adapts to the round trips measured from NACK to NCF (RFC
 	// 6298's smoothed RTT plus four deviations, at least
 	// MinRepairTimeout, five NackBackoffMax before the first
-	// measurement); RepairTimeout is its ceiling.
-	// Defaults 100 ms and 1 ms.
+	// measurement), doubling for each NACK in a row that no NCF
+	// answered; RepairTimeout is its ceiling. Defaults 100 ms and 1 ms.
 	RepairTimeout    time.Duration
 	MinRepairTimeout time.Duration
-	// MaxNackAttempts: after this many NACKs in a row that no NCF
-	// answered, the loss is reported as GapTimeout. Default 10.
-	MaxNackAttempts int
 	// RecoveryTimeout: a loss not repaired this long after it was seen
 	// is reported as GapTimeout, however often NCFs promised a repair.
 	// Everything after it waits meanwhile (delivery is in order), so it
@@ -216,7 +212,6 @@ func (c *ReceiverConfig) setDefaults() {
 	setDefault(&c.GroupSize, DefaultGroupSize)
 	setDefault(&c.RepairTimeout, DefaultRepairTimeout)
 	setDefault(&c.MinRepairTimeout, DefaultMinRepairWait)
-	setDefault(&c.MaxNackAttempts, DefaultMaxNackAttempts)
 	setDefault(&c.RecoveryTimeout, DefaultRecoveryTimeout)
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.NackRanges, DefaultNackRanges)
@@ -236,9 +231,8 @@ func (c *ReceiverConfig) validate() error {
 		return badConfig("MaxGaps %d < 1", c.MaxGaps)
 	case c.NackBackoffMax < 0 || c.GroupSize < 1:
 		return badConfig("NackBackoffMax %v / GroupSize %d", c.NackBackoffMax, c.GroupSize)
-	case c.MinRepairTimeout <= 0 || c.RepairTimeout < c.MinRepairTimeout || c.MaxNackAttempts < 1 || c.RecoveryTimeout <= 0:
-		return badConfig("RepairTimeout %v..%v / MaxNackAttempts %d / RecoveryTimeout %v",
-			c.MinRepairTimeout, c.RepairTimeout, c.MaxNackAttempts, c.RecoveryTimeout)
+	case c.MinRepairTimeout <= 0 || c.RepairTimeout < c.MinRepairTimeout || c.RecoveryTimeout <= 0:
+		return badConfig("RepairTimeout %v..%v / RecoveryTimeout %v", c.MinRepairTimeout, c.RepairTimeout, c.RecoveryTimeout)
 	case c.IdleTimeout <= 0:
 		return badConfig("IdleTimeout %v", c.IdleTimeout)
 	case c.NackRanges < 1 || c.NackRanges > MaxWireRanges:

@@ -11,7 +11,7 @@ type gap struct {
 	from, to   uint64
 	nackAt     time.Time // when to NACK next
 	nacked     bool      // a NACK for it has been sent
-	unanswered int       // NACKs sent since the last NCF for it
+	unanswered int       // NACKs sent since the last NCF for it: backs off the next
 	giveUpAt   time.Time // recovery deadline, however often NCFs postpone it
 	lost       transport.GapReason
 }

@@ -312,7 +312,7 @@ func (st *stream) drain() {
 }
 
 // nackDue sends a NACK for the gaps whose timer is due, gives up those
-// that got no answer or ran out of time, and re-arms the stream's timer.
+// that ran out of time, and re-arms the stream's timer.
 func (st *stream) nackDue() {
 	r := st.r
 	ranges := r.ranges[:0]
@@ -323,14 +323,17 @@ func (st *stream) nackDue() {
 		case g.lost != 0:
 			continue
 		case r.now.Before(g.nackAt) || len(ranges) == r.cfg.NackRanges:
-		case g.unanswered >= r.cfg.MaxNackAttempts || !r.now.Before(g.giveUpAt):
+		case !r.now.Before(g.giveUpAt):
 			g.lost = transport.GapTimeout
 			continue
 		default:
 			ranges = append(ranges, Range{g.from, g.to})
 			g.nacked = true
+			// Each NACK no NCF answered doubles the wait (RFC 6298's
+			// back-off): a congested path is not made worse.
+			wait := min(st.repairWait()<<min(g.unanswered, 6), r.cfg.RepairTimeout)
 			g.unanswered++
-			g.nackAt = r.now.Add(st.repairWait())
+			g.nackAt = r.now.Add(wait)
 		}
 		next = earliest(next, g.nackAt)
 	}
