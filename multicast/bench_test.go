@@ -86,29 +86,8 @@ func transportRate(b *testing.B, n int, loss float64) float64 {
 // them (the receiver stops when the sender is done and nothing more
 // comes).
 func rawUDPRate(b *testing.B, n int) float64 {
-	cfg := testConfig(b)
-	cfg.setDefaults()
-	ifi, addr, err := iface(cfg.Interface)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rc, err := listenUDP(context.Background(), cfg.Group, true)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rc.Close()
-	if err := join(rc, ifi, cfg.Group.Addr()); err != nil {
-		b.Fatal(err)
-	}
+	cfg, rc, sc := rawPair(b)
 	bufferSizes(rc, cfg.RecvBuffer, 0, cfg.Logger)
-	sc, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sc.Close()
-	if err := setupSender(sc, ifi, &cfg); err != nil {
-		b.Fatal(err)
-	}
 	bufferSizes(sc, 0, cfg.SendBuffer, cfg.Logger)
 
 	const batch = 32
@@ -150,4 +129,30 @@ func rawUDPRate(b *testing.B, n int) float64 {
 	}
 	wg.Wait()
 	return float64(got) / last.Sub(start).Seconds()
+}
+
+// rawPair opens a plain UDP receiver joined to a fresh group on lo and a
+// sender to it, set up as the transport's sockets are; cleanup closes
+// them.
+func rawPair(b *testing.B) (cfg Config, rc, sc *net.UDPConn) {
+	cfg = testConfig(b)
+	ifi, addr, err := cfg.prepare()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if rc, err = listenUDP(context.Background(), cfg.Group, true); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rc.Close() })
+	if err := join(rc, ifi, cfg.Group.Addr()); err != nil {
+		b.Fatal(err)
+	}
+	if sc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0))); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sc.Close() })
+	if err := setupSender(sc, ifi, &cfg); err != nil {
+		b.Fatal(err)
+	}
+	return cfg, rc, sc
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"time"
 
@@ -133,6 +134,16 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: Queue %d < 2", ErrBadConfig, c.Queue)
 	}
 	return nil
+}
+
+// prepare fills in defaults, validates, and resolves the interface and
+// its IPv4 address.
+func (c *Config) prepare() (*net.Interface, netip.Addr, error) {
+	c.setDefaults()
+	if err := c.validate(); err != nil {
+		return nil, netip.Addr{}, err
+	}
+	return iface(c.Interface)
 }
 
 func setDefault[T int | time.Duration](v *T, d T) {

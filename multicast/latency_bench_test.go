@@ -3,8 +3,6 @@ package multicast
 import (
 	"context"
 	"encoding/binary"
-	"net"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -82,28 +80,7 @@ func transportLatency(b *testing.B, n, rate int) *latency.Histogram {
 }
 
 func rawLatency(b *testing.B, n, rate int) *latency.Histogram {
-	cfg := testConfig(b)
-	cfg.setDefaults()
-	ifi, addr, err := iface(cfg.Interface)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rc, err := listenUDP(context.Background(), cfg.Group, true)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rc.Close()
-	if err := join(rc, ifi, cfg.Group.Addr()); err != nil {
-		b.Fatal(err)
-	}
-	sc, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sc.Close()
-	if err := setupSender(sc, ifi, &cfg); err != nil {
-		b.Fatal(err)
-	}
+	cfg, rc, sc := rawPair(b)
 	go schedule(n, rate, func(_ int, due time.Time) {
 		var buf [benchPayload]byte
 		binary.BigEndian.PutUint64(buf[:], uint64(due.UnixNano()))

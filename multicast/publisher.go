@@ -55,11 +55,7 @@ var _ transport.Publisher = (*Publisher)(nil)
 // NewPublisher opens the publisher's socket on cfg.Interface and starts
 // its goroutines.
 func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
-	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	ifi, addr, err := iface(cfg.Interface)
+	ifi, addr, err := cfg.prepare()
 	if err != nil {
 		return nil, err
 	}

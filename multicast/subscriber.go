@@ -56,11 +56,7 @@ var _ transport.Subscriber = (*Subscriber)(nil)
 // NewSubscriber joins cfg.Group on cfg.Interface and starts reading.
 // Streams that start from now on are delivered from their first message.
 func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
-	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	ifi, addr, err := iface(cfg.Interface)
+	ifi, addr, err := cfg.prepare()
 	if err != nil {
 		return nil, err
 	}
