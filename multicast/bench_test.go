@@ -136,15 +136,9 @@ func rawUDPRate(b *testing.B, n int) float64 {
 // them.
 func rawPair(b *testing.B) (cfg Config, rc, sc *net.UDPConn) {
 	cfg = testConfig(b)
+	rc = rawReceiver(b, cfg)
 	ifi, addr, err := cfg.prepare()
 	if err != nil {
-		b.Fatal(err)
-	}
-	if rc, err = listenUDP(context.Background(), cfg.Group, true); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { rc.Close() })
-	if err := join(rc, ifi, cfg.Group.Addr()); err != nil {
 		b.Fatal(err)
 	}
 	if sc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0))); err != nil {
@@ -155,4 +149,22 @@ func rawPair(b *testing.B) (cfg Config, rc, sc *net.UDPConn) {
 		b.Fatal(err)
 	}
 	return cfg, rc, sc
+}
+
+// rawReceiver opens a plain UDP socket joined to cfg.Group on lo;
+// cleanup closes it.
+func rawReceiver(b *testing.B, cfg Config) *net.UDPConn {
+	ifi, _, err := cfg.prepare()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc, err := listenUDP(context.Background(), cfg.Group, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rc.Close() })
+	if err := join(rc, ifi, cfg.Group.Addr()); err != nil {
+		b.Fatal(err)
+	}
+	return rc
 }

@@ -3,6 +3,12 @@ package multicast
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
@@ -10,18 +16,20 @@ import (
 	"github.com/brokerless/brokerless/transport/latency"
 )
 
-// BenchmarkLatency measures one-way latency at a fixed open-loop rate
-// through the transport and through raw UDP multicast, in the same run.
-// Each message is stamped with the time it was scheduled to be sent, not
-// the time it was sent, so a stall delays the messages behind it and
-// shows in the tail (no coordinated omission). b.N is the number of
-// messages per side.
+// BenchmarkLatency measures one-way latency at a fixed open-loop rate,
+// publisher process → subscriber in this process, through the transport
+// and through raw UDP multicast, in the same run. Each message is
+// stamped with the time it was scheduled to be sent, not the time it was
+// sent, so a stall delays the messages behind it and shows in the tail
+// (no coordinated omission). The sender is another process (this test
+// binary again) so that its clock-spinning pacer cannot delay the
+// receiver's goroutines. b.N is the number of messages per side.
 //
 //	go test -run XXX -bench Latency -benchtime 20000x ./multicast/
 func BenchmarkLatency(b *testing.B) {
 	const rate = 10_000
-	raw := rawLatency(b, b.N, rate)
-	ours := transportLatency(b, b.N, rate)
+	raw := receiveLatency(b, "raw", b.N, rate)
+	ours := receiveLatency(b, "mcast", b.N, rate)
 	for _, q := range []struct {
 		name string
 		q    float64
@@ -32,13 +40,125 @@ func BenchmarkLatency(b *testing.B) {
 	b.ReportMetric(float64(ours.Quantile(0.99))/float64(raw.Quantile(0.99)), "p99-x-raw")
 }
 
+// Environment of the sender process.
+const (
+	envSender = "BROKERLESS_LATENCY_SENDER" // raw or mcast
+	envGroup  = "BROKERLESS_LATENCY_GROUP"
+	envFeed   = "BROKERLESS_LATENCY_FEED"
+	envCount  = "BROKERLESS_LATENCY_COUNT"
+	envRate   = "BROKERLESS_LATENCY_RATE"
+)
+
+func TestMain(m *testing.M) {
+	if kind := os.Getenv(envSender); kind != "" {
+		if err := runSender(kind); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// receiveLatency starts a sender process of the given kind and records
+// the latency of n messages.
+func receiveLatency(b *testing.B, kind string, n, rate int) *latency.Histogram {
+	cfg := testConfig(b)
+	var next func(ctx context.Context) (time.Time, error)
+	if kind == "raw" {
+		rc := rawReceiver(b, cfg)
+		buf := make([]byte, 2048)
+		next = func(ctx context.Context) (time.Time, error) {
+			dl, _ := ctx.Deadline()
+			_ = rc.SetReadDeadline(dl)
+			for {
+				k, _, err := rc.ReadFromUDPAddrPort(buf)
+				if err != nil || k == benchPayload {
+					return time.Unix(0, int64(binary.BigEndian.Uint64(buf))), err
+				}
+			}
+		}
+	} else {
+		s := mustSub(b, cfg)
+		next = func(ctx context.Context) (time.Time, error) {
+			for {
+				ev, err := s.Receive(ctx)
+				if err != nil || ev.Kind == transport.EventMessage {
+					return ev.Message.Time, err
+				}
+			}
+		}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envSender+"="+kind, envGroup+"="+cfg.Group.String(),
+		envFeed+"="+strconv.Itoa(int(cfg.Feed)), envCount+"="+strconv.Itoa(n), envRate+"="+strconv.Itoa(rate))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := latency.New()
+	for int(h.Count()) < n {
+		sent, err := next(ctx)
+		if err != nil {
+			b.Fatalf("%s: after %d messages: %v", kind, h.Count(), err)
+		}
+		h.Record(time.Since(sent))
+	}
+	return h
+}
+
+// runSender is the sender process: it sends the messages its
+// environment asks for, on the schedule, then exits.
+func runSender(kind string) error {
+	group, err := netip.ParseAddrPort(os.Getenv(envGroup))
+	if err != nil {
+		return err
+	}
+	feed, _ := strconv.Atoi(os.Getenv(envFeed))
+	n, _ := strconv.Atoi(os.Getenv(envCount))
+	rate, _ := strconv.Atoi(os.Getenv(envRate))
+	cfg := Config{Group: group, Interface: "lo", HostOnly: true, Feed: uint32(feed)}
+	var buf [benchPayload]byte
+	if kind == "raw" {
+		ifi, addr, err := cfg.prepare()
+		if err != nil {
+			return err
+		}
+		sc, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0)))
+		if err != nil {
+			return err
+		}
+		defer sc.Close()
+		if err := setupSender(sc, ifi, &cfg); err != nil {
+			return err
+		}
+		schedule(n, rate, func(_ int, due time.Time) {
+			binary.BigEndian.PutUint64(buf[:], uint64(due.UnixNano()))
+			_, _ = sc.WriteToUDPAddrPort(buf[:], group)
+		})
+		return nil
+	}
+	p, err := NewPublisher(context.Background(), cfg)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	schedule(n, rate, func(_ int, due time.Time) {
+		_ = p.Publish(ctx, transport.Message{Time: due, Payload: buf[:]})
+	})
+	return p.Close()
+}
+
 // schedule calls send for message i at start + i/rate, catching up on
 // every message due when it wakes late. Timers here round sleeps up to a
 // millisecond, so the last stretch before each message is spent
-// spinning on the clock: the sender keeps one core, the receivers have
-// the other.
+// spinning on the clock.
 func schedule(n, rate int, send func(i int, due time.Time)) {
-	start := time.Now()
+	start := time.Now().Add(20 * time.Millisecond) // let the receiver settle
 	period := time.Second / time.Duration(rate)
 	for i := 0; i < n; {
 		now := time.Now()
@@ -53,50 +173,4 @@ func schedule(n, rate int, send func(i int, due time.Time)) {
 			send(i, due)
 		}
 	}
-}
-
-func transportLatency(b *testing.B, n, rate int) *latency.Histogram {
-	cfg := testConfig(b)
-	s := mustSub(b, cfg)
-	p := mustPub(b, cfg)
-	ctx := context.Background()
-	payload := make([]byte, benchPayload)
-	go schedule(n, rate, func(_ int, due time.Time) {
-		_ = p.Publish(ctx, transport.Message{Time: due, Payload: payload})
-	})
-	h := latency.New()
-	rctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for int(h.Count()) < n {
-		ev, err := s.Receive(rctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if ev.Kind == transport.EventMessage {
-			h.Record(time.Since(ev.Message.Time))
-		}
-	}
-	return h
-}
-
-func rawLatency(b *testing.B, n, rate int) *latency.Histogram {
-	cfg, rc, sc := rawPair(b)
-	go schedule(n, rate, func(_ int, due time.Time) {
-		var buf [benchPayload]byte
-		binary.BigEndian.PutUint64(buf[:], uint64(due.UnixNano()))
-		_, _ = sc.WriteToUDPAddrPort(buf[:], cfg.Group)
-	})
-	h := latency.New()
-	buf := make([]byte, 2048)
-	_ = rc.SetReadDeadline(time.Now().Add(time.Minute))
-	for int(h.Count()) < n {
-		k, _, err := rc.ReadFromUDPAddrPort(buf)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if k == benchPayload {
-			h.Record(time.Since(time.Unix(0, int64(binary.BigEndian.Uint64(buf)))))
-		}
-	}
-	return h
 }
