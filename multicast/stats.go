@@ -21,6 +21,7 @@ type SubscriberStats struct {
 	RecvBuffer  int    // SO_RCVBUF granted by the kernel, bytes
 	ReadErrors  uint64 // socket read errors
 	NackErrors  uint64 // NACKs the kernel refused to send
+	InboxDrops  uint64 // unicast datagrams dropped: more came than the reader took
 	Faults      faultnet.Stats
 	QueueStalls uint64 // times the reader had to wait for the application
 }

@@ -118,6 +118,7 @@ func (s *Subscriber) popFaults(now time.Time) {
 func (s *Subscriber) publishStats() {
 	st := s.local
 	st.ReceiverStats = s.eng.Stats()
+	st.InboxDrops = s.inbox.drops()
 	if s.faults != nil {
 		st.Faults = s.faults.Stats()
 	}

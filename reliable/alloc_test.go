@@ -31,7 +31,7 @@ func newPipe(tb testing.TB) *pipe {
 		tb.Fatal(err)
 	}
 	return &pipe{s: s, r: r, buf: make([]byte, DefaultMTU), now: simEpoch,
-		msg: transport.Message{Topic: "AAPL", Payload: make([]byte, 64)}, from: netip_mustAddr("127.0.0.1:1")}
+		msg: transport.Message{Topic: "AAPL", Payload: make([]byte, 64)}, from: mustAddrPort("127.0.0.1:1")}
 }
 
 // publish publishes one message, sending datagrams as they fill.

@@ -27,4 +27,4 @@ func (h *countHandler) Deliver(ev *transport.Event) {
 
 func (h *countHandler) SendNack(netip.AddrPort, []byte) { h.nacks++ }
 
-func netip_mustAddr(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
+func mustAddrPort(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }

@@ -419,7 +419,7 @@ func TestReceiverFeedsAndStreamLimit(t *testing.T) {
 	}
 	h := &countHandler{}
 	now := simEpoch
-	from := netip_mustAddr("127.0.0.1:1")
+	from := mustAddrPort("127.0.0.1:1")
 	for feed := uint32(1); feed <= 3; feed++ {
 		b := AppendBeat(nil, TypeHeartbeat, transport.StreamID{Feed: feed, Session: 9}, Beat{Next: 1, Low: 1})
 		if err := r.HandleDatagram(now, from, b, h); err != nil {

@@ -209,6 +209,7 @@ func (st *stream) extend(seq uint64, arrived bool) {
 		return
 	}
 	if seq-st.next >= st.capacity() {
+		st.r.stats.Overflow++
 		st.advanceTo(seq-st.capacity()+1, transport.GapOverflow)
 	}
 	last := seq

@@ -51,8 +51,9 @@ func TestFrameRoundTrip(t *testing.T) {
 				t.Fatalf("frame %d header %q=%q", i, k, v)
 			}
 		}
-		if !bytes.Equal(b[f.Off : f.Off+f.Len][3:], b[f.Off+3:f.Off+f.Len]) {
-			t.Fatal("offsets")
+		again, n, err := decodeFrame(b[f.Off:f.Off+f.Len], base)
+		if err != nil || n != f.Len || !bytes.Equal(again.Chunk, f.Chunk) || again.Time != f.Time {
+			t.Fatalf("frame %d does not decode again from its offset: %v", i, err)
 		}
 	}
 }
@@ -195,7 +196,7 @@ func FuzzReceiver(f *testing.F) {
 		}
 		s, _ := NewSender(SenderConfig{Session: 1, MTU: 512}, simEpoch)
 		h := &orderHandler{t: t}
-		from := netip_mustAddr("127.0.0.1:9")
+		from := mustAddrPort("127.0.0.1:9")
 		now := simEpoch
 		for i, d := range seeds {
 			if i == int(at)%len(seeds) {

@@ -5,23 +5,21 @@
 //
 // A transport wires the suite up with a [Harness] whose NewPair makes a
 // connected publisher and subscriber on a fresh address, injecting the
-// [Faults] asked for or returning [ErrFaultsUnsupported]. For a
-// multicast transport (its names here are illustrative) that wraps the
-// subscriber's socket with transport/faultnet:
+// [Faults] asked for or returning [ErrFaultsUnsupported]. The multicast
+// transport's (multicast/conformance_test.go) injects the faults on the
+// subscriber's receive path:
 //
 //	func TestConformance(t *testing.T) {
 //		transporttest.Run(t, transporttest.Harness{
 //			NewPair: func(t *testing.T, f transporttest.Faults) (transporttest.Pair, error) {
-//				cfg := multicast.Config{Group: freeGroup(t), Interface: "lo", Feed: 7}
-//				sub, err := multicast.NewSubscriber(t.Context(), cfg, func(c net.PacketConn) (net.PacketConn, error) {
-//					return faultnet.NewPacketConn(c, faultnet.Config{Read: faultnet.Faults{
-//						Loss: f.Loss, Duplicate: f.Duplicate, Reorder: f.Reorder, Seed: f.Seed,
-//					}})
-//				})
+//				cfg := testConfig(t) // a fresh group on lo, TTL 0
+//				scfg := cfg
+//				scfg.Faults = faultnet.Faults{Loss: f.Loss, Duplicate: f.Duplicate, Reorder: f.Reorder, Seed: f.Seed}
+//				sub, err := multicast.NewSubscriber(ctx, scfg)
 //				if err != nil {
 //					return transporttest.Pair{}, err
 //				}
-//				newPub := func() (transport.Publisher, error) { return multicast.NewPublisher(t.Context(), cfg) }
+//				newPub := func() (transport.Publisher, error) { return multicast.NewPublisher(ctx, cfg) }
 //				pub, err := newPub()
 //				if err != nil {
 //					sub.Close()
