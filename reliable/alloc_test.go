@@ -102,3 +102,41 @@ func BenchmarkPipe64B(b *testing.B) {
 		p.publish(b)
 	}
 }
+
+// BenchmarkPipeLoss1Percent is BenchmarkPipe64B with one datagram in a
+// hundred arriving 200 datagrams late (as a repair would behind a busy
+// socket): the cost of holding frames behind a gap.
+func BenchmarkPipeLoss1Percent(b *testing.B) {
+	p := newPipe(b)
+	var late [][]byte
+	var due []int
+	sent := 0
+	b.ReportAllocs()
+	b.SetBytes(int64(len(p.msg.Payload)))
+	for b.Loop() {
+		p.now = p.now.Add(time.Microsecond)
+		if _, err := p.s.Publish(p.now, &p.msg); err == ErrBackpressure {
+			b.Fatal(err)
+		}
+		if p.s.win.unsent == 0 {
+			continue
+		}
+		for {
+			n, _, ok := p.s.NextOutgoing(p.now, p.buf)
+			if !ok {
+				break
+			}
+			sent++
+			if sent%100 == 0 {
+				late = append(late, append([]byte(nil), p.buf[:n]...))
+				due = append(due, sent+200)
+				continue
+			}
+			_ = p.r.HandleDatagram(p.now, p.from, p.buf[:n], &p.h)
+			for len(due) > 0 && due[0] <= sent {
+				_ = p.r.HandleDatagram(p.now, p.from, late[0], &p.h)
+				late, due = late[1:], due[1:]
+			}
+		}
+	}
+}

@@ -1,20 +1,43 @@
 package reliable
 
+import "sync"
+
 // heldDatagram is a copy of a datagram some of whose frames wait in the
 // reorder buffer for an earlier loss to be repaired. Copying whole
 // datagrams, once each, keeps memory counted exactly in bytes and avoids
 // an allocation per frame.
 type heldDatagram struct {
 	buf  []byte
-	base int64
 	refs int
 }
 
+// heldFrame is a decoded frame whose bytes live in a heldDatagram: its
+// slices are kept as spans of the datagram, so taking it out does not
+// decode it again.
 type heldFrame struct {
-	seq    uint64 // 0: empty
-	d      *heldDatagram
-	off, n uint32
+	seq   uint64 // 0: empty
+	d     *heldDatagram
+	time  int64
+	total int32
+	nhdrs uint8
+	flags uint8
+	topic, key, hdrs, chunk span
 }
+
+// span locates a slice within its datagram.
+type span struct{ off, n uint32 }
+
+// spanOf locates s, a slice of datagram b made without a capacity
+// limit, by the capacity it leaves: the datagram's copy has the same
+// layout.
+func spanOf(b, s []byte) span {
+	if len(s) == 0 {
+		return span{}
+	}
+	return span{uint32(cap(b) - cap(s)), uint32(len(s))}
+}
+
+func (sp span) in(buf []byte) []byte { return buf[sp.off : sp.off+sp.n] }
 
 // reorder holds frames that arrived ahead of a loss, in a ring indexed by
 // sequence number, bounded by frame count and bytes. The ring starts
@@ -25,14 +48,16 @@ type reorder struct {
 	maxFrames int
 	bytes     int
 	maxBytes  int
-	free      []*heldDatagram
 	cur       *heldDatagram // copy of the datagram being processed, once made
 }
 
-const (
-	maxFreeHeld  = 64
-	minRingSlots = 1024
-)
+const minRingSlots = 1024
+
+// heldPool recycles datagram copies. A burst of loss at line rate holds
+// thousands of them at once; a pool (rather than a small free list)
+// keeps them from being garbage after every repair, and lets the garbage
+// collector take them back when loss stops.
+var heldPool = sync.Pool{New: func() any { return &heldDatagram{buf: make([]byte, 0, 2048)} }}
 
 func newReorder(maxFrames, maxBytes int) reorder {
 	n := min(minRingSlots, maxFrames)
@@ -64,7 +89,7 @@ func (r *reorder) fit(next, seq uint64) {
 // hold keeps frame f of datagram b under seq, next being the stream's
 // next sequence to deliver. It reports false when copying b would pass
 // the byte bound.
-func (r *reorder) hold(next, seq uint64, b []byte, base int64, f *Frame) bool {
+func (r *reorder) hold(next, seq uint64, b []byte, f *Frame) bool {
 	r.fit(next, seq)
 	if r.cur == nil {
 		d := r.acquire(len(b))
@@ -72,11 +97,13 @@ func (r *reorder) hold(next, seq uint64, b []byte, base int64, f *Frame) bool {
 			return false
 		}
 		d.buf = append(d.buf[:0], b...)
-		d.base = base
 		r.cur = d
 	}
 	r.cur.refs++
-	r.slots[seq&r.mask] = heldFrame{seq: seq, d: r.cur, off: uint32(f.Off), n: uint32(f.Len)}
+	r.slots[seq&r.mask] = heldFrame{
+		seq: seq, d: r.cur, time: f.Time, total: int32(f.Total), nhdrs: uint8(f.NumHeaders), flags: f.Flags,
+		topic: spanOf(b, f.Topic), key: spanOf(b, f.Key), hdrs: spanOf(b, f.headers), chunk: spanOf(b, f.Chunk),
+	}
 	return true
 }
 
@@ -92,34 +119,31 @@ func (r *reorder) endDatagram() {
 }
 
 func (r *reorder) acquire(size int) *heldDatagram {
-	var d *heldDatagram
-	if k := len(r.free); k > 0 && cap(r.free[k-1].buf) >= size {
-		d, r.free = r.free[k-1], r.free[:k-1]
-	} else {
-		d = &heldDatagram{buf: make([]byte, 0, max(size, 2048))}
+	d := heldPool.Get().(*heldDatagram)
+	if cap(d.buf) < size {
+		d.buf = make([]byte, 0, size)
 	}
 	if r.bytes+cap(d.buf) > r.maxBytes {
-		r.release(d)
+		heldPool.Put(d)
 		return nil
 	}
 	r.bytes += cap(d.buf)
 	return d
 }
 
-// take removes the frame held under seq and decodes it. The frame's
-// slices stay valid until done(d) is called.
+// take removes the frame held under seq. The frame's slices stay valid
+// until done(d) is called.
 func (r *reorder) take(seq uint64) (Frame, *heldDatagram, bool) {
 	h := &r.slots[seq&r.mask]
 	if h.seq != seq {
 		return Frame{}, nil, false
 	}
 	d := h.d
-	f, _, err := decodeFrame(d.buf[h.off:h.off+h.n], d.base)
-	*h = heldFrame{}
-	if err != nil {
-		r.done(d)
-		return Frame{}, nil, false
+	f := Frame{
+		Flags: h.flags, Time: h.time, Total: int(h.total), NumHeaders: int(h.nhdrs),
+		Topic: h.topic.in(d.buf), Key: h.key.in(d.buf), headers: h.hdrs.in(d.buf), Chunk: h.chunk.in(d.buf),
 	}
+	*h = heldFrame{}
 	return f, d, true
 }
 
@@ -133,11 +157,5 @@ func (r *reorder) done(d *heldDatagram) {
 
 func (r *reorder) free1(d *heldDatagram) {
 	r.bytes -= cap(d.buf)
-	r.release(d)
-}
-
-func (r *reorder) release(d *heldDatagram) {
-	if len(r.free) < maxFreeHeld {
-		r.free = append(r.free, d)
-	}
+	heldPool.Put(d)
 }

@@ -79,7 +79,7 @@ func (st *stream) onData(dh DataHead, frames []Frame, b []byte) {
 	}
 	st.applyLow(dh.Low)
 	for i := range frames {
-		st.onFrame(dh.FirstSeq+uint64(i), &frames[i], b, dh.BaseTime)
+		st.onFrame(dh.FirstSeq+uint64(i), &frames[i], b)
 	}
 	st.held.endDatagram()
 }
@@ -169,7 +169,7 @@ func (st *stream) onLost(rr RangeReader) {
 
 // onFrame places one frame: a duplicate, a repair filling a gap, an
 // in-order frame to deliver at once, or a frame to hold.
-func (st *stream) onFrame(seq uint64, f *Frame, b []byte, base int64) {
+func (st *stream) onFrame(seq uint64, f *Frame, b []byte) {
 	r := st.r
 	r.stats.Frames++
 	if seq < st.next {
@@ -189,7 +189,7 @@ func (st *stream) onFrame(seq uint64, f *Frame, b []byte, base int64) {
 		r.stats.Recovered++
 	}
 	for seq != st.next {
-		if st.held.hold(st.next, seq, b, base, f) {
+		if st.held.hold(st.next, seq, b, f) {
 			return
 		}
 		if !st.giveUpOldest() {

@@ -30,8 +30,6 @@ type Frame struct {
 	Total int
 	// Chunk is the payload carried by this frame.
 	Chunk []byte
-	// Off and Len locate the whole encoded frame in its datagram.
-	Off, Len int
 }
 
 // Begin reports whether f starts a message.
@@ -105,7 +103,6 @@ func ParseData(b []byte, frames []Frame) (DataHead, []Frame, error) {
 		if err != nil {
 			return DataHead{}, frames, err
 		}
-		f.Off, f.Len = len(b)-len(rest), n
 		frames = append(frames, f)
 		rest = rest[n:]
 	}

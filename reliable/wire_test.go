@@ -51,10 +51,6 @@ func TestFrameRoundTrip(t *testing.T) {
 				t.Fatalf("frame %d header %q=%q", i, k, v)
 			}
 		}
-		again, n, err := decodeFrame(b[f.Off:f.Off+f.Len], base)
-		if err != nil || n != f.Len || !bytes.Equal(again.Chunk, f.Chunk) || again.Time != f.Time {
-			t.Fatalf("frame %d does not decode again from its offset: %v", i, err)
-		}
 	}
 }
 
@@ -155,8 +151,8 @@ func FuzzParseData(f *testing.F) {
 					t.Fatal("header iterator short")
 				}
 			}
-			if fr.Off+fr.Len > len(b) {
-				t.Fatal("frame past the datagram")
+			if len(fr.Chunk) > 0 && cap(b)-cap(fr.Chunk)+len(fr.Chunk) > len(b) {
+				t.Fatal("chunk past the datagram")
 			}
 		}
 	})
