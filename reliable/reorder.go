@@ -15,12 +15,12 @@ type heldDatagram struct {
 // slices are kept as spans of the datagram, so taking it out does not
 // decode it again.
 type heldFrame struct {
-	seq   uint64 // 0: empty
-	d     *heldDatagram
-	time  int64
-	total int32
-	nhdrs uint8
-	flags uint8
+	seq                     uint64 // 0: empty
+	d                       *heldDatagram
+	time                    int64
+	total                   int32
+	nhdrs                   uint8
+	flags                   uint8
 	topic, key, hdrs, chunk span
 }
 
