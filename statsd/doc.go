@@ -1,0 +1,62 @@
+// Package statsd is brokerless's StatsD server and client: a drop-in
+// replacement for Etsy statsd 0.9.0 (same input, same Graphite output),
+// with the DogStatsD extensions today's clients send, several times
+// faster, and honest about its own loss.
+//
+// # Server
+//
+// A Server listens on UDP (several SO_REUSEPORT readers with batch
+// reads), TCP (newline-delimited) and unix datagram sockets, parses the
+// StatsD line protocol (ParseLine, with no I/O), aggregates with an
+// Aggregator that reproduces the arithmetic of Etsy's
+// lib/process_metrics.js, and hands each flush to backends: Graphite
+// plaintext with Etsy's key layout, a Prometheus /metrics endpoint,
+// JSON lines, and a repeater that forwards the raw packets to another
+// StatsD.
+//
+// Accepted lines (several per packet, separated by '\n'):
+//
+//	name:value|c[|@rate]     counter: adds value × 1/rate
+//	name:value|g             gauge; a leading + or - is a delta
+//	name:value|ms[|@rate]    timer (also h and d, DogStatsD's histogram and distribution)
+//	name:value|s             set: counts unique values
+//	name:1|c:2|ms            several values on one line (Etsy)
+//	name:1:2:3|ms            packed values (DogStatsD)
+//	name:1|c|#k:v,tag        tags (DogStatsD); they are part of the key
+//	name:1|c|c:abc|T1700000000  container id and timestamp (DogStatsD): accepted, not used
+//
+// Keys are sanitized as Etsy does: whitespace runs become '_', '/'
+// becomes '-', and characters outside [a-zA-Z0-9_\-.;=] are dropped.
+// Tags are appended to the key as ";k=v" (Etsy 0.9.0's layout, which
+// Graphite reads as tags), sorted, so the same tags in another order are
+// the same series. A bad line is counted (bad_lines_seen) and never
+// stops the rest of its packet.
+//
+// Where this server differs from Etsy 0.9.0 on input Etsy mishandles:
+// unknown metric types (Etsy counts them as counters) and values Etsy
+// reads as NaN or Infinity (hexadecimal, "Infinity", sample rates such as
+// "@0" or "@1.2.3") are bad lines; h and d are timers, not counters;
+// empty tags are dropped.
+//
+// # Loss accounting: the sequence line
+//
+// UDP loss makes StatsD counters approximate. A client may number its
+// packets so the server counts what was lost instead of guessing: it
+// puts one extra line in every datagram,
+//
+//	_bl.seq:<client-id>/<seq>|seq
+//
+// where client-id is 1 to 64 bytes of [A-Za-z0-9_.-], unique per client
+// process (include a random part, so a restarted client is a new
+// client), and seq is a decimal uint64 that grows by one per datagram.
+// AppendSeqLine writes it and ParseSeqLine reads it.
+//
+// Stock servers treat the line as a harmless bad line: Etsy statsd 0.9.0
+// rejects it because its value is not a number (helpers.js
+// is_valid_packet: an unknown type needs a numeric value, and the value
+// always contains '/'), so it only bumps bad_lines_seen; DogStatsD and
+// statsd_exporter drop it as an unknown metric type. This server counts
+// it apart from metrics, tracks each client's sequence (for at most
+// Config.MaxClients clients, with a 64-packet reorder window) and
+// reports, every flush, the packets each client lost.
+package statsd
