@@ -1,0 +1,210 @@
+package statsd
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+// parsed renders metrics for comparison: "key type value [@rate]".
+func parsed(ms []Metric) string {
+	var b strings.Builder
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteString(" ; ")
+		}
+		switch m.Type {
+		case Set:
+			fmt.Fprintf(&b, "%s %v %q", m.Key, m.Type, m.Member)
+		case Sequence:
+			fmt.Fprintf(&b, "%s %v %d", m.Key, m.Type, m.Seq)
+		default:
+			fmt.Fprintf(&b, "%s %v %v", m.Key, m.Type, m.Value)
+		}
+		if m.Delta {
+			b.WriteString(" delta")
+		}
+		if m.Rate != 1 {
+			fmt.Fprintf(&b, " @%v", m.Rate)
+		}
+	}
+	return b.String()
+}
+
+func TestParseLine(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want string
+		bad  int
+		why  Reason
+	}{
+		{"a:1|c", "a counter 1", 0, 0},
+		{"a:1|c|@0.1", "a counter 1 @0.1", 0, 0},
+		{"a:-2.5|c|@.5", "a counter -2.5 @0.5", 0, 0},
+		{"a:1e3|c", "a counter 1000", 0, 0},
+		{"a: 7 |c", "a counter 7", 0, 0},
+		{"g:42|g", "g gauge 42", 0, 0},
+		{"g:+4|g", "g gauge 4 delta", 0, 0},
+		{"g:-4|g", "g gauge -4 delta", 0, 0},
+		{"t:320|ms", "t timer 320", 0, 0},
+		{"t:320|ms|@0.25", "t timer 320 @0.25", 0, 0},
+		{"h:-3|h", "h histogram -3", 0, 0},
+		{"d:3.5|d", "d distribution 3.5", 0, 0},
+		{"u:alice|s", `u set "alice"`, 0, 0},
+		{"u:|s", `u set "0"`, 0, 0},
+		{"a:1|c\r", "a counter 1", 0, 0},
+		// Etsy's several values per line, DogStatsD's packed values.
+		{"a:1|c:2|ms", "a counter 1 ; a timer 2", 0, 0},
+		{"a:1|c|@0.5:2|ms", "a counter 1 @0.5 ; a timer 2", 0, 0},
+		{"a:1:2:3|ms", "a timer 1 ; a timer 2 ; a timer 3", 0, 0},
+		{"a:1:2|c|@0.1", "a counter 1 @0.1 ; a counter 2 @0.1", 0, 0},
+		// Tags: part of the key, sorted, ':' → '=' once, repeats dropped.
+		{"a:1|c|#b:2,a:1", "a;a=1;b=2 counter 1", 0, 0},
+		{"a:1|c|@0.5|#env:prod,env:prod,,x", "a;env=prod;x counter 1 @0.5", 0, 0},
+		{"a:1|c|#k:v:w", "a;k=vw counter 1", 0, 0},
+		{"a:1|c|#t;u", "a;t_u counter 1", 0, 0},
+		{"a:1|c|#a b", "a;a_b counter 1", 0, 0},
+		{"a:1|c|#b,a|@0.5", "a;a;b counter 1 @0.5", 0, 0},
+		// DogStatsD container id and timestamp: accepted, not used.
+		{"a:1|c|c:abc123|T1700000000", "a counter 1", 0, 0},
+		{"a:1|g|#t:1|c:ci-9|T1700000000|e:it-x", "a;t=1 gauge 1", 0, 0},
+		// Etsy key sanitizing.
+		{"a b\t\tc/d:1|c", "a_b_c-d counter 1", 0, 0},
+		{"a!@b#c$:1|c", "abc counter 1", 0, 0},
+		{"x\u00a0\u3000y\u00e9:1|c", "x_y counter 1", 0, 0},
+		{"k;t=v:1|c", "k;t=v counter 1", 0, 0},
+		// Bad lines, counted per value as Etsy's bad_lines_seen.
+		{"a", "", 1, ReasonNoColon},
+		{"a:1", "", 1, ReasonNoType},
+		{"a:1|x", "", 1, ReasonUnknownType},
+		{"a:x|c", "", 1, ReasonBadValue},
+		{"a:|c", "", 1, ReasonBadValue},
+		{"a:0x10|c", "", 1, ReasonBadValue},
+		{"a:Infinity|c", "", 1, ReasonBadValue},
+		{"a:NaN|g", "", 1, ReasonBadValue},
+		{"a:1e999|c", "", 1, ReasonBadValue},
+		{"a:-1|ms", "", 1, ReasonNegativeTimer},
+		{"a:1|c|@", "", 1, ReasonBadField},
+		{"a:1|c|@0", "", 1, ReasonBadRate},
+		{"a:1|c|@-1", "", 1, ReasonBadRate},
+		{"a:1|c|@1.2.3", "", 1, ReasonBadRate},
+		{"a:1|c|", "", 1, ReasonBadField},
+		{"a:1|c|x", "", 1, ReasonBadField},
+		{"a:1|c|#a|#b", "", 1, ReasonBadField},
+		{":1|c", "", 1, ReasonEmptyName},
+		{"!!:1|c", "", 1, ReasonEmptyName},
+		{"a:1|c:x|c", "a counter 1", 1, ReasonBadValue},
+		{"a:1:x:3|c", "a counter 1 ; a counter 3", 1, ReasonBadValue},
+		{"a:1|q:2|c", "a counter 2", 1, ReasonUnknownType},
+		{"_bl.seq:c1/9|seq", "c1 sequence 9", 0, 0},
+		{"_bl.seq:c1/x|seq", "", 1, ReasonBadSeq},
+		{strings.Repeat("k", MaxKeyLen+1) + ":1|c", "", 1, ReasonKeyTooLong},
+		{"a:1|c|#" + strings.Repeat("t,", MaxTags+1), "", 1, ReasonBadTags},
+	} {
+		var p Parser
+		ms, bad, why := p.AppendLine(nil, []byte(tc.line))
+		if got := parsed(ms); got != tc.want || bad != tc.bad || why != tc.why {
+			t.Errorf("%q:\n got %s, bad %d (%v)\nwant %s, bad %d (%v)", tc.line, got, bad, why, tc.want, tc.bad, tc.why)
+		}
+	}
+}
+
+func TestParseNoSanitize(t *testing.T) {
+	p := Parser{NoSanitize: true}
+	ms, _, _ := p.AppendLine(nil, []byte("a b/c:1|c|#k:v"))
+	if got := parsed(ms); got != "a b/c;k=v counter 1" {
+		t.Errorf("got %s", got)
+	}
+}
+
+// The keys of earlier lines stay intact while later lines are parsed
+// into the same arena.
+func TestParseKeysSurviveArenaGrowth(t *testing.T) {
+	var p Parser
+	var ms []Metric
+	for i := range 1000 {
+		ms, _, _ = p.AppendLine(ms, fmt.Appendf(nil, "key%d:%d|c|#z:%d,a", i, i, i))
+	}
+	for i, m := range ms {
+		if want := fmt.Sprintf("key%d;a;z=%d", i, i); string(m.Key) != want || m.Value != float64(i) {
+			t.Fatalf("metric %d: %s %v, want %s", i, m.Key, m.Value, want)
+		}
+	}
+}
+
+func TestParseNumber(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"0", 0, true}, {"-0", math.Copysign(0, -1), true}, {"+5", 5, true}, {"5.", 5, true},
+		{".5", 0.5, true}, {"1.1", 1.1, true}, {"123456789012345678", 123456789012345678, true},
+		{"1e-7", 1e-7, true}, {" 3\t", 3, true}, {"", 0, false}, {".", 0, false}, {"1e", 0, false},
+		{"inf", 0, false}, {"-Infinity", 0, false}, {"0x1p3", 0, false}, {"1_0", 0, false}, {"--1", 0, false},
+	} {
+		got, ok := parseNumber([]byte(tc.in))
+		if ok != tc.ok || ok && (got != tc.want || math.Signbit(got) != math.Signbit(tc.want)) {
+			t.Errorf("parseNumber(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestParseLineAllocs(t *testing.T) {
+	var p Parser
+	ms := make([]Metric, 0, 16)
+	lines := [][]byte{
+		[]byte("api.requests:1|c|@0.5"),
+		[]byte("api.latency:12.5|ms|#env:prod,region:eu"),
+		[]byte("api.users:alice|s"),
+		[]byte("api.temp:-3|g"),
+		[]byte("api.sizes:1:2:3|d"),
+	}
+	for _, l := range lines { // warm the arena
+		ms, _, _ = p.AppendLine(ms, l)
+	}
+	n := testing.AllocsPerRun(1000, func() {
+		p.Reset()
+		ms = ms[:0]
+		for _, l := range lines {
+			ms, _, _ = p.AppendLine(ms, l)
+		}
+	})
+	if n != 0 {
+		t.Errorf("%v allocations per run", n)
+	}
+}
+
+func FuzzParseLine(f *testing.F) {
+	for _, s := range []string{"a:1|c", "a:1|c|@0.1", "g:+4|g", "t:1:2|ms|#a:b,c", "u:x|s", "a:1|c:2|ms",
+		"a:1|c|c:abc|T1700000000", "_bl.seq:c/1|seq", "a b/\u00a0c:1|c", "a:1|c|#k:v;w|@0.5:3|g"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var p Parser
+		ms, bad, why := p.AppendLine(nil, line)
+		if bad < 0 || (bad > 0) != (why != ReasonNone) {
+			t.Fatalf("%q: bad %d, why %v", line, bad, why)
+		}
+		for _, m := range ms {
+			if m.Type == Sequence {
+				continue
+			}
+			if len(m.Key) == 0 || len(m.Key) > MaxKeyLen {
+				t.Fatalf("%q: key %q", line, m.Key)
+			}
+			for _, c := range m.Key {
+				if c >= 0x80 || !keyByte[c] {
+					t.Fatalf("%q: unsanitized key %q", line, m.Key)
+				}
+			}
+			if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) || !(m.Rate > 0) || math.IsInf(m.Rate, 0) {
+				t.Fatalf("%q: value %v rate %v", line, m.Value, m.Rate)
+			}
+			if m.Type == Timer && m.Value < 0 {
+				t.Fatalf("%q: negative timer", line)
+			}
+		}
+	})
+}

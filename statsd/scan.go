@@ -1,0 +1,218 @@
+package statsd
+
+import "bytes"
+
+// scanner walks the values of a line after the name's ':'. A segment is
+// "value[:value...]|type[|field...]"; segments follow each other after a
+// ':' that ends a type or a sample rate (Etsy's "a:1|c:2|ms|@0.1").
+// Fields are "@rate", "#tags" (one per line), "c:container",
+// "e:external-data" and "T<unix-seconds>" (DogStatsD).
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) done() bool { return s.i >= len(s.b) }
+
+// segment is one parsed segment: its values and what applies to them.
+type segment struct {
+	values []byte
+	typ    Type
+	rate   float64
+	why    Reason
+}
+
+// next scans the next segment, and a tags field it holds into tags.
+func (s *scanner) next(tags *[]byte, hasTags *bool) segment {
+	var seg segment
+	start := s.i
+	bar := bytes.IndexByte(s.b[start:], '|')
+	if bar < 0 {
+		seg.values, seg.why, s.i = s.b[start:], ReasonNoType, len(s.b)
+		return seg
+	}
+	seg.values = s.b[start : start+bar]
+	s.i = start + bar + 1
+	typ, end := s.token()
+	seg.typ = parseType(typ)
+	if seg.typ == 0 {
+		seg.why = ReasonUnknownType
+	}
+	seg.rate = 1
+	rateSeen := false
+	for !end {
+		// s.b[s.i-1] == '|': a field starts at s.i.
+		f := s.b[s.i:]
+		switch {
+		case len(f) > 0 && f[0] == '#':
+			v := s.field()
+			if *hasTags {
+				seg.bad(ReasonBadField)
+			}
+			*tags, *hasTags = v[1:], true
+			end = s.i >= len(s.b) && s.b[len(s.b)-1] != '|'
+			continue
+		case len(f) > 1 && (f[0] == 'c' || f[0] == 'e') && f[1] == ':':
+			s.field()
+			end = s.i >= len(s.b) && s.b[len(s.b)-1] != '|'
+			continue
+		}
+		var tok []byte
+		tok, end = s.token()
+		switch {
+		case len(tok) > 1 && tok[0] == '@' && !rateSeen:
+			rateSeen = true
+			r, ok := parseRate(tok[1:])
+			if !ok {
+				seg.bad(ReasonBadRate)
+			}
+			seg.rate = r
+		case len(tok) > 1 && tok[0] == 'T' && allDigits(tok[1:]):
+		default:
+			seg.bad(ReasonBadField)
+		}
+	}
+	return seg
+}
+
+// bad records the first reason the segment is bad.
+func (seg *segment) bad(why Reason) {
+	if seg.why == ReasonNone {
+		seg.why = why
+	}
+}
+
+// token reads up to the next '|' or ':' and steps over it; end reports
+// that the segment ended (a ':' or the end of the line) rather than a
+// '|' that starts another field.
+func (s *scanner) token() (tok []byte, end bool) {
+	start := s.i
+	for j := start; j < len(s.b); j++ {
+		switch s.b[j] {
+		case '|':
+			s.i = j + 1
+			return s.b[start:j], j+1 > len(s.b)
+		case ':':
+			s.i = j + 1
+			return s.b[start:j], true
+		}
+	}
+	s.i = len(s.b)
+	return s.b[start:], true
+}
+
+// field reads a field that may hold ':' (tags, container id) up to the
+// next '|' and steps over it.
+func (s *scanner) field() []byte {
+	start := s.i
+	if bar := bytes.IndexByte(s.b[start:], '|'); bar >= 0 {
+		s.i = start + bar + 1
+		return s.b[start : start+bar]
+	}
+	s.i = len(s.b)
+	return s.b[start:]
+}
+
+func parseType(b []byte) Type {
+	switch string(b) {
+	case "c":
+		return Counter
+	case "g":
+		return Gauge
+	case "ms":
+		return Timer
+	case "s":
+		return Set
+	case "h":
+		return Histogram
+	case "d":
+		return Distribution
+	}
+	return 0
+}
+
+// parseRate reads a sample rate after its '@': a positive decimal
+// without sign or exponent.
+func parseRate(b []byte) (float64, bool) {
+	digits, dots := 0, 0
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.':
+			dots++
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || dots > 1 {
+		return 0, false
+	}
+	r, ok := parseNumber(b)
+	return r, ok && r > 0
+}
+
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// appendValues validates the values of a good segment and appends one
+// Metric each; it returns how many were bad and why the first was.
+func (seg *segment) appendValues(dst []Metric) (out []Metric, bad int, why Reason) {
+	v := seg.values
+	for {
+		var one []byte
+		if i := bytes.IndexByte(v, ':'); i >= 0 {
+			one, v = v[:i], v[i+1:]
+		} else {
+			one, v = v, nil
+		}
+		m := Metric{Type: seg.typ, Rate: seg.rate}
+		r := m.setValue(one)
+		if r == ReasonNone {
+			dst = append(dst, m)
+		} else {
+			if why == ReasonNone {
+				why = r
+			}
+			bad++
+		}
+		if v == nil {
+			return dst, bad, why
+		}
+	}
+}
+
+// setValue reads one value into m, checked as Etsy's is_valid_packet
+// does for its type.
+func (m *Metric) setValue(v []byte) Reason {
+	if m.Type == Set {
+		if len(v) == 0 {
+			v = zeroMember
+		}
+		m.Member = v
+		return ReasonNone
+	}
+	f, ok := parseNumber(v)
+	if !ok {
+		return ReasonBadValue
+	}
+	if m.Type == Timer && f < 0 {
+		return ReasonNegativeTimer
+	}
+	m.Value = f
+	m.Delta = m.Type == Gauge && len(v) > 0 && (v[0] == '+' || v[0] == '-')
+	return ReasonNone
+}
+
+// zeroMember is the member of an empty set value, as Etsy inserts
+// fields[0] || '0'.
+var zeroMember = []byte("0")
+
+// count is how many values the segment holds.
+func (seg *segment) count() int { return bytes.Count(seg.values, []byte{':'}) + 1 }
