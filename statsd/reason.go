@@ -51,7 +51,9 @@ type LineError struct {
 	Reason Reason
 }
 
-func (e *LineError) Error() string { return "statsd: bad line " + quoteLine(e.Line) + ": " + e.Reason.String() }
+func (e *LineError) Error() string {
+	return "statsd: bad line " + quoteLine(e.Line) + ": " + e.Reason.String()
+}
 
 func (e *LineError) Unwrap() error { return ErrBadLine }
 
