@@ -1,0 +1,130 @@
+package statsd
+
+import (
+	"context"
+	"hash/maphash"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+)
+
+// Client sends metrics to a StatsD server. It is safe for concurrent use.
+//
+// A metric call formats its line and copies it into the packet its shard
+// is filling; a full packet joins a bounded queue that one goroutine
+// writes to the network, and a partly filled one is flushed every
+// FlushInterval. Calls never wait for the network and do not allocate:
+// when the queue is full, lines are dropped and counted (Stats).
+type Client struct {
+	cfg         ClientConfig
+	framing     clientFraming
+	defaultTags string // ClientConfig.Tags, sanitized and joined by ','
+	head        int    // bytes reserved at the start of a packet for the sequence line
+	seed        maphash.Seed
+	rand        func() uint64 // sampling; math/rand/v2's per-thread generator
+
+	shards []clientShard
+	queue  chan *clientPacket // filled packets, oldest first; never full
+	free   chan *clientPacket // empty packets: QueueBytes/MaxPacketSize of them when the queue is empty
+
+	counters clientCounters
+	w        clientWriter // owned by the sender goroutine
+
+	closing  chan struct{}
+	done     chan struct{}
+	once     sync.Once
+	closeErr error // of the connection, set before done is closed
+}
+
+// ClientStats is a snapshot of a Client's counters.
+type ClientStats struct {
+	Packets     uint64 // packets written
+	Bytes       uint64 // bytes written, sequence lines included
+	Lines       uint64 // metric lines written
+	Dropped     uint64 // lines dropped: queue full, write failed, longer than a packet, NaN or infinite value, after Close
+	WriteErrors uint64 // packets the network refused
+}
+
+type clientCounters struct {
+	packets, bytes, lines, dropped, writeErrors atomic.Uint64
+}
+
+// NewClient connects to cfg.Addr (ctx bounds the dial) and starts the
+// goroutine that writes packets.
+func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	conn, err := (&net.Dialer{Timeout: cfg.WriteTimeout}).DialContext(ctx, cfg.Network, cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		cfg:         cfg,
+		framing:     clientFramingOf(cfg.Network),
+		defaultTags: joinClientTags(cfg.Tags),
+		seed:        maphash.MakeSeed(),
+		rand:        rand.Uint64,
+		shards:      make([]clientShard, cfg.Shards),
+		closing:     make(chan struct{}),
+		done:        make(chan struct{}),
+	}
+	c.cfg.Prefix = string(appendClientClean(nil, cfg.Prefix, &clientReservedInName))
+	if cfg.Sequence {
+		c.head = len(AppendSeqLine(nil, cfg.ClientID, 1<<64-1)) + len("\n")
+	}
+	spare := cfg.QueueBytes / cfg.MaxPacketSize
+	total := cfg.Shards + spare
+	c.queue = make(chan *clientPacket, total)
+	c.free = make(chan *clientPacket, total)
+	slab := make([]byte, total*cfg.MaxPacketSize)
+	for i := range total {
+		p := &clientPacket{b: slab[i*cfg.MaxPacketSize : i*cfg.MaxPacketSize+c.head : (i+1)*cfg.MaxPacketSize]}
+		if i < cfg.Shards {
+			c.shards[i].pkt = p
+		} else {
+			c.free <- p
+		}
+	}
+	c.w = newClientWriter(c, conn)
+	go c.run()
+	return c, nil
+}
+
+// joinClientTags sanitizes tags and joins the non-empty ones with ','.
+func joinClientTags(tags []string) string {
+	var b []byte
+	for _, t := range tags {
+		if t == "" {
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = appendClientClean(b, t, &clientReservedInTag)
+	}
+	return string(b)
+}
+
+// Close flushes every buffered line and stops the client. It writes what
+// is queued for at most WriteTimeout (plus one write already under way)
+// and drops the rest. Metric calls after Close are dropped and counted.
+// It returns the error of closing the connection.
+func (c *Client) Close() error {
+	c.once.Do(func() { close(c.closing) })
+	<-c.done
+	return c.closeErr
+}
+
+// Stats returns a snapshot of the counters.
+func (c *Client) Stats() ClientStats {
+	return ClientStats{
+		Packets:     c.counters.packets.Load(),
+		Bytes:       c.counters.bytes.Load(),
+		Lines:       c.counters.lines.Load(),
+		Dropped:     c.counters.dropped.Load(),
+		WriteErrors: c.counters.writeErrors.Load(),
+	}
+}

@@ -1,0 +1,147 @@
+package statsd
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"time"
+)
+
+// Defaults of ClientConfig.
+const (
+	DefaultClientNetwork       = "udp"
+	DefaultClientMaxPacketSize = 1432 // a 1500-byte Ethernet MTU less IPv6 and UDP headers, with room for tunnels
+	DefaultClientFlushInterval = 100 * time.Millisecond
+	DefaultClientQueueBytes    = 256 << 10
+	DefaultClientWriteTimeout  = time.Second
+)
+
+// maxClientPacketSize is the largest UDP payload over IPv4.
+const maxClientPacketSize = 65507
+
+// minClientPacketSize leaves room for a useful line after the sequence
+// line.
+const minClientPacketSize = 128
+
+// maxClientShards bounds ClientConfig.Shards.
+const maxClientShards = 1024
+
+// ClientConfig configures a Client. Zero fields take the documented
+// defaults.
+type ClientConfig struct {
+	// Addr is the server: host:port for "udp" and "tcp", a socket path for
+	// "unixgram". Required.
+	Addr string
+	// Network is "udp" (default), "udp4", "udp6", "unixgram", "tcp",
+	// "tcp4" or "tcp6". On TCP every line ends with a newline.
+	Network string
+	// Prefix is put before every metric name, as is: "app." gives
+	// "app.requests".
+	Prefix string
+	// Tags are DogStatsD tags ("key:value" or "tag") sent with every
+	// metric, before the tags of the call.
+	Tags []string
+	// MaxPacketSize bounds a datagram (or one TCP write), sequence line
+	// included. Lines are never split: a line longer than a packet is
+	// dropped. Default 1432 bytes; at least 128, at most 65507.
+	MaxPacketSize int
+	// FlushInterval is the longest a line waits in a partly filled
+	// packet. Default 100 ms.
+	FlushInterval time.Duration
+	// QueueBytes bounds the packets filled and waiting for the network.
+	// When it is full the lines of a packet that cannot join it are
+	// dropped (and counted); callers never wait. Besides the queue, each
+	// shard holds the packet it is filling. Default 256 KiB; at least
+	// MaxPacketSize.
+	QueueBytes int
+	// Shards is how many packets are filled at once. A metric name always
+	// goes to the same shard, so the lines of one metric keep their
+	// order; different names spread over the shards, so concurrent
+	// callers seldom share a lock. Default GOMAXPROCS; at most 1024.
+	Shards int
+	// WriteTimeout bounds one write (it matters where the network pushes
+	// back: unixgram and TCP), a TCP dial, and how long Close keeps
+	// writing what is queued. Default 1 s.
+	WriteTimeout time.Duration
+	// Sequence numbers the packets for loss accounting: each starts with
+	// a sequence line (AppendSeqLine), numbered when it is written, so
+	// the brokerless server counts the packets the network lost; stock
+	// servers ignore the line. Default off.
+	Sequence bool
+	// ClientID names this client in its sequence lines: 1 to 64 bytes of
+	// [A-Za-z0-9_.-] (CheckClientID). Default: 16 random hex digits, so
+	// a restarted client is a new client.
+	ClientID string
+	// Logger receives write failures (once per run of failures) and
+	// recoveries. Default: discard.
+	Logger *slog.Logger
+}
+
+func (c *ClientConfig) setDefaults() {
+	if c.Network == "" {
+		c.Network = DefaultClientNetwork
+	}
+	setClientDefault(&c.MaxPacketSize, DefaultClientMaxPacketSize)
+	setClientDefault(&c.FlushInterval, DefaultClientFlushInterval)
+	setClientDefault(&c.QueueBytes, DefaultClientQueueBytes)
+	setClientDefault(&c.Shards, runtime.GOMAXPROCS(0))
+	setClientDefault(&c.WriteTimeout, DefaultClientWriteTimeout)
+	if c.Sequence && c.ClientID == "" {
+		c.ClientID = fmt.Sprintf("%016x", rand.Uint64())
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (c *ClientConfig) validate() error {
+	switch {
+	case c.Addr == "":
+		return clientConfigError("Addr is required")
+	case clientFramingOf(c.Network) == clientFramingUnknown:
+		return clientConfigError("Network %q is not udp, udp4, udp6, unixgram, tcp, tcp4 or tcp6", c.Network)
+	case c.MaxPacketSize < minClientPacketSize || c.MaxPacketSize > maxClientPacketSize:
+		return clientConfigError("MaxPacketSize %d outside [%d, %d]", c.MaxPacketSize, minClientPacketSize, maxClientPacketSize)
+	case c.FlushInterval < 0 || c.WriteTimeout < 0:
+		return clientConfigError("negative FlushInterval or WriteTimeout")
+	case c.QueueBytes < c.MaxPacketSize:
+		return clientConfigError("QueueBytes %d smaller than MaxPacketSize %d", c.QueueBytes, c.MaxPacketSize)
+	case c.Shards < 1 || c.Shards > maxClientShards:
+		return clientConfigError("Shards %d outside [1, %d]", c.Shards, maxClientShards)
+	case c.Sequence:
+		if err := CheckClientID(c.ClientID); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadConfig, err)
+		}
+	}
+	return nil
+}
+
+func clientConfigError(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
+}
+
+func setClientDefault[T int | time.Duration](v *T, d T) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
+// clientFraming is how lines are delimited on a network.
+type clientFraming int
+
+const (
+	clientFramingUnknown clientFraming = iota
+	clientDatagram                     // lines separated by '\n', one packet per datagram
+	clientStream                       // every line ends with '\n'
+)
+
+func clientFramingOf(network string) clientFraming {
+	switch network {
+	case "udp", "udp4", "udp6", "unixgram":
+		return clientDatagram
+	case "tcp", "tcp4", "tcp6":
+		return clientStream
+	}
+	return clientFramingUnknown
+}
