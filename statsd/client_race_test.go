@@ -1,0 +1,5 @@
+//go:build race
+
+package statsd
+
+const clientRaceEnabled = true
