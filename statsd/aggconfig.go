@@ -1,0 +1,123 @@
+package statsd
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Defaults of AggregatorConfig.
+const (
+	DefaultFlushInterval     = 10 * time.Second
+	DefaultPercentThreshold  = 90
+	DefaultPrefixStats       = "statsd"
+	DefaultMaxKeys           = 500_000
+	DefaultMaxTimerSamples   = 5_000_000
+	DefaultMaxSetMembers     = 1_000_000
+	DefaultMaxClients        = 4096
+	DefaultClientIdleFlushes = 30
+)
+
+// AggregatorConfig says how metrics are aggregated. The names in
+// parentheses are Etsy statsd's configuration options, whose meaning the
+// fields keep. Zero fields take the documented defaults.
+type AggregatorConfig struct {
+	// FlushInterval (flushInterval) is the time between two flushes; it
+	// turns counts into per-second rates. Default 10 s. Etsy counts it in
+	// whole milliseconds, and so does the arithmetic here.
+	FlushInterval time.Duration
+	// PercentThreshold (percentThreshold) lists the percentiles of the
+	// timer statistics: count_N, mean_N, upper_N, sum_N and
+	// sum_squares_N; negative values take the top: lower_topN. Default
+	// [90].
+	PercentThreshold []float64
+	// DeleteIdleStats (deleteIdleStats) sets the four below.
+	DeleteIdleStats bool
+	// DeleteCounters, DeleteTimers, DeleteSets (deleteCounters, ...):
+	// a key that received nothing since the last flush is not flushed
+	// (instead of flushing 0). DeleteGauges (deleteGauges): a gauge not
+	// set for GaugesMaxTTL flushes is forgotten (instead of flushing its
+	// last value forever).
+	DeleteCounters, DeleteTimers, DeleteSets, DeleteGauges bool
+	// GaugesMaxTTL (gaugesMaxTTL): default 1.
+	GaugesMaxTTL int
+	// PrefixStats (prefixStats) names the server's own metrics:
+	// "<prefix>.packets_received" and so on. Default "statsd".
+	PrefixStats string
+	// CalculatedTimerMetrics (calculatedTimerMetrics) lists the timer
+	// statistics to flush, e.g. ["count", "mean", "upper_percent",
+	// "histogram"]; "_percent" stands for every threshold. Default: all.
+	CalculatedTimerMetrics []string
+	// Histogram (histogram): for the timers whose key contains Metric
+	// (first match wins), the count of values below each bin's upper
+	// limit (+Inf is Etsy's 'inf'). Default none.
+	Histogram []HistogramConfig
+	// MaxKeys bounds the keys (counters, gauges, timers and sets
+	// together); values for new keys beyond it are dropped and counted.
+	// Default 500,000.
+	MaxKeys int
+	// MaxTimerSamples bounds the timer values kept between two flushes;
+	// MaxSetMembers the set members. Beyond them values are dropped and
+	// counted. Defaults 5,000,000 and 1,000,000.
+	MaxTimerSamples, MaxSetMembers int
+	// MaxClients bounds the clients whose sequence lines are tracked;
+	// ClientIdleFlushes forgets a client after that many flushes without
+	// a packet. Defaults 4096 and 30.
+	MaxClients, ClientIdleFlushes int
+}
+
+// HistogramConfig is one entry of AggregatorConfig.Histogram.
+type HistogramConfig struct {
+	Metric string
+	// Bins are increasing upper limits (exclusive); math.Inf(1) catches
+	// the rest.
+	Bins []float64
+}
+
+func (c *AggregatorConfig) setDefaults() {
+	setDefault(&c.FlushInterval, DefaultFlushInterval)
+	if c.PercentThreshold == nil {
+		c.PercentThreshold = []float64{DefaultPercentThreshold}
+	}
+	if c.DeleteIdleStats {
+		c.DeleteCounters, c.DeleteTimers, c.DeleteSets, c.DeleteGauges = true, true, true, true
+	}
+	setDefault(&c.GaugesMaxTTL, 1)
+	if c.PrefixStats == "" {
+		c.PrefixStats = DefaultPrefixStats
+	}
+	setDefault(&c.MaxKeys, DefaultMaxKeys)
+	setDefault(&c.MaxTimerSamples, DefaultMaxTimerSamples)
+	setDefault(&c.MaxSetMembers, DefaultMaxSetMembers)
+	setDefault(&c.MaxClients, DefaultMaxClients)
+	setDefault(&c.ClientIdleFlushes, DefaultClientIdleFlushes)
+}
+
+func (c *AggregatorConfig) validate() error {
+	switch {
+	case c.FlushInterval < time.Millisecond:
+		return fmt.Errorf("%w: flush interval %v under 1ms", ErrBadConfig, c.FlushInterval)
+	case c.GaugesMaxTTL < 0 || c.MaxKeys < 0 || c.MaxTimerSamples < 0 || c.MaxSetMembers < 0 ||
+		c.MaxClients < 0 || c.ClientIdleFlushes < 0:
+		return fmt.Errorf("%w: negative limit", ErrBadConfig)
+	}
+	for _, p := range c.PercentThreshold {
+		if math.IsNaN(p) || math.IsInf(p, 0) || p < -100 || p > 100 {
+			return fmt.Errorf("%w: percent threshold %v outside [-100, 100]", ErrBadConfig, p)
+		}
+	}
+	for _, h := range c.Histogram {
+		for i, b := range h.Bins {
+			if math.IsNaN(b) || i > 0 && !(b > h.Bins[i-1]) {
+				return fmt.Errorf("%w: histogram %q: bins must increase", ErrBadConfig, h.Metric)
+			}
+		}
+	}
+	return nil
+}
+
+func setDefault[T int | time.Duration](v *T, d T) {
+	if *v == 0 {
+		*v = d
+	}
+}

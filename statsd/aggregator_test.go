@@ -1,0 +1,177 @@
+package statsd
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// feed parses lines into a and counts them as one packet.
+func feed(t testing.TB, a *Aggregator, lines ...string) {
+	t.Helper()
+	var p Parser
+	nbad := 0
+	for _, l := range lines {
+		ms, bad, _ := p.AppendLine(nil, []byte(l))
+		nbad += bad
+		for i := range ms {
+			a.Add(&ms[i])
+		}
+	}
+	a.CountPacket(1, len(lines), nbad)
+}
+
+// flat renders a snapshot as sorted "kind key[.stat] value" lines, the
+// values as Etsy's Graphite backend writes them.
+func flat(s *Snapshot) string {
+	var out []string
+	for _, c := range s.Counters {
+		out = append(out, fmt.Sprintf("c %s %s %s", c.Key, jsString(c.Count), jsString(c.Rate)))
+	}
+	for _, g := range s.Gauges {
+		out = append(out, fmt.Sprintf("g %s %s", g.Key, jsString(g.Value)))
+	}
+	for _, tv := range s.Timers {
+		for _, st := range tv.Stats {
+			out = append(out, fmt.Sprintf("t %s.%s %s", tv.Key, st.Name, jsString(st.Value)))
+		}
+	}
+	for _, st := range s.Sets {
+		out = append(out, fmt.Sprintf("s %s %d", st.Key, st.Count))
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
+
+func mustAggregator(t testing.TB, cfg AggregatorConfig) *Aggregator {
+	t.Helper()
+	a, err := NewAggregator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+func TestAggregatorEtsyArithmetic(t *testing.T) {
+	a := mustAggregator(t, AggregatorConfig{FlushInterval: 2 * time.Second, PercentThreshold: []float64{90, -10, 50.5}})
+	feed(t, a, "c:1|c", "c:2|c|@0.1", "c:x|c", "g:5|g", "g:+2|g", "g:-10|g",
+		"t:10|ms", "t:20|ms", "t:30|ms|@0.5", "t:40|ms", "s:a|s", "s:b|s", "s:a|s")
+	got := flat(a.Flush(t0))
+	want := strings.Join([]string{
+		"c c 21 10.5",
+		"c statsd.bad_lines_seen 1 0.5",
+		"c statsd.metrics_received 13 6.5",
+		"c statsd.packets_received 1 0.5",
+		"g g -3",
+		"s s 2",
+		// values 10 20 30 40; count = 1+1+2+1
+		"t t.count 5", "t t.count_50_5 2", "t t.count_90 4", "t t.count_top10 0",
+		"t t.count_ps 2.5",
+		"t t.lower 10", "t t.mean 25", "t t.mean_50_5 15", "t t.mean_90 25", "t t.median 25",
+		"t t.std 11.180339887498949", "t t.sum 100", "t t.sum_50_5 30", "t t.sum_90 100",
+		"t t.sum_squares 3000", "t t.sum_squares_50_5 500", "t t.sum_squares_90 3000",
+		"t t.upper 40", "t t.upper_50_5 20", "t t.upper_90 40",
+	}, "\n")
+	// round(0.1 × 4) = 0: Etsy skips the -10 threshold's statistics
+	// entirely, so count_top10 must not be there either.
+	want = strings.Replace(want, "t t.count_top10 0\n", "", 1)
+	if got != want {
+		t.Errorf("flush 1:\n%s\nwant\n%s", got, want)
+	}
+	// Idle: counters 0, timers count 0 only, sets 0, gauges kept, and
+	// the timestamp lag gauge appears.
+	got = flat(a.Flush(t0.Add(2 * time.Second)))
+	want = strings.Join([]string{
+		"c c 0 0", "c statsd.bad_lines_seen 0 0", "c statsd.metrics_received 0 0", "c statsd.packets_received 0 0",
+		"g g -3", "g statsd.timestamp_lag 0", "s s 0", "t t.count 0", "t t.count_ps 0",
+	}, "\n")
+	if got != want {
+		t.Errorf("flush 2:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestAggregatorDeleteIdle(t *testing.T) {
+	a := mustAggregator(t, AggregatorConfig{FlushInterval: time.Second, DeleteIdleStats: true, GaugesMaxTTL: 2})
+	feed(t, a, "c:1|c", "g:5|g", "t:1|ms", "s:a|s", "x.packets_received:1|c")
+	a.Flush(t0)
+	got := flat(a.Flush(t0.Add(time.Second)))
+	want := strings.Join([]string{
+		"c statsd.bad_lines_seen 0 0", "c statsd.metrics_received 0 0", "c statsd.packets_received 0 0",
+		"c x.packets_received 0 0", "g g 5", "g statsd.timestamp_lag 0",
+	}, "\n")
+	if got != want {
+		t.Errorf("flush 2:\n%s\nwant\n%s", got, want)
+	}
+	if got := flat(a.Flush(t0.Add(2 * time.Second))); strings.Contains(got, "g g ") {
+		t.Errorf("gauge kept past its TTL:\n%s", got)
+	}
+	if a.keys != 1 { // x.packets_received
+		t.Errorf("keys = %d, want 1", a.keys)
+	}
+}
+
+func TestAggregatorSingleValueTimerAndHistogram(t *testing.T) {
+	a := mustAggregator(t, AggregatorConfig{FlushInterval: time.Second,
+		Histogram: []HistogramConfig{{Metric: "foo", Bins: nil}, {Metric: "", Bins: []float64{0.5, 2, math.Inf(1)}}},
+		CalculatedTimerMetrics: []string{"count", "upper_percent", "histogram"}})
+	feed(t, a, "t:1|ms", "foo:1|ms", "u:0.25|ms", "u:1|ms", "u:3|ms")
+	got := flat(a.Flush(t0))
+	want := strings.Join([]string{
+		"t foo.count 1", "t foo.upper_90 1",
+		"t t.count 1", "t t.histogram.bin_0_5 0", "t t.histogram.bin_2 1", "t t.histogram.bin_inf 0", "t t.upper_90 1",
+		"t u.count 3", "t u.histogram.bin_0_5 1", "t u.histogram.bin_2 1", "t u.histogram.bin_inf 1", "t u.upper_90 3",
+	}, "\n")
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("got\n%s\nwant (timers)\n%s", got, want)
+	}
+}
+
+func TestAggregatorKeyCap(t *testing.T) {
+	a := mustAggregator(t, AggregatorConfig{MaxKeys: 10})
+	for i := range 25 {
+		feed(t, a, fmt.Sprintf("k%d:1|c", i))
+	}
+	feed(t, a, "k0:1|c") // an existing key is still taken
+	s := a.Flush(t0)
+	if d := s.Server.Dropped.Keys; d != 15 {
+		t.Errorf("dropped %d keys, want 15", d)
+	}
+	if n := len(s.Counters); n != 13 {
+		t.Errorf("%d counters, want 10 and Etsy's 3", n)
+	}
+}
+
+func TestSeqTracker(t *testing.T) {
+	tr := seqTracker{max: 2, idleFlushes: 2}
+	for _, seq := range []uint64{10, 11, 13, 12, 12, 15, 90, 200} {
+		tr.observe([]byte("c1"), seq)
+	}
+	if tr.observe([]byte("c2"), 1); tr.observe([]byte("c3"), 1) {
+		t.Error("a third client was taken")
+	}
+	_, got := tr.flush()
+	// Missing: 14, 16..89 and 91..199; of those 137..199 are still in
+	// the window behind 200, pending.
+	c1 := got[0]
+	if c1.ID != "c1" || c1.Received != 7 || c1.Reordered != 1 || c1.Duplicates != 1 || c1.Lost != 1+74+109-63 {
+		t.Errorf("c1 = %+v", c1)
+	}
+	tr.observe([]byte("c1"), 3) // back past the window: a restart
+	tr.observe([]byte("c1"), 4)
+	_, got = tr.flush()
+	if c1 := got[0]; c1.Restarts != 1 || c1.Received != 2 || c1.Lost != 0 || c1.TotalReceived != 9 {
+		t.Errorf("after restart: %+v", c1)
+	}
+	tr.observe([]byte("c1"), 6)
+	tr.flush()
+	tr.flush()
+	_, got = tr.flush() // c1 idle two flushes: 5 is lost, c1 forgotten (c2 was already)
+	if len(got) != 1 || got[0].Lost != 1 || len(tr.clients) != 0 {
+		t.Errorf("expiry: %+v, %d clients left", got, len(tr.clients))
+	}
+}

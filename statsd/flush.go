@@ -1,0 +1,214 @@
+package statsd
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Flush computes the flush at now and resets the aggregator for the
+// next interval, keeping, zeroing or deleting each key as Etsy does
+// (stats.js clear_metrics).
+func (a *Aggregator) Flush(now time.Time) *Snapshot {
+	ts := int64(jsRound(float64(now.UnixMilli()) / 1000))
+	interval := float64(a.cfg.FlushInterval.Milliseconds())
+	if a.lastTimestamp > 0 {
+		g := a.gauges[a.lagKey]
+		if g == nil {
+			g = &gaugeState{ttl: -1}
+			a.gauges[a.lagKey] = g
+		}
+		g.value = float64(ts-a.lastTimestamp) - interval/1000
+	}
+	a.lastTimestamp = ts
+	s := &Snapshot{
+		Time:      now,
+		Timestamp: ts,
+		Interval:  a.cfg.FlushInterval,
+		Counters:  make([]CounterValue, 0, len(a.counters)),
+		Gauges:    make([]GaugeValue, 0, len(a.gauges)),
+		Timers:    make([]TimerValue, 0, len(a.timers)),
+		Sets:      make([]SetValue, 0, len(a.sets)),
+	}
+	for k, c := range a.counters {
+		s.Counters = append(s.Counters, CounterValue{Key: k, Count: c.value, Rate: c.value / (interval / 1000)})
+	}
+	stats := make([]Stat, 0, len(a.timers)*a.timerNames.perTimer(len(a.cfg.Histogram) > 0))
+	for k, t := range a.timers {
+		start := len(stats)
+		stats = a.timerStats(stats, k, t, interval)
+		s.Timers = append(s.Timers, TimerValue{Key: k, Stats: stats[start:len(stats):len(stats)]})
+	}
+	for k, g := range a.gauges {
+		s.Gauges = append(s.Gauges, GaugeValue{Key: k, Value: g.value})
+	}
+	for k, set := range a.sets {
+		s.Sets = append(s.Sets, SetValue{Key: k, Count: len(set.members)})
+	}
+	s.Server.Keys = a.Keys()
+	s.Server.Dropped = a.dropped
+	s.Server.SeqLines, s.Server.Clients = a.seq.flush()
+	a.reset()
+	return s
+}
+
+// reset clears the interval's values as Etsy's clear_metrics does.
+func (a *Aggregator) reset() {
+	for k, c := range a.counters {
+		if a.cfg.DeleteCounters && !keepCounter(k) {
+			delete(a.counters, k)
+			a.forget(c.own)
+			continue
+		}
+		c.value = 0
+	}
+	for k, t := range a.timers {
+		if a.cfg.DeleteTimers {
+			delete(a.timers, k)
+			a.forget(false)
+			continue
+		}
+		t.count = 0
+		if cap(t.values) > keepTimerCap {
+			t.values = nil // a burst's memory goes back
+		} else {
+			t.values = t.values[:0]
+		}
+	}
+	for k, set := range a.sets {
+		if a.cfg.DeleteSets {
+			delete(a.sets, k)
+			a.forget(false)
+			continue
+		}
+		clear(set.members)
+	}
+	if a.cfg.DeleteGauges {
+		for k, g := range a.gauges {
+			if g.ttl < 0 {
+				continue
+			}
+			if g.ttl--; g.ttl < 1 {
+				delete(a.gauges, k)
+				a.forget(false)
+			}
+		}
+	}
+	a.samples, a.members, a.dropped = 0, 0, Drops{}
+}
+
+func (a *Aggregator) forget(own bool) {
+	if !own {
+		a.keys--
+	}
+}
+
+// keepTimerCap is the largest timer buffer kept from one interval to
+// the next.
+const keepTimerCap = 4096
+
+// keepCounter: with deleteCounters, Etsy still keeps (at 0) every
+// counter whose key contains the name of one of its own counters.
+func keepCounter(key string) bool {
+	return strings.Contains(key, "packets_received") || strings.Contains(key, "metrics_received") ||
+		strings.Contains(key, "bad_lines_seen")
+}
+
+// timerStats appends the statistics of one timer, in the order and with
+// the floating-point operations of Etsy's process_metrics.js, so that
+// every value is the same double.
+func (a *Aggregator) timerStats(dst []Stat, key string, t *timerState, interval float64) []Stat {
+	names := &a.timerNames
+	count := len(t.values)
+	if count == 0 {
+		dst = names.add(dst, statCount, 0)
+		return names.add(dst, statCountPS, 0)
+	}
+	values := t.values
+	slices.Sort(values)
+	min, max := values[0], values[count-1]
+	cumul := make([]float64, count)
+	cumulSq := make([]float64, count)
+	cumul[0], cumulSq[0] = min, min*min
+	for i := 1; i < count; i++ {
+		cumul[i] = values[i] + cumul[i-1]
+		cumulSq[i] = values[i]*values[i] + cumulSq[i-1]
+	}
+	sum, sumSquares, mean, boundary := min, min*min, min, max
+	for i, pct := range a.cfg.PercentThreshold {
+		num := count
+		if count > 1 {
+			num = int(jsRound(math.Abs(pct) / 100 * float64(count)))
+			if num == 0 {
+				continue
+			}
+			if pct > 0 {
+				boundary = values[num-1]
+				sum = cumul[num-1]
+				sumSquares = cumulSq[num-1]
+			} else {
+				boundary = values[count-num]
+				// JavaScript reads cumul[-1] as undefined: NaN.
+				before, beforeSq := math.NaN(), math.NaN()
+				if count-num-1 >= 0 {
+					before, beforeSq = cumul[count-num-1], cumulSq[count-num-1]
+				}
+				sum = cumul[count-1] - before
+				sumSquares = cumulSq[count-1] - beforeSq
+			}
+			mean = sum / float64(num)
+		}
+		p := &names.pct[i]
+		dst = p.add(dst, pctCount, float64(num))
+		dst = p.add(dst, pctMean, mean)
+		dst = p.add(dst, pctBound, boundary)
+		dst = p.add(dst, pctSum, sum)
+		dst = p.add(dst, pctSumSquares, sumSquares)
+	}
+	sum, sumSquares = cumul[count-1], cumulSq[count-1]
+	mean = sum / float64(count)
+	sumOfDiffs := 0.0
+	for _, v := range values {
+		sumOfDiffs += (v - mean) * (v - mean)
+	}
+	mid := count / 2
+	median := values[mid]
+	if count%2 == 0 {
+		median = (values[mid-1] + values[mid]) / 2
+	}
+	dst = names.add(dst, statStd, math.Sqrt(sumOfDiffs/float64(count)))
+	dst = names.add(dst, statUpper, max)
+	dst = names.add(dst, statLower, min)
+	dst = names.add(dst, statCount, t.count)
+	dst = names.add(dst, statCountPS, t.count/(interval/1000))
+	dst = names.add(dst, statSum, sum)
+	dst = names.add(dst, statSumSquares, sumSquares)
+	dst = names.add(dst, statMean, mean)
+	dst = names.add(dst, statMedian, median)
+	if names.keep[statHistogram] {
+		dst = appendHistogram(dst, a.cfg.Histogram, names.bins, key, values)
+	}
+	return dst
+}
+
+// appendHistogram counts the sorted values per bin of the first
+// histogram whose Metric the key contains. Values at or above the last
+// limit are not counted (Etsy: "by design").
+func appendHistogram(dst []Stat, hs []HistogramConfig, binNames [][]string, key string, values []float64) []Stat {
+	for h := range hs {
+		if !strings.Contains(key, hs[h].Metric) {
+			continue
+		}
+		i := 0
+		for b, limit := range hs[h].Bins {
+			freq := 0
+			for ; i < len(values) && values[i] < limit; i++ {
+				freq++
+			}
+			dst = append(dst, Stat{Name: binNames[h][b], Value: float64(freq)})
+		}
+		return dst
+	}
+	return dst
+}

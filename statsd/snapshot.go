@@ -1,0 +1,101 @@
+package statsd
+
+import "time"
+
+// Snapshot is one flush: every value a backend writes. Backends share
+// it and must not change it.
+type Snapshot struct {
+	// Time is when the flush happened; Timestamp is Etsy's flush
+	// timestamp, the Unix time rounded to the second.
+	Time      time.Time
+	Timestamp int64
+	// Interval is the flush interval the rates are computed over.
+	Interval time.Duration
+
+	Counters []CounterValue
+	Gauges   []GaugeValue
+	Timers   []TimerValue
+	Sets     []SetValue
+
+	// Server describes the server itself over the interval.
+	Server ServerStats
+}
+
+// CounterValue is a counter's flush: Count is the sum of value × 1/rate
+// since the last flush (Etsy's stats_counts.<key>), Rate that per
+// second (stats.<key>).
+type CounterValue struct {
+	Key         string
+	Count, Rate float64
+}
+
+// GaugeValue is a gauge's current value.
+type GaugeValue struct {
+	Key   string
+	Value float64
+}
+
+// TimerValue is a timer's statistics, named as Etsy names them: count,
+// count_ps, mean, upper, lower, sum, sum_squares, median, std, the
+// per-threshold ones (count_90, ...), and histogram bins as
+// "histogram.bin_<limit>". An idle timer has only count and count_ps.
+type TimerValue struct {
+	Key   string
+	Stats []Stat
+}
+
+// Stat is a named number.
+type Stat struct {
+	Name  string
+	Value float64
+}
+
+// SetValue is the number of unique members a set received since the
+// last flush.
+type SetValue struct {
+	Key   string
+	Count int
+}
+
+// ServerStats is what the server reports about itself at each flush, on
+// top of Etsy's own counters (packets_received, metrics_received,
+// bad_lines_seen, which are ordinary counters in the Snapshot).
+type ServerStats struct {
+	// ProcessingTime is how long the aggregator took to compute this
+	// flush (Etsy's processing_time).
+	ProcessingTime time.Duration
+	// LastFlushDuration is how long the previous flush took end to end,
+	// backends included.
+	LastFlushDuration time.Duration
+	// Keys held, by type.
+	Keys KeyCounts
+	// Dropped by the aggregator's limits over the interval.
+	Dropped Drops
+	// SeqLines counts the sequence lines received over the interval.
+	SeqLines uint64
+	// Clients is the loss accounting of the clients that number their
+	// packets.
+	Clients []ClientLoss
+	// Listener counters over the interval, filled in by the Server.
+	Listen ListenStats
+	// Backends counts each backend's failures over the interval.
+	BackendErrors map[string]uint64
+}
+
+// ListenStats counts what happened on the sockets over an interval.
+type ListenStats struct {
+	// KernelDrops are datagrams the kernel dropped on our UDP sockets
+	// because their receive buffers were full (the drops column of
+	// /proc/net/udp).
+	KernelDrops uint64
+	// Truncated are datagrams longer than the read buffer.
+	Truncated uint64
+	// LinesTooLong are TCP lines longer than MaxLineLength, discarded.
+	LinesTooLong uint64
+	// ReadErrors are failed reads; RejectedConns TCP connections closed
+	// at once because MaxConns were open.
+	ReadErrors, RejectedConns uint64
+	// Repeated and RepeatDropped are packets the repeaters forwarded and
+	// dropped (queue full or send failed).
+	Repeated, RepeatDropped uint64
+}
