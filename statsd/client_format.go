@@ -113,16 +113,57 @@ func appendClientClean(b []byte, s string, reserved *[256]bool) []byte {
 // sign: up to 21 integer digits and 17 significant ones.
 const clientNumberBytes = 48
 
-// appendClientNumber formats v the way a JavaScript Number prints (what
-// Etsy statsd parses back): integers plainly, other numbers in decimal
-// notation between 1e-6 and 1e21 and in exponent notation outside.
+// appendClientNumber formats v so that it parses back to v, the way a
+// JavaScript Number prints (what Etsy statsd reads): integers plainly,
+// other numbers in decimal notation between 1e-6 and 1e21 and in
+// exponent notation outside.
 func appendClientNumber(b []byte, v float64) []byte {
-	if a := math.Abs(v); a < 1<<53 && v == math.Trunc(v) {
+	a := math.Abs(v)
+	switch {
+	case a < 1<<53 && v == math.Trunc(v):
 		return strconv.AppendInt(b, int64(v), 10)
-	} else if a < 1e-6 || a >= 1e21 {
+	case a < 1e-6 || a >= 1e21:
 		return strconv.AppendFloat(b, v, 'g', -1, 64)
+	case a < 1<<53/1e6:
+		// Most gauges and histogram values have a few decimals: find the
+		// fewest that give back exactly v, far cheaper than the general
+		// shortest-digits search.
+		for k, p := 1, 10.0; k <= 6; k, p = k+1, p*10 {
+			if m := v * p; m == math.Trunc(m) && m/p == v {
+				return appendClientDecimal(b, int64(m), k)
+			}
+		}
 	}
 	return strconv.AppendFloat(b, v, 'f', -1, 64)
+}
+
+// appendClientDecimal appends m / 10^k with k decimals.
+func appendClientDecimal(b []byte, m int64, k int) []byte {
+	var t [24]byte
+	i := len(t)
+	u := uint64(m)
+	if m < 0 {
+		u = -u
+	}
+	for range k {
+		i--
+		t[i] = byte('0' + u%10)
+		u /= 10
+	}
+	i--
+	t[i] = '.'
+	for {
+		i--
+		t[i] = byte('0' + u%10)
+		if u /= 10; u == 0 {
+			break
+		}
+	}
+	if m < 0 {
+		i--
+		t[i] = '-'
+	}
+	return append(b, t[i:]...)
 }
 
 // appendClientMillis formats d in milliseconds, exactly: 1500µs is
