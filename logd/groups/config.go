@@ -1,0 +1,114 @@
+package groups
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// Rand is the randomness member IDs are made from. *math/rand/v2.Rand
+// satisfies it; tests pass a seeded one so runs repeat exactly. The
+// coordinator calls it under its own lock.
+type Rand interface {
+	Uint64() uint64
+}
+
+// Defaults of Config.
+const (
+	DefaultMinSessionTimeout = 6 * time.Second  // Kafka's group.min.session.timeout.ms
+	DefaultMaxSessionTimeout = 30 * time.Minute // Kafka's group.max.session.timeout.ms
+	DefaultMaxGroups         = 4096
+	DefaultMaxMembers        = 1024
+	DefaultMaxMemberBytes    = 1 << 20
+	DefaultMaxOffsetMetadata = 4096 // Kafka's offset.metadata.max.bytes
+	DefaultTickInterval      = 100 * time.Millisecond
+)
+
+// Config configures a Coordinator. Zero fields take the documented
+// defaults.
+type Config struct {
+	// Offsets stores committed offsets. Required.
+	Offsets OffsetStore
+	// PartitionExists says whether a topic partition exists; commits to
+	// others are refused with UNKNOWN_TOPIC_OR_PARTITION. Default: every
+	// partition ≥ 0 of every topic exists.
+	PartitionExists func(topic string, partition int32) bool
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeout
+	// a member may ask for (INVALID_SESSION_TIMEOUT outside). Defaults
+	// 6 s and 30 min, as Kafka's.
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay holds the first rebalance of an Empty group
+	// open this long (extended by the same again for each member that
+	// joins meanwhile, up to the rebalance timeout), so members starting
+	// together form one generation instead of several. Default 0: the
+	// first member gets a generation at once. Kafka's default is 3 s;
+	// a single node with few consumers favours a fast start.
+	InitialRebalanceDelay time.Duration
+	// MaxGroups bounds the groups held in memory. Default 4096.
+	MaxGroups int
+	// MaxMembers bounds the members of one group, counting member IDs
+	// handed out with MEMBER_ID_REQUIRED and not yet used. Default 1024.
+	MaxMembers int
+	// MaxMemberBytes bounds one member's protocol names and metadata in
+	// JoinGroup, and each assignment in SyncGroup. Default 1 MiB.
+	MaxMemberBytes int
+	// MaxOffsetMetadata bounds the metadata string of one committed
+	// offset, in bytes. Default 4096.
+	MaxOffsetMetadata int
+	// TickInterval is how often Run calls Tick. Default 100 ms.
+	TickInterval time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Rand makes member IDs. Default: a randomly seeded generator.
+	Rand Rand
+	// Logger receives group transitions (Info), refusals (Warn) and
+	// store failures (Error). Default: discard.
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	setDefault(&c.MinSessionTimeout, DefaultMinSessionTimeout)
+	setDefault(&c.MaxSessionTimeout, DefaultMaxSessionTimeout)
+	setDefault(&c.MaxGroups, DefaultMaxGroups)
+	setDefault(&c.MaxMembers, DefaultMaxMembers)
+	setDefault(&c.MaxMemberBytes, DefaultMaxMemberBytes)
+	setDefault(&c.MaxOffsetMetadata, DefaultMaxOffsetMetadata)
+	setDefault(&c.TickInterval, DefaultTickInterval)
+	if c.PartitionExists == nil {
+		c.PartitionExists = func(string, int32) bool { return true }
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Rand == nil {
+		c.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Offsets == nil:
+		return fmt.Errorf("%w: Offsets is required", ErrBadConfig)
+	case c.MinSessionTimeout < 0 || c.MaxSessionTimeout < c.MinSessionTimeout:
+		return fmt.Errorf("%w: session timeouts [%v, %v] are not a range", ErrBadConfig, c.MinSessionTimeout, c.MaxSessionTimeout)
+	case c.InitialRebalanceDelay < 0:
+		return fmt.Errorf("%w: negative InitialRebalanceDelay", ErrBadConfig)
+	case c.MaxGroups < 1 || c.MaxMembers < 1:
+		return fmt.Errorf("%w: MaxGroups %d and MaxMembers %d must be ≥ 1", ErrBadConfig, c.MaxGroups, c.MaxMembers)
+	case c.MaxMemberBytes < 1 || c.MaxOffsetMetadata < 0:
+		return fmt.Errorf("%w: MaxMemberBytes %d < 1 or negative MaxOffsetMetadata", ErrBadConfig, c.MaxMemberBytes)
+	case c.TickInterval < 0:
+		return fmt.Errorf("%w: negative TickInterval", ErrBadConfig)
+	}
+	return nil
+}
+
+func setDefault[T int | time.Duration](v *T, d T) {
+	if *v == 0 {
+		*v = d
+	}
+}
