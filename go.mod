@@ -8,3 +8,10 @@ require (
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.50.0
 )
+
+require (
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/pierrec/lz4/v4 v4.1.33 // indirect
+	github.com/twmb/franz-go v1.22.3 // indirect
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
+)

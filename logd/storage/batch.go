@@ -1,0 +1,138 @@
+package storage
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Byte positions in a RecordBatch v2 (the fields are kmsg.RecordBatch's,
+// in wire order). The log rewrites the base offset in place and reads a
+// few fields of stored batches without decoding the rest.
+const (
+	batchLogOverhead = 12 // base offset (8) + length (4): bytes not counted by the length field
+	batchMagicPos    = 16
+	batchCRCPos      = 17
+	batchCRCStart    = 21 // attributes: the CRC covers from here to the end
+	batchLastDeltaAt = 23
+	batchHeaderLen   = 61 // up to and including the record count
+	// batchPeekLen covers base offset, length and last offset delta: all
+	// a scan needs to step over a batch and know its offsets.
+	batchPeekLen = 27
+)
+
+// Batch attribute bits.
+const (
+	attrCodecMask     = 0x07
+	attrTransactional = 0x10
+	attrControl       = 0x20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func crc32Castagnoli(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// peek is what a scan reads from the first batchPeekLen bytes of a
+// stored batch.
+type peek struct {
+	base      int64
+	size      int64 // whole batch, log overhead included
+	lastDelta int32
+}
+
+func (p peek) last() int64 { return p.base + int64(p.lastDelta) }
+
+// peekBatch decodes the start of a batch; ok is false if b is too short.
+// It checks nothing else: a scan validates the batch when it reads it.
+func peekBatch(b []byte) (p peek, ok bool) {
+	if len(b) < batchPeekLen {
+		return p, false
+	}
+	return peek{
+		base:      int64(binary.BigEndian.Uint64(b)),
+		size:      int64(int32(binary.BigEndian.Uint32(b[8:]))) + batchLogOverhead,
+		lastDelta: int32(binary.BigEndian.Uint32(b[batchLastDeltaAt:])),
+	}, true
+}
+
+// checkFrame validates that b is exactly one RecordBatch v2: header
+// length, length field, magic and CRC-32C. The partition leader epoch
+// is never looked at (franz-go #1229).
+func checkFrame(b []byte) error {
+	if len(b) < batchHeaderLen {
+		return errShort
+	}
+	if int64(int32(binary.BigEndian.Uint32(b[8:])))+batchLogOverhead != int64(len(b)) {
+		return errLength
+	}
+	if b[batchMagicPos] != 2 {
+		return errMagic
+	}
+	if crc32.Checksum(b[batchCRCStart:], castagnoli) != binary.BigEndian.Uint32(b[batchCRCPos:]) {
+		return errCRC
+	}
+	return nil
+}
+
+// decodeHeader validates b as one stored batch and decodes its header
+// into h; h.Records aliases b.
+func decodeHeader(b []byte, h *kmsg.RecordBatch) error {
+	if err := checkFrame(b); err != nil {
+		return err
+	}
+	if err := h.UnsafeReadFrom(b); err != nil {
+		return errShort
+	}
+	if h.LastOffsetDelta < 0 || h.NumRecords < 0 || int64(h.NumRecords) > int64(h.LastOffsetDelta)+1 {
+		return errCount
+	}
+	return nil
+}
+
+// checkProduced validates a batch as a producer sent it, beyond what
+// decodeHeader checks: at least one record, offsets deltas 0..n-1, a
+// known codec, not transactional, and for an uncompressed batch that the
+// records' length prefixes tile the records section exactly.
+func checkProduced(b []byte, h *kmsg.RecordBatch, maxBytes int) error {
+	if len(b) > maxBytes {
+		return errTooLarge
+	}
+	if err := decodeHeader(b, h); err != nil {
+		return err
+	}
+	switch {
+	case h.NumRecords < 1:
+		return errNoRecords
+	case h.LastOffsetDelta != h.NumRecords-1:
+		return errCount
+	case h.Attributes&(attrTransactional|attrControl) != 0:
+		return errTxn
+	case h.Attributes&attrCodecMask > codecZstd:
+		return errCodec
+	}
+	if h.Attributes&attrCodecMask == codecNone {
+		if n, ok := countRecords(h.Records); !ok || n != int(h.NumRecords) {
+			return errRecordsFrame
+		}
+	}
+	return nil
+}
+
+// countRecords walks the varint length prefixes of uncompressed records;
+// ok is false unless they tile b exactly.
+func countRecords(b []byte) (n int, ok bool) {
+	for len(b) > 0 {
+		l, k := binary.Varint(b)
+		if k <= 0 || l < 0 || l > int64(len(b)-k) {
+			return n, false
+		}
+		b = b[k+int(l):]
+		n++
+	}
+	return n, true
+}
+
+// setBaseOffset rewrites a batch's base offset; the CRC does not cover
+// it.
+func setBaseOffset(b []byte, off int64) { binary.BigEndian.PutUint64(b, uint64(off)) }

@@ -1,0 +1,308 @@
+package storage
+
+import (
+	"log/slog"
+	"time"
+)
+
+// FsyncPolicy says when appended bytes are forced to disk.
+type FsyncPolicy int
+
+const (
+	// FsyncAlways (the default): WaitDurable returns only once the bytes
+	// of the offset it names are fsynced. Appends that arrive while an
+	// fsync runs share the next one (group commit). Readers see a batch
+	// only once it is durable: the high watermark is the durable offset,
+	// so a consumer never sees a record that a crash could take back.
+	FsyncAlways FsyncPolicy = iota
+	// FsyncInterval fsyncs every Config.FsyncInterval. WaitDurable
+	// returns at once and readers see batches as soon as they are
+	// appended: a power loss can lose up to one interval of acknowledged
+	// (and already consumed) data.
+	FsyncInterval
+	// FsyncNever leaves flushing to the operating system (segments are
+	// still fsynced when they roll and on Close). WaitDurable returns at
+	// once: a power loss or kernel crash loses acknowledged data, an
+	// unbounded amount of it. A crash of the process alone loses nothing.
+	FsyncNever
+)
+
+func (p FsyncPolicy) String() string {
+	switch p {
+	case FsyncAlways:
+		return "always"
+	case FsyncInterval:
+		return "interval"
+	case FsyncNever:
+		return "never"
+	}
+	return "unknown"
+}
+
+// ParseFsyncPolicy parses "always", "interval" or "never".
+func ParseFsyncPolicy(s string) (FsyncPolicy, error) {
+	for _, p := range []FsyncPolicy{FsyncAlways, FsyncInterval, FsyncNever} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, badConfig("unknown fsync policy %q", s)
+}
+
+// CleanupPolicy is Kafka's cleanup.policy: what happens to old data.
+type CleanupPolicy int
+
+const (
+	// CleanupInherit, in a TopicConfig, takes the Store's policy.
+	CleanupInherit CleanupPolicy = iota
+	// CleanupDelete deletes whole segments past RetentionAge or
+	// RetentionBytes (Kafka's "delete", the default).
+	CleanupDelete
+	// CleanupCompact keeps the latest record per key (Kafka's "compact").
+	// Retention does not apply.
+	CleanupCompact
+	// CleanupCompactDelete does both (Kafka's "compact,delete").
+	CleanupCompactDelete
+)
+
+func (p CleanupPolicy) String() string {
+	switch p {
+	case CleanupInherit:
+		return ""
+	case CleanupDelete:
+		return "delete"
+	case CleanupCompact:
+		return "compact"
+	case CleanupCompactDelete:
+		return "compact,delete"
+	}
+	return "unknown"
+}
+
+func (p CleanupPolicy) compacts() bool { return p == CleanupCompact || p == CleanupCompactDelete }
+func (p CleanupPolicy) deletes() bool  { return p == CleanupDelete || p == CleanupCompactDelete }
+
+// ParseCleanupPolicy parses Kafka's cleanup.policy values: "delete",
+// "compact", "compact,delete" or "delete,compact".
+func ParseCleanupPolicy(s string) (CleanupPolicy, error) {
+	if s == "delete,compact" {
+		return CleanupCompactDelete, nil
+	}
+	for _, p := range []CleanupPolicy{CleanupDelete, CleanupCompact, CleanupCompactDelete} {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, badConfig("unknown cleanup policy %q", s)
+}
+
+// Defaults of Config. The Kafka topic setting each one mirrors is named.
+const (
+	DefaultSegmentBytes        = 128 << 20          // segment.bytes is 1 GiB in Kafka; smaller segments make retention finer
+	DefaultSegmentAge          = 7 * 24 * time.Hour // segment.ms
+	DefaultIndexIntervalBytes  = 4096               // index.interval.bytes
+	DefaultRetentionBytes      = -1                 // retention.bytes: none
+	DefaultRetentionAge        = 7 * 24 * time.Hour // retention.ms
+	DefaultDeleteRetention     = 24 * time.Hour     // delete.retention.ms
+	DefaultMaxBatchBytes       = 1048588            // message.max.bytes (1 MiB + the 12-byte log overhead)
+	DefaultFsyncInterval       = time.Second
+	DefaultMaxProducers        = 4096            // per partition
+	DefaultProducerExpiry      = 24 * time.Hour  // producer.id.expiration.ms
+	DefaultMaintenanceInterval = 5 * time.Minute // log.retention.check.interval.ms
+	DefaultCompactMaxKeys      = 1 << 20         // ~ log.cleaner.dedupe.buffer.size / 24 bytes
+	DefaultMaxPartitions       = 1024            // per topic
+)
+
+// Limits that are not configurable.
+const (
+	minSegmentBytes = 1 << 10
+	// maxSegmentBytes keeps file positions in the 32-bit index entries.
+	maxSegmentBytes = 1 << 30
+	minBatchBytes   = batchHeaderLen
+	maxBatchBytes   = 64 << 20
+)
+
+// Config configures a Store. Zero fields take the documented defaults;
+// the settings from SegmentBytes to MaxBatchBytes are the defaults of
+// every topic, which a TopicConfig can override.
+type Config struct {
+	// Dir holds everything the Store writes. Required; created if
+	// missing.
+	Dir string
+	// SegmentBytes: a segment rolls when the next batch would take it
+	// past this size. Default 128 MiB; at most 1 GiB.
+	SegmentBytes int64
+	// SegmentAge: a segment rolls when its first batch is older than this
+	// (by Now), so time retention can delete it. Default 7 days; -1
+	// never.
+	SegmentAge time.Duration
+	// IndexIntervalBytes: the offset index gets an entry every this many
+	// bytes of batches. Default 4096.
+	IndexIntervalBytes int
+	// RetentionBytes: the oldest segments are deleted while the
+	// partition is larger than this. Default -1: no size limit.
+	RetentionBytes int64
+	// RetentionAge: a segment is deleted once its newest timestamp is
+	// older than this. Default 7 days; -1: no age limit.
+	RetentionAge time.Duration
+	// Cleanup is the cleanup policy. Default CleanupDelete.
+	Cleanup CleanupPolicy
+	// DeleteRetention: compaction keeps a tombstone (a record with a null
+	// value) until its timestamp is this old, so consumers catching up
+	// see the delete. Default 24 h.
+	DeleteRetention time.Duration
+	// MaxBatchBytes bounds one appended batch, header included. Default
+	// 1048588 (Kafka's message.max.bytes); at most 64 MiB.
+	MaxBatchBytes int
+
+	// Fsync is the durability policy. Default FsyncAlways.
+	Fsync FsyncPolicy
+	// FsyncInterval is the period of FsyncInterval. Default 1 s.
+	FsyncInterval time.Duration
+	// MaxProducers bounds the idempotent producers remembered per
+	// partition; beyond it the one idle longest is forgotten (and
+	// counted). Default 4096.
+	MaxProducers int
+	// ProducerExpiry: a producer that has not appended for this long is
+	// forgotten; its retries are then treated as new batches. Default
+	// 24 h.
+	ProducerExpiry time.Duration
+	// MaintenanceInterval is how often a background goroutine applies
+	// retention and compaction to every partition. Default 5 minutes;
+	// -1: never (call Store.Maintain).
+	MaintenanceInterval time.Duration
+	// CompactMaxKeys bounds the keys one compaction pass remembers
+	// (about 50 bytes each); a pass that meets more compacts the
+	// segments it could map and leaves the rest to the next. Default
+	// 1 Mi.
+	CompactMaxKeys int
+	// MaxPartitions bounds the partitions of one topic. Default 1024.
+	MaxPartitions int
+
+	// Now is the clock: segment age, retention, tombstone age, producer
+	// expiry. Default time.Now.
+	Now func() time.Time
+	// Logger receives recovery reports, truncations and I/O errors.
+	// Default: discard.
+	Logger *slog.Logger
+	// Hooks receive metrics events; each implements one or more of the
+	// Hook interfaces.
+	Hooks []Hook
+}
+
+func (c *Config) setDefaults() {
+	setDefault(&c.SegmentBytes, DefaultSegmentBytes)
+	setDefault(&c.SegmentAge, DefaultSegmentAge)
+	setDefault(&c.IndexIntervalBytes, DefaultIndexIntervalBytes)
+	setDefault(&c.RetentionBytes, DefaultRetentionBytes)
+	setDefault(&c.RetentionAge, DefaultRetentionAge)
+	setDefault(&c.Cleanup, CleanupDelete)
+	setDefault(&c.DeleteRetention, DefaultDeleteRetention)
+	setDefault(&c.MaxBatchBytes, DefaultMaxBatchBytes)
+	setDefault(&c.FsyncInterval, DefaultFsyncInterval)
+	setDefault(&c.MaxProducers, DefaultMaxProducers)
+	setDefault(&c.ProducerExpiry, DefaultProducerExpiry)
+	setDefault(&c.MaintenanceInterval, DefaultMaintenanceInterval)
+	setDefault(&c.CompactMaxKeys, DefaultCompactMaxKeys)
+	setDefault(&c.MaxPartitions, DefaultMaxPartitions)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Dir == "":
+		return badConfig("Dir is required")
+	case c.Fsync < FsyncAlways || c.Fsync > FsyncNever:
+		return badConfig("unknown fsync policy %d", c.Fsync)
+	case c.FsyncInterval <= 0:
+		return badConfig("FsyncInterval %v <= 0", c.FsyncInterval)
+	case c.MaxProducers < 1:
+		return badConfig("MaxProducers %d < 1", c.MaxProducers)
+	case c.ProducerExpiry <= 0:
+		return badConfig("ProducerExpiry %v <= 0", c.ProducerExpiry)
+	case c.MaintenanceInterval <= 0 && c.MaintenanceInterval != -1:
+		return badConfig("MaintenanceInterval %v: > 0 or -1", c.MaintenanceInterval)
+	case c.CompactMaxKeys < 1:
+		return badConfig("CompactMaxKeys %d < 1", c.CompactMaxKeys)
+	case c.MaxPartitions < 1:
+		return badConfig("MaxPartitions %d < 1", c.MaxPartitions)
+	}
+	return c.topicDefaults().validate()
+}
+
+// topicDefaults is the TopicConfig every topic starts from.
+func (c *Config) topicDefaults() TopicConfig {
+	return TopicConfig{
+		SegmentBytes:       c.SegmentBytes,
+		SegmentAge:         c.SegmentAge,
+		IndexIntervalBytes: c.IndexIntervalBytes,
+		RetentionBytes:     c.RetentionBytes,
+		RetentionAge:       c.RetentionAge,
+		Cleanup:            c.Cleanup,
+		DeleteRetention:    c.DeleteRetention,
+		MaxBatchBytes:      c.MaxBatchBytes,
+	}
+}
+
+// TopicConfig holds a topic's overrides of the Store's defaults. A zero
+// field inherits the Store's value; the meaning of each field is that of
+// the Config field of the same name. Overrides are persisted with the
+// topic.
+type TopicConfig struct {
+	SegmentBytes       int64         `json:"segment_bytes,omitempty"`
+	SegmentAge         time.Duration `json:"segment_age,omitempty"`
+	IndexIntervalBytes int           `json:"index_interval_bytes,omitempty"`
+	RetentionBytes     int64         `json:"retention_bytes,omitempty"`
+	RetentionAge       time.Duration `json:"retention_age,omitempty"`
+	Cleanup            CleanupPolicy `json:"cleanup,omitempty"`
+	DeleteRetention    time.Duration `json:"delete_retention,omitempty"`
+	MaxBatchBytes      int           `json:"max_batch_bytes,omitempty"`
+}
+
+// over returns base with the non-zero fields of t applied.
+func (t TopicConfig) over(base TopicConfig) TopicConfig {
+	setDefault(&t.SegmentBytes, base.SegmentBytes)
+	setDefault(&t.SegmentAge, base.SegmentAge)
+	setDefault(&t.IndexIntervalBytes, base.IndexIntervalBytes)
+	setDefault(&t.RetentionBytes, base.RetentionBytes)
+	setDefault(&t.RetentionAge, base.RetentionAge)
+	setDefault(&t.Cleanup, base.Cleanup)
+	setDefault(&t.DeleteRetention, base.DeleteRetention)
+	setDefault(&t.MaxBatchBytes, base.MaxBatchBytes)
+	return t
+}
+
+// validate checks an effective (fully defaulted) topic configuration.
+func (t TopicConfig) validate() error {
+	switch {
+	case t.SegmentBytes < minSegmentBytes || t.SegmentBytes > maxSegmentBytes:
+		return badConfig("SegmentBytes %d outside [%d, %d]", t.SegmentBytes, minSegmentBytes, maxSegmentBytes)
+	case t.SegmentAge <= 0 && t.SegmentAge != -1:
+		return badConfig("SegmentAge %v: > 0 or -1", t.SegmentAge)
+	case t.IndexIntervalBytes < 1:
+		return badConfig("IndexIntervalBytes %d < 1", t.IndexIntervalBytes)
+	case t.RetentionBytes < -1:
+		return badConfig("RetentionBytes %d: >= 0 or -1", t.RetentionBytes)
+	case t.RetentionAge <= 0 && t.RetentionAge != -1:
+		return badConfig("RetentionAge %v: > 0 or -1", t.RetentionAge)
+	case t.Cleanup < CleanupDelete || t.Cleanup > CleanupCompactDelete:
+		return badConfig("unknown cleanup policy %d", t.Cleanup)
+	case t.DeleteRetention < 0:
+		return badConfig("DeleteRetention %v < 0", t.DeleteRetention)
+	case t.MaxBatchBytes < minBatchBytes || t.MaxBatchBytes > maxBatchBytes:
+		return badConfig("MaxBatchBytes %d outside [%d, %d]", t.MaxBatchBytes, minBatchBytes, maxBatchBytes)
+	}
+	return nil
+}
+
+func setDefault[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
+}

@@ -1,0 +1,99 @@
+// Package storage is logd's log storage: Kafka's model on one machine.
+// A [Store] is a directory of topics; a topic has a fixed number of
+// partitions; a partition is a [Log], an append-only sequence of Kafka
+// RecordBatch v2 bytes, stored exactly as producers sent them (compressed
+// batches stay compressed) with server-assigned offsets. The Kafka
+// protocol server (logd) sits on top; nothing here speaks the network.
+//
+// # Appending and durability
+//
+// [Log.Append] validates a batch (length, magic 2, CRC-32C over
+// attributes..end, record count; the partition leader epoch is never
+// checked), writes its base offset in place and appends it to the active
+// segment. Idempotent producers (producer ID ≥ 0) are deduplicated
+// against their last five batches: a retry is answered with the original
+// offsets and not written again.
+//
+// [Log.WaitDurable] waits by the [FsyncPolicy]. Under FsyncAlways (the
+// default) one goroutine per partition fdatasyncs the active segment
+// whenever batches are waiting, so every append that arrives during an
+// fsync shares the next one (group commit), and the waiter returns once
+// its offset is on disk. Readers see a batch only once it is durable:
+// the high watermark ([Log.HighWatermark]) is the durable end, so no
+// consumer ever reads a record that a crash could take back and whose
+// offset would then be reused. Under FsyncInterval and FsyncNever the high
+// watermark is the log end and WaitDurable returns at once: acknowledged
+// and consumed data can be lost to a power failure (see FsyncPolicy).
+//
+// # Reading
+//
+// [Log.Read] returns whole batches from the one holding an offset, at
+// most maxBytes but always at least one batch, from a single segment,
+// read with one pread into the caller's buffer ([Log.ReadAppend]). Each
+// batch is CRC-checked before it is returned: a corrupt batch is never
+// served. Where a read ended is remembered, so a consumer reading on
+// skips the index lookup.
+//
+// # On-disk layout
+//
+//	<Dir>/topics                          topic metadata: JSON + CRC-32C
+//	<Dir>/<topic>-<partition>/            one directory per partition
+//	    00000000000000000000.log          segment: batches, named by base offset
+//	    00000000000000000000.index        sparse offset index
+//	    00000000000000000000.timeindex    time index
+//	    recovery-point                    checkpoint: offset + CRC
+//	    producer-state                    idempotent producers as of the recovery point
+//	<Dir>/__group-offsets/offsets.log     consumer group offsets (see OffsetStore)
+//
+// A segment's .log is a plain concatenation of RecordBatch v2 bytes, in
+// offset order; a segment rolls when the next batch would take it past
+// SegmentBytes or its first batch is older than SegmentAge. Its .index
+// holds 8-byte entries (offset − base as u32, file position as u32), one
+// for the first batch after every IndexIntervalBytes. Its .timeindex
+// holds 16-byte entries (timestamp i64, offset − base u32, position
+// u32) meaning "every batch before this position has a MaxTimestamp ≤
+// timestamp", added at offset-index points when the largest timestamp
+// grew; its last entry seals the segment: largest timestamp, next offset
+// − base, size. The active segment keeps its indexes in memory and
+// writes them when it rolls and on Close, so appending costs no index
+// I/O; sealed segments' indexes are read from their files (memory does
+// not grow with the data kept). All integers are big-endian.
+//
+// The small state files (topics, recovery-point, producer-state) end
+// with a CRC-32C of their contents and are replaced atomically: written
+// to <name>.tmp, fsynced, renamed, directory fsynced.
+//
+// # Crash recovery
+//
+// The recovery point of a partition is the offset below which every
+// batch, with its segment's indexes, was fsynced; it is written when a
+// segment rolls and on Close. On Open a segment is trusted as it is only
+// if it lies wholly below the recovery point and its indexes pass a
+// sanity check (whole entries, ascending, in range, the seal matching the
+// log's size). Every other segment is read batch by batch — length,
+// magic, CRC-32C, offsets ascending and below the next segment — its
+// indexes are rebuilt, and it is truncated at the first batch that
+// fails; later segments are then deleted. A missing or damaged index is
+// rebuilt, never a reason to refuse to start. The idempotent-producer
+// state is loaded from its snapshot and brought up to date from the
+// batch headers after it (or rebuilt from the whole log).
+//
+// # Retention and compaction
+//
+// Retention ([Log.ApplyRetention]) deletes whole segments, oldest first,
+// never the active one: those whose newest timestamp is older than
+// RetentionAge, and those that take the partition over RetentionBytes.
+// Compaction ([Log.Compact], cleanup policy compact) rewrites the sealed
+// segments keeping the latest record of each key; offsets never change
+// (a rewritten batch keeps its base and last offset, its surviving
+// records their offset deltas), tombstones (null values) are dropped once
+// older than DeleteRetention, and compressed batches are recompressed
+// with their codec. A segment is rewritten to <base>.log.cleaned (with
+// its indexes), fsynced, renamed to <base>.log.swap — the commit point —
+// and renamed over <base>.log; Open completes a .swap and deletes a
+// .cleaned, so a crash at any point leaves the old or the new segment,
+// never a mix.
+//
+// Background maintenance ([Store.Maintain]) applies both every
+// MaintenanceInterval.
+package storage

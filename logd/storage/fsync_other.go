@@ -1,0 +1,8 @@
+//go:build !linux
+
+package storage
+
+import "os"
+
+// fdatasync flushes a file's data; without fdatasync(2), fsync.
+func fdatasync(f *os.File) error { return f.Sync() }

@@ -1,0 +1,336 @@
+package storage
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// env is what every Log of a Store shares.
+type env struct {
+	fsync          FsyncPolicy
+	maxProducers   int
+	producerExpiry time.Duration
+	compactMaxKeys int
+	now            func() time.Time
+	logger         *slog.Logger
+	hooks          hooks
+}
+
+// Log is one partition: a sequence of segments, the last of which (the
+// active segment) takes appends. All methods are safe for concurrent
+// use. See the package documentation for the files and for what readers
+// see before an fsync.
+type Log struct {
+	topic     string
+	partition int32
+	dir       string
+	cfg       TopicConfig // effective
+	env       *env
+
+	// mu serializes writers (Append, roll, sync bookkeeping, retention,
+	// compaction, Close) and guards the fields below it.
+	mu        sync.Mutex
+	end       int64
+	durable   int64 // every offset below is fsynced
+	failed    error
+	closed    bool
+	durableCh chan struct{} // closed when durable advances; made on demand
+	updCh     chan struct{} // closed when the high watermark advances; made on demand
+	producers producers
+	hdr       kmsg.RecordBatch // scratch for Append
+
+	// segMu guards the segment list and the lifetime of segment files:
+	// readers hold it shared while they read, writers that change the
+	// list (holding mu first) exclusively.
+	segMu sync.RWMutex
+	segs  []*segment
+	// idxMu guards the active segment's in-memory indexes, which
+	// appenders grow while readers search them.
+	idxMu sync.Mutex
+
+	start    atomic.Int64
+	endA     atomic.Int64 // end, for readers
+	hwm      atomic.Int64
+	isClosed atomic.Bool
+	hints    readHints
+
+	kick chan struct{}
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// AppendResult reports where an appended batch went.
+type AppendResult struct {
+	// BaseOffset and LastOffset are the offsets of the batch's first and
+	// last records. For a duplicate they are those of the original.
+	BaseOffset, LastOffset int64
+	// LogStartOffset is the partition's log start offset after the append.
+	LogStartOffset int64
+	// Duplicate: the batch was a retry of one already appended by the
+	// same idempotent producer; nothing was written.
+	Duplicate bool
+}
+
+// Topic returns the partition's topic.
+func (l *Log) Topic() string { return l.topic }
+
+// Partition returns the partition number.
+func (l *Log) Partition() int32 { return l.partition }
+
+// Config returns the partition's effective topic configuration.
+func (l *Log) Config() TopicConfig { return l.cfg }
+
+// StartOffset returns the log start offset: the first offset still
+// kept (the base of the oldest segment).
+func (l *Log) StartOffset() int64 { return l.start.Load() }
+
+// EndOffset returns the log end offset: the offset the next appended
+// record will take.
+func (l *Log) EndOffset() int64 { return l.endA.Load() }
+
+// HighWatermark returns the offset below which readers see records:
+// under FsyncAlways the durable end of the log, otherwise EndOffset.
+// Read serves nothing at or above it.
+func (l *Log) HighWatermark() int64 { return l.hwm.Load() }
+
+// Updated returns a channel that is closed the next time the high
+// watermark advances (or the Log closes): long-polling fetches wait on
+// it.
+func (l *Log) Updated() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return closedChan
+	}
+	if l.updCh == nil {
+		l.updCh = make(chan struct{})
+	}
+	return l.updCh
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Size returns the bytes of all the partition's segments.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, s := range l.segs {
+		n += s.size
+	}
+	return n
+}
+
+// Append validates batch, one Kafka RecordBatch v2 as a producer sent
+// it, assigns it offsets by rewriting its base offset in place (batch
+// is modified; the CRC does not cover the base offset), and writes it to
+// the active segment. Compressed batches are stored as sent.
+//
+// A batch from an idempotent producer (producer ID ≥ 0) that repeats one
+// of the producer's last five batches is not written: the result has
+// the original offsets and Duplicate set. A sequence gap gives
+// ErrOutOfOrderSequence, an epoch older than the producer's
+// ErrInvalidProducerEpoch.
+//
+// Append does not wait for the disk: call WaitDurable with LastOffset.
+func (l *Log) Append(batch []byte) (AppendResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return AppendResult{}, err
+	}
+	h := &l.hdr
+	if err := checkProduced(batch, h, l.cfg.MaxBatchBytes); err != nil {
+		return AppendResult{}, err
+	}
+	now := l.env.now()
+	if dup, err := l.producers.check(h, now); err != nil || dup != nil {
+		if dup != nil {
+			return AppendResult{BaseOffset: dup.first, LastOffset: dup.last, LogStartOffset: l.start.Load(), Duplicate: true}, nil
+		}
+		return AppendResult{}, err
+	}
+	seg := l.segs[len(l.segs)-1]
+	if l.shouldRoll(seg, len(batch), h.LastOffsetDelta, now) {
+		if err := l.roll(); err != nil {
+			return AppendResult{}, l.fail("roll", err)
+		}
+		seg = l.segs[len(l.segs)-1]
+	}
+	base := l.end
+	setBaseOffset(batch, base)
+	pos := seg.size
+	if _, err := seg.log.WriteAt(batch, pos); err != nil {
+		return AppendResult{}, l.fail("write", err)
+	}
+	p := peek{base: base, size: int64(len(batch)), lastDelta: h.LastOffsetDelta}
+	l.idxMu.Lock()
+	seg.noteBatch(pos, p, h.MaxTimestamp, l.cfg.IndexIntervalBytes)
+	l.idxMu.Unlock()
+	l.end = p.last() + 1
+	l.endA.Store(l.end)
+	l.producers.record(h, base, l.end-1, now, l.env.hooks, l.topic, l.partition)
+	if l.env.fsync == FsyncAlways {
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
+	} else {
+		seg.visible.Store(seg.size)
+		l.publishHWM(l.end)
+	}
+	l.env.hooks.append(l.topic, l.partition, int(h.NumRecords), len(batch))
+	return AppendResult{BaseOffset: base, LastOffset: l.end - 1, LogStartOffset: l.start.Load()}, nil
+}
+
+func (l *Log) writable() error {
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.failed != nil:
+		return l.failed
+	}
+	return nil
+}
+
+// shouldRoll says whether the batch must go to a new segment: the
+// active one is not empty and the batch would take it past
+// SegmentBytes, its first batch is older than SegmentAge, or the
+// batch's offsets would not fit the index's 32-bit relative offsets.
+func (l *Log) shouldRoll(seg *segment, n int, lastDelta int32, now time.Time) bool {
+	if seg.size == 0 {
+		return false
+	}
+	return seg.size+int64(n) > l.cfg.SegmentBytes ||
+		l.cfg.SegmentAge > 0 && now.UnixMilli()-seg.firstTs >= l.cfg.SegmentAge.Milliseconds() ||
+		l.end+int64(lastDelta)-seg.base >= 1<<32-1
+}
+
+// roll seals the active segment and starts a new one at the log end.
+// The sealed segment is fsynced, so the recovery point moves to the end.
+func (l *Log) roll() error {
+	old := l.segs[len(l.segs)-1]
+	if err := old.writeIndexes(); err != nil {
+		return err
+	}
+	seg, err := newSegment(l.dir, l.end)
+	if err != nil {
+		return err
+	}
+	if err := syncDir(l.dir); err != nil {
+		seg.remove()
+		return err
+	}
+	l.segMu.Lock()
+	err = old.openSealedIndexes()
+	if err == nil {
+		l.segs = append(l.segs, seg)
+	}
+	l.segMu.Unlock()
+	if err != nil {
+		seg.remove()
+		return err
+	}
+	l.markDurable(old.next)
+	if err := l.checkpoint(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// checkpoint records that everything before the active segment is
+// durable: the recovery point, and the producer state up to it.
+func (l *Log) checkpoint() error {
+	rp := l.segs[len(l.segs)-1].base
+	if err := l.producers.snapshot(l.dir, rp); err != nil {
+		return err
+	}
+	return writeRecoveryPoint(l.dir, rp)
+}
+
+// markDurable records that every offset below off is on disk.
+func (l *Log) markDurable(off int64) {
+	if off <= l.durable {
+		return
+	}
+	l.durable = off
+	if l.durableCh != nil {
+		close(l.durableCh)
+		l.durableCh = nil
+	}
+	if l.env.fsync == FsyncAlways {
+		l.publishHWM(off)
+	}
+}
+
+// publishHWM makes offsets below off visible to readers.
+func (l *Log) publishHWM(off int64) {
+	l.hwm.Store(off)
+	if l.updCh != nil {
+		close(l.updCh)
+		l.updCh = nil
+	}
+}
+
+// fail puts the log in the failed state: nothing more is acknowledged.
+func (l *Log) fail(op string, err error) error {
+	if l.failed == nil {
+		l.failed = fmt.Errorf("%w: %s %s/%d: %v", ErrLogFailed, op, l.topic, l.partition, err)
+		l.env.logger.Error("storage: partition failed", "topic", l.topic, "partition", l.partition, "op", op, "err", err)
+		if l.durableCh != nil {
+			close(l.durableCh)
+			l.durableCh = nil
+		}
+	}
+	return l.failed
+}
+
+// Close flushes the active segment and its indexes, writes the recovery
+// point and closes the files. Appends and reads after Close return
+// ErrClosed.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.isClosed.Store(true)
+	close(l.done)
+	l.mu.Unlock()
+	l.wg.Wait()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var err error
+	if l.failed == nil {
+		active := l.segs[len(l.segs)-1]
+		if err = active.writeIndexes(); err == nil {
+			if err = l.producers.snapshot(l.dir, l.end); err == nil {
+				err = writeRecoveryPoint(l.dir, l.end)
+			}
+		}
+		if err == nil {
+			l.markDurable(l.end)
+		}
+	}
+	if l.durableCh != nil {
+		close(l.durableCh)
+		l.durableCh = nil
+	}
+	if l.updCh != nil {
+		close(l.updCh)
+		l.updCh = nil
+	}
+	l.segMu.Lock()
+	for _, s := range l.segs {
+		s.close()
+	}
+	l.segMu.Unlock()
+	return err
+}

@@ -1,0 +1,88 @@
+package storage
+
+import (
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// attrLogAppendTime is the timestamp-type attribute bit: every record
+// of the batch has the batch's MaxTimestamp.
+const attrLogAppendTime = 0x08
+
+// OffsetForTime returns the offset and timestamp of the first record
+// whose timestamp is ≥ ts, among the records readers may see (Kafka's
+// ListOffsets by timestamp); -1, -1 when there is none.
+func (l *Log) OffsetForTime(ts int64) (offset, timestamp int64, err error) {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	if l.isClosed.Load() {
+		return -1, -1, ErrClosed
+	}
+	hwm := l.hwm.Load()
+	for _, s := range l.segs {
+		maxTs, times := s.maxTs, s.times
+		if !s.sealed {
+			l.idxMu.Lock()
+			maxTs, times = s.maxTs, s.times
+			l.idxMu.Unlock()
+		}
+		if maxTs < ts {
+			continue
+		}
+		e, err := lookupTime(&times, ts)
+		if err != nil {
+			return -1, -1, err
+		}
+		off, t, err := l.scanForTime(s, int64(e.pos), hwm, ts)
+		if err != nil || off >= 0 {
+			return off, t, err
+		}
+	}
+	return -1, -1, nil
+}
+
+// scanForTime walks the batches of s from pos for the first record with
+// a timestamp ≥ ts below hwm.
+func (l *Log) scanForTime(s *segment, pos, hwm, ts int64) (int64, int64, error) {
+	bp := scanBufs.Get().(*[]byte)
+	defer scanBufs.Put(bp)
+	sc := newScanner(s.log, pos, s.visible.Load(), true, (*bp)[:0])
+	var h kmsg.RecordBatch
+	var scratch []byte
+	for {
+		at, b, err := sc.next()
+		if err == io.EOF {
+			return -1, -1, nil
+		}
+		if err == nil {
+			err = decodeHeader(b, &h)
+		}
+		if err != nil {
+			return -1, -1, l.corrupt(s, at, err)
+		}
+		if h.FirstOffset >= hwm {
+			return -1, -1, nil
+		}
+		if h.MaxTimestamp < ts {
+			continue
+		}
+		if h.Attributes&attrLogAppendTime != 0 {
+			return h.FirstOffset, h.MaxTimestamp, nil
+		}
+		found, foundTs := int64(-1), int64(-1)
+		scratch, err = forEachRecord(&h, scratch, func(r *kmsg.Record) bool {
+			if t := h.FirstTimestamp + r.TimestampDelta64; t >= ts {
+				found, foundTs = h.FirstOffset+int64(r.OffsetDelta), t
+				return false
+			}
+			return true
+		})
+		if err != nil {
+			return -1, -1, l.corrupt(s, at, err)
+		}
+		if found >= 0 {
+			return found, foundTs, nil
+		}
+	}
+}

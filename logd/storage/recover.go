@@ -1,0 +1,336 @@
+package storage
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// openLog opens the partition in dir, recovering it: a segment is
+// trusted as it is only when it lies wholly below the recovery point and
+// its indexes pass a sanity check; every other segment is read batch by
+// batch (length, magic, CRC-32C, ascending offsets), cut at the first
+// batch that fails, and its indexes rebuilt. Segments after a cut are
+// deleted. Bad indexes are rebuilt, never a reason to refuse to open.
+func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	bases, err := prepareDir(dir, e)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{
+		topic: topic, partition: part, dir: dir, cfg: cfg, env: e,
+		producers: newProducers(e.maxProducers, e.producerExpiry),
+		kick:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
+	}
+	rp, err := readRecoveryPoint(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		e.logger.Warn("storage: recovery point unreadable, verifying every segment", "dir", dir, "err", err)
+	}
+	r := recovery{l: l, rp: rp}
+	for i, base := range bases {
+		nextBase := int64(math.MaxInt64)
+		if i+1 < len(bases) {
+			nextBase = bases[i+1]
+		}
+		cut, err := r.load(base, nextBase, i == len(bases)-1)
+		if err != nil {
+			l.closeSegments()
+			return nil, err
+		}
+		if cut {
+			for _, b := range bases[i+1:] {
+				e.logger.Warn("storage: deleting segment after a truncated one", "dir", dir, "base", b)
+				s := &segment{path: filepath.Join(dir, segmentName(b))}
+				if err := s.remove(); err != nil {
+					l.closeSegments()
+					return nil, err
+				}
+			}
+			break
+		}
+	}
+	if len(l.segs) == 0 {
+		s, err := newSegment(dir, 0)
+		if err != nil {
+			return nil, err
+		}
+		if err := syncDir(dir); err != nil {
+			s.close()
+			return nil, err
+		}
+		l.segs = append(l.segs, s)
+	}
+	if err := l.recoverProducers(r.buf); err != nil {
+		l.closeSegments()
+		return nil, err
+	}
+	l.start.Store(l.segs[0].base)
+	l.end = l.segs[len(l.segs)-1].next
+	l.durable = l.end
+	l.endA.Store(l.end)
+	l.hwm.Store(l.end)
+	if e.fsync == FsyncAlways {
+		l.wg.Add(1)
+		go l.syncLoop()
+	}
+	return l, nil
+}
+
+// prepareDir finishes or undoes what a crash interrupted and returns
+// the segment bases, ascending: a compaction's *.log.swap (complete and
+// fsynced) replaces its segment, whose indexes are then rebuilt;
+// *.cleaned and *.tmp files (incomplete) and indexes without a log are
+// deleted.
+func prepareDir(dir string, e *env) ([]int64, error) {
+	names, err := readDirNames(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if orig, ok := strings.CutSuffix(n, logSuffix+swapSuffix); ok {
+			p := filepath.Join(dir, orig)
+			e.logger.Info("storage: completing an interrupted compaction", "dir", dir, "segment", orig)
+			if err := os.Rename(p+logSuffix+swapSuffix, p+logSuffix); err != nil {
+				return nil, err
+			}
+			os.Remove(p + indexSuffix)
+			os.Remove(p + timeIndexSuffix)
+		}
+	}
+	if names, err = readDirNames(dir); err != nil {
+		return nil, err
+	}
+	var bases []int64
+	logs := map[string]bool{}
+	for _, n := range names {
+		if b, ok := parseSegmentName(n); ok {
+			bases = append(bases, b)
+			logs[strings.TrimSuffix(n, logSuffix)] = true
+		}
+	}
+	for _, n := range names {
+		stem, isIdx := strings.CutSuffix(n, indexSuffix)
+		if !isIdx {
+			stem, isIdx = strings.CutSuffix(n, timeIndexSuffix)
+		}
+		if strings.HasSuffix(n, cleanedSuffix) || strings.HasSuffix(n, tmpSuffix) || isIdx && !logs[stem] {
+			if err := os.Remove(filepath.Join(dir, n)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	slices.Sort(bases)
+	return bases, nil
+}
+
+func readDirNames(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(ents))
+	for _, d := range ents {
+		if d.Type().IsRegular() {
+			names = append(names, d.Name())
+		}
+	}
+	return names, nil
+}
+
+// recovery carries state across the segments of one openLog.
+type recovery struct {
+	l   *Log
+	rp  int64
+	buf []byte
+	hdr kmsg.RecordBatch
+}
+
+// load opens one segment, trusted or verified, and appends it to the
+// log. cut reports that it was truncated (later segments must go).
+func (r *recovery) load(base, nextBase int64, last bool) (cut bool, err error) {
+	l := r.l
+	path := filepath.Join(l.dir, segmentName(base))
+	f, err := os.OpenFile(path+logSuffix, os.O_RDWR, 0)
+	if err != nil {
+		return false, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return false, err
+	}
+	s := &segment{base: base, path: path, log: f, next: base, maxTs: -1, firstTs: -1, idxTs: -1}
+	s.off.entryLen, s.times.entryLen = offEntryLen, timeEntryLen
+	prevNext := int64(0)
+	if n := len(l.segs); n > 0 {
+		prevNext = l.segs[n-1].next
+	}
+	if base >= prevNext && r.trust(s, st.Size(), nextBase) {
+		if err := s.readFirstTs(); err != nil {
+			s.close()
+			return false, err
+		}
+		if !last {
+			if err := s.openSealedIndexes(); err != nil {
+				s.close()
+				return false, err
+			}
+		}
+		l.segs = append(l.segs, s)
+		return false, nil
+	}
+	cut, err = r.verify(s, st.Size(), max(base, prevNext), nextBase)
+	if err != nil {
+		s.close()
+		return false, err
+	}
+	l.segs = append(l.segs, s)
+	if !last && !cut {
+		if err := s.seal(); err != nil {
+			return false, err
+		}
+	}
+	return cut, nil
+}
+
+// trust loads a segment's indexes from disk when the segment lies below
+// the recovery point and the indexes are sound: entries ordered and in
+// range, and the time index's seal entry matching the log's size.
+func (r *recovery) trust(s *segment, size, nextBase int64) bool {
+	times, err := readIndexFile(s.path+timeIndexSuffix, timeEntryLen, size, math.MaxUint32)
+	if err != nil || len(times) == 0 {
+		return false
+	}
+	seal := decodeTime(times[len(times)-timeEntryLen:])
+	next := s.base + int64(seal.rel)
+	if int64(seal.pos) != size || next > nextBase || next > r.rp {
+		return false
+	}
+	off, err := readIndexFile(s.path+indexSuffix, offEntryLen, size, seal.rel)
+	if err != nil {
+		return false
+	}
+	s.size, s.next, s.maxTs = size, next, seal.ts
+	s.visible.Store(size)
+	s.off.mem, s.off.n = off, len(off)/offEntryLen
+	s.times.mem, s.times.n = times[:len(times)-timeEntryLen], len(times)/timeEntryLen-1
+	s.sinceIdx = size
+	if s.off.n > 0 {
+		s.sinceIdx = size - int64(decodeOff(off[len(off)-offEntryLen:]).pos)
+	}
+	if s.times.n > 0 {
+		s.idxTs = decodeTime(s.times.mem[len(s.times.mem)-timeEntryLen:]).ts
+	}
+	return true
+}
+
+// readFirstTs reads the MaxTimestamp of the segment's first batch: the
+// age by which the active segment rolls.
+func (s *segment) readFirstTs() error {
+	if s.size == 0 {
+		return nil
+	}
+	var b [batchHeaderLen]byte
+	if _, err := s.log.ReadAt(b[:], 0); err != nil {
+		return err
+	}
+	s.firstTs = readStoredHeader(b[:]).maxTs
+	return nil
+}
+
+// verify reads every batch of the segment, rebuilding its indexes, and
+// truncates it at the first batch that is torn, fails its CRC, or whose
+// offsets do not ascend from expect or reach nextBase. The segment is
+// fsynced, so what survives is durable.
+func (r *recovery) verify(s *segment, size, expect, nextBase int64) (cut bool, err error) {
+	l := r.l
+	sc := newScanner(s.log, 0, size, true, r.buf)
+	var reason string
+	for {
+		pos, b, err := sc.next()
+		if err == io.EOF {
+			break
+		}
+		if err == nil {
+			err = decodeHeader(b, &r.hdr)
+		}
+		if err == nil && (r.hdr.FirstOffset < expect || r.hdr.FirstOffset+int64(r.hdr.LastOffsetDelta) >= nextBase) {
+			err = errOffsetOrder
+		}
+		if err != nil {
+			if _, ok := err.(*BatchError); !ok && err != errTorn {
+				return false, err
+			}
+			reason = err.Error()
+			break
+		}
+		p := peek{base: r.hdr.FirstOffset, size: int64(len(b)), lastDelta: r.hdr.LastOffsetDelta}
+		s.noteBatch(pos, p, r.hdr.MaxTimestamp, l.cfg.IndexIntervalBytes)
+		expect = s.next
+	}
+	r.buf = sc.buf
+	if s.size < size {
+		cut = true
+		l.env.logger.Warn("storage: truncating a torn or corrupt segment tail", "topic", l.topic, "partition", l.partition,
+			"segment", s.base, "at", s.size, "dropped", size-s.size, "reason", reason)
+		l.env.hooks.truncate(l.topic, l.partition, s.next, size-s.size, reason)
+		if err := s.log.Truncate(s.size); err != nil {
+			return false, err
+		}
+	}
+	s.visible.Store(s.size)
+	return cut, fdatasync(s.log)
+}
+
+// recoverProducers rebuilds the idempotent-producer state: the snapshot,
+// then the headers of every batch after the offset it covers. Without a
+// usable snapshot the whole log is replayed.
+func (l *Log) recoverProducers(buf []byte) error {
+	start, end := l.segs[0].base, l.segs[len(l.segs)-1].next
+	from, err := l.producers.loadSnapshot(l.dir)
+	if err != nil || from < start || from > end {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			l.env.logger.Warn("storage: producer state unreadable, replaying the log", "dir", l.dir, "err", err)
+		}
+		l.producers = newProducers(l.env.maxProducers, l.env.producerExpiry)
+		from = start
+	}
+	for _, s := range l.segs {
+		if s.next <= from {
+			continue
+		}
+		sc := newScanner(s.log, 0, s.size, false, buf)
+		for {
+			_, b, err := sc.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if h := readStoredHeader(b); h.base >= from {
+				l.producers.replay(h)
+			}
+		}
+		buf = sc.buf
+	}
+	return nil
+}
+
+// closeSegments closes the files of a log that failed to open.
+func (l *Log) closeSegments() {
+	for _, s := range l.segs {
+		s.close()
+	}
+}

@@ -1,0 +1,176 @@
+package storage
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// File name suffixes of a segment.
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+	// cleanedSuffix marks files a compaction is writing; swapSuffix a
+	// compacted segment log complete and fsynced, which recovery renames
+	// over the original. See doc.go.
+	cleanedSuffix = ".cleaned"
+	swapSuffix    = ".swap"
+)
+
+// segment is one log file and its two indexes. Its fields are guarded
+// by the Log: the structure by segMu, the mutable state by mu, and
+// visible is what readers may read without mu.
+type segment struct {
+	base  int64
+	path  string // without suffix
+	log   *os.File
+	off   index
+	times index
+
+	size      int64 // bytes of whole batches
+	next      int64 // offset after the last batch (base when empty)
+	maxTs     int64 // largest MaxTimestamp, -1 when empty
+	firstTs   int64 // MaxTimestamp of the first batch: the age for rolling
+	sinceIdx  int64 // bytes appended since the last offset-index entry
+	idxTs     int64 // timestamp of the last time-index entry
+	sealed    bool
+	visible   atomic.Int64 // bytes readers may read: size, or the durable part under FsyncAlways
+	compacted bool         // rewritten by compaction: offsets may skip
+}
+
+func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
+
+// parseSegmentName returns the base offset of a "<20 digits>.log" name.
+func parseSegmentName(name string) (int64, bool) {
+	s, ok := strings.CutSuffix(name, logSuffix)
+	if !ok || len(s) != 20 {
+		return 0, false
+	}
+	base, err := strconv.ParseInt(s, 10, 64)
+	return base, err == nil && base >= 0
+}
+
+// newSegment creates an empty active segment.
+func newSegment(dir string, base int64) (*segment, error) {
+	s := &segment{base: base, path: filepath.Join(dir, segmentName(base)), next: base, maxTs: -1, firstTs: -1, idxTs: -1}
+	s.off.entryLen, s.times.entryLen = offEntryLen, timeEntryLen
+	f, err := os.OpenFile(s.path+logSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	s.log = f
+	// Stale indexes of an earlier segment with the same base must not
+	// survive.
+	os.Remove(s.path + indexSuffix)
+	os.Remove(s.path + timeIndexSuffix)
+	return s, nil
+}
+
+// noteBatch records a batch just written at position pos in the
+// in-memory indexes: an offset-index entry when IndexIntervalBytes have
+// passed since the last, with a time-index entry when the largest
+// timestamp before it grew.
+func (s *segment) noteBatch(pos int64, p peek, maxTs int64, interval int) {
+	if s.size == 0 {
+		s.firstTs = maxTs
+	}
+	if pos > 0 && s.sinceIdx >= int64(interval) {
+		rel := uint32(p.base - s.base)
+		s.off.add(offEntry{rel, uint32(pos)}.encode(nil))
+		if s.maxTs > s.idxTs {
+			s.times.add(timeEntry{s.maxTs, rel, uint32(pos)}.encode(nil))
+			s.idxTs = s.maxTs
+		}
+		s.sinceIdx = 0
+	}
+	s.sinceIdx += p.size
+	s.size = pos + p.size
+	s.next = p.last() + 1
+	s.maxTs = max(s.maxTs, maxTs)
+}
+
+// sealEntry is the time-index entry that closes the segment as it is.
+func (s *segment) sealEntry() []byte {
+	return timeEntry{s.maxTs, uint32(s.next - s.base), uint32(s.size)}.encode(nil)
+}
+
+// writeIndexes fsyncs the log and writes both in-memory indexes to disk
+// with the seal entry, fsynced. The segment stays usable for appends.
+func (s *segment) writeIndexes() error {
+	if err := fdatasync(s.log); err != nil {
+		return err
+	}
+	times := append(s.times.mem[:len(s.times.mem):len(s.times.mem)], s.sealEntry()...)
+	for _, w := range []struct {
+		suffix string
+		b      []byte
+	}{{indexSuffix, s.off.mem}, {timeIndexSuffix, times}} {
+		f, err := writeIndexFile(s.path+w.suffix, w.b)
+		if err != nil {
+			return err
+		}
+		f.Close()
+	}
+	return nil
+}
+
+// seal makes the segment read-only: indexes on disk, log fsynced, index
+// memory released.
+func (s *segment) seal() error {
+	if err := s.writeIndexes(); err != nil {
+		return err
+	}
+	return s.openSealedIndexes()
+}
+
+// openSealedIndexes switches the indexes from memory to their files.
+func (s *segment) openSealedIndexes() error {
+	for _, x := range []struct {
+		x      *index
+		suffix string
+	}{{&s.off, indexSuffix}, {&s.times, timeIndexSuffix}} {
+		f, err := os.Open(s.path + x.suffix)
+		if err != nil {
+			return err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return err
+		}
+		if x.x.f != nil {
+			x.x.f.Close()
+		}
+		x.x.f, x.x.mem, x.x.n = f, nil, int(st.Size())/x.x.entryLen
+	}
+	s.sealed = true
+	s.visible.Store(s.size)
+	return nil
+}
+
+func (s *segment) close() {
+	if s.log != nil {
+		s.log.Close()
+		s.log = nil
+	}
+	for _, x := range []*index{&s.off, &s.times} {
+		if x.f != nil {
+			x.f.Close()
+			x.f = nil
+		}
+	}
+}
+
+// remove closes the segment and deletes its files, the log first so a
+// crash in between leaves only orphan indexes (which Open deletes).
+func (s *segment) remove() error {
+	s.close()
+	err := os.Remove(s.path + logSuffix)
+	os.Remove(s.path + indexSuffix)
+	os.Remove(s.path + timeIndexSuffix)
+	return err
+}

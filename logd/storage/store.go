@@ -1,0 +1,329 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Store is a directory of topics, each a fixed number of partitions,
+// each partition a Log. All methods are safe for concurrent use.
+type Store struct {
+	cfg Config
+	env *env
+
+	mu     sync.Mutex
+	topics map[string]*topic
+	closed bool
+
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+type topic struct {
+	meta  topicMeta
+	cfg   TopicConfig // effective
+	parts []*Log
+}
+
+// TopicInfo describes a topic.
+type TopicInfo struct {
+	Name       string
+	Partitions int
+	// Overrides are the topic's own settings; Config is what applies
+	// (the overrides over the Store's defaults).
+	Overrides, Config TopicConfig
+}
+
+// Open opens (creating if needed) the Store in cfg.Dir and every
+// partition in it, running crash recovery on each.
+func Open(cfg Config) (*Store, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		cfg: cfg,
+		env: &env{
+			fsync: cfg.Fsync, maxProducers: cfg.MaxProducers, producerExpiry: cfg.ProducerExpiry,
+			compactMaxKeys: cfg.CompactMaxKeys, now: cfg.Now, logger: cfg.Logger, hooks: hooks(cfg.Hooks),
+		},
+		topics: map[string]*topic{},
+		done:   make(chan struct{}),
+	}
+	metas, found, err := readTopics(cfg.Dir)
+	if err != nil && !found && metas == nil {
+		if errors.Is(err, ErrCorruptFile) {
+			cfg.Logger.Warn("storage: topic metadata damaged and no partition directories", "err", err)
+		} else {
+			return nil, err
+		}
+	} else if !found && len(metas) > 0 {
+		cfg.Logger.Warn("storage: topic metadata missing or damaged, rebuilt from partition directories (overrides lost)", "err", err, "topics", len(metas))
+		if err := writeTopics(cfg.Dir, metas); err != nil {
+			return nil, err
+		}
+	}
+	if found {
+		if err := s.removeOrphans(metas); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range metas {
+		t, err := s.openTopic(m)
+		if err != nil {
+			s.closeLogs()
+			return nil, fmt.Errorf("storage: opening topic %s: %w", m.Name, err)
+		}
+		s.topics[m.Name] = t
+	}
+	if cfg.Fsync == FsyncInterval {
+		s.wg.Add(1)
+		go s.every(cfg.FsyncInterval, s.syncAll)
+	}
+	if cfg.MaintenanceInterval > 0 {
+		s.wg.Add(1)
+		go s.every(cfg.MaintenanceInterval, func() {
+			if err := s.Maintain(s.cfg.Now()); err != nil && !errors.Is(err, ErrClosed) {
+				s.cfg.Logger.Error("storage: maintenance", "err", err)
+			}
+		})
+	}
+	return s, nil
+}
+
+// removeOrphans deletes partition directories that the metadata does
+// not name: left by a DeleteTopic that stopped half way.
+func (s *Store) removeOrphans(metas []topicMeta) error {
+	counts := map[string]int{}
+	for _, m := range metas {
+		counts[m.Name] = m.Partitions
+	}
+	ents, err := os.ReadDir(s.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	for _, d := range ents {
+		if name, p, ok := parsePartitionDir(d.Name()); ok && d.IsDir() && int(p) >= counts[name] {
+			s.cfg.Logger.Info("storage: removing the directory of a deleted partition", "dir", d.Name())
+			if err := os.RemoveAll(filepath.Join(s.cfg.Dir, d.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Store) openTopic(m topicMeta) (*topic, error) {
+	cfg := m.Overrides.over(s.cfg.topicDefaults())
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	t := &topic{meta: m, cfg: cfg}
+	for p := range m.Partitions {
+		l, err := openLog(partitionDir(s.cfg.Dir, m.Name, int32(p)), m.Name, int32(p), cfg, s.env)
+		if err != nil {
+			for _, l := range t.parts {
+				l.Close()
+			}
+			return nil, err
+		}
+		t.parts = append(t.parts, l)
+	}
+	return t, nil
+}
+
+// every calls f every d until the Store closes.
+func (s *Store) every(d time.Duration, f func()) {
+	defer s.wg.Done()
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}
+
+// logs returns every partition of every topic.
+func (s *Store) logs() []*Log {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ls []*Log
+	for _, t := range s.topics {
+		ls = append(ls, t.parts...)
+	}
+	return ls
+}
+
+func (s *Store) syncAll() {
+	for _, l := range s.logs() {
+		l.Sync()
+	}
+}
+
+// CreateTopic creates a topic with partitions partitions and the given
+// overrides of the Store's defaults. ErrInvalidTopic for a name Kafka
+// would refuse, ErrTopicExists if it exists, ErrInvalidPartitions for a
+// count outside [1, MaxPartitions], ErrBadConfig for bad overrides.
+func (s *Store) CreateTopic(name string, partitions int, overrides TopicConfig) error {
+	if !ValidTopicName(name) {
+		return fmt.Errorf("%w: %q", ErrInvalidTopic, name)
+	}
+	if partitions < 1 || partitions > s.cfg.MaxPartitions {
+		return fmt.Errorf("%w: %d", ErrInvalidPartitions, partitions)
+	}
+	if err := overrides.over(s.cfg.topicDefaults()).validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if _, ok := s.topics[name]; ok {
+		return fmt.Errorf("%w: %q", ErrTopicExists, name)
+	}
+	m := topicMeta{Name: name, Partitions: partitions, Overrides: overrides}
+	// Metadata first: a crash before the directories exist leaves a
+	// topic whose partitions open empty.
+	if err := writeTopics(s.cfg.Dir, append(s.metas(), m)); err != nil {
+		return err
+	}
+	t, err := s.openTopic(m)
+	if err != nil {
+		if werr := writeTopics(s.cfg.Dir, s.metas()); werr != nil {
+			s.cfg.Logger.Error("storage: undoing a failed CreateTopic", "topic", name, "err", werr)
+		}
+		return err
+	}
+	s.topics[name] = t
+	return nil
+}
+
+// metas returns the metadata of every topic, by name. s.mu is held.
+func (s *Store) metas() []topicMeta {
+	ms := make([]topicMeta, 0, len(s.topics)+1)
+	for _, t := range s.topics {
+		ms = append(ms, t.meta)
+	}
+	slices.SortFunc(ms, func(a, b topicMeta) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	return ms
+}
+
+// DeleteTopic deletes a topic and its data. Its Logs return ErrClosed
+// from then on.
+func (s *Store) DeleteTopic(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	t, ok := s.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownTopicOrPartition, name)
+	}
+	delete(s.topics, name)
+	// Metadata first: a crash before the directories are gone leaves
+	// orphans that Open removes.
+	if err := writeTopics(s.cfg.Dir, s.metas()); err != nil {
+		s.topics[name] = t
+		return err
+	}
+	var errs []error
+	for p, l := range t.parts {
+		l.Close()
+		errs = append(errs, os.RemoveAll(partitionDir(s.cfg.Dir, name, int32(p))))
+	}
+	return errors.Join(errs...)
+}
+
+// Topics describes every topic, sorted by name.
+func (s *Store) Topics() []TopicInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	infos := make([]TopicInfo, 0, len(s.topics))
+	for _, m := range s.metas() {
+		t := s.topics[m.Name]
+		infos = append(infos, TopicInfo{Name: m.Name, Partitions: m.Partitions, Overrides: m.Overrides, Config: t.cfg})
+	}
+	return infos
+}
+
+// Topic describes one topic; ok is false if it does not exist.
+func (s *Store) Topic(name string) (TopicInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.topics[name]
+	if !ok {
+		return TopicInfo{}, false
+	}
+	return TopicInfo{Name: name, Partitions: t.meta.Partitions, Overrides: t.meta.Overrides, Config: t.cfg}, true
+}
+
+// Partition returns a partition's Log, or ErrUnknownTopicOrPartition.
+func (s *Store) Partition(topic string, p int32) (*Log, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	t, ok := s.topics[topic]
+	if !ok || p < 0 || int(p) >= len(t.parts) {
+		return nil, fmt.Errorf("%w: %s/%d", ErrUnknownTopicOrPartition, topic, p)
+	}
+	return t.parts[p], nil
+}
+
+// Close stops the background work and closes every partition, each
+// flushed and checkpointed so the next Open verifies nothing.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	s.mu.Unlock()
+	s.wg.Wait()
+	return s.closeLogs()
+}
+
+func (s *Store) closeLogs() error {
+	var errs []error
+	for _, t := range s.topics {
+		for _, l := range t.parts {
+			errs = append(errs, l.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Maintain applies retention and compaction to every partition as of
+// now, and forgets expired idempotent producers. The background
+// goroutine calls it every MaintenanceInterval.
+func (s *Store) Maintain(now time.Time) error {
+	for _, l := range s.logs() {
+		l.expireProducers(now)
+	}
+	return nil
+}
