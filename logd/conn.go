@@ -1,0 +1,138 @@
+package logd
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// client is one connection's identity, for handlers that need it.
+type client struct {
+	id   string // the request header's client id
+	host string
+}
+
+// serveConn answers one connection's requests, in order, until it
+// closes, sends something undecodable, or idles out.
+func (s *Server) serveConn(c net.Conn) {
+	defer c.Close()
+	log := s.cfg.Logger.With("remote", c.RemoteAddr().String())
+	r := bufio.NewReaderSize(c, 64<<10)
+	w := bufio.NewWriterSize(c, 64<<10)
+	host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+	var (
+		size  [4]byte
+		frame []byte
+		out   []byte
+	)
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		if _, err := io.ReadFull(r, size[:]); err != nil {
+			if !errors.Is(err, io.EOF) && !s.isClosed() {
+				log.Debug("logd: connection ended", "err", err)
+			}
+			return
+		}
+		n := int(binary.BigEndian.Uint32(size[:]))
+		if n < 8 || n > s.cfg.MaxRequestBytes {
+			s.metrics.badFrames.Add(1)
+			log.Warn("logd: closing connection: request size out of bounds", "size", n, "max", s.cfg.MaxRequestBytes)
+			return
+		}
+		if cap(frame) < n {
+			frame = make([]byte, n)
+		}
+		frame = frame[:n]
+		if _, err := io.ReadFull(r, frame); err != nil {
+			log.Debug("logd: connection ended mid-request", "err", err)
+			return
+		}
+		req, err := decodeRequest(frame)
+		if err != nil {
+			s.metrics.badFrames.Add(1)
+			log.Warn("logd: closing connection: undecodable request", "err", err)
+			return
+		}
+		started := s.cfg.Now()
+		resp, err := s.handle(&client{id: req.clientID, host: host}, req)
+		s.metrics.request(req.key, s.cfg.Now().Sub(started), err != nil)
+		if err != nil {
+			log.Warn("logd: closing connection", "client", req.clientID, "err", err)
+			return
+		}
+		if resp == nil { // acks=0 produce: no response
+			continue
+		}
+		out = appendResponse(out[:0], req.correlation, resp)
+		_ = c.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		if _, err := w.Write(out); err == nil {
+			err = w.Flush()
+		}
+		if err != nil {
+			log.Debug("logd: write failed", "err", err)
+			return
+		}
+	}
+}
+
+// handle answers one request. An error means the connection must close:
+// an unknown API key or an unsupported version (except ApiVersions,
+// which always gets an answer so the client can learn what we speak).
+func (s *Server) handle(cl *client, req *request) (kmsg.Response, error) {
+	if req.key == kmsg.ApiVersions.Int16() {
+		return s.apiVersions(req), nil
+	}
+	if req.body == nil || !supports(req.key, req.version) {
+		return nil, &FrameError{req.key, req.version, fmt.Sprintf("unsupported API key or version (supported: %v)", supported[kmsg.Key(req.key)])}
+	}
+	var resp kmsg.Response
+	switch body := req.body.(type) {
+	case *kmsg.ProduceRequest:
+		resp = s.produce(body)
+	case *kmsg.FetchRequest:
+		resp = s.fetch(body)
+	case *kmsg.ListOffsetsRequest:
+		resp = s.listOffsets(body)
+	case *kmsg.MetadataRequest:
+		resp = s.metadata(body)
+	case *kmsg.OffsetCommitRequest:
+		resp = s.groups.OffsetCommit(body)
+	case *kmsg.OffsetFetchRequest:
+		resp = s.groups.OffsetFetch(body)
+	case *kmsg.FindCoordinatorRequest:
+		resp = s.findCoordinator(body)
+	case *kmsg.JoinGroupRequest:
+		resp = s.groups.JoinGroup(s.ctx, body, cl.id, cl.host)
+	case *kmsg.HeartbeatRequest:
+		resp = s.groups.Heartbeat(body)
+	case *kmsg.LeaveGroupRequest:
+		resp = s.groups.LeaveGroup(body)
+	case *kmsg.SyncGroupRequest:
+		resp = s.groups.SyncGroup(s.ctx, body)
+	case *kmsg.DescribeGroupsRequest:
+		resp = s.groups.DescribeGroups(body)
+	case *kmsg.ListGroupsRequest:
+		resp = s.groups.ListGroups(body)
+	case *kmsg.CreateTopicsRequest:
+		resp = s.createTopics(body)
+	case *kmsg.DeleteTopicsRequest:
+		resp = s.deleteTopics(body)
+	case *kmsg.InitProducerIDRequest:
+		resp = s.initProducerID(body)
+	case *kmsg.DescribeConfigsRequest:
+		resp = s.describeConfigs(body)
+	default:
+		return nil, &FrameError{req.key, req.version, "no handler"}
+	}
+	if resp == nil {
+		return nil, nil
+	}
+	resp.SetVersion(req.version)
+	return resp, nil
+}

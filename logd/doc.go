@@ -1,0 +1,21 @@
+// Package logd is brokerless's log daemon: a single-node log with Kafka's
+// model (topics, partitions, offsets, consumer groups, retention,
+// compaction, idempotent producers) that speaks the Kafka wire protocol,
+// so existing clients — franz-go, librdkafka and kcat, kafka-python —
+// work unchanged, and a user who outgrows one machine points the same
+// clients at a Kafka or Redpanda cluster.
+//
+// Storage lives in logd/storage (segments, indexes, crash recovery,
+// fsync policy), consumer-group coordination in logd/groups. This package
+// is the network server: framing, one handler file per API key, the
+// version ranges advertised by ApiVersions, and an HTTP endpoint with
+// /healthz and Prometheus /metrics.
+//
+// Every request is decoded with github.com/twmb/franz-go/pkg/kmsg.
+// Requests on one connection are answered in order, one at a time, as
+// Kafka does; a connection blocked in a Fetch long-poll or a JoinGroup
+// does not hold up others. A frame larger than Config.MaxRequestBytes, a
+// request that does not decode, an unknown API key or an unsupported
+// version closes that connection after a log line; everyone else is
+// served on.
+package logd

@@ -1,0 +1,82 @@
+package logd
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/logd/storage"
+)
+
+// fetch reads whole record batches from each partition asked for,
+// bounded by the request's partition and response byte limits (always at
+// least one batch, so a batch larger than the limits still gets through),
+// and long-polls: while fewer than MinBytes are ready it waits for
+// appends, up to MaxWait. Fetch sessions (KIP-227) are not kept: every
+// answer is a full one with session id 0, which clients accept.
+func (s *Server) fetch(req *kmsg.FetchRequest) kmsg.Response {
+	deadline := s.cfg.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	for {
+		woken := s.appends.wait()
+		resp, n := s.fetchOnce(req)
+		wait := deadline.Sub(s.cfg.Now())
+		if n >= int(req.MinBytes) || n > 0 && req.MinBytes <= 0 || wait <= 0 {
+			return resp
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-woken:
+		case <-t.C:
+		case <-s.ctx.Done():
+		}
+		t.Stop()
+		if s.ctx.Err() != nil {
+			return resp
+		}
+	}
+}
+
+// fetchOnce builds a fetch response from what is in the logs now and
+// returns it with the number of record bytes it carries.
+func (s *Server) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int) {
+	resp := kmsg.NewPtrFetchResponse()
+	budget := s.cfg.MaxFetchBytes
+	if req.MaxBytes > 0 {
+		budget = min(budget, int(req.MaxBytes))
+	}
+	total := 0
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.PreferredReadReplica = -1
+			log, err := s.store.Partition(t.Topic, p.Partition)
+			if err == nil {
+				rp.HighWatermark = log.HighWatermark()
+				rp.LastStableOffset = rp.HighWatermark
+				rp.LogStartOffset = log.StartOffset()
+				limit := min(int(p.PartitionMaxBytes), budget-total)
+				if total == 0 {
+					limit = max(limit, 1) // the first partition always gets one batch
+				}
+				if limit > 0 && p.FetchOffset < rp.HighWatermark {
+					rp.RecordBatches, err = log.Read(p.FetchOffset, limit)
+				} else if p.FetchOffset > rp.HighWatermark || p.FetchOffset < rp.LogStartOffset {
+					err = storage.ErrOffsetOutOfRange
+				}
+			}
+			if errors.Is(err, storage.ErrOffsetOutOfRange) {
+				s.metrics.fetchOutOfRange.Add(1)
+			}
+			rp.ErrorCode = errorCode(err)
+			total += len(rp.RecordBatches)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	s.metrics.fetchedBytes.Add(uint64(total))
+	return resp, total
+}

@@ -1,0 +1,90 @@
+package logd
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// request is one decoded Kafka request.
+type request struct {
+	key, version int16
+	correlation  int32
+	clientID     string
+	body         kmsg.Request
+}
+
+// Frame errors. A request the server cannot decode closes the connection
+// (Kafka does the same: the stream cannot be resynchronized), after a log
+// line naming the client and the reason.
+var (
+	errShortHeader = &FrameError{Reason: "request shorter than its header"}
+)
+
+// FrameError says why a request frame could not be used.
+type FrameError struct {
+	Key, Version int16
+	Reason       string
+}
+
+func (e *FrameError) Error() string {
+	if e.Reason == errShortHeader.Reason {
+		return "logd: " + e.Reason
+	}
+	return fmt.Sprintf("logd: request key %d (%s) v%d: %s", e.Key, kmsg.NameForKey(e.Key), e.Version, e.Reason)
+}
+
+// decodeRequest decodes a request frame (the bytes after the 4-byte
+// size): header v1 or v2, then the body with kmsg. Unknown keys and
+// versions are not errors here: the request comes back with a nil body
+// (unknown key) or its version set (the server answers
+// UNSUPPORTED_VERSION), so the caller can answer ApiVersions properly.
+func decodeRequest(frame []byte) (*request, error) {
+	if len(frame) < 8 {
+		return nil, errShortHeader
+	}
+	r := kbin.Reader{Src: frame}
+	req := &request{key: r.Int16(), version: r.Int16(), correlation: r.Int32()}
+	if id := r.NullableString(); id != nil {
+		req.clientID = *id
+	}
+	if !r.Ok() {
+		return nil, errShortHeader
+	}
+	body := kmsg.RequestForKey(req.key)
+	if body == nil {
+		return req, nil
+	}
+	body.SetVersion(req.version)
+	if req.version < 0 || req.version > body.MaxVersion() {
+		return req, nil // answered with UNSUPPORTED_VERSION by the caller (ApiVersions) or closed
+	}
+	if body.IsFlexible() {
+		kmsg.SkipTags(&r)
+		if !r.Ok() {
+			return nil, &FrameError{req.key, req.version, "truncated header tags"}
+		}
+	}
+	if err := body.ReadFrom(r.Src); err != nil {
+		return nil, &FrameError{req.key, req.version, err.Error()}
+	}
+	req.body = body
+	return req, nil
+}
+
+// appendResponse appends a whole response frame: size, correlation id,
+// the header's tag byte for flexible responses (never for ApiVersions,
+// whose response header is always v0), then the body.
+func appendResponse(dst []byte, correlation int32, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(correlation))
+	if resp.IsFlexible() && resp.Key() != kmsg.ApiVersions.Int16() {
+		dst = append(dst, 0)
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}

@@ -1,0 +1,166 @@
+package logd
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// HTTPHandler serves /healthz (200 "ok" while the server runs) and
+// /metrics (Prometheus text exposition).
+func (s *Server) HTTPHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if s.isClosed() {
+			http.Error(w, "closed", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		s.writeMetrics(w)
+	})
+	return mux
+}
+
+// writeMetrics renders every metric in the Prometheus text format.
+func (s *Server) writeMetrics(w io.Writer) {
+	m := s.metrics
+	p := promWriter{w: w}
+	p.family("logd_connections", "gauge", "Open client connections.")
+	p.sample("logd_connections", nil, float64(m.connections.Load()))
+	p.counter("logd_connections_refused_total", "Connections refused: MaxConnections reached.", m.refused.Load())
+	p.counter("logd_bad_requests_total", "Connections closed for an oversized or undecodable request.", m.badFrames.Load())
+	p.counter("logd_produce_errors_total", "Partitions of produce requests answered with an error.", m.produceErrors.Load())
+	p.counter("logd_produced_bytes_total", "Record batch bytes appended.", m.producedBytes.Load())
+	p.counter("logd_fetched_bytes_total", "Record batch bytes served to fetchers.", m.fetchedBytes.Load())
+	p.counter("logd_fetch_out_of_range_total", "Fetches for offsets outside the log.", m.fetchOutOfRange.Load())
+	p.counter("logd_log_truncations_total", "Torn or corrupt log tails cut by recovery.", m.truncations.Load())
+
+	m.mu.Lock()
+	keys := make([]int16, 0, len(m.requests))
+	for k := range m.requests {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	p.family("logd_requests_total", "counter", "Requests answered, by API.")
+	for _, k := range keys {
+		p.sample("logd_requests_total", []string{"api", kmsg.NameForKey(k)}, float64(m.requests[k].count))
+	}
+	p.family("logd_request_errors_total", "counter", "Requests that closed their connection, by API.")
+	for _, k := range keys {
+		p.sample("logd_request_errors_total", []string{"api", kmsg.NameForKey(k)}, float64(m.requests[k].errors))
+	}
+	p.family("logd_request_seconds_total", "counter", "Time spent answering requests, by API.")
+	for _, k := range keys {
+		p.sample("logd_request_seconds_total", []string{"api", kmsg.NameForKey(k)}, m.requests[k].seconds)
+	}
+	p.family("logd_fsync_seconds", "histogram", "Latency of segment fsyncs.")
+	var cum uint64
+	for i, le := range fsyncBuckets {
+		cum += m.fsync.counts[i]
+		p.sample("logd_fsync_seconds_bucket", []string{"le", strconv.FormatFloat(le, 'g', -1, 64)}, float64(cum))
+	}
+	p.sample("logd_fsync_seconds_bucket", []string{"le", "+Inf"}, float64(m.fsync.count))
+	p.sample("logd_fsync_seconds_sum", nil, m.fsync.sum)
+	p.sample("logd_fsync_seconds_count", nil, float64(m.fsync.count))
+	m.mu.Unlock()
+
+	s.writePartitionMetrics(&p)
+	s.writeGroupMetrics(&p)
+}
+
+// labelEscaper escapes a label value as the text format requires.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+// promWriter writes the Prometheus text format.
+type promWriter struct{ w io.Writer }
+
+func (p *promWriter) family(name, typ, help string) {
+	fmt.Fprintf(p.w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+}
+
+func (p *promWriter) counter(name, help string, v uint64) {
+	p.family(name, "counter", help)
+	p.sample(name, nil, float64(v))
+}
+
+// sample writes one sample; labels are name/value pairs.
+func (p *promWriter) sample(name string, labels []string, v float64) {
+	io.WriteString(p.w, name)
+	if len(labels) > 0 {
+		io.WriteString(p.w, "{")
+		for i := 0; i+1 < len(labels); i += 2 {
+			if i > 0 {
+				io.WriteString(p.w, ",")
+			}
+			fmt.Fprintf(p.w, "%s=\"%s\"", labels[i], labelEscaper.Replace(labels[i+1]))
+		}
+		io.WriteString(p.w, "}")
+	}
+	fmt.Fprintf(p.w, " %s\n", strconv.FormatFloat(v, 'g', -1, 64))
+}
+
+// writePartitionMetrics reports every partition's log start and end
+// offsets and size.
+func (s *Server) writePartitionMetrics(p *promWriter) {
+	type part struct {
+		topic     string
+		partition int32
+		start     int64
+		end       int64
+		size      int64
+	}
+	var parts []part
+	for _, t := range s.store.Topics() {
+		for i := 0; i < t.Partitions; i++ {
+			log, err := s.store.Partition(t.Name, int32(i))
+			if err != nil {
+				continue
+			}
+			parts = append(parts, part{t.Name, int32(i), log.StartOffset(), log.EndOffset(), log.Size()})
+		}
+	}
+	series := []struct {
+		name, help string
+		v          func(part) int64
+	}{
+		{"logd_partition_log_start_offset", "First offset still in the log.", func(x part) int64 { return x.start }},
+		{"logd_partition_log_end_offset", "Offset the next record will take.", func(x part) int64 { return x.end }},
+		{"logd_partition_size_bytes", "Bytes of the partition's segments.", func(x part) int64 { return x.size }},
+	}
+	for _, se := range series {
+		p.family(se.name, "gauge", se.help)
+		for _, x := range parts {
+			p.sample(se.name, []string{"topic", x.topic, "partition", strconv.Itoa(int(x.partition))}, float64(se.v(x)))
+		}
+	}
+}
+
+// writeGroupMetrics reports every group's committed offsets and its lag
+// behind each partition's end.
+func (s *Server) writeGroupMetrics(p *promWriter) {
+	infos := s.groups.Groups()
+	p.family("logd_group_committed_offset", "gauge", "Offset a consumer group committed.")
+	for _, g := range infos {
+		for _, c := range g.Committed {
+			p.sample("logd_group_committed_offset", []string{"group", g.Group, "topic", c.Topic, "partition", strconv.Itoa(int(c.Partition))}, float64(c.Offset))
+		}
+	}
+	p.family("logd_group_lag", "gauge", "Records between a group's committed offset and the partition's end.")
+	for _, g := range infos {
+		for _, c := range g.Committed {
+			log, err := s.store.Partition(c.Topic, c.Partition)
+			if err != nil {
+				continue
+			}
+			p.sample("logd_group_lag", []string{"group", g.Group, "topic", c.Topic, "partition", strconv.Itoa(int(c.Partition))}, float64(max(log.EndOffset()-c.Offset, 0)))
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package logd
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fsyncBuckets are the upper bounds, in seconds, of the fsync latency
+// histogram.
+var fsyncBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}
+
+// metrics counts what the server does; /metrics renders it with the
+// store's and the coordinator's state. It is also the store's hook for
+// fsync and truncation events.
+type metrics struct {
+	connections     atomic.Int64
+	refused         atomic.Uint64
+	badFrames       atomic.Uint64
+	produceErrors   atomic.Uint64
+	producedBytes   atomic.Uint64
+	fetchedBytes    atomic.Uint64
+	fetchOutOfRange atomic.Uint64
+	truncations     atomic.Uint64
+
+	mu       sync.Mutex
+	requests map[int16]*apiStats
+	fsync    histogram
+}
+
+type apiStats struct {
+	count, errors uint64
+	seconds       float64
+}
+
+type histogram struct {
+	counts []uint64 // per bucket, then +Inf
+	sum    float64
+	count  uint64
+}
+
+func newMetrics() *metrics {
+	return &metrics{requests: map[int16]*apiStats{}, fsync: histogram{counts: make([]uint64, len(fsyncBuckets)+1)}}
+}
+
+// request records one answered (or refused) request.
+func (m *metrics) request(key int16, took time.Duration, failed bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.requests[key]
+	if st == nil {
+		if kmsg.NameForKey(key) == "Unknown" {
+			key = -1 // bounded: every unknown key is counted together
+		}
+		if st = m.requests[key]; st == nil {
+			st = &apiStats{}
+			m.requests[key] = st
+		}
+	}
+	st.count++
+	st.seconds += took.Seconds()
+	if failed {
+		st.errors++
+	}
+}
+
+// OnFsync implements storage.HookFsync.
+func (m *metrics) OnFsync(_ string, _ int32, took time.Duration, _ int64) {
+	sec := took.Seconds()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i := 0
+	for i < len(fsyncBuckets) && sec > fsyncBuckets[i] {
+		i++
+	}
+	m.fsync.counts[i]++
+	m.fsync.sum += sec
+	m.fsync.count++
+}
+
+// OnTruncate implements storage.HookTruncate.
+func (m *metrics) OnTruncate(string, int32, int64, int64, string) { m.truncations.Add(1) }

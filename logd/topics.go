@@ -1,0 +1,136 @@
+package logd
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/logd/storage"
+)
+
+// createTopics creates topics with their partition counts and config
+// overrides. A replication factor other than 1 (or -1, the default) is
+// refused: this is a single node.
+func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = t.Topic
+		partitions := t.NumPartitions
+		if partitions == -1 {
+			partitions = s.cfg.DefaultPartitions
+		}
+		rt.NumPartitions, rt.ReplicationFactor = partitions, 1
+		err := s.createTopic(t, partitions, req.ValidateOnly)
+		rt.ErrorCode = errorCode(err)
+		if err != nil {
+			msg := err.Error()
+			rt.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (s *Server) createTopic(t kmsg.CreateTopicsRequestTopic, partitions int32, validateOnly bool) error {
+	switch {
+	case t.ReplicationFactor != -1 && t.ReplicationFactor != 1:
+		return fmt.Errorf("%w: a single node holds one replica", kerr.InvalidReplicationFactor)
+	case len(t.ReplicaAssignment) > 0:
+		return fmt.Errorf("%w: a single node has nothing to assign", kerr.InvalidReplicaAssignment)
+	case partitions < 1:
+		return fmt.Errorf("%w: %d partitions", kerr.InvalidPartitions, partitions)
+	}
+	entries := make(map[string]*string, len(t.Configs))
+	for _, c := range t.Configs {
+		entries[c.Name] = c.Value
+	}
+	tc, err := parseTopicConfig(entries)
+	if err != nil || validateOnly {
+		return err
+	}
+	if err := s.store.CreateTopic(t.Topic, int(partitions), tc); err != nil {
+		return err
+	}
+	s.cfg.Logger.Info("logd: created topic", "topic", t.Topic, "partitions", partitions)
+	return nil
+}
+
+func (s *Server) deleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response {
+	resp := kmsg.NewPtrDeleteTopicsResponse()
+	names := req.TopicNames
+	for _, t := range req.Topics {
+		if t.Topic != nil {
+			names = append(names, *t.Topic)
+		}
+	}
+	for _, name := range names {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		err := s.store.DeleteTopic(name)
+		rt.ErrorCode = errorCode(err)
+		if err == nil {
+			s.cfg.Logger.Info("logd: deleted topic", "topic", name)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// Kafka's DescribeConfigs resource types.
+const (
+	resourceTopic  = 2
+	resourceBroker = 4
+)
+
+// describeConfigs reports topics' effective configs (and a few broker
+// ones), so admin tools can read them.
+func (s *Server) describeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Response {
+	resp := kmsg.NewPtrDescribeConfigsResponse()
+	for _, r := range req.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		var values map[string]string
+		switch r.ResourceType {
+		case resourceTopic:
+			info, ok := s.store.Topic(r.ResourceName)
+			if !ok {
+				rr.ErrorCode = errorCode(storage.ErrUnknownTopicOrPartition)
+				break
+			}
+			values = topicConfigValues(info.Config)
+		case resourceBroker:
+			values = map[string]string{
+				"auto.create.topics.enable":    strconv.FormatBool(s.cfg.AutoCreateTopics),
+				"num.partitions":               strconv.Itoa(int(s.cfg.DefaultPartitions)),
+				"socket.request.max.bytes":     strconv.Itoa(s.cfg.MaxRequestBytes),
+				"group.min.session.timeout.ms": strconv.FormatInt(s.cfg.MinSessionTimeout.Milliseconds(), 10),
+				"group.max.session.timeout.ms": strconv.FormatInt(s.cfg.MaxSessionTimeout.Milliseconds(), 10),
+			}
+		default:
+			rr.ErrorCode = kerr.InvalidRequest.Code
+		}
+		for name, v := range values {
+			if len(r.ConfigNames) > 0 && !contains(r.ConfigNames, name) {
+				continue
+			}
+			c := kmsg.NewDescribeConfigsResponseResourceConfig()
+			c.Name, c.Value, c.ReadOnly = name, kmsg.StringPtr(v), r.ResourceType == resourceBroker
+			c.Source = kmsg.ConfigSourceDefaultConfig
+			rr.Configs = append(rr.Configs, c)
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
