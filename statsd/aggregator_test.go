@@ -117,7 +117,7 @@ func TestAggregatorDeleteIdle(t *testing.T) {
 
 func TestAggregatorSingleValueTimerAndHistogram(t *testing.T) {
 	a := mustAggregator(t, AggregatorConfig{FlushInterval: time.Second,
-		Histogram: []HistogramConfig{{Metric: "foo", Bins: nil}, {Metric: "", Bins: []float64{0.5, 2, math.Inf(1)}}},
+		Histogram:              []HistogramConfig{{Metric: "foo", Bins: nil}, {Metric: "", Bins: []float64{0.5, 2, math.Inf(1)}}},
 		CalculatedTimerMetrics: []string{"count", "upper_percent", "histogram"}})
 	feed(t, a, "t:1|ms", "foo:1|ms", "u:0.25|ms", "u:1|ms", "u:3|ms")
 	got := flat(a.Flush(t0))

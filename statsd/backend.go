@@ -1,0 +1,26 @@
+package statsd
+
+import "context"
+
+// Backend receives every flush. The Server calls Flush from one
+// goroutine, one backend after the other, with a context bounded by
+// Config.BackendTimeout.
+type Backend interface {
+	// Name names the backend in logs and self-metrics.
+	Name() string
+	Flush(ctx context.Context, s *Snapshot) error
+}
+
+// PacketBackend is a Backend that also sees every packet as received
+// (the repeater). Packet is called from the reading goroutines, possibly
+// at once; p is valid only during the call.
+type PacketBackend interface {
+	Backend
+	Packet(p []byte)
+}
+
+// Closer is a Backend with something to release when the Server stops,
+// after the final flush.
+type Closer interface {
+	Close() error
+}

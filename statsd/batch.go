@@ -1,0 +1,80 @@
+package statsd
+
+import "bytes"
+
+// batch is what one reading goroutine parsed and has yet to hand to the
+// aggregator: parsing happens outside the aggregator's lock, adding
+// inside it.
+type batch struct {
+	p       Parser
+	metrics []Metric
+	packets int
+	lines   int
+	bad     int
+	// badLine keeps the first bad line of the batch for the log.
+	badLine []byte
+	badWhy  Reason
+}
+
+const maxLoggedLine = 256
+
+func newBatch(noSanitize bool) *batch {
+	return &batch{p: Parser{NoSanitize: noSanitize}, metrics: make([]Metric, 0, 1024),
+		badLine: make([]byte, 0, maxLoggedLine)}
+}
+
+// addPacket parses the lines of one packet.
+func (b *batch) addPacket(pkt []byte) {
+	b.packets++
+	for len(pkt) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(pkt, '\n'); i >= 0 {
+			line, pkt = pkt[:i], pkt[i+1:]
+		} else {
+			line, pkt = pkt, nil
+		}
+		if len(line) > 0 {
+			b.addLine(line)
+		}
+	}
+}
+
+func (b *batch) addLine(line []byte) {
+	var bad int
+	var why Reason
+	b.metrics, bad, why = b.p.AppendLine(b.metrics, line)
+	if why == ReasonNone && IsSeqLine(line) {
+		return // counted apart, as SeqLines
+	}
+	b.lines++
+	if bad > 0 {
+		b.addBad(bad, why, line)
+	}
+}
+
+// addBad counts bad values and keeps the first bad line for the log.
+func (b *batch) addBad(n int, why Reason, line []byte) {
+	if b.bad == 0 {
+		b.badWhy = why
+		b.badLine = append(b.badLine[:0], line[:min(len(line), maxLoggedLine)]...)
+	}
+	b.bad += n
+}
+
+func (b *batch) empty() bool { return b.packets == 0 && b.lines == 0 && b.bad == 0 }
+
+// applyTo adds the batch to a and empties it.
+func (b *batch) applyTo(a *Aggregator) {
+	a.CountPacket(b.packets, b.lines, b.bad)
+	for i := range b.metrics {
+		a.Add(&b.metrics[i])
+	}
+	b.reset()
+}
+
+func (b *batch) reset() {
+	b.p.Reset()
+	clear(b.metrics) // drop references to the packets
+	b.metrics = b.metrics[:0]
+	b.packets, b.lines, b.bad = 0, 0, 0
+}

@@ -1,0 +1,143 @@
+package statsd
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// equivSteps are the packets of each flush interval. Every step is sent
+// to both servers right after both flushed, so it lands in the same
+// interval on both; empty steps let stats go idle.
+func equivSteps() [][]string {
+	timer := func(key string, n int, scale float64, rate string) []string {
+		var lines []string
+		for i := 0; i < n; i++ {
+			v := math.Round(scale*float64((i*7919)%97+1)*1000) / 1000
+			lines = append(lines, fmt.Sprintf("%s:%v|ms%s", key, v, rate))
+		}
+		return lines
+	}
+	packet := func(lines ...[]string) string {
+		var all []string
+		for _, l := range lines {
+			all = append(all, l...)
+		}
+		return strings.Join(all, "\n")
+	}
+	return [][]string{
+		{
+			packet([]string{"c.one:1|c", "c.one:3|c|@0.1", "c.two:2.5|c|@0.3", "c.two:1|c|@0.7", "c.neg:-4|c"}),
+			packet([]string{"g.one:10|g", "g.one:+5|g", "g.one:-2.5|g", "g.two:-3|g", "g.three:1.1|g", "g.zero:0|g"}),
+			packet(timer("t.many", 37, 0.37, ""), []string{"t.rated:5|ms|@0.5", "t.rated:7.5|ms|@0.5", "t.single:42|ms"}),
+			packet([]string{"s.one:a|s", "s.one:b|s", "s.one:a|s", "s.two:x|s"}),
+			packet([]string{"multi:1|c:2|ms:3|g", "a b/c!d:1|c", "tagged:1|c|#env:prod", "tagged:2|c|#env:prod"}),
+			packet([]string{"bad.value:abc|c", "bad.rate:1|c|@x", "nocolon", "neg.timer:-1|ms", "", "c.one:2|c"}),
+		},
+		{
+			packet(timer("t.many", 100, 1.1, ""), timer("t.two", 2, 3, "|@0.25")),
+			packet([]string{"g.one:+0.1|g", "g.zero:+1|g", "c.one:1|c|@0.01", "s.one:c|s", "h.t:0.5|ms", "h.t:99|ms", "h.t:1000|ms"}),
+		},
+		{}, // idle: counters 0, timers count 0, sets 0, gauges kept (or all gone)
+		{
+			packet([]string{"c.one:5|c", "g.two:+3|g", "t.single:1|ms", "t.single:2|ms", "s.two:y|s"}),
+		},
+		{},
+	}
+}
+
+// equivIgnored are the names whose values legitimately differ between
+// two servers (times and sizes of the flush itself).
+func equivIgnored(name string) bool {
+	switch name {
+	case "stats.statsd.processing_time", "stats.gauges.statsd.timestamp_lag",
+		"stats.statsd.graphiteStats.calculationtime", "stats.statsd.graphiteStats.last_exception",
+		"stats.statsd.graphiteStats.last_flush", "stats.statsd.graphiteStats.flush_time",
+		"stats.statsd.graphiteStats.flush_length":
+		return true
+	}
+	return false
+}
+
+// TestEtsyEquivalence sends the same packets to Etsy statsd 0.9.0 and to
+// our server, both flushing every second to Graphite sinks, and checks
+// that every flush has the same names with the same values.
+func TestEtsyEquivalence(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		etsy map[string]any
+		ours AggregatorConfig
+	}{
+		{
+			name: "defaults",
+			etsy: map[string]any{
+				"percentThreshold": []any{90, 50, -10, 99.9},
+				"histogram":        []any{map[string]any{"metric": "h.", "bins": []any{1, 10.5, 100, "inf"}}},
+			},
+			ours: AggregatorConfig{
+				PercentThreshold: []float64{90, 50, -10, 99.9},
+				Histogram:        []HistogramConfig{{Metric: "h.", Bins: []float64{1, 10.5, 100, math.Inf(1)}}},
+			},
+		},
+		{
+			name: "deleteIdleStats",
+			etsy: map[string]any{"deleteIdleStats": true},
+			ours: AggregatorConfig{DeleteIdleStats: true},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			etsySink, ourSink := newGraphiteSink(t), newGraphiteSink(t)
+			tc.etsy["flushInterval"] = 1000
+			tc.etsy["graphiteHost"], tc.etsy["graphitePort"] = "127.0.0.1", etsySink.port()
+			e := startEtsy(t, tc.etsy)
+			g, err := NewGraphite(GraphiteConfig{Address: ourSink.ln.Addr().String(), Self: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := Config{AggregatorConfig: tc.ours, Backends: []Backend{g}}
+			cfg.FlushInterval = time.Second
+			s := startServer(t, cfg)
+			ours := s.UDPAddrs()[0].String()
+
+			// Both flush on whole seconds. Start right after a flush of
+			// each.
+			etsySink.next(t, "Etsy")
+			ourSink.next(t, "ours")
+			for i, step := range equivSteps() {
+				sendUDP(t, e.addr(), step...)
+				sendUDP(t, ours, step...)
+				want, got := etsySink.next(t, "Etsy"), ourSink.next(t, "ours")
+				compareFlush(t, i, want, got)
+			}
+		})
+	}
+}
+
+func compareFlush(t *testing.T, step int, want, got map[string]string) {
+	t.Helper()
+	var diffs []string
+	for name, w := range want {
+		g, ok := got[name]
+		switch {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("missing %s %s", name, w))
+		case g != w && !equivIgnored(name):
+			diffs = append(diffs, fmt.Sprintf("%s = %s, Etsy %s", name, g, w))
+		}
+	}
+	for name, g := range got {
+		if _, ok := want[name]; !ok && !strings.HasPrefix(name, "stats.statsd.server.") {
+			diffs = append(diffs, fmt.Sprintf("extra %s %s", name, g))
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		t.Errorf("flush after step %d differs from Etsy's (%d names there):\n%s", step, len(want), strings.Join(diffs, "\n"))
+	}
+	if len(want) < 10 {
+		t.Errorf("flush after step %d: Etsy wrote only %d names", step, len(want))
+	}
+}

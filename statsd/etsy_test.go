@@ -1,0 +1,96 @@
+package statsd
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// etsy is a running Etsy statsd 0.9.0 daemon.
+type etsy struct {
+	port int // its UDP port
+	cmd  *exec.Cmd
+}
+
+// startEtsy runs Etsy's stats.js with config (Etsy's option names) plus
+// a UDP port and a management port of its own on 127.0.0.1, and waits
+// until it listens. The test's cleanup kills it by PID.
+func startEtsy(t testing.TB, config map[string]any) *etsy {
+	t.Helper()
+	statsJS := peer(t, "Etsy statsd 0.9.0", filepath.Join(peersDir(), "statsd", "node_modules", "statsd", "stats.js"))
+	node, err := exec.LookPath("node")
+	if err != nil {
+		peer(t, "node", "/nonexistent/node")
+	}
+	e := &etsy{port: freeUDPPort(t)}
+	config["port"], config["address"] = e.port, "127.0.0.1"
+	config["mgmt_port"], config["mgmt_address"] = freeTCPPort(t), "127.0.0.1"
+	config["automaticConfigReload"] = false
+	b, err := json.Marshal(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(t.TempDir(), "config.js")
+	if err := os.WriteFile(cfgFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.cmd = exec.Command(node, statsJS, cfgFile)
+	e.cmd.Dir = filepath.Dir(statsJS)
+	out, err := e.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cmd.Stderr = os.Stderr
+	if err := e.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.cmd.Process.Kill()
+		_ = e.cmd.Wait()
+	})
+	up := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "server is up") {
+				close(up)
+				break
+			}
+		}
+		for sc.Scan() { // drain: Etsy logs every bad line
+		}
+	}()
+	select {
+	case <-up:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Etsy statsd did not start")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !udpPortBound(e.port) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Etsy statsd is not bound to UDP port %d", e.port)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the kernel's socket table: no event to wait on
+	}
+	return e
+}
+
+func (e *etsy) addr() string { return fmt.Sprintf("127.0.0.1:%d", e.port) }
+
+// udpPortBound reports whether a UDP socket is bound to port.
+func udpPortBound(port int) bool {
+	suffix := fmt.Sprintf(":%04X ", port)
+	for _, f := range []string{"/proc/net/udp", "/proc/net/udp6"} {
+		b, err := os.ReadFile(f)
+		if err == nil && strings.Contains(string(b), suffix) {
+			return true
+		}
+	}
+	return false
+}

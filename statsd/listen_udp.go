@@ -1,0 +1,125 @@
+package statsd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+	"golang.org/x/sys/unix"
+)
+
+// udpReader is one SO_REUSEPORT socket and the goroutine reading it in
+// batches.
+type udpReader struct {
+	conn  *net.UDPConn
+	read  func([]ipv4.Message) (int, error)
+	inode uint64
+	cfg   *Config
+}
+
+// listenUDP opens cfg.UDPReaders sockets on addr sharing its port.
+func listenUDP(ctx context.Context, addr string, cfg *Config) ([]*udpReader, error) {
+	lc := net.ListenConfig{Control: reusePort}
+	var out []*udpReader
+	for i := 0; i < cfg.UDPReaders; i++ {
+		pc, err := lc.ListenPacket(ctx, "udp", addr)
+		if err != nil {
+			for _, r := range out {
+				r.conn.Close()
+			}
+			return nil, fmt.Errorf("statsd: listen udp %s: %w", addr, err)
+		}
+		c := pc.(*net.UDPConn)
+		if i == 0 {
+			addr = c.LocalAddr().String() // the others share the chosen port
+		}
+		r := &udpReader{conn: c, cfg: cfg, inode: socketInode(c)}
+		if c.LocalAddr().(*net.UDPAddr).IP.To4() != nil {
+			p := ipv4.NewPacketConn(c)
+			r.read = func(ms []ipv4.Message) (int, error) { return p.ReadBatch(ms, 0) }
+		} else {
+			p := ipv6.NewPacketConn(c)
+			r.read = func(ms []ipv4.Message) (int, error) { return p.ReadBatch(ms, 0) }
+		}
+		if cfg.RecvBuffer > 0 {
+			_ = c.SetReadBuffer(cfg.RecvBuffer)
+			if got := recvBuffer(c); got < cfg.RecvBuffer {
+				cfg.Logger.Warn("statsd: kernel clamped the UDP receive buffer; raise net.core.rmem_max",
+					"requested", cfg.RecvBuffer, "granted", got)
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func reusePort(_, _ string, c syscall.RawConn) error {
+	var serr error
+	err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// recvBuffer reads back SO_RCVBUF: Linux reports twice the usable size.
+func recvBuffer(c *net.UDPConn) int {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var v int
+	_ = rc.Control(func(fd uintptr) { v, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF) })
+	return v / 2
+}
+
+// socketInode is the inode of a socket, which names it in
+// /proc/net/udp.
+func socketInode(c syscall.Conn) uint64 {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var st unix.Stat_t
+	_ = rc.Control(func(fd uintptr) { _ = unix.Fstat(int(fd), &st) })
+	return st.Ino
+}
+
+// run reads batches of datagrams until the socket is closed, parses
+// them and hands them to the aggregator, one lock per batch.
+func (r *udpReader) run(s *Server) {
+	defer s.wg.Done()
+	n := r.cfg.ReadBatch
+	ms := make([]ipv4.Message, n)
+	bufs := make([]byte, n*r.cfg.MaxDatagram)
+	for i := range ms {
+		ms[i].Buffers = [][]byte{bufs[i*r.cfg.MaxDatagram : (i+1)*r.cfg.MaxDatagram]}
+	}
+	b := newBatch(r.cfg.NoSanitize)
+	for {
+		k, err := r.read(ms)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.counters.readErrors.Add(1)
+			continue
+		}
+		for i := 0; i < k; i++ {
+			m := &ms[i]
+			if m.Flags&unix.MSG_TRUNC != 0 {
+				s.counters.truncated.Add(1)
+			}
+			p := m.Buffers[0][:m.N]
+			s.repeat(p)
+			b.addPacket(p)
+		}
+		s.ingest(b)
+	}
+}

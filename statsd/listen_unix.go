@@ -1,0 +1,61 @@
+package statsd
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// unixReader reads a unix datagram socket. Senders there block or see
+// EAGAIN when its buffer is full: the kernel does not drop.
+type unixReader struct {
+	conn *net.UnixConn
+	path string
+	cfg  *Config
+}
+
+// listenUnixgram binds path, replacing a stale socket file left there
+// (never any other kind of file).
+func listenUnixgram(path string, cfg *Config) (*unixReader, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() == fs.ModeSocket {
+		_ = os.Remove(path)
+	}
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		return nil, fmt.Errorf("statsd: listen unixgram %s: %w", path, err)
+	}
+	if cfg.RecvBuffer > 0 {
+		_ = c.SetReadBuffer(cfg.RecvBuffer)
+	}
+	return &unixReader{conn: c, path: path, cfg: cfg}, nil
+}
+
+func (r *unixReader) close() {
+	r.conn.Close() // net removes the socket file it created
+}
+
+func (r *unixReader) run(s *Server) {
+	defer s.wg.Done()
+	buf := make([]byte, r.cfg.MaxDatagram)
+	b := newBatch(r.cfg.NoSanitize)
+	for {
+		n, _, flags, _, err := r.conn.ReadMsgUnix(buf, nil)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.counters.readErrors.Add(1)
+			continue
+		}
+		if flags&unix.MSG_TRUNC != 0 {
+			s.counters.truncated.Add(1)
+		}
+		s.repeat(buf[:n])
+		b.addPacket(buf[:n])
+		s.ingest(b)
+	}
+}

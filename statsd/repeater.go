@@ -1,0 +1,167 @@
+package statsd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of RepeaterConfig.
+const (
+	DefaultRepeaterQueue      = 4096
+	DefaultRepeaterQueueBytes = 8 << 20
+)
+
+// RepeaterConfig configures a Repeater (Etsy's repeater backend:
+// repeater and repeaterProtocol).
+type RepeaterConfig struct {
+	// Targets are the host:port of the StatsD servers to forward to.
+	Targets []string
+	// Protocol is "udp" (default; also "udp4", "udp6") or "tcp". Over
+	// TCP each packet is sent ending with a newline.
+	Protocol string
+	// Queue and QueueBytes bound the packets waiting to be sent; beyond
+	// them packets are dropped and counted. Defaults 4096 and 8 MiB.
+	Queue, QueueBytes int
+	// Logger receives send failures. Default: discard.
+	Logger *slog.Logger
+}
+
+// Repeater is a backend that forwards every packet received, as it
+// was, to other StatsD servers. It never blocks the readers.
+type Repeater struct {
+	cfg     RepeaterConfig
+	queue   chan []byte
+	queued  atomic.Int64 // bytes in queue
+	sent    atomic.Uint64
+	dropped atomic.Uint64
+	conns   []io.WriteCloser
+	wg      sync.WaitGroup
+	once    sync.Once
+}
+
+// NewRepeater dials the targets (for UDP that only resolves them) and
+// starts the sending goroutine.
+func NewRepeater(ctx context.Context, cfg RepeaterConfig) (*Repeater, error) {
+	if cfg.Protocol == "" {
+		cfg.Protocol = "udp"
+	}
+	setDefault(&cfg.Queue, DefaultRepeaterQueue)
+	setDefault(&cfg.QueueBytes, DefaultRepeaterQueueBytes)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case len(cfg.Targets) == 0:
+		return nil, fmt.Errorf("%w: repeater without targets", ErrBadConfig)
+	case cfg.Protocol != "udp" && cfg.Protocol != "udp4" && cfg.Protocol != "udp6" && cfg.Protocol != "tcp":
+		return nil, fmt.Errorf("%w: repeater protocol %q: want udp, udp4, udp6 or tcp", ErrBadConfig, cfg.Protocol)
+	case cfg.Queue < 1 || cfg.QueueBytes < 1:
+		return nil, fmt.Errorf("%w: repeater queue must be positive", ErrBadConfig)
+	}
+	r := &Repeater{cfg: cfg, queue: make(chan []byte, cfg.Queue)}
+	var d net.Dialer
+	for _, t := range cfg.Targets {
+		c, err := d.DialContext(ctx, cfg.Protocol, t)
+		if err != nil {
+			r.closeConns()
+			return nil, fmt.Errorf("statsd: repeater: %w", err)
+		}
+		r.conns = append(r.conns, c)
+	}
+	r.wg.Add(1)
+	go r.send()
+	return r, nil
+}
+
+// Name is "repeater".
+func (r *Repeater) Name() string { return "repeater" }
+
+// Flush does nothing: packets are forwarded as they come.
+func (r *Repeater) Flush(context.Context, *Snapshot) error { return nil }
+
+// Packet queues a copy of p, or drops it when the queue is full.
+func (r *Repeater) Packet(p []byte) {
+	if r.queued.Add(int64(len(p))) > int64(r.cfg.QueueBytes) {
+		r.queued.Add(-int64(len(p)))
+		r.dropped.Add(1)
+		return
+	}
+	select {
+	case r.queue <- append([]byte(nil), p...):
+	default:
+		r.queued.Add(-int64(len(p)))
+		r.dropped.Add(1)
+	}
+}
+
+func (r *Repeater) send() {
+	defer r.wg.Done()
+	for p := range r.queue {
+		r.queued.Add(-int64(len(p)))
+		if r.cfg.Protocol == "tcp" && (len(p) == 0 || p[len(p)-1] != '\n') {
+			p = append(p, '\n')
+		}
+		ok := true
+		for i, c := range r.conns {
+			if _, err := c.Write(p); err != nil {
+				ok = false
+				r.cfg.Logger.Warn("statsd: repeater send failed", "target", r.cfg.Targets[i], "err", err)
+				if r.cfg.Protocol == "tcp" {
+					r.redial(i)
+				}
+			}
+		}
+		if ok {
+			r.sent.Add(1)
+		} else {
+			r.dropped.Add(1)
+		}
+	}
+}
+
+// redial replaces a broken TCP connection; the next packet goes to the
+// new one (or fails again and retries).
+func (r *Repeater) redial(i int) {
+	r.conns[i].Close()
+	c, err := net.DialTimeout("tcp", r.cfg.Targets[i], time.Second)
+	if err != nil {
+		r.conns[i] = failedConn{err}
+		return
+	}
+	r.conns[i] = c
+}
+
+// counts returns the packets sent and dropped since the last call.
+func (r *Repeater) counts() (sent, dropped uint64) {
+	return r.sent.Swap(0), r.dropped.Swap(0)
+}
+
+// Close sends what is queued and closes the connections.
+func (r *Repeater) Close() error {
+	r.once.Do(func() {
+		close(r.queue)
+		r.wg.Wait()
+		r.closeConns()
+	})
+	return nil
+}
+
+func (r *Repeater) closeConns() {
+	for _, c := range r.conns {
+		c.Close()
+	}
+}
+
+// failedConn stands for a TCP target that could not be redialed: writes
+// fail (and redial again) until it answers.
+type failedConn struct{ error }
+
+func (f failedConn) Write([]byte) (int, error) { return 0, f.error }
+
+func (failedConn) Close() error { return nil }

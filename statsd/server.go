@@ -1,0 +1,264 @@
+package statsd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Server is a StatsD server: listeners feeding one Aggregator, flushed
+// to the backends every FlushInterval.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex // guards agg, lastBadLog
+	agg     *Aggregator
+	lastLog time.Time
+
+	udp     []*udpReader
+	tcp     []*tcpListener
+	unix    []*unixReader
+	packets []PacketBackend
+	drops   dropReader
+
+	counters listenCounters
+	// flushMu serializes flushes; lastFlush is the previous one's
+	// duration.
+	flushMu   sync.Mutex
+	lastFlush time.Duration
+	backErrs  map[string]uint64
+
+	wg      sync.WaitGroup
+	closed  atomic.Bool
+	stopped chan struct{}
+}
+
+// listenCounters are the listeners' counters since the last flush.
+type listenCounters struct {
+	truncated, tooLong, readErrors, rejectedConns atomic.Uint64
+}
+
+// NewServer opens the listeners and starts reading; metrics are
+// aggregated from then on. Serve flushes them.
+func NewServer(ctx context.Context, cfg Config) (*Server, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	agg, err := NewAggregator(cfg.AggregatorConfig)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, agg: agg, backErrs: make(map[string]uint64), stopped: make(chan struct{})}
+	for _, b := range cfg.Backends {
+		if pb, ok := b.(PacketBackend); ok {
+			s.packets = append(s.packets, pb)
+		}
+	}
+	if err := s.listen(ctx); err != nil {
+		s.closeListeners()
+		return nil, err
+	}
+	for _, r := range s.udp {
+		s.wg.Add(1)
+		go r.run(s)
+	}
+	for _, l := range s.tcp {
+		s.wg.Add(1)
+		go l.run(s)
+	}
+	for _, r := range s.unix {
+		s.wg.Add(1)
+		go r.run(s)
+	}
+	return s, nil
+}
+
+func (s *Server) listen(ctx context.Context) error {
+	for _, addr := range s.cfg.UDP {
+		rs, err := listenUDP(ctx, addr, &s.cfg)
+		if err != nil {
+			return err
+		}
+		s.udp = append(s.udp, rs...)
+		for _, r := range rs {
+			s.drops.add(r.inode)
+		}
+	}
+	for _, addr := range s.cfg.TCP {
+		l, err := listenTCP(ctx, addr, &s.cfg)
+		if err != nil {
+			return err
+		}
+		s.tcp = append(s.tcp, l)
+	}
+	for _, path := range s.cfg.Unixgram {
+		r, err := listenUnixgram(path, &s.cfg)
+		if err != nil {
+			return err
+		}
+		s.unix = append(s.unix, r)
+	}
+	return nil
+}
+
+// UDPAddrs, TCPAddrs and UnixgramPaths say where the server listens,
+// with the ports the system chose.
+func (s *Server) UDPAddrs() []net.Addr {
+	var out []net.Addr
+	for i, r := range s.udp {
+		if i%s.cfg.UDPReaders == 0 {
+			out = append(out, r.conn.LocalAddr())
+		}
+	}
+	return out
+}
+
+func (s *Server) TCPAddrs() []net.Addr {
+	var out []net.Addr
+	for _, l := range s.tcp {
+		out = append(out, l.ln.Addr())
+	}
+	return out
+}
+
+func (s *Server) UnixgramPaths() []string { return s.cfg.Unixgram }
+
+// Config returns the configuration in force, defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// ingest hands a parsed batch to the aggregator and logs its first bad
+// line when the last log is old enough.
+func (s *Server) ingest(b *batch) {
+	if b.empty() && len(b.metrics) == 0 {
+		return
+	}
+	var logBad bool
+	s.mu.Lock()
+	if b.bad > 0 {
+		if now := s.cfg.Now(); now.Sub(s.lastLog) >= s.cfg.BadLineLogGap {
+			s.lastLog, logBad = now, true
+		}
+	}
+	b.applyTo(s.agg)
+	s.mu.Unlock()
+	if logBad {
+		s.log.Warn("statsd: bad line (more are counted, not logged, for a while)",
+			"line", quoteLine(string(b.badLine)), "reason", b.badWhy.String())
+	}
+}
+
+// repeat gives a packet to the packet backends.
+func (s *Server) repeat(p []byte) {
+	for _, b := range s.packets {
+		b.Packet(p)
+	}
+}
+
+// Serve flushes every FlushInterval, on the multiples of the interval
+// since the Unix epoch (as Etsy's grid from its start second), until
+// ctx ends; then it closes the listeners, makes a final flush, closes
+// the backends and returns nil. It returns ErrClosed if the server was
+// already closed.
+func (s *Server) Serve(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	interval := s.cfg.FlushInterval
+	for {
+		now := s.cfg.Now()
+		next := time.UnixMilli((now.UnixMilli()/interval.Milliseconds() + 1) * interval.Milliseconds())
+		t := time.NewTimer(next.Sub(now))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return s.Close()
+		case <-t.C:
+			s.Flush(context.WithoutCancel(ctx))
+		}
+	}
+}
+
+// Flush flushes now: it computes the snapshot, hands it to every
+// backend, and returns it.
+func (s *Server) Flush(ctx context.Context) *Snapshot {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	start := s.cfg.Now()
+	s.mu.Lock()
+	snap := s.agg.Flush(start)
+	s.mu.Unlock()
+	snap.Server.ProcessingTime = s.cfg.Now().Sub(start)
+	snap.Server.LastFlushDuration = s.lastFlush
+	snap.Server.Listen = s.listenStats()
+	snap.Server.BackendErrors = s.backErrs
+	s.backErrs = make(map[string]uint64)
+	for _, b := range s.cfg.Backends {
+		bctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
+		err := b.Flush(bctx, snap)
+		cancel()
+		if err != nil {
+			s.backErrs[b.Name()]++
+			s.log.Warn("statsd: backend flush failed", "backend", b.Name(), "err", err)
+		}
+	}
+	s.lastFlush = s.cfg.Now().Sub(start)
+	return snap
+}
+
+func (s *Server) listenStats() ListenStats {
+	st := ListenStats{
+		KernelDrops:   s.drops.delta(),
+		Truncated:     s.counters.truncated.Swap(0),
+		LinesTooLong:  s.counters.tooLong.Swap(0),
+		ReadErrors:    s.counters.readErrors.Swap(0),
+		RejectedConns: s.counters.rejectedConns.Swap(0),
+	}
+	for _, b := range s.cfg.Backends {
+		if r, ok := b.(*Repeater); ok {
+			sent, dropped := r.counts()
+			st.Repeated += sent
+			st.RepeatDropped += dropped
+		}
+	}
+	return st
+}
+
+// Close stops the listeners, waits for the readers, makes a final flush
+// and closes the backends. Later calls return ErrClosed.
+func (s *Server) Close() error {
+	if s.closed.Swap(true) {
+		return ErrClosed
+	}
+	s.closeListeners()
+	s.wg.Wait()
+	s.Flush(context.Background())
+	var errs []error
+	for _, b := range s.cfg.Backends {
+		if c, ok := b.(Closer); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("statsd: close backend %s: %w", b.Name(), err))
+			}
+		}
+	}
+	close(s.stopped)
+	return errors.Join(errs...)
+}
+
+func (s *Server) closeListeners() {
+	for _, r := range s.udp {
+		r.conn.Close()
+	}
+	for _, l := range s.tcp {
+		l.close()
+	}
+	for _, r := range s.unix {
+		r.close()
+	}
+}
