@@ -71,7 +71,7 @@
 // if it lies wholly below the recovery point and its indexes pass a
 // sanity check (whole entries, ascending, in range, the seal matching the
 // log's size). Every other segment is read batch by batch — length,
-// magic, CRC-32C, offsets ascending and below the next segment — its
+// magic, CRC-32C, offsets contiguous and below the next segment — its
 // indexes are rebuilt, and it is truncated at the first batch that
 // fails; later segments are then deleted. A missing or damaged index is
 // rebuilt, never a reason to refuse to start. The idempotent-producer

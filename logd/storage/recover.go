@@ -250,8 +250,9 @@ func (s *segment) readFirstTs() error {
 }
 
 // verify reads every batch of the segment, rebuilding its indexes, and
-// truncates it at the first batch that is torn, fails its CRC, or whose
-// offsets do not ascend from expect or reach nextBase. The segment is
+// truncates it at the first batch that is torn, fails its CRC, does not
+// start right after the one before (the first at expect: offsets are
+// contiguous, compaction keeps them so), or reaches nextBase. The segment is
 // fsynced, so what survives is durable.
 func (r *recovery) verify(s *segment, size, expect, nextBase int64) (cut bool, err error) {
 	l := r.l
@@ -265,7 +266,7 @@ func (r *recovery) verify(s *segment, size, expect, nextBase int64) (cut bool, e
 		if err == nil {
 			err = decodeHeader(b, &r.hdr)
 		}
-		if err == nil && (r.hdr.FirstOffset < expect || r.hdr.FirstOffset+int64(r.hdr.LastOffsetDelta) >= nextBase) {
+		if err == nil && (r.hdr.FirstOffset != expect || r.hdr.FirstOffset+int64(r.hdr.LastOffsetDelta) >= nextBase) {
 			err = errOffsetOrder
 		}
 		if err != nil {
