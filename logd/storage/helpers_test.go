@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -188,3 +191,7 @@ func readAll(t testing.TB, l *Log, from int64) []decoded {
 }
 
 func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
+
+func itoa(i int64) string { return strconv.FormatInt(i, 10) }
+
+func removeFile(dir, name string) error { return os.Remove(filepath.Join(dir, name)) }
