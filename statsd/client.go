@@ -14,7 +14,9 @@ import (
 // A metric call formats its line and copies it into the packet its shard
 // is filling; a full packet joins a bounded queue that one goroutine
 // writes to the network, and a partly filled one is flushed every
-// FlushInterval. Calls never wait for the network and do not allocate:
+// FlushInterval. Counter increments are summed in the client and sent
+// once per flush (ClientConfig.CounterKeys). Calls never wait for the
+// network and do not allocate (but for a counter's first increment):
 // when the queue is full, lines are dropped and counted (Stats).
 type Client struct {
 	cfg         ClientConfig
@@ -23,6 +25,9 @@ type Client struct {
 	head        int    // bytes reserved at the start of a packet for the sequence line
 	seed        maphash.Seed
 	rand        func() uint64 // sampling; math/rand/v2's per-thread generator
+
+	tallies clientTallies // counters summed between flushes
+	closed  atomic.Bool   // Close was called: increments go to the (closed) shards
 
 	shards []clientShard
 	queue  chan *clientPacket // filled packets, oldest first; never full
@@ -75,6 +80,9 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if cfg.Sequence {
 		c.head = len(AppendSeqLine(nil, cfg.ClientID, 1<<64-1)) + len("\n")
 	}
+	if cfg.CounterKeys > 0 {
+		c.tallies = newClientTallies(cfg.CounterKeys)
+	}
 	spare := cfg.QueueBytes / cfg.MaxPacketSize
 	total := cfg.Shards + spare
 	c.queue = make(chan *clientPacket, total)
@@ -113,7 +121,10 @@ func joinClientTags(tags []string) string {
 // and drops the rest. Metric calls after Close are dropped and counted.
 // It returns the error of closing the connection.
 func (c *Client) Close() error {
-	c.once.Do(func() { close(c.closing) })
+	c.once.Do(func() {
+		c.closed.Store(true)
+		close(c.closing)
+	})
 	<-c.done
 	return c.closeErr
 }

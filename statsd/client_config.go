@@ -15,6 +15,7 @@ const (
 	DefaultClientFlushInterval = 100 * time.Millisecond
 	DefaultClientQueueBytes    = 256 << 10
 	DefaultClientWriteTimeout  = time.Second
+	DefaultClientCounterKeys   = 1024
 )
 
 // maxClientPacketSize is the largest UDP payload over IPv4.
@@ -26,6 +27,9 @@ const minClientPacketSize = 128
 
 // maxClientShards bounds ClientConfig.Shards.
 const maxClientShards = 1024
+
+// maxClientCounterKeys bounds ClientConfig.CounterKeys.
+const maxClientCounterKeys = 1 << 20
 
 // ClientConfig configures a Client. Zero fields take the documented
 // defaults.
@@ -60,6 +64,13 @@ type ClientConfig struct {
 	// order; different names spread over the shards, so concurrent
 	// callers seldom share a lock. Default GOMAXPROCS; at most 1024.
 	Shards int
+	// CounterKeys bounds the counters (name and tags) whose increments
+	// are summed in the client between flushes: an increment at rate 1
+	// of one of them is an atomic add, and each flush sends one line per
+	// counter incremented. Increments of counters beyond the bound, and
+	// sampled ones, are sent line by line. Default 1024; -1 sends every
+	// increment as its own line.
+	CounterKeys int
 	// WriteTimeout bounds one write (it matters where the network pushes
 	// back: unixgram and TCP), a TCP dial, and how long Close keeps
 	// writing what is queued. Default 1 s.
@@ -87,6 +98,7 @@ func (c *ClientConfig) setDefaults() {
 	setClientDefault(&c.QueueBytes, DefaultClientQueueBytes)
 	setClientDefault(&c.Shards, runtime.GOMAXPROCS(0))
 	setClientDefault(&c.WriteTimeout, DefaultClientWriteTimeout)
+	setClientDefault(&c.CounterKeys, DefaultClientCounterKeys)
 	if c.Sequence && c.ClientID == "" {
 		c.ClientID = fmt.Sprintf("%016x", rand.Uint64())
 	}
@@ -109,6 +121,8 @@ func (c *ClientConfig) validate() error {
 		return clientConfigError("QueueBytes %d smaller than MaxPacketSize %d", c.QueueBytes, c.MaxPacketSize)
 	case c.Shards < 1 || c.Shards > maxClientShards:
 		return clientConfigError("Shards %d outside [1, %d]", c.Shards, maxClientShards)
+	case c.CounterKeys < -1 || c.CounterKeys > maxClientCounterKeys:
+		return clientConfigError("CounterKeys %d outside [-1, %d]", c.CounterKeys, maxClientCounterKeys)
 	case c.Sequence:
 		if err := CheckClientID(c.ClientID); err != nil {
 			return fmt.Errorf("%w: %w", ErrBadConfig, err)

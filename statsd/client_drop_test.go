@@ -11,7 +11,7 @@ import (
 func TestClientDropsWhenQueueFull(t *testing.T) {
 	srv := clientUnixgram(t)
 	c := newTestClient(t, ClientConfig{Network: "unixgram", Addr: srv.LocalAddr().String(), Shards: 1,
-		MaxPacketSize: 128, QueueBytes: 2 * 128, FlushInterval: time.Hour, WriteTimeout: time.Minute})
+		MaxPacketSize: 128, QueueBytes: 2 * 128, FlushInterval: time.Hour, WriteTimeout: time.Minute, CounterKeys: -1})
 	calls := 0
 	for ; c.Stats().Dropped == 0; calls++ {
 		if calls == 1_000_000 {
@@ -35,7 +35,7 @@ func TestClientDropsWhenQueueFull(t *testing.T) {
 func TestClientDropsWhenWriteFails(t *testing.T) {
 	srv := clientUnixgram(t)
 	c := newTestClient(t, ClientConfig{Network: "unixgram", Addr: srv.LocalAddr().String(), Shards: 1,
-		MaxPacketSize: 128, FlushInterval: time.Hour})
+		MaxPacketSize: 128, FlushInterval: time.Hour, CounterKeys: -1})
 	srv.Close()
 	const calls = 100
 	for range calls {

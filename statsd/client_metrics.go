@@ -91,6 +91,9 @@ func (c *Client) sampled(rate float64) bool {
 }
 
 func (c *Client) count(name string, n int64, rate float64, tags []string) {
+	if rate >= 1 && c.tallies.slots != nil && !c.closed.Load() && c.tallies.add(c.seed, name, tags, n) {
+		return
+	}
 	if !c.sampled(rate) {
 		return
 	}

@@ -46,7 +46,7 @@ func TestClientRoundTrip(t *testing.T) {
 			c.Count(fmt.Sprintf("m%d", i%7), int64(i), 1, "k:v")
 		}
 	}
-	cfg := ClientConfig{Prefix: "rt.", Shards: 1, MaxPacketSize: 128, FlushInterval: time.Hour}
+	cfg := ClientConfig{Prefix: "rt.", Shards: 1, MaxPacketSize: 128, FlushInterval: time.Hour, CounterKeys: -1}
 
 	t.Run("tcp", func(t *testing.T) {
 		ln, streams := clientTCP(t)
@@ -133,7 +133,7 @@ func TestClientTCPReconnects(t *testing.T) {
 func TestClientConcurrent(t *testing.T) {
 	srv := clientUnixgram(t)
 	packets := collectClientPackets(srv)
-	c := newTestClient(t, ClientConfig{Network: "unixgram", Addr: srv.LocalAddr().String(), Shards: 4, QueueBytes: 16 << 10})
+	c := newTestClient(t, ClientConfig{Network: "unixgram", Addr: srv.LocalAddr().String(), Shards: 4, QueueBytes: 16 << 10, CounterKeys: -1})
 	const workers, calls = 8, 2000
 	var wg sync.WaitGroup
 	for w := range workers {

@@ -12,7 +12,7 @@ import (
 // bytes and their 7 separators make 119 bytes, a ninth would make 134.
 func TestClientFlushOnSize(t *testing.T) {
 	srv := clientUDP(t)
-	c := newTestClient(t, ClientConfig{Addr: srv.LocalAddr().String(), Shards: 1, MaxPacketSize: 128, FlushInterval: time.Hour})
+	c := newTestClient(t, ClientConfig{Addr: srv.LocalAddr().String(), Shards: 1, MaxPacketSize: 128, FlushInterval: time.Hour, CounterKeys: -1})
 	for range 9 {
 		c.Incr("abcdefghij")
 	}
@@ -54,7 +54,7 @@ func TestClientPacketsNeverExceedLimit(t *testing.T) {
 			packets := collectClientPackets(srv)
 			const maxSize = 200
 			c := newTestClient(t, ClientConfig{Network: "unixgram", Addr: srv.LocalAddr().String(), MaxPacketSize: maxSize,
-				QueueBytes: 1 << 20, Shards: 4, Sequence: sequence, ClientID: "packets"})
+				QueueBytes: 1 << 20, Shards: 4, Sequence: sequence, ClientID: "packets", CounterKeys: -1})
 			head := 0
 			if sequence {
 				head = len(AppendSeqLine(nil, "packets", 1<<64-1)) + 1

@@ -17,8 +17,10 @@ func (c *Client) run() {
 		case p := <-c.queue:
 			c.write(p)
 		case <-tick.C:
+			c.flushTallies()
 			c.flushShards(false)
 		case <-c.closing:
+			c.flushTallies()
 			c.flushShards(true)
 			c.w.finish()
 			for {

@@ -125,7 +125,7 @@ func TestClientWire(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := clientUDP(t)
 			cfg := tc.cfg
-			cfg.Addr, cfg.Shards, cfg.FlushInterval = srv.LocalAddr().String(), 1, time.Hour
+			cfg.Addr, cfg.Shards, cfg.FlushInterval, cfg.CounterKeys = srv.LocalAddr().String(), 1, time.Hour, -1
 			c := newTestClient(t, cfg)
 			if tc.rand != nil {
 				c.rand = tc.rand
@@ -179,6 +179,7 @@ func TestClientConfigValidate(t *testing.T) {
 		{"queue below a packet", ClientConfig{Addr: "x", QueueBytes: 1000}},
 		{"negative shards", ClientConfig{Addr: "x", Shards: -1}},
 		{"too many shards", ClientConfig{Addr: "x", Shards: 5000}},
+		{"counter keys", ClientConfig{Addr: "x", CounterKeys: -2}},
 		{"bad client id", ClientConfig{Addr: "x", Sequence: true, ClientID: "a b"}},
 	}
 	for _, tc := range cases {
@@ -198,7 +199,7 @@ func TestClientConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Network != "udp" || cfg.MaxPacketSize != 1432 || cfg.FlushInterval != 100*time.Millisecond ||
-		cfg.QueueBytes != 256<<10 || cfg.Shards < 1 || cfg.WriteTimeout != time.Second || cfg.Logger == nil ||
+		cfg.QueueBytes != 256<<10 || cfg.Shards < 1 || cfg.WriteTimeout != time.Second || cfg.CounterKeys != 1024 || cfg.Logger == nil ||
 		CheckClientID(cfg.ClientID) != nil {
 		t.Fatalf("defaults %+v", cfg)
 	}

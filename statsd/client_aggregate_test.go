@@ -1,0 +1,83 @@
+package statsd
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Increments from many goroutines are summed exactly: each flush sends
+// one line per counter, and the lines add up to every increment.
+func TestClientAggregatesCounters(t *testing.T) {
+	srv := clientUnixgram(t)
+	packets := collectClientPackets(srv)
+	c := newTestClient(t, ClientConfig{Network: "unixgram", Addr: srv.LocalAddr().String(), Prefix: "p.",
+		FlushInterval: time.Millisecond, QueueBytes: 1 << 20})
+	const workers, calls = 4, 5000
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range calls {
+				c.Incr("a")
+				c.Count("b", 2, 1, "k:v")
+				c.Incr("a", "k:v")
+				c.Count("a", int64(i%3)-1, 1) // -1, 0, 1: sums to 0 over each 3 calls
+				c.Gauge("g", float64(i))
+			}
+		})
+	}
+	wg.Wait()
+	c.Close()
+	st := c.Stats()
+	if st.Dropped != 0 || st.WriteErrors != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	sums, counterLines := map[string]int64{}, 0
+	for range st.Packets {
+		for _, l := range strings.Split(receiveClientPacket(t, packets), "\n") {
+			var n int64
+			name, rest, _ := strings.Cut(l, ":")
+			value, tags, _ := strings.Cut(rest, "|c")
+			if strings.Contains(rest, "|g") {
+				continue
+			}
+			if _, err := fmt.Sscan(value, &n); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+			sums[name+tags] += n
+			counterLines++
+		}
+	}
+	want := map[string]int64{"p.a": workers * calls, "p.b|#k:v": workers * calls * 2, "p.a|#k:v": workers * calls}
+	for i := range calls {
+		want["p.a"] += workers * (int64(i%3) - 1)
+	}
+	for k, v := range want {
+		if sums[k] != v {
+			t.Errorf("%s summed to %d, want %d (all: %v)", k, sums[k], v, sums)
+		}
+	}
+	if counterLines >= workers*calls {
+		t.Fatalf("%d lines for %d increments: not aggregated", counterLines, workers*calls*4)
+	}
+}
+
+// A counter that finds no slot is sent line by line; a flush sends only
+// the counters incremented since the last one.
+func TestClientAggregationBounded(t *testing.T) {
+	srv := clientUDP(t)
+	c := newTestClient(t, ClientConfig{Addr: srv.LocalAddr().String(), Shards: 1, CounterKeys: 1, FlushInterval: 5 * time.Millisecond})
+	for range 3 {
+		c.Incr("a")
+		c.Incr("b")
+	}
+	if got := readClientPacket(t, srv); got != "b:1|c\nb:1|c\nb:1|c\na:3|c" {
+		t.Fatalf("got %q", got)
+	}
+	c.Set("s", "x")
+	if got := readClientPacket(t, srv); got != "s:x|s" {
+		t.Fatalf("got %q: an idle counter was sent", got)
+	}
+}
