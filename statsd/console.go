@@ -1,0 +1,75 @@
+package statsd
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"sync"
+)
+
+// Console writes each flush as JSON lines, one object per metric:
+//
+//	{"ts":1700000000,"type":"counter","key":"api.hits;env=prod","values":{"count":4,"rate":0.4}}
+//
+// with type counter, gauge, timer, set or self (the server's own
+// metrics, key "statsd.server.*"). Numbers are written as JavaScript
+// does; NaN and infinities, which JSON lacks, as null.
+type Console struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+// NewConsole writes to w.
+func NewConsole(w io.Writer) *Console { return &Console{w: w} }
+
+// Name is "console".
+func (c *Console) Name() string { return "console" }
+
+// Flush writes the snapshot.
+func (c *Console) Flush(_ context.Context, s *Snapshot) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.buf[:0]
+	for _, v := range s.Counters {
+		b = jsonLine(b, s.Timestamp, "counter", v.Key, []Stat{{"count", v.Count}, {"rate", v.Rate}})
+	}
+	for _, v := range s.Gauges {
+		b = jsonLine(b, s.Timestamp, "gauge", v.Key, []Stat{{"value", v.Value}})
+	}
+	for _, v := range s.Timers {
+		b = jsonLine(b, s.Timestamp, "timer", v.Key, v.Stats)
+	}
+	for _, v := range s.Sets {
+		b = jsonLine(b, s.Timestamp, "set", v.Key, []Stat{{"count", float64(v.Count)}})
+	}
+	for _, st := range s.SelfStats() {
+		b = jsonLine(b, s.Timestamp, "self", "statsd."+st.Name, []Stat{{"value", st.Value}})
+	}
+	c.buf = b
+	_, err := c.w.Write(b)
+	return err
+}
+
+func jsonLine(b []byte, ts int64, typ, key string, values []Stat) []byte {
+	b = append(b, `{"ts":`...)
+	b = strconv.AppendInt(b, ts, 10)
+	b = append(b, `,"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","key":`...)
+	b = strconv.AppendQuote(b, key)
+	b = append(b, `,"values":{`...)
+	for i, v := range values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, v.Name)
+		b = append(b, ':')
+		if f := v.Value; f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308 {
+			b = append(b, "null"...)
+		} else {
+			b = appendJSNumber(b, f)
+		}
+	}
+	return append(b, "}}\n"...)
+}

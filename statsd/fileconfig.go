@@ -1,0 +1,276 @@
+package statsd
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Settings is what a configuration file asks for: the server and the
+// backends to build.
+type Settings struct {
+	Server     Config
+	Graphite   *GraphiteConfig
+	Repeater   *RepeaterConfig
+	Prometheus *PrometheusConfig
+	Console    bool
+	// Ignored lists the options of the file that this server does not
+	// use (Etsy options such as mgmt_port, and unknown names).
+	Ignored []string
+}
+
+// fileConfig is Etsy statsd's configuration object, read from JSON, with
+// a few options of ours (marked).
+type fileConfig struct {
+	Port        *int   `json:"port"`
+	Address     string `json:"address"`
+	AddressIPv6 bool   `json:"address_ipv6"`
+	Servers     []struct {
+		Server      string `json:"server"`
+		Address     string `json:"address"`
+		Port        *int   `json:"port"`
+		AddressIPv6 bool   `json:"address_ipv6"`
+		Socket      string `json:"socket"`
+	} `json:"servers"`
+	FlushInterval          *float64        `json:"flushInterval"`
+	PercentThreshold       json.RawMessage `json:"percentThreshold"`
+	DeleteIdleStats        *bool           `json:"deleteIdleStats"`
+	DeleteCounters         *bool           `json:"deleteCounters"`
+	DeleteTimers           *bool           `json:"deleteTimers"`
+	DeleteGauges           *bool           `json:"deleteGauges"`
+	DeleteSets             *bool           `json:"deleteSets"`
+	GaugesMaxTTL           *int            `json:"gaugesMaxTTL"`
+	PrefixStats            *string         `json:"prefixStats"`
+	KeyNameSanitize        *bool           `json:"keyNameSanitize"`
+	CalculatedTimerMetrics []string        `json:"calculatedTimerMetrics"`
+	Histogram              []struct {
+		Metric string            `json:"metric"`
+		Bins   []json.RawMessage `json:"bins"`
+	} `json:"histogram"`
+	FlushCounts      *bool   `json:"flush_counts"`
+	GraphiteHost     string  `json:"graphiteHost"`
+	GraphitePort     *int    `json:"graphitePort"`
+	GraphiteProtocol *string `json:"graphiteProtocol"`
+	Graphite         struct {
+		LegacyNamespace *bool   `json:"legacyNamespace"`
+		GlobalPrefix    *string `json:"globalPrefix"`
+		PrefixCounter   *string `json:"prefixCounter"`
+		PrefixTimer     *string `json:"prefixTimer"`
+		PrefixGauge     *string `json:"prefixGauge"`
+		PrefixSet       *string `json:"prefixSet"`
+		GlobalSuffix    *string `json:"globalSuffix"`
+	} `json:"graphite"`
+	Backends []string `json:"backends"`
+	Repeater []struct {
+		Host string `json:"host"`
+		Port int    `json:"port"`
+	} `json:"repeater"`
+	RepeaterProtocol string `json:"repeaterProtocol"`
+
+	// Ours.
+	Prometheus      string   `json:"prometheus"`
+	Unixgram        []string `json:"unixgram"`
+	UDPReaders      int      `json:"udpReaders"`
+	MaxKeys         int      `json:"maxKeys"`
+	MaxTimerSamples int      `json:"maxTimerSamples"`
+	MaxSetMembers   int      `json:"maxSetMembers"`
+	MaxClients      int      `json:"maxClients"`
+	RecvBuffer      int      `json:"recvBuffer"`
+}
+
+// knownIgnored are Etsy options that configure what this server does not
+// have (its management console, logging, process title, key logging).
+// fileConfigType lists the option names ParseConfigFile reads.
+var fileConfigType = reflect.TypeFor[fileConfig]()
+
+var knownIgnored = []string{"mgmt_address", "mgmt_port", "title", "healthStatus", "dumpMessages", "debug",
+	"log", "keyFlush", "automaticConfigReload", "console", "graphitePicklePort"}
+
+// ParseConfigFile reads a configuration file: a JSON object with Etsy
+// statsd's option names (its exampleConfig.js documents them), plus
+// "prometheus" (host:port of the /metrics endpoint), "unixgram" (socket
+// paths), "udpReaders", "maxKeys", "maxTimerSamples", "maxSetMembers",
+// "maxClients" and "recvBuffer". Etsy's files are JavaScript: quote the
+// names and drop comments and trailing commas to make them JSON.
+func ParseConfigFile(data []byte) (*Settings, error) {
+	var f fileConfig
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("%w: config file: %v", ErrBadConfig, err)
+	}
+	var names map[string]json.RawMessage
+	_ = json.Unmarshal(data, &names)
+	st := &Settings{}
+	for name := range names {
+		if !knownOption(name) {
+			st.Ignored = append(st.Ignored, name)
+		}
+	}
+	sort.Strings(st.Ignored)
+	if err := f.apply(st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func knownOption(name string) bool {
+	for _, n := range knownIgnored {
+		if n == name {
+			return false
+		}
+	}
+	typ := fileConfigType
+	for i := 0; i < typ.NumField(); i++ {
+		if tag, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ","); tag == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *fileConfig) apply(st *Settings) error {
+	c := &st.Server
+	listen := func(addr string, port *int, ipv6 bool) string {
+		if addr == "" {
+			addr = "0.0.0.0"
+			if ipv6 {
+				addr = "::"
+			}
+		}
+		p := DefaultPort
+		if port != nil {
+			p = *port
+		}
+		return net.JoinHostPort(addr, strconv.Itoa(p))
+	}
+	if len(f.Servers) == 0 {
+		c.UDP = []string{listen(f.Address, f.Port, f.AddressIPv6)}
+	}
+	for _, s := range f.Servers {
+		switch s.Server {
+		case "", "./servers/udp":
+			c.UDP = append(c.UDP, listen(s.Address, s.Port, s.AddressIPv6))
+		case "./servers/tcp":
+			if s.Socket != "" {
+				return fmt.Errorf("%w: config file: a TCP server on a unix socket (%s) is not supported; use \"unixgram\"", ErrBadConfig, s.Socket)
+			}
+			c.TCP = append(c.TCP, listen(s.Address, s.Port, s.AddressIPv6))
+		default:
+			return fmt.Errorf("%w: config file: unknown server %q", ErrBadConfig, s.Server)
+		}
+	}
+	c.Unixgram = f.Unixgram
+	if f.FlushInterval != nil {
+		c.FlushInterval = time.Duration(*f.FlushInterval * float64(time.Millisecond))
+	}
+	if err := f.thresholds(c); err != nil {
+		return err
+	}
+	// Etsy: deleteIdleStats turns on the four that are not set.
+	idle := f.DeleteIdleStats != nil && *f.DeleteIdleStats
+	pick := func(v *bool) bool {
+		if v != nil {
+			return *v
+		}
+		return idle
+	}
+	c.DeleteCounters, c.DeleteTimers, c.DeleteGauges, c.DeleteSets =
+		pick(f.DeleteCounters), pick(f.DeleteTimers), pick(f.DeleteGauges), pick(f.DeleteSets)
+	if f.GaugesMaxTTL != nil && *f.GaugesMaxTTL > 1 {
+		c.GaugesMaxTTL = *f.GaugesMaxTTL
+	}
+	if f.PrefixStats != nil {
+		c.PrefixStats = *f.PrefixStats
+	}
+	c.NoSanitize = f.KeyNameSanitize != nil && !*f.KeyNameSanitize
+	c.CalculatedTimerMetrics = f.CalculatedTimerMetrics
+	for _, h := range f.Histogram {
+		hc := HistogramConfig{Metric: h.Metric}
+		for _, raw := range h.Bins {
+			var v float64
+			if string(raw) == `"inf"` {
+				v = math.Inf(1)
+			} else if err := json.Unmarshal(raw, &v); err != nil {
+				return fmt.Errorf("%w: config file: histogram %q: bin %s is not a number or \"inf\"", ErrBadConfig, h.Metric, raw)
+			}
+			hc.Bins = append(hc.Bins, v)
+		}
+		c.Histogram = append(c.Histogram, hc)
+	}
+	c.UDPReaders, c.MaxKeys, c.MaxTimerSamples = f.UDPReaders, f.MaxKeys, f.MaxTimerSamples
+	c.MaxSetMembers, c.MaxClients, c.RecvBuffer = f.MaxSetMembers, f.MaxClients, f.RecvBuffer
+	return f.backends(st)
+}
+
+func (f *fileConfig) thresholds(c *Config) error {
+	if len(f.PercentThreshold) == 0 {
+		return nil
+	}
+	var one float64
+	if err := json.Unmarshal(f.PercentThreshold, &one); err == nil {
+		c.PercentThreshold = []float64{one}
+		return nil
+	}
+	if err := json.Unmarshal(f.PercentThreshold, &c.PercentThreshold); err != nil {
+		return fmt.Errorf("%w: config file: percentThreshold %s: want a number or a list of numbers", ErrBadConfig, f.PercentThreshold)
+	}
+	return nil
+}
+
+func (f *fileConfig) backends(st *Settings) error {
+	backends := f.Backends
+	if backends == nil {
+		backends = []string{"./backends/graphite"}
+	}
+	for _, b := range backends {
+		switch b {
+		case "./backends/graphite":
+			if f.GraphiteHost == "" {
+				continue // Etsy: metrics processed, then discarded
+			}
+			if f.GraphiteProtocol != nil && *f.GraphiteProtocol != "text" {
+				return fmt.Errorf("%w: config file: graphiteProtocol %q: only text is supported", ErrBadConfig, *f.GraphiteProtocol)
+			}
+			port := 2003
+			if f.GraphitePort != nil {
+				port = *f.GraphitePort
+			}
+			g := &GraphiteConfig{
+				Address:           net.JoinHostPort(f.GraphiteHost, strconv.Itoa(port)),
+				NoLegacyNamespace: f.Graphite.LegacyNamespace != nil && !*f.Graphite.LegacyNamespace,
+				GlobalPrefix:      f.Graphite.GlobalPrefix, PrefixCounter: f.Graphite.PrefixCounter,
+				PrefixTimer: f.Graphite.PrefixTimer, PrefixGauge: f.Graphite.PrefixGauge, PrefixSet: f.Graphite.PrefixSet,
+				PrefixStats:   st.Server.PrefixStats,
+				NoFlushCounts: f.FlushCounts != nil && !*f.FlushCounts,
+				Sanitize:      st.Server.NoSanitize,
+				Self:          true,
+			}
+			if f.Graphite.GlobalSuffix != nil {
+				g.GlobalSuffix = *f.Graphite.GlobalSuffix
+			}
+			st.Graphite = g
+		case "./backends/console":
+			st.Console = true
+		case "./backends/repeater":
+			r := &RepeaterConfig{Protocol: f.RepeaterProtocol}
+			if r.Protocol == "" {
+				r.Protocol = "udp4" // Etsy's default
+			}
+			for _, t := range f.Repeater {
+				r.Targets = append(r.Targets, net.JoinHostPort(t.Host, strconv.Itoa(t.Port)))
+			}
+			st.Repeater = r
+		default:
+			return fmt.Errorf("%w: config file: unknown backend %q (have ./backends/graphite, ./backends/console, ./backends/repeater)", ErrBadConfig, b)
+		}
+	}
+	if f.Prometheus != "" {
+		st.Prometheus = &PrometheusConfig{Address: f.Prometheus}
+	}
+	return nil
+}
