@@ -111,6 +111,8 @@ const (
 	DefaultMaintenanceInterval = 5 * time.Minute // log.retention.check.interval.ms
 	DefaultCompactMaxKeys      = 1 << 20         // ~ log.cleaner.dedupe.buffer.size / 24 bytes
 	DefaultMaxPartitions       = 1024            // per topic
+	DefaultMaxGroups           = 1 << 16
+	DefaultMaxOffsetMetadata   = 4096 // offset.metadata.max.bytes
 )
 
 // Limits that are not configurable.
@@ -178,6 +180,12 @@ type Config struct {
 	CompactMaxKeys int
 	// MaxPartitions bounds the partitions of one topic. Default 1024.
 	MaxPartitions int
+	// MaxGroups bounds the consumer groups with committed offsets.
+	// Default 65536.
+	MaxGroups int
+	// MaxOffsetMetadata bounds the metadata of one committed offset.
+	// Default 4096 (Kafka's offset.metadata.max.bytes).
+	MaxOffsetMetadata int
 
 	// Now is the clock: segment age, retention, tombstone age, producer
 	// expiry. Default time.Now.
@@ -205,6 +213,8 @@ func (c *Config) setDefaults() {
 	setDefault(&c.MaintenanceInterval, DefaultMaintenanceInterval)
 	setDefault(&c.CompactMaxKeys, DefaultCompactMaxKeys)
 	setDefault(&c.MaxPartitions, DefaultMaxPartitions)
+	setDefault(&c.MaxGroups, DefaultMaxGroups)
+	setDefault(&c.MaxOffsetMetadata, DefaultMaxOffsetMetadata)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -231,6 +241,10 @@ func (c *Config) validate() error {
 		return badConfig("CompactMaxKeys %d < 1", c.CompactMaxKeys)
 	case c.MaxPartitions < 1:
 		return badConfig("MaxPartitions %d < 1", c.MaxPartitions)
+	case c.MaxGroups < 1:
+		return badConfig("MaxGroups %d < 1", c.MaxGroups)
+	case c.MaxOffsetMetadata < 0 || c.MaxOffsetMetadata > 1<<16-1:
+		return badConfig("MaxOffsetMetadata %d outside [0, 65535]", c.MaxOffsetMetadata)
 	}
 	return c.topicDefaults().validate()
 }

@@ -16,9 +16,10 @@ type Store struct {
 	cfg Config
 	env *env
 
-	mu     sync.Mutex
-	topics map[string]*topic
-	closed bool
+	mu      sync.Mutex
+	topics  map[string]*topic
+	closed  bool
+	offsets *OffsetStore
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -76,10 +77,14 @@ func Open(cfg Config) (*Store, error) {
 			return nil, err
 		}
 	}
+	if s.offsets, err = openOffsetStore(cfg.Dir, cfg.MaxGroups, cfg.MaxOffsetMetadata, cfg.Logger); err != nil {
+		return nil, err
+	}
 	for _, m := range metas {
 		t, err := s.openTopic(m)
 		if err != nil {
 			s.closeLogs()
+			s.offsets.close()
 			return nil, fmt.Errorf("storage: opening topic %s: %w", m.Name, err)
 		}
 		s.topics[m.Name] = t
@@ -253,6 +258,7 @@ func (s *Store) DeleteTopic(name string) error {
 		l.Close()
 		errs = append(errs, os.RemoveAll(partitionDir(s.cfg.Dir, name, int32(p))))
 	}
+	errs = append(errs, s.offsets.deleteTopic(name))
 	return errors.Join(errs...)
 }
 
@@ -305,8 +311,11 @@ func (s *Store) Close() error {
 	close(s.done)
 	s.mu.Unlock()
 	s.wg.Wait()
-	return s.closeLogs()
+	return errors.Join(s.closeLogs(), s.offsets.close())
 }
+
+// Offsets returns the store of consumer groups' committed offsets.
+func (s *Store) Offsets() *OffsetStore { return s.offsets }
 
 func (s *Store) closeLogs() error {
 	var errs []error

@@ -1,0 +1,411 @@
+package storage
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+)
+
+// GroupOffset is one committed offset of a consumer group.
+type GroupOffset struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Metadata  string
+}
+
+// OffsetStore keeps consumer groups' committed offsets durably: every
+// Commit is appended to a log file and fdatasynced before it returns,
+// and survives restart. All methods are safe for concurrent use.
+//
+// The file, <Dir>/__group-offsets/offsets.log, is a sequence of records:
+//
+//	u32 length of the payload
+//	u32 CRC-32C of the payload
+//	payload: u8 type, then
+//	  1 commit:       group (u16 length, bytes), u32 count, count ×
+//	                  (topic (u16, bytes), i32 partition, i64 offset,
+//	                  metadata (u16, bytes))
+//	  2 delete group: group
+//	  3 delete topic: topic
+//
+// On open the records are replayed; a torn or corrupt tail is truncated.
+// When the file grows past twice what the live offsets need (and at
+// least 1 MiB) it is rewritten as one commit record per group, to
+// offsets.log.tmp, fsynced and renamed over it.
+type OffsetStore struct {
+	mu        sync.Mutex
+	path      string
+	f         *os.File
+	size      int64
+	groups    map[string]map[groupKey]GroupOffset
+	maxGroups int
+	maxMeta   int
+	closed    bool
+	rewriteAt int64 // file size at which to consider a rewrite
+}
+
+type groupKey struct {
+	topic     string
+	partition int32
+}
+
+const (
+	offsetsDir      = "__group-offsets"
+	offsetsFile     = "offsets.log"
+	offRecCommit    = 1
+	offRecDelGroup  = 2
+	offRecDelTopic  = 3
+	offsetsMinFile  = 1 << 20
+	offRecHeaderLen = 8
+	// maxOffsetRecord bounds one record, so a damaged length cannot make
+	// recovery allocate without limit.
+	maxOffsetRecord = 64 << 20
+)
+
+var (
+	// ErrTooManyGroups is returned by Commit for a new group beyond
+	// MaxGroups.
+	ErrTooManyGroups = errors.New("storage: too many consumer groups")
+	// ErrMetadataTooLarge is returned by Commit for metadata over
+	// MaxOffsetMetadata (Kafka's OFFSET_METADATA_TOO_LARGE).
+	ErrMetadataTooLarge = errors.New("storage: offset metadata too large")
+)
+
+func openOffsetStore(dir string, maxGroups, maxMeta int, logger *slog.Logger) (*OffsetStore, error) {
+	dir = filepath.Join(dir, offsetsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	os.Remove(filepath.Join(dir, offsetsFile+tmpSuffix))
+	o := &OffsetStore{path: filepath.Join(dir, offsetsFile), groups: map[string]map[groupKey]GroupOffset{},
+		maxGroups: maxGroups, maxMeta: maxMeta}
+	f, err := os.OpenFile(o.path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	o.f = f
+	b, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	good := o.replay(b)
+	if good < int64(len(b)) {
+		logger.Warn("storage: truncating a torn offsets log", "path", o.path, "at", good, "dropped", int64(len(b))-good)
+		if err := f.Truncate(good); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if err := fdatasync(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	o.size = good
+	o.rewriteAt = max(offsetsMinFile, 2*good)
+	return o, nil
+}
+
+// replay applies the records of b and returns the length of the valid
+// prefix.
+func (o *OffsetStore) replay(b []byte) int64 {
+	var pos int64
+	for int64(len(b))-pos >= offRecHeaderLen {
+		n := int64(binary.BigEndian.Uint32(b[pos:]))
+		if n > maxOffsetRecord || pos+offRecHeaderLen+n > int64(len(b)) {
+			break
+		}
+		p := b[pos+offRecHeaderLen : pos+offRecHeaderLen+n]
+		if crc32Castagnoli(p) != binary.BigEndian.Uint32(b[pos+4:]) || o.apply(p) != nil {
+			break
+		}
+		pos += offRecHeaderLen + n
+	}
+	return pos
+}
+
+var errBadOffsetRecord = errors.New("malformed offsets record")
+
+// offReader decodes a payload; any short read sets bad.
+type offReader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *offReader) n(k int) []byte {
+	if r.bad || len(r.b) < k {
+		r.bad = true
+		return make([]byte, k)
+	}
+	v := r.b[:k]
+	r.b = r.b[k:]
+	return v
+}
+
+func (r *offReader) str() string { return string(r.n(int(binary.BigEndian.Uint16(r.n(2))))) }
+
+// apply applies one payload to the in-memory state; a malformed one
+// changes nothing.
+func (o *OffsetStore) apply(p []byte) error {
+	r := &offReader{b: p}
+	typ := r.n(1)[0]
+	switch typ {
+	case offRecCommit:
+		group := r.str()
+		count := binary.BigEndian.Uint32(r.n(4))
+		if uint64(count) > uint64(len(r.b))/16 {
+			return errBadOffsetRecord
+		}
+		offs := make([]GroupOffset, 0, count)
+		for range count {
+			t := r.str()
+			part := int32(binary.BigEndian.Uint32(r.n(4)))
+			off := int64(binary.BigEndian.Uint64(r.n(8)))
+			offs = append(offs, GroupOffset{t, part, off, r.str()})
+		}
+		if r.bad || len(r.b) != 0 {
+			return errBadOffsetRecord
+		}
+		g := o.groups[group]
+		if g == nil {
+			g = map[groupKey]GroupOffset{}
+			o.groups[group] = g
+		}
+		for _, x := range offs {
+			g[groupKey{x.Topic, x.Partition}] = x
+		}
+	case offRecDelGroup, offRecDelTopic:
+		name := r.str()
+		if r.bad || len(r.b) != 0 {
+			return errBadOffsetRecord
+		}
+		if typ == offRecDelGroup {
+			delete(o.groups, name)
+			break
+		}
+		for gname, g := range o.groups {
+			for k := range g {
+				if k.topic == name {
+					delete(g, k)
+				}
+			}
+			if len(g) == 0 {
+				delete(o.groups, gname)
+			}
+		}
+	default:
+		return errBadOffsetRecord
+	}
+	return nil
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
+	return append(b, s...)
+}
+
+func encodeCommit(b []byte, group string, offs []GroupOffset) []byte {
+	start := len(b)
+	b = append(b, make([]byte, offRecHeaderLen)...)
+	b = append(b, offRecCommit)
+	b = appendStr(b, group)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(offs)))
+	for _, x := range offs {
+		b = appendStr(b, x.Topic)
+		b = binary.BigEndian.AppendUint32(b, uint32(x.Partition))
+		b = binary.BigEndian.AppendUint64(b, uint64(x.Offset))
+		b = appendStr(b, x.Metadata)
+	}
+	return sealRecord(b, start)
+}
+
+func encodeDelete(typ byte, name string) []byte {
+	b := make([]byte, offRecHeaderLen, offRecHeaderLen+3+len(name))
+	b = append(b, typ)
+	return sealRecord(appendStr(b, name), 0)
+}
+
+func sealRecord(b []byte, start int) []byte {
+	p := b[start+offRecHeaderLen:]
+	binary.BigEndian.PutUint32(b[start:], uint32(len(p)))
+	binary.BigEndian.PutUint32(b[start+4:], crc32Castagnoli(p))
+	return b
+}
+
+// Commit stores a group's offsets, all or none, and returns once they
+// are on disk.
+func (o *OffsetStore) Commit(group string, offsets []GroupOffset) error {
+	if len(group) > 1<<16-1 {
+		return fmt.Errorf("%w: group name of %d bytes", ErrBadConfig, len(group))
+	}
+	for _, x := range offsets {
+		if len(x.Metadata) > o.maxMeta {
+			return fmt.Errorf("%w: %d bytes", ErrMetadataTooLarge, len(x.Metadata))
+		}
+		if len(x.Topic) > maxTopicLen {
+			return fmt.Errorf("%w: %q", ErrInvalidTopic, x.Topic)
+		}
+	}
+	rec := encodeCommit(nil, group, offsets)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.groups[group]; !ok && len(o.groups) >= o.maxGroups {
+		return ErrTooManyGroups
+	}
+	if err := o.write(rec); err != nil {
+		return err
+	}
+	if err := o.apply(rec[offRecHeaderLen:]); err != nil {
+		return err
+	}
+	return o.maybeRewrite()
+}
+
+// write appends a record durably. o.mu is held.
+func (o *OffsetStore) write(rec []byte) error {
+	if o.closed {
+		return ErrClosed
+	}
+	if _, err := o.f.WriteAt(rec, o.size); err != nil {
+		return err
+	}
+	if err := fdatasync(o.f); err != nil {
+		return err
+	}
+	o.size += int64(len(rec))
+	return nil
+}
+
+// maybeRewrite rewrites the file when it has grown past twice the live
+// state. o.mu is held.
+func (o *OffsetStore) maybeRewrite() error {
+	if o.size < o.rewriteAt {
+		return nil
+	}
+	var b []byte
+	for _, g := range o.groupNames() {
+		b = encodeCommit(b, g, o.all(g))
+	}
+	o.rewriteAt = max(offsetsMinFile, 2*o.size)
+	if int64(len(b))*2 > o.size {
+		return nil
+	}
+	if err := writeRaw(o.path+tmpSuffix, b); err != nil {
+		return err
+	}
+	if err := os.Rename(o.path+tmpSuffix, o.path); err != nil {
+		return err
+	}
+	if err := syncDir(filepath.Dir(o.path)); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(o.path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	o.f.Close()
+	o.f, o.size = f, int64(len(b))
+	o.rewriteAt = max(offsetsMinFile, 2*o.size)
+	return nil
+}
+
+// writeRaw writes a new file, fsynced.
+func writeRaw(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Fetch returns a partition's committed offset and metadata.
+func (o *OffsetStore) Fetch(group, topic string, partition int32) (offset int64, metadata string, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	x, ok := o.groups[group][groupKey{topic, partition}]
+	return x.Offset, x.Metadata, ok
+}
+
+// All returns every offset the group committed, sorted by topic and
+// partition.
+func (o *OffsetStore) All(group string) []GroupOffset {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.all(group)
+}
+
+func (o *OffsetStore) all(group string) []GroupOffset {
+	out := make([]GroupOffset, 0, len(o.groups[group]))
+	for _, x := range o.groups[group] {
+		out = append(out, x)
+	}
+	slices.SortFunc(out, func(a, b GroupOffset) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
+}
+
+// Groups returns the groups with committed offsets, sorted.
+func (o *OffsetStore) Groups() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.groupNames()
+}
+
+func (o *OffsetStore) groupNames() []string {
+	out := make([]string, 0, len(o.groups))
+	for g := range o.groups {
+		out = append(out, g)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// DeleteGroup forgets a group's offsets, durably.
+func (o *OffsetStore) DeleteGroup(group string) error {
+	return o.delete(offRecDelGroup, group)
+}
+
+// deleteTopic forgets every group's offsets of a deleted topic.
+func (o *OffsetStore) deleteTopic(topic string) error {
+	return o.delete(offRecDelTopic, topic)
+}
+
+func (o *OffsetStore) delete(typ byte, name string) error {
+	rec := encodeDelete(typ, name)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.write(rec); err != nil {
+		return err
+	}
+	if err := o.apply(rec[offRecHeaderLen:]); err != nil {
+		return err
+	}
+	return o.maybeRewrite()
+}
+
+func (o *OffsetStore) close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil
+	}
+	o.closed = true
+	return o.f.Close()
+}
