@@ -34,6 +34,17 @@ func BenchmarkClientIncr(b *testing.B) {
 	reportClientDrops(b, c)
 }
 
+// BenchmarkClientIncrLines: every increment its own line, as for a
+// counter beyond CounterKeys.
+func BenchmarkClientIncrLines(b *testing.B) {
+	c := benchClient(b, ClientConfig{CounterKeys: -1})
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Incr("requests")
+	}
+	reportClientDrops(b, c)
+}
+
 func BenchmarkClientIncrTags(b *testing.B) {
 	c := benchClient(b, ClientConfig{Tags: []string{"env:bench"}})
 	b.ReportAllocs()

@@ -84,8 +84,8 @@ type ClientConfig struct {
 	// [A-Za-z0-9_.-] (CheckClientID). Default: 16 random hex digits, so
 	// a restarted client is a new client.
 	ClientID string
-	// Logger receives write failures (once per run of failures) and
-	// recoveries. Default: discard.
+	// Logger receives write failures, at most one warning every 10 s.
+	// Default: discard.
 	Logger *slog.Logger
 }
 

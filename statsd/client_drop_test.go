@@ -1,6 +1,9 @@
 package statsd
 
 import (
+	"bytes"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,11 +34,12 @@ func TestClientDropsWhenQueueFull(t *testing.T) {
 }
 
 // When the network refuses packets, their lines are dropped and
-// counted, and so is each refused write.
+// counted, and so is each refused write; the log gets one warning.
 func TestClientDropsWhenWriteFails(t *testing.T) {
 	srv := clientUnixgram(t)
+	var log bytes.Buffer
 	c := newTestClient(t, ClientConfig{Network: "unixgram", Addr: srv.LocalAddr().String(), Shards: 1,
-		MaxPacketSize: 128, FlushInterval: time.Hour, CounterKeys: -1})
+		MaxPacketSize: 128, FlushInterval: time.Hour, CounterKeys: -1, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	srv.Close()
 	const calls = 100
 	for range calls {
@@ -43,7 +47,10 @@ func TestClientDropsWhenWriteFails(t *testing.T) {
 	}
 	c.Close()
 	st := c.Stats()
-	if st.Lines != 0 || st.Packets != 0 || st.Dropped != calls || st.WriteErrors == 0 {
+	if st.Lines != 0 || st.Packets != 0 || st.Dropped != calls || st.WriteErrors < 2 {
 		t.Fatalf("stats %+v, want all %d lines dropped and write errors", st, calls)
+	}
+	if n := strings.Count(log.String(), "write failed"); n != 1 {
+		t.Fatalf("%d warnings for %d failed writes:\n%s", n, st.WriteErrors, log.String())
 	}
 }

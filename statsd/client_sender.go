@@ -66,7 +66,8 @@ type clientWriter struct {
 	redialAt time.Time
 	final    bool      // closing: deadline no longer moves
 	deadline time.Time // of the final writes
-	failures uint64    // consecutive failed writes, for the log
+	failures uint64    // failed writes since the last warning
+	loggedAt time.Time // of the last warning
 	seq      uint64    // sequence number of the last packet written
 	seqLine  []byte
 }
@@ -100,10 +101,6 @@ func (w *clientWriter) write(b []byte) error {
 		}
 		return w.failed(err)
 	}
-	if w.failures > 0 {
-		w.cfg.Logger.Info("statsd client: writes succeed again", "addr", w.cfg.Addr, "failed", w.failures)
-		w.failures = 0
-	}
 	return nil
 }
 
@@ -133,11 +130,18 @@ func (w *clientWriter) redial() error {
 	return nil
 }
 
+// clientLogEvery bounds the rate of write failure warnings.
+const clientLogEvery = 10 * time.Second
+
+// failed logs err if no failure was logged for clientLogEvery, with the
+// number of failures since the last warning.
 func (w *clientWriter) failed(err error) error {
-	if w.failures == 0 {
-		w.cfg.Logger.Warn("statsd client: write failed; dropping packets until writes succeed", "addr", w.cfg.Addr, "err", err)
-	}
 	w.failures++
+	if now := time.Now(); now.Sub(w.loggedAt) >= clientLogEvery {
+		w.cfg.Logger.Warn("statsd client: write failed, packet dropped", "addr", w.cfg.Addr, "err", err, "failures", w.failures)
+		w.loggedAt = now
+		w.failures = 0
+	}
 	return err
 }
 
