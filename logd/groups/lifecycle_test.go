@@ -254,3 +254,40 @@ func TestPendingHeartbeat(t *testing.T) {
 	_, gen := h.stable(1)
 	h.mustHeartbeat(h.memberID("b"), gen, kerr.UnknownMemberID)
 }
+
+// A member leaving or syncing again while it waits in SyncGroup: the
+// wait is answered, never left hanging.
+func TestSyncWaiterReplaced(t *testing.T) {
+	h := newHarness(t)
+	ids, gen := h.stable(3)
+	h.c.LeaveGroup(leaveReq(3, ids[0]))
+	j1, j2 := h.join(joinReq(4, ids[1])), h.join(joinReq(4, ids[2]))
+	r1 := j1.must(nil)
+	j2.must(nil)
+	follower := ids[1]
+	if r1.LeaderID == ids[1] {
+		follower = ids[2]
+	}
+	first := h.sync(syncReq(4, follower, gen+1, nil))
+	second := h.sync(syncReq(4, follower, gen+1, nil))
+	first.must(kerr.RebalanceInProgress)
+	second.waiting()
+	h.c.LeaveGroup(leaveReq(3, follower))
+	second.must(kerr.UnknownMemberID)
+	h.noWaiters()
+}
+
+func TestMiscErrors(t *testing.T) {
+	h := newHarness(t)
+	checkCode(t, "LeaveGroup", h.c.LeaveGroup(&kmsg.LeaveGroupRequest{}).ErrorCode, kerr.InvalidGroupID)
+	checkCode(t, "LeaveGroup", h.c.LeaveGroup(leaveReq(1, "x")).ErrorCode, kerr.UnknownMemberID)
+	if r := h.c.JoinGroup(t.Context(), joinReq(4, "x"), "c", "h"); r.ErrorCode != kerr.UnknownMemberID.Code || r.MemberID != "x" {
+		t.Fatalf("%+v", r)
+	}
+	if got := nextGeneration(1<<31 - 1); got != 1 {
+		t.Fatalf("generation after the largest: %d", got)
+	}
+	if got := State(9).String(); got != "Unknown" {
+		t.Fatalf("State(9) = %s", got)
+	}
+}
