@@ -331,8 +331,12 @@ func (s *Store) closeLogs() error {
 // now, and forgets expired idempotent producers. The background
 // goroutine calls it every MaintenanceInterval.
 func (s *Store) Maintain(now time.Time) error {
+	var errs []error
 	for _, l := range s.logs() {
 		l.expireProducers(now)
+		if _, err := l.ApplyRetention(now); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
