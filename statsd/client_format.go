@@ -179,12 +179,16 @@ func appendClientMillis(b []byte, d time.Duration) []byte {
 	if frac == 0 {
 		return b
 	}
-	b = append(b, '.')
-	for p := uint64(100000); frac > 0; p /= 10 {
-		b = append(b, byte('0'+frac/p))
-		frac %= p
+	var digits [6]byte
+	for i := len(digits) - 1; i >= 0; i-- {
+		digits[i] = byte('0' + frac%10)
+		frac /= 10
 	}
-	return b
+	n := len(digits)
+	for digits[n-1] == '0' {
+		n--
+	}
+	return append(append(b, '.'), digits[:n]...)
 }
 
 // appendClientRate appends "|@rate" for a sampled metric.
