@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/cpu"
 )
 
 // Client sends metrics to a StatsD server. It is safe for concurrent use.
@@ -33,6 +35,7 @@ type Client struct {
 	queue  chan *clientPacket // filled packets, oldest first; never full
 	free   chan *clientPacket // empty packets: QueueBytes/MaxPacketSize of them when the queue is empty
 
+	_        cpu.CacheLinePad // the fields above are read by every call, those below written per packet
 	counters clientCounters
 	w        clientWriter // owned by the sender goroutine
 

@@ -40,7 +40,7 @@ type ClientConfig struct {
 	// Network is "udp" (default), "udp4", "udp6", "unixgram", "tcp",
 	// "tcp4" or "tcp6". On TCP every line ends with a newline.
 	Network string
-	// Prefix is put before every metric name, as is: "app." gives
+	// Prefix is put before every metric name: "app." gives
 	// "app.requests".
 	Prefix string
 	// Tags are DogStatsD tags ("key:value" or "tag") sent with every
@@ -76,8 +76,9 @@ type ClientConfig struct {
 	// writing what is queued. Default 1 s.
 	WriteTimeout time.Duration
 	// Sequence numbers the packets for loss accounting: each starts with
-	// a sequence line (AppendSeqLine), numbered when it is written, so
-	// the brokerless server counts the packets the network lost; stock
+	// a sequence line (AppendSeqLine), numbered when it is written (a
+	// packet the network refused leaves its number to the next), so the
+	// brokerless server counts the packets the network lost; stock
 	// servers ignore the line. Default off.
 	Sequence bool
 	// ClientID names this client in its sequence lines: 1 to 64 bytes of
