@@ -84,6 +84,9 @@ func NewGraphite(cfg GraphiteConfig) (*Graphite, error) {
 	return g, nil
 }
 
+// Address is Carbon's address.
+func (g *Graphite) Address() string { return g.cfg.Address }
+
 // Name is "graphite".
 func (g *Graphite) Name() string { return "graphite" }
 

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/brokerless/brokerless/statsd"
+	"github.com/spf13/pflag"
+)
+
+var statsdCmd = command{
+	name:     "statsd",
+	summary:  "a StatsD server: Etsy statsd's output, DogStatsD's input, its own loss counted",
+	synopsis: "[--udp ADDR] [--tcp ADDR] [--flush-interval 10s] [--graphite ADDR] [--prometheus ADDR] [--config FILE] [flags]",
+	about: `
+Receives StatsD metrics over UDP, TCP and unix datagram sockets and
+flushes them every --flush-interval, computed exactly as Etsy statsd
+0.9.0 computes them: counters (stats.<key> per second and
+stats_counts.<key>), gauges with +/- deltas, timers with percentiles,
+sets. DogStatsD's tags, packed values, h and d types are accepted; tags
+become part of the key (Graphite tags, Prometheus labels).
+
+Backends: --graphite writes Graphite plaintext with Etsy's key layout, so
+existing dashboards keep working; --prometheus serves /metrics; --console
+prints JSON lines; --repeat forwards every packet to another StatsD.
+
+Every flush also reports the server itself, as stats.statsd.server.*:
+kernel receive drops on its UDP sockets, keys held and rejected (--max-keys),
+flush duration, and, for clients that number their packets, the packets
+each lost.
+
+--config reads a JSON file with Etsy statsd's option names (port,
+address, servers, flushInterval, percentThreshold, deleteIdleStats,
+deleteCounters, deleteGauges, deleteTimers, deleteSets, gaugesMaxTTL,
+prefixStats, keyNameSanitize, calculatedTimerMetrics, histogram,
+flush_counts, graphiteHost, graphitePort, graphite.legacyNamespace and
+its prefixes, backends, repeater, repeaterProtocol) plus prometheus,
+unixgram, udpReaders and maxKeys. Flags override the file. Without
+listener flags or file the server listens on UDP :8125, as Etsy's does.
+
+SIGINT or SIGTERM makes a final flush and exits.`,
+	examples: `
+# Listen on 127.0.0.1:8125 over UDP and TCP, flush to Carbon every 10 s
+# and serve Prometheus' /metrics.
+brokerless statsd --udp 127.0.0.1:8125 --tcp 127.0.0.1:8125 --flush-interval 10s \
+    --graphite 127.0.0.1:2003 --prometheus 127.0.0.1:9102
+
+# Drop-in for an Etsy statsd: the same settings, as JSON.
+brokerless statsd --config /etc/statsd/config.json
+
+# Watch what arrives: a JSON line per metric every second.
+brokerless statsd --udp 127.0.0.1:8125 --flush-interval 1s --console`,
+	run: runStatsd,
+}
+
+type statsdOptions struct {
+	config        string
+	udp, tcp      []string
+	unixgram      []string
+	flushInterval time.Duration
+	graphite      string
+	prometheus    string
+	console       bool
+	repeat        []string
+	maxKeys       int
+}
+
+func (o *statsdOptions) register(fs *pflag.FlagSet) {
+	fs.StringVar(&o.config, "config", "", "JSON file with Etsy statsd's option names")
+	fs.StringArrayVar(&o.udp, "udp", nil, "listen for UDP on host:port (repeatable)")
+	fs.StringArrayVar(&o.tcp, "tcp", nil, "listen for newline-delimited TCP on host:port (repeatable)")
+	fs.StringArrayVar(&o.unixgram, "unixgram", nil, "listen on a unix datagram socket at this path (repeatable)")
+	fs.DurationVar(&o.flushInterval, "flush-interval", statsd.DefaultFlushInterval, "time between two flushes")
+	fs.StringVar(&o.graphite, "graphite", "", "flush to Carbon's plaintext listener at host:port")
+	fs.StringVar(&o.prometheus, "prometheus", "", "serve Prometheus' /metrics on host:port")
+	fs.BoolVar(&o.console, "console", false, "print every flush on standard output as JSON lines")
+	fs.StringArrayVar(&o.repeat, "repeat", nil, "forward every packet over UDP to the StatsD at host:port (repeatable)")
+	fs.IntVar(&o.maxKeys, "max-keys", statsd.DefaultMaxKeys, "most keys held; values for more are dropped and counted")
+}
+
+func runStatsd(ctx context.Context, inv *invocation) error {
+	var o statsdOptions
+	fs := inv.flags()
+	o.register(fs)
+	if err := inv.parse(fs); err != nil {
+		return err
+	}
+	st, err := o.settings(fs.Changed, inv.err)
+	if err != nil {
+		return err
+	}
+	st.Server.Logger = inv.log
+	backends, err := buildStatsdBackends(ctx, st, inv)
+	if err != nil {
+		return err
+	}
+	st.Server.Backends = backends
+	srv, err := statsd.NewServer(ctx, st.Server)
+	if err != nil {
+		closeStatsdBackends(backends)
+		return statsdError(err)
+	}
+	writeStatsdListening(inv.err, srv)
+	if err := srv.Serve(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(inv.err, "statsd: final flush done")
+	return nil
+}
+
+// settings reads the config file, if any, and lets the flags override
+// it.
+func (o *statsdOptions) settings(changed func(string) bool, warn io.Writer) (*statsd.Settings, error) {
+	st := &statsd.Settings{}
+	if o.config != "" {
+		data, err := os.ReadFile(o.config)
+		if err != nil {
+			return nil, usagef("--config: %v", err)
+		}
+		if st, err = statsd.ParseConfigFile(data); err != nil {
+			return nil, &usageError{err}
+		}
+		if len(st.Ignored) > 0 {
+			fmt.Fprintf(warn, "statsd: ignoring options of %s: %s\n", o.config, strings.Join(st.Ignored, ", "))
+		}
+	}
+	c := &st.Server
+	if changed("udp") || changed("tcp") || changed("unixgram") {
+		c.UDP, c.TCP, c.Unixgram = o.udp, o.tcp, o.unixgram
+	} else if o.config == "" {
+		c.UDP = []string{fmt.Sprintf(":%d", statsd.DefaultPort)}
+	}
+	if changed("flush-interval") || o.config == "" {
+		if o.flushInterval < time.Millisecond {
+			return nil, usagef("--flush-interval %v: want at least 1ms, e.g. 10s", o.flushInterval)
+		}
+		c.FlushInterval = o.flushInterval
+	}
+	if changed("max-keys") || o.config == "" {
+		if o.maxKeys < 1 {
+			return nil, usagef("--max-keys %d: want a positive number", o.maxKeys)
+		}
+		c.MaxKeys = o.maxKeys
+	}
+	if o.graphite != "" {
+		if st.Graphite == nil {
+			st.Graphite = &statsd.GraphiteConfig{PrefixStats: c.PrefixStats, Sanitize: c.NoSanitize, Self: true}
+		}
+		st.Graphite.Address = o.graphite
+	}
+	if o.prometheus != "" {
+		st.Prometheus = &statsd.PrometheusConfig{Address: o.prometheus}
+	}
+	st.Console = st.Console || o.console
+	if len(o.repeat) > 0 {
+		st.Repeater = &statsd.RepeaterConfig{Targets: o.repeat}
+	}
+	return st, nil
+}
+
+func buildStatsdBackends(ctx context.Context, st *statsd.Settings, inv *invocation) ([]statsd.Backend, error) {
+	var bs []statsd.Backend
+	fail := func(err error) ([]statsd.Backend, error) {
+		closeStatsdBackends(bs)
+		return nil, statsdError(err)
+	}
+	if st.Graphite != nil {
+		g, err := statsd.NewGraphite(*st.Graphite)
+		if err != nil {
+			return fail(err)
+		}
+		bs = append(bs, g)
+	}
+	if st.Prometheus != nil {
+		p, err := statsd.NewPrometheus(ctx, *st.Prometheus)
+		if err != nil {
+			return fail(err)
+		}
+		bs = append(bs, p)
+	}
+	if st.Console {
+		bs = append(bs, statsd.NewConsole(inv.out))
+	}
+	if st.Repeater != nil {
+		st.Repeater.Logger = inv.log
+		r, err := statsd.NewRepeater(ctx, *st.Repeater)
+		if err != nil {
+			return fail(err)
+		}
+		bs = append(bs, r)
+	}
+	return bs, nil
+}
+
+func closeStatsdBackends(bs []statsd.Backend) {
+	for _, b := range bs {
+		if c, ok := b.(statsd.Closer); ok {
+			_ = c.Close()
+		}
+	}
+}
+
+// statsdError makes a rejected configuration a usage error.
+func statsdError(err error) error {
+	if errors.Is(err, statsd.ErrBadConfig) {
+		return &usageError{err}
+	}
+	return err
+}
+
+// writeStatsdListening says where the server listens and flushes.
+func writeStatsdListening(w io.Writer, srv *statsd.Server) {
+	cfg := srv.Config()
+	var parts []string
+	for _, a := range srv.UDPAddrs() {
+		parts = append(parts, fmt.Sprintf("udp %v (%d readers)", a, cfg.UDPReaders))
+	}
+	for _, a := range srv.TCPAddrs() {
+		parts = append(parts, fmt.Sprintf("tcp %v", a))
+	}
+	for _, p := range srv.UnixgramPaths() {
+		parts = append(parts, "unixgram "+p)
+	}
+	fmt.Fprintf(w, "statsd: listening on %s\n", strings.Join(parts, ", "))
+	var to []string
+	for _, b := range cfg.Backends {
+		switch b := b.(type) {
+		case *statsd.Prometheus:
+			to = append(to, fmt.Sprintf("prometheus http://%v/metrics", b.Addr()))
+		case *statsd.Graphite:
+			to = append(to, "graphite "+b.Address())
+		default:
+			to = append(to, b.Name())
+		}
+	}
+	if len(to) == 0 {
+		to = []string{"no backend (metrics are aggregated, then discarded)"}
+	}
+	fmt.Fprintf(w, "statsd: flushing every %v to %s\n", cfg.FlushInterval, strings.Join(to, ", "))
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startStatsd runs the statsd command's run function (the command is
+// registered by the lead) until it listens, and returns its output and
+// exit channel.
+func startStatsd(t *testing.T, ctx context.Context, args ...string) (out, errOut *syncBuffer, done <-chan error) {
+	t.Helper()
+	out, errOut = newSyncBuffer(""), newSyncBuffer("statsd: flushing every")
+	inv := &invocation{cmd: &statsdCmd, args: args, stdio: stdio{in: strings.NewReader(""), out: out, err: errOut}, log: newLogger(errOut)}
+	c := make(chan error, 1)
+	go func() { c <- statsdCmd.run(ctx, inv) }()
+	select {
+	case <-errOut.seen:
+	case err := <-c:
+		t.Fatalf("statsd ended before listening: %v\n%s", err, errOut)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("statsd did not start:\n%s", errOut)
+	}
+	return out, errOut, c
+}
+
+func TestStatsdCommandFlushesOnSignal(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, errOut, done := startStatsd(t, ctx, "--udp", "127.0.0.1:0", "--tcp", "127.0.0.1:0",
+		"--flush-interval", "50ms", "--console", "--prometheus", "127.0.0.1:0")
+	m := regexp.MustCompile(`udp (127\.0\.0\.1:\d+) \(2 readers\), tcp (127\.0\.0\.1:\d+)`).FindStringSubmatch(errOut.String())
+	if m == nil || !strings.Contains(errOut.String(), "prometheus http://127.0.0.1:") {
+		t.Fatalf("listening line:\n%s", errOut)
+	}
+	u, err := net.Dial("udp", m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	if _, err := u.Write([]byte("cli.udp:2|c\ncli.udp:3|c")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", m[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("cli.temp:7|g\ncli.tcp:5")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("|c\n")); err != nil { // a line split across writes
+		t.Fatal(err)
+	}
+	c.Close()
+	// The console prints each flush (every 50ms); wait for the lines.
+	waitOutput(t, out, `"key":"cli.udp","values":{"count":5,`, `"key":"cli.tcp","values":{"count":5,`, `"key":"cli.temp","values":{"value":7}`)
+	cancel() // what SIGTERM does
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("statsd: %v\n%s", err, errOut)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("statsd did not stop")
+	}
+	if !strings.Contains(errOut.String(), "final flush done") {
+		t.Errorf("stderr:\n%s", errOut)
+	}
+}
+
+func TestStatsdCommandHelpAndUsage(t *testing.T) {
+	var o, e strings.Builder
+	inv := &invocation{cmd: &statsdCmd, args: []string{"--help"}, stdio: stdio{in: strings.NewReader(""), out: &o, err: &e}, log: newLogger(&e)}
+	if err := statsdCmd.run(context.Background(), inv); err != errHelpShown {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, want := range []string{"Usage:\n  brokerless statsd", "EXAMPLES:", "--flush-interval", "--graphite 127.0.0.1:2003"} {
+		if !strings.Contains(o.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, o.String())
+		}
+	}
+	for _, args := range [][]string{
+		{"--flush-interval", "0s", "--udp", "127.0.0.1:0"},
+		{"--config", "/nonexistent/statsd.json"},
+		{"--udp", "127.0.0.1:0", "--max-keys", "0"},
+		{"extra"},
+	} {
+		inv := &invocation{cmd: &statsdCmd, args: args, stdio: stdio{in: strings.NewReader(""), out: &o, err: &e}, log: newLogger(&e)}
+		var usage *usageError
+		if err := statsdCmd.run(context.Background(), inv); !errors.As(err, &usage) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+}
+
+// waitOutput waits until buf holds every one of wants.
+func waitOutput(t *testing.T, buf *syncBuffer, wants ...string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		missing := ""
+		for _, w := range wants {
+			if !strings.Contains(buf.String(), w) {
+				missing = w
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("output lacks %s:\n%s", missing, buf)
+		}
+		<-tick.C
+	}
+}
