@@ -68,15 +68,21 @@ func TestClientAggregatesCounters(t *testing.T) {
 // the counters incremented since the last one.
 func TestClientAggregationBounded(t *testing.T) {
 	srv := clientUDP(t)
-	c := newTestClient(t, ClientConfig{Addr: srv.LocalAddr().String(), Shards: 1, CounterKeys: 1, FlushInterval: 5 * time.Millisecond})
+	c := newTestClient(t, ClientConfig{Addr: srv.LocalAddr().String(), Shards: 1, CounterKeys: 1, FlushInterval: time.Hour})
+	flush := func() { // what the sender goroutine does every FlushInterval
+		c.flushTallies()
+		c.flushShards(false)
+	}
 	for range 3 {
 		c.Incr("a")
 		c.Incr("b")
 	}
+	flush()
 	if got := readClientPacket(t, srv); got != "b:1|c\nb:1|c\nb:1|c\na:3|c" {
 		t.Fatalf("got %q", got)
 	}
 	c.Set("s", "x")
+	flush()
 	if got := readClientPacket(t, srv); got != "s:x|s" {
 		t.Fatalf("got %q: an idle counter was sent", got)
 	}
