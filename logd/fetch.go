@@ -72,6 +72,9 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int) {
 				s.metrics.fetchOutOfRange.Add(1)
 			}
 			rp.ErrorCode = errorCode(err)
+			if rp.RecordBatches == nil {
+				rp.RecordBatches = []byte{} // an empty set, not null: librdkafka rejects size -1
+			}
 			total += len(rp.RecordBatches)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
