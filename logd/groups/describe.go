@@ -14,7 +14,8 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 	for _, name := range req.Groups {
 		dg := kmsg.NewDescribeGroupsResponseGroup()
 		dg.Group = name
-		switch g := c.groups[name]; {
+		g := c.groups[name]
+		switch {
 		case name == "":
 			dg.ErrorCode = codeInvalidGroup
 		case g == nil:

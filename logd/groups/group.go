@@ -136,6 +136,24 @@ func (g *group) checkInstance(instanceID, memberID string) int16 {
 	return 0
 }
 
+// checkMember finds the member a request comes from and checks the
+// request's instance ID and generation, returning the member or the
+// error code: FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID or
+// ILLEGAL_GENERATION.
+func (g *group) checkMember(instanceID, memberID string, generation int32) (*member, int16) {
+	if code := g.checkInstance(instanceID, memberID); code != 0 {
+		return nil, code
+	}
+	m := g.members[memberID]
+	switch {
+	case m == nil:
+		return nil, codeUnknownMember
+	case generation != g.generation:
+		return nil, codeIllegalGeneration
+	}
+	return m, 0
+}
+
 // nextGeneration skips 0 and negative numbers when the counter wraps:
 // -1 means "no generation" in commits.
 func nextGeneration(g int32) int32 {

@@ -18,20 +18,14 @@ func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 		resp.ErrorCode = codeUnknownMember
 		return resp
 	}
-	if resp.ErrorCode = g.checkInstance(deref(req.InstanceID), req.MemberID); resp.ErrorCode != 0 {
+	m, code := g.checkMember(deref(req.InstanceID), req.MemberID, req.Generation)
+	if code != 0 {
+		resp.ErrorCode = code
 		return resp
 	}
-	m := g.members[req.MemberID]
-	switch {
-	case m == nil:
-		resp.ErrorCode = codeUnknownMember
-	case req.Generation != g.generation:
-		resp.ErrorCode = codeIllegalGeneration
-	default:
-		m.lastSeen = c.cfg.Now()
-		if g.state == StatePreparingRebalance {
-			resp.ErrorCode = codeRebalancing
-		}
+	m.lastSeen = c.cfg.Now()
+	if g.state == StatePreparingRebalance {
+		resp.ErrorCode = codeRebalancing
 	}
 	return resp
 }

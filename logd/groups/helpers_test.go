@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -94,57 +95,72 @@ func joinReq(version int16, member string, protocols ...string) *kmsg.JoinGroupR
 	return req
 }
 
-// joinCall is a JoinGroup started through the internal API: answered at
-// once, or through its waiter.
-type joinCall struct {
+// call is a JoinGroup or SyncGroup started through the internal API:
+// answered at once, or through its waiter. Calls finish within the
+// internal call that answers them, so tests look without waiting.
+type call[R any] struct {
 	t    *testing.T
-	resp *kmsg.JoinGroupResponse
-	w    *joinWaiter
+	resp R
+	w    *waiter[R]
 }
 
+type (
+	joinCall = call[*kmsg.JoinGroupResponse]
+	syncCall = call[*kmsg.SyncGroupResponse]
+)
+
 func (h *harness) join(req *kmsg.JoinGroupRequest) *joinCall {
-	h.t.Helper()
 	resp, w := h.c.startJoin(req, "client", "127.0.0.1:1")
 	return &joinCall{t: h.t, resp: resp, w: w}
 }
 
+func (h *harness) sync(req *kmsg.SyncGroupRequest) *syncCall {
+	resp, w := h.c.startSync(req)
+	return &syncCall{t: h.t, resp: resp, w: w}
+}
+
 // answered returns the response if the call has been answered.
-func (j *joinCall) answered() (*kmsg.JoinGroupResponse, bool) {
-	if j.w == nil {
-		return j.resp, true
+func (c *call[R]) answered() (R, bool) {
+	if c.w == nil {
+		return c.resp, true
 	}
 	select {
-	case r := <-j.w.done:
-		j.resp, j.w = r, nil
+	case r := <-c.w.done:
+		c.resp, c.w = r, nil
 		return r, true
 	default:
-		return nil, false
+		var none R
+		return none, false
 	}
 }
 
 // must returns the response, failing the test if the call is still
 // waiting or got an error other than want.
-func (j *joinCall) must(want *kerr.Error) *kmsg.JoinGroupResponse {
-	j.t.Helper()
-	r, ok := j.answered()
+func (c *call[R]) must(want *kerr.Error) R {
+	c.t.Helper()
+	r, ok := c.answered()
 	if !ok {
-		j.t.Fatal("JoinGroup still waiting")
+		c.t.Fatalf("%T still waiting", r)
 	}
-	checkCode(j.t, "JoinGroup", r.ErrorCode, want)
+	checkCode(c.t, fmt.Sprintf("%T", r), errorCode(r), want)
 	return r
 }
 
-func (j *joinCall) waiting() {
-	j.t.Helper()
-	if _, ok := j.answered(); ok {
-		j.t.Fatalf("JoinGroup answered, want it waiting: %+v", j.resp)
+func errorCode(r any) int16 {
+	switch r := r.(type) {
+	case *kmsg.JoinGroupResponse:
+		return r.ErrorCode
+	case *kmsg.SyncGroupResponse:
+		return r.ErrorCode
 	}
+	panic(fmt.Sprintf("no error code in %T", r))
 }
 
-type syncCall struct {
-	t    *testing.T
-	resp *kmsg.SyncGroupResponse
-	w    *syncWaiter
+func (c *call[R]) waiting() {
+	c.t.Helper()
+	if r, ok := c.answered(); ok {
+		c.t.Fatalf("answered, want it waiting: %+v", r)
+	}
 }
 
 func syncReq(version int16, member string, generation int32, assignments map[string]string) *kmsg.SyncGroupRequest {
@@ -160,41 +176,6 @@ func syncReq(version int16, member string, generation int32, assignments map[str
 		req.GroupAssignment = append(req.GroupAssignment, sa)
 	}
 	return req
-}
-
-func (h *harness) sync(req *kmsg.SyncGroupRequest) *syncCall {
-	resp, w := h.c.startSync(req)
-	return &syncCall{t: h.t, resp: resp, w: w}
-}
-
-func (s *syncCall) answered() (*kmsg.SyncGroupResponse, bool) {
-	if s.w == nil {
-		return s.resp, true
-	}
-	select {
-	case r := <-s.w.done:
-		s.resp, s.w = r, nil
-		return r, true
-	default:
-		return nil, false
-	}
-}
-
-func (s *syncCall) must(want *kerr.Error) *kmsg.SyncGroupResponse {
-	s.t.Helper()
-	r, ok := s.answered()
-	if !ok {
-		s.t.Fatal("SyncGroup still waiting")
-	}
-	checkCode(s.t, "SyncGroup", r.ErrorCode, want)
-	return r
-}
-
-func (s *syncCall) waiting() {
-	s.t.Helper()
-	if _, ok := s.answered(); ok {
-		s.t.Fatalf("SyncGroup answered, want it waiting: %+v", s.resp)
-	}
 }
 
 func (h *harness) heartbeat(member string, generation int32) int16 {

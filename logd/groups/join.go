@@ -125,6 +125,21 @@ func (c *Coordinator) parseJoin(req *kmsg.JoinGroupRequest, clientID, clientHost
 	return j, 0
 }
 
+// member makes the member this join describes.
+func (j *joinRequest) member(id string, now time.Time, seq uint64) *member {
+	return &member{
+		id:         id,
+		instanceID: j.instanceID,
+		clientID:   j.clientID,
+		clientHost: j.clientHost,
+		protocols:  j.protocols,
+		session:    j.session,
+		rebalance:  j.rebalance,
+		lastSeen:   now,
+		seq:        seq,
+	}
+}
+
 // joinNew handles a join without a member ID: a new member, or a static
 // member's instance coming back.
 func (c *Coordinator) joinNew(now time.Time, g *group, j *joinRequest, resp *kmsg.JoinGroupResponse) (*kmsg.JoinGroupResponse, *joinWaiter) {
@@ -182,17 +197,7 @@ func (c *Coordinator) addMember(now time.Time, g *group, id string, j *joinReque
 	if len(g.members) == 0 {
 		g.protocolType = j.protocolType
 	}
-	m := &member{
-		id:         id,
-		instanceID: j.instanceID,
-		clientID:   j.clientID,
-		clientHost: j.clientHost,
-		protocols:  j.protocols,
-		session:    j.session,
-		rebalance:  j.rebalance,
-		lastSeen:   now,
-		seq:        g.nextSeq,
-	}
+	m := j.member(id, now, g.nextSeq)
 	g.nextSeq++
 	g.members[id] = m
 	g.addSupport(m, 1)

@@ -58,7 +58,9 @@ func (c *Coordinator) Groups() []GroupInfo {
 func (c *Coordinator) snapshot() []GroupInfo {
 	c.mu.Lock()
 	infos := make([]GroupInfo, 0, len(c.groups))
+	held := make(map[string]bool, len(c.groups))
 	for _, g := range c.groups {
+		held[g.name] = true
 		infos = append(infos, GroupInfo{
 			Group:        g.name,
 			State:        g.state,
@@ -67,10 +69,6 @@ func (c *Coordinator) snapshot() []GroupInfo {
 			Generation:   g.generation,
 			Members:      len(g.members),
 		})
-	}
-	held := make(map[string]bool, len(c.groups))
-	for name := range c.groups {
-		held[name] = true
 	}
 	c.mu.Unlock()
 	if lister, ok := c.cfg.Offsets.(GroupLister); ok {

@@ -119,15 +119,10 @@ func (c *Coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) int16 {
 	case !asMember:
 		return 0
 	}
-	if code := g.checkInstance(instance, req.MemberID); code != 0 {
-		return code
-	}
-	m := g.members[req.MemberID]
+	m, code := g.checkMember(instance, req.MemberID, req.Generation)
 	switch {
-	case m == nil:
-		return codeUnknownMember
-	case req.Generation != g.generation:
-		return codeIllegalGeneration
+	case code != 0:
+		return code
 	case g.state == StateCompletingRebalance:
 		return codeRebalancing
 	}

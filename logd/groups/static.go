@@ -14,18 +14,8 @@ import (
 // generation back at once (a replaced leader is told to skip
 // assignment); otherwise the group rebalances.
 func (c *Coordinator) replaceStatic(now time.Time, g *group, old *member, j *joinRequest, resp *kmsg.JoinGroupResponse) (*kmsg.JoinGroupResponse, *joinWaiter) {
-	m := &member{
-		id:         c.newMemberID(j.instanceID),
-		instanceID: j.instanceID,
-		clientID:   j.clientID,
-		clientHost: j.clientHost,
-		protocols:  j.protocols,
-		session:    j.session,
-		rebalance:  j.rebalance,
-		lastSeen:   now,
-		assignment: old.assignment,
-		seq:        old.seq,
-	}
+	m := j.member(c.newMemberID(j.instanceID), now, old.seq)
+	m.assignment = old.assignment
 	wasLeader := g.leader == old.id
 	_, syncDue := g.pendingSync[old.id]
 	c.removeMember(g, old, codeFenced)

@@ -45,16 +45,10 @@ func (c *Coordinator) startSync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResp
 		resp.ErrorCode = codeUnknownMember
 		return resp, nil
 	}
-	if code := g.checkInstance(deref(req.InstanceID), req.MemberID); code != 0 {
-		resp.ErrorCode = code
-		return resp, nil
-	}
-	m := g.members[req.MemberID]
+	m, code := g.checkMember(deref(req.InstanceID), req.MemberID, req.Generation)
 	switch {
-	case m == nil:
-		resp.ErrorCode = codeUnknownMember
-	case req.Generation != g.generation:
-		resp.ErrorCode = codeIllegalGeneration
+	case code != 0:
+		resp.ErrorCode = code
 	case req.ProtocolType != nil && *req.ProtocolType != g.protocolType,
 		req.Protocol != nil && *req.Protocol != g.protocol:
 		resp.ErrorCode = codeInconsistent
