@@ -26,7 +26,7 @@ type command struct {
 
 // commands lists every command in the order help shows them.
 func commands() []*command {
-	return []*command{&mcastPubCmd, &mcastSubCmd, &demoCmd, &logdCmd, &versionCmd}
+	return []*command{&mcastPubCmd, &mcastSubCmd, &demoCmd, &logdCmd, &statsdCmd, &versionCmd}
 }
 
 // lookup finds the command whose name is the longest run of leading
