@@ -23,7 +23,9 @@
 // its metadata. The leader's SyncGroup carries the assignments; it makes
 // the group Stable and answers every member waiting in SyncGroup.
 // Members that have not sent SyncGroup within the rebalance timeout are
-// removed, and the group rebalances again.
+// removed, and the group rebalances again. Members of a "consumer" group
+// that the leader assigned nothing get an encoded empty assignment
+// rather than zero bytes, which some consumers cannot decode.
 //
 // JoinGroup v4+ without a member ID is answered MEMBER_ID_REQUIRED with
 // a new ID (client ID, "-", a random UUID); the client joins again with
@@ -54,7 +56,8 @@
 //
 // # Offsets
 //
-// Committed offsets go to an [OffsetStore], durable in production. A
+// Committed offsets go to an [OffsetStore], durable in production, one
+// Commit call per request (all its accepted partitions at once). A
 // commit with generation -1 and no member ID is a "simple" commit, for
 // consumers that assign partitions themselves; it is accepted when the
 // group has no members. Any other commit must come from a member of the
@@ -73,7 +76,9 @@
 // (GROUP_MAX_SIZE_REACHED), a member's protocol metadata and assignment
 // by Config.MaxMemberBytes (INVALID_REQUEST), and commit metadata by
 // Config.MaxOffsetMetadata (OFFSET_METADATA_TOO_LARGE). Every refusal is
-// counted in [Stats].
+// counted in [Stats]. Tick visits every member of every group, and a
+// join or leave counts the members of its group, so the work done is
+// bounded by these limits too.
 //
 // Group membership itself is not persisted: after a restart, members get
 // UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION and join again, as they do
