@@ -192,4 +192,3 @@ func kafkaEnd(ctx context.Context, cl *kgo.Client, topic string) (int64, error) 
 	}
 	return p.Offset, nil
 }
-
