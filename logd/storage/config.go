@@ -173,10 +173,9 @@ type Config struct {
 	// retention and compaction to every partition. Default 5 minutes;
 	// -1: never (call Store.Maintain).
 	MaintenanceInterval time.Duration
-	// CompactMaxKeys bounds the keys one compaction pass remembers
-	// (about 50 bytes each); a pass that meets more compacts the
-	// segments it could map and leaves the rest to the next. Default
-	// 1 Mi.
+	// CompactMaxKeys bounds the keys one compaction pass maps (about 50
+	// bytes each): mapping walks back from the newest sealed segment and
+	// stops after the segment that reaches it. Default 1 Mi.
 	CompactMaxKeys int
 	// MaxPartitions bounds the partitions of one topic. Default 1024.
 	MaxPartitions int

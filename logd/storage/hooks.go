@@ -30,6 +30,11 @@ type HookSegmentDelete interface {
 	OnSegmentDelete(topic string, partition int32, baseOffset int64, bytes int64)
 }
 
+// HookCompact is told of every compaction pass that rewrote segments.
+type HookCompact interface {
+	OnCompact(topic string, partition int32, stats CompactStats)
+}
+
 // HookProducerEvict is told when an idempotent producer is forgotten to
 // stay within MaxProducers.
 type HookProducerEvict interface {
@@ -67,6 +72,14 @@ func (h hooks) segmentDelete(topic string, p int32, base, bytes int64) {
 	for _, x := range h {
 		if f, ok := x.(HookSegmentDelete); ok {
 			f.OnSegmentDelete(topic, p, base, bytes)
+		}
+	}
+}
+
+func (h hooks) compact(topic string, p int32, st CompactStats) {
+	for _, x := range h {
+		if f, ok := x.(HookCompact); ok {
+			f.OnCompact(topic, p, st)
 		}
 	}
 }

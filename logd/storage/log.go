@@ -59,6 +59,14 @@ type Log struct {
 	isClosed atomic.Bool
 	hints    readHints
 
+	// cleanMu serializes retention and compaction, which replace and
+	// delete sealed segments; compactedTo (the active segment's base at
+	// the last compaction) and tombstoneDue (when a kept tombstone comes
+	// of age, Unix ms) let a pass with nothing to do be skipped.
+	cleanMu      sync.Mutex
+	compactedTo  int64
+	tombstoneDue int64
+
 	kick chan struct{}
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -304,6 +312,8 @@ func (l *Log) Close() error {
 	close(l.done)
 	l.mu.Unlock()
 	l.wg.Wait()
+	l.cleanMu.Lock() // a compaction pass stops at its next batch
+	defer l.cleanMu.Unlock()
 
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -29,9 +29,10 @@ func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, erro
 	}
 	l := &Log{
 		topic: topic, partition: part, dir: dir, cfg: cfg, env: e,
-		producers: newProducers(e.maxProducers, e.producerExpiry),
-		kick:      make(chan struct{}, 1),
-		done:      make(chan struct{}),
+		producers:   newProducers(e.maxProducers, e.producerExpiry),
+		kick:        make(chan struct{}, 1),
+		compactedTo: -1,
+		done:        make(chan struct{}),
 	}
 	rp, err := readRecoveryPoint(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -88,24 +89,30 @@ func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, erro
 }
 
 // prepareDir finishes or undoes what a crash interrupted and returns
-// the segment bases, ascending: a compaction's *.log.swap (complete and
-// fsynced) replaces its segment, whose indexes are then rebuilt;
-// *.cleaned and *.tmp files (incomplete) and indexes without a log are
-// deleted.
+// the segment bases, ascending. A compaction whose <base>.swap.log
+// exists was committed: its swap files are renamed over the segment's
+// (indexes that are stale are caught by the sanity check and rebuilt).
+// Files of an uncommitted compaction (*.cleaned.*, *.swap.* without the
+// log), *.tmp files and indexes without a log are deleted.
 func prepareDir(dir string, e *env) ([]int64, error) {
 	names, err := readDirNames(dir)
 	if err != nil {
 		return nil, err
 	}
 	for _, n := range names {
-		if orig, ok := strings.CutSuffix(n, logSuffix+swapSuffix); ok {
-			p := filepath.Join(dir, orig)
-			e.logger.Info("storage: completing an interrupted compaction", "dir", dir, "segment", orig)
-			if err := os.Rename(p+logSuffix+swapSuffix, p+logSuffix); err != nil {
+		stem, ok := strings.CutSuffix(n, swapInfix+logSuffix)
+		if !ok {
+			continue
+		}
+		p := filepath.Join(dir, stem)
+		e.logger.Info("storage: completing an interrupted compaction", "dir", dir, "segment", stem)
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+			if err := os.Rename(p+swapInfix+suffix, p+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return nil, err
 			}
-			os.Remove(p + indexSuffix)
-			os.Remove(p + timeIndexSuffix)
+		}
+		if err := syncDir(dir); err != nil {
+			return nil, err
 		}
 	}
 	if names, err = readDirNames(dir); err != nil {
@@ -124,7 +131,7 @@ func prepareDir(dir string, e *env) ([]int64, error) {
 		if !isIdx {
 			stem, isIdx = strings.CutSuffix(n, timeIndexSuffix)
 		}
-		if strings.HasSuffix(n, cleanedSuffix) || strings.HasSuffix(n, tmpSuffix) || isIdx && !logs[stem] {
+		if strings.Contains(n, cleanedInfix+".") || strings.Contains(n, swapInfix+".") || strings.HasSuffix(n, tmpSuffix) || isIdx && !logs[stem] {
 			if err := os.Remove(filepath.Join(dir, n)); err != nil {
 				return nil, err
 			}

@@ -15,6 +15,8 @@ func (l *Log) ApplyRetention(now time.Time) (deleted int, err error) {
 	if !l.cfg.Cleanup.deletes() {
 		return 0, nil
 	}
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

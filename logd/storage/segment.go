@@ -14,11 +14,11 @@ const (
 	logSuffix       = ".log"
 	indexSuffix     = ".index"
 	timeIndexSuffix = ".timeindex"
-	// cleanedSuffix marks files a compaction is writing; swapSuffix a
-	// compacted segment log complete and fsynced, which recovery renames
-	// over the original. See doc.go.
-	cleanedSuffix = ".cleaned"
-	swapSuffix    = ".swap"
+	// A compaction writes <base>.cleaned.{log,index,timeindex}, renames
+	// them to <base>.swap.*, the log last (the commit point), then over
+	// the originals. See doc.go and prepareDir.
+	cleanedInfix = ".cleaned"
+	swapInfix    = ".swap"
 )
 
 // segment is one log file and its two indexes. Its fields are guarded

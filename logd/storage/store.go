@@ -337,6 +337,9 @@ func (s *Store) Maintain(now time.Time) error {
 		if _, err := l.ApplyRetention(now); err != nil {
 			errs = append(errs, err)
 		}
+		if _, err := l.Compact(now); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

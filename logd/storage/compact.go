@@ -1,0 +1,379 @@
+package storage
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// CompactStats reports one compaction pass.
+type CompactStats struct {
+	Segments          int   // sealed segments examined (mapped)
+	Rewritten         int   // segments rewritten
+	Records           int64 // records read in the examined segments
+	Dropped           int64 // records removed: superseded by a later record with the same key
+	TombstonesDropped int64 // tombstones removed after DeleteRetention
+	BytesBefore       int64 // of the rewritten segments
+	BytesAfter        int64
+}
+
+// keyHash is a 128-bit hash of a record key: two seeded 64-bit hashes,
+// so a collision (which would drop a live record) is negligible.
+type keyHash [2]uint64
+
+type keyHasher struct{ a, b maphash.Seed }
+
+func (k keyHasher) sum(key []byte) keyHash {
+	return keyHash{maphash.Bytes(k.a, key), maphash.Bytes(k.b, key)}
+}
+
+// Compact rewrites the sealed segments of a compacted topic (cleanup
+// policy compact) keeping, for each key, only its latest record; records
+// without a key are kept. A latest record that is a tombstone (null
+// value) is dropped once its timestamp is older than now −
+// DeleteRetention. Offsets never change: a batch that loses some records
+// keeps its base and last offset and its survivors their offset deltas
+// (recompressed with its codec); consecutive batches that lose all their
+// records become one empty batch spanning their offsets, so offsets stay
+// contiguous. The active segment is never touched.
+//
+// One pass maps the keys of the newest sealed segments, back to the
+// one that takes the map to CompactMaxKeys (always at least one), then
+// rewrites every sealed segment that has something to drop. Records of
+// keys not in the map are kept, and so are tombstones not known to be
+// their key's latest. A pass is skipped when no segment was sealed since
+// the last and no tombstone has come of age. Each rewrite is crash-safe: the
+// new files are written and fsynced beside the old, then swapped in by
+// renames (see the package documentation). Readers are never blocked
+// for longer than the pointer swap.
+func (l *Log) Compact(now time.Time) (CompactStats, error) {
+	var st CompactStats
+	if !l.cfg.Cleanup.compacts() {
+		return st, nil
+	}
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return st, ErrClosed
+	}
+	sealed := slices.Clone(l.segs[:len(l.segs)-1])
+	activeBase := l.segs[len(l.segs)-1].base
+	skip := activeBase == l.compactedTo && now.UnixMilli() < l.tombstoneDue
+	l.mu.Unlock()
+	if len(sealed) == 0 || skip {
+		return st, nil
+	}
+	c := &compaction{l: l, hasher: keyHasher{maphash.MakeSeed(), maphash.MakeSeed()},
+		latest: map[keyHash]int64{}, tombCut: now.UnixMilli() - l.cfg.DeleteRetention.Milliseconds(), tombDue: 1<<63 - 1}
+	if err := c.mapKeys(sealed); err != nil {
+		return st, err
+	}
+	st.Segments = len(sealed)
+	for _, s := range sealed {
+		if err := c.rewrite(s, &st); err != nil {
+			return st, err
+		}
+	}
+	l.mu.Lock()
+	l.compactedTo = activeBase
+	l.tombstoneDue = c.tombDue
+	l.mu.Unlock()
+	if st.Rewritten > 0 {
+		l.env.logger.Info("storage: compacted", "topic", l.topic, "partition", l.partition, "segments", st.Rewritten,
+			"dropped", st.Dropped, "tombstones", st.TombstonesDropped, "before", st.BytesBefore, "after", st.BytesAfter)
+		l.env.hooks.compact(l.topic, l.partition, st)
+	}
+	return st, nil
+}
+
+// compaction is the state of one pass.
+type compaction struct {
+	l          *Log
+	hasher     keyHasher
+	latest     map[keyHash]int64 // key → offset of its latest record in the mapped segments
+	mappedFrom int               // index of the oldest mapped segment
+	tombCut    int64             // tombstones older than this go
+	tombDue    int64             // earliest time a kept tombstone becomes droppable
+	hdr        kmsg.RecordBatch
+	scratch    []byte
+	buf        []byte
+}
+
+// mapKeys records the latest offset of every key, walking the sealed
+// segments from the newest back, and stops after the segment that takes
+// the map to CompactMaxKeys (so at least one segment is mapped).
+func (c *compaction) mapKeys(segs []*segment) error {
+	for i := len(segs) - 1; i >= 0; i-- {
+		s := segs[i]
+		err := c.eachBatch(s, func(h *kmsg.RecordBatch) error {
+			var err error
+			c.scratch, err = forEachRecord(h, c.scratch, func(r *kmsg.Record) bool {
+				if r.Key != nil {
+					k := c.hasher.sum(r.Key)
+					c.latest[k] = max(c.latest[k], h.FirstOffset+int64(r.OffsetDelta))
+				}
+				return true
+			})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if len(c.latest) >= c.l.env.compactMaxKeys {
+			c.mappedFrom = i
+			return nil
+		}
+	}
+	return nil
+}
+
+// eachBatch decodes every batch of a sealed segment.
+func (c *compaction) eachBatch(s *segment, fn func(h *kmsg.RecordBatch) error) error {
+	sc := newScanner(s.log, 0, s.size, true, c.buf)
+	defer func() { c.buf = sc.buf }()
+	for {
+		if c.l.isClosed.Load() {
+			return ErrClosed
+		}
+		at, b, err := sc.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err == nil {
+			err = decodeHeader(b, &c.hdr)
+		}
+		if err != nil {
+			return c.l.corrupt(s, at, err)
+		}
+		if err := fn(&c.hdr); err != nil {
+			return c.l.corrupt(s, at, err)
+		}
+	}
+}
+
+// keep says whether a record survives.
+func (c *compaction) keep(h *kmsg.RecordBatch, r *kmsg.Record, st *CompactStats) bool {
+	st.Records++
+	if r.Key == nil {
+		return true
+	}
+	off := h.FirstOffset + int64(r.OffsetDelta)
+	latest, ok := c.latest[c.hasher.sum(r.Key)]
+	if ok && latest > off {
+		st.Dropped++
+		return false
+	}
+	if r.Value == nil && ok {
+		// The latest record of its key, and every older record of the key
+		// goes in this pass: the tombstone can go once old enough.
+		ts := h.FirstTimestamp + r.TimestampDelta64
+		if h.Attributes&attrLogAppendTime != 0 {
+			ts = h.MaxTimestamp
+		}
+		if ts < c.tombCut {
+			st.TombstonesDropped++
+			return false
+		}
+		c.tombDue = min(c.tombDue, ts+c.l.cfg.DeleteRetention.Milliseconds())
+	}
+	return true
+}
+
+// rewrite writes the compacted form of s beside it and swaps it in, if
+// anything is to be dropped.
+func (c *compaction) rewrite(s *segment, st *CompactStats) error {
+	l := c.l
+	tmp := &segment{base: s.base, path: filepath.Join(l.dir, segmentName(s.base)) + cleanedInfix, next: s.base, maxTs: -1, firstTs: -1, idxTs: -1}
+	tmp.off.entryLen, tmp.times.entryLen = offEntryLen, timeEntryLen
+	f, err := os.OpenFile(tmp.path+logSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	tmp.log = f
+	w := &segmentWriter{seg: tmp, interval: l.cfg.IndexIntervalBytes}
+	changed := false
+	var recs []byte
+	err = c.eachBatch(s, func(h *kmsg.RecordBatch) error {
+		recs = recs[:0]
+		kept, total := int32(0), int32(0)
+		var err error
+		c.scratch, err = forEachRecord(h, c.scratch, func(r *kmsg.Record) bool {
+			total++
+			if c.keep(h, r, st) {
+				kept++
+				recs = appendRecord(recs, r)
+			}
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		switch {
+		case kept == total:
+			return w.batch(h, nil)
+		case kept == 0:
+			changed = true
+			return w.drop(h)
+		}
+		changed = true
+		nh := *h
+		nh.NumRecords = kept
+		return w.batch(&nh, recs)
+	})
+	if err == nil {
+		err = w.flush()
+	}
+	if err != nil || !changed {
+		tmp.close()
+		removeSegmentFiles(tmp.path)
+		return err
+	}
+	if err := c.swap(s, tmp); err != nil {
+		removeSegmentFiles(tmp.path)
+		return err
+	}
+	st.Rewritten++
+	st.BytesBefore += s.size
+	st.BytesAfter += tmp.size
+	return nil
+}
+
+// swap makes the compacted files the segment: fsync them, rename them
+// to .swap (the log last: the commit point), rename those over the
+// originals, then replace the segment under the locks. Readers of the
+// old segment keep its open files, whose data stays valid.
+func (c *compaction) swap(old, tmp *segment) error {
+	l := c.l
+	if err := tmp.writeIndexes(); err != nil {
+		tmp.close()
+		return err
+	}
+	tmp.close()
+	base := filepath.Join(l.dir, segmentName(old.base))
+	for _, step := range [][2]string{{cleanedInfix, swapInfix}, {swapInfix, ""}} {
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+			if err := os.Rename(base+step[0]+suffix, base+step[1]+suffix); err != nil {
+				return err
+			}
+		}
+		if err := syncDir(l.dir); err != nil {
+			return err
+		}
+	}
+	ns := &segment{base: old.base, path: base, next: tmp.next, size: tmp.size, maxTs: tmp.maxTs, firstTs: tmp.firstTs, idxTs: -1}
+	ns.off.entryLen, ns.times.entryLen = offEntryLen, timeEntryLen
+	f, err := os.OpenFile(base+logSuffix, os.O_RDWR, 0)
+	if err != nil {
+		return l.failSwap(err)
+	}
+	ns.log = f
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		ns.close()
+		return ErrClosed
+	}
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
+	if err := ns.openSealedIndexes(); err != nil {
+		ns.close()
+		return l.fail("compaction swap", err)
+	}
+	i := slices.Index(l.segs, old)
+	l.segs[i] = ns
+	l.hints.reset()
+	old.close()
+	return nil
+}
+
+// failSwap: the new files are in place but cannot be opened; the log
+// stops taking writes and the next Open recovers from the files.
+func (l *Log) failSwap(err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fail("compaction swap", err)
+}
+
+func removeSegmentFiles(path string) {
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		os.Remove(path + suffix)
+	}
+}
+
+// segmentWriter writes batches to a new segment, merging runs of
+// batches that lost every record into one empty batch over their
+// offsets.
+type segmentWriter struct {
+	seg      *segment
+	interval int
+	// pending run of emptied batches
+	runFirst, runLast, runMaxTs int64
+	run                         bool
+	buf                         []byte
+}
+
+func (w *segmentWriter) drop(h *kmsg.RecordBatch) error {
+	last := h.FirstOffset + int64(h.LastOffsetDelta)
+	if w.run && last-w.runFirst > math.MaxInt32 {
+		if err := w.flush(); err != nil {
+			return err
+		}
+	}
+	if !w.run {
+		w.run, w.runFirst, w.runMaxTs = true, h.FirstOffset, h.MaxTimestamp
+	}
+	w.runLast = last
+	w.runMaxTs = max(w.runMaxTs, h.MaxTimestamp)
+	return nil
+}
+
+// batch writes h: as it is on disk when records is nil, else rebuilt
+// around records (uncompressed; compressed with h's codec).
+func (w *segmentWriter) batch(h *kmsg.RecordBatch, records []byte) error {
+	if err := w.flush(); err != nil {
+		return err
+	}
+	var err error
+	if records == nil {
+		w.buf = h.AppendTo(w.buf[:0])
+	} else if w.buf, err = buildBatch(w.buf[:0], h, records); err != nil {
+		return err
+	}
+	return w.write(h.MaxTimestamp, h.LastOffsetDelta)
+}
+
+// flush writes the pending run of emptied batches as one empty batch.
+func (w *segmentWriter) flush() error {
+	if !w.run {
+		return nil
+	}
+	w.run = false
+	h := kmsg.RecordBatch{
+		FirstOffset: w.runFirst, PartitionLeaderEpoch: -1, LastOffsetDelta: int32(w.runLast - w.runFirst),
+		FirstTimestamp: w.runMaxTs, MaxTimestamp: w.runMaxTs, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
+	}
+	var err error
+	if w.buf, err = buildBatch(w.buf[:0], &h, nil); err != nil {
+		return err
+	}
+	return w.write(h.MaxTimestamp, h.LastOffsetDelta)
+}
+
+func (w *segmentWriter) write(maxTs int64, lastDelta int32) error {
+	s := w.seg
+	if _, err := s.log.WriteAt(w.buf, s.size); err != nil {
+		return err
+	}
+	p := peek{base: int64(binary.BigEndian.Uint64(w.buf)), size: int64(len(w.buf)), lastDelta: lastDelta}
+	s.noteBatch(s.size, p, maxTs, w.interval)
+	return nil
+}
