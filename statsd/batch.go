@@ -10,6 +10,7 @@ type batch struct {
 	metrics []Metric
 	packets int
 	lines   int
+	seq     int
 	bad     int
 	// badLine keeps the first bad line of the batch for the log.
 	badLine []byte
@@ -44,12 +45,20 @@ func (b *batch) addLine(line []byte) {
 	var why Reason
 	b.metrics, bad, why = b.p.AppendLine(b.metrics, line)
 	if why == ReasonNone && IsSeqLine(line) {
-		return // counted apart, as SeqLines
+		b.seq++ // not a metric: counted apart, as SeqLines
+		return
 	}
 	b.lines++
 	if bad > 0 {
 		b.addBad(bad, why, line)
 	}
+}
+
+// addTooLong counts a line too long to keep as one bad line; start is
+// its beginning, for the log.
+func (b *batch) addTooLong(start []byte) {
+	b.lines++
+	b.addBad(1, ReasonLineTooLong, start)
 }
 
 // addBad counts bad values and keeps the first bad line for the log.
@@ -76,5 +85,5 @@ func (b *batch) reset() {
 	b.p.Reset()
 	clear(b.metrics) // drop references to the packets
 	b.metrics = b.metrics[:0]
-	b.packets, b.lines, b.bad = 0, 0, 0
+	b.packets, b.lines, b.seq, b.bad = 0, 0, 0, 0
 }

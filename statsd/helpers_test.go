@@ -18,7 +18,13 @@ import (
 // ours.
 type graphiteSink struct {
 	ln      net.Listener
-	flushes chan string
+	flushes chan sinkFlush
+}
+
+// sinkFlush is one connection's text and when it ended.
+type sinkFlush struct {
+	text string
+	at   time.Time
 }
 
 func newGraphiteSink(t testing.TB) *graphiteSink {
@@ -27,7 +33,7 @@ func newGraphiteSink(t testing.TB) *graphiteSink {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &graphiteSink{ln: ln, flushes: make(chan string, 1024)}
+	s := &graphiteSink{ln: ln, flushes: make(chan sinkFlush, 1024)}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -38,7 +44,7 @@ func newGraphiteSink(t testing.TB) *graphiteSink {
 			go func() {
 				defer c.Close()
 				b, _ := io.ReadAll(c)
-				s.flushes <- string(b)
+				s.flushes <- sinkFlush{string(b), time.Now()}
 			}()
 		}
 	}()
@@ -47,15 +53,15 @@ func newGraphiteSink(t testing.TB) *graphiteSink {
 
 func (s *graphiteSink) port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 
-// next waits for the next flush.
-func (s *graphiteSink) next(t testing.TB, who string) map[string]string {
+// next waits for the next flush and says when it arrived.
+func (s *graphiteSink) next(t testing.TB, who string) (map[string]string, time.Time) {
 	t.Helper()
 	select {
 	case f := <-s.flushes:
-		return parseGraphite(t, f)
+		return parseGraphite(t, f.text), f.at
 	case <-time.After(15 * time.Second):
 		t.Fatalf("%s: no flush reached the Graphite sink", who)
-		return nil
+		return nil, time.Time{}
 	}
 }
 

@@ -115,7 +115,7 @@ func (l *tcpListener) serve(s *Server, c net.Conn) {
 			}
 			if len(data) > l.cfg.MaxLineLength {
 				s.counters.tooLong.Add(1)
-				b.addBad(1, ReasonLineTooLong, data)
+				b.addTooLong(data)
 				s.ingest(b)
 				data, skipping = nil, true
 			}

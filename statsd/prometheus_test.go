@@ -93,7 +93,7 @@ func TestPrometheusExposition(t *testing.T) {
 		"temp:21.5|g\nlat:10|ms\nlat:20|ms\nlat:30|ms|#q:\"x\nusers:a|s\nusers:b|s",
 		"9bad-name.x:1|c\na.b:1|c\na-b:5|c\nweird:1|c|#__name__:x,quantile:y,bare",
 		"_bl.seq:web-1/5|seq\n_bl.seq:web-1/8|seq")
-	waitMetrics(t, s, 15)
+	waitReceived(t, s, 4, 15)
 	s.Flush(context.Background())
 	fams := scrape(t, p)
 	for _, c := range []struct {
@@ -119,28 +119,42 @@ func TestPrometheusExposition(t *testing.T) {
 	}
 	// Counters are cumulative across flushes.
 	sendUDP(t, addr, "api.hits:10|c|#env:dev")
-	waitMetrics(t, s, 1)
+	waitReceived(t, s, 5, 16)
 	s.Flush(context.Background())
 	if got := value(t, scrape(t, p), "api_hits_total", map[string]string{"env": "dev"}); got != 12 {
 		t.Errorf("second flush: api_hits_total{env=dev} = %v, want 12", got)
 	}
 }
 
-// waitMetrics waits until the server's aggregator has counted n more
-// lines since the last flush.
+// waitReceived waits until s has received packets packets and lines
+// lines since it started.
+func waitReceived(t testing.TB, s *Server, packets, lines int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.WaitReceived(ctx, uint64(packets), uint64(lines)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitMetrics waits until the server's aggregator has counted n lines
+// (sequence lines included) since the last flush.
 func waitMetrics(t testing.TB, s *Server, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
 		s.mu.Lock()
-		got := int(s.agg.lines.value) + int(s.agg.seq.lines)
+		s.arrived.Broadcast()
 		s.mu.Unlock()
-		if got >= n {
-			return
+	})
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for int(s.agg.lines.value)+int(s.agg.seq.lines) < n {
+		if ctx.Err() != nil {
+			t.Fatalf("server counted %d lines, want %d", int(s.agg.lines.value)+int(s.agg.seq.lines), n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server counted %d lines, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond) // polling the aggregator: datagrams carry no completion event
+		s.arrived.Wait()
 	}
 }

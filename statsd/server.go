@@ -17,9 +17,13 @@ type Server struct {
 	cfg Config
 	log *slog.Logger
 
-	mu      sync.Mutex // guards agg, lastBadLog
+	mu      sync.Mutex // guards agg, lastLog, packets and lines
 	agg     *Aggregator
 	lastLog time.Time
+	// received counts packets and lines (sequence lines included) since
+	// the start; arrived is signalled at each change.
+	received [2]uint64
+	arrived  *sync.Cond
 
 	udp     []*udpReader
 	tcp     []*tcpListener
@@ -56,6 +60,7 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, agg: agg, backErrs: make(map[string]uint64), stopped: make(chan struct{})}
+	s.arrived = sync.NewCond(&s.mu)
 	for _, b := range cfg.Backends {
 		if pb, ok := b.(PacketBackend); ok {
 			s.packets = append(s.packets, pb)
@@ -146,12 +151,44 @@ func (s *Server) ingest(b *batch) {
 			s.lastLog, logBad = now, true
 		}
 	}
+	s.received[0] += uint64(b.packets)
+	s.received[1] += uint64(b.lines + b.seq)
 	b.applyTo(s.agg)
+	s.arrived.Broadcast()
 	s.mu.Unlock()
 	if logBad {
 		s.log.Warn("statsd: bad line (more are counted, not logged, for a while)",
 			"line", quoteLine(string(b.badLine)), "reason", b.badWhy.String())
 	}
+}
+
+// Received returns the packets and the lines (sequence lines included)
+// received since the server started.
+func (s *Server) Received() (packets, lines uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.received[0], s.received[1]
+}
+
+// WaitReceived waits until the server has received at least packets
+// packets and lines lines since it started, or ctx ends.
+func (s *Server) WaitReceived(ctx context.Context, packets, lines uint64) error {
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.arrived.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.received[0] < packets || s.received[1] < lines {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("statsd: received %d packets and %d lines, waited for %d and %d: %w",
+				s.received[0], s.received[1], packets, lines, err)
+		}
+		s.arrived.Wait()
+	}
+	return nil
 }
 
 // repeat gives a packet to the packet backends.
