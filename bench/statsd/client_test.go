@@ -48,7 +48,13 @@ func newDatadog(b *testing.B) *datadog.Client {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { c.Close() })
+	b.Cleanup(func() {
+		c.Close()
+		// Packets its sender queue had no room for, as dropped% above.
+		if t := c.GetTelemetry(); t.TotalPayloadsSent+t.TotalPayloadsDropped > 0 {
+			b.ReportMetric(100*float64(t.TotalPayloadsDropped)/float64(t.TotalPayloadsSent+t.TotalPayloadsDropped), "dropped%")
+		}
+	})
 	b.ReportAllocs()
 	return c
 }
