@@ -28,6 +28,9 @@ const minClientPacketSize = 128
 // maxClientShards bounds ClientConfig.Shards.
 const maxClientShards = 1024
 
+// maxClientQueueBytes bounds ClientConfig.QueueBytes.
+const maxClientQueueBytes = 1 << 30
+
 // maxClientCounterKeys bounds ClientConfig.CounterKeys.
 const maxClientCounterKeys = 1 << 20
 
@@ -57,7 +60,7 @@ type ClientConfig struct {
 	// When it is full the lines of a packet that cannot join it are
 	// dropped (and counted); callers never wait. Besides the queue, each
 	// shard holds the packet it is filling. Default 256 KiB; at least
-	// MaxPacketSize.
+	// MaxPacketSize, at most 1 GiB.
 	QueueBytes int
 	// Shards is how many packets are filled at once. A metric name always
 	// goes to the same shard, so the lines of one metric keep their
@@ -118,8 +121,8 @@ func (c *ClientConfig) validate() error {
 		return clientConfigError("MaxPacketSize %d outside [%d, %d]", c.MaxPacketSize, minClientPacketSize, maxClientPacketSize)
 	case c.FlushInterval < 0 || c.WriteTimeout < 0:
 		return clientConfigError("negative FlushInterval or WriteTimeout")
-	case c.QueueBytes < c.MaxPacketSize:
-		return clientConfigError("QueueBytes %d smaller than MaxPacketSize %d", c.QueueBytes, c.MaxPacketSize)
+	case c.QueueBytes < c.MaxPacketSize || c.QueueBytes > maxClientQueueBytes:
+		return clientConfigError("QueueBytes %d outside [MaxPacketSize %d, %d]", c.QueueBytes, c.MaxPacketSize, maxClientQueueBytes)
 	case c.Shards < 1 || c.Shards > maxClientShards:
 		return clientConfigError("Shards %d outside [1, %d]", c.Shards, maxClientShards)
 	case c.CounterKeys < -1 || c.CounterKeys > maxClientCounterKeys:

@@ -177,6 +177,7 @@ func TestClientConfigValidate(t *testing.T) {
 		{"negative interval", ClientConfig{Addr: "x", FlushInterval: -1}},
 		{"negative timeout", ClientConfig{Addr: "x", WriteTimeout: -1}},
 		{"queue below a packet", ClientConfig{Addr: "x", QueueBytes: 1000}},
+		{"queue too large", ClientConfig{Addr: "x", QueueBytes: 2 << 30}},
 		{"negative shards", ClientConfig{Addr: "x", Shards: -1}},
 		{"too many shards", ClientConfig{Addr: "x", Shards: 5000}},
 		{"counter keys", ClientConfig{Addr: "x", CounterKeys: -2}},
