@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // graphiteSink is a Carbon plaintext listener on 127.0.0.1 that hands
@@ -138,6 +140,10 @@ func startServer(t testing.TB, cfg Config) *Server {
 	if cfg.UDP == nil && cfg.TCP == nil && cfg.Unixgram == nil {
 		cfg.UDP = []string{"127.0.0.1:0"}
 	}
+	// Registered first, so it runs last: after Serve returned, no
+	// goroutine of the server may be left.
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := NewServer(ctx, cfg)
 	if err != nil {

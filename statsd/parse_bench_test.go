@@ -1,0 +1,59 @@
+package statsd
+
+import (
+	"fmt"
+	"testing"
+)
+
+// benchPacket is a datagram of 20 counter lines over 100 keys, as the
+// ingest benchmark sends.
+func benchPacket(tags bool) []byte {
+	var pkt []byte
+	for l := 0; l < benchLinesPerDatagram; l++ {
+		pkt = fmt.Appendf(pkt, "bench.k%02d:1|c", l%benchKeys)
+		if tags {
+			pkt = append(pkt, "|#env:prod,host:web-1"...)
+		}
+		pkt = append(pkt, '\n')
+	}
+	return pkt
+}
+
+// BenchmarkParseLine: one line through the parser.
+func BenchmarkParseLine(b *testing.B) {
+	for _, tc := range []struct{ name, line string }{
+		{"counter", "api.requests:1|c"},
+		{"timer-rate", "api.latency:12.5|ms|@0.1"},
+		{"tags", "api.requests:1|c|#env:prod,region:eu,host:web-1"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var p Parser
+			ms := make([]Metric, 0, 8)
+			line := []byte(tc.line)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				p.Reset()
+				ms, _, _ = p.AppendLine(ms[:0], line)
+			}
+		})
+	}
+}
+
+// BenchmarkAggregatePacket: one 20-line datagram parsed and aggregated,
+// as a UDP reader does it; lines/s is the aggregation rate of one core.
+func BenchmarkAggregatePacket(b *testing.B) {
+	for _, tags := range []bool{false, true} {
+		b.Run(fmt.Sprintf("tags=%v", tags), func(b *testing.B) {
+			a := mustAggregator(b, AggregatorConfig{})
+			bt := newBatch(false)
+			pkt := benchPacket(tags)
+			b.ReportAllocs()
+			for b.Loop() {
+				bt.addPacket(pkt)
+				bt.applyTo(a)
+			}
+			b.ReportMetric(float64(b.N*benchLinesPerDatagram)/b.Elapsed().Seconds(), "lines/s")
+		})
+	}
+}
