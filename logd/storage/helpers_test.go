@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -195,3 +196,5 @@ func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 func itoa(i int64) string { return strconv.FormatInt(i, 10) }
 
 func removeFile(dir, name string) error { return os.Remove(filepath.Join(dir, name)) }
+
+func newTestLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -72,10 +72,7 @@ func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, erro
 		}
 		l.segs = append(l.segs, s)
 	}
-	if err := l.recoverProducers(r.buf); err != nil {
-		l.closeSegments()
-		return nil, err
-	}
+	l.recoverProducers(r.buf)
 	l.start.Store(l.segs[0].base)
 	l.end = l.segs[len(l.segs)-1].next
 	l.durable = l.end
@@ -304,7 +301,7 @@ func (r *recovery) verify(s *segment, size, expect, nextBase int64) (cut bool, e
 // recoverProducers rebuilds the idempotent-producer state: the snapshot,
 // then the headers of every batch after the offset it covers. Without a
 // usable snapshot the whole log is replayed.
-func (l *Log) recoverProducers(buf []byte) error {
+func (l *Log) recoverProducers(buf []byte) {
 	start, end := l.segs[0].base, l.segs[len(l.segs)-1].next
 	from, err := l.producers.loadSnapshot(l.dir)
 	if err != nil || from < start || from > end {
@@ -320,12 +317,16 @@ func (l *Log) recoverProducers(buf []byte) error {
 		}
 		sc := newScanner(s.log, 0, s.size, false, buf)
 		for {
-			_, b, err := sc.next()
+			at, b, err := sc.next()
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
-				return err
+				// Damage below the recovery point: Read refuses those
+				// batches; the producers in them are forgotten.
+				l.env.logger.Warn("storage: unreadable batch while rebuilding producer state", "topic", l.topic,
+					"partition", l.partition, "segment", s.base, "position", at, "err", err)
+				break
 			}
 			if h := readStoredHeader(b); h.base >= from {
 				l.producers.replay(h)
@@ -333,7 +334,6 @@ func (l *Log) recoverProducers(buf []byte) error {
 		}
 		buf = sc.buf
 	}
-	return nil
 }
 
 // closeSegments closes the files of a log that failed to open.
