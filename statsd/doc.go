@@ -7,7 +7,7 @@
 //
 // A Server listens on UDP (several SO_REUSEPORT readers with batch
 // reads), TCP (newline-delimited) and unix datagram sockets, parses the
-// StatsD line protocol (ParseLine, with no I/O), aggregates with an
+// StatsD line protocol (Parser, with no I/O), aggregates with an
 // Aggregator that reproduces the arithmetic of Etsy's
 // lib/process_metrics.js, and hands each flush to backends: Graphite
 // plaintext with Etsy's key layout, a Prometheus /metrics endpoint,

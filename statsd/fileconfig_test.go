@@ -63,3 +63,20 @@ func TestParseConfigFileDefaultsAndErrors(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseConfigFile(f *testing.F) {
+	f.Add([]byte(`{"port": 8125, "percentThreshold": [90, -10], "histogram": [{"metric": "a", "bins": [1, "inf"]}]}`))
+	f.Add([]byte(`{"servers": [{"server": "./servers/tcp"}], "backends": ["./backends/repeater"], "repeater": [{"host": "h", "port": 1}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := ParseConfigFile(data)
+		if err != nil {
+			if !errors.Is(err, ErrBadConfig) {
+				t.Fatalf("error %v does not wrap ErrBadConfig", err)
+			}
+			return
+		}
+		if len(st.Server.UDP)+len(st.Server.TCP) == 0 {
+			t.Fatalf("no listener from %q", data)
+		}
+	})
+}
