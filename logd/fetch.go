@@ -2,6 +2,7 @@ package logd
 
 import (
 	"errors"
+	"reflect"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,23 +19,38 @@ import (
 func (s *Server) fetch(req *kmsg.FetchRequest) kmsg.Response {
 	deadline := s.cfg.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	for {
-		woken := s.appends.wait()
+		// Take the wake-up channels before reading, so that an advance
+		// between the read and the wait is not missed.
+		woken := s.updates(req)
 		resp, n := s.fetchOnce(req)
 		wait := deadline.Sub(s.cfg.Now())
 		if n >= int(req.MinBytes) || n > 0 && req.MinBytes <= 0 || wait <= 0 {
 			return resp
 		}
 		t := time.NewTimer(wait)
-		select {
-		case <-woken:
-		case <-t.C:
-		case <-s.ctx.Done():
-		}
+		cases := append(woken, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.ctx.Done())})
+		reflect.Select(cases)
 		t.Stop()
 		if s.ctx.Err() != nil {
 			return resp
 		}
 	}
+}
+
+// updates returns, as select cases, the channels closed when the high
+// watermark of a partition the request reads advances; new topics wake
+// the server-wide notifier.
+func (s *Server) updates(req *kmsg.FetchRequest) []reflect.SelectCase {
+	cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.appends.wait())}}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			if log, err := s.store.Partition(t.Topic, p.Partition); err == nil {
+				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(log.Updated())})
+			}
+		}
+	}
+	return cases
 }
 
 // fetchOnce builds a fetch response from what is in the logs now and

@@ -2,9 +2,9 @@ package logd
 
 import "sync"
 
-// notifier wakes Fetch long-polls when anything is appended. One for the
-// whole server: a single node's fetchers re-check their partitions,
-// which is cheap, and none misses a wake-up.
+// notifier wakes Fetch long-polls when a topic is created or the server
+// closes; partitions' own Updated channels wake them when data becomes
+// visible.
 type notifier struct {
 	mu sync.Mutex
 	ch chan struct{}

@@ -1,0 +1,260 @@
+package logd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
+
+	"github.com/brokerless/brokerless/transport/latency"
+)
+
+// The benchmarks compare logd with the disk it runs on, in the same run,
+// and report ratios of medians over interleaved rounds (this is a shared
+// virtual machine whose disk speed swings from run to run):
+//
+//	go test -run XXX -bench 'Produce|Replay' -benchtime 200000x ./logd/
+//	go test -run XXX -bench Latency -benchtime 5000x ./logd/
+//
+// b.N is the number of 1 KiB records per round.
+
+const (
+	benchRecord = 1024
+	benchRounds = 5
+)
+
+// BenchmarkProduce1KiB: franz-go producing 1 KiB records with acks=all
+// (idempotent, logd's default fsync policy: group commit) against raw
+// sequential writes of the same bytes to the same disk, 1 MiB at a time,
+// each followed by fdatasync — about what one produce request carries.
+func BenchmarkProduce1KiB(b *testing.B) {
+	dir := b.TempDir()
+	ts := startServer(b, filepath.Join(dir, "logd"))
+	cl := newClient(b, ts.addr, kgo.DefaultProduceTopic("bench"))
+	createTopic(b, cl, "bench", 1)
+	value := make([]byte, benchRecord)
+	ctx := context.Background()
+	var raws, rates []float64
+	for round := range benchRounds {
+		raws = append(raws, rawWriteRate(b, filepath.Join(dir, fmt.Sprint("raw", round)), int64(b.N)*benchRecord))
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		rates = append(rates, float64(b.N)*benchRecord/time.Since(start).Seconds())
+	}
+	raw, rate := median(raws), median(rates)
+	b.ReportMetric(rate/(1<<20), "MiB/s")
+	b.ReportMetric(raw/(1<<20), "raw-MiB/s")
+	b.ReportMetric(rate/raw, "x-raw")
+	b.ReportMetric(0, "ns/op")
+}
+
+// rawWriteRate writes n bytes to path, fdatasync after every MiB, and
+// returns bytes per second.
+func rawWriteRate(b *testing.B, path string, n int64) float64 {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.Remove(path)
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	start := time.Now()
+	for done := int64(0); done < n; {
+		w := min(int64(len(chunk)), n-done)
+		if _, err := f.Write(chunk[:w]); err != nil {
+			b.Fatal(err)
+		}
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			b.Fatal(err)
+		}
+		done += w
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkReplay1KiB: fetching a partition from offset 0 (Fetch
+// requests for whole record batches, as a consumer's network layer
+// issues them) against raw sequential reads of its segment files. Both
+// start cold: the segments are evicted from the page cache first.
+func BenchmarkReplay1KiB(b *testing.B) {
+	ts := startServer(b, b.TempDir())
+	cl := newClient(b, ts.addr, kgo.DefaultProduceTopic("replay"))
+	createTopic(b, cl, "replay", 1)
+	value := make([]byte, benchRecord)
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		cl.Produce(ctx, &kgo.Record{Value: value}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	partDir := filepath.Join(ts.dir, "replay-0")
+	var raws, rates []float64
+	for range benchRounds {
+		evict(b, partDir)
+		raws = append(raws, rawReadRate(b, partDir))
+		evict(b, partDir)
+		rates = append(rates, fetchRate(b, cl, "replay"))
+	}
+	raw, rate := median(raws), median(rates)
+	b.ReportMetric(rate/(1<<20), "MiB/s")
+	b.ReportMetric(raw/(1<<20), "raw-MiB/s")
+	b.ReportMetric(rate/raw, "x-raw")
+	b.ReportMetric(0, "ns/op")
+}
+
+// fetchRate fetches a partition from offset 0 to its end with Fetch
+// requests of up to 32 MiB and returns record bytes per second.
+func fetchRate(b *testing.B, cl *kgo.Client, topic string) float64 {
+	ctx := context.Background()
+	start := time.Now()
+	var offset, bytes int64
+	for {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 32<<20, 0
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.PartitionMaxBytes = offset, 32<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			b.Fatalf("fetch error %d", p.ErrorCode)
+		}
+		if len(p.RecordBatches) == 0 {
+			break
+		}
+		bytes += int64(len(p.RecordBatches))
+		offset = nextOffset(p.RecordBatches)
+		if offset >= p.HighWatermark {
+			break
+		}
+	}
+	return float64(bytes) / time.Since(start).Seconds()
+}
+
+// nextOffset is the offset after the last record batch in a record set.
+func nextOffset(set []byte) int64 {
+	var next int64
+	for len(set) >= 61 {
+		var rb kmsg.RecordBatch
+		n := 12 + int(int32(uint32(set[8])<<24|uint32(set[9])<<16|uint32(set[10])<<8|uint32(set[11])))
+		if n > len(set) || rb.ReadFrom(set[:n]) != nil {
+			break
+		}
+		next = rb.FirstOffset + int64(rb.LastOffsetDelta) + 1
+		set = set[n:]
+	}
+	return next
+}
+
+// evict drops a directory's files from the page cache.
+func evict(b *testing.B, dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range entries {
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = unix.Fdatasync(int(f.Fd()))
+		_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+		f.Close()
+	}
+}
+
+// rawReadRate reads every .log file of a partition directory
+// sequentially and returns bytes per second.
+func rawReadRate(b *testing.B, dir string) float64 {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	var n int64
+	start := time.Now()
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".log") {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			k, err := f.Read(buf)
+			n += int64(k)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		f.Close()
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkLatency: produce→consume latency of single records at a fixed
+// rate (1,000/s, open loop), acks=all, the consumer long-polling.
+func BenchmarkLatency(b *testing.B) {
+	ts := startServer(b, b.TempDir())
+	p := newClient(b, ts.addr, kgo.DefaultProduceTopic("lat"), kgo.ProducerLinger(0))
+	createTopic(b, p, "lat", 1)
+	c := newClient(b, ts.addr, kgo.ConsumeTopics("lat"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(time.Second))
+	ctx := context.Background()
+	const rate = 1000
+	go func() {
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			due := start.Add(time.Duration(i) * time.Second / rate)
+			time.Sleep(time.Until(due))
+			p.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprint(due.UnixNano())), Timestamp: due}, nil)
+		}
+	}()
+	h := latency.New()
+	for int(h.Count()) < b.N {
+		c.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			var due int64
+			fmt.Sscan(string(r.Value), &due)
+			h.Record(time.Since(time.Unix(0, due)))
+		})
+	}
+	b.ReportMetric(float64(h.Quantile(0.5).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(h.Quantile(0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(h.Quantile(0.999).Microseconds()), "p99.9-µs")
+	b.ReportMetric(0, "ns/op")
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
