@@ -131,3 +131,29 @@ func TestKgoConsumerGroup(t *testing.T) {
 		t.Fatalf("a reads partitions %v, want all four", parts)
 	}
 }
+
+// TestGroupOffsetsSurviveRestart: offsets a group committed are still
+// there after logd restarts; the group resumes after them.
+func TestGroupOffsetsSurviveRestart(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	admin := newClient(t, ts.addr)
+	createTopic(t, admin, "jobs", 2)
+	produceN(t, admin, "jobs", "old", 50)
+	opts := []kgo.Opt{kgo.ConsumerGroup("g2"), kgo.ConsumeTopics("jobs"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit()}
+	c := newClient(t, ts.addr, opts...)
+	consume(t, c, 50)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	ts = ts.restart(t)
+	produceN(t, newClient(t, ts.addr), "jobs", "new", 4)
+	for _, r := range consume(t, newClient(t, ts.addr, opts...), 4) {
+		if v := string(r.Value); v[:3] != "new" {
+			t.Fatalf("after restart the group re-read %q", v)
+		}
+	}
+}

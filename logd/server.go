@@ -61,7 +61,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.groups, err = groups.New(groups.Config{
-		Offsets:           groups.NewMemoryStore(),
+		Offsets:           groupOffsets{store.Offsets()},
 		PartitionExists:   s.partitionExists,
 		MinSessionTimeout: cfg.MinSessionTimeout,
 		MaxSessionTimeout: cfg.MaxSessionTimeout,
