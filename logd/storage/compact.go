@@ -271,6 +271,7 @@ func (c *compaction) swap(old, tmp *segment) error {
 	}
 	ns := &segment{base: old.base, path: base, next: tmp.next, size: tmp.size, maxTs: tmp.maxTs, firstTs: tmp.firstTs, idxTs: -1}
 	ns.off.entryLen, ns.times.entryLen = offEntryLen, timeEntryLen
+	ns.checked.Store(tmp.size) // written by this pass from checked batches
 	f, err := os.OpenFile(base+logSuffix, os.O_RDWR, 0)
 	if err != nil {
 		return l.failSwap(err)

@@ -29,8 +29,11 @@
 //
 // [Log.Read] returns whole batches from the one holding an offset, at
 // most maxBytes but always at least one batch, from a single segment,
-// read with one pread into the caller's buffer ([Log.ReadAppend]). Each
-// batch is CRC-checked before it is returned: a corrupt batch is never
+// read with one pread into the caller's buffer ([Log.ReadAppend]). No
+// batch is served unless this process has CRC-checked it: batches are
+// checked when appended and in recovery, and a segment trusted at Open
+// is checked as it is first read (each segment remembers the prefix
+// checked, so a replay pays for the CRC once). A corrupt batch is never
 // served. Where a read ended is remembered, so a consumer reading on
 // skips the index lookup.
 //

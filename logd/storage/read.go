@@ -10,9 +10,10 @@ import (
 // at most maxBytes of them but always at least that one batch (Kafka's
 // fetch semantics), all from one segment. It returns nothing for an
 // offset at or above the high watermark, ErrOffsetOutOfRange below the
-// log start or above the log end. Every batch returned passed its CRC
-// check; a batch that fails it is never returned (an error is, if it is
-// the first).
+// log start or above the log end. Every batch returned has passed its
+// CRC check in this process — when appended, in recovery, or on its
+// first read, which checks every batch not checked yet — and a batch
+// that fails it is never returned (an error is, if it is the first).
 //
 // After compaction the batch returned may start after offset: the
 // records before it were compacted away.
@@ -120,12 +121,19 @@ func (l *Log) readAt(dst []byte, s *segment, pos, limit, offset int64, maxBytes 
 	b := dst[start : start+int(n)]
 	var used int64
 	prev := offset - 1
+	checked := s.checked.Load()
 	for used+batchPeekLen <= n {
 		p, _ := peekBatch(b[used:])
 		if p.size < batchHeaderLen || used+p.size > n {
 			break
 		}
-		err := checkFrame(b[used : used+p.size])
+		var err error
+		if end := pos + used + p.size; end > checked {
+			if err = checkFrame(b[used : used+p.size]); err == nil && pos+used <= checked {
+				checked = end
+				s.advanceChecked(end)
+			}
+		}
 		if err == nil && (p.last() <= prev || p.lastDelta < 0) {
 			err = errOffsetOrder
 		}
@@ -141,6 +149,17 @@ func (l *Log) readAt(dst []byte, s *segment, pos, limit, offset int64, maxBytes 
 	}
 	l.hints.put(s.base, offset, prev+1, pos+used)
 	return dst[:start+int(used)], nil
+}
+
+// advanceChecked raises s.checked to end (concurrent readers may race
+// to do it).
+func (s *segment) advanceChecked(end int64) {
+	for {
+		c := s.checked.Load()
+		if c >= end || s.checked.CompareAndSwap(c, end) {
+			return
+		}
+	}
 }
 
 // corrupt reports a batch that fails its checks on disk: it is logged

@@ -39,7 +39,10 @@ type segment struct {
 	idxTs     int64 // timestamp of the last time-index entry
 	sealed    bool
 	visible   atomic.Int64 // bytes readers may read: size, or the durable part under FsyncAlways
-	compacted bool         // rewritten by compaction: offsets may skip
+	// checked is the prefix of the file whose batches this process has
+	// CRC-checked: on append, in recovery, or on a first read. Reads
+	// check every batch past it.
+	checked atomic.Int64
 }
 
 func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
@@ -89,6 +92,7 @@ func (s *segment) noteBatch(pos int64, p peek, maxTs int64, interval int) {
 	}
 	s.sinceIdx += p.size
 	s.size = pos + p.size
+	s.checked.Store(s.size)
 	s.next = p.last() + 1
 	s.maxTs = max(s.maxTs, maxTs)
 }

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package storage
+
+func evict([]string) {}
+
+func evictable(string) bool { return false }
