@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/brokerless/brokerless/logd"
+	"github.com/brokerless/brokerless/logd/storage"
 	"github.com/brokerless/brokerless/multicast"
 	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport/faultnet"
@@ -35,7 +37,7 @@ func usagef(format string, args ...any) error {
 // comes from flag values, into a usage error; other errors pass through.
 func configError(err error) error {
 	if errors.Is(err, multicast.ErrBadConfig) || errors.Is(err, reliable.ErrBadConfig) ||
-		errors.Is(err, faultnet.ErrBadFaults) {
+		errors.Is(err, faultnet.ErrBadFaults) || errors.Is(err, logd.ErrBadConfig) || errors.Is(err, storage.ErrBadConfig) {
 		return &usageError{err}
 	}
 	return err
