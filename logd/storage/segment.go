@@ -31,14 +31,14 @@ type segment struct {
 	off   index
 	times index
 
-	size      int64 // bytes of whole batches
-	next      int64 // offset after the last batch (base when empty)
-	maxTs     int64 // largest MaxTimestamp, -1 when empty
-	firstTs   int64 // MaxTimestamp of the first batch: the age for rolling
-	sinceIdx  int64 // bytes appended since the last offset-index entry
-	idxTs     int64 // timestamp of the last time-index entry
-	sealed    bool
-	visible   atomic.Int64 // bytes readers may read: size, or the durable part under FsyncAlways
+	size     int64 // bytes of whole batches
+	next     int64 // offset after the last batch (base when empty)
+	maxTs    int64 // largest MaxTimestamp, -1 when empty
+	firstTs  int64 // MaxTimestamp of the first batch: the age for rolling
+	sinceIdx int64 // bytes appended since the last offset-index entry
+	idxTs    int64 // timestamp of the last time-index entry
+	sealed   bool
+	visible  atomic.Int64 // bytes readers may read: size, or the durable part under FsyncAlways
 	// checked is the prefix of the file whose batches this process has
 	// CRC-checked: on append, in recovery, or on a first read. Reads
 	// check every batch past it.
