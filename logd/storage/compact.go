@@ -192,7 +192,7 @@ func (c *compaction) keep(h *kmsg.RecordBatch, r *kmsg.Record, st *CompactStats)
 // anything is to be dropped.
 func (c *compaction) rewrite(s *segment, st *CompactStats) error {
 	l := c.l
-	tmp := &segment{base: s.base, path: filepath.Join(l.dir, segmentName(s.base)) + cleanedInfix, next: s.base, maxTs: -1, firstTs: -1, idxTs: -1}
+	tmp := &segment{base: s.base, path: filepath.Join(l.dir, segmentName(s.base)) + cleanedInfix, next: s.base, maxTs: -1, idxTs: -1}
 	tmp.off.entryLen, tmp.times.entryLen = offEntryLen, timeEntryLen
 	f, err := os.OpenFile(tmp.path+logSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -269,7 +269,7 @@ func (c *compaction) swap(old, tmp *segment) error {
 			return err
 		}
 	}
-	ns := &segment{base: old.base, path: base, next: tmp.next, size: tmp.size, maxTs: tmp.maxTs, firstTs: tmp.firstTs, idxTs: -1}
+	ns := &segment{base: old.base, path: base, next: tmp.next, size: tmp.size, maxTs: tmp.maxTs, idxTs: -1}
 	ns.off.entryLen, ns.times.entryLen = offEntryLen, timeEntryLen
 	ns.checked.Store(tmp.size) // written by this pass from checked batches
 	f, err := os.OpenFile(base+logSuffix, os.O_RDWR, 0)

@@ -134,9 +134,10 @@ type Config struct {
 	// SegmentBytes: a segment rolls when the next batch would take it
 	// past this size. Default 128 MiB; at most 1 GiB.
 	SegmentBytes int64
-	// SegmentAge: a segment rolls when its first batch is older than this
-	// (by Now), so time retention can delete it. Default 7 days; -1
-	// never.
+	// SegmentAge: a segment rolls (at the next append) once it was
+	// started this long ago by Now, so time retention can delete it; a
+	// segment reopened after a restart counts from its first batch's
+	// timestamp. Default 7 days; -1 never.
 	SegmentAge time.Duration
 	// IndexIntervalBytes: the offset index gets an entry every this many
 	// bytes of batches. Default 4096.

@@ -50,7 +50,7 @@
 //
 // A segment's .log is a plain concatenation of RecordBatch v2 bytes, in
 // offset order; a segment rolls when the next batch would take it past
-// SegmentBytes or its first batch is older than SegmentAge. Its .index
+// SegmentBytes or it was started more than SegmentAge ago. Its .index
 // holds 8-byte entries (offset − base as u32, file position as u32), one
 // for the first batch after every IndexIntervalBytes. Its .timeindex
 // holds 16-byte entries (timestamp i64, offset − base u32, position

@@ -208,14 +208,14 @@ func (l *Log) writable() error {
 
 // shouldRoll says whether the batch must go to a new segment: the
 // active one is not empty and the batch would take it past
-// SegmentBytes, its first batch is older than SegmentAge, or the
+// SegmentBytes, it was started more than SegmentAge ago, or the
 // batch's offsets would not fit the index's 32-bit relative offsets.
 func (l *Log) shouldRoll(seg *segment, n int, lastDelta int32, now time.Time) bool {
 	if seg.size == 0 {
 		return false
 	}
 	return seg.size+int64(n) > l.cfg.SegmentBytes ||
-		l.cfg.SegmentAge > 0 && now.UnixMilli()-seg.firstTs >= l.cfg.SegmentAge.Milliseconds() ||
+		l.cfg.SegmentAge > 0 && now.UnixMilli()-seg.rollStart >= l.cfg.SegmentAge.Milliseconds() ||
 		l.end+int64(lastDelta)-seg.base >= 1<<32-1
 }
 
@@ -226,7 +226,7 @@ func (l *Log) roll() error {
 	if err := old.writeIndexes(); err != nil {
 		return err
 	}
-	seg, err := newSegment(l.dir, l.end)
+	seg, err := newSegment(l.dir, l.end, l.env.now().UnixMilli())
 	if err != nil {
 		return err
 	}

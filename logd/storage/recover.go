@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -62,7 +63,7 @@ func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, erro
 		}
 	}
 	if len(l.segs) == 0 {
-		s, err := newSegment(dir, 0)
+		s, err := newSegment(dir, 0, e.now().UnixMilli())
 		if err != nil {
 			return nil, err
 		}
@@ -174,14 +175,14 @@ func (r *recovery) load(base, nextBase int64, last bool) (cut bool, err error) {
 		f.Close()
 		return false, err
 	}
-	s := &segment{base: base, path: path, log: f, next: base, maxTs: -1, firstTs: -1, idxTs: -1}
+	s := &segment{base: base, path: path, log: f, next: base, maxTs: -1, idxTs: -1}
 	s.off.entryLen, s.times.entryLen = offEntryLen, timeEntryLen
 	prevNext := int64(0)
 	if n := len(l.segs); n > 0 {
 		prevNext = l.segs[n-1].next
 	}
 	if base >= prevNext && r.trust(s, st.Size(), nextBase) {
-		if err := s.readFirstTs(); err != nil {
+		if err := s.readRollStart(l.env.now(), l.cfg.SegmentAge); err != nil {
 			s.close()
 			return false, err
 		}
@@ -239,9 +240,11 @@ func (r *recovery) trust(s *segment, size, nextBase int64) bool {
 	return true
 }
 
-// readFirstTs reads the MaxTimestamp of the segment's first batch: the
-// age by which the active segment rolls.
-func (s *segment) readFirstTs() error {
+// readRollStart starts the roll clock of a reopened segment at its
+// first batch's MaxTimestamp, but no earlier than one SegmentAge ago: a
+// segment of old timestamps rolls at the next append, not at every one.
+func (s *segment) readRollStart(now time.Time, age time.Duration) error {
+	s.rollStart = now.UnixMilli()
 	if s.size == 0 {
 		return nil
 	}
@@ -249,7 +252,7 @@ func (s *segment) readFirstTs() error {
 	if _, err := s.log.ReadAt(b[:], 0); err != nil {
 		return err
 	}
-	s.firstTs = readStoredHeader(b[:]).maxTs
+	s.rollStart = min(s.rollStart, max(readStoredHeader(b[:]).maxTs, now.Add(-age).UnixMilli()))
 	return nil
 }
 

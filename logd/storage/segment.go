@@ -31,14 +31,14 @@ type segment struct {
 	off   index
 	times index
 
-	size     int64 // bytes of whole batches
-	next     int64 // offset after the last batch (base when empty)
-	maxTs    int64 // largest MaxTimestamp, -1 when empty
-	firstTs  int64 // MaxTimestamp of the first batch: the age for rolling
-	sinceIdx int64 // bytes appended since the last offset-index entry
-	idxTs    int64 // timestamp of the last time-index entry
-	sealed   bool
-	visible  atomic.Int64 // bytes readers may read: size, or the durable part under FsyncAlways
+	size      int64 // bytes of whole batches
+	next      int64 // offset after the last batch (base when empty)
+	maxTs     int64 // largest MaxTimestamp, -1 when empty
+	rollStart int64 // Unix ms the segment's age counts from
+	sinceIdx  int64 // bytes appended since the last offset-index entry
+	idxTs     int64 // timestamp of the last time-index entry
+	sealed    bool
+	visible   atomic.Int64 // bytes readers may read: size, or the durable part under FsyncAlways
 	// checked is the prefix of the file whose batches this process has
 	// CRC-checked: on append, in recovery, or on a first read. Reads
 	// check every batch past it.
@@ -57,9 +57,9 @@ func parseSegmentName(name string) (int64, bool) {
 	return base, err == nil && base >= 0
 }
 
-// newSegment creates an empty active segment.
-func newSegment(dir string, base int64) (*segment, error) {
-	s := &segment{base: base, path: filepath.Join(dir, segmentName(base)), next: base, maxTs: -1, firstTs: -1, idxTs: -1}
+// newSegment creates an empty active segment started at nowMs.
+func newSegment(dir string, base, nowMs int64) (*segment, error) {
+	s := &segment{base: base, path: filepath.Join(dir, segmentName(base)), next: base, maxTs: -1, rollStart: nowMs, idxTs: -1}
 	s.off.entryLen, s.times.entryLen = offEntryLen, timeEntryLen
 	f, err := os.OpenFile(s.path+logSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -78,9 +78,6 @@ func newSegment(dir string, base int64) (*segment, error) {
 // passed since the last, with a time-index entry when the largest
 // timestamp before it grew.
 func (s *segment) noteBatch(pos int64, p peek, maxTs int64, interval int) {
-	if s.size == 0 {
-		s.firstTs = maxTs
-	}
 	if pos > 0 && s.sinceIdx >= int64(interval) {
 		rel := uint32(p.base - s.base)
 		s.off.add(offEntry{rel, uint32(pos)}.encode(nil))

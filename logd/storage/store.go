@@ -334,10 +334,10 @@ func (s *Store) Maintain(now time.Time) error {
 	var errs []error
 	for _, l := range s.logs() {
 		l.expireProducers(now)
-		if _, err := l.ApplyRetention(now); err != nil {
+		if _, err := l.ApplyRetention(now); err != nil && !errors.Is(err, ErrClosed) {
 			errs = append(errs, err)
 		}
-		if _, err := l.Compact(now); err != nil {
+		if _, err := l.Compact(now); err != nil && !errors.Is(err, ErrClosed) {
 			errs = append(errs, err)
 		}
 	}
