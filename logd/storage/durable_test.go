@@ -1,0 +1,110 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// fsyncSignal reports each fsync on a channel.
+type fsyncSignal chan int64
+
+func (c fsyncSignal) OnFsync(_ string, _ int32, _ time.Duration, bytes int64) {
+	select {
+	case c <- bytes:
+	default:
+	}
+}
+
+func TestDurabilityPolicies(t *testing.T) {
+	t.Run("always", func(t *testing.T) {
+		clk := newClock()
+		s, l := openPartition(t, testConfig(t, clk))
+		defer s.Close()
+		upd := l.Updated()
+		res, err := l.Append(simpleBatch(t, "a", 2, clk.ms()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Until the fsync, readers see nothing of the batch.
+		if hwm := l.HighWatermark(); hwm != 0 && hwm != 2 {
+			t.Fatalf("high watermark %d", hwm)
+		}
+		if l.HighWatermark() == 0 {
+			if b, err := l.Read(0, 100); err != nil || len(b) != 0 {
+				t.Fatalf("read before fsync: %d bytes, %v", len(b), err)
+			}
+		}
+		if err := l.WaitDurable(t.Context(), res.LastOffset); err != nil {
+			t.Fatal(err)
+		}
+		if l.HighWatermark() != 2 {
+			t.Fatalf("high watermark %d after WaitDurable", l.HighWatermark())
+		}
+		select {
+		case <-upd:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Updated not closed")
+		}
+		// A wait on an offset never appended ends with its context.
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+		defer cancel()
+		if err := l.WaitDurable(ctx, 100); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("wait past the end: %v", err)
+		}
+	})
+	t.Run("never", func(t *testing.T) {
+		clk := newClock()
+		cfg := testConfig(t, clk)
+		cfg.Fsync = FsyncNever
+		s, l := openPartition(t, cfg)
+		defer s.Close()
+		res, _ := l.Append(simpleBatch(t, "a", 2, clk.ms()))
+		if l.HighWatermark() != 2 {
+			t.Fatalf("high watermark %d", l.HighWatermark())
+		}
+		if err := l.WaitDurable(t.Context(), res.LastOffset); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("interval", func(t *testing.T) {
+		clk := newClock()
+		cfg := testConfig(t, clk)
+		cfg.Fsync = FsyncInterval
+		cfg.FsyncInterval = time.Millisecond
+		fs := make(fsyncSignal, 1)
+		cfg.Hooks = []Hook{fs}
+		s, l := openPartition(t, cfg)
+		defer s.Close()
+		l.Append(simpleBatch(t, "a", 2, clk.ms()))
+		if l.HighWatermark() != 2 {
+			t.Fatalf("high watermark %d", l.HighWatermark())
+		}
+		select {
+		case <-fs:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no fsync within the interval")
+		}
+	})
+}
+
+func TestClosedLog(t *testing.T) {
+	clk := newClock()
+	s, l := openPartition(t, testConfig(t, clk))
+	res, _ := l.Append(simpleBatch(t, "a", 1, clk.ms()))
+	s.Close()
+	if _, err := l.Append(simpleBatch(t, "a", 1, clk.ms())); !errors.Is(err, ErrClosed) {
+		t.Errorf("append: %v", err)
+	}
+	if _, err := l.Read(0, 1); !errors.Is(err, ErrClosed) {
+		t.Errorf("read: %v", err)
+	}
+	// What Close flushed is durable.
+	if err := l.WaitDurable(t.Context(), res.LastOffset); err != nil {
+		t.Errorf("wait: %v", err)
+	}
+	if _, err := s.Partition("t", 0); !errors.Is(err, ErrClosed) {
+		t.Errorf("partition: %v", err)
+	}
+}
