@@ -17,13 +17,14 @@ import (
 // appends, up to MaxWait. Fetch sessions (KIP-227) are not kept: every
 // answer is a full one with session id 0, which clients accept.
 func (s *Server) fetch(req *kmsg.FetchRequest) kmsg.Response {
-	deadline := s.cfg.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	// Long-poll timing is real time, whatever clock the store is given.
+	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	for {
 		// Take the wake-up channels before reading, so that an advance
 		// between the read and the wait is not missed.
 		woken := s.updates(req)
 		resp, n := s.fetchOnce(req)
-		wait := deadline.Sub(s.cfg.Now())
+		wait := time.Until(deadline)
 		if n >= int(req.MinBytes) || n > 0 && req.MinBytes <= 0 || wait <= 0 {
 			return resp
 		}
