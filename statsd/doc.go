@@ -38,6 +38,19 @@
 // "@0" or "@1.2.3") are bad lines; h and d are timers, not counters;
 // empty tags are dropped.
 //
+// # Client
+//
+// Client sends metrics from an application: counters, gauges and
+// deltas, timers, histograms, distributions and sets, with sample rates
+// (Sampled) and DogStatsD tags, over UDP, unix datagram sockets or TCP.
+// Lines are appended to per-shard packet buffers of at most
+// MaxPacketSize bytes (1432 by default), flushed when full and every
+// FlushInterval (100 ms); rate-1 counter increments are summed in the
+// client and sent once per flush. No call allocates and none waits: when
+// the bounded send queue is full the lines are dropped and counted
+// (Stats). With ClientConfig.Sequence every packet carries the sequence
+// line below.
+//
 // # Loss accounting: the sequence line
 //
 // UDP loss makes StatsD counters approximate. A client may number its
