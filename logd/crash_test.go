@@ -48,7 +48,9 @@ func runChild(spec string) int {
 }
 
 // startChild starts logd in a child process and waits until it listens.
-func startChild(t *testing.T, dir, addr string) *exec.Cmd {
+func startChild(t *testing.T, dir, addr string) *exec.Cmd { return startChildB(t, dir, addr) }
+
+func startChildB(t testing.TB, dir, addr string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envChild+"="+dir+"|"+addr)
