@@ -99,4 +99,29 @@
 //
 // Background maintenance ([Store.Maintain]) applies both every
 // MaintenanceInterval.
+//
+// # Consumer group offsets
+//
+// [OffsetStore] (from [Store.Offsets]) keeps committed offsets in an
+// append-only file of CRC'd records, fdatasynced on every Commit,
+// replayed on Open (a torn tail is cut) and rewritten when it doubles.
+//
+// # Resources
+//
+// Memory does not grow with the data kept: per partition, the active
+// segment's indexes (at most SegmentBytes/IndexIntervalBytes entries),
+// the producer state (at most MaxProducers) and a few words per segment;
+// scans use 1 MiB buffers, compaction a key map bounded by
+// CompactMaxKeys. Each segment holds three open files. Under FsyncAlways
+// each partition has one goroutine, the group committer; the Store has
+// one for maintenance and, under FsyncInterval, one timer.
+//
+// # Errors
+//
+// Append's errors map to Kafka's codes: ErrCorruptBatch to
+// CORRUPT_MESSAGE, ErrInvalidBatch to INVALID_RECORD, ErrBatchTooLarge
+// to MESSAGE_TOO_LARGE, ErrOutOfOrderSequence and
+// ErrInvalidProducerEpoch to theirs, ErrLogFailed to
+// KAFKA_STORAGE_ERROR; Read's ErrOffsetOutOfRange to
+// OFFSET_OUT_OF_RANGE.
 package storage
