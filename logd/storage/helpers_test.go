@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -190,8 +189,6 @@ func readAll(t testing.TB, l *Log, from int64) []decoded {
 	}
 	return out
 }
-
-func be32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 
 func itoa(i int64) string { return strconv.FormatInt(i, 10) }
 

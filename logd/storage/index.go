@@ -95,15 +95,6 @@ func (x *index) add(e []byte) {
 	x.n++
 }
 
-// last returns the last entry, ok false when there is none.
-func (x *index) last(buf []byte) ([]byte, bool, error) {
-	if x.n == 0 {
-		return nil, false, nil
-	}
-	e, err := x.entry(x.n-1, buf)
-	return e, err == nil, err
-}
-
 // lookupOffset returns the entry with the largest offset ≤ rel (the zero
 // entry, position 0, if none).
 func lookupOffset(x *index, rel uint32) (offEntry, error) {

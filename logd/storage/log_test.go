@@ -211,7 +211,7 @@ func TestAppendRejects(t *testing.T) {
 		{"truncated", good[:len(good)-1], ErrCorruptBatch},
 		{"crc", mod(func(b []byte) []byte { b[len(b)-1] ^= 1; return b }), ErrCorruptBatch},
 		{"magic", mod(func(b []byte) []byte { b[batchMagicPos] = 1; return b }), ErrInvalidBatch},
-		{"count", mod(func(b []byte) []byte { b[batchCountPos+3] = 3; return reCRC(b) }), ErrInvalidBatch},
+		{"count", mod(func(b []byte) []byte { b[batchHeaderLen-1] = 3; return reCRC(b) }), ErrInvalidBatch},
 		{"no records", makeBatchRaw(t, 0), ErrInvalidBatch},
 		{"transactional", mod(func(b []byte) []byte { b[batchCRCStart+1] |= attrTransactional; return reCRC(b) }), ErrInvalidBatch},
 		{"codec", mod(func(b []byte) []byte { b[batchCRCStart+1] |= 7; return reCRC(b) }), ErrInvalidBatch},

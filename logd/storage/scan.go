@@ -14,7 +14,6 @@ const (
 	batchProducerPos = 43
 	batchEpochPos    = 51
 	batchFirstSeqPos = 53
-	batchCountPos    = 57
 )
 
 // storedHeader is what recovery, producer-state replay and timestamp
@@ -25,7 +24,6 @@ type storedHeader struct {
 	producerID int64
 	epoch      int16
 	firstSeq   int32
-	count      int32
 }
 
 func readStoredHeader(b []byte) storedHeader {
@@ -36,7 +34,6 @@ func readStoredHeader(b []byte) storedHeader {
 		producerID: int64(binary.BigEndian.Uint64(b[batchProducerPos:])),
 		epoch:      int16(binary.BigEndian.Uint16(b[batchEpochPos:])),
 		firstSeq:   int32(binary.BigEndian.Uint32(b[batchFirstSeqPos:])),
-		count:      int32(binary.BigEndian.Uint32(b[batchCountPos:])),
 	}
 }
 
