@@ -12,10 +12,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// client is one connection's identity, for handlers that need it.
+// client is one connection's identity, for handlers that need it, and
+// the buffer its fetches read record batches into (reused: a connection
+// answers one request at a time).
 type client struct {
-	id   string // the request header's client id
-	host string
+	id    string // the request header's client id
+	host  string
+	fetch []byte
 }
 
 // serveConn answers one connection's requests, in order, until it
@@ -30,6 +33,7 @@ func (s *Server) serveConn(c net.Conn) {
 		size  [4]byte
 		frame []byte
 		out   []byte
+		cl    = &client{host: host}
 	)
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
@@ -60,7 +64,8 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 		started := s.cfg.Now()
-		resp, err := s.handle(&client{id: req.clientID, host: host}, req)
+		cl.id = req.clientID
+		resp, err := s.handle(cl, req)
 		s.metrics.request(req.key, s.cfg.Now().Sub(started), err != nil)
 		if err != nil {
 			log.Warn("logd: closing connection", "client", req.clientID, "err", err)
@@ -96,7 +101,7 @@ func (s *Server) handle(cl *client, req *request) (kmsg.Response, error) {
 	case *kmsg.ProduceRequest:
 		resp = s.produce(body)
 	case *kmsg.FetchRequest:
-		resp = s.fetch(body)
+		resp = s.fetch(cl, body)
 	case *kmsg.ListOffsetsRequest:
 		resp = s.listOffsets(body)
 	case *kmsg.MetadataRequest:

@@ -16,14 +16,14 @@ import (
 // and long-polls: while fewer than MinBytes are ready it waits for
 // appends, up to MaxWait. Fetch sessions (KIP-227) are not kept: every
 // answer is a full one with session id 0, which clients accept.
-func (s *Server) fetch(req *kmsg.FetchRequest) kmsg.Response {
+func (s *Server) fetch(cl *client, req *kmsg.FetchRequest) kmsg.Response {
 	// Long-poll timing is real time, whatever clock the store is given.
 	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	for {
 		// Take the wake-up channels before reading, so that an advance
 		// between the read and the wait is not missed.
 		woken := s.updates(req)
-		resp, n := s.fetchOnce(req)
+		resp, n := s.fetchOnce(cl, req)
 		wait := time.Until(deadline)
 		if n >= int(req.MinBytes) || n > 0 && req.MinBytes <= 0 || wait <= 0 {
 			return resp
@@ -54,9 +54,12 @@ func (s *Server) updates(req *kmsg.FetchRequest) []reflect.SelectCase {
 	return cases
 }
 
-// fetchOnce builds a fetch response from what is in the logs now and
-// returns it with the number of record bytes it carries.
-func (s *Server) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int) {
+// fetchOnce builds a fetch response from what is in the logs now, read
+// into the connection's buffer, and returns it with the number of record
+// bytes it carries.
+func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int) {
+	buf := cl.fetch[:0]
+	defer func() { cl.fetch = buf[:0] }()
 	resp := kmsg.NewPtrFetchResponse()
 	budget := s.cfg.MaxFetchBytes
 	if req.MaxBytes > 0 {
@@ -80,7 +83,10 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest) (*kmsg.FetchResponse, int) {
 					limit = max(limit, 1) // the first partition always gets one batch
 				}
 				if limit > 0 && p.FetchOffset < rp.HighWatermark {
-					rp.RecordBatches, err = log.Read(p.FetchOffset, limit)
+					start := len(buf)
+					if buf, err = log.ReadAppend(buf, p.FetchOffset, limit); err == nil {
+						rp.RecordBatches = buf[start:len(buf):len(buf)]
+					}
 				} else if p.FetchOffset > rp.HighWatermark || p.FetchOffset < rp.LogStartOffset {
 					err = storage.ErrOffsetOutOfRange
 				}

@@ -17,3 +17,9 @@ func fdatasync(f *os.File) error {
 		}
 	}
 }
+
+// readahead asks the kernel to start reading a file range into the page
+// cache without waiting for it.
+func readahead(f *os.File, off, n int64) {
+	_ = unix.Fadvise(int(f.Fd()), off, n, unix.FADV_WILLNEED)
+}

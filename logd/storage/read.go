@@ -148,6 +148,11 @@ func (l *Log) readAt(dst []byte, s *segment, pos, limit, offset int64, maxBytes 
 		used += p.size
 	}
 	l.hints.put(s.base, offset, prev+1, pos+used)
+	if next := pos + used; next < limit {
+		// Start reading what a sequential reader asks for next, so the
+		// disk works while this read travels to the client.
+		readahead(s.log, next, min(limit-next, int64(maxBytes)))
+	}
 	return dst[:start+int(used)], nil
 }
 
