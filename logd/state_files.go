@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/brokerless/brokerless/logd/storage"
 )
 
 // clusterID reads the cluster id kept in dir, making one the first time:
@@ -74,32 +76,9 @@ func (p *producerIDs) allocate() (int64, error) {
 	return id, nil
 }
 
-// writeFileSync replaces path atomically and durably: write a temporary
-// file, fsync it, rename it over path, fsync the directory.
+// writeFileSync replaces path atomically and durably.
 func writeFileSync(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("logd: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		var d *os.File
-		if d, err = os.Open(filepath.Dir(path)); err == nil {
-			err = d.Sync()
-			d.Close()
-		}
-	}
-	if err != nil {
+	if err := storage.WriteFileAtomic(path, data); err != nil {
 		return fmt.Errorf("logd: write %s: %w", path, err)
 	}
 	return nil

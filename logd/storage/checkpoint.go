@@ -16,21 +16,15 @@ const tmpSuffix = ".tmp"
 
 // writeStateFile atomically replaces path with payload + CRC.
 func writeStateFile(path string, payload []byte) error {
-	b := binary.BigEndian.AppendUint32(payload[:len(payload):len(payload)], crc32.Checksum(payload, castagnoli))
+	return WriteFileAtomic(path, binary.BigEndian.AppendUint32(payload[:len(payload):len(payload)], crc32.Checksum(payload, castagnoli)))
+}
+
+// WriteFileAtomic replaces path with data durably: it writes and fsyncs
+// path+".tmp", renames it over path and fsyncs the directory, so after a
+// crash path holds either the old or the new contents.
+func WriteFileAtomic(path string, data []byte) error {
 	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := writeRaw(tmp, data); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
