@@ -298,13 +298,7 @@ func (o *OffsetStore) maybeRewrite() error {
 	if int64(len(b))*2 > o.size {
 		return nil
 	}
-	if err := writeRaw(o.path+tmpSuffix, b); err != nil {
-		return err
-	}
-	if err := os.Rename(o.path+tmpSuffix, o.path); err != nil {
-		return err
-	}
-	if err := syncDir(filepath.Dir(o.path)); err != nil {
+	if err := WriteFileAtomic(o.path, b); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(o.path, os.O_RDWR, 0)
