@@ -18,6 +18,7 @@ const (
 	DefaultMaxFetchBytes     = 50 << 20
 	DefaultMinSessionTimeout = 6 * time.Second
 	DefaultMaxSessionTimeout = 30 * time.Minute
+	DefaultMaxTopics         = 10000
 )
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -32,6 +33,9 @@ type Config struct {
 	// client allows it) and on Produce, with DefaultPartitions.
 	AutoCreateTopics  bool
 	DefaultPartitions int32
+	// MaxTopics bounds the topics CreateTopics and auto-creation may
+	// make; beyond it creation is refused (and counted). Default 10000.
+	MaxTopics int
 	// MaxRequestBytes bounds one request frame; a larger one closes the
 	// connection. Default 100 MiB (Kafka's socket.request.max.bytes).
 	MaxRequestBytes int
@@ -57,6 +61,7 @@ func (c *Config) setDefaults() {
 		c.DefaultPartitions = DefaultPartitions
 	}
 	setDefault(&c.MaxRequestBytes, DefaultMaxRequestBytes)
+	setDefault(&c.MaxTopics, DefaultMaxTopics)
 	setDefault(&c.MaxConnections, DefaultMaxConnections)
 	setDefault(&c.MaxFetchBytes, DefaultMaxFetchBytes)
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
@@ -84,6 +89,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: DefaultPartitions %d < 1", ErrBadConfig, c.DefaultPartitions)
 	case c.MaxRequestBytes < 1024:
 		return fmt.Errorf("%w: MaxRequestBytes %d < 1024", ErrBadConfig, c.MaxRequestBytes)
+	case c.MaxTopics < 1:
+		return fmt.Errorf("%w: MaxTopics %d < 1", ErrBadConfig, c.MaxTopics)
 	case c.MaxConnections < 1:
 		return fmt.Errorf("%w: MaxConnections %d < 1", ErrBadConfig, c.MaxConnections)
 	case c.MinSessionTimeout <= 0 || c.MaxSessionTimeout < c.MinSessionTimeout:

@@ -42,6 +42,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	p.counter("logd_fetched_bytes_total", "Record batch bytes served to fetchers.", m.fetchedBytes.Load())
 	p.counter("logd_fetch_out_of_range_total", "Fetches for offsets outside the log.", m.fetchOutOfRange.Load())
 	p.counter("logd_log_truncations_total", "Torn or corrupt log tails cut by recovery.", m.truncations.Load())
+	p.counter("logd_topics_refused_total", "Topic creations refused: MaxTopics reached.", m.topicsRefused.Load())
 
 	m.mu.Lock()
 	keys := make([]int16, 0, len(m.requests))

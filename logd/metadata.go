@@ -2,6 +2,7 @@ package logd
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -80,7 +81,7 @@ func (s *Server) partitionExists(topic string, partition int32) bool {
 // autoCreate creates a topic with the default partition count; losing a
 // race with another creator is fine.
 func (s *Server) autoCreate(topic string) error {
-	err := s.store.CreateTopic(topic, int(s.cfg.DefaultPartitions), storage.TopicConfig{})
+	err := s.newTopic(topic, int(s.cfg.DefaultPartitions), storage.TopicConfig{})
 	if errors.Is(err, storage.ErrTopicExists) {
 		return nil
 	}
@@ -88,6 +89,15 @@ func (s *Server) autoCreate(topic string) error {
 		s.cfg.Logger.Info("logd: created topic", "topic", topic, "partitions", s.cfg.DefaultPartitions, "auto", true)
 	}
 	return err
+}
+
+// newTopic creates a topic unless MaxTopics are there already.
+func (s *Server) newTopic(name string, partitions int, tc storage.TopicConfig) error {
+	if len(s.store.Topics()) >= s.cfg.MaxTopics {
+		s.metrics.topicsRefused.Add(1)
+		return fmt.Errorf("%w: %d topics, the most this server holds (MaxTopics)", kerr.PolicyViolation, s.cfg.MaxTopics)
+	}
+	return s.store.CreateTopic(name, partitions, tc)
 }
 
 // findCoordinator: this broker coordinates every group (and would every

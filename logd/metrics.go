@@ -24,6 +24,7 @@ type metrics struct {
 	fetchedBytes    atomic.Uint64
 	fetchOutOfRange atomic.Uint64
 	truncations     atomic.Uint64
+	topicsRefused   atomic.Uint64
 
 	mu       sync.Mutex
 	requests map[int16]*apiStats

@@ -1,7 +1,9 @@
 package logd
 
 import (
+	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -136,4 +138,29 @@ func FuzzDecodeRequest(f *testing.F) {
 			req.body.AppendTo(nil)
 		}
 	})
+}
+
+// TestMaxTopics: auto-creation stops at MaxTopics, with a clear error and
+// a count; existing topics keep working.
+func TestMaxTopics(t *testing.T) {
+	ts := startServer(t, t.TempDir(), func(c *Config) { c.MaxTopics = 3 })
+	cl := newClient(t, ts.addr)
+	for i := 0; i < 3; i++ {
+		createTopic(t, cl, fmt.Sprintf("t%d", i), 1)
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("one-too-many")
+	req.Topics, req.AllowAutoTopicCreation = append(req.Topics, rt), true
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].ErrorCode; code != kerr.PolicyViolation.Code {
+		t.Fatalf("error %d, want POLICY_VIOLATION", code)
+	}
+	if ts.metrics.topicsRefused.Load() != 1 {
+		t.Fatal("refusal not counted")
+	}
+	produceN(t, cl, "t1", "still", 3)
 }

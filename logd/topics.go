@@ -51,7 +51,7 @@ func (s *Server) createTopic(t kmsg.CreateTopicsRequestTopic, partitions int32, 
 	if err != nil || validateOnly {
 		return err
 	}
-	if err := s.store.CreateTopic(t.Topic, int(partitions), tc); err != nil {
+	if err := s.newTopic(t.Topic, int(partitions), tc); err != nil {
 		return err
 	}
 	s.cfg.Logger.Info("logd: created topic", "topic", t.Topic, "partitions", partitions)
