@@ -15,7 +15,7 @@ import (
 // through the read deadline) and hands events to the application.
 func (s *Subscriber) readLoop() {
 	defer s.wg.Done()
-	buf := make([]byte, maxDatagram)
+	rb := newReadBatch(s.data, s.cfg.Batch)
 	var deadline time.Time
 	h := (*handler)(s)
 	for {
@@ -23,17 +23,16 @@ func (s *Subscriber) readLoop() {
 			deadline = d
 			_ = s.data.SetReadDeadline(d)
 		}
-		n := -1
-		var from netip.AddrPort
+		n := 0
 		if s.inbox.empty() {
 			var err error
-			n, from, err = s.data.ReadFromUDPAddrPort(buf)
+			n, err = rb.read()
 			switch {
 			case err == nil:
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				// A timer, or a wake-up from controlLoop that moved the
 				// deadline behind our back: set it again next time.
-				n, deadline = -1, expired
+				deadline = expired
 			case errors.Is(err, net.ErrClosed):
 				return
 			default:
@@ -42,8 +41,9 @@ func (s *Subscriber) readLoop() {
 			}
 		}
 		now := s.cfg.Now()
-		if n >= 0 {
-			s.handle(now, from, buf[:n])
+		for i := 0; i < n; i++ {
+			b, from := rb.datagram(i)
+			s.handle(now, from, b)
 		}
 		s.inbox.drain(func(b []byte, from netip.AddrPort) { s.handle(now, from, b) })
 		if s.faults != nil {
