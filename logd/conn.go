@@ -76,7 +76,8 @@ func (s *Server) serveConn(c net.Conn) {
 		}
 		out = appendResponse(out[:0], req.correlation, resp)
 		_ = c.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
-		if _, err := w.Write(out); err == nil {
+		_, err = w.Write(out)
+		if err == nil {
 			err = w.Flush()
 		}
 		if err != nil {

@@ -22,8 +22,8 @@ func benchBatch(b testing.TB) []byte {
 	return makeBatch(b, spec)
 }
 
-// fsyncCounter counts fsyncs and the bytes they made durable.
-type fsyncCounter struct{ n, bytes atomic.Int64 }
+// fsyncCounter counts fsyncs.
+type fsyncCounter struct{ n atomic.Int64 }
 
 func (c *fsyncCounter) OnFsync(_ string, _ int32, _ time.Duration, _ int64) { c.n.Add(1) }
 

@@ -64,7 +64,11 @@ func crashedLog(t *testing.T, n int) (cfg Config, want []decoded, active string,
 			want = append(want, decoded{offset: res.BaseOffset + int64(j)})
 		}
 	}
-	want = readAll(t, l, 0)
+	got := readAll(t, l, 0)
+	if len(got) != len(want) || got[len(got)-1].offset != want[len(want)-1].offset {
+		t.Fatalf("before the crash: read %d records, appended %d", len(got), len(want))
+	}
+	want = got // with their contents
 	l.mu.Lock()
 	a := l.segs[len(l.segs)-1]
 	active = a.path + logSuffix

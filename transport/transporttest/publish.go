@@ -31,11 +31,11 @@ func publishAsync(t *testing.T, pub transport.Publisher, from, to int, size func
 func publishRange(ctx context.Context, pub transport.Publisher, from, to int, size func(int) int) error {
 	for i := from; i < to; i++ {
 		if err := pub.Publish(ctx, message(i, size(i))); err != nil {
-			return fmt.Errorf("Publish message %d: %w", i, err)
+			return fmt.Errorf("publish message %d: %w", i, err)
 		}
 	}
 	if err := pub.Flush(ctx); err != nil {
-		return fmt.Errorf("Flush after message %d: %w", to-1, err)
+		return fmt.Errorf("flush after message %d: %w", to-1, err)
 	}
 	return nil
 }
