@@ -84,7 +84,20 @@ func (s *Server) serveConn(c net.Conn) {
 			log.Debug("logd: write failed", "err", err)
 			return
 		}
+		frame, out, cl.fetch = keep(frame), keep(out), keep(cl.fetch)
 	}
+}
+
+// maxKeptBuffer bounds the buffers a connection keeps between requests:
+// a rare large request or fetch does not pin its memory to an idle
+// connection.
+const maxKeptBuffer = 8 << 20
+
+func keep(b []byte) []byte {
+	if cap(b) > maxKeptBuffer {
+		return nil
+	}
+	return b[:0]
 }
 
 // handle answers one request. An error means the connection must close:
