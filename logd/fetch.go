@@ -40,10 +40,10 @@ func (s *Server) fetch(cl *client, req *kmsg.FetchRequest) kmsg.Response {
 }
 
 // updates returns, as select cases, the channels closed when the high
-// watermark of a partition the request reads advances; new topics wake
-// the server-wide notifier.
+// watermark of a partition the request reads advances, and when a topic
+// is created (the request may name one that did not exist yet).
 func (s *Server) updates(req *kmsg.FetchRequest) []reflect.SelectCase {
-	cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.appends.wait())}}
+	cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.topicsAdded.wait())}}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			if log, err := s.store.Partition(t.Topic, p.Partition); err == nil {

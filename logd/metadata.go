@@ -97,7 +97,11 @@ func (s *Server) newTopic(name string, partitions int, tc storage.TopicConfig) e
 		s.metrics.topicsRefused.Add(1)
 		return fmt.Errorf("%w: %d topics, the most this server holds (MaxTopics)", kerr.PolicyViolation, s.cfg.MaxTopics)
 	}
-	return s.store.CreateTopic(name, partitions, tc)
+	if err := s.store.CreateTopic(name, partitions, tc); err != nil {
+		return err
+	}
+	s.topicsAdded.wake()
+	return nil
 }
 
 // findCoordinator: this broker coordinates every group (and would every

@@ -64,7 +64,6 @@ func (s *Server) produce(req *kmsg.ProduceRequest) kmsg.Response {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	s.appends.wake()
 	if req.Acks == 0 {
 		return nil
 	}

@@ -18,12 +18,12 @@ const nodeID = 0
 // Server is a running log daemon: a store, a group coordinator and the
 // Kafka-protocol listener.
 type Server struct {
-	cfg     Config
-	store   *storage.Store
-	groups  *groups.Coordinator
-	ids     *producerIDs
-	appends notifier
-	metrics *metrics
+	cfg         Config
+	store       *storage.Store
+	groups      *groups.Coordinator
+	ids         *producerIDs
+	topicsAdded notifier // woken when a topic is created
+	metrics     *metrics
 
 	mu      sync.Mutex
 	ln      net.Listener
@@ -182,7 +182,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.cancel()
-	s.appends.wake()
+	s.topicsAdded.wake()
 	s.wg.Wait()
 	return s.store.Close()
 }
