@@ -137,22 +137,7 @@ const replaySize = 256 << 20
 // the Store reopened before each round, so every batch is read from
 // the disk and CRC-checked.
 func BenchmarkReplay(b *testing.B) {
-	dir := b.TempDir()
-	cfg := Config{Dir: dir, MaintenanceInterval: -1, Fsync: FsyncNever}
-	s, err := Open(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	s.CreateTopic("bench", 1, TopicConfig{})
-	l, _ := s.Partition("bench", 0)
-	batch := benchBatch(b)
-	for l.Size() < replaySize {
-		if _, err := l.Append(batch); err != nil {
-			b.Fatal(err)
-		}
-	}
-	size, partDir := l.Size(), l.dir
-	s.Close()
+	cfg, size, partDir := filledStore(b, replaySize)
 	files, _ := filepath.Glob(filepath.Join(partDir, "*"+logSuffix))
 	sort.Strings(files)
 	for _, cold := range []bool{false, true} {
@@ -243,21 +228,8 @@ func rawRead(b *testing.B, files []string, buf []byte) time.Duration {
 func BenchmarkRetainedMemory(b *testing.B) {
 	for _, size := range []int64{64 << 20, 1 << 30} {
 		b.Run(fmt.Sprintf("retained=%dMiB", size>>20), func(b *testing.B) {
-			dir := b.TempDir()
-			cfg := Config{Dir: dir, MaintenanceInterval: -1, Fsync: FsyncNever}
-			s, err := Open(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			s.CreateTopic("bench", 1, TopicConfig{})
-			l, _ := s.Partition("bench", 0)
-			batch := benchBatch(b)
-			for l.Size() < size {
-				if _, err := l.Append(batch); err != nil {
-					b.Fatal(err)
-				}
-			}
-			s.Close()
+			cfg, _, _ := filledStore(b, size)
+			batchLen := len(benchBatch(b))
 			b.ResetTimer()
 			var heap uint64
 			for range b.N {
@@ -275,7 +247,7 @@ func BenchmarkRetainedMemory(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					p, _ := peekBatch(buf[len(buf)-len(batch):])
+					p, _ := peekBatch(buf[len(buf)-batchLen:])
 					off = p.last() + 1
 				}
 				runtime.GC()
@@ -287,4 +259,28 @@ func BenchmarkRetainedMemory(b *testing.B) {
 			b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
 		})
 	}
+}
+
+// filledStore makes a closed Store whose one partition, bench-0, holds
+// at least size bytes of benchmark batches, and returns its config, the
+// partition's size and directory.
+func filledStore(b *testing.B, size int64) (Config, int64, string) {
+	cfg := Config{Dir: b.TempDir(), MaintenanceInterval: -1, Fsync: FsyncNever}
+	s, err := Open(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.CreateTopic("bench", 1, TopicConfig{}); err != nil {
+		b.Fatal(err)
+	}
+	l, _ := s.Partition("bench", 0)
+	batch := benchBatch(b)
+	for l.Size() < size {
+		if _, err := l.Append(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n, dir := l.Size(), l.dir
+	s.Close()
+	return cfg, n, dir
 }
