@@ -45,7 +45,7 @@ func checkValues(t *testing.T, got map[string]float64, want map[string]float64) 
 // outside the project, send to the server over UDP and TCP.
 func TestPythonStatsdClient(t *testing.T) {
 	python := peer(t, "Debian's python3 (for python3-statsd)", "/usr/bin/python3")
-	if err := exec.Command(python, "-c", "import statsd").Run(); err != nil {
+	if err := exec.Command(python, "-I", "-c", "import statsd").Run(); err != nil {
 		peer(t, "python3-statsd", "/nonexistent/python3-statsd")
 	}
 	cfg := Config{UDP: []string{"127.0.0.1:0"}, TCP: []string{"127.0.0.1:0"}}
@@ -73,7 +73,7 @@ t = statsd.TCPStatsClient('127.0.0.1', %d, prefix='py')
 t.incr('tcp', 7)
 t.close()
 `, udp.Port, tcp.Port)
-	cmd := exec.Command(python, "-c", script)
+	cmd := exec.Command(python, "-I", "-c", script)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
 	}

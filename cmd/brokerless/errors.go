@@ -33,9 +33,28 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
+// settingError is what the libraries' typed configuration errors
+// (multicast.ConfigError, logd.ConfigError, …) have in common: the Config
+// field at fault, the value it was given and what it allows.
+type settingError interface {
+	error
+	Setting() (field string, value any, want string)
+}
+
 // configError turns a library's rejection of its configuration, which
-// comes from flag values, into a usage error; other errors pass through.
-func configError(err error) error {
+// comes from flag values, into a usage error (exit 2) that names the flag
+// rather than the Go field: flagOf maps Config field names (as the
+// library's ConfigError spells them, e.g. "Storage.FsyncInterval") to
+// flag names without dashes. Other errors pass through.
+func configError(err error, flagOf map[string]string) error {
+	var se settingError
+	if errors.As(err, &se) {
+		field, value, want := se.Setting()
+		if flag, ok := flagOf[field]; ok {
+			return usagef("--%s %v: %s", flag, value, want)
+		}
+		return &usageError{err}
+	}
 	if errors.Is(err, multicast.ErrBadConfig) || errors.Is(err, reliable.ErrBadConfig) ||
 		errors.Is(err, faultnet.ErrBadFaults) || errors.Is(err, logd.ErrBadConfig) || errors.Is(err, storage.ErrBadConfig) {
 		return &usageError{err}

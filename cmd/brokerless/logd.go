@@ -85,7 +85,7 @@ func runLogd(ctx context.Context, inv *invocation) error {
 	cfg.Logger = inv.log
 	srv, err := logd.New(cfg)
 	if err != nil {
-		return configError(err)
+		return configError(err, nil)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -80,7 +80,7 @@ func runMcastPub(ctx context.Context, inv *invocation) error {
 	cfg.Logger = inv.log
 	pub, err := multicast.NewPublisher(ctx, cfg)
 	if err != nil {
-		return configError(err)
+		return configError(err, nil)
 	}
 	id := pub.Stream()
 	fmt.Fprintf(inv.err, "publishing to %v on %s from %v: feed %d, session %016x, ttl %d\n",
