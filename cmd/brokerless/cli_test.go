@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -133,5 +134,24 @@ func TestVersion(t *testing.T) {
 	code, out, _ := runCLI(t, "", "version")
 	if code != exitOK || !strings.HasPrefix(out, "brokerless ") {
 		t.Errorf("exit %d, stdout %q", code, out)
+	}
+}
+
+func TestDescribeBuild(t *testing.T) {
+	vcs := []debug.BuildSetting{{Key: "vcs.revision", Value: "fadb3542874db89e5fd34e96f82214b3de21f700"}, {Key: "vcs.time", Value: "2026-11-30T18:50:37Z"}, {Key: "vcs.modified", Value: "true"}}
+	for _, tc := range []struct {
+		version  string
+		settings []debug.BuildSetting
+		want     string
+	}{
+		{"v0.0.0-20261130185037-fadb3542874d", vcs, "brokerless v0.0.0-20261130185037-fadb3542874d rev fadb3542874d (2026-11-30T18:50:37Z) modified go1.26.8"},
+		{"(devel)", vcs, "brokerless rev fadb3542874d (2026-11-30T18:50:37Z) modified go1.26.8"},
+		{"v1.2.3", nil, "brokerless v1.2.3 go1.26.8"},
+		{"(devel)", nil, "brokerless development build (no version or revision recorded: build with go install -buildvcs=true ./cmd/brokerless) go1.26.8"},
+	} {
+		info := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: tc.version}, Settings: tc.settings}
+		if got := describeBuild(info); got != tc.want {
+			t.Errorf("describeBuild(%s, %d settings) = %q, want %q", tc.version, len(tc.settings), got, tc.want)
+		}
 	}
 }

@@ -27,22 +27,40 @@ func runVersion(_ context.Context, inv *invocation) error {
 	return nil
 }
 
-// versionLine is e.g. "brokerless (devel) rev 1a2b3c4d5e6f (modified) go1.26.8".
+// versionLine describes the running binary from its build information.
 func versionLine() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "brokerless (unknown version)"
+		return "brokerless (no build information)"
 	}
-	parts := []string{"brokerless", info.Main.Version}
+	return describeBuild(info)
+}
+
+// describeBuild is e.g. "brokerless v0.0.0-20261130185037-fadb3542874d
+// rev fadb3542874d go1.26.8" for a stamped build. Without a module
+// version ("(devel)") it shows the VCS revision, and when the build
+// recorded neither (go run, or GOFLAGS=-buildvcs=false) it says how to
+// get one instead of printing a bare "(devel)".
+func describeBuild(info *debug.BuildInfo) string {
 	settings := map[string]string{}
 	for _, s := range info.Settings {
 		settings[s.Key] = s.Value
 	}
+	parts := []string{"brokerless"}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		parts = append(parts, v)
+	}
 	if rev := settings["vcs.revision"]; rev != "" {
 		parts = append(parts, "rev", rev[:min(len(rev), 12)])
-		if settings["vcs.modified"] == "true" {
-			parts = append(parts, "(modified)")
+		if t := settings["vcs.time"]; t != "" {
+			parts = append(parts, "("+t+")")
 		}
+		if settings["vcs.modified"] == "true" {
+			parts = append(parts, "modified")
+		}
+	}
+	if len(parts) == 1 {
+		parts = append(parts, "development build (no version or revision recorded: build with go install -buildvcs=true ./cmd/brokerless)")
 	}
 	return strings.Join(append(parts, info.GoVersion), " ")
 }
