@@ -1,6 +1,7 @@
 package logd
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,10 +18,16 @@ func TestDamagedSegment(t *testing.T) {
 	for _, damage := range []string{"truncate", "garble"} {
 		t.Run(damage, func(t *testing.T) {
 			ts := startServer(t, t.TempDir())
-			cl := newClient(t, ts.addr, kgo.ProducerLinger(0))
+			cl := newClient(t, ts.addr)
 			createTopic(t, cl, "d", 1)
+			// Ten batches of ten records, each sent as one batch: a
+			// client's producer may split ten records into several.
 			for b := 0; b < 10; b++ {
-				produceN(t, cl, "d", fmt.Sprintf("b%d", b), 10) // one batch each
+				var values [][]byte
+				for i := 0; i < 10; i++ {
+					values = append(values, fmt.Appendf(nil, "b%d-%d", b, i))
+				}
+				produceBatch(t, cl, "d", recordBatch(values...))
 			}
 			cl.Close()
 			if err := ts.Close(); err != nil {
@@ -43,6 +50,9 @@ func TestDamagedSegment(t *testing.T) {
 			data, err := os.ReadFile(seg)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if n := countBatches(t, data); n != 10 {
+				t.Fatalf("the segment holds %d batches, want 10 of 10 records", n)
 			}
 			switch damage {
 			case "truncate":
@@ -73,4 +83,23 @@ func TestDamagedSegment(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countBatches counts the record batches of a segment file, each with
+// 10 records.
+func countBatches(t *testing.T, seg []byte) int {
+	t.Helper()
+	n := 0
+	for len(seg) >= 61 {
+		size := 12 + int(binary.BigEndian.Uint32(seg[8:]))
+		if size > len(seg) {
+			t.Fatalf("batch %d is torn before the damage", n)
+		}
+		if records := binary.BigEndian.Uint32(seg[57:]); records != 10 {
+			t.Fatalf("batch %d holds %d records, want 10", n, records)
+		}
+		seg = seg[size:]
+		n++
+	}
+	return n
 }

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // benchBatch is a batch of 16 records of 1 KiB, as a producer sends it.
@@ -107,19 +109,20 @@ func appendRound(b *testing.B, l *Log, batch []byte, producers, n int) time.Dura
 // rawWriteSync writes total bytes sequentially to a new file in chunks,
 // fdatasync after each, and returns how long it took.
 func rawWriteSync(b *testing.B, dir string, total int64, chunk int) time.Duration {
-	f, err := os.Create(filepath.Join(dir, "raw"))
+	name := filepath.Join(dir, "raw")
+	f, err := vfs.OS.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer os.Remove(f.Name())
+	defer os.Remove(name)
 	defer f.Close()
 	buf := bytes.Repeat([]byte{'r'}, chunk)
 	start := time.Now()
 	for written := int64(0); written < total; written += int64(chunk) {
-		if _, err := f.Write(buf[:min(int64(chunk), total-written)]); err != nil {
+		if _, err := f.WriteAt(buf[:min(int64(chunk), total-written)], written); err != nil {
 			b.Fatal(err)
 		}
-		if err := fdatasync(f); err != nil {
+		if err := f.Sync(); err != nil {
 			b.Fatal(err)
 		}
 	}

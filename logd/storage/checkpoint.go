@@ -2,9 +2,12 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
-	"os"
+	"io/fs"
 	"path/filepath"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // Small state files (recovery point, producer state, topic metadata)
@@ -15,28 +18,30 @@ import (
 const tmpSuffix = ".tmp"
 
 // writeStateFile atomically replaces path with payload + CRC.
-func writeStateFile(path string, payload []byte) error {
-	return WriteFileAtomic(path, binary.BigEndian.AppendUint32(payload[:len(payload):len(payload)], crc32.Checksum(payload, castagnoli)))
+func writeStateFile(fsys vfs.FS, path string, payload []byte) error {
+	return writeFileAtomic(fsys, path, binary.BigEndian.AppendUint32(payload[:len(payload):len(payload)], crc32.Checksum(payload, castagnoli)))
 }
 
 // WriteFileAtomic replaces path with data durably: it writes and fsyncs
 // path+".tmp", renames it over path and fsyncs the directory, so after a
 // crash path holds either the old or the new contents.
-func WriteFileAtomic(path string, data []byte) error {
+func WriteFileAtomic(path string, data []byte) error { return writeFileAtomic(vfs.OS, path, data) }
+
+func writeFileAtomic(fsys vfs.FS, path string, data []byte) error {
 	tmp := path + tmpSuffix
-	if err := writeRaw(tmp, data); err != nil {
+	if err := vfs.WriteFile(fsys, tmp, data); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return fsys.SyncDir(filepath.Dir(path))
 }
 
 // readStateFile returns the payload of a file written by writeStateFile;
 // os.ErrNotExist if there is none, ErrCorruptFile if its CRC fails.
-func readStateFile(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+func readStateFile(fsys vfs.FS, path string) ([]byte, error) {
+	b, err := vfs.ReadFile(fsys, path)
 	if err != nil {
 		return nil, err
 	}
@@ -50,18 +55,35 @@ func readStateFile(path string) ([]byte, error) {
 	return p, nil
 }
 
-// syncDir fsyncs a directory, making the creations, renames and
-// removals in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
+// mkdirDurable creates dir and any missing parents, and syncs the
+// directory above each one it created, so the new entries survive a
+// power loss.
+func mkdirDurable(fsys vfs.FS, dir string) error {
+	dir = filepath.Clean(dir)
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := fsys.ReadDir(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := fsys.SyncDir(filepath.Dir(missing[i])); err != nil {
+			return err
+		}
 	}
-	return err
+	return nil
 }
 
 // recoveryPointFile names the checkpoint of a partition: every batch
@@ -70,15 +92,15 @@ const recoveryPointFile = "recovery-point"
 
 const recoveryPointVersion = 1
 
-func writeRecoveryPoint(dir string, off int64) error {
+func writeRecoveryPoint(fsys vfs.FS, dir string, off int64) error {
 	b := []byte{recoveryPointVersion}
-	return writeStateFile(filepath.Join(dir, recoveryPointFile), binary.BigEndian.AppendUint64(b, uint64(off)))
+	return writeStateFile(fsys, filepath.Join(dir, recoveryPointFile), binary.BigEndian.AppendUint64(b, uint64(off)))
 }
 
 // readRecoveryPoint returns 0 (verify everything) when the file is
 // missing or damaged.
-func readRecoveryPoint(dir string) (int64, error) {
-	p, err := readStateFile(filepath.Join(dir, recoveryPointFile))
+func readRecoveryPoint(fsys vfs.FS, dir string) (int64, error) {
+	p, err := readStateFile(fsys, filepath.Join(dir, recoveryPointFile))
 	if err != nil {
 		return 0, err
 	}

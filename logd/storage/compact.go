@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // CompactStats reports one compaction pass.
@@ -192,9 +194,8 @@ func (c *compaction) keep(h *kmsg.RecordBatch, r *kmsg.Record, st *CompactStats)
 // anything is to be dropped.
 func (c *compaction) rewrite(s *segment, st *CompactStats) error {
 	l := c.l
-	tmp := &segment{base: s.base, path: filepath.Join(l.dir, segmentName(s.base)) + cleanedInfix, next: s.base, maxTs: -1, idxTs: -1}
-	tmp.off.entryLen, tmp.times.entryLen = offEntryLen, timeEntryLen
-	f, err := os.OpenFile(tmp.path+logSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	tmp := newSegmentStruct(l.env.fs, filepath.Join(l.dir, segmentName(s.base))+cleanedInfix, s.base)
+	f, err := l.env.fs.OpenFile(tmp.path+logSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -234,11 +235,11 @@ func (c *compaction) rewrite(s *segment, st *CompactStats) error {
 	}
 	if err != nil || !changed {
 		tmp.close()
-		removeSegmentFiles(tmp.path)
+		removeSegmentFiles(l.env.fs, tmp.path)
 		return err
 	}
 	if err := c.swap(s, tmp); err != nil {
-		removeSegmentFiles(tmp.path)
+		removeSegmentFiles(l.env.fs, tmp.path)
 		return err
 	}
 	st.Rewritten++
@@ -261,18 +262,18 @@ func (c *compaction) swap(old, tmp *segment) error {
 	base := filepath.Join(l.dir, segmentName(old.base))
 	for _, step := range [][2]string{{cleanedInfix, swapInfix}, {swapInfix, ""}} {
 		for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
-			if err := os.Rename(base+step[0]+suffix, base+step[1]+suffix); err != nil {
+			if err := l.env.fs.Rename(base+step[0]+suffix, base+step[1]+suffix); err != nil {
 				return err
 			}
 		}
-		if err := syncDir(l.dir); err != nil {
+		if err := l.env.fs.SyncDir(l.dir); err != nil {
 			return err
 		}
 	}
-	ns := &segment{base: old.base, path: base, next: tmp.next, size: tmp.size, maxTs: tmp.maxTs, idxTs: -1}
-	ns.off.entryLen, ns.times.entryLen = offEntryLen, timeEntryLen
+	ns := newSegmentStruct(l.env.fs, base, old.base)
+	ns.next, ns.size, ns.synced, ns.maxTs = tmp.next, tmp.size, tmp.size, tmp.maxTs
 	ns.checked.Store(tmp.size) // written by this pass from checked batches
-	f, err := os.OpenFile(base+logSuffix, os.O_RDWR, 0)
+	f, err := l.env.fs.OpenFile(base+logSuffix, os.O_RDWR, 0)
 	if err != nil {
 		return l.failSwap(err)
 	}
@@ -304,9 +305,9 @@ func (l *Log) failSwap(err error) error {
 	return l.fail("compaction swap", err)
 }
 
-func removeSegmentFiles(path string) {
+func removeSegmentFiles(fsys vfs.FS, path string) {
 	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		os.Remove(path + suffix)
+		fsys.Remove(path + suffix)
 	}
 }
 

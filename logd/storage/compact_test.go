@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // compactLog fills a compacted partition: 400 batches of 1..5 records
@@ -209,7 +211,7 @@ func TestCompactionCrashSafety(t *testing.T) {
 		l, _ := s.Partition("c", 0)
 		checkCompacted(t, l, c.want)
 		s.Close()
-		names, _ := readDirNames(dir)
+		names, _ := readDirNames(vfs.OS, dir)
 		for _, n := range names {
 			if filepath.Ext(n[:len(n)-len(filepath.Ext(n))]) != "" {
 				t.Errorf("%s: %s left behind", c.stage, n)

@@ -3,6 +3,8 @@ package storage
 import (
 	"log/slog"
 	"time"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // FsyncPolicy says when appended bytes are forced to disk.
@@ -17,13 +19,18 @@ const (
 	FsyncAlways FsyncPolicy = iota
 	// FsyncInterval fsyncs every Config.FsyncInterval. WaitDurable
 	// returns at once and readers see batches as soon as they are
-	// appended: a power loss can lose up to one interval of acknowledged
-	// (and already consumed) data.
+	// appended: a power loss loses what was acknowledged (and perhaps
+	// consumed) since the last completed fsync — about one interval,
+	// more when an fsync takes longer than the interval. A crash of the
+	// process alone loses nothing.
 	FsyncInterval
-	// FsyncNever leaves flushing to the operating system (segments are
-	// still fsynced when they roll and on Close). WaitDurable returns at
-	// once: a power loss or kernel crash loses acknowledged data, an
-	// unbounded amount of it. A crash of the process alone loses nothing.
+	// FsyncNever leaves flushing to the operating system. WaitDurable
+	// returns at once. Only a segment's roll (and Close, and Open, which
+	// fsyncs what it recovered) fsyncs, so a power loss or kernel crash
+	// can lose every record appended to the active segment since it
+	// was started: up to SegmentBytes of acknowledged data, never a
+	// record of a sealed segment. A crash of the process alone loses
+	// nothing.
 	FsyncNever
 )
 
@@ -187,6 +194,10 @@ type Config struct {
 	// Default 4096 (Kafka's offset.metadata.max.bytes).
 	MaxOffsetMetadata int
 
+	// FS is the file layer. Default vfs.OS; tests put a disk that fails
+	// or loses power under the Store (vfs.Faults, vfs.Lazy).
+	FS vfs.FS
+
 	// Now is the clock: segment age, retention, tombstone age, producer
 	// expiry. Default time.Now.
 	Now func() time.Time
@@ -217,6 +228,9 @@ func (c *Config) setDefaults() {
 	setDefault(&c.MaxOffsetMetadata, DefaultMaxOffsetMetadata)
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.FS == nil {
+		c.FS = vfs.OS
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -25,6 +25,16 @@
 // watermark is the log end and WaitDurable returns at once: acknowledged
 // and consumed data can be lost to a power failure (see FsyncPolicy).
 //
+// # The file layer
+//
+// Every file operation goes through Config.FS ([vfs.FS]): the real file
+// system by default. Tests put [vfs.Lazy] under a Store — a disk that
+// keeps only what a completed fdatasync (and, for directory entries, a
+// directory fsync) made durable — and cut its power at random moments
+// to check each FsyncPolicy's promise, and [vfs.Faults] to fail writes
+// as a full disk does. A new directory's entry is fsynced into its
+// parent before anything in it counts as durable.
+//
 // # Reading
 //
 // [Log.Read] returns whole batches from the one holding an offset, at

@@ -36,7 +36,7 @@ func (l *Log) sync() {
 	l.segMu.RLock()
 	var err error
 	if seg.log != nil {
-		err = fdatasync(seg.log)
+		err = seg.log.Sync()
 	}
 	l.segMu.RUnlock()
 	took := time.Since(start)
@@ -47,6 +47,7 @@ func (l *Log) sync() {
 		l.fail("fsync", err)
 		return
 	}
+	seg.synced = max(seg.synced, pos)
 	if pos > seg.visible.Load() {
 		seg.visible.Store(pos)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // FuzzAppend: arbitrary bytes offered as a produced batch are refused
@@ -68,15 +70,15 @@ func FuzzRecovery(f *testing.F) {
 		cfg.Fsync = FsyncNever
 		dir := partitionDir(cfg.Dir, "t", 0)
 		os.MkdirAll(dir, 0o755)
-		if err := writeTopics(cfg.Dir, []topicMeta{{Name: "t", Partitions: 1}}); err != nil {
+		if err := writeTopics(vfs.OS, cfg.Dir, []topicMeta{{Name: "t", Partitions: 1}}); err != nil {
 			t.Fatal(err)
 		}
 		name := filepath.Join(dir, segmentName(0))
 		os.WriteFile(name+logSuffix, seg, 0o644)
 		os.WriteFile(name+indexSuffix, idx, 0o644)
 		os.WriteFile(name+timeIndexSuffix, times, 0o644)
-		writeStateFile(filepath.Join(dir, recoveryPointFile), rp)
-		writeStateFile(filepath.Join(dir, producerStateFile), producers)
+		writeStateFile(vfs.OS, filepath.Join(dir, recoveryPointFile), rp)
+		writeStateFile(vfs.OS, filepath.Join(dir, producerStateFile), producers)
 		s, l := openPartition(t, cfg)
 		defer s.Close()
 		if l.Size() > int64(len(seg)) {
@@ -115,7 +117,7 @@ func FuzzOffsetsLog(f *testing.F) {
 		dir := t.TempDir()
 		os.MkdirAll(filepath.Join(dir, offsetsDir), 0o755)
 		os.WriteFile(filepath.Join(dir, offsetsDir, offsetsFile), b, 0o644)
-		o, err := openOffsetStore(dir, 100, 100, newTestLogger())
+		o, err := openOffsetStore(vfs.OS, dir, 100, 100, newTestLogger())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +141,7 @@ func FuzzTopicsFile(f *testing.F) {
 		clk := newClock()
 		cfg := testConfig(t, clk)
 		cfg.MaxPartitions = 8
-		writeStateFile(filepath.Join(cfg.Dir, topicsFile), b)
+		writeStateFile(vfs.OS, filepath.Join(cfg.Dir, topicsFile), b)
 		s, err := Open(cfg)
 		if err != nil {
 			if bytes.Contains(b, []byte("overrides")) {

@@ -3,9 +3,10 @@ package storage
 import (
 	"encoding/binary"
 	"errors"
-	"io"
 	"os"
 	"sort"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // An index is a segment's offset index or time index: fixed-size
@@ -23,7 +24,7 @@ import (
 type index struct {
 	entryLen int
 	mem      []byte   // active segment: all entries
-	f        *os.File // sealed segment: the file of entries
+	f        vfs.File // sealed segment: the file of entries
 	n        int
 }
 
@@ -130,8 +131,8 @@ func lookupTime(x *index, ts int64) (timeEntry, error) {
 // of entries, strictly ascending offsets and positions, positions within
 // size, offsets below limit (next − base). A time index's timestamps
 // must not decrease.
-func readIndexFile(path string, entryLen int, size int64, limit uint32) ([]byte, error) {
-	b, err := os.ReadFile(path)
+func readIndexFile(fsys vfs.FS, path string, entryLen int, size int64, limit uint32) ([]byte, error) {
+	b, err := vfs.ReadFile(fsys, path)
 	if err != nil {
 		return nil, err
 	}
@@ -163,22 +164,18 @@ func readIndexFile(path string, entryLen int, size int64, limit uint32) ([]byte,
 var errBadIndex = errors.New("index entries out of order or out of range")
 
 // writeIndexFile replaces path with b, fsynced.
-func writeIndexFile(path string, b []byte) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+func writeIndexFile(fsys vfs.FS, path string, b []byte) error {
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if _, err := f.Write(b); err != nil {
+	if _, err := f.WriteAt(b, 0); err != nil {
 		f.Close()
-		return nil, err
+		return err
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return nil, err
+		return err
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return f.Close()
 }

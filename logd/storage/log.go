@@ -8,10 +8,13 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // env is what every Log of a Store shares.
 type env struct {
+	fs             vfs.FS
 	fsync          FsyncPolicy
 	maxProducers   int
 	producerExpiry time.Duration
@@ -226,11 +229,11 @@ func (l *Log) roll() error {
 	if err := old.writeIndexes(); err != nil {
 		return err
 	}
-	seg, err := newSegment(l.dir, l.end, l.env.now().UnixMilli())
+	seg, err := newSegment(l.env.fs, l.dir, l.end, l.env.now().UnixMilli())
 	if err != nil {
 		return err
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := l.env.fs.SyncDir(l.dir); err != nil {
 		seg.remove()
 		return err
 	}
@@ -255,10 +258,10 @@ func (l *Log) roll() error {
 // durable: the recovery point, and the producer state up to it.
 func (l *Log) checkpoint() error {
 	rp := l.segs[len(l.segs)-1].base
-	if err := l.producers.snapshot(l.dir, rp); err != nil {
+	if err := l.producers.snapshot(l.env.fs, l.dir, rp); err != nil {
 		return err
 	}
-	return writeRecoveryPoint(l.dir, rp)
+	return writeRecoveryPoint(l.env.fs, l.dir, rp)
 }
 
 // markDurable records that every offset below off is on disk.
@@ -321,8 +324,8 @@ func (l *Log) Close() error {
 	if l.failed == nil {
 		active := l.segs[len(l.segs)-1]
 		if err = active.writeIndexes(); err == nil {
-			if err = l.producers.snapshot(l.dir, l.end); err == nil {
-				err = writeRecoveryPoint(l.dir, l.end)
+			if err = l.producers.snapshot(l.env.fs, l.dir, l.end); err == nil {
+				err = writeRecoveryPoint(l.env.fs, l.dir, l.end)
 			}
 		}
 		if err == nil {

@@ -5,12 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // GroupOffset is one committed offset of a consumer group.
@@ -42,8 +44,9 @@ type GroupOffset struct {
 // offsets.log.tmp, fsynced and renamed over it.
 type OffsetStore struct {
 	mu        sync.Mutex
+	fs        vfs.FS
 	path      string
-	f         *os.File
+	f         vfs.File
 	size      int64
 	groups    map[string]map[groupKey]GroupOffset
 	maxGroups int
@@ -79,24 +82,33 @@ var (
 	ErrMetadataTooLarge = errors.New("storage: offset metadata too large")
 )
 
-func openOffsetStore(dir string, maxGroups, maxMeta int, logger *slog.Logger) (*OffsetStore, error) {
+func openOffsetStore(fsys vfs.FS, dir string, maxGroups, maxMeta int, logger *slog.Logger) (*OffsetStore, error) {
 	dir = filepath.Join(dir, offsetsDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirDurable(fsys, dir); err != nil {
 		return nil, err
 	}
-	os.Remove(filepath.Join(dir, offsetsFile+tmpSuffix))
-	o := &OffsetStore{path: filepath.Join(dir, offsetsFile), groups: map[string]map[groupKey]GroupOffset{},
+	fsys.Remove(filepath.Join(dir, offsetsFile+tmpSuffix))
+	o := &OffsetStore{fs: fsys, path: filepath.Join(dir, offsetsFile), groups: map[string]map[groupKey]GroupOffset{},
 		maxGroups: maxGroups, maxMeta: maxMeta}
-	f, err := os.OpenFile(o.path, os.O_RDWR|os.O_CREATE, 0o644)
+	b, err := vfs.ReadFile(fsys, o.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		// A new file: its directory entry must be durable before the
+		// first commit counts as durable.
+		if err := vfs.WriteFile(fsys, o.path, nil); err != nil {
+			return nil, err
+		}
+		if err := fsys.SyncDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	f, err := fsys.OpenFile(o.path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
 	o.f = f
-	b, err := io.ReadAll(f)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
 	good := o.replay(b)
 	if good < int64(len(b)) {
 		logger.Warn("storage: truncating a torn offsets log", "path", o.path, "at", good, "dropped", int64(len(b))-good)
@@ -104,7 +116,7 @@ func openOffsetStore(dir string, maxGroups, maxMeta int, logger *slog.Logger) (*
 			f.Close()
 			return nil, err
 		}
-		if err := fdatasync(f); err != nil {
+		if err := f.Sync(); err != nil {
 			f.Close()
 			return nil, err
 		}
@@ -277,7 +289,7 @@ func (o *OffsetStore) write(rec []byte) error {
 	if _, err := o.f.WriteAt(rec, o.size); err != nil {
 		return err
 	}
-	if err := fdatasync(o.f); err != nil {
+	if err := o.f.Sync(); err != nil {
 		return err
 	}
 	o.size += int64(len(rec))
@@ -298,10 +310,10 @@ func (o *OffsetStore) maybeRewrite() error {
 	if int64(len(b))*2 > o.size {
 		return nil
 	}
-	if err := WriteFileAtomic(o.path, b); err != nil {
+	if err := writeFileAtomic(o.fs, o.path, b); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(o.path, os.O_RDWR, 0)
+	f, err := o.fs.OpenFile(o.path, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}
@@ -309,23 +321,6 @@ func (o *OffsetStore) maybeRewrite() error {
 	o.f, o.size = f, int64(len(b))
 	o.rewriteAt = max(offsetsMinFile, 2*o.size)
 	return nil
-}
-
-// writeRaw writes a new file, fsynced.
-func writeRaw(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // Fetch returns a partition's committed offset and metadata.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // producerWindow is how many of a producer's latest batches are
@@ -149,7 +151,7 @@ const (
 	producerEntryLen     = 8 + 2 + 8 + 1 + producerWindow*24
 )
 
-func (ps *producers) snapshot(dir string, upTo int64) error {
+func (ps *producers) snapshot(fsys vfs.FS, dir string, upTo int64) error {
 	b := make([]byte, 0, 13+len(ps.m)*producerEntryLen)
 	b = append(b, producerStateVersion)
 	b = binary.BigEndian.AppendUint64(b, uint64(upTo))
@@ -167,14 +169,14 @@ func (ps *producers) snapshot(dir string, upTo int64) error {
 			b = binary.BigEndian.AppendUint64(b, uint64(x.last))
 		}
 	}
-	return writeStateFile(filepath.Join(dir, producerStateFile), b)
+	return writeStateFile(fsys, filepath.Join(dir, producerStateFile), b)
 }
 
 // loadSnapshot reads the snapshot; it returns the offset it covers up
 // to, or an error (missing, damaged) after which the caller replays the
 // whole log.
-func (ps *producers) loadSnapshot(dir string) (int64, error) {
-	p, err := readStateFile(filepath.Join(dir, producerStateFile))
+func (ps *producers) loadSnapshot(fsys vfs.FS, dir string) (int64, error) {
+	p, err := readStateFile(fsys, filepath.Join(dir, producerStateFile))
 	if err != nil {
 		return 0, err
 	}

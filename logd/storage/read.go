@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // Read returns whole batches starting with the one that holds offset,
@@ -151,7 +153,9 @@ func (l *Log) readAt(dst []byte, s *segment, pos, limit, offset int64, maxBytes 
 	if next := pos + used; next < limit {
 		// Start reading what a sequential reader asks for next, so the
 		// disk works while this read travels to the client.
-		readahead(s.log, next, min(limit-next, int64(maxBytes)))
+		if r, ok := s.log.(vfs.Readaheader); ok {
+			r.Readahead(next, min(limit-next, int64(maxBytes)))
+		}
 	}
 	return dst[:start+int(used)], nil
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // openLog opens the partition in dir, recovering it: a segment is
@@ -21,7 +23,7 @@ import (
 // batch that fails, and its indexes rebuilt. Segments after a cut are
 // deleted. Bad indexes are rebuilt, never a reason to refuse to open.
 func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirDurable(e.fs, dir); err != nil {
 		return nil, err
 	}
 	bases, err := prepareDir(dir, e)
@@ -35,7 +37,7 @@ func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, erro
 		compactedTo: -1,
 		done:        make(chan struct{}),
 	}
-	rp, err := readRecoveryPoint(dir)
+	rp, err := readRecoveryPoint(e.fs, dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		e.logger.Warn("storage: recovery point unreadable, verifying every segment", "dir", dir, "err", err)
 	}
@@ -53,8 +55,7 @@ func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, erro
 		if cut {
 			for _, b := range bases[i+1:] {
 				e.logger.Warn("storage: deleting segment after a truncated one", "dir", dir, "base", b)
-				s := &segment{path: filepath.Join(dir, segmentName(b))}
-				if err := s.remove(); err != nil {
+				if err := newSegmentStruct(e.fs, filepath.Join(dir, segmentName(b)), b).remove(); err != nil {
 					l.closeSegments()
 					return nil, err
 				}
@@ -63,11 +64,11 @@ func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, erro
 		}
 	}
 	if len(l.segs) == 0 {
-		s, err := newSegment(dir, 0, e.now().UnixMilli())
+		s, err := newSegment(e.fs, dir, 0, e.now().UnixMilli())
 		if err != nil {
 			return nil, err
 		}
-		if err := syncDir(dir); err != nil {
+		if err := e.fs.SyncDir(dir); err != nil {
 			s.close()
 			return nil, err
 		}
@@ -93,7 +94,7 @@ func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, erro
 // Files of an uncommitted compaction (*.cleaned.*, *.swap.* without the
 // log), *.tmp files and indexes without a log are deleted.
 func prepareDir(dir string, e *env) ([]int64, error) {
-	names, err := readDirNames(dir)
+	names, err := readDirNames(e.fs, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -105,15 +106,15 @@ func prepareDir(dir string, e *env) ([]int64, error) {
 		p := filepath.Join(dir, stem)
 		e.logger.Info("storage: completing an interrupted compaction", "dir", dir, "segment", stem)
 		for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
-			if err := os.Rename(p+swapInfix+suffix, p+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := e.fs.Rename(p+swapInfix+suffix, p+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return nil, err
 			}
 		}
-		if err := syncDir(dir); err != nil {
+		if err := e.fs.SyncDir(dir); err != nil {
 			return nil, err
 		}
 	}
-	if names, err = readDirNames(dir); err != nil {
+	if names, err = readDirNames(e.fs, dir); err != nil {
 		return nil, err
 	}
 	var bases []int64
@@ -130,7 +131,7 @@ func prepareDir(dir string, e *env) ([]int64, error) {
 			stem, isIdx = strings.CutSuffix(n, timeIndexSuffix)
 		}
 		if strings.Contains(n, cleanedInfix+".") || strings.Contains(n, swapInfix+".") || strings.HasSuffix(n, tmpSuffix) || isIdx && !logs[stem] {
-			if err := os.Remove(filepath.Join(dir, n)); err != nil {
+			if err := e.fs.Remove(filepath.Join(dir, n)); err != nil {
 				return nil, err
 			}
 		}
@@ -139,8 +140,8 @@ func prepareDir(dir string, e *env) ([]int64, error) {
 	return bases, nil
 }
 
-func readDirNames(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
+func readDirNames(fsys vfs.FS, dir string) ([]string, error) {
+	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -166,22 +167,22 @@ type recovery struct {
 func (r *recovery) load(base, nextBase int64, last bool) (cut bool, err error) {
 	l := r.l
 	path := filepath.Join(l.dir, segmentName(base))
-	f, err := os.OpenFile(path+logSuffix, os.O_RDWR, 0)
+	f, err := l.env.fs.OpenFile(path+logSuffix, os.O_RDWR, 0)
 	if err != nil {
 		return false, err
 	}
-	st, err := f.Stat()
+	size, err := f.Size()
 	if err != nil {
 		f.Close()
 		return false, err
 	}
-	s := &segment{base: base, path: path, log: f, next: base, maxTs: -1, idxTs: -1}
-	s.off.entryLen, s.times.entryLen = offEntryLen, timeEntryLen
+	s := newSegmentStruct(l.env.fs, path, base)
+	s.log = f
 	prevNext := int64(0)
 	if n := len(l.segs); n > 0 {
 		prevNext = l.segs[n-1].next
 	}
-	if base >= prevNext && r.trust(s, st.Size(), nextBase) {
+	if base >= prevNext && r.trust(s, size, nextBase) {
 		if err := s.readRollStart(l.env.now(), l.cfg.SegmentAge); err != nil {
 			s.close()
 			return false, err
@@ -195,7 +196,7 @@ func (r *recovery) load(base, nextBase int64, last bool) (cut bool, err error) {
 		l.segs = append(l.segs, s)
 		return false, nil
 	}
-	cut, err = r.verify(s, st.Size(), max(base, prevNext), nextBase)
+	cut, err = r.verify(s, size, max(base, prevNext), nextBase)
 	if err != nil {
 		s.close()
 		return false, err
@@ -213,7 +214,7 @@ func (r *recovery) load(base, nextBase int64, last bool) (cut bool, err error) {
 // the recovery point and the indexes are sound: entries ordered and in
 // range, and the time index's seal entry matching the log's size.
 func (r *recovery) trust(s *segment, size, nextBase int64) bool {
-	times, err := readIndexFile(s.path+timeIndexSuffix, timeEntryLen, size, math.MaxUint32)
+	times, err := readIndexFile(s.fs, s.path+timeIndexSuffix, timeEntryLen, size, math.MaxUint32)
 	if err != nil || len(times) == 0 {
 		return false
 	}
@@ -222,11 +223,11 @@ func (r *recovery) trust(s *segment, size, nextBase int64) bool {
 	if int64(seal.pos) != size || next > nextBase || next > r.rp {
 		return false
 	}
-	off, err := readIndexFile(s.path+indexSuffix, offEntryLen, size, seal.rel)
+	off, err := readIndexFile(s.fs, s.path+indexSuffix, offEntryLen, size, seal.rel)
 	if err != nil {
 		return false
 	}
-	s.size, s.next, s.maxTs = size, next, seal.ts
+	s.size, s.synced, s.next, s.maxTs = size, size, next, seal.ts
 	s.visible.Store(size)
 	s.off.mem, s.off.n = off, len(off)/offEntryLen
 	s.times.mem, s.times.n = times[:len(times)-timeEntryLen], len(times)/timeEntryLen-1
@@ -298,7 +299,11 @@ func (r *recovery) verify(s *segment, size, expect, nextBase int64) (cut bool, e
 		}
 	}
 	s.visible.Store(s.size)
-	return cut, fdatasync(s.log)
+	if err := s.log.Sync(); err != nil {
+		return cut, err
+	}
+	s.synced = s.size
+	return cut, nil
 }
 
 // recoverProducers rebuilds the idempotent-producer state: the snapshot,
@@ -306,7 +311,7 @@ func (r *recovery) verify(s *segment, size, expect, nextBase int64) (cut bool, e
 // usable snapshot the whole log is replayed.
 func (l *Log) recoverProducers(buf []byte) {
 	start, end := l.segs[0].base, l.segs[len(l.segs)-1].next
-	from, err := l.producers.loadSnapshot(l.dir)
+	from, err := l.producers.loadSnapshot(l.env.fs, l.dir)
 	if err != nil || from < start || from > end {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			l.env.logger.Warn("storage: producer state unreadable, replaying the log", "dir", l.dir, "err", err)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // crash abandons a Store as a killed process would: goroutines stopped,
@@ -166,7 +168,7 @@ func TestRecoveryCorruptMiddle(t *testing.T) {
 	b[pos+batchCRCPos] ^= 0xff
 	os.WriteFile(first, b, 0o644)
 	reopenCheck(t, cfg, want[:keptRecs])
-	names, _ := readDirNames(dir)
+	names, _ := readDirNames(vfs.OS, dir)
 	for _, n := range names {
 		if base, ok := parseSegmentName(n); ok && base != 0 {
 			t.Fatalf("segment %s after the cut survived", n)
@@ -220,7 +222,7 @@ func TestRecoveryDamagedIndexes(t *testing.T) {
 				}
 				want := readAll(t, l, 0)
 				s.Close() // clean: every segment trusted unless its index is bad
-				names, _ := readDirNames(l.dir)
+				names, _ := readDirNames(vfs.OS, l.dir)
 				for _, n := range names {
 					if filepath.Ext(n) == suffix {
 						d.do(filepath.Join(l.dir, n))

@@ -55,7 +55,7 @@ func (l *Log) ApplyRetention(now time.Time) (deleted int, err error) {
 		l.env.logger.Info("storage: retention deleted a segment", "topic", l.topic, "partition", l.partition, "base", s.base, "bytes", s.size)
 		l.env.hooks.segmentDelete(l.topic, l.partition, s.base, s.size)
 	}
-	if serr := syncDir(l.dir); err == nil {
+	if serr := l.env.fs.SyncDir(l.dir); err == nil {
 		err = serr
 	}
 	return deleted, err

@@ -4,7 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"os"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // Positions of header fields the log reads from stored batches without
@@ -48,7 +49,7 @@ const scanBufBytes = 1 << 20
 // batch larger than its buffer into a buffer of its own), otherwise at
 // least the batch header.
 type scanner struct {
-	f      *os.File
+	f      vfs.File
 	pos    int64 // next batch
 	limit  int64 // end of the bytes to scan
 	full   bool
@@ -57,7 +58,7 @@ type scanner struct {
 	big    []byte
 }
 
-func newScanner(f *os.File, pos, limit int64, full bool, buf []byte) *scanner {
+func newScanner(f vfs.File, pos, limit int64, full bool, buf []byte) *scanner {
 	if cap(buf) < batchHeaderLen {
 		buf = make([]byte, 0, scanBufBytes)
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // File name suffixes of a segment.
@@ -25,9 +27,10 @@ const (
 // by the Log: the structure by segMu, the mutable state by mu, and
 // visible is what readers may read without mu.
 type segment struct {
+	fs    vfs.FS
 	base  int64
 	path  string // without suffix
-	log   *os.File
+	log   vfs.File
 	off   index
 	times index
 
@@ -38,6 +41,7 @@ type segment struct {
 	sinceIdx  int64 // bytes appended since the last offset-index entry
 	idxTs     int64 // timestamp of the last time-index entry
 	sealed    bool
+	synced    int64        // bytes covered by the last completed fdatasync of the log
 	visible   atomic.Int64 // bytes readers may read: size, or the durable part under FsyncAlways
 	// checked is the prefix of the file whose batches this process has
 	// CRC-checked: on append, in recovery, or on a first read. Reads
@@ -57,19 +61,26 @@ func parseSegmentName(name string) (int64, bool) {
 	return base, err == nil && base >= 0
 }
 
-// newSegment creates an empty active segment started at nowMs.
-func newSegment(dir string, base, nowMs int64) (*segment, error) {
-	s := &segment{base: base, path: filepath.Join(dir, segmentName(base)), next: base, maxTs: -1, rollStart: nowMs, idxTs: -1}
+// newSegmentStruct is a segment with nothing read or written yet.
+func newSegmentStruct(fsys vfs.FS, path string, base int64) *segment {
+	s := &segment{fs: fsys, base: base, path: path, next: base, maxTs: -1, idxTs: -1}
 	s.off.entryLen, s.times.entryLen = offEntryLen, timeEntryLen
-	f, err := os.OpenFile(s.path+logSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	return s
+}
+
+// newSegment creates an empty active segment started at nowMs.
+func newSegment(fsys vfs.FS, dir string, base, nowMs int64) (*segment, error) {
+	s := newSegmentStruct(fsys, filepath.Join(dir, segmentName(base)), base)
+	s.rollStart = nowMs
+	f, err := fsys.OpenFile(s.path+logSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	s.log = f
 	// Stale indexes of an earlier segment with the same base must not
 	// survive.
-	os.Remove(s.path + indexSuffix)
-	os.Remove(s.path + timeIndexSuffix)
+	fsys.Remove(s.path + indexSuffix)
+	fsys.Remove(s.path + timeIndexSuffix)
 	return s, nil
 }
 
@@ -102,19 +113,18 @@ func (s *segment) sealEntry() []byte {
 // writeIndexes fsyncs the log and writes both in-memory indexes to disk
 // with the seal entry, fsynced. The segment stays usable for appends.
 func (s *segment) writeIndexes() error {
-	if err := fdatasync(s.log); err != nil {
+	if err := s.log.Sync(); err != nil {
 		return err
 	}
+	s.synced = s.size
 	times := append(s.times.mem[:len(s.times.mem):len(s.times.mem)], s.sealEntry()...)
 	for _, w := range []struct {
 		suffix string
 		b      []byte
 	}{{indexSuffix, s.off.mem}, {timeIndexSuffix, times}} {
-		f, err := writeIndexFile(s.path+w.suffix, w.b)
-		if err != nil {
+		if err := writeIndexFile(s.fs, s.path+w.suffix, w.b); err != nil {
 			return err
 		}
-		f.Close()
 	}
 	return nil
 }
@@ -134,11 +144,11 @@ func (s *segment) openSealedIndexes() error {
 		x      *index
 		suffix string
 	}{{&s.off, indexSuffix}, {&s.times, timeIndexSuffix}} {
-		f, err := os.Open(s.path + x.suffix)
+		f, err := s.fs.OpenFile(s.path+x.suffix, os.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
-		st, err := f.Stat()
+		size, err := f.Size()
 		if err != nil {
 			f.Close()
 			return err
@@ -146,7 +156,7 @@ func (s *segment) openSealedIndexes() error {
 		if x.x.f != nil {
 			x.x.f.Close()
 		}
-		x.x.f, x.x.mem, x.x.n = f, nil, int(st.Size())/x.x.entryLen
+		x.x.f, x.x.mem, x.x.n = f, nil, int(size)/x.x.entryLen
 	}
 	s.sealed = true
 	s.visible.Store(s.size)
@@ -170,8 +180,8 @@ func (s *segment) close() {
 // crash in between leaves only orphan indexes (which Open deletes).
 func (s *segment) remove() error {
 	s.close()
-	err := os.Remove(s.path + logSuffix)
-	os.Remove(s.path + indexSuffix)
-	os.Remove(s.path + timeIndexSuffix)
+	err := s.fs.Remove(s.path + logSuffix)
+	s.fs.Remove(s.path + indexSuffix)
+	s.fs.Remove(s.path + timeIndexSuffix)
 	return err
 }

@@ -3,7 +3,6 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -47,19 +46,19 @@ func Open(cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	if err := mkdirDurable(cfg.FS, cfg.Dir); err != nil {
 		return nil, err
 	}
 	s := &Store{
 		cfg: cfg,
 		env: &env{
-			fsync: cfg.Fsync, maxProducers: cfg.MaxProducers, producerExpiry: cfg.ProducerExpiry,
+			fs: cfg.FS, fsync: cfg.Fsync, maxProducers: cfg.MaxProducers, producerExpiry: cfg.ProducerExpiry,
 			compactMaxKeys: cfg.CompactMaxKeys, now: cfg.Now, logger: cfg.Logger, hooks: hooks(cfg.Hooks),
 		},
 		topics: map[string]*topic{},
 		done:   make(chan struct{}),
 	}
-	metas, found, err := readTopics(cfg.Dir)
+	metas, found, err := readTopics(cfg.FS, cfg.Dir)
 	if err != nil && !found && metas == nil {
 		if errors.Is(err, ErrCorruptFile) {
 			cfg.Logger.Warn("storage: topic metadata damaged and no partition directories", "err", err)
@@ -68,7 +67,7 @@ func Open(cfg Config) (*Store, error) {
 		}
 	} else if !found && len(metas) > 0 {
 		cfg.Logger.Warn("storage: topic metadata missing or damaged, rebuilt from partition directories (overrides lost)", "err", err, "topics", len(metas))
-		if err := writeTopics(cfg.Dir, metas); err != nil {
+		if err := writeTopics(cfg.FS, cfg.Dir, metas); err != nil {
 			return nil, err
 		}
 	}
@@ -77,7 +76,7 @@ func Open(cfg Config) (*Store, error) {
 			return nil, err
 		}
 	}
-	if s.offsets, err = openOffsetStore(cfg.Dir, cfg.MaxGroups, cfg.MaxOffsetMetadata, cfg.Logger); err != nil {
+	if s.offsets, err = openOffsetStore(cfg.FS, cfg.Dir, cfg.MaxGroups, cfg.MaxOffsetMetadata, cfg.Logger); err != nil {
 		return nil, err
 	}
 	for _, m := range metas {
@@ -111,14 +110,14 @@ func (s *Store) removeOrphans(metas []topicMeta) error {
 	for _, m := range metas {
 		counts[m.Name] = m.Partitions
 	}
-	ents, err := os.ReadDir(s.cfg.Dir)
+	ents, err := s.cfg.FS.ReadDir(s.cfg.Dir)
 	if err != nil {
 		return err
 	}
 	for _, d := range ents {
 		if name, p, ok := parsePartitionDir(d.Name()); ok && d.IsDir() && int(p) >= counts[name] {
 			s.cfg.Logger.Info("storage: removing the directory of a deleted partition", "dir", d.Name())
-			if err := os.RemoveAll(filepath.Join(s.cfg.Dir, d.Name())); err != nil {
+			if err := s.cfg.FS.RemoveAll(filepath.Join(s.cfg.Dir, d.Name())); err != nil {
 				return err
 			}
 		}
@@ -202,12 +201,12 @@ func (s *Store) CreateTopic(name string, partitions int, overrides TopicConfig) 
 	m := topicMeta{Name: name, Partitions: partitions, Overrides: overrides}
 	// Metadata first: a crash before the directories exist leaves a
 	// topic whose partitions open empty.
-	if err := writeTopics(s.cfg.Dir, append(s.metas(), m)); err != nil {
+	if err := writeTopics(s.cfg.FS, s.cfg.Dir, append(s.metas(), m)); err != nil {
 		return err
 	}
 	t, err := s.openTopic(m)
 	if err != nil {
-		if werr := writeTopics(s.cfg.Dir, s.metas()); werr != nil {
+		if werr := writeTopics(s.cfg.FS, s.cfg.Dir, s.metas()); werr != nil {
 			s.cfg.Logger.Error("storage: undoing a failed CreateTopic", "topic", name, "err", werr)
 		}
 		return err
@@ -249,14 +248,14 @@ func (s *Store) DeleteTopic(name string) error {
 	delete(s.topics, name)
 	// Metadata first: a crash before the directories are gone leaves
 	// orphans that Open removes.
-	if err := writeTopics(s.cfg.Dir, s.metas()); err != nil {
+	if err := writeTopics(s.cfg.FS, s.cfg.Dir, s.metas()); err != nil {
 		s.topics[name] = t
 		return err
 	}
 	var errs []error
 	for p, l := range t.parts {
 		l.Close()
-		errs = append(errs, os.RemoveAll(partitionDir(s.cfg.Dir, name, int32(p))))
+		errs = append(errs, s.cfg.FS.RemoveAll(partitionDir(s.cfg.Dir, name, int32(p))))
 	}
 	errs = append(errs, s.offsets.deleteTopic(name))
 	return errors.Join(errs...)

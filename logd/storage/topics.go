@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // maxTopicLen is Kafka's limit on a topic name.
@@ -66,20 +67,20 @@ type topicMeta struct {
 	Overrides  TopicConfig `json:"overrides"`
 }
 
-func writeTopics(dir string, ts []topicMeta) error {
+func writeTopics(fsys vfs.FS, dir string, ts []topicMeta) error {
 	b, err := json.Marshal(topicsMeta{Version: topicsVersion, Topics: ts})
 	if err != nil {
 		return err
 	}
-	return writeStateFile(filepath.Join(dir, topicsFile), b)
+	return writeStateFile(fsys, filepath.Join(dir, topicsFile), b)
 }
 
 // readTopics returns the topics recorded in dir. When the file is
 // missing or damaged, found is false and the topics are rebuilt from
 // the partition directories (partition count from the highest number,
 // overrides lost), with a warning from the caller.
-func readTopics(dir string) (ts []topicMeta, found bool, err error) {
-	p, err := readStateFile(filepath.Join(dir, topicsFile))
+func readTopics(fsys vfs.FS, dir string) (ts []topicMeta, found bool, err error) {
+	p, err := readStateFile(fsys, filepath.Join(dir, topicsFile))
 	if err == nil {
 		var m topicsMeta
 		if err = json.Unmarshal(p, &m); err == nil && m.Version != topicsVersion {
@@ -99,7 +100,7 @@ func readTopics(dir string) (ts []topicMeta, found bool, err error) {
 	} else if errors.Is(err, fs.ErrNotExist) {
 		err = nil
 	}
-	names, rerr := os.ReadDir(dir)
+	names, rerr := fsys.ReadDir(dir)
 	if rerr != nil {
 		return nil, false, rerr
 	}
