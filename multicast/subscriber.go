@@ -70,7 +70,7 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 	}
 	eng, err := reliable.NewReceiver(rcfg)
 	if err != nil {
-		return nil, err
+		return nil, engineConfigError(err, "Receiver.")
 	}
 	s := &Subscriber{
 		cfg:   cfg,

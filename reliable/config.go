@@ -109,23 +109,27 @@ func (c *SenderConfig) setDefaults() {
 func (c *SenderConfig) validate() error {
 	switch {
 	case c.MTU < minMTU || c.MTU > maxMTU:
-		return badConfig("MTU %d outside [%d, %d]", c.MTU, minMTU, maxMTU)
+		return badConfig("MTU", c.MTU, "must be in [%d, %d]", minMTU, maxMTU)
 	case c.MaxMessageSize < 1:
-		return badConfig("MaxMessageSize %d < 1", c.MaxMessageSize)
+		return badConfig("MaxMessageSize", c.MaxMessageSize, "must be ≥ 1")
 	case c.WindowDatagrams < 2*c.MaxQueued:
-		return badConfig("WindowDatagrams %d < 2×MaxQueued (%d)", c.WindowDatagrams, 2*c.MaxQueued)
+		return badConfig("WindowDatagrams", c.WindowDatagrams, "must be ≥ 2×MaxQueued (%d)", 2*c.MaxQueued)
 	case c.WindowBytes < 2*c.MaxQueued*c.MTU:
-		return badConfig("WindowBytes %d < 2×MaxQueued×MTU (%d)", c.WindowBytes, 2*c.MaxQueued*c.MTU)
-	case c.HeartbeatMin <= 0 || c.HeartbeatMax < c.HeartbeatMin:
-		return badConfig("heartbeat interval %v..%v", c.HeartbeatMin, c.HeartbeatMax)
-	case c.RepairRate <= 0 || c.RepairBurst < c.MTU:
-		return badConfig("RepairRate %d must be > 0 and RepairBurst %d ≥ MTU", c.RepairRate, c.RepairBurst)
+		return badConfig("WindowBytes", c.WindowBytes, "must be ≥ 2×MaxQueued×MTU (%d)", 2*c.MaxQueued*c.MTU)
+	case c.HeartbeatMin <= 0:
+		return badConfig("HeartbeatMin", c.HeartbeatMin, "must be > 0")
+	case c.HeartbeatMax < c.HeartbeatMin:
+		return badConfig("HeartbeatMax", c.HeartbeatMax, "must be ≥ HeartbeatMin (%v)", c.HeartbeatMin)
+	case c.RepairRate <= 0:
+		return badConfig("RepairRate", c.RepairRate, "must be > 0")
+	case c.RepairBurst < c.MTU:
+		return badConfig("RepairBurst", c.RepairBurst, "must be ≥ MTU (%d)", c.MTU)
 	case c.RepairLinger < 0:
-		return badConfig("negative RepairLinger")
+		return badConfig("RepairLinger", c.RepairLinger, "must be ≥ 0")
 	case c.MaxPendingRepairs < 1:
-		return badConfig("MaxPendingRepairs %d < 1", c.MaxPendingRepairs)
+		return badConfig("MaxPendingRepairs", c.MaxPendingRepairs, "must be ≥ 1")
 	case c.Session == 0 && c.Rand == nil:
-		return badConfig("Session 0 needs Rand")
+		return badConfig("Rand", c.Rand, "is required when Session is 0")
 	}
 	return nil
 }
@@ -220,27 +224,33 @@ func (c *ReceiverConfig) setDefaults() {
 func (c *ReceiverConfig) validate() error {
 	switch {
 	case c.MaxStreams < 1:
-		return badConfig("MaxStreams %d < 1", c.MaxStreams)
+		return badConfig("MaxStreams", c.MaxStreams, "must be ≥ 1")
 	case c.ReorderFrames < 2 || c.ReorderFrames&(c.ReorderFrames-1) != 0:
-		return badConfig("ReorderFrames %d is not a power of two ≥ 2", c.ReorderFrames)
+		return badConfig("ReorderFrames", c.ReorderFrames, "must be a power of two ≥ 2")
 	case c.ReorderBytes < minMTU:
-		return badConfig("ReorderBytes %d < %d", c.ReorderBytes, minMTU)
+		return badConfig("ReorderBytes", c.ReorderBytes, "must be ≥ %d", minMTU)
 	case c.MaxMessageSize < 1:
-		return badConfig("MaxMessageSize %d < 1", c.MaxMessageSize)
+		return badConfig("MaxMessageSize", c.MaxMessageSize, "must be ≥ 1")
 	case c.MaxGaps < 1:
-		return badConfig("MaxGaps %d < 1", c.MaxGaps)
-	case c.NackBackoffMax < 0 || c.GroupSize < 1:
-		return badConfig("NackBackoffMax %v / GroupSize %d", c.NackBackoffMax, c.GroupSize)
-	case c.MinRepairTimeout <= 0 || c.RepairTimeout < c.MinRepairTimeout || c.RecoveryTimeout <= 0:
-		return badConfig("RepairTimeout %v..%v / RecoveryTimeout %v", c.MinRepairTimeout, c.RepairTimeout, c.RecoveryTimeout)
+		return badConfig("MaxGaps", c.MaxGaps, "must be ≥ 1")
+	case c.NackBackoffMax < 0:
+		return badConfig("NackBackoffMax", c.NackBackoffMax, "must be ≥ 0")
+	case c.GroupSize < 1:
+		return badConfig("GroupSize", c.GroupSize, "must be ≥ 1")
+	case c.MinRepairTimeout <= 0:
+		return badConfig("MinRepairTimeout", c.MinRepairTimeout, "must be > 0")
+	case c.RepairTimeout < c.MinRepairTimeout:
+		return badConfig("RepairTimeout", c.RepairTimeout, "must be ≥ MinRepairTimeout (%v)", c.MinRepairTimeout)
+	case c.RecoveryTimeout <= 0:
+		return badConfig("RecoveryTimeout", c.RecoveryTimeout, "must be > 0")
 	case c.IdleTimeout <= 0:
-		return badConfig("IdleTimeout %v", c.IdleTimeout)
+		return badConfig("IdleTimeout", c.IdleTimeout, "must be > 0")
 	case c.NackRanges < 1 || c.NackRanges > MaxWireRanges:
-		return badConfig("NackRanges %d outside [1, %d]", c.NackRanges, MaxWireRanges)
+		return badConfig("NackRanges", c.NackRanges, "must be in [1, %d]", MaxWireRanges)
 	case c.Join > JoinEarliest:
-		return badConfig("unknown JoinPolicy %d", c.Join)
+		return badConfig("Join", c.Join, "must be JoinLive or JoinEarliest")
 	case c.Rand == nil:
-		return badConfig("Rand is required")
+		return badConfig("Rand", c.Rand, "is required")
 	}
 	return nil
 }

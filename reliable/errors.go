@@ -60,8 +60,27 @@ var (
 	errLowOrder       = &DecodeError{ErrMalformed, "window low edge above first sequence"}
 )
 
-func badConfig(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
+// ConfigError is a Config field whose value is outside what it allows.
+// It wraps ErrBadConfig.
+type ConfigError struct {
+	Field string // the field, as SenderConfig or ReceiverConfig spells it
+	Value any    // the value it was given
+	Want  string // what it allows, e.g. "must be in [256, 65507]"
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("reliable: bad config: %s %v: %s", e.Field, e.Value, e.Want)
+}
+
+func (e *ConfigError) Unwrap() error { return ErrBadConfig }
+
+// Setting returns the field, its value and what it allows.
+func (e *ConfigError) Setting() (field string, value any, want string) {
+	return e.Field, e.Value, e.Want
+}
+
+func badConfig(field string, value any, want string, args ...any) error {
+	return &ConfigError{Field: field, Value: value, Want: fmt.Sprintf(want, args...)}
 }
 
 var errNotForUs = &DecodeError{ErrForeign, "packet for another stream or of the wrong type"}

@@ -40,6 +40,16 @@ func (f *mcastFlags) config() (multicast.Config, error) {
 	return multicast.Config{Group: group, Interface: f.iface, Feed: f.feed}, nil
 }
 
+// mcastFlagOf maps the multicast.Config fields that mcast pub and mcast
+// sub set from flags to those flags, so that a value the library refuses
+// is reported by its flag name (see configError).
+var mcastFlagOf = map[string]string{
+	"Group":      "group",
+	"Interface":  "iface",
+	"TTL":        "ttl",
+	"Sender.MTU": "mtu",
+}
+
 // parseGroup reads an IPv4 multicast address and port.
 func parseGroup(s string) (netip.AddrPort, error) {
 	if s == "" {

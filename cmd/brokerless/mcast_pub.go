@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brokerless/brokerless/multicast"
+	"github.com/brokerless/brokerless/reliable"
 )
 
 var mcastPubCmd = command{
@@ -69,7 +70,7 @@ func runMcastPub(ctx context.Context, inv *invocation) error {
 	fs.Uint64Var(&o.count, "count", 0, "stop after this many messages (0: no limit)")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: at end of input, or when interrupted)")
 	fs.StringVar(&o.repairs, "repairs", "multicast", "send repairs to the whole group (multicast) or only to the subscriber that asked (unicast)")
-	fs.IntVar(&o.mtu, "mtu", 0, "largest datagram in bytes, headers included (0: 1408)")
+	fs.IntVar(&o.mtu, "mtu", reliable.DefaultMTU, "largest datagram in bytes, headers included (256..65507)")
 	if err := inv.parse(fs); err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func runMcastPub(ctx context.Context, inv *invocation) error {
 	cfg.Logger = inv.log
 	pub, err := multicast.NewPublisher(ctx, cfg)
 	if err != nil {
-		return configError(err, nil)
+		return configError(err, mcastFlagOf)
 	}
 	id := pub.Stream()
 	fmt.Fprintf(inv.err, "publishing to %v on %s from %v: feed %d, session %016x, ttl %d\n",
@@ -109,12 +110,10 @@ func (o *pubOptions) config(changed func(string) bool) (multicast.Config, error)
 		return cfg, err
 	}
 	switch {
-	case o.ttl < 0 || o.ttl > 255:
-		return cfg, usagef("--ttl %d is outside 0..255", o.ttl)
 	case !(o.rate > 0):
 		return cfg, usagef("--rate %v: want a positive number of ticks per second", o.rate)
-	case o.mtu != 0 && o.mtu < 256:
-		return cfg, usagef("--mtu %d is too small (at least 256)", o.mtu)
+	case o.mtu == 0:
+		return cfg, usagef("--mtu 0: must be in [256, 65507]")
 	case o.ticks && changed("topic"):
 		return cfg, usagef("--topic is for stdin lines; a tick's topic is its symbol")
 	}

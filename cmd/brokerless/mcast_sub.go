@@ -82,7 +82,7 @@ func runMcastSub(ctx context.Context, inv *invocation) error {
 	cfg.Logger = inv.log
 	sub, err := multicast.NewSubscriber(ctx, cfg)
 	if err != nil {
-		return configError(err, nil)
+		return configError(err, mcastFlagOf)
 	}
 	defer sub.Close()
 	fmt.Fprintf(inv.err, "listening on %v on %s: feed %d, join %s, receive buffer %d bytes granted\n",
