@@ -28,8 +28,8 @@ type ReceiverStats struct {
 	Datagrams   uint64 // datagrams accepted
 	Frames      uint64 // DATA frames accepted (new or duplicate)
 	Delivered   uint64 // messages delivered
-	Recovered   uint64 // frames that filled a gap (arrived after their loss was seen)
-	Duplicates  uint64 // frames already delivered or buffered
+	Recovered   uint64 // frames (messages, or fragments of larger ones) that arrived after their loss was noticed: by repair, or late
+	Duplicates  uint64 // frames already delivered or buffered, dropped
 	Heartbeats  uint64 // HEARTBEAT datagrams
 	NacksSent   uint64 // NACK datagrams sent
 	NackRanges  uint64 // ranges in them

@@ -25,9 +25,11 @@ Each message is printed on standard output as one line,
 "<seq> <topic> <payload>": the topic is "-" when empty, the payload is
 text when it is printable UTF-8 and hexadecimal otherwise. With --stats
 messages are not printed; instead a line of counters is printed every
---interval: delivered/s and delivered, recovered (datagrams that filled a
-gap), duplicates dropped, NACKs sent, NACKs suppressed, gaps and the
-sequence numbers they lost, and the latency p50/p99 from publish to
+--interval: delivered/s and delivered; recovered: messages that arrived
+after their loss was noticed, by repair or late (a message split over
+several datagrams counts once per fragment); duplicates: copies dropped,
+counted the same way; NACKs sent and NACKs suppressed; gaps and the
+sequence numbers they lost; and the latency p50/p99 from publish to
 receipt over the interval (meaningful when the publisher's clock is this
 machine's).
 
