@@ -37,11 +37,20 @@ Gaps, stream starts and stream ends are always reported on standard
 error, one line each, for example
 "gap 1/4f0c9a2e5b1d7c38 seq 100..120 (21 lost): recovery timed out".
 
+It runs until interrupted, or until --count messages or --duration. A
+feed outlives its publishers (a restarted publisher continues it as a new
+stream), so the end of a stream does not stop it; --until-end does: it
+exits once a stream ends, closed by its publisher or silent for 5s.
+
 --simulate-loss drops that fraction of the received datagrams (data and
 repairs alike) on purpose, with a seeded generator, to rehearse loss.`,
 	examples: `
-# Print every message of feed 1.
+# Print every message of feed 1, across publisher restarts, until
+# interrupted.
 brokerless mcast sub --group 239.1.2.3:7000
+
+# Print what one publisher sends, and exit when it closes its stream.
+brokerless mcast sub --group 239.1.2.3:7000 --until-end
 
 # A line of counters every second, with 5% of the datagrams dropped on
 # purpose to watch them being recovered.
@@ -60,6 +69,7 @@ type subOptions struct {
 	seed     int64
 	count    uint64
 	duration time.Duration
+	untilEnd bool
 	join     string
 }
 
@@ -73,6 +83,7 @@ func runMcastSub(ctx context.Context, inv *invocation) error {
 	fs.Int64Var(&o.seed, "seed", 1, "seed of --simulate-loss")
 	fs.Uint64Var(&o.count, "count", 0, "stop after this many messages (0: no limit)")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: when interrupted)")
+	fs.BoolVar(&o.untilEnd, "until-end", false, "stop when a stream ends (its publisher closed it, or it fell silent)")
 	fs.StringVar(&o.join, "join", "live", "where to start in a stream already running: live (its next message) or earliest (what is still in the publisher's window)")
 	if err := inv.parse(fs); err != nil {
 		return err
@@ -101,7 +112,7 @@ func runMcastSub(ctx context.Context, inv *invocation) error {
 	} else {
 		out = newLineSink(inv.out)
 	}
-	n, err := receive(runCtx, sub, o.count, out, inv.err)
+	n, err := receive(runCtx, sub, o.count, o.untilEnd, out, inv.err)
 	err = errors.Join(err, out.close())
 	writeSubStats(inv.err, n, sub.Stats())
 	return err
@@ -137,11 +148,11 @@ func (o *subOptions) config(changed func(string) bool) (multicast.Config, error)
 	return cfg, nil
 }
 
-// receive hands messages to out until ctx ends or limit messages (0: no
-// limit) arrived, and reports gaps and stream starts and ends on events.
-// It returns how many messages it received; the end of ctx is a normal
-// end, not an error.
-func receive(ctx context.Context, sub transport.Subscriber, limit uint64, out sink, events io.Writer) (uint64, error) {
+// receive hands messages to out until ctx ends, limit messages (0: no
+// limit) arrived or, with untilEnd, a stream ended, and reports gaps and
+// stream starts and ends on events. It returns how many messages it
+// received; the end of ctx is a normal end, not an error.
+func receive(ctx context.Context, sub transport.Subscriber, limit uint64, untilEnd bool, out sink, events io.Writer) (uint64, error) {
 	var n uint64
 	for limit == 0 || n < limit {
 		ev, err := sub.Receive(ctx)
@@ -156,6 +167,9 @@ func receive(ctx context.Context, sub transport.Subscriber, limit uint64, out si
 				return n, err
 			}
 			fmt.Fprintln(events, describe(&ev))
+			if untilEnd && ev.Kind == transport.EventStreamEnd {
+				return n, nil
+			}
 			continue
 		}
 		if err := out.message(&ev.Message, time.Now()); err != nil {

@@ -103,3 +103,26 @@ func TestSubEndsCleanlyWhenInterrupted(t *testing.T) {
 		t.Errorf("stderr:\n%s", errOut)
 	}
 }
+
+// TestSubUntilEnd: with --until-end, mcast sub exits once the publisher
+// closed its stream; without it (TestSubEndsCleanlyWhenInterrupted) it
+// keeps listening for the feed's next publisher.
+func TestSubUntilEnd(t *testing.T) {
+	g := testGroup()
+	out, errOut, code := startSub(t, context.Background(), "--group", g, "--until-end")
+	pubCode, _, pubErr := runCLI(t, "one\ntwo\n", "mcast", "pub", "--group", g, "--ttl", "0")
+	if pubCode != exitOK {
+		t.Fatalf("pub exit %d:\n%s", pubCode, pubErr)
+	}
+	if c := waitExit(t, code, errOut); c != exitOK {
+		t.Fatalf("sub exit %d:\n%s", c, errOut)
+	}
+	if got, want := out.String(), "1 - one\n2 - two\n"; got != want {
+		t.Errorf("sub printed %q, want %q", got, want)
+	}
+	for _, w := range []string{"after seq 2: closed by publisher", "received 2 messages"} {
+		if !strings.Contains(errOut.String(), w) {
+			t.Errorf("sub stderr lacks %q:\n%s", w, errOut)
+		}
+	}
+}
