@@ -36,6 +36,7 @@ const (
 	DefaultRecoveryTimeout = 2 * time.Second
 	DefaultIdleTimeout     = 5 * time.Second
 	DefaultNackRanges      = 64
+	DefaultGapDelay        = 50 * time.Millisecond
 )
 
 // minMTU leaves room for the headers and a useful frame.
@@ -192,6 +193,12 @@ type ReceiverConfig struct {
 	IdleTimeout time.Duration
 	// NackRanges bounds the ranges in one NACK. Default 64.
 	NackRanges int
+	// GapDelay bounds how long a Gap is held back so that adjacent
+	// losses found one after the other (a window edge overtaking an
+	// outage datagram by datagram) are reported as one Gap. A held Gap
+	// is delivered before the next event of its stream, or GapDelay
+	// after it was found, whichever comes first. Default 50 ms.
+	GapDelay time.Duration
 	// Join says where to start in a stream that began before
 	// ListenSince. Default JoinLive.
 	Join JoinPolicy
@@ -219,6 +226,7 @@ func (c *ReceiverConfig) setDefaults() {
 	setDefault(&c.RecoveryTimeout, DefaultRecoveryTimeout)
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.NackRanges, DefaultNackRanges)
+	setDefault(&c.GapDelay, DefaultGapDelay)
 }
 
 func (c *ReceiverConfig) validate() error {
@@ -247,6 +255,8 @@ func (c *ReceiverConfig) validate() error {
 		return badConfig("IdleTimeout", c.IdleTimeout, "must be > 0")
 	case c.NackRanges < 1 || c.NackRanges > MaxWireRanges:
 		return badConfig("NackRanges", c.NackRanges, "must be in [1, %d]", MaxWireRanges)
+	case c.GapDelay < 0:
+		return badConfig("GapDelay", c.GapDelay, "must be ≥ 0")
 	case c.Join > JoinEarliest:
 		return badConfig("Join", c.Join, "must be JoinLive or JoinEarliest")
 	case c.Rand == nil:

@@ -156,17 +156,15 @@ func (r *Receiver) poll() {
 		if !st.nackAt.IsZero() && !r.now.Before(st.nackAt) {
 			st.nackDue()
 		}
+		if st.hasPend && !r.now.Before(st.pendAt.Add(r.cfg.GapDelay)) {
+			st.flushGap()
+		}
 		i++
 	}
 }
 
-// finish delivers pending gaps and forgets the handler.
-func (r *Receiver) finish() {
-	for _, st := range r.streams {
-		st.flushGap()
-	}
-	r.h = nil
-}
+// finish forgets the handler.
+func (r *Receiver) finish() { r.h = nil }
 
 // Deadline is when Poll next has work, or the zero Time when there are
 // no streams.
@@ -175,6 +173,9 @@ func (r *Receiver) Deadline() time.Time {
 	for _, st := range r.streams {
 		d = earliest(d, st.lastHeard.Add(r.cfg.IdleTimeout))
 		d = earliest(d, st.nackAt)
+		if st.hasPend {
+			d = earliest(d, st.pendAt.Add(r.cfg.GapDelay))
+		}
 	}
 	return d
 }

@@ -37,6 +37,7 @@ type stream struct {
 
 	pend    transport.Gap // gap not yet delivered, so it can grow
 	hasPend bool
+	pendAt  time.Time // when pend was found: it is delivered by pendAt+GapDelay
 	lastWhy transport.GapReason
 }
 
