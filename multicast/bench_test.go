@@ -172,7 +172,7 @@ func rawPair(b *testing.B) (cfg Config, rc, sc *net.UDPConn) {
 
 // rawReceiver opens a plain UDP socket joined to cfg.Group on lo;
 // cleanup closes it.
-func rawReceiver(b *testing.B, cfg Config) *net.UDPConn {
+func rawReceiver(b testing.TB, cfg Config) *net.UDPConn {
 	ifi, _, err := cfg.prepare()
 	if err != nil {
 		b.Fatal(err)

@@ -37,7 +37,14 @@ const (
 	DefaultIdleTimeout     = 5 * time.Second
 	DefaultNackRanges      = 64
 	DefaultGapDelay        = 50 * time.Millisecond
+	DefaultMaxJump         = 1 << 18
+	DefaultConfirmTime     = 250 * time.Millisecond
 )
+
+// minMaxJump is the least MaxJump: one datagram can carry that many
+// frames, so a datagram right after the highest seen may end that far
+// past it.
+const minMaxJump = 1 << 16
 
 // minMTU leaves room for the headers and a useful frame.
 const minMTU = 256
@@ -193,6 +200,19 @@ type ReceiverConfig struct {
 	IdleTimeout time.Duration
 	// NackRanges bounds the ranges in one NACK. Default 64.
 	NackRanges int
+	// MaxJump bounds how far past the highest sequence number seen a
+	// datagram of a known stream may reach and be believed; beyond it a
+	// datagram is dropped (Jumps) unless the jump is confirmed, as the
+	// package documentation's "What a Receiver believes" explains.
+	// Default 262144, at least 65536.
+	MaxJump uint64
+	// ConfirmTime is how long a stream's publisher must have been
+	// silent at its known position before a jump past MaxJump or
+	// another session of its feed is believed, and how long an END is
+	// held, waiting for the publisher to contradict it. It must exceed
+	// the publisher's longest heartbeat interval (SenderConfig.
+	// HeartbeatMax, 100 ms by default). Default 250 ms.
+	ConfirmTime time.Duration
 	// GapDelay bounds how long a Gap is held back so that adjacent
 	// losses found one after the other (a window edge overtaking an
 	// outage datagram by datagram) are reported as one Gap. A held Gap
@@ -227,6 +247,8 @@ func (c *ReceiverConfig) setDefaults() {
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.NackRanges, DefaultNackRanges)
 	setDefault(&c.GapDelay, DefaultGapDelay)
+	setDefault(&c.MaxJump, DefaultMaxJump)
+	setDefault(&c.ConfirmTime, DefaultConfirmTime)
 }
 
 func (c *ReceiverConfig) validate() error {
@@ -255,6 +277,10 @@ func (c *ReceiverConfig) validate() error {
 		return badConfig("IdleTimeout", c.IdleTimeout, "must be > 0")
 	case c.NackRanges < 1 || c.NackRanges > MaxWireRanges:
 		return badConfig("NackRanges", c.NackRanges, "must be in [1, %d]", MaxWireRanges)
+	case c.MaxJump < minMaxJump:
+		return badConfig("MaxJump", c.MaxJump, "must be ≥ %d", minMaxJump)
+	case c.ConfirmTime < 0:
+		return badConfig("ConfirmTime", c.ConfirmTime, "must be ≥ 0")
 	case c.GapDelay < 0:
 		return badConfig("GapDelay", c.GapDelay, "must be ≥ 0")
 	case c.Join > JoinEarliest:
@@ -265,7 +291,7 @@ func (c *ReceiverConfig) validate() error {
 	return nil
 }
 
-func setDefault[T int | int64 | time.Duration](v *T, d T) {
+func setDefault[T int | int64 | uint64 | time.Duration](v *T, d T) {
 	if *v == 0 {
 		*v = d
 	}

@@ -20,6 +20,54 @@
 // cannot be recovered. A new session on a known feed is a publisher
 // restart: the old stream is closed out, never mixed with the new one.
 //
+// # What a Receiver believes
+//
+// Without a key, anyone who can send to the group and has read one
+// datagram of a stream can forge more. Three kinds of claim would end or
+// move a stream, and so lose everything after them: a sequence number
+// far ahead (everything up to it given up, the real messages after it
+// dropped as duplicates), an END (the real messages after it never
+// delivered nor reported) and a new session of the feed (a publisher
+// restart: the real session becomes stale). Such claims are believed
+// only when they come from the stream's own source address and its
+// publisher has fallen silent at the position the receiver knows:
+//
+//   - A stream is tied to the source address (IP and port) of the
+//     datagram that created it; datagrams of its session from another
+//     source are dropped (WrongSource), and NACKs go to that source only.
+//   - A datagram whose last sequence number is more than MaxJump past
+//     the highest seen is dropped (Jumps), unless the jump is confirmed:
+//     a second datagram agrees with it (within MaxJump of it) and no
+//     datagram at the known position (an original DATA, or a heartbeat,
+//     which an idle publisher sends at least every HeartbeatMax) has
+//     arrived for ConfirmTime. That is what a real outage looks like:
+//     the publisher's datagrams stop, then reappear further on; a forged
+//     jump is contradicted by the live stream. As in PGM, where a
+//     receiver takes nothing outside the window its source advertises,
+//     and Aeron, which drops frames beyond its receiver window, a
+//     datagram is judged against the position already known; unlike
+//     them, a long outage is still detected, as a confirmed jump
+//     (JumpsConfirmed), whose loss is then repaired or reported as a Gap
+//     like any other. The price: the datagrams dropped while the jump
+//     was being confirmed are recovered only if still in the publisher's
+//     window.
+//   - An END is held for ConfirmTime before the stream ends; a heartbeat
+//     or an original DATA past the END's last sequence number cancels it
+//     (EndsRejected): the publisher is alive. An END claiming less than
+//     what has already arrived, or more than MaxJump past it, is rejected
+//     at once. Everything up to the END's last sequence number is
+//     delivered or reported in a Gap before StreamEnd.
+//   - Another session of a feed replaces its stream only once that
+//     stream has been silent for ConfirmTime (RestartsDeferred counts the
+//     datagrams held back meanwhile; the new stream recovers them by NACK
+//     from its start). A session that ended or was replaced never comes
+//     back (Stale).
+//
+// A forger who also spoofs the publisher's source address can still be
+// believed while the publisher is silent, and can always forge
+// datagrams within MaxJump of the stream's position. Against that a
+// shared key is the defence.
+//
 // # Wire format, version 1
 //
 // All integers are big-endian. Every datagram starts with a 16-byte

@@ -73,6 +73,7 @@ var errUnexpectedNack = &DecodeError{ErrForeign, "NACK sent to a receiver"}
 // Receiver.
 func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, h Handler) error {
 	r.h, r.now = h, now
+	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 	defer r.finish()
 	hd, err := ParseHeader(b)
 	if err != nil {
@@ -89,35 +90,57 @@ func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, 
 		if dh, r.frames, err = ParseData(b, r.frames); err != nil {
 			break
 		}
-		if st := r.lookup(hd.Stream, true); st != nil {
-			r.stats.Datagrams++
-			st.heard(from)
-			st.onData(dh, r.frames, b)
+		st := r.lookup(hd.Stream, from, true)
+		if st == nil {
+			break
 		}
+		if !st.synced {
+			st.syncData(dh, r.frames)
+		}
+		top := dh.FirstSeq + uint64(dh.Count) - 1
+		if !st.admit(top, !dh.Repair) {
+			break
+		}
+		r.stats.Datagrams++
+		st.heard()
+		if !dh.Repair {
+			st.contradictEnd(top, false)
+		}
+		st.onData(dh, r.frames, b)
 	case TypeHeartbeat, TypeEnd:
 		var beat Beat
 		if beat, err = ParseBeat(b); err != nil {
 			break
 		}
-		if st := r.lookup(hd.Stream, hd.Type == TypeHeartbeat); st != nil {
-			r.stats.Datagrams++
-			st.heard(from)
-			if hd.Type == TypeEnd {
-				st.onEnd(beat)
-				r.removeStream(slices.Index(r.streams, st))
-			} else {
-				r.stats.Heartbeats++
-				st.onBeat(beat)
-			}
+		st := r.lookup(hd.Stream, from, hd.Type == TypeHeartbeat)
+		if st == nil {
+			break
 		}
+		if hd.Type == TypeEnd {
+			r.stats.Datagrams++
+			st.heard()
+			st.onEnd(beat)
+			break
+		}
+		if !st.synced {
+			st.sync(beat.Next, beat.Low)
+		}
+		if !st.admit(beat.Next-1, true) {
+			break
+		}
+		r.stats.Datagrams++
+		r.stats.Heartbeats++
+		st.heard()
+		st.contradictEnd(beat.Next-1, true)
+		st.onBeat(beat)
 	case TypeNcf, TypeLost:
 		var rr RangeReader
 		if rr, err = ParseRanges(b); err != nil {
 			break
 		}
-		if st := r.lookup(hd.Stream, false); st != nil {
+		if st := r.lookup(hd.Stream, from, false); st != nil {
 			r.stats.Datagrams++
-			st.heard(from)
+			st.heard()
 			if hd.Type == TypeNcf {
 				st.onNcf(rr)
 			} else {
@@ -148,7 +171,13 @@ func (r *Receiver) Poll(now time.Time, h Handler) {
 func (r *Receiver) poll() {
 	for i := 0; i < len(r.streams); {
 		st := r.streams[i]
-		if r.now.Sub(st.lastHeard) >= r.cfg.IdleTimeout {
+		switch {
+		case st.ending && (!r.now.Before(st.endDue()) || r.now.Sub(st.lastHeard) >= r.cfg.IdleTimeout):
+			// Nothing contradicted the END: the stream is over.
+			st.closeEnded()
+			r.removeStream(i)
+			continue
+		case r.now.Sub(st.lastHeard) >= r.cfg.IdleTimeout:
 			st.end(transport.EndIdle)
 			r.removeStream(i)
 			continue
@@ -173,6 +202,9 @@ func (r *Receiver) Deadline() time.Time {
 	for _, st := range r.streams {
 		d = earliest(d, st.lastHeard.Add(r.cfg.IdleTimeout))
 		d = earliest(d, st.nackAt)
+		if st.ending {
+			d = earliest(d, st.endDue())
+		}
 		if st.hasPend {
 			d = earliest(d, st.pendAt.Add(r.cfg.GapDelay))
 		}
@@ -180,25 +212,37 @@ func (r *Receiver) Deadline() time.Time {
 	return d
 }
 
-// lookup finds the stream of id, replacing the stream of the same feed
-// when id is a newer session (a publisher restart), and creating it when
-// create is set and there is room. Datagrams of older sessions are
-// stale: sessions order by start time (NewSession).
-func (r *Receiver) lookup(id transport.StreamID, create bool) *stream {
+// lookup finds the stream of id, checking that from is its source.
+// Another session of the feed replaces the feed's stream (a publisher
+// restart) when create is set and that stream has fallen silent (see
+// admit.go); a session that ended or was replaced is stale. A new feed's
+// stream is created, when create is set and there is room, tied to from.
+func (r *Receiver) lookup(id transport.StreamID, from netip.AddrPort, create bool) *stream {
 	for i, st := range r.streams {
 		if st.id.Feed != id.Feed {
 			continue
 		}
 		if st.id.Session == id.Session {
+			if !st.sourceOK(from) {
+				return nil
+			}
 			return st
 		}
-		if !create || id.Session < st.id.Session || r.isRetired(id) {
+		switch {
+		case !create || r.isRetired(id):
 			r.stats.Stale++
+			return nil
+		case !st.silent():
+			if id.Session > st.id.Session {
+				r.stats.RestartsDeferred++
+			} else {
+				r.stats.Stale++
+			}
 			return nil
 		}
 		st.end(transport.EndReplaced)
 		r.stats.Restarts++
-		r.streams[i] = r.newStream(id, st.id)
+		r.streams[i] = r.newStream(id, st.id, from)
 		return r.streams[i]
 	}
 	switch {
@@ -209,7 +253,7 @@ func (r *Receiver) lookup(id transport.StreamID, create bool) *stream {
 		r.stats.StreamDrops++
 		return nil
 	}
-	st := r.newStream(id, r.lastEnded(id))
+	st := r.newStream(id, r.lastEnded(id), from)
 	r.streams = append(r.streams, st)
 	return st
 }
@@ -226,15 +270,18 @@ func (r *Receiver) lastEnded(id transport.StreamID) transport.StreamID {
 	return transport.StreamID{}
 }
 
-func (r *Receiver) newStream(id, replaces transport.StreamID) *stream {
+func (r *Receiver) newStream(id, replaces transport.StreamID, from netip.AddrPort) *stream {
 	r.stats.Streams++
 	return &stream{
-		r:        r,
-		id:       id,
-		replaces: replaces,
-		joining:  true,
-		gaps:     newGapSet(r.cfg.MaxGaps),
-		held:     newReorder(r.cfg.ReorderFrames, r.cfg.ReorderBytes),
+		r:         r,
+		id:        id,
+		replaces:  replaces,
+		source:    from,
+		lastHeard: r.now,
+		lastLive:  r.now,
+		joining:   true,
+		gaps:      newGapSet(r.cfg.MaxGaps),
+		held:      newReorder(r.cfg.ReorderFrames, r.cfg.ReorderBytes),
 	}
 }
 

@@ -63,20 +63,20 @@ func TestGapHeldAtMostGapDelay(t *testing.T) {
 	// 4 arrives; 5..6 leave the window while 7 waits for them: the gap
 	// is delivered before message 7, in the same call.
 	now := start.Add(40 * time.Millisecond)
-	_ = r.HandleDatagram(now, from, dataFrame(id, 4, 4), h)
+	_ = r.HandleDatagram(now, from, dataFrame(id, 4, 4, []byte("x")), h)
 	beat(now, 8, 4)
-	_ = r.HandleDatagram(now, from, dataFrame(id, 7, 4), h)
+	_ = r.HandleDatagram(now, from, dataFrame(id, 7, 4, []byte("x")), h)
 	beat(now, 8, 7)
 	if h.gaps != 2 || h.messages != 2 {
 		t.Fatalf("gaps %d messages %d: the gap before message 7 was not delivered with it", h.gaps, h.messages)
 	}
 }
 
-// dataFrame is a DATA datagram of one small message with sequence seq.
-func dataFrame(id transport.StreamID, seq, low uint64) []byte {
-	m := transport.Message{Payload: []byte("x")}
+// dataFrame is a DATA datagram of one message with sequence seq.
+func dataFrame(id transport.StreamID, seq, low uint64, payload []byte) []byte {
+	m := transport.Message{Payload: payload}
 	b := appendDataHead(nil, id, seq, low, simEpoch.UnixNano())
-	b = appendFrame(b, frameBegin|frameEnd, &m, 0, 1, m.Payload)
+	b = appendFrame(b, frameBegin|frameEnd, &m, 0, len(payload), payload)
 	putDataCount(b, 1)
 	return b
 }

@@ -188,5 +188,9 @@ func writeSubStats(w io.Writer, received uint64, s multicast.SubscriberStats) {
 	if s.Faults.Dropped > 0 {
 		fmt.Fprintf(w, ", dropped on purpose %d", s.Faults.Dropped)
 	}
+	if n := r.WrongSource + r.Jumps + r.EndsRejected + r.RestartsDeferred; n > 0 {
+		fmt.Fprintf(w, ", not believed %d (wrong source %d, jumps %d, ENDs %d, restarts %d)",
+			n, r.WrongSource, r.Jumps, r.EndsRejected, r.RestartsDeferred)
+	}
 	fmt.Fprintln(w)
 }
