@@ -71,8 +71,14 @@ type Config struct {
 	// Faults are injected on a Subscriber's received datagrams (DATA and
 	// repairs alike), to rehearse loss. Zero: none.
 	Faults faultnet.Faults
-	// Sender and Receiver tune the recovery engine; Feed, Session and
-	// Rand are set from this Config.
+	// Key, when set, authenticates every datagram with a tag (see
+	// package reliable, "Authentication tag"): publisher and subscribers
+	// of a feed share it, and drop and count whatever does not carry a
+	// valid tag. At least 16 bytes; ReadKeyFile reads one from a file.
+	// It sets Sender.Key and Receiver.Key.
+	Key []byte
+	// Sender and Receiver tune the recovery engine; Feed, Session,
+	// Rand and Key are set from this Config.
 	Sender   reliable.SenderConfig
 	Receiver reliable.ReceiverConfig
 	// Logger receives warnings (clamped buffers, socket errors). Default:

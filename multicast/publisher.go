@@ -61,6 +61,9 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	}
 	scfg := cfg.Sender
 	scfg.Feed, scfg.Rand, scfg.UnicastRepairs = cfg.Feed, cfg.Rand, cfg.UnicastRepairs || scfg.UnicastRepairs
+	if cfg.Key != nil {
+		scfg.Key = cfg.Key
+	}
 	eng, err := reliable.NewSender(scfg, cfg.Now())
 	if err != nil {
 		return nil, engineConfigError(err, "Sender.")

@@ -62,6 +62,9 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 	}
 	rcfg := cfg.Receiver
 	rcfg.Rand = cfg.Rand
+	if cfg.Key != nil {
+		rcfg.Key = cfg.Key
+	}
 	if rcfg.ListenSince.IsZero() {
 		rcfg.ListenSince = cfg.Now()
 	}

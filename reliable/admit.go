@@ -37,7 +37,7 @@ func (st *stream) silent() bool { return st.r.now.Sub(st.lastLive) >= st.r.cfg.C
 // repair), which show where the publisher is now.
 func (st *stream) admit(top uint64, live bool) bool {
 	r := st.r
-	if top <= st.highest || top-st.highest <= r.cfg.MaxJump {
+	if top <= st.highest || top-st.highest <= r.cfg.MaxJump || r.keyed() {
 		if live {
 			st.lastLive = r.now
 			st.jump = jumpClaim{}
@@ -62,17 +62,24 @@ func (st *stream) admit(top uint64, live bool) bool {
 }
 
 // onEnd takes an END: the session is over and its last sequence number
-// is beat.Next-1. It is held for ConfirmTime (see endDue).
-func (st *stream) onEnd(beat Beat) {
+// is beat.Next-1. It is held for ConfirmTime (see endDue), unless
+// authenticated; it reports whether the stream ended at once.
+func (st *stream) onEnd(beat Beat) bool {
 	r := st.r
 	last := beat.Next - 1
-	if last < st.highest || last-st.highest > r.cfg.MaxJump {
+	switch {
+	case last < st.highest:
 		r.stats.EndsRejected++
-		return
-	}
-	if !st.ending || st.endNext != beat.Next {
+	case r.keyed():
+		st.endNext = beat.Next
+		st.closeEnded()
+		return true
+	case last-st.highest > r.cfg.MaxJump:
+		r.stats.EndsRejected++
+	case !st.ending || st.endNext != beat.Next:
 		st.ending, st.endNext, st.endAt = true, beat.Next, r.now
 	}
+	return false
 }
 
 // contradictEnd cancels a held END that the publisher contradicted by

@@ -1,6 +1,7 @@
 package reliable
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -91,6 +92,11 @@ type SenderConfig struct {
 	// UnicastRepairs sends repairs only to the receiver that asked
 	// instead of to the whole group.
 	UnicastRepairs bool
+	// Key, when set, authenticates every datagram: the Sender tags what
+	// it sends and takes only NACKs tagged with the same key. Receivers
+	// need the same key. At least 16 bytes; see the package
+	// documentation for the tag.
+	Key []byte
 	// Rand draws the session number. Required when Session is 0.
 	Rand Rand
 }
@@ -109,7 +115,11 @@ func (c *SenderConfig) setDefaults() {
 	setDefault(&c.MaxPendingRepairs, DefaultMaxPendingRepairs)
 	if c.MTU >= minMTU {
 		// One message of MaxMessageSize must fit the send queue.
-		need := c.MaxMessageSize/(c.MTU-dataHeadLen-frameHeadLen) + 3
+		room := c.MTU - dataHeadLen - frameHeadLen
+		if c.Key != nil {
+			room -= TrailerLen
+		}
+		need := c.MaxMessageSize/room + 3
 		c.MaxQueued = max(c.MaxQueued, need)
 	}
 }
@@ -136,6 +146,8 @@ func (c *SenderConfig) validate() error {
 		return badConfig("RepairLinger", c.RepairLinger, "must be ≥ 0")
 	case c.MaxPendingRepairs < 1:
 		return badConfig("MaxPendingRepairs", c.MaxPendingRepairs, "must be ≥ 1")
+	case c.Key != nil && len(c.Key) < MinKeyLen:
+		return badConfig("Key", keyLen(c.Key), "must be at least %d bytes", MinKeyLen)
 	case c.Session == 0 && c.Rand == nil:
 		return badConfig("Rand", c.Rand, "is required when Session is 0")
 	}
@@ -229,6 +241,11 @@ type ReceiverConfig struct {
 	// it published was meant for this subscriber, so early loss is
 	// recovered or reported. Zero: treat every stream as older.
 	ListenSince time.Time
+	// Key, when set, admits only datagrams tagged with it (the
+	// publisher's key) and tags the NACKs sent. Datagrams with a valid
+	// tag come from a key holder, so what they claim (a jump, an END, a
+	// restart) is believed at once. At least 16 bytes.
+	Key []byte
 	// Rand drives the NACK back-off. Required.
 	Rand Rand
 }
@@ -285,11 +302,18 @@ func (c *ReceiverConfig) validate() error {
 		return badConfig("GapDelay", c.GapDelay, "must be ≥ 0")
 	case c.Join > JoinEarliest:
 		return badConfig("Join", c.Join, "must be JoinLive or JoinEarliest")
+	case c.Key != nil && len(c.Key) < MinKeyLen:
+		return badConfig("Key", keyLen(c.Key), "must be at least %d bytes", MinKeyLen)
 	case c.Rand == nil:
 		return badConfig("Rand", c.Rand, "is required")
 	}
 	return nil
 }
+
+// keyLen describes a key in an error without showing it.
+type keyLen []byte
+
+func (k keyLen) String() string { return fmt.Sprintf("of %d bytes", len(k)) }
 
 func setDefault[T int | int64 | uint64 | time.Duration](v *T, d T) {
 	if *v == 0 {

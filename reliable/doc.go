@@ -66,7 +66,12 @@
 // A forger who also spoofs the publisher's source address can still be
 // believed while the publisher is silent, and can always forge
 // datagrams within MaxJump of the stream's position. Against that a
-// shared key is the defence.
+// shared key is the defence: with SenderConfig.Key and
+// ReceiverConfig.Key set, every datagram carries an authentication tag,
+// and what a tagged datagram claims is believed at once (it comes from
+// a key holder). Replayed datagrams are not detected, but replaying
+// what a publisher already sent moves nothing: sequence numbers below
+// the stream's position are duplicates, an old session stays stale.
 //
 // # Wire format, version 1
 //
@@ -74,13 +79,17 @@
 // header:
 //
 //	0   2  magic "BL" (0x42 0x4C)
-//	2   1  version = 1
+//	2   1  version: bits 0-6 = 1; bit 7 (0x80) set = authenticated, the
+//	       datagram ends with the 36-byte trailer below
 //	3   1  type: 1 DATA, 2 HEARTBEAT, 3 END, 4 NACK, 5 NCF, 6 LOST
 //	4   4  feed: the logical stream, stable across publisher restarts
 //	8   8  session: random per publisher start, never 0
 //
 // Datagrams with another magic or version are foreign and ignored; the
-// version byte is how a future format will be told apart.
+// version byte is how a future format will be told apart. Code that
+// predates authentication sees an authenticated datagram (version byte
+// 0x81) as another version, and ignores it. The layouts below describe
+// a datagram without its trailer.
 //
 // DATA carries frames with consecutive sequence numbers:
 //
@@ -130,4 +139,24 @@
 // Repairs are the original DATA datagrams with the repair flag set,
 // multicast to the group by default or unicast to the receiver that
 // asked.
+//
+// # Authentication tag
+//
+// With a key, every datagram, in both directions, has bit 7 of its
+// version byte set and ends with a trailer; the MTU includes it:
+//
+//	n-36  12  salt: drawn from crypto/rand when the Sender or Receiver
+//	          that sent the datagram started; names its subkey
+//	n-24   8  counter: that sender's datagrams numbered from 0, one per
+//	          datagram sent (repairs included), never reused
+//	n-16  16  tag: AES-128-GCM, with the subkey, nonce 4 zero bytes then
+//	          the counter, empty plaintext, and as additional data bytes
+//	          0..n-17 (the datagram with its version byte as sent, the
+//	          salt and the counter): that is, AES-GMAC
+//
+// The subkey is the first 16 bytes of HMAC-SHA256(key, "brokerless
+// reliable v1 GMAC subkey" || salt). A receiver keeps the subkeys of the
+// senders it has verified, derives the others at most 1,000 per second
+// (bursts of 100), and drops a datagram whose tag is missing or wrong
+// (Unauthenticated). Why GMAC and why a subkey per sender: see auth.go.
 package reliable

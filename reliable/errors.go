@@ -12,6 +12,9 @@ var (
 	// ErrForeign marks a datagram that is not brokerless traffic (wrong
 	// magic) or is of a protocol version this code does not speak.
 	ErrForeign = errors.New("reliable: foreign datagram")
+	// ErrUnauthenticated marks a datagram refused for want of a valid
+	// authentication tag when a key is configured.
+	ErrUnauthenticated = errors.New("reliable: datagram not authenticated")
 	// ErrBackpressure is returned by Sender.Publish when its bounded queue
 	// of datagrams waiting for the network is full. Send what
 	// NextOutgoing returns, then try again.

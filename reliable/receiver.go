@@ -46,6 +46,9 @@ type Receiver struct {
 	h     Handler
 	now   time.Time
 	stats ReceiverStats
+
+	sealer *sealer // tags NACKs; nil without a key
+	opener *opener // checks datagrams; nil without a key
 }
 
 // NewReceiver returns a Receiver with no streams yet.
@@ -54,13 +57,23 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Receiver{
+	r := &Receiver{
 		cfg:    cfg,
 		names:  newInterner(4096),
-		nack:   make([]byte, 0, rangesHead+cfg.NackRanges*rangeLen),
+		nack:   make([]byte, 0, rangesHead+cfg.NackRanges*rangeLen+TrailerLen),
 		ranges: make([]Range, 0, cfg.NackRanges),
-	}, nil
+	}
+	if cfg.Key != nil {
+		key := append([]byte(nil), cfg.Key...)
+		r.sealer = newSealer(key)
+		r.opener = newOpener(key, max(16, cfg.MaxStreams), cfg.ListenSince)
+	}
+	return r, nil
 }
+
+// keyed reports whether datagrams are authenticated: then what they
+// claim comes from a key holder and is believed at once.
+func (r *Receiver) keyed() bool { return r.opener != nil }
 
 // Stats returns the counters.
 func (r *Receiver) Stats() ReceiverStats { return r.stats }
@@ -75,7 +88,17 @@ func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, 
 	r.h, r.now = h, now
 	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 	defer r.finish()
+	if r.opener != nil {
+		var err error
+		if b, err = r.opener.open(now, b); err != nil {
+			r.stats.Unauthenticated++
+			return err
+		}
+	}
 	hd, err := ParseHeader(b)
+	if err == nil && hd.Tagged && r.opener == nil {
+		err = errNeedKey
+	}
 	if err != nil {
 		r.countBad(err)
 		return err
@@ -119,7 +142,9 @@ func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, 
 		if hd.Type == TypeEnd {
 			r.stats.Datagrams++
 			st.heard()
-			st.onEnd(beat)
+			if st.onEnd(beat) {
+				r.removeStream(slices.Index(r.streams, st))
+			}
 			break
 		}
 		if !st.synced {
@@ -229,10 +254,10 @@ func (r *Receiver) lookup(id transport.StreamID, from netip.AddrPort, create boo
 			return st
 		}
 		switch {
-		case !create || r.isRetired(id):
+		case !create || r.isRetired(id) || (r.keyed() && id.Session < st.id.Session):
 			r.stats.Stale++
 			return nil
-		case !st.silent():
+		case !r.keyed() && !st.silent():
 			if id.Session > st.id.Session {
 				r.stats.RestartsDeferred++
 			} else {

@@ -21,6 +21,10 @@ type SenderStats struct {
 	ControlDrops  uint64 // NCF/LOST datagrams dropped: the control queue was full
 	Malformed     uint64 // control datagrams that failed to decode
 	Foreign       uint64 // datagrams that are not ours, or for another stream
+	// Unauthenticated counts datagrams dropped, with a key, for want of
+	// a valid tag: missing, wrong, or from a new sender while too many
+	// new senders came at once.
+	Unauthenticated uint64
 }
 
 // ReceiverStats counts what a Receiver did. Every field only grows.
@@ -52,4 +56,8 @@ type ReceiverStats struct {
 	Malformed        uint64 // datagrams that failed to decode
 	Foreign          uint64 // datagrams that are not ours
 	TooLarge         uint64 // messages dropped because they exceed MaxMessageSize
+	// Unauthenticated counts datagrams dropped, with a key, for want of
+	// a valid tag: missing, wrong, or from a new sender while too many
+	// new senders came at once.
+	Unauthenticated uint64
 }

@@ -336,6 +336,9 @@ func (st *stream) nackDue() {
 	if len(ranges) > 0 && st.source.IsValid() {
 		st.nackSent = r.now
 		r.nack = AppendRanges(r.nack[:0], TypeNack, st.id, ranges)
+		if r.sealer != nil {
+			r.nack = r.nack[:r.sealer.seal(r.nack[:cap(r.nack)], len(r.nack))]
+		}
 		r.stats.NacksSent++
 		r.stats.NackRanges += uint64(len(ranges))
 		r.h.SendNack(st.source, r.nack)

@@ -40,6 +40,11 @@ printf 'hello\nworld\n' | brokerless mcast pub --group 239.1.2.3:7000 --ttl 0
 # subscriber that asked.
 brokerless mcast pub --group 239.1.2.3:7000 --ticks --rate 50000 --duration 10s --repairs unicast
 
+# A feed only holders of the key can publish to or read; subscribers
+# take --key-file too.
+head -c 32 /dev/urandom > feed.key
+brokerless mcast pub --group 239.1.2.3:7000 --ticks --key-file feed.key
+
 # Exactly 1000 ticks on feed 7, in datagrams of at most 512 bytes.
 brokerless mcast pub --group 239.1.2.3:7000 --feed 7 --ticks --count 1000 --mtu 512`,
 	run: runMcastPub,
@@ -84,8 +89,8 @@ func runMcastPub(ctx context.Context, inv *invocation) error {
 		return configError(err, mcastFlagOf)
 	}
 	id := pub.Stream()
-	fmt.Fprintf(inv.err, "publishing to %v on %s from %v: feed %d, session %016x, ttl %d\n",
-		cfg.Group, cfg.Interface, pub.LocalAddr(), id.Feed, id.Session, o.ttl)
+	fmt.Fprintf(inv.err, "publishing to %v on %s from %v: feed %d, session %016x, ttl %d%s\n",
+		cfg.Group, cfg.Interface, pub.LocalAddr(), id.Feed, id.Session, o.ttl, authenticated(cfg))
 
 	runCtx, cancel := withDuration(ctx, o.duration)
 	defer cancel()
@@ -152,9 +157,13 @@ func (o *pubOptions) limit() uint64 {
 // writePubStats prints the publisher's key counters.
 func writePubStats(w io.Writer, s multicast.PublisherStats) {
 	fmt.Fprintf(w, "published %d messages in %d datagrams (%.1f per datagram), %d heartbeats; "+
-		"NACKs received %d, repairs %d, NCFs %d, lost notices %d, send errors %d\n",
+		"NACKs received %d, repairs %d, NCFs %d, lost notices %d, send errors %d",
 		s.Messages, s.Datagrams, perDatagram(s.Messages, s.Datagrams), s.Heartbeats,
 		s.NacksReceived, s.Repairs, s.Ncfs, s.LostNotices, s.SendErrors)
+	if s.Unauthenticated > 0 {
+		fmt.Fprintf(w, ", unauthenticated NACKs dropped %d", s.Unauthenticated)
+	}
+	fmt.Fprintln(w)
 }
 
 func perDatagram(messages, datagrams uint64) float64 {

@@ -98,8 +98,8 @@ func runMcastSub(ctx context.Context, inv *invocation) error {
 		return configError(err, mcastFlagOf)
 	}
 	defer sub.Close()
-	fmt.Fprintf(inv.err, "listening on %v on %s: feed %d, join %s, receive buffer %d bytes granted\n",
-		cfg.Group, cfg.Interface, cfg.Feed, o.join, sub.Stats().RecvBuffer)
+	fmt.Fprintf(inv.err, "listening on %v on %s: feed %d, join %s, receive buffer %d bytes granted%s\n",
+		cfg.Group, cfg.Interface, cfg.Feed, o.join, sub.Stats().RecvBuffer, authenticated(cfg))
 	if o.loss > 0 {
 		fmt.Fprintf(inv.err, "dropping %g%% of received datagrams on purpose (seed %d)\n", 100*o.loss, o.seed)
 	}
@@ -187,6 +187,9 @@ func writeSubStats(w io.Writer, received uint64, s multicast.SubscriberStats) {
 		received, r.Recovered, r.Duplicates, r.NacksSent, r.Suppressed, r.Gaps, r.GapSeqs)
 	if s.Faults.Dropped > 0 {
 		fmt.Fprintf(w, ", dropped on purpose %d", s.Faults.Dropped)
+	}
+	if r.Unauthenticated > 0 {
+		fmt.Fprintf(w, ", unauthenticated %d", r.Unauthenticated)
 	}
 	if n := r.WrongSource + r.Jumps + r.EndsRejected + r.RestartsDeferred; n > 0 {
 		fmt.Fprintf(w, ", not believed %d (wrong source %d, jumps %d, ENDs %d, restarts %d)",
