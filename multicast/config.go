@@ -1,7 +1,6 @@
 package multicast
 
 import (
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -72,8 +71,14 @@ type Config struct {
 	// Faults are injected on a Subscriber's received datagrams (DATA and
 	// repairs alike), to rehearse loss. Zero: none.
 	Faults faultnet.Faults
-	// Sender and Receiver tune the recovery engine; Feed, Session and
-	// Rand are set from this Config.
+	// Key, when set, authenticates every datagram with a tag (see
+	// package reliable, "Authentication tag"): publisher and subscribers
+	// of a feed share it, and drop and count whatever does not carry a
+	// valid tag. At least 16 bytes; ReadKeyFile reads one from a file.
+	// It sets Sender.Key and Receiver.Key.
+	Key []byte
+	// Sender and Receiver tune the recovery engine; Feed, Session,
+	// Rand and Key are set from this Config.
 	Sender   reliable.SenderConfig
 	Receiver reliable.ReceiverConfig
 	// Logger receives warnings (clamped buffers, socket errors). Default:
@@ -119,19 +124,25 @@ func (c *Config) setDefaults() {
 func (c *Config) validate() error {
 	switch {
 	case !c.Group.IsValid() || !c.Group.Addr().Is4() || !c.Group.Addr().IsMulticast():
-		return fmt.Errorf("%w: group %v is not an IPv4 multicast address", ErrBadConfig, c.Group)
+		return badConfig("Group", c.Group, "must be an IPv4 multicast address and port, e.g. 239.1.2.3:7000")
 	case c.Group.Port() == 0:
-		return fmt.Errorf("%w: group %v needs a port", ErrBadConfig, c.Group)
+		return badConfig("Group", c.Group, "needs a port other than 0")
 	case c.TTL < 0 || c.TTL > 255:
-		return fmt.Errorf("%w: TTL %d outside [0, 255]", ErrBadConfig, c.TTL)
-	case c.RecvBuffer < 0 || c.SendBuffer < 0:
-		return fmt.Errorf("%w: negative socket buffer", ErrBadConfig)
+		return badConfig("TTL", c.TTL, "must be in [0, 255]")
+	case c.RecvBuffer < 0:
+		return badConfig("RecvBuffer", c.RecvBuffer, "must be ≥ 0")
+	case c.SendBuffer < 0:
+		return badConfig("SendBuffer", c.SendBuffer, "must be ≥ 0")
 	case c.Batch < 1 || c.Batch > 1024:
-		return fmt.Errorf("%w: Batch %d outside [1, 1024]", ErrBadConfig, c.Batch)
-	case c.CloseLinger < 0 || c.CloseQuiet < 0 || c.InlineAfter < 0:
-		return fmt.Errorf("%w: negative CloseLinger, CloseQuiet or InlineAfter", ErrBadConfig)
+		return badConfig("Batch", c.Batch, "must be in [1, 1024]")
+	case c.CloseLinger < 0:
+		return badConfig("CloseLinger", c.CloseLinger, "must be ≥ 0")
+	case c.CloseQuiet < 0:
+		return badConfig("CloseQuiet", c.CloseQuiet, "must be ≥ 0")
+	case c.InlineAfter < 0:
+		return badConfig("InlineAfter", c.InlineAfter, "must be ≥ 0")
 	case c.Queue < 2:
-		return fmt.Errorf("%w: Queue %d < 2", ErrBadConfig, c.Queue)
+		return badConfig("Queue", c.Queue, "must be ≥ 2")
 	}
 	return nil
 }

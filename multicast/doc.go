@@ -21,7 +21,9 @@
 // (multicast or unicast), join (live or earliest), mtu, rcvbuf, sndbuf
 // (bytes), linger (how long Close keeps answering NACKs, e.g. 200ms),
 // loss, dup, reorder (probabilities of faults injected on the
-// subscriber's receive path, for rehearsing loss) and seed.
+// subscriber's receive path, for rehearsing loss), seed, and keyfile (a
+// file holding the feed's shared key, see ReadKeyFile: datagrams are
+// then authenticated).
 //
 // Multicast here is IPv4. Tests keep it on the machine: they send on
 // the loopback interface only.

@@ -1,11 +1,45 @@
 package multicast
 
-import "errors"
+import (
+	"errors"
+	"fmt"
 
-var (
-	// ErrBadConfig wraps every configuration validation error.
-	ErrBadConfig = errors.New("multicast: bad config")
-	// ErrNoInterfaceAddr is returned when the chosen interface has no
-	// IPv4 address to send from.
-	ErrNoInterfaceAddr = errors.New("multicast: interface has no IPv4 address")
+	"github.com/brokerless/brokerless/reliable"
 )
+
+// ErrBadConfig wraps every configuration validation error.
+var ErrBadConfig = errors.New("multicast: bad config")
+
+// ConfigError is a Config field whose value is outside what it allows.
+// It wraps ErrBadConfig. Fields of the recovery engine are named
+// Sender.X and Receiver.X.
+type ConfigError struct {
+	Field string // the field, as Config spells it, e.g. "Sender.MTU"
+	Value any    // the value it was given
+	Want  string // what it allows, e.g. "must be in [0, 255]"
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("multicast: bad config: %s %v: %s", e.Field, e.Value, e.Want)
+}
+
+func (e *ConfigError) Unwrap() error { return ErrBadConfig }
+
+// Setting returns the field, its value and what it allows.
+func (e *ConfigError) Setting() (field string, value any, want string) {
+	return e.Field, e.Value, e.Want
+}
+
+func badConfig(field string, value any, want string, args ...any) error {
+	return &ConfigError{Field: field, Value: value, Want: fmt.Sprintf(want, args...)}
+}
+
+// engineConfigError renames a reliable.ConfigError to the Config field
+// it came from (Sender.X or Receiver.X); other errors pass through.
+func engineConfigError(err error, prefix string) error {
+	var ce *reliable.ConfigError
+	if errors.As(err, &ce) {
+		return &ConfigError{Field: prefix + ce.Field, Value: ce.Value, Want: ce.Want}
+	}
+	return err
+}

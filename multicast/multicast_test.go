@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"testing"
 	"time"
@@ -119,4 +120,37 @@ func TestOpenByURL(t *testing.T) {
 		}
 	}
 	pub.Close()
+}
+
+// TestConfigErrorsNameTheField: bad values, the engine's included, come
+// back as a *ConfigError naming the Config field, before any socket is
+// opened.
+func TestConfigErrorsNameTheField(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		cfg   func(*Config)
+		sub   bool
+		field string
+	}{
+		{func(c *Config) { c.Sender.MTU = 100000 }, false, "Sender.MTU"},
+		{func(c *Config) { c.Receiver.ReorderFrames = 1000 }, true, "Receiver.ReorderFrames"},
+		{func(c *Config) { c.Interface = "nosuch0" }, false, "Interface"},
+		{func(c *Config) { c.Interface = "nosuch0" }, true, "Interface"},
+		{func(c *Config) { c.TTL, c.HostOnly = 300, false }, false, "TTL"},
+		{func(c *Config) { c.Group = netip.MustParseAddrPort("10.1.2.3:7000") }, true, "Group"},
+	}
+	for _, tt := range tests {
+		cfg := testConfig(t)
+		tt.cfg(&cfg)
+		var err error
+		if tt.sub {
+			_, err = NewSubscriber(ctx, cfg)
+		} else {
+			_, err = NewPublisher(ctx, cfg)
+		}
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrBadConfig) || ce.Field != tt.field {
+			t.Errorf("%s: %v", tt.field, err)
+		}
+	}
 }

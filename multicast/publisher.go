@@ -61,9 +61,12 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	}
 	scfg := cfg.Sender
 	scfg.Feed, scfg.Rand, scfg.UnicastRepairs = cfg.Feed, cfg.Rand, cfg.UnicastRepairs || scfg.UnicastRepairs
+	if cfg.Key != nil {
+		scfg.Key = cfg.Key
+	}
 	eng, err := reliable.NewSender(scfg, cfg.Now())
 	if err != nil {
-		return nil, err
+		return nil, engineConfigError(err, "Sender.")
 	}
 	conn, err := listenUDP(ctx, netip.AddrPortFrom(addr, 0), false)
 	if err != nil {

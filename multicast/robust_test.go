@@ -183,3 +183,77 @@ func TestUnicastRepairs(t *testing.T) {
 		t.Fatalf("no repairs: %+v", st)
 	}
 }
+
+// TestForgedDatagramsDoNotKillTheFeed: the attack of issue 14 over real
+// sockets. Someone reads one datagram of the feed, then sends to the
+// group a HEARTBEAT and a DATA 2^62 sequence numbers ahead and an END,
+// with the stream's session: the subscriber drops them all (they do not
+// come from the stream's source), delivers every real message with no
+// gap, and the stream ends only when the publisher closes it.
+func TestForgedDatagramsDoNotKillTheFeed(t *testing.T) {
+	cfg := testConfig(t)
+	s := mustSub(t, cfg)
+	spy := rawReceiver(t, cfg)
+	p := mustPub(t, cfg)
+	publishN(t, p, 0, 100, 32)
+
+	// Read one datagram, as the attacker does.
+	buf := make([]byte, maxDatagram)
+	_ = spy.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var id transport.StreamID
+	for id.IsZero() {
+		n, _, err := spy.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, err := reliable.ParseHeader(buf[:n]); err == nil {
+			id = h.Stream
+		}
+	}
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cfg.setDefaults()
+	ifi, _, _ := iface("lo")
+	if err := setupSender(c, ifi, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	group := net.UDPAddrFromAddrPort(cfg.Group)
+	forged := [][]byte{
+		reliable.AppendBeat(nil, reliable.TypeHeartbeat, id, reliable.Beat{Next: 1 << 62, Low: 1}),
+		reliable.AppendBeat(nil, reliable.TypeEnd, id, reliable.Beat{Next: 101, Low: 1}),
+	}
+	for _, b := range forged {
+		if _, err := c.WriteTo(b, group); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publishN(t, p, 100, 20_000, 32)
+	idx, gaps := collect(t, s, 20_100, 20*time.Second)
+	if len(gaps) > 0 || len(idx) != 20_100 || idx[20_099] != 20_099 {
+		t.Fatalf("gaps %v, %d messages", gaps, len(idx))
+	}
+	if st := s.Stats(); st.WrongSource != 2 {
+		t.Fatalf("forged datagrams not counted: %+v", st.ReceiverStats)
+	}
+	p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		ev, err := s.Receive(ctx)
+		if err != nil {
+			t.Fatalf("no stream end after the publisher closed: %v", err)
+		}
+		if ev.Kind == transport.EventStreamEnd {
+			if ev.End.Reason != transport.EndClosed || ev.End.LastSeq != 20_100 {
+				t.Fatalf("%+v", ev.End)
+			}
+			return
+		}
+		if ev.Kind != transport.EventStreamStart {
+			t.Fatalf("unexpected %v", ev.Kind)
+		}
+	}
+}

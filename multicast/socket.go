@@ -16,7 +16,7 @@ import (
 func iface(name string) (*net.Interface, netip.Addr, error) {
 	ifi, err := net.InterfaceByName(name)
 	if err != nil {
-		return nil, netip.Addr{}, fmt.Errorf("multicast: interface %q: %w", name, err)
+		return nil, netip.Addr{}, badConfig("Interface", name, "no such network interface")
 	}
 	addrs, err := ifi.Addrs()
 	if err != nil {
@@ -29,7 +29,7 @@ func iface(name string) (*net.Interface, netip.Addr, error) {
 			}
 		}
 	}
-	return nil, netip.Addr{}, fmt.Errorf("%w: %q", ErrNoInterfaceAddr, name)
+	return nil, netip.Addr{}, badConfig("Interface", name, "has no IPv4 address to send and join on")
 }
 
 // listenUDP opens a UDP socket on addr; reuse lets several subscribers

@@ -62,6 +62,9 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 	}
 	rcfg := cfg.Receiver
 	rcfg.Rand = cfg.Rand
+	if cfg.Key != nil {
+		rcfg.Key = cfg.Key
+	}
 	if rcfg.ListenSince.IsZero() {
 		rcfg.ListenSince = cfg.Now()
 	}
@@ -70,7 +73,7 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 	}
 	eng, err := reliable.NewReceiver(rcfg)
 	if err != nil {
-		return nil, err
+		return nil, engineConfigError(err, "Receiver.")
 	}
 	s := &Subscriber{
 		cfg:   cfg,

@@ -80,6 +80,12 @@ func ParseURL(u *url.URL) (Config, error) {
 	cfg.Faults.Duplicate = p.float("dup")
 	cfg.Faults.Reorder = p.float("reorder")
 	cfg.Faults.Seed = int64(p.uint("seed", 63))
+	if path := p.q.Get("keyfile"); path != "" {
+		var err error
+		if cfg.Key, err = ReadKeyFile(path); err != nil {
+			p.fail("keyfile", path, err.Error())
+		}
+	}
 	return cfg, p.err
 }
 

@@ -21,12 +21,12 @@ type pipe struct {
 	from netip.AddrPort
 }
 
-func newPipe(tb testing.TB) *pipe {
-	s, err := NewSender(SenderConfig{Session: 1}, simEpoch)
+func newPipe(tb testing.TB, key []byte) *pipe {
+	s, err := NewSender(SenderConfig{Session: 1, Key: key}, simEpoch)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r, err := NewReceiver(ReceiverConfig{Rand: rand.New(rand.NewPCG(1, 1))})
+	r, err := NewReceiver(ReceiverConfig{Rand: rand.New(rand.NewPCG(1, 1)), Key: key})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -65,21 +65,23 @@ func TestZeroAllocsPerMessage(t *testing.T) {
 	if testing.CoverMode() != "" || raceEnabled {
 		t.Skip("allocation counts are not meaningful under -cover or -race")
 	}
-	p := newPipe(t)
-	for i := 0; i < 50_000; i++ { // warm up: window slots and buffers
-		p.publish(t)
-	}
-	allocs := testing.AllocsPerRun(20_000, func() { p.publish(t) })
-	if allocs != 0 {
-		t.Fatalf("%.3f allocations per message published and received", allocs)
-	}
-	if p.h.gaps != 0 || p.h.messages < 69_000 {
-		t.Fatalf("pipe broken: %+v", p.h)
+	for _, key := range [][]byte{nil, testKey} {
+		p := newPipe(t, key)
+		for i := 0; i < 50_000; i++ { // warm up: window slots and buffers
+			p.publish(t)
+		}
+		allocs := testing.AllocsPerRun(20_000, func() { p.publish(t) })
+		if allocs != 0 {
+			t.Fatalf("key %v: %.3f allocations per message published and received", key != nil, allocs)
+		}
+		if p.h.gaps != 0 || p.h.messages < 69_000 {
+			t.Fatalf("key %v: pipe broken: %+v", key != nil, p.h)
+		}
 	}
 }
 
 func BenchmarkSenderPublish(b *testing.B) {
-	p := newPipe(b)
+	p := newPipe(b, nil)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(p.msg.Payload)))
 	for b.Loop() {
@@ -95,11 +97,18 @@ func BenchmarkSenderPublish(b *testing.B) {
 }
 
 func BenchmarkPipe64B(b *testing.B) {
-	p := newPipe(b)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(p.msg.Payload)))
-	for b.Loop() {
-		p.publish(b)
+	for _, c := range []struct {
+		name string
+		key  []byte
+	}{{"plain", nil}, {"key", testKey}} {
+		b.Run(c.name, func(b *testing.B) {
+			p := newPipe(b, c.key)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(p.msg.Payload)))
+			for b.Loop() {
+				p.publish(b)
+			}
+		})
 	}
 }
 
@@ -107,7 +116,7 @@ func BenchmarkPipe64B(b *testing.B) {
 // hundred arriving 200 datagrams late (as a repair would behind a busy
 // socket): the cost of holding frames behind a gap.
 func BenchmarkPipeLoss1Percent(b *testing.B) {
-	p := newPipe(b)
+	p := newPipe(b, nil)
 	var late [][]byte
 	var due []int
 	sent := 0

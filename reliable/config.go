@@ -1,6 +1,7 @@
 package reliable
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -36,7 +37,15 @@ const (
 	DefaultRecoveryTimeout = 2 * time.Second
 	DefaultIdleTimeout     = 5 * time.Second
 	DefaultNackRanges      = 64
+	DefaultGapDelay        = 50 * time.Millisecond
+	DefaultMaxJump         = 1 << 18
+	DefaultConfirmTime     = 250 * time.Millisecond
 )
+
+// minMaxJump is the least MaxJump: one datagram can carry that many
+// frames, so a datagram right after the highest seen may end that far
+// past it.
+const minMaxJump = 1 << 16
 
 // minMTU leaves room for the headers and a useful frame.
 const minMTU = 256
@@ -83,6 +92,11 @@ type SenderConfig struct {
 	// UnicastRepairs sends repairs only to the receiver that asked
 	// instead of to the whole group.
 	UnicastRepairs bool
+	// Key, when set, authenticates every datagram: the Sender tags what
+	// it sends and takes only NACKs tagged with the same key. Receivers
+	// need the same key. At least 16 bytes; see the package
+	// documentation for the tag.
+	Key []byte
 	// Rand draws the session number. Required when Session is 0.
 	Rand Rand
 }
@@ -101,7 +115,11 @@ func (c *SenderConfig) setDefaults() {
 	setDefault(&c.MaxPendingRepairs, DefaultMaxPendingRepairs)
 	if c.MTU >= minMTU {
 		// One message of MaxMessageSize must fit the send queue.
-		need := c.MaxMessageSize/(c.MTU-dataHeadLen-frameHeadLen) + 3
+		room := c.MTU - dataHeadLen - frameHeadLen
+		if c.Key != nil {
+			room -= TrailerLen
+		}
+		need := c.MaxMessageSize/room + 3
 		c.MaxQueued = max(c.MaxQueued, need)
 	}
 }
@@ -109,23 +127,29 @@ func (c *SenderConfig) setDefaults() {
 func (c *SenderConfig) validate() error {
 	switch {
 	case c.MTU < minMTU || c.MTU > maxMTU:
-		return badConfig("MTU %d outside [%d, %d]", c.MTU, minMTU, maxMTU)
+		return badConfig("MTU", c.MTU, "must be in [%d, %d]", minMTU, maxMTU)
 	case c.MaxMessageSize < 1:
-		return badConfig("MaxMessageSize %d < 1", c.MaxMessageSize)
+		return badConfig("MaxMessageSize", c.MaxMessageSize, "must be ≥ 1")
 	case c.WindowDatagrams < 2*c.MaxQueued:
-		return badConfig("WindowDatagrams %d < 2×MaxQueued (%d)", c.WindowDatagrams, 2*c.MaxQueued)
+		return badConfig("WindowDatagrams", c.WindowDatagrams, "must be ≥ 2×MaxQueued (%d)", 2*c.MaxQueued)
 	case c.WindowBytes < 2*c.MaxQueued*c.MTU:
-		return badConfig("WindowBytes %d < 2×MaxQueued×MTU (%d)", c.WindowBytes, 2*c.MaxQueued*c.MTU)
-	case c.HeartbeatMin <= 0 || c.HeartbeatMax < c.HeartbeatMin:
-		return badConfig("heartbeat interval %v..%v", c.HeartbeatMin, c.HeartbeatMax)
-	case c.RepairRate <= 0 || c.RepairBurst < c.MTU:
-		return badConfig("RepairRate %d must be > 0 and RepairBurst %d ≥ MTU", c.RepairRate, c.RepairBurst)
+		return badConfig("WindowBytes", c.WindowBytes, "must be ≥ 2×MaxQueued×MTU (%d)", 2*c.MaxQueued*c.MTU)
+	case c.HeartbeatMin <= 0:
+		return badConfig("HeartbeatMin", c.HeartbeatMin, "must be > 0")
+	case c.HeartbeatMax < c.HeartbeatMin:
+		return badConfig("HeartbeatMax", c.HeartbeatMax, "must be ≥ HeartbeatMin (%v)", c.HeartbeatMin)
+	case c.RepairRate <= 0:
+		return badConfig("RepairRate", c.RepairRate, "must be > 0")
+	case c.RepairBurst < c.MTU:
+		return badConfig("RepairBurst", c.RepairBurst, "must be ≥ MTU (%d)", c.MTU)
 	case c.RepairLinger < 0:
-		return badConfig("negative RepairLinger")
+		return badConfig("RepairLinger", c.RepairLinger, "must be ≥ 0")
 	case c.MaxPendingRepairs < 1:
-		return badConfig("MaxPendingRepairs %d < 1", c.MaxPendingRepairs)
+		return badConfig("MaxPendingRepairs", c.MaxPendingRepairs, "must be ≥ 1")
+	case c.Key != nil && len(c.Key) < MinKeyLen:
+		return badConfig("Key", keyLen(c.Key), "must be at least %d bytes", MinKeyLen)
 	case c.Session == 0 && c.Rand == nil:
-		return badConfig("Session 0 needs Rand")
+		return badConfig("Rand", c.Rand, "is required when Session is 0")
 	}
 	return nil
 }
@@ -188,6 +212,25 @@ type ReceiverConfig struct {
 	IdleTimeout time.Duration
 	// NackRanges bounds the ranges in one NACK. Default 64.
 	NackRanges int
+	// MaxJump bounds how far past the highest sequence number seen a
+	// datagram of a known stream may reach and be believed; beyond it a
+	// datagram is dropped (Jumps) unless the jump is confirmed, as the
+	// package documentation's "What a Receiver believes" explains.
+	// Default 262144, at least 65536.
+	MaxJump uint64
+	// ConfirmTime is how long a stream's publisher must have been
+	// silent at its known position before a jump past MaxJump or
+	// another session of its feed is believed, and how long an END is
+	// held, waiting for the publisher to contradict it. It must exceed
+	// the publisher's longest heartbeat interval (SenderConfig.
+	// HeartbeatMax, 100 ms by default). Default 250 ms.
+	ConfirmTime time.Duration
+	// GapDelay bounds how long a Gap is held back so that adjacent
+	// losses found one after the other (a window edge overtaking an
+	// outage datagram by datagram) are reported as one Gap. A held Gap
+	// is delivered before the next event of its stream, or GapDelay
+	// after it was found, whichever comes first. Default 50 ms.
+	GapDelay time.Duration
 	// Join says where to start in a stream that began before
 	// ListenSince. Default JoinLive.
 	Join JoinPolicy
@@ -198,6 +241,11 @@ type ReceiverConfig struct {
 	// it published was meant for this subscriber, so early loss is
 	// recovered or reported. Zero: treat every stream as older.
 	ListenSince time.Time
+	// Key, when set, admits only datagrams tagged with it (the
+	// publisher's key) and tags the NACKs sent. Datagrams with a valid
+	// tag come from a key holder, so what they claim (a jump, an END, a
+	// restart) is believed at once. At least 16 bytes.
+	Key []byte
 	// Rand drives the NACK back-off. Required.
 	Rand Rand
 }
@@ -215,37 +263,59 @@ func (c *ReceiverConfig) setDefaults() {
 	setDefault(&c.RecoveryTimeout, DefaultRecoveryTimeout)
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.NackRanges, DefaultNackRanges)
+	setDefault(&c.GapDelay, DefaultGapDelay)
+	setDefault(&c.MaxJump, DefaultMaxJump)
+	setDefault(&c.ConfirmTime, DefaultConfirmTime)
 }
 
 func (c *ReceiverConfig) validate() error {
 	switch {
 	case c.MaxStreams < 1:
-		return badConfig("MaxStreams %d < 1", c.MaxStreams)
+		return badConfig("MaxStreams", c.MaxStreams, "must be ≥ 1")
 	case c.ReorderFrames < 2 || c.ReorderFrames&(c.ReorderFrames-1) != 0:
-		return badConfig("ReorderFrames %d is not a power of two ≥ 2", c.ReorderFrames)
+		return badConfig("ReorderFrames", c.ReorderFrames, "must be a power of two ≥ 2")
 	case c.ReorderBytes < minMTU:
-		return badConfig("ReorderBytes %d < %d", c.ReorderBytes, minMTU)
+		return badConfig("ReorderBytes", c.ReorderBytes, "must be ≥ %d", minMTU)
 	case c.MaxMessageSize < 1:
-		return badConfig("MaxMessageSize %d < 1", c.MaxMessageSize)
+		return badConfig("MaxMessageSize", c.MaxMessageSize, "must be ≥ 1")
 	case c.MaxGaps < 1:
-		return badConfig("MaxGaps %d < 1", c.MaxGaps)
-	case c.NackBackoffMax < 0 || c.GroupSize < 1:
-		return badConfig("NackBackoffMax %v / GroupSize %d", c.NackBackoffMax, c.GroupSize)
-	case c.MinRepairTimeout <= 0 || c.RepairTimeout < c.MinRepairTimeout || c.RecoveryTimeout <= 0:
-		return badConfig("RepairTimeout %v..%v / RecoveryTimeout %v", c.MinRepairTimeout, c.RepairTimeout, c.RecoveryTimeout)
+		return badConfig("MaxGaps", c.MaxGaps, "must be ≥ 1")
+	case c.NackBackoffMax < 0:
+		return badConfig("NackBackoffMax", c.NackBackoffMax, "must be ≥ 0")
+	case c.GroupSize < 1:
+		return badConfig("GroupSize", c.GroupSize, "must be ≥ 1")
+	case c.MinRepairTimeout <= 0:
+		return badConfig("MinRepairTimeout", c.MinRepairTimeout, "must be > 0")
+	case c.RepairTimeout < c.MinRepairTimeout:
+		return badConfig("RepairTimeout", c.RepairTimeout, "must be ≥ MinRepairTimeout (%v)", c.MinRepairTimeout)
+	case c.RecoveryTimeout <= 0:
+		return badConfig("RecoveryTimeout", c.RecoveryTimeout, "must be > 0")
 	case c.IdleTimeout <= 0:
-		return badConfig("IdleTimeout %v", c.IdleTimeout)
+		return badConfig("IdleTimeout", c.IdleTimeout, "must be > 0")
 	case c.NackRanges < 1 || c.NackRanges > MaxWireRanges:
-		return badConfig("NackRanges %d outside [1, %d]", c.NackRanges, MaxWireRanges)
+		return badConfig("NackRanges", c.NackRanges, "must be in [1, %d]", MaxWireRanges)
+	case c.MaxJump < minMaxJump:
+		return badConfig("MaxJump", c.MaxJump, "must be ≥ %d", minMaxJump)
+	case c.ConfirmTime < 0:
+		return badConfig("ConfirmTime", c.ConfirmTime, "must be ≥ 0")
+	case c.GapDelay < 0:
+		return badConfig("GapDelay", c.GapDelay, "must be ≥ 0")
 	case c.Join > JoinEarliest:
-		return badConfig("unknown JoinPolicy %d", c.Join)
+		return badConfig("Join", c.Join, "must be JoinLive or JoinEarliest")
+	case c.Key != nil && len(c.Key) < MinKeyLen:
+		return badConfig("Key", keyLen(c.Key), "must be at least %d bytes", MinKeyLen)
 	case c.Rand == nil:
-		return badConfig("Rand is required")
+		return badConfig("Rand", c.Rand, "is required")
 	}
 	return nil
 }
 
-func setDefault[T int | int64 | time.Duration](v *T, d T) {
+// keyLen describes a key in an error without showing it.
+type keyLen []byte
+
+func (k keyLen) String() string { return fmt.Sprintf("of %d bytes", len(k)) }
+
+func setDefault[T int | int64 | uint64 | time.Duration](v *T, d T) {
 	if *v == 0 {
 		*v = d
 	}

@@ -113,8 +113,9 @@ func (st *stream) deliver(seq uint64, t int64, topic string, key []byte, hr Head
 }
 
 // emitGap reports from..to lost. A message being assembled is lost with
-// it. The gap is held back so that it can grow over the orphan fragments
-// that follow; flushGap delivers it.
+// it. The gap is held back, for at most GapDelay, so that it can grow
+// over the orphan fragments and the adjacent losses that follow;
+// flushGap delivers it.
 func (st *stream) emitGap(from, to uint64, why transport.GapReason) {
 	if st.asm.active {
 		from = min(from, st.asm.start)
@@ -128,7 +129,7 @@ func (st *stream) emitGap(from, to uint64, why transport.GapReason) {
 	}
 	st.flushGap()
 	st.pend = transport.Gap{Stream: st.id, From: from, To: to, Reason: why}
-	st.hasPend = true
+	st.hasPend, st.pendAt = true, st.r.now
 }
 
 func (st *stream) flushGap() {

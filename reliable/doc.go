@@ -20,19 +20,76 @@
 // cannot be recovered. A new session on a known feed is a publisher
 // restart: the old stream is closed out, never mixed with the new one.
 //
+// # What a Receiver believes
+//
+// Without a key, anyone who can send to the group and has read one
+// datagram of a stream can forge more. Three kinds of claim would end or
+// move a stream, and so lose everything after them: a sequence number
+// far ahead (everything up to it given up, the real messages after it
+// dropped as duplicates), an END (the real messages after it never
+// delivered nor reported) and a new session of the feed (a publisher
+// restart: the real session becomes stale). Such claims are believed
+// only when they come from the stream's own source address and its
+// publisher has fallen silent at the position the receiver knows:
+//
+//   - A stream is tied to the source address (IP and port) of the
+//     datagram that created it; datagrams of its session from another
+//     source are dropped (WrongSource), and NACKs go to that source only.
+//   - A datagram whose last sequence number is more than MaxJump past
+//     the highest seen is dropped (Jumps), unless the jump is confirmed:
+//     a second datagram agrees with it (within MaxJump of it) and no
+//     datagram at the known position (an original DATA, or a heartbeat,
+//     which an idle publisher sends at least every HeartbeatMax) has
+//     arrived for ConfirmTime. That is what a real outage looks like:
+//     the publisher's datagrams stop, then reappear further on; a forged
+//     jump is contradicted by the live stream. As in PGM, where a
+//     receiver takes nothing outside the window its source advertises,
+//     and Aeron, which drops frames beyond its receiver window, a
+//     datagram is judged against the position already known; unlike
+//     them, a long outage is still detected, as a confirmed jump
+//     (JumpsConfirmed), whose loss is then repaired or reported as a Gap
+//     like any other. The price: the datagrams dropped while the jump
+//     was being confirmed are recovered only if still in the publisher's
+//     window.
+//   - An END is held for ConfirmTime before the stream ends; a heartbeat
+//     or an original DATA past the END's last sequence number cancels it
+//     (EndsRejected): the publisher is alive. An END claiming less than
+//     what has already arrived, or more than MaxJump past it, is rejected
+//     at once. Everything up to the END's last sequence number is
+//     delivered or reported in a Gap before StreamEnd.
+//   - Another session of a feed replaces its stream only once that
+//     stream has been silent for ConfirmTime (RestartsDeferred counts the
+//     datagrams held back meanwhile; the new stream recovers them by NACK
+//     from its start). A session that ended or was replaced never comes
+//     back (Stale).
+//
+// A forger who also spoofs the publisher's source address can still be
+// believed while the publisher is silent, and can always forge
+// datagrams within MaxJump of the stream's position. Against that a
+// shared key is the defence: with SenderConfig.Key and
+// ReceiverConfig.Key set, every datagram carries an authentication tag,
+// and what a tagged datagram claims is believed at once (it comes from
+// a key holder). Replayed datagrams are not detected, but replaying
+// what a publisher already sent moves nothing: sequence numbers below
+// the stream's position are duplicates, an old session stays stale.
+//
 // # Wire format, version 1
 //
 // All integers are big-endian. Every datagram starts with a 16-byte
 // header:
 //
 //	0   2  magic "BL" (0x42 0x4C)
-//	2   1  version = 1
+//	2   1  version: bits 0-6 = 1; bit 7 (0x80) set = authenticated, the
+//	       datagram ends with the 36-byte trailer below
 //	3   1  type: 1 DATA, 2 HEARTBEAT, 3 END, 4 NACK, 5 NCF, 6 LOST
 //	4   4  feed: the logical stream, stable across publisher restarts
 //	8   8  session: random per publisher start, never 0
 //
 // Datagrams with another magic or version are foreign and ignored; the
-// version byte is how a future format will be told apart.
+// version byte is how a future format will be told apart. Code that
+// predates authentication sees an authenticated datagram (version byte
+// 0x81) as another version, and ignores it. The layouts below describe
+// a datagram without its trailer.
 //
 // DATA carries frames with consecutive sequence numbers:
 //
@@ -82,4 +139,24 @@
 // Repairs are the original DATA datagrams with the repair flag set,
 // multicast to the group by default or unicast to the receiver that
 // asked.
+//
+// # Authentication tag
+//
+// With a key, every datagram, in both directions, has bit 7 of its
+// version byte set and ends with a trailer; the MTU includes it:
+//
+//	n-36  12  salt: drawn from crypto/rand when the Sender or Receiver
+//	          that sent the datagram started; names its subkey
+//	n-24   8  counter: that sender's datagrams numbered from 0, one per
+//	          datagram sent (repairs included), never reused
+//	n-16  16  tag: AES-128-GCM, with the subkey, nonce 4 zero bytes then
+//	          the counter, empty plaintext, and as additional data bytes
+//	          0..n-17 (the datagram with its version byte as sent, the
+//	          salt and the counter): that is, AES-GMAC
+//
+// The subkey is the first 16 bytes of HMAC-SHA256(key, "brokerless
+// reliable v1 GMAC subkey" || salt). A receiver keeps the subkeys of the
+// senders it has verified, derives the others at most 1,000 per second
+// (bursts of 100), and drops a datagram whose tag is missing or wrong
+// (Unauthenticated). Why GMAC and why a subkey per sender: see auth.go.
 package reliable

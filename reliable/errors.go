@@ -12,6 +12,9 @@ var (
 	// ErrForeign marks a datagram that is not brokerless traffic (wrong
 	// magic) or is of a protocol version this code does not speak.
 	ErrForeign = errors.New("reliable: foreign datagram")
+	// ErrUnauthenticated marks a datagram refused for want of a valid
+	// authentication tag when a key is configured.
+	ErrUnauthenticated = errors.New("reliable: datagram not authenticated")
 	// ErrBackpressure is returned by Sender.Publish when its bounded queue
 	// of datagrams waiting for the network is full. Send what
 	// NextOutgoing returns, then try again.
@@ -60,8 +63,27 @@ var (
 	errLowOrder       = &DecodeError{ErrMalformed, "window low edge above first sequence"}
 )
 
-func badConfig(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
+// ConfigError is a Config field whose value is outside what it allows.
+// It wraps ErrBadConfig.
+type ConfigError struct {
+	Field string // the field, as SenderConfig or ReceiverConfig spells it
+	Value any    // the value it was given
+	Want  string // what it allows, e.g. "must be in [256, 65507]"
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("reliable: bad config: %s %v: %s", e.Field, e.Value, e.Want)
+}
+
+func (e *ConfigError) Unwrap() error { return ErrBadConfig }
+
+// Setting returns the field, its value and what it allows.
+func (e *ConfigError) Setting() (field string, value any, want string) {
+	return e.Field, e.Value, e.Want
+}
+
+func badConfig(field string, value any, want string, args ...any) error {
+	return &ConfigError{Field: field, Value: value, Want: fmt.Sprintf(want, args...)}
 }
 
 var errNotForUs = &DecodeError{ErrForeign, "packet for another stream or of the wrong type"}

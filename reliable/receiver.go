@@ -46,6 +46,9 @@ type Receiver struct {
 	h     Handler
 	now   time.Time
 	stats ReceiverStats
+
+	sealer *sealer // tags NACKs; nil without a key
+	opener *opener // checks datagrams; nil without a key
 }
 
 // NewReceiver returns a Receiver with no streams yet.
@@ -54,13 +57,23 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Receiver{
+	r := &Receiver{
 		cfg:    cfg,
 		names:  newInterner(4096),
-		nack:   make([]byte, 0, rangesHead+cfg.NackRanges*rangeLen),
+		nack:   make([]byte, 0, rangesHead+cfg.NackRanges*rangeLen+TrailerLen),
 		ranges: make([]Range, 0, cfg.NackRanges),
-	}, nil
+	}
+	if cfg.Key != nil {
+		key := append([]byte(nil), cfg.Key...)
+		r.sealer = newSealer(key)
+		r.opener = newOpener(key, max(16, cfg.MaxStreams), cfg.ListenSince)
+	}
+	return r, nil
 }
+
+// keyed reports whether datagrams are authenticated: then what they
+// claim comes from a key holder and is believed at once.
+func (r *Receiver) keyed() bool { return r.opener != nil }
 
 // Stats returns the counters.
 func (r *Receiver) Stats() ReceiverStats { return r.stats }
@@ -73,8 +86,19 @@ var errUnexpectedNack = &DecodeError{ErrForeign, "NACK sent to a receiver"}
 // Receiver.
 func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, h Handler) error {
 	r.h, r.now = h, now
+	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 	defer r.finish()
+	if r.opener != nil {
+		var err error
+		if b, err = r.opener.open(now, b); err != nil {
+			r.stats.Unauthenticated++
+			return err
+		}
+	}
 	hd, err := ParseHeader(b)
+	if err == nil && hd.Tagged && r.opener == nil {
+		err = errNeedKey
+	}
 	if err != nil {
 		r.countBad(err)
 		return err
@@ -89,35 +113,59 @@ func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, 
 		if dh, r.frames, err = ParseData(b, r.frames); err != nil {
 			break
 		}
-		if st := r.lookup(hd.Stream, true); st != nil {
-			r.stats.Datagrams++
-			st.heard(from)
-			st.onData(dh, r.frames, b)
+		st := r.lookup(hd.Stream, from, true)
+		if st == nil {
+			break
 		}
+		if !st.synced {
+			st.syncData(dh, r.frames)
+		}
+		top := dh.FirstSeq + uint64(dh.Count) - 1
+		if !st.admit(top, !dh.Repair) {
+			break
+		}
+		r.stats.Datagrams++
+		st.heard()
+		if !dh.Repair {
+			st.contradictEnd(top, false)
+		}
+		st.onData(dh, r.frames, b)
 	case TypeHeartbeat, TypeEnd:
 		var beat Beat
 		if beat, err = ParseBeat(b); err != nil {
 			break
 		}
-		if st := r.lookup(hd.Stream, hd.Type == TypeHeartbeat); st != nil {
-			r.stats.Datagrams++
-			st.heard(from)
-			if hd.Type == TypeEnd {
-				st.onEnd(beat)
-				r.removeStream(slices.Index(r.streams, st))
-			} else {
-				r.stats.Heartbeats++
-				st.onBeat(beat)
-			}
+		st := r.lookup(hd.Stream, from, hd.Type == TypeHeartbeat)
+		if st == nil {
+			break
 		}
+		if hd.Type == TypeEnd {
+			r.stats.Datagrams++
+			st.heard()
+			if st.onEnd(beat) {
+				r.removeStream(slices.Index(r.streams, st))
+			}
+			break
+		}
+		if !st.synced {
+			st.sync(beat.Next, beat.Low)
+		}
+		if !st.admit(beat.Next-1, true) {
+			break
+		}
+		r.stats.Datagrams++
+		r.stats.Heartbeats++
+		st.heard()
+		st.contradictEnd(beat.Next-1, true)
+		st.onBeat(beat)
 	case TypeNcf, TypeLost:
 		var rr RangeReader
 		if rr, err = ParseRanges(b); err != nil {
 			break
 		}
-		if st := r.lookup(hd.Stream, false); st != nil {
+		if st := r.lookup(hd.Stream, from, false); st != nil {
 			r.stats.Datagrams++
-			st.heard(from)
+			st.heard()
 			if hd.Type == TypeNcf {
 				st.onNcf(rr)
 			} else {
@@ -148,7 +196,13 @@ func (r *Receiver) Poll(now time.Time, h Handler) {
 func (r *Receiver) poll() {
 	for i := 0; i < len(r.streams); {
 		st := r.streams[i]
-		if r.now.Sub(st.lastHeard) >= r.cfg.IdleTimeout {
+		switch {
+		case st.ending && (!r.now.Before(st.endDue()) || r.now.Sub(st.lastHeard) >= r.cfg.IdleTimeout):
+			// Nothing contradicted the END: the stream is over.
+			st.closeEnded()
+			r.removeStream(i)
+			continue
+		case r.now.Sub(st.lastHeard) >= r.cfg.IdleTimeout:
 			st.end(transport.EndIdle)
 			r.removeStream(i)
 			continue
@@ -156,17 +210,15 @@ func (r *Receiver) poll() {
 		if !st.nackAt.IsZero() && !r.now.Before(st.nackAt) {
 			st.nackDue()
 		}
+		if st.hasPend && !r.now.Before(st.pendAt.Add(r.cfg.GapDelay)) {
+			st.flushGap()
+		}
 		i++
 	}
 }
 
-// finish delivers pending gaps and forgets the handler.
-func (r *Receiver) finish() {
-	for _, st := range r.streams {
-		st.flushGap()
-	}
-	r.h = nil
-}
+// finish forgets the handler.
+func (r *Receiver) finish() { r.h = nil }
 
 // Deadline is when Poll next has work, or the zero Time when there are
 // no streams.
@@ -175,29 +227,47 @@ func (r *Receiver) Deadline() time.Time {
 	for _, st := range r.streams {
 		d = earliest(d, st.lastHeard.Add(r.cfg.IdleTimeout))
 		d = earliest(d, st.nackAt)
+		if st.ending {
+			d = earliest(d, st.endDue())
+		}
+		if st.hasPend {
+			d = earliest(d, st.pendAt.Add(r.cfg.GapDelay))
+		}
 	}
 	return d
 }
 
-// lookup finds the stream of id, replacing the stream of the same feed
-// when id is a newer session (a publisher restart), and creating it when
-// create is set and there is room. Datagrams of older sessions are
-// stale: sessions order by start time (NewSession).
-func (r *Receiver) lookup(id transport.StreamID, create bool) *stream {
+// lookup finds the stream of id, checking that from is its source.
+// Another session of the feed replaces the feed's stream (a publisher
+// restart) when create is set and that stream has fallen silent (see
+// admit.go); a session that ended or was replaced is stale. A new feed's
+// stream is created, when create is set and there is room, tied to from.
+func (r *Receiver) lookup(id transport.StreamID, from netip.AddrPort, create bool) *stream {
 	for i, st := range r.streams {
 		if st.id.Feed != id.Feed {
 			continue
 		}
 		if st.id.Session == id.Session {
+			if !st.sourceOK(from) {
+				return nil
+			}
 			return st
 		}
-		if !create || id.Session < st.id.Session || r.isRetired(id) {
+		switch {
+		case !create || r.isRetired(id) || (r.keyed() && id.Session < st.id.Session):
 			r.stats.Stale++
+			return nil
+		case !r.keyed() && !st.silent():
+			if id.Session > st.id.Session {
+				r.stats.RestartsDeferred++
+			} else {
+				r.stats.Stale++
+			}
 			return nil
 		}
 		st.end(transport.EndReplaced)
 		r.stats.Restarts++
-		r.streams[i] = r.newStream(id, st.id)
+		r.streams[i] = r.newStream(id, st.id, from)
 		return r.streams[i]
 	}
 	switch {
@@ -208,7 +278,7 @@ func (r *Receiver) lookup(id transport.StreamID, create bool) *stream {
 		r.stats.StreamDrops++
 		return nil
 	}
-	st := r.newStream(id, r.lastEnded(id))
+	st := r.newStream(id, r.lastEnded(id), from)
 	r.streams = append(r.streams, st)
 	return st
 }
@@ -225,15 +295,18 @@ func (r *Receiver) lastEnded(id transport.StreamID) transport.StreamID {
 	return transport.StreamID{}
 }
 
-func (r *Receiver) newStream(id, replaces transport.StreamID) *stream {
+func (r *Receiver) newStream(id, replaces transport.StreamID, from netip.AddrPort) *stream {
 	r.stats.Streams++
 	return &stream{
-		r:        r,
-		id:       id,
-		replaces: replaces,
-		joining:  true,
-		gaps:     newGapSet(r.cfg.MaxGaps),
-		held:     newReorder(r.cfg.ReorderFrames, r.cfg.ReorderBytes),
+		r:         r,
+		id:        id,
+		replaces:  replaces,
+		source:    from,
+		lastHeard: r.now,
+		lastLive:  r.now,
+		joining:   true,
+		gaps:      newGapSet(r.cfg.MaxGaps),
+		held:      newReorder(r.cfg.ReorderFrames, r.cfg.ReorderBytes),
 	}
 }
 

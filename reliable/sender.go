@@ -40,8 +40,15 @@ type Sender struct {
 	lost    []Range
 	maxWire int // ranges that fit one control datagram
 
+	mtu    int     // MTU less the authentication trailer, if any
+	sealer *sealer // nil without a key
+	opener *opener // checks NACKs; nil without a key
+
 	stats SenderStats
 }
+
+// senderKeys is how many receivers' subkeys a Sender keeps (auth.go).
+const senderKeys = 256
 
 // NewSender returns a Sender whose first heartbeat is due at now.
 func NewSender(cfg SenderConfig, now time.Time) (*Sender, error) {
@@ -52,18 +59,28 @@ func NewSender(cfg SenderConfig, now time.Time) (*Sender, error) {
 	if cfg.Session == 0 {
 		cfg.Session = NewSession(now, cfg.Rand)
 	}
+	mtu := cfg.MTU
+	if cfg.Key != nil {
+		cfg.Key = append([]byte(nil), cfg.Key...)
+		mtu -= TrailerLen
+	}
 	s := &Sender{
 		cfg:       cfg,
 		id:        transport.StreamID{Feed: cfg.Feed, Session: cfg.Session},
-		win:       newWindow(cfg.WindowDatagrams, cfg.WindowBytes, cfg.MTU),
+		win:       newWindow(cfg.WindowDatagrams, cfg.WindowBytes, mtu),
 		next:      1,
 		sentNext:  1,
 		beatAt:    now,
 		beatEvery: cfg.HeartbeatMin,
 		repairs:   newRing[repairJob](cfg.MaxPendingRepairs),
-		control:   newPacketQueue(64, cfg.MTU),
+		control:   newPacketQueue(64, mtu),
 		bucket:    newTokenBucket(cfg.RepairRate, cfg.RepairBurst, now),
-		maxWire:   min(MaxWireRanges, (cfg.MTU-rangesHead)/rangeLen),
+		maxWire:   min(MaxWireRanges, (mtu-rangesHead)/rangeLen),
+		mtu:       mtu,
+	}
+	if cfg.Key != nil {
+		s.sealer = newSealer(cfg.Key)
+		s.opener = newOpener(cfg.Key, senderKeys, now)
 	}
 	return s, nil
 }
@@ -104,7 +121,7 @@ func (s *Sender) Publish(now time.Time, m *transport.Message) (uint64, error) {
 		return 0, err
 	}
 	meta += 10 + uvarintLen(uint64(len(m.Payload))) // time delta and fragment total, at most
-	room := s.cfg.MTU - dataHeadLen - frameHeadLen
+	room := s.mtu - dataHeadLen - frameHeadLen
 	if meta+minChunk > room {
 		return 0, ErrTooLarge
 	}
@@ -207,7 +224,7 @@ func (s *Sender) Deadline(now time.Time) time.Time {
 	at := s.beatAt
 	if s.repairs.size > 0 {
 		d := s.win.find(s.repairs.peek().first)
-		size := s.cfg.MTU
+		size := s.mtu
 		if d >= 0 {
 			size = len(s.win.at(d).buf)
 		}
@@ -222,10 +239,19 @@ func (s *Sender) Deadline(now time.Time) time.Time {
 // NextOutgoing copies the next datagram due at now into buf (which must
 // hold MTU bytes) and returns its length and destination: the group when
 // to is not valid, else one receiver. ok is false when nothing is due.
+// With a key, the datagram ends with its authentication trailer.
 //
 // Order: NCF and LOST notices, then repairs (as the rate limit allows),
 // then new data, then END, then a heartbeat if one is due.
 func (s *Sender) NextOutgoing(now time.Time, buf []byte) (n int, to netip.AddrPort, ok bool) {
+	n, to, ok = s.nextOutgoing(now, buf)
+	if ok && s.sealer != nil {
+		n = s.sealer.seal(buf, n)
+	}
+	return n, to, ok
+}
+
+func (s *Sender) nextOutgoing(now time.Time, buf []byte) (n int, to netip.AddrPort, ok bool) {
 	if s.control.len() > 0 {
 		return s.control.pop(buf), netip.AddrPort{}, true
 	}

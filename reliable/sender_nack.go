@@ -16,7 +16,17 @@ import (
 // RepairLinger), and a LOST notice for any part that has left the
 // window, so receivers report the loss at once instead of asking again.
 func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) error {
+	if s.opener != nil {
+		var err error
+		if b, err = s.opener.open(now, b); err != nil {
+			s.stats.Unauthenticated++
+			return err
+		}
+	}
 	h, err := ParseHeader(b)
+	if err == nil && h.Tagged && s.opener == nil {
+		err = errNeedKey
+	}
 	if err != nil {
 		s.countBad(err)
 		return err

@@ -21,30 +21,43 @@ type SenderStats struct {
 	ControlDrops  uint64 // NCF/LOST datagrams dropped: the control queue was full
 	Malformed     uint64 // control datagrams that failed to decode
 	Foreign       uint64 // datagrams that are not ours, or for another stream
+	// Unauthenticated counts datagrams dropped, with a key, for want of
+	// a valid tag: missing, wrong, or from a new sender while too many
+	// new senders came at once.
+	Unauthenticated uint64
 }
 
 // ReceiverStats counts what a Receiver did. Every field only grows.
 type ReceiverStats struct {
-	Datagrams   uint64 // datagrams accepted
-	Frames      uint64 // DATA frames accepted (new or duplicate)
-	Delivered   uint64 // messages delivered
-	Recovered   uint64 // frames that filled a gap (arrived after their loss was seen)
-	Duplicates  uint64 // frames already delivered or buffered
-	Heartbeats  uint64 // HEARTBEAT datagrams
-	NacksSent   uint64 // NACK datagrams sent
-	NackRanges  uint64 // ranges in them
-	Suppressed  uint64 // NACK rounds avoided because an NCF or repair came first
-	NcfsSeen    uint64 // NCF datagrams received
-	LostSeen    uint64 // LOST datagrams received
-	Gaps        uint64 // Gap events delivered
-	GapSeqs     uint64 // sequence numbers covered by them
-	Overflow    uint64 // losses given up because the reorder buffer was full
-	Streams     uint64 // streams started
-	Restarts    uint64 // streams replaced by a new session of their feed
-	StreamDrops uint64 // datagrams of new feeds refused: MaxStreams reached
-	Stale       uint64 // datagrams of a replaced or ended session
-	Filtered    uint64 // datagrams of feeds not in ReceiverConfig.Feeds
-	Malformed   uint64 // datagrams that failed to decode
-	Foreign     uint64 // datagrams that are not ours
-	TooLarge    uint64 // messages dropped because they exceed MaxMessageSize
+	Datagrams        uint64 // datagrams accepted
+	Frames           uint64 // DATA frames accepted (new or duplicate)
+	Delivered        uint64 // messages delivered
+	Recovered        uint64 // frames (messages, or fragments of larger ones) that arrived after their loss was noticed: by repair, or late
+	Duplicates       uint64 // frames already delivered or buffered, dropped
+	Heartbeats       uint64 // HEARTBEAT datagrams
+	NacksSent        uint64 // NACK datagrams sent
+	NackRanges       uint64 // ranges in them
+	Suppressed       uint64 // NACK rounds avoided because an NCF or repair came first
+	NcfsSeen         uint64 // NCF datagrams received
+	LostSeen         uint64 // LOST datagrams received
+	Gaps             uint64 // Gap events delivered
+	GapSeqs          uint64 // sequence numbers covered by them
+	Overflow         uint64 // losses given up because the reorder buffer was full
+	Streams          uint64 // streams started
+	Restarts         uint64 // streams replaced by a new session of their feed
+	StreamDrops      uint64 // datagrams of new feeds refused: MaxStreams reached
+	Stale            uint64 // datagrams of a replaced or ended session
+	WrongSource      uint64 // datagrams of a session from another address than the one that started it
+	Jumps            uint64 // datagrams dropped: more than MaxJump past the highest sequence seen, unconfirmed
+	JumpsConfirmed   uint64 // jumps past MaxJump believed: the publisher fell silent, then reappeared further on
+	EndsRejected     uint64 // END datagrams not believed: contradicted by later data, or inconsistent
+	RestartsDeferred uint64 // datagrams of a new session held back while the feed's current stream was alive
+	Filtered         uint64 // datagrams of feeds not in ReceiverConfig.Feeds
+	Malformed        uint64 // datagrams that failed to decode
+	Foreign          uint64 // datagrams that are not ours
+	TooLarge         uint64 // messages dropped because they exceed MaxMessageSize
+	// Unauthenticated counts datagrams dropped, with a key, for want of
+	// a valid tag: missing, wrong, or from a new sender while too many
+	// new senders came at once.
+	Unauthenticated uint64
 }

@@ -26,10 +26,16 @@ type stream struct {
 	highest   uint64 // highest sequence number known to exist
 	low       uint64 // highest window low edge the publisher announced
 	lastHeard time.Time
-	nackAt    time.Time // no NACK is due before this (may be early, never late)
-	nackSent  time.Time // when the NACK awaiting its NCF went out
-	srtt      time.Duration
-	rttvar    time.Duration
+	lastLive  time.Time // last original DATA or heartbeat at the known position (admit.go)
+	jump      jumpClaim // a jump past MaxJump awaiting confirmation
+
+	ending   bool      // an END is held until endAt+ConfirmTime
+	endNext  uint64    // the held END's next sequence number
+	endAt    time.Time // when it arrived
+	nackAt   time.Time // no NACK is due before this (may be early, never late)
+	nackSent time.Time // when the NACK awaiting its NCF went out
+	srtt     time.Duration
+	rttvar   time.Duration
 
 	gaps gapSet
 	held reorder
@@ -37,15 +43,11 @@ type stream struct {
 
 	pend    transport.Gap // gap not yet delivered, so it can grow
 	hasPend bool
+	pendAt  time.Time // when pend was found: it is delivered by pendAt+GapDelay
 	lastWhy transport.GapReason
 }
 
-func (st *stream) heard(from netip.AddrPort) {
-	st.lastHeard = st.r.now
-	if from.IsValid() {
-		st.source = from
-	}
-}
+func (st *stream) heard() { st.lastHeard = st.r.now }
 
 func (st *stream) capacity() uint64 { return uint64(st.held.maxFrames) }
 
@@ -66,17 +68,20 @@ func (st *stream) sync(liveEdge, low uint64) {
 	st.highest = st.next - 1
 }
 
-func (st *stream) onData(dh DataHead, frames []Frame, b []byte) {
-	if !st.synced {
-		edge := dh.FirstSeq + uint64(len(frames))
-		for i := range frames {
-			if frames[i].Begin() {
-				edge = dh.FirstSeq + uint64(i)
-				break
-			}
+// syncData places a new stream from its first DATA datagram: the live
+// edge is its first message start.
+func (st *stream) syncData(dh DataHead, frames []Frame) {
+	edge := dh.FirstSeq + uint64(len(frames))
+	for i := range frames {
+		if frames[i].Begin() {
+			edge = dh.FirstSeq + uint64(i)
+			break
 		}
-		st.sync(edge, dh.Low)
 	}
+	st.sync(edge, dh.Low)
+}
+
+func (st *stream) onData(dh DataHead, frames []Frame, b []byte) {
 	st.applyLow(dh.Low)
 	for i := range frames {
 		st.onFrame(dh.FirstSeq+uint64(i), &frames[i], b)
@@ -85,19 +90,8 @@ func (st *stream) onData(dh DataHead, frames []Frame, b []byte) {
 }
 
 func (st *stream) onBeat(beat Beat) {
-	if !st.synced {
-		st.sync(beat.Next, beat.Low)
-	}
 	st.applyLow(beat.Low)
 	st.extend(beat.Next-1, false)
-}
-
-// onEnd closes the stream: nothing more will come, nor repairs.
-func (st *stream) onEnd(beat Beat) {
-	if st.synced {
-		st.extend(beat.Next-1, false)
-	}
-	st.end(transport.EndClosed)
 }
 
 // repairWait is how long to wait for a repair before asking again: the
@@ -342,6 +336,9 @@ func (st *stream) nackDue() {
 	if len(ranges) > 0 && st.source.IsValid() {
 		st.nackSent = r.now
 		r.nack = AppendRanges(r.nack[:0], TypeNack, st.id, ranges)
+		if r.sealer != nil {
+			r.nack = r.nack[:r.sealer.seal(r.nack[:cap(r.nack)], len(r.nack))]
+		}
 		r.stats.NacksSent++
 		r.stats.NackRanges += uint64(len(ranges))
 		r.h.SendNack(st.source, r.nack)

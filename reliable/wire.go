@@ -73,6 +73,9 @@ const (
 type Header struct {
 	Type   PacketType
 	Stream transport.StreamID
+	// Tagged is set when the datagram carries an authentication
+	// trailer (the version byte's top bit).
+	Tagged bool
 }
 
 // ParseHeader decodes the common header of b. Errors wrap ErrForeign
@@ -81,14 +84,15 @@ func ParseHeader(b []byte) (Header, error) {
 	if len(b) < 4 || b[0] != magic0 || b[1] != magic1 {
 		return Header{}, errNotOurs
 	}
-	if b[2] != Version {
+	if b[2]&^authFlag != Version {
 		return Header{}, errVersion
 	}
 	if len(b) < headerLen {
 		return Header{}, errShort
 	}
 	h := Header{
-		Type: PacketType(b[3]),
+		Tagged: b[2]&authFlag != 0,
+		Type:   PacketType(b[3]),
 		Stream: transport.StreamID{
 			Feed:    binary.BigEndian.Uint32(b[4:]),
 			Session: binary.BigEndian.Uint64(b[8:]),

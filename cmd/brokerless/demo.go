@@ -16,7 +16,7 @@ import (
 var demoCmd = command{
 	name:     "demo",
 	summary:  "one publisher, three subscribers (two of them lossy) on this machine: see loss recovered",
-	synopsis: "[--duration 4s] [--rate 50000]",
+	synopsis: "[--duration 4s] [--rate 50000] [--seed 1]",
 	about: `
 Runs a multicast feed inside this process, on the loopback interface with
 a TTL of 0, so nothing leaves this machine. Three subscribers join a random

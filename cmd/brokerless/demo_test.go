@@ -114,3 +114,24 @@ func TestDemoProblems(t *testing.T) {
 		t.Errorf("a complete subscriber is blamed:\n%s", got)
 	}
 }
+
+// TestDemoUsageNamesItsFlags: demo takes only a few flags, so its usage
+// line names each of them.
+func TestDemoUsageNamesItsFlags(t *testing.T) {
+	code, out, _ := runCLI(t, "", "demo", "--help")
+	usage, flags, ok := strings.Cut(out, "FLAGS:")
+	if code != exitOK || !ok {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	usage, _, _ = strings.Cut(usage, "\n\n")
+	flags, _, _ = strings.Cut(flags, "EXAMPLES:")
+	for _, line := range strings.Split(flags, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "--") {
+			continue
+		}
+		if !strings.Contains(usage, f[0]+" ") {
+			t.Errorf("usage %q does not name %s", strings.TrimSpace(usage), f[0])
+		}
+	}
+}

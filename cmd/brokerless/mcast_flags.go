@@ -13,15 +13,17 @@ import (
 // mcastFlags are the flags mcast pub and mcast sub share: where the feed
 // is.
 type mcastFlags struct {
-	group string
-	iface string
-	feed  uint32
+	group   string
+	iface   string
+	feed    uint32
+	keyFile string
 }
 
 func (f *mcastFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.group, "group", "", "multicast group and port, e.g. 239.1.2.3:7000 (required)")
 	fs.StringVar(&f.iface, "iface", multicast.DefaultInterface, "network interface the group is sent and joined on")
 	fs.Uint32Var(&f.feed, "feed", multicast.DefaultFeed, "feed number: the stream id, stable across publisher restarts")
+	fs.StringVar(&f.keyFile, "key-file", "", "file holding the feed's shared key (16+ bytes, e.g. from head -c 32 /dev/urandom): datagrams are authenticated, and those without a valid tag dropped")
 }
 
 // config checks the flags and returns the multicast configuration they
@@ -37,7 +39,31 @@ func (f *mcastFlags) config() (multicast.Config, error) {
 	if f.feed == 0 {
 		return multicast.Config{}, usagef("--feed must be at least 1")
 	}
-	return multicast.Config{Group: group, Interface: f.iface, Feed: f.feed}, nil
+	cfg := multicast.Config{Group: group, Interface: f.iface, Feed: f.feed}
+	if f.keyFile != "" {
+		if cfg.Key, err = multicast.ReadKeyFile(f.keyFile); err != nil {
+			return cfg, usagef("--key-file %s: %v", f.keyFile, err)
+		}
+	}
+	return cfg, nil
+}
+
+// authenticated is what the start line says of the key.
+func authenticated(cfg multicast.Config) string {
+	if cfg.Key == nil {
+		return ""
+	}
+	return ", datagrams authenticated"
+}
+
+// mcastFlagOf maps the multicast.Config fields that mcast pub and mcast
+// sub set from flags to those flags, so that a value the library refuses
+// is reported by its flag name (see configError).
+var mcastFlagOf = map[string]string{
+	"Group":      "group",
+	"Interface":  "iface",
+	"TTL":        "ttl",
+	"Sender.MTU": "mtu",
 }
 
 // parseGroup reads an IPv4 multicast address and port.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brokerless/brokerless/multicast"
+	"github.com/brokerless/brokerless/reliable"
 )
 
 var mcastPubCmd = command{
@@ -39,6 +40,11 @@ printf 'hello\nworld\n' | brokerless mcast pub --group 239.1.2.3:7000 --ttl 0
 # subscriber that asked.
 brokerless mcast pub --group 239.1.2.3:7000 --ticks --rate 50000 --duration 10s --repairs unicast
 
+# A feed only holders of the key can publish to or read; subscribers
+# take --key-file too.
+head -c 32 /dev/urandom > feed.key
+brokerless mcast pub --group 239.1.2.3:7000 --ticks --key-file feed.key
+
 # Exactly 1000 ticks on feed 7, in datagrams of at most 512 bytes.
 brokerless mcast pub --group 239.1.2.3:7000 --feed 7 --ticks --count 1000 --mtu 512`,
 	run: runMcastPub,
@@ -69,7 +75,7 @@ func runMcastPub(ctx context.Context, inv *invocation) error {
 	fs.Uint64Var(&o.count, "count", 0, "stop after this many messages (0: no limit)")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: at end of input, or when interrupted)")
 	fs.StringVar(&o.repairs, "repairs", "multicast", "send repairs to the whole group (multicast) or only to the subscriber that asked (unicast)")
-	fs.IntVar(&o.mtu, "mtu", 0, "largest datagram in bytes, headers included (0: 1408)")
+	fs.IntVar(&o.mtu, "mtu", reliable.DefaultMTU, "largest datagram in bytes, headers included (256..65507)")
 	if err := inv.parse(fs); err != nil {
 		return err
 	}
@@ -80,11 +86,11 @@ func runMcastPub(ctx context.Context, inv *invocation) error {
 	cfg.Logger = inv.log
 	pub, err := multicast.NewPublisher(ctx, cfg)
 	if err != nil {
-		return configError(err, nil)
+		return configError(err, mcastFlagOf)
 	}
 	id := pub.Stream()
-	fmt.Fprintf(inv.err, "publishing to %v on %s from %v: feed %d, session %016x, ttl %d\n",
-		cfg.Group, cfg.Interface, pub.LocalAddr(), id.Feed, id.Session, o.ttl)
+	fmt.Fprintf(inv.err, "publishing to %v on %s from %v: feed %d, session %016x, ttl %d%s\n",
+		cfg.Group, cfg.Interface, pub.LocalAddr(), id.Feed, id.Session, o.ttl, authenticated(cfg))
 
 	runCtx, cancel := withDuration(ctx, o.duration)
 	defer cancel()
@@ -109,12 +115,10 @@ func (o *pubOptions) config(changed func(string) bool) (multicast.Config, error)
 		return cfg, err
 	}
 	switch {
-	case o.ttl < 0 || o.ttl > 255:
-		return cfg, usagef("--ttl %d is outside 0..255", o.ttl)
 	case !(o.rate > 0):
 		return cfg, usagef("--rate %v: want a positive number of ticks per second", o.rate)
-	case o.mtu != 0 && o.mtu < 256:
-		return cfg, usagef("--mtu %d is too small (at least 256)", o.mtu)
+	case o.mtu == 0:
+		return cfg, usagef("--mtu 0: must be in [256, 65507]")
 	case o.ticks && changed("topic"):
 		return cfg, usagef("--topic is for stdin lines; a tick's topic is its symbol")
 	}
@@ -153,9 +157,13 @@ func (o *pubOptions) limit() uint64 {
 // writePubStats prints the publisher's key counters.
 func writePubStats(w io.Writer, s multicast.PublisherStats) {
 	fmt.Fprintf(w, "published %d messages in %d datagrams (%.1f per datagram), %d heartbeats; "+
-		"NACKs received %d, repairs %d, NCFs %d, lost notices %d, send errors %d\n",
+		"NACKs received %d, repairs %d, NCFs %d, lost notices %d, send errors %d",
 		s.Messages, s.Datagrams, perDatagram(s.Messages, s.Datagrams), s.Heartbeats,
 		s.NacksReceived, s.Repairs, s.Ncfs, s.LostNotices, s.SendErrors)
+	if s.Unauthenticated > 0 {
+		fmt.Fprintf(w, ", unauthenticated NACKs dropped %d", s.Unauthenticated)
+	}
+	fmt.Fprintln(w)
 }
 
 func perDatagram(messages, datagrams uint64) float64 {

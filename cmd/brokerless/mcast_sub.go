@@ -25,9 +25,11 @@ Each message is printed on standard output as one line,
 "<seq> <topic> <payload>": the topic is "-" when empty, the payload is
 text when it is printable UTF-8 and hexadecimal otherwise. With --stats
 messages are not printed; instead a line of counters is printed every
---interval: delivered/s and delivered, recovered (datagrams that filled a
-gap), duplicates dropped, NACKs sent, NACKs suppressed, gaps and the
-sequence numbers they lost, and the latency p50/p99 from publish to
+--interval: delivered/s and delivered; recovered: messages that arrived
+after their loss was noticed, by repair or late (a message split over
+several datagrams counts once per fragment); duplicates: copies dropped,
+counted the same way; NACKs sent and NACKs suppressed; gaps and the
+sequence numbers they lost; and the latency p50/p99 from publish to
 receipt over the interval (meaningful when the publisher's clock is this
 machine's).
 
@@ -35,11 +37,20 @@ Gaps, stream starts and stream ends are always reported on standard
 error, one line each, for example
 "gap 1/4f0c9a2e5b1d7c38 seq 100..120 (21 lost): recovery timed out".
 
+It runs until interrupted, or until --count messages or --duration. A
+feed outlives its publishers (a restarted publisher continues it as a new
+stream), so the end of a stream does not stop it; --until-end does: it
+exits once a stream ends, closed by its publisher or silent for 5s.
+
 --simulate-loss drops that fraction of the received datagrams (data and
 repairs alike) on purpose, with a seeded generator, to rehearse loss.`,
 	examples: `
-# Print every message of feed 1.
+# Print every message of feed 1, across publisher restarts, until
+# interrupted.
 brokerless mcast sub --group 239.1.2.3:7000
+
+# Print what one publisher sends, and exit when it closes its stream.
+brokerless mcast sub --group 239.1.2.3:7000 --until-end
 
 # A line of counters every second, with 5% of the datagrams dropped on
 # purpose to watch them being recovered.
@@ -58,6 +69,7 @@ type subOptions struct {
 	seed     int64
 	count    uint64
 	duration time.Duration
+	untilEnd bool
 	join     string
 }
 
@@ -71,6 +83,7 @@ func runMcastSub(ctx context.Context, inv *invocation) error {
 	fs.Int64Var(&o.seed, "seed", 1, "seed of --simulate-loss")
 	fs.Uint64Var(&o.count, "count", 0, "stop after this many messages (0: no limit)")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: when interrupted)")
+	fs.BoolVar(&o.untilEnd, "until-end", false, "stop when a stream ends (its publisher closed it, or it fell silent)")
 	fs.StringVar(&o.join, "join", "live", "where to start in a stream already running: live (its next message) or earliest (what is still in the publisher's window)")
 	if err := inv.parse(fs); err != nil {
 		return err
@@ -82,11 +95,11 @@ func runMcastSub(ctx context.Context, inv *invocation) error {
 	cfg.Logger = inv.log
 	sub, err := multicast.NewSubscriber(ctx, cfg)
 	if err != nil {
-		return configError(err, nil)
+		return configError(err, mcastFlagOf)
 	}
 	defer sub.Close()
-	fmt.Fprintf(inv.err, "listening on %v on %s: feed %d, join %s, receive buffer %d bytes granted\n",
-		cfg.Group, cfg.Interface, cfg.Feed, o.join, sub.Stats().RecvBuffer)
+	fmt.Fprintf(inv.err, "listening on %v on %s: feed %d, join %s, receive buffer %d bytes granted%s\n",
+		cfg.Group, cfg.Interface, cfg.Feed, o.join, sub.Stats().RecvBuffer, authenticated(cfg))
 	if o.loss > 0 {
 		fmt.Fprintf(inv.err, "dropping %g%% of received datagrams on purpose (seed %d)\n", 100*o.loss, o.seed)
 	}
@@ -99,7 +112,7 @@ func runMcastSub(ctx context.Context, inv *invocation) error {
 	} else {
 		out = newLineSink(inv.out)
 	}
-	n, err := receive(runCtx, sub, o.count, out, inv.err)
+	n, err := receive(runCtx, sub, o.count, o.untilEnd, out, inv.err)
 	err = errors.Join(err, out.close())
 	writeSubStats(inv.err, n, sub.Stats())
 	return err
@@ -135,11 +148,11 @@ func (o *subOptions) config(changed func(string) bool) (multicast.Config, error)
 	return cfg, nil
 }
 
-// receive hands messages to out until ctx ends or limit messages (0: no
-// limit) arrived, and reports gaps and stream starts and ends on events.
-// It returns how many messages it received; the end of ctx is a normal
-// end, not an error.
-func receive(ctx context.Context, sub transport.Subscriber, limit uint64, out sink, events io.Writer) (uint64, error) {
+// receive hands messages to out until ctx ends, limit messages (0: no
+// limit) arrived or, with untilEnd, a stream ended, and reports gaps and
+// stream starts and ends on events. It returns how many messages it
+// received; the end of ctx is a normal end, not an error.
+func receive(ctx context.Context, sub transport.Subscriber, limit uint64, untilEnd bool, out sink, events io.Writer) (uint64, error) {
 	var n uint64
 	for limit == 0 || n < limit {
 		ev, err := sub.Receive(ctx)
@@ -154,6 +167,9 @@ func receive(ctx context.Context, sub transport.Subscriber, limit uint64, out si
 				return n, err
 			}
 			fmt.Fprintln(events, describe(&ev))
+			if untilEnd && ev.Kind == transport.EventStreamEnd {
+				return n, nil
+			}
 			continue
 		}
 		if err := out.message(&ev.Message, time.Now()); err != nil {
@@ -171,6 +187,13 @@ func writeSubStats(w io.Writer, received uint64, s multicast.SubscriberStats) {
 		received, r.Recovered, r.Duplicates, r.NacksSent, r.Suppressed, r.Gaps, r.GapSeqs)
 	if s.Faults.Dropped > 0 {
 		fmt.Fprintf(w, ", dropped on purpose %d", s.Faults.Dropped)
+	}
+	if r.Unauthenticated > 0 {
+		fmt.Fprintf(w, ", unauthenticated %d", r.Unauthenticated)
+	}
+	if n := r.WrongSource + r.Jumps + r.EndsRejected + r.RestartsDeferred; n > 0 {
+		fmt.Fprintf(w, ", not believed %d (wrong source %d, jumps %d, ENDs %d, restarts %d)",
+			n, r.WrongSource, r.Jumps, r.EndsRejected, r.RestartsDeferred)
 	}
 	fmt.Fprintln(w)
 }

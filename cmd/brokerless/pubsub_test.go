@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +103,60 @@ func TestSubEndsCleanlyWhenInterrupted(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "received 0 messages") {
 		t.Errorf("stderr:\n%s", errOut)
+	}
+}
+
+// TestSubUntilEnd: with --until-end, mcast sub exits once the publisher
+// closed its stream; without it (TestSubEndsCleanlyWhenInterrupted) it
+// keeps listening for the feed's next publisher.
+func TestSubUntilEnd(t *testing.T) {
+	g := testGroup()
+	out, errOut, code := startSub(t, context.Background(), "--group", g, "--until-end")
+	pubCode, _, pubErr := runCLI(t, "one\ntwo\n", "mcast", "pub", "--group", g, "--ttl", "0")
+	if pubCode != exitOK {
+		t.Fatalf("pub exit %d:\n%s", pubCode, pubErr)
+	}
+	if c := waitExit(t, code, errOut); c != exitOK {
+		t.Fatalf("sub exit %d:\n%s", c, errOut)
+	}
+	if got, want := out.String(), "1 - one\n2 - two\n"; got != want {
+		t.Errorf("sub printed %q, want %q", got, want)
+	}
+	for _, w := range []string{"after seq 2: closed by publisher", "received 2 messages"} {
+		if !strings.Contains(errOut.String(), w) {
+			t.Errorf("sub stderr lacks %q:\n%s", w, errOut)
+		}
+	}
+}
+
+// TestKeyFile: publisher and subscriber sharing --key-file talk; a bad
+// key file is a bad flag value.
+func TestKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "feed.key")
+	if err := os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := testGroup()
+	out, errOut, code := startSub(t, context.Background(), "--group", g, "--key-file", key, "--count", "2")
+	pubCode, _, pubErr := runCLI(t, "one\ntwo\n", "mcast", "pub", "--group", g, "--ttl", "0", "--key-file", key)
+	if pubCode != exitOK || !strings.Contains(pubErr, "datagrams authenticated") {
+		t.Fatalf("pub exit %d:\n%s", pubCode, pubErr)
+	}
+	if c := waitExit(t, code, errOut); c != exitOK || out.String() != "1 - one\n2 - two\n" {
+		t.Fatalf("sub exit %d, printed %q:\n%s", c, out, errOut)
+	}
+	short := filepath.Join(dir, "short.key")
+	if err := os.WriteFile(short, []byte("abc"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"mcast", "pub", "--group", g, "--key-file", short},
+		{"mcast", "sub", "--group", g, "--key-file", filepath.Join(dir, "missing")},
+	} {
+		c, _, e := runCLI(t, "", args...)
+		if c != exitUsage || !strings.Contains(e, "--key-file "+args[len(args)-1]+": ") {
+			t.Errorf("%v: exit %d:\n%s", args, c, e)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +83,26 @@ func TestShort(t *testing.T) {
 	} {
 		if got := short(d).String(); got != want {
 			t.Errorf("short(%d) = %s, want %s", int64(d), got, want)
+		}
+	}
+}
+
+// TestRecoveredMeansTheSameEverywhere: the README and mcast sub --help
+// define the recovered counter as the engine counts it (frames, that is
+// messages, or fragments of messages larger than a datagram).
+func TestRecoveredMeansTheSameEverywhere(t *testing.T) {
+	const meaning = "messages that arrived after their loss was noticed, by repair or late (a message split over several datagrams counts once per fragment)"
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "", "mcast", "sub", "--help")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for name, text := range map[string]string{"README.md": string(readme), "mcast sub --help": out} {
+		if !strings.Contains(strings.Join(strings.Fields(text), " "), meaning) {
+			t.Errorf("%s does not define recovered as %q", name, meaning)
 		}
 	}
 }
