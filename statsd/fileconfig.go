@@ -74,14 +74,15 @@ type fileConfig struct {
 	RepeaterProtocol string `json:"repeaterProtocol"`
 
 	// Ours.
-	Prometheus      string   `json:"prometheus"`
-	Unixgram        []string `json:"unixgram"`
-	UDPReaders      int      `json:"udpReaders"`
-	MaxKeys         int      `json:"maxKeys"`
-	MaxTimerSamples int      `json:"maxTimerSamples"`
-	MaxSetMembers   int      `json:"maxSetMembers"`
-	MaxClients      int      `json:"maxClients"`
-	RecvBuffer      int      `json:"recvBuffer"`
+	Prometheus       string   `json:"prometheus"`
+	Unixgram         []string `json:"unixgram"`
+	UDPReaders       int      `json:"udpReaders"`
+	MaxKeys          int      `json:"maxKeys"`
+	EvictIdleFlushes int      `json:"evictIdleFlushes"`
+	MaxTimerSamples  int      `json:"maxTimerSamples"`
+	MaxSetMembers    int      `json:"maxSetMembers"`
+	MaxClients       int      `json:"maxClients"`
+	RecvBuffer       int      `json:"recvBuffer"`
 }
 
 // knownIgnored are Etsy options that configure what this server does not
@@ -95,7 +96,7 @@ var knownIgnored = []string{"mgmt_address", "mgmt_port", "title", "healthStatus"
 // ParseConfigFile reads a configuration file: a JSON object with Etsy
 // statsd's option names (its exampleConfig.js documents them), plus
 // "prometheus" (host:port of the /metrics endpoint), "unixgram" (socket
-// paths), "udpReaders", "maxKeys", "maxTimerSamples", "maxSetMembers",
+// paths), "udpReaders", "maxKeys", "evictIdleFlushes", "maxTimerSamples", "maxSetMembers",
 // "maxClients" and "recvBuffer". Etsy's files are JavaScript: quote the
 // names and drop comments and trailing commas to make them JSON.
 func ParseConfigFile(data []byte) (*Settings, error) {
@@ -202,7 +203,7 @@ func (f *fileConfig) apply(st *Settings) error {
 		}
 		c.Histogram = append(c.Histogram, hc)
 	}
-	c.UDPReaders, c.MaxKeys, c.MaxTimerSamples = f.UDPReaders, f.MaxKeys, f.MaxTimerSamples
+	c.UDPReaders, c.MaxKeys, c.EvictIdleFlushes, c.MaxTimerSamples = f.UDPReaders, f.MaxKeys, f.EvictIdleFlushes, f.MaxTimerSamples
 	c.MaxSetMembers, c.MaxClients, c.RecvBuffer = f.MaxSetMembers, f.MaxClients, f.RecvBuffer
 	return f.backends(st)
 }

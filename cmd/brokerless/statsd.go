@@ -30,7 +30,8 @@ existing dashboards keep working; --prometheus serves /metrics; --console
 prints JSON lines; --repeat forwards every packet to another StatsD.
 
 Every flush also reports the server itself, as stats.statsd.server.*:
-kernel receive drops on its UDP sockets, keys held and rejected (--max-keys),
+kernel receive drops on its UDP sockets, keys held, rejected (--max-keys)
+and evicted (--evict-idle-flushes),
 flush duration, and, for clients that number their packets, the packets
 each lost.
 
@@ -68,6 +69,7 @@ type statsdOptions struct {
 	console       bool
 	repeat        []string
 	maxKeys       int
+	evictIdle     int
 }
 
 func (o *statsdOptions) register(fs *pflag.FlagSet) {
@@ -81,6 +83,7 @@ func (o *statsdOptions) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.console, "console", false, "print every flush on standard output as JSON lines")
 	fs.StringArrayVar(&o.repeat, "repeat", nil, "forward every packet over UDP to the StatsD at host:port (repeatable)")
 	fs.IntVar(&o.maxKeys, "max-keys", statsd.DefaultMaxKeys, "most keys held; values for more are dropped and counted")
+	fs.IntVar(&o.evictIdle, "evict-idle-flushes", statsd.DefaultEvictIdleFlushes, "at the --max-keys cap, forget the keys idle for this many flushes (-1: never)")
 }
 
 func runStatsd(ctx context.Context, inv *invocation) error {
@@ -146,6 +149,12 @@ func (o *statsdOptions) settings(changed func(string) bool, warn io.Writer) (*st
 			return nil, usagef("--max-keys %d: want a positive number", o.maxKeys)
 		}
 		c.MaxKeys = o.maxKeys
+	}
+	if changed("evict-idle-flushes") || o.config == "" {
+		if o.evictIdle < -1 || o.evictIdle == 0 {
+			return nil, usagef("--evict-idle-flushes %d: want -1 (never) or a positive number", o.evictIdle)
+		}
+		c.EvictIdleFlushes = o.evictIdle
 	}
 	if o.graphite != "" {
 		if st.Graphite == nil {
