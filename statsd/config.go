@@ -27,8 +27,13 @@ type Config struct {
 	// for UDP and TCP (port 0 picks a free one), a file path for unix
 	// datagram sockets. At least one is required.
 	UDP, TCP, Unixgram []string
-	// UDPReaders is how many sockets (SO_REUSEPORT) and goroutines read
-	// each UDP address; the kernel spreads senders across them. Default 2.
+	// UDPReaders is how many sockets and goroutines read each UDP
+	// address; the kernel spreads senders across them. Several share the
+	// port with SO_REUSEPORT, which would let another process of the same
+	// user join them unnoticed, so the server first checks (in
+	// /proc/net/udp) that no other socket receives on the port and
+	// refuses to start otherwise (AddrInUseError); one reader sets no
+	// SO_REUSEPORT and the kernel itself refuses a second socket. Default 2.
 	UDPReaders int
 	// ReadBatch is how many datagrams one read takes (recvmmsg).
 	// Default 64.

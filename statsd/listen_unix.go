@@ -19,9 +19,14 @@ type unixReader struct {
 }
 
 // listenUnixgram binds path, replacing a stale socket file left there
-// (never any other kind of file).
+// (never any other kind of file, nor a socket that a process still
+// reads: that is another server's).
 func listenUnixgram(path string, cfg *Config) (*unixReader, error) {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() == fs.ModeSocket {
+		if probe, err := net.Dial("unixgram", path); err == nil {
+			probe.Close()
+			return nil, &AddrInUseError{Network: "unixgram", Addr: path}
+		}
 		_ = os.Remove(path)
 	}
 	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"regexp"
 	"strings"
@@ -95,6 +96,41 @@ func TestStatsdCommandHelpAndUsage(t *testing.T) {
 		if err := statsdCmd.run(context.Background(), inv); !errors.As(err, &usage) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
+	}
+}
+
+// A second statsd on the UDP port of a running one exits 1 with a
+// message naming the address, and does not start.
+func TestStatsdCommandSecondOnSamePort(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, errOut, done := startStatsd(t, ctx, "--udp", "127.0.0.1:0", "--flush-interval", "1h")
+	m := regexp.MustCompile(`udp (127\.0\.0\.1:\d+) \(2 readers\)`).FindStringSubmatch(errOut.String())
+	if m == nil {
+		t.Fatalf("listening line:\n%s", errOut)
+	}
+	for _, args := range [][]string{{"--udp", m[1]}, {"--udp", m[1], "--tcp", "127.0.0.1:0"}} {
+		ctx2, cancel2 := context.WithCancel(ctx)
+		e := newSyncBuffer("statsd: listening")
+		exit := make(chan int, 1)
+		go func() {
+			exit <- run(ctx2, append([]string{"statsd"}, args...), stdio{in: strings.NewReader(""), out: io.Discard, err: e})
+		}()
+		select {
+		case code := <-exit:
+			if code != exitFailure || !strings.Contains(e.String(), m[1]) || !strings.Contains(e.String(), "already in use") {
+				t.Errorf("%v: exit %d, stderr:\n%s", args, code, e)
+			}
+		case <-e.seen:
+			cancel2()
+			<-exit
+			t.Errorf("%v: a second statsd started on %s:\n%s", args, m[1], e)
+		}
+		cancel2()
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 
