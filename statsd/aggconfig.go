@@ -1,7 +1,6 @@
 package statsd
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
@@ -106,24 +105,30 @@ func (c *AggregatorConfig) setDefaults() {
 }
 
 func (c *AggregatorConfig) validate() error {
-	switch {
-	case c.FlushInterval < time.Millisecond:
-		return fmt.Errorf("%w: flush interval %v under 1ms", ErrBadConfig, c.FlushInterval)
-	case c.GaugesMaxTTL < 0 || c.MaxKeys < 0 || c.MaxTimerSamples < 0 || c.MaxSetMembers < 0 ||
-		c.MaxClients < 0 || c.ClientIdleFlushes < 0:
-		return fmt.Errorf("%w: negative limit", ErrBadConfig)
-	case c.EvictIdleFlushes < -1:
-		return fmt.Errorf("%w: EvictIdleFlushes %d: want -1 (never) or more than 0", ErrBadConfig, c.EvictIdleFlushes)
+	if c.FlushInterval < time.Millisecond {
+		return badConfig("FlushInterval", c.FlushInterval, "must be at least 1ms")
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"GaugesMaxTTL", c.GaugesMaxTTL}, {"MaxKeys", c.MaxKeys}, {"MaxTimerSamples", c.MaxTimerSamples},
+		{"MaxSetMembers", c.MaxSetMembers}, {"MaxClients", c.MaxClients}, {"ClientIdleFlushes", c.ClientIdleFlushes}} {
+		if f.v < 0 {
+			return badConfig(f.name, f.v, "must not be negative")
+		}
+	}
+	if c.EvictIdleFlushes < -1 {
+		return badConfig("EvictIdleFlushes", c.EvictIdleFlushes, "must be -1 (never) or positive")
 	}
 	for _, p := range c.PercentThreshold {
 		if math.IsNaN(p) || math.IsInf(p, 0) || p < -100 || p > 100 {
-			return fmt.Errorf("%w: percent threshold %v outside [-100, 100]", ErrBadConfig, p)
+			return badConfig("PercentThreshold", p, "must be in [-100, 100]")
 		}
 	}
 	for _, h := range c.Histogram {
 		for i, b := range h.Bins {
 			if math.IsNaN(b) || i > 0 && !(b > h.Bins[i-1]) {
-				return fmt.Errorf("%w: histogram %q: bins must increase", ErrBadConfig, h.Metric)
+				return badConfig("Histogram", h.Metric, "bins must increase")
 			}
 		}
 	}

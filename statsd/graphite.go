@@ -58,11 +58,9 @@ type Graphite struct {
 // time NewGraphite was called as graphiteStats.last_flush, as Etsy's
 // reports its start-up time (backends/graphite.js init).
 func NewGraphite(cfg GraphiteConfig) (*Graphite, error) {
-	if cfg.Address == "" {
-		return nil, fmt.Errorf("%w: graphite backend without an address", ErrBadConfig)
-	}
-	if cfg.PrefixStats == "" {
-		cfg.PrefixStats = DefaultPrefixStats
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	g := &Graphite{cfg: cfg, lastFlush: jsRoundSeconds(time.Now())}
 	if !cfg.NoLegacyNamespace {
@@ -85,6 +83,16 @@ func NewGraphite(cfg GraphiteConfig) (*Graphite, error) {
 	g.gauges = append(g.global[:len(g.global):len(g.global)], level(cfg.PrefixGauge, "gauges")...)
 	g.sets = append(g.global[:len(g.global):len(g.global)], level(cfg.PrefixSet, "sets")...)
 	return g, nil
+}
+
+func (c *GraphiteConfig) setDefaults() {
+	if c.PrefixStats == "" {
+		c.PrefixStats = DefaultPrefixStats
+	}
+}
+
+func (c *GraphiteConfig) validate() error {
+	return checkDialAddr("Address", "tcp", c.Address, "127.0.0.1:2003")
 }
 
 // Address is Carbon's address.

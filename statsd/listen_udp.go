@@ -3,7 +3,6 @@ package statsd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"net"
 	"syscall"
@@ -77,7 +76,7 @@ func checkUDPAlone(addr *net.UDPAddr, ours map[uint64]bool) error {
 	s, found, err := foreignUDP(addr, ours)
 	switch {
 	case err != nil:
-		return fmt.Errorf("statsd: udp %s: %w", addr, err)
+		return &ListenError{Network: "udp", Addr: addr.String(), Err: err}
 	case found:
 		return &AddrInUseError{Network: "udp", Addr: addr.String(), PID: socketOwner(s.inode)}
 	}
@@ -98,7 +97,7 @@ func bindUDP(ctx context.Context, addr string, cfg *Config, shared bool) ([]*udp
 			for _, r := range out {
 				r.conn.Close()
 			}
-			return nil, fmt.Errorf("statsd: listen udp %s: %w", addr, err)
+			return nil, listenError("udp", addr, err)
 		}
 		c := pc.(*net.UDPConn)
 		if i == 0 {

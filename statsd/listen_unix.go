@@ -2,7 +2,6 @@ package statsd
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -31,7 +30,7 @@ func listenUnixgram(path string, cfg *Config) (*unixReader, error) {
 	}
 	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
-		return nil, fmt.Errorf("statsd: listen unixgram %s: %w", path, err)
+		return nil, listenError("unixgram", path, err)
 	}
 	if cfg.RecvBuffer > 0 {
 		_ = c.SetReadBuffer(cfg.RecvBuffer)
