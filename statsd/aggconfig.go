@@ -1,7 +1,6 @@
 package statsd
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
@@ -16,6 +15,7 @@ const (
 	DefaultMaxSetMembers     = 1_000_000
 	DefaultMaxClients        = 4096
 	DefaultClientIdleFlushes = 30
+	DefaultEvictIdleFlushes  = 5
 )
 
 // AggregatorConfig says how metrics are aggregated. The names in
@@ -56,6 +56,16 @@ type AggregatorConfig struct {
 	// together); values for new keys beyond it are dropped and counted.
 	// Default 500,000.
 	MaxKeys int
+	// EvictIdleFlushes makes room at the key cap: when a flush finds
+	// MaxKeys keys held, it forgets (evicts) every key that received no
+	// value for this many flush intervals, and counts them
+	// (server.keys_evicted). So a flood of one-off keys cannot lock new
+	// keys out until a restart; a key that keeps receiving values is
+	// never evicted. An evicted counter, timer or set stops flushing
+	// zeros until it receives a value again; an evicted gauge loses its
+	// value. Below the cap nothing is evicted (Etsy's behaviour). Default
+	// 5; -1 never evicts.
+	EvictIdleFlushes int
 	// MaxTimerSamples bounds the timer values kept between two flushes;
 	// MaxSetMembers the set members. Beyond them values are dropped and
 	// counted. Defaults 5,000,000 and 1,000,000.
@@ -87,6 +97,7 @@ func (c *AggregatorConfig) setDefaults() {
 		c.PrefixStats = DefaultPrefixStats
 	}
 	setDefault(&c.MaxKeys, DefaultMaxKeys)
+	setDefault(&c.EvictIdleFlushes, DefaultEvictIdleFlushes)
 	setDefault(&c.MaxTimerSamples, DefaultMaxTimerSamples)
 	setDefault(&c.MaxSetMembers, DefaultMaxSetMembers)
 	setDefault(&c.MaxClients, DefaultMaxClients)
@@ -94,22 +105,30 @@ func (c *AggregatorConfig) setDefaults() {
 }
 
 func (c *AggregatorConfig) validate() error {
-	switch {
-	case c.FlushInterval < time.Millisecond:
-		return fmt.Errorf("%w: flush interval %v under 1ms", ErrBadConfig, c.FlushInterval)
-	case c.GaugesMaxTTL < 0 || c.MaxKeys < 0 || c.MaxTimerSamples < 0 || c.MaxSetMembers < 0 ||
-		c.MaxClients < 0 || c.ClientIdleFlushes < 0:
-		return fmt.Errorf("%w: negative limit", ErrBadConfig)
+	if c.FlushInterval < time.Millisecond {
+		return badConfig("FlushInterval", c.FlushInterval, "must be at least 1ms")
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"GaugesMaxTTL", c.GaugesMaxTTL}, {"MaxKeys", c.MaxKeys}, {"MaxTimerSamples", c.MaxTimerSamples},
+		{"MaxSetMembers", c.MaxSetMembers}, {"MaxClients", c.MaxClients}, {"ClientIdleFlushes", c.ClientIdleFlushes}} {
+		if f.v < 0 {
+			return badConfig(f.name, f.v, "must not be negative")
+		}
+	}
+	if c.EvictIdleFlushes < -1 {
+		return badConfig("EvictIdleFlushes", c.EvictIdleFlushes, "must be -1 (never) or positive")
 	}
 	for _, p := range c.PercentThreshold {
 		if math.IsNaN(p) || math.IsInf(p, 0) || p < -100 || p > 100 {
-			return fmt.Errorf("%w: percent threshold %v outside [-100, 100]", ErrBadConfig, p)
+			return badConfig("PercentThreshold", p, "must be in [-100, 100]")
 		}
 	}
 	for _, h := range c.Histogram {
 		for i, b := range h.Bins {
 			if math.IsNaN(b) || i > 0 && !(b > h.Bins[i-1]) {
-				return fmt.Errorf("%w: histogram %q: bins must increase", ErrBadConfig, h.Metric)
+				return badConfig("Histogram", h.Metric, "bins must increase")
 			}
 		}
 	}

@@ -21,6 +21,9 @@ type Aggregator struct {
 	packets, lines, bad *counterState
 	lagKey              string
 	lastTimestamp       int64
+	// flushes counts the flushes so far: a key's seen is the value it
+	// had when the key last received a value.
+	flushes uint64
 
 	// Between two flushes:
 	samples, members int
@@ -30,23 +33,28 @@ type Aggregator struct {
 
 type counterState struct {
 	value float64
+	seen  uint64
 	own   bool
 }
 
 type gaugeState struct {
 	value float64
+	seen  uint64
 	// ttl is the flushes left before a gauge that is not set again is
 	// deleted (DeleteGauges); -1 for a gauge that never expires.
 	ttl int
+	own bool
 }
 
 type timerState struct {
 	values []float64
 	count  float64
+	seen   uint64
 }
 
 type setState struct {
 	members map[string]struct{}
+	seen    uint64
 }
 
 // Drops counts what the aggregator refused since the last flush.
@@ -111,6 +119,7 @@ func (a *Aggregator) Add(m *Metric) bool {
 			a.counters[string(m.Key)] = c
 		}
 		c.value += m.Value * (1 / m.Rate)
+		c.seen = a.flushes
 	case Gauge:
 		g := a.gauges[string(m.Key)]
 		if g == nil {
@@ -120,6 +129,7 @@ func (a *Aggregator) Add(m *Metric) bool {
 			g = &gaugeState{ttl: -1}
 			a.gauges[string(m.Key)] = g
 		}
+		g.seen = a.flushes
 		if a.cfg.DeleteGauges {
 			g.ttl = a.cfg.GaugesMaxTTL
 		}
@@ -146,6 +156,7 @@ func (a *Aggregator) Add(m *Metric) bool {
 		a.samples++
 		t.values = append(t.values, m.Value)
 		t.count += 1 / m.Rate
+		t.seen = a.flushes
 	case Set:
 		s := a.sets[string(m.Key)]
 		if s == nil {
@@ -155,6 +166,7 @@ func (a *Aggregator) Add(m *Metric) bool {
 			s = &setState{members: make(map[string]struct{})}
 			a.sets[string(m.Key)] = s
 		}
+		s.seen = a.flushes
 		if _, ok := s.members[string(m.Member)]; ok {
 			return true
 		}

@@ -146,6 +146,85 @@ func TestAggregatorKeyCap(t *testing.T) {
 	}
 }
 
+// A flood of one-off keys fills the key cap; once they have been idle
+// for EvictIdleFlushes intervals a flush evicts them and new keys are
+// taken again, while keys that keep receiving values are never evicted.
+func TestAggregatorEvictsIdleKeysAtCap(t *testing.T) {
+	const maxKeys, idle = 40, 3
+	a := mustAggregator(t, AggregatorConfig{FlushInterval: time.Second, MaxKeys: maxKeys, EvictIdleFlushes: idle})
+	live := []string{"live.c:1|c", "live.g:7|g", "live.t:5|ms", "live.s:u|s"}
+	const slow = "live.slow:1|c" // a value every idle-1 intervals: never idle long enough
+	feed(t, a, append(live, slow)...)
+	for i := 0; a.keys < maxKeys; i++ {
+		feed(t, a, fmt.Sprintf("junk.c%d:1|c", i), fmt.Sprintf("junk.g%d:1|g", i), fmt.Sprintf("junk.t%d:1|ms", i), fmt.Sprintf("junk.s%d:x|s", i))
+	}
+	junk := maxKeys - len(live) - 1
+	var p Parser
+	legit, _, _ := p.AppendLine(nil, []byte("new.key:1|c"))
+	if a.Add(&legit[0]) {
+		t.Fatal("a new key was taken at the cap")
+	}
+	for flush := 1; ; flush++ {
+		s := a.Flush(t0.Add(time.Duration(flush) * time.Second))
+		got := flat(s)
+		for _, want := range []string{"c live.c 1 1", "g live.g 7", "t live.t.count 1", "s live.s 1"} {
+			if !strings.Contains(got, want+"\n") {
+				t.Fatalf("flush %d: live key %q missing:\n%s", flush, want, got)
+			}
+		}
+		if !strings.Contains(got, "c live.slow ") {
+			t.Fatalf("flush %d: live.slow evicted", flush)
+		}
+		if flush <= idle {
+			if s.Server.KeysEvicted != 0 || a.Add(&legit[0]) {
+				t.Fatalf("flush %d: evicted %d keys idle for %d intervals, want none before %d", flush, s.Server.KeysEvicted, flush-1, idle)
+			}
+		} else {
+			if s.Server.KeysEvicted != uint64(junk) || strings.Contains(got, "junk.") {
+				t.Fatalf("flush %d: evicted %d keys, want the %d junk ones:\n%s", flush, s.Server.KeysEvicted, junk, got)
+			}
+			if !selfStat(s, "server.keys_evicted", float64(junk)) {
+				t.Fatalf("flush %d: self-metrics %v lack server.keys_evicted %d", flush, s.SelfStats(), junk)
+			}
+			if !a.Add(&legit[0]) {
+				t.Fatalf("flush %d: the new key is still refused after the eviction", flush)
+			}
+			break
+		}
+		feed(t, a, live...)
+		if flush%(idle-1) == 0 {
+			feed(t, a, slow)
+		}
+	}
+	if s := a.Flush(t0.Add(time.Hour)); s.Server.KeysEvicted != 0 || !strings.Contains(flat(s), "c new.key 1 1") {
+		t.Fatalf("after the eviction: %d evicted, flush\n%s", s.Server.KeysEvicted, flat(s))
+	}
+}
+
+// Below the cap, and with EvictIdleFlushes -1, idle keys stay (Etsy's
+// behaviour): counters keep flushing 0.
+func TestAggregatorKeepsIdleKeys(t *testing.T) {
+	for _, cfg := range []AggregatorConfig{{MaxKeys: 3, EvictIdleFlushes: 1}, {MaxKeys: 2, EvictIdleFlushes: -1}} {
+		a := mustAggregator(t, cfg)
+		feed(t, a, "a:1|c", "b:1|g")
+		for flush := range 10 {
+			s := a.Flush(t0.Add(time.Duration(flush) * time.Second))
+			if got := flat(s); s.Server.KeysEvicted != 0 || !strings.Contains(got, "c a ") || !strings.Contains(got, "g b 1") {
+				t.Fatalf("%+v, flush %d: %d evicted:\n%s", cfg, flush, s.Server.KeysEvicted, got)
+			}
+		}
+	}
+}
+
+func selfStat(s *Snapshot, name string, want float64) bool {
+	for _, st := range s.SelfStats() {
+		if st.Name == name {
+			return st.Value == want
+		}
+	}
+	return false
+}
+
 func TestSeqTracker(t *testing.T) {
 	tr := seqTracker{max: 2, idleFlushes: 2}
 	for _, seq := range []uint64{10, 11, 13, 12, 12, 15, 90, 200} {

@@ -1,10 +1,12 @@
 package statsd
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"runtime"
+	"strconv"
 	"time"
 )
 
@@ -114,29 +116,28 @@ func (c *ClientConfig) setDefaults() {
 func (c *ClientConfig) validate() error {
 	switch {
 	case c.Addr == "":
-		return clientConfigError("Addr is required")
+		return badConfig("Addr", `""`, "is required")
 	case clientFramingOf(c.Network) == clientFramingUnknown:
-		return clientConfigError("Network %q is not udp, udp4, udp6, unixgram, tcp, tcp4 or tcp6", c.Network)
+		return badConfig("Network", c.Network, "must be udp, udp4, udp6, unixgram, tcp, tcp4 or tcp6")
 	case c.MaxPacketSize < minClientPacketSize || c.MaxPacketSize > maxClientPacketSize:
-		return clientConfigError("MaxPacketSize %d outside [%d, %d]", c.MaxPacketSize, minClientPacketSize, maxClientPacketSize)
-	case c.FlushInterval < 0 || c.WriteTimeout < 0:
-		return clientConfigError("negative FlushInterval or WriteTimeout")
+		return badConfig("MaxPacketSize", c.MaxPacketSize, fmt.Sprintf("must be in [%d, %d]", minClientPacketSize, maxClientPacketSize))
+	case c.FlushInterval < 0:
+		return badConfig("FlushInterval", c.FlushInterval, "must not be negative")
+	case c.WriteTimeout < 0:
+		return badConfig("WriteTimeout", c.WriteTimeout, "must not be negative")
 	case c.QueueBytes < c.MaxPacketSize || c.QueueBytes > maxClientQueueBytes:
-		return clientConfigError("QueueBytes %d outside [MaxPacketSize %d, %d]", c.QueueBytes, c.MaxPacketSize, maxClientQueueBytes)
+		return badConfig("QueueBytes", c.QueueBytes, fmt.Sprintf("must be in [MaxPacketSize (%d), %d]", c.MaxPacketSize, maxClientQueueBytes))
 	case c.Shards < 1 || c.Shards > maxClientShards:
-		return clientConfigError("Shards %d outside [1, %d]", c.Shards, maxClientShards)
+		return badConfig("Shards", c.Shards, fmt.Sprintf("must be in [1, %d]", maxClientShards))
 	case c.CounterKeys < -1 || c.CounterKeys > maxClientCounterKeys:
-		return clientConfigError("CounterKeys %d outside [-1, %d]", c.CounterKeys, maxClientCounterKeys)
+		return badConfig("CounterKeys", c.CounterKeys, fmt.Sprintf("must be in [-1, %d]", maxClientCounterKeys))
 	case c.Sequence:
-		if err := CheckClientID(c.ClientID); err != nil {
-			return fmt.Errorf("%w: %w", ErrBadConfig, err)
+		var idErr *ClientIDError
+		if err := CheckClientID(c.ClientID); errors.As(err, &idErr) {
+			return badConfig("ClientID", strconv.Quote(c.ClientID), idErr.Reason)
 		}
 	}
 	return nil
-}
-
-func clientConfigError(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
 }
 
 func setClientDefault[T int | time.Duration](v *T, d T) {

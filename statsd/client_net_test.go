@@ -81,7 +81,10 @@ func TestClientRoundTrip(t *testing.T) {
 }
 
 // After the server drops the connection the client connects again, and
-// the lines of the failed writes are counted as dropped.
+// the lines of the failed writes are counted as dropped. Every increment
+// is its own line (CounterKeys -1): the client sums the increments of a
+// flush interval otherwise, and how many land in one interval depends on
+// scheduling, not on the reconnection.
 func TestClientTCPReconnects(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -89,41 +92,57 @@ func TestClientTCPReconnects(t *testing.T) {
 	}
 	defer ln.Close()
 	c := newTestClient(t, ClientConfig{Network: "tcp", Addr: ln.Addr().String(), FlushInterval: 5 * time.Millisecond,
-		WriteTimeout: 20 * time.Millisecond})
+		WriteTimeout: 20 * time.Millisecond, CounterKeys: -1})
 	first, err := ln.Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
 	first.Close()
 
-	second := make(chan string, 1)
+	arrived := make(chan struct{}) // closed when the second connection carries a byte
+	second := make(chan string, 1) // all it carried, once the client closed it
 	go func() {
 		conn, err := ln.Accept()
 		if err != nil {
+			close(second)
 			return
 		}
 		defer conn.Close()
-		buf := make([]byte, 64)
-		n, _ := conn.Read(buf)
-		second <- string(buf[:n])
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		var b [1]byte
+		n, _ := conn.Read(b[:])
+		close(arrived)
+		rest, _ := io.ReadAll(conn)
+		second <- string(b[:n]) + string(rest)
 	}()
 	deadline := time.After(5 * time.Second)
+	increments := uint64(0)
+wait:
 	for {
 		c.Incr("again")
+		increments++
 		select {
-		case got := <-second:
-			if !strings.HasPrefix(got, "again:1|c\n") {
-				t.Fatalf("second connection got %q", got)
-			}
-			c.Close()
-			if st := c.Stats(); st.WriteErrors == 0 || st.Dropped == 0 {
-				t.Fatalf("stats %+v: the failed writes were not counted", st)
-			}
-			return
+		case <-arrived:
+			break wait
 		case <-deadline:
 			t.Fatalf("no reconnection within 5 s: %+v", c.Stats())
-		case <-time.After(5 * time.Millisecond): // one line per flush interval
+		case <-time.After(5 * time.Millisecond):
 		}
+	}
+	c.Close()
+	got := <-second
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	for _, l := range lines {
+		if l != "again:1|c" {
+			t.Fatalf("second connection got %q: line %q", got, l)
+		}
+	}
+	st := c.Stats()
+	if st.WriteErrors == 0 || st.Dropped == 0 {
+		t.Fatalf("stats %+v: the failed writes were not counted", st)
+	}
+	if st.Lines+st.Dropped != increments || uint64(len(lines)) > st.Lines {
+		t.Fatalf("stats %+v after %d increments, %d lines received: not every line is written or dropped", st, increments, len(lines))
 	}
 }
 

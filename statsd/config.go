@@ -1,7 +1,6 @@
 package statsd
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 )
@@ -27,8 +26,13 @@ type Config struct {
 	// for UDP and TCP (port 0 picks a free one), a file path for unix
 	// datagram sockets. At least one is required.
 	UDP, TCP, Unixgram []string
-	// UDPReaders is how many sockets (SO_REUSEPORT) and goroutines read
-	// each UDP address; the kernel spreads senders across them. Default 2.
+	// UDPReaders is how many sockets and goroutines read each UDP
+	// address; the kernel spreads senders across them. Several share the
+	// port with SO_REUSEPORT, which would let another process of the same
+	// user join them unnoticed, so the server first checks (in
+	// /proc/net/udp) that no other socket receives on the port and
+	// refuses to start otherwise (AddrInUseError); one reader sets no
+	// SO_REUSEPORT and the kernel itself refuses a second socket. Default 2.
 	UDPReaders int
 	// ReadBatch is how many datagrams one read takes (recvmmsg).
 	// Default 64.
@@ -36,8 +40,10 @@ type Config struct {
 	// MaxDatagram is the longest datagram read whole; longer ones are
 	// cut and counted (Truncated). Default 8192, DogStatsD's.
 	MaxDatagram int
-	// RecvBuffer is the SO_RCVBUF requested for UDP sockets; the kernel
-	// may clamp it (net.core.rmem_max), which is logged. Default 4 MiB.
+	// RecvBuffer is the SO_RCVBUF requested for UDP and unix datagram
+	// sockets; the kernel may clamp it (net.core.rmem_max), which is
+	// logged. -1 requests nothing: the kernel's default
+	// (net.core.rmem_default, what Etsy statsd gets). Default 4 MiB.
 	RecvBuffer int
 	// MaxConns bounds the open TCP connections; more are closed at once
 	// and counted. Default 1024.
@@ -82,23 +88,48 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// maxUnixPath is the longest unix socket path (sun_path less its NUL).
+const maxUnixPath = 107
+
 func (c *Config) validate() error {
 	if err := c.AggregatorConfig.validate(); err != nil {
 		return err
 	}
+	if len(c.UDP)+len(c.TCP)+len(c.Unixgram) == 0 {
+		return badConfig("UDP", "(none)", "at least one address to listen on is required (UDP, TCP or Unixgram)")
+	}
+	for _, a := range c.UDP {
+		if err := checkListenAddr("UDP", "udp", a); err != nil {
+			return err
+		}
+	}
+	for _, a := range c.TCP {
+		if err := checkListenAddr("TCP", "tcp", a); err != nil {
+			return err
+		}
+	}
+	for _, p := range c.Unixgram {
+		if p == "" || len(p) > maxUnixPath {
+			return badConfig("Unixgram", p, "must be a socket path of 1 to 107 bytes")
+		}
+	}
 	switch {
-	case len(c.UDP)+len(c.TCP)+len(c.Unixgram) == 0:
-		return fmt.Errorf("%w: nothing to listen on", ErrBadConfig)
 	case c.UDPReaders < 1 || c.UDPReaders > 64:
-		return fmt.Errorf("%w: UDPReaders %d outside [1, 64]", ErrBadConfig, c.UDPReaders)
+		return badConfig("UDPReaders", c.UDPReaders, "must be in [1, 64]")
 	case c.ReadBatch < 1 || c.ReadBatch > 1024:
-		return fmt.Errorf("%w: ReadBatch %d outside [1, 1024]", ErrBadConfig, c.ReadBatch)
+		return badConfig("ReadBatch", c.ReadBatch, "must be in [1, 1024]")
 	case c.MaxDatagram < 512 || c.MaxDatagram > 65535:
-		return fmt.Errorf("%w: MaxDatagram %d outside [512, 65535]", ErrBadConfig, c.MaxDatagram)
-	case c.RecvBuffer < 0 || c.MaxConns < 1 || c.MaxLineLength < 64:
-		return fmt.Errorf("%w: RecvBuffer, MaxConns or MaxLineLength out of range", ErrBadConfig)
-	case c.BadLineLogGap < 0 || c.BackendTimeout < 0:
-		return fmt.Errorf("%w: negative BadLineLogGap or BackendTimeout", ErrBadConfig)
+		return badConfig("MaxDatagram", c.MaxDatagram, "must be in [512, 65535]")
+	case c.RecvBuffer < -1:
+		return badConfig("RecvBuffer", c.RecvBuffer, "must be -1 (the kernel's default) or a size in bytes")
+	case c.MaxConns < 1:
+		return badConfig("MaxConns", c.MaxConns, "must be positive")
+	case c.MaxLineLength < 64:
+		return badConfig("MaxLineLength", c.MaxLineLength, "must be at least 64")
+	case c.BadLineLogGap < 0:
+		return badConfig("BadLineLogGap", c.BadLineLogGap, "must not be negative")
+	case c.BackendTimeout < 0:
+		return badConfig("BackendTimeout", c.BackendTimeout, "must not be negative")
 	}
 	return nil
 }

@@ -6,7 +6,9 @@
 // # Server
 //
 // A Server listens on UDP (several SO_REUSEPORT readers with batch
-// reads), TCP (newline-delimited) and unix datagram sockets, parses the
+// reads; a port that another process already reads is refused with an
+// AddrInUseError rather than shared), TCP (newline-delimited) and unix
+// datagram sockets, parses the
 // StatsD line protocol (Parser, with no I/O), aggregates with an
 // Aggregator that reproduces the arithmetic of Etsy's
 // lib/process_metrics.js, and hands each flush to backends: Graphite

@@ -2,6 +2,7 @@ package statsd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -74,14 +75,15 @@ type fileConfig struct {
 	RepeaterProtocol string `json:"repeaterProtocol"`
 
 	// Ours.
-	Prometheus      string   `json:"prometheus"`
-	Unixgram        []string `json:"unixgram"`
-	UDPReaders      int      `json:"udpReaders"`
-	MaxKeys         int      `json:"maxKeys"`
-	MaxTimerSamples int      `json:"maxTimerSamples"`
-	MaxSetMembers   int      `json:"maxSetMembers"`
-	MaxClients      int      `json:"maxClients"`
-	RecvBuffer      int      `json:"recvBuffer"`
+	Prometheus       string   `json:"prometheus"`
+	Unixgram         []string `json:"unixgram"`
+	UDPReaders       int      `json:"udpReaders"`
+	MaxKeys          int      `json:"maxKeys"`
+	EvictIdleFlushes int      `json:"evictIdleFlushes"`
+	MaxTimerSamples  int      `json:"maxTimerSamples"`
+	MaxSetMembers    int      `json:"maxSetMembers"`
+	MaxClients       int      `json:"maxClients"`
+	RecvBuffer       int      `json:"recvBuffer"`
 }
 
 // knownIgnored are Etsy options that configure what this server does not
@@ -95,13 +97,13 @@ var knownIgnored = []string{"mgmt_address", "mgmt_port", "title", "healthStatus"
 // ParseConfigFile reads a configuration file: a JSON object with Etsy
 // statsd's option names (its exampleConfig.js documents them), plus
 // "prometheus" (host:port of the /metrics endpoint), "unixgram" (socket
-// paths), "udpReaders", "maxKeys", "maxTimerSamples", "maxSetMembers",
+// paths), "udpReaders", "maxKeys", "evictIdleFlushes", "maxTimerSamples", "maxSetMembers",
 // "maxClients" and "recvBuffer". Etsy's files are JavaScript: quote the
 // names and drop comments and trailing commas to make them JSON.
 func ParseConfigFile(data []byte) (*Settings, error) {
 	var f fileConfig
 	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("%w: config file: %v", ErrBadConfig, err)
+		return nil, fmt.Errorf("%w: not JSON: %v", ErrBadConfig, err)
 	}
 	var names map[string]json.RawMessage
 	_ = json.Unmarshal(data, &names)
@@ -115,7 +117,71 @@ func ParseConfigFile(data []byte) (*Settings, error) {
 	if err := f.apply(st); err != nil {
 		return nil, err
 	}
+	if err := st.Validate(); err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			if option, ok := fileOptionOf[ce.Field]; ok {
+				return nil, badConfig(option, ce.Value, ce.Want)
+			}
+		}
+		return nil, err
+	}
 	return st, nil
+}
+
+// fileOptionOf names the file option of each field Validate may find at
+// fault.
+var fileOptionOf = map[string]string{
+	"UDP": "port/address/servers", "TCP": "servers", "Unixgram": "unixgram", "UDPReaders": "udpReaders", "RecvBuffer": "recvBuffer",
+	"FlushInterval": "flushInterval", "PercentThreshold": "percentThreshold", "GaugesMaxTTL": "gaugesMaxTTL",
+	"Histogram": "histogram", "MaxKeys": "maxKeys", "EvictIdleFlushes": "evictIdleFlushes",
+	"MaxTimerSamples": "maxTimerSamples", "MaxSetMembers": "maxSetMembers", "MaxClients": "maxClients",
+	"Graphite.Address": "graphiteHost/graphitePort", "Prometheus.Address": "prometheus",
+	"Repeater.Targets": "repeater", "Repeater.Protocol": "repeaterProtocol",
+}
+
+// Validate checks the server's configuration and the backends' as
+// NewServer, NewGraphite, NewPrometheus and NewRepeater would, defaults
+// filled in, without opening anything, so a bad value is reported before
+// anything starts. A backend's ConfigError names its field with the
+// backend's name: "Graphite.Address", "Prometheus.Address",
+// "Repeater.Targets".
+func (st *Settings) Validate() error {
+	c := st.Server
+	c.setDefaults()
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if st.Graphite != nil {
+		g := *st.Graphite
+		g.setDefaults()
+		if err := g.validate(); err != nil {
+			return prefixField("Graphite.", err)
+		}
+	}
+	if st.Prometheus != nil {
+		p := *st.Prometheus
+		p.setDefaults()
+		if err := p.validate(); err != nil {
+			return prefixField("Prometheus.", err)
+		}
+	}
+	if st.Repeater != nil {
+		r := *st.Repeater
+		r.setDefaults()
+		if err := r.validate(); err != nil {
+			return prefixField("Repeater.", err)
+		}
+	}
+	return nil
+}
+
+func prefixField(prefix string, err error) error {
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		return badConfig(prefix+ce.Field, ce.Value, ce.Want)
+	}
+	return err
 }
 
 func knownOption(name string) bool {
@@ -157,11 +223,11 @@ func (f *fileConfig) apply(st *Settings) error {
 			c.UDP = append(c.UDP, listen(s.Address, s.Port, s.AddressIPv6))
 		case "./servers/tcp":
 			if s.Socket != "" {
-				return fmt.Errorf("%w: config file: a TCP server on a unix socket (%s) is not supported; use \"unixgram\"", ErrBadConfig, s.Socket)
+				return badConfig("servers", s.Socket, `a TCP server on a unix socket is not supported; use "unixgram"`)
 			}
 			c.TCP = append(c.TCP, listen(s.Address, s.Port, s.AddressIPv6))
 		default:
-			return fmt.Errorf("%w: config file: unknown server %q", ErrBadConfig, s.Server)
+			return badConfig("servers", strconv.Quote(s.Server), "must be ./servers/udp or ./servers/tcp")
 		}
 	}
 	c.Unixgram = f.Unixgram
@@ -196,13 +262,13 @@ func (f *fileConfig) apply(st *Settings) error {
 			if string(raw) == `"inf"` {
 				v = math.Inf(1)
 			} else if err := json.Unmarshal(raw, &v); err != nil {
-				return fmt.Errorf("%w: config file: histogram %q: bin %s is not a number or \"inf\"", ErrBadConfig, h.Metric, raw)
+				return badConfig("histogram", string(raw), `bins must be numbers or "inf"`)
 			}
 			hc.Bins = append(hc.Bins, v)
 		}
 		c.Histogram = append(c.Histogram, hc)
 	}
-	c.UDPReaders, c.MaxKeys, c.MaxTimerSamples = f.UDPReaders, f.MaxKeys, f.MaxTimerSamples
+	c.UDPReaders, c.MaxKeys, c.EvictIdleFlushes, c.MaxTimerSamples = f.UDPReaders, f.MaxKeys, f.EvictIdleFlushes, f.MaxTimerSamples
 	c.MaxSetMembers, c.MaxClients, c.RecvBuffer = f.MaxSetMembers, f.MaxClients, f.RecvBuffer
 	return f.backends(st)
 }
@@ -217,7 +283,7 @@ func (f *fileConfig) thresholds(c *Config) error {
 		return nil
 	}
 	if err := json.Unmarshal(f.PercentThreshold, &c.PercentThreshold); err != nil {
-		return fmt.Errorf("%w: config file: percentThreshold %s: want a number or a list of numbers", ErrBadConfig, f.PercentThreshold)
+		return badConfig("percentThreshold", string(f.PercentThreshold), "must be a number or a list of numbers")
 	}
 	return nil
 }
@@ -234,7 +300,7 @@ func (f *fileConfig) backends(st *Settings) error {
 				continue // Etsy: metrics processed, then discarded
 			}
 			if f.GraphiteProtocol != nil && *f.GraphiteProtocol != "text" {
-				return fmt.Errorf("%w: config file: graphiteProtocol %q: only text is supported", ErrBadConfig, *f.GraphiteProtocol)
+				return badConfig("graphiteProtocol", strconv.Quote(*f.GraphiteProtocol), "only text is supported")
 			}
 			port := 2003
 			if f.GraphitePort != nil {
@@ -266,7 +332,7 @@ func (f *fileConfig) backends(st *Settings) error {
 			}
 			st.Repeater = r
 		default:
-			return fmt.Errorf("%w: config file: unknown backend %q (have ./backends/graphite, ./backends/console, ./backends/repeater)", ErrBadConfig, b)
+			return badConfig("backends", strconv.Quote(b), "must be ./backends/graphite, ./backends/console or ./backends/repeater")
 		}
 	}
 	if f.Prometheus != "" {

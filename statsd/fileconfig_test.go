@@ -17,7 +17,7 @@ func TestParseConfigFile(t *testing.T) {
 		"backends": ["./backends/graphite", "./backends/console", "./backends/repeater"],
 		"repeater": [{"host": "127.0.0.1", "port": 8127}],
 		"servers": [{"server": "./servers/udp", "address": "127.0.0.1", "port": 9125}, {"server": "./servers/tcp", "port": 9126}],
-		"prometheus": "127.0.0.1:9102", "maxKeys": 1000, "mgmt_port": 8126, "mystery": 1
+		"prometheus": "127.0.0.1:9102", "maxKeys": 1000, "evictIdleFlushes": 2, "mgmt_port": 8126, "mystery": 1
 	}`))
 	if err != nil {
 		t.Fatal(err)
@@ -32,8 +32,8 @@ func TestParseConfigFile(t *testing.T) {
 	if !c.DeleteCounters || !c.DeleteTimers || !c.DeleteSets || c.DeleteGauges || c.GaugesMaxTTL != 3 || c.PrefixStats != "sd" {
 		t.Errorf("deletion %+v", c.AggregatorConfig)
 	}
-	if len(c.Histogram) != 1 || !math.IsInf(c.Histogram[0].Bins[2], 1) || c.MaxKeys != 1000 {
-		t.Errorf("histogram %+v maxKeys %d", c.Histogram, c.MaxKeys)
+	if len(c.Histogram) != 1 || !math.IsInf(c.Histogram[0].Bins[2], 1) || c.MaxKeys != 1000 || c.EvictIdleFlushes != 2 {
+		t.Errorf("histogram %+v maxKeys %d evictIdleFlushes %d", c.Histogram, c.MaxKeys, c.EvictIdleFlushes)
 	}
 	g := st.Graphite
 	if g == nil || g.Address != "127.0.0.1:2003" || !g.NoLegacyNamespace || *g.GlobalPrefix != "" || g.GlobalSuffix != "h1" || g.PrefixStats != "sd" {

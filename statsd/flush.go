@@ -9,14 +9,15 @@ import (
 
 // Flush computes the flush at now and resets the aggregator for the
 // next interval, keeping, zeroing or deleting each key as Etsy does
-// (stats.js clear_metrics).
+// (stats.js clear_metrics). At the key cap it first evicts the keys
+// idle for EvictIdleFlushes intervals.
 func (a *Aggregator) Flush(now time.Time) *Snapshot {
 	ts := int64(jsRound(float64(now.UnixMilli()) / 1000))
 	interval := float64(a.cfg.FlushInterval.Milliseconds())
 	if a.lastTimestamp > 0 {
 		g := a.gauges[a.lagKey]
 		if g == nil {
-			g = &gaugeState{ttl: -1}
+			g = &gaugeState{ttl: -1, own: true}
 			a.gauges[a.lagKey] = g
 		}
 		g.value = float64(ts-a.lastTimestamp) - interval/1000
@@ -31,26 +32,60 @@ func (a *Aggregator) Flush(now time.Time) *Snapshot {
 		Timers:    make([]TimerValue, 0, len(a.timers)),
 		Sets:      make([]SetValue, 0, len(a.sets)),
 	}
+	evict := a.evicting()
 	for k, c := range a.counters {
+		if evict(c.seen) && !c.own {
+			delete(a.counters, k)
+			s.Server.KeysEvicted++
+			continue
+		}
 		s.Counters = append(s.Counters, CounterValue{Key: k, Count: c.value, Rate: c.value / (interval / 1000)})
 	}
 	stats := make([]Stat, 0, len(a.timers)*a.timerNames.perTimer(len(a.cfg.Histogram) > 0))
 	for k, t := range a.timers {
+		if evict(t.seen) {
+			delete(a.timers, k)
+			s.Server.KeysEvicted++
+			continue
+		}
 		start := len(stats)
 		stats = a.timerStats(stats, k, t, interval)
 		s.Timers = append(s.Timers, TimerValue{Key: k, Stats: stats[start:len(stats):len(stats)]})
 	}
 	for k, g := range a.gauges {
+		if evict(g.seen) && !g.own {
+			delete(a.gauges, k)
+			s.Server.KeysEvicted++
+			continue
+		}
 		s.Gauges = append(s.Gauges, GaugeValue{Key: k, Value: g.value})
 	}
 	for k, set := range a.sets {
+		if evict(set.seen) {
+			delete(a.sets, k)
+			s.Server.KeysEvicted++
+			continue
+		}
 		s.Sets = append(s.Sets, SetValue{Key: k, Count: len(set.members)})
 	}
+	a.keys -= int(s.Server.KeysEvicted)
+	a.flushes++
 	s.Server.Keys = a.Keys()
 	s.Server.Dropped = a.dropped
 	s.Server.SeqLines, s.Server.Clients = a.seq.flush()
 	a.reset()
 	return s
+}
+
+// evicting returns whether a key last seen at a given flush count is to
+// be evicted now: never below the key cap, else when it received nothing
+// for EvictIdleFlushes intervals (this one included).
+func (a *Aggregator) evicting() func(seen uint64) bool {
+	if a.cfg.EvictIdleFlushes < 1 || a.keys < a.cfg.MaxKeys {
+		return func(uint64) bool { return false }
+	}
+	idle := uint64(a.cfg.EvictIdleFlushes)
+	return func(seen uint64) bool { return a.flushes-seen >= idle }
 }
 
 // reset clears the interval's values as Etsy's clear_metrics does.

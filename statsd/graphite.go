@@ -47,21 +47,22 @@ type Graphite struct {
 	cfg GraphiteConfig
 	// Namespaces, as Etsy's graphite.js builds them.
 	global, counters, timers, gauges, sets []string
-	// What the previous flush measured (Etsy's graphiteStats).
+	// What the previous flush measured (Etsy's graphiteStats); before
+	// the first flush, lastFlush is the start-up time, as Etsy's.
 	lastFlush, lastException int64
 	flushTime, flushLength   int64
 	buf                      []byte
 }
 
-// NewGraphite returns a Graphite backend.
+// NewGraphite returns a Graphite backend. Its first flush reports the
+// time NewGraphite was called as graphiteStats.last_flush, as Etsy's
+// reports its start-up time (backends/graphite.js init).
 func NewGraphite(cfg GraphiteConfig) (*Graphite, error) {
-	if cfg.Address == "" {
-		return nil, fmt.Errorf("%w: graphite backend without an address", ErrBadConfig)
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
-	if cfg.PrefixStats == "" {
-		cfg.PrefixStats = DefaultPrefixStats
-	}
-	g := &Graphite{cfg: cfg}
+	g := &Graphite{cfg: cfg, lastFlush: jsRoundSeconds(time.Now())}
 	if !cfg.NoLegacyNamespace {
 		g.global, g.counters = []string{"stats"}, []string{"stats"}
 		g.timers, g.gauges, g.sets = []string{"stats", "timers"}, []string{"stats", "gauges"}, []string{"stats", "sets"}
@@ -82,6 +83,16 @@ func NewGraphite(cfg GraphiteConfig) (*Graphite, error) {
 	g.gauges = append(g.global[:len(g.global):len(g.global)], level(cfg.PrefixGauge, "gauges")...)
 	g.sets = append(g.global[:len(g.global):len(g.global)], level(cfg.PrefixSet, "sets")...)
 	return g, nil
+}
+
+func (c *GraphiteConfig) setDefaults() {
+	if c.PrefixStats == "" {
+		c.PrefixStats = DefaultPrefixStats
+	}
+}
+
+func (c *GraphiteConfig) validate() error {
+	return checkDialAddr("Address", "tcp", c.Address, "127.0.0.1:2003")
 }
 
 // Address is Carbon's address.

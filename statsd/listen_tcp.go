@@ -3,9 +3,10 @@ package statsd
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"errors"
 	"net"
 	"sync"
+	"syscall"
 )
 
 // tcpListener accepts newline-delimited StatsD over TCP.
@@ -20,8 +21,11 @@ type tcpListener struct {
 func listenTCP(ctx context.Context, addr string, cfg *Config) (*tcpListener, error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, &AddrInUseError{Network: "tcp", Addr: addr}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("statsd: listen tcp %s: %w", addr, err)
+		return nil, listenError("tcp", addr, err)
 	}
 	return &tcpListener{ln: ln, cfg: cfg, slots: make(chan struct{}, cfg.MaxConns), conns: make(map[net.Conn]struct{})}, nil
 }

@@ -3,7 +3,7 @@ package statsd
 import (
 	"context"
 	"errors"
-	"fmt"
+	"maps"
 	"net"
 	"syscall"
 
@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// udpReader is one SO_REUSEPORT socket and the goroutine reading it in
-// batches.
+// udpReader is one socket (of several sharing a port with SO_REUSEPORT,
+// or alone) and the goroutine reading it in batches.
 type udpReader struct {
 	conn  *net.UDPConn
 	read  func([]ipv4.Message) (int, error)
@@ -21,9 +21,75 @@ type udpReader struct {
 	cfg   *Config
 }
 
-// listenUDP opens cfg.UDPReaders sockets on addr sharing its port.
-func listenUDP(ctx context.Context, addr string, cfg *Config) ([]*udpReader, error) {
-	lc := net.ListenConfig{Control: reusePort}
+// listenUDP opens cfg.UDPReaders sockets on addr: one plain socket, or
+// several sharing the port with SO_REUSEPORT once it is sure that no
+// other process receives there (udp_owner.go says why). ours holds the
+// inodes of the server's sockets; listenUDP adds those it opens.
+func listenUDP(ctx context.Context, addr string, cfg *Config, ours map[uint64]bool) ([]*udpReader, error) {
+	shared := cfg.UDPReaders > 1
+	want, _ := net.ResolveUDPAddr("udp", addr) // nil if bad: the bind says why
+	if shared && want != nil && want.Port != 0 {
+		if err := checkUDPAlone(want, ours); err != nil {
+			return nil, err
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		rs, err := bindUDP(ctx, addr, cfg, shared)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			e := &AddrInUseError{Network: "udp", Addr: addr}
+			if want != nil {
+				if s, found, _ := foreignUDP(want, ours); found {
+					e.PID = socketOwner(s.inode)
+				}
+			}
+			return nil, e
+		}
+		if err != nil {
+			return nil, err
+		}
+		mine := maps.Clone(ours)
+		for _, r := range rs {
+			mine[r.inode] = true
+		}
+		local := rs[0].conn.LocalAddr().(*net.UDPAddr)
+		if shared {
+			err = checkUDPAlone(local, mine)
+		}
+		if err == nil {
+			maps.Copy(ours, mine)
+			return rs, nil
+		}
+		for _, r := range rs {
+			r.conn.Close()
+		}
+		// With port 0 and SO_REUSEPORT the kernel may pick a port that
+		// another group of the same user holds: pick again.
+		if !errors.Is(err, ErrAddrInUse) || want == nil || want.Port != 0 || attempt == 3 {
+			return nil, err
+		}
+	}
+}
+
+// checkUDPAlone returns an AddrInUseError if a socket not among ours
+// receives on addr.
+func checkUDPAlone(addr *net.UDPAddr, ours map[uint64]bool) error {
+	s, found, err := foreignUDP(addr, ours)
+	switch {
+	case err != nil:
+		return &ListenError{Network: "udp", Addr: addr.String(), Err: err}
+	case found:
+		return &AddrInUseError{Network: "udp", Addr: addr.String(), PID: socketOwner(s.inode)}
+	}
+	return nil
+}
+
+// bindUDP opens cfg.UDPReaders sockets on addr, sharing its port when
+// shared.
+func bindUDP(ctx context.Context, addr string, cfg *Config, shared bool) ([]*udpReader, error) {
+	var lc net.ListenConfig
+	if shared {
+		lc.Control = reusePort
+	}
 	var out []*udpReader
 	for i := 0; i < cfg.UDPReaders; i++ {
 		pc, err := lc.ListenPacket(ctx, "udp", addr)
@@ -31,7 +97,7 @@ func listenUDP(ctx context.Context, addr string, cfg *Config) ([]*udpReader, err
 			for _, r := range out {
 				r.conn.Close()
 			}
-			return nil, fmt.Errorf("statsd: listen udp %s: %w", addr, err)
+			return nil, listenError("udp", addr, err)
 		}
 		c := pc.(*net.UDPConn)
 		if i == 0 {

@@ -2,7 +2,6 @@ package statsd
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -19,14 +18,19 @@ type unixReader struct {
 }
 
 // listenUnixgram binds path, replacing a stale socket file left there
-// (never any other kind of file).
+// (never any other kind of file, nor a socket that a process still
+// reads: that is another server's).
 func listenUnixgram(path string, cfg *Config) (*unixReader, error) {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() == fs.ModeSocket {
+		if probe, err := net.Dial("unixgram", path); err == nil {
+			probe.Close()
+			return nil, &AddrInUseError{Network: "unixgram", Addr: path}
+		}
 		_ = os.Remove(path)
 	}
 	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
-		return nil, fmt.Errorf("statsd: listen unixgram %s: %w", path, err)
+		return nil, listenError("unixgram", path, err)
 	}
 	if cfg.RecvBuffer > 0 {
 		_ = c.SetReadBuffer(cfg.RecvBuffer)

@@ -3,7 +3,6 @@ package statsd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"net"
 	"net/http"
@@ -51,16 +50,14 @@ type Prometheus struct {
 
 // NewPrometheus starts the HTTP server.
 func NewPrometheus(ctx context.Context, cfg PrometheusConfig) (*Prometheus, error) {
-	if cfg.Address == "" {
-		return nil, fmt.Errorf("%w: prometheus backend without an address", ErrBadConfig)
-	}
-	if cfg.Path == "" {
-		cfg.Path = "/metrics"
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.Address)
 	if err != nil {
-		return nil, fmt.Errorf("statsd: prometheus listen %s: %w", cfg.Address, err)
+		return nil, listenError("tcp", cfg.Address, err)
 	}
 	p := &Prometheus{cfg: cfg, ln: ln, done: make(chan error, 1),
 		counters: make(map[string]float64), timers: make(map[string][2]float64), clients: make(map[string][2]float64)}
@@ -69,6 +66,22 @@ func NewPrometheus(ctx context.Context, cfg PrometheusConfig) (*Prometheus, erro
 	p.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { p.done <- p.srv.Serve(ln) }()
 	return p, nil
+}
+
+func (c *PrometheusConfig) setDefaults() {
+	if c.Path == "" {
+		c.Path = "/metrics"
+	}
+}
+
+func (c *PrometheusConfig) validate() error {
+	if err := checkListenAddr("Address", "tcp", c.Address); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(c.Path, "/") {
+		return badConfig("Path", c.Path, "must start with /")
+	}
+	return nil
 }
 
 // Addr is where the HTTP server listens.

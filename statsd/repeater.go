@@ -2,6 +2,7 @@ package statsd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -32,6 +33,40 @@ type RepeaterConfig struct {
 	Logger *slog.Logger
 }
 
+func (c *RepeaterConfig) setDefaults() {
+	if c.Protocol == "" {
+		c.Protocol = "udp"
+	}
+	setDefault(&c.Queue, DefaultRepeaterQueue)
+	setDefault(&c.QueueBytes, DefaultRepeaterQueueBytes)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (c *RepeaterConfig) validate() error {
+	switch c.Protocol {
+	case "udp", "udp4", "udp6", "tcp":
+	default:
+		return badConfig("Protocol", c.Protocol, "must be udp, udp4, udp6 or tcp")
+	}
+	if len(c.Targets) == 0 {
+		return badConfig("Targets", "(none)", "at least one host:port is required")
+	}
+	for _, t := range c.Targets {
+		if err := checkDialAddr("Targets", c.Protocol, t, "127.0.0.1:8125"); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.Queue < 1:
+		return badConfig("Queue", c.Queue, "must be positive")
+	case c.QueueBytes < 1:
+		return badConfig("QueueBytes", c.QueueBytes, "must be positive")
+	}
+	return nil
+}
+
 // Repeater is a backend that forwards every packet received, as it
 // was, to other StatsD servers. It never blocks the readers.
 type Repeater struct {
@@ -48,21 +83,9 @@ type Repeater struct {
 // NewRepeater dials the targets (for UDP that only resolves them) and
 // starts the sending goroutine.
 func NewRepeater(ctx context.Context, cfg RepeaterConfig) (*Repeater, error) {
-	if cfg.Protocol == "" {
-		cfg.Protocol = "udp"
-	}
-	setDefault(&cfg.Queue, DefaultRepeaterQueue)
-	setDefault(&cfg.QueueBytes, DefaultRepeaterQueueBytes)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	switch {
-	case len(cfg.Targets) == 0:
-		return nil, fmt.Errorf("%w: repeater without targets", ErrBadConfig)
-	case cfg.Protocol != "udp" && cfg.Protocol != "udp4" && cfg.Protocol != "udp6" && cfg.Protocol != "tcp":
-		return nil, fmt.Errorf("%w: repeater protocol %q: want udp, udp4, udp6 or tcp", ErrBadConfig, cfg.Protocol)
-	case cfg.Queue < 1 || cfg.QueueBytes < 1:
-		return nil, fmt.Errorf("%w: repeater queue must be positive", ErrBadConfig)
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	r := &Repeater{cfg: cfg, queue: make(chan []byte, cfg.Queue)}
 	var d net.Dialer
@@ -70,7 +93,11 @@ func NewRepeater(ctx context.Context, cfg RepeaterConfig) (*Repeater, error) {
 		c, err := d.DialContext(ctx, cfg.Protocol, t)
 		if err != nil {
 			r.closeConns()
-			return nil, fmt.Errorf("statsd: repeater: %w", err)
+			var op *net.OpError
+			if errors.As(err, &op) && op.Err != nil {
+				err = op.Err
+			}
+			return nil, fmt.Errorf("statsd: repeater %s: %w", t, err)
 		}
 		r.conns = append(r.conns, c)
 	}

@@ -8,6 +8,7 @@ import "sort"
 //	server.flush_duration_ms       the previous flush, backends included
 //	server.keys.counters (gauges, timers, sets)
 //	server.keys_rejected           values for new keys over MaxKeys
+//	server.keys_evicted            idle keys forgotten at MaxKeys (EvictIdleFlushes)
 //	server.timer_samples_dropped   over MaxTimerSamples
 //	server.set_members_dropped     over MaxSetMembers
 //	server.kernel_drops            datagrams the kernel dropped on our sockets
@@ -27,6 +28,7 @@ func (s *Snapshot) SelfStats() []Stat {
 		{"server.keys.timers", float64(v.Keys.Timers)},
 		{"server.keys.sets", float64(v.Keys.Sets)},
 		{"server.keys_rejected", float64(v.Dropped.Keys)},
+		{"server.keys_evicted", float64(v.KeysEvicted)},
 		{"server.timer_samples_dropped", float64(v.Dropped.TimerSamples)},
 		{"server.set_members_dropped", float64(v.Dropped.SetMembers)},
 		{"server.kernel_drops", float64(v.Listen.KernelDrops)},

@@ -86,8 +86,9 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 }
 
 func (s *Server) listen(ctx context.Context) error {
+	ours := make(map[uint64]bool)
 	for _, addr := range s.cfg.UDP {
-		rs, err := listenUDP(ctx, addr, &s.cfg)
+		rs, err := listenUDP(ctx, addr, &s.cfg, ours)
 		if err != nil {
 			return err
 		}

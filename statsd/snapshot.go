@@ -69,6 +69,9 @@ type ServerStats struct {
 	LastFlushDuration time.Duration
 	// Keys held, by type.
 	Keys KeyCounts
+	// KeysEvicted are the idle keys this flush forgot to make room at
+	// the key cap (AggregatorConfig.EvictIdleFlushes).
+	KeysEvicted uint64
 	// Dropped by the aggregator's limits over the interval.
 	Dropped Drops
 	// SeqLines counts the sequence lines received over the interval.

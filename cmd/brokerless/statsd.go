@@ -30,7 +30,8 @@ existing dashboards keep working; --prometheus serves /metrics; --console
 prints JSON lines; --repeat forwards every packet to another StatsD.
 
 Every flush also reports the server itself, as stats.statsd.server.*:
-kernel receive drops on its UDP sockets, keys held and rejected (--max-keys),
+kernel receive drops on its UDP sockets, keys held, rejected (--max-keys)
+and evicted (--evict-idle-flushes),
 flush duration, and, for clients that number their packets, the packets
 each lost.
 
@@ -68,6 +69,7 @@ type statsdOptions struct {
 	console       bool
 	repeat        []string
 	maxKeys       int
+	evictIdle     int
 }
 
 func (o *statsdOptions) register(fs *pflag.FlagSet) {
@@ -81,6 +83,7 @@ func (o *statsdOptions) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.console, "console", false, "print every flush on standard output as JSON lines")
 	fs.StringArrayVar(&o.repeat, "repeat", nil, "forward every packet over UDP to the StatsD at host:port (repeatable)")
 	fs.IntVar(&o.maxKeys, "max-keys", statsd.DefaultMaxKeys, "most keys held; values for more are dropped and counted")
+	fs.IntVar(&o.evictIdle, "evict-idle-flushes", statsd.DefaultEvictIdleFlushes, "at the --max-keys cap, forget the keys idle for this many flushes (-1: never)")
 }
 
 func runStatsd(ctx context.Context, inv *invocation) error {
@@ -94,6 +97,9 @@ func runStatsd(ctx context.Context, inv *invocation) error {
 	if err != nil {
 		return err
 	}
+	if err := st.Validate(); err != nil {
+		return configError(err, statsdFlagOf)
+	}
 	st.Server.Logger = inv.log
 	backends, err := buildStatsdBackends(ctx, st, inv)
 	if err != nil {
@@ -103,7 +109,7 @@ func runStatsd(ctx context.Context, inv *invocation) error {
 	srv, err := statsd.NewServer(ctx, st.Server)
 	if err != nil {
 		closeStatsdBackends(backends)
-		return statsdError(err)
+		return o.listenError(err, fs.Changed)
 	}
 	writeStatsdListening(inv.err, srv)
 	if err := srv.Serve(ctx); err != nil {
@@ -112,6 +118,51 @@ func runStatsd(ctx context.Context, inv *invocation) error {
 	fmt.Fprintln(inv.err, "statsd: final flush done")
 	return nil
 }
+
+// statsdFlagOf names the flag of each Config field (as statsd's
+// ConfigError spells it) that a flag sets.
+var statsdFlagOf = map[string]string{
+	"UDP": "udp", "TCP": "tcp", "Unixgram": "unixgram", "FlushInterval": "flush-interval",
+	"MaxKeys": "max-keys", "EvictIdleFlushes": "evict-idle-flushes",
+	"Graphite.Address": "graphite", "Prometheus.Address": "prometheus", "Repeater.Targets": "repeat",
+}
+
+// listenFailure is an address statsd could not listen on
+// (statsd.ListenError, statsd.AddrInUseError).
+type listenFailure interface {
+	ListenFailure() (network, addr, reason string)
+}
+
+// listenError names the flag (or the config file) that gave the address
+// a listener failed on; other errors lose their "statsd: " prefix.
+func (o *statsdOptions) listenError(err error, changed func(string) bool) error {
+	var lf listenFailure
+	if !errors.As(err, &lf) {
+		return configError(trimStatsd(err), statsdFlagOf)
+	}
+	network, addr, reason := lf.ListenFailure()
+	if o.config != "" && !changed("udp") && !changed("tcp") && !changed("unixgram") {
+		return fmt.Errorf("--config %s: %s %s: %s", o.config, network, addr, reason)
+	}
+	return fmt.Errorf("--%s %s: %s", network, addr, reason)
+}
+
+// trimStatsd drops the "statsd: " that starts the statsd package's
+// messages: the command's name already says it.
+func trimStatsd(err error) error {
+	if msg, ok := strings.CutPrefix(err.Error(), "statsd: "); ok {
+		return &trimmedError{msg, err}
+	}
+	return err
+}
+
+type trimmedError struct {
+	msg string
+	err error
+}
+
+func (e *trimmedError) Error() string { return e.msg }
+func (e *trimmedError) Unwrap() error { return e.err }
 
 // settings reads the config file, if any, and lets the flags override
 // it.
@@ -123,7 +174,11 @@ func (o *statsdOptions) settings(changed func(string) bool, warn io.Writer) (*st
 			return nil, usagef("--config: %v", err)
 		}
 		if st, err = statsd.ParseConfigFile(data); err != nil {
-			return nil, &usageError{err}
+			var ce *statsd.ConfigError
+			if errors.As(err, &ce) {
+				return nil, usagef("--config %s: option %s %v: %s", o.config, ce.Field, ce.Value, ce.Want)
+			}
+			return nil, usagef("--config %s: %s", o.config, strings.TrimPrefix(err.Error(), "statsd: bad config: "))
 		}
 		if len(st.Ignored) > 0 {
 			fmt.Fprintf(warn, "statsd: ignoring options of %s: %s\n", o.config, strings.Join(st.Ignored, ", "))
@@ -137,15 +192,21 @@ func (o *statsdOptions) settings(changed func(string) bool, warn io.Writer) (*st
 	}
 	if changed("flush-interval") || o.config == "" {
 		if o.flushInterval < time.Millisecond {
-			return nil, usagef("--flush-interval %v: want at least 1ms, e.g. 10s", o.flushInterval)
+			return nil, usagef("--flush-interval %v: must be at least 1ms, e.g. 10s", o.flushInterval)
 		}
 		c.FlushInterval = o.flushInterval
 	}
 	if changed("max-keys") || o.config == "" {
 		if o.maxKeys < 1 {
-			return nil, usagef("--max-keys %d: want a positive number", o.maxKeys)
+			return nil, usagef("--max-keys %d: must be positive", o.maxKeys)
 		}
 		c.MaxKeys = o.maxKeys
+	}
+	if changed("evict-idle-flushes") || o.config == "" {
+		if o.evictIdle < -1 || o.evictIdle == 0 {
+			return nil, usagef("--evict-idle-flushes %d: must be -1 (never) or positive", o.evictIdle)
+		}
+		c.EvictIdleFlushes = o.evictIdle
 	}
 	if o.graphite != "" {
 		if st.Graphite == nil {
@@ -167,7 +228,12 @@ func buildStatsdBackends(ctx context.Context, st *statsd.Settings, inv *invocati
 	var bs []statsd.Backend
 	fail := func(err error) ([]statsd.Backend, error) {
 		closeStatsdBackends(bs)
-		return nil, statsdError(err)
+		var lf listenFailure
+		if errors.As(err, &lf) { // only the Prometheus backend listens
+			_, addr, reason := lf.ListenFailure()
+			return nil, fmt.Errorf("--prometheus %s: %s", addr, reason)
+		}
+		return nil, configError(trimStatsd(err), statsdFlagOf)
 	}
 	if st.Graphite != nil {
 		g, err := statsd.NewGraphite(*st.Graphite)
@@ -203,14 +269,6 @@ func closeStatsdBackends(bs []statsd.Backend) {
 			_ = c.Close()
 		}
 	}
-}
-
-// statsdError makes a rejected configuration a usage error.
-func statsdError(err error) error {
-	if errors.Is(err, statsd.ErrBadConfig) {
-		return &usageError{err}
-	}
-	return err
 }
 
 // writeStatsdListening says where the server listens and flushes.

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -96,6 +99,110 @@ func TestStatsdCommandHelpAndUsage(t *testing.T) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
 	}
+}
+
+// A second statsd on the UDP port of a running one exits 1 with a
+// message naming the address, and does not start.
+func TestStatsdCommandSecondOnSamePort(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, errOut, done := startStatsd(t, ctx, "--udp", "127.0.0.1:0", "--flush-interval", "1h")
+	m := regexp.MustCompile(`udp (127\.0\.0\.1:\d+) \(2 readers\)`).FindStringSubmatch(errOut.String())
+	if m == nil {
+		t.Fatalf("listening line:\n%s", errOut)
+	}
+	for _, args := range [][]string{{"--udp", m[1]}, {"--udp", m[1], "--tcp", "127.0.0.1:0"}} {
+		ctx2, cancel2 := context.WithCancel(ctx)
+		e := newSyncBuffer("statsd: listening")
+		exit := make(chan int, 1)
+		go func() {
+			exit <- run(ctx2, append([]string{"statsd"}, args...), stdio{in: strings.NewReader(""), out: io.Discard, err: e})
+		}()
+		select {
+		case code := <-exit:
+			if code != exitFailure || !strings.Contains(e.String(), m[1]) || !strings.Contains(e.String(), "already in use") {
+				t.Errorf("%v: exit %d, stderr:\n%s", args, code, e)
+			}
+		case <-e.seen:
+			cancel2()
+			<-exit
+			t.Errorf("%v: a second statsd started on %s:\n%s", args, m[1], e)
+		}
+		cancel2()
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every bad flag value exits 2 before anything listens, with a message
+// naming the flag and the value once; a config file's bad option is
+// named as the file names it.
+func TestStatsdCommandBadValues(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "statsd.json")
+	if err := os.WriteFile(cfg, []byte(`{"udpReaders": 100}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	long := "/" + strings.Repeat("x", 200)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--graphite", "nonsense"}, "--graphite nonsense: must be host:port"},
+		{[]string{"--graphite", "127.0.0.1:99999"}, "--graphite 127.0.0.1:99999: must have a port in [1, 65535]"},
+		{[]string{"--udp", "127.0.0.1:99999"}, "--udp 127.0.0.1:99999: must have a port in [0, 65535]"},
+		{[]string{"--tcp", "nonsense"}, "--tcp nonsense: must be host:port"},
+		{[]string{"--unixgram", long}, "--unixgram " + long + ": must be a socket path"},
+		{[]string{"--prometheus", "127.0.0.1:99999"}, "--prometheus 127.0.0.1:99999: must have a port"},
+		{[]string{"--repeat", "x"}, "--repeat x: must be host:port"},
+		{[]string{"--flush-interval", "0s"}, "--flush-interval 0s: must be at least 1ms"},
+		{[]string{"--max-keys", "0"}, "--max-keys 0: must be positive"},
+		{[]string{"--evict-idle-flushes", "0"}, "--evict-idle-flushes 0: must be -1 (never) or positive"},
+		{[]string{"--config", cfg}, "--config " + cfg + ": option udpReaders 100: must be in [1, 64]"},
+	} {
+		args := append([]string{"statsd", "--udp", "127.0.0.1:0", "--prometheus", "127.0.0.1:0"}, tc.args...)
+		code, stderr := runStatsdCLI(args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "listening") ||
+			strings.Contains(stderr, "statsd: statsd") || strings.Contains(stderr, "bad config") {
+			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// A listener that fails at start exits 1 naming its flag and address
+// once.
+func TestStatsdCommandListenFailure(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := ln.Addr().String()
+	missing := filepath.Join(t.TempDir(), "missing", "statsd.sock")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tcp", busy}, "brokerless statsd: --tcp " + busy + ": already in use"},
+		{[]string{"--unixgram", missing}, "brokerless statsd: --unixgram " + missing + ": bind: no such file or directory"},
+		{[]string{"--udp", "127.0.0.1:0", "--prometheus", busy}, "brokerless statsd: --prometheus " + busy + ": bind: address already in use"},
+	} {
+		code, stderr := runStatsdCLI(append([]string{"statsd"}, tc.args...)...)
+		if code != exitFailure || !strings.HasPrefix(stderr, tc.want) || strings.Count(stderr, tc.args[len(tc.args)-1]) != 1 {
+			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit 1 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// runStatsdCLI runs a command line expected to fail at once; should it
+// start instead, it is stopped after 5 s (and exits 0).
+func runStatsdCLI(args ...string) (code int, stderr string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var e strings.Builder
+	code = run(ctx, args, stdio{in: strings.NewReader(""), out: io.Discard, err: &e})
+	return code, e.String()
 }
 
 // waitOutput waits until buf holds every one of wants.
