@@ -19,6 +19,11 @@ const (
 	DefaultMinSessionTimeout = 6 * time.Second
 	DefaultMaxSessionTimeout = 30 * time.Minute
 	DefaultMaxTopics         = 10000
+	// DefaultMaxInFlightRequestBytes is the default of
+	// MaxInFlightRequestBytes, raised to twice MaxRequestBytes when that
+	// is larger.
+	DefaultMaxInFlightRequestBytes = 256 << 20
+	DefaultRequestTimeout          = 10 * time.Second
 )
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -39,6 +44,20 @@ type Config struct {
 	// MaxRequestBytes bounds one request frame; a larger one closes the
 	// connection. Default 100 MiB (Kafka's socket.request.max.bytes).
 	MaxRequestBytes int
+	// MaxInFlightRequestBytes bounds the memory that the request frames
+	// of all connections hold together (Kafka's
+	// queued.max.request.bytes). A connection's frame buffer grows as
+	// bytes arrive, taking memory from this budget, and gives it back
+	// once the request is answered; a connection that cannot get memory
+	// waits, until its request deadline (RequestTimeout), then closes.
+	// Default 256 MiB or 2 × MaxRequestBytes, whichever is larger; at
+	// least 2 × MaxRequestBytes, so a request of the largest size can
+	// always be read.
+	MaxInFlightRequestBytes int
+	// RequestTimeout bounds the time from the first byte of a request to
+	// its last, waits for request memory included; a request not
+	// complete by then closes the connection. Default 10 s.
+	RequestTimeout time.Duration
 	// MaxConnections bounds open client connections; more are refused.
 	// Default 1024.
 	MaxConnections int
@@ -61,6 +80,8 @@ func (c *Config) setDefaults() {
 		c.DefaultPartitions = DefaultPartitions
 	}
 	setDefault(&c.MaxRequestBytes, DefaultMaxRequestBytes)
+	setDefault(&c.MaxInFlightRequestBytes, max(DefaultMaxInFlightRequestBytes, 2*c.MaxRequestBytes))
+	setDefault(&c.RequestTimeout, DefaultRequestTimeout)
 	setDefault(&c.MaxTopics, DefaultMaxTopics)
 	setDefault(&c.MaxConnections, DefaultMaxConnections)
 	setDefault(&c.MaxFetchBytes, DefaultMaxFetchBytes)
@@ -82,21 +103,34 @@ func (c *Config) setDefaults() {
 }
 
 func (c *Config) validate() error {
+	bad := func(field string, value any, want string) error {
+		return &ConfigError{Field: field, Value: value, Want: want}
+	}
 	switch {
 	case c.Storage.Dir == "":
-		return fmt.Errorf("%w: Storage.Dir is required", ErrBadConfig)
+		return bad("Storage.Dir", `""`, "required")
 	case c.DefaultPartitions < 1:
-		return fmt.Errorf("%w: DefaultPartitions %d < 1", ErrBadConfig, c.DefaultPartitions)
+		return bad("DefaultPartitions", c.DefaultPartitions, "must be ≥ 1")
 	case c.MaxRequestBytes < 1024:
-		return fmt.Errorf("%w: MaxRequestBytes %d < 1024", ErrBadConfig, c.MaxRequestBytes)
+		return bad("MaxRequestBytes", c.MaxRequestBytes, "must be ≥ 1024")
+	case c.MaxInFlightRequestBytes < 2*c.MaxRequestBytes:
+		return bad("MaxInFlightRequestBytes", c.MaxInFlightRequestBytes, fmt.Sprintf("must be ≥ 2 × MaxRequestBytes (%d)", 2*c.MaxRequestBytes))
+	case c.RequestTimeout <= 0:
+		return bad("RequestTimeout", c.RequestTimeout, "must be > 0")
 	case c.MaxTopics < 1:
-		return fmt.Errorf("%w: MaxTopics %d < 1", ErrBadConfig, c.MaxTopics)
+		return bad("MaxTopics", c.MaxTopics, "must be ≥ 1")
 	case c.MaxConnections < 1:
-		return fmt.Errorf("%w: MaxConnections %d < 1", ErrBadConfig, c.MaxConnections)
-	case c.MinSessionTimeout <= 0 || c.MaxSessionTimeout < c.MinSessionTimeout:
-		return fmt.Errorf("%w: session timeouts %v..%v", ErrBadConfig, c.MinSessionTimeout, c.MaxSessionTimeout)
-	case c.AdvertisedPort < 0:
-		return fmt.Errorf("%w: AdvertisedPort %d", ErrBadConfig, c.AdvertisedPort)
+		return bad("MaxConnections", c.MaxConnections, "must be ≥ 1")
+	case c.MaxFetchBytes < 1:
+		return bad("MaxFetchBytes", c.MaxFetchBytes, "must be ≥ 1")
+	case c.IdleTimeout <= 0:
+		return bad("IdleTimeout", c.IdleTimeout, "must be > 0")
+	case c.MinSessionTimeout <= 0:
+		return bad("MinSessionTimeout", c.MinSessionTimeout, "must be > 0")
+	case c.MaxSessionTimeout < c.MinSessionTimeout:
+		return bad("MaxSessionTimeout", c.MaxSessionTimeout, fmt.Sprintf("must be ≥ MinSessionTimeout (%v)", c.MinSessionTimeout))
+	case c.AdvertisedPort < 0 || c.AdvertisedPort > 65535:
+		return bad("AdvertisedPort", c.AdvertisedPort, "must be in [0, 65535]")
 	}
 	return nil
 }

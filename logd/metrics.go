@@ -19,6 +19,7 @@ type metrics struct {
 	connections     atomic.Int64
 	refused         atomic.Uint64
 	badFrames       atomic.Uint64
+	slowRequests    atomic.Uint64
 	produceErrors   atomic.Uint64
 	producedBytes   atomic.Uint64
 	fetchedBytes    atomic.Uint64

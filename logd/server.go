@@ -24,6 +24,8 @@ type Server struct {
 	ids         *producerIDs
 	topicsAdded notifier // woken when a topic is created
 	metrics     *metrics
+	reqMem      *byteBudget // request memory of all connections
+	bufs        bufPool     // connections' buffers between requests
 
 	mu      sync.Mutex
 	ln      net.Listener
@@ -45,7 +47,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, conns: map[net.Conn]struct{}{}, metrics: newMetrics()}
+	s := &Server{cfg: cfg, conns: map[net.Conn]struct{}{}, metrics: newMetrics(), reqMem: newByteBudget(int64(cfg.MaxInFlightRequestBytes))}
 	s.cfg.Storage.Hooks = append(s.cfg.Storage.Hooks, s.metrics)
 	store, err := storage.Open(s.cfg.Storage)
 	if err != nil {

@@ -63,6 +63,8 @@ func runLogd(ctx context.Context, inv *invocation) error {
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create", false, "create unknown topics on first produce or metadata request")
 	fs.Int32Var(&cfg.DefaultPartitions, "partitions", 1, "partitions of auto-created topics")
 	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", logd.DefaultMaxRequestBytes, "largest request accepted; larger ones close the connection")
+	fs.IntVar(&cfg.MaxInFlightRequestBytes, "max-inflight-request-bytes", logd.DefaultMaxInFlightRequestBytes, "memory the requests of all connections may hold together (at least 2 × --max-request-bytes); beyond it connections wait")
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", logd.DefaultRequestTimeout, "a request must arrive whole within this time of its first byte, or its connection is closed")
 	if err := inv.parse(fs); err != nil {
 		return err
 	}
