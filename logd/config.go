@@ -55,16 +55,23 @@ type Config struct {
 	// always be read.
 	MaxInFlightRequestBytes int
 	// RequestTimeout bounds the time from the first byte of a request to
-	// its last, waits for request memory included; a request not
-	// complete by then closes the connection. Default 10 s.
+	// its last, waits for request memory included, and the time from
+	// accepting a connection to the end of its first request; a request
+	// not complete by then closes the connection. Default 10 s.
 	RequestTimeout time.Duration
-	// MaxConnections bounds open client connections; more are refused.
-	// Default 1024.
+	// MaxConnections bounds open client connections; more are refused,
+	// and /healthz reports not ready while that happens. Default 1024.
 	MaxConnections int
+	// MaxConnectionsPerIP bounds the open connections from one client
+	// address (Kafka's max.connections.per.ip), so one host cannot take
+	// them all. Default a quarter of MaxConnections (256).
+	MaxConnectionsPerIP int
 	// MaxFetchBytes bounds one Fetch response. Default 50 MiB.
 	MaxFetchBytes int
-	// IdleTimeout closes connections that send nothing for this long.
-	// Default 10 min (Kafka's connections.max.idle.ms).
+	// IdleTimeout closes connections that send nothing between requests
+	// for this long. Default 10 min (Kafka's connections.max.idle.ms). A
+	// new connection must instead send its first request whole within
+	// RequestTimeout.
 	IdleTimeout time.Duration
 	// MinSessionTimeout and MaxSessionTimeout bound consumer-group
 	// session timeouts. Defaults 6 s and 30 min, as Kafka.
@@ -84,6 +91,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.RequestTimeout, DefaultRequestTimeout)
 	setDefault(&c.MaxTopics, DefaultMaxTopics)
 	setDefault(&c.MaxConnections, DefaultMaxConnections)
+	setDefault(&c.MaxConnectionsPerIP, max(c.MaxConnections/4, 1))
 	setDefault(&c.MaxFetchBytes, DefaultMaxFetchBytes)
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.MinSessionTimeout, DefaultMinSessionTimeout)
@@ -121,6 +129,8 @@ func (c *Config) validate() error {
 		return bad("MaxTopics", c.MaxTopics, "must be ≥ 1")
 	case c.MaxConnections < 1:
 		return bad("MaxConnections", c.MaxConnections, "must be ≥ 1")
+	case c.MaxConnectionsPerIP < 1:
+		return bad("MaxConnectionsPerIP", c.MaxConnectionsPerIP, "must be ≥ 1")
 	case c.MaxFetchBytes < 1:
 		return bad("MaxFetchBytes", c.MaxFetchBytes, "must be ≥ 1")
 	case c.IdleTimeout <= 0:

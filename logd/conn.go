@@ -33,6 +33,9 @@ type conn struct {
 	log *slog.Logger
 	cl  client
 
+	accepted time.Time // when the connection was accepted
+	answered int       // requests answered
+
 	frame []byte // the request being read or answered
 	held  int64  // request memory taken for frame
 
@@ -46,14 +49,15 @@ const connReadBuffer = 16 << 10
 
 // serveConn answers one connection's requests, in order, until it
 // closes, sends something unusable, idles out or is too slow.
-func (s *Server) serveConn(nc net.Conn) {
+func (s *Server) serveConn(nc net.Conn, accepted time.Time) {
 	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
 	cn := &conn{
-		s:   s,
-		nc:  nc,
-		r:   bufio.NewReaderSize(nc, connReadBuffer),
-		log: s.cfg.Logger.With("remote", nc.RemoteAddr().String()),
-		cl:  client{host: host},
+		s:        s,
+		nc:       nc,
+		r:        bufio.NewReaderSize(nc, connReadBuffer),
+		log:      s.cfg.Logger.With("remote", nc.RemoteAddr().String()),
+		cl:       client{host: host},
+		accepted: accepted,
 	}
 	defer cn.close()
 	for {
@@ -71,15 +75,25 @@ func (s *Server) serveConn(nc net.Conn) {
 
 // readRequest waits up to IdleTimeout for a request to start, then reads
 // and decodes it; from its first byte the whole request must arrive
-// within RequestTimeout.
+// within RequestTimeout. The first request must arrive whole within
+// RequestTimeout of the connection's acceptance.
 func (cn *conn) readRequest() (*request, error) {
 	cfg := &cn.s.cfg
-	_ = cn.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
-	if _, err := cn.r.Peek(1); err != nil {
-		return nil, err
+	var deadline time.Time
+	if cn.answered == 0 {
+		deadline = cn.accepted.Add(cfg.RequestTimeout)
+		_ = cn.nc.SetReadDeadline(deadline)
+		if _, err := cn.r.Peek(1); err != nil {
+			return nil, &slowError{err}
+		}
+	} else {
+		_ = cn.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+		if _, err := cn.r.Peek(1); err != nil {
+			return nil, err
+		}
+		deadline = time.Now().Add(cfg.RequestTimeout)
+		_ = cn.nc.SetReadDeadline(deadline)
 	}
-	deadline := time.Now().Add(cfg.RequestTimeout)
-	_ = cn.nc.SetReadDeadline(deadline)
 	var size [4]byte
 	if _, err := io.ReadFull(cn.r, size[:]); err != nil {
 		return nil, &slowError{err}
@@ -163,6 +177,7 @@ func (cn *conn) answer(req *request) error {
 	if err != nil {
 		return err
 	}
+	cn.answered++
 	var out []byte
 	if resp != nil { // nil: an acks=0 produce, which gets no response
 		out = appendResponse(s.bufs.get(max(cn.outSize, 1<<minBufClass)), req.correlation, resp)
@@ -204,8 +219,9 @@ func (cn *conn) close() {
 	cn.nc.Close()
 }
 
-// slowError: a request started but did not arrive whole (the peer closed,
-// stalled past the request deadline, or no request memory came in time).
+// slowError: a request started, or was due on a new connection, but did
+// not arrive whole (the peer closed, stalled past the request deadline,
+// or no request memory came in time).
 type slowError struct{ err error }
 
 func (e *slowError) Error() string { return "request incomplete: " + e.err.Error() }
@@ -217,9 +233,8 @@ type writeError struct{ err error }
 func (e *writeError) Error() string { return "write failed: " + e.err.Error() }
 func (e *writeError) Unwrap() error { return e.err }
 
-// ended logs and counts why a connection ended: a bad request (counted,
-// logged at most once per BadConnLogGap), a request too slow to arrive
-// (likewise), or an ordinary end (debug).
+// ended logs and counts why a connection ended: a bad request, a
+// request too slow to arrive, idleness, or an ordinary end (debug).
 func (cn *conn) ended(err error) {
 	s := cn.s
 	var (
@@ -233,7 +248,13 @@ func (cn *conn) ended(err error) {
 		cn.log.Warn("logd: closing connection: bad request", "client", cn.cl.id, "err", err)
 	case errors.As(err, &slow) && (isTimeout(err) || errors.Is(err, errNoMemory)):
 		s.metrics.slowRequests.Add(1)
+		if errors.Is(err, errNoMemory) {
+			s.starved()
+		}
 		cn.log.Warn("logd: closing connection: request not complete in time", "timeout", s.cfg.RequestTimeout, "err", err)
+	case isTimeout(err) && !errors.As(err, &slow):
+		s.metrics.idleClosed.Add(1)
+		cn.log.Debug("logd: closing idle connection", "timeout", s.cfg.IdleTimeout)
 	default:
 		cn.log.Debug("logd: connection ended", "err", err)
 	}

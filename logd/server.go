@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/brokerless/brokerless/logd/groups"
 	"github.com/brokerless/brokerless/logd/storage"
@@ -27,13 +28,18 @@ type Server struct {
 	reqMem      *byteBudget // request memory of all connections
 	bufs        bufPool     // connections' buffers between requests
 
-	mu      sync.Mutex
-	ln      net.Listener
-	conns   map[net.Conn]struct{}
-	closed  bool
-	host    string
-	port    int32
-	cluster string
+	fences fenceReporter // nil until the store reports fenced partitions
+
+	mu          sync.Mutex
+	ln          net.Listener
+	conns       map[net.Conn]struct{}
+	perIP       map[string]int // open connections by client IP
+	lastRefused time.Time      // when MaxConnections last refused a client
+	lastStarved time.Time      // when a request last timed out waiting for memory
+	closed      bool
+	host        string
+	port        int32
+	cluster     string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -47,13 +53,14 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, conns: map[net.Conn]struct{}{}, metrics: newMetrics(), reqMem: newByteBudget(int64(cfg.MaxInFlightRequestBytes))}
+	s := &Server{cfg: cfg, conns: map[net.Conn]struct{}{}, perIP: map[string]int{}, metrics: newMetrics(), reqMem: newByteBudget(int64(cfg.MaxInFlightRequestBytes))}
 	s.cfg.Storage.Hooks = append(s.cfg.Storage.Hooks, s.metrics)
 	store, err := storage.Open(s.cfg.Storage)
 	if err != nil {
 		return nil, err
 	}
 	s.store = store
+	s.fences, _ = any(store).(fenceReporter)
 	if s.ids, err = openProducerIDs(cfg.Storage.Dir); err != nil {
 		store.Close()
 		return nil, err
@@ -103,17 +110,20 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			return fmt.Errorf("logd: accept: %w", err)
 		}
-		if !s.track(c) {
-			s.metrics.refused.Add(1)
-			s.cfg.Logger.Warn("logd: connection refused: too many connections", "remote", c.RemoteAddr(), "max", s.cfg.MaxConnections)
+		accepted := time.Now()
+		ip := remoteIP(c)
+		if err := s.track(c, ip); err != nil {
+			if !errors.Is(err, ErrClosed) {
+				s.cfg.Logger.Warn("logd: connection refused", "remote", c.RemoteAddr(), "reason", err)
+			}
 			c.Close()
 			continue
 		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer s.untrack(c)
-			s.serveConn(c)
+			defer s.untrack(c, ip)
+			s.serveConn(c, accepted)
 		}()
 	}
 }
@@ -143,22 +153,53 @@ func (s *Server) advertised(addr net.Addr) (string, int32) {
 	return host, port
 }
 
-func (s *Server) track(c net.Conn) bool {
+// Why a connection is refused.
+var (
+	errTooManyConns  = errors.New("MaxConnections reached")
+	errTooManyFromIP = errors.New("MaxConnectionsPerIP reached for its address")
+)
+
+// track admits a connection from ip, or says why not (and counts it).
+func (s *Server) track(c net.Conn, ip string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || len(s.conns) >= s.cfg.MaxConnections {
-		return false
+	switch {
+	case s.closed:
+		return ErrClosed
+	case len(s.conns) >= s.cfg.MaxConnections:
+		s.lastRefused = s.cfg.Now()
+		s.metrics.refused.Add(1)
+		return errTooManyConns
+	case s.perIP[ip] >= s.cfg.MaxConnectionsPerIP:
+		s.metrics.refusedPerIP.Add(1)
+		return errTooManyFromIP
 	}
 	s.conns[c] = struct{}{}
+	s.perIP[ip]++
 	s.metrics.connections.Add(1)
-	return true
+	return nil
 }
 
-func (s *Server) untrack(c net.Conn) {
+func (s *Server) untrack(c net.Conn, ip string) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.perIP[ip]--; s.perIP[ip] <= 0 {
+		delete(s.perIP, ip)
+	}
 	s.mu.Unlock()
 	s.metrics.connections.Add(-1)
+}
+
+// remoteIP is the address a connection comes from, without its port.
+func remoteIP(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
 }
 
 func (s *Server) isClosed() bool {
