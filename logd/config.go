@@ -24,6 +24,7 @@ const (
 	// is larger.
 	DefaultMaxInFlightRequestBytes = 256 << 20
 	DefaultRequestTimeout          = 10 * time.Second
+	DefaultWarnLogGap              = 10 * time.Second
 )
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -76,6 +77,11 @@ type Config struct {
 	// MinSessionTimeout and MaxSessionTimeout bound consumer-group
 	// session timeouts. Defaults 6 s and 30 min, as Kafka.
 	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// WarnLogGap: of each kind of connection trouble (bad requests,
+	// requests too slow to arrive, refused connections) at most one WARN
+	// line is logged per this gap, saying how many went unlogged since
+	// the previous one; /metrics counts them all. Default 10 s.
+	WarnLogGap time.Duration
 	// Logger receives connection and request errors. Default: discard.
 	Logger *slog.Logger
 	// Now is injected for tests. Default time.Now.
@@ -89,6 +95,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.MaxRequestBytes, DefaultMaxRequestBytes)
 	setDefault(&c.MaxInFlightRequestBytes, max(DefaultMaxInFlightRequestBytes, 2*c.MaxRequestBytes))
 	setDefault(&c.RequestTimeout, DefaultRequestTimeout)
+	setDefault(&c.WarnLogGap, DefaultWarnLogGap)
 	setDefault(&c.MaxTopics, DefaultMaxTopics)
 	setDefault(&c.MaxConnections, DefaultMaxConnections)
 	setDefault(&c.MaxConnectionsPerIP, max(c.MaxConnections/4, 1))
@@ -125,6 +132,8 @@ func (c *Config) validate() error {
 		return bad("MaxInFlightRequestBytes", c.MaxInFlightRequestBytes, fmt.Sprintf("must be ≥ 2 × MaxRequestBytes (%d)", 2*c.MaxRequestBytes))
 	case c.RequestTimeout <= 0:
 		return bad("RequestTimeout", c.RequestTimeout, "must be > 0")
+	case c.WarnLogGap < 0:
+		return bad("WarnLogGap", c.WarnLogGap, "must be > 0")
 	case c.MaxTopics < 1:
 		return bad("MaxTopics", c.MaxTopics, "must be ≥ 1")
 	case c.MaxConnections < 1:

@@ -245,13 +245,13 @@ func (cn *conn) ended(err error) {
 	case s.isClosed():
 	case errors.As(err, &fe):
 		s.metrics.badFrames.Add(1)
-		cn.log.Warn("logd: closing connection: bad request", "client", cn.cl.id, "err", err)
+		s.warnings.badRequest.warn(cn.log, s.cfg.Now(), s.cfg.WarnLogGap, "logd: closing connection: bad request", "client", cn.cl.id, "err", err)
 	case errors.As(err, &slow) && (isTimeout(err) || errors.Is(err, errNoMemory)):
 		s.metrics.slowRequests.Add(1)
 		if errors.Is(err, errNoMemory) {
 			s.starved()
 		}
-		cn.log.Warn("logd: closing connection: request not complete in time", "timeout", s.cfg.RequestTimeout, "err", err)
+		s.warnings.slowRequest.warn(cn.log, s.cfg.Now(), s.cfg.WarnLogGap, "logd: closing connection: request not complete in time", "timeout", s.cfg.RequestTimeout, "err", err)
 	case isTimeout(err) && !errors.As(err, &slow):
 		s.metrics.idleClosed.Add(1)
 		cn.log.Debug("logd: closing idle connection", "timeout", s.cfg.IdleTimeout)
@@ -273,7 +273,11 @@ func (s *Server) handle(cl *client, req *request) (kmsg.Response, error) {
 		return s.apiVersions(req), nil
 	}
 	if req.body == nil || !supports(req.key, req.version) {
-		return nil, &FrameError{Key: req.key, Version: req.version, Reason: fmt.Sprintf("unsupported API key or version (supported: %v)", supported[kmsg.Key(req.key)])}
+		reason := "unknown API key"
+		if r, ok := supported[kmsg.Key(req.key)]; ok {
+			reason = fmt.Sprintf("unsupported version (supported: %d to %d)", r.min, r.max)
+		}
+		return nil, &FrameError{Key: req.key, Version: req.version, Reason: reason}
 	}
 	var resp kmsg.Response
 	switch body := req.body.(type) {

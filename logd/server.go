@@ -27,6 +27,7 @@ type Server struct {
 	metrics     *metrics
 	reqMem      *byteBudget // request memory of all connections
 	bufs        bufPool     // connections' buffers between requests
+	warnings    connWarnings
 
 	fences fenceReporter // nil until the store reports fenced partitions
 
@@ -114,7 +115,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		ip := remoteIP(c)
 		if err := s.track(c, ip); err != nil {
 			if !errors.Is(err, ErrClosed) {
-				s.cfg.Logger.Warn("logd: connection refused", "remote", c.RemoteAddr(), "reason", err)
+				s.warnings.refused.warn(s.cfg.Logger, s.cfg.Now(), s.cfg.WarnLogGap, "logd: connection refused", "remote", c.RemoteAddr(), "reason", err)
 			}
 			c.Close()
 			continue
