@@ -30,6 +30,7 @@ type Server struct {
 	warnings    connWarnings
 
 	fences fenceReporter // nil until the store reports fenced partitions
+	lock   *dirLock      // on the data directory, until Close
 
 	mu          sync.Mutex
 	ln          net.Listener
@@ -47,8 +48,10 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// New opens the store (running crash recovery) and prepares the server;
-// Serve starts answering clients.
+// New locks the data directory, opens the store (running crash
+// recovery) and prepares the server; Serve starts answering clients. A
+// directory another Server holds, in this process or another, gives a
+// *DirLockedError.
 func New(cfg Config) (*Server, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
@@ -56,19 +59,38 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, conns: map[net.Conn]struct{}{}, perIP: map[string]int{}, metrics: newMetrics(), reqMem: newByteBudget(int64(cfg.MaxInFlightRequestBytes))}
 	s.cfg.Storage.Hooks = append(s.cfg.Storage.Hooks, s.metrics)
-	store, err := storage.Open(s.cfg.Storage)
+	lock, err := lockDir(cfg.Storage.Dir)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.open(); err != nil {
+		lock.unlock()
+		return nil, err
+	}
+	s.lock = lock
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.groups.Run(s.ctx) }()
+	return s, nil
+}
+
+// open opens the store, the producer ids, the cluster id and the group
+// coordinator.
+func (s *Server) open() error {
+	cfg := &s.cfg
+	store, err := storage.Open(cfg.Storage)
+	if err != nil {
+		return err
 	}
 	s.store = store
 	s.fences, _ = any(store).(fenceReporter)
 	if s.ids, err = openProducerIDs(cfg.Storage.Dir); err != nil {
 		store.Close()
-		return nil, err
+		return err
 	}
 	if s.cluster, err = clusterID(cfg.Storage.Dir); err != nil {
 		store.Close()
-		return nil, err
+		return err
 	}
 	s.groups, err = groups.New(groups.Config{
 		Offsets:           groupOffsets{store.Offsets()},
@@ -80,12 +102,9 @@ func New(cfg Config) (*Server, error) {
 	})
 	if err != nil {
 		store.Close()
-		return nil, err
+		return err
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.groups.Run(s.ctx) }()
-	return s, nil
+	return nil
 }
 
 // Serve accepts Kafka clients on ln until Close. It returns ErrClosed
@@ -228,5 +247,9 @@ func (s *Server) Close() error {
 	s.cancel()
 	s.topicsAdded.wake()
 	s.wg.Wait()
-	return s.store.Close()
+	err := s.store.Close()
+	if uerr := s.lock.unlock(); err == nil {
+		err = uerr
+	}
+	return err
 }
