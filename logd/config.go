@@ -19,6 +19,12 @@ const (
 	DefaultMinSessionTimeout = 6 * time.Second
 	DefaultMaxSessionTimeout = 30 * time.Minute
 	DefaultMaxTopics         = 10000
+	// DefaultMaxInFlightRequestBytes is the default of
+	// MaxInFlightRequestBytes, raised to twice MaxRequestBytes when that
+	// is larger.
+	DefaultMaxInFlightRequestBytes = 256 << 20
+	DefaultRequestTimeout          = 10 * time.Second
+	DefaultWarnLogGap              = 10 * time.Second
 )
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -39,17 +45,43 @@ type Config struct {
 	// MaxRequestBytes bounds one request frame; a larger one closes the
 	// connection. Default 100 MiB (Kafka's socket.request.max.bytes).
 	MaxRequestBytes int
-	// MaxConnections bounds open client connections; more are refused.
-	// Default 1024.
+	// MaxInFlightRequestBytes bounds the memory that the request frames
+	// of all connections hold together (Kafka's
+	// queued.max.request.bytes). A connection's frame buffer grows as
+	// bytes arrive, taking memory from this budget, and gives it back
+	// once the request is answered; a connection that cannot get memory
+	// waits, until its request deadline (RequestTimeout), then closes.
+	// Default 256 MiB or 2 × MaxRequestBytes, whichever is larger; at
+	// least 2 × MaxRequestBytes, so a request of the largest size can
+	// always be read.
+	MaxInFlightRequestBytes int
+	// RequestTimeout bounds the time from the first byte of a request to
+	// its last, waits for request memory included, and the time from
+	// accepting a connection to the end of its first request; a request
+	// not complete by then closes the connection. Default 10 s.
+	RequestTimeout time.Duration
+	// MaxConnections bounds open client connections; more are refused,
+	// and /healthz reports not ready while that happens. Default 1024.
 	MaxConnections int
+	// MaxConnectionsPerIP bounds the open connections from one client
+	// address (Kafka's max.connections.per.ip), so one host cannot take
+	// them all. Default a quarter of MaxConnections (256).
+	MaxConnectionsPerIP int
 	// MaxFetchBytes bounds one Fetch response. Default 50 MiB.
 	MaxFetchBytes int
-	// IdleTimeout closes connections that send nothing for this long.
-	// Default 10 min (Kafka's connections.max.idle.ms).
+	// IdleTimeout closes connections that send nothing between requests
+	// for this long. Default 10 min (Kafka's connections.max.idle.ms). A
+	// new connection must instead send its first request whole within
+	// RequestTimeout.
 	IdleTimeout time.Duration
 	// MinSessionTimeout and MaxSessionTimeout bound consumer-group
 	// session timeouts. Defaults 6 s and 30 min, as Kafka.
 	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// WarnLogGap: of each kind of connection trouble (bad requests,
+	// requests too slow to arrive, refused connections) at most one WARN
+	// line is logged per this gap, saying how many went unlogged since
+	// the previous one; /metrics counts them all. Default 10 s.
+	WarnLogGap time.Duration
 	// Logger receives connection and request errors. Default: discard.
 	Logger *slog.Logger
 	// Now is injected for tests. Default time.Now.
@@ -61,8 +93,12 @@ func (c *Config) setDefaults() {
 		c.DefaultPartitions = DefaultPartitions
 	}
 	setDefault(&c.MaxRequestBytes, DefaultMaxRequestBytes)
+	setDefault(&c.MaxInFlightRequestBytes, max(DefaultMaxInFlightRequestBytes, 2*c.MaxRequestBytes))
+	setDefault(&c.RequestTimeout, DefaultRequestTimeout)
+	setDefault(&c.WarnLogGap, DefaultWarnLogGap)
 	setDefault(&c.MaxTopics, DefaultMaxTopics)
 	setDefault(&c.MaxConnections, DefaultMaxConnections)
+	setDefault(&c.MaxConnectionsPerIP, max(c.MaxConnections/4, 1))
 	setDefault(&c.MaxFetchBytes, DefaultMaxFetchBytes)
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.MinSessionTimeout, DefaultMinSessionTimeout)
@@ -82,21 +118,38 @@ func (c *Config) setDefaults() {
 }
 
 func (c *Config) validate() error {
+	bad := func(field string, value any, want string) error {
+		return &ConfigError{Field: field, Value: value, Want: want}
+	}
 	switch {
 	case c.Storage.Dir == "":
-		return fmt.Errorf("%w: Storage.Dir is required", ErrBadConfig)
+		return bad("Storage.Dir", `""`, "required")
 	case c.DefaultPartitions < 1:
-		return fmt.Errorf("%w: DefaultPartitions %d < 1", ErrBadConfig, c.DefaultPartitions)
+		return bad("DefaultPartitions", c.DefaultPartitions, "must be ≥ 1")
 	case c.MaxRequestBytes < 1024:
-		return fmt.Errorf("%w: MaxRequestBytes %d < 1024", ErrBadConfig, c.MaxRequestBytes)
+		return bad("MaxRequestBytes", c.MaxRequestBytes, "must be ≥ 1024")
+	case c.MaxInFlightRequestBytes < 2*c.MaxRequestBytes:
+		return bad("MaxInFlightRequestBytes", c.MaxInFlightRequestBytes, fmt.Sprintf("must be ≥ 2 × MaxRequestBytes (%d)", 2*c.MaxRequestBytes))
+	case c.RequestTimeout <= 0:
+		return bad("RequestTimeout", c.RequestTimeout, "must be > 0")
+	case c.WarnLogGap < 0:
+		return bad("WarnLogGap", c.WarnLogGap, "must be > 0")
 	case c.MaxTopics < 1:
-		return fmt.Errorf("%w: MaxTopics %d < 1", ErrBadConfig, c.MaxTopics)
+		return bad("MaxTopics", c.MaxTopics, "must be ≥ 1")
 	case c.MaxConnections < 1:
-		return fmt.Errorf("%w: MaxConnections %d < 1", ErrBadConfig, c.MaxConnections)
-	case c.MinSessionTimeout <= 0 || c.MaxSessionTimeout < c.MinSessionTimeout:
-		return fmt.Errorf("%w: session timeouts %v..%v", ErrBadConfig, c.MinSessionTimeout, c.MaxSessionTimeout)
-	case c.AdvertisedPort < 0:
-		return fmt.Errorf("%w: AdvertisedPort %d", ErrBadConfig, c.AdvertisedPort)
+		return bad("MaxConnections", c.MaxConnections, "must be ≥ 1")
+	case c.MaxConnectionsPerIP < 1:
+		return bad("MaxConnectionsPerIP", c.MaxConnectionsPerIP, "must be ≥ 1")
+	case c.MaxFetchBytes < 1:
+		return bad("MaxFetchBytes", c.MaxFetchBytes, "must be ≥ 1")
+	case c.IdleTimeout <= 0:
+		return bad("IdleTimeout", c.IdleTimeout, "must be > 0")
+	case c.MinSessionTimeout <= 0:
+		return bad("MinSessionTimeout", c.MinSessionTimeout, "must be > 0")
+	case c.MaxSessionTimeout < c.MinSessionTimeout:
+		return bad("MaxSessionTimeout", c.MaxSessionTimeout, fmt.Sprintf("must be ≥ MinSessionTimeout (%v)", c.MinSessionTimeout))
+	case c.AdvertisedPort < 0 || c.AdvertisedPort > 65535:
+		return bad("AdvertisedPort", c.AdvertisedPort, "must be in [0, 65535]")
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"time"
 
@@ -13,91 +14,255 @@ import (
 )
 
 // client is one connection's identity, for handlers that need it, and
-// the buffer its fetches read record batches into (reused: a connection
-// answers one request at a time).
+// the buffer its fetches read record batches into (taken from the
+// server's pool for a Fetch and given back once it is answered).
 type client struct {
 	id    string // the request header's client id
 	host  string
 	fetch []byte
 }
 
+// conn is one client connection: its socket, what handlers know of the
+// client, and the buffer of the request being read or answered.
+// Requests are answered one at a time, in order. Between requests a
+// connection holds no buffer and no request memory.
+type conn struct {
+	s   *Server
+	nc  net.Conn
+	r   *bufio.Reader
+	log *slog.Logger
+	cl  client
+
+	accepted time.Time // when the connection was accepted
+	answered int       // requests answered
+
+	frame []byte // the request being read or answered
+	held  int64  // request memory taken for frame
+
+	outSize, fetchSize int // buffer sizes the last response and fetch needed
+}
+
+// connReadBuffer is the size of a connection's read buffer: most
+// requests arrive in one read; larger frames are read straight into
+// their own buffer.
+const connReadBuffer = 16 << 10
+
 // serveConn answers one connection's requests, in order, until it
-// closes, sends something undecodable, or idles out.
-func (s *Server) serveConn(c net.Conn) {
-	defer c.Close()
-	log := s.cfg.Logger.With("remote", c.RemoteAddr().String())
-	r := bufio.NewReaderSize(c, 64<<10)
-	w := bufio.NewWriterSize(c, 64<<10)
-	host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-	var (
-		size  [4]byte
-		frame []byte
-		out   []byte
-		cl    = &client{host: host}
-	)
+// closes, sends something unusable, idles out or is too slow.
+func (s *Server) serveConn(nc net.Conn, accepted time.Time) {
+	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+	cn := &conn{
+		s:        s,
+		nc:       nc,
+		r:        bufio.NewReaderSize(nc, connReadBuffer),
+		log:      s.cfg.Logger.With("remote", nc.RemoteAddr().String()),
+		cl:       client{host: host},
+		accepted: accepted,
+	}
+	defer cn.close()
 	for {
-		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
-		if _, err := io.ReadFull(r, size[:]); err != nil {
-			if !errors.Is(err, io.EOF) && !s.isClosed() {
-				log.Debug("logd: connection ended", "err", err)
-			}
-			return
-		}
-		n := int(binary.BigEndian.Uint32(size[:]))
-		if n < 8 || n > s.cfg.MaxRequestBytes {
-			s.metrics.badFrames.Add(1)
-			log.Warn("logd: closing connection: request size out of bounds", "size", n, "max", s.cfg.MaxRequestBytes)
-			return
-		}
-		if cap(frame) < n {
-			frame = make([]byte, n)
-		}
-		frame = frame[:n]
-		if _, err := io.ReadFull(r, frame); err != nil {
-			log.Debug("logd: connection ended mid-request", "err", err)
-			return
-		}
-		req, err := decodeRequest(frame)
+		req, err := cn.readRequest()
 		if err != nil {
-			s.metrics.badFrames.Add(1)
-			log.Warn("logd: closing connection: undecodable request", "err", err)
+			cn.ended(err)
 			return
 		}
-		started := s.cfg.Now()
-		cl.id = req.clientID
-		resp, err := s.handle(cl, req)
-		s.metrics.request(req.key, s.cfg.Now().Sub(started), err != nil)
-		if err != nil {
-			log.Warn("logd: closing connection", "client", req.clientID, "err", err)
+		if err := cn.answer(req); err != nil {
+			cn.ended(err)
 			return
 		}
-		if resp == nil { // acks=0 produce: no response
-			continue
-		}
-		out = appendResponse(out[:0], req.correlation, resp)
-		_ = c.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
-		_, err = w.Write(out)
-		if err == nil {
-			err = w.Flush()
-		}
-		if err != nil {
-			log.Debug("logd: write failed", "err", err)
-			return
-		}
-		frame, out, cl.fetch = keep(frame), keep(out), keep(cl.fetch)
 	}
 }
 
-// maxKeptBuffer bounds the buffers a connection keeps between requests:
-// a rare large request or fetch does not pin its memory to an idle
-// connection.
-const maxKeptBuffer = 8 << 20
+// readRequest waits up to IdleTimeout for a request to start, then reads
+// and decodes it; from its first byte the whole request must arrive
+// within RequestTimeout. The first request must arrive whole within
+// RequestTimeout of the connection's acceptance.
+func (cn *conn) readRequest() (*request, error) {
+	cfg := &cn.s.cfg
+	var deadline time.Time
+	if cn.answered == 0 {
+		deadline = cn.accepted.Add(cfg.RequestTimeout)
+		_ = cn.nc.SetReadDeadline(deadline)
+		if _, err := cn.r.Peek(1); err != nil {
+			return nil, &slowError{err}
+		}
+	} else {
+		_ = cn.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+		if _, err := cn.r.Peek(1); err != nil {
+			return nil, err
+		}
+		deadline = time.Now().Add(cfg.RequestTimeout)
+		_ = cn.nc.SetReadDeadline(deadline)
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(cn.r, size[:]); err != nil {
+		return nil, &slowError{err}
+	}
+	n := int64(binary.BigEndian.Uint32(size[:]))
+	if n < 8 || n > int64(cfg.MaxRequestBytes) {
+		return nil, &FrameError{Reason: fmt.Sprintf("request size %d outside [8, %d]", n, cfg.MaxRequestBytes), noHeader: true}
+	}
+	if err := cn.readFrame(int(n), deadline); err != nil {
+		return nil, &slowError{err}
+	}
+	return decodeRequest(cn.frame)
+}
 
-func keep(b []byte) []byte {
-	if cap(b) > maxKeptBuffer {
+// readFrame reads an n-byte frame into cn.frame. The buffer grows as
+// bytes arrive (to what is already buffered, at least 4 KiB, then
+// doubling), taking request memory from the server's budget before each
+// step, so a size header claiming more than the peer sends costs
+// nothing until the bytes are here.
+func (cn *conn) readFrame(n int, deadline time.Time) error {
+	want := min(n, max(cn.r.Buffered(), 1<<minBufClass))
+	for len(cn.frame) < n {
+		if len(cn.frame) == cap(cn.frame) {
+			if err := cn.grow(want, deadline); err != nil {
+				return err
+			}
+			want = min(n, 2*cap(cn.frame))
+		}
+		k, err := io.ReadFull(cn.r, cn.frame[len(cn.frame):min(cap(cn.frame), n)])
+		cn.frame = cn.frame[:len(cn.frame)+k]
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// grow replaces the frame buffer with one of at least want bytes: a
+// pooled class size when one fits the budget, else exactly want.
+func (cn *conn) grow(want int, deadline time.Time) error {
+	mem := cn.s.reqMem
+	size := classSize(want)
+	if size == 0 || cn.held+int64(size) > mem.limit {
+		size = want
+	}
+	if err := mem.acquire(int64(size), deadline, cn.s.ctx.Done()); err != nil {
+		return err
+	}
+	old := cn.frame
+	cn.frame = append(cn.s.bufs.get(size), old...)
+	cn.held += int64(size)
+	if old != nil {
+		cn.s.bufs.put(old)
+		mem.release(int64(cap(old)))
+		cn.held -= int64(cap(old))
+	}
+	return nil
+}
+
+// releaseFrame gives the frame's buffer back to the pool and its memory
+// back to the budget.
+func (cn *conn) releaseFrame() {
+	if cn.frame != nil {
+		cn.s.bufs.put(cn.frame)
+		cn.frame = nil
+	}
+	cn.s.reqMem.release(cn.held)
+	cn.held = 0
+}
+
+// answer handles one request and writes its response.
+func (cn *conn) answer(req *request) error {
+	s := cn.s
+	if req.key == kmsg.Fetch.Int16() {
+		cn.cl.fetch = s.bufs.get(max(cn.fetchSize, 1<<minBufClass))
+	}
+	started := s.cfg.Now()
+	cn.cl.id = req.clientID
+	resp, err := s.handle(&cn.cl, req)
+	s.metrics.request(req.key, s.cfg.Now().Sub(started), err != nil)
+	if err != nil {
+		return err
+	}
+	cn.answered++
+	var out []byte
+	if resp != nil { // nil: an acks=0 produce, which gets no response
+		out = appendResponse(s.bufs.get(max(cn.outSize, 1<<minBufClass)), req.correlation, resp)
+		cn.outSize = sizeOf(len(out))
+	}
+	cn.releaseFrame()
+	if cn.cl.fetch != nil {
+		cn.fetchSize = sizeOf(cap(cn.cl.fetch))
+		s.bufs.put(cn.cl.fetch)
+		cn.cl.fetch = nil
+	}
+	if out == nil {
 		return nil
 	}
-	return b[:0]
+	_ = cn.nc.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
+	_, err = cn.nc.Write(out)
+	s.bufs.put(out)
+	if err != nil {
+		return &writeError{err}
+	}
+	return nil
+}
+
+// sizeOf is the buffer size to ask for next time n bytes were needed.
+func sizeOf(n int) int {
+	if c := classSize(n); c != 0 {
+		return c
+	}
+	return n
+}
+
+// close releases what the connection holds and closes its socket.
+func (cn *conn) close() {
+	cn.releaseFrame()
+	if cn.cl.fetch != nil {
+		cn.s.bufs.put(cn.cl.fetch)
+		cn.cl.fetch = nil
+	}
+	cn.nc.Close()
+}
+
+// slowError: a request started, or was due on a new connection, but did
+// not arrive whole (the peer closed, stalled past the request deadline,
+// or no request memory came in time).
+type slowError struct{ err error }
+
+func (e *slowError) Error() string { return "request incomplete: " + e.err.Error() }
+func (e *slowError) Unwrap() error { return e.err }
+
+// writeError: a response could not be written.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return "write failed: " + e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
+
+// ended logs and counts why a connection ended: a bad request, a
+// request too slow to arrive, idleness, or an ordinary end (debug).
+func (cn *conn) ended(err error) {
+	s := cn.s
+	var (
+		fe   *FrameError
+		slow *slowError
+	)
+	switch {
+	case s.isClosed():
+	case errors.As(err, &fe):
+		s.metrics.badFrames.Add(1)
+		s.warnings.badRequest.warn(cn.log, s.cfg.Now(), s.cfg.WarnLogGap, "logd: closing connection: bad request", "client", cn.cl.id, "err", err)
+	case errors.As(err, &slow) && (isTimeout(err) || errors.Is(err, errNoMemory)):
+		s.metrics.slowRequests.Add(1)
+		if errors.Is(err, errNoMemory) {
+			s.starved()
+		}
+		s.warnings.slowRequest.warn(cn.log, s.cfg.Now(), s.cfg.WarnLogGap, "logd: closing connection: request not complete in time", "timeout", s.cfg.RequestTimeout, "err", err)
+	case isTimeout(err) && !errors.As(err, &slow):
+		s.metrics.idleClosed.Add(1)
+		cn.log.Debug("logd: closing idle connection", "timeout", s.cfg.IdleTimeout)
+	default:
+		cn.log.Debug("logd: connection ended", "err", err)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // handle answers one request. An error means the connection must close:
@@ -108,7 +273,11 @@ func (s *Server) handle(cl *client, req *request) (kmsg.Response, error) {
 		return s.apiVersions(req), nil
 	}
 	if req.body == nil || !supports(req.key, req.version) {
-		return nil, &FrameError{req.key, req.version, fmt.Sprintf("unsupported API key or version (supported: %v)", supported[kmsg.Key(req.key)])}
+		reason := "unknown API key"
+		if r, ok := supported[kmsg.Key(req.key)]; ok {
+			reason = fmt.Sprintf("unsupported version (supported: %d to %d)", r.min, r.max)
+		}
+		return nil, &FrameError{Key: req.key, Version: req.version, Reason: reason}
 	}
 	var resp kmsg.Response
 	switch body := req.body.(type) {
@@ -147,7 +316,7 @@ func (s *Server) handle(cl *client, req *request) (kmsg.Response, error) {
 	case *kmsg.DescribeConfigsRequest:
 		resp = s.describeConfigs(body)
 	default:
-		return nil, &FrameError{req.key, req.version, "no handler"}
+		return nil, &FrameError{Key: req.key, Version: req.version, Reason: "no handler"}
 	}
 	if resp == nil {
 		return nil, nil

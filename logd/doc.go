@@ -14,8 +14,11 @@
 // Every request is decoded with github.com/twmb/franz-go/pkg/kmsg.
 // Requests on one connection are answered in order, one at a time, as
 // Kafka does; a connection blocked in a Fetch long-poll or a JoinGroup
-// does not hold up others. A frame larger than Config.MaxRequestBytes, a
-// request that does not decode, an unknown API key or an unsupported
-// version closes that connection after a log line; everyone else is
-// served on.
+// does not hold up others. A request's buffer grows as its bytes arrive,
+// and the request buffers of all connections share one budget,
+// Config.MaxInFlightRequestBytes; a connection without budget waits, up to
+// Config.RequestTimeout from its request's first byte. A frame larger
+// than Config.MaxRequestBytes, a request that does not decode, an unknown
+// API key or an unsupported version closes that connection after a log
+// line; everyone else is served on.
 package logd

@@ -20,17 +20,18 @@ type request struct {
 // (Kafka does the same: the stream cannot be resynchronized), after a log
 // line naming the client and the reason.
 var (
-	errShortHeader = &FrameError{Reason: "request shorter than its header"}
+	errShortHeader = &FrameError{Reason: "request shorter than its header", noHeader: true}
 )
 
 // FrameError says why a request frame could not be used.
 type FrameError struct {
 	Key, Version int16
 	Reason       string
+	noHeader     bool // refused before its header was read: Key and Version are unknown
 }
 
 func (e *FrameError) Error() string {
-	if e.Reason == errShortHeader.Reason {
+	if e.noHeader {
 		return "logd: " + e.Reason
 	}
 	return fmt.Sprintf("logd: request key %d (%s) v%d: %s", e.Key, kmsg.NameForKey(e.Key), e.Version, e.Reason)
@@ -64,11 +65,11 @@ func decodeRequest(frame []byte) (*request, error) {
 	if body.IsFlexible() {
 		kmsg.SkipTags(&r)
 		if !r.Ok() {
-			return nil, &FrameError{req.key, req.version, "truncated header tags"}
+			return nil, &FrameError{Key: req.key, Version: req.version, Reason: "truncated header tags"}
 		}
 	}
 	if err := body.ReadFrom(r.Src); err != nil {
-		return nil, &FrameError{req.key, req.version, err.Error()}
+		return nil, &FrameError{Key: req.key, Version: req.version, Reason: err.Error()}
 	}
 	req.body = body
 	return req, nil

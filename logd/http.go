@@ -11,13 +11,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// HTTPHandler serves /healthz (200 "ok" while the server runs) and
+// HTTPHandler serves /healthz (200 "ok" while the server can serve every
+// client; 503 and the reasons, one a line, while it refuses connections,
+// starves requests of memory, has a fenced partition, or is closed) and
 // /metrics (Prometheus text exposition).
 func (s *Server) HTTPHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if s.isClosed() {
-			http.Error(w, "closed", http.StatusServiceUnavailable)
+		if why := s.notReady(); len(why) > 0 {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "not ready: "+strings.Join(why, "\nnot ready: ")+"\n")
 			return
 		}
 		io.WriteString(w, "ok\n")
@@ -35,8 +39,21 @@ func (s *Server) writeMetrics(w io.Writer) {
 	p := promWriter{w: w}
 	p.family("logd_connections", "gauge", "Open client connections.")
 	p.sample("logd_connections", nil, float64(m.connections.Load()))
-	p.counter("logd_connections_refused_total", "Connections refused: MaxConnections reached.", m.refused.Load())
-	p.counter("logd_bad_requests_total", "Connections closed for an oversized or undecodable request.", m.badFrames.Load())
+	p.family("logd_connections_refused_total", "counter", "Connections refused: MaxConnections or MaxConnectionsPerIP reached.")
+	p.sample("logd_connections_refused_total", []string{"reason", "max_connections"}, float64(m.refused.Load()))
+	p.sample("logd_connections_refused_total", []string{"reason", "max_connections_per_ip"}, float64(m.refusedPerIP.Load()))
+	p.counter("logd_connections_idle_closed_total", "Connections closed after IdleTimeout without a request.", m.idleClosed.Load())
+	p.counter("logd_bad_requests_total", "Connections closed for a bad request: size out of bounds, undecodable, unknown API key or version.", m.badFrames.Load())
+	p.counter("logd_slow_requests_total", "Connections closed because a request, or a new connection's first request, did not arrive whole within RequestTimeout (waits for request memory included).", m.slowRequests.Load())
+	mem := s.reqMem.stats()
+	p.family("logd_request_memory_bytes", "gauge", "Request memory held by connections' frames.")
+	p.sample("logd_request_memory_bytes", nil, float64(mem.used))
+	p.family("logd_request_memory_limit_bytes", "gauge", "Bound of request memory (MaxInFlightRequestBytes).")
+	p.sample("logd_request_memory_limit_bytes", nil, float64(mem.limit))
+	p.family("logd_request_memory_waiting", "gauge", "Connections waiting for request memory.")
+	p.sample("logd_request_memory_waiting", nil, float64(mem.waiting))
+	p.counter("logd_request_memory_waits_total", "Times a connection had to wait for request memory.", mem.waits)
+	p.counter("logd_request_memory_timeouts_total", "Waits for request memory that ended at the request deadline.", mem.expired)
 	p.counter("logd_produce_errors_total", "Partitions of produce requests answered with an error.", m.produceErrors.Load())
 	p.counter("logd_produced_bytes_total", "Record batch bytes appended.", m.producedBytes.Load())
 	p.counter("logd_fetched_bytes_total", "Record batch bytes served to fetchers.", m.fetchedBytes.Load())

@@ -17,8 +17,11 @@ var fsyncBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01
 // fsync and truncation events.
 type metrics struct {
 	connections     atomic.Int64
-	refused         atomic.Uint64
+	refused         atomic.Uint64 // MaxConnections reached
+	refusedPerIP    atomic.Uint64
+	idleClosed      atomic.Uint64
 	badFrames       atomic.Uint64
+	slowRequests    atomic.Uint64
 	produceErrors   atomic.Uint64
 	producedBytes   atomic.Uint64
 	fetchedBytes    atomic.Uint64

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/brokerless/brokerless/logd/groups"
 	"github.com/brokerless/brokerless/logd/storage"
@@ -24,41 +25,72 @@ type Server struct {
 	ids         *producerIDs
 	topicsAdded notifier // woken when a topic is created
 	metrics     *metrics
+	reqMem      *byteBudget // request memory of all connections
+	bufs        bufPool     // connections' buffers between requests
+	warnings    connWarnings
 
-	mu      sync.Mutex
-	ln      net.Listener
-	conns   map[net.Conn]struct{}
-	closed  bool
-	host    string
-	port    int32
-	cluster string
+	fences fenceReporter // nil until the store reports fenced partitions
+	lock   *dirLock      // on the data directory, until Close
+
+	mu          sync.Mutex
+	ln          net.Listener
+	conns       map[net.Conn]struct{}
+	perIP       map[string]int // open connections by client IP
+	lastRefused time.Time      // when MaxConnections last refused a client
+	lastStarved time.Time      // when a request last timed out waiting for memory
+	closed      bool
+	host        string
+	port        int32
+	cluster     string
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-// New opens the store (running crash recovery) and prepares the server;
-// Serve starts answering clients.
+// New locks the data directory, opens the store (running crash
+// recovery) and prepares the server; Serve starts answering clients. A
+// directory another Server holds, in this process or another, gives a
+// *DirLockedError.
 func New(cfg Config) (*Server, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, conns: map[net.Conn]struct{}{}, metrics: newMetrics()}
+	s := &Server{cfg: cfg, conns: map[net.Conn]struct{}{}, perIP: map[string]int{}, metrics: newMetrics(), reqMem: newByteBudget(int64(cfg.MaxInFlightRequestBytes))}
 	s.cfg.Storage.Hooks = append(s.cfg.Storage.Hooks, s.metrics)
-	store, err := storage.Open(s.cfg.Storage)
+	lock, err := lockDir(cfg.Storage.Dir)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.open(); err != nil {
+		lock.unlock()
+		return nil, err
+	}
+	s.lock = lock
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.groups.Run(s.ctx) }()
+	return s, nil
+}
+
+// open opens the store, the producer ids, the cluster id and the group
+// coordinator.
+func (s *Server) open() error {
+	cfg := &s.cfg
+	store, err := storage.Open(cfg.Storage)
+	if err != nil {
+		return err
+	}
 	s.store = store
+	s.fences, _ = any(store).(fenceReporter)
 	if s.ids, err = openProducerIDs(cfg.Storage.Dir); err != nil {
 		store.Close()
-		return nil, err
+		return err
 	}
 	if s.cluster, err = clusterID(cfg.Storage.Dir); err != nil {
 		store.Close()
-		return nil, err
+		return err
 	}
 	s.groups, err = groups.New(groups.Config{
 		Offsets:           groupOffsets{store.Offsets()},
@@ -70,12 +102,9 @@ func New(cfg Config) (*Server, error) {
 	})
 	if err != nil {
 		store.Close()
-		return nil, err
+		return err
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.groups.Run(s.ctx) }()
-	return s, nil
+	return nil
 }
 
 // Serve accepts Kafka clients on ln until Close. It returns ErrClosed
@@ -101,17 +130,20 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			return fmt.Errorf("logd: accept: %w", err)
 		}
-		if !s.track(c) {
-			s.metrics.refused.Add(1)
-			s.cfg.Logger.Warn("logd: connection refused: too many connections", "remote", c.RemoteAddr(), "max", s.cfg.MaxConnections)
+		accepted := time.Now()
+		ip := remoteIP(c)
+		if err := s.track(c, ip); err != nil {
+			if !errors.Is(err, ErrClosed) {
+				s.warnings.refused.warn(s.cfg.Logger, s.cfg.Now(), s.cfg.WarnLogGap, "logd: connection refused", "remote", c.RemoteAddr(), "reason", err)
+			}
 			c.Close()
 			continue
 		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer s.untrack(c)
-			s.serveConn(c)
+			defer s.untrack(c, ip)
+			s.serveConn(c, accepted)
 		}()
 	}
 }
@@ -141,22 +173,53 @@ func (s *Server) advertised(addr net.Addr) (string, int32) {
 	return host, port
 }
 
-func (s *Server) track(c net.Conn) bool {
+// Why a connection is refused.
+var (
+	errTooManyConns  = errors.New("MaxConnections reached")
+	errTooManyFromIP = errors.New("MaxConnectionsPerIP reached for its address")
+)
+
+// track admits a connection from ip, or says why not (and counts it).
+func (s *Server) track(c net.Conn, ip string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || len(s.conns) >= s.cfg.MaxConnections {
-		return false
+	switch {
+	case s.closed:
+		return ErrClosed
+	case len(s.conns) >= s.cfg.MaxConnections:
+		s.lastRefused = s.cfg.Now()
+		s.metrics.refused.Add(1)
+		return errTooManyConns
+	case s.perIP[ip] >= s.cfg.MaxConnectionsPerIP:
+		s.metrics.refusedPerIP.Add(1)
+		return errTooManyFromIP
 	}
 	s.conns[c] = struct{}{}
+	s.perIP[ip]++
 	s.metrics.connections.Add(1)
-	return true
+	return nil
 }
 
-func (s *Server) untrack(c net.Conn) {
+func (s *Server) untrack(c net.Conn, ip string) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.perIP[ip]--; s.perIP[ip] <= 0 {
+		delete(s.perIP, ip)
+	}
 	s.mu.Unlock()
 	s.metrics.connections.Add(-1)
+}
+
+// remoteIP is the address a connection comes from, without its port.
+func remoteIP(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
 }
 
 func (s *Server) isClosed() bool {
@@ -184,5 +247,9 @@ func (s *Server) Close() error {
 	s.cancel()
 	s.topicsAdded.wake()
 	s.wg.Wait()
-	return s.store.Close()
+	err := s.store.Close()
+	if uerr := s.lock.unlock(); err == nil {
+		err = uerr
+	}
+	return err
 }

@@ -30,7 +30,13 @@ power loss can then lose acknowledged records. On start, logd checks
 every batch written after the last synced point, cuts a torn tail and
 rebuilds damaged indexes.
 
-It prints where it listens. The HTTP endpoint serves /healthz and
+Connections are bounded: --max-connections in all, --max-connections-per-ip
+from one address; a new connection must send its first request within
+--request-timeout, and one idle for --idle-timeout is closed. The requests
+of all connections hold at most --max-inflight-request-bytes of memory.
+
+It prints where it listens. The HTTP endpoint serves /healthz (503 with
+the reasons while clients are refused or a partition is fenced) and
 Prometheus /metrics. SIGINT or SIGTERM shut it down cleanly.`,
 	examples: `
 # A log in ./data, Kafka clients on 127.0.0.1:9092.
@@ -63,6 +69,11 @@ func runLogd(ctx context.Context, inv *invocation) error {
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create", false, "create unknown topics on first produce or metadata request")
 	fs.Int32Var(&cfg.DefaultPartitions, "partitions", 1, "partitions of auto-created topics")
 	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", logd.DefaultMaxRequestBytes, "largest request accepted; larger ones close the connection")
+	fs.IntVar(&cfg.MaxInFlightRequestBytes, "max-inflight-request-bytes", logd.DefaultMaxInFlightRequestBytes, "memory the requests of all connections may hold together (at least 2 × --max-request-bytes); beyond it connections wait")
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", logd.DefaultRequestTimeout, "a request, and a new connection's first request, must arrive whole within this time, or the connection is closed")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", logd.DefaultMaxConnections, "open client connections; more are refused and /healthz reports not ready")
+	fs.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", logd.DefaultMaxConnections/4, "open connections from one client address; more are refused")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", logd.DefaultIdleTimeout, "close a connection that sends no request for this long")
 	if err := inv.parse(fs); err != nil {
 		return err
 	}

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,14 +13,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestLogdCommand: the command prints where it listens, serves a Kafka
-// client, and shuts down cleanly when its context ends (SIGTERM).
-func TestLogdCommand(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// startLogd runs `brokerless logd` with args until the test ends and
+// returns its Kafka address, its stderr and the channel its result
+// arrives on.
+func startLogd(t *testing.T, ctx context.Context, args ...string) (string, *syncBuffer, chan error) {
+	t.Helper()
 	out, errOut := newSyncBuffer(""), newSyncBuffer("logd http on")
-	inv := &invocation{cmd: &logdCmd, stdio: stdio{in: strings.NewReader(""), out: out, err: errOut}, log: newLogger(errOut),
-		args: []string{"--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--auto-create"}}
+	inv := &invocation{cmd: &logdCmd, stdio: stdio{in: strings.NewReader(""), out: out, err: errOut}, log: newLogger(errOut), args: args}
 	done := make(chan error, 1)
 	go func() { done <- logdCmd.run(ctx, inv) }()
 	select {
@@ -31,7 +33,16 @@ func TestLogdCommand(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no listening line:\n%s", errOut)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(m[1]), kgo.AllowAutoTopicCreation())
+	return m[1], errOut, done
+}
+
+// TestLogdCommand: the command prints where it listens, serves a Kafka
+// client, and shuts down cleanly when its context ends (SIGTERM).
+func TestLogdCommand(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, _, done := startLogd(t, ctx, "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--auto-create")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +58,26 @@ func TestLogdCommand(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("logd did not shut down")
+	}
+}
+
+// TestLogdSecondOnSameDir: a second logd on a directory in use exits 1,
+// naming the directory and the running logd's pid, before it listens.
+func TestLogdSecondOnSameDir(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	startLogd(t, ctx, "--dir", dir, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	second, stop := context.WithTimeout(ctx, 5*time.Second) // ends it, were it to start
+	defer stop()
+	var stdout, stderr bytes.Buffer
+	code := run(second, []string{"logd", "--dir", dir, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"}, stdio{in: strings.NewReader(""), out: &stdout, err: &stderr})
+	if code != exitFailure {
+		t.Fatalf("exit %d, want %d\n%s", code, exitFailure, &stderr)
+	}
+	want := fmt.Sprintf("brokerless logd: logd: data directory %s is in use by another logd (pid %d)", dir, os.Getpid())
+	if !strings.Contains(stderr.String(), want) || strings.Contains(stdout.String()+stderr.String(), "listening") {
+		t.Fatalf("stderr %q, want %q and no listening line", stderr.String(), want)
 	}
 }
 

@@ -1,0 +1,66 @@
+package logd
+
+import (
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/brokerless/brokerless/logd/storage"
+)
+
+// TestOneServerPerDir: a second Server on a directory in use fails with a
+// *DirLockedError naming the directory and the holder's pid; once the
+// first closes, the directory can be opened again.
+func TestOneServerPerDir(t *testing.T) {
+	dir := t.TempDir()
+	ts := startServer(t, dir)
+	_, err := New(Config{Storage: storage.Config{Dir: dir}})
+	var locked *DirLockedError
+	if !errors.As(err, &locked) || !errors.Is(err, ErrDirLocked) {
+		t.Fatalf("second server on %s: %v, want a DirLockedError", dir, err)
+	}
+	if locked.Dir != dir || locked.PID != os.Getpid() {
+		t.Fatalf("%+v, want dir %s pid %d", locked, dir, os.Getpid())
+	}
+	if msg := err.Error(); !strings.Contains(msg, dir) || !strings.Contains(msg, "pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("message %q names neither the directory nor the pid", msg)
+	}
+	if err := ts.Close(); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Storage: storage.Config{Dir: dir}})
+	if err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+	srv.Close()
+}
+
+// TestDirLockAcrossProcesses: a logd in another process holds the
+// directory (and its pid is reported); once it is killed, the directory
+// is free.
+func TestDirLockAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	child := startChild(t, dir, addr)
+	_, err = New(Config{Storage: storage.Config{Dir: dir}})
+	var locked *DirLockedError
+	if !errors.As(err, &locked) || locked.PID != child.Process.Pid {
+		t.Fatalf("server beside a child logd (pid %d): %v", child.Process.Pid, err)
+	}
+	_ = child.Process.Signal(syscall.SIGKILL)
+	_ = child.Wait()
+	srv, err := New(Config{Storage: storage.Config{Dir: dir}})
+	if err != nil {
+		t.Fatalf("after the child was killed: %v", err)
+	}
+	srv.Close()
+}

@@ -1,0 +1,54 @@
+package logd
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// notReadyFor is how long /healthz keeps reporting a refused client or
+// a request starved of memory.
+const notReadyFor = 5 * time.Second
+
+// fenceReporter is what /healthz asks the store: the partitions
+// ("topic/partition") that refuse appends after a storage error until
+// they recover. The server consults it when the store implements it.
+type fenceReporter interface {
+	FencedPartitions() []string
+}
+
+// notReady returns why the server cannot serve every client now; none
+// means ready. Clients refused for MaxConnections, or requests closed
+// for want of request memory, within notReadyFor, and fenced partitions
+// each make it not ready. Refusals for MaxConnectionsPerIP do not: they
+// keep one address from taking every connection, so that the others are
+// served.
+func (s *Server) notReady() []string {
+	now := s.cfg.Now()
+	var why []string
+	s.mu.Lock()
+	closed, refused, starved := s.closed, s.lastRefused, s.lastStarved
+	s.mu.Unlock()
+	if closed {
+		return []string{"closed"}
+	}
+	if !refused.IsZero() && now.Sub(refused) < notReadyFor {
+		why = append(why, fmt.Sprintf("refusing connections: MaxConnections (%d) reached %v ago", s.cfg.MaxConnections, now.Sub(refused).Round(time.Millisecond)))
+	}
+	if !starved.IsZero() && now.Sub(starved) < notReadyFor {
+		why = append(why, fmt.Sprintf("request memory exhausted: a request waited %v without it %v ago", s.cfg.RequestTimeout, now.Sub(starved).Round(time.Millisecond)))
+	}
+	if s.fences != nil {
+		if parts := s.fences.FencedPartitions(); len(parts) > 0 {
+			why = append(why, "partitions fenced after a storage error: "+strings.Join(parts, ", "))
+		}
+	}
+	return why
+}
+
+// starved records that a request was closed for want of request memory.
+func (s *Server) starved() {
+	s.mu.Lock()
+	s.lastStarved = s.cfg.Now()
+	s.mu.Unlock()
+}

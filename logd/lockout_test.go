@@ -1,0 +1,227 @@
+package logd
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// dialFrom connects to addr from the loopback address local (another
+// client host, as far as logd can tell).
+func dialFrom(t *testing.T, local, addr string) (net.Conn, error) {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err == nil {
+		t.Cleanup(func() { c.Close() })
+	}
+	return c, err
+}
+
+// healthz returns /healthz's status and body.
+func healthz(t *testing.T, s *Server) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	s.HTTPHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	return rec.Code, rec.Body.String()
+}
+
+// TestPerIPLimitKeepsClientsIn is the lock-out from issue 14: one host
+// opens more idle connections than the server takes. With a per-address
+// limit it gets only its share; a client on another address is served,
+// and /healthz stays ready (one address being held back is the limit
+// working, not an outage).
+func TestPerIPLimitKeepsClientsIn(t *testing.T) {
+	const maxConns, perIP, attackers = 16, 4, 40
+	ts := startServer(t, t.TempDir(), func(c *Config) {
+		c.MaxConnections, c.MaxConnectionsPerIP = maxConns, perIP
+		c.RequestTimeout = time.Minute // the idle attackers stay until the test ends
+	})
+	for range attackers {
+		if _, err := dialFrom(t, "127.0.0.2", ts.addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "the attacker's connections accepted or refused", func() bool {
+		return ts.metrics.connections.Load()+int64(ts.metrics.refusedPerIP.Load()+ts.metrics.refused.Load()) == attackers
+	})
+	if n := ts.metrics.connections.Load(); n != perIP {
+		t.Fatalf("the attacker holds %d connections, want %d", n, perIP)
+	}
+	cl := newClient(t, ts.addr, kgo.AllowAutoTopicCreation(), kgo.DialTimeout(2*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: []byte("in")}).FirstErr(); err != nil {
+		t.Fatalf("a client on another address was not served: %v", err)
+	}
+	if code, body := healthz(t, ts.Server); code != http.StatusOK {
+		t.Fatalf("healthz %d %q while only the attacker is held back", code, body)
+	}
+}
+
+// TestHealthzNotReadyWhileRefusing: once MaxConnections refuses a client,
+// /healthz answers 503 naming the reason, for notReadyFor after the last
+// refusal, then ok again.
+func TestHealthzNotReadyWhileRefusing(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	ts := startServer(t, t.TempDir(), func(c *Config) {
+		c.MaxConnections, c.MaxConnectionsPerIP = 2, 2
+		c.RequestTimeout = time.Minute
+		c.Now = clock.now
+	})
+	if code, body := healthz(t, ts.Server); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("healthz %d %q before any refusal", code, body)
+	}
+	for range 3 {
+		dial(t, ts.addr)
+	}
+	waitUntil(t, "a refusal", func() bool { return ts.metrics.refused.Load() == 1 })
+	code, body := healthz(t, ts.Server)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "MaxConnections (2) reached") {
+		t.Fatalf("healthz %d %q while refusing clients", code, body)
+	}
+	clock.add(notReadyFor - time.Millisecond)
+	if code, _ := healthz(t, ts.Server); code != http.StatusServiceUnavailable {
+		t.Fatalf("healthz %d just before the window ends", code)
+	}
+	clock.add(time.Millisecond)
+	if code, body := healthz(t, ts.Server); code != http.StatusOK {
+		t.Fatalf("healthz %d %q %v after the last refusal", code, body, notReadyFor)
+	}
+}
+
+// TestHealthzNotReadyWhileFenced: a fenced partition makes /healthz
+// answer 503 naming it.
+func TestHealthzNotReadyWhileFenced(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	fences := &fakeFences{}
+	ts.fences = fences
+	if code, _ := healthz(t, ts.Server); code != http.StatusOK {
+		t.Fatalf("healthz %d with nothing fenced", code)
+	}
+	fences.set("events/0", "events/3")
+	code, body := healthz(t, ts.Server)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "events/0, events/3") {
+		t.Fatalf("healthz %d %q with fenced partitions", code, body)
+	}
+	fences.set()
+	if code, _ := healthz(t, ts.Server); code != http.StatusOK {
+		t.Fatalf("healthz %d once the partitions recovered", code)
+	}
+}
+
+// TestSlowConnectionsClosed: a new connection that sends nothing, and
+// one that trickles a request byte by byte, are closed at RequestTimeout;
+// a connection that has been served may idle (up to IdleTimeout).
+func TestSlowConnectionsClosed(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	ts := startServer(t, t.TempDir(), func(c *Config) { c.RequestTimeout = timeout })
+
+	silent := dial(t, ts.addr)
+	slow := dial(t, ts.addr)
+	served := dial(t, ts.addr)
+	start := time.Now()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // 1 byte every 20 ms of a 1000-byte request: 20 s to arrive
+		defer wg.Done()
+		header := binary.BigEndian.AppendUint32(nil, 1000)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			b := []byte{0}
+			if i < len(header) {
+				b[0] = header[i]
+			}
+			if _, err := slow.Write(b); err != nil {
+				return
+			}
+		}
+	}()
+	defer wg.Wait()
+	defer close(stop)
+	if _, err := rawRequest(t, served, kmsg.ApiVersions.Int16(), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]net.Conn{"silent": silent, "slow": slow} {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Fatalf("%s connection: read %v, want EOF", name, err)
+		}
+		if took := time.Since(start); took < timeout || took > timeout+3*time.Second {
+			t.Fatalf("%s connection closed after %v, RequestTimeout %v", name, took, timeout)
+		}
+	}
+	waitUntil(t, "slow connections counted", func() bool { return ts.metrics.slowRequests.Load() == 2 })
+	_ = served.SetReadDeadline(time.Now().Add(3 * timeout))
+	if _, err := served.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Fatalf("a served connection idling for %v: read %v, want it still open", 3*timeout, err)
+	}
+}
+
+// TestIdleConnectionsClosed: between requests, IdleTimeout applies.
+func TestIdleConnectionsClosed(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	ts := startServer(t, t.TempDir(), func(c *Config) { c.IdleTimeout = idle })
+	c := dial(t, ts.addr)
+	if _, err := rawRequest(t, c, kmsg.ApiVersions.Int16(), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read %v, want EOF", err)
+	}
+	if took := time.Since(start); took < idle-50*time.Millisecond || took > idle+3*time.Second {
+		t.Fatalf("idle connection closed after %v, IdleTimeout %v", took, idle)
+	}
+	waitUntil(t, "the idle close counted", func() bool { return ts.metrics.idleClosed.Load() == 1 })
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type fakeFences struct {
+	mu    sync.Mutex
+	parts []string
+}
+
+func (f *fakeFences) set(parts ...string) {
+	f.mu.Lock()
+	f.parts = parts
+	f.mu.Unlock()
+}
+
+func (f *fakeFences) FencedPartitions() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.parts
+}

@@ -1,0 +1,102 @@
+package logd
+
+import (
+	"encoding/binary"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// heapInuse is the heap in use after a collection.
+func heapInuse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+// claim opens a connection that announces a frame of claimed bytes and
+// sends body bytes of it, then stalls.
+func claim(t *testing.T, addr string, claimed uint32, body int) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	buf := binary.BigEndian.AppendUint32(nil, claimed)
+	buf = append(buf, make([]byte, body)...)
+	go c.Write(buf) // may block in the kernel while the server waits for memory
+	return c
+}
+
+// TestClaimedFrameMemory is the attack from issue 14: 80 connections each
+// announce a frame of almost 100 MiB (the default MaxRequestBytes) and
+// send 1,024 bytes of it. logd used to allocate the claimed size at once
+// (80 × 100 MiB); now a frame buffer grows only as bytes arrive.
+func TestClaimedFrameMemory(t *testing.T) {
+	ts := startServer(t, t.TempDir(), func(c *Config) { c.RequestTimeout = time.Minute })
+	before := heapInuse()
+	const conns = 80
+	for range conns {
+		claim(t, ts.addr, DefaultMaxRequestBytes-1, 1024)
+	}
+	waitUntil(t, "every connection reading its frame", func() bool {
+		return ts.metrics.connections.Load() == conns && ts.reqMem.stats().used >= conns*1024
+	})
+	grown := int64(heapInuse()) - int64(before)
+	t.Logf("heap in use grew %d KiB for %d connections claiming %d MiB each", grown>>10, conns, DefaultMaxRequestBytes>>20)
+	if grown > 16<<20 {
+		t.Fatalf("heap in use grew %d MiB for %d stalled 1 KiB requests", grown>>20, conns)
+	}
+}
+
+// TestRequestMemoryBound: connections that really send large frames,
+// but never finish them, hold at most MaxInFlightRequestBytes together;
+// the others wait, and at the request deadline all are closed, the
+// memory comes back and a client is served.
+func TestRequestMemoryBound(t *testing.T) {
+	const (
+		limit   = 4 << 20
+		conns   = 64
+		claimed = 1 << 20
+		sent    = 900 << 10
+	)
+	ts := startServer(t, t.TempDir(), func(c *Config) {
+		c.MaxRequestBytes = claimed
+		c.MaxInFlightRequestBytes = limit
+		c.RequestTimeout = 2 * time.Second
+	})
+	before := heapInuse()
+	for range conns {
+		claim(t, ts.addr, claimed, sent)
+	}
+	// Settled: most connections wait for memory (or, were the bound
+	// broken, all of them hold their frames).
+	waitUntil(t, "connections waiting for request memory", func() bool {
+		st := ts.reqMem.stats()
+		return st.waiting >= conns-2*limit/claimed || st.used >= conns*sent
+	})
+	st := ts.reqMem.stats()
+	grown := int64(heapInuse()) - int64(before)
+	t.Logf("%d of %d connections waiting, %d KiB of request memory held, heap in use grew %d KiB", st.waiting, conns, st.used>>10, grown>>10)
+	if st.used > limit {
+		t.Fatalf("request memory %d over its limit %d", st.used, limit)
+	}
+	// Frames within the budget, buffers the pool keeps, read buffers.
+	if bound := int64(limit + maxPooledBytes + 8<<20); grown > bound {
+		t.Fatalf("heap in use grew %d MiB, bound %d MiB", grown>>20, bound>>20)
+	}
+	waitUntil(t, "stalled requests timed out", func() bool {
+		st := ts.reqMem.stats()
+		return st.used == 0 && st.waiting == 0 && ts.metrics.slowRequests.Load() == conns
+	})
+	if st := ts.reqMem.stats(); st.expired == 0 {
+		t.Fatalf("no wait for request memory expired: %+v", st)
+	}
+	cl := newClient(t, ts.addr, kgo.AllowAutoTopicCreation())
+	produceN(t, cl, "after", "v", 10)
+}
