@@ -67,6 +67,10 @@ func (l *Log) Compact(now time.Time) (CompactStats, error) {
 		l.mu.Unlock()
 		return st, ErrClosed
 	}
+	if l.failed != nil {
+		l.mu.Unlock()
+		return st, nil // fenced: Unfence first
+	}
 	sealed := slices.Clone(l.segs[:len(l.segs)-1])
 	activeBase := l.segs[len(l.segs)-1].base
 	skip := activeBase == l.compactedTo && now.UnixMilli() < l.tombstoneDue
@@ -288,7 +292,7 @@ func (c *compaction) swap(old, tmp *segment) error {
 	defer l.segMu.Unlock()
 	if err := ns.openSealedIndexes(); err != nil {
 		ns.close()
-		return l.fail("compaction swap", err)
+		return l.fail(opSwap, err)
 	}
 	i := slices.Index(l.segs, old)
 	l.segs[i] = ns
@@ -302,7 +306,7 @@ func (c *compaction) swap(old, tmp *segment) error {
 func (l *Log) failSwap(err error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.fail("compaction swap", err)
+	return l.fail(opSwap, err)
 }
 
 func removeSegmentFiles(fsys vfs.FS, path string) {

@@ -45,9 +45,10 @@ var (
 	// batch whose producer epoch is older than one already seen.
 	ErrInvalidProducerEpoch = errors.New("storage: invalid producer epoch")
 	// ErrLogFailed is returned by every write to a Log after a write or
-	// fsync to its files failed: what is on disk is no longer known, so
-	// nothing more is acknowledged until the Store is reopened (which
-	// recovers from the disk).
+	// fsync to its files failed: what is on disk past the last good
+	// fsync is no longer known, so the partition is fenced and nothing
+	// more is acknowledged until Log.Unfence (which Store.Maintain
+	// calls) recovers it, or the Store is reopened.
 	ErrLogFailed = errors.New("storage: log failed on an I/O error")
 	// ErrCorruptFile marks a storage file (topic metadata, offsets log)
 	// that cannot be decoded.

@@ -23,20 +23,37 @@ import (
 // batch that fails, and its indexes rebuilt. Segments after a cut are
 // deleted. Bad indexes are rebuilt, never a reason to refuse to open.
 func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, error) {
-	if err := mkdirDurable(e.fs, dir); err != nil {
+	l := &Log{
+		topic: topic, partition: part, dir: dir, cfg: cfg, env: e,
+		kick: make(chan struct{}, 1),
+		done: make(chan struct{}),
+	}
+	if err := l.load(); err != nil {
 		return nil, err
+	}
+	if e.fsync == FsyncAlways {
+		l.wg.Add(1)
+		go l.syncLoop()
+	}
+	return l, nil
+}
+
+// load recovers the partition from its directory into l: segments,
+// producer state, offsets. Either l is not shared yet, or l.mu and
+// l.segMu are held and l has no segments open (Unfence).
+func (l *Log) load() error {
+	dir, e := l.dir, l.env
+	if err := mkdirDurable(e.fs, dir); err != nil {
+		return err
 	}
 	bases, err := prepareDir(dir, e)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	l := &Log{
-		topic: topic, partition: part, dir: dir, cfg: cfg, env: e,
-		producers:   newProducers(e.maxProducers, e.producerExpiry),
-		kick:        make(chan struct{}, 1),
-		compactedTo: -1,
-		done:        make(chan struct{}),
-	}
+	l.segs = nil
+	l.producers = newProducers(e.maxProducers, e.producerExpiry)
+	l.compactedTo, l.tombstoneDue = -1, 0
+	l.hints.reset()
 	rp, err := readRecoveryPoint(e.fs, dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		e.logger.Warn("storage: recovery point unreadable, verifying every segment", "dir", dir, "err", err)
@@ -50,14 +67,14 @@ func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, erro
 		cut, err := r.load(base, nextBase, i == len(bases)-1)
 		if err != nil {
 			l.closeSegments()
-			return nil, err
+			return err
 		}
 		if cut {
 			for _, b := range bases[i+1:] {
 				e.logger.Warn("storage: deleting segment after a truncated one", "dir", dir, "base", b)
 				if err := newSegmentStruct(e.fs, filepath.Join(dir, segmentName(b)), b).remove(); err != nil {
 					l.closeSegments()
-					return nil, err
+					return err
 				}
 			}
 			break
@@ -66,11 +83,11 @@ func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, erro
 	if len(l.segs) == 0 {
 		s, err := newSegment(e.fs, dir, 0, e.now().UnixMilli())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := e.fs.SyncDir(dir); err != nil {
 			s.close()
-			return nil, err
+			return err
 		}
 		l.segs = append(l.segs, s)
 	}
@@ -80,11 +97,7 @@ func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, erro
 	l.durable = l.end
 	l.endA.Store(l.end)
 	l.hwm.Store(l.end)
-	if e.fsync == FsyncAlways {
-		l.wg.Add(1)
-		go l.syncLoop()
-	}
-	return l, nil
+	return nil
 }
 
 // prepareDir finishes or undoes what a crash interrupted and returns
@@ -344,9 +357,11 @@ func (l *Log) recoverProducers(buf []byte) {
 	}
 }
 
-// closeSegments closes the files of a log that failed to open.
+// closeSegments closes the files of a log that failed to open (or is
+// being reloaded) and forgets its segments.
 func (l *Log) closeSegments() {
 	for _, s := range l.segs {
 		s.close()
 	}
+	l.segs = nil
 }

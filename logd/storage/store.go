@@ -326,12 +326,19 @@ func (s *Store) closeLogs() error {
 	return errors.Join(errs...)
 }
 
-// Maintain applies retention and compaction to every partition as of
-// now, and forgets expired idempotent producers. The background
-// goroutine calls it every MaintenanceInterval.
+// Maintain unfences every fenced partition it can (see Log.Unfence),
+// applies retention and compaction to every partition as of now, and
+// forgets expired idempotent producers. The background goroutine calls
+// it every MaintenanceInterval.
 func (s *Store) Maintain(now time.Time) error {
 	var errs []error
 	for _, l := range s.logs() {
+		if l.Fenced() {
+			if err := l.Unfence(); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
 		l.expireProducers(now)
 		if _, err := l.ApplyRetention(now); err != nil && !errors.Is(err, ErrClosed) {
 			errs = append(errs, err)
