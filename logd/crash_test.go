@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 
 func runChild(spec string) int {
 	dir, addr, _ := strings.Cut(spec, "|")
-	srv, err := New(Config{Storage: storage.Config{Dir: dir}, AutoCreateTopics: true})
+	srv, err := New(Config{Storage: storage.Config{Dir: dir}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -103,7 +103,7 @@ func (s *Server) describeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Response
 			values = topicConfigValues(info.Config)
 		case resourceBroker:
 			values = map[string]string{
-				"auto.create.topics.enable":    strconv.FormatBool(s.cfg.AutoCreateTopics),
+				"auto.create.topics.enable":    strconv.FormatBool(!s.cfg.DisableAutoCreateTopics),
 				"num.partitions":               strconv.Itoa(int(s.cfg.DefaultPartitions)),
 				"socket.request.max.bytes":     strconv.Itoa(s.cfg.MaxRequestBytes),
 				"group.min.session.timeout.ms": strconv.FormatInt(s.cfg.MinSessionTimeout.Milliseconds(), 10),
