@@ -122,13 +122,16 @@ const (
 	DefaultMaxOffsetMetadata   = 4096 // offset.metadata.max.bytes
 )
 
-// Limits that are not configurable.
+// Limits of the settings that are not configurable themselves.
 const (
-	minSegmentBytes = 1 << 10
-	// maxSegmentBytes keeps file positions in the 32-bit index entries.
-	maxSegmentBytes = 1 << 30
-	minBatchBytes   = batchHeaderLen
-	maxBatchBytes   = 64 << 20
+	// MinSegmentBytes and MaxSegmentBytes bound SegmentBytes; the
+	// maximum keeps file positions in the 32-bit index entries.
+	MinSegmentBytes = 1 << 10
+	MaxSegmentBytes = 1 << 30
+	// MinBatchBytes and MaxBatchBytes bound MaxBatchBytes: a batch
+	// header, and 64 MiB.
+	MinBatchBytes = batchHeaderLen
+	MaxBatchBytes = 64 << 20
 )
 
 // Config configures a Store. Zero fields take the documented defaults;
@@ -282,6 +285,11 @@ func (c *Config) topicDefaults() TopicConfig {
 // the Config field of the same name. Overrides are persisted with the
 // topic.
 type TopicConfig struct {
+	// Kafka holds topic settings the Store keeps with the topic without
+	// applying them (Kafka config name → value as given), so a Kafka
+	// admin tool reads back what it set. Never inherited.
+	Kafka map[string]string `json:"kafka,omitempty"`
+
 	SegmentBytes       int64         `json:"segment_bytes,omitempty"`
 	SegmentAge         time.Duration `json:"segment_age,omitempty"`
 	IndexIntervalBytes int           `json:"index_interval_bytes,omitempty"`
@@ -308,8 +316,8 @@ func (t TopicConfig) over(base TopicConfig) TopicConfig {
 // validate checks an effective (fully defaulted) topic configuration.
 func (t TopicConfig) validate() error {
 	switch {
-	case t.SegmentBytes < minSegmentBytes || t.SegmentBytes > maxSegmentBytes:
-		return badConfig("SegmentBytes %d outside [%d, %d]", t.SegmentBytes, minSegmentBytes, maxSegmentBytes)
+	case t.SegmentBytes < MinSegmentBytes || t.SegmentBytes > MaxSegmentBytes:
+		return badConfig("SegmentBytes %d outside [%d, %d]", t.SegmentBytes, MinSegmentBytes, MaxSegmentBytes)
 	case t.SegmentAge <= 0 && t.SegmentAge != -1:
 		return badConfig("SegmentAge %v: > 0 or -1", t.SegmentAge)
 	case t.IndexIntervalBytes < 1:
@@ -322,8 +330,8 @@ func (t TopicConfig) validate() error {
 		return badConfig("unknown cleanup policy %d", t.Cleanup)
 	case t.DeleteRetention < 0:
 		return badConfig("DeleteRetention %v < 0", t.DeleteRetention)
-	case t.MaxBatchBytes < minBatchBytes || t.MaxBatchBytes > maxBatchBytes:
-		return badConfig("MaxBatchBytes %d outside [%d, %d]", t.MaxBatchBytes, minBatchBytes, maxBatchBytes)
+	case t.MaxBatchBytes < MinBatchBytes || t.MaxBatchBytes > MaxBatchBytes:
+		return badConfig("MaxBatchBytes %d outside [%d, %d]", t.MaxBatchBytes, MinBatchBytes, MaxBatchBytes)
 	}
 	return nil
 }
