@@ -62,6 +62,7 @@ func runLogd(ctx context.Context, inv *invocation) error {
 	fs.Int64Var(&cfg.Storage.RetentionBytes, "retention-bytes", -1, "delete the oldest segments while a partition is larger (-1: no limit)")
 	fs.Int64Var(&cfg.Storage.SegmentBytes, "segment-bytes", 128<<20, "roll a segment at this size")
 	fs.DurationVar(&cfg.Storage.SegmentAge, "segment-age", 7*24*time.Hour, "roll a segment at this age")
+	fs.DurationVar(&cfg.Storage.MaintenanceInterval, "maintenance-interval", storage.DefaultMaintenanceInterval, "how often retention and compaction run and fenced partitions retry (compacted topics also compact when a segment rolls; -1ns: never)")
 	autoCreate := fs.Bool("auto-create", true, "create unknown topics on first produce or metadata request, as Kafka does (false: clients get UNKNOWN_TOPIC_OR_PARTITION)")
 	fs.Int32Var(&cfg.DefaultPartitions, "partitions", 1, "partitions of auto-created topics")
 	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", logd.DefaultMaxRequestBytes, "largest request accepted; larger ones close the connection")

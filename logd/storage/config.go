@@ -115,7 +115,7 @@ const (
 	DefaultFsyncInterval       = time.Second
 	DefaultMaxProducers        = 4096            // per partition
 	DefaultProducerExpiry      = 24 * time.Hour  // producer.id.expiration.ms
-	DefaultMaintenanceInterval = 5 * time.Minute // log.retention.check.interval.ms
+	DefaultMaintenanceInterval = 15 * time.Second // log.cleaner.backoff.ms
 	DefaultCompactMaxKeys      = 1 << 20         // ~ log.cleaner.dedupe.buffer.size / 24 bytes
 	DefaultMaxPartitions       = 1024            // per topic
 	DefaultMaxGroups           = 1 << 16
@@ -181,8 +181,11 @@ type Config struct {
 	// 24 h.
 	ProducerExpiry time.Duration
 	// MaintenanceInterval is how often a background goroutine applies
-	// retention and compaction to every partition. Default 5 minutes;
-	// -1: never (call Store.Maintain).
+	// retention and compaction to every partition and unfences the
+	// fenced ones (Store.Maintain). It also compacts a compacted topic's
+	// partition as soon as a segment of it is sealed. Default 15 s (as
+	// often as Kafka's log cleaner looks for work); -1: never, and no
+	// compaction on sealing either (call Store.Maintain).
 	MaintenanceInterval time.Duration
 	// CompactMaxKeys bounds the keys one compaction pass maps (about 50
 	// bytes each): mapping walks back from the newest sealed segment and

@@ -108,7 +108,9 @@
 // never a mix.
 //
 // Background maintenance ([Store.Maintain]) applies both every
-// MaintenanceInterval.
+// MaintenanceInterval (15 s by default, as often as Kafka's cleaner
+// looks for work) and unfences fenced partitions; a compacted partition
+// is also compacted as soon as it seals a segment.
 //
 // # Consumer group offsets
 //

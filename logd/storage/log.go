@@ -22,6 +22,9 @@ type env struct {
 	now            func() time.Time
 	logger         *slog.Logger
 	hooks          hooks
+	// sealed, when set, is told (without blocking) that a segment of a
+	// compacted partition was sealed, so it can be compacted soon.
+	sealed func(*Log)
 }
 
 // Log is one partition: a sequence of segments, the last of which (the
@@ -251,6 +254,9 @@ func (l *Log) roll() error {
 	l.markDurable(old.next)
 	if err := l.checkpoint(); err != nil {
 		return err
+	}
+	if l.cfg.Cleanup.compacts() && l.env.sealed != nil {
+		l.env.sealed(l)
 	}
 	return nil
 }
