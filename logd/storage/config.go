@@ -113,11 +113,11 @@ const (
 	DefaultDeleteRetention     = 24 * time.Hour     // delete.retention.ms
 	DefaultMaxBatchBytes       = 1048588            // message.max.bytes (1 MiB + the 12-byte log overhead)
 	DefaultFsyncInterval       = time.Second
-	DefaultMaxProducers        = 4096            // per partition
-	DefaultProducerExpiry      = 24 * time.Hour  // producer.id.expiration.ms
+	DefaultMaxProducers        = 4096             // per partition
+	DefaultProducerExpiry      = 24 * time.Hour   // producer.id.expiration.ms
 	DefaultMaintenanceInterval = 15 * time.Second // log.cleaner.backoff.ms
-	DefaultCompactMaxKeys      = 1 << 20         // ~ log.cleaner.dedupe.buffer.size / 24 bytes
-	DefaultMaxPartitions       = 1024            // per topic
+	DefaultCompactMaxKeys      = 1 << 20          // ~ log.cleaner.dedupe.buffer.size / 24 bytes
+	DefaultMaxPartitions       = 1024             // per topic
 	DefaultMaxGroups           = 1 << 16
 	DefaultMaxOffsetMetadata   = 4096 // offset.metadata.max.bytes
 )
