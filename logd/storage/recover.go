@@ -209,7 +209,7 @@ func (r *recovery) load(base, nextBase int64, last bool) (cut bool, err error) {
 		l.segs = append(l.segs, s)
 		return false, nil
 	}
-	cut, err = r.verify(s, size, max(base, prevNext), nextBase)
+	cut, err = r.verify(s, size, max(base, prevNext), nextBase, last)
 	if err != nil {
 		s.close()
 		return false, err
@@ -271,11 +271,13 @@ func (s *segment) readRollStart(now time.Time, age time.Duration) error {
 }
 
 // verify reads every batch of the segment, rebuilding its indexes, and
-// truncates it at the first batch that is torn, fails its CRC, does not
-// start right after the one before (the first at expect: offsets are
-// contiguous, compaction keeps them so), or reaches nextBase. The segment is
-// fsynced, so what survives is durable.
-func (r *recovery) verify(s *segment, size, expect, nextBase int64) (cut bool, err error) {
+// truncates it at the first batch that is torn, fails its CRC, starts
+// before the end of the one before (the first before expect), or
+// reaches nextBase. In the last segment, which compaction never touches,
+// each batch must start right after the one before; in the others
+// compaction may have left gaps. The segment is fsynced, so what
+// survives is durable.
+func (r *recovery) verify(s *segment, size, expect, nextBase int64, last bool) (cut bool, err error) {
 	l := r.l
 	sc := newScanner(s.log, 0, size, true, r.buf)
 	var reason string
@@ -287,7 +289,8 @@ func (r *recovery) verify(s *segment, size, expect, nextBase int64) (cut bool, e
 		if err == nil {
 			err = decodeHeader(b, &r.hdr)
 		}
-		if err == nil && (r.hdr.FirstOffset != expect || r.hdr.FirstOffset+int64(r.hdr.LastOffsetDelta) >= nextBase) {
+		if err == nil && (r.hdr.FirstOffset < expect || last && r.hdr.FirstOffset != expect ||
+			r.hdr.FirstOffset+int64(r.hdr.LastOffsetDelta) >= nextBase) {
 			err = errOffsetOrder
 		}
 		if err != nil {
