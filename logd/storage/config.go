@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -53,7 +54,7 @@ func ParseFsyncPolicy(s string) (FsyncPolicy, error) {
 			return p, nil
 		}
 	}
-	return 0, badConfig("unknown fsync policy %q", s)
+	return 0, &ConfigError{"Fsync", s, "always, interval or never"}
 }
 
 // CleanupPolicy is Kafka's cleanup.policy: what happens to old data.
@@ -100,7 +101,7 @@ func ParseCleanupPolicy(s string) (CleanupPolicy, error) {
 			return p, nil
 		}
 	}
-	return 0, badConfig("unknown cleanup policy %q", s)
+	return 0, &ConfigError{"Cleanup", s, "delete, compact or compact,delete"}
 }
 
 // Defaults of Config. The Kafka topic setting each one mirrors is named.
@@ -246,25 +247,25 @@ func (c *Config) setDefaults() {
 func (c *Config) validate() error {
 	switch {
 	case c.Dir == "":
-		return badConfig("Dir is required")
+		return &ConfigError{"Dir", c.Dir, "a directory is required"}
 	case c.Fsync < FsyncAlways || c.Fsync > FsyncNever:
-		return badConfig("unknown fsync policy %d", c.Fsync)
+		return &ConfigError{"Fsync", c.Fsync, "always, interval or never"}
 	case c.FsyncInterval <= 0:
-		return badConfig("FsyncInterval %v <= 0", c.FsyncInterval)
+		return &ConfigError{"FsyncInterval", c.FsyncInterval, "must be > 0"}
 	case c.MaxProducers < 1:
-		return badConfig("MaxProducers %d < 1", c.MaxProducers)
+		return &ConfigError{"MaxProducers", c.MaxProducers, "must be >= 1"}
 	case c.ProducerExpiry <= 0:
-		return badConfig("ProducerExpiry %v <= 0", c.ProducerExpiry)
+		return &ConfigError{"ProducerExpiry", c.ProducerExpiry, "must be > 0"}
 	case c.MaintenanceInterval <= 0 && c.MaintenanceInterval != -1:
-		return badConfig("MaintenanceInterval %v: > 0 or -1", c.MaintenanceInterval)
+		return &ConfigError{"MaintenanceInterval", c.MaintenanceInterval, "must be > 0, or -1 for never"}
 	case c.CompactMaxKeys < 1:
-		return badConfig("CompactMaxKeys %d < 1", c.CompactMaxKeys)
+		return &ConfigError{"CompactMaxKeys", c.CompactMaxKeys, "must be >= 1"}
 	case c.MaxPartitions < 1:
-		return badConfig("MaxPartitions %d < 1", c.MaxPartitions)
+		return &ConfigError{"MaxPartitions", c.MaxPartitions, "must be >= 1"}
 	case c.MaxGroups < 1:
-		return badConfig("MaxGroups %d < 1", c.MaxGroups)
+		return &ConfigError{"MaxGroups", c.MaxGroups, "must be >= 1"}
 	case c.MaxOffsetMetadata < 0 || c.MaxOffsetMetadata > 1<<16-1:
-		return badConfig("MaxOffsetMetadata %d outside [0, 65535]", c.MaxOffsetMetadata)
+		return &ConfigError{"MaxOffsetMetadata", c.MaxOffsetMetadata, "must be in [0, 65535]"}
 	}
 	return c.topicDefaults().validate()
 }
@@ -320,21 +321,21 @@ func (t TopicConfig) over(base TopicConfig) TopicConfig {
 func (t TopicConfig) validate() error {
 	switch {
 	case t.SegmentBytes < MinSegmentBytes || t.SegmentBytes > MaxSegmentBytes:
-		return badConfig("SegmentBytes %d outside [%d, %d]", t.SegmentBytes, MinSegmentBytes, MaxSegmentBytes)
+		return &ConfigError{"SegmentBytes", t.SegmentBytes, fmt.Sprintf("must be in [%d, %d]", MinSegmentBytes, MaxSegmentBytes)}
 	case t.SegmentAge <= 0 && t.SegmentAge != -1:
-		return badConfig("SegmentAge %v: > 0 or -1", t.SegmentAge)
+		return &ConfigError{"SegmentAge", t.SegmentAge, "must be > 0, or -1 for never"}
 	case t.IndexIntervalBytes < 1:
-		return badConfig("IndexIntervalBytes %d < 1", t.IndexIntervalBytes)
+		return &ConfigError{"IndexIntervalBytes", t.IndexIntervalBytes, "must be >= 1"}
 	case t.RetentionBytes < -1:
-		return badConfig("RetentionBytes %d: >= 0 or -1", t.RetentionBytes)
+		return &ConfigError{"RetentionBytes", t.RetentionBytes, "must be >= 0, or -1 for no limit"}
 	case t.RetentionAge <= 0 && t.RetentionAge != -1:
-		return badConfig("RetentionAge %v: > 0 or -1", t.RetentionAge)
+		return &ConfigError{"RetentionAge", t.RetentionAge, "must be > 0, or -1 for never"}
 	case t.Cleanup < CleanupDelete || t.Cleanup > CleanupCompactDelete:
-		return badConfig("unknown cleanup policy %d", t.Cleanup)
+		return &ConfigError{"Cleanup", t.Cleanup, "delete, compact or compact,delete"}
 	case t.DeleteRetention < 0:
-		return badConfig("DeleteRetention %v < 0", t.DeleteRetention)
+		return &ConfigError{"DeleteRetention", t.DeleteRetention, "must be >= 0"}
 	case t.MaxBatchBytes < MinBatchBytes || t.MaxBatchBytes > MaxBatchBytes:
-		return badConfig("MaxBatchBytes %d outside [%d, %d]", t.MaxBatchBytes, MinBatchBytes, MaxBatchBytes)
+		return &ConfigError{"MaxBatchBytes", t.MaxBatchBytes, fmt.Sprintf("must be in [%d, %d]", MinBatchBytes, MaxBatchBytes)}
 	}
 	return nil
 }
