@@ -1,7 +1,6 @@
 package logd
 
 import (
-	"context"
 	"encoding/binary"
 	"hash/crc32"
 	"testing"
@@ -38,21 +37,7 @@ func recordBatch(values ...[]byte) []byte {
 // request (acks=all) and fails the test unless it is stored.
 func produceBatch(t testing.TB, cl *kgo.Client, topic string, batch []byte) {
 	t.Helper()
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = -1, 30000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+	if code := rawProduce(t, cl, topic, batch); code != 0 {
 		t.Fatalf("produce to %s: error %d", topic, code)
 	}
 }

@@ -6,11 +6,14 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 	"github.com/brokerless/brokerless/transport/latency"
 )
 
@@ -36,22 +40,66 @@ const (
 )
 
 // BenchmarkProduce1KiB: franz-go producing 1 KiB records with acks=all
-// (idempotent, logd's default fsync policy: group commit) against raw
-// sequential writes of the same bytes to the same disk, 1 MiB at a time,
-// each followed by fdatasync — about what one produce request carries.
+// (idempotent; logd's default fsync policy, group commit) against raw
+// sequential writes of the same bytes to the same disk with the same
+// number of fdatasyncs: each round, the raw side writes exactly as many
+// bytes as logd's segments grew by, in as many chunks as logd made file
+// syncs, each chunk followed by fdatasync. Both sides' bytes on disk and
+// fdatasync counts are reported (per round, medians).
+//
+//   - none: no compression, random values (incompressible), so logd's
+//     bytes on disk are the records plus Kafka's batch framing;
+//   - snappy-compressed: franz-go's default codec with values half
+//     random, half zeros, which snappy roughly halves.
+//
+// Rounds alternate which side goes first. Metrics: MiB/s is record
+// values produced per second; disk-MiB/s is logd's on-disk bytes per
+// second and raw-MiB/s the raw side's; x-raw is the median of the
+// rounds' ratios of the two (same bytes, same fdatasyncs: 1 is the
+// disk's speed at writing and syncing serially);
+// disk-B/rec is on-disk bytes per record; fdatasyncs and raw-fdatasyncs
+// are per round (logd's count every file sync: segments, indexes, state
+// files).
 func BenchmarkProduce1KiB(b *testing.B) {
+	b.Run("none", func(b *testing.B) { benchProduce(b, kgo.NoCompression(), 1) })
+	b.Run("snappy-compressed", func(b *testing.B) { benchProduce(b, kgo.SnappyCompression(), 2) })
+}
+
+// benchValues is how many distinct values the benchmarks cycle through
+// (4 MiB, more than a batch, so a codec sees no repeats within one).
+const benchValues = 4096
+
+// randomValues returns benchValues values of benchRecord bytes whose
+// first benchRecord/zeroFraction bytes are random and the rest zeros.
+func randomValues(zeroFraction int) [][]byte {
+	rng := rand.New(rand.NewPCG(1, 2))
+	vs := make([][]byte, benchValues)
+	for i := range vs {
+		v := make([]byte, benchRecord)
+		for j := 0; j < benchRecord/zeroFraction; j += 8 {
+			binary.LittleEndian.PutUint64(v[j:], rng.Uint64())
+		}
+		vs[i] = v
+	}
+	return vs
+}
+
+func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction int) {
 	dir := b.TempDir()
-	ts := startServer(b, filepath.Join(dir, "logd"))
-	cl := newClient(b, ts.addr, kgo.DefaultProduceTopic("bench"))
+	cfs := &countingFS{FS: vfs.OS}
+	ts := startServer(b, filepath.Join(dir, "logd"), func(c *Config) { c.Storage.FS = cfs })
+	cl := newClient(b, ts.addr, kgo.DefaultProduceTopic("bench"), kgo.ProducerBatchCompression(codec))
 	createTopic(b, cl, "bench", 1)
-	value := make([]byte, benchRecord)
+	partDir := filepath.Join(ts.dir, "bench-0")
+	values := randomValues(zeroFraction)
 	ctx := context.Background()
-	var raws, rates []float64
-	for round := range benchRounds {
-		raws = append(raws, rawWriteRate(b, filepath.Join(dir, fmt.Sprint("raw", round)), int64(b.N)*benchRecord))
+	var rates, diskRates, raws, ratios, perRec, syncs, rawSyncs []float64
+	var disk, n int64 // logd's on-disk bytes and file syncs in the last round
+	produce := func() float64 {
+		before, syncs0 := dirBytes(b, partDir, ".log"), cfs.syncs.Load()
 		start := time.Now()
 		for i := 0; i < b.N; i++ {
-			cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			cl.Produce(ctx, &kgo.Record{Value: values[i%len(values)]}, func(_ *kgo.Record, err error) {
 				if err != nil {
 					b.Error(err)
 				}
@@ -60,37 +108,127 @@ func BenchmarkProduce1KiB(b *testing.B) {
 		if err := cl.Flush(ctx); err != nil {
 			b.Fatal(err)
 		}
-		rates = append(rates, float64(b.N)*benchRecord/time.Since(start).Seconds())
+		took := time.Since(start).Seconds()
+		disk, n = dirBytes(b, partDir, ".log")-before, cfs.syncs.Load()-syncs0
+		return took
 	}
-	raw, rate := median(raws), median(rates)
-	b.ReportMetric(rate/(1<<20), "MiB/s")
-	b.ReportMetric(raw/(1<<20), "raw-MiB/s")
-	b.ReportMetric(rate/raw, "x-raw")
+	for round := range benchRounds {
+		// Rounds alternate which side goes first; the raw side writes
+		// what logd wrote in its latest round.
+		var took, rawTook float64
+		var rawN, rawBytes int64
+		raw := func() {
+			rawBytes = disk
+			rawTook, rawN = rawWrite(b, filepath.Join(dir, fmt.Sprint("raw", round)), disk, n)
+		}
+		if round%2 == 0 {
+			took = produce()
+			raw()
+		} else {
+			raw()
+			took = produce()
+		}
+		rates = append(rates, float64(b.N)*benchRecord/took)
+		diskRates = append(diskRates, float64(disk)/took)
+		raws = append(raws, float64(rawBytes)/rawTook)
+		ratios = append(ratios, float64(disk)/took/(float64(rawBytes)/rawTook))
+		perRec = append(perRec, float64(disk)/float64(b.N))
+		syncs, rawSyncs = append(syncs, float64(n)), append(rawSyncs, float64(rawN))
+		b.Logf("round %d: logd %.0f disk-MiB/s (%d B, %d fdatasyncs), raw %.0f MiB/s (%d B, %d fdatasyncs), x%.2f", round,
+			diskRates[round]/(1<<20), disk, n, raws[round]/(1<<20), rawBytes, rawN, ratios[round])
+	}
+	b.ReportMetric(median(rates)/(1<<20), "MiB/s")
+	b.ReportMetric(median(diskRates)/(1<<20), "disk-MiB/s")
+	b.ReportMetric(median(raws)/(1<<20), "raw-MiB/s")
+	b.ReportMetric(median(ratios), "x-raw")
+	b.ReportMetric(median(perRec), "disk-B/rec")
+	b.ReportMetric(median(syncs), "fdatasyncs")
+	b.ReportMetric(median(rawSyncs), "raw-fdatasyncs")
 	b.ReportMetric(0, "ns/op")
 }
 
-// rawWriteRate writes n bytes to path, fdatasync after every MiB, and
-// returns bytes per second.
-func rawWriteRate(b *testing.B, path string, n int64) float64 {
+// rawWrite writes n random bytes to path in syncs chunks (at least one),
+// each followed by fdatasync, and returns the seconds it took and the
+// fdatasyncs made.
+func rawWrite(b *testing.B, path string, n, syncs int64) (float64, int64) {
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer os.Remove(path)
 	defer f.Close()
-	chunk := make([]byte, 1<<20)
+	chunk := max((n+max(syncs, 1)-1)/max(syncs, 1), 1)
+	buf := make([]byte, min(chunk, 1<<20))
+	for i, rng := 0, rand.New(rand.NewPCG(3, 4)); i+8 <= len(buf); i += 8 {
+		binary.LittleEndian.PutUint64(buf[i:], rng.Uint64())
+	}
+	var made int64
 	start := time.Now()
 	for done := int64(0); done < n; {
-		w := min(int64(len(chunk)), n-done)
-		if _, err := f.Write(chunk[:w]); err != nil {
-			b.Fatal(err)
+		w := min(chunk, n-done)
+		for left := w; left > 0; {
+			k, err := f.Write(buf[:min(left, int64(len(buf)))])
+			if err != nil {
+				b.Fatal(err)
+			}
+			left -= int64(k)
 		}
 		if err := unix.Fdatasync(int(f.Fd())); err != nil {
 			b.Fatal(err)
 		}
+		made++
 		done += w
 	}
-	return float64(n) / time.Since(start).Seconds()
+	return time.Since(start).Seconds(), made
+}
+
+// dirBytes sums the sizes of a directory's files with the suffix.
+func dirBytes(b *testing.B, dir, suffix string) int64 {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), suffix) {
+			info, err := e.Info()
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += info.Size()
+		}
+	}
+	return n
+}
+
+// countingFS counts the file syncs (fdatasync) the store makes.
+type countingFS struct {
+	vfs.FS
+	syncs atomic.Int64
+}
+
+func (c *countingFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	f, err := c.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &countingFile{File: f, fs: c}, nil
+}
+
+type countingFile struct {
+	vfs.File
+	fs *countingFS
+}
+
+func (f *countingFile) Sync() error {
+	f.fs.syncs.Add(1)
+	return f.File.Sync()
+}
+
+func (f *countingFile) Readahead(off, n int64) {
+	if r, ok := f.File.(vfs.Readaheader); ok {
+		r.Readahead(off, n)
+	}
 }
 
 // BenchmarkReplay1KiB: fetching a partition from offset 0 (Fetch

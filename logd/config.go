@@ -35,10 +35,12 @@ type Config struct {
 	// to connect to. Default: the listener's address.
 	AdvertisedHost string
 	AdvertisedPort int32
-	// AutoCreateTopics creates an unknown topic on Metadata (when the
-	// client allows it) and on Produce, with DefaultPartitions.
-	AutoCreateTopics  bool
-	DefaultPartitions int32
+	// DisableAutoCreateTopics turns off what is on by default, as
+	// Kafka's auto.create.topics.enable: an unknown topic is created,
+	// with DefaultPartitions, on Metadata (when the client allows it)
+	// and on Produce. Off, clients get UNKNOWN_TOPIC_OR_PARTITION.
+	DisableAutoCreateTopics bool
+	DefaultPartitions       int32
 	// MaxTopics bounds the topics CreateTopics and auto-creation may
 	// make; beyond it creation is refused (and counted). Default 10000.
 	MaxTopics int

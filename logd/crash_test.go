@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 
 func runChild(spec string) int {
 	dir, addr, _ := strings.Cut(spec, "|")
-	srv, err := New(Config{Storage: storage.Config{Dir: dir}, AutoCreateTopics: true})
+	srv, err := New(Config{Storage: storage.Config{Dir: dir}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -71,8 +71,10 @@ func startChildB(t testing.TB, dir, addr string) *exec.Cmd {
 }
 
 // TestCrashLoop: produce with acks=all while logd is killed with SIGKILL
-// at random moments, 20 times. Every acknowledged record must be there
-// afterwards exactly once and in order, and nothing corrupt is served.
+// at random moments, 20 times, each once the cycle has acknowledged a
+// random number of records (at least one). Every acknowledged record
+// must be there afterwards exactly once and in order, and nothing
+// corrupt is served.
 func TestCrashLoop(t *testing.T) {
 	cycles := 20
 	if testing.Short() {
@@ -87,6 +89,7 @@ func TestCrashLoop(t *testing.T) {
 	ln.Close()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	var acked []string
+	var perCycle []int
 	for cycle := 0; cycle < cycles; cycle++ {
 		child := startChild(t, dir, addr)
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("crash"), kgo.AllowAutoTopicCreation(),
@@ -96,6 +99,11 @@ func TestCrashLoop(t *testing.T) {
 		}
 		var mu sync.Mutex
 		var cycleAcked []string
+		// Kill once a random number of records were acknowledged, then a
+		// random moment later: every cycle must acknowledge something, or
+		// it proves nothing.
+		target := 1 + rng.IntN(3000)
+		reached := make(chan struct{})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
@@ -106,18 +114,33 @@ func TestCrashLoop(t *testing.T) {
 					if err == nil {
 						mu.Lock()
 						cycleAcked = append(cycleAcked, v)
+						if len(cycleAcked) == target {
+							close(reached)
+						}
 						mu.Unlock()
 					}
 				})
 			}
 		}()
-		time.Sleep(time.Duration(50+rng.IntN(250)) * time.Millisecond)
+		select {
+		case <-reached:
+		case <-time.After(60 * time.Second):
+			mu.Lock()
+			n := len(cycleAcked)
+			mu.Unlock()
+			t.Fatalf("cycle %d: %d records acknowledged in 60 s, want %d before the kill", cycle, n, target)
+		}
+		time.Sleep(time.Duration(rng.IntN(30)) * time.Millisecond) // a random moment, not an event to wait for
 		_ = child.Process.Signal(syscall.SIGKILL)
 		_ = child.Wait()
 		cancel()
 		<-done
 		cl.Close() // fails what was not acknowledged
 		mu.Lock()
+		if len(cycleAcked) < target {
+			t.Fatalf("cycle %d acknowledged %d records, fewer than the %d it waited for", cycle, len(cycleAcked), target)
+		}
+		perCycle = append(perCycle, len(cycleAcked))
 		// Promises may complete out of order across partitions; there is
 		// one partition, so they complete in order.
 		acked = append(acked, cycleAcked...)
@@ -163,7 +186,7 @@ func TestCrashLoop(t *testing.T) {
 		}
 		last = p
 	}
-	t.Logf("%d cycles: %d acknowledged, %d stored", cycles, len(acked), len(got))
+	t.Logf("%d cycles: %d acknowledged (per cycle %v), %d stored", cycles, len(acked), perCycle, len(got))
 }
 
 // listEnd is a partition's end offset, through ListOffsets.

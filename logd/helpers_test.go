@@ -24,7 +24,7 @@ type testServer struct {
 
 func startServer(t testing.TB, dir string, mutate ...func(*Config)) *testServer {
 	t.Helper()
-	cfg := Config{Storage: storage.Config{Dir: dir}, AutoCreateTopics: true}
+	cfg := Config{Storage: storage.Config{Dir: dir}}
 	for _, f := range mutate {
 		f(&cfg)
 	}

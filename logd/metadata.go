@@ -44,7 +44,7 @@ func (s *Server) topicMetadata(name string, create bool) kmsg.MetadataResponseTo
 	t := kmsg.NewMetadataResponseTopic()
 	t.Topic = kmsg.StringPtr(name)
 	n, err := s.partitions(name)
-	if errors.Is(err, storage.ErrUnknownTopicOrPartition) && create && s.cfg.AutoCreateTopics {
+	if errors.Is(err, storage.ErrUnknownTopicOrPartition) && create && !s.cfg.DisableAutoCreateTopics {
 		if err = s.autoCreate(name); err == nil {
 			n, err = s.partitions(name)
 		}

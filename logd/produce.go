@@ -38,7 +38,7 @@ func (s *Server) produce(req *kmsg.ProduceRequest) kmsg.Response {
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
-		if _, err := s.partitions(t.Topic); errors.Is(err, storage.ErrUnknownTopicOrPartition) && s.cfg.AutoCreateTopics {
+		if _, err := s.partitions(t.Topic); errors.Is(err, storage.ErrUnknownTopicOrPartition) && !s.cfg.DisableAutoCreateTopics {
 			_ = s.autoCreate(t.Topic)
 		}
 		for _, p := range t.Partitions {

@@ -2,6 +2,7 @@ package logd
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -51,11 +52,36 @@ func (s *Server) createTopic(t kmsg.CreateTopicsRequestTopic, partitions int32, 
 	if err != nil || validateOnly {
 		return err
 	}
+	kept := s.newlyKeptConfigs(tc)
 	if err := s.newTopic(t.Topic, int(partitions), tc); err != nil {
 		return err
 	}
 	s.cfg.Logger.Info("logd: created topic", "topic", t.Topic, "partitions", partitions)
+	for _, name := range kept {
+		s.cfg.Logger.Info("logd: topic config kept and shown, not applied", "config", name, "topic", t.Topic,
+			"applied", AppliedTopicConfigs())
+	}
 	return nil
+}
+
+// newlyKeptConfigs returns the Kafka configs of tc that logd keeps but
+// does not apply and that no existing topic has set: each is logged
+// once, when the first topic that sets it is created.
+func (s *Server) newlyKeptConfigs(tc storage.TopicConfig) []string {
+	seen := map[string]bool{}
+	for _, info := range s.store.Topics() {
+		for name := range info.Overrides.Kafka {
+			seen[name] = true
+		}
+	}
+	var out []string
+	for name := range tc.Kafka {
+		if !seen[name] {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (s *Server) deleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response {
@@ -85,14 +111,15 @@ const (
 	resourceBroker = 4
 )
 
-// describeConfigs reports topics' effective configs (and a few broker
-// ones), so admin tools can read them.
+// describeConfigs reports topics' configs — every Kafka topic config:
+// what logd applies, what the topic keeps, Kafka's defaults — and a few
+// broker settings, so admin tools can read them.
 func (s *Server) describeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Response {
 	resp := kmsg.NewPtrDescribeConfigsResponse()
 	for _, r := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		var values map[string]string
+		var configs []kmsg.DescribeConfigsResponseResourceConfig
 		switch r.ResourceType {
 		case resourceTopic:
 			info, ok := s.store.Topic(r.ResourceName)
@@ -100,37 +127,41 @@ func (s *Server) describeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Response
 				rr.ErrorCode = errorCode(storage.ErrUnknownTopicOrPartition)
 				break
 			}
-			values = topicConfigValues(info.Config)
+			configs = topicConfigEntries(info)
 		case resourceBroker:
-			values = map[string]string{
-				"auto.create.topics.enable":    strconv.FormatBool(s.cfg.AutoCreateTopics),
+			configs = brokerConfigEntries(map[string]string{
+				"auto.create.topics.enable":    strconv.FormatBool(!s.cfg.DisableAutoCreateTopics),
 				"num.partitions":               strconv.Itoa(int(s.cfg.DefaultPartitions)),
 				"socket.request.max.bytes":     strconv.Itoa(s.cfg.MaxRequestBytes),
 				"group.min.session.timeout.ms": strconv.FormatInt(s.cfg.MinSessionTimeout.Milliseconds(), 10),
 				"group.max.session.timeout.ms": strconv.FormatInt(s.cfg.MaxSessionTimeout.Milliseconds(), 10),
-			}
+			})
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
 		}
-		for name, v := range values {
-			if len(r.ConfigNames) > 0 && !contains(r.ConfigNames, name) {
-				continue
+		for _, c := range configs {
+			if len(r.ConfigNames) == 0 || slices.Contains(r.ConfigNames, c.Name) {
+				rr.Configs = append(rr.Configs, c)
 			}
-			c := kmsg.NewDescribeConfigsResponseResourceConfig()
-			c.Name, c.Value, c.ReadOnly = name, kmsg.StringPtr(v), r.ResourceType == resourceBroker
-			c.Source = kmsg.ConfigSourceDefaultConfig
-			rr.Configs = append(rr.Configs, c)
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
+// brokerConfigEntries describes broker settings: read-only, as set.
+func brokerConfigEntries(values map[string]string) []kmsg.DescribeConfigsResponseResourceConfig {
+	names := make([]string, 0, len(values))
+	for name := range values {
+		names = append(names, name)
 	}
-	return false
+	slices.Sort(names)
+	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(names))
+	for _, name := range names {
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.Value, c.ReadOnly = name, kmsg.StringPtr(values[name]), true
+		c.Source = kmsg.ConfigSourceStaticBrokerConfig
+		out = append(out, c)
+	}
+	return out
 }

@@ -39,15 +39,17 @@ It prints where it listens. The HTTP endpoint serves /healthz (503 with
 the reasons while clients are refused or a partition is fenced) and
 Prometheus /metrics. SIGINT or SIGTERM shut it down cleanly.`,
 	examples: `
-# A log in ./data, Kafka clients on 127.0.0.1:9092.
+# A log in ./data, Kafka clients on 127.0.0.1:9092; topics are created
+# on first use, as Kafka does.
 brokerless logd --dir ./data
-
-# Create topics on first use, keep a day or 10 GiB per partition.
-brokerless logd --dir ./data --auto-create --retention 24h --retention-bytes 10737418240
 
 # Then, with kcat: produce and consume.
 echo hello | kcat -b 127.0.0.1:9092 -t events -P
-kcat -b 127.0.0.1:9092 -t events -C -o beginning -e`,
+kcat -b 127.0.0.1:9092 -t events -C -o beginning -e
+
+# Keep a day or 10 GiB per partition; refuse unknown topics (clients
+# get UNKNOWN_TOPIC_OR_PARTITION).
+brokerless logd --dir ./data --auto-create=false --retention 24h --retention-bytes 10737418240`,
 	run: runLogd,
 }
 
@@ -66,7 +68,8 @@ func runLogd(ctx context.Context, inv *invocation) error {
 	fs.Int64Var(&cfg.Storage.RetentionBytes, "retention-bytes", -1, "delete the oldest segments while a partition is larger (-1: no limit)")
 	fs.Int64Var(&cfg.Storage.SegmentBytes, "segment-bytes", 128<<20, "roll a segment at this size")
 	fs.DurationVar(&cfg.Storage.SegmentAge, "segment-age", 7*24*time.Hour, "roll a segment at this age")
-	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create", false, "create unknown topics on first produce or metadata request")
+	fs.DurationVar(&cfg.Storage.MaintenanceInterval, "maintenance-interval", storage.DefaultMaintenanceInterval, "how often retention and compaction run and fenced partitions retry (compacted topics also compact when a segment rolls; -1ns: never)")
+	autoCreate := fs.Bool("auto-create", true, "create unknown topics on first produce or metadata request, as Kafka does (false: clients get UNKNOWN_TOPIC_OR_PARTITION)")
 	fs.Int32Var(&cfg.DefaultPartitions, "partitions", 1, "partitions of auto-created topics")
 	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", logd.DefaultMaxRequestBytes, "largest request accepted; larger ones close the connection")
 	fs.IntVar(&cfg.MaxInFlightRequestBytes, "max-inflight-request-bytes", logd.DefaultMaxInFlightRequestBytes, "memory the requests of all connections may hold together (at least 2 × --max-request-bytes); beyond it connections wait")
@@ -80,6 +83,7 @@ func runLogd(ctx context.Context, inv *invocation) error {
 	if cfg.Storage.Dir == "" {
 		return usagef("--dir is required")
 	}
+	cfg.DisableAutoCreateTopics = !*autoCreate
 	var err error
 	if cfg.Storage.Fsync, err = storage.ParseFsyncPolicy(*fsync); err != nil {
 		return usagef("--fsync: %v", err)

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +21,9 @@ type CompactStats struct {
 	Records           int64 // records read in the examined segments
 	Dropped           int64 // records removed: superseded by a later record with the same key
 	TombstonesDropped int64 // tombstones removed after DeleteRetention
+	BatchesRemoved    int64 // batches that lost every record and went
+	BatchesEmptied    int64 // ... and were kept empty, carrying their producer's last sequence
+	SegmentsRemoved   int   // sealed segments that lost every batch and went
 	BytesBefore       int64 // of the rewritten segments
 	BytesAfter        int64
 }
@@ -42,9 +44,14 @@ func (k keyHasher) sum(key []byte) keyHash {
 // value) is dropped once its timestamp is older than now −
 // DeleteRetention. Offsets never change: a batch that loses some records
 // keeps its base and last offset and its survivors their offset deltas
-// (recompressed with its codec); consecutive batches that lose all their
-// records become one empty batch spanning their offsets, so offsets stay
-// contiguous. The active segment is never touched.
+// (recompressed with its codec). A batch that loses every record goes,
+// as Kafka's cleaner drops it, leaving a gap in the offsets (a read from
+// an offset in a gap gets the next batch, as from Kafka) — except the
+// last batch of an idempotent producer still remembered, which stays as
+// an empty batch so that its sequence numbers survive a rebuild of the
+// producer state from the log. A sealed segment left with no batch is
+// deleted, unless it is the first (the log start offset does not move).
+// The active segment is never touched.
 //
 // One pass maps the keys of the newest sealed segments, back to the
 // one that takes the map to CompactMaxKeys (always at least one), then
@@ -67,15 +74,21 @@ func (l *Log) Compact(now time.Time) (CompactStats, error) {
 		l.mu.Unlock()
 		return st, ErrClosed
 	}
+	if l.failed != nil {
+		l.mu.Unlock()
+		return st, nil // fenced: Unfence first
+	}
 	sealed := slices.Clone(l.segs[:len(l.segs)-1])
 	activeBase := l.segs[len(l.segs)-1].base
 	skip := activeBase == l.compactedTo && now.UnixMilli() < l.tombstoneDue
+	lastOfProducer := l.producers.lastOffsets()
 	l.mu.Unlock()
 	if len(sealed) == 0 || skip {
 		return st, nil
 	}
 	c := &compaction{l: l, hasher: keyHasher{maphash.MakeSeed(), maphash.MakeSeed()},
-		latest: map[keyHash]int64{}, tombCut: now.UnixMilli() - l.cfg.DeleteRetention.Milliseconds(), tombDue: 1<<63 - 1}
+		latest: map[keyHash]int64{}, tombCut: now.UnixMilli() - l.cfg.DeleteRetention.Milliseconds(), tombDue: 1<<63 - 1,
+		lastOfProducer: lastOfProducer}
 	if err := c.mapKeys(sealed); err != nil {
 		return st, err
 	}
@@ -105,9 +118,12 @@ type compaction struct {
 	mappedFrom int               // index of the oldest mapped segment
 	tombCut    int64             // tombstones older than this go
 	tombDue    int64             // earliest time a kept tombstone becomes droppable
-	hdr        kmsg.RecordBatch
-	scratch    []byte
-	buf        []byte
+	// lastOfProducer: the last offset of each remembered idempotent
+	// producer's last batch, whose header compaction must keep.
+	lastOfProducer map[int64]int64
+	hdr            kmsg.RecordBatch
+	scratch        []byte
+	buf            []byte
 }
 
 // mapKeys records the latest offset of every key, walking the sealed
@@ -221,22 +237,41 @@ func (c *compaction) rewrite(s *segment, st *CompactStats) error {
 		switch {
 		case kept == total:
 			return w.batch(h, nil)
+		case kept == 0 && h.ProducerID >= 0 && c.lastOfProducer[h.ProducerID] == h.FirstOffset+int64(h.LastOffsetDelta):
+			changed = true
+			st.BatchesEmptied++
+			return w.empty(h)
 		case kept == 0:
 			changed = true
-			return w.drop(h)
+			st.BatchesRemoved++
+			return nil
 		}
 		changed = true
 		nh := *h
 		nh.NumRecords = kept
 		return w.batch(&nh, recs)
 	})
-	if err == nil {
-		err = w.flush()
-	}
 	if err != nil || !changed {
 		tmp.close()
 		removeSegmentFiles(l.env.fs, tmp.path)
 		return err
+	}
+	if tmp.size == 0 {
+		tmp.close()
+		removeSegmentFiles(l.env.fs, tmp.path)
+		removed, err := c.removeEmptied(s)
+		if err != nil || removed {
+			if removed {
+				st.Rewritten++
+				st.SegmentsRemoved++
+				st.BytesBefore += s.size
+			}
+			return err
+		}
+		// The first segment: kept, empty, so the log start stays.
+		if tmp, err = c.emptySegment(s); err != nil {
+			return err
+		}
 	}
 	if err := c.swap(s, tmp); err != nil {
 		removeSegmentFiles(l.env.fs, tmp.path)
@@ -288,7 +323,7 @@ func (c *compaction) swap(old, tmp *segment) error {
 	defer l.segMu.Unlock()
 	if err := ns.openSealedIndexes(); err != nil {
 		ns.close()
-		return l.fail("compaction swap", err)
+		return l.fail(opSwap, err)
 	}
 	i := slices.Index(l.segs, old)
 	l.segs[i] = ns
@@ -302,7 +337,7 @@ func (c *compaction) swap(old, tmp *segment) error {
 func (l *Log) failSwap(err error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.fail("compaction swap", err)
+	return l.fail(opSwap, err)
 }
 
 func removeSegmentFiles(fsys vfs.FS, path string) {
@@ -311,39 +346,56 @@ func removeSegmentFiles(fsys vfs.FS, path string) {
 	}
 }
 
-// segmentWriter writes batches to a new segment, merging runs of
-// batches that lost every record into one empty batch over their
-// offsets.
+// removeEmptied deletes a sealed segment compaction emptied, unless it
+// is the first (whose base is the log start offset); removed reports
+// whether it went. Readers of it keep its open file; reads of offsets it
+// held go on to the next segment.
+func (c *compaction) removeEmptied(old *segment) (removed bool, err error) {
+	l := c.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false, ErrClosed
+	}
+	i := slices.Index(l.segs, old)
+	if i <= 0 {
+		return false, nil
+	}
+	l.segMu.Lock()
+	l.segs = slices.Delete(slices.Clone(l.segs), i, i+1)
+	l.hints.reset()
+	err = old.remove()
+	l.segMu.Unlock()
+	if err != nil {
+		return true, l.fail(opSwap, err)
+	}
+	l.env.logger.Info("storage: compaction removed an emptied segment", "topic", l.topic, "partition", l.partition, "base", old.base)
+	return true, l.env.fs.SyncDir(l.dir)
+}
+
+// emptySegment makes the empty cleaned files that replace an emptied
+// first segment.
+func (c *compaction) emptySegment(old *segment) (*segment, error) {
+	l := c.l
+	tmp := newSegmentStruct(l.env.fs, filepath.Join(l.dir, segmentName(old.base))+cleanedInfix, old.base)
+	f, err := l.env.fs.OpenFile(tmp.path+logSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	tmp.log = f
+	return tmp, nil
+}
+
+// segmentWriter writes the batches compaction keeps to a new segment.
 type segmentWriter struct {
 	seg      *segment
 	interval int
-	// pending run of emptied batches
-	runFirst, runLast, runMaxTs int64
-	run                         bool
-	buf                         []byte
-}
-
-func (w *segmentWriter) drop(h *kmsg.RecordBatch) error {
-	last := h.FirstOffset + int64(h.LastOffsetDelta)
-	if w.run && last-w.runFirst > math.MaxInt32 {
-		if err := w.flush(); err != nil {
-			return err
-		}
-	}
-	if !w.run {
-		w.run, w.runFirst, w.runMaxTs = true, h.FirstOffset, h.MaxTimestamp
-	}
-	w.runLast = last
-	w.runMaxTs = max(w.runMaxTs, h.MaxTimestamp)
-	return nil
+	buf      []byte
 }
 
 // batch writes h: as it is on disk when records is nil, else rebuilt
 // around records (uncompressed; compressed with h's codec).
 func (w *segmentWriter) batch(h *kmsg.RecordBatch, records []byte) error {
-	if err := w.flush(); err != nil {
-		return err
-	}
 	var err error
 	if records == nil {
 		w.buf = h.AppendTo(w.buf[:0])
@@ -353,21 +405,21 @@ func (w *segmentWriter) batch(h *kmsg.RecordBatch, records []byte) error {
 	return w.write(h.MaxTimestamp, h.LastOffsetDelta)
 }
 
-// flush writes the pending run of emptied batches as one empty batch.
-func (w *segmentWriter) flush() error {
-	if !w.run {
-		return nil
-	}
-	w.run = false
-	h := kmsg.RecordBatch{
-		FirstOffset: w.runFirst, PartitionLeaderEpoch: -1, LastOffsetDelta: int32(w.runLast - w.runFirst),
-		FirstTimestamp: w.runMaxTs, MaxTimestamp: w.runMaxTs, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
+// empty writes h's header with no records: its offsets and its
+// producer's ID, epoch and sequence numbers, nothing else (as Kafka's
+// cleaner keeps a producer's last batch).
+func (w *segmentWriter) empty(h *kmsg.RecordBatch) error {
+	e := kmsg.RecordBatch{
+		FirstOffset: h.FirstOffset, PartitionLeaderEpoch: h.PartitionLeaderEpoch,
+		Attributes: h.Attributes &^ attrCodecMask, LastOffsetDelta: h.LastOffsetDelta,
+		FirstTimestamp: h.FirstTimestamp, MaxTimestamp: h.MaxTimestamp,
+		ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, FirstSequence: h.FirstSequence,
 	}
 	var err error
-	if w.buf, err = buildBatch(w.buf[:0], &h, nil); err != nil {
+	if w.buf, err = buildBatch(w.buf[:0], &e, nil); err != nil {
 		return err
 	}
-	return w.write(h.MaxTimestamp, h.LastOffsetDelta)
+	return w.write(e.MaxTimestamp, e.LastOffsetDelta)
 }
 
 func (w *segmentWriter) write(maxTs int64, lastDelta int32) error {

@@ -125,14 +125,15 @@ func TestCompaction(t *testing.T) {
 	}
 }
 
-// checkCompacted checks the records, that every batch is valid with
-// contiguous offsets, and that Read at any offset gives the batch that
-// covers it.
+// checkCompacted checks the records; that every batch is valid, holds
+// records (compaction drops the batches it empties), and starts after
+// the one before; and that Read at any offset gives the batch that
+// holds it or, when compaction removed it, the next one.
 func checkCompacted(t *testing.T, l *Log, want []decoded) {
 	t.Helper()
 	checkRecords(t, readAll(t, l, 0), want)
-	next := int64(0)
-	for off := int64(0); off < l.EndOffset(); {
+	next := l.StartOffset()
+	for off := next; off < l.EndOffset(); {
 		b, err := l.Read(off, 1<<20)
 		if err != nil {
 			t.Fatal(err)
@@ -140,18 +141,24 @@ func checkCompacted(t *testing.T, l *Log, want []decoded) {
 		for len(b) > 0 {
 			p, _ := peekBatch(b)
 			var h kmsg.RecordBatch
-			if err := decodeHeader(b[:p.size], &h); err != nil || p.base != next {
-				t.Fatalf("batch at %d: base %d, %v", next, p.base, err)
+			if err := decodeHeader(b[:p.size], &h); err != nil || p.base < next || h.NumRecords == 0 {
+				t.Fatalf("batch after %d: base %d, %d records, %v", next, p.base, h.NumRecords, err)
 			}
 			next = p.last() + 1
 			b = b[p.size:]
 		}
 		off = next
 	}
-	for off := int64(0); off < l.EndOffset(); off += 3 {
+	for off := l.StartOffset(); off < l.EndOffset(); off++ {
 		b, err := l.Read(off, 1)
-		if p, _ := peekBatch(b); err != nil || p.base > off || p.last() < off {
+		p, _ := peekBatch(b)
+		if err != nil || len(b) == 0 || p.last() < off {
 			t.Fatalf("Read(%d): batch %d..%d, %v", off, p.base, p.last(), err)
+		}
+		for _, r := range want {
+			if r.offset >= off && r.offset < p.base {
+				t.Fatalf("Read(%d) skipped to the batch at %d past record %d", off, p.base, r.offset)
+			}
 		}
 	}
 }

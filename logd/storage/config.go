@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -53,7 +54,7 @@ func ParseFsyncPolicy(s string) (FsyncPolicy, error) {
 			return p, nil
 		}
 	}
-	return 0, badConfig("unknown fsync policy %q", s)
+	return 0, &ConfigError{"Fsync", s, "always, interval or never"}
 }
 
 // CleanupPolicy is Kafka's cleanup.policy: what happens to old data.
@@ -100,7 +101,7 @@ func ParseCleanupPolicy(s string) (CleanupPolicy, error) {
 			return p, nil
 		}
 	}
-	return 0, badConfig("unknown cleanup policy %q", s)
+	return 0, &ConfigError{"Cleanup", s, "delete, compact or compact,delete"}
 }
 
 // Defaults of Config. The Kafka topic setting each one mirrors is named.
@@ -113,22 +114,25 @@ const (
 	DefaultDeleteRetention     = 24 * time.Hour     // delete.retention.ms
 	DefaultMaxBatchBytes       = 1048588            // message.max.bytes (1 MiB + the 12-byte log overhead)
 	DefaultFsyncInterval       = time.Second
-	DefaultMaxProducers        = 4096            // per partition
-	DefaultProducerExpiry      = 24 * time.Hour  // producer.id.expiration.ms
-	DefaultMaintenanceInterval = 5 * time.Minute // log.retention.check.interval.ms
-	DefaultCompactMaxKeys      = 1 << 20         // ~ log.cleaner.dedupe.buffer.size / 24 bytes
-	DefaultMaxPartitions       = 1024            // per topic
+	DefaultMaxProducers        = 4096             // per partition
+	DefaultProducerExpiry      = 24 * time.Hour   // producer.id.expiration.ms
+	DefaultMaintenanceInterval = 15 * time.Second // log.cleaner.backoff.ms
+	DefaultCompactMaxKeys      = 1 << 20          // ~ log.cleaner.dedupe.buffer.size / 24 bytes
+	DefaultMaxPartitions       = 1024             // per topic
 	DefaultMaxGroups           = 1 << 16
 	DefaultMaxOffsetMetadata   = 4096 // offset.metadata.max.bytes
 )
 
-// Limits that are not configurable.
+// Limits of the settings that are not configurable themselves.
 const (
-	minSegmentBytes = 1 << 10
-	// maxSegmentBytes keeps file positions in the 32-bit index entries.
-	maxSegmentBytes = 1 << 30
-	minBatchBytes   = batchHeaderLen
-	maxBatchBytes   = 64 << 20
+	// MinSegmentBytes and MaxSegmentBytes bound SegmentBytes; the
+	// maximum keeps file positions in the 32-bit index entries.
+	MinSegmentBytes = 1 << 10
+	MaxSegmentBytes = 1 << 30
+	// MinBatchBytes and MaxBatchBytes bound MaxBatchBytes: a batch
+	// header, and 64 MiB.
+	MinBatchBytes = batchHeaderLen
+	MaxBatchBytes = 64 << 20
 )
 
 // Config configures a Store. Zero fields take the documented defaults;
@@ -178,8 +182,11 @@ type Config struct {
 	// 24 h.
 	ProducerExpiry time.Duration
 	// MaintenanceInterval is how often a background goroutine applies
-	// retention and compaction to every partition. Default 5 minutes;
-	// -1: never (call Store.Maintain).
+	// retention and compaction to every partition and unfences the
+	// fenced ones (Store.Maintain). It also compacts a compacted topic's
+	// partition as soon as a segment of it is sealed. Default 15 s (as
+	// often as Kafka's log cleaner looks for work); -1: never, and no
+	// compaction on sealing either (call Store.Maintain).
 	MaintenanceInterval time.Duration
 	// CompactMaxKeys bounds the keys one compaction pass maps (about 50
 	// bytes each): mapping walks back from the newest sealed segment and
@@ -240,25 +247,25 @@ func (c *Config) setDefaults() {
 func (c *Config) validate() error {
 	switch {
 	case c.Dir == "":
-		return badConfig("Dir is required")
+		return &ConfigError{"Dir", c.Dir, "a directory is required"}
 	case c.Fsync < FsyncAlways || c.Fsync > FsyncNever:
-		return badConfig("unknown fsync policy %d", c.Fsync)
+		return &ConfigError{"Fsync", c.Fsync, "always, interval or never"}
 	case c.FsyncInterval <= 0:
-		return badConfig("FsyncInterval %v <= 0", c.FsyncInterval)
+		return &ConfigError{"FsyncInterval", c.FsyncInterval, "must be > 0"}
 	case c.MaxProducers < 1:
-		return badConfig("MaxProducers %d < 1", c.MaxProducers)
+		return &ConfigError{"MaxProducers", c.MaxProducers, "must be >= 1"}
 	case c.ProducerExpiry <= 0:
-		return badConfig("ProducerExpiry %v <= 0", c.ProducerExpiry)
+		return &ConfigError{"ProducerExpiry", c.ProducerExpiry, "must be > 0"}
 	case c.MaintenanceInterval <= 0 && c.MaintenanceInterval != -1:
-		return badConfig("MaintenanceInterval %v: > 0 or -1", c.MaintenanceInterval)
+		return &ConfigError{"MaintenanceInterval", c.MaintenanceInterval, "must be > 0, or -1 for never"}
 	case c.CompactMaxKeys < 1:
-		return badConfig("CompactMaxKeys %d < 1", c.CompactMaxKeys)
+		return &ConfigError{"CompactMaxKeys", c.CompactMaxKeys, "must be >= 1"}
 	case c.MaxPartitions < 1:
-		return badConfig("MaxPartitions %d < 1", c.MaxPartitions)
+		return &ConfigError{"MaxPartitions", c.MaxPartitions, "must be >= 1"}
 	case c.MaxGroups < 1:
-		return badConfig("MaxGroups %d < 1", c.MaxGroups)
+		return &ConfigError{"MaxGroups", c.MaxGroups, "must be >= 1"}
 	case c.MaxOffsetMetadata < 0 || c.MaxOffsetMetadata > 1<<16-1:
-		return badConfig("MaxOffsetMetadata %d outside [0, 65535]", c.MaxOffsetMetadata)
+		return &ConfigError{"MaxOffsetMetadata", c.MaxOffsetMetadata, "must be in [0, 65535]"}
 	}
 	return c.topicDefaults().validate()
 }
@@ -282,6 +289,11 @@ func (c *Config) topicDefaults() TopicConfig {
 // the Config field of the same name. Overrides are persisted with the
 // topic.
 type TopicConfig struct {
+	// Kafka holds topic settings the Store keeps with the topic without
+	// applying them (Kafka config name → value as given), so a Kafka
+	// admin tool reads back what it set. Never inherited.
+	Kafka map[string]string `json:"kafka,omitempty"`
+
 	SegmentBytes       int64         `json:"segment_bytes,omitempty"`
 	SegmentAge         time.Duration `json:"segment_age,omitempty"`
 	IndexIntervalBytes int           `json:"index_interval_bytes,omitempty"`
@@ -308,22 +320,22 @@ func (t TopicConfig) over(base TopicConfig) TopicConfig {
 // validate checks an effective (fully defaulted) topic configuration.
 func (t TopicConfig) validate() error {
 	switch {
-	case t.SegmentBytes < minSegmentBytes || t.SegmentBytes > maxSegmentBytes:
-		return badConfig("SegmentBytes %d outside [%d, %d]", t.SegmentBytes, minSegmentBytes, maxSegmentBytes)
+	case t.SegmentBytes < MinSegmentBytes || t.SegmentBytes > MaxSegmentBytes:
+		return &ConfigError{"SegmentBytes", t.SegmentBytes, fmt.Sprintf("must be in [%d, %d]", MinSegmentBytes, MaxSegmentBytes)}
 	case t.SegmentAge <= 0 && t.SegmentAge != -1:
-		return badConfig("SegmentAge %v: > 0 or -1", t.SegmentAge)
+		return &ConfigError{"SegmentAge", t.SegmentAge, "must be > 0, or -1 for never"}
 	case t.IndexIntervalBytes < 1:
-		return badConfig("IndexIntervalBytes %d < 1", t.IndexIntervalBytes)
+		return &ConfigError{"IndexIntervalBytes", t.IndexIntervalBytes, "must be >= 1"}
 	case t.RetentionBytes < -1:
-		return badConfig("RetentionBytes %d: >= 0 or -1", t.RetentionBytes)
+		return &ConfigError{"RetentionBytes", t.RetentionBytes, "must be >= 0, or -1 for no limit"}
 	case t.RetentionAge <= 0 && t.RetentionAge != -1:
-		return badConfig("RetentionAge %v: > 0 or -1", t.RetentionAge)
+		return &ConfigError{"RetentionAge", t.RetentionAge, "must be > 0, or -1 for never"}
 	case t.Cleanup < CleanupDelete || t.Cleanup > CleanupCompactDelete:
-		return badConfig("unknown cleanup policy %d", t.Cleanup)
+		return &ConfigError{"Cleanup", t.Cleanup, "delete, compact or compact,delete"}
 	case t.DeleteRetention < 0:
-		return badConfig("DeleteRetention %v < 0", t.DeleteRetention)
-	case t.MaxBatchBytes < minBatchBytes || t.MaxBatchBytes > maxBatchBytes:
-		return badConfig("MaxBatchBytes %d outside [%d, %d]", t.MaxBatchBytes, minBatchBytes, maxBatchBytes)
+		return &ConfigError{"DeleteRetention", t.DeleteRetention, "must be >= 0"}
+	case t.MaxBatchBytes < MinBatchBytes || t.MaxBatchBytes > MaxBatchBytes:
+		return &ConfigError{"MaxBatchBytes", t.MaxBatchBytes, fmt.Sprintf("must be in [%d, %d]", MinBatchBytes, MaxBatchBytes)}
 	}
 	return nil
 }

@@ -84,7 +84,8 @@
 // if it lies wholly below the recovery point and its indexes pass a
 // sanity check (whole entries, ascending, in range, the seal matching the
 // log's size). Every other segment is read batch by batch — length,
-// magic, CRC-32C, offsets contiguous and below the next segment — its
+// magic, CRC-32C, offsets ascending (contiguous in the last segment,
+// which compaction never touches) and below the next segment — its
 // indexes are rebuilt, and it is truncated at the first batch that
 // fails; later segments are then deleted. A missing or damaged index is
 // rebuilt, never a reason to refuse to start. The idempotent-producer
@@ -99,16 +100,22 @@
 // Compaction ([Log.Compact], cleanup policy compact) rewrites the sealed
 // segments keeping the latest record of each key; offsets never change
 // (a rewritten batch keeps its base and last offset, its surviving
-// records their offset deltas), tombstones (null values) are dropped once
-// older than DeleteRetention, and compressed batches are recompressed
-// with their codec. A segment is rewritten to <base>.log.cleaned (with
+// records their offset deltas), a batch left with no record is dropped
+// (leaving a gap in the offsets; a read from inside one gets the next
+// batch) unless it is an idempotent producer's last, whose header is kept
+// to carry its sequence numbers, tombstones (null values) are dropped
+// once older than DeleteRetention, and compressed batches are
+// recompressed with their codec; a sealed segment left empty is deleted
+// unless it is the first. A segment is rewritten to <base>.log.cleaned (with
 // its indexes), fsynced, renamed to <base>.log.swap — the commit point —
 // and renamed over <base>.log; Open completes a .swap and deletes a
 // .cleaned, so a crash at any point leaves the old or the new segment,
 // never a mix.
 //
 // Background maintenance ([Store.Maintain]) applies both every
-// MaintenanceInterval.
+// MaintenanceInterval (15 s by default, as often as Kafka's cleaner
+// looks for work) and unfences fenced partitions; a compacted partition
+// is also compacted as soon as it seals a segment.
 //
 // # Consumer group offsets
 //

@@ -44,7 +44,7 @@ func (l *Log) sync() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {
-		l.fail("fsync", err)
+		l.fail(opFsync, err)
 		return
 	}
 	seg.synced = max(seg.synced, pos)

@@ -6,7 +6,7 @@ import (
 )
 
 var (
-	// ErrBadConfig wraps every configuration validation error.
+	// ErrBadConfig is what every *ConfigError wraps.
 	ErrBadConfig = errors.New("storage: bad config")
 	// ErrClosed is returned by every call on a closed Store, Log or
 	// OffsetStore, and on a Log whose topic was deleted.
@@ -45,9 +45,10 @@ var (
 	// batch whose producer epoch is older than one already seen.
 	ErrInvalidProducerEpoch = errors.New("storage: invalid producer epoch")
 	// ErrLogFailed is returned by every write to a Log after a write or
-	// fsync to its files failed: what is on disk is no longer known, so
-	// nothing more is acknowledged until the Store is reopened (which
-	// recovers from the disk).
+	// fsync to its files failed: what is on disk past the last good
+	// fsync is no longer known, so the partition is fenced and nothing
+	// more is acknowledged until Log.Unfence (which Store.Maintain
+	// calls) recovers it, or the Store is reopened.
 	ErrLogFailed = errors.New("storage: log failed on an I/O error")
 	// ErrCorruptFile marks a storage file (topic metadata, offsets log)
 	// that cannot be decoded.
@@ -80,9 +81,23 @@ var (
 	errTooLarge     = &BatchError{ErrBatchTooLarge, "over MaxBatchBytes"}
 )
 
-func badConfig(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
+// ConfigError is a Config (or TopicConfig) field whose value is outside
+// what it allows. Field is the Go field's name, as in Config.
+type ConfigError struct {
+	Field string
+	Value any
+	Want  string
 }
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("storage: bad config: %s %v: %s", e.Field, e.Value, e.Want)
+}
+
+func (e *ConfigError) Unwrap() error { return ErrBadConfig }
+
+// Setting returns the field, its value and what it allows, so a command
+// line can name the flag that set it.
+func (e *ConfigError) Setting() (string, any, string) { return e.Field, e.Value, e.Want }
 
 func corruptFile(path, reason string) error {
 	return fmt.Errorf("%w: %s: %s", ErrCorruptFile, path, reason)

@@ -22,6 +22,9 @@ type env struct {
 	now            func() time.Time
 	logger         *slog.Logger
 	hooks          hooks
+	// sealed, when set, is told (without blocking) that a segment of a
+	// compacted partition was sealed, so it can be compacted soon.
+	sealed func(*Log)
 }
 
 // Log is one partition: a sequence of segments, the last of which (the
@@ -39,8 +42,9 @@ type Log struct {
 	// compaction, Close) and guards the fields below it.
 	mu        sync.Mutex
 	end       int64
-	durable   int64 // every offset below is fsynced
-	failed    error
+	durable   int64  // every offset below is fsynced
+	failed    error  // set by fail: the partition is fenced
+	failedOp  string // the step that failed (opWrite, opFsync, ...)
 	closed    bool
 	durableCh chan struct{} // closed when durable advances; made on demand
 	updCh     chan struct{} // closed when the high watermark advances; made on demand
@@ -169,7 +173,7 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 	seg := l.segs[len(l.segs)-1]
 	if l.shouldRoll(seg, len(batch), h.LastOffsetDelta, now) {
 		if err := l.roll(); err != nil {
-			return AppendResult{}, l.fail("roll", err)
+			return AppendResult{}, l.fail(opRoll, err)
 		}
 		seg = l.segs[len(l.segs)-1]
 	}
@@ -177,7 +181,7 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 	setBaseOffset(batch, base)
 	pos := seg.size
 	if _, err := seg.log.WriteAt(batch, pos); err != nil {
-		return AppendResult{}, l.fail("write", err)
+		return AppendResult{}, l.fail(opWrite, err)
 	}
 	p := peek{base: base, size: int64(len(batch)), lastDelta: h.LastOffsetDelta}
 	l.idxMu.Lock()
@@ -251,6 +255,9 @@ func (l *Log) roll() error {
 	if err := l.checkpoint(); err != nil {
 		return err
 	}
+	if l.cfg.Cleanup.compacts() && l.env.sealed != nil {
+		l.env.sealed(l)
+	}
 	return nil
 }
 
@@ -262,6 +269,19 @@ func (l *Log) checkpoint() error {
 		return err
 	}
 	return writeRecoveryPoint(l.env.fs, l.dir, rp)
+}
+
+// checkpointEnd fsyncs the active segment, writes its indexes and
+// records the whole log as recovered: the recovery point and the
+// producer state at the log end, so the next Open verifies nothing.
+func (l *Log) checkpointEnd() error {
+	if err := l.segs[len(l.segs)-1].writeIndexes(); err != nil {
+		return err
+	}
+	if err := l.producers.snapshot(l.env.fs, l.dir, l.end); err != nil {
+		return err
+	}
+	return writeRecoveryPoint(l.env.fs, l.dir, l.end)
 }
 
 // markDurable records that every offset below off is on disk.
@@ -288,10 +308,10 @@ func (l *Log) publishHWM(off int64) {
 	}
 }
 
-// fail puts the log in the failed state: nothing more is acknowledged.
+// fail fences the log: nothing more is acknowledged until Unfence.
 func (l *Log) fail(op string, err error) error {
 	if l.failed == nil {
-		l.failed = fmt.Errorf("%w: %s %s/%d: %v", ErrLogFailed, op, l.topic, l.partition, err)
+		l.failed, l.failedOp = fmt.Errorf("%w: %s %s/%d: %v", ErrLogFailed, op, l.topic, l.partition, err), op
 		l.env.logger.Error("storage: partition failed", "topic", l.topic, "partition", l.partition, "op", op, "err", err)
 		if l.durableCh != nil {
 			close(l.durableCh)
@@ -322,13 +342,7 @@ func (l *Log) Close() error {
 	defer l.mu.Unlock()
 	var err error
 	if l.failed == nil {
-		active := l.segs[len(l.segs)-1]
-		if err = active.writeIndexes(); err == nil {
-			if err = l.producers.snapshot(l.env.fs, l.dir, l.end); err == nil {
-				err = writeRecoveryPoint(l.env.fs, l.dir, l.end)
-			}
-		}
-		if err == nil {
+		if err = l.checkpointEnd(); err == nil {
 			l.markDurable(l.end)
 		}
 	}

@@ -122,6 +122,18 @@ func (ps *producers) evictOldest(hk hooks, topic string, part int32) {
 	hk.producerEvict(topic, part, oldest)
 }
 
+// lastOffsets returns, per remembered producer, the last offset of its
+// latest batch.
+func (ps *producers) lastOffsets() map[int64]int64 {
+	m := make(map[int64]int64, len(ps.m))
+	for id, e := range ps.m {
+		if e.n > 0 {
+			m[id] = e.batches[e.n-1].last
+		}
+	}
+	return m
+}
+
 // expire forgets producers idle for longer than the expiry.
 func (ps *producers) expire(now time.Time) {
 	cut := now.UnixMilli() - ps.expiry.Milliseconds()

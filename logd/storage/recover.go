@@ -23,20 +23,37 @@ import (
 // batch that fails, and its indexes rebuilt. Segments after a cut are
 // deleted. Bad indexes are rebuilt, never a reason to refuse to open.
 func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, error) {
-	if err := mkdirDurable(e.fs, dir); err != nil {
+	l := &Log{
+		topic: topic, partition: part, dir: dir, cfg: cfg, env: e,
+		kick: make(chan struct{}, 1),
+		done: make(chan struct{}),
+	}
+	if err := l.load(); err != nil {
 		return nil, err
+	}
+	if e.fsync == FsyncAlways {
+		l.wg.Add(1)
+		go l.syncLoop()
+	}
+	return l, nil
+}
+
+// load recovers the partition from its directory into l: segments,
+// producer state, offsets. Either l is not shared yet, or l.mu and
+// l.segMu are held and l has no segments open (Unfence).
+func (l *Log) load() error {
+	dir, e := l.dir, l.env
+	if err := mkdirDurable(e.fs, dir); err != nil {
+		return err
 	}
 	bases, err := prepareDir(dir, e)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	l := &Log{
-		topic: topic, partition: part, dir: dir, cfg: cfg, env: e,
-		producers:   newProducers(e.maxProducers, e.producerExpiry),
-		kick:        make(chan struct{}, 1),
-		compactedTo: -1,
-		done:        make(chan struct{}),
-	}
+	l.segs = nil
+	l.producers = newProducers(e.maxProducers, e.producerExpiry)
+	l.compactedTo, l.tombstoneDue = -1, 0
+	l.hints.reset()
 	rp, err := readRecoveryPoint(e.fs, dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		e.logger.Warn("storage: recovery point unreadable, verifying every segment", "dir", dir, "err", err)
@@ -50,14 +67,14 @@ func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, erro
 		cut, err := r.load(base, nextBase, i == len(bases)-1)
 		if err != nil {
 			l.closeSegments()
-			return nil, err
+			return err
 		}
 		if cut {
 			for _, b := range bases[i+1:] {
 				e.logger.Warn("storage: deleting segment after a truncated one", "dir", dir, "base", b)
 				if err := newSegmentStruct(e.fs, filepath.Join(dir, segmentName(b)), b).remove(); err != nil {
 					l.closeSegments()
-					return nil, err
+					return err
 				}
 			}
 			break
@@ -66,11 +83,11 @@ func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, erro
 	if len(l.segs) == 0 {
 		s, err := newSegment(e.fs, dir, 0, e.now().UnixMilli())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := e.fs.SyncDir(dir); err != nil {
 			s.close()
-			return nil, err
+			return err
 		}
 		l.segs = append(l.segs, s)
 	}
@@ -80,11 +97,7 @@ func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, erro
 	l.durable = l.end
 	l.endA.Store(l.end)
 	l.hwm.Store(l.end)
-	if e.fsync == FsyncAlways {
-		l.wg.Add(1)
-		go l.syncLoop()
-	}
-	return l, nil
+	return nil
 }
 
 // prepareDir finishes or undoes what a crash interrupted and returns
@@ -196,7 +209,7 @@ func (r *recovery) load(base, nextBase int64, last bool) (cut bool, err error) {
 		l.segs = append(l.segs, s)
 		return false, nil
 	}
-	cut, err = r.verify(s, size, max(base, prevNext), nextBase)
+	cut, err = r.verify(s, size, max(base, prevNext), nextBase, last)
 	if err != nil {
 		s.close()
 		return false, err
@@ -258,11 +271,13 @@ func (s *segment) readRollStart(now time.Time, age time.Duration) error {
 }
 
 // verify reads every batch of the segment, rebuilding its indexes, and
-// truncates it at the first batch that is torn, fails its CRC, does not
-// start right after the one before (the first at expect: offsets are
-// contiguous, compaction keeps them so), or reaches nextBase. The segment is
-// fsynced, so what survives is durable.
-func (r *recovery) verify(s *segment, size, expect, nextBase int64) (cut bool, err error) {
+// truncates it at the first batch that is torn, fails its CRC, starts
+// before the end of the one before (the first before expect), or
+// reaches nextBase. In the last segment, which compaction never touches,
+// each batch must start right after the one before; in the others
+// compaction may have left gaps. The segment is fsynced, so what
+// survives is durable.
+func (r *recovery) verify(s *segment, size, expect, nextBase int64, last bool) (cut bool, err error) {
 	l := r.l
 	sc := newScanner(s.log, 0, size, true, r.buf)
 	var reason string
@@ -274,7 +289,8 @@ func (r *recovery) verify(s *segment, size, expect, nextBase int64) (cut bool, e
 		if err == nil {
 			err = decodeHeader(b, &r.hdr)
 		}
-		if err == nil && (r.hdr.FirstOffset != expect || r.hdr.FirstOffset+int64(r.hdr.LastOffsetDelta) >= nextBase) {
+		if err == nil && (r.hdr.FirstOffset < expect || last && r.hdr.FirstOffset != expect ||
+			r.hdr.FirstOffset+int64(r.hdr.LastOffsetDelta) >= nextBase) {
 			err = errOffsetOrder
 		}
 		if err != nil {
@@ -344,9 +360,11 @@ func (l *Log) recoverProducers(buf []byte) {
 	}
 }
 
-// closeSegments closes the files of a log that failed to open.
+// closeSegments closes the files of a log that failed to open (or is
+// being reloaded) and forgets its segments.
 func (l *Log) closeSegments() {
 	for _, s := range l.segs {
 		s.close()
 	}
+	l.segs = nil
 }

@@ -22,6 +22,9 @@ func (l *Log) ApplyRetention(now time.Time) (deleted int, err error) {
 	if l.closed {
 		return 0, ErrClosed
 	}
+	if l.failed != nil {
+		return 0, nil // fenced: Unfence first
+	}
 	var total int64
 	for _, s := range l.segs {
 		total += s.size

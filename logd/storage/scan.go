@@ -81,7 +81,7 @@ func (s *scanner) next() (pos int64, b []byte, err error) {
 		return pos, nil, err
 	}
 	p, _ := peekBatch(hdr)
-	if p.size < batchHeaderLen || p.size > maxBatchBytes {
+	if p.size < batchHeaderLen || p.size > MaxBatchBytes {
 		return pos, nil, errLength
 	}
 	if pos+p.size > s.limit {

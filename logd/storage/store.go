@@ -20,9 +20,14 @@ type Store struct {
 	closed  bool
 	offsets *OffsetStore
 
-	done chan struct{}
-	wg   sync.WaitGroup
+	sealed chan *Log // compacted partitions that sealed a segment
+	done   chan struct{}
+	wg     sync.WaitGroup
 }
+
+// sealedQueue bounds the partitions waiting for a compaction on sealing;
+// beyond it, the next periodic pass compacts them.
+const sealedQueue = 64
 
 type topic struct {
 	meta  topicMeta
@@ -56,7 +61,16 @@ func Open(cfg Config) (*Store, error) {
 			compactMaxKeys: cfg.CompactMaxKeys, now: cfg.Now, logger: cfg.Logger, hooks: hooks(cfg.Hooks),
 		},
 		topics: map[string]*topic{},
+		sealed: make(chan *Log, sealedQueue),
 		done:   make(chan struct{}),
+	}
+	if cfg.MaintenanceInterval > 0 {
+		s.env.sealed = func(l *Log) {
+			select {
+			case s.sealed <- l:
+			default:
+			}
+		}
 	}
 	metas, found, err := readTopics(cfg.FS, cfg.Dir)
 	if err != nil && !found && metas == nil {
@@ -94,13 +108,31 @@ func Open(cfg Config) (*Store, error) {
 	}
 	if cfg.MaintenanceInterval > 0 {
 		s.wg.Add(1)
-		go s.every(cfg.MaintenanceInterval, func() {
-			if err := s.Maintain(s.cfg.Now()); err != nil && !errors.Is(err, ErrClosed) {
-				s.cfg.Logger.Error("storage: maintenance", "err", err)
-			}
-		})
+		go s.maintain()
 	}
 	return s, nil
+}
+
+// maintain runs Maintain every MaintenanceInterval, and compacts a
+// compacted partition as soon as it seals a segment.
+func (s *Store) maintain() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.MaintenanceInterval)
+	defer t.Stop()
+	for {
+		var err error
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+			err = s.Maintain(s.cfg.Now())
+		case l := <-s.sealed:
+			_, err = l.Compact(s.cfg.Now())
+		}
+		if err != nil && !errors.Is(err, ErrClosed) {
+			s.cfg.Logger.Error("storage: maintenance", "err", err)
+		}
+	}
 }
 
 // removeOrphans deletes partition directories that the metadata does
@@ -326,12 +358,19 @@ func (s *Store) closeLogs() error {
 	return errors.Join(errs...)
 }
 
-// Maintain applies retention and compaction to every partition as of
-// now, and forgets expired idempotent producers. The background
-// goroutine calls it every MaintenanceInterval.
+// Maintain unfences every fenced partition it can (see Log.Unfence),
+// applies retention and compaction to every partition as of now, and
+// forgets expired idempotent producers. The background goroutine calls
+// it every MaintenanceInterval.
 func (s *Store) Maintain(now time.Time) error {
 	var errs []error
 	for _, l := range s.logs() {
+		if l.Fenced() {
+			if err := l.Unfence(); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
 		l.expireProducers(now)
 		if _, err := l.ApplyRetention(now); err != nil && !errors.Is(err, ErrClosed) {
 			errs = append(errs, err)

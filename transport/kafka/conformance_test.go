@@ -18,7 +18,7 @@ import (
 // directory until the test ends.
 func startLogd(t testing.TB) string {
 	t.Helper()
-	srv, err := logd.New(logd.Config{Storage: storage.Config{Dir: t.TempDir()}, AutoCreateTopics: true})
+	srv, err := logd.New(logd.Config{Storage: storage.Config{Dir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

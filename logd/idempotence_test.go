@@ -1,0 +1,267 @@
+package logd
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestIdempotentRetryAfterLostAck: the connection is cut after logd
+// appended a produce and before its answer reaches the client. franz-go's
+// idempotent producer (its default) sends the batch again with the same
+// sequence numbers, and logd must store it once, answering with the
+// original offsets — also when the retry reaches a restarted logd, whose
+// producer state comes from its snapshot, or from the log when the
+// snapshot is gone.
+func TestIdempotentRetryAfterLostAck(t *testing.T) {
+	dir := t.TempDir()
+	px := newCutProxy(t)
+	startBehind := func() *testServer {
+		ts := startServer(t, dir, func(c *Config) {
+			c.AdvertisedHost, c.AdvertisedPort = "127.0.0.1", int32(px.port())
+		})
+		px.setTarget(ts.addr)
+		return ts
+	}
+	ts := startBehind()
+	cl := newClient(t, px.addr(), kgo.DefaultProduceTopic("once"), kgo.ProducerLinger(0),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
+	createTopic(t, cl, "once", 1)
+
+	var want []string
+	produce := func(v string) *kgo.Record {
+		t.Helper()
+		r := &kgo.Record{Value: []byte(v)}
+		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", v, err)
+		}
+		want = append(want, v)
+		return r
+	}
+	// produceCut produces v while the proxy drops the answer to its first
+	// attempt; between the cut and the retry, restart (if set) runs.
+	produceCut := func(v string, restart func()) {
+		t.Helper()
+		px.cutNextProduce(restart != nil)
+		done := make(chan *kgo.Record, 1)
+		go func() { done <- produce(v) }()
+		select {
+		case <-px.cut:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the proxy cut nothing")
+		}
+		if restart != nil {
+			restart()
+			px.resume()
+		}
+		select {
+		case r := <-done:
+			if r.ProducerID < 0 {
+				t.Fatal("the producer is not idempotent")
+			}
+			if r.Offset != int64(len(want)-1) {
+				t.Fatalf("%s acknowledged at offset %d, want %d: the retry was not answered with the original offset", v, r.Offset, len(want)-1)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s was never acknowledged", v)
+		}
+	}
+
+	for i := range 5 {
+		produce(fmt.Sprintf("a%d", i))
+	}
+	produceCut("cut-1", nil)
+	produce("b0")
+	produceCut("cut-2", func() { // a clean restart: the producer-state snapshot
+		ts.Close()
+		ts = startBehind()
+	})
+	produce("c0")
+	produceCut("cut-3", func() { // the snapshot is gone: rebuilt from the log
+		ts.Close()
+		if err := os.Remove(filepath.Join(dir, "once-0", "producer-state")); err != nil {
+			t.Fatal(err)
+		}
+		ts = startBehind()
+	})
+	produce("d0")
+	if px.cuts() != 3 {
+		t.Fatalf("%d answers cut, want 3", px.cuts())
+	}
+
+	c := newClient(t, ts.addr, kgo.ConsumeTopics("once"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if end := listEnd(t, c, "once"); end != int64(len(want)) {
+		t.Fatalf("log end %d after %d records: a retry was stored again", end, len(want))
+	}
+	for i, r := range consume(t, c, len(want)) {
+		if string(r.Value) != want[i] || r.Offset != int64(i) {
+			t.Fatalf("record %d: %q at offset %d, want %q", i, r.Value, r.Offset, want[i])
+		}
+	}
+}
+
+// cutProxy relays Kafka connections to a target and can drop the answer
+// to a Produce: it forwards the request, and when the response comes
+// back it closes both connections instead of relaying it.
+type cutProxy struct {
+	t  *testing.T
+	ln net.Listener
+
+	mu       sync.Mutex
+	target   string
+	armed    bool          // cut the next Produce's answer
+	pauseCut bool          // after that cut, hold new connections until resume
+	paused   chan struct{} // closed by resume
+	n        int
+	cut      chan struct{}
+	conns    []net.Conn
+}
+
+func newCutProxy(t *testing.T) *cutProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{t: t, ln: ln, cut: make(chan struct{}, 1)}
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.mu.Unlock()
+	})
+	go p.accept()
+	return p
+}
+
+func (p *cutProxy) addr() string { return p.ln.Addr().String() }
+func (p *cutProxy) port() int    { return p.ln.Addr().(*net.TCPAddr).Port }
+
+func (p *cutProxy) setTarget(addr string) {
+	p.mu.Lock()
+	p.target = addr
+	p.mu.Unlock()
+}
+
+func (p *cutProxy) cutNextProduce(pause bool) {
+	p.mu.Lock()
+	p.armed, p.pauseCut = true, pause
+	p.mu.Unlock()
+}
+
+func (p *cutProxy) resume() {
+	p.mu.Lock()
+	if p.paused != nil {
+		close(p.paused)
+		p.paused = nil
+	}
+	p.mu.Unlock()
+}
+
+func (p *cutProxy) cuts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+func (p *cutProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		go p.serve(c)
+	}
+}
+
+func (p *cutProxy) serve(c net.Conn) {
+	p.mu.Lock()
+	wait := p.paused
+	p.conns = append(p.conns, c)
+	p.mu.Unlock()
+	if wait != nil {
+		<-wait
+	}
+	p.mu.Lock()
+	target := p.target
+	p.mu.Unlock()
+	s, err := net.Dial("tcp", target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns = append(p.conns, s)
+	p.mu.Unlock()
+	var (
+		mu     sync.Mutex
+		doomed = map[uint32]bool{} // correlation ids whose answers are cut
+	)
+	closeBoth := func() { c.Close(); s.Close() }
+	go func() { // client → logd
+		defer closeBoth()
+		for {
+			frame, err := readKafkaFrame(c)
+			if err != nil {
+				return
+			}
+			key, corr := binary.BigEndian.Uint16(frame[4:]), binary.BigEndian.Uint32(frame[8:])
+			p.mu.Lock()
+			if key == 0 && p.armed { // Produce
+				p.armed = false
+				mu.Lock()
+				doomed[corr] = true
+				mu.Unlock()
+			}
+			p.mu.Unlock()
+			if _, err := s.Write(frame); err != nil {
+				return
+			}
+		}
+	}()
+	defer closeBoth() // logd → client
+	for {
+		frame, err := readKafkaFrame(s)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		cut := doomed[binary.BigEndian.Uint32(frame[4:])]
+		mu.Unlock()
+		if cut {
+			p.mu.Lock()
+			p.n++
+			if p.pauseCut {
+				p.paused = make(chan struct{})
+			}
+			p.mu.Unlock()
+			p.cut <- struct{}{}
+			return
+		}
+		if _, err := c.Write(frame); err != nil {
+			return
+		}
+	}
+}
+
+// readKafkaFrame reads one size-prefixed frame, the size included.
+func readKafkaFrame(r io.Reader) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	frame := make([]byte, 4+binary.BigEndian.Uint32(size[:]))
+	copy(frame, size[:])
+	_, err := io.ReadFull(r, frame[4:])
+	return frame, err
+}
