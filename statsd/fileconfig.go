@@ -21,6 +21,9 @@ type Settings struct {
 	Repeater   *RepeaterConfig
 	Prometheus *PrometheusConfig
 	Console    bool
+	// ConsoleSelf adds the server's own metrics to the console
+	// (ConsoleConfig.Self).
+	ConsoleSelf bool
 	// Ignored lists the options of the file that this server does not
 	// use (Etsy options such as mgmt_port, and unknown names).
 	Ignored []string

@@ -27,7 +27,8 @@ become part of the key (Graphite tags, Prometheus labels).
 
 Backends: --graphite writes Graphite plaintext with Etsy's key layout, so
 existing dashboards keep working; --prometheus serves /metrics; --console
-prints JSON lines; --repeat forwards every packet to another StatsD.
+prints JSON lines (the metrics received; --console-self-metrics adds the
+server's own); --repeat forwards every packet to another StatsD.
 
 Every flush also reports the server itself, as stats.statsd.server.*:
 kernel receive drops on its UDP sockets, keys held, rejected (--max-keys)
@@ -67,6 +68,7 @@ type statsdOptions struct {
 	graphite      string
 	prometheus    string
 	console       bool
+	consoleSelf   bool
 	repeat        []string
 	maxKeys       int
 	evictIdle     int
@@ -81,6 +83,7 @@ func (o *statsdOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.graphite, "graphite", "", "flush to Carbon's plaintext listener at host:port")
 	fs.StringVar(&o.prometheus, "prometheus", "", "serve Prometheus' /metrics on host:port")
 	fs.BoolVar(&o.console, "console", false, "print every flush on standard output as JSON lines")
+	fs.BoolVar(&o.consoleSelf, "console-self-metrics", false, "with --console, also print the server's own metrics (statsd.*, about 25 lines a flush)")
 	fs.StringArrayVar(&o.repeat, "repeat", nil, "forward every packet over UDP to the StatsD at host:port (repeatable)")
 	fs.IntVar(&o.maxKeys, "max-keys", statsd.DefaultMaxKeys, "most keys held; values for more are dropped and counted")
 	fs.IntVar(&o.evictIdle, "evict-idle-flushes", statsd.DefaultEvictIdleFlushes, "at the --max-keys cap, forget the keys idle for this many flushes (-1: never)")
@@ -218,6 +221,7 @@ func (o *statsdOptions) settings(changed func(string) bool, warn io.Writer) (*st
 		st.Prometheus = &statsd.PrometheusConfig{Address: o.prometheus}
 	}
 	st.Console = st.Console || o.console
+	st.ConsoleSelf = o.consoleSelf
 	if len(o.repeat) > 0 {
 		st.Repeater = &statsd.RepeaterConfig{Targets: o.repeat}
 	}
@@ -250,7 +254,7 @@ func buildStatsdBackends(ctx context.Context, st *statsd.Settings, inv *invocati
 		bs = append(bs, p)
 	}
 	if st.Console {
-		bs = append(bs, statsd.NewConsole(inv.out))
+		bs = append(bs, statsd.NewConsole(inv.out, statsd.ConsoleConfig{Self: st.ConsoleSelf}))
 	}
 	if st.Repeater != nil {
 		st.Repeater.Logger = inv.log

@@ -62,6 +62,9 @@ func TestStatsdCommandFlushesOnSignal(t *testing.T) {
 	c.Close()
 	// The console prints each flush (every 50ms); wait for the lines.
 	waitOutput(t, out, `"key":"cli.udp","values":{"count":5,`, `"key":"cli.tcp","values":{"count":5,`, `"key":"cli.temp","values":{"value":7}`)
+	if strings.Contains(out.String(), `"key":"statsd.`) {
+		t.Errorf("--console without --console-self-metrics printed the server's own metrics:\n%s", out)
+	}
 	cancel() // what SIGTERM does
 	select {
 	case err := <-done:
@@ -98,6 +101,18 @@ func TestStatsdCommandHelpAndUsage(t *testing.T) {
 		if err := statsdCmd.run(context.Background(), inv); !errors.As(err, &usage) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
+	}
+}
+
+// --console-self-metrics adds the server's own metrics to the console.
+func TestStatsdCommandConsoleSelfMetrics(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, _, done := startStatsd(t, ctx, "--udp", "127.0.0.1:0", "--flush-interval", "20ms", "--console", "--console-self-metrics")
+	waitOutput(t, out, `"key":"statsd.packets_received"`, `"type":"self","key":"statsd.server.keys_rejected"`)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 
