@@ -32,18 +32,28 @@ server's own); --repeat forwards every packet to another StatsD.
 
 Every flush also reports the server itself, as stats.statsd.server.*:
 kernel receive drops on its UDP sockets, keys held, rejected (--max-keys)
-and evicted (--evict-idle-flushes),
-flush duration, and, for clients that number their packets, the packets
-each lost.
+and evicted (--evict-idle-flushes), flush duration, and, for clients that
+number their packets, the packets each lost.
 
---config reads a JSON file with Etsy statsd's option names (port,
-address, servers, flushInterval, percentThreshold, deleteIdleStats,
-deleteCounters, deleteGauges, deleteTimers, deleteSets, gaugesMaxTTL,
-prefixStats, keyNameSanitize, calculatedTimerMetrics, histogram,
-flush_counts, graphiteHost, graphitePort, graphite.legacyNamespace and
-its prefixes, backends, repeater, repeaterProtocol) plus prometheus,
-unixgram, udpReaders and maxKeys. Flags override the file. Without
-listener flags or file the server listens on UDP :8125, as Etsy's does.
+--config FILE reads a JSON file with the options below, Etsy statsd's
+names first, then ours; flags override them. Etsy options this server
+does not use ("ignored") and unknown names are accepted and named in a
+warning. Without listener flags or file the server listens on UDP :8125,
+as Etsy's does.
+  Etsy's:  port, address, address_ipv6, servers (server, address, port,
+           address_ipv6, socket), flushInterval, percentThreshold,
+           deleteIdleStats, deleteCounters, deleteGauges, deleteTimers,
+           deleteSets, gaugesMaxTTL, prefixStats, keyNameSanitize,
+           calculatedTimerMetrics, histogram (metric, bins), flush_counts,
+           graphiteHost, graphitePort, graphiteProtocol, graphite
+           (legacyNamespace, globalPrefix, prefixCounter, prefixTimer,
+           prefixGauge, prefixSet, globalSuffix), backends, repeater
+           (host, port), repeaterProtocol
+  ours:    prometheus, unixgram, udpReaders, maxKeys, evictIdleFlushes,
+           maxTimerSamples, maxSetMembers, maxClients, recvBuffer
+  ignored: mgmt_address, mgmt_port, title, healthStatus, dumpMessages,
+           debug, log, keyFlush, automaticConfigReload, console,
+           graphitePicklePort
 
 SIGINT or SIGTERM makes a final flush and exits.`,
 	examples: `
