@@ -11,17 +11,28 @@ import (
 //
 //	{"ts":1700000000,"type":"counter","key":"api.hits;env=prod","values":{"count":4,"rate":0.4}}
 //
-// with type counter, gauge, timer, set or self (the server's own
-// metrics, key "statsd.server.*"). Numbers are written as JavaScript
-// does; NaN and infinities, which JSON lacks, as null.
+// with type counter, gauge, timer, set or, with ConsoleConfig.Self,
+// self (the server's own metrics, key "statsd.server.*"). Numbers are
+// written as JavaScript does; NaN and infinities, which JSON lacks, as
+// null.
 type Console struct {
+	cfg ConsoleConfig
 	mu  sync.Mutex
 	w   io.Writer
 	buf []byte
 }
 
+// ConsoleConfig configures the console backend.
+type ConsoleConfig struct {
+	// Self adds the server's own metrics: Etsy's counters and gauge of
+	// the server (statsd.packets_received, metrics_received,
+	// bad_lines_seen, timestamp_lag) and SelfStats, some 25 lines a
+	// flush. Default off: a console is for watching what arrives.
+	Self bool
+}
+
 // NewConsole writes to w.
-func NewConsole(w io.Writer) *Console { return &Console{w: w} }
+func NewConsole(w io.Writer, cfg ConsoleConfig) *Console { return &Console{cfg: cfg, w: w} }
 
 // Name is "console".
 func (c *Console) Name() string { return "console" }
@@ -32,9 +43,15 @@ func (c *Console) Flush(_ context.Context, s *Snapshot) error {
 	defer c.mu.Unlock()
 	b := c.buf[:0]
 	for _, v := range s.Counters {
+		if v.Own && !c.cfg.Self {
+			continue
+		}
 		b = jsonLine(b, s.Timestamp, "counter", v.Key, []Stat{{"count", v.Count}, {"rate", v.Rate}})
 	}
 	for _, v := range s.Gauges {
+		if v.Own && !c.cfg.Self {
+			continue
+		}
 		b = jsonLine(b, s.Timestamp, "gauge", v.Key, []Stat{{"value", v.Value}})
 	}
 	for _, v := range s.Timers {
@@ -43,8 +60,10 @@ func (c *Console) Flush(_ context.Context, s *Snapshot) error {
 	for _, v := range s.Sets {
 		b = jsonLine(b, s.Timestamp, "set", v.Key, []Stat{{"count", float64(v.Count)}})
 	}
-	for _, st := range s.SelfStats() {
-		b = jsonLine(b, s.Timestamp, "self", "statsd."+st.Name, []Stat{{"value", st.Value}})
+	if c.cfg.Self {
+		for _, st := range s.SelfStats() {
+			b = jsonLine(b, s.Timestamp, "self", "statsd."+st.Name, []Stat{{"value", st.Value}})
+		}
 	}
 	c.buf = b
 	_, err := c.w.Write(b)

@@ -6,7 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"sort"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestConsoleJSONLines(t *testing.T) {
@@ -15,7 +18,7 @@ func TestConsoleJSONLines(t *testing.T) {
 	snap := a.Flush(t0)
 	snap.Timers = append(snap.Timers, TimerValue{Key: "nan", Stats: []Stat{{"sum", math.NaN()}}})
 	var out bytes.Buffer
-	if err := NewConsole(&out).Flush(context.Background(), snap); err != nil {
+	if err := NewConsole(&out, ConsoleConfig{Self: true}).Flush(context.Background(), snap); err != nil {
 		t.Fatal(err)
 	}
 	types := map[string]int{}
@@ -41,4 +44,37 @@ func TestConsoleJSONLines(t *testing.T) {
 	if types["counter"] != 5 || types["gauge"] != 1 || types["timer"] != 2 || types["set"] != 1 || types["self"] == 0 {
 		t.Errorf("lines per type: %v", types)
 	}
+}
+
+// Without Self the console prints the metrics received and nothing of
+// the server's own: one user metric is one line.
+func TestConsoleWithoutSelfMetrics(t *testing.T) {
+	a := mustAggregator(t, AggregatorConfig{})
+	feed(t, a, "c:1|c")
+	a.Flush(t0)
+	feed(t, a, "user.hits:3|c")
+	snap := a.Flush(t0.Add(10 * time.Second)) // with statsd.timestamp_lag
+	var self, quiet bytes.Buffer
+	if err := NewConsole(&self, ConsoleConfig{Self: true}).Flush(context.Background(), snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewConsole(&quiet, ConsoleConfig{}).Flush(context.Background(), snap); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"ts":1700000010,"type":"counter","key":"c","values":{"count":0,"rate":0}}` + "\n" +
+		`{"ts":1700000010,"type":"counter","key":"user.hits","values":{"count":3,"rate":0.3}}` + "\n"
+	if got := sortLines(quiet.String()); got != want {
+		t.Errorf("without self-metrics:\n%s\nwant\n%s", got, want)
+	}
+	for _, key := range []string{`"statsd.packets_received"`, `"statsd.timestamp_lag"`, `"statsd.server.keys_rejected"`} {
+		if !strings.Contains(self.String(), key) {
+			t.Errorf("with self-metrics, no %s:\n%s", key, self.String())
+		}
+	}
+}
+
+func sortLines(s string) string {
+	lines := strings.SplitAfter(s, "\n")
+	sort.Strings(lines)
+	return strings.Join(lines, "")
 }

@@ -94,7 +94,7 @@ func TestEtsyEquivalence(t *testing.T) {
 			etsySink, ourSink := newGraphiteSink(t), newGraphiteSink(t)
 			tc.etsy["flushInterval"] = 1000
 			tc.etsy["graphiteHost"], tc.etsy["graphitePort"] = "127.0.0.1", etsySink.port()
-			e := startEtsy(t, tc.etsy)
+			e := startEtsy(t, tc.etsy, etsyRcvbufUntouched)
 			g, err := NewGraphite(GraphiteConfig{Address: ourSink.ln.Addr().String(), Self: true})
 			if err != nil {
 				t.Fatal(err)

@@ -21,6 +21,9 @@ type Settings struct {
 	Repeater   *RepeaterConfig
 	Prometheus *PrometheusConfig
 	Console    bool
+	// ConsoleSelf adds the server's own metrics to the console
+	// (ConsoleConfig.Self).
+	ConsoleSelf bool
 	// Ignored lists the options of the file that this server does not
 	// use (Etsy options such as mgmt_port, and unknown names).
 	Ignored []string
@@ -86,11 +89,11 @@ type fileConfig struct {
 	RecvBuffer       int      `json:"recvBuffer"`
 }
 
-// knownIgnored are Etsy options that configure what this server does not
-// have (its management console, logging, process title, key logging).
 // fileConfigType lists the option names ParseConfigFile reads.
 var fileConfigType = reflect.TypeFor[fileConfig]()
 
+// knownIgnored are Etsy options that configure what this server does not
+// have (its management console, logging, process title, key logging).
 var knownIgnored = []string{"mgmt_address", "mgmt_port", "title", "healthStatus", "dumpMessages", "debug",
 	"log", "keyFlush", "automaticConfigReload", "console", "graphitePicklePort"}
 
@@ -182,6 +185,32 @@ func prefixField(prefix string, err error) error {
 		return badConfig(prefix+ce.Field, ce.Value, ce.Want)
 	}
 	return err
+}
+
+// ConfigFileOptions lists the options ParseConfigFile reads (used) and
+// those it accepts and ignores with a warning (ignored). An option of the
+// objects of a list or object option is named with its parent's name:
+// "servers.socket", "graphite.globalPrefix".
+func ConfigFileOptions() (used, ignored []string) {
+	var walk func(prefix string, typ reflect.Type)
+	walk = func(prefix string, typ reflect.Type) {
+		for i := 0; i < typ.NumField(); i++ {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			used = append(used, prefix+name)
+			ft := typ.Field(i).Type
+			if ft.Kind() == reflect.Slice {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				walk(prefix+name+".", ft)
+			}
+		}
+	}
+	walk("", fileConfigType)
+	sort.Strings(used)
+	ignored = append(ignored, knownIgnored...)
+	sort.Strings(ignored)
+	return used, ignored
 }
 
 func knownOption(name string) bool {

@@ -39,7 +39,7 @@ func (a *Aggregator) Flush(now time.Time) *Snapshot {
 			s.Server.KeysEvicted++
 			continue
 		}
-		s.Counters = append(s.Counters, CounterValue{Key: k, Count: c.value, Rate: c.value / (interval / 1000)})
+		s.Counters = append(s.Counters, CounterValue{Key: k, Count: c.value, Rate: c.value / (interval / 1000), Own: c.own})
 	}
 	stats := make([]Stat, 0, len(a.timers)*a.timerNames.perTimer(len(a.cfg.Histogram) > 0))
 	for k, t := range a.timers {
@@ -58,7 +58,7 @@ func (a *Aggregator) Flush(now time.Time) *Snapshot {
 			s.Server.KeysEvicted++
 			continue
 		}
-		s.Gauges = append(s.Gauges, GaugeValue{Key: k, Value: g.value})
+		s.Gauges = append(s.Gauges, GaugeValue{Key: k, Value: g.value, Own: g.own})
 	}
 	for k, set := range a.sets {
 		if evict(set.seen) {

@@ -27,12 +27,18 @@ type Snapshot struct {
 type CounterValue struct {
 	Key         string
 	Count, Rate float64
+	// Own marks Etsy's counters of the server itself:
+	// <prefixStats>.packets_received, metrics_received, bad_lines_seen.
+	Own bool
 }
 
 // GaugeValue is a gauge's current value.
 type GaugeValue struct {
 	Key   string
 	Value float64
+	// Own marks Etsy's gauge of the server itself,
+	// <prefixStats>.timestamp_lag.
+	Own bool
 }
 
 // TimerValue is a timer's statistics, named as Etsy names them: count,

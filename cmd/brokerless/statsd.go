@@ -27,22 +27,33 @@ become part of the key (Graphite tags, Prometheus labels).
 
 Backends: --graphite writes Graphite plaintext with Etsy's key layout, so
 existing dashboards keep working; --prometheus serves /metrics; --console
-prints JSON lines; --repeat forwards every packet to another StatsD.
+prints JSON lines (the metrics received; --console-self-metrics adds the
+server's own); --repeat forwards every packet to another StatsD.
 
 Every flush also reports the server itself, as stats.statsd.server.*:
 kernel receive drops on its UDP sockets, keys held, rejected (--max-keys)
-and evicted (--evict-idle-flushes),
-flush duration, and, for clients that number their packets, the packets
-each lost.
+and evicted (--evict-idle-flushes), flush duration, and, for clients that
+number their packets, the packets each lost.
 
---config reads a JSON file with Etsy statsd's option names (port,
-address, servers, flushInterval, percentThreshold, deleteIdleStats,
-deleteCounters, deleteGauges, deleteTimers, deleteSets, gaugesMaxTTL,
-prefixStats, keyNameSanitize, calculatedTimerMetrics, histogram,
-flush_counts, graphiteHost, graphitePort, graphite.legacyNamespace and
-its prefixes, backends, repeater, repeaterProtocol) plus prometheus,
-unixgram, udpReaders and maxKeys. Flags override the file. Without
-listener flags or file the server listens on UDP :8125, as Etsy's does.
+--config FILE reads a JSON file with the options below, Etsy statsd's
+names first, then ours; flags override them. Etsy options this server
+does not use ("ignored") and unknown names are accepted and named in a
+warning. Without listener flags or file the server listens on UDP :8125,
+as Etsy's does.
+  Etsy's:  port, address, address_ipv6, servers (server, address, port,
+           address_ipv6, socket), flushInterval, percentThreshold,
+           deleteIdleStats, deleteCounters, deleteGauges, deleteTimers,
+           deleteSets, gaugesMaxTTL, prefixStats, keyNameSanitize,
+           calculatedTimerMetrics, histogram (metric, bins), flush_counts,
+           graphiteHost, graphitePort, graphiteProtocol, graphite
+           (legacyNamespace, globalPrefix, prefixCounter, prefixTimer,
+           prefixGauge, prefixSet, globalSuffix), backends, repeater
+           (host, port), repeaterProtocol
+  ours:    prometheus, unixgram, udpReaders, maxKeys, evictIdleFlushes,
+           maxTimerSamples, maxSetMembers, maxClients, recvBuffer
+  ignored: mgmt_address, mgmt_port, title, healthStatus, dumpMessages,
+           debug, log, keyFlush, automaticConfigReload, console,
+           graphitePicklePort
 
 SIGINT or SIGTERM makes a final flush and exits.`,
 	examples: `
@@ -67,6 +78,7 @@ type statsdOptions struct {
 	graphite      string
 	prometheus    string
 	console       bool
+	consoleSelf   bool
 	repeat        []string
 	maxKeys       int
 	evictIdle     int
@@ -81,6 +93,7 @@ func (o *statsdOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.graphite, "graphite", "", "flush to Carbon's plaintext listener at host:port")
 	fs.StringVar(&o.prometheus, "prometheus", "", "serve Prometheus' /metrics on host:port")
 	fs.BoolVar(&o.console, "console", false, "print every flush on standard output as JSON lines")
+	fs.BoolVar(&o.consoleSelf, "console-self-metrics", false, "with --console, also print the server's own metrics (statsd.*, about 25 lines a flush)")
 	fs.StringArrayVar(&o.repeat, "repeat", nil, "forward every packet over UDP to the StatsD at host:port (repeatable)")
 	fs.IntVar(&o.maxKeys, "max-keys", statsd.DefaultMaxKeys, "most keys held; values for more are dropped and counted")
 	fs.IntVar(&o.evictIdle, "evict-idle-flushes", statsd.DefaultEvictIdleFlushes, "at the --max-keys cap, forget the keys idle for this many flushes (-1: never)")
@@ -218,6 +231,7 @@ func (o *statsdOptions) settings(changed func(string) bool, warn io.Writer) (*st
 		st.Prometheus = &statsd.PrometheusConfig{Address: o.prometheus}
 	}
 	st.Console = st.Console || o.console
+	st.ConsoleSelf = o.consoleSelf
 	if len(o.repeat) > 0 {
 		st.Repeater = &statsd.RepeaterConfig{Targets: o.repeat}
 	}
@@ -250,7 +264,7 @@ func buildStatsdBackends(ctx context.Context, st *statsd.Settings, inv *invocati
 		bs = append(bs, p)
 	}
 	if st.Console {
-		bs = append(bs, statsd.NewConsole(inv.out))
+		bs = append(bs, statsd.NewConsole(inv.out, statsd.ConsoleConfig{Self: st.ConsoleSelf}))
 	}
 	if st.Repeater != nil {
 		st.Repeater.Logger = inv.log

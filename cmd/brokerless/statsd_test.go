@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brokerless/brokerless/statsd"
 )
 
 // startStatsd runs the statsd command's run function (the command is
@@ -62,6 +65,9 @@ func TestStatsdCommandFlushesOnSignal(t *testing.T) {
 	c.Close()
 	// The console prints each flush (every 50ms); wait for the lines.
 	waitOutput(t, out, `"key":"cli.udp","values":{"count":5,`, `"key":"cli.tcp","values":{"count":5,`, `"key":"cli.temp","values":{"value":7}`)
+	if strings.Contains(out.String(), `"key":"statsd.`) {
+		t.Errorf("--console without --console-self-metrics printed the server's own metrics:\n%s", out)
+	}
 	cancel() // what SIGTERM does
 	select {
 	case err := <-done:
@@ -97,6 +103,71 @@ func TestStatsdCommandHelpAndUsage(t *testing.T) {
 		var usage *usageError
 		if err := statsdCmd.run(context.Background(), inv); !errors.As(err, &usage) {
 			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+}
+
+// --console-self-metrics adds the server's own metrics to the console.
+func TestStatsdCommandConsoleSelfMetrics(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, _, done := startStatsd(t, ctx, "--udp", "127.0.0.1:0", "--flush-interval", "20ms", "--console", "--console-self-metrics")
+	waitOutput(t, out, `"key":"statsd.packets_received"`, `"type":"self","key":"statsd.server.keys_rejected"`)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// statsd --help lists every option the configuration file accepts, each
+// nested one inside its parent's parentheses, and nothing else.
+func TestStatsdHelpListsEveryConfigOption(t *testing.T) {
+	var o, e strings.Builder
+	inv := &invocation{cmd: &statsdCmd, args: []string{"--help"}, stdio: stdio{in: strings.NewReader(""), out: &o, err: &e}, log: newLogger(&e)}
+	if err := statsdCmd.run(context.Background(), inv); err != errHelpShown {
+		t.Fatalf("--help: %v", err)
+	}
+	help := o.String()
+	start := strings.Index(help, "\n  Etsy's:")
+	if start < 0 {
+		t.Fatalf("no option list in the help:\n%s", help)
+	}
+	section, _, _ := strings.Cut(help[start+1:], "\n\n")
+	for _, label := range []string{"Etsy's:", "ours:", "ignored:"} {
+		if strings.Count(section, label) != 1 {
+			t.Fatalf("option list lacks %q:\n%s", label, section)
+		}
+		section = strings.Replace(section, label, "", 1)
+	}
+	listed := map[string]bool{}
+	for _, name := range regexp.MustCompile(`[\s,()]+`).Split(section, -1) {
+		if name != "" {
+			listed[name] = true
+		}
+	}
+	flat := strings.Join(strings.Fields(section), " ")
+	used, ignored := statsd.ConfigFileOptions()
+	want := map[string]bool{}
+	for _, name := range append(used, ignored...) {
+		parent, child, nested := strings.Cut(name, ".")
+		if !nested {
+			want[name] = true
+			continue
+		}
+		want[child] = true
+		inside := regexp.MustCompile(`\b` + parent + ` \(([^)]*)\)`).FindStringSubmatch(flat)
+		if inside == nil || !slices.Contains(strings.Split(inside[1], ", "), child) {
+			t.Errorf("help does not list %s inside %s (...)", child, parent)
+		}
+	}
+	for name := range want {
+		if !listed[name] {
+			t.Errorf("help does not list the option %s", name)
+		}
+	}
+	for name := range listed {
+		if !want[name] {
+			t.Errorf("help lists %s, which the configuration file does not accept", name)
 		}
 	}
 }
