@@ -80,7 +80,7 @@ func (s *Server) open() error {
 	cfg := &s.cfg
 	store, err := storage.Open(cfg.Storage)
 	if err != nil {
-		return err
+		return nestConfigError("Storage.", err)
 	}
 	s.store = store
 	s.fences, _ = any(store).(fenceReporter)
