@@ -7,13 +7,17 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/logd/storage"
 )
 
 // dialFrom connects to addr from the loopback address local (another
@@ -224,4 +228,61 @@ func (f *fakeFences) FencedPartitions() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.parts
+}
+
+// emfileListener fails its first Accepts as a process out of file
+// descriptors does.
+type emfileListener struct {
+	net.Listener
+	mu    sync.Mutex
+	fails int
+}
+
+func (l *emfileListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	if l.fails > 0 {
+		l.fails--
+		l.mu.Unlock()
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	l.mu.Unlock()
+	return l.Listener.Accept()
+}
+
+// TestAcceptOutOfFiles: when Accept fails for want of file descriptors,
+// logd keeps serving (retrying with backoff), counts the failures and
+// reports not ready meanwhile.
+func TestAcceptOutOfFiles(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	srv, err := New(Config{Storage: storage.Config{Dir: t.TempDir()}, Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const fails = 4
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(&emfileListener{Listener: ln, fails: fails}) }()
+	c := dial(t, ln.Addr().String())
+	if _, err := rawRequest(t, c, kmsg.ApiVersions.Int16(), 0, nil); err != nil {
+		select {
+		case err := <-served:
+			t.Fatalf("Serve returned %v", err)
+		default:
+		}
+		t.Fatalf("not served after accept failures: %v", err)
+	}
+	if n := srv.metrics.acceptErrors.Load(); n != fails {
+		t.Fatalf("%d accept errors counted, want %d", n, fails)
+	}
+	if code, body := healthz(t, srv); code != http.StatusServiceUnavailable || !strings.Contains(body, "too many open files") {
+		t.Fatalf("healthz %d %q after accept failures", code, body)
+	}
+	clock.add(notReadyFor)
+	if code, body := healthz(t, srv); code != http.StatusOK {
+		t.Fatalf("healthz %d %q %v later", code, body, notReadyFor)
+	}
 }
