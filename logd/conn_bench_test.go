@@ -20,10 +20,10 @@ import (
 // reading and buffer handling are what is measured. Compare two builds
 // in interleaved rounds:
 //
-//	go test -run XXX -bench 'SmallRequest|ProduceNoSync' -count 5 ./logd/
+//	go test -run XXX -bench Conn -count 5 ./logd/
 
-// BenchmarkSmallRequest: ApiVersions v0 round trips on one connection.
-func BenchmarkSmallRequest(b *testing.B) {
+// BenchmarkConnRoundTrip: ApiVersions v0 round trips on one connection.
+func BenchmarkConnRoundTrip(b *testing.B) {
 	ts := startServer(b, b.TempDir())
 	c, err := net.Dial("tcp", ts.addr)
 	if err != nil {
@@ -45,10 +45,10 @@ func BenchmarkSmallRequest(b *testing.B) {
 	}
 }
 
-// BenchmarkProduceNoSync: 1 KiB random, uncompressed records with
+// BenchmarkConnLargeRequests: 1 KiB random, uncompressed records with
 // acks=1 and --fsync never, in franz-go's default batches (up to 1 MiB
 // per request).
-func BenchmarkProduceNoSync(b *testing.B) {
+func BenchmarkConnLargeRequests(b *testing.B) {
 	ts := startServer(b, filepath.Join(b.TempDir(), "logd"), func(c *Config) { c.Storage.Fsync = storage.FsyncNever })
 	cl := newClient(b, ts.addr, kgo.DefaultProduceTopic("bench"), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
