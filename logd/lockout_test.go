@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -284,5 +285,18 @@ func TestAcceptOutOfFiles(t *testing.T) {
 	clock.add(notReadyFor)
 	if code, body := healthz(t, srv); code != http.StatusOK {
 		t.Fatalf("healthz %d %q %v later", code, body, notReadyFor)
+	}
+}
+
+// TestStoreFencingWired: once storage.Store can list fenced partitions
+// (a Fenced method), the server must consult it, so fenceReporter has to
+// match that method. Until storage has one there is nothing to wire, and
+// TestHealthzNotReadyWhileFenced covers /healthz with a fake.
+func TestStoreFencingWired(t *testing.T) {
+	if _, ok := reflect.TypeFor[*storage.Store]().MethodByName("Fenced"); !ok {
+		t.Skip("storage.Store has no Fenced method on this branch")
+	}
+	if _, ok := any((*storage.Store)(nil)).(fenceReporter); !ok {
+		t.Fatal("storage.Store has a Fenced method but does not implement fenceReporter (logd/health.go): /healthz would not see fenced partitions")
 	}
 }
