@@ -131,7 +131,7 @@ func (c *Config) validate() error {
 	case c.MaxRequestBytes < 1024:
 		return bad("MaxRequestBytes", c.MaxRequestBytes, "must be ≥ 1024")
 	case c.MaxInFlightRequestBytes < 2*c.MaxRequestBytes:
-		return bad("MaxInFlightRequestBytes", c.MaxInFlightRequestBytes, fmt.Sprintf("must be ≥ 2 × MaxRequestBytes (%d)", 2*c.MaxRequestBytes))
+		return bad("MaxInFlightRequestBytes", c.MaxInFlightRequestBytes, fmt.Sprintf("must be ≥ 2 × the largest request (%d)", 2*c.MaxRequestBytes))
 	case c.RequestTimeout <= 0:
 		return bad("RequestTimeout", c.RequestTimeout, "must be > 0")
 	case c.WarnLogGap < 0:
@@ -149,7 +149,7 @@ func (c *Config) validate() error {
 	case c.MinSessionTimeout <= 0:
 		return bad("MinSessionTimeout", c.MinSessionTimeout, "must be > 0")
 	case c.MaxSessionTimeout < c.MinSessionTimeout:
-		return bad("MaxSessionTimeout", c.MaxSessionTimeout, fmt.Sprintf("must be ≥ MinSessionTimeout (%v)", c.MinSessionTimeout))
+		return bad("MaxSessionTimeout", c.MaxSessionTimeout, fmt.Sprintf("must be ≥ the minimum session timeout (%v)", c.MinSessionTimeout))
 	case c.AdvertisedPort < 0 || c.AdvertisedPort > 65535:
 		return bad("AdvertisedPort", c.AdvertisedPort, "must be in [0, 65535]")
 	}

@@ -36,8 +36,9 @@ type conn struct {
 	accepted time.Time // when the connection was accepted
 	answered int       // requests answered
 
-	frame []byte // the request being read or answered
-	held  int64  // request memory taken for frame
+	size  [4]byte // the size field of the request being read
+	frame []byte  // the request being read or answered
+	held  int64   // request memory taken for frame
 
 	outSize, fetchSize int // buffer sizes the last response and fetch needed
 }
@@ -94,11 +95,10 @@ func (cn *conn) readRequest() (*request, error) {
 		deadline = time.Now().Add(cfg.RequestTimeout)
 		_ = cn.nc.SetReadDeadline(deadline)
 	}
-	var size [4]byte
-	if _, err := io.ReadFull(cn.r, size[:]); err != nil {
+	if _, err := io.ReadFull(cn.r, cn.size[:]); err != nil {
 		return nil, &slowError{err}
 	}
-	n := int64(binary.BigEndian.Uint32(size[:]))
+	n := int64(binary.BigEndian.Uint32(cn.size[:]))
 	if n < 8 || n > int64(cfg.MaxRequestBytes) {
 		return nil, &FrameError{Reason: fmt.Sprintf("request size %d outside [8, %d]", n, cfg.MaxRequestBytes), noHeader: true}
 	}

@@ -2,6 +2,8 @@ package logd
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -16,7 +18,7 @@ import (
 
 // TestDiskFull: when the disk fills up, the produce that hits it gets
 // KAFKA_STORAGE_ERROR and so does every later one, at once, while
-// Server.Fenced names the partition; once space is back the store's
+// Server.Fenced names the partition and /healthz answers 503 naming it; once space is back the store's
 // maintenance unfences it without a restart, and a franz-go producer
 // that kept retrying through the outage gets its record stored once.
 func TestDiskFull(t *testing.T) {
@@ -49,6 +51,9 @@ func TestDiskFull(t *testing.T) {
 	if got := ts.Fenced(); len(got) != 1 || got[0] != (storage.TopicPartition{Topic: "full", Partition: 0}) {
 		t.Fatalf("Fenced() = %v, want full/0", got)
 	}
+	if code, body := healthz(t, ts.Server); code != http.StatusServiceUnavailable || !strings.Contains(body, "fenced after a storage error: full/0") {
+		t.Fatalf("healthz %d %q while full/0 is fenced", code, body)
+	}
 
 	// A producer that retries through the outage.
 	done := make(chan error, 1)
@@ -70,6 +75,9 @@ func TestDiskFull(t *testing.T) {
 	}
 	if got := ts.Fenced(); len(got) != 0 {
 		t.Fatalf("still fenced: %v", got)
+	}
+	if code, body := healthz(t, ts.Server); code != http.StatusOK {
+		t.Fatalf("healthz %d %q once the partition recovered", code, body)
 	}
 	produceN(t, cl, "full", "after", 10)
 	c := newClient(t, ts.addr, kgo.ConsumeTopics("full"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))

@@ -19,6 +19,12 @@
 // Config.MaxInFlightRequestBytes; a connection without budget waits, up to
 // Config.RequestTimeout from its request's first byte. A frame larger
 // than Config.MaxRequestBytes, a request that does not decode, an unknown
-// API key or an unsupported version closes that connection after a log
-// line; everyone else is served on.
+// API key or an unsupported version closes that connection (counted, and
+// logged at most once per Config.WarnLogGap); everyone else is served
+// on. Connections are bounded in all (MaxConnections) and per client
+// address (MaxConnectionsPerIP); a new connection must send its first
+// request within RequestTimeout, and an idle one is closed after
+// IdleTimeout. /healthz answers 503 with the reasons while clients are
+// refused or a partition is fenced. A Server locks its data directory:
+// a second one on it, in any process, gets a *DirLockedError.
 package logd

@@ -10,17 +10,11 @@ import (
 // a request starved of memory.
 const notReadyFor = 5 * time.Second
 
-// fenceReporter is what /healthz asks the store: the partitions
-// ("topic/partition") that refuse appends after a storage error until
-// they recover. The server consults it when the store implements it.
-type fenceReporter interface {
-	FencedPartitions() []string
-}
-
 // notReady returns why the server cannot serve every client now; none
-// means ready. Clients refused for MaxConnections, or requests closed
-// for want of request memory, within notReadyFor, and fenced partitions
-// each make it not ready. Refusals for MaxConnectionsPerIP do not: they
+// means ready. Clients refused for MaxConnections or because Accept
+// failed (out of file descriptors), or requests closed for want of
+// request memory, within notReadyFor, and fenced partitions each make it
+// not ready. Refusals for MaxConnectionsPerIP do not: they
 // keep one address from taking every connection, so that the others are
 // served.
 func (s *Server) notReady() []string {
@@ -28,6 +22,7 @@ func (s *Server) notReady() []string {
 	var why []string
 	s.mu.Lock()
 	closed, refused, starved := s.closed, s.lastRefused, s.lastStarved
+	acceptFailed, acceptErr := s.lastAcceptErr, s.acceptErr
 	s.mu.Unlock()
 	if closed {
 		return []string{"closed"}
@@ -35,13 +30,18 @@ func (s *Server) notReady() []string {
 	if !refused.IsZero() && now.Sub(refused) < notReadyFor {
 		why = append(why, fmt.Sprintf("refusing connections: MaxConnections (%d) reached %v ago", s.cfg.MaxConnections, now.Sub(refused).Round(time.Millisecond)))
 	}
+	if !acceptFailed.IsZero() && now.Sub(acceptFailed) < notReadyFor {
+		why = append(why, fmt.Sprintf("accepting connections failed %v ago: %s", now.Sub(acceptFailed).Round(time.Millisecond), acceptErr))
+	}
 	if !starved.IsZero() && now.Sub(starved) < notReadyFor {
 		why = append(why, fmt.Sprintf("request memory exhausted: a request waited %v without it %v ago", s.cfg.RequestTimeout, now.Sub(starved).Round(time.Millisecond)))
 	}
-	if s.fences != nil {
-		if parts := s.fences.FencedPartitions(); len(parts) > 0 {
-			why = append(why, "partitions fenced after a storage error: "+strings.Join(parts, ", "))
+	if fenced := s.Fenced(); len(fenced) > 0 {
+		parts := make([]string, len(fenced))
+		for i, tp := range fenced {
+			parts[i] = fmt.Sprintf("%s/%d", tp.Topic, tp.Partition)
 		}
+		why = append(why, "partitions fenced after a storage error: "+strings.Join(parts, ", "))
 	}
 	return why
 }

@@ -42,6 +42,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	p.family("logd_connections_refused_total", "counter", "Connections refused: MaxConnections or MaxConnectionsPerIP reached.")
 	p.sample("logd_connections_refused_total", []string{"reason", "max_connections"}, float64(m.refused.Load()))
 	p.sample("logd_connections_refused_total", []string{"reason", "max_connections_per_ip"}, float64(m.refusedPerIP.Load()))
+	p.counter("logd_accept_errors_total", "Accepts that failed for want of file descriptors or memory (retried with backoff).", m.acceptErrors.Load())
 	p.counter("logd_connections_idle_closed_total", "Connections closed after IdleTimeout without a request.", m.idleClosed.Load())
 	p.counter("logd_bad_requests_total", "Connections closed for a bad request: size out of bounds, undecodable, unknown API key or version.", m.badFrames.Load())
 	p.counter("logd_slow_requests_total", "Connections closed because a request, or a new connection's first request, did not arrive whole within RequestTimeout (waits for request memory included).", m.slowRequests.Load())

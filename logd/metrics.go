@@ -20,6 +20,7 @@ type metrics struct {
 	refused         atomic.Uint64 // MaxConnections reached
 	refusedPerIP    atomic.Uint64
 	idleClosed      atomic.Uint64
+	acceptErrors    atomic.Uint64
 	badFrames       atomic.Uint64
 	slowRequests    atomic.Uint64
 	produceErrors   atomic.Uint64

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/brokerless/brokerless/logd/groups"
@@ -29,19 +30,20 @@ type Server struct {
 	bufs        bufPool     // connections' buffers between requests
 	warnings    connWarnings
 
-	fences fenceReporter // nil until the store reports fenced partitions
-	lock   *dirLock      // on the data directory, until Close
+	lock *dirLock // on the data directory, until Close
 
-	mu          sync.Mutex
-	ln          net.Listener
-	conns       map[net.Conn]struct{}
-	perIP       map[string]int // open connections by client IP
-	lastRefused time.Time      // when MaxConnections last refused a client
-	lastStarved time.Time      // when a request last timed out waiting for memory
-	closed      bool
-	host        string
-	port        int32
-	cluster     string
+	mu            sync.Mutex
+	ln            net.Listener
+	conns         map[net.Conn]struct{}
+	perIP         map[string]int // open connections by client IP
+	lastRefused   time.Time      // when MaxConnections last refused a client
+	lastStarved   time.Time      // when a request last timed out waiting for memory
+	lastAcceptErr time.Time      // when Accept last failed, and how
+	acceptErr     string
+	closed        bool
+	host          string
+	port          int32
+	cluster       string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -80,10 +82,9 @@ func (s *Server) open() error {
 	cfg := &s.cfg
 	store, err := storage.Open(cfg.Storage)
 	if err != nil {
-		return err
+		return nestConfigError("Storage.", err)
 	}
 	s.store = store
-	s.fences, _ = any(store).(fenceReporter)
 	if s.ids, err = openProducerIDs(cfg.Storage.Dir); err != nil {
 		store.Close()
 		return err
@@ -118,18 +119,29 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.ln = ln
 	s.host, s.port = s.advertised(ln.Addr())
 	s.mu.Unlock()
+	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if s.isClosed() {
 				return ErrClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if !acceptRetryable(err) {
+				return fmt.Errorf("logd: accept: %w", err)
 			}
-			return fmt.Errorf("logd: accept: %w", err)
+			// Out of file descriptors or memory: refuse (the kernel keeps
+			// the connections queued) and retry, backing off as net/http
+			// does, rather than stop serving.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.acceptFailed(err)
+			select {
+			case <-time.After(backoff):
+			case <-s.ctx.Done():
+				return ErrClosed
+			}
+			continue
 		}
+		backoff = 0
 		accepted := time.Now()
 		ip := remoteIP(c)
 		if err := s.track(c, ip); err != nil {
@@ -208,6 +220,32 @@ func (s *Server) untrack(c net.Conn, ip string) {
 	}
 	s.mu.Unlock()
 	s.metrics.connections.Add(-1)
+}
+
+// acceptRetryable reports whether an Accept error passes: a timeout, a
+// connection aborted before it was accepted, or a lack of file
+// descriptors or memory.
+func acceptRetryable(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptFailed counts and records a failed Accept: clients are being
+// refused.
+func (s *Server) acceptFailed(err error) {
+	s.metrics.acceptErrors.Add(1)
+	s.mu.Lock()
+	s.lastAcceptErr, s.acceptErr = s.cfg.Now(), err.Error()
+	s.mu.Unlock()
+	s.warnings.refused.warn(s.cfg.Logger, s.cfg.Now(), s.cfg.WarnLogGap, "logd: accepting connections failed", "err", err)
 }
 
 // remoteIP is the address a connection comes from, without its port.

@@ -62,60 +62,67 @@ func runLogd(ctx context.Context, inv *invocation) error {
 		fsync     = fs.String("fsync", "always", "durability: always (group commit), interval, never")
 		advertise = fs.String("advertise", "", "host:port clients are told to connect to (default: the listen address)")
 	)
+	cfg.Storage.RetentionAge, cfg.Storage.SegmentAge = 7*24*time.Hour, 7*24*time.Hour
 	fs.StringVar(&cfg.Storage.Dir, "dir", "", "data directory (required)")
 	fs.DurationVar(&cfg.Storage.FsyncInterval, "fsync-interval", time.Second, "period of --fsync interval")
-	fs.DurationVar(&cfg.Storage.RetentionAge, "retention", 7*24*time.Hour, "delete segments older than this (-1ns: never)")
-	fs.Int64Var(&cfg.Storage.RetentionBytes, "retention-bytes", -1, "delete the oldest segments while a partition is larger (-1: no limit)")
-	fs.Int64Var(&cfg.Storage.SegmentBytes, "segment-bytes", 128<<20, "roll a segment at this size")
-	fs.DurationVar(&cfg.Storage.SegmentAge, "segment-age", 7*24*time.Hour, "roll a segment at this age")
-	fs.DurationVar(&cfg.Storage.MaintenanceInterval, "maintenance-interval", storage.DefaultMaintenanceInterval, "how often retention and compaction run and fenced partitions retry (compacted topics also compact when a segment rolls; -1ns: never)")
+	fs.Var(durationOrNever{&cfg.Storage.RetentionAge}, "retention", "delete segments older than this (negative, e.g. -1: never)")
+	fs.Int64Var(&cfg.Storage.RetentionBytes, "retention-bytes", -1, "delete the oldest segments while a partition is larger (negative: no limit)")
+	fs.Int64Var(&cfg.Storage.SegmentBytes, "segment-bytes", 128<<20, "roll a segment at this size (1 KiB to 1 GiB)")
+	fs.Var(durationOrNever{&cfg.Storage.SegmentAge}, "segment-age", "roll a segment at this age (negative: never)")
+	fs.DurationVar(&cfg.Storage.MaintenanceInterval, "maintenance-interval", storage.DefaultMaintenanceInterval, "how often retention and compaction run and fenced partitions retry (compacted topics also compact when a segment rolls)")
 	autoCreate := fs.Bool("auto-create", true, "create unknown topics on first produce or metadata request, as Kafka does (false: clients get UNKNOWN_TOPIC_OR_PARTITION)")
 	fs.Int32Var(&cfg.DefaultPartitions, "partitions", 1, "partitions of auto-created topics")
-	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", logd.DefaultMaxRequestBytes, "largest request accepted; larger ones close the connection")
-	fs.IntVar(&cfg.MaxInFlightRequestBytes, "max-inflight-request-bytes", logd.DefaultMaxInFlightRequestBytes, "memory the requests of all connections may hold together (at least 2 × --max-request-bytes); beyond it connections wait")
+	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", logd.DefaultMaxRequestBytes, "largest request accepted (at least 1024); larger ones close the connection")
+	fs.IntVar(&cfg.MaxInFlightRequestBytes, "max-inflight-request-bytes", 0, "memory the requests of all connections may hold together, at least 2 × --max-request-bytes; beyond it connections wait (default: 256 MiB or 2 × --max-request-bytes, the larger)")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", logd.DefaultRequestTimeout, "a request, and a new connection's first request, must arrive whole within this time, or the connection is closed")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", logd.DefaultMaxConnections, "open client connections; more are refused and /healthz reports not ready")
-	fs.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", logd.DefaultMaxConnections/4, "open connections from one client address; more are refused")
+	fs.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", 0, "open connections from one client address; more are refused (default: a quarter of --max-connections)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", logd.DefaultIdleTimeout, "close a connection that sends no request for this long")
 	if err := inv.parse(fs); err != nil {
 		return err
 	}
-	if cfg.Storage.Dir == "" {
-		return usagef("--dir is required")
+	if err := checkLogdFlags(fs, &cfg); err != nil {
+		return err
 	}
 	cfg.DisableAutoCreateTopics = !*autoCreate
 	var err error
 	if cfg.Storage.Fsync, err = storage.ParseFsyncPolicy(*fsync); err != nil {
-		return usagef("--fsync: %v", err)
+		return usagef("--fsync %s: must be always, interval or never", *fsync)
+	}
+	if err := checkListenAddr("listen", *listen); err != nil {
+		return err
+	}
+	if *httpAddr != "" {
+		if err := checkListenAddr("http", *httpAddr); err != nil {
+			return err
+		}
 	}
 	if *advertise != "" {
-		host, port, err := net.SplitHostPort(*advertise)
-		if err != nil {
-			return usagef("--advertise: %v", err)
+		if cfg.AdvertisedHost, cfg.AdvertisedPort, err = parseAdvertise(*advertise); err != nil {
+			return err
 		}
-		var p int
-		fmt.Sscan(port, &p)
-		cfg.AdvertisedHost, cfg.AdvertisedPort = host, int32(p)
 	}
 	cfg.Logger = inv.log
 	srv, err := logd.New(cfg)
 	if err != nil {
-		return configError(err, nil)
+		return configError(err, logdFlagOf)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		srv.Close()
 		return err
 	}
-	fmt.Fprintf(inv.err, "logd listening on %s (Kafka protocol), data in %s, fsync %s\n", ln.Addr(), cfg.Storage.Dir, *fsync)
-	var hs *http.Server
+	var hln net.Listener
 	if *httpAddr != "" {
-		hln, err := net.Listen("tcp", *httpAddr)
-		if err != nil {
+		if hln, err = net.Listen("tcp", *httpAddr); err != nil {
 			ln.Close()
 			srv.Close()
 			return err
 		}
+	}
+	fmt.Fprintf(inv.err, "logd listening on %s (Kafka protocol), data in %s, fsync %s\n", ln.Addr(), cfg.Storage.Dir, *fsync)
+	var hs *http.Server
+	if hln != nil {
 		hs = &http.Server{Handler: srv.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}
 		go hs.Serve(hln)
 		fmt.Fprintf(inv.err, "logd http on http://%s (/healthz, /metrics)\n", hln.Addr())

@@ -1,0 +1,69 @@
+package logd
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/logd/storage"
+)
+
+// TestConfigErrors: every bad field is reported as a *ConfigError naming
+// it, with the value and what is allowed.
+func TestConfigErrors(t *testing.T) {
+	cases := []struct {
+		mutate func(*Config)
+		want   string
+	}{
+		{func(c *Config) { c.Storage.Dir = "" }, `logd: bad config: Storage.Dir "": required`},
+		{func(c *Config) { c.DefaultPartitions = -3 }, "logd: bad config: DefaultPartitions -3: must be ≥ 1"},
+		{func(c *Config) { c.MaxRequestBytes = 100 }, "logd: bad config: MaxRequestBytes 100: must be ≥ 1024"},
+		{func(c *Config) { c.MaxRequestBytes, c.MaxInFlightRequestBytes = 4096, 8191 }, "logd: bad config: MaxInFlightRequestBytes 8191: must be ≥ 2 × the largest request (8192)"},
+		{func(c *Config) { c.RequestTimeout = -time.Second }, "logd: bad config: RequestTimeout -1s: must be > 0"},
+		{func(c *Config) { c.MaxConnections = -1 }, "logd: bad config: MaxConnections -1: must be ≥ 1"},
+		{func(c *Config) { c.MaxConnectionsPerIP = -1 }, "logd: bad config: MaxConnectionsPerIP -1: must be ≥ 1"},
+		{func(c *Config) { c.IdleTimeout = -time.Second }, "logd: bad config: IdleTimeout -1s: must be > 0"},
+		{func(c *Config) { c.WarnLogGap = -time.Second }, "logd: bad config: WarnLogGap -1s: must be > 0"},
+		{func(c *Config) { c.MaxTopics = -1 }, "logd: bad config: MaxTopics -1: must be ≥ 1"},
+		{func(c *Config) { c.MaxFetchBytes = -1 }, "logd: bad config: MaxFetchBytes -1: must be ≥ 1"},
+		{func(c *Config) { c.AdvertisedPort = 70000 }, "logd: bad config: AdvertisedPort 70000: must be in [0, 65535]"},
+		{func(c *Config) { c.MinSessionTimeout, c.MaxSessionTimeout = time.Minute, time.Second }, "logd: bad config: MaxSessionTimeout 1s: must be ≥ the minimum session timeout (1m0s)"},
+	}
+	for _, tc := range cases {
+		cfg := Config{Storage: storage.Config{Dir: t.TempDir()}}
+		tc.mutate(&cfg)
+		_, err := New(cfg)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrBadConfig) || err.Error() != tc.want {
+			t.Errorf("got %v, want %s", err, tc.want)
+		}
+	}
+}
+
+type fakeSettingError struct{}
+
+func (fakeSettingError) Error() string { return "storage: bad config: FsyncInterval -1s: must be > 0" }
+func (fakeSettingError) Setting() (string, any, string) {
+	return "FsyncInterval", -time.Second, "must be > 0"
+}
+
+// TestNestConfigError: a typed error of storage.Config names its field as
+// logd.Config reaches it.
+func TestNestConfigError(t *testing.T) {
+	err := nestConfigError("Storage.", fmt.Errorf("opening: %w", fakeSettingError{}))
+	var se setting
+	if !errors.As(err, &se) {
+		t.Fatal("no Setting")
+	}
+	if f, v, w := se.Setting(); f != "Storage.FsyncInterval" || v != -time.Second || w != "must be > 0" {
+		t.Fatalf("Setting() = %s %v %s", f, v, w)
+	}
+	if !errors.Is(err, fakeSettingError{}) {
+		t.Fatal("the storage error is not in the chain")
+	}
+	plain := errors.New("disk on fire")
+	if nestConfigError("Storage.", plain) != plain {
+		t.Fatal("an error without Setting was changed")
+	}
+}
