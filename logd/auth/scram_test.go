@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	fscram "github.com/twmb/franz-go/pkg/sasl/scram"
+	xscram "github.com/xdg-go/scram"
 )
 
 // seeded is a deterministic randomness source for tests.
@@ -263,6 +264,42 @@ func TestConfigErrors(t *testing.T) {
 		var ce *ConfigError
 		if !errors.As(err, &ce) || ce.Field != c.field || !errors.Is(err, ErrBadConfig) {
 			t.Errorf("%+v: %v, want a ConfigError on %s", c.cfg, err, c.field)
+		}
+	}
+}
+
+// TestScramAuthzID: a SCRAM client that asks to act as another user
+// (xdg-go's client sends the authzid in the GS2 header) is refused even
+// with the right password; its own name as authzid is fine.
+func TestScramAuthzID(t *testing.T) {
+	a := newAuth(t, testUsers(t))
+	for _, c := range []struct {
+		zid string
+		ok  bool
+	}{{"", true}, {"alice", true}, {"bob", false}} {
+		cl, err := xscram.SHA256.NewClientUnprepped("alice", "alice-secret", c.zid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conv := cl.NewConversation()
+		s, _ := a.Start(ScramSHA256)
+		msg, err := conv.Step("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var serr error
+		for !conv.Done() && serr == nil {
+			var out []byte
+			out, _, serr = s.Step([]byte(msg))
+			if serr == nil {
+				msg, err = conv.Step(string(out))
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if ok := serr == nil && s.User() != nil; ok != c.ok {
+			t.Errorf("authzid %q: accepted %v (%v), want %v", c.zid, ok, serr, c.ok)
 		}
 	}
 }
