@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/brokerless/brokerless/logd/auth"
 	"github.com/brokerless/brokerless/logd/storage"
 )
 
@@ -50,6 +51,16 @@ type Config struct {
 	// MinSessionTimeout and MaxSessionTimeout bound consumer-group
 	// session timeouts. Defaults 6 s and 30 min, as Kafka.
 	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// Auth, with Auth.Users set, requires authentication and checks
+	// every request against the user's grants (package logd/auth).
+	// Until a connection authenticates — by SASL (Auth.Mechanisms,
+	// default PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512), or by a verified
+	// TLS client certificate whose subject common name is a user's name
+	// — it is answered nothing but ApiVersions, SaslHandshake and
+	// SaslAuthenticate; anything else closes it. TLS belongs to the
+	// listener: give Serve a tls.Listener (one that verifies client
+	// certificates for certificate principals).
+	Auth auth.Config
 	// Logger receives connection and request errors. Default: discard.
 	Logger *slog.Logger
 	// Now is injected for tests. Default time.Now.

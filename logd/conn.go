@@ -19,6 +19,11 @@ type client struct {
 	id    string // the request header's client id
 	host  string
 	fetch []byte
+	// auth is the connection's authentication state, nil when the
+	// server requires none; hangUp closes the connection once the
+	// current request is answered (or at once if it has no answer).
+	auth   *connAuth
+	hangUp bool
 }
 
 // serveConn answers one connection's requests, in order, until it
@@ -35,6 +40,7 @@ func (s *Server) serveConn(c net.Conn) {
 		out   []byte
 		cl    = &client{host: host}
 	)
+	cl.auth = s.newConnAuth(c)
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		if _, err := io.ReadFull(r, size[:]); err != nil {
@@ -72,6 +78,9 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 		if resp == nil { // acks=0 produce: no response
+			if cl.hangUp {
+				return
+			}
 			continue
 		}
 		out = appendResponse(out[:0], req.correlation, resp)
@@ -82,6 +91,9 @@ func (s *Server) serveConn(c net.Conn) {
 		}
 		if err != nil {
 			log.Debug("logd: write failed", "err", err)
+			return
+		}
+		if cl.hangUp {
 			return
 		}
 		frame, out, cl.fetch = keep(frame), keep(out), keep(cl.fetch)
@@ -110,6 +122,11 @@ func (s *Server) handle(cl *client, req *request) (kmsg.Response, error) {
 	if req.body == nil || !supports(req.key, req.version) {
 		return nil, &FrameError{req.key, req.version, fmt.Sprintf("unsupported API key or version (supported: %v)", supported[kmsg.Key(req.key)])}
 	}
+	return s.authorized(cl, req)
+}
+
+// dispatch answers one request with its API's handler.
+func (s *Server) dispatch(cl *client, req *request) (kmsg.Response, error) {
 	var resp kmsg.Response
 	switch body := req.body.(type) {
 	case *kmsg.ProduceRequest:
@@ -146,6 +163,10 @@ func (s *Server) handle(cl *client, req *request) (kmsg.Response, error) {
 		resp = s.initProducerID(body)
 	case *kmsg.DescribeConfigsRequest:
 		resp = s.describeConfigs(body)
+	case *kmsg.SASLHandshakeRequest:
+		resp = s.saslHandshake(cl, body)
+	case *kmsg.SASLAuthenticateRequest:
+		resp = s.saslAuthenticate(cl, body)
 	default:
 		return nil, &FrameError{req.key, req.version, "no handler"}
 	}

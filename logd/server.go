@@ -24,6 +24,7 @@ type Server struct {
 	ids         *producerIDs
 	topicsAdded notifier // woken when a topic is created
 	metrics     *metrics
+	auth        serverAuth
 
 	mu      sync.Mutex
 	ln      net.Listener
@@ -46,6 +47,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, conns: map[net.Conn]struct{}{}, metrics: newMetrics()}
+	if err := s.auth.setup(cfg); err != nil {
+		return nil, err
+	}
 	s.cfg.Storage.Hooks = append(s.cfg.Storage.Hooks, s.metrics)
 	store, err := storage.Open(s.cfg.Storage)
 	if err != nil {
