@@ -398,7 +398,9 @@ func (z *authz) findCoordinator() (kmsg.Response, error) {
 	if body.CoordinatorType == coordinatorTxn {
 		code = kerr.TransactionalIDAuthorizationFailed.Code
 	}
-	allowed := func(key string) bool { return body.CoordinatorType != coordinatorTxn && z.user.Allowed(auth.Group, key) }
+	allowed := func(key string) bool {
+		return body.CoordinatorType != coordinatorTxn && z.user.Allowed(auth.Group, key)
+	}
 	if body.Version < 4 {
 		if allowed(body.CoordinatorKey) {
 			return z.dispatch()
