@@ -361,12 +361,8 @@ func TestUnauthenticatedRequestCloses(t *testing.T) {
 	}
 	req := kmsg.NewPtrMetadataRequest()
 	req.SetVersion(1)
-	if _, err := rawRequest(t, c, kmsg.Metadata.Int16(), 1, req.AppendTo(nil)); err == nil {
-		t.Fatal("a Metadata request before authentication was answered")
-	}
-	if _, err := c.Read(make([]byte, 1)); err == nil {
-		t.Fatal("connection still open")
-	}
+	_, err = rawRequest(t, c, kmsg.Metadata.Int16(), 1, req.AppendTo(nil))
+	requireClosed(t, err, "a Metadata request before authentication")
 	if n := ts.auth.unauthenticated.Load(); n != 1 {
 		t.Fatalf("unauthenticated requests counted: %d", n)
 	}
@@ -386,9 +382,8 @@ func TestUnauthenticatedRequestCloses(t *testing.T) {
 	if err := sar.ReadFrom(resp[4:]); err != nil || sar.ErrorCode != kerr.IllegalSaslState.Code {
 		t.Fatalf("SaslAuthenticate without handshake: %v %+v", err, sar)
 	}
-	if _, err := c2.Read(make([]byte, 1)); err == nil {
-		t.Fatal("connection still open after ILLEGAL_SASL_STATE")
-	}
+	_, err = c2.Read(make([]byte, 1))
+	requireClosed(t, err, "after ILLEGAL_SASL_STATE")
 	// SaslHandshake v0 (raw SASL frames would follow) is not spoken.
 	c3, err := tls.Dial("tcp", ts.addr, p.clientTLS(nil))
 	if err != nil {
@@ -397,8 +392,38 @@ func TestUnauthenticatedRequestCloses(t *testing.T) {
 	defer c3.Close()
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Mechanism = "PLAIN"
-	if _, err := rawRequest(t, c3, kmsg.SASLHandshake.Int16(), 0, hs.AppendTo(nil)); err == nil {
-		t.Fatal("SaslHandshake v0 was answered")
+	_, err = rawRequest(t, c3, kmsg.SASLHandshake.Int16(), 0, hs.AppendTo(nil))
+	requireClosed(t, err, "SaslHandshake v0")
+
+	// A wrong PLAIN password: SASL_AUTHENTICATION_FAILED, then closed.
+	c4, err := tls.Dial("tcp", ts.addr, p.clientTLS(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c4.Close()
+	hs.SetVersion(1)
+	if _, err := rawRequest(t, c4, kmsg.SASLHandshake.Int16(), 1, hs.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	sa.SASLAuthBytes = []byte("\x00alice\x00wrong")
+	resp, err = rawRequest(t, c4, kmsg.SASLAuthenticate.Int16(), 0, sa.AppendTo(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sar.ReadFrom(resp[4:]); err != nil || sar.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+		t.Fatalf("wrong password: %v %+v", err, sar)
+	}
+	_, err = c4.Read(make([]byte, 1))
+	requireClosed(t, err, "after SASL_AUTHENTICATION_FAILED")
+}
+
+// requireClosed fails unless err shows the server closed the
+// connection (end of stream or reset), rather than a timeout.
+func requireClosed(t *testing.T, err error, what string) {
+	t.Helper()
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("%s: the server did not close the connection (%v)", what, err)
 	}
 }
 
@@ -473,9 +498,8 @@ func TestClientCertificatePrincipal(t *testing.T) {
 	defer c.Close()
 	req := kmsg.NewPtrMetadataRequest()
 	req.SetVersion(1)
-	if _, err := rawRequest(t, c, kmsg.Metadata.Int16(), 1, req.AppendTo(nil)); err == nil {
-		t.Fatal("a certificate naming no user was served without SASL")
-	}
+	_, err = rawRequest(t, c, kmsg.Metadata.Int16(), 1, req.AppendTo(nil))
+	requireClosed(t, err, "a certificate naming no user, without SASL")
 
 	bare, err := tls.Dial("tcp", ts.addr, p.clientTLS(nil))
 	if err == nil {
