@@ -1,19 +1,9 @@
 package logd
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -21,119 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/brokerless/brokerless/logd/auth"
+	"github.com/brokerless/brokerless/logd/auth/authtest"
 	"github.com/brokerless/brokerless/logd/storage"
 )
-
-// testPKI is a throwaway certificate authority made for one test, with
-// a server certificate for 127.0.0.1, written as PEM files (for kcat)
-// in a temporary directory. No key outlives the test.
-type testPKI struct {
-	dir     string
-	ca      *x509.Certificate
-	caKey   *ecdsa.PrivateKey
-	caFile  string
-	pool    *x509.CertPool
-	server  tls.Certificate
-	serials int64
-}
-
-func newPKI(t testing.TB) *testPKI {
-	t.Helper()
-	p := &testPKI{dir: t.TempDir(), serials: 1}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "logd test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.ca, _ = x509.ParseCertificate(der)
-	p.caKey = key
-	p.pool = x509.NewCertPool()
-	p.pool.AddCert(p.ca)
-	p.caFile = filepath.Join(p.dir, "ca.pem")
-	writePEM(t, p.caFile, "CERTIFICATE", der)
-	p.server, _, _ = p.issue(t, "127.0.0.1", true)
-	return p
-}
-
-// issue makes a certificate signed by the CA: for a server (127.0.0.1
-// and localhost) or a client whose subject common name is cn. It
-// returns it with the paths of its PEM certificate and key.
-func (p *testPKI) issue(t testing.TB, cn string, server bool) (tls.Certificate, string, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.serials++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(p.serials),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-		tmpl.DNSNames = []string{"localhost"}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile := filepath.Join(p.dir, cn+".pem")
-	keyFile := filepath.Join(p.dir, cn+".key")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "PRIVATE KEY", keyDER)
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, certFile, keyFile
-}
-
-func writePEM(t testing.TB, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// serverTLS is the listener's TLS config; with verifyClients it
-// requires client certificates signed by the CA.
-func (p *testPKI) serverTLS(verifyClients bool) *tls.Config {
-	c := &tls.Config{Certificates: []tls.Certificate{p.server}, MinVersion: tls.VersionTLS12}
-	if verifyClients {
-		c.ClientAuth, c.ClientCAs = tls.RequireAndVerifyClientCert, p.pool
-	}
-	return c
-}
-
-// clientTLS trusts the CA and presents cert when given.
-func (p *testPKI) clientTLS(cert *tls.Certificate) *tls.Config {
-	c := &tls.Config{RootCAs: p.pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
-	if cert != nil {
-		c.Certificates = []tls.Certificate{*cert}
-	}
-	return c
-}
 
 // Passwords and grants of the test users.
 const (
@@ -182,7 +62,7 @@ func testUsers(t testing.TB) *auth.Users {
 // startAuthServer runs a Server requiring authentication of testUsers
 // behind a TLS listener (verifying client certificates when
 // verifyClients) until the test ends.
-func startAuthServer(t testing.TB, p *testPKI, verifyClients bool, mutate ...func(*Config)) *testServer {
+func startAuthServer(t testing.TB, p *authtest.PKI, verifyClients bool, mutate ...func(*Config)) *testServer {
 	t.Helper()
 	cfg := Config{Storage: storage.Config{Dir: t.TempDir()}, AutoCreateTopics: true, Auth: auth.Config{Users: testUsers(t)}}
 	for _, f := range mutate {
@@ -196,16 +76,16 @@ func startAuthServer(t testing.TB, p *testPKI, verifyClients bool, mutate ...fun
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(tls.NewListener(ln, p.serverTLS(verifyClients)))
+	go srv.Serve(tls.NewListener(ln, p.ServerTLS(verifyClients)))
 	t.Cleanup(func() { srv.Close() })
 	return &testServer{Server: srv, addr: ln.Addr().String(), dir: cfg.Storage.Dir, cfg: cfg}
 }
 
 // authClient is a franz-go client over TLS authenticating with m (none
 // when nil).
-func authClient(t testing.TB, ts *testServer, p *testPKI, m sasl.Mechanism, opts ...kgo.Opt) *kgo.Client {
+func authClient(t testing.TB, ts *testServer, p *authtest.PKI, m sasl.Mechanism, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	opts = append([]kgo.Opt{kgo.DialTLSConfig(p.clientTLS(nil))}, opts...)
+	opts = append([]kgo.Opt{kgo.DialTLSConfig(p.ClientTLS(nil))}, opts...)
 	if m != nil {
 		opts = append(opts, kgo.SASL(m))
 	}

@@ -19,13 +19,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
+
+	"github.com/brokerless/brokerless/logd/auth/authtest"
 )
 
 // TestSASLOverTLS: franz-go authenticates with SCRAM-SHA-256,
 // SCRAM-SHA-512 and PLAIN over TLS, then produces (auto-creating the
 // topic) and consumes.
 func TestSASLOverTLS(t *testing.T) {
-	p := newPKI(t)
+	p := authtest.NewPKI(t)
 	ts := startAuthServer(t, p, false)
 	for i, m := range []sasl.Mechanism{scramSHA256("alice", alicePassword), scramSHA512("alice", alicePassword), plainMech("alice", alicePassword)} {
 		t.Run(m.Name(), func(t *testing.T) {
@@ -47,7 +49,7 @@ func TestSASLOverTLS(t *testing.T) {
 // unknown user are refused; the client reports
 // SASL_AUTHENTICATION_FAILED, and the refusal is counted.
 func TestWrongPasswordRefused(t *testing.T) {
-	p := newPKI(t)
+	p := authtest.NewPKI(t)
 	ts := startAuthServer(t, p, false)
 	for _, m := range []sasl.Mechanism{scramSHA256("alice", "wrong"), scramSHA512("alice", "wrong"), plainMech("alice", "wrong"), scramSHA256("nobody", alicePassword)} {
 		cl := authClient(t, ts, p, m)
@@ -68,7 +70,7 @@ func TestWrongPasswordRefused(t *testing.T) {
 // visible to the user or not), as does fetching without consume; the
 // permitted topic in the same request still works.
 func TestForbiddenTopicRefused(t *testing.T) {
-	p := newPKI(t)
+	p := authtest.NewPKI(t)
 	ts := startAuthServer(t, p, false)
 	admin := authClient(t, ts, p, scramSHA512("admin", adminPassword))
 	createTopic(t, admin, "orders.eu", 1)
@@ -192,7 +194,7 @@ func recordBatch(t testing.TB, value string) []byte {
 // TOPIC_AUTHORIZATION_FAILED; auto-creation happens only for a user who
 // may produce to the topic.
 func TestMetadataListsPermittedTopics(t *testing.T) {
-	p := newPKI(t)
+	p := authtest.NewPKI(t)
 	ts := startAuthServer(t, p, false)
 	admin := authClient(t, ts, p, scramSHA512("admin", adminPassword))
 	for _, topic := range []string{"orders.eu", "orders.us", "audit", "payroll"} {
@@ -249,7 +251,7 @@ func TestMetadataListsPermittedTopics(t *testing.T) {
 // with GROUP_AUTHORIZATION_FAILED; a permitted one works end to end
 // with a franz-go group consumer.
 func TestGroupAuthorization(t *testing.T) {
-	p := newPKI(t)
+	p := authtest.NewPKI(t)
 	ts := startAuthServer(t, p, false, func(c *Config) { c.MinSessionTimeout = time.Second })
 	alice := authClient(t, ts, p, scramSHA256("alice", alicePassword), kgo.AllowAutoTopicCreation())
 	produceN(t, alice, "orders.eu", "r", 5)
@@ -299,7 +301,7 @@ func TestGroupAuthorization(t *testing.T) {
 // TestAdminAuthorization: creating or deleting a topic needs an admin
 // grant on it.
 func TestAdminAuthorization(t *testing.T) {
-	p := newPKI(t)
+	p := authtest.NewPKI(t)
 	ts := startAuthServer(t, p, false)
 	ctx := context.Background()
 	alice := authClient(t, ts, p, scramSHA256("alice", alicePassword))
@@ -337,9 +339,9 @@ func TestAdminAuthorization(t *testing.T) {
 // v1 and SaslAuthenticate v0-2) but any other request before
 // authenticating closes the connection, and is counted.
 func TestUnauthenticatedRequestCloses(t *testing.T) {
-	p := newPKI(t)
+	p := authtest.NewPKI(t)
 	ts := startAuthServer(t, p, false)
-	c, err := tls.Dial("tcp", ts.addr, p.clientTLS(nil))
+	c, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +369,7 @@ func TestUnauthenticatedRequestCloses(t *testing.T) {
 		t.Fatalf("unauthenticated requests counted: %d", n)
 	}
 	// SaslAuthenticate before a handshake: ILLEGAL_SASL_STATE, then closed.
-	c2, err := tls.Dial("tcp", ts.addr, p.clientTLS(nil))
+	c2, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +387,7 @@ func TestUnauthenticatedRequestCloses(t *testing.T) {
 	_, err = c2.Read(make([]byte, 1))
 	requireClosed(t, err, "after ILLEGAL_SASL_STATE")
 	// SaslHandshake v0 (raw SASL frames would follow) is not spoken.
-	c3, err := tls.Dial("tcp", ts.addr, p.clientTLS(nil))
+	c3, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +398,7 @@ func TestUnauthenticatedRequestCloses(t *testing.T) {
 	requireClosed(t, err, "SaslHandshake v0")
 
 	// A wrong PLAIN password: SASL_AUTHENTICATION_FAILED, then closed.
-	c4, err := tls.Dial("tcp", ts.addr, p.clientTLS(nil))
+	c4, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,9 +433,9 @@ func requireClosed(t *testing.T, err error, what string) {
 // UNSUPPORTED_SASL_MECHANISM with the list; on a server without
 // authentication the list is empty.
 func TestSaslHandshakeMechanisms(t *testing.T) {
-	p := newPKI(t)
+	p := authtest.NewPKI(t)
 	ts := startAuthServer(t, p, false)
-	c, err := tls.Dial("tcp", ts.addr, p.clientTLS(nil))
+	c, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,16 +474,16 @@ func TestSaslHandshakeMechanisms(t *testing.T) {
 // as that user without SASL; one naming nobody must still use SASL; a
 // client without a certificate cannot connect.
 func TestClientCertificatePrincipal(t *testing.T) {
-	p := newPKI(t)
+	p := authtest.NewPKI(t)
 	ts := startAuthServer(t, p, true)
-	adminCert, _, _ := p.issue(t, "admin-cert", false)
-	admin := newClient(t, ts.addr, kgo.DialTLSConfig(p.clientTLS(&adminCert)), kgo.SASL(scramSHA512("admin", adminPassword)))
+	adminCert, _, _ := p.Issue(t, "admin-cert", false)
+	admin := newClient(t, ts.addr, kgo.DialTLSConfig(p.ClientTLS(&adminCert)), kgo.SASL(scramSHA512("admin", adminPassword)))
 	createTopic(t, admin, "orders.eu", 1)
 	createTopic(t, admin, "audit", 1)
 	produceN(t, admin, "orders.eu", "r", 3)
 
-	carolCert, _, _ := p.issue(t, "carol", false)
-	carol := newClient(t, ts.addr, kgo.DialTLSConfig(p.clientTLS(&carolCert)), kgo.ConsumeTopics("orders.eu"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	carolCert, _, _ := p.Issue(t, "carol", false)
+	carol := newClient(t, ts.addr, kgo.DialTLSConfig(p.ClientTLS(&carolCert)), kgo.ConsumeTopics("orders.eu"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	consume(t, carol, 3)
 	if code := listOffsetsCode(t, carol, "audit"); code != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("carol's ListOffsets audit: error %d", code)
@@ -490,8 +492,8 @@ func TestClientCertificatePrincipal(t *testing.T) {
 		t.Fatal("no certificate authentication counted")
 	}
 
-	strangerCert, _, _ := p.issue(t, "stranger", false)
-	c, err := tls.Dial("tcp", ts.addr, p.clientTLS(&strangerCert))
+	strangerCert, _, _ := p.Issue(t, "stranger", false)
+	c, err := tls.Dial("tcp", ts.addr, p.ClientTLS(&strangerCert))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +503,7 @@ func TestClientCertificatePrincipal(t *testing.T) {
 	_, err = rawRequest(t, c, kmsg.Metadata.Int16(), 1, req.AppendTo(nil))
 	requireClosed(t, err, "a certificate naming no user, without SASL")
 
-	bare, err := tls.Dial("tcp", ts.addr, p.clientTLS(nil))
+	bare, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
 	if err == nil {
 		defer bare.Close()
 		_, err = rawRequest(t, bare, kmsg.ApiVersions.Int16(), 0, nil)
@@ -530,14 +532,14 @@ func TestEveryAPIHasAnAuthorizationRule(t *testing.T) {
 // TestRefusalLogRateLimited: a flood of unauthenticated connections
 // leaves one warning, not one per connection.
 func TestRefusalLogRateLimited(t *testing.T) {
-	p := newPKI(t)
+	p := authtest.NewPKI(t)
 	var logs lockedBuffer
 	ts := startAuthServer(t, p, false, func(c *Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	})
 	const n = 30
 	for i := 0; i < n; i++ {
-		c, err := tls.Dial("tcp", ts.addr, p.clientTLS(nil))
+		c, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
 		if err != nil {
 			t.Fatal(err)
 		}

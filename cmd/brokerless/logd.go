@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -31,7 +32,16 @@ every batch written after the last synced point, cuts a torn tail and
 rebuilds damaged indexes.
 
 It prints where it listens. The HTTP endpoint serves /healthz and
-Prometheus /metrics. SIGINT or SIGTERM shut it down cleanly.`,
+Prometheus /metrics. SIGINT or SIGTERM shut it down cleanly.
+
+With --tls-cert and --tls-key it speaks TLS. With --users (a file made
+by 'brokerless logd user add') every client must authenticate — SASL
+PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, or a client certificate verified
+against --tls-client-ca whose subject CN is a user's name — before
+anything but ApiVersions and the SASL handshake is answered, and each
+request is checked against the user's grants (produce, consume, group,
+admin on name prefixes). The file holds salted SCRAM hashes, never
+passwords; logd refuses it if other users may read it.`,
 	examples: `
 # A log in ./data, Kafka clients on 127.0.0.1:9092.
 brokerless logd --dir ./data
@@ -41,7 +51,12 @@ brokerless logd --dir ./data --auto-create --retention 24h --retention-bytes 107
 
 # Then, with kcat: produce and consume.
 echo hello | kcat -b 127.0.0.1:9092 -t events -P
-kcat -b 127.0.0.1:9092 -t events -C -o beginning -e`,
+kcat -b 127.0.0.1:9092 -t events -C -o beginning -e
+
+# TLS and SCRAM: only users of ./users.json, each within their grants.
+brokerless logd --dir ./data --tls-cert server.pem --tls-key server.key --users users.json
+kcat -b 127.0.0.1:9092 -t orders.eu -C -X security.protocol=SASL_SSL -X ssl.ca.location=ca.pem \
+  -X sasl.mechanisms=SCRAM-SHA-256 -X sasl.username=alice -X sasl.password=...`,
 	run: runLogd,
 }
 
@@ -63,6 +78,7 @@ func runLogd(ctx context.Context, inv *invocation) error {
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create", false, "create unknown topics on first produce or metadata request")
 	fs.Int32Var(&cfg.DefaultPartitions, "partitions", 1, "partitions of auto-created topics")
 	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", logd.DefaultMaxRequestBytes, "largest request accepted; larger ones close the connection")
+	authFlags := addLogdAuthFlags(fs)
 	if err := inv.parse(fs); err != nil {
 		return err
 	}
@@ -82,6 +98,10 @@ func runLogd(ctx context.Context, inv *invocation) error {
 		fmt.Sscan(port, &p)
 		cfg.AdvertisedHost, cfg.AdvertisedPort = host, int32(p)
 	}
+	tlsConfig, authNote, err := authFlags.apply(fs, &cfg)
+	if err != nil {
+		return err
+	}
 	cfg.Logger = inv.log
 	srv, err := logd.New(cfg)
 	if err != nil {
@@ -92,7 +112,13 @@ func runLogd(ctx context.Context, inv *invocation) error {
 		srv.Close()
 		return err
 	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
 	fmt.Fprintf(inv.err, "logd listening on %s (Kafka protocol), data in %s, fsync %s\n", ln.Addr(), cfg.Storage.Dir, *fsync)
+	if authNote != "" {
+		fmt.Fprintln(inv.err, authNote)
+	}
 	var hs *http.Server
 	if *httpAddr != "" {
 		hln, err := net.Listen("tcp", *httpAddr)
