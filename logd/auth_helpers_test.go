@@ -92,6 +92,12 @@ func authClient(t testing.TB, ts *testServer, p *authtest.PKI, m sasl.Mechanism,
 	return newClient(t, ts.addr, opts...)
 }
 
+func kgoTLS(p *authtest.PKI, cert *tls.Certificate) kgo.Opt {
+	return kgo.DialTLSConfig(p.ClientTLS(cert))
+}
+
+func kgoSASL(m sasl.Mechanism) kgo.Opt { return kgo.SASL(m) }
+
 func scramSHA256(user, pass string) sasl.Mechanism {
 	return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()
 }

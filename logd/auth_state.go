@@ -46,6 +46,7 @@ type connAuth struct {
 	user    *auth.User    // nil until authenticated
 	viaSASL bool          // user came from a SASL exchange (else from the certificate)
 	session *auth.Session // the exchange a SaslHandshake started, until it ends
+	raw     bool          // the exchange's tokens come without Kafka framing (SaslHandshake v0)
 	checked bool          // the client certificate has been looked at
 }
 

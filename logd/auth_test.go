@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -19,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
+	xscram "github.com/xdg-go/scram"
 
 	"github.com/brokerless/brokerless/logd/auth/authtest"
 )
@@ -336,7 +338,7 @@ func TestAdminAuthorization(t *testing.T) {
 
 // TestUnauthenticatedRequestCloses: on a listener that requires
 // authentication, ApiVersions is answered (advertising SaslHandshake
-// v1 and SaslAuthenticate v0-2) but any other request before
+// v0-1, as librdkafka requires, and SaslAuthenticate v0-2) but any other request before
 // authenticating closes the connection, and is counted.
 func TestUnauthenticatedRequestCloses(t *testing.T) {
 	p := authtest.NewPKI(t)
@@ -358,7 +360,7 @@ func TestUnauthenticatedRequestCloses(t *testing.T) {
 	for _, k := range av.ApiKeys {
 		ranges[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
-	if ranges[kmsg.SASLHandshake.Int16()] != [2]int16{1, 1} || ranges[kmsg.SASLAuthenticate.Int16()] != [2]int16{0, 2} {
+	if ranges[kmsg.SASLHandshake.Int16()] != [2]int16{0, 1} || ranges[kmsg.SASLAuthenticate.Int16()] != [2]int16{0, 2} {
 		t.Fatalf("advertised SASL versions: handshake %v, authenticate %v", ranges[kmsg.SASLHandshake.Int16()], ranges[kmsg.SASLAuthenticate.Int16()])
 	}
 	req := kmsg.NewPtrMetadataRequest()
@@ -386,16 +388,8 @@ func TestUnauthenticatedRequestCloses(t *testing.T) {
 	}
 	_, err = c2.Read(make([]byte, 1))
 	requireClosed(t, err, "after ILLEGAL_SASL_STATE")
-	// SaslHandshake v0 (raw SASL frames would follow) is not spoken.
-	c3, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c3.Close()
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Mechanism = "PLAIN"
-	_, err = rawRequest(t, c3, kmsg.SASLHandshake.Int16(), 0, hs.AppendTo(nil))
-	requireClosed(t, err, "SaslHandshake v0")
 
 	// A wrong PLAIN password: SASL_AUTHENTICATION_FAILED, then closed.
 	c4, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
@@ -573,4 +567,88 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestSaslHandshakeV0: after SaslHandshake v0 the SASL tokens travel as
+// bare size-prefixed frames (kafka-python 2.0, older Sarama): PLAIN
+// gets an empty token back, SCRAM its server messages; then Kafka
+// framing resumes and the user is authenticated. A wrong password
+// closes the connection.
+func TestSaslHandshakeV0(t *testing.T) {
+	p := authtest.NewPKI(t)
+	ts := startAuthServer(t, p, false)
+	raw := func(c net.Conn, token string) ([]byte, error) {
+		t.Helper()
+		if _, err := c.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(token))), token...)); err != nil {
+			return nil, err
+		}
+		return readFrame(c)
+	}
+	handshake := func(mech string) net.Conn {
+		t.Helper()
+		c, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = mech
+		resp, err := rawRequest(t, c, kmsg.SASLHandshake.Int16(), 0, hs.AppendTo(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := kmsg.NewPtrSASLHandshakeResponse()
+		if err := r.ReadFrom(resp[4:]); err != nil || r.ErrorCode != 0 {
+			t.Fatalf("handshake v0: %v %+v", err, r)
+		}
+		return c
+	}
+	metadataWorks := func(c net.Conn) {
+		t.Helper()
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(1)
+		resp, err := rawRequest(t, c, kmsg.Metadata.Int16(), 1, req.AppendTo(nil))
+		if err != nil {
+			t.Fatalf("Metadata after authenticating: %v", err)
+		}
+		mr := kmsg.NewPtrMetadataResponse()
+		mr.SetVersion(1)
+		if err := mr.ReadFrom(resp[4:]); err != nil || len(mr.Brokers) != 1 {
+			t.Fatalf("Metadata: %v %+v", err, mr)
+		}
+	}
+
+	c := handshake("PLAIN")
+	if out, err := raw(c, "\x00alice\x00"+alicePassword); err != nil || len(out) != 0 {
+		t.Fatalf("PLAIN token: %q %v", out, err)
+	}
+	metadataWorks(c)
+
+	c = handshake("SCRAM-SHA-512")
+	cl, err := xscram.SHA512.NewClientUnprepped("alice", alicePassword, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := cl.NewConversation()
+	msg, _ := conv.Step("")
+	for !conv.Done() {
+		out, err := raw(c, msg)
+		if err != nil {
+			t.Fatalf("SCRAM token: %v", err)
+		}
+		if msg, err = conv.Step(string(out)); err != nil {
+			t.Fatalf("server's SCRAM message %q: %v", out, err)
+		}
+	}
+	if !conv.Valid() {
+		t.Fatal("server signature not valid")
+	}
+	metadataWorks(c)
+
+	c = handshake("PLAIN")
+	_, err = raw(c, "\x00alice\x00wrong")
+	requireClosed(t, err, "a wrong PLAIN password after SaslHandshake v0")
+	if ts.auth.successes.Load() != 2 || ts.auth.failures.Load() != 1 {
+		t.Fatalf("successes %d, failures %d", ts.auth.successes.Load(), ts.auth.failures.Load())
+	}
 }

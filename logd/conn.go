@@ -50,6 +50,12 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 		n := int(binary.BigEndian.Uint32(size[:]))
+		if cl.auth != nil && cl.auth.raw { // a SASL token after SaslHandshake v0
+			if !s.rawSASL(cl, c, r, w, n) {
+				return
+			}
+			continue
+		}
 		if n < 8 || n > s.cfg.MaxRequestBytes {
 			s.metrics.badFrames.Add(1)
 			log.Warn("logd: closing connection: request size out of bounds", "size", n, "max", s.cfg.MaxRequestBytes)

@@ -5,10 +5,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// SaslHandshake v1 only: v0 has the SASL tokens follow without Kafka
-// framing (before KIP-152), which Kafka 4.0 dropped too (KIP-896);
-// franz-go and librdkafka send v1 and then SaslAuthenticate.
-func init() { supported[kmsg.SASLHandshake] = versionRange{1, 1} }
+// SaslHandshake v0 and v1. After v1 the exchange travels in
+// SaslAuthenticate requests (KIP-152), as franz-go and librdkafka send
+// it. After v0 the SASL tokens follow as bare size-prefixed frames
+// (sasl_raw.go), as kafka-python 2.0 and older Sarama send them.
+// librdkafka (2.0.2 at least) refuses to authenticate unless the range
+// includes v0, and then sends v1.
+func init() { supported[kmsg.SASLHandshake] = versionRange{0, 1} }
 
 // saslHandshake chooses the SASL mechanism of the exchange that
 // SaslAuthenticate carries. It answers with the mechanisms offered;
@@ -35,5 +38,6 @@ func (s *Server) saslHandshake(cl *client, req *kmsg.SASLHandshakeRequest) kmsg.
 		return resp
 	}
 	a.session = session
+	a.raw = req.Version == 0
 	return resp
 }

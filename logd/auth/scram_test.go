@@ -2,6 +2,9 @@ package auth
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"math/rand/v2"
@@ -302,4 +305,117 @@ func TestScramAuthzID(t *testing.T) {
 			t.Errorf("authzid %q: accepted %v (%v), want %v", c.zid, ok, serr, c.ok)
 		}
 	}
+}
+
+// TestScramDoubledNonce: a client-final message that repeats the client
+// nonce before the server's whole nonce, as librdkafka before 2.6.1
+// (Debian's 2.0.2) sends it, is verified over the message as sent:
+// accepted with the right password, with the right server signature;
+// refused with a wrong one; a nonce that is neither form is refused.
+func TestScramDoubledNonce(t *testing.T) {
+	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
+	c, err := NewCredential(ScramSHA256, "pencil", salt, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	us := NewUsers()
+	if err := us.Put(&User{Name: "user", SCRAM: map[string]Credential{ScramSHA256: c}}); err != nil {
+		t.Fatal(err)
+	}
+	a := newAuth(t, us)
+	a.nonce = func() (string, error) { return "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0", nil }
+	const (
+		cnonce      = "rOprNGfwEbeRWgbNEkqO"
+		clientFirst = "n,,n=user,r=" + cnonce
+		serverFirst = "r=" + cnonce + "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+	)
+	// final computes a client-final message for password with nonce r.
+	final := func(password, r string) (msg, verifier string) {
+		sp, err := pbkdf2.Key(sha256.New, password, salt, 4096, 32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mac := func(key []byte, s string) []byte {
+			m := hmac.New(sha256.New, key)
+			m.Write([]byte(s))
+			return m.Sum(nil)
+		}
+		clientKey := mac(sp, "Client Key")
+		stored := sha256.Sum256(clientKey)
+		withoutProof := "c=biws,r=" + r
+		authMessage := clientFirst[3:] + "," + serverFirst + "," + withoutProof
+		proof := mac(stored[:], authMessage)
+		for i := range proof {
+			proof[i] ^= clientKey[i]
+		}
+		return withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof),
+			"v=" + base64.StdEncoding.EncodeToString(mac(mac(sp, "Server Key"), authMessage))
+	}
+	nonce := cnonce + "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"
+	for _, c := range []struct {
+		name, password, r string
+		ok                bool
+	}{
+		{"exact nonce", "pencil", nonce, true},
+		{"doubled client nonce", "pencil", cnonce + nonce, true},
+		{"doubled, wrong password", "pen", cnonce + nonce, false},
+		{"other prefix", "pencil", "x" + nonce, false},
+		{"client nonce only", "pencil", cnonce, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, _ := a.Start(ScramSHA256)
+			out, _, err := s.Step([]byte(clientFirst))
+			if err != nil || string(out) != serverFirst {
+				t.Fatalf("server-first %q, %v", out, err)
+			}
+			msg, verifier := final(c.password, c.r)
+			out, done, err := s.Step([]byte(msg))
+			if !c.ok {
+				if err == nil || s.User() != nil {
+					t.Fatalf("accepted: %q", out)
+				}
+				return
+			}
+			if err != nil || !done || string(out) != verifier || s.User() == nil {
+				t.Fatalf("got %q, done %v, err %v; want %q", out, done, err, verifier)
+			}
+			if _, _, err := s.Step([]byte(msg)); !errors.Is(err, ErrMalformed) {
+				t.Fatalf("a third message: %v", err)
+			}
+		})
+	}
+}
+
+// FuzzScramExchange: any client-first and client-final messages are
+// either refused or, only with the RFC 7677 password's proof,
+// authenticate "user"; never a panic.
+func FuzzScramExchange(f *testing.F) {
+	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
+	c, err := NewCredential(ScramSHA256, "pencil", salt, 4096)
+	if err != nil {
+		f.Fatal(err)
+	}
+	us := NewUsers()
+	if err := us.Put(&User{Name: "user", SCRAM: map[string]Credential{ScramSHA256: c}}); err != nil {
+		f.Fatal(err)
+	}
+	a := newAuth(f, us)
+	a.nonce = func() (string, error) { return "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0", nil }
+	f.Add([]byte("n,,n=user,r=rOprNGfwEbeRWgbNEkqO"),
+		[]byte("c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="))
+	f.Add([]byte("n,,n=user,r=abc"), []byte("c=biws,r=abcabc%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=AAAA"))
+	f.Add([]byte("n,a=user,n=user,r=abc"), []byte("c=bixx,r=abc,p="))
+	f.Fuzz(func(t *testing.T, first, final []byte) {
+		s, err := a.Start(ScramSHA256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, done, err := s.Step(first); err != nil || done {
+			return
+		}
+		_, _, err = s.Step(final)
+		if u := s.User(); u != nil && (err != nil || u.Name != "user") {
+			t.Fatalf("user %v with error %v", u, err)
+		}
+	})
 }
