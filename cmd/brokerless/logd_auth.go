@@ -87,7 +87,11 @@ func (f *logdAuthFlags) apply(fs *pflag.FlagSet, cfg *logd.Config) (*tls.Config,
 			return nil, "", err
 		}
 		cfg.Auth = auth.Config{Users: users, Mechanisms: f.mechanisms}
-		notes = append(notes, fmt.Sprintf("authentication required (%d users from %s; SASL %s)", users.Len(), f.users, strings.Join(f.mechanisms, ", ")))
+		plural := "s"
+		if users.Len() == 1 {
+			plural = ""
+		}
+		notes = append(notes, fmt.Sprintf("authentication required (%d user%s from %s; SASL %s)", users.Len(), plural, f.users, strings.Join(f.mechanisms, ", ")))
 		if tc == nil {
 			notes = append(notes, "WARNING: without --tls-cert, SASL runs unencrypted and PLAIN sends passwords in the clear")
 		}
