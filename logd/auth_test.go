@@ -532,6 +532,7 @@ func TestRefusalLogRateLimited(t *testing.T) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	})
 	const n = 30
+	started := time.Now()
 	for i := 0; i < n; i++ {
 		c, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
 		if err != nil {
@@ -547,8 +548,10 @@ func TestRefusalLogRateLimited(t *testing.T) {
 	if got := ts.auth.unauthenticated.Load(); got != n {
 		t.Fatalf("counted %d of %d", got, n)
 	}
-	if lines := strings.Count(logs.String(), "request before authentication"); lines != 1 {
-		t.Fatalf("%d warnings for %d refused connections, want 1:\n%s", lines, n, logs.String())
+	// One line per logEvery at most (one, unless the machine is very slow).
+	most := 1 + int(time.Since(started)/logEvery)
+	if lines := strings.Count(logs.String(), "request before authentication"); lines < 1 || lines > most {
+		t.Fatalf("%d warnings for %d refused connections, want 1 to %d:\n%s", lines, n, most, logs.String())
 	}
 }
 
