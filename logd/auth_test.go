@@ -655,3 +655,48 @@ func TestSaslHandshakeV0(t *testing.T) {
 		t.Fatalf("successes %d, failures %d", ts.auth.successes.Load(), ts.auth.failures.Load())
 	}
 }
+
+// TestAcksZeroForbiddenCloses: an acks=0 produce has no answer to carry
+// TOPIC_AUTHORIZATION_FAILED, so, as in Kafka, the connection closes
+// after the permitted topics of the request are written.
+func TestAcksZeroForbiddenCloses(t *testing.T) {
+	p := authtest.NewPKI(t)
+	ts := startAuthServer(t, p, false)
+	c, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.SetVersion(1)
+	hs.Mechanism = "PLAIN"
+	if _, err := rawRequest(t, c, kmsg.SASLHandshake.Int16(), 1, hs.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	sa := kmsg.NewPtrSASLAuthenticateRequest()
+	sa.SASLAuthBytes = []byte("\x00alice\x00" + alicePassword)
+	resp, err := rawRequest(t, c, kmsg.SASLAuthenticate.Int16(), 0, sa.AppendTo(nil))
+	if err != nil || binary.BigEndian.Uint16(resp[4:]) != 0 {
+		t.Fatalf("PLAIN login: %v %x", err, resp)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(7)
+	req.Acks, req.TimeoutMillis = 0, 5000
+	for _, topic := range []string{"orders.x", "audit"} {
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = recordBatch(t, "v")
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	_, err = rawRequest(t, c, kmsg.Produce.Int16(), 7, req.AppendTo(nil))
+	requireClosed(t, err, "an acks=0 produce naming a forbidden topic")
+	log, err := ts.store.Partition("orders.x", 0)
+	if err != nil || log.EndOffset() != 1 {
+		t.Fatalf("the permitted topic: %v, end offset %v", err, log)
+	}
+	if ts.exists("audit") {
+		t.Fatal("the forbidden topic was created")
+	}
+}
