@@ -18,4 +18,11 @@
 // request that does not decode, an unknown API key or an unsupported
 // version closes that connection after a log line; everyone else is
 // served on.
+//
+// With Config.Auth.Users set, clients must authenticate (SASL PLAIN,
+// SCRAM-SHA-256/512, or a verified TLS client certificate naming a
+// user; TLS is the listener's) before anything but ApiVersions and the
+// SASL requests is answered, and every request is then checked against
+// the user's grants (authorize.go; the users file, SASL verification
+// and grants are in logd/auth).
 package logd
