@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/brokerless/brokerless/logd/auth"
 	"github.com/brokerless/brokerless/logd/storage"
 )
 
@@ -84,6 +85,16 @@ type Config struct {
 	// line is logged per this gap, saying how many went unlogged since
 	// the previous one; /metrics counts them all. Default 10 s.
 	WarnLogGap time.Duration
+	// Auth, with Auth.Users set, requires authentication and checks
+	// every request against the user's grants (package logd/auth).
+	// Until a connection authenticates — by SASL (Auth.Mechanisms,
+	// default PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512), or by a verified
+	// TLS client certificate whose subject common name is a user's name
+	// — it is answered nothing but ApiVersions, SaslHandshake and
+	// SaslAuthenticate; anything else closes it. TLS belongs to the
+	// listener: give Serve a tls.Listener (one that verifies client
+	// certificates for certificate principals).
+	Auth auth.Config
 	// Logger receives connection and request errors. Default: discard.
 	Logger *slog.Logger
 	// Now is injected for tests. Default time.Now.

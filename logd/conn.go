@@ -20,6 +20,11 @@ type client struct {
 	id    string // the request header's client id
 	host  string
 	fetch []byte
+	// auth is the connection's authentication state, nil when the
+	// server requires none; hangUp closes the connection once the
+	// current request is answered (or at once if it has no answer).
+	auth   *connAuth
+	hangUp bool
 }
 
 // conn is one client connection: its socket, what handlers know of the
@@ -60,6 +65,7 @@ func (s *Server) serveConn(nc net.Conn, accepted time.Time) {
 		cl:       client{host: host},
 		accepted: accepted,
 	}
+	cn.cl.auth = s.newConnAuth(nc)
 	defer cn.close()
 	for {
 		req, err := cn.readRequest()
@@ -67,8 +73,14 @@ func (s *Server) serveConn(nc net.Conn, accepted time.Time) {
 			cn.ended(err)
 			return
 		}
+		if req == nil { // a raw SASL token, answered
+			continue
+		}
 		if err := cn.answer(req); err != nil {
 			cn.ended(err)
+			return
+		}
+		if cn.cl.hangUp {
 			return
 		}
 	}
@@ -77,7 +89,9 @@ func (s *Server) serveConn(nc net.Conn, accepted time.Time) {
 // readRequest waits up to IdleTimeout for a request to start, then reads
 // and decodes it; from its first byte the whole request must arrive
 // within RequestTimeout. The first request must arrive whole within
-// RequestTimeout of the connection's acceptance.
+// RequestTimeout of the connection's acceptance. After a SaslHandshake
+// v0 the next frame is a bare SASL token: it is answered here, and
+// readRequest returns no request and no error.
 func (cn *conn) readRequest() (*request, error) {
 	cfg := &cn.s.cfg
 	var deadline time.Time
@@ -99,6 +113,9 @@ func (cn *conn) readRequest() (*request, error) {
 		return nil, &slowError{err}
 	}
 	n := int64(binary.BigEndian.Uint32(cn.size[:]))
+	if a := cn.cl.auth; a != nil && a.raw {
+		return nil, cn.s.rawSASL(&cn.cl, cn.nc, cn.r, n)
+	}
 	if n < 8 || n > int64(cfg.MaxRequestBytes) {
 		return nil, &FrameError{Reason: fmt.Sprintf("request size %d outside [8, %d]", n, cfg.MaxRequestBytes), noHeader: true}
 	}
@@ -279,6 +296,11 @@ func (s *Server) handle(cl *client, req *request) (kmsg.Response, error) {
 		}
 		return nil, &FrameError{Key: req.key, Version: req.version, Reason: reason}
 	}
+	return s.authorized(cl, req)
+}
+
+// dispatch answers one request with its API's handler.
+func (s *Server) dispatch(cl *client, req *request) (kmsg.Response, error) {
 	var resp kmsg.Response
 	switch body := req.body.(type) {
 	case *kmsg.ProduceRequest:
@@ -315,6 +337,10 @@ func (s *Server) handle(cl *client, req *request) (kmsg.Response, error) {
 		resp = s.initProducerID(body)
 	case *kmsg.DescribeConfigsRequest:
 		resp = s.describeConfigs(body)
+	case *kmsg.SASLHandshakeRequest:
+		resp = s.saslHandshake(cl, body)
+	case *kmsg.SASLAuthenticateRequest:
+		resp = s.saslAuthenticate(cl, body)
 	default:
 		return nil, &FrameError{Key: req.key, Version: req.version, Reason: "no handler"}
 	}

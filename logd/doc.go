@@ -27,4 +27,11 @@
 // IdleTimeout. /healthz answers 503 with the reasons while clients are
 // refused or a partition is fenced. A Server locks its data directory:
 // a second one on it, in any process, gets a *DirLockedError.
+//
+// With Config.Auth.Users set, clients must authenticate (SASL PLAIN,
+// SCRAM-SHA-256/512, or a verified TLS client certificate naming a
+// user; TLS is the listener's) before anything but ApiVersions and the
+// SASL requests is answered, and every request is then checked against
+// the user's grants (authorize.go; the users file, SASL verification
+// and grants are in logd/auth).
 package logd

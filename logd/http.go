@@ -91,6 +91,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	p.sample("logd_fsync_seconds_count", nil, float64(m.fsync.count))
 	m.mu.Unlock()
 
+	s.writeAuthMetrics(&p)
 	s.writePartitionMetrics(&p)
 	s.writeGroupMetrics(&p)
 }

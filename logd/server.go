@@ -29,6 +29,7 @@ type Server struct {
 	reqMem      *byteBudget // request memory of all connections
 	bufs        bufPool     // connections' buffers between requests
 	warnings    connWarnings
+	auth        serverAuth
 
 	lock *dirLock // on the data directory, until Close
 
@@ -60,6 +61,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, conns: map[net.Conn]struct{}{}, perIP: map[string]int{}, metrics: newMetrics(), reqMem: newByteBudget(int64(cfg.MaxInFlightRequestBytes))}
+	if err := s.auth.setup(cfg); err != nil {
+		return nil, err
+	}
 	s.cfg.Storage.Hooks = append(s.cfg.Storage.Hooks, s.metrics)
 	lock, err := lockDir(cfg.Storage.Dir)
 	if err != nil {

@@ -38,4 +38,12 @@ func (l *warnLimiter) warn(log *slog.Logger, now time.Time, gap time.Duration, m
 // connWarnings are the rate-limited warnings about connections.
 type connWarnings struct {
 	badRequest, slowRequest, refused warnLimiter
+	// authFailed: refused SASL exchanges; unauthenticated: requests
+	// before authentication.
+	authFailed, unauthenticated warnLimiter
+}
+
+// warn logs through one of s.warnings' limiters.
+func (s *Server) warn(l *warnLimiter, msg string, args ...any) {
+	l.warn(s.cfg.Logger, s.cfg.Now(), s.cfg.WarnLogGap, msg, args...)
 }

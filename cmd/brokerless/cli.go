@@ -41,21 +41,22 @@ func isHelp(arg string) bool { return arg == "--help" || arg == "-h" }
 // unknown explains why args name no command: an unknown word, or a
 // command group such as "mcast" without (or with a wrong) subcommand.
 func unknown(args []string, std stdio) int {
-	sub := group(args[0])
-	if len(sub) == 0 {
+	prefix, n := groupPrefix(args)
+	if n == 0 {
 		fmt.Fprintf(std.err, "brokerless: unknown command %q\nRun 'brokerless help' for the list of commands.\n", args[0])
 		return exitUsage
 	}
-	if len(args) > 1 && isHelp(args[1]) {
-		writeGroup(std.out, args[0], sub)
+	sub := group(prefix)
+	if len(args) > n && isHelp(args[n]) {
+		writeGroup(std.out, prefix, sub)
 		return exitOK
 	}
-	if len(args) == 1 {
-		fmt.Fprintf(std.err, "brokerless %s: missing subcommand\n\n", args[0])
+	if len(args) == n {
+		fmt.Fprintf(std.err, "brokerless %s: missing subcommand\n\n", prefix)
 	} else {
-		fmt.Fprintf(std.err, "brokerless %s: unknown subcommand %q\n\n", args[0], args[1])
+		fmt.Fprintf(std.err, "brokerless %s: unknown subcommand %q\n\n", prefix, args[n])
 	}
-	writeGroup(std.err, args[0], sub)
+	writeGroup(std.err, prefix, sub)
 	return exitUsage
 }
 

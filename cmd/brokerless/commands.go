@@ -26,11 +26,13 @@ type command struct {
 
 // commands lists every command in the order help shows them.
 func commands() []*command {
-	return []*command{&mcastPubCmd, &mcastSubCmd, &demoCmd, &logdCmd, &statsdCmd, &versionCmd}
+	return []*command{&mcastPubCmd, &mcastSubCmd, &demoCmd, &logdCmd, &logdUserAddCmd, &logdUserRemoveCmd, &logdUserListCmd, &statsdCmd, &versionCmd}
 }
 
 // lookup finds the command whose name is the longest run of leading
-// words of args, and returns it with the arguments that follow.
+// words of args, and returns it with the arguments that follow. When the
+// words after that name begin a longer command group ("logd user" after
+// "logd"), it returns nil: the words name a group, not that command.
 func lookup(args []string) (*command, []string) {
 	var (
 		best  *command
@@ -43,7 +45,21 @@ func lookup(args []string) (*command, []string) {
 			best, rest, words = c, args[len(name):], len(name)
 		}
 	}
+	if best != nil && len(rest) > 0 && len(group(strings.Join(args[:words+1], " "))) > 0 {
+		return nil, nil
+	}
 	return best, rest
+}
+
+// groupPrefix is the longest run of leading words of args that prefixes
+// a command group, and its length in words (0 when none does).
+func groupPrefix(args []string) (string, int) {
+	for n := len(args); n > 0; n-- {
+		if p := strings.Join(args[:n], " "); len(group(p)) > 0 {
+			return p, n
+		}
+	}
+	return "", 0
 }
 
 // group lists the commands named prefix followed by more words, such as

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -37,7 +38,16 @@ of all connections hold at most --max-inflight-request-bytes of memory.
 
 It prints where it listens. The HTTP endpoint serves /healthz (503 with
 the reasons while clients are refused or a partition is fenced) and
-Prometheus /metrics. SIGINT or SIGTERM shut it down cleanly.`,
+Prometheus /metrics. SIGINT or SIGTERM shut it down cleanly.
+
+With --tls-cert and --tls-key it speaks TLS. With --users (a file made
+by 'brokerless logd user add') every client must authenticate — SASL
+PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, or a client certificate verified
+against --tls-client-ca whose subject CN is a user's name — before
+anything but ApiVersions and the SASL handshake is answered, and each
+request is checked against the user's grants (produce, consume, group,
+admin on name prefixes). The file holds salted SCRAM hashes, never
+passwords; logd refuses it if other users may read it.`,
 	examples: `
 # A log in ./data, Kafka clients on 127.0.0.1:9092; topics are created
 # on first use, as Kafka does.
@@ -49,7 +59,13 @@ kcat -b 127.0.0.1:9092 -t events -C -o beginning -e
 
 # Keep a day or 10 GiB per partition; refuse unknown topics (clients
 # get UNKNOWN_TOPIC_OR_PARTITION).
-brokerless logd --dir ./data --auto-create=false --retention 24h --retention-bytes 10737418240`,
+brokerless logd --dir ./data --auto-create=false --retention 24h --retention-bytes 10737418240
+
+
+# TLS and SCRAM: only users of ./users.json, each within their grants.
+brokerless logd --dir ./data --tls-cert server.pem --tls-key server.key --users users.json
+kcat -b 127.0.0.1:9092 -t orders.eu -C -X security.protocol=SASL_SSL -X ssl.ca.location=ca.pem \
+  -X sasl.mechanisms=SCRAM-SHA-256 -X sasl.username=alice -X sasl.password=...`,
 	run: runLogd,
 }
 
@@ -78,6 +94,7 @@ func runLogd(ctx context.Context, inv *invocation) error {
 	fs.IntVar(&cfg.MaxConnections, "max-connections", logd.DefaultMaxConnections, "open client connections; more are refused and /healthz reports not ready")
 	fs.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", 0, "open connections from one client address; more are refused (default: a quarter of --max-connections)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", logd.DefaultIdleTimeout, "close a connection that sends no request for this long")
+	authFlags := addLogdAuthFlags(fs)
 	if err := inv.parse(fs); err != nil {
 		return err
 	}
@@ -102,6 +119,10 @@ func runLogd(ctx context.Context, inv *invocation) error {
 			return err
 		}
 	}
+	tlsConfig, authNote, err := authFlags.apply(fs, &cfg)
+	if err != nil {
+		return err
+	}
 	cfg.Logger = inv.log
 	srv, err := logd.New(cfg)
 	if err != nil {
@@ -112,6 +133,9 @@ func runLogd(ctx context.Context, inv *invocation) error {
 		srv.Close()
 		return err
 	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
 	var hln net.Listener
 	if *httpAddr != "" {
 		if hln, err = net.Listen("tcp", *httpAddr); err != nil {
@@ -121,6 +145,9 @@ func runLogd(ctx context.Context, inv *invocation) error {
 		}
 	}
 	fmt.Fprintf(inv.err, "logd listening on %s (Kafka protocol), data in %s, fsync %s\n", ln.Addr(), cfg.Storage.Dir, *fsync)
+	if authNote != "" {
+		fmt.Fprintln(inv.err, authNote)
+	}
 	var hs *http.Server
 	if hln != nil {
 		hs = &http.Server{Handler: srv.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second}

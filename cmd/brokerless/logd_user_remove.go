@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/brokerless/brokerless/logd/auth"
+)
+
+var logdUserRemoveCmd = command{
+	name:     "logd user remove",
+	summary:  "remove a user from a logd users file",
+	synopsis: "--file FILE --user NAME",
+	about: `
+Removes a user from the users file that 'brokerless logd --users FILE'
+reads. logd reads the file at start: restart it for the change to take
+effect.`,
+	examples: `
+# bob may no longer connect (after logd restarts).
+brokerless logd user remove --file users.json --user bob`,
+	run: runLogdUserRemove,
+}
+
+func runLogdUserRemove(_ context.Context, inv *invocation) error {
+	fs := inv.flags()
+	file := fs.String("file", "", "users file (required)")
+	name := fs.String("user", "", "user to remove (required)")
+	if err := inv.parse(fs); err != nil {
+		return err
+	}
+	switch {
+	case *file == "":
+		return usagef("--file is required")
+	case *name == "":
+		return usagef("--user is required")
+	}
+	users, err := auth.Load(*file)
+	if err != nil {
+		return err
+	}
+	if !users.Remove(*name) {
+		return fmt.Errorf("%s has no user %q", *file, *name)
+	}
+	if err := auth.Save(*file, users); err != nil {
+		return err
+	}
+	fmt.Fprintf(inv.out, "%s: removed user %q\n", *file, *name)
+	return nil
+}

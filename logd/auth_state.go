@@ -1,0 +1,90 @@
+package logd
+
+import (
+	"crypto/tls"
+	"net"
+	"sync/atomic"
+
+	"github.com/brokerless/brokerless/logd/auth"
+)
+
+// serverAuth is the server's side of authentication: the authenticator
+// (nil when Config.Auth.Users is nil: no authentication), counters and
+// a rate-limited log of refusals.
+type serverAuth struct {
+	authn *auth.Authenticator
+
+	successes       atomic.Uint64 // SASL exchanges that authenticated
+	certificates    atomic.Uint64 // connections authenticated by client certificate
+	failures        atomic.Uint64 // SASL exchanges refused
+	unauthenticated atomic.Uint64 // connections closed for a request before authentication
+	denied          atomic.Uint64 // topics, partitions or groups refused to an authenticated user
+
+}
+
+// setup takes the Config after its defaults are set.
+func (a *serverAuth) setup(cfg Config) error {
+	if cfg.Auth.Users == nil {
+		return nil
+	}
+	authn, err := auth.New(cfg.Auth)
+	if err != nil {
+		return err
+	}
+	a.authn = authn
+	return nil
+}
+
+// connAuth is one connection's authentication state.
+type connAuth struct {
+	conn    net.Conn      // for its TLS client certificate
+	user    *auth.User    // nil until authenticated
+	viaSASL bool          // user came from a SASL exchange (else from the certificate)
+	session *auth.Session // the exchange a SaslHandshake started, until it ends
+	raw     bool          // the exchange's tokens come without Kafka framing (SaslHandshake v0)
+	checked bool          // the client certificate has been looked at
+}
+
+// newConnAuth returns the state of a new connection, nil when the
+// server requires no authentication.
+func (s *Server) newConnAuth(c net.Conn) *connAuth {
+	if s.auth.authn == nil {
+		return nil
+	}
+	return &connAuth{conn: c}
+}
+
+// authenticated reports whether the connection has a user, taking the
+// one its verified TLS client certificate names (subject common name)
+// when it has not authenticated otherwise. Only a certificate the
+// listener verified against its client CAs counts.
+func (s *Server) authenticated(a *connAuth) bool {
+	if a.user != nil || a.checked {
+		return a.user != nil
+	}
+	a.checked = true
+	tc, ok := a.conn.(*tls.Conn)
+	if !ok {
+		return false
+	}
+	st := tc.ConnectionState()
+	if !st.HandshakeComplete || len(st.VerifiedChains) == 0 || len(st.VerifiedChains[0]) == 0 {
+		return false
+	}
+	if u, ok := s.auth.authn.Lookup(st.VerifiedChains[0][0].Subject.CommonName); ok {
+		a.user = u
+		s.auth.certificates.Add(1)
+	}
+	return a.user != nil
+}
+
+// writeAuthMetrics reports the authentication and authorization
+// counters.
+func (s *Server) writeAuthMetrics(p *promWriter) {
+	a := &s.auth
+	p.counter("logd_sasl_authentications_total", "SASL exchanges that authenticated a user.", a.successes.Load())
+	p.counter("logd_sasl_authentication_failures_total", "SASL exchanges refused (bad credentials or malformed); each closed its connection.", a.failures.Load())
+	p.counter("logd_certificate_authentications_total", "Connections authenticated by a TLS client certificate naming a user.", a.certificates.Load())
+	p.counter("logd_unauthenticated_requests_total", "Connections closed for a request other than ApiVersions or SASL before authenticating.", a.unauthenticated.Load())
+	p.counter("logd_authorization_denials_total", "Topics, partitions or groups of requests refused to an authenticated user.", a.denied.Load())
+}
