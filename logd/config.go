@@ -164,7 +164,8 @@ func (c *Config) validate() error {
 	case c.AdvertisedPort < 0 || c.AdvertisedPort > 65535:
 		return bad("AdvertisedPort", c.AdvertisedPort, "must be in [0, 65535]")
 	}
-	return nil
+	// Checked before New locks (and so creates) the data directory.
+	return nestConfigError("Storage.", c.Storage.Validate())
 }
 
 func setDefault[T int | time.Duration](v *T, d T) {

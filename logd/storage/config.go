@@ -244,6 +244,14 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// Validate reports the first field of c, with its documented defaults
+// applied, that Open would refuse (a *ConfigError). It touches nothing,
+// so a caller can check a configuration before it takes any resource.
+func (c Config) Validate() error {
+	c.setDefaults()
+	return c.validate()
+}
+
 func (c *Config) validate() error {
 	switch {
 	case c.Dir == "":
