@@ -231,6 +231,9 @@ func (o *statsdOptions) settings(changed func(string) bool, warn io.Writer) (*st
 		st.Prometheus = &statsd.PrometheusConfig{Address: o.prometheus}
 	}
 	st.Console = st.Console || o.console
+	if o.consoleSelf && !st.Console {
+		return nil, usagef("--console-self-metrics: there is no console (give --console)")
+	}
 	st.ConsoleSelf = o.consoleSelf
 	if len(o.repeat) > 0 {
 		st.Repeater = &statsd.RepeaterConfig{Targets: o.repeat}
