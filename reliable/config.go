@@ -25,6 +25,12 @@ const (
 	DefaultRepairBurst       = 256 << 10
 	DefaultRepairLinger      = 2 * time.Millisecond
 	DefaultMaxPendingRepairs = 1024
+	DefaultMaxNackSources    = 256
+	DefaultSourceNackRate    = 5000 // NACKs per second
+	DefaultSourceNackBurst   = 500
+	DefaultSourceRepairShare = 1.0     // repair bytes per byte of new data
+	DefaultSourceRepairRate  = 1 << 20 // bytes per second
+	DefaultSourceRepairBurst = 4 << 20
 
 	DefaultMaxStreams      = 16
 	DefaultReorderFrames   = 1 << 18
@@ -92,6 +98,19 @@ type SenderConfig struct {
 	// UnicastRepairs sends repairs only to the receiver that asked
 	// instead of to the whole group.
 	UnicastRepairs bool
+	// MaxNackSources bounds the source addresses whose NACK budgets are
+	// kept; SourceNackRate (NACKs per second) and SourceNackBurst bound
+	// the NACKs each may send; SourceRepairShare (repair bytes per byte
+	// of new data sent), SourceRepairRate (bytes per second) and
+	// SourceRepairBurst (bytes saved up at most) bound the repairs each
+	// may cause. See budget.go. Defaults 256, 5000/s, 500, 1.0, 1 MiB/s
+	// and 4 MiB.
+	MaxNackSources    int
+	SourceNackRate    int
+	SourceNackBurst   int
+	SourceRepairShare float64
+	SourceRepairRate  int64
+	SourceRepairBurst int
 	// Key, when set, authenticates every datagram: the Sender tags what
 	// it sends and takes only NACKs tagged with the same key. Receivers
 	// need the same key. At least 16 bytes; see the package
@@ -113,6 +132,12 @@ func (c *SenderConfig) setDefaults() {
 	setDefault(&c.RepairBurst, DefaultRepairBurst)
 	setDefault(&c.RepairLinger, DefaultRepairLinger)
 	setDefault(&c.MaxPendingRepairs, DefaultMaxPendingRepairs)
+	setDefault(&c.MaxNackSources, DefaultMaxNackSources)
+	setDefault(&c.SourceNackRate, DefaultSourceNackRate)
+	setDefault(&c.SourceNackBurst, DefaultSourceNackBurst)
+	setDefault(&c.SourceRepairShare, DefaultSourceRepairShare)
+	setDefault(&c.SourceRepairRate, DefaultSourceRepairRate)
+	setDefault(&c.SourceRepairBurst, DefaultSourceRepairBurst)
 	if c.MTU >= minMTU {
 		// One message of MaxMessageSize must fit the send queue.
 		room := c.MTU - dataHeadLen - frameHeadLen
@@ -146,6 +171,18 @@ func (c *SenderConfig) validate() error {
 		return badConfig("RepairLinger", c.RepairLinger, "must be ≥ 0")
 	case c.MaxPendingRepairs < 1:
 		return badConfig("MaxPendingRepairs", c.MaxPendingRepairs, "must be ≥ 1")
+	case c.MaxNackSources < 1:
+		return badConfig("MaxNackSources", c.MaxNackSources, "must be ≥ 1")
+	case c.SourceNackRate < 1:
+		return badConfig("SourceNackRate", c.SourceNackRate, "must be ≥ 1")
+	case c.SourceNackBurst < 1:
+		return badConfig("SourceNackBurst", c.SourceNackBurst, "must be ≥ 1")
+	case !(c.SourceRepairShare >= 0):
+		return badConfig("SourceRepairShare", c.SourceRepairShare, "must be ≥ 0")
+	case c.SourceRepairRate < 0:
+		return badConfig("SourceRepairRate", c.SourceRepairRate, "must be ≥ 0")
+	case c.SourceRepairBurst < c.MTU:
+		return badConfig("SourceRepairBurst", c.SourceRepairBurst, "must be ≥ MTU (%d)", c.MTU)
 	case c.Key != nil && len(c.Key) < MinKeyLen:
 		return badConfig("Key", keyLen(c.Key), "must be at least %d bytes", MinKeyLen)
 	case c.Session == 0 && c.Rand == nil:
@@ -315,7 +352,7 @@ type keyLen []byte
 
 func (k keyLen) String() string { return fmt.Sprintf("of %d bytes", len(k)) }
 
-func setDefault[T int | int64 | uint64 | time.Duration](v *T, d T) {
+func setDefault[T int | int64 | uint64 | float64 | time.Duration](v *T, d T) {
 	if *v == 0 {
 		*v = d
 	}

@@ -10,7 +10,10 @@
 // datagram), keeps a retransmit window bounded in datagrams and bytes,
 // sends heartbeats when idle so tail loss is noticed, and answers NACKs
 // with an NCF to the group, rate-limited repairs, and an explicit LOST
-// notice for anything that has left its window.
+// notice for anything that has left its window. What each address that
+// sends NACKs may cost it, in NACKs and in repair bytes, is bounded, so
+// forged NACKs cannot turn it into an amplifier (SenderConfig.
+// SourceNackRate and the fields after it).
 //
 // A [Receiver] detects gaps, waits a randomized back-off (RFC 5401) and
 // NACKs them as ranges, holds back when an NCF or the repair arrives

@@ -40,6 +40,8 @@ type Sender struct {
 	lost    []Range
 	maxWire int // ranges that fit one control datagram
 
+	budgets budgets // per NACK source (budget.go)
+
 	mtu    int     // MTU less the authentication trailer, if any
 	sealer *sealer // nil without a key
 	opener *opener // checks NACKs; nil without a key
@@ -78,6 +80,7 @@ func NewSender(cfg SenderConfig, now time.Time) (*Sender, error) {
 		maxWire:   min(MaxWireRanges, (mtu-rangesHead)/rangeLen),
 		mtu:       mtu,
 	}
+	s.budgets = newBudgets(&s.cfg, now)
 	if cfg.Key != nil {
 		s.sealer = newSealer(cfg.Key)
 		s.opener = newOpener(cfg.Key, senderKeys, now)

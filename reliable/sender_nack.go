@@ -40,6 +40,15 @@ func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) err
 		s.countBad(err)
 		return err
 	}
+	src, full := s.budgets.source(from, now, s.stats.Bytes)
+	src.last = now
+	if full {
+		s.stats.NackSourcesFull++
+	}
+	if !src.nacks.take(now, 1) {
+		s.stats.NacksOverBudget++
+		return ErrOverBudget
+	}
 	s.stats.NacksReceived++
 	s.ranges, s.lost = s.ranges[:0], s.lost[:0]
 	low := s.win.low(s.sentNext)
@@ -56,8 +65,7 @@ func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) err
 			r.From = low
 		}
 		if r.From <= r.To {
-			s.ranges = appendRange(s.ranges, r, s.maxWire)
-			s.queueRepairs(now, from, r)
+			s.queueRepairs(now, from, src, r)
 		}
 	}
 	s.queueControl(TypeNcf, s.ranges, &s.stats.Ncfs)
@@ -65,13 +73,14 @@ func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) err
 	return nil
 }
 
-// queueRepairs queues every datagram overlapping r for repair.
+// queueRepairs queues every datagram overlapping r for repair, as src's
+// budget allows, and adds what is coming to the NCF's ranges.
 //
 // A multicast repair reaches every receiver, so a NACK from another
 // receiver within RepairLinger of it most likely crossed it on the way
 // and is ignored. A NACK from the receiver that caused the repair is
 // not: it waited for the repair and did not get it.
-func (s *Sender) queueRepairs(now time.Time, from netip.AddrPort, r Range) {
+func (s *Sender) queueRepairs(now time.Time, from netip.AddrPort, src *nackSource, r Range) {
 	uni := s.cfg.UnicastRepairs
 	for i := s.win.find(r.From); i >= 0 && i < s.win.n-s.win.unsent; i++ {
 		d := s.win.at(i)
@@ -83,11 +92,17 @@ func (s *Sender) queueRepairs(now time.Time, from netip.AddrPort, r Range) {
 			// Already waiting in the queue for the whole group.
 		case !uni && !d.lastRepair.IsZero() && d.askedBy != from && now.Sub(d.lastRepair) < s.cfg.RepairLinger:
 			s.stats.RepairsLinger++
-		case !s.repairs.push(repairJob{first: d.first, asker: from, unicast: uni}):
+		case s.repairs.size == len(s.repairs.buf):
 			s.stats.RepairsQueue++
+			continue
+		case !s.budgets.takeRepair(src, now, s.stats.Bytes, len(d.buf)):
+			s.stats.RepairsOverBudget++
+			continue
 		default:
+			s.repairs.push(repairJob{first: d.first, asker: from, unicast: uni})
 			d.queued = !uni
 		}
+		s.ranges = appendRange(s.ranges, Range{max(d.first, r.From), min(d.last(), r.To)}, s.maxWire)
 	}
 }
 

@@ -1,0 +1,121 @@
+package reliable
+
+import (
+	"net/netip"
+	"time"
+)
+
+// A NACK costs the publisher little to read but can ask for a whole
+// retransmit window, multicast to every subscriber: forged NACKs
+// (100,000 of them, 3.4 MB, caused 570 MB of repairs before this
+// existed) would turn the publisher into an amplifier. So each source
+// address that sends NACKs has a budget:
+//
+//   - NACKs: SourceNackRate per second, in bursts of SourceNackBurst;
+//     a NACK over it is dropped whole (NacksOverBudget), with no NCF,
+//     LOST notice or repair.
+//   - Repair bytes: a source may cause SourceRepairShare bytes of repair
+//     per byte of new data the publisher sends, plus SourceRepairRate
+//     bytes per second, saved up to SourceRepairBurst; a new source
+//     starts with newSourceRepair. A subscriber cannot lose more than was
+//     sent, so an honest one stays within it (20% loss at full speed,
+//     with the repairs of repairs asked while the first ones were on
+//     their way, needed 70%), while a forger can add at most the feed's
+//     own bandwidth, plus a trickle. A repair over it is not queued
+//     (RepairsOverBudget) and its range is left out of the NCF, so the
+//     subscriber asks again rather than wait for it.
+//
+// Multicast repairs charge the source whose NACK caused them; a NACK
+// for a datagram already queued or just repaired costs nothing more.
+// The table of sources is bounded (MaxNackSources): a new source
+// replaces the one idle longest if that one has been idle for
+// sourceIdle, otherwise it shares one overflow budget with every other
+// source that found the table full (NackSourcesFull).
+
+// sourceIdle is how long a source must have been quiet before a new one
+// may take its place in a full table.
+const sourceIdle = 10 * time.Second
+
+// newSourceRepair is the repair bytes a new source starts with: its
+// first NACKs can be answered before the data clock has given it any,
+// and a forger changing port for each NACK gets little.
+const newSourceRepair = 256 << 10
+
+// nackSource is one source's budget.
+type nackSource struct {
+	addr   netip.AddrPort
+	nacks  tokenBucket
+	repair float64   // repair bytes it may still cause
+	sent   uint64    // the sender's new-data bytes when repair was last refilled
+	at     time.Time // when repair was last refilled
+	last   time.Time // its last NACK
+}
+
+// budgets is the bounded table of sources.
+type budgets struct {
+	cfg      *SenderConfig
+	index    map[netip.AddrPort]int
+	srcs     []nackSource
+	overflow nackSource
+}
+
+func newBudgets(cfg *SenderConfig, now time.Time) budgets {
+	b := budgets{cfg: cfg, index: make(map[netip.AddrPort]int)}
+	b.overflow = b.fresh(netip.AddrPort{}, now, 0)
+	return b
+}
+
+func (b *budgets) fresh(addr netip.AddrPort, now time.Time, sent uint64) nackSource {
+	c := b.cfg
+	return nackSource{
+		addr:   addr,
+		nacks:  newTokenBucket(int64(c.SourceNackRate), c.SourceNackBurst, now),
+		repair: float64(min(newSourceRepair, c.SourceRepairBurst)),
+		sent:   sent,
+		at:     now,
+	}
+}
+
+// source returns the budget of addr, making room for it if needed;
+// full reports that it is the shared overflow budget.
+func (b *budgets) source(addr netip.AddrPort, now time.Time, sent uint64) (src *nackSource, full bool) {
+	if i, ok := b.index[addr]; ok {
+		return &b.srcs[i], false
+	}
+	if len(b.srcs) < b.cfg.MaxNackSources {
+		b.index[addr] = len(b.srcs)
+		b.srcs = append(b.srcs, b.fresh(addr, now, sent))
+		return &b.srcs[len(b.srcs)-1], false
+	}
+	oldest := 0
+	for i := range b.srcs {
+		if b.srcs[i].last.Before(b.srcs[oldest].last) {
+			oldest = i
+		}
+	}
+	if now.Sub(b.srcs[oldest].last) < sourceIdle {
+		return &b.overflow, true
+	}
+	delete(b.index, b.srcs[oldest].addr)
+	b.index[addr] = oldest
+	b.srcs[oldest] = b.fresh(addr, now, sent)
+	return &b.srcs[oldest], false
+}
+
+// takeRepair spends n repair bytes of src if it has them; sent is the
+// sender's new-data bytes so far.
+func (b *budgets) takeRepair(src *nackSource, now time.Time, sent uint64, n int) bool {
+	c := b.cfg
+	if now.After(src.at) {
+		src.repair += now.Sub(src.at).Seconds() * float64(c.SourceRepairRate)
+		src.at = now
+	}
+	src.repair += float64(sent-src.sent) * c.SourceRepairShare
+	src.sent = sent
+	src.repair = min(src.repair, float64(c.SourceRepairBurst))
+	if src.repair < float64(n) {
+		return false
+	}
+	src.repair -= float64(n)
+	return true
+}
