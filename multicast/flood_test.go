@@ -14,9 +14,9 @@ import (
 )
 
 // TestNackFlood: issue 14's NACK amplification over real sockets. While
-// a 20,000 messages/s feed runs for two seconds to two subscribers losing
+// a 20,000 messages/s feed runs for a second to two subscribers losing
 // 1% of its datagrams, an attacker who has read one datagram sends
-// 20,000 forged NACKs (10,000/s, each for about four datagrams of the
+// 10,000 forged NACKs (10,000/s, each for about four datagrams of the
 // window) to the publisher. Its budget for the attacker's address drops
 // most of them and bounds the repairs the rest cause; the subscribers'
 // p99 latency stays within twice that of the same feed without the
@@ -36,13 +36,13 @@ func TestNackFlood(t *testing.T) {
 	for range rounds {
 		p99, _ := floodRound(t, 0)
 		base = append(base, p99)
-		p99, st := floodRound(t, 20_000)
+		p99, st := floodRound(t, 10_000)
 		flood = append(flood, p99)
 		// What a new source starts with (256 KiB), its share of the new
-		// data, and 1 MiB/s over the few seconds of a round.
-		bound := 256<<10 + uint64(reliable.DefaultSourceRepairShare*float64(st.Bytes)) + 4*reliable.DefaultSourceRepairRate
-		t.Logf("p99 %v without, %v with the flood; repairs %d bytes (bound %d), %d NACKs and %d repairs over budget",
-			base[len(base)-1], p99, st.RepairBytes, bound, st.NacksOverBudget, st.RepairsOverBudget)
+		// data, and 256 KiB/s over the (at most three) seconds of a round.
+		bound := 256<<10 + uint64(reliable.DefaultSourceRepairShare*float64(st.Bytes)) + 3*reliable.DefaultSourceRepairRate
+		t.Logf("p99 %v without, %v with the flood; %d repairs, %d bytes (bound %d), %d NCFs; %d NACKs and %d repairs over budget",
+			base[len(base)-1], p99, st.Repairs, st.RepairBytes, bound, st.Ncfs, st.NacksOverBudget, st.RepairsOverBudget)
 		if st.NacksOverBudget == 0 || st.RepairBytes > bound {
 			t.Fatalf("budget not applied: %+v", st.SenderStats)
 		}
@@ -50,15 +50,18 @@ func TestNackFlood(t *testing.T) {
 	if raceEnabled {
 		return
 	}
+	b, f := median(durations(base)), median(durations(flood))
+	t.Logf("median p99 %v without the flood, %v with it", time.Duration(b), time.Duration(f))
+	if f <= 2*b {
+		return
+	}
 	// On a machine shared with other work the unattacked rounds alone
 	// can differ several times over; a 2× comparison then says nothing.
 	if lo, hi := slices.Min(base), slices.Max(base); hi > 2*lo {
-		t.Logf("p99 without the flood ranged from %v to %v: the machine is too noisy to compare latencies", lo, hi)
+		t.Logf("p99 without the flood ranged from %v to %v: the machine is too noisy to judge", lo, hi)
 		return
 	}
-	if b, f := median(durations(base)), median(durations(flood)); f > 2*b {
-		t.Errorf("median p99 %v under the flood, %v without: more than 2×", time.Duration(f), time.Duration(b))
-	}
+	t.Errorf("median p99 %v under the flood, %v without: more than 2×", time.Duration(f), time.Duration(b))
 }
 
 func durations(d []time.Duration) []float64 {
@@ -69,7 +72,7 @@ func durations(d []time.Duration) []float64 {
 	return f
 }
 
-// floodRound runs the feed for two seconds, with nacks forged NACKs sent
+// floodRound runs the feed for a second, with nacks forged NACKs sent
 // meanwhile at 10,000 per second, and returns the subscribers' p99 latency and the
 // publisher's stats.
 func floodRound(t *testing.T, nacks int) (time.Duration, PublisherStats) {
@@ -81,7 +84,7 @@ func floodRound(t *testing.T, nacks int) (time.Duration, PublisherStats) {
 		subs = append(subs, mustSub(t, scfg))
 	}
 	p := mustPub(t, cfg)
-	const n, rate, nackRate = 40_000, 20_000, 10_000
+	const n, rate, nackRate = 20_000, 20_000, 10_000
 	hists := make([]*latency.Histogram, len(subs))
 	done := make(chan error, len(subs))
 	for i, s := range subs {
