@@ -159,7 +159,7 @@ func transportRate(b *testing.B, n int, loss float64, key []byte) rateResult {
 		case transport.EventMessage:
 			got++
 		case transport.EventGap:
-			b.Fatalf("%v (stats %+v)", ev.Gap, s.Stats())
+			b.Fatalf("%v (stats %+v)\npublisher %+v", ev.Gap, s.Stats(), p.Stats())
 		}
 	}
 	rate := float64(n) / time.Since(start).Seconds()

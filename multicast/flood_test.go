@@ -38,9 +38,10 @@ func TestNackFlood(t *testing.T) {
 		base = append(base, p99)
 		p99, st := floodRound(t, 10_000)
 		flood = append(flood, p99)
-		// What a new source starts with (256 KiB), its share of the new
-		// data, and 256 KiB/s over the (at most three) seconds of a round.
-		bound := 256<<10 + uint64(reliable.DefaultSourceRepairShare*float64(st.Bytes)) + 3*reliable.DefaultSourceRepairRate
+		// What a new source starts with (its share of the window, at
+		// least 256 KiB), its share of the new data, and 256 KiB/s over
+		// the (at most three) seconds of a round.
+		bound := 256<<10 + uint64(2*reliable.DefaultSourceRepairShare*float64(st.Bytes)) + 3*reliable.DefaultSourceRepairRate
 		t.Logf("p99 %v without, %v with the flood; %d repairs, %d bytes (bound %d), %d NCFs; %d NACKs and %d repairs over budget",
 			base[len(base)-1], p99, st.Repairs, st.RepairBytes, bound, st.Ncfs, st.NacksOverBudget, st.RepairsOverBudget)
 		if st.NacksOverBudget == 0 || st.RepairBytes > bound {

@@ -16,29 +16,36 @@ import (
 //     LOST notice or repair.
 //   - Repair bytes: a source may cause SourceRepairShare bytes of repair
 //     per byte of new data the publisher sends, plus SourceRepairRate
-//     bytes per second, saved up to SourceRepairBurst; a new source
-//     starts with newSourceRepair. A subscriber cannot lose more than was
-//     sent, so an honest one stays within it (20% loss at full speed,
-//     with the repairs of repairs asked while the first ones were on
-//     their way, needed 70%), while a forger can add at most the feed's
-//     own bandwidth, plus a trickle. A repair over it is not queued
-//     (RepairsOverBudget) and its range is left out of the NCF, so the
-//     subscriber asks again rather than wait for it.
+//     bytes per second, saved up to SourceRepairBurst. A new source
+//     starts with the share of what the retransmit window holds (it may
+//     have lost any of it before it first NACKed: a socket buffer
+//     overflowing on a fast feed loses thousands of datagrams at once),
+//     at least newSourceRepair and at most SourceRepairBurst. A
+//     subscriber cannot lose more than was sent, and rarely its repairs
+//     too, so an honest one stays within a share of 2 (20% loss at full
+//     speed, with the repairs of repairs asked while the first ones were
+//     on their way, needed 0.7; a subscriber that cannot keep up with a
+//     feed sent as fast as the machine allows, and loses whole socket
+//     buffers and their repairs, needed more than 1), while a forger can
+//     add at most twice the feed's own bandwidth, plus what it started
+//     with and a trickle. A repair over it is not queued (RepairsOverBudget) and its
+//     range is left out of the NCF, so the subscriber backs off before
+//     asking again.
 //
 // Multicast repairs charge the source whose NACK caused them; a NACK
 // for a datagram already queued or just repaired costs nothing more.
 // The table of sources is bounded (MaxNackSources): a new source
 // replaces the one idle longest if that one has been idle for
 // sourceIdle, otherwise it shares one overflow budget with every other
-// source that found the table full (NackSourcesFull).
+// source that found the table full (NackSourcesFull). A forger who
+// changes port for each NACK thus gets up to MaxNackSources budgets, and
+// the global RepairRate; against that, a shared key is the defence.
 
 // sourceIdle is how long a source must have been quiet before a new one
 // may take its place in a full table.
 const sourceIdle = 10 * time.Second
 
-// newSourceRepair is the repair bytes a new source starts with: its
-// first NACKs can be answered before the data clock has given it any,
-// and a forger changing port for each NACK gets little.
+// newSourceRepair is the least repair bytes a new source starts with.
 const newSourceRepair = 256 << 10
 
 // nackSource is one source's budget.
@@ -61,30 +68,34 @@ type budgets struct {
 
 func newBudgets(cfg *SenderConfig, now time.Time) budgets {
 	b := budgets{cfg: cfg, index: make(map[netip.AddrPort]int)}
-	b.overflow = b.fresh(netip.AddrPort{}, now, 0)
+	b.overflow = b.fresh(netip.AddrPort{}, now, 0, 0)
 	return b
 }
 
-func (b *budgets) fresh(addr netip.AddrPort, now time.Time, sent uint64) nackSource {
+// fresh is the budget of a new source, when the sender has sent sent
+// bytes of new data and its window holds held bytes.
+func (b *budgets) fresh(addr netip.AddrPort, now time.Time, sent uint64, held int) nackSource {
 	c := b.cfg
+	start := max(float64(newSourceRepair), c.SourceRepairShare*float64(held))
 	return nackSource{
 		addr:   addr,
 		nacks:  newTokenBucket(int64(c.SourceNackRate), c.SourceNackBurst, now),
-		repair: float64(min(newSourceRepair, c.SourceRepairBurst)),
+		repair: min(start, float64(c.SourceRepairBurst)),
 		sent:   sent,
 		at:     now,
 	}
 }
 
 // source returns the budget of addr, making room for it if needed;
-// full reports that it is the shared overflow budget.
-func (b *budgets) source(addr netip.AddrPort, now time.Time, sent uint64) (src *nackSource, full bool) {
+// full reports that it is the shared overflow budget. sent and held are
+// as for fresh.
+func (b *budgets) source(addr netip.AddrPort, now time.Time, sent uint64, held int) (src *nackSource, full bool) {
 	if i, ok := b.index[addr]; ok {
 		return &b.srcs[i], false
 	}
 	if len(b.srcs) < b.cfg.MaxNackSources {
 		b.index[addr] = len(b.srcs)
-		b.srcs = append(b.srcs, b.fresh(addr, now, sent))
+		b.srcs = append(b.srcs, b.fresh(addr, now, sent, held))
 		return &b.srcs[len(b.srcs)-1], false
 	}
 	oldest := 0
@@ -98,7 +109,7 @@ func (b *budgets) source(addr netip.AddrPort, now time.Time, sent uint64) (src *
 	}
 	delete(b.index, b.srcs[oldest].addr)
 	b.index[addr] = oldest
-	b.srcs[oldest] = b.fresh(addr, now, sent)
+	b.srcs[oldest] = b.fresh(addr, now, sent, held)
 	return &b.srcs[oldest], false
 }
 

@@ -33,16 +33,16 @@ func TestSourceTableBounded(t *testing.T) {
 	b := newBudgets(&cfg, simEpoch)
 	addr := func(i int) netip.AddrPort { return netip.AddrPortFrom(netip.MustParseAddr("10.0.0.1"), uint16(i)) }
 	for i := 1; i <= 2; i++ {
-		if src, full := b.source(addr(i), simEpoch, 0); full || src.addr != addr(i) {
+		if src, full := b.source(addr(i), simEpoch, 0, 0); full || src.addr != addr(i) {
 			t.Fatalf("source %d: full %v", i, full)
 		} else {
 			src.last = simEpoch
 		}
 	}
-	if src, full := b.source(addr(3), simEpoch.Add(time.Second), 0); !full || src != &b.overflow {
+	if src, full := b.source(addr(3), simEpoch.Add(time.Second), 0, 0); !full || src != &b.overflow {
 		t.Fatal("a third source while the others are active got its own budget")
 	}
-	if src, full := b.source(addr(3), simEpoch.Add(sourceIdle), 0); full || src.addr != addr(3) || len(b.index) != 2 {
+	if src, full := b.source(addr(3), simEpoch.Add(sourceIdle), 0, 0); full || src.addr != addr(3) || len(b.index) != 2 {
 		t.Fatalf("a third source did not replace an idle one: full %v, %d indexed", full, len(b.index))
 	}
 }

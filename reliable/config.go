@@ -28,7 +28,7 @@ const (
 	DefaultMaxNackSources    = 256
 	DefaultSourceNackRate    = 5000 // NACKs per second
 	DefaultSourceNackBurst   = 500
-	DefaultSourceRepairShare = 1.0       // repair bytes per byte of new data
+	DefaultSourceRepairShare = 2.0       // repair bytes per byte of new data
 	DefaultSourceRepairRate  = 256 << 10 // bytes per second
 	DefaultSourceRepairBurst = 4 << 20
 
@@ -103,7 +103,7 @@ type SenderConfig struct {
 	// the NACKs each may send; SourceRepairShare (repair bytes per byte
 	// of new data sent), SourceRepairRate (bytes per second) and
 	// SourceRepairBurst (bytes saved up at most) bound the repairs each
-	// may cause. See budget.go. Defaults 256, 5000/s, 500, 1.0, 256 KiB/s
+	// may cause. See budget.go. Defaults 256, 5000/s, 500, 2.0, 256 KiB/s
 	// and 4 MiB.
 	MaxNackSources    int
 	SourceNackRate    int

@@ -40,7 +40,7 @@ func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) err
 		s.countBad(err)
 		return err
 	}
-	src, full := s.budgets.source(from, now, s.stats.Bytes)
+	src, full := s.budgets.source(from, now, s.stats.Bytes, s.win.bytes)
 	src.last = now
 	if full {
 		s.stats.NackSourcesFull++
@@ -93,8 +93,9 @@ func (s *Sender) queueRepairs(now time.Time, from netip.AddrPort, src *nackSourc
 		case !uni && !d.lastRepair.IsZero() && d.askedBy != from && now.Sub(d.lastRepair) < s.cfg.RepairLinger:
 			s.stats.RepairsLinger++
 		case s.repairs.size == len(s.repairs.buf):
+			// In the NCF all the same: the publisher is busy, not the
+			// source over its budget, so it should ask again soon.
 			s.stats.RepairsQueue++
-			continue
 		case !s.budgets.takeRepair(src, now, s.stats.Bytes, len(d.buf)):
 			s.stats.RepairsOverBudget++
 			continue
