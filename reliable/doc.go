@@ -20,8 +20,11 @@
 // first (so many receivers losing the same datagram cause about one
 // repair), discards duplicates, reorders within a bounded buffer,
 // reassembles fragments, and reports a [transport.Gap] for whatever
-// cannot be recovered. A new session on a known feed is a publisher
-// restart: the old stream is closed out, never mixed with the new one.
+// cannot be recovered, merging adjacent losses into one. A new session
+// on a known feed is a publisher restart: once the old stream has
+// fallen silent, it is closed out, never mixed with the new one. What
+// would end or move a stream is believed only from its own source, as
+// "What a Receiver believes" explains, or with a shared key.
 //
 // # What a Receiver believes
 //
