@@ -16,21 +16,22 @@ import (
 //     LOST notice or repair.
 //   - Repair bytes: a source may cause SourceRepairShare bytes of repair
 //     per byte of new data the publisher sends, plus SourceRepairRate
-//     bytes per second, saved up to SourceRepairBurst. A new source
-//     starts with the share of what the retransmit window holds (it may
-//     have lost any of it before it first NACKed: a socket buffer
-//     overflowing on a fast feed loses thousands of datagrams at once),
-//     at least newSourceRepair and at most SourceRepairBurst. A
+//     bytes per second. It may save up, and a new source starts with,
+//     the share of what the retransmit window holds (at least
+//     newSourceRepair): nobody can need more at once, since what left
+//     the window is gone, and a subscriber may have lost all of it before
+//     it could NACK (a socket buffer overflowing on a fast feed loses
+//     thousands of datagrams at once, then the feed may stop). A
 //     subscriber cannot lose more than was sent, and rarely its repairs
 //     too, so an honest one stays within a share of 2 (20% loss at full
 //     speed, with the repairs of repairs asked while the first ones were
-//     on their way, needed 0.7; a subscriber that cannot keep up with a
-//     feed sent as fast as the machine allows, and loses whole socket
-//     buffers and their repairs, needed more than 1), while a forger can
-//     add at most twice the feed's own bandwidth, plus what it started
-//     with and a trickle. A repair over it is not queued (RepairsOverBudget) and its
-//     range is left out of the NCF, so the subscriber backs off before
-//     asking again.
+//     on their way, needed 0.7; one that cannot keep up with a feed sent
+//     as fast as the machine allows, and loses whole socket buffers and
+//     their repairs, needed more than 1), while a forger can add at most
+//     twice the feed's own bandwidth, plus what it saved up (twice the
+//     window) and a trickle. A repair over it is not queued
+//     (RepairsOverBudget) and its range is left out of the NCF, so the
+//     subscriber backs off before asking again.
 //
 // Multicast repairs charge the source whose NACK caused them; a NACK
 // for a datagram already queued or just repaired costs nothing more.
@@ -45,7 +46,7 @@ import (
 // may take its place in a full table.
 const sourceIdle = 10 * time.Second
 
-// newSourceRepair is the least repair bytes a new source starts with.
+// newSourceRepair is the least repair bytes a source may save up.
 const newSourceRepair = 256 << 10
 
 // nackSource is one source's budget.
@@ -76,11 +77,10 @@ func newBudgets(cfg *SenderConfig, now time.Time) budgets {
 // bytes of new data and its window holds held bytes.
 func (b *budgets) fresh(addr netip.AddrPort, now time.Time, sent uint64, held int) nackSource {
 	c := b.cfg
-	start := max(float64(newSourceRepair), c.SourceRepairShare*float64(held))
 	return nackSource{
 		addr:   addr,
 		nacks:  newTokenBucket(int64(c.SourceNackRate), c.SourceNackBurst, now),
-		repair: min(start, float64(c.SourceRepairBurst)),
+		repair: b.saving(held),
 		sent:   sent,
 		at:     now,
 	}
@@ -113,9 +113,15 @@ func (b *budgets) source(addr netip.AddrPort, now time.Time, sent uint64, held i
 	return &b.srcs[oldest], false
 }
 
+// saving is the most repair bytes a source may save up while the window
+// holds held bytes.
+func (b *budgets) saving(held int) float64 {
+	return max(newSourceRepair, b.cfg.SourceRepairShare*float64(held))
+}
+
 // takeRepair spends n repair bytes of src if it has them; sent is the
-// sender's new-data bytes so far.
-func (b *budgets) takeRepair(src *nackSource, now time.Time, sent uint64, n int) bool {
+// sender's new-data bytes so far, held the bytes its window holds.
+func (b *budgets) takeRepair(src *nackSource, now time.Time, sent uint64, held, n int) bool {
 	c := b.cfg
 	if now.After(src.at) {
 		src.repair += now.Sub(src.at).Seconds() * float64(c.SourceRepairRate)
@@ -123,7 +129,7 @@ func (b *budgets) takeRepair(src *nackSource, now time.Time, sent uint64, n int)
 	}
 	src.repair += float64(sent-src.sent) * c.SourceRepairShare
 	src.sent = sent
-	src.repair = min(src.repair, float64(c.SourceRepairBurst))
+	src.repair = min(src.repair, b.saving(held))
 	if src.repair < float64(n) {
 		return false
 	}

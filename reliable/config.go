@@ -30,7 +30,6 @@ const (
 	DefaultSourceNackBurst   = 500
 	DefaultSourceRepairShare = 2.0       // repair bytes per byte of new data
 	DefaultSourceRepairRate  = 256 << 10 // bytes per second
-	DefaultSourceRepairBurst = 4 << 20
 
 	DefaultMaxStreams      = 16
 	DefaultReorderFrames   = 1 << 18
@@ -101,16 +100,15 @@ type SenderConfig struct {
 	// MaxNackSources bounds the source addresses whose NACK budgets are
 	// kept; SourceNackRate (NACKs per second) and SourceNackBurst bound
 	// the NACKs each may send; SourceRepairShare (repair bytes per byte
-	// of new data sent), SourceRepairRate (bytes per second) and
-	// SourceRepairBurst (bytes saved up at most) bound the repairs each
-	// may cause. See budget.go. Defaults 256, 5000/s, 500, 2.0, 256 KiB/s
-	// and 4 MiB.
+	// of new data sent, and per byte the window holds for what may be
+	// saved up) and SourceRepairRate (bytes per second) bound the repairs
+	// each may cause. See budget.go. Defaults 256, 5000/s, 500, 2 and
+	// 256 KiB/s.
 	MaxNackSources    int
 	SourceNackRate    int
 	SourceNackBurst   int
 	SourceRepairShare float64
 	SourceRepairRate  int64
-	SourceRepairBurst int
 	// Key, when set, authenticates every datagram: the Sender tags what
 	// it sends and takes only NACKs tagged with the same key. Receivers
 	// need the same key. At least 16 bytes; see the package
@@ -137,7 +135,6 @@ func (c *SenderConfig) setDefaults() {
 	setDefault(&c.SourceNackBurst, DefaultSourceNackBurst)
 	setDefault(&c.SourceRepairShare, DefaultSourceRepairShare)
 	setDefault(&c.SourceRepairRate, DefaultSourceRepairRate)
-	setDefault(&c.SourceRepairBurst, DefaultSourceRepairBurst)
 	if c.MTU >= minMTU {
 		// One message of MaxMessageSize must fit the send queue.
 		room := c.MTU - dataHeadLen - frameHeadLen
@@ -181,8 +178,6 @@ func (c *SenderConfig) validate() error {
 		return badConfig("SourceRepairShare", c.SourceRepairShare, "must be ≥ 0")
 	case c.SourceRepairRate < 0:
 		return badConfig("SourceRepairRate", c.SourceRepairRate, "must be ≥ 0")
-	case c.SourceRepairBurst < c.MTU:
-		return badConfig("SourceRepairBurst", c.SourceRepairBurst, "must be ≥ MTU (%d)", c.MTU)
 	case c.Key != nil && len(c.Key) < MinKeyLen:
 		return badConfig("Key", keyLen(c.Key), "must be at least %d bytes", MinKeyLen)
 	case c.Session == 0 && c.Rand == nil:

@@ -96,7 +96,7 @@ func (s *Sender) queueRepairs(now time.Time, from netip.AddrPort, src *nackSourc
 			// In the NCF all the same: the publisher is busy, not the
 			// source over its budget, so it should ask again soon.
 			s.stats.RepairsQueue++
-		case !s.budgets.takeRepair(src, now, s.stats.Bytes, len(d.buf)):
+		case !s.budgets.takeRepair(src, now, s.stats.Bytes, s.win.bytes, len(d.buf)):
 			s.stats.RepairsOverBudget++
 			continue
 		default:
