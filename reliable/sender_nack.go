@@ -68,7 +68,7 @@ func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) err
 			s.queueRepairs(now, from, src, r)
 		}
 	}
-	s.queueControl(TypeNcf, s.ranges, &s.stats.Ncfs)
+	s.addNcf(s.ranges)
 	s.queueControl(TypeLost, s.lost, &s.stats.LostNotices)
 	return nil
 }
@@ -105,6 +105,53 @@ func (s *Sender) queueRepairs(now time.Time, from netip.AddrPort, src *nackSourc
 		}
 		s.ranges = appendRange(s.ranges, Range{max(d.first, r.From), min(d.last(), r.To)}, s.maxWire)
 	}
+}
+
+// addNcf adds rs to the NCF that the next datagram out will carry, so
+// that the NACKs read in one go (a sendmmsg batch apart) are answered by
+// one NCF, not one each: under a flood of NACKs, NCFs would otherwise
+// multiply the datagrams every subscriber reads. When the NCF is full
+// it is queued and another started.
+func (s *Sender) addNcf(rs []Range) {
+	for _, r := range rs {
+		var ok bool
+		if s.ncf, ok = insertRange(s.ncf, r, s.maxWire); !ok {
+			s.flushNcf()
+			s.ncf, _ = insertRange(s.ncf, r, s.maxWire)
+		}
+	}
+}
+
+// flushNcf queues the pending NCF, if any.
+func (s *Sender) flushNcf() {
+	s.queueControl(TypeNcf, s.ncf, &s.stats.Ncfs)
+	s.ncf = s.ncf[:0]
+}
+
+// insertRange adds r to the ascending, disjoint list rs, merging it with
+// the ranges it touches; it reports false, leaving rs as it was, when
+// that would need more than limit ranges.
+func insertRange(rs []Range, r Range, limit int) ([]Range, bool) {
+	i := 0
+	for i < len(rs) && rs[i].To < r.From && rs[i].To+1 != r.From {
+		i++
+	}
+	j := i
+	for j < len(rs) && (rs[j].From <= r.To || rs[j].From == r.To+1) {
+		r.From, r.To = min(r.From, rs[j].From), max(r.To, rs[j].To)
+		j++
+	}
+	if i == j {
+		if len(rs) == limit {
+			return rs, false
+		}
+		rs = append(rs, Range{})
+		copy(rs[i+1:], rs[i:])
+		rs[i] = r
+		return rs, true
+	}
+	rs[i] = r
+	return append(rs[:i+1], rs[j:]...), true
 }
 
 func (s *Sender) queueControl(t PacketType, rs []Range, counter *uint64) {
