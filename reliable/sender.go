@@ -39,7 +39,7 @@ type Sender struct {
 	ranges  []Range // scratch for NCF and LOST ranges
 	lost    []Range
 	ncf     []Range // NCF ranges not sent yet, ascending and disjoint (sender_nack.go)
-	maxWire int // ranges that fit one control datagram
+	maxWire int     // ranges that fit one control datagram
 
 	budgets budgets // per NACK source (budget.go)
 
