@@ -25,6 +25,14 @@
 // file holding the feed's shared key, see ReadKeyFile: datagrams are
 // then authenticated).
 //
+// Anyone who can send to the group can send datagrams that look like
+// the feed's. Subscribers believe what would end or move a stream only
+// from its publisher's address and once the publisher has been silent
+// (package reliable, "What a Receiver believes"), and the publisher
+// bounds what each address sending NACKs may cost it; with a shared key
+// (Config.Key) every datagram is authenticated, and nothing forged is
+// believed at all.
+//
 // Multicast here is IPv4. Tests keep it on the machine: they send on
 // the loopback interface only.
 package multicast

@@ -123,13 +123,14 @@ func (p *Publisher) sleep(timer *time.Timer, now, deadline time.Time) bool {
 	return true
 }
 
-// controlLoop reads NACKs from subscribers and passes them to sendLoop,
-// which answers them when it next takes the lock.
+// controlLoop reads NACKs from subscribers, a batch per system call, and
+// passes them to sendLoop, which answers them when it next takes the
+// lock: one wake-up per batch, however many NACKs a flood brings.
 func (p *Publisher) controlLoop() {
 	defer p.wg.Done()
-	buf := make([]byte, maxDatagram)
+	rb := newReadBatch(p.conn, p.cfg.Batch)
 	for {
-		n, from, err := p.conn.ReadFromUDPAddrPort(buf)
+		n, err := rb.read()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -139,7 +140,9 @@ func (p *Publisher) controlLoop() {
 			p.mu.Unlock()
 			continue
 		}
-		p.inbox.put(buf[:n], from)
+		for i := 0; i < n; i++ {
+			p.inbox.put(rb.datagram(i))
+		}
 		p.signal()
 	}
 }

@@ -25,6 +25,11 @@ const (
 	DefaultRepairBurst       = 256 << 10
 	DefaultRepairLinger      = 2 * time.Millisecond
 	DefaultMaxPendingRepairs = 1024
+	DefaultMaxNackSources    = 256
+	DefaultSourceNackRate    = 5000 // NACKs per second
+	DefaultSourceNackBurst   = 500
+	DefaultSourceRepairShare = 2.0       // repair bytes per byte of new data
+	DefaultSourceRepairRate  = 256 << 10 // bytes per second
 
 	DefaultMaxStreams      = 16
 	DefaultReorderFrames   = 1 << 18
@@ -92,6 +97,18 @@ type SenderConfig struct {
 	// UnicastRepairs sends repairs only to the receiver that asked
 	// instead of to the whole group.
 	UnicastRepairs bool
+	// MaxNackSources bounds the source addresses whose NACK budgets are
+	// kept; SourceNackRate (NACKs per second) and SourceNackBurst bound
+	// the NACKs each may send; SourceRepairShare (repair bytes per byte
+	// of new data sent, and per byte the window holds for what may be
+	// saved up) and SourceRepairRate (bytes per second) bound the repairs
+	// each may cause. See budget.go. Defaults 256, 5000/s, 500, 2 and
+	// 256 KiB/s.
+	MaxNackSources    int
+	SourceNackRate    int
+	SourceNackBurst   int
+	SourceRepairShare float64
+	SourceRepairRate  int64
 	// Key, when set, authenticates every datagram: the Sender tags what
 	// it sends and takes only NACKs tagged with the same key. Receivers
 	// need the same key. At least 16 bytes; see the package
@@ -113,6 +130,11 @@ func (c *SenderConfig) setDefaults() {
 	setDefault(&c.RepairBurst, DefaultRepairBurst)
 	setDefault(&c.RepairLinger, DefaultRepairLinger)
 	setDefault(&c.MaxPendingRepairs, DefaultMaxPendingRepairs)
+	setDefault(&c.MaxNackSources, DefaultMaxNackSources)
+	setDefault(&c.SourceNackRate, DefaultSourceNackRate)
+	setDefault(&c.SourceNackBurst, DefaultSourceNackBurst)
+	setDefault(&c.SourceRepairShare, DefaultSourceRepairShare)
+	setDefault(&c.SourceRepairRate, DefaultSourceRepairRate)
 	if c.MTU >= minMTU {
 		// One message of MaxMessageSize must fit the send queue.
 		room := c.MTU - dataHeadLen - frameHeadLen
@@ -146,6 +168,16 @@ func (c *SenderConfig) validate() error {
 		return badConfig("RepairLinger", c.RepairLinger, "must be ≥ 0")
 	case c.MaxPendingRepairs < 1:
 		return badConfig("MaxPendingRepairs", c.MaxPendingRepairs, "must be ≥ 1")
+	case c.MaxNackSources < 1:
+		return badConfig("MaxNackSources", c.MaxNackSources, "must be ≥ 1")
+	case c.SourceNackRate < 1:
+		return badConfig("SourceNackRate", c.SourceNackRate, "must be ≥ 1")
+	case c.SourceNackBurst < 1:
+		return badConfig("SourceNackBurst", c.SourceNackBurst, "must be ≥ 1")
+	case !(c.SourceRepairShare >= 0):
+		return badConfig("SourceRepairShare", c.SourceRepairShare, "must be ≥ 0")
+	case c.SourceRepairRate < 0:
+		return badConfig("SourceRepairRate", c.SourceRepairRate, "must be ≥ 0")
 	case c.Key != nil && len(c.Key) < MinKeyLen:
 		return badConfig("Key", keyLen(c.Key), "must be at least %d bytes", MinKeyLen)
 	case c.Session == 0 && c.Rand == nil:
@@ -315,7 +347,7 @@ type keyLen []byte
 
 func (k keyLen) String() string { return fmt.Sprintf("of %d bytes", len(k)) }
 
-func setDefault[T int | int64 | uint64 | time.Duration](v *T, d T) {
+func setDefault[T int | int64 | uint64 | float64 | time.Duration](v *T, d T) {
 	if *v == 0 {
 		*v = d
 	}

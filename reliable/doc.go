@@ -10,15 +10,21 @@
 // datagram), keeps a retransmit window bounded in datagrams and bytes,
 // sends heartbeats when idle so tail loss is noticed, and answers NACKs
 // with an NCF to the group, rate-limited repairs, and an explicit LOST
-// notice for anything that has left its window.
+// notice for anything that has left its window. What each address that
+// sends NACKs may cost it, in NACKs and in repair bytes, is bounded, so
+// forged NACKs cannot turn it into an amplifier (SenderConfig.
+// SourceNackRate and the fields after it).
 //
 // A [Receiver] detects gaps, waits a randomized back-off (RFC 5401) and
 // NACKs them as ranges, holds back when an NCF or the repair arrives
 // first (so many receivers losing the same datagram cause about one
 // repair), discards duplicates, reorders within a bounded buffer,
 // reassembles fragments, and reports a [transport.Gap] for whatever
-// cannot be recovered. A new session on a known feed is a publisher
-// restart: the old stream is closed out, never mixed with the new one.
+// cannot be recovered, merging adjacent losses into one. A new session
+// on a known feed is a publisher restart: once the old stream has
+// fallen silent, it is closed out, never mixed with the new one. What
+// would end or move a stream is believed only from its own source, as
+// "What a Receiver believes" explains, or with a shared key.
 //
 // # What a Receiver believes
 //

@@ -87,3 +87,7 @@ func badConfig(field string, value any, want string, args ...any) error {
 }
 
 var errNotForUs = &DecodeError{ErrForeign, "packet for another stream or of the wrong type"}
+
+// ErrOverBudget is returned by Sender.HandleControl for a NACK dropped
+// because its source sent more than its budget allows.
+var ErrOverBudget = errors.New("reliable: NACK over its source's budget")

@@ -84,6 +84,11 @@ var errUnexpectedNack = &DecodeError{ErrForeign, "NACK sent to a receiver"}
 // source: the publisher's address, where NACKs go. Errors say why a
 // datagram was ignored (it is also counted); they never stop the
 // Receiver.
+//
+// It runs no timers, even when Deadline has passed: a caller that reads
+// datagrams in batches hands it the whole batch first, then calls Poll,
+// so that an NCF or a repair that arrived in the batch is seen before a
+// NACK timer that expired while the caller was not running fires.
 func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, h Handler) error {
 	r.h, r.now = h, now
 	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
@@ -178,9 +183,6 @@ func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, 
 	if err != nil {
 		r.countBad(err)
 		return err
-	}
-	if d := r.Deadline(); !d.IsZero() && !now.Before(d) {
-		r.poll()
 	}
 	return nil
 }

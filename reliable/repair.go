@@ -1,6 +1,7 @@
 package reliable
 
 import (
+	"math"
 	"net/netip"
 	"time"
 )
@@ -108,5 +109,7 @@ func (b *tokenBucket) ready(now time.Time, n int) time.Time {
 	if short <= 0 {
 		return now
 	}
-	return now.Add(time.Duration(short / b.rate * float64(time.Second)))
+	// Rounded up: a wait rounded down to nothing would find the bucket
+	// still short, and the caller would spin.
+	return now.Add(time.Duration(math.Ceil(short / b.rate * float64(time.Second))))
 }

@@ -38,7 +38,10 @@ type Sender struct {
 	bucket  tokenBucket
 	ranges  []Range // scratch for NCF and LOST ranges
 	lost    []Range
-	maxWire int // ranges that fit one control datagram
+	ncf     []Range // NCF ranges not sent yet, ascending and disjoint (sender_nack.go)
+	maxWire int     // ranges that fit one control datagram
+
+	budgets budgets // per NACK source (budget.go)
 
 	mtu    int     // MTU less the authentication trailer, if any
 	sealer *sealer // nil without a key
@@ -78,6 +81,8 @@ func NewSender(cfg SenderConfig, now time.Time) (*Sender, error) {
 		maxWire:   min(MaxWireRanges, (mtu-rangesHead)/rangeLen),
 		mtu:       mtu,
 	}
+	s.ncf = make([]Range, 0, s.maxWire)
+	s.budgets = newBudgets(&s.cfg, now)
 	if cfg.Key != nil {
 		s.sealer = newSealer(cfg.Key)
 		s.opener = newOpener(cfg.Key, senderKeys, now)
@@ -98,7 +103,7 @@ func (s *Sender) NextSeq() uint64 { return s.next }
 // messages, NCF and LOST notices, and the END datagrams after Close.
 // Repairs waiting for the rate limit do not count.
 func (s *Sender) Idle() bool {
-	return s.win.unsent == 0 && s.open == nil && s.control.len() == 0 && s.ends == 0
+	return s.win.unsent == 0 && s.open == nil && s.control.len() == 0 && len(s.ncf) == 0 && s.ends == 0
 }
 
 // Publish packs m into datagrams and returns its sequence number (the
@@ -218,7 +223,7 @@ func (s *Sender) Close() {
 // else happens first; it is at or before the last now seen when there is
 // something to send already.
 func (s *Sender) Deadline(now time.Time) time.Time {
-	if s.control.len() > 0 || s.win.unsent > 0 || s.open != nil || s.ends > 0 {
+	if s.control.len() > 0 || len(s.ncf) > 0 || s.win.unsent > 0 || s.open != nil || s.ends > 0 {
 		return now
 	}
 	at := s.beatAt
@@ -252,6 +257,7 @@ func (s *Sender) NextOutgoing(now time.Time, buf []byte) (n int, to netip.AddrPo
 }
 
 func (s *Sender) nextOutgoing(now time.Time, buf []byte) (n int, to netip.AddrPort, ok bool) {
+	s.flushNcf()
 	if s.control.len() > 0 {
 		return s.control.pop(buf), netip.AddrPort{}, true
 	}

@@ -40,6 +40,15 @@ func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) err
 		s.countBad(err)
 		return err
 	}
+	src, full := s.budgets.source(from, now, s.stats.Bytes, s.win.bytes)
+	src.last = now
+	if full {
+		s.stats.NackSourcesFull++
+	}
+	if !src.nacks.take(now, 1) {
+		s.stats.NacksOverBudget++
+		return ErrOverBudget
+	}
 	s.stats.NacksReceived++
 	s.ranges, s.lost = s.ranges[:0], s.lost[:0]
 	low := s.win.low(s.sentNext)
@@ -56,22 +65,22 @@ func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) err
 			r.From = low
 		}
 		if r.From <= r.To {
-			s.ranges = appendRange(s.ranges, r, s.maxWire)
-			s.queueRepairs(now, from, r)
+			s.queueRepairs(now, from, src, r)
 		}
 	}
-	s.queueControl(TypeNcf, s.ranges, &s.stats.Ncfs)
+	s.addNcf(s.ranges)
 	s.queueControl(TypeLost, s.lost, &s.stats.LostNotices)
 	return nil
 }
 
-// queueRepairs queues every datagram overlapping r for repair.
+// queueRepairs queues every datagram overlapping r for repair, as src's
+// budget allows, and adds what is coming to the NCF's ranges.
 //
 // A multicast repair reaches every receiver, so a NACK from another
 // receiver within RepairLinger of it most likely crossed it on the way
 // and is ignored. A NACK from the receiver that caused the repair is
 // not: it waited for the repair and did not get it.
-func (s *Sender) queueRepairs(now time.Time, from netip.AddrPort, r Range) {
+func (s *Sender) queueRepairs(now time.Time, from netip.AddrPort, src *nackSource, r Range) {
 	uni := s.cfg.UnicastRepairs
 	for i := s.win.find(r.From); i >= 0 && i < s.win.n-s.win.unsent; i++ {
 		d := s.win.at(i)
@@ -83,12 +92,66 @@ func (s *Sender) queueRepairs(now time.Time, from netip.AddrPort, r Range) {
 			// Already waiting in the queue for the whole group.
 		case !uni && !d.lastRepair.IsZero() && d.askedBy != from && now.Sub(d.lastRepair) < s.cfg.RepairLinger:
 			s.stats.RepairsLinger++
-		case !s.repairs.push(repairJob{first: d.first, asker: from, unicast: uni}):
+		case s.repairs.size == len(s.repairs.buf):
+			// In the NCF all the same: the publisher is busy, not the
+			// source over its budget, so it should ask again soon.
 			s.stats.RepairsQueue++
+		case !s.budgets.takeRepair(src, now, s.stats.Bytes, s.win.bytes, len(d.buf)):
+			s.stats.RepairsOverBudget++
+			continue
 		default:
+			s.repairs.push(repairJob{first: d.first, asker: from, unicast: uni})
 			d.queued = !uni
 		}
+		s.ranges = appendRange(s.ranges, Range{max(d.first, r.From), min(d.last(), r.To)}, s.maxWire)
 	}
+}
+
+// addNcf adds rs to the NCF that the next datagram out will carry, so
+// that the NACKs read in one go (a sendmmsg batch apart) are answered by
+// one NCF, not one each: under a flood of NACKs, NCFs would otherwise
+// multiply the datagrams every subscriber reads. When the NCF is full
+// it is queued and another started.
+func (s *Sender) addNcf(rs []Range) {
+	for _, r := range rs {
+		var ok bool
+		if s.ncf, ok = insertRange(s.ncf, r, s.maxWire); !ok {
+			s.flushNcf()
+			s.ncf, _ = insertRange(s.ncf, r, s.maxWire)
+		}
+	}
+}
+
+// flushNcf queues the pending NCF, if any.
+func (s *Sender) flushNcf() {
+	s.queueControl(TypeNcf, s.ncf, &s.stats.Ncfs)
+	s.ncf = s.ncf[:0]
+}
+
+// insertRange adds r to the ascending, disjoint list rs, merging it with
+// the ranges it touches; it reports false, leaving rs as it was, when
+// that would need more than limit ranges.
+func insertRange(rs []Range, r Range, limit int) ([]Range, bool) {
+	i := 0
+	for i < len(rs) && rs[i].To < r.From && rs[i].To+1 != r.From {
+		i++
+	}
+	j := i
+	for j < len(rs) && (rs[j].From <= r.To || rs[j].From == r.To+1) {
+		r.From, r.To = min(r.From, rs[j].From), max(r.To, rs[j].To)
+		j++
+	}
+	if i == j {
+		if len(rs) == limit {
+			return rs, false
+		}
+		rs = append(rs, Range{})
+		copy(rs[i+1:], rs[i:])
+		rs[i] = r
+		return rs, true
+	}
+	rs[i] = r
+	return append(rs[:i+1], rs[j:]...), true
 }
 
 func (s *Sender) queueControl(t PacketType, rs []Range, counter *uint64) {

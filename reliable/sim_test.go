@@ -22,6 +22,7 @@ type simNet struct {
 	sender  *Sender
 	srcAddr netip.AddrPort
 	rcvs    []*simRcv
+	free    time.Time // the sender's, as simRcv.free
 	q       packetHeap
 	serial  uint64
 	faults  simFaults
@@ -38,6 +39,10 @@ type simFaults struct {
 	loss, dup, reorder float64
 	delay              time.Duration // one way
 	reorderDelay       time.Duration
+	// cost is the time a receiver or the sender spends on each datagram
+	// it takes; datagrams that arrive meanwhile wait, as in a socket
+	// buffer. Zero: free.
+	cost time.Duration
 }
 
 type simSent struct {
@@ -52,15 +57,18 @@ type simRcv struct {
 	r      *Receiver
 	addr   netip.AddrPort
 	paused bool
+	free   time.Time         // when it has processed every datagram it took (faults.cost)
 	events []transport.Event // payloads copied
 	msgs   int
 	nacks  int
+	lats   []time.Duration // per message delivered: virtual time since it was published
 }
 
 type simPacket struct {
 	at     time.Time
 	serial uint64
-	to     int // receiver index, or -1 for the sender
+	queued bool // arrived, and waited for its turn (faults.cost)
+	to     int  // receiver index, or -1 for the sender
 	from   netip.AddrPort
 	b      []byte
 }
@@ -130,6 +138,7 @@ func (h simHandler) Deliver(ev *transport.Event) {
 	e := *ev
 	if e.Kind == transport.EventMessage {
 		h.r.msgs++
+		h.r.lats = append(h.r.lats, h.n.now.Sub(ev.Message.Time))
 		e.Message.Payload = append([]byte(nil), ev.Message.Payload...)
 		e.Message.Key = append([]byte(nil), ev.Message.Key...)
 		e.Message.Headers = nil
@@ -221,6 +230,22 @@ func (n *simNet) runUntil(t time.Time) {
 		n.now = next
 		for len(n.q) > 0 && !n.q[0].at.After(n.now) {
 			p := heap.Pop(&n.q).(simPacket)
+			if n.faults.cost > 0 && !p.queued {
+				// Its turn comes when what arrived before it is done.
+				free := &n.free
+				if p.to >= 0 {
+					free = &n.rcvs[p.to].free
+				}
+				turn := maxTime(n.now, *free)
+				*free = turn.Add(n.faults.cost)
+				if turn.After(n.now) {
+					p.at, p.queued = turn, true
+					n.serial++
+					p.serial = n.serial
+					heap.Push(&n.q, p)
+					continue
+				}
+			}
 			if p.to < 0 {
 				_ = n.sender.HandleControl(n.now, p.from, p.b)
 				continue
@@ -246,6 +271,13 @@ func (n *simNet) runUntil(t time.Time) {
 			return
 		}
 	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // publish sends count messages, burst at a time every interval, each

@@ -19,8 +19,16 @@ type SenderStats struct {
 	RepairsQueue  uint64 // repairs dropped: the repair queue was full
 	RepairsGone   uint64 // repairs dropped: the datagram left the window before its turn
 	ControlDrops  uint64 // NCF/LOST datagrams dropped: the control queue was full
-	Malformed     uint64 // control datagrams that failed to decode
-	Foreign       uint64 // datagrams that are not ours, or for another stream
+	// NacksOverBudget counts NACKs dropped whole because their source
+	// sent more than its NACK budget; RepairsOverBudget, repairs not
+	// sent because their source had caused more than its repair budget;
+	// NackSourcesFull, NACKs charged to the shared overflow budget
+	// because the table of sources was full (budget.go).
+	NacksOverBudget   uint64
+	RepairsOverBudget uint64
+	NackSourcesFull   uint64
+	Malformed         uint64 // control datagrams that failed to decode
+	Foreign           uint64 // datagrams that are not ours, or for another stream
 	// Unauthenticated counts datagrams dropped, with a key, for want of
 	// a valid tag: missing, wrong, or from a new sender while too many
 	// new senders came at once.
