@@ -3,7 +3,6 @@ package storage
 import (
 	"encoding/binary"
 	"errors"
-	"os"
 	"sort"
 
 	"github.com/brokerless/brokerless/logd/storage/vfs"
@@ -162,20 +161,3 @@ func readIndexFile(fsys vfs.FS, path string, entryLen int, size int64, limit uin
 }
 
 var errBadIndex = errors.New("index entries out of order or out of range")
-
-// writeIndexFile replaces path with b, fsynced.
-func writeIndexFile(fsys vfs.FS, path string, b []byte) error {
-	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}

@@ -122,7 +122,7 @@ func (s *segment) writeIndexes() error {
 		suffix string
 		b      []byte
 	}{{indexSuffix, s.off.mem}, {timeIndexSuffix, times}} {
-		if err := writeIndexFile(s.fs, s.path+w.suffix, w.b); err != nil {
+		if err := vfs.WriteFile(s.fs, s.path+w.suffix, w.b); err != nil {
 			return err
 		}
 	}

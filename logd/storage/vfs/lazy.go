@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -113,7 +114,7 @@ func (l *Lazy) Crash() *Lazy {
 		n.ino.crash(s.tear)
 	}
 	s.names = names
-	s.durable = maps(names)
+	s.durable = maps.Clone(names)
 	return &Lazy{s: s, gen: s.gen}
 }
 
@@ -127,14 +128,6 @@ func (l *Lazy) Kill() *Lazy {
 	defer s.mu.Unlock()
 	s.gen++
 	return &Lazy{s: s, gen: s.gen}
-}
-
-func maps(m map[string]*lnode) map[string]*lnode {
-	c := make(map[string]*lnode, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
 }
 
 func (ino *inode) crash(tear *rand.Rand) {
