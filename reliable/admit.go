@@ -19,9 +19,18 @@ type jumpClaim struct {
 }
 
 // sourceOK reports whether from is the stream's source, counting the
-// datagram as dropped when it is not.
-func (st *stream) sourceOK(from netip.AddrPort) bool {
-	if from == st.source {
+// datagram as dropped when it is not. With a key, a datagram from
+// elsewhere that reaches past the highest sequence number seen (reach)
+// makes from the source: it comes from a key holder, and without the key
+// one can only replay what the publisher sent, so a replay that got here
+// first (the stream tied to the replayer's address) is overtaken by the
+// publisher's next datagram.
+func (st *stream) sourceOK(from netip.AddrPort, reach uint64) bool {
+	switch {
+	case from == st.source:
+		return true
+	case st.r.keyed() && reach > st.highest:
+		st.source = from
 		return true
 	}
 	st.r.stats.WrongSource++

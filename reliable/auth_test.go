@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -57,6 +58,45 @@ func TestSimWithKey(t *testing.T) {
 	}
 	if st := n.sender.Stats(); st.NacksReceived == 0 || st.Unauthenticated != 0 {
 		t.Fatalf("sender: %+v", st)
+	}
+}
+
+// TestSimReplayDoesNotTakeTheStream: with a key, someone who cannot
+// forge can still replay a genuine datagram from their own address. A
+// subscriber that gets the replay before anything from the publisher
+// must not tie the stream to the replayer: the publisher's next
+// datagram, which carries sequence numbers no replay can, takes it
+// back, NACKs go to the publisher (the sim fails a NACK sent elsewhere),
+// and every message is delivered; later replays change nothing.
+func TestSimReplayDoesNotTakeTheStream(t *testing.T) {
+	n := newSim(t, 43, SenderConfig{Key: testKey}, ReceiverConfig{Key: testKey}, 2, simFaults{loss: 0.02})
+	replayer := netip.MustParseAddrPort("10.6.6.6:6666")
+	late := n.rcvs[1]
+	late.paused = true
+	var replay []byte
+	n.dropTo = func(i int, b []byte) bool {
+		if h, err := ParseHeader(b); replay == nil && err == nil && h.Type == TypeData {
+			replay = bytes.Clone(b)
+		}
+		return false
+	}
+	n.publish(0, 1000, 4, 20*time.Microsecond, 64)
+	n.dropTo = nil
+	if err := late.r.HandleDatagram(n.now, replayer, replay, simHandler{n, late}); err != nil {
+		t.Fatal(err)
+	}
+	late.paused = false
+	for i := 0; i < 10; i++ {
+		n.forge(replayer, replay)
+		n.publish(1000+100*i, 100, 4, 20*time.Microsecond, 64)
+	}
+	n.settle(100 * time.Millisecond)
+	for _, rc := range n.rcvs {
+		checkExactlyOnce(t, rc, 2000)
+		checkAccounting(t, rc, true)
+		if st := rc.r.Stats(); st.WrongSource == 0 || st.Unauthenticated != 0 {
+			t.Fatalf("receiver %d: replays not dropped as from the wrong source: %+v", rc.id, st)
+		}
 	}
 }
 

@@ -78,6 +78,10 @@
 // a key holder). Replayed datagrams are not detected, but replaying
 // what a publisher already sent moves nothing: sequence numbers below
 // the stream's position are duplicates, an old session stays stale.
+// Nor does a replay sent from another address keep the stream tied to
+// that address when it happens to arrive first: with a key, a datagram
+// that reaches past the highest sequence number seen moves the stream to
+// its source, and only the publisher can send one.
 //
 // # Wire format, version 1
 //

@@ -118,14 +118,14 @@ func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, 
 		if dh, r.frames, err = ParseData(b, r.frames); err != nil {
 			break
 		}
-		st := r.lookup(hd.Stream, from, true)
+		top := dh.FirstSeq + uint64(dh.Count) - 1
+		st := r.lookup(hd.Stream, from, top, true)
 		if st == nil {
 			break
 		}
 		if !st.synced {
 			st.syncData(dh, r.frames)
 		}
-		top := dh.FirstSeq + uint64(dh.Count) - 1
 		if !st.admit(top, !dh.Repair) {
 			break
 		}
@@ -140,7 +140,11 @@ func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, 
 		if beat, err = ParseBeat(b); err != nil {
 			break
 		}
-		st := r.lookup(hd.Stream, from, hd.Type == TypeHeartbeat)
+		var reach uint64 // how far a heartbeat shows the publisher has sent
+		if hd.Type == TypeHeartbeat {
+			reach = beat.Next - 1
+		}
+		st := r.lookup(hd.Stream, from, reach, hd.Type == TypeHeartbeat)
 		if st == nil {
 			break
 		}
@@ -168,7 +172,7 @@ func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, 
 		if rr, err = ParseRanges(b); err != nil {
 			break
 		}
-		if st := r.lookup(hd.Stream, from, false); st != nil {
+		if st := r.lookup(hd.Stream, from, 0, false); st != nil {
 			r.stats.Datagrams++
 			st.heard()
 			if hd.Type == TypeNcf {
@@ -239,18 +243,19 @@ func (r *Receiver) Deadline() time.Time {
 	return d
 }
 
-// lookup finds the stream of id, checking that from is its source.
-// Another session of the feed replaces the feed's stream (a publisher
+// lookup finds the stream of id, checking that from is its source
+// (reach is the highest sequence number the datagram shows sent, 0 when
+// it shows none; see sourceOK). Another session of the feed replaces the feed's stream (a publisher
 // restart) when create is set and that stream has fallen silent (see
 // admit.go); a session that ended or was replaced is stale. A new feed's
 // stream is created, when create is set and there is room, tied to from.
-func (r *Receiver) lookup(id transport.StreamID, from netip.AddrPort, create bool) *stream {
+func (r *Receiver) lookup(id transport.StreamID, from netip.AddrPort, reach uint64, create bool) *stream {
 	for i, st := range r.streams {
 		if st.id.Feed != id.Feed {
 			continue
 		}
 		if st.id.Session == id.Session {
-			if !st.sourceOK(from) {
+			if !st.sourceOK(from, reach) {
 				return nil
 			}
 			return st
