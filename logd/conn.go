@@ -45,7 +45,9 @@ type conn struct {
 	frame []byte  // the request being read or answered
 	held  int64   // request memory taken for frame
 
-	outSize, fetchSize int // buffer sizes the last response and fetch needed
+	// Buffer sizes the last response and fetch used: the next ones
+	// start there (a class size), growing if they need more.
+	outSize, fetchSize int
 }
 
 // connReadBuffer is the size of a connection's read buffer: most
@@ -202,7 +204,7 @@ func (cn *conn) answer(req *request) error {
 	}
 	cn.releaseFrame()
 	if cn.cl.fetch != nil {
-		cn.fetchSize = sizeOf(cap(cn.cl.fetch))
+		cn.fetchSize = sizeOf(len(cn.cl.fetch))
 		s.bufs.put(cn.cl.fetch)
 		cn.cl.fetch = nil
 	}
@@ -218,12 +220,15 @@ func (cn *conn) answer(req *request) error {
 	return nil
 }
 
-// sizeOf is the buffer size to ask for next time n bytes were needed.
+// sizeOf is the buffer size to start with next time, n bytes having
+// been used this time: the class that holds n, at most the largest
+// class (a buffer grows as it is filled; a rare large response does not
+// make the next ones allocate its size).
 func sizeOf(n int) int {
 	if c := classSize(n); c != 0 {
 		return c
 	}
-	return n
+	return 1 << maxBufClass
 }
 
 // close releases what the connection holds and closes its socket.

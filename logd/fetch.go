@@ -59,7 +59,7 @@ func (s *Server) updates(req *kmsg.FetchRequest) []reflect.SelectCase {
 // bytes it carries.
 func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int) {
 	buf := cl.fetch[:0]
-	defer func() { cl.fetch = buf[:0] }()
+	defer func() { cl.fetch = buf }() // its length: what this fetch used
 	resp := kmsg.NewPtrFetchResponse()
 	budget := s.cfg.MaxFetchBytes
 	if req.MaxBytes > 0 {

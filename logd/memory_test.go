@@ -1,6 +1,8 @@
 package logd
 
 import (
+	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"net"
 	"runtime"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // heapInuse is the heap in use after a collection.
@@ -99,4 +102,63 @@ func TestRequestMemoryBound(t *testing.T) {
 	}
 	cl := newClient(t, ts.addr, kgo.AllowAutoTopicCreation())
 	produceN(t, cl, "after", "v", 10)
+}
+
+// TestFetchBufferFollowsUse: a connection's fetch buffer is sized by
+// what its last fetch used, not by the largest buffer it ever grew. After
+// one fetch of 12 MiB, empty fetches on the same connection must not
+// each allocate (or, long-polling, hold) a buffer of that size.
+func TestFetchBufferFollowsUse(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	cl := newClient(t, ts.addr, kgo.AllowAutoTopicCreation(), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	value := make([]byte, 900<<10)
+	rand.Read(value)
+	const records = 14
+	for range records {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "big", Value: value}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetch := func(offset int64) int {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 64<<20, 0
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "big"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.PartitionMaxBytes = offset, 64<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("fetch at %d: error %d", offset, p.ErrorCode)
+		}
+		return len(p.RecordBatches)
+	}
+	if n := fetch(0); n < records*len(value) {
+		t.Fatalf("the big fetch read %d bytes, want all %d records", n, records)
+	}
+	for range 4 { // the first on each connection (kgo has more than one) may start large
+		fetch(records)
+	}
+	const empty = 40
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range empty {
+		if n := fetch(records); n != 0 {
+			t.Fatalf("fetch at the end read %d bytes", n)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d empty fetches after a %d KiB one allocated %d KiB", empty, records*len(value)>>10, allocated>>10)
+	if allocated > 4<<20 {
+		t.Fatalf("%d empty fetches allocated %d MiB: each still takes a buffer as large as the big fetch's", empty, allocated>>20)
+	}
 }
