@@ -622,6 +622,37 @@ func TestSaslHandshakeV0(t *testing.T) {
 	}
 }
 
+// TestSaslHandshakeV0StalledToken: a bare SASL token that stops part
+// way is a request too slow to arrive: closed at RequestTimeout and
+// counted as slow, not as an idle connection.
+func TestSaslHandshakeV0StalledToken(t *testing.T) {
+	p := authtest.NewPKI(t)
+	ts := startAuthServer(t, p, false, func(c *Config) {
+		c.RequestTimeout, c.IdleTimeout = 300*time.Millisecond, time.Minute
+	})
+	c, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = "PLAIN"
+	if _, err := rawRequest(t, c, kmsg.SASLHandshake.Int16(), 0, hs.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(append(binary.BigEndian.AppendUint32(nil, 100), "\x00alice"...)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = readFrame(c)
+	requireClosed(t, err, "a stalled SASL token")
+	waitUntil(t, "the stalled token counted", func() bool {
+		return ts.metrics.slowRequests.Load()+ts.metrics.idleClosed.Load() > 0
+	})
+	if slow, idle := ts.metrics.slowRequests.Load(), ts.metrics.idleClosed.Load(); slow != 1 || idle != 0 {
+		t.Fatalf("slow requests %d, idle closed %d; want 1 and 0", slow, idle)
+	}
+}
+
 // TestAcksZeroForbiddenCloses: an acks=0 produce has no answer to carry
 // TOPIC_AUTHORIZATION_FAILED, so, as in Kafka, the connection closes
 // after the permitted topics of the request are written.

@@ -28,7 +28,7 @@ func (s *Server) rawSASL(cl *client, c net.Conn, r io.Reader, n int64) error {
 	}
 	token := make([]byte, n)
 	if _, err := io.ReadFull(r, token); err != nil {
-		return err
+		return &slowError{err} // a request that did not arrive whole
 	}
 	session := a.session
 	out, done, err := session.Step(token)
