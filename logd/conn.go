@@ -55,16 +55,15 @@ type conn struct {
 // their own buffer.
 const connReadBuffer = 16 << 10
 
-// serveConn answers one connection's requests, in order, until it
-// closes, sends something unusable, idles out or is too slow.
-func (s *Server) serveConn(nc net.Conn, accepted time.Time) {
-	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+// serveConn answers the requests of a connection from ip, in order,
+// until it closes, sends something unusable, idles out or is too slow.
+func (s *Server) serveConn(nc net.Conn, ip string, accepted time.Time) {
 	cn := &conn{
 		s:        s,
 		nc:       nc,
 		r:        bufio.NewReaderSize(nc, connReadBuffer),
 		log:      s.cfg.Logger.With("remote", nc.RemoteAddr().String()),
-		cl:       client{host: host},
+		cl:       client{host: ip},
 		accepted: accepted,
 	}
 	cn.cl.auth = s.newConnAuth(nc)
@@ -274,7 +273,7 @@ func (cn *conn) ended(err error) {
 			s.starved()
 		}
 		s.warnings.slowRequest.warn(cn.log, s.cfg.Now(), s.cfg.WarnLogGap, "logd: closing connection: request not complete in time", "timeout", s.cfg.RequestTimeout, "err", err)
-	case isTimeout(err) && !errors.As(err, &slow):
+	case isTimeout(err):
 		s.metrics.idleClosed.Add(1)
 		cn.log.Debug("logd: closing idle connection", "timeout", s.cfg.IdleTimeout)
 	default:

@@ -150,7 +150,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		ip := remoteIP(c)
 		if err := s.track(c, ip); err != nil {
 			if !errors.Is(err, ErrClosed) {
-				s.warnings.refused.warn(s.cfg.Logger, s.cfg.Now(), s.cfg.WarnLogGap, "logd: connection refused", "remote", c.RemoteAddr(), "reason", err)
+				s.warn(&s.warnings.refused, "logd: connection refused", "remote", c.RemoteAddr(), "reason", err)
 			}
 			c.Close()
 			continue
@@ -159,7 +159,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		go func() {
 			defer s.wg.Done()
 			defer s.untrack(c, ip)
-			s.serveConn(c, accepted)
+			s.serveConn(c, ip, accepted)
 		}()
 	}
 }
@@ -249,7 +249,7 @@ func (s *Server) acceptFailed(err error) {
 	s.mu.Lock()
 	s.lastAcceptErr, s.acceptErr = s.cfg.Now(), err.Error()
 	s.mu.Unlock()
-	s.warnings.refused.warn(s.cfg.Logger, s.cfg.Now(), s.cfg.WarnLogGap, "logd: accepting connections failed", "err", err)
+	s.warn(&s.warnings.refused, "logd: accepting connections failed", "err", err)
 }
 
 // remoteIP is the address a connection comes from, without its port.
