@@ -255,12 +255,14 @@ func (e *writeError) Error() string { return "write failed: " + e.err.Error() }
 func (e *writeError) Unwrap() error { return e.err }
 
 // ended logs and counts why a connection ended: a bad request, a
-// request too slow to arrive, idleness, or an ordinary end (debug).
+// request too slow to arrive, idleness, or (debug) a response it did
+// not take or an ordinary end.
 func (cn *conn) ended(err error) {
 	s := cn.s
 	var (
 		fe   *FrameError
 		slow *slowError
+		we   *writeError
 	)
 	switch {
 	case s.isClosed():
@@ -273,6 +275,8 @@ func (cn *conn) ended(err error) {
 			s.starved()
 		}
 		s.warnings.slowRequest.warn(cn.log, s.cfg.Now(), s.cfg.WarnLogGap, "logd: closing connection: request not complete in time", "timeout", s.cfg.RequestTimeout, "err", err)
+	case errors.As(err, &we): // a timeout here is a client not reading its responses
+		cn.log.Debug("logd: closing connection: writing a response failed", "err", err)
 	case isTimeout(err):
 		s.metrics.idleClosed.Add(1)
 		cn.log.Debug("logd: closing idle connection", "timeout", s.cfg.IdleTimeout)

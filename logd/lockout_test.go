@@ -176,6 +176,44 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	waitUntil(t, "the idle close counted", func() bool { return ts.metrics.idleClosed.Load() == 1 })
 }
 
+// TestUnreadResponseNotIdle: a client that asks for a large fetch and
+// never reads the answer is closed when the write times out, and that
+// is not counted as an idle connection.
+func TestUnreadResponseNotIdle(t *testing.T) {
+	const idle = 500 * time.Millisecond
+	ts := startServer(t, t.TempDir(), func(c *Config) { c.IdleTimeout = idle })
+	cl := newClient(t, ts.addr, kgo.AllowAutoTopicCreation(), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	value := make([]byte, 900<<10)
+	const records = 32 // 28 MiB: more than the socket buffers hold
+	for range records {
+		cl.Produce(context.Background(), &kgo.Record{Topic: "big", Value: value}, nil)
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	waitUntil(t, "the producer's connections closed", func() bool { return ts.metrics.connections.Load() == 0 })
+	idleBefore := ts.metrics.idleClosed.Load()
+
+	c := dial(t, ts.addr)
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(4)
+	req.ReplicaID, req.MaxBytes = -1, 64<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "big"
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 64 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	if err := writeRequest(c, kmsg.Fetch.Int16(), 4, req.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the unread connection closed", func() bool { return ts.metrics.connections.Load() == 0 })
+	if n := ts.metrics.idleClosed.Load() - idleBefore; n != 0 {
+		t.Fatalf("a connection closed for not reading its response counted as %d idle", n)
+	}
+}
+
 type fakeClock struct {
 	mu sync.Mutex
 	t  time.Time

@@ -17,6 +17,14 @@ import (
 // correlation, client id) with body, and reads one response frame.
 func rawRequest(t *testing.T, c net.Conn, key, version int16, body []byte) ([]byte, error) {
 	t.Helper()
+	if err := writeRequest(c, key, version, body); err != nil {
+		return nil, err
+	}
+	return readFrame(c)
+}
+
+// writeRequest writes one framed request, as rawRequest does.
+func writeRequest(c net.Conn, key, version int16, body []byte) error {
 	frame := binary.BigEndian.AppendUint16(nil, uint16(key))
 	frame = binary.BigEndian.AppendUint16(frame, uint16(version))
 	frame = binary.BigEndian.AppendUint32(frame, 42)
@@ -24,10 +32,8 @@ func rawRequest(t *testing.T, c net.Conn, key, version int16, body []byte) ([]by
 	frame = append(frame, "test"...)
 	frame = append(frame, body...)
 	out := binary.BigEndian.AppendUint32(nil, uint32(len(frame)))
-	if _, err := c.Write(append(out, frame...)); err != nil {
-		return nil, err
-	}
-	return readFrame(c)
+	_, err := c.Write(append(out, frame...))
+	return err
 }
 
 func readFrame(c net.Conn) ([]byte, error) {
