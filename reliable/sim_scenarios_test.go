@@ -217,6 +217,32 @@ func TestSimNackSuppression(t *testing.T) {
 	}
 }
 
+// TestNcfBeforePollSuppresses: a receiver descheduled past its NACK
+// timer is handed the NCF (read in the same batch) before Poll runs: it
+// sends no NACK, and that counts as a suppressed NACK round.
+func TestNcfBeforePollSuppresses(t *testing.T) {
+	r, err := NewReceiver(ReceiverConfig{Rand: fixedRand(1 << 63)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := mustAddrPort("127.0.0.1:9")
+	h := &countHandler{}
+	now := simEpoch
+	for _, b := range [][]byte{dataFrame(testID, 1, 1, []byte("a")), dataFrame(testID, 3, 1, []byte("c"))} {
+		if err := r.HandleDatagram(now, from, b, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = r.Deadline().Add(time.Millisecond) // the NACK timer has expired
+	if err := r.HandleDatagram(now, from, AppendRanges(nil, TypeNcf, testID, []Range{{2, 2}}), h); err != nil {
+		t.Fatal(err)
+	}
+	r.Poll(now, h)
+	if st := r.Stats(); h.nacks != 0 || st.Suppressed != 1 {
+		t.Fatalf("%d NACKs sent, %d suppressed, want 0 and 1", h.nacks, st.Suppressed)
+	}
+}
+
 func TestSimFragmentedMessages(t *testing.T) {
 	n := newSim(t, 8, SenderConfig{}, ReceiverConfig{}, 2, simFaults{loss: 0.1, dup: 0.02, reorder: 0.05})
 	sizes := []int{1, 1300, 1400, 5000, 64 << 10, 1 << 20, 100}

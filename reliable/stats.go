@@ -45,7 +45,7 @@ type ReceiverStats struct {
 	Heartbeats       uint64 // HEARTBEAT datagrams
 	NacksSent        uint64 // NACK datagrams sent
 	NackRanges       uint64 // ranges in them
-	Suppressed       uint64 // NACK rounds avoided because an NCF or repair came first
+	Suppressed       uint64 // first NACKs of a loss not sent because an NCF for it came first
 	NcfsSeen         uint64 // NCF datagrams received
 	LostSeen         uint64 // LOST datagrams received
 	Gaps             uint64 // Gap events delivered

@@ -141,7 +141,9 @@ func (st *stream) onNcf(rr RangeReader) {
 			if g.to < rg.From || g.lost != 0 {
 				continue
 			}
-			if st.r.now.Before(g.nackAt) && !g.nacked {
+			if !g.nacked {
+				// Its first NACK, due or not, is sent only by Poll:
+				// that round is avoided.
 				st.r.stats.Suppressed++
 			}
 			if g.nackAt.Before(wait) {
