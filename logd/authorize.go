@@ -1,6 +1,8 @@
 package logd
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -103,16 +105,25 @@ var (
 	clusterDenied = kerr.ClusterAuthorizationFailed.Code
 )
 
-// split partitions items into those keep allows and the others.
+// split partitions items into those keep allows and the others. When
+// keep allows them all, as it does for nearly every request, kept is
+// items itself: nothing is allocated.
 func split[T any](items []T, keep func(T) bool) (kept, refused []T) {
-	for _, it := range items {
+	for i, it := range items {
 		if keep(it) {
-			kept = append(kept, it)
-		} else {
-			refused = append(refused, it)
+			continue
 		}
+		kept, refused = slices.Clone(items[:i]), []T{it}
+		for _, it := range items[i+1:] {
+			if keep(it) {
+				kept = append(kept, it)
+			} else {
+				refused = append(refused, it)
+			}
+		}
+		return kept, refused
 	}
-	return kept, refused
+	return items, nil
 }
 
 // produce needs produce on each topic (which also lets the handler
@@ -238,6 +249,7 @@ func (z *authz) metadata() (kmsg.Response, error) {
 	body := z.req.body.(*kmsg.MetadataRequest)
 	all := body.Topics == nil || (body.Version == 0 && len(body.Topics) == 0)
 	var decided []kmsg.MetadataResponseTopic
+	wanted := map[string]bool{} // asked for by name, and seen by the user
 	if !all {
 		asked := body.Topics
 		body.Topics = []kmsg.MetadataRequestTopic{}
@@ -256,6 +268,7 @@ func (z *authz) metadata() (kmsg.Response, error) {
 				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
 				body.Topics = append(body.Topics, t)
+				wanted[name] = true
 				continue
 			}
 			decided = append(decided, mt)
@@ -266,14 +279,16 @@ func (z *authz) metadata() (kmsg.Response, error) {
 		return nil, err
 	}
 	resp := r.(*kmsg.MetadataResponse)
-	wanted := map[string]bool{}
-	for _, t := range body.Topics {
-		wanted[*t.Topic] = true
-	}
 	resp.Topics, _ = split(resp.Topics, func(t kmsg.MetadataResponseTopic) bool {
-		// Listing all: the permitted topics. By name: those asked for
-		// (a v0 request left with none would otherwise list all).
-		return t.Topic != nil && z.user.SeesTopic(*t.Topic) && (all || wanted[*t.Topic])
+		switch {
+		case t.Topic == nil:
+			return false
+		case all: // the permitted topics
+			return z.user.SeesTopic(*t.Topic)
+		}
+		// By name: those asked for (a v0 request left with none would
+		// otherwise list all).
+		return wanted[*t.Topic]
 	})
 	resp.Topics = append(resp.Topics, decided...)
 	return resp, nil
