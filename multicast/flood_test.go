@@ -2,9 +2,9 @@ package multicast
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"net"
-	"slices"
 	"testing"
 	"time"
 
@@ -20,7 +20,15 @@ import (
 // window) to the publisher. Its budget for the attacker's address drops
 // most of them and bounds the repairs the rest cause; the subscribers'
 // p99 latency stays within twice that of the same feed without the
-// flood (medians of three alternating rounds).
+// flood, in at least one of three rounds, each an unattacked run and an
+// attacked one back to back.
+//
+// The latency verdict fails only when every attacked run is more than
+// twice as slow as the unattacked run just before it: a defence that
+// stops working slows every attacked run (the flood made the
+// publisher send 570 MB of repairs), while on a 2-core machine shared
+// with other work a single run's p99 can grow several times over for
+// reasons of its own, in either kind of run.
 //
 // TestSimNackFlood sends the 100,000 NACKs, in virtual time.
 // Here the rate is what the flood caused (570 MB of repairs at
@@ -32,18 +40,17 @@ func TestNackFlood(t *testing.T) {
 	if raceEnabled {
 		rounds = 1 // latency under the race detector says nothing
 	}
-	var base, flood []time.Duration
+	best := math.Inf(1) // the smallest ratio of attacked to unattacked p99
 	for range rounds {
-		p99, _ := floodRound(t, 0)
-		base = append(base, p99)
-		p99, st := floodRound(t, 10_000)
-		flood = append(flood, p99)
+		base, _ := floodRound(t, 0)
+		flood, st := floodRound(t, 10_000)
+		best = min(best, float64(flood)/float64(base))
 		// What a new source starts with (its share of the window, at
 		// least 256 KiB), its share of the new data, and 256 KiB/s over
 		// the (at most three) seconds of a round.
 		bound := 256<<10 + uint64(2*reliable.DefaultSourceRepairShare*float64(st.Bytes)) + 3*reliable.DefaultSourceRepairRate
 		t.Logf("p99 %v without, %v with the flood; %d repairs, %d bytes (bound %d), %d NCFs; %d NACKs and %d repairs over budget",
-			base[len(base)-1], p99, st.Repairs, st.RepairBytes, bound, st.Ncfs, st.NacksOverBudget, st.RepairsOverBudget)
+			base, flood, st.Repairs, st.RepairBytes, bound, st.Ncfs, st.NacksOverBudget, st.RepairsOverBudget)
 		if st.NacksOverBudget == 0 || st.RepairBytes > bound {
 			t.Fatalf("budget not applied: %+v", st.SenderStats)
 		}
@@ -51,26 +58,9 @@ func TestNackFlood(t *testing.T) {
 	if raceEnabled {
 		return
 	}
-	b, f := median(durations(base)), median(durations(flood))
-	t.Logf("median p99 %v without the flood, %v with it", time.Duration(b), time.Duration(f))
-	if f <= 2*b {
-		return
+	if best > 2 {
+		t.Errorf("p99 under the flood more than 2× that without it in every round (at best %.2f×)", best)
 	}
-	// On a machine shared with other work the unattacked rounds alone
-	// can differ several times over; a 2× comparison then says nothing.
-	if lo, hi := slices.Min(base), slices.Max(base); hi > 2*lo {
-		t.Logf("p99 without the flood ranged from %v to %v: the machine is too noisy to judge", lo, hi)
-		return
-	}
-	t.Errorf("median p99 %v under the flood, %v without: more than 2×", time.Duration(f), time.Duration(b))
-}
-
-func durations(d []time.Duration) []float64 {
-	f := make([]float64, len(d))
-	for i, v := range d {
-		f[i] = float64(v)
-	}
-	return f
 }
 
 // floodRound runs the feed for a second, with nacks forged NACKs sent
