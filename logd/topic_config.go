@@ -2,6 +2,7 @@ package logd
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -215,12 +216,8 @@ func checkVersion(s string) error {
 // kept in its Kafka map. A nil value means Kafka's default, as unset.
 func parseTopicConfig(entries map[string]*string) (storage.TopicConfig, error) {
 	var tc storage.TopicConfig
-	names := make([]string, 0, len(entries))
-	for name := range entries {
-		names = append(names, name)
-	}
-	slices.Sort(names) // the first bad one reported is always the same
-	for _, name := range names {
+	// Sorted: the first bad one reported is always the same.
+	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		v := entries[name]
 		if v == nil {
 			continue
@@ -326,13 +323,8 @@ func kafkaMillis(ms int64, beyond time.Duration) time.Duration {
 func topicConfigEntries(info storage.TopicInfo) []kmsg.DescribeConfigsResponseResourceConfig {
 	applied := appliedValues(info.Config)
 	set := overridden(info.Overrides)
-	names := make([]string, 0, len(kafkaTopicConfigs))
-	for name := range kafkaTopicConfigs {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(names))
-	for _, name := range names {
+	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(kafkaTopicConfigs))
+	for _, name := range slices.Sorted(maps.Keys(kafkaTopicConfigs)) {
 		kc := kafkaTopicConfigs[name]
 		v := kc.def
 		if kc.applied {

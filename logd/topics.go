@@ -2,6 +2,7 @@ package logd
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -151,13 +152,8 @@ func (s *Server) describeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Response
 
 // brokerConfigEntries describes broker settings: read-only, as set.
 func brokerConfigEntries(values map[string]string) []kmsg.DescribeConfigsResponseResourceConfig {
-	names := make([]string, 0, len(values))
-	for name := range values {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(names))
-	for _, name := range names {
+	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(values))
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
 		c.Name, c.Value, c.ReadOnly = name, kmsg.StringPtr(values[name]), true
 		c.Source = kmsg.ConfigSourceStaticBrokerConfig

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -39,11 +40,7 @@ func runLogdUserList(_ context.Context, inv *invocation) error {
 	tw := tabwriter.NewWriter(inv.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "USER\tAUTHENTICATES WITH\tALLOWED")
 	for _, u := range users.List() {
-		var mechs []string
-		for m := range u.SCRAM {
-			mechs = append(mechs, m)
-		}
-		slices.Sort(mechs)
+		mechs := slices.Sorted(maps.Keys(u.SCRAM))
 		how := "client certificate"
 		if len(mechs) > 0 {
 			how = strings.Join(append(mechs, auth.Plain), ",")
