@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
 )
 
@@ -71,3 +75,71 @@ func TestKeyFile(t *testing.T) {
 		t.Errorf("short keyfile: %v", err)
 	}
 }
+
+// TestLongestNackRead: the publisher reads the longest NACK there is
+// (255 ranges and the authentication trailer, reliable.MaxControlLen
+// bytes) whole, and answers it with an NCF to the group.
+func TestLongestNackRead(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Key = []byte("0123456789abcdef0123456789abcdef")
+	spy := rawReceiver(t, cfg)
+	p := mustPub(t, cfg)
+	id := p.Stream()
+	publishN(t, p, 0, 600, 8)
+
+	// A subscriber's engine that got every other message of the stream
+	// (sealed by another holder of the key) NACKs 255 of its gaps.
+	now := time.Now()
+	s, err := reliable.NewSender(reliable.SenderConfig{Feed: id.Feed, Session: id.Session, Key: cfg.Key}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := reliable.NewReceiver(reliable.ReceiverConfig{Key: cfg.Key, NackRanges: reliable.MaxWireRanges, Rand: rand.New(rand.NewPCG(1, 2))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &nackCatcher{}
+	buf := make([]byte, reliable.DefaultMTU)
+	for i := 0; i < 600; i++ {
+		if _, err := s.Publish(now, &transport.Message{Payload: indexed(i, 8)}); err != nil {
+			t.Fatal(err)
+		}
+		s.Flush()
+		l, _, _ := s.NextOutgoing(now, buf)
+		if i%2 == 0 {
+			_ = r.HandleDatagram(now, netip.MustParseAddrPort("127.0.0.1:9"), buf[:l], h)
+		}
+	}
+	r.Poll(now.Add(10*time.Millisecond), h)
+	if len(h.nack) != reliable.MaxControlLen {
+		t.Fatalf("NACK of %d bytes, want %d", len(h.nack), reliable.MaxControlLen)
+	}
+
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.WriteToUDPAddrPort(h.nack, p.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	_ = spy.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		n, _, err := spy.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			t.Fatalf("no NCF for the NACK: %v (publisher %+v)", err, p.Stats().SenderStats)
+		}
+		if hd, err := reliable.ParseHeader(buf[:n]); err == nil && hd.Type == reliable.TypeNcf && hd.Stream == id {
+			break
+		}
+	}
+	if st := p.Stats(); st.NacksReceived != 1 || st.Malformed+st.Unauthenticated != 0 {
+		t.Fatalf("publisher: %+v", st.SenderStats)
+	}
+}
+
+// nackCatcher keeps the last NACK a Receiver sends.
+type nackCatcher struct{ nack []byte }
+
+func (*nackCatcher) Deliver(*transport.Event)              {}
+func (c *nackCatcher) SendNack(_ netip.AddrPort, b []byte) { c.nack = append(c.nack[:0], b...) }

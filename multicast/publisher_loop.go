@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/net/ipv4"
+
+	"github.com/brokerless/brokerless/reliable"
 )
 
 // sendLoop hands the engine's datagrams to the kernel, a batch per
@@ -125,10 +127,12 @@ func (p *Publisher) sleep(timer *time.Timer, now, deadline time.Time) bool {
 
 // controlLoop reads NACKs from subscribers, a batch per system call, and
 // passes them to sendLoop, which answers them when it next takes the
-// lock: one wake-up per batch, however many NACKs a flood brings.
+// lock: one wake-up per batch, however many NACKs a flood brings. Its
+// buffers hold the longest NACK; anything longer is cut short, and
+// refused as no NACK can be.
 func (p *Publisher) controlLoop() {
 	defer p.wg.Done()
-	rb := newReadBatch(p.conn, p.cfg.Batch)
+	rb := newReadBatch(p.conn, p.cfg.Batch, reliable.MaxControlLen)
 	for {
 		n, err := rb.read()
 		if err != nil {

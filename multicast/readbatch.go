@@ -14,10 +14,10 @@ type readBatch struct {
 	msgs []ipv4.Message
 }
 
-func newReadBatch(c *net.UDPConn, n int) *readBatch {
+func newReadBatch(c *net.UDPConn, n, size int) *readBatch {
 	rb := &readBatch{pc: ipv4.NewPacketConn(c), msgs: make([]ipv4.Message, n)}
 	for i := range rb.msgs {
-		rb.msgs[i].Buffers = [][]byte{make([]byte, maxDatagram)}
+		rb.msgs[i].Buffers = [][]byte{make([]byte, size)}
 	}
 	return rb
 }

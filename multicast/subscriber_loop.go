@@ -15,7 +15,7 @@ import (
 // through the read deadline) and hands events to the application.
 func (s *Subscriber) readLoop() {
 	defer s.wg.Done()
-	rb := newReadBatch(s.data, s.cfg.Batch)
+	rb := newReadBatch(s.data, s.cfg.Batch, maxDatagram)
 	var deadline time.Time
 	h := (*handler)(s)
 	for {

@@ -22,6 +22,10 @@ const (
 	// MaxWireRanges is the most ranges one NACK, NCF or LOST packet
 	// carries.
 	MaxWireRanges = 255
+	// MaxControlLen is the longest NACK, NCF or LOST datagram,
+	// authentication trailer included: what a publisher needs to read
+	// a NACK.
+	MaxControlLen = rangesHead + MaxWireRanges*rangeLen + TrailerLen
 )
 
 // PacketType is the type byte of a datagram.
