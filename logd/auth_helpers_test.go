@@ -12,7 +12,6 @@ import (
 
 	"github.com/brokerless/brokerless/logd/auth"
 	"github.com/brokerless/brokerless/logd/auth/authtest"
-	"github.com/brokerless/brokerless/logd/storage"
 )
 
 // Passwords and grants of the test users.
@@ -64,28 +63,16 @@ func testUsers(t testing.TB) *auth.Users {
 // verifyClients) until the test ends.
 func startAuthServer(t testing.TB, p *authtest.PKI, verifyClients bool, mutate ...func(*Config)) *testServer {
 	t.Helper()
-	cfg := Config{Storage: storage.Config{Dir: t.TempDir()}, Auth: auth.Config{Users: testUsers(t)}}
-	for _, f := range mutate {
-		f(&cfg)
-	}
-	srv, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(tls.NewListener(ln, p.ServerTLS(verifyClients)))
-	t.Cleanup(func() { srv.Close() })
-	return &testServer{Server: srv, addr: ln.Addr().String(), dir: cfg.Storage.Dir, cfg: cfg}
+	withUsers := func(c *Config) { c.Auth = auth.Config{Users: testUsers(t)} }
+	tlsListener := func(ln net.Listener) net.Listener { return tls.NewListener(ln, p.ServerTLS(verifyClients)) }
+	return serveTest(t, t.TempDir(), tlsListener, append([]func(*Config){withUsers}, mutate...)...)
 }
 
 // authClient is a franz-go client over TLS authenticating with m (none
 // when nil).
 func authClient(t testing.TB, ts *testServer, p *authtest.PKI, m sasl.Mechanism, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	opts = append([]kgo.Opt{kgo.DialTLSConfig(p.ClientTLS(nil))}, opts...)
+	opts = append([]kgo.Opt{kgoTLS(p, nil)}, opts...)
 	if m != nil {
 		opts = append(opts, kgo.SASL(m))
 	}
@@ -95,8 +82,6 @@ func authClient(t testing.TB, ts *testServer, p *authtest.PKI, m sasl.Mechanism,
 func kgoTLS(p *authtest.PKI, cert *tls.Certificate) kgo.Opt {
 	return kgo.DialTLSConfig(p.ClientTLS(cert))
 }
-
-func kgoSASL(m sasl.Mechanism) kgo.Opt { return kgo.SASL(m) }
 
 func scramSHA256(user, pass string) sasl.Mechanism {
 	return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()

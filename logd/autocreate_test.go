@@ -1,7 +1,6 @@
 package logd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os/exec"
@@ -76,21 +75,4 @@ func TestAutoCreateOff(t *testing.T) {
 	if _, ok := ts.store.Topic("missing"); ok {
 		t.Fatal("the topic was created although auto-creation is off")
 	}
-}
-
-// kcatFails runs kcat, which is expected to fail, and returns its
-// stderr and exit error; the test fails if it runs for a minute.
-func kcatFails(t *testing.T, stdin string, args ...string) (string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, kcatPath(t), args...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("kcat %v still running after a minute", args)
-	}
-	return errb.String(), err
 }

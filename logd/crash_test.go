@@ -48,9 +48,7 @@ func runChild(spec string) int {
 }
 
 // startChild starts logd in a child process and waits until it listens.
-func startChild(t *testing.T, dir, addr string) *exec.Cmd { return startChildB(t, dir, addr) }
-
-func startChildB(t testing.TB, dir, addr string) *exec.Cmd {
+func startChild(t testing.TB, dir, addr string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envChild+"="+dir+"|"+addr)
@@ -80,13 +78,7 @@ func TestCrashLoop(t *testing.T) {
 	if testing.Short() {
 		cycles = 5
 	}
-	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	dir, addr := t.TempDir(), freeAddr(t)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	var acked []string
 	var perCycle []int

@@ -2,7 +2,6 @@ package logd
 
 import (
 	"errors"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -43,15 +42,9 @@ func TestOneServerPerDir(t *testing.T) {
 // directory (and its pid is reported); once it is killed, the directory
 // is free.
 func TestDirLockAcrossProcesses(t *testing.T) {
-	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	dir, addr := t.TempDir(), freeAddr(t)
 	child := startChild(t, dir, addr)
-	_, err = New(Config{Storage: storage.Config{Dir: dir}})
+	_, err := New(Config{Storage: storage.Config{Dir: dir}})
 	var locked *DirLockedError
 	if !errors.As(err, &locked) || locked.PID != child.Process.Pid {
 		t.Fatalf("server beside a child logd (pid %d): %v", child.Process.Pid, err)

@@ -20,9 +20,17 @@ type testServer struct {
 	addr string
 	dir  string
 	cfg  Config
+	wrap func(net.Listener) net.Listener // nil: a plain listener
 }
 
 func startServer(t testing.TB, dir string, mutate ...func(*Config)) *testServer {
+	t.Helper()
+	return serveTest(t, dir, nil, mutate...)
+}
+
+// serveTest is startServer behind wrap (when not nil), e.g. a TLS
+// listener.
+func serveTest(t testing.TB, dir string, wrap func(net.Listener) net.Listener, mutate ...func(*Config)) *testServer {
 	t.Helper()
 	cfg := Config{Storage: storage.Config{Dir: dir}}
 	for _, f := range mutate {
@@ -36,8 +44,11 @@ func startServer(t testing.TB, dir string, mutate ...func(*Config)) *testServer 
 	if err != nil {
 		t.Fatal(err)
 	}
+	ts := &testServer{Server: srv, addr: ln.Addr().String(), dir: dir, cfg: cfg, wrap: wrap}
+	if wrap != nil {
+		ln = wrap(ln)
+	}
 	go srv.Serve(ln)
-	ts := &testServer{Server: srv, addr: ln.Addr().String(), dir: dir, cfg: cfg}
 	t.Cleanup(func() { srv.Close() })
 	return ts
 }
@@ -49,7 +60,19 @@ func (ts *testServer) restart(t testing.TB) *testServer {
 		t.Fatal(err)
 	}
 	cfg := ts.cfg
-	return startServer(t, ts.dir, func(c *Config) { *c = cfg })
+	return serveTest(t, ts.dir, ts.wrap, func(c *Config) { *c = cfg })
+}
+
+// freeAddr returns a loopback address no one listens on, for a server
+// in a child process.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {

@@ -1,30 +1,15 @@
 package logd
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/brokerless/brokerless/logd/auth/authtest"
 )
-
-// kcatTry runs kcat with stdin and returns its output and exit error,
-// for runs that are expected to fail.
-func kcatTry(t *testing.T, stdin string, args ...string) (string, string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, kcatPath(t), args...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	return out.String(), errb.String(), err
-}
 
 // saslSSL is kcat's configuration for SASL_SSL with a mechanism, user
 // and password, trusting the test CA.
@@ -94,7 +79,7 @@ func TestKcatClientCertificate(t *testing.T) {
 	p := authtest.NewPKI(t)
 	ts := startAuthServer(t, p, true)
 	adminCert, _, _ := p.Issue(t, "admin-cert", false)
-	admin := newClient(t, ts.addr, kgoTLS(p, &adminCert), kgoSASL(scramSHA512("admin", adminPassword)))
+	admin := newClient(t, ts.addr, kgoTLS(p, &adminCert), kgo.SASL(scramSHA512("admin", adminPassword)))
 	createTopic(t, admin, "orders.eu", 1)
 	produceN(t, admin, "orders.eu", "r", 5)
 	_, certFile, keyFile := p.Issue(t, "carol", false)

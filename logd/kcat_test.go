@@ -29,16 +29,36 @@ func kcatPath(t *testing.T) string {
 // error exit.
 func kcat(t *testing.T, stdin string, args ...string) string {
 	t.Helper()
+	out, stderr, err := kcatTry(t, stdin, args...)
+	if err != nil {
+		t.Fatalf("kcat %v: %v\n%s", args, err, stderr)
+	}
+	return out
+}
+
+// kcatFails runs kcat, which is expected to fail, and returns its
+// stderr and exit error.
+func kcatFails(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	_, stderr, err := kcatTry(t, stdin, args...)
+	return stderr, err
+}
+
+// kcatTry runs kcat with stdin and returns its output, its stderr and
+// its exit error; the test fails if it runs for a minute.
+func kcatTry(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kcatPath(t), args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kcat %v: %v\n%s", args, err, errb.String())
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("kcat %v still running after a minute", args)
 	}
-	return out.String()
+	return out.String(), errb.String(), err
 }
 
 // TestKcatProduceConsume: kcat -P then kcat -C (ListOffsets + Fetch, no

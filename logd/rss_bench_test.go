@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -26,14 +25,8 @@ func BenchmarkRetainedRSS(b *testing.B) {
 	if v := os.Getenv("BROKERLESS_RETAIN_MIB"); v != "" {
 		mib, _ = strconv.Atoi(v)
 	}
-	dir := b.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	child := startChildB(b, dir, addr)
+	dir, addr := b.TempDir(), freeAddr(b)
+	child := startChild(b, dir, addr)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("rss"), kgo.AllowAutoTopicCreation())
 	if err != nil {
 		b.Fatal(err)
@@ -50,7 +43,7 @@ func BenchmarkRetainedRSS(b *testing.B) {
 	produced := rssMiB(b, child.Process.Pid)
 	_ = child.Process.Signal(syscall.SIGKILL)
 	_ = child.Wait()
-	child = startChildB(b, dir, addr)
+	child = startChild(b, dir, addr)
 	restarted := rssMiB(b, child.Process.Pid)
 	b.ReportMetric(float64(mib), "retained-MiB")
 	b.ReportMetric(produced, "rss-after-produce-MiB")
