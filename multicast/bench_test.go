@@ -270,19 +270,25 @@ func rawUDPRate(b *testing.B, n, size int) float64 {
 // them.
 func rawPair(b *testing.B) (cfg Config, rc, sc *net.UDPConn) {
 	cfg = testConfig(b)
-	rc = rawReceiver(b, cfg)
+	return cfg, rawReceiver(b, cfg), rawSender(b, cfg)
+}
+
+// rawSender opens a plain UDP socket that sends to cfg.Group on lo, set
+// up as the publisher's is; cleanup closes it.
+func rawSender(tb testing.TB, cfg Config) *net.UDPConn {
 	ifi, addr, err := cfg.prepare()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	if sc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0))); err != nil {
-		b.Fatal(err)
+	sc, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0)))
+	if err != nil {
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { sc.Close() })
+	tb.Cleanup(func() { sc.Close() })
 	if err := setupSender(sc, ifi, &cfg); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	return cfg, rc, sc
+	return sc
 }
 
 // rawReceiver opens a plain UDP socket joined to cfg.Group on lo;

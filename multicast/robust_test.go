@@ -94,16 +94,7 @@ func TestForeignAndMalformedDatagrams(t *testing.T) {
 	p := mustPub(t, cfg)
 	publishN(t, p, 0, 10, 32)
 
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cfg.setDefaults()
-	ifi, _, _ := iface("lo")
-	if err := setupSender(c, ifi, &cfg); err != nil {
-		t.Fatal(err)
-	}
+	c := rawSender(t, cfg)
 	group := net.UDPAddrFromAddrPort(cfg.Group)
 	r := rand.New(rand.NewPCG(1, 2))
 	valid := reliable.AppendBeat(nil, reliable.TypeHeartbeat, p.Stream(), reliable.Beat{Next: 11, Low: 1})
@@ -268,16 +259,7 @@ func TestForgedDatagramsDoNotKillTheFeed(t *testing.T) {
 			id = h.Stream
 		}
 	}
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cfg.setDefaults()
-	ifi, _, _ := iface("lo")
-	if err := setupSender(c, ifi, &cfg); err != nil {
-		t.Fatal(err)
-	}
+	c := rawSender(t, cfg)
 	group := net.UDPAddrFromAddrPort(cfg.Group)
 	forged := [][]byte{
 		reliable.AppendBeat(nil, reliable.TypeHeartbeat, id, reliable.Beat{Next: 1 << 62, Low: 1}),
