@@ -81,9 +81,10 @@ type Config struct {
 	// session timeouts. Defaults 6 s and 30 min, as Kafka.
 	MinSessionTimeout, MaxSessionTimeout time.Duration
 	// WarnLogGap: of each kind of connection trouble (bad requests,
-	// requests too slow to arrive, refused connections) at most one WARN
-	// line is logged per this gap, saying how many went unlogged since
-	// the previous one; /metrics counts them all. Default 10 s.
+	// requests too slow to arrive, refused connections, failed
+	// authentications, requests before authentication) at most one
+	// WARN line is logged per this gap, saying how many went unlogged
+	// since the previous one; /metrics counts them all. Default 10 s.
 	WarnLogGap time.Duration
 	// Auth, with Auth.Users set, requires authentication and checks
 	// every request against the user's grants (package logd/auth).

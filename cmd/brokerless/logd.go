@@ -61,7 +61,6 @@ kcat -b 127.0.0.1:9092 -t events -C -o beginning -e
 # get UNKNOWN_TOPIC_OR_PARTITION).
 brokerless logd --dir ./data --auto-create=false --retention 24h --retention-bytes 10737418240
 
-
 # TLS and SCRAM: only users of ./users.json, each within their grants.
 brokerless logd --dir ./data --tls-cert server.pem --tls-key server.key --users users.json
 kcat -b 127.0.0.1:9092 -t orders.eu -C -X security.protocol=SASL_SSL -X ssl.ca.location=ca.pem \
