@@ -124,6 +124,24 @@ var (
 	errNeedKey = &DecodeError{ErrForeign, "authenticated datagram and no key"}
 )
 
+// header checks b's authentication trailer when there is a key (o is
+// not nil) and returns b without it, and b's header. Without a key, an
+// authenticated datagram is foreign. Errors wrap ErrUnauthenticated,
+// ErrForeign or ErrMalformed.
+func (o *opener) header(now time.Time, b []byte) ([]byte, Header, error) {
+	if o != nil {
+		var err error
+		if b, err = o.open(now, b); err != nil {
+			return nil, Header{}, err
+		}
+	}
+	h, err := ParseHeader(b)
+	if err == nil && h.Tagged && o == nil {
+		err = errNeedKey
+	}
+	return b, h, err
+}
+
 // open checks the trailer of b and returns b without it.
 func (o *opener) open(now time.Time, b []byte) ([]byte, error) {
 	if len(b) < headerLen+TrailerLen || b[2]&authFlag == 0 {

@@ -93,17 +93,7 @@ func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, 
 	r.h, r.now = h, now
 	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 	defer r.finish()
-	if r.opener != nil {
-		var err error
-		if b, err = r.opener.open(now, b); err != nil {
-			r.stats.Unauthenticated++
-			return err
-		}
-	}
-	hd, err := ParseHeader(b)
-	if err == nil && hd.Tagged && r.opener == nil {
-		err = errNeedKey
-	}
+	b, hd, err := r.opener.header(now, b)
 	if err != nil {
 		r.countBad(err)
 		return err
@@ -338,9 +328,12 @@ func (r *Receiver) isRetired(id transport.StreamID) bool {
 }
 
 func (r *Receiver) countBad(err error) {
-	if errors.Is(err, ErrForeign) {
+	switch {
+	case errors.Is(err, ErrUnauthenticated):
+		r.stats.Unauthenticated++
+	case errors.Is(err, ErrForeign):
 		r.stats.Foreign++
-	} else {
+	default:
 		r.stats.Malformed++
 	}
 }

@@ -16,17 +16,7 @@ import (
 // RepairLinger), and a LOST notice for any part that has left the
 // window, so receivers report the loss at once instead of asking again.
 func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) error {
-	if s.opener != nil {
-		var err error
-		if b, err = s.opener.open(now, b); err != nil {
-			s.stats.Unauthenticated++
-			return err
-		}
-	}
-	h, err := ParseHeader(b)
-	if err == nil && h.Tagged && s.opener == nil {
-		err = errNeedKey
-	}
+	b, h, err := s.opener.header(now, b)
 	if err != nil {
 		s.countBad(err)
 		return err
@@ -168,9 +158,12 @@ func (s *Sender) queueControl(t PacketType, rs []Range, counter *uint64) {
 }
 
 func (s *Sender) countBad(err error) {
-	if errors.Is(err, ErrForeign) {
+	switch {
+	case errors.Is(err, ErrUnauthenticated):
+		s.stats.Unauthenticated++
+	case errors.Is(err, ErrForeign):
 		s.stats.Foreign++
-	} else {
+	default:
 		s.stats.Malformed++
 	}
 }
