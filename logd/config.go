@@ -7,6 +7,7 @@ import (
 
 	"github.com/brokerless/brokerless/logd/auth"
 	"github.com/brokerless/brokerless/logd/storage"
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // Defaults of Config.
@@ -128,6 +129,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Storage.Now == nil {
 		c.Storage.Now = c.Now
+	}
+	if c.Storage.FS == nil {
+		c.Storage.FS = vfs.OS // the directory lock creates the data directory through it
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // ErrDirLocked: the data directory belongs to another running logd.
@@ -39,11 +41,11 @@ const lockFileName = "LOCK"
 // when the process ends, however it ends.
 type dirLock struct{ f *os.File }
 
-// lockDir creates dir if needed and locks it, or returns a
-// *DirLockedError when another process (or another Server in this one)
-// holds it.
-func lockDir(dir string) (*dirLock, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// lockDir creates dir if needed, durably (through fsys, as the store
+// creates its directories), and locks it, or returns a *DirLockedError
+// when another process (or another Server in this one) holds it.
+func lockDir(fsys vfs.FS, dir string) (*dirLock, error) {
+	if err := vfs.MkdirAllDurable(fsys, dir); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, lockFileName)

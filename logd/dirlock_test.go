@@ -3,12 +3,15 @@ package logd
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/brokerless/brokerless/logd/storage"
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // TestOneServerPerDir: a second Server on a directory in use fails with a
@@ -56,4 +59,40 @@ func TestDirLockAcrossProcesses(t *testing.T) {
 		t.Fatalf("after the child was killed: %v", err)
 	}
 	srv.Close()
+}
+
+// syncDirFS records the directories synced through it.
+type syncDirFS struct {
+	vfs.FS
+	mu     sync.Mutex
+	synced map[string]bool
+}
+
+func (f *syncDirFS) SyncDir(name string) error {
+	f.mu.Lock()
+	f.synced[filepath.Clean(name)] = true
+	f.mu.Unlock()
+	return f.FS.SyncDir(name)
+}
+
+// TestNewDataDirDurable: a data directory New creates, with its missing
+// parents, is synced into the directory above each, as the store does
+// for the directories it makes: otherwise a power loss could take the
+// whole directory, acknowledged records and all. (Locking the directory
+// creates it before the store opens.)
+func TestNewDataDirDurable(t *testing.T) {
+	top := t.TempDir()
+	parent := filepath.Join(top, "a")
+	dir := filepath.Join(parent, "data")
+	fsys := &syncDirFS{FS: vfs.OS, synced: map[string]bool{}}
+	srv, err := New(Config{Storage: storage.Config{Dir: dir, FS: fsys}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for _, d := range []string{top, parent} {
+		if !fsys.synced[d] {
+			t.Errorf("%s was not synced after a directory was made in it (synced: %v)", d, fsys.synced)
+		}
+	}
 }

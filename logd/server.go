@@ -65,7 +65,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.cfg.Storage.Hooks = append(s.cfg.Storage.Hooks, s.metrics)
-	lock, err := lockDir(cfg.Storage.Dir)
+	lock, err := lockDir(s.cfg.Storage.FS, s.cfg.Storage.Dir)
 	if err != nil {
 		return nil, err
 	}

@@ -2,9 +2,7 @@ package storage
 
 import (
 	"encoding/binary"
-	"errors"
 	"hash/crc32"
-	"io/fs"
 	"path/filepath"
 
 	"github.com/brokerless/brokerless/logd/storage/vfs"
@@ -53,37 +51,6 @@ func readStateFile(fsys vfs.FS, path string) ([]byte, error) {
 		return nil, corruptFile(path, "CRC mismatch")
 	}
 	return p, nil
-}
-
-// mkdirDurable creates dir and any missing parents, and syncs the
-// directory above each one it created, so the new entries survive a
-// power loss.
-func mkdirDurable(fsys vfs.FS, dir string) error {
-	dir = filepath.Clean(dir)
-	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := fsys.ReadDir(d); err == nil {
-			break
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		missing = append(missing, d)
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		if err := fsys.SyncDir(filepath.Dir(missing[i])); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // recoveryPointFile names the checkpoint of a partition: every batch

@@ -84,7 +84,7 @@ var (
 
 func openOffsetStore(fsys vfs.FS, dir string, maxGroups, maxMeta int, logger *slog.Logger) (*OffsetStore, error) {
 	dir = filepath.Join(dir, offsetsDir)
-	if err := mkdirDurable(fsys, dir); err != nil {
+	if err := vfs.MkdirAllDurable(fsys, dir); err != nil {
 		return nil, err
 	}
 	fsys.Remove(filepath.Join(dir, offsetsFile+tmpSuffix))

@@ -43,7 +43,7 @@ func openLog(dir, topic string, part int32, cfg TopicConfig, e *env) (*Log, erro
 // l.segMu are held and l has no segments open (Unfence).
 func (l *Log) load() error {
 	dir, e := l.dir, l.env
-	if err := mkdirDurable(e.fs, dir); err != nil {
+	if err := vfs.MkdirAllDurable(e.fs, dir); err != nil {
 		return err
 	}
 	bases, err := prepareDir(dir, e)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // Store is a directory of topics, each a fixed number of partitions,
@@ -51,7 +53,7 @@ func Open(cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if err := mkdirDurable(cfg.FS, cfg.Dir); err != nil {
+	if err := vfs.MkdirAllDurable(cfg.FS, cfg.Dir); err != nil {
 		return nil, err
 	}
 	s := &Store{

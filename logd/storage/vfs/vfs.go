@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // FS is a file system: the operations logd's storage performs, with
@@ -75,4 +76,35 @@ func WriteFile(fsys FS, name string, data []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// MkdirAllDurable creates dir and any missing parents, and syncs the
+// directory above each one it created, so the new entries survive a
+// power loss.
+func MkdirAllDurable(fsys FS, dir string) error {
+	dir = filepath.Clean(dir)
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := fsys.ReadDir(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := fsys.SyncDir(filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
