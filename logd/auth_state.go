@@ -19,17 +19,17 @@ type serverAuth struct {
 	failures        atomic.Uint64 // SASL exchanges refused
 	unauthenticated atomic.Uint64 // connections closed for a request before authentication
 	denied          atomic.Uint64 // topics, partitions or groups refused to an authenticated user
-
 }
 
-// setup takes the Config after its defaults are set.
+// setup takes the Config after its defaults are set. A bad field of
+// Config.Auth is named as Config reaches it ("Auth.Mechanisms").
 func (a *serverAuth) setup(cfg Config) error {
 	if cfg.Auth.Users == nil {
 		return nil
 	}
 	authn, err := auth.New(cfg.Auth)
 	if err != nil {
-		return err
+		return nestConfigError("Auth.", err)
 	}
 	a.authn = authn
 	return nil

@@ -3,9 +3,12 @@ package logd
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/brokerless/brokerless/logd/auth"
 	"github.com/brokerless/brokerless/logd/storage"
 )
 
@@ -61,6 +64,19 @@ func TestNestConfigError(t *testing.T) {
 	}
 	if !errors.Is(err, fakeSettingError{}) {
 		t.Fatal("the storage error is not in the chain")
+	}
+	// Config.Auth's errors likewise, from New, before the directory
+	// is made.
+	dir := filepath.Join(t.TempDir(), "data")
+	_, err = New(Config{Storage: storage.Config{Dir: dir}, Auth: auth.Config{Users: auth.NewUsers(), Mechanisms: []string{"GSSAPI"}}})
+	if !errors.As(err, &se) || !errors.Is(err, auth.ErrBadConfig) {
+		t.Fatalf("a bad Auth.Mechanisms: %v", err)
+	}
+	if f, v, _ := se.Setting(); f != "Auth.Mechanisms" || v != "GSSAPI" {
+		t.Fatalf("Setting() = %s %v", f, v)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the data directory was made (or %v) for a bad config", err)
 	}
 	plain := errors.New("disk on fire")
 	if nestConfigError("Storage.", plain) != plain {
