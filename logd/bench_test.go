@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -201,10 +202,31 @@ func dirBytes(b *testing.B, dir, suffix string) int64 {
 	return n
 }
 
-// countingFS counts the file syncs (fdatasync) the store makes.
+// countingFS counts the file syncs (fdatasync) the store makes, and
+// records the directories it syncs.
 type countingFS struct {
 	vfs.FS
 	syncs atomic.Int64
+
+	mu         sync.Mutex
+	syncedDirs map[string]bool
+}
+
+func (c *countingFS) SyncDir(name string) error {
+	c.mu.Lock()
+	if c.syncedDirs == nil {
+		c.syncedDirs = map[string]bool{}
+	}
+	c.syncedDirs[filepath.Clean(name)] = true
+	c.mu.Unlock()
+	return c.FS.SyncDir(name)
+}
+
+// dirSynced reports whether directory name was synced.
+func (c *countingFS) dirSynced(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.syncedDirs[name]
 }
 
 func (c *countingFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -61,20 +60,6 @@ func TestDirLockAcrossProcesses(t *testing.T) {
 	srv.Close()
 }
 
-// syncDirFS records the directories synced through it.
-type syncDirFS struct {
-	vfs.FS
-	mu     sync.Mutex
-	synced map[string]bool
-}
-
-func (f *syncDirFS) SyncDir(name string) error {
-	f.mu.Lock()
-	f.synced[filepath.Clean(name)] = true
-	f.mu.Unlock()
-	return f.FS.SyncDir(name)
-}
-
 // TestNewDataDirDurable: a data directory New creates, with its missing
 // parents, is synced into the directory above each, as the store does
 // for the directories it makes: otherwise a power loss could take the
@@ -84,15 +69,15 @@ func TestNewDataDirDurable(t *testing.T) {
 	top := t.TempDir()
 	parent := filepath.Join(top, "a")
 	dir := filepath.Join(parent, "data")
-	fsys := &syncDirFS{FS: vfs.OS, synced: map[string]bool{}}
+	fsys := &countingFS{FS: vfs.OS}
 	srv, err := New(Config{Storage: storage.Config{Dir: dir, FS: fsys}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
 	for _, d := range []string{top, parent} {
-		if !fsys.synced[d] {
-			t.Errorf("%s was not synced after a directory was made in it (synced: %v)", d, fsys.synced)
+		if !fsys.dirSynced(d) {
+			t.Errorf("%s was not synced after a directory was made in it", d)
 		}
 	}
 }
