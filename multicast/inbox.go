@@ -6,7 +6,8 @@ import (
 )
 
 // inbox is a bounded queue of datagrams with reused buffers, from the
-// subscriber's unicast socket to its reader goroutine.
+// goroutine reading a unicast socket to the one that owns the engine:
+// the subscriber's repairs and NCFs, the publisher's NACKs.
 type inbox struct {
 	mu      sync.Mutex
 	bufs    [][]byte

@@ -25,8 +25,9 @@ type Handler interface {
 // as ranges after a randomized back-off, holds back NACKs when an NCF or
 // the repair shows up first, discards duplicates, delivers messages in
 // order (reassembling fragments) and reports a Gap for whatever cannot be
-// recovered. A new session on a known feed is a publisher restart: the
-// old stream is closed out and never mixed with the new one.
+// recovered. A new session on a known feed is a publisher restart: once
+// the old stream has fallen silent (at once with a key), it is closed
+// out and never mixed with the new one.
 //
 // Feed it with HandleDatagram; call Poll no later than Deadline. A
 // Receiver is not safe for concurrent use.
