@@ -326,11 +326,7 @@ func TestAdminAuthorization(t *testing.T) {
 func TestUnauthenticatedRequestCloses(t *testing.T) {
 	p := authtest.NewPKI(t)
 	ts := startAuthServer(t, p, false)
-	c, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialTLS(t, ts, p, nil)
 	resp, err := rawRequest(t, c, kmsg.ApiVersions.Int16(), 0, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -354,11 +350,7 @@ func TestUnauthenticatedRequestCloses(t *testing.T) {
 		t.Fatalf("unauthenticated requests counted: %d", n)
 	}
 	// SaslAuthenticate before a handshake: ILLEGAL_SASL_STATE, then closed.
-	c2, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
+	c2 := dialTLS(t, ts, p, nil)
 	sa := kmsg.NewPtrSASLAuthenticateRequest()
 	sa.SASLAuthBytes = []byte("\x00alice\x00" + alicePassword)
 	resp, err = rawRequest(t, c2, kmsg.SASLAuthenticate.Int16(), 0, sa.AppendTo(nil))
@@ -375,11 +367,7 @@ func TestUnauthenticatedRequestCloses(t *testing.T) {
 	hs.Mechanism = "PLAIN"
 
 	// A wrong PLAIN password: SASL_AUTHENTICATION_FAILED, then closed.
-	c4, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c4.Close()
+	c4 := dialTLS(t, ts, p, nil)
 	hs.SetVersion(1)
 	if _, err := rawRequest(t, c4, kmsg.SASLHandshake.Int16(), 1, hs.AppendTo(nil)); err != nil {
 		t.Fatal(err)
@@ -394,6 +382,18 @@ func TestUnauthenticatedRequestCloses(t *testing.T) {
 	}
 	_, err = c4.Read(make([]byte, 1))
 	requireClosed(t, err, "after SASL_AUTHENTICATION_FAILED")
+}
+
+// dialTLS connects to ts over TLS, trusting the test CA, with cert as
+// the client certificate (nil: none), until the test ends.
+func dialTLS(t *testing.T, ts *testServer, p *authtest.PKI, cert *tls.Certificate) net.Conn {
+	t.Helper()
+	c, err := tls.Dial("tcp", ts.addr, p.ClientTLS(cert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // requireClosed fails unless err shows the server closed the
@@ -412,11 +412,7 @@ func requireClosed(t *testing.T, err error, what string) {
 func TestSaslHandshakeMechanisms(t *testing.T) {
 	p := authtest.NewPKI(t)
 	ts := startAuthServer(t, p, false)
-	c, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialTLS(t, ts, p, nil)
 	handshake := func(c net.Conn, mech string) *kmsg.SASLHandshakeResponse {
 		t.Helper()
 		hs := kmsg.NewPtrSASLHandshakeRequest()
@@ -470,14 +466,10 @@ func TestClientCertificatePrincipal(t *testing.T) {
 	}
 
 	strangerCert, _, _ := p.Issue(t, "stranger", false)
-	c, err := tls.Dial("tcp", ts.addr, p.ClientTLS(&strangerCert))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialTLS(t, ts, p, &strangerCert)
 	req := kmsg.NewPtrMetadataRequest()
 	req.SetVersion(1)
-	_, err = rawRequest(t, c, kmsg.Metadata.Int16(), 1, req.AppendTo(nil))
+	_, err := rawRequest(t, c, kmsg.Metadata.Int16(), 1, req.AppendTo(nil))
 	requireClosed(t, err, "a certificate naming no user, without SASL")
 
 	bare, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
@@ -575,11 +567,7 @@ func TestSaslHandshakeV0(t *testing.T) {
 	}
 	handshake := func(mech string) net.Conn {
 		t.Helper()
-		c, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
+		c := dialTLS(t, ts, p, nil)
 		hs := kmsg.NewPtrSASLHandshakeRequest()
 		hs.Mechanism = mech
 		resp, err := rawRequest(t, c, kmsg.SASLHandshake.Int16(), 0, hs.AppendTo(nil))
@@ -650,11 +638,7 @@ func TestSaslHandshakeV0StalledToken(t *testing.T) {
 	ts := startAuthServer(t, p, false, func(c *Config) {
 		c.RequestTimeout, c.IdleTimeout = 300*time.Millisecond, time.Minute
 	})
-	c, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialTLS(t, ts, p, nil)
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Mechanism = "PLAIN"
 	if _, err := rawRequest(t, c, kmsg.SASLHandshake.Int16(), 0, hs.AppendTo(nil)); err != nil {
@@ -663,7 +647,7 @@ func TestSaslHandshakeV0StalledToken(t *testing.T) {
 	if _, err := c.Write(append(binary.BigEndian.AppendUint32(nil, 100), "\x00alice"...)); err != nil {
 		t.Fatal(err)
 	}
-	_, err = readFrame(c)
+	_, err := readFrame(c)
 	requireClosed(t, err, "a stalled SASL token")
 	waitUntil(t, "the stalled token counted", func() bool {
 		return ts.metrics.slowRequests.Load()+ts.metrics.idleClosed.Load() > 0
@@ -679,11 +663,7 @@ func TestSaslHandshakeV0StalledToken(t *testing.T) {
 func TestAcksZeroForbiddenCloses(t *testing.T) {
 	p := authtest.NewPKI(t)
 	ts := startAuthServer(t, p, false)
-	c, err := tls.Dial("tcp", ts.addr, p.ClientTLS(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialTLS(t, ts, p, nil)
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.SetVersion(1)
 	hs.Mechanism = "PLAIN"

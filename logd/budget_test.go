@@ -80,15 +80,3 @@ func TestBufPool(t *testing.T) {
 		t.Fatalf("pool keeps %d bytes, bound %d", p.bytes, maxPooledBytes)
 	}
 }
-
-// waitUntil polls cond until it holds, failing the test after 10 s.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}

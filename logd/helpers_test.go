@@ -150,3 +150,15 @@ func newListOffsets(topic string) *kmsg.ListOffsetsRequest {
 	req.Topics = append(req.Topics, rt)
 	return req
 }
+
+// waitUntil polls cond until it holds, failing the test after 10 s.
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

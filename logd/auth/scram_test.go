@@ -61,13 +61,11 @@ func newAuth(t testing.TB, us *Users) *Authenticator {
 	return a
 }
 
-// TestRFC7677Vector runs the SCRAM-SHA-256 exchange of RFC 7677 §3
-// through the server: user "user", password "pencil", its salt,
-// iteration count and nonces. The server-first and server-final
-// messages must be the RFC's byte for byte, which checks the stored
-// credential derivation (StoredKey verifies the proof, ServerKey makes
-// the signature).
-func TestRFC7677Vector(t *testing.T) {
+// rfc7677Auth is an Authenticator of RFC 7677 §3's example: user
+// "user" with password "pencil", its salt and iteration count, and the
+// server nonce of the example.
+func rfc7677Auth(t testing.TB) *Authenticator {
+	t.Helper()
 	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
 	c, err := NewCredential(ScramSHA256, "pencil", salt, 4096)
 	if err != nil {
@@ -79,6 +77,17 @@ func TestRFC7677Vector(t *testing.T) {
 	}
 	a := newAuth(t, us)
 	a.nonce = func() (string, error) { return "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0", nil }
+	return a
+}
+
+// TestRFC7677Vector runs the SCRAM-SHA-256 exchange of RFC 7677 §3
+// through the server: user "user", password "pencil", its salt,
+// iteration count and nonces. The server-first and server-final
+// messages must be the RFC's byte for byte, which checks the stored
+// credential derivation (StoredKey verifies the proof, ServerKey makes
+// the signature).
+func TestRFC7677Vector(t *testing.T) {
+	a := rfc7677Auth(t)
 	s, err := a.Start(ScramSHA256)
 	if err != nil {
 		t.Fatal(err)
@@ -313,17 +322,8 @@ func TestScramAuthzID(t *testing.T) {
 // accepted with the right password, with the right server signature;
 // refused with a wrong one; a nonce that is neither form is refused.
 func TestScramDoubledNonce(t *testing.T) {
+	a := rfc7677Auth(t)
 	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
-	c, err := NewCredential(ScramSHA256, "pencil", salt, 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	us := NewUsers()
-	if err := us.Put(&User{Name: "user", SCRAM: map[string]Credential{ScramSHA256: c}}); err != nil {
-		t.Fatal(err)
-	}
-	a := newAuth(t, us)
-	a.nonce = func() (string, error) { return "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0", nil }
 	const (
 		cnonce      = "rOprNGfwEbeRWgbNEkqO"
 		clientFirst = "n,,n=user,r=" + cnonce
@@ -390,17 +390,7 @@ func TestScramDoubledNonce(t *testing.T) {
 // either refused or, only with the RFC 7677 password's proof,
 // authenticate "user"; never a panic.
 func FuzzScramExchange(f *testing.F) {
-	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
-	c, err := NewCredential(ScramSHA256, "pencil", salt, 4096)
-	if err != nil {
-		f.Fatal(err)
-	}
-	us := NewUsers()
-	if err := us.Put(&User{Name: "user", SCRAM: map[string]Credential{ScramSHA256: c}}); err != nil {
-		f.Fatal(err)
-	}
-	a := newAuth(f, us)
-	a.nonce = func() (string, error) { return "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0", nil }
+	a := rfc7677Auth(f)
 	f.Add([]byte("n,,n=user,r=rOprNGfwEbeRWgbNEkqO"),
 		[]byte("c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="))
 	f.Add([]byte("n,,n=user,r=abc"), []byte("c=biws,r=abcabc%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=AAAA"))
