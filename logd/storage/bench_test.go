@@ -24,11 +24,6 @@ func benchBatch(b testing.TB) []byte {
 	return makeBatch(b, spec)
 }
 
-// fsyncCounter counts fsyncs.
-type fsyncCounter struct{ n atomic.Int64 }
-
-func (c *fsyncCounter) OnFsync(_ string, _ int32, _ time.Duration, _ int64) { c.n.Add(1) }
-
 // BenchmarkAppendFsyncAlways appends batches of 16 × 1 KiB records from
 // concurrent producers, each waiting for its batch to be durable (group
 // commit). In the same run, interleaved round by round (the disk is

@@ -74,28 +74,15 @@ func TestCompactionDropsEmptiedBatches(t *testing.T) {
 		t.Helper()
 		got := map[string]string{}
 		empty := 0
-		for off := l.StartOffset(); off < l.EndOffset(); {
-			b, err := l.Read(off, 1<<20)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for len(b) > 0 {
-				p, _ := peekBatch(b)
-				var h kmsg.RecordBatch
-				if err := decodeHeader(b[:p.size], &h); err != nil {
-					t.Fatal(err)
+		walkBatches(t, l, func(p peek, h *kmsg.RecordBatch) {
+			if h.NumRecords == 0 {
+				empty++
+				if h.ProducerID != 7 || p.base != lastIdem.BaseOffset || h.FirstSequence != 2 {
+					t.Fatalf("empty batch at %d of producer %d seq %d: only producer 7's last (at %d) may stay",
+						p.base, h.ProducerID, h.FirstSequence, lastIdem.BaseOffset)
 				}
-				if h.NumRecords == 0 {
-					empty++
-					if h.ProducerID != 7 || p.base != lastIdem.BaseOffset || h.FirstSequence != 2 {
-						t.Fatalf("empty batch at %d of producer %d seq %d: only producer 7's last (at %d) may stay",
-							p.base, h.ProducerID, h.FirstSequence, lastIdem.BaseOffset)
-					}
-				}
-				off = p.last() + 1
-				b = b[p.size:]
 			}
-		}
+		})
 		for _, r := range readAll(t, l, 0) {
 			got[r.key] = string(r.value)
 		}

@@ -133,22 +133,12 @@ func checkCompacted(t *testing.T, l *Log, want []decoded) {
 	t.Helper()
 	checkRecords(t, readAll(t, l, 0), want)
 	next := l.StartOffset()
-	for off := next; off < l.EndOffset(); {
-		b, err := l.Read(off, 1<<20)
-		if err != nil {
-			t.Fatal(err)
+	walkBatches(t, l, func(p peek, h *kmsg.RecordBatch) {
+		if p.base < next || h.NumRecords == 0 {
+			t.Fatalf("batch after %d: base %d, %d records", next, p.base, h.NumRecords)
 		}
-		for len(b) > 0 {
-			p, _ := peekBatch(b)
-			var h kmsg.RecordBatch
-			if err := decodeHeader(b[:p.size], &h); err != nil || p.base < next || h.NumRecords == 0 {
-				t.Fatalf("batch after %d: base %d, %d records, %v", next, p.base, h.NumRecords, err)
-			}
-			next = p.last() + 1
-			b = b[p.size:]
-		}
-		off = next
-	}
+		next = p.last() + 1
+	})
 	for off := l.StartOffset(); off < l.EndOffset(); off++ {
 		b, err := l.Read(off, 1)
 		p, _ := peekBatch(b)

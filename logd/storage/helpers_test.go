@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -189,6 +190,37 @@ func readAll(t testing.TB, l *Log, from int64) []decoded {
 	}
 	return out
 }
+
+// walkBatches calls fn with every batch of l, in order, from its start
+// offset to its end, as reads return them.
+func walkBatches(t testing.TB, l *Log, fn func(p peek, h *kmsg.RecordBatch)) {
+	t.Helper()
+	for off := l.StartOffset(); off < l.EndOffset(); {
+		b, err := l.Read(off, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) == 0 {
+			t.Fatalf("Read(%d) below the end %d returned nothing", off, l.EndOffset())
+		}
+		for len(b) > 0 {
+			p, _ := peekBatch(b)
+			var h kmsg.RecordBatch
+			if err := decodeHeader(b[:p.size], &h); err != nil {
+				t.Fatalf("batch at %d: %v", p.base, err)
+			}
+			fn(p, &h)
+			off = p.last() + 1
+			b = b[p.size:]
+		}
+	}
+}
+
+// fsyncCounter counts the Log's own fsyncs (group commit or interval
+// timer), not those of rolls.
+type fsyncCounter struct{ n atomic.Int64 }
+
+func (c *fsyncCounter) OnFsync(string, int32, time.Duration, int64) { c.n.Add(1) }
 
 func itoa(i int64) string { return strconv.FormatInt(i, 10) }
 

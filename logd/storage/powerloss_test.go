@@ -77,12 +77,6 @@ type plModel struct {
 	failed   map[string]bool // values of batches whose Append failed
 }
 
-// logFsyncs counts the Log's own fsyncs (group commit or interval
-// timer), not those of rolls.
-type logFsyncs struct{ n atomic.Int64 }
-
-func (c *logFsyncs) OnFsync(string, int32, time.Duration, int64) { c.n.Add(1) }
-
 func powerLoss(t *testing.T, policy FsyncPolicy, torn bool) {
 	cycles := 30
 	if testing.Short() {
@@ -95,7 +89,7 @@ func powerLoss(t *testing.T, policy FsyncPolicy, torn bool) {
 	if torn {
 		fsys = vfs.NewLazyTorn(rand.New(rand.NewPCG(seed, 2)))
 	}
-	syncs := &logFsyncs{}
+	syncs := &fsyncCounter{}
 	cfg := Config{
 		Dir: powerLossDir, Fsync: policy, FsyncInterval: 2 * time.Millisecond,
 		SegmentBytes: 4 << 10, IndexIntervalBytes: 256, MaintenanceInterval: -1,
