@@ -18,19 +18,25 @@ type jumpClaim struct {
 	n   int    // datagrams that agree with it
 }
 
-// sourceOK reports whether from is the stream's source, counting the
-// datagram as dropped when it is not. With a key, a datagram from
-// elsewhere that reaches past the highest sequence number seen (reach)
-// makes from the source: it comes from a key holder, and without the key
-// one can only replay what the publisher sent, so a replay that got here
-// first (the stream tied to the replayer's address) is overtaken by the
-// publisher's next datagram.
+// sourceOK reports whether a datagram of the stream from from is taken,
+// counting it as dropped when it is not. Without a key only the stream's
+// source is believed. With a key, a DATA, HEARTBEAT or END comes from a
+// key holder or is a replay, which moves nothing, so it is taken from
+// any address; the source, where NACKs go (and the only address NCFs and
+// LOST notices are taken from), is the address of the last of them that
+// reached past the highest sequence number seen (reach, 0 for NCF and
+// LOST), which only the publisher can send. So a replay that arrives
+// first, and ties the stream to the replayer's address, neither shuts
+// out the publisher's own datagrams nor keeps the stream: the
+// publisher's next data takes it back.
 func (st *stream) sourceOK(from netip.AddrPort, reach uint64) bool {
 	switch {
 	case from == st.source:
 		return true
-	case st.r.keyed() && reach > st.highest:
-		st.source = from
+	case st.r.keyed() && reach > 0:
+		if reach > st.highest {
+			st.source = from
+		}
 		return true
 	}
 	st.r.stats.WrongSource++

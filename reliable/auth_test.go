@@ -67,7 +67,7 @@ func TestSimWithKey(t *testing.T) {
 // must not tie the stream to the replayer: the publisher's next
 // datagram, which carries sequence numbers no replay can, takes it
 // back, NACKs go to the publisher (the sim fails a NACK sent elsewhere),
-// and every message is delivered; later replays change nothing.
+// and every message is delivered; later replays are mere duplicates.
 func TestSimReplayDoesNotTakeTheStream(t *testing.T) {
 	n := newSim(t, 43, SenderConfig{Key: testKey}, ReceiverConfig{Key: testKey}, 2, simFaults{loss: 0.02})
 	replayer := netip.MustParseAddrPort("10.6.6.6:6666")
@@ -94,8 +94,39 @@ func TestSimReplayDoesNotTakeTheStream(t *testing.T) {
 	for _, rc := range n.rcvs {
 		checkExactlyOnce(t, rc, 2000)
 		checkAccounting(t, rc, true)
-		if st := rc.r.Stats(); st.WrongSource == 0 || st.Unauthenticated != 0 {
-			t.Fatalf("receiver %d: replays not dropped as from the wrong source: %+v", rc.id, st)
+		if st := rc.r.Stats(); st.WrongSource != 0 || st.Unauthenticated != 0 {
+			t.Fatalf("receiver %d: with a key, datagrams dropped for their address: %+v", rc.id, st)
+		}
+	}
+}
+
+// TestSimReplayOfALoss: a replay that reaches the subscriber before
+// the publisher's heartbeat reveals the loss it fills makes the replayer
+// the stream's source for a while; the publisher's heartbeats, which
+// carry nothing new while it is idle, must still keep the stream alive,
+// and its next data takes the stream back.
+func TestSimReplayOfALoss(t *testing.T) {
+	n := newSim(t, 44, SenderConfig{Key: testKey}, ReceiverConfig{Key: testKey}, 1, simFaults{})
+	var lost []byte
+	n.dropTo = func(_ int, b []byte) bool {
+		h, err := ParseHeader(b)
+		if err != nil || h.Type != TypeData || !dataWith(b[:len(b)-TrailerLen], 100) {
+			return false
+		}
+		lost = bytes.Clone(b)
+		return true
+	}
+	n.publish(0, 100, 1, 20*time.Microsecond, 64)
+	n.dropTo = nil
+	n.forge(netip.MustParseAddrPort("10.6.6.6:6666"), lost)
+	n.settle(2 * DefaultIdleTimeout)
+	n.publish(100, 100, 1, 20*time.Microsecond, 64)
+	n.settle(100 * time.Millisecond)
+	rc := n.rcvs[0]
+	checkExactlyOnce(t, rc, 200)
+	for _, e := range rc.events {
+		if e.Kind == transport.EventStreamEnd {
+			t.Fatalf("the stream ended: %+v (stats %+v)", e.End, rc.r.Stats())
 		}
 	}
 }

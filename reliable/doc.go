@@ -78,10 +78,12 @@
 // a key holder). Replayed datagrams are not detected, but replaying
 // what a publisher already sent moves nothing: sequence numbers below
 // the stream's position are duplicates, an old session stays stale.
-// Nor does a replay sent from another address keep the stream tied to
-// that address when it happens to arrive first: with a key, a datagram
-// that reaches past the highest sequence number seen moves the stream to
-// its source, and only the publisher can send one.
+// Nor is a stream tied to an address with a key: a DATA, HEARTBEAT or
+// END is taken from any address, and NACKs go to (and NCFs and LOST
+// notices are taken only from) the address of the last datagram that
+// reached past the highest sequence number seen, which only the
+// publisher can send. Otherwise a replay sent from elsewhere that
+// happened to arrive first would tie the stream to the replayer.
 //
 // # Wire format, version 1
 //

@@ -131,11 +131,7 @@ func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, 
 		if beat, err = ParseBeat(b); err != nil {
 			break
 		}
-		var reach uint64 // how far a heartbeat shows the publisher has sent
-		if hd.Type == TypeHeartbeat {
-			reach = beat.Next - 1
-		}
-		st := r.lookup(hd.Stream, from, reach, hd.Type == TypeHeartbeat)
+		st := r.lookup(hd.Stream, from, beat.Next-1, hd.Type == TypeHeartbeat)
 		if st == nil {
 			break
 		}
@@ -235,8 +231,8 @@ func (r *Receiver) Deadline() time.Time {
 }
 
 // lookup finds the stream of id, checking that from is its source
-// (reach is the highest sequence number the datagram shows sent, 0 when
-// it shows none; see sourceOK). Another session of the feed replaces the feed's stream (a publisher
+// (reach is the highest sequence number the datagram shows sent: 0 for
+// an NCF or LOST; see sourceOK). Another session of the feed replaces the feed's stream (a publisher
 // restart) when create is set and that stream has fallen silent (see
 // admit.go); a session that ended or was replaced is stale. A new feed's
 // stream is created, when create is set and there is room, tied to from.
