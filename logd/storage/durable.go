@@ -27,7 +27,7 @@ func (l *Log) sync() {
 		l.mu.Unlock()
 		return
 	}
-	target, from := l.end, l.durable
+	target, from, loads := l.end, l.durable, l.loads
 	seg := l.segs[len(l.segs)-1]
 	pos := seg.size
 	l.mu.Unlock()
@@ -43,9 +43,18 @@ func (l *Log) sync() {
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.loads != loads {
+		// Fenced and reloaded meanwhile (Unfence): seg is closed, and
+		// its offsets were cut or checked again; this fsync counts for
+		// nothing, its error included.
+		return
+	}
 	if err != nil {
 		l.fail(opFsync, err)
 		return
+	}
+	if l.failed != nil {
+		return // another fsync failed meanwhile: what this one covered is not known
 	}
 	seg.synced = max(seg.synced, pos)
 	if pos > seg.visible.Load() {

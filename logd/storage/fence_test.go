@@ -3,6 +3,8 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -161,5 +163,88 @@ func checkValues(t *testing.T, l *Log, want []string) {
 		if r.offset != int64(i) || string(r.value) != want[i] {
 			t.Fatalf("record %d: %q at offset %d, want %q", i, r.value, r.offset, want[i])
 		}
+	}
+}
+
+// TestUnfenceDuringFsync: an fsync still in flight when another one
+// failed, and when Unfence then cut and reloaded the partition, must
+// not mark as durable offsets the reload cut away. It did: the durable
+// point ended past the log end, so the next appends, at those offsets
+// again, counted as fsynced and the next Sync skipped them.
+func TestUnfenceDuringFsync(t *testing.T) {
+	faults := vfs.NewFaults(vfs.NewLazy())
+	clk := newClock()
+	cfg := Config{Dir: "/data", FS: faults, Fsync: FsyncInterval, FsyncInterval: time.Hour, MaintenanceInterval: -1, Now: clk.now}
+	s, l := openPartition(t, cfg)
+	defer s.Close()
+	if _, err := l.Append(simpleBatch(t, "a", 2, clk.ms())); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		syncs int // of segment files
+		held  = make(chan struct{})
+		hold  = make(chan struct{})
+	)
+	// The first fsync of a segment waits for hold; the second fails.
+	faults.SetRule(func(op vfs.Op, name string) error {
+		if op != vfs.OpSync || !strings.HasSuffix(name, logSuffix) {
+			return nil
+		}
+		mu.Lock()
+		syncs++
+		n := syncs
+		mu.Unlock()
+		switch n {
+		case 1:
+			close(held)
+			<-hold
+		case 2:
+			return syscall.EIO
+		}
+		return nil
+	})
+	inFlight := make(chan error)
+	go func() { inFlight <- l.Sync() }()
+	<-held
+	if err := l.Sync(); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("the failing fsync: %v, want ErrLogFailed", err)
+	}
+	unfenced := make(chan error)
+	go func() { unfenced <- l.Unfence() }()
+	// Unfence holds the log and waits for the fsync in flight.
+	deadline := time.Now().Add(10 * time.Second)
+	for l.mu.TryLock() {
+		l.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("Unfence never took the log")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(hold)
+	if err := <-unfenced; err != nil {
+		t.Fatal(err)
+	}
+	<-inFlight // its error, if any, is the fence it found
+	l.mu.Lock()
+	end, durable := l.end, l.durable
+	l.mu.Unlock()
+	if durable > end {
+		t.Fatalf("durable up to %d, past the log end %d", durable, end)
+	}
+	if _, err := l.Append(simpleBatch(t, "b", 2, clk.ms())); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	before := syncs
+	mu.Unlock()
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	after := syncs
+	mu.Unlock()
+	if after == before {
+		t.Fatal("Sync after the reload did not fsync the new appends")
 	}
 }

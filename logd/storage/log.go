@@ -45,6 +45,7 @@ type Log struct {
 	durable   int64  // every offset below is fsynced
 	failed    error  // set by fail: the partition is fenced
 	failedOp  string // the step that failed (opWrite, opFsync, ...)
+	loads     int    // times load read the partition from disk (Unfence reloads it)
 	closed    bool
 	durableCh chan struct{} // closed when durable advances; made on demand
 	updCh     chan struct{} // closed when the high watermark advances; made on demand

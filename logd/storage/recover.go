@@ -50,6 +50,7 @@ func (l *Log) load() error {
 	if err != nil {
 		return err
 	}
+	l.loads++
 	l.segs = nil
 	l.producers = newProducers(e.maxProducers, e.producerExpiry)
 	l.compactedTo, l.tombstoneDue = -1, 0
