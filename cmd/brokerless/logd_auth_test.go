@@ -53,15 +53,7 @@ func TestLogdTLSAndUsers(t *testing.T) {
 	if err := client("pw-2").Ping(pctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Fatalf("wrong password: %v", err)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("shutdown: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("logd did not shut down")
-	}
+	stopLogd(t, cancel, done)
 }
 
 // TestLogdAuthFlagErrors: bad TLS and users flags exit 2 naming the

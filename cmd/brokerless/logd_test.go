@@ -39,6 +39,21 @@ func startLogd(t *testing.T, ctx context.Context, args ...string) (string, *sync
 	return m[1], errOut, done
 }
 
+// stopLogd ends a logd that startLogd started with a context cancel
+// ends (as SIGTERM does), and waits for it to shut down cleanly.
+func stopLogd(t *testing.T, cancel context.CancelFunc, done chan error) {
+	t.Helper()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("shutdown: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("logd did not shut down")
+	}
+}
+
 // TestLogdCommand: the command prints where it listens, serves a Kafka
 // client, and shuts down cleanly when its context ends (SIGTERM).
 func TestLogdCommand(t *testing.T) {
@@ -53,15 +68,7 @@ func TestLogdCommand(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "cli", Value: []byte("hi")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("shutdown: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("logd did not shut down")
-	}
+	stopLogd(t, cancel, done)
 }
 
 // TestLogdSecondOnSameDir: a second logd on a directory in use exits 1,
