@@ -25,7 +25,8 @@
 // address (MaxConnectionsPerIP); a new connection must send its first
 // request within RequestTimeout, and an idle one is closed after
 // IdleTimeout. /healthz answers 503 with the reasons while clients are
-// refused or a partition is fenced. A Server locks its data directory:
+// refused, requests go without memory or a partition is fenced. A
+// Server locks (and, if need be, durably creates) its data directory:
 // a second one on it, in any process, gets a *DirLockedError.
 //
 // With Config.Auth.Users set, clients must authenticate (SASL PLAIN,
