@@ -2,7 +2,6 @@ package multicast
 
 import (
 	"context"
-	"math"
 	"math/rand/v2"
 	"net"
 	"testing"
@@ -18,55 +17,49 @@ import (
 // 1% of its datagrams, an attacker who has read one datagram sends
 // 10,000 forged NACKs (10,000/s, each for about four datagrams of the
 // window) to the publisher. Its budget for the attacker's address drops
-// most of them and bounds the repairs the rest cause; the subscribers'
-// p99 latency stays within twice that of the same feed without the
-// flood, in at least one of three rounds, each an unattacked run and an
-// attacked one back to back.
+// most of them and bounds the repairs the rest cause, and the
+// subscribers still get the whole feed. What the flood does to their
+// latency is a speed figure, so it is measured by BenchmarkNackFlood in
+// interleaved rounds, not judged here; TestSimNackFlood judges it in
+// virtual time, with the issue's 100,000 NACKs.
 //
-// The latency verdict fails only when every attacked run is more than
-// twice as slow as the unattacked run just before it: a defence that
-// stops working slows every attacked run (the issue's flood made the
-// publisher send 570 MB of repairs), while on a 2-core machine shared
-// with other work a single run's p99 can grow several times over for
-// reasons of its own, in either kind of run.
-//
-// TestSimNackFlood sends the issue's 100,000 NACKs, in virtual time.
-// Here the rate is what the issue's flood caused (570 MB of repairs at
-// the publisher's 64 MiB/s rate limit: about nine seconds, so about
-// 11,000 NACKs/s): a much faster flood costs this 2-core machine more to
-// send and receive, even dropped unread, than any answer to it would.
+// The rate is what the issue's flood caused (570 MB of repairs at the
+// publisher's 64 MiB/s rate limit: about nine seconds, so about 11,000
+// NACKs/s): a much faster flood costs this 2-core machine more to send
+// and receive, even dropped unread, than any answer to it would.
 func TestNackFlood(t *testing.T) {
-	rounds := 3
-	if raceEnabled {
-		rounds = 1 // latency under the race detector says nothing
+	r := floodRound(t, 10_000)
+	st := r.stats
+	bound := floodRepairBound(st)
+	t.Logf("p99 %v with the flood; %d repairs, %d bytes (bound %d), %d NCFs; %d NACKs and %d repairs over budget; %d messages lost",
+		r.p99, st.Repairs, st.RepairBytes, bound, st.Ncfs, st.NacksOverBudget, st.RepairsOverBudget, r.lost)
+	if st.NacksOverBudget == 0 || st.RepairBytes > bound {
+		t.Fatalf("budget not applied: repair bytes %d (bound %d), %+v", st.RepairBytes, bound, st.SenderStats)
 	}
-	best := math.Inf(1) // the smallest ratio of attacked to unattacked p99
-	for range rounds {
-		base, _ := floodRound(t, 0)
-		flood, st := floodRound(t, 10_000)
-		best = min(best, float64(flood)/float64(base))
-		// What a new source starts with (its share of the window, at
-		// least 256 KiB), its share of the new data, and 256 KiB/s over
-		// the (at most three) seconds of a round.
-		bound := 256<<10 + uint64(2*reliable.DefaultSourceRepairShare*float64(st.Bytes)) + 3*reliable.DefaultSourceRepairRate
-		t.Logf("p99 %v without, %v with the flood; %d repairs, %d bytes (bound %d), %d NCFs; %d NACKs and %d repairs over budget",
-			base, flood, st.Repairs, st.RepairBytes, bound, st.Ncfs, st.NacksOverBudget, st.RepairsOverBudget)
-		if st.NacksOverBudget == 0 || st.RepairBytes > bound {
-			t.Fatalf("budget not applied: %+v", st.SenderStats)
-		}
-	}
-	if raceEnabled {
-		return
-	}
-	if best > 2 {
-		t.Errorf("p99 under the flood more than 2× that without it in every round (at best %.2f×)", best)
+	if r.lost != 0 {
+		t.Fatalf("the subscribers lost %d messages under the flood", r.lost)
 	}
 }
 
+// floodRepairBound is the most repair bytes the attacker's budget allows
+// in a round: what a new source starts with (its share of the window,
+// at least 256 KiB), its share of the new data, and 256 KiB/s over the
+// (at most three) seconds of a round; the honest subscribers' own
+// repairs fit in the same share again.
+func floodRepairBound(st PublisherStats) uint64 {
+	return 256<<10 + uint64(2*reliable.DefaultSourceRepairShare*float64(st.Bytes)) + 3*reliable.DefaultSourceRepairRate
+}
+
+// floodResult is what one round of floodRound measured.
+type floodResult struct {
+	p99   time.Duration  // the subscribers' p99 publish-to-delivery latency
+	lost  int            // messages reported lost (inside a Gap)
+	stats PublisherStats // the publisher's counters
+}
+
 // floodRound runs the feed for a second, with nacks forged NACKs sent
-// meanwhile at 10,000 per second, and returns the subscribers' p99 latency and the
-// publisher's stats.
-func floodRound(t *testing.T, nacks int) (time.Duration, PublisherStats) {
+// meanwhile at 10,000 per second.
+func floodRound(t testing.TB, nacks int) floodResult {
 	cfg := testConfig(t)
 	var subs []*Subscriber
 	for i := range 2 {
@@ -77,10 +70,11 @@ func floodRound(t *testing.T, nacks int) (time.Duration, PublisherStats) {
 	p := mustPub(t, cfg)
 	const n, rate, nackRate = 20_000, 20_000, 10_000
 	hists := make([]*latency.Histogram, len(subs))
+	lost := make([]int, len(subs))
 	done := make(chan error, len(subs))
 	for i, s := range subs {
 		hists[i] = latency.New()
-		go func() { done <- receiveLatencies(s, n, hists[i]) }()
+		go func() { done <- receiveLatencies(s, n, hists[i], &lost[i]) }()
 	}
 	stop := make(chan struct{})
 	attacked := make(chan struct{})
@@ -99,15 +93,18 @@ func floodRound(t *testing.T, nacks int) (time.Duration, PublisherStats) {
 	close(stop)
 	<-attacked
 	all := latency.New()
-	for _, h := range hists {
+	r := floodResult{stats: p.Stats()}
+	for i, h := range hists {
 		all.Merge(h)
+		r.lost += lost[i]
 	}
-	return all.Quantile(0.99), p.Stats()
+	r.p99 = all.Quantile(0.99)
+	return r
 }
 
-// receiveLatencies records the latency of n messages (a gap counts its
-// messages without latencies).
-func receiveLatencies(s *Subscriber, n int, h *latency.Histogram) error {
+// receiveLatencies records the latency of n messages; a gap counts its
+// messages without latencies, and adds them to lost.
+func receiveLatencies(s *Subscriber, n int, h *latency.Histogram, lost *int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for got := 0; got < n; {
@@ -121,6 +118,7 @@ func receiveLatencies(s *Subscriber, n int, h *latency.Histogram) error {
 			got++
 		case transport.EventGap:
 			got += int(ev.Gap.Len())
+			*lost += int(ev.Gap.Len())
 		}
 	}
 	return nil
@@ -129,7 +127,7 @@ func receiveLatencies(s *Subscriber, n int, h *latency.Histogram) error {
 // forgeNacks sends n NACKs for p's stream to its address, at about rate
 // per second, each for 64 sequence numbers (four datagrams of 16
 // messages) at random in what has been sent, until done or stop.
-func forgeNacks(t *testing.T, p *Publisher, n, rate int, stop <-chan struct{}) {
+func forgeNacks(t testing.TB, p *Publisher, n, rate int, stop <-chan struct{}) {
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Error(err)
@@ -158,4 +156,47 @@ func forgeNacks(t *testing.T, p *Publisher, n, rate int, stop <-chan struct{}) {
 		b = reliable.AppendRanges(b[:0], reliable.TypeNack, id, []reliable.Range{{From: from, To: from + 63}})
 		_, _ = c.WriteTo(b, to)
 	}
+}
+
+// BenchmarkNackFlood measures what TestNackFlood's flood (10,000 forged
+// NACKs/s from one address, during a 20,000 messages/s feed to two
+// subscribers losing 1%) does to the subscribers' p99 latency: each of
+// benchRounds rounds runs the feed without and then with the flood
+// (alternating which goes first), and reports
+//
+//   - p99-x-unattacked: the median over rounds of attacked p99 / the
+//     same round's unattacked p99 (issue 14's target: at most 2);
+//   - rounds-over-2x: how many rounds exceeded 2;
+//   - repair-x-data: repair bytes / new data bytes in the attacked runs
+//     (the budget allows the attacker about 2, plus what it saved up);
+//   - lost: messages the subscribers reported lost in either kind of run.
+//
+// b.N is ignored: a round is a fixed second of feed.
+//
+//	go test -run XXX -bench NackFlood -benchtime 1x ./multicast/
+func BenchmarkNackFlood(b *testing.B) {
+	var ratios, repair []float64
+	over, lost := 0, 0
+	for round := range benchRounds {
+		var base, flood floodResult
+		if round%2 == 0 {
+			base, flood = floodRound(b, 0), floodRound(b, 10_000)
+		} else {
+			flood, base = floodRound(b, 10_000), floodRound(b, 0)
+		}
+		ratio := float64(flood.p99) / float64(base.p99)
+		if ratio > 2 {
+			over++
+		}
+		ratios = append(ratios, ratio)
+		repair = append(repair, float64(flood.stats.RepairBytes)/float64(flood.stats.Bytes))
+		lost += base.lost + flood.lost
+		b.Logf("round %d: p99 %v unattacked, %v attacked (%.2f×); repair bytes %.2f× the data; %d NACKs over budget; lost %d + %d",
+			round+1, base.p99, flood.p99, ratio, repair[len(repair)-1], flood.stats.NacksOverBudget, base.lost, flood.lost)
+	}
+	b.ReportMetric(median(ratios), "p99-x-unattacked")
+	b.ReportMetric(float64(over), "rounds-over-2x")
+	b.ReportMetric(median(repair), "repair-x-data")
+	b.ReportMetric(float64(lost), "lost")
+	b.ReportMetric(0, "ns/op")
 }
