@@ -22,4 +22,18 @@
 // A program must import the package of each transport it uses (for
 // example github.com/brokerless/brokerless/multicast) so that its scheme
 // is registered, as with database/sql drivers.
+//
+// Beyond the two interfaces, a transport may offer at-least-once
+// consumption ([Acknowledger], claimed as [AtLeastOnce]) and publish
+// receipts ([ReceiptPublisher]), found by type assertion. Pipes and
+// recorders carry a message's [Origin] across in headers, and a [Gap] of
+// their source as a gap marker ([GapMarker]), so the destination's
+// readers see the hole too.
+//
+// Layout rule: the project's own capabilities stay top-level packages
+// (multicast, webhook, statsd, logd, reliable), each registering its
+// scheme if it is a transport; a transport that adapts a client library
+// lives under transport/ (transport/kafka on franz-go, transport/zmq on
+// go-zeromq/zmq4). Test tools (transporttest, faultnet) live under
+// transport/ too, and no production Config refers to them.
 package transport

@@ -41,7 +41,8 @@ type Event struct {
 }
 
 // Gap reports that messages From..To (inclusive) of Stream will never be
-// delivered.
+// delivered. Most gaps are loss; a gap left by log compaction is not
+// (Lost says which).
 type Gap struct {
 	Stream   StreamID
 	From, To uint64
@@ -51,8 +52,16 @@ type Gap struct {
 // Len is the number of sequence numbers the gap covers.
 func (g Gap) Len() uint64 { return g.To - g.From + 1 }
 
+// Lost reports whether the gap's messages were lost: every reason but
+// GapCompacted, whose messages were superseded by later ones.
+func (g Gap) Lost() bool { return g.Reason != GapCompacted }
+
 func (g Gap) String() string {
-	return fmt.Sprintf("gap %s seq %d..%d (%d lost): %s", g.Stream, g.From, g.To, g.Len(), g.Reason)
+	what := "lost"
+	if !g.Lost() {
+		what = "not lost"
+	}
+	return fmt.Sprintf("gap %s seq %d..%d (%d %s): %s", g.Stream, g.From, g.To, g.Len(), what, g.Reason)
 }
 
 // GapReason says why a gap could not be recovered.
@@ -76,6 +85,18 @@ const (
 	GapNoRecovery
 	// GapTooLarge: the message exceeds the subscriber's size limit.
 	GapTooLarge
+	// GapRetention: a log deleted the records (retention by age or size)
+	// before the subscriber read them.
+	GapRetention
+	// GapCompacted: log compaction removed the records, each superseded
+	// by a later record with the same key. Not loss: the latest value of
+	// every key is still delivered.
+	GapCompacted
+	// GapSourceDown: whatever fed this stream from another one (a pipe,
+	// a recorder) was down, and its source no longer held the messages
+	// when it came back. Written by the pipe as a gap marker, so readers
+	// of the destination see the hole.
+	GapSourceDown
 )
 
 func (r GapReason) String() string {
@@ -92,6 +113,12 @@ func (r GapReason) String() string {
 		return "transport does not retransmit"
 	case GapTooLarge:
 		return "message larger than the subscriber accepts"
+	case GapRetention:
+		return "deleted by the log's retention before it was read"
+	case GapCompacted:
+		return "compacted: superseded by a later record with the same key"
+	case GapSourceDown:
+		return "the pipe feeding this stream was down longer than its source kept the messages"
 	}
 	return fmt.Sprintf("GapReason(%d)", uint8(r))
 }

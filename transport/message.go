@@ -5,14 +5,27 @@ import (
 	"time"
 )
 
-// StreamID identifies one publisher incarnation.
+// StreamID names one ordered stream of messages in its transport's own
+// terms. Each transport sets the fields that name its streams and
+// leaves the others zero, and documents them:
 //
-// Feed names the logical stream (chosen by configuration and stable
-// across restarts, like an Aeron stream id). Session is drawn at random
-// each time a publisher starts, so a restarted publisher is never
-// confused with the one before it. A zero Session never appears on the
-// wire.
+//   - multicast (mcast://): Feed, chosen by configuration and stable
+//     across restarts (like an Aeron stream id), and Session, drawn at
+//     random each time a publisher starts, so a restarted publisher is
+//     never confused with the one before it; Seq is the sequence number
+//     on the wire.
+//   - Kafka and logd (logd://, kafka://): Topic and Partition; a
+//     partition is one stream for its whole life, so Session is zero;
+//     Seq is the record's offset.
+//   - ZeroMQ (zmq+tcp://, zmq+ipc://): Session is the publisher's stream
+//     id from its header frame, Seq the sequence number in it.
+//
+// No field stands in for another: a name is carried as a name.
 type StreamID struct {
+	// Topic and Partition name a partition of a log.
+	Topic     string
+	Partition int32
+	// Feed and Session name one incarnation of a direct publisher.
 	Feed    uint32
 	Session uint64
 }
@@ -20,8 +33,12 @@ type StreamID struct {
 // IsZero reports whether id is the zero StreamID.
 func (id StreamID) IsZero() bool { return id == StreamID{} }
 
-// String formats id as feed/session, the session in hexadecimal.
+// String formats id as topic/partition for a log's stream, else as
+// feed/session (the session in hexadecimal).
 func (id StreamID) String() string {
+	if id.Topic != "" {
+		return fmt.Sprintf("%s/%d", id.Topic, id.Partition)
+	}
 	return fmt.Sprintf("%d/%016x", id.Feed, id.Session)
 }
 
@@ -41,10 +58,11 @@ type Header struct {
 type Message struct {
 	// Stream is the publisher incarnation that sent the message.
 	Stream StreamID
-	// Seq is the message's sequence number within Stream. Sequence
-	// numbers increase strictly; a transport documents whether they are
-	// contiguous (a multicast message fragmented over k datagrams uses k
-	// sequence numbers).
+	// Seq is the message's position within Stream: a sequence number,
+	// or a log offset (see StreamID). Positions increase strictly; a
+	// transport documents whether they are contiguous (a multicast
+	// message fragmented over k datagrams uses k sequence numbers; a
+	// compacted Kafka topic has holes).
 	Seq uint64
 	// Time is the publish (event) time.
 	Time time.Time

@@ -23,6 +23,9 @@ const (
 	Durable
 	// Replay: a subscriber can start from an earlier offset or time.
 	Replay
+	// AtLeastOnce: the subscriber implements Acknowledger, and what the
+	// application has not acknowledged when it stops is delivered again.
+	AtLeastOnce
 )
 
 var semanticsNames = []struct {
@@ -35,6 +38,7 @@ var semanticsNames = []struct {
 	{Deduplicated, "deduplicated"},
 	{Durable, "durable"},
 	{Replay, "replay"},
+	{AtLeastOnce, "at-least-once"},
 }
 
 // Has reports whether s includes every flag in f.

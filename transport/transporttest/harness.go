@@ -62,6 +62,23 @@ type Pair struct {
 	// subscriber that needs a few messages to notice the new session).
 	// Nil skips the Restart test.
 	NewPublisher func() (transport.Publisher, error)
+	// RestartServer kills the process that stores the pair's messages
+	// (a logd, say) as a crash would, with no clean shutdown, and starts
+	// it again on the same address and data; it returns once the server
+	// serves again. Pub and Sub may have to reconnect. The Durable check
+	// needs it: a transport that claims Durable with a nil RestartServer
+	// fails.
+	RestartServer func() error
+	// NewSubscriber opens another subscriber of the pair's stream that
+	// starts at position from (an offset of a log). The Replay check
+	// needs it: a transport that claims Replay with a nil NewSubscriber
+	// fails.
+	NewSubscriber func(from uint64) (transport.Subscriber, error)
+	// NewGroupMember opens another subscriber in Sub's consumer group
+	// (or, for a transport without groups, the subscriber that resumes in
+	// Sub's place). The AtLeastOnce check needs it: a transport that
+	// claims AtLeastOnce with a nil NewGroupMember fails.
+	NewGroupMember func() (transport.Subscriber, error)
 }
 
 // Harness tells [Run] how to make pairs of a transport and what the
