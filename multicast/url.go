@@ -15,7 +15,43 @@ import (
 // Scheme is the URL scheme this package registers with transport.
 const Scheme = "mcast"
 
-func init() { transport.Register(Scheme, openURL) }
+func init() {
+	transport.Register(transport.Scheme{
+		Name:      Scheme,
+		Open:      openURL,
+		Summary:   "UDP multicast feed: one publisher, any number of subscribers, loss repaired by NACK",
+		Form:      "mcast://GROUP:PORT[?PARAM=VALUE&...]  (GROUP an IPv4 multicast address)",
+		Semantics: semantics,
+		Notes: `Messages arrive in order per stream; lost datagrams are repaired from the
+publisher's retransmit window, and what is no longer in it is reported as a
+gap, never silently. Nothing is stored: a subscriber starts at the live edge
+(or, with join=earliest, at what the window still holds), and a message
+published while no subscriber listened is gone. No replay, no groups, no
+acknowledgement.`,
+		Params: []transport.Param{
+			{Name: "iface", Value: "NAME", Doc: "interface to send and join on (default lo: this host only)"},
+			{Name: "feed", Value: "1..4294967295", Doc: "the stream id, stable across publisher restarts (default 1)"},
+			{Name: "ttl", Value: "0..255", Doc: "multicast TTL; 0 keeps datagrams on this host (default 1)"},
+			{Name: "repairs", Value: "multicast|unicast", Doc: "send repairs to the group, or only to the subscriber that asked (default multicast)"},
+			{Name: "join", Value: "live|earliest", Doc: "where a subscriber starts in a running stream: its next message, or what is still in the publisher's window (default live)"},
+			{Name: "mtu", Value: "BYTES", Doc: "largest datagram, headers included, 256..65507 (default 1408)"},
+			{Name: "rcvbuf", Value: "BYTES", Doc: "socket receive buffer requested (default 4 MiB; the kernel may clamp it)"},
+			{Name: "sndbuf", Value: "BYTES", Doc: "socket send buffer requested (default 4 MiB)"},
+			{Name: "linger", Value: "DURATION", Doc: "how long a closing publisher keeps answering NACKs (default 1s)"},
+			{Name: "keyfile", Value: "PATH", Doc: "file holding the feed's shared key: every datagram authenticated"},
+			{Name: "loss", Value: "0..1", Doc: "drop this fraction of received datagrams on purpose (subscriber; rehearsing loss)"},
+			{Name: "dup", Value: "0..1", Doc: "duplicate this fraction of received datagrams on purpose (subscriber)"},
+			{Name: "reorder", Value: "0..1", Doc: "reorder this fraction of received datagrams on purpose (subscriber)"},
+			{Name: "seed", Value: "N", Doc: "seed of loss, dup and reorder"},
+		},
+		SourceDefaults: map[string]string{"join": "earliest"},
+		Examples: []transport.Example{
+			{URL: "mcast://239.1.2.3:7000?ttl=0", Doc: "feed 1 on lo, datagrams never leave this host"},
+			{URL: "mcast://239.1.2.3:7000?iface=eth0&feed=7&repairs=unicast", Doc: "feed 7 on eth0, repairs only to the subscriber that asked"},
+			{URL: "mcast://239.1.2.3:7000?join=earliest&loss=0.05", Doc: "start with the publisher's window, drop 5% on purpose"},
+		},
+	})
+}
 
 type endpoint struct{ cfg Config }
 

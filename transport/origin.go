@@ -20,6 +20,11 @@ const (
 	// HeaderOriginTime is the source publish time, Unix nanoseconds in
 	// decimal.
 	HeaderOriginTime = "brokerless.origin.time"
+	// HeaderOriginTopic is the message's topic in the source, when it
+	// had one. A pipe carries it here rather than as the message's topic,
+	// which names where a log writes the message: the destination URL
+	// decides that.
+	HeaderOriginTopic = "brokerless.origin.topic"
 	// HeaderGap marks a gap marker: a record that stands for messages
 	// From..To of the origin stream that will never be delivered. Its
 	// value is "FROM-TO REASON", REASON the GapReason's number. A gap
@@ -36,6 +41,8 @@ type Origin struct {
 	Stream StreamID
 	Seq    uint64
 	Time   time.Time
+	// Topic is the message's topic in the source; optional.
+	Topic string
 }
 
 // FormatStreamID writes id as text that ParseStreamID reads back:
@@ -77,19 +84,24 @@ func ParseStreamID(s string) (StreamID, error) {
 	return StreamID{}, fmt.Errorf("%w: stream %q: want topic=T partition=P or feed=F session=S", ErrBadOrigin, s)
 }
 
-// AppendOrigin appends the origin headers of o to hs.
+// AppendOrigin appends the origin headers of o to hs (the topic's only
+// when o has one).
 func AppendOrigin(hs []Header, o Origin) []Header {
-	return append(hs,
+	hs = append(hs,
 		Header{Key: HeaderOriginStream, Value: []byte(FormatStreamID(o.Stream))},
 		Header{Key: HeaderOriginSeq, Value: strconv.AppendUint(nil, o.Seq, 10)},
 		Header{Key: HeaderOriginTime, Value: strconv.AppendInt(nil, o.Time.UnixNano(), 10)},
 	)
+	if o.Topic != "" {
+		hs = append(hs, Header{Key: HeaderOriginTopic, Value: []byte(o.Topic)})
+	}
+	return hs
 }
 
 // ParseOrigin reads the origin headers of hs. ok is false when hs has
 // none of them; a partial or malformed set is an error.
 func ParseOrigin(hs []Header) (o Origin, ok bool, err error) {
-	var stream, seq, ts []byte
+	var stream, seq, ts, topic []byte
 	for _, h := range hs {
 		switch h.Key {
 		case HeaderOriginStream:
@@ -98,6 +110,8 @@ func ParseOrigin(hs []Header) (o Origin, ok bool, err error) {
 			seq = h.Value
 		case HeaderOriginTime:
 			ts = h.Value
+		case HeaderOriginTopic:
+			topic = h.Value
 		}
 	}
 	if stream == nil && seq == nil && ts == nil {
@@ -117,6 +131,7 @@ func ParseOrigin(hs []Header) (o Origin, ok bool, err error) {
 		return Origin{}, false, fmt.Errorf("%w: %s %q", ErrBadOrigin, HeaderOriginTime, ts)
 	}
 	o.Time = time.Unix(0, ns)
+	o.Topic = string(topic)
 	return o, true, nil
 }
 

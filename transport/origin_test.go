@@ -28,8 +28,12 @@ func TestOriginHeaders(t *testing.T) {
 	o := Origin{Stream: StreamID{Feed: 1, Session: 42}, Seq: 9000, Time: time.Unix(1700000000, 123456789)}
 	hs := AppendOrigin([]Header{{Key: "app", Value: []byte("x")}}, o)
 	got, ok, err := ParseOrigin(hs)
-	if err != nil || !ok || got.Stream != o.Stream || got.Seq != o.Seq || !got.Time.Equal(o.Time) {
+	if err != nil || !ok || got.Stream != o.Stream || got.Seq != o.Seq || !got.Time.Equal(o.Time) || got.Topic != "" {
 		t.Fatalf("read back %+v ok=%v err=%v", got, ok, err)
+	}
+	o.Topic = "AAPL"
+	if got, ok, err := ParseOrigin(AppendOrigin(nil, o)); err != nil || !ok || got.Topic != "AAPL" {
+		t.Fatalf("with a topic: read back %+v ok=%v err=%v", got, ok, err)
 	}
 	if _, ok, err := ParseOrigin([]Header{{Key: "app"}}); ok || err != nil {
 		t.Errorf("no origin: ok=%v err=%v", ok, err)

@@ -3,8 +3,10 @@ package transport
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -20,52 +22,140 @@ type Endpoint interface {
 // are unusable.
 type OpenFunc func(ctx context.Context, u *url.URL) (Endpoint, error)
 
+// Scheme is what a transport registers: how to open its URLs, and what
+// they mean, for people (`brokerless help urls` prints it) and for
+// programs (a command can tell whether a scheme replays before it opens
+// a URL).
+type Scheme struct {
+	// Name is the URL scheme, e.g. "mcast". Required.
+	Name string
+	// Open opens the scheme's URLs. Required.
+	Open OpenFunc
+	// Summary says in one line what the transport is.
+	Summary string
+	// Form is the shape of the scheme's URLs, e.g.
+	// "mcast://GROUP:PORT[?PARAM=VALUE&...]".
+	Form string
+	// Semantics are the guarantees with the default parameters.
+	Semantics Semantics
+	// Notes say what the guarantees mean in practice and which
+	// parameters change them.
+	Notes string
+	// Params lists every query parameter the scheme takes. Open refuses
+	// any other with ErrBadURL, so a misspelt parameter is an error,
+	// never silently ignored; a scheme that takes none lists none.
+	Params []Param
+	// SourceDefaults are parameters that a pipe (or recorder) reading
+	// from a URL of this scheme sets when the URL does not: what makes a
+	// restarted reader get what its source still holds (for multicast,
+	// join=earliest: the publisher's retransmit window).
+	SourceDefaults map[string]string
+	// Examples are URLs with a comment each, shown under the scheme.
+	Examples []Example
+}
+
+// Param is one query parameter of a scheme.
+type Param struct {
+	// Name is the parameter's key, e.g. "ttl".
+	Name string
+	// Value says what it takes, e.g. "0..255" or "earliest|latest".
+	Value string
+	// Doc says what it does, and its default.
+	Doc string
+}
+
+// Example is a URL of a scheme and what it means.
+type Example struct {
+	URL, Doc string
+}
+
+// Param returns the scheme's parameter called name.
+func (s *Scheme) Param(name string) (Param, bool) {
+	i := slices.IndexFunc(s.Params, func(p Param) bool { return p.Name == name })
+	if i < 0 {
+		return Param{}, false
+	}
+	return s.Params[i], true
+}
+
+// checkParams refuses a query that does not parse or names a parameter
+// the scheme does not take.
+func (s *Scheme) checkParams(rawQuery string) error {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return fmt.Errorf("%w: query %q: %v", ErrBadURL, rawQuery, err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if _, ok := s.Param(k); !ok {
+			return fmt.Errorf("%w: unknown parameter %q (%s:// takes %s)", ErrBadURL, k, s.Name, s.paramNames())
+		}
+	}
+	return nil
+}
+
+func (s *Scheme) paramNames() string {
+	if len(s.Params) == 0 {
+		return "none"
+	}
+	names := make([]string, len(s.Params))
+	for i, p := range s.Params {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
+}
+
 var registry = struct {
 	sync.RWMutex
-	m map[string]OpenFunc
-}{m: map[string]OpenFunc{}}
+	m map[string]Scheme
+}{m: map[string]Scheme{}}
 
 // Register makes a transport available under a URL scheme. It panics if
-// the scheme is registered twice or open is nil, as both are programming
-// errors found at init time.
-func Register(scheme string, open OpenFunc) {
+// the scheme is registered twice, or has no name or no Open, as these
+// are programming errors found at init time.
+func Register(s Scheme) {
 	registry.Lock()
 	defer registry.Unlock()
-	if open == nil {
-		panic("transport: Register with nil OpenFunc for " + scheme)
+	if s.Name == "" || s.Open == nil {
+		panic(fmt.Sprintf("transport: Register needs a Name and an Open (scheme %q)", s.Name))
 	}
-	if _, dup := registry.m[scheme]; dup {
-		panic("transport: Register called twice for " + scheme)
+	if _, dup := registry.m[s.Name]; dup {
+		panic("transport: Register called twice for " + s.Name)
 	}
-	registry.m[scheme] = open
+	s.Params = slices.Clone(s.Params)
+	s.Examples = slices.Clone(s.Examples)
+	registry.m[s.Name] = s
 }
 
 // Schemes lists the registered URL schemes, sorted.
 func Schemes() []string {
 	registry.RLock()
 	defer registry.RUnlock()
-	s := make([]string, 0, len(registry.m))
-	for k := range registry.m {
-		s = append(s, k)
-	}
-	slices.Sort(s)
-	return s
+	return slices.Sorted(maps.Keys(registry.m))
+}
+
+// Describe returns what the transport registered for scheme.
+func Describe(scheme string) (Scheme, bool) {
+	registry.RLock()
+	defer registry.RUnlock()
+	s, ok := registry.m[scheme]
+	return s, ok
 }
 
 // Open parses rawURL and opens it with the transport registered for its
-// scheme.
+// scheme, after checking that it names only parameters the scheme takes.
 func Open(ctx context.Context, rawURL string) (Endpoint, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, &URLError{URL: rawURL, Err: fmt.Errorf("%w: %v", ErrBadURL, err)}
 	}
-	registry.RLock()
-	open, ok := registry.m[u.Scheme]
-	registry.RUnlock()
+	s, ok := Describe(u.Scheme)
 	if !ok {
-		return nil, &URLError{URL: rawURL, Err: fmt.Errorf("%w %q (registered: %v)", ErrUnknownScheme, u.Scheme, Schemes())}
+		return nil, &URLError{URL: rawURL, Err: fmt.Errorf("%w %q (registered: %s)", ErrUnknownScheme, u.Scheme, strings.Join(Schemes(), ", "))}
 	}
-	ep, err := open(ctx, u)
+	if err := s.checkParams(u.RawQuery); err != nil {
+		return nil, &URLError{URL: rawURL, Err: err}
+	}
+	ep, err := s.Open(ctx, u)
 	if err != nil {
 		return nil, &URLError{URL: rawURL, Err: err}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/brokerless/brokerless/transport"
@@ -15,11 +16,16 @@ func (fakeEndpoint) Publisher(context.Context) (transport.Publisher, error)   { 
 func (fakeEndpoint) Subscriber(context.Context) (transport.Subscriber, error) { return nil, nil }
 
 func init() {
-	transport.Register("fake", func(_ context.Context, u *url.URL) (transport.Endpoint, error) {
-		if u.Query().Get("bad") != "" {
-			return nil, transport.ErrBadURL
-		}
-		return fakeEndpoint{u}, nil
+	transport.Register(transport.Scheme{
+		Name: "fake",
+		Open: func(_ context.Context, u *url.URL) (transport.Endpoint, error) {
+			if u.Query().Get("bad") != "" {
+				return nil, transport.ErrBadURL
+			}
+			return fakeEndpoint{u}, nil
+		},
+		Summary: "a transport that opens nothing",
+		Params:  []transport.Param{{Name: "bad", Value: "X", Doc: "refuse the URL"}, {Name: "y", Value: "Y", Doc: "ignored"}},
 	})
 }
 
@@ -35,26 +41,57 @@ func TestOpen(t *testing.T) {
 	for _, c := range []struct {
 		url  string
 		want error
+		says string
 	}{
-		{"nope://x", transport.ErrUnknownScheme},
-		{"fake://x?bad=1", transport.ErrBadURL},
-		{"fake://%zz", transport.ErrBadURL},
+		{"nope://x", transport.ErrUnknownScheme, `"nope" (registered: `},
+		{"fake://x?bad=1", transport.ErrBadURL, ""},
+		{"fake://%zz", transport.ErrBadURL, ""},
+		{"fake://x?colour=red", transport.ErrBadURL, `unknown parameter "colour" (fake:// takes bad, y)`},
+		{"fake://x?y=1&%zz=2", transport.ErrBadURL, "query"},
 	} {
 		_, err := transport.Open(ctx, c.url)
 		var ue *transport.URLError
-		if !errors.Is(err, c.want) || !errors.As(err, &ue) || ue.URL != c.url {
-			t.Errorf("%s: %v, want %v", c.url, err, c.want)
+		if !errors.Is(err, c.want) || !errors.As(err, &ue) || ue.URL != c.url || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v, want %v saying %q", c.url, err, c.want, c.says)
 		}
 	}
 }
 
-func TestRegisterTwicePanics(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("no panic")
-		}
-	}()
-	transport.Register("fake", func(context.Context, *url.URL) (transport.Endpoint, error) { return nil, nil })
+func TestDescribe(t *testing.T) {
+	s, ok := transport.Describe("fake")
+	if !ok || s.Summary != "a transport that opens nothing" {
+		t.Fatalf("%+v %v", s, ok)
+	}
+	if p, ok := s.Param("y"); !ok || p.Doc != "ignored" {
+		t.Errorf("param y: %+v %v", p, ok)
+	}
+	if _, ok := s.Param("z"); ok {
+		t.Error("param z found")
+	}
+	if _, ok := transport.Describe("nope"); ok {
+		t.Error("nope described")
+	}
+	if got := transport.Schemes(); !strings.Contains(strings.Join(got, " "), "fake") {
+		t.Errorf("schemes %v", got)
+	}
+}
+
+func TestRegisterPanics(t *testing.T) {
+	open := func(context.Context, *url.URL) (transport.Endpoint, error) { return nil, nil }
+	for name, s := range map[string]transport.Scheme{
+		"twice":   {Name: "fake", Open: open},
+		"no name": {Open: open},
+		"no open": {Name: "fake2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			transport.Register(s)
+		})
+	}
 }
 
 func TestSemanticsString(t *testing.T) {

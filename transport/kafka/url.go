@@ -8,8 +8,39 @@ import (
 )
 
 func init() {
-	transport.Register("logd", openURL)
-	transport.Register("kafka", openURL)
+	for _, sc := range []struct{ name, summary string }{
+		{"logd", "a topic of logd, brokerless's log daemon (Kafka protocol)"},
+		{"kafka", "a topic of any Kafka-protocol broker: Kafka, Redpanda, logd"},
+	} {
+		name := sc.name
+		transport.Register(transport.Scheme{
+			Name:      name,
+			Open:      openURL,
+			Summary:   sc.summary,
+			Form:      name + "://HOST:PORT[,HOST:PORT...]/TOPIC[?PARAM=VALUE&...]",
+			Semantics: semantics,
+			Notes: `A stream is a partition; a message's position is its offset. Published
+messages are durable once acknowledged (acks=all; logd's default fsync is
+group commit) and deduplicated (idempotent producer). Subscribers replay
+from any offset or time; offsets removed by retention or compaction before
+they were read are reported as a gap (compaction's are not loss). With
+group=NAME a subscriber is a member of a consumer group that commits only
+what the application acknowledged. acks=leader answers before the write is
+durable and turns deduplication off.`,
+			Params: []transport.Param{
+				{Name: "from", Value: "earliest|latest|OFFSET|TIME", Doc: "where a subscriber without a committed offset starts; TIME is RFC 3339 (default earliest)"},
+				{Name: "partition", Value: "N", Doc: "read only this partition (default all)"},
+				{Name: "group", Value: "NAME", Doc: "consume as a member of this consumer group, from its committed offsets"},
+				{Name: "acks", Value: "all|leader", Doc: "a publish is done once durable (all, the default) or once the leader wrote it"},
+			},
+			Examples: []transport.Example{
+				{URL: name + "://127.0.0.1:9092/prices", Doc: "the topic prices, read from its start"},
+				{URL: name + "://127.0.0.1:9092/prices?from=latest", Doc: "only what is published from now on"},
+				{URL: name + "://127.0.0.1:9092/prices?from=2025-01-02T15:04:05Z", Doc: "replay from a time"},
+				{URL: name + "://127.0.0.1:9092/prices?group=dashboard", Doc: "a member of the consumer group dashboard"},
+			},
+		})
+	}
 }
 
 type endpoint struct{ cfg Config }
