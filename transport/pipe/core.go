@@ -1,0 +1,231 @@
+package pipe
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// DefaultMaxInFlight is Config.MaxInFlight's default.
+const DefaultMaxInFlight = 8192
+
+// Write is a message to publish to the destination, and the ticket its
+// outcome is reported under (Core.Done). Message's slices stay valid
+// until the next call to Core.Event: the destination's Publish copies
+// what it keeps.
+type Write struct {
+	Ticket  uint64
+	Message transport.Message
+}
+
+// Ack acknowledges the source cumulatively: every message of Stream up
+// to and including Seq is in the destination.
+type Ack struct {
+	Stream transport.StreamID
+	Seq    uint64
+}
+
+// Stats are a Core's counters.
+type Stats struct {
+	// Forwarded counts the source's messages written to the
+	// destination, Markers the gap markers (ResumeGaps of them for what
+	// the source no longer held when the pipe resumed), Accepted the
+	// writes the destination has accepted.
+	Forwarded, Markers, ResumeGaps, Accepted uint64
+	// Skipped counts the source's messages (and gaps) dropped because
+	// the destination already held them.
+	Skipped uint64
+	// InFlight is how many events are taken from the source and not yet
+	// accepted by the destination (or not yet acknowledged in order).
+	InFlight int
+}
+
+// Core is what a pipe decides, without I/O: which messages and gap
+// markers to write for each event of the source, and which cumulative
+// acknowledgements the destination's receipts allow. It is not safe for
+// concurrent use.
+type Core struct {
+	max  int
+	ring []entry // events in flight, by ticket modulo len(ring)
+	head uint64  // ticket of the oldest event in flight
+	next uint64  // ticket of the next event
+
+	acks    map[transport.StreamID]uint64 // acknowledgements not yet taken
+	resumed map[transport.StreamID]*resume
+
+	out     []Write
+	hdrs    []transport.Header
+	vals    []byte
+	textID  transport.StreamID // the stream whose text is cached in text
+	text    []byte
+	hasText bool
+
+	stats Stats
+}
+
+// entry is one event in flight: its stream, the position acknowledging
+// it acknowledges, and whether the destination accepted it.
+type entry struct {
+	stream transport.StreamID
+	pos    uint64
+	done   bool
+}
+
+// resume is what the destination held of a source stream when the pipe
+// started.
+type resume struct {
+	last    uint64 // the last position written, a message's or a marker's end
+	checked bool   // the stream's first event of this run was compared with last
+}
+
+// NewCore returns a Core that keeps at most maxInFlight events in flight
+// (0: DefaultMaxInFlight).
+func NewCore(maxInFlight int) (*Core, error) {
+	if maxInFlight == 0 {
+		maxInFlight = DefaultMaxInFlight
+	}
+	if maxInFlight < 1 {
+		return nil, &ConfigError{Field: "MaxInFlight", Value: maxInFlight, Want: "must be ≥ 1"}
+	}
+	// One event can make two writes: a resume gap marker and a message.
+	return &Core{
+		max: maxInFlight, ring: make([]entry, maxInFlight+2),
+		acks: map[transport.StreamID]uint64{}, resumed: map[transport.StreamID]*resume{},
+	}, nil
+}
+
+// Full reports whether the pipe must wait for receipts before it takes
+// the next event from the source.
+func (c *Core) Full() bool { return c.next-c.head >= uint64(c.max) }
+
+// InFlight is how many events are in flight.
+func (c *Core) InFlight() int { return int(c.next - c.head) }
+
+// Stats returns the counters.
+func (c *Core) Stats() Stats {
+	s := c.stats
+	s.InFlight = c.InFlight()
+	return s
+}
+
+// Event takes one event of the source, received at now, and returns what
+// to write to the destination for it: nothing (a stream start or end, a
+// message the destination already holds), the message with its origin
+// headers, or a gap marker — preceded, for the first event of a stream
+// the pipe resumed, by a gap marker for what the source no longer holds.
+// Call it only when Full is false. The returned slice is valid until the
+// next call.
+func (c *Core) Event(ev *transport.Event, now time.Time) []Write {
+	c.out = c.out[:0]
+	switch ev.Kind {
+	case transport.EventMessage:
+		m := &ev.Message
+		c.checkResume(m.Stream, m.Seq, now)
+		if c.held(m.Stream, m.Seq) {
+			c.skip(m.Stream, m.Seq)
+			break
+		}
+		c.stats.Forwarded++
+		c.write(m.Stream, m.Seq, c.forward(m))
+	case transport.EventGap:
+		g := ev.Gap
+		c.checkResume(g.Stream, g.From, now)
+		if c.held(g.Stream, g.To) {
+			c.skip(g.Stream, g.To)
+			break
+		}
+		if r := c.resumed[g.Stream]; r != nil && g.From <= r.last {
+			g.From = r.last + 1
+		}
+		c.stats.Markers++
+		c.write(g.Stream, g.To, transport.GapMarker(g, now))
+	case transport.EventStreamStart:
+		c.checkResume(ev.Start.Stream, ev.Start.FirstSeq, now)
+	}
+	return c.out
+}
+
+// checkResume writes, before the first event (at position first) of a
+// stream that the destination held up to r.last, a gap marker for the
+// positions between them: the source no longer held them when the pipe
+// came back.
+func (c *Core) checkResume(stream transport.StreamID, first uint64, now time.Time) {
+	r := c.resumed[stream]
+	if r == nil || r.checked {
+		return
+	}
+	r.checked = true
+	if first <= r.last+1 {
+		return
+	}
+	g := transport.Gap{Stream: stream, From: r.last + 1, To: first - 1, Reason: transport.GapSourceDown}
+	c.stats.Markers++
+	c.stats.ResumeGaps++
+	c.write(stream, g.To, transport.GapMarker(g, now))
+}
+
+// held reports whether the destination held stream's position pos when
+// the pipe started.
+func (c *Core) held(stream transport.StreamID, pos uint64) bool {
+	r := c.resumed[stream]
+	return r != nil && pos <= r.last
+}
+
+func (c *Core) skip(stream transport.StreamID, pos uint64) {
+	c.stats.Skipped++
+	t := c.push(stream, pos)
+	c.ring[t%uint64(len(c.ring))].done = true
+	c.pop()
+}
+
+func (c *Core) write(stream transport.StreamID, pos uint64, m transport.Message) {
+	c.out = append(c.out, Write{Ticket: c.push(stream, pos), Message: m})
+}
+
+func (c *Core) push(stream transport.StreamID, pos uint64) uint64 {
+	t := c.next
+	c.next++
+	c.ring[t%uint64(len(c.ring))] = entry{stream: stream, pos: pos}
+	return t
+}
+
+// Done records that the destination accepted the write of ticket.
+// Acknowledgements become available (TakeAcks) once every event before it
+// is accepted too.
+func (c *Core) Done(ticket uint64) error {
+	if ticket < c.head || ticket >= c.next {
+		return fmt.Errorf("%w: %d (in flight: %d..%d)", ErrBadTicket, ticket, c.head, c.next)
+	}
+	e := &c.ring[ticket%uint64(len(c.ring))]
+	if e.done {
+		return fmt.Errorf("%w: %d is done already", ErrBadTicket, ticket)
+	}
+	e.done = true
+	c.stats.Accepted++
+	c.pop()
+	return nil
+}
+
+// pop retires the accepted events at the head, in order.
+func (c *Core) pop() {
+	for c.head < c.next {
+		e := &c.ring[c.head%uint64(len(c.ring))]
+		if !e.done {
+			return
+		}
+		c.acks[e.stream] = e.pos
+		c.head++
+	}
+}
+
+// TakeAcks appends to dst the acknowledgements that receipts allowed
+// since the last call, one per stream (the highest position), and
+// returns it.
+func (c *Core) TakeAcks(dst []Ack) []Ack {
+	for s, pos := range c.acks {
+		dst = append(dst, Ack{Stream: s, Seq: pos})
+		delete(c.acks, s)
+	}
+	return dst
+}

@@ -1,0 +1,333 @@
+package pipe
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+var (
+	feedA = transport.StreamID{Feed: 1, Session: 0xa}
+	feedB = transport.StreamID{Feed: 1, Session: 0xb}
+	part0 = transport.StreamID{Topic: "t", Partition: 0}
+	part1 = transport.StreamID{Topic: "t", Partition: 1}
+	t0    = time.Unix(1700000000, 0)
+)
+
+func msg(s transport.StreamID, seq uint64) *transport.Event {
+	return &transport.Event{Kind: transport.EventMessage, Message: transport.Message{
+		Stream: s, Seq: seq, Time: t0.Add(time.Duration(seq)), Payload: []byte("p"),
+	}}
+}
+
+func gapEv(s transport.StreamID, from, to uint64, why transport.GapReason) *transport.Event {
+	return &transport.Event{Kind: transport.EventGap, Gap: transport.Gap{Stream: s, From: from, To: to, Reason: why}}
+}
+
+func startEv(s transport.StreamID, first uint64) *transport.Event {
+	return &transport.Event{Kind: transport.EventStreamStart, Start: transport.StreamStart{Stream: s, FirstSeq: first}}
+}
+
+func newCore(t *testing.T, max int) *Core {
+	t.Helper()
+	c, err := NewCore(max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// written is what a destination holds, read back: a gap marker as its
+// Gap, a message as its origin.
+type written struct {
+	gap    transport.Gap
+	origin transport.Origin
+	marker bool
+}
+
+func readBack(t *testing.T, m transport.Message) written {
+	t.Helper()
+	if g, ok, err := transport.ParseGapMarker(m); err != nil || ok {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return written{gap: g, marker: true}
+	}
+	o, ok, err := transport.ParseOrigin(m.Headers)
+	if err != nil || !ok {
+		t.Fatalf("no origin in %+v: %v", m.Headers, err)
+	}
+	return written{origin: o}
+}
+
+// feed passes events to c and returns the tickets of the writes and what
+// they read back as.
+func feed(t *testing.T, c *Core, evs ...*transport.Event) ([]uint64, []written) {
+	t.Helper()
+	var tickets []uint64
+	var ws []written
+	for _, ev := range evs {
+		if c.Full() {
+			t.Fatalf("full before %+v", ev)
+		}
+		for _, w := range c.Event(ev, t0) {
+			tickets = append(tickets, w.Ticket)
+			ws = append(ws, readBack(t, w.Message))
+		}
+	}
+	return tickets, ws
+}
+
+func acks(c *Core) []Ack {
+	a := c.TakeAcks(nil)
+	slices.SortFunc(a, func(x, y Ack) int { return strings.Compare(x.Stream.String(), y.Stream.String()) })
+	return a
+}
+
+func TestForwardKeepsMessageAddsOrigin(t *testing.T) {
+	c := newCore(t, 0)
+	ev := &transport.Event{Kind: transport.EventMessage, Message: transport.Message{
+		Stream: feedA, Seq: 42, Time: t0, Topic: "AAPL", Key: []byte("k"),
+		Headers: []transport.Header{{Key: "app", Value: []byte("v")}}, Payload: []byte("bid=1"),
+	}}
+	ws := c.Event(ev, t0)
+	if len(ws) != 1 {
+		t.Fatalf("%d writes", len(ws))
+	}
+	m := ws[0].Message
+	if m.Topic != "" || string(m.Key) != "k" || string(m.Payload) != "bid=1" || !m.Time.Equal(t0) ||
+		m.Headers[0].Key != "app" || string(m.Headers[0].Value) != "v" {
+		t.Errorf("forwarded %+v", m)
+	}
+	o, ok, err := transport.ParseOrigin(m.Headers)
+	if err != nil || !ok || o.Stream != feedA || o.Seq != 42 || !o.Time.Equal(t0) || o.Topic != "AAPL" {
+		t.Errorf("origin %+v %v %v", o, ok, err)
+	}
+	want := transport.AppendOrigin([]transport.Header{{Key: "app", Value: []byte("v")}}, transport.Origin{Stream: feedA, Seq: 42, Time: t0, Topic: "AAPL"})
+	if !slices.EqualFunc(m.Headers, want, func(a, b transport.Header) bool { return a.Key == b.Key && string(a.Value) == string(b.Value) }) {
+		t.Errorf("headers %q, want %q (as AppendOrigin writes them)", m.Headers, want)
+	}
+	// Without a topic there is no topic header.
+	ws = c.Event(msg(feedA, 43), t0)
+	if o, _, _ := transport.ParseOrigin(ws[0].Message.Headers); o.Topic != "" || o.Seq != 43 {
+		t.Errorf("origin %+v", o)
+	}
+}
+
+func TestForwardAllocations(t *testing.T) {
+	c := newCore(t, 4)
+	ev := msg(feedA, 1)
+	ev.Message.Topic = "AAPL"
+	var buf []Ack
+	allocs := testing.AllocsPerRun(1000, func() {
+		ev.Message.Seq++
+		for _, w := range c.Event(ev, t0) {
+			if err := c.Done(w.Ticket); err != nil {
+				t.Fatal(err)
+			}
+		}
+		buf = c.TakeAcks(buf[:0])
+	})
+	if allocs > 0 {
+		t.Errorf("%.1f allocations per message", allocs)
+	}
+}
+
+// TestAcksInOrder: the source is acknowledged cumulatively, and only up
+// to the last message before which every write was accepted, whatever
+// order the receipts come in.
+func TestAcksInOrder(t *testing.T) {
+	c := newCore(t, 0)
+	tk, _ := feed(t, c, startEv(feedA, 1), msg(feedA, 1), msg(feedB, 7), msg(feedA, 2), msg(feedA, 3))
+	if len(tk) != 4 {
+		t.Fatalf("%d writes", len(tk))
+	}
+	for _, step := range []struct {
+		done uint64
+		want []Ack
+	}{
+		{tk[3], nil},
+		{tk[1], nil},
+		{tk[0], []Ack{{feedA, 1}, {feedB, 7}}},
+		{tk[2], []Ack{{feedA, 3}}},
+	} {
+		if err := c.Done(step.done); err != nil {
+			t.Fatal(err)
+		}
+		if got := acks(c); !slices.Equal(got, step.want) {
+			t.Errorf("after ticket %d: acks %v, want %v", step.done, got, step.want)
+		}
+	}
+	if c.InFlight() != 0 || c.Stats().Accepted != 4 || c.Stats().Forwarded != 4 {
+		t.Errorf("stats %+v", c.Stats())
+	}
+	if err := c.Done(tk[0]); !errors.Is(err, ErrBadTicket) {
+		t.Errorf("done twice: %v", err)
+	}
+	if err := c.Done(99); !errors.Is(err, ErrBadTicket) {
+		t.Errorf("unknown ticket: %v", err)
+	}
+}
+
+func TestFullAtMaxInFlight(t *testing.T) {
+	c := newCore(t, 3)
+	tk, _ := feed(t, c, msg(feedA, 1), msg(feedA, 2), msg(feedA, 3))
+	if !c.Full() || c.InFlight() != 3 {
+		t.Fatalf("full %v in flight %d", c.Full(), c.InFlight())
+	}
+	if err := c.Done(tk[1]); err != nil || !c.Full() {
+		t.Fatalf("a receipt out of order frees nothing: full %v, %v", c.Full(), err)
+	}
+	if err := c.Done(tk[0]); err != nil || c.Full() || c.InFlight() != 1 {
+		t.Fatalf("full %v in flight %d, %v", c.Full(), c.InFlight(), err)
+	}
+	if _, err := NewCore(-1); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("NewCore(-1): %v", err)
+	}
+}
+
+// TestGapBecomesMarker: a gap of the source is written as a gap marker
+// with its range and reason, and acknowledged at its end.
+func TestGapBecomesMarker(t *testing.T) {
+	c := newCore(t, 0)
+	tk, ws := feed(t, c, msg(part0, 4), gapEv(part0, 5, 9, transport.GapRetention), msg(part0, 10))
+	if len(ws) != 3 || !ws[1].marker || ws[1].gap != (transport.Gap{Stream: part0, From: 5, To: 9, Reason: transport.GapRetention}) {
+		t.Fatalf("wrote %+v", ws)
+	}
+	if err := c.Done(tk[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Done(tk[1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := acks(c); !slices.Equal(got, []Ack{{part0, 9}}) {
+		t.Errorf("acks %v", got)
+	}
+	if s := c.Stats(); s.Markers != 1 || s.Forwarded != 2 || s.ResumeGaps != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// tailOf is a destination's tail as a previous run of the pipe left it
+// in stream dest: messages from..to of src, then the given extra records.
+func tailOf(dest, src transport.StreamID, from, to uint64, extra ...transport.Message) []transport.Message {
+	var tail []transport.Message
+	for s := from; s <= to; s++ {
+		m := transport.Message{Stream: dest, Seq: uint64(len(tail)), Headers: transport.AppendOrigin(nil, transport.Origin{Stream: src, Seq: s, Time: t0})}
+		tail = append(tail, m)
+	}
+	for _, m := range extra {
+		m.Stream = dest
+		tail = append(tail, m)
+	}
+	return tail
+}
+
+// TestResumeDropsWhatIsWritten: after a restart, the source's window
+// replays messages the destination holds; they are dropped (and still
+// acknowledged in order), and the first one missing is written.
+func TestResumeDropsWhatIsWritten(t *testing.T) {
+	c := newCore(t, 0)
+	foreign := transport.Message{Payload: []byte("written by someone else")}
+	if n, err := c.Resume(tailOf(part0, feedA, 90, 100, foreign)); n != 1 || err != nil {
+		t.Fatalf("resume: %d streams, %v", n, err)
+	}
+	evs := []*transport.Event{startEv(feedA, 95)}
+	for s := uint64(95); s <= 102; s++ {
+		evs = append(evs, msg(feedA, s))
+	}
+	tk, ws := feed(t, c, evs...)
+	if len(ws) != 2 || ws[0].origin.Seq != 101 || ws[1].origin.Seq != 102 {
+		t.Fatalf("wrote %+v", ws)
+	}
+	if got := acks(c); !slices.Equal(got, []Ack{{feedA, 100}}) {
+		t.Errorf("acks before receipts %v", got)
+	}
+	for _, k := range tk {
+		if err := c.Done(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := acks(c); !slices.Equal(got, []Ack{{feedA, 102}}) {
+		t.Errorf("acks %v", got)
+	}
+	if s := c.Stats(); s.Skipped != 6 || s.Markers != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestResumeMarksWhatTheSourceLost: when the source's first message
+// after a restart is past the one after the last written, a gap marker
+// covers exactly the positions between, with reason GapSourceDown.
+func TestResumeMarksWhatTheSourceLost(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		first *transport.Event
+		want  []written
+	}{
+		{"stream start", startEv(feedA, 150), []written{{marker: true, gap: transport.Gap{Stream: feedA, From: 101, To: 149, Reason: transport.GapSourceDown}}}},
+		{"first message", msg(feedA, 150), []written{
+			{marker: true, gap: transport.Gap{Stream: feedA, From: 101, To: 149, Reason: transport.GapSourceDown}},
+			{origin: transport.Origin{Stream: feedA, Seq: 150, Time: t0.Add(150)}},
+		}},
+		{"first gap", gapEv(feedA, 120, 160, transport.GapUnrecoverable), []written{
+			{marker: true, gap: transport.Gap{Stream: feedA, From: 101, To: 119, Reason: transport.GapSourceDown}},
+			{marker: true, gap: transport.Gap{Stream: feedA, From: 120, To: 160, Reason: transport.GapUnrecoverable}},
+		}},
+		{"next message", msg(feedA, 101), []written{{origin: transport.Origin{Stream: feedA, Seq: 101, Time: t0.Add(101)}}}},
+		{"gap overlapping", gapEv(feedA, 90, 110, transport.GapTimeout), []written{
+			{marker: true, gap: transport.Gap{Stream: feedA, From: 101, To: 110, Reason: transport.GapTimeout}},
+		}},
+		{"gap held", gapEv(feedA, 90, 100, transport.GapTimeout), nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			core := newCore(t, 0)
+			if _, err := core.Resume(tailOf(part0, feedA, 99, 100)); err != nil {
+				t.Fatal(err)
+			}
+			_, ws := feed(t, core, c.first, msg(feedB, 1))
+			want := append(c.want, written{origin: transport.Origin{Stream: feedB, Seq: 1, Time: t0.Add(1)}})
+			if len(ws) != len(want) {
+				t.Fatalf("wrote %+v, want %+v", ws, want)
+			}
+			for i := range ws {
+				if ws[i].marker != want[i].marker || ws[i].gap != want[i].gap || ws[i].origin.Seq != want[i].origin.Seq || ws[i].origin.Stream != want[i].origin.Stream {
+					t.Errorf("write %d: %+v, want %+v", i, ws[i], want[i])
+				}
+			}
+			// Only the first event of the stream is compared.
+			if _, ws := feed(t, core, msg(feedA, 500)); len(ws) != 1 || ws[0].marker {
+				t.Errorf("later message wrote %+v", ws)
+			}
+		})
+	}
+}
+
+// TestResumeFromMarker: a gap marker in the tail counts up to its end.
+func TestResumeFromMarker(t *testing.T) {
+	c := newCore(t, 0)
+	marker := transport.GapMarker(transport.Gap{Stream: feedA, From: 101, To: 180, Reason: transport.GapSourceDown}, t0)
+	if _, err := c.Resume(tailOf(part0, feedA, 99, 100, marker)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ws := feed(t, c, startEv(feedA, 170), msg(feedA, 180), msg(feedA, 181)); len(ws) != 1 || ws[0].origin.Seq != 181 {
+		t.Errorf("wrote %+v", ws)
+	}
+}
+
+func TestResumeSplitStream(t *testing.T) {
+	c := newCore(t, 0)
+	tail := append(tailOf(part0, feedA, 1, 5), tailOf(part1, feedA, 6, 9)...)
+	if _, err := c.Resume(tail); !errors.Is(err, ErrSplitStream) {
+		t.Fatalf("resume: %v", err)
+	}
+	c = newCore(t, 0)
+	tail = append(tailOf(part0, feedA, 1, 5), tailOf(part1, feedB, 6, 9)...)
+	if n, err := c.Resume(tail); n != 2 || err != nil {
+		t.Fatalf("two streams in two partitions: %d, %v", n, err)
+	}
+}

@@ -1,0 +1,28 @@
+// Package pipe forwards every message of one transport into another,
+// at least once: the engine of `brokerless pipe FROM TO` and of
+// recorders that copy a direct feed into a log.
+//
+// Each message is written to the destination with its origin (stream,
+// position, publish time, topic) in headers (transport.AppendOrigin),
+// keeping its key, headers and payload; its topic moves to the origin
+// headers, since the destination URL decides where a log writes. A Gap of
+// the source is written as a gap marker (transport.GapMarker), so the
+// destination's readers see the hole too.
+//
+// The source is acknowledged (transport.Acknowledger) only once the
+// destination has accepted the message (transport.ReceiptPublisher;
+// durably where the destination is durable), cumulatively and in order,
+// so a pipe killed at any moment loses nothing: what it had not
+// acknowledged is delivered again. Many messages are in flight at once
+// (Config.MaxInFlight), so the pipe keeps up with its source.
+//
+// A source that cannot be acknowledged (multicast) is resumed from the
+// destination instead: on start the pipe reads the destination's last
+// records (transport.TailReader), drops the messages it had already
+// written, and where the source no longer holds the messages that follow
+// the last one written, writes a gap marker with the exact range and
+// reason transport.GapSourceDown.
+//
+// Core holds every decision and does no I/O, so it is tested without
+// sockets; Pipe runs it between a subscriber and a publisher.
+package pipe

@@ -1,0 +1,52 @@
+package pipe
+
+import (
+	"fmt"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// Resume learns from the destination's last records (see
+// transport.TailReader) what the pipe had written before it restarted:
+// for each source stream, the last position written, by a message or a
+// gap marker. Events of those streams up to that position are then
+// dropped, and a gap marker is written where a stream's first event
+// comes later than the position after it (transport.GapSourceDown).
+// Records without origin headers were not written by a pipe and are
+// ignored. Call it before the first Event. It returns how many source
+// streams it found, and ErrSplitStream when one source stream is spread
+// over several destination streams.
+func (c *Core) Resume(tail []transport.Message) (int, error) {
+	owner := map[transport.StreamID]transport.StreamID{}
+	for i := range tail {
+		m := &tail[i]
+		src, pos, ok := position(m)
+		if !ok {
+			continue
+		}
+		if o, seen := owner[src]; seen && o != m.Stream {
+			return 0, fmt.Errorf("%w: %s is in %s and %s", ErrSplitStream, src, o, m.Stream)
+		}
+		owner[src] = m.Stream
+		r := c.resumed[src]
+		if r == nil {
+			r = &resume{}
+			c.resumed[src] = r
+		}
+		r.last = max(r.last, pos)
+	}
+	return len(owner), nil
+}
+
+// position is the source stream and position a record written by a pipe
+// stands for: a gap marker's end, or a message's origin position.
+func position(m *transport.Message) (transport.StreamID, uint64, bool) {
+	if g, ok, err := transport.ParseGapMarker(*m); ok && err == nil {
+		return g.Stream, g.To, true
+	}
+	o, ok, err := transport.ParseOrigin(m.Headers)
+	if !ok || err != nil {
+		return transport.StreamID{}, 0, false
+	}
+	return o.Stream, o.Seq, true
+}
