@@ -39,6 +39,9 @@ type Stats struct {
 	// InFlight is how many events are taken from the source and not yet
 	// accepted by the destination (or not yet acknowledged in order).
 	InFlight int
+	// Acks counts the acknowledgements a Pipe sent to the source (a
+	// Core sends none).
+	Acks uint64
 }
 
 // Core is what a pipe decides, without I/O: which messages and gap

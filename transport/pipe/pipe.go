@@ -1,0 +1,327 @@
+package pipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// Defaults of Config.
+const (
+	DefaultTailRecords   = 1024
+	DefaultFlushInterval = 5 * time.Millisecond
+	DefaultDrainTimeout  = 5 * time.Second
+)
+
+// Config configures a Pipe. Zero fields take the documented defaults.
+type Config struct {
+	// MaxInFlight bounds the events taken from the source and not yet
+	// accepted by the destination: what a killed pipe may write twice.
+	// Default DefaultMaxInFlight.
+	MaxInFlight int
+	// TailRecords is how many of the destination's last records, per
+	// destination stream, Resume reads. Default 1024.
+	TailRecords int
+	// FlushInterval: a destination without receipts (no
+	// transport.ReceiptPublisher) is flushed this often, and what was
+	// published before a flush that succeeded counts as accepted.
+	// Default 5 ms.
+	FlushInterval time.Duration
+	// DrainTimeout bounds how long Run, once its context ends, waits for
+	// the destination to accept what is in flight and acknowledges it.
+	// Default 5 s.
+	DrainTimeout time.Duration
+	// Now is the clock of gap markers. Default time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.TailRecords == 0 {
+		c.TailRecords = DefaultTailRecords
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.MaxInFlight < 1:
+		return &ConfigError{Field: "MaxInFlight", Value: c.MaxInFlight, Want: "must be ≥ 1"}
+	case c.TailRecords < 1:
+		return &ConfigError{Field: "TailRecords", Value: c.TailRecords, Want: "must be ≥ 1"}
+	case c.FlushInterval < 0:
+		return &ConfigError{Field: "FlushInterval", Value: c.FlushInterval, Want: "must be > 0"}
+	case c.DrainTimeout < 0:
+		return &ConfigError{Field: "DrainTimeout", Value: c.DrainTimeout, Want: "must be ≥ 0"}
+	}
+	return nil
+}
+
+// Pipe forwards the events of a subscriber to a publisher, at least
+// once (see the package documentation).
+type Pipe struct {
+	cfg   Config
+	from  transport.Subscriber
+	acker transport.Acknowledger // nil when the source cannot be acknowledged
+	to    transport.ReceiptPublisher
+	flush *flushReceipts // non-nil when to adapts a publisher without receipts
+
+	mu     sync.Mutex
+	core   *Core
+	failed error // the first receipt or acknowledgement error
+	// stopForward ends Run's forwarding when something fails.
+	stopForward context.CancelCauseFunc
+	acked       uint64
+	room        chan struct{} // signalled when events retire or a failure is recorded
+	acks        chan struct{} // signalled when acknowledgements are ready
+	writes      []Write
+}
+
+// New returns a Pipe from from to to. It acknowledges from when from is
+// a transport.Acknowledger, and takes to's receipts when to is a
+// transport.ReceiptPublisher; otherwise it flushes to every
+// FlushInterval. The caller keeps from and to, and closes them after
+// Run.
+func New(from transport.Subscriber, to transport.Publisher, cfg Config) (*Pipe, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	core, err := NewCore(cfg.MaxInFlight)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipe{cfg: cfg, from: from, core: core, room: make(chan struct{}, 1), acks: make(chan struct{}, 1)}
+	p.acker, _ = from.(transport.Acknowledger)
+	if rp, ok := to.(transport.ReceiptPublisher); ok {
+		p.to = rp
+	} else {
+		p.flush = newFlushReceipts(to)
+		p.to = p.flush
+	}
+	return p, nil
+}
+
+// Acknowledges reports whether the source is acknowledged.
+func (p *Pipe) Acknowledges() bool { return p.acker != nil }
+
+// Resume reads the destination's last records (Config.TailRecords per
+// destination stream) and resumes from them (Core.Resume). It returns
+// how many source streams the destination held.
+func (p *Pipe) Resume(ctx context.Context, dest transport.TailReader) (int, error) {
+	tail, err := dest.Tail(ctx, p.cfg.TailRecords)
+	if err != nil {
+		return 0, fmt.Errorf("pipe: reading the destination's last records: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.core.Resume(tail)
+}
+
+// Stats returns the counters.
+func (p *Pipe) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.core.Stats()
+	s.Acks = p.acked
+	return s
+}
+
+// Run forwards until ctx ends (it then waits, at most DrainTimeout, for
+// the destination to accept what is in flight, acknowledges it and
+// returns nil) or until the source, the destination or an
+// acknowledgement fails (it returns that error).
+func (p *Pipe) Run(ctx context.Context) error {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	if p.flush != nil {
+		wg.Go(func() { p.flush.loop(p.cfg.FlushInterval, stop) })
+	}
+	ackCtx, cancelAcks := context.WithCancel(context.WithoutCancel(ctx))
+	ackDone := make(chan struct{})
+	go func() {
+		defer close(ackDone)
+		p.ackLoop(ackCtx, stop)
+	}()
+
+	fctx, stopForward := context.WithCancelCause(ctx)
+	p.mu.Lock()
+	p.stopForward = stopForward
+	p.mu.Unlock()
+	err := p.forward(fctx)
+	stopForward(nil)
+	if f := p.failure(); f != nil {
+		err = f
+	} else if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		err = nil
+	}
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.DrainTimeout)
+	if err == nil {
+		err = p.drain(drainCtx)
+	}
+	close(stop)
+	wg.Wait()
+	select {
+	case <-ackDone:
+	case <-drainCtx.Done():
+		cancelAcks()
+		<-ackDone
+	}
+	cancel()
+	cancelAcks()
+	if f := p.failure(); f != nil && !errors.Is(err, f) {
+		err = errors.Join(err, f)
+	}
+	return err
+}
+
+// forward takes events from the source while there is room in flight,
+// and publishes what the core makes of them.
+func (p *Pipe) forward(ctx context.Context) error {
+	for {
+		if err := p.waitRoom(ctx, false); err != nil {
+			return err
+		}
+		ev, err := p.from.Receive(ctx)
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.writes = append(p.writes[:0], p.core.Event(&ev, p.cfg.Now())...)
+		p.mu.Unlock()
+		for _, w := range p.writes {
+			if err := p.to.PublishReceipt(ctx, w.Message, p.receipt(w.Ticket)); err != nil {
+				return fmt.Errorf("pipe: writing to the destination: %w", err)
+			}
+		}
+		signal(p.acks) // a message the destination held may be acknowledged at once
+	}
+}
+
+// waitRoom waits until the core has room for an event or, with empty,
+// until nothing is in flight.
+func (p *Pipe) waitRoom(ctx context.Context, empty bool) error {
+	for {
+		p.mu.Lock()
+		ready := !p.core.Full()
+		if empty {
+			ready = p.core.InFlight() == 0
+		}
+		err := p.failed
+		p.mu.Unlock()
+		switch {
+		case err != nil:
+			return err
+		case ready:
+			return nil
+		}
+		select {
+		case <-p.room:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// receipt is the done callback of one write.
+func (p *Pipe) receipt(ticket uint64) func(transport.Receipt, error) {
+	return func(_ transport.Receipt, err error) {
+		p.mu.Lock()
+		if err == nil {
+			err = p.core.Done(ticket)
+		} else {
+			err = fmt.Errorf("pipe: the destination did not accept a message: %w", err)
+		}
+		p.mu.Unlock()
+		if err != nil {
+			p.fail(err)
+		}
+		signal(p.room)
+		signal(p.acks)
+	}
+}
+
+// drain waits for what is in flight to be accepted.
+func (p *Pipe) drain(ctx context.Context) error {
+	err := p.waitRoom(ctx, true)
+	if errors.Is(err, context.DeadlineExceeded) {
+		p.mu.Lock()
+		n := p.core.InFlight()
+		p.mu.Unlock()
+		return fmt.Errorf("pipe: %d messages still not accepted by the destination after %v", n, p.cfg.DrainTimeout)
+	}
+	return err
+}
+
+// ackLoop acknowledges the source whenever receipts allow, and once more
+// when stop is closed.
+func (p *Pipe) ackLoop(ctx context.Context, stop <-chan struct{}) {
+	var buf []Ack
+	for {
+		last := false
+		select {
+		case <-p.acks:
+		case <-stop:
+			last = true
+		}
+		p.mu.Lock()
+		buf = p.core.TakeAcks(buf[:0])
+		p.mu.Unlock()
+		if p.acker != nil {
+			for _, a := range buf {
+				if err := p.acker.Ack(ctx, a.Stream, a.Seq); err != nil {
+					p.fail(fmt.Errorf("pipe: acknowledging %s up to %d: %w", a.Stream, a.Seq, err))
+					return
+				}
+				p.mu.Lock()
+				p.acked++
+				p.mu.Unlock()
+			}
+		}
+		if last {
+			return
+		}
+	}
+}
+
+// fail records the first failure, and stops forwarding.
+func (p *Pipe) fail(err error) {
+	p.mu.Lock()
+	if p.failed == nil {
+		p.failed = err
+	}
+	stop := p.stopForward
+	p.mu.Unlock()
+	if stop != nil {
+		stop(err)
+	}
+	signal(p.room)
+}
+
+func (p *Pipe) failure() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failed
+}
+
+// signal wakes whoever waits on c, without blocking.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
