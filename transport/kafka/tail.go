@@ -1,0 +1,166 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// Tail makes a logd:// or kafka:// endpoint a transport.TailReader.
+func (e endpoint) Tail(ctx context.Context, n int) ([]transport.Message, error) {
+	return Tail(ctx, e.cfg, n)
+}
+
+var _ transport.TailReader = endpoint{}
+
+// Tail returns the last n records (at most) of each partition of
+// cfg.Topic, oldest first per partition, as messages: Stream is the
+// topic and partition, Seq the offset. A topic that does not exist has
+// none. Pipes read their destination's tail to resume (see
+// transport.TailReader).
+func Tail(ctx context.Context, cfg Config, n int) ([]transport.Message, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("%w: tail of %d records", ErrBadConfig, n)
+	}
+	admin, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...)}, cfg.Options...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka transport: %w", err)
+	}
+	defer admin.Close()
+	parts, err := partitions(ctx, admin, cfg.Topic)
+	if err != nil || len(parts) == 0 {
+		return nil, err
+	}
+	ends, err := listOffsets(ctx, admin, cfg.Topic, parts, -1)
+	if err != nil {
+		return nil, err
+	}
+	starts, err := listOffsets(ctx, admin, cfg.Topic, parts, -2)
+	if err != nil {
+		return nil, err
+	}
+	from := map[int32]kgo.Offset{}
+	for _, p := range parts {
+		if start := max(starts[p], ends[p]-int64(n)); start < ends[p] {
+			from[p] = kgo.NewOffset().At(start)
+		}
+	}
+	if len(from) == 0 {
+		return nil, nil
+	}
+	return readUntil(ctx, cfg, from, ends)
+}
+
+// partitions lists the partitions of topic; none when it does not exist.
+func partitions(ctx context.Context, cl *kgo.Client, topic string) ([]int32, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("kafka transport: metadata of %s: %w", topic, err)
+	}
+	var parts []int32
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return nil, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("kafka transport: metadata of %s: %w", topic, err)
+		}
+		for _, p := range t.Partitions {
+			parts = append(parts, p.Partition)
+		}
+	}
+	return parts, nil
+}
+
+// listOffsets returns each partition's end (at -1) or start (at -2)
+// offset.
+func listOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []int32, at int64) (map[int32]int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for _, p := range parts {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, at, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("kafka transport: offsets of %s: %w", topic, err)
+	}
+	offsets := map[int32]int64{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return nil, fmt.Errorf("kafka transport: offsets of %s/%d: %w", topic, p.Partition, err)
+			}
+			offsets[p.Partition] = p.Offset
+		}
+	}
+	return offsets, nil
+}
+
+// tailTimeout bounds how long Tail reads: a partition whose last offset
+// holds no record (a transaction marker, in Kafka) is never complete.
+const tailTimeout = 30 * time.Second
+
+// readUntil reads each partition from its offset in from until its
+// offset in ends.
+func readUntil(ctx context.Context, cfg Config, from map[int32]kgo.Offset, ends map[int32]int64) ([]transport.Message, error) {
+	ctx, cancel := context.WithTimeout(ctx, tailTimeout)
+	defer cancel()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: from})}, cfg.Options...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka transport: %w", err)
+	}
+	defer cl.Close()
+	byPart := map[int32][]transport.Message{}
+	left := len(from)
+	for left > 0 {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if errs := fetches.Errors(); len(errs) > 0 {
+			fe := errs[0]
+			return nil, fmt.Errorf("kafka transport: reading the last records of %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			end := ends[r.Partition]
+			if r.Offset >= end {
+				return
+			}
+			m := transport.Message{
+				Stream: transport.StreamID{Topic: r.Topic, Partition: r.Partition}, Seq: uint64(r.Offset),
+				Time: r.Timestamp, Topic: r.Topic, Key: r.Key, Payload: r.Value,
+			}
+			for _, h := range r.Headers {
+				m.Headers = append(m.Headers, transport.Header{Key: h.Key, Value: h.Value})
+			}
+			byPart[r.Partition] = append(byPart[r.Partition], m)
+			if r.Offset == end-1 {
+				left--
+			}
+		})
+	}
+	var out []transport.Message
+	for p := range from {
+		out = append(out, byPart[p]...)
+	}
+	return out, nil
+}

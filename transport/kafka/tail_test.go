@@ -1,0 +1,86 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/brokerless/brokerless/logd"
+	"github.com/brokerless/brokerless/logd/storage"
+	"github.com/brokerless/brokerless/transport"
+)
+
+// TestTail: a logd:// endpoint is a TailReader that returns the last n
+// records of every partition, oldest first, with their headers.
+func TestTail(t *testing.T) {
+	srv, err := logd.New(logd.Config{Storage: storage.Config{Dir: t.TempDir()}, DefaultPartitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	ep, err := transport.Open(ctx, "logd://"+addr+"/tail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, ok := ep.(transport.TailReader)
+	if !ok {
+		t.Fatalf("%T is not a TailReader", ep)
+	}
+	if tail, err := tr.Tail(ctx, 4); err != nil || len(tail) != 0 {
+		t.Fatalf("a topic that does not exist: %d records, %v", len(tail), err)
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for p, n := range []int{10, 3} {
+		for i := range n {
+			r := &kgo.Record{Topic: "tail", Partition: int32(p), Value: fmt.Appendf(nil, "%d-%d", p, i),
+				Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}}}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tail, err := tr.Tail(ctx, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range tail {
+		if len(m.Headers) != 1 || m.Headers[0].Key != "h" || m.Stream.Topic != "tail" {
+			t.Errorf("record %+v", m)
+		}
+		got = append(got, fmt.Sprintf("%d@%d=%s", m.Stream.Partition, m.Seq, m.Payload))
+	}
+	// Partitions in any order, each oldest first.
+	want := map[int32]string{0: "0@6=0-6 0@7=0-7 0@8=0-8 0@9=0-9", 1: "1@0=1-0 1@1=1-1 1@2=1-2"}
+	joined := strings.Join(got, " ")
+	for p, w := range want {
+		if !strings.Contains(joined, w) {
+			t.Errorf("partition %d: tail %q lacks %q", p, joined, w)
+		}
+	}
+	if len(tail) != 7 {
+		t.Errorf("%d records, want 7: %q", len(tail), joined)
+	}
+	if _, err := tr.Tail(ctx, 0); err == nil {
+		t.Error("a tail of 0 records")
+	}
+}
