@@ -21,12 +21,14 @@ func run(ctx context.Context, args []string, std stdio) int {
 		writeOverview(std.err)
 		return exitUsage
 	}
-	if isHelp(args[0]) || args[0] == "help" {
-		if args[0] != "help" || len(args) == 1 {
-			writeOverview(std.out)
-			return exitOK
-		}
+	switch cmd, _ := lookup(args); {
+	case args[0] == "help" && len(args) > 1 && cmd == nil:
+		// "help X" is "X --help", unless it names a command of its own
+		// ("help urls").
 		args = append(args[1:len(args):len(args)], "--help")
+	case isHelp(args[0]) || args[0] == "help" && len(args) == 1:
+		writeOverview(std.out)
+		return exitOK
 	}
 	cmd, rest := lookup(args)
 	if cmd == nil {
@@ -62,10 +64,16 @@ func unknown(args []string, std stdio) int {
 
 // report prints err, if any, and returns the exit status it calls for.
 func report(cmd *command, err error, w io.Writer) int {
-	var usage *usageError
+	var (
+		usage *usageError
+		line  *oneLineError
+	)
 	switch {
 	case err == nil, errors.Is(err, errHelpShown):
 		return exitOK
+	case errors.As(err, &line):
+		fmt.Fprintf(w, "brokerless %s: %v\n", cmd.name, err)
+		return exitUsage
 	case errors.As(err, &usage):
 		fmt.Fprintf(w, "brokerless %s: %v\nRun 'brokerless %s --help' for usage.\n", cmd.name, err, cmd.name)
 		return exitUsage

@@ -33,6 +33,15 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
+// oneLineError is a mistake on the command line that one line explains
+// fully, such as a bad transport URL: it is reported without the hint to
+// run --help, and exits with status 2.
+type oneLineError struct{ err error }
+
+func (e *oneLineError) Error() string { return e.err.Error() }
+
+func (e *oneLineError) Unwrap() error { return e.err }
+
 // settingError is what the libraries' typed configuration errors
 // (multicast.ConfigError, logd.ConfigError, …) have in common: the Config
 // field at fault, the value it was given and what it allows.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -40,6 +41,23 @@ func (inv *invocation) parse(fs *pflag.FlagSet) error {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	return nil
+}
+
+// parseArgs is parse for a command that takes positional arguments, one
+// per name (e.g. "URL"), given before or after the flags.
+func (inv *invocation) parseArgs(fs *pflag.FlagSet, names ...string) ([]string, error) {
+	err := fs.Parse(inv.args)
+	switch {
+	case errors.Is(err, pflag.ErrHelp):
+		return nil, errHelpShown
+	case err != nil:
+		return nil, &usageError{err}
+	case fs.NArg() < len(names):
+		return nil, usagef("missing %s: brokerless %s %s", names[fs.NArg()], inv.cmd.name, strings.Join(names, " "))
+	case fs.NArg() > len(names):
+		return nil, usagef("unexpected argument %q", fs.Arg(len(names)))
+	}
+	return fs.Args(), nil
 }
 
 // newLogger logs warnings and errors from the libraries (a clamped

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/brokerless/brokerless/multicast"
 	"github.com/brokerless/brokerless/reliable"
+	"github.com/brokerless/brokerless/transport"
 )
 
 var mcastPubCmd = command{
@@ -51,16 +51,11 @@ brokerless mcast pub --group 239.1.2.3:7000 --feed 7 --ticks --count 1000 --mtu 
 }
 
 type pubOptions struct {
-	mcast    mcastFlags
-	ttl      int
-	ticks    bool
-	rate     float64
-	seed     uint64
-	topic    string
-	count    uint64
-	duration time.Duration
-	repairs  string
-	mtu      int
+	mcast   mcastFlags
+	pub     pubFlags
+	ttl     int
+	repairs string
+	mtu     int
 }
 
 func runMcastPub(ctx context.Context, inv *invocation) error {
@@ -68,12 +63,7 @@ func runMcastPub(ctx context.Context, inv *invocation) error {
 	fs := inv.flags()
 	o.mcast.register(fs)
 	fs.IntVar(&o.ttl, "ttl", multicast.DefaultTTL, "multicast TTL; 0 keeps datagrams on this host")
-	fs.BoolVar(&o.ticks, "ticks", false, "publish synthetic market ticks instead of stdin lines")
-	fs.Float64Var(&o.rate, "rate", 10000, "ticks per second (with --ticks)")
-	fs.Uint64Var(&o.seed, "seed", 1, "seed of the ticks' random walk (with --ticks)")
-	fs.StringVar(&o.topic, "topic", "", "topic of every stdin line (without --ticks)")
-	fs.Uint64Var(&o.count, "count", 0, "stop after this many messages (0: no limit)")
-	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: at end of input, or when interrupted)")
+	o.pub.register(fs)
 	fs.StringVar(&o.repairs, "repairs", "multicast", "send repairs to the whole group (multicast) or only to the subscriber that asked (unicast)")
 	fs.IntVar(&o.mtu, "mtu", reliable.DefaultMTU, "largest datagram in bytes, headers included (256..65507)")
 	if err := inv.parse(fs); err != nil {
@@ -88,24 +78,20 @@ func runMcastPub(ctx context.Context, inv *invocation) error {
 	if err != nil {
 		return configError(err, mcastFlagOf)
 	}
-	id := pub.Stream()
-	fmt.Fprintf(inv.err, "publishing to %v on %s from %v: feed %d, session %016x, ttl %d%s\n",
-		cfg.Group, cfg.Interface, pub.LocalAddr(), id.Feed, id.Session, o.ttl, authenticated(cfg))
-
-	runCtx, cancel := withDuration(ctx, o.duration)
-	defer cancel()
-	if o.ticks {
-		p := pacer{start: time.Now(), rate: o.rate, limit: o.limit()}
-		_, err = publishTicks(runCtx, pub, newTickGen(o.seed), p)
-	} else {
-		_, err = publishLines(runCtx, pub, inv.in, o.topic, o.count)
-	}
-	if runCtx.Err() != nil {
-		err = nil // interrupted, or --duration is over: a normal end
-	}
+	fmt.Fprintf(inv.err, "publishing to %v on %s from %v: %s, ttl %d%s\n",
+		cfg.Group, cfg.Interface, pub.LocalAddr(), mcastStream(pub), o.ttl, authenticated(cfg))
+	n, cancel, err := o.pub.publish(ctx, pub, inv.in)
 	err = errors.Join(err, pub.Close())
-	writePubStats(inv.err, pub.Stats())
+	cancel()
+	writePublished(inv.err, pub, n)
 	return err
+}
+
+// mcastStream names a multicast publisher's stream: "feed 1, session
+// 6889b03fadbf0fc8".
+func mcastStream(pub *multicast.Publisher) string {
+	id := pub.Stream()
+	return fmt.Sprintf("feed %d, session %016x", id.Feed, id.Session)
 }
 
 // config checks the options; changed reports whether a flag was given.
@@ -114,22 +100,10 @@ func (o *pubOptions) config(changed func(string) bool) (multicast.Config, error)
 	if err != nil {
 		return cfg, err
 	}
-	switch {
-	case !(o.rate > 0):
-		return cfg, usagef("--rate %v: want a positive number of ticks per second", o.rate)
-	case o.mtu == 0:
+	if o.mtu == 0 {
 		return cfg, usagef("--mtu 0: must be in [256, 65507]")
-	case o.ticks && changed("topic"):
-		return cfg, usagef("--topic is for stdin lines; a tick's topic is its symbol")
 	}
-	if !o.ticks {
-		for _, f := range []string{"rate", "seed"} {
-			if changed(f) {
-				return cfg, usagef("--%s needs --ticks", f)
-			}
-		}
-	}
-	if err := nonNegative("duration", o.duration); err != nil {
+	if err := o.pub.check(changed); err != nil {
 		return cfg, err
 	}
 	switch o.repairs {
@@ -144,14 +118,14 @@ func (o *pubOptions) config(changed func(string) bool) (multicast.Config, error)
 	return cfg, nil
 }
 
-// limit is the number of ticks to publish: the smaller of --count and
-// what --duration holds at --rate; 0 when neither bounds it.
-func (o *pubOptions) limit() uint64 {
-	n := limitFor(o.rate, o.duration)
-	if o.count > 0 && (n == 0 || o.count < n) {
-		n = o.count
+// writePublished prints what a publisher published: a multicast
+// publisher's key counters, or the number of messages.
+func writePublished(w io.Writer, pub transport.Publisher, n uint64) {
+	if mp, ok := pub.(*multicast.Publisher); ok {
+		writePubStats(w, mp.Stats())
+		return
 	}
-	return n
+	fmt.Fprintf(w, "published %d messages\n", n)
 }
 
 // writePubStats prints the publisher's key counters.

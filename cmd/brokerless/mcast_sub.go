@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/brokerless/brokerless/multicast"
 	"github.com/brokerless/brokerless/reliable"
-	"github.com/brokerless/brokerless/transport"
 )
 
 var mcastSubCmd = command{
@@ -62,28 +59,20 @@ brokerless mcast sub --group 239.1.2.3:7000 --join earliest --count 100`,
 }
 
 type subOptions struct {
-	mcast    mcastFlags
-	stats    bool
-	interval time.Duration
-	loss     float64
-	seed     int64
-	count    uint64
-	duration time.Duration
-	untilEnd bool
-	join     string
+	mcast mcastFlags
+	sub   subFlags
+	loss  float64
+	seed  int64
+	join  string
 }
 
 func runMcastSub(ctx context.Context, inv *invocation) error {
 	var o subOptions
 	fs := inv.flags()
 	o.mcast.register(fs)
-	fs.BoolVar(&o.stats, "stats", false, "print a line of counters every --interval instead of the messages")
-	fs.DurationVar(&o.interval, "interval", time.Second, "time between two lines of counters (with --stats)")
+	o.sub.register(fs)
 	fs.Float64Var(&o.loss, "simulate-loss", 0, "drop this fraction (0..1) of received datagrams on purpose")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of --simulate-loss")
-	fs.Uint64Var(&o.count, "count", 0, "stop after this many messages (0: no limit)")
-	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: when interrupted)")
-	fs.BoolVar(&o.untilEnd, "until-end", false, "stop when a stream ends (its publisher closed it, or it fell silent)")
 	fs.StringVar(&o.join, "join", "live", "where to start in a stream already running: live (its next message) or earliest (what is still in the publisher's window)")
 	if err := inv.parse(fs); err != nil {
 		return err
@@ -103,19 +92,7 @@ func runMcastSub(ctx context.Context, inv *invocation) error {
 	if o.loss > 0 {
 		fmt.Fprintf(inv.err, "dropping %g%% of received datagrams on purpose (seed %d)\n", 100*o.loss, o.seed)
 	}
-
-	runCtx, cancel := withDuration(ctx, o.duration)
-	defer cancel()
-	var out sink
-	if o.stats {
-		out = newStatsSink(inv.out, o.interval, sub.Stats)
-	} else {
-		out = newLineSink(inv.out)
-	}
-	n, err := receive(runCtx, sub, o.count, o.untilEnd, out, inv.err)
-	err = errors.Join(err, out.close())
-	writeSubStats(inv.err, n, sub.Stats())
-	return err
+	return o.sub.subscribe(ctx, inv, sub)
 }
 
 // config checks the options; changed reports whether a flag was given.
@@ -127,14 +104,10 @@ func (o *subOptions) config(changed func(string) bool) (multicast.Config, error)
 	switch {
 	case !(o.loss >= 0 && o.loss <= 1):
 		return cfg, usagef("--simulate-loss %v: want a fraction between 0 and 1, e.g. 0.05", o.loss)
-	case o.interval <= 0:
-		return cfg, usagef("--interval %v: want a positive duration, e.g. 1s", o.interval)
-	case changed("interval") && !o.stats:
-		return cfg, usagef("--interval needs --stats")
 	case changed("seed") && o.loss == 0:
 		return cfg, usagef("--seed needs --simulate-loss")
 	}
-	if err := nonNegative("duration", o.duration); err != nil {
+	if err := o.sub.check(changed); err != nil {
 		return cfg, err
 	}
 	switch o.join {
@@ -146,38 +119,6 @@ func (o *subOptions) config(changed func(string) bool) (multicast.Config, error)
 	}
 	cfg.Faults.Loss, cfg.Faults.Seed = o.loss, o.seed
 	return cfg, nil
-}
-
-// receive hands messages to out until ctx ends, limit messages (0: no
-// limit) arrived or, with untilEnd, a stream ended, and reports gaps and
-// stream starts and ends on events. It returns how many messages it
-// received; the end of ctx is a normal end, not an error.
-func receive(ctx context.Context, sub transport.Subscriber, limit uint64, untilEnd bool, out sink, events io.Writer) (uint64, error) {
-	var n uint64
-	for limit == 0 || n < limit {
-		ev, err := sub.Receive(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return n, nil
-			}
-			return n, err
-		}
-		if ev.Kind != transport.EventMessage {
-			if err := out.flush(); err != nil {
-				return n, err
-			}
-			fmt.Fprintln(events, describe(&ev))
-			if untilEnd && ev.Kind == transport.EventStreamEnd {
-				return n, nil
-			}
-			continue
-		}
-		if err := out.message(&ev.Message, time.Now()); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
 }
 
 // writeSubStats prints a subscriber's key counters at exit.

@@ -65,13 +65,19 @@ func TestStatsLine(t *testing.T) {
 		interval:  2 * time.Second,
 		delivered: 150000,
 		fresh:     100000,
-		sub: multicast.SubscriberStats{ReceiverStats: reliable.ReceiverStats{
+		mcast: &multicast.SubscriberStats{ReceiverStats: reliable.ReceiverStats{
 			Recovered: 120, Duplicates: 3, NacksSent: 40, Suppressed: 2, Gaps: 1, GapSeqs: 21,
 		}},
 		p50: 35123 * time.Nanosecond,
 		p99: 812345 * time.Nanosecond,
 	}
 	want := "15:04:05 delivered/s=50000 delivered=150000 recovered=120 duplicates=3 nacks=40 suppressed=2 gaps=1 lost=21 p50=35.1µs p99=812µs\n"
+	if got := statsLine(s); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	// Any other transport's subscriber: the gaps the sink counted.
+	s.mcast, s.gaps, s.lost = nil, 2, 30
+	want = "15:04:05 delivered/s=50000 delivered=150000 gaps=2 lost=30 p50=35.1µs p99=812µs\n"
 	if got := statsLine(s); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}

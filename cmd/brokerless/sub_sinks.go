@@ -16,6 +16,8 @@ type sink interface {
 	// message takes one message, received at now. An error stops the
 	// subscriber.
 	message(m *transport.Message, now time.Time) error
+	// gap counts a gap.
+	gap(g *transport.Gap)
 	// flush writes out what is buffered, before a line on standard
 	// error, so the two streams read in order on a terminal.
 	flush() error
@@ -64,6 +66,8 @@ func (s *lineSink) message(m *transport.Message, _ time.Time) error {
 	return err
 }
 
+func (s *lineSink) gap(*transport.Gap) {}
+
 func (s *lineSink) flush() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -80,20 +84,23 @@ func (s *lineSink) close() error {
 // every interval from its own goroutine.
 type statsSink struct {
 	out      io.Writer
-	stats    func() multicast.SubscriberStats
+	mcast    func() multicast.SubscriberStats // nil but for a multicast subscriber
 	interval time.Duration
 
-	mu        sync.Mutex
-	lat       *latency.Histogram // since the last line
-	delivered uint64
+	mu         sync.Mutex
+	lat        *latency.Histogram // since the last line
+	delivered  uint64
+	gaps, lost uint64
 
 	stop chan struct{}
 	done chan struct{}
 }
 
-func newStatsSink(out io.Writer, interval time.Duration, stats func() multicast.SubscriberStats) *statsSink {
+// newStatsSink returns a statsSink; mcast, when not nil, reads a
+// multicast subscriber's counters.
+func newStatsSink(out io.Writer, interval time.Duration, mcast func() multicast.SubscriberStats) *statsSink {
 	s := &statsSink{
-		out: out, stats: stats, interval: interval, lat: latency.New(),
+		out: out, mcast: mcast, interval: interval, lat: latency.New(),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go s.printLoop()
@@ -106,6 +113,15 @@ func (s *statsSink) message(m *transport.Message, now time.Time) error {
 	s.delivered++
 	s.mu.Unlock()
 	return nil
+}
+
+func (s *statsSink) gap(g *transport.Gap) {
+	s.mu.Lock()
+	s.gaps++
+	if g.Lost() {
+		s.lost += g.Len()
+	}
+	s.mu.Unlock()
 }
 
 func (s *statsSink) printLoop() {
@@ -130,11 +146,14 @@ func (s *statsSink) sample(now time.Time, interval time.Duration, prev uint64) s
 	s.mu.Lock()
 	sample := statsSample{
 		at: now, interval: interval, delivered: s.delivered, fresh: s.delivered - prev,
-		p50: s.lat.Quantile(0.5), p99: s.lat.Quantile(0.99),
+		gaps: s.gaps, lost: s.lost, p50: s.lat.Quantile(0.5), p99: s.lat.Quantile(0.99),
 	}
 	s.lat.Reset()
 	s.mu.Unlock()
-	sample.sub = s.stats()
+	if s.mcast != nil {
+		st := s.mcast()
+		sample.mcast = &st
+	}
 	return sample
 }
 

@@ -7,27 +7,35 @@ import (
 	"github.com/brokerless/brokerless/multicast"
 )
 
-// statsSample is what one line of mcast sub --stats reports.
+// statsSample is what one line of sub --stats reports.
 type statsSample struct {
 	at        time.Time
-	interval  time.Duration // since the previous line
-	delivered uint64        // messages received by the application, in all
-	fresh     uint64        // of them, since the previous line
-	sub       multicast.SubscriberStats
-	p50, p99  time.Duration // publish-to-receive latency over the interval
+	interval  time.Duration              // since the previous line
+	delivered uint64                     // messages received by the application, in all
+	fresh     uint64                     // of them, since the previous line
+	gaps      uint64                     // gaps received, in all
+	lost      uint64                     // sequence numbers they lost
+	mcast     *multicast.SubscriberStats // a multicast subscriber's counters
+	p50, p99  time.Duration              // publish-to-receive latency over the interval
 }
 
 // statsLine formats s as key=value pairs, counters since start except
-// delivered/s and the latencies, which cover the interval.
+// delivered/s and the latencies, which cover the interval. A multicast
+// subscriber's line has its recovery counters, and its gaps as its
+// engine counts them.
 func statsLine(s statsSample) string {
 	rate := 0.0
 	if s.interval > 0 {
 		rate = float64(s.fresh) / s.interval.Seconds()
 	}
-	r := s.sub.ReceiverStats
-	return fmt.Sprintf("%s delivered/s=%.0f delivered=%d recovered=%d duplicates=%d nacks=%d suppressed=%d gaps=%d lost=%d p50=%v p99=%v\n",
-		s.at.Format("15:04:05"), rate, s.delivered, r.Recovered, r.Duplicates, r.NacksSent, r.Suppressed,
-		r.Gaps, r.GapSeqs, short(s.p50), short(s.p99))
+	if s.mcast != nil {
+		r := s.mcast.ReceiverStats
+		return fmt.Sprintf("%s delivered/s=%.0f delivered=%d recovered=%d duplicates=%d nacks=%d suppressed=%d gaps=%d lost=%d p50=%v p99=%v\n",
+			s.at.Format("15:04:05"), rate, s.delivered, r.Recovered, r.Duplicates, r.NacksSent, r.Suppressed,
+			r.Gaps, r.GapSeqs, short(s.p50), short(s.p99))
+	}
+	return fmt.Sprintf("%s delivered/s=%.0f delivered=%d gaps=%d lost=%d p50=%v p99=%v\n",
+		s.at.Format("15:04:05"), rate, s.delivered, s.gaps, s.lost, short(s.p50), short(s.p99))
 }
 
 // short rounds d to three significant digits, so 1.234567ms prints as

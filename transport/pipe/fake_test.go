@@ -32,6 +32,10 @@ func (s *source) Receive(ctx context.Context) (transport.Event, error) {
 func (s *source) Semantics() transport.Semantics { return transport.Ordered | transport.GapReports }
 func (s *source) Close() error                   { return nil }
 
+func (s *ackingSource) Semantics() transport.Semantics {
+	return s.source.Semantics() | transport.AtLeastOnce
+}
+
 // ackingSource is a source that can be acknowledged. Each Ack is checked
 // against check (what the destination holds) and recorded.
 type ackingSource struct {

@@ -12,6 +12,9 @@ import (
 
 // Defaults of Config.
 const (
+	// DefaultTailRecords is how many of a destination's last records,
+	// per destination stream, are enough to resume from: they must
+	// reach back to the last record of every source stream.
 	DefaultTailRecords   = 1024
 	DefaultFlushInterval = 5 * time.Millisecond
 	DefaultDrainTimeout  = 5 * time.Second
@@ -23,9 +26,6 @@ type Config struct {
 	// accepted by the destination: what a killed pipe may write twice.
 	// Default DefaultMaxInFlight.
 	MaxInFlight int
-	// TailRecords is how many of the destination's last records, per
-	// destination stream, Resume reads. Default 1024.
-	TailRecords int
 	// FlushInterval: a destination without receipts (no
 	// transport.ReceiptPublisher) is flushed this often, and what was
 	// published before a flush that succeeded counts as accepted.
@@ -43,9 +43,6 @@ func (c *Config) setDefaults() {
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
 	}
-	if c.TailRecords == 0 {
-		c.TailRecords = DefaultTailRecords
-	}
 	if c.FlushInterval == 0 {
 		c.FlushInterval = DefaultFlushInterval
 	}
@@ -61,8 +58,6 @@ func (c *Config) validate() error {
 	switch {
 	case c.MaxInFlight < 1:
 		return &ConfigError{Field: "MaxInFlight", Value: c.MaxInFlight, Want: "must be ≥ 1"}
-	case c.TailRecords < 1:
-		return &ConfigError{Field: "TailRecords", Value: c.TailRecords, Want: "must be ≥ 1"}
 	case c.FlushInterval < 0:
 		return &ConfigError{Field: "FlushInterval", Value: c.FlushInterval, Want: "must be > 0"}
 	case c.DrainTimeout < 0:
@@ -106,7 +101,7 @@ func New(from transport.Subscriber, to transport.Publisher, cfg Config) (*Pipe, 
 		return nil, err
 	}
 	p := &Pipe{cfg: cfg, from: from, core: core, room: make(chan struct{}, 1), acks: make(chan struct{}, 1)}
-	p.acker, _ = from.(transport.Acknowledger)
+	p.acker = Acknowledger(from)
 	if rp, ok := to.(transport.ReceiptPublisher); ok {
 		p.to = rp
 	} else {
@@ -116,17 +111,25 @@ func New(from transport.Subscriber, to transport.Publisher, cfg Config) (*Pipe, 
 	return p, nil
 }
 
+// Acknowledger returns sub's transport.Acknowledger when it offers
+// at-least-once consumption (it claims transport.AtLeastOnce), else nil:
+// a subscriber outside a consumer group may have the method and nothing
+// to acknowledge to.
+func Acknowledger(sub transport.Subscriber) transport.Acknowledger {
+	if a, ok := sub.(transport.Acknowledger); ok && sub.Semantics().Has(transport.AtLeastOnce) {
+		return a
+	}
+	return nil
+}
+
 // Acknowledges reports whether the source is acknowledged.
 func (p *Pipe) Acknowledges() bool { return p.acker != nil }
 
-// Resume reads the destination's last records (Config.TailRecords per
-// destination stream) and resumes from them (Core.Resume). It returns
-// how many source streams the destination held.
-func (p *Pipe) Resume(ctx context.Context, dest transport.TailReader) (int, error) {
-	tail, err := dest.Tail(ctx, p.cfg.TailRecords)
-	if err != nil {
-		return 0, fmt.Errorf("pipe: reading the destination's last records: %w", err)
-	}
+// Resume resumes from the destination's last records, as
+// Core.Resume does; read them with a transport.TailReader, at most
+// DefaultTailRecords per destination stream. It returns how many source
+// streams the destination held.
+func (p *Pipe) Resume(tail []transport.Message) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.core.Resume(tail)

@@ -231,7 +231,7 @@ func TestPipeWithoutReceipts(t *testing.T) {
 }
 
 func TestPipeConfig(t *testing.T) {
-	for _, cfg := range []Config{{MaxInFlight: -1}, {TailRecords: -2}, {FlushInterval: -1}, {DrainTimeout: -1}} {
+	for _, cfg := range []Config{{MaxInFlight: -1}, {FlushInterval: -1}, {DrainTimeout: -1}} {
 		if _, err := New(newSource(1), &dest{}, cfg); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("%+v: %v", cfg, err)
 		}
@@ -281,7 +281,8 @@ func TestPipeKillLoopWithoutAcks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Resume(context.Background(), d); err != nil {
+		tail, _ := d.Tail(context.Background(), DefaultTailRecords)
+		if _, err := p.Resume(tail); err != nil {
 			t.Fatal(err)
 		}
 		f.join(src)
