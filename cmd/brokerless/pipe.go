@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/pipe"
+)
+
+var pipeCmd = command{
+	name:     "pipe",
+	summary:  "forward every message of one transport URL into another, at least once, gaps as markers",
+	synopsis: "FROM TO [--max-in-flight N] [--interval D] [flags]",
+	about: `
+Subscribes to FROM and publishes every message to TO (any two transport
+URLs: run 'brokerless help urls'), keeping its key, headers and payload and
+adding its origin as headers: brokerless.origin.stream (the stream in
+FROM), brokerless.origin.seq (its position there), brokerless.origin.time
+(its publish time, Unix nanoseconds) and brokerless.origin.topic (its
+topic, if it had one: TO's URL decides where a message goes, so the topic
+travels as a header). A gap in FROM is written to TO as a gap marker, a
+record with the origin headers of the gap's first position and a
+brokerless.gap header "FROM-TO REASON", so TO's readers see the hole too.
+
+FROM is acknowledged only once TO has accepted the message — durably where
+TO is durable (a logd or Kafka topic with acks=all) — cumulatively and in
+order, so a pipe killed at any moment loses nothing: what it had not
+acknowledged is delivered to it again. Up to --max-in-flight messages are
+on their way at once, so the pipe keeps up with its source; that is also
+the most a killed pipe can write twice.
+
+A FROM that cannot be acknowledged (a multicast feed) is resumed from TO
+instead: on start the pipe reads TO's last records, drops what FROM sends
+that TO already holds, and where FROM no longer holds the messages after
+the last one written (the pipe was down longer than the publisher's
+retransmit window), writes a gap marker with that exact range and the
+reason "the pipe feeding this stream was down". For this the pipe reads
+a multicast FROM with join=earliest, so a restart replays the publisher's
+window. TO must be a log (logd://, kafka://) whose topic keeps each FROM
+stream in one partition (logd creates topics with one).
+
+It runs until interrupted, or for --duration; on SIGINT or SIGTERM it
+waits (at most 5s) for TO to accept what is in flight, and acknowledges
+it. It prints its counters on standard error at exit, and every
+--interval if given.`,
+	examples: `
+# Record a multicast feed into the topic ticks of a logd on this machine.
+brokerless pipe 'mcast://239.1.2.3:7000?ttl=0' logd://127.0.0.1:9092/ticks
+
+# Copy a topic into another broker's topic as the consumer group mirror:
+# restarted, it resumes where the group's acknowledgements left off.
+brokerless pipe 'logd://127.0.0.1:9092/orders?group=mirror' kafka://10.0.0.5:9092/orders
+
+# Counters every second while it runs.
+brokerless pipe 'mcast://239.1.2.3:7000?ttl=0' logd://127.0.0.1:9092/ticks --interval 1s`,
+	run: runPipe,
+}
+
+func runPipe(ctx context.Context, inv *invocation) error {
+	var (
+		cfg      pipe.Config
+		interval time.Duration
+		duration time.Duration
+	)
+	fs := inv.flags()
+	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", pipe.DefaultMaxInFlight, "most messages taken from FROM and not yet accepted by TO")
+	fs.DurationVar(&interval, "interval", 0, "print the counters this often (0: only at exit)")
+	fs.DurationVar(&duration, "duration", 0, "stop after this long (0: when interrupted)")
+	args, err := inv.parseArgs(fs, "FROM", "TO")
+	if err != nil {
+		return err
+	}
+	if cfg.MaxInFlight < 1 {
+		return usagef("--max-in-flight %d: want at least 1", cfg.MaxInFlight)
+	}
+	if err := nonNegative("interval", interval); err != nil {
+		return err
+	}
+	if err := nonNegative("duration", duration); err != nil {
+		return err
+	}
+	fromURL, toURL := sourceDefaults(args[0]), args[1]
+	fromEP, err := transport.Open(ctx, fromURL)
+	if err != nil {
+		return urlError(args[0], err)
+	}
+	toEP, err := openURL(ctx, toURL)
+	if err != nil {
+		return err
+	}
+
+	to, err := toEP.Publisher(ctx)
+	if err != nil {
+		return urlError(toURL, err)
+	}
+	closeTo := sync.OnceValue(to.Close)
+	defer closeTo()
+	// TO's tail is read before FROM is joined, so that a multicast FROM's
+	// window is not spent waiting.
+	var tail []transport.Message
+	tr, canResume := toEP.(transport.TailReader)
+	if canResume {
+		if tail, err = tr.Tail(ctx, pipe.DefaultTailRecords); err != nil {
+			return fmt.Errorf("reading the last records of %s: %w", toURL, err)
+		}
+	}
+	from, err := fromEP.Subscriber(ctx)
+	if err != nil {
+		return urlError(args[0], err)
+	}
+	closeFrom := sync.OnceValue(from.Close)
+	defer closeFrom()
+	p, err := pipe.New(from, to, cfg)
+	if err != nil {
+		return configError(err, map[string]string{"MaxInFlight": "max-in-flight"})
+	}
+	switch {
+	case p.Acknowledges():
+		fmt.Fprintf(inv.err, "piping %s to %s: %s acknowledged once %s accepted\n", fromURL, toURL, fromURL, toURL)
+	case canResume:
+		n, err := p.Resume(tail)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(inv.err, "piping %s to %s: resuming from the %d streams of %s that %s holds\n", fromURL, toURL, n, fromURL, toURL)
+	default:
+		fmt.Fprintf(inv.err, "piping %s to %s: warning: %s cannot be acknowledged nor %s read back, so what %s sends while this pipe is down is lost without a gap marker\n",
+			fromURL, toURL, fromURL, toURL, fromURL)
+	}
+
+	runCtx, cancel := withDuration(ctx, duration)
+	defer cancel()
+	if interval > 0 {
+		stop := make(chan struct{})
+		defer close(stop)
+		go printPipeStats(inv.err, p, interval, stop)
+	}
+	err = p.Run(runCtx)
+	err = errors.Join(err, closeTo(), closeFrom())
+	writePipeStats(inv.err, p.Stats())
+	return err
+}
+
+// sourceDefaults sets on a pipe's FROM URL the parameters its scheme asks
+// a pipe to set (transport.Scheme.SourceDefaults) where the URL does not.
+func sourceDefaults(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	s, ok := transport.Describe(u.Scheme)
+	if !ok || len(s.SourceDefaults) == 0 {
+		return raw
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return raw
+	}
+	changed := false
+	for k, v := range s.SourceDefaults {
+		if !q.Has(k) {
+			q.Set(k, v)
+			changed = true
+		}
+	}
+	if !changed {
+		return raw
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func printPipeStats(w io.Writer, p *pipe.Pipe, interval time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			s := p.Stats()
+			fmt.Fprintf(w, "%s forwarded=%d markers=%d skipped=%d accepted=%d in-flight=%d acks=%d\n",
+				now.Format("15:04:05"), s.Forwarded, s.Markers, s.Skipped, s.Accepted, s.InFlight, s.Acks)
+		}
+	}
+}
+
+func writePipeStats(w io.Writer, s pipe.Stats) {
+	fmt.Fprintf(w, "forwarded %d messages, %d gap markers (%d for what the source no longer held), skipped %d already written; %d accepted, %d in flight; acknowledged the source %d times\n",
+		s.Forwarded, s.Markers, s.ResumeGaps, s.Skipped, s.Accepted, s.InFlight, s.Acks)
+}

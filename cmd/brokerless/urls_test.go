@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startTestLogd runs logd until the test ends and returns its Kafka
+// address.
+func startTestLogd(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, _, done := startLogd(t, ctx, "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0")
+	t.Cleanup(func() { stopLogd(t, cancel, done) })
+	return addr
+}
+
+// TestBadURLs: an unknown scheme, a missing topic, a group that is not
+// multicast, a bad or unknown parameter, a flag a transport cannot honour:
+// each is one line of error and exit status 2, before anything starts.
+func TestBadURLs(t *testing.T) {
+	const good = "mcast://239.255.1.2:7000?ttl=0"
+	cases := []struct {
+		url  string
+		want string
+	}{
+		{"nope://239.1.2.3:7000", `bad URL "nope://239.1.2.3:7000": unknown scheme "nope" (registered: kafka, logd, mcast)`},
+		{"239.1.2.3:7000", `bad URL "239.1.2.3:7000": `},
+		{"logd://127.0.0.1:9092/", `bad URL "logd://127.0.0.1:9092/": path "/" must be one topic`},
+		{"logd://127.0.0.1:9092", `bad URL "logd://127.0.0.1:9092": path "" must be one topic`},
+		{"mcast://10.0.0.1:7000", `bad URL "mcast://10.0.0.1:7000": group 10.0.0.1:7000: must be an IPv4 multicast address`},
+		{"mcast://239.1.2.3", `bad URL "mcast://239.1.2.3": group "239.1.2.3"`},
+		{"mcast://239.1.2.3:7000?ttl=x", `bad URL "mcast://239.1.2.3:7000?ttl=x": ttl="x"`},
+		{"mcast://239.1.2.3:7000?ttl=300", `bad URL "mcast://239.1.2.3:7000?ttl=300": ttl="300"`},
+		{"mcast://239.1.2.3:7000?colour=red", `unknown parameter "colour" (mcast:// takes iface, feed,`},
+		{"mcast://239.1.2.3:7000?iface=nosuch0", `bad URL "mcast://239.1.2.3:7000?iface=nosuch0": iface=nosuch0: no such network interface`},
+		{"logd://127.0.0.1:9092/t?acks=2", `bad URL "logd://127.0.0.1:9092/t?acks=2": acks="2": want all or leader`},
+	}
+	var runs [][]string
+	for _, c := range cases {
+		runs = append(runs,
+			[]string{c.want, "pub", c.url},
+			[]string{c.want, "sub", c.url},
+			[]string{c.want, "pipe", c.url, good},
+			[]string{c.want, "pipe", good, c.url})
+	}
+	runs = append(runs,
+		[]string{"--from: mcast:// cannot replay", "sub", good, "--from", "earliest"},
+		[]string{"--group: mcast:// has no consumer groups", "sub", good, "--group", "g"},
+		[]string{`bad URL "logd://127.0.0.1:9092/t?from=soon": from="soon": want earliest, latest, an offset or an RFC 3339 time`, "sub", "logd://127.0.0.1:9092/t", "--from", "soon"},
+		[]string{"--from and the URL's from= both given", "sub", "logd://127.0.0.1:9092/t?from=1", "--from", "2"},
+	)
+	for _, r := range runs {
+		want, args := r[0], r[1:]
+		code, out, errOut := runCLI(t, "", args...)
+		if code != exitUsage || out != "" {
+			t.Errorf("%q: exit %d, stdout %q; want exit 2 and nothing on stdout", args, code, out)
+		}
+		if n := strings.Count(errOut, "\n"); n != 1 || !strings.Contains(errOut, want) || !strings.HasPrefix(errOut, "brokerless "+args[0]+": ") {
+			t.Errorf("%q: stderr (%d lines)\n%s\nwant one line with %q", args, n, errOut, want)
+		}
+	}
+}
+
+func TestPubSubLogd(t *testing.T) {
+	addr := startTestLogd(t)
+	url := "logd://" + addr + "/greet"
+	code, _, errOut := runCLI(t, "hello\nworld\nbye\n", "pub", url)
+	if code != exitOK || !strings.Contains(errOut, "publishing to "+url+" (ordered|") || !strings.Contains(errOut, "published 3 messages") {
+		t.Fatalf("pub: exit %d:\n%s", code, errOut)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--count", "3"}, "0 greet hello\n1 greet world\n2 greet bye\n"},
+		{[]string{"--from", "1", "--count", "2"}, "1 greet world\n2 greet bye\n"},
+		{[]string{"--from", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "--duration", "300ms"}, ""},
+		{[]string{"--group", "g", "--count", "2"}, "0 greet hello\n1 greet world\n"},
+	} {
+		code, out, errOut := runCLI(t, "", append([]string{"sub", url}, c.args...)...)
+		if code != exitOK || out != c.want {
+			t.Errorf("sub %v: exit %d, printed %q, want %q:\n%s", c.args, code, out, c.want, errOut)
+		}
+	}
+	code, out, errOut := runCLI(t, "", "sub", url, "--stats", "--interval", "1h", "--count", "3")
+	if code != exitOK || out != "" || !strings.Contains(errOut, "received 3 messages; gaps 0 (0 lost)") {
+		t.Errorf("sub --stats: exit %d, stdout %q:\n%s", code, out, errOut)
+	}
+}
+
+// TestPubSubMcastURL: pub and sub take mcast:// URLs as mcast pub and
+// mcast sub take flags.
+func TestPubSubMcastURL(t *testing.T) {
+	g := testGroup()
+	url := fmt.Sprintf("mcast://%s?ttl=0&feed=3", g)
+	out, errOut := newSyncBuffer(""), newSyncBuffer("listening on")
+	code := make(chan int, 1)
+	go func() {
+		code <- run(context.Background(), []string{"sub", url, "--until-end"}, stdio{in: strings.NewReader(""), out: out, err: errOut})
+	}()
+	select {
+	case <-errOut.seen:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("sub did not start:\n%s", errOut)
+	}
+	pubCode, _, pubErr := runCLI(t, "one\ntwo\n", "pub", url, "--topic", "t")
+	if pubCode != exitOK || !strings.Contains(pubErr, "publishing to "+url+" from 127.0.0.1:") || !strings.Contains(pubErr, "published 2 messages in 1 datagrams") {
+		t.Fatalf("pub exit %d:\n%s", pubCode, pubErr)
+	}
+	if c := waitExit(t, code, errOut); c != exitOK || out.String() != "1 t one\n2 t two\n" {
+		t.Fatalf("sub exit %d, printed %q:\n%s", c, out, errOut)
+	}
+	for _, w := range []string{"listening on " + url + " (ordered|gap-reports|retransmit", "stream start 3/", "received 2 messages; recovered 0"} {
+		if !strings.Contains(errOut.String(), w) {
+			t.Errorf("sub stderr lacks %q:\n%s", w, errOut)
+		}
+	}
+}
+
+// TestHelpURLs: every registered scheme is described with every
+// parameter its URLs take.
+func TestHelpURLs(t *testing.T) {
+	code, out, _ := runCLI(t, "", "help", "urls")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{
+		"mcast:// — UDP multicast", "Semantics: ordered|gap-reports|retransmit", "join=live|earliest", "As the FROM of a pipe, unless the URL says otherwise: join=earliest",
+		"logd:// — a topic of logd", "from=earliest|latest|OFFSET|TIME", "group=NAME", "acks=all|leader",
+		"kafka:// — a topic of any Kafka-protocol broker",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("help urls lacks %q:\n%s", want, out)
+		}
+	}
+}
