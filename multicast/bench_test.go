@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/ipv4"
 
 	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/faultnet"
 )
 
 // The benchmarks below compare the transport with raw UDP multicast on
@@ -178,8 +179,7 @@ type rateResult struct {
 func transportRate(b *testing.B, n int, loss float64, key []byte) rateResult {
 	cfg := testConfig(b)
 	cfg.Key = key
-	scfg := cfg
-	scfg.Faults.Loss, scfg.Faults.Seed = loss, 1
+	scfg := withFaults(cfg, faultnet.Faults{Loss: loss, Seed: 1})
 	s := mustSub(b, scfg)
 	p := mustPub(b, cfg)
 	payload := make([]byte, benchPayload)

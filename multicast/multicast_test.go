@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/faultnet"
 )
 
 func TestPublishSubscribe(t *testing.T) {
@@ -46,8 +47,7 @@ func TestLossRecovery(t *testing.T) {
 	for _, loss := range []float64{0.01, 0.05, 0.20} {
 		t.Run(fmt.Sprint(loss), func(t *testing.T) {
 			cfg := testConfig(t)
-			scfg := cfg
-			scfg.Faults.Loss, scfg.Faults.Duplicate, scfg.Faults.Reorder, scfg.Faults.Seed = loss, 0.01, 0.01, 7
+			scfg := withFaults(cfg, faultnet.Faults{Loss: loss, Duplicate: 0.01, Reorder: 0.01, Seed: 7})
 			s := mustSub(t, scfg)
 			p := mustPub(t, cfg)
 			go publishN(t, p, 0, n, 64)
@@ -61,7 +61,7 @@ func TestLossRecovery(t *testing.T) {
 				}
 			}
 			st := s.Stats()
-			if st.Recovered == 0 || st.Faults.Dropped == 0 {
+			if st.Recovered == 0 || st.FilterDrops == 0 {
 				t.Fatalf("no loss injected or recovered: %+v", st)
 			}
 			t.Logf("subscriber %+v", st)
@@ -76,8 +76,11 @@ func TestURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Group.String() != "239.1.2.3:7000" || cfg.Feed != 9 || !cfg.HostOnly || !cfg.UnicastRepairs ||
-		cfg.Faults.Loss != 0.05 || cfg.CloseLinger != 50*time.Millisecond {
+		cfg.CloseLinger != 50*time.Millisecond || cfg.Filter == nil {
 		t.Fatalf("%+v", cfg)
+	}
+	if dropped := filterDrops(t, cfg.Filter, 10_000); dropped < 400 || dropped > 600 {
+		t.Fatalf("loss=0.05 dropped %d of 10000 datagrams", dropped)
 	}
 	for _, bad := range []string{
 		"mcast://10.0.0.1:7000", "mcast://239.1.2.3", "mcast://239.1.2.3:7000?loss=2",
@@ -87,6 +90,28 @@ func TestURL(t *testing.T) {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}
+}
+
+// filterDrops pushes n datagrams through a filter newFilter makes and
+// counts those it does not keep.
+func filterDrops(t *testing.T, newFilter func() (DatagramFilter, error), n int) int {
+	t.Helper()
+	f, err := newFilter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, dropped := time.Now(), 0
+	for range n {
+		if !f.Push(now, []byte("datagram"), netip.MustParseAddrPort("127.0.0.1:9")) {
+			dropped++
+		}
+		for {
+			if _, _, ok := f.Pop(now); !ok {
+				break
+			}
+		}
+	}
+	return dropped
 }
 
 func TestOpenByURL(t *testing.T) {

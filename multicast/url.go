@@ -10,6 +10,7 @@ import (
 
 	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/faultnet"
 )
 
 // Scheme is the URL scheme this package registers with transport.
@@ -76,10 +77,15 @@ func ParseURL(u *url.URL) (Config, error) {
 	cfg.RecvBuffer = int(p.uint("rcvbuf", 31))
 	cfg.SendBuffer = int(p.uint("sndbuf", 31))
 	cfg.CloseLinger = p.duration("linger")
-	cfg.Faults.Loss = p.float("loss")
-	cfg.Faults.Duplicate = p.float("dup")
-	cfg.Faults.Reorder = p.float("reorder")
-	cfg.Faults.Seed = int64(p.uint("seed", 63))
+	faults := faultnet.Faults{
+		Loss:      p.float("loss"),
+		Duplicate: p.float("dup"),
+		Reorder:   p.float("reorder"),
+		Seed:      int64(p.uint("seed", 63)),
+	}
+	if !faults.Zero() {
+		cfg.Filter = func() (DatagramFilter, error) { return faultnet.NewFilter(faults) }
+	}
 	if path := p.q.Get("keyfile"); path != "" {
 		var err error
 		if cfg.Key, err = ReadKeyFile(path); err != nil {
