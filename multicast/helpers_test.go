@@ -27,6 +27,10 @@ func testConfig(t testing.TB) Config {
 	}
 }
 
+// faultnet.Filter is a DatagramFilter without either package naming the
+// other's types.
+var _ DatagramFilter = (*faultnet.Filter)(nil)
+
 // withFaults returns cfg with f injected on a subscriber's receive path
 // by a faultnet.Filter, one per subscriber; zero faults inject none.
 func withFaults(cfg Config, f faultnet.Faults) Config {
