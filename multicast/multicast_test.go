@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"net/url"
 	"testing"
 	"time"
 
@@ -67,51 +66,6 @@ func TestLossRecovery(t *testing.T) {
 			t.Logf("subscriber %+v", st)
 		})
 	}
-}
-
-func TestURL(t *testing.T) {
-	u, _ := url.Parse("mcast://239.1.2.3:7000?iface=lo&feed=9&ttl=0&repairs=unicast&join=earliest&loss=0.05&linger=50ms")
-	cfg, err := ParseURL(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Group.String() != "239.1.2.3:7000" || cfg.Feed != 9 || !cfg.HostOnly || !cfg.UnicastRepairs ||
-		cfg.CloseLinger != 50*time.Millisecond || cfg.Filter == nil {
-		t.Fatalf("%+v", cfg)
-	}
-	if dropped := filterDrops(t, cfg.Filter, 10_000); dropped < 400 || dropped > 600 {
-		t.Fatalf("loss=0.05 dropped %d of 10000 datagrams", dropped)
-	}
-	for _, bad := range []string{
-		"mcast://10.0.0.1:7000", "mcast://239.1.2.3", "mcast://239.1.2.3:7000?loss=2",
-		"mcast://239.1.2.3:7000?repairs=maybe", "mcast://239.1.2.3:7000?ttl=x",
-	} {
-		if _, err := transport.Open(context.Background(), bad); !errors.Is(err, transport.ErrBadURL) {
-			t.Errorf("%s: %v", bad, err)
-		}
-	}
-}
-
-// filterDrops pushes n datagrams through a filter newFilter makes and
-// counts those it does not keep.
-func filterDrops(t *testing.T, newFilter func() (DatagramFilter, error), n int) int {
-	t.Helper()
-	f, err := newFilter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	now, dropped := time.Now(), 0
-	for range n {
-		if !f.Push(now, []byte("datagram"), netip.MustParseAddrPort("127.0.0.1:9")) {
-			dropped++
-		}
-		for {
-			if _, _, ok := f.Pop(now); !ok {
-				break
-			}
-		}
-	}
-	return dropped
 }
 
 func TestOpenByURL(t *testing.T) {
