@@ -96,7 +96,9 @@ func (p *Publisher) sendLoop() {
 			errs[i] = nil
 		}
 		p.madeProgress()
+		due = p.rcpt.takeSettled(due[:0])
 		p.mu.Unlock()
+		fire(stream, due)
 	}
 }
 

@@ -38,7 +38,7 @@ type receipts struct {
 
 func (r *receipts) push(e pendingReceipt) {
 	if r.n == len(r.q) {
-		q := make([]pendingReceipt, max(16, 2*len(r.q)))
+		q := make([]pendingReceipt, max(16, 2*len(r.q))) // a power of two
 		for i := 0; i < r.n; i++ {
 			q[i] = *r.at(i)
 		}
@@ -49,7 +49,7 @@ func (r *receipts) push(e pendingReceipt) {
 }
 
 // at is the i-th receipt from head.
-func (r *receipts) at(i int) *pendingReceipt { return &r.q[(r.head+i)%len(r.q)] }
+func (r *receipts) at(i int) *pendingReceipt { return &r.q[(r.head+i)&(len(r.q)-1)] }
 
 // settle records that a datagram was written, err its outcome (nil: the
 // kernel took it), whose NextOutgoing left SentNext at upto: it carried
@@ -95,7 +95,9 @@ func (r *receipts) take(out []pendingReceipt, k int) []pendingReceipt {
 		out = append(out, *e)
 		*e = pendingReceipt{}
 	}
-	r.head = (r.head + k) % max(len(r.q), 1)
+	if k > 0 {
+		r.head = (r.head + k) & (len(r.q) - 1)
+	}
 	r.n -= k
 	r.settled -= k
 	return out
