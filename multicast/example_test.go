@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"net/url"
 	"time"
 
 	"github.com/brokerless/brokerless/multicast"
@@ -180,16 +181,31 @@ func ExampleConfig_filter() {
 // says why.
 func Example_badURL() {
 	ctx := context.Background()
-	for _, url := range []string{
+	for _, raw := range []string{
 		"mcast://10.0.0.1:7000?iface=lo",
-		"mcast://239.1.2.3:7000?from=earliest",
+		"mcast://239.1.2.3:7000?ttl=300",
 		"mcast://239.1.2.3:7000?tll=0",
 	} {
-		_, err := transport.Open(ctx, url)
+		_, err := transport.Open(ctx, raw)
 		fmt.Println(errors.Is(err, transport.ErrBadURL), err)
 	}
 	// Output:
 	// true transport: open "mcast://10.0.0.1:7000?iface=lo": transport: bad URL: group 10.0.0.1 is not a multicast address: want one in 224.0.0.0/4, e.g. 239.1.2.3:7000
-	// true transport: open "mcast://239.1.2.3:7000?from=earliest": transport: bad URL: from="earliest": multicast does not replay: a subscriber starts at the live edge, or with join=earliest at the oldest message the publisher's retransmit window still holds; replay from a position needs an archive, which mcast:// does not take yet
+	// true transport: open "mcast://239.1.2.3:7000?ttl=300": transport: bad URL: ttl="300": want an integer from 0 to 255
 	// true transport: open "mcast://239.1.2.3:7000?tll=0": transport: bad URL: unknown parameter "tll" (mcast:// takes iface, feed, ttl, repairs, join, mtu, rcvbuf, sndbuf, linger, keyfile, loss, dup, reorder, seed)
+}
+
+// Multicast does not replay: a subscriber starts at the live edge or,
+// with join=earliest, at what the publisher's retransmit window still
+// holds. A URL asking for a position is refused.
+func ExampleParseURL() {
+	u, err := url.Parse("mcast://239.1.2.3:7000?join=earliest&from=0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = multicast.ParseURL(u)
+	fmt.Println(err)
+	// Output:
+	// transport: bad URL: from="0": multicast does not replay: a subscriber starts at the live edge, or with join=earliest at the oldest message the publisher's retransmit window still holds; replay from a position needs an archive, which mcast:// does not take yet
 }
