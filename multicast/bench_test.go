@@ -6,12 +6,14 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/net/ipv4"
 
 	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/faultnet"
 )
 
 // The benchmarks below compare the transport with raw UDP multicast on
@@ -146,6 +148,47 @@ func BenchmarkTransport64B(b *testing.B) {
 	b.ReportMetric(transportRate(b, b.N, 0, nil).msgs, "msgs/s")
 }
 
+// BenchmarkTransport64BReceipts is BenchmarkTransport64B with every
+// message published with PublishReceipt (one done function for all):
+// time and allocations per message with receipts.
+func BenchmarkTransport64BReceipts(b *testing.B) {
+	b.ReportAllocs()
+	b.ReportMetric(transportRateReceipts(b, b.N, 0, nil, true).msgs, "msgs/s")
+}
+
+// BenchmarkReceiptCost is the throughput cost of publish receipts: the
+// transport with Publish and with PublishReceipt, in receiptPairs pairs
+// of runs of b.N messages that alternate which goes first. It reports
+// the median and quartiles of the per-pair ratios receipts/plain.
+//
+//	go test -run XXX -bench ReceiptCost -benchtime 200000x ./multicast/
+func BenchmarkReceiptCost(b *testing.B) {
+	if b.N < 1000 {
+		return // the testing package's first, calibration call
+	}
+	const receiptPairs = 21
+	var ratios, plain, receipted []float64
+	for i := range receiptPairs {
+		var p, r rateResult
+		if i%2 == 0 {
+			p, r = transportRate(b, b.N, 0, nil), transportRateReceipts(b, b.N, 0, nil, true)
+		} else {
+			r, p = transportRateReceipts(b, b.N, 0, nil, true), transportRate(b, b.N, 0, nil)
+		}
+		plain, receipted = append(plain, p.msgs), append(receipted, r.msgs)
+		ratios = append(ratios, r.msgs/p.msgs)
+	}
+	s := slices.Clone(ratios)
+	slices.Sort(s)
+	b.Logf("receipts/plain per pair: %.2f", ratios)
+	b.ReportMetric(median(plain), "msgs/s")
+	b.ReportMetric(median(receipted), "receipt-msgs/s")
+	b.ReportMetric(s[len(s)/4], "receipts/plain-q1")
+	b.ReportMetric(median(ratios), "receipts/plain")
+	b.ReportMetric(s[3*len(s)/4], "receipts/plain-q3")
+	b.ReportMetric(0, "ns/op")
+}
+
 func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
@@ -176,18 +219,39 @@ type rateResult struct {
 // can leave the subscriber more than a retransmit window behind, on a
 // busy machine; what it then reports lost is counted, not hidden.
 func transportRate(b *testing.B, n int, loss float64, key []byte) rateResult {
+	return transportRateReceipts(b, n, loss, key, false)
+}
+
+// transportRateReceipts is transportRate, publishing with PublishReceipt
+// when receipts is set; it then also waits for every receipt.
+func transportRateReceipts(b *testing.B, n int, loss float64, key []byte, receipts bool) rateResult {
 	cfg := testConfig(b)
 	cfg.Key = key
-	scfg := cfg
-	scfg.Faults.Loss, scfg.Faults.Seed = loss, 1
+	scfg := withFaults(cfg, faultnet.Faults{Loss: loss, Seed: 1})
 	s := mustSub(b, scfg)
 	p := mustPub(b, cfg)
 	payload := make([]byte, benchPayload)
 	ctx := context.Background()
+	var receipted atomic.Int64
+	allReceipted := make(chan struct{})
+	done := func(_ transport.Receipt, err error) {
+		if err != nil {
+			b.Error(err)
+		}
+		if receipted.Add(1) == int64(n) {
+			close(allReceipted)
+		}
+	}
 	start := time.Now()
 	go func() {
 		for i := 0; i < n; i++ {
-			if err := p.Publish(ctx, transport.Message{Payload: payload}); err != nil {
+			var err error
+			if receipts {
+				err = p.PublishReceipt(ctx, transport.Message{Payload: payload}, done)
+			} else {
+				err = p.Publish(ctx, transport.Message{Payload: payload})
+			}
+			if err != nil {
 				b.Error(err)
 				return
 			}
@@ -210,6 +274,13 @@ func transportRate(b *testing.B, n int, loss float64, key []byte) rateResult {
 		}
 	}
 	rate := float64(got) / time.Since(start).Seconds()
+	if receipts {
+		select {
+		case <-allReceipted:
+		case <-rctx.Done():
+			b.Fatalf("%d receipts of %d", receipted.Load(), n)
+		}
+	}
 	_ = p.Flush(ctx)
 	st := p.Stats()
 	return rateResult{msgs: rate, datagrams: st.Datagrams, bytes: st.Bytes, lost: lost}

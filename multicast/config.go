@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/brokerless/brokerless/reliable"
-	"github.com/brokerless/brokerless/transport/faultnet"
 )
 
 // Defaults of Config.
@@ -68,9 +67,13 @@ type Config struct {
 	// Queue is how many batches of events a Subscriber buffers for its
 	// reader before it stops reading the socket. Default 64.
 	Queue int
-	// Faults are injected on a Subscriber's received datagrams (DATA and
-	// repairs alike), to rehearse loss. Zero: none.
-	Faults faultnet.Faults
+	// Filter, when set, is called once by each NewSubscriber to make the
+	// DatagramFilter that the Subscriber's received datagrams pass
+	// through before its recovery engine sees them: a way to rehearse
+	// loss, duplication, delay and reordering. An error it returns is
+	// returned by NewSubscriber. Nil: datagrams go straight to the
+	// engine.
+	Filter func() (DatagramFilter, error)
 	// Key, when set, authenticates every datagram with a tag (see
 	// package reliable, "Authentication tag"): publisher and subscribers
 	// of a feed share it, and drop and count whatever does not carry a

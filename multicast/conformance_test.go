@@ -13,8 +13,7 @@ func TestConformance(t *testing.T) {
 	transporttest.Run(t, transporttest.Harness{
 		NewPair: func(t *testing.T, f transporttest.Faults) (transporttest.Pair, error) {
 			cfg := testConfig(t)
-			scfg := cfg
-			scfg.Faults = faultnet.Faults{Loss: f.Loss, Duplicate: f.Duplicate, Reorder: f.Reorder, Seed: f.Seed}
+			scfg := withFaults(cfg, faultnet.Faults{Loss: f.Loss, Duplicate: f.Duplicate, Reorder: f.Reorder, Seed: f.Seed})
 			ctx := context.Background()
 			sub, err := NewSubscriber(ctx, scfg)
 			if err != nil {

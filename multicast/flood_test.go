@@ -9,6 +9,7 @@ import (
 
 	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/faultnet"
 	"github.com/brokerless/brokerless/transport/latency"
 )
 
@@ -63,8 +64,7 @@ func floodRound(t testing.TB, nacks int) floodResult {
 	cfg := testConfig(t)
 	var subs []*Subscriber
 	for i := range 2 {
-		scfg := cfg
-		scfg.Faults.Loss, scfg.Faults.Seed = 0.01, int64(i+1)
+		scfg := withFaults(cfg, faultnet.Faults{Loss: 0.01, Seed: int64(i + 1)})
 		subs = append(subs, mustSub(t, scfg))
 	}
 	p := mustPub(t, cfg)

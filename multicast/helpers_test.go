@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/faultnet"
 )
 
 // testConfig returns a Config on a random group and port of the
@@ -24,6 +25,20 @@ func testConfig(t testing.TB) Config {
 		Feed:        uint32(1 + rand.IntN(1000)),
 		CloseLinger: 200 * time.Millisecond,
 	}
+}
+
+// faultnet.Filter is a DatagramFilter without either package naming the
+// other's types.
+var _ DatagramFilter = (*faultnet.Filter)(nil)
+
+// withFaults returns cfg with f injected on a subscriber's receive path
+// by a faultnet.Filter, one per subscriber; zero faults inject none.
+func withFaults(cfg Config, f faultnet.Faults) Config {
+	cfg.Filter = nil
+	if !f.Zero() {
+		cfg.Filter = func() (DatagramFilter, error) { return faultnet.NewFilter(f) }
+	}
+	return cfg
 }
 
 func mustPub(t testing.TB, cfg Config) *Publisher {

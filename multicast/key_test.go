@@ -14,6 +14,7 @@ import (
 
 	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/faultnet"
 )
 
 // TestKeyedFeed: publisher and subscriber sharing a key deliver the
@@ -22,8 +23,7 @@ import (
 func TestKeyedFeed(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Key = []byte("0123456789abcdef0123456789abcdef")
-	lossy := cfg
-	lossy.Faults.Loss, lossy.Faults.Seed = 0.05, 3
+	lossy := withFaults(cfg, faultnet.Faults{Loss: 0.05, Seed: 3})
 	s := mustSub(t, lossy)
 	noKey := cfg
 	noKey.Key = nil

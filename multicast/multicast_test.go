@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/faultnet"
 )
 
 func TestPublishSubscribe(t *testing.T) {
@@ -46,8 +46,7 @@ func TestLossRecovery(t *testing.T) {
 	for _, loss := range []float64{0.01, 0.05, 0.20} {
 		t.Run(fmt.Sprint(loss), func(t *testing.T) {
 			cfg := testConfig(t)
-			scfg := cfg
-			scfg.Faults.Loss, scfg.Faults.Duplicate, scfg.Faults.Reorder, scfg.Faults.Seed = loss, 0.01, 0.01, 7
+			scfg := withFaults(cfg, faultnet.Faults{Loss: loss, Duplicate: 0.01, Reorder: 0.01, Seed: 7})
 			s := mustSub(t, scfg)
 			p := mustPub(t, cfg)
 			go publishN(t, p, 0, n, 64)
@@ -61,31 +60,11 @@ func TestLossRecovery(t *testing.T) {
 				}
 			}
 			st := s.Stats()
-			if st.Recovered == 0 || st.Faults.Dropped == 0 {
+			if st.Recovered == 0 || st.FilterDrops == 0 {
 				t.Fatalf("no loss injected or recovered: %+v", st)
 			}
 			t.Logf("subscriber %+v", st)
 		})
-	}
-}
-
-func TestURL(t *testing.T) {
-	u, _ := url.Parse("mcast://239.1.2.3:7000?iface=lo&feed=9&ttl=0&repairs=unicast&join=earliest&loss=0.05&linger=50ms")
-	cfg, err := ParseURL(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Group.String() != "239.1.2.3:7000" || cfg.Feed != 9 || !cfg.HostOnly || !cfg.UnicastRepairs ||
-		cfg.Faults.Loss != 0.05 || cfg.CloseLinger != 50*time.Millisecond {
-		t.Fatalf("%+v", cfg)
-	}
-	for _, bad := range []string{
-		"mcast://10.0.0.1:7000", "mcast://239.1.2.3", "mcast://239.1.2.3:7000?loss=2",
-		"mcast://239.1.2.3:7000?repairs=maybe", "mcast://239.1.2.3:7000?ttl=x",
-	} {
-		if _, err := transport.Open(context.Background(), bad); !errors.Is(err, transport.ErrBadURL) {
-			t.Errorf("%s: %v", bad, err)
-		}
 	}
 }
 

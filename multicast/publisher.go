@@ -22,7 +22,8 @@ import (
 // a sender goroutine hands datagrams to the kernel in batches. While it
 // is busy, messages accumulate and go out together ("smart batching"):
 // at low rates each message leaves at once, at high rates datagrams are
-// full.
+// full. PublishReceipt also tells when a message has been handed to the
+// kernel, and where it landed.
 type Publisher struct {
 	cfg   Config
 	conn  *net.UDPConn
@@ -40,6 +41,7 @@ type Publisher struct {
 	closing   bool
 	lastNack  time.Time
 	stats     PublisherStats
+	rcpt      receipts // messages waiting for their receipt
 
 	inbox inbox // NACKs read by controlLoop, answered by sendLoop
 
@@ -50,7 +52,10 @@ type Publisher struct {
 	err  error
 }
 
-var _ transport.Publisher = (*Publisher)(nil)
+var (
+	_ transport.Publisher        = (*Publisher)(nil)
+	_ transport.ReceiptPublisher = (*Publisher)(nil)
+)
 
 // NewPublisher opens the publisher's socket on cfg.Interface and starts
 // its goroutines.
@@ -121,6 +126,33 @@ func (p *Publisher) Stats() PublisherStats {
 // Publish queues m. It blocks, honouring ctx, while the send queue is
 // full.
 func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
+	return p.publish(ctx, &m, nil)
+}
+
+// PublishReceipt is Publish that also calls done, once m has been handed
+// to the network, with m's stream (Feed and Session) and the sequence
+// number of its first fragment (transport.Message.Seq as subscribers
+// will see it).
+//
+// Handed to the network means: the datagram carrying m's last fragment
+// was written to the socket (sendmmsg or sendto returned), not merely
+// queued; for a message published while the send goroutine is busy,
+// that is when its batch is written. Multicast is not durable, so that
+// is all a receipt says: nothing about any subscriber having m, which
+// the retransmit window may still repair for them. done gets an error
+// when the kernel refused a datagram carrying part of m (m stays in the
+// retransmit window, so a subscriber may still repair it), or
+// transport.ErrClosed when the Publisher closed before sending m.
+//
+// done is called exactly once per message whose PublishReceipt returned
+// nil, in publish order, on the Publisher's send goroutine, and before
+// Close returns. It must not block, nor call the Publisher: the next
+// datagrams wait for it. A nil done makes PublishReceipt a Publish.
+func (p *Publisher) PublishReceipt(ctx context.Context, m transport.Message, done func(transport.Receipt, error)) error {
+	return p.publish(ctx, &m, done)
+}
+
+func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func(transport.Receipt, error)) error {
 	p.mu.Lock()
 	now := p.cfg.Now()
 	for {
@@ -128,8 +160,11 @@ func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
 			p.mu.Unlock()
 			return transport.ErrClosed
 		}
-		_, err := p.eng.Publish(now, &m)
+		seq, err := p.eng.Publish(now, m)
 		if err == nil {
+			if done != nil {
+				p.rcpt.push(pendingReceipt{first: seq, last: p.eng.NextSeq() - 1, done: done})
+			}
 			break
 		}
 		if !errors.Is(err, reliable.ErrBackpressure) {
@@ -166,6 +201,7 @@ func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
 func (p *Publisher) sendInline(now time.Time) {
 	p.writing = true
 	n, to, ok := p.eng.NextOutgoing(now, p.inline)
+	upto := p.eng.SentNext()
 	p.mu.Unlock()
 	var err error
 	if ok {
@@ -182,8 +218,12 @@ func (p *Publisher) sendInline(now time.Time) {
 	if err != nil {
 		p.stats.SendErrors++
 	}
+	if ok {
+		p.rcpt.settle(upto, err)
+	}
 	p.madeProgress()
-	more := !p.eng.Idle() || p.inbox.pending()
+	// sendLoop calls the receipts' done.
+	more := !p.eng.Idle() || p.inbox.pending() || p.rcpt.settled > 0
 	if more {
 		p.idle = false
 	}

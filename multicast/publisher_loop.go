@@ -12,8 +12,10 @@ import (
 )
 
 // sendLoop hands the engine's datagrams to the kernel, a batch per
-// system call, and sleeps until woken or the engine's next deadline
-// (heartbeats, rate-limited repairs).
+// system call, calls the done of the receipts their writing settled, and
+// sleeps until woken or the engine's next deadline (heartbeats,
+// rate-limited repairs). When it stops, it calls the done of every
+// receipt left.
 func (p *Publisher) sendLoop() {
 	defer p.wg.Done()
 	msgs := make([]ipv4.Message, p.cfg.Batch)
@@ -22,11 +24,27 @@ func (p *Publisher) sendLoop() {
 		bufs[i] = make([]byte, maxDatagram)
 		msgs[i].Buffers = [][]byte{nil}
 	}
+	upto := make([]uint64, p.cfg.Batch) // the engine's SentNext after each datagram
+	errs := make([]error, p.cfg.Batch)  // why the kernel refused each, if it did
+	var due []pendingReceipt            // receipts whose done is being called
+	stream := p.eng.Stream()
+	defer func() {
+		p.mu.Lock()
+		due = p.rcpt.takeAll(due[:0])
+		p.mu.Unlock()
+		fire(stream, due)
+	}()
 	unicast := make([]*net.UDPAddr, p.cfg.Batch)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		p.mu.Lock()
+		if p.rcpt.settled > 0 {
+			due = p.rcpt.takeSettled(due[:0])
+			p.mu.Unlock()
+			fire(stream, due)
+			continue
+		}
 		if p.writing {
 			// Publish is sending inline; it wakes us if more is left.
 			p.idle = true
@@ -50,6 +68,7 @@ func (p *Publisher) sendLoop() {
 			}
 			msgs[n].Buffers[0] = bufs[n][:l]
 			msgs[n].Addr = p.destination(to, &unicast[n])
+			upto[n] = p.eng.SentNext()
 			n++
 		}
 		if n == 0 {
@@ -65,15 +84,21 @@ func (p *Publisher) sendLoop() {
 		p.writing = true
 		p.mu.Unlock()
 
-		calls, failed := p.write(msgs[:n])
+		calls, failed := p.write(msgs[:n], errs)
 
 		p.mu.Lock()
 		p.writing = false
 		p.lastWrite = p.cfg.Now()
 		p.stats.SendCalls += calls
 		p.stats.SendErrors += failed
+		for i := 0; i < n; i++ {
+			p.rcpt.settle(upto[i], errs[i])
+			errs[i] = nil
+		}
 		p.madeProgress()
+		due = p.rcpt.takeSettled(due[:0])
 		p.mu.Unlock()
+		fire(stream, due)
 	}
 }
 
@@ -91,20 +116,29 @@ func (p *Publisher) destination(to netip.AddrPort, slot **net.UDPAddr) net.Addr 
 }
 
 // write sends msgs, retrying partial batches; it returns the system
-// calls made and the datagrams the kernel refused.
-func (p *Publisher) write(msgs []ipv4.Message) (calls, failed uint64) {
-	for len(msgs) > 0 {
-		n, err := p.batch.WriteBatch(msgs, 0)
+// calls made and the datagrams the kernel refused, and sets errs[i] to
+// why it refused msgs[i].
+func (p *Publisher) write(msgs []ipv4.Message, errs []error) (calls, failed uint64) {
+	for i := 0; i < len(msgs); {
+		n, err := p.batch.WriteBatch(msgs[i:], 0)
 		calls++
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
-				return calls, failed + uint64(len(msgs))
+				failed += uint64(len(msgs) - i)
+				for ; i < len(msgs); i++ {
+					errs[i] = err
+				}
+				return calls, failed
 			}
 			p.cfg.Logger.Warn("multicast: send failed", "err", err)
-			n = max(n, 1)
-			failed++
+			if n == 0 {
+				// The first datagram is the one refused: skip it.
+				errs[i] = err
+				n = 1
+				failed++
+			}
 		}
-		msgs = msgs[n:]
+		i += n
 	}
 	return calls, failed
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/faultnet"
 )
 
 // TestNackSuppression: ten subscribers lose the same datagram. The
@@ -40,8 +41,7 @@ func TestNackSuppression(t *testing.T) {
 	const lost = 500
 	var subs []*Subscriber
 	for i := 0; i < 10; i++ {
-		scfg := cfg
-		scfg.Faults.Drop = func(b []byte) bool { return originalWith(b, lost) }
+		scfg := withFaults(cfg, faultnet.Faults{Drop: func(b []byte) bool { return originalWith(b, lost) }})
 		subs = append(subs, mustSub(t, scfg))
 	}
 	p := mustPub(t, cfg)
@@ -61,8 +61,8 @@ func TestNackSuppression(t *testing.T) {
 		if st.NacksSent > 0 {
 			nackers++
 		}
-		if st.Faults.Dropped != 1 {
-			t.Fatalf("subscriber dropped %d datagrams, want 1", st.Faults.Dropped)
+		if st.FilterDrops != 1 {
+			t.Fatalf("subscriber dropped %d datagrams, want 1", st.FilterDrops)
 		}
 	}
 	st := p.Stats()
@@ -213,8 +213,7 @@ func TestUnicastRepairs(t *testing.T) {
 	cfg.UnicastRepairs = true
 	var subs []*Subscriber
 	for i := 0; i < 2; i++ {
-		scfg := cfg
-		scfg.Faults.Loss, scfg.Faults.Seed = 0.05, int64(i+1)
+		scfg := withFaults(cfg, faultnet.Faults{Loss: 0.05, Seed: int64(i + 1)})
 		subs = append(subs, mustSub(t, scfg))
 	}
 	p := mustPub(t, cfg)

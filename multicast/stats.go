@@ -1,9 +1,6 @@
 package multicast
 
-import (
-	"github.com/brokerless/brokerless/reliable"
-	"github.com/brokerless/brokerless/transport/faultnet"
-)
+import "github.com/brokerless/brokerless/reliable"
 
 // PublisherStats is a snapshot of a Publisher's counters.
 type PublisherStats struct {
@@ -22,6 +19,6 @@ type SubscriberStats struct {
 	ReadErrors  uint64 // socket read errors
 	NackErrors  uint64 // NACKs the kernel refused to send
 	InboxDrops  uint64 // unicast datagrams dropped: more came than the reader took
-	Faults      faultnet.Stats
+	FilterDrops uint64 // received datagrams Config.Filter did not keep
 	QueueStalls uint64 // times the reader had to wait for the application
 }

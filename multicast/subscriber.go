@@ -2,13 +2,13 @@ package multicast
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
 
 	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
-	"github.com/brokerless/brokerless/transport/faultnet"
 )
 
 // Subscriber joins a multicast group and delivers the streams it
@@ -28,13 +28,9 @@ type Subscriber struct {
 
 	// Owned by the reader goroutine.
 	eng    *reliable.Receiver
-	faults *faultnet.Injector // nil without faults
-	// The last source address given to faults, to not allocate one per
-	// datagram.
-	lastFrom netip.AddrPort
-	lastAddr *net.UDPAddr
-	out      *batch // batch being filled
-	local    SubscriberStats
+	filter DatagramFilter // nil without Config.Filter
+	out    *batch         // batch being filled
+	local  SubscriberStats
 
 	inbox inbox // datagrams from the unicast socket
 
@@ -83,9 +79,9 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 		free:  make(chan *batch, cfg.Queue+1),
 		stop:  make(chan struct{}),
 	}
-	if !cfg.Faults.Zero() {
-		if s.faults, err = faultnet.NewInjector(cfg.Faults); err != nil {
-			return nil, err
+	if cfg.Filter != nil {
+		if s.filter, err = cfg.Filter(); err != nil {
+			return nil, fmt.Errorf("multicast: datagram filter: %w", err)
 		}
 	}
 	for i := 0; i < cfg.Queue; i++ {

@@ -46,8 +46,8 @@ func (s *Subscriber) readLoop() {
 			s.handle(now, from, b)
 		}
 		s.inbox.drain(func(b []byte, from netip.AddrPort) { s.handle(now, from, b) })
-		if s.faults != nil {
-			s.popFaults(now)
+		if s.filter != nil {
+			s.popFiltered(now)
 		}
 		if d := s.eng.Deadline(); !d.IsZero() && !now.Before(d) {
 			s.eng.Poll(now, h)
@@ -81,37 +81,37 @@ func (s *Subscriber) controlLoop() {
 }
 
 // deadline is when readLoop must wake: the engine's next timer or a
-// datagram the fault injector holds.
+// datagram the filter holds.
 func (s *Subscriber) deadline() time.Time {
 	d := s.eng.Deadline()
-	if s.faults != nil {
-		if due, ok := s.faults.NextDue(); ok && (d.IsZero() || due.Before(d)) {
+	if s.filter != nil {
+		if due, ok := s.filter.NextDue(); ok && (d.IsZero() || due.Before(d)) {
 			d = due
 		}
 	}
 	return d
 }
 
-// handle passes one datagram to the engine, through the fault injector
-// when there is one.
+// handle passes one datagram to the engine, or to the filter when there
+// is one.
 func (s *Subscriber) handle(now time.Time, from netip.AddrPort, b []byte) {
-	if s.faults != nil {
-		if from != s.lastFrom {
-			s.lastFrom, s.lastAddr = from, net.UDPAddrFromAddrPort(from)
+	if s.filter != nil {
+		if !s.filter.Push(now, b, from) {
+			s.local.FilterDrops++
 		}
-		s.faults.Push(now, b, s.lastAddr)
 		return
 	}
 	_ = s.eng.HandleDatagram(now, from, b, (*handler)(s))
 }
 
-func (s *Subscriber) popFaults(now time.Time) {
+// popFiltered passes the datagrams the filter has due to the engine.
+func (s *Subscriber) popFiltered(now time.Time) {
 	for {
-		b, addr, ok := s.faults.Pop(now)
+		b, from, ok := s.filter.Pop(now)
 		if !ok {
 			return
 		}
-		_ = s.eng.HandleDatagram(now, addr.(*net.UDPAddr).AddrPort(), b, (*handler)(s))
+		_ = s.eng.HandleDatagram(now, from, b, (*handler)(s))
 	}
 }
 
@@ -119,9 +119,6 @@ func (s *Subscriber) publishStats() {
 	st := s.local
 	st.ReceiverStats = s.eng.Stats()
 	st.InboxDrops = s.inbox.drops()
-	if s.faults != nil {
-		st.Faults = s.faults.Stats()
-	}
 	s.statsMu.Lock()
 	s.stats = st
 	s.statsMu.Unlock()

@@ -2,10 +2,13 @@ package multicast
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/brokerless/brokerless/reliable"
@@ -72,57 +75,142 @@ func openURL(_ context.Context, u *url.URL) (transport.Endpoint, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", transport.ErrBadURL, err)
 	}
+	if _, _, err := iface(cfg.Interface); err != nil {
+		why := err.Error()
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			why = ce.Want
+		}
+		return nil, fmt.Errorf("%w: iface=%q: %s", transport.ErrBadURL, cfg.Interface, why)
+	}
 	return endpoint{cfg}, nil
 }
 
+// urlParams are the query parameters an mcast:// URL takes.
+var urlParams = []string{
+	"iface", "feed", "ttl", "repairs", "join", "mtu", "rcvbuf", "sndbuf", "linger",
+	"keyfile", "loss", "dup", "reorder", "seed",
+}
+
 // ParseURL turns an mcast:// URL into a Config (see the package
-// documentation for the parameters).
+// documentation for the parameters). It refuses, with one error wrapping
+// transport.ErrBadURL that says what is wrong, a group that is not an
+// IPv4 multicast address and port, a path, user or fragment, a parameter
+// it does not know, given twice or empty, and a value out of range.
+// from= is refused too: multicast does not replay (see the package
+// documentation).
 func ParseURL(u *url.URL) (Config, error) {
 	var cfg Config
-	if u.Scheme != Scheme {
-		return cfg, fmt.Errorf("%w: scheme %q is not %s", transport.ErrBadURL, u.Scheme, Scheme)
+	if err := checkURLShape(u); err != nil {
+		return cfg, err
 	}
-	group, err := netip.ParseAddrPort(u.Host)
+	group, err := parseGroup(u.Host)
 	if err != nil {
-		return cfg, fmt.Errorf("%w: group %q: %v", transport.ErrBadURL, u.Host, err)
+		return cfg, err
 	}
 	cfg.Group = group
-	p := params{q: u.Query()}
-	cfg.Interface = p.q.Get("iface")
-	cfg.Feed = uint32(p.uint("feed", 32))
-	if p.q.Has("ttl") {
-		cfg.TTL = int(p.uint("ttl", 8))
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return cfg, fmt.Errorf("%w: query %q: %v", transport.ErrBadURL, u.RawQuery, err)
+	}
+	if err := checkParams(q); err != nil {
+		return cfg, err
+	}
+	p := params{q: q}
+	cfg.Interface = q.Get("iface")
+	cfg.Feed = uint32(p.uintIn("feed", 1, 1<<32-1))
+	if q.Has("ttl") {
+		cfg.TTL = int(p.uintIn("ttl", 0, 255))
 		cfg.HostOnly = cfg.TTL == 0
 	}
-	switch r := p.q.Get("repairs"); r {
+	switch r := q.Get("repairs"); r {
 	case "", "multicast":
 	case "unicast":
 		cfg.UnicastRepairs = true
 	default:
 		p.fail("repairs", r, "want multicast or unicast")
 	}
-	switch j := p.q.Get("join"); j {
+	switch j := q.Get("join"); j {
 	case "", "live":
 	case "earliest":
 		cfg.Receiver.Join = reliable.JoinEarliest
 	default:
-		p.fail("join", j, "want live or earliest")
+		p.fail("join", j, "want live or earliest (what the publisher's retransmit window still holds)")
 	}
-	cfg.Sender.MTU = int(p.uint("mtu", 16))
-	cfg.RecvBuffer = int(p.uint("rcvbuf", 31))
-	cfg.SendBuffer = int(p.uint("sndbuf", 31))
+	cfg.Sender.MTU = int(p.uintIn("mtu", reliable.MinMTU, reliable.MaxMTU))
+	cfg.RecvBuffer = int(p.uintIn("rcvbuf", 1, 1<<31-1))
+	cfg.SendBuffer = int(p.uintIn("sndbuf", 1, 1<<31-1))
 	cfg.CloseLinger = p.duration("linger")
-	cfg.Faults.Loss = p.float("loss")
-	cfg.Faults.Duplicate = p.float("dup")
-	cfg.Faults.Reorder = p.float("reorder")
-	cfg.Faults.Seed = int64(p.uint("seed", 63))
-	if path := p.q.Get("keyfile"); path != "" {
+	cfg.Filter = urlFilter(&p)
+	if path := q.Get("keyfile"); path != "" {
 		var err error
 		if cfg.Key, err = ReadKeyFile(path); err != nil {
 			p.fail("keyfile", path, err.Error())
 		}
 	}
 	return cfg, p.err
+}
+
+// checkURLShape refuses what an mcast:// URL cannot have besides a host
+// and a query.
+func checkURLShape(u *url.URL) error {
+	const want = "want mcast://GROUP:PORT?PARAM=VALUE&..., e.g. mcast://239.1.2.3:7000?iface=lo"
+	switch {
+	case u.Scheme != Scheme:
+		return fmt.Errorf("%w: scheme %q is not %s", transport.ErrBadURL, u.Scheme, Scheme)
+	case u.Opaque != "":
+		return fmt.Errorf("%w: %q: %s", transport.ErrBadURL, u.Opaque, want)
+	case u.User != nil:
+		return fmt.Errorf("%w: mcast:// takes no user: %s", transport.ErrBadURL, want)
+	case u.Path != "":
+		return fmt.Errorf("%w: mcast:// takes no path (%q): a feed is named by its group, port and feed=", transport.ErrBadURL, u.Path)
+	case u.Fragment != "":
+		return fmt.Errorf("%w: mcast:// takes no fragment (%q)", transport.ErrBadURL, u.Fragment)
+	case u.Host == "":
+		return fmt.Errorf("%w: no group: %s", transport.ErrBadURL, want)
+	}
+	return nil
+}
+
+// parseGroup reads GROUP:PORT, an IPv4 multicast address and a port.
+func parseGroup(host string) (netip.AddrPort, error) {
+	g, err := netip.ParseAddrPort(host)
+	switch {
+	case err != nil:
+		return g, fmt.Errorf("%w: group %q: want an IPv4 multicast address and a port, e.g. 239.1.2.3:7000", transport.ErrBadURL, host)
+	case !g.Addr().Is4():
+		return g, fmt.Errorf("%w: group %v: multicast here is IPv4; want an address in 224.0.0.0/4, e.g. 239.1.2.3:7000", transport.ErrBadURL, g.Addr())
+	case !g.Addr().IsMulticast():
+		return g, fmt.Errorf("%w: group %v is not a multicast address: want one in 224.0.0.0/4, e.g. 239.1.2.3:7000", transport.ErrBadURL, g.Addr())
+	case g.Port() == 0:
+		return g, fmt.Errorf("%w: group %v: want a port from 1 to 65535", transport.ErrBadURL, g)
+	}
+	return g, nil
+}
+
+// checkParams refuses a parameter that is unknown, given twice or empty.
+func checkParams(q url.Values) error {
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := q[k]
+		switch {
+		case k == "from":
+			return fmt.Errorf("%w: from=%q: multicast does not replay: a subscriber starts at the live edge, or with join=earliest "+
+				"at the oldest message the publisher's retransmit window still holds; replay from a position needs an archive, "+
+				"which mcast:// does not take yet", transport.ErrBadURL, v[0])
+		case !slices.Contains(urlParams, k):
+			return fmt.Errorf("%w: unknown parameter %q (mcast:// takes %s)", transport.ErrBadURL, k, strings.Join(urlParams, ", "))
+		case len(v) > 1:
+			return fmt.Errorf("%w: %s given %d times", transport.ErrBadURL, k, len(v))
+		case v[0] == "":
+			return fmt.Errorf("%w: %s= has no value", transport.ErrBadURL, k)
+		}
+	}
+	return nil
 }
 
 // params reads query parameters, keeping the first error.
@@ -137,14 +225,16 @@ func (p *params) fail(key, val, why string) {
 	}
 }
 
-func (p *params) uint(key string, bits int) uint64 {
+// uintIn reads an integer in [lo, hi]; 0 when absent.
+func (p *params) uintIn(key string, lo, hi uint64) uint64 {
 	s := p.q.Get(key)
 	if s == "" {
 		return 0
 	}
-	v, err := strconv.ParseUint(s, 10, bits)
-	if err != nil {
-		p.fail(key, s, err.Error())
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || v < lo || v > hi {
+		p.fail(key, s, fmt.Sprintf("want an integer from %d to %d", lo, hi))
+		return 0
 	}
 	return v
 }
@@ -155,8 +245,9 @@ func (p *params) float(key string) float64 {
 		return 0
 	}
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v < 0 || v > 1 {
-		p.fail(key, s, "want a probability in [0, 1]")
+	if err != nil || !(v >= 0 && v <= 1) {
+		p.fail(key, s, "want a probability from 0 to 1")
+		return 0
 	}
 	return v
 }
@@ -167,8 +258,9 @@ func (p *params) duration(key string) time.Duration {
 		return 0
 	}
 	v, err := time.ParseDuration(s)
-	if err != nil {
-		p.fail(key, s, err.Error())
+	if err != nil || v <= 0 {
+		p.fail(key, s, "want a positive duration, e.g. 200ms")
+		return 0
 	}
 	return v
 }

@@ -52,11 +52,13 @@ const (
 // past it.
 const minMaxJump = 1 << 16
 
-// minMTU leaves room for the headers and a useful frame.
-const minMTU = 256
-
-// maxMTU is the largest UDP payload over IPv4.
-const maxMTU = 65507
+// MinMTU and MaxMTU bound SenderConfig.MTU: the least leaves room for
+// the headers and a useful frame, the most is the largest UDP payload
+// over IPv4.
+const (
+	MinMTU = 256
+	MaxMTU = 65507
+)
 
 // SenderConfig configures a Sender. Zero fields take the documented
 // defaults.
@@ -135,7 +137,7 @@ func (c *SenderConfig) setDefaults() {
 	setDefault(&c.SourceNackBurst, DefaultSourceNackBurst)
 	setDefault(&c.SourceRepairShare, DefaultSourceRepairShare)
 	setDefault(&c.SourceRepairRate, DefaultSourceRepairRate)
-	if c.MTU >= minMTU {
+	if c.MTU >= MinMTU {
 		// One message of MaxMessageSize must fit the send queue.
 		room := c.MTU - dataHeadLen - frameHeadLen
 		if c.Key != nil {
@@ -148,8 +150,8 @@ func (c *SenderConfig) setDefaults() {
 
 func (c *SenderConfig) validate() error {
 	switch {
-	case c.MTU < minMTU || c.MTU > maxMTU:
-		return badConfig("MTU", c.MTU, "must be in [%d, %d]", minMTU, maxMTU)
+	case c.MTU < MinMTU || c.MTU > MaxMTU:
+		return badConfig("MTU", c.MTU, "must be in [%d, %d]", MinMTU, MaxMTU)
 	case c.MaxMessageSize < 1:
 		return badConfig("MaxMessageSize", c.MaxMessageSize, "must be ≥ 1")
 	case c.WindowDatagrams < 2*c.MaxQueued:
@@ -306,8 +308,8 @@ func (c *ReceiverConfig) validate() error {
 		return badConfig("MaxStreams", c.MaxStreams, "must be ≥ 1")
 	case c.ReorderFrames < 2 || c.ReorderFrames&(c.ReorderFrames-1) != 0:
 		return badConfig("ReorderFrames", c.ReorderFrames, "must be a power of two ≥ 2")
-	case c.ReorderBytes < minMTU:
-		return badConfig("ReorderBytes", c.ReorderBytes, "must be ≥ %d", minMTU)
+	case c.ReorderBytes < MinMTU:
+		return badConfig("ReorderBytes", c.ReorderBytes, "must be ≥ %d", MinMTU)
 	case c.MaxMessageSize < 1:
 		return badConfig("MaxMessageSize", c.MaxMessageSize, "must be ≥ 1")
 	case c.MaxGaps < 1:

@@ -99,6 +99,13 @@ func (s *Sender) Stats() SenderStats { return s.stats }
 // NextSeq is the sequence number the next message will take.
 func (s *Sender) NextSeq() uint64 { return s.next }
 
+// SentNext is the first sequence number NextOutgoing has not yet handed
+// out in a DATA datagram: every message below it has left at least once.
+// Read after each NextOutgoing, it tells which sequence numbers that
+// datagram carried for the first time, [previous SentNext, SentNext),
+// an empty range for a repair, heartbeat or control datagram.
+func (s *Sender) SentNext() uint64 { return s.sentNext }
+
 // Idle reports whether every datagram built so far has been handed out:
 // messages, NCF and LOST notices, and the END datagrams after Close.
 // Repairs waiting for the rate limit do not count.

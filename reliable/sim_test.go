@@ -104,7 +104,7 @@ func newSim(t testing.TB, seed uint64, scfg SenderConfig, rcfg ReceiverConfig, r
 	n := &simNet{
 		t: t, now: simEpoch, rng: rand.New(rand.NewPCG(seed, 1)),
 		srcAddr: netip.MustParseAddrPort("127.0.0.1:40000"),
-		faults:  f, buf: make([]byte, maxMTU),
+		faults:  f, buf: make([]byte, MaxMTU),
 	}
 	if scfg.Rand == nil {
 		scfg.Rand = rand.New(rand.NewPCG(seed, 2))

@@ -142,7 +142,8 @@ func Describe(scheme string) (Scheme, bool) {
 }
 
 // Open parses rawURL and opens it with the transport registered for its
-// scheme, after checking that it names only parameters the scheme takes.
+// scheme, and refuses it if it names a parameter the scheme does not
+// take (Scheme.Params).
 func Open(ctx context.Context, rawURL string) (Endpoint, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -152,10 +153,12 @@ func Open(ctx context.Context, rawURL string) (Endpoint, error) {
 	if !ok {
 		return nil, &URLError{URL: rawURL, Err: fmt.Errorf("%w %q (registered: %s)", ErrUnknownScheme, u.Scheme, strings.Join(Schemes(), ", "))}
 	}
-	if err := s.checkParams(u.RawQuery); err != nil {
-		return nil, &URLError{URL: rawURL, Err: err}
-	}
 	ep, err := s.Open(ctx, u)
+	if err == nil {
+		// After Open, whose own explanation of a parameter it refuses
+		// is the better one: this catches what a transport ignores.
+		err = s.checkParams(u.RawQuery)
+	}
 	if err != nil {
 		return nil, &URLError{URL: rawURL, Err: err}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/brokerless/brokerless/multicast"
+	"github.com/brokerless/brokerless/transport/faultnet"
 )
 
 var demoCmd = command{
@@ -155,7 +156,9 @@ func startDemoSubs(ctx context.Context, base multicast.Config, profiles []demoPr
 	var subs []*demoSub
 	for _, p := range profiles {
 		cfg := base
-		cfg.Faults = p.faults
+		if faults := p.faults; !faults.Zero() {
+			cfg.Filter = func() (multicast.DatagramFilter, error) { return faultnet.NewFilter(faults) }
+		}
 		sub, err := multicast.NewSubscriber(ctx, cfg)
 		if err != nil {
 			for _, s := range subs {

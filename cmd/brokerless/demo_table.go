@@ -40,7 +40,7 @@ func writeReport(w io.Writer, r *demoResult) {
 	for _, s := range r.subs {
 		t, st := &s.tally, s.stats.ReceiverStats
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t%v\t%v\t\n",
-			s.profile.name, s.stats.Faults.Dropped, t.delivered, st.Recovered, st.Duplicates,
+			s.profile.name, s.stats.FilterDrops, t.delivered, st.Recovered, st.Duplicates,
 			st.NacksSent, st.Suppressed, t.gaps, t.lostSeqs,
 			short(t.lat.Quantile(0.5)), short(t.lat.Quantile(0.99)), short(t.lat.Quantile(0.999)))
 	}

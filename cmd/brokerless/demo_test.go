@@ -34,7 +34,7 @@ func TestDemoDeliversEverything(t *testing.T) {
 			t.Errorf("%s: %d latencies for %d messages", s.profile.name, s.tally.lat.Count(), s.tally.delivered)
 		}
 	}
-	if lossy := res.subs[2]; lossy.stats.Faults.Dropped == 0 || lossy.stats.Recovered == 0 || lossy.stats.NacksSent == 0 {
+	if lossy := res.subs[2]; lossy.stats.FilterDrops == 0 || lossy.stats.Recovered == 0 || lossy.stats.NacksSent == 0 {
 		t.Errorf("the 20%% subscriber lost nothing or recovered nothing: %+v", lossy.stats)
 	}
 	text := out.String()

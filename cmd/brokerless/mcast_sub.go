@@ -7,6 +7,7 @@ import (
 
 	"github.com/brokerless/brokerless/multicast"
 	"github.com/brokerless/brokerless/reliable"
+	"github.com/brokerless/brokerless/transport/faultnet"
 )
 
 var mcastSubCmd = command{
@@ -117,7 +118,10 @@ func (o *subOptions) config(changed func(string) bool) (multicast.Config, error)
 	default:
 		return cfg, usagef("--join %q: want live or earliest", o.join)
 	}
-	cfg.Faults.Loss, cfg.Faults.Seed = o.loss, o.seed
+	if o.loss > 0 {
+		faults := faultnet.Faults{Loss: o.loss, Seed: o.seed}
+		cfg.Filter = func() (multicast.DatagramFilter, error) { return faultnet.NewFilter(faults) }
+	}
 	return cfg, nil
 }
 
@@ -126,8 +130,8 @@ func writeSubStats(w io.Writer, received uint64, s multicast.SubscriberStats) {
 	r := s.ReceiverStats
 	fmt.Fprintf(w, "received %d messages; recovered %d, duplicates %d, NACKs sent %d (suppressed %d), gaps %d (%d lost)",
 		received, r.Recovered, r.Duplicates, r.NacksSent, r.Suppressed, r.Gaps, r.GapSeqs)
-	if s.Faults.Dropped > 0 {
-		fmt.Fprintf(w, ", dropped on purpose %d", s.Faults.Dropped)
+	if s.FilterDrops > 0 {
+		fmt.Fprintf(w, ", dropped on purpose %d", s.FilterDrops)
 	}
 	if r.Unauthenticated > 0 {
 		fmt.Fprintf(w, ", unauthenticated %d", r.Unauthenticated)

@@ -22,6 +22,12 @@
 //		Read: faultnet.Faults{Seed: 1, Loss: 0.01, Reorder: 0.001},
 //	})
 //
+// [Filter] is an Injector for a receiver that reads its own sockets and
+// names sources as netip.AddrPort values: it has the method set of
+// multicast.DatagramFilter, so a multicast Subscriber rehearses loss
+// with one (multicast.Config.Filter), without package multicast knowing
+// about faultnet.
+//
 // [Conn] wraps a net.Conn (a TCP or unix stream): Delay makes written
 // bytes arrive later, MaxChunk makes reads short to exercise framing,
 // and CutAfter drops the connection abruptly after a number of bytes.

@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"time"
 )
 
@@ -49,9 +50,17 @@ func NewInjector(f Faults) (*Injector, error) {
 	}, nil
 }
 
-// Push offers one datagram that arrived at now. If it is kept, a copy of
-// b is held until Pop returns it, so the caller may reuse b at once.
-func (in *Injector) Push(now time.Time, b []byte, addr net.Addr) {
+// Push offers one datagram that arrived at now, and reports whether it
+// was kept: false when Loss or Drop dropped it or MaxHeld or
+// MaxHeldBytes left no room for it. If it is kept, a copy of b is held
+// until Pop returns it, so the caller may reuse b at once.
+func (in *Injector) Push(now time.Time, b []byte, addr net.Addr) (kept bool) {
+	return in.push(now, b, addr, netip.AddrPort{})
+}
+
+// push is Push for a datagram whose source is addr or, for a [Filter],
+// from.
+func (in *Injector) push(now time.Time, b []byte, addr net.Addr, from netip.AddrPort) bool {
 	in.recycle()
 	// Draw the same randomness for every datagram, whatever is configured.
 	lose := in.rng.Float64() < in.f.Loss
@@ -61,11 +70,11 @@ func (in *Injector) Push(now time.Time, b []byte, addr net.Addr) {
 
 	if (in.f.Drop != nil && in.f.Drop(b)) || lose {
 		in.stats.Dropped++
-		return
+		return false
 	}
 	if !in.fits(len(b)) {
 		in.stats.Overflow++
-		return
+		return false
 	}
 	in.stats.Passed++
 	delay := in.f.Delay + time.Duration(jitter)
@@ -77,11 +86,12 @@ func (in *Injector) Push(now time.Time, b []byte, addr net.Addr) {
 		in.stats.Reordered++
 	}
 	due := now.Add(delay)
-	in.hold(due, b, addr)
+	in.hold(due, b, addr, from)
 	if dup && in.fits(len(b)) {
 		in.stats.Duplicated++
-		in.hold(due, b, addr)
+		in.hold(due, b, addr, from)
 	}
+	return true
 }
 
 // Pop returns the datagram due first if it is due at or before now:
@@ -89,13 +99,19 @@ func (in *Injector) Push(now time.Time, b []byte, addr net.Addr) {
 // order they were pushed. b stays valid until the next call to Push or
 // Pop.
 func (in *Injector) Pop(now time.Time) (b []byte, addr net.Addr, ok bool) {
+	e, ok := in.pop(now)
+	return e.buf, e.addr, ok
+}
+
+// pop takes the datagram due first if it is due at or before now.
+func (in *Injector) pop(now time.Time) (held, bool) {
 	in.recycle()
 	if in.q.len() == 0 || in.q.peek().due.After(now) {
-		return nil, nil, false
+		return held{}, false
 	}
 	e := in.q.pop()
 	in.last = e.buf
-	return e.buf, e.addr, true
+	return e, true
 }
 
 // NextDue returns when the earliest held datagram becomes due, and false
@@ -117,8 +133,8 @@ func (in *Injector) fits(n int) bool {
 	return in.q.len() < in.f.MaxHeld && in.q.bytes+n <= in.f.MaxHeldBytes
 }
 
-func (in *Injector) hold(due time.Time, b []byte, addr net.Addr) {
-	in.q.push(held{due: due, seq: in.seq, buf: in.pool.copyOf(b), addr: addr})
+func (in *Injector) hold(due time.Time, b []byte, addr net.Addr, from netip.AddrPort) {
+	in.q.push(held{due: due, seq: in.seq, buf: in.pool.copyOf(b), addr: addr, from: from})
 	in.seq++
 }
 

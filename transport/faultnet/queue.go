@@ -2,6 +2,7 @@ package faultnet
 
 import (
 	"net"
+	"net/netip"
 	"time"
 )
 
@@ -10,7 +11,8 @@ type held struct {
 	due  time.Time
 	seq  uint64 // arrival order, breaks ties between equal due times
 	buf  []byte
-	addr net.Addr
+	addr net.Addr       // the source, for an Injector
+	from netip.AddrPort // the source, for a Filter
 }
 
 func (a *held) before(b *held) bool {
