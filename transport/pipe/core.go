@@ -80,6 +80,10 @@ type entry struct {
 type resume struct {
 	last    uint64 // the last position written, a message's or a marker's end
 	checked bool   // the stream's first event of this run was compared with last
+	// pend is the resume gap not yet written, found at pendAt.
+	pend    transport.Gap
+	pendAt  time.Time
+	hasPend bool
 }
 
 // NewCore returns a Core that keeps at most maxInFlight events in flight
@@ -125,6 +129,7 @@ func (c *Core) Event(ev *transport.Event, now time.Time) []Write {
 	case transport.EventMessage:
 		m := &ev.Message
 		c.checkResume(m.Stream, m.Seq, now)
+		c.flushResume(m.Stream)
 		if c.held(m.Stream, m.Seq) {
 			c.skip(m.Stream, m.Seq)
 			break
@@ -134,6 +139,10 @@ func (c *Core) Event(ev *transport.Event, now time.Time) []Write {
 	case transport.EventGap:
 		g := ev.Gap
 		c.checkResume(g.Stream, g.From, now)
+		if c.extendResume(&g) {
+			break
+		}
+		c.flushResume(g.Stream)
 		if c.held(g.Stream, g.To) {
 			c.skip(g.Stream, g.To)
 			break
@@ -145,14 +154,18 @@ func (c *Core) Event(ev *transport.Event, now time.Time) []Write {
 		c.write(g.Stream, g.To, transport.GapMarker(g, now))
 	case transport.EventStreamStart:
 		c.checkResume(ev.Start.Stream, ev.Start.FirstSeq, now)
+	case transport.EventStreamEnd:
+		c.flushResume(ev.End.Stream)
 	}
 	return c.out
 }
 
-// checkResume writes, before the first event (at position first) of a
-// stream that the destination held up to r.last, a gap marker for the
-// positions between them: the source no longer held them when the pipe
-// came back.
+// checkResume finds, at the first event (at position first) of a stream
+// that the destination held up to r.last, the positions between them:
+// the source no longer held them when the pipe came back. Their gap
+// marker waits for the stream's next event (flushResume), so that a loss
+// the source reports right after, of what left its window while the pipe
+// was joining, joins it (extendResume).
 func (c *Core) checkResume(stream transport.StreamID, first uint64, now time.Time) {
 	r := c.resumed[stream]
 	if r == nil || r.checked {
@@ -162,10 +175,33 @@ func (c *Core) checkResume(stream transport.StreamID, first uint64, now time.Tim
 	if first <= r.last+1 {
 		return
 	}
-	g := transport.Gap{Stream: stream, From: r.last + 1, To: first - 1, Reason: transport.GapSourceDown}
+	r.pend = transport.Gap{Stream: stream, From: r.last + 1, To: first - 1, Reason: transport.GapSourceDown}
+	r.pendAt, r.hasPend = now, true
+}
+
+// extendResume adds to a stream's resume gap a loss of the positions
+// right after it that left the source's window before the pipe, back,
+// could get them (GapUnrecoverable): they too are lost because the pipe
+// was down. It reports whether it took g.
+func (c *Core) extendResume(g *transport.Gap) bool {
+	r := c.resumed[g.Stream]
+	if r == nil || !r.hasPend || g.Reason != transport.GapUnrecoverable || g.From > r.pend.To+1 || g.To <= r.pend.To {
+		return false
+	}
+	r.pend.To = g.To
+	return true
+}
+
+// flushResume writes a stream's resume gap marker, if one waits.
+func (c *Core) flushResume(stream transport.StreamID) {
+	r := c.resumed[stream]
+	if r == nil || !r.hasPend {
+		return
+	}
+	r.hasPend = false
 	c.stats.Markers++
 	c.stats.ResumeGaps++
-	c.write(stream, g.To, transport.GapMarker(g, now))
+	c.write(stream, r.pend.To, transport.GapMarker(r.pend, r.pendAt))
 }
 
 // held reports whether the destination held stream's position pos when

@@ -262,35 +262,40 @@ func TestResumeDropsWhatIsWritten(t *testing.T) {
 
 // TestResumeMarksWhatTheSourceLost: when the source's first message
 // after a restart is past the one after the last written, a gap marker
-// covers exactly the positions between, with reason GapSourceDown.
+// covers exactly the positions between, with reason GapSourceDown, and
+// with them what the source reports lost right after, out of its window
+// before the pipe could get it back.
 func TestResumeMarksWhatTheSourceLost(t *testing.T) {
+	down := func(from, to uint64) written {
+		return written{marker: true, gap: transport.Gap{Stream: feedA, From: from, To: to, Reason: transport.GapSourceDown}}
+	}
+	data := func(seq uint64) written { return written{origin: transport.Origin{Stream: feedA, Seq: seq}} }
+	end := &transport.Event{Kind: transport.EventStreamEnd, End: transport.StreamEnd{Stream: feedA, LastSeq: 149, Reason: transport.EndIdle}}
 	for _, c := range []struct {
-		name  string
-		first *transport.Event
-		want  []written
+		name string
+		evs  []*transport.Event
+		want []written
 	}{
-		{"stream start", startEv(feedA, 150), []written{{marker: true, gap: transport.Gap{Stream: feedA, From: 101, To: 149, Reason: transport.GapSourceDown}}}},
-		{"first message", msg(feedA, 150), []written{
-			{marker: true, gap: transport.Gap{Stream: feedA, From: 101, To: 149, Reason: transport.GapSourceDown}},
-			{origin: transport.Origin{Stream: feedA, Seq: 150, Time: t0.Add(150)}},
-		}},
-		{"first gap", gapEv(feedA, 120, 160, transport.GapUnrecoverable), []written{
-			{marker: true, gap: transport.Gap{Stream: feedA, From: 101, To: 119, Reason: transport.GapSourceDown}},
-			{marker: true, gap: transport.Gap{Stream: feedA, From: 120, To: 160, Reason: transport.GapUnrecoverable}},
-		}},
-		{"next message", msg(feedA, 101), []written{{origin: transport.Origin{Stream: feedA, Seq: 101, Time: t0.Add(101)}}}},
-		{"gap overlapping", gapEv(feedA, 90, 110, transport.GapTimeout), []written{
+		{"stream start", []*transport.Event{startEv(feedA, 150), msg(feedA, 150)}, []written{down(101, 149), data(150)}},
+		{"first message", []*transport.Event{msg(feedA, 150)}, []written{down(101, 149), data(150)}},
+		{"then the window's loss", []*transport.Event{startEv(feedA, 120), gapEv(feedA, 120, 160, transport.GapUnrecoverable), msg(feedA, 161)},
+			[]written{down(101, 160), data(161)}},
+		{"then another loss", []*transport.Event{startEv(feedA, 120), gapEv(feedA, 120, 160, transport.GapTimeout), msg(feedA, 161)},
+			[]written{down(101, 119), {marker: true, gap: transport.Gap{Stream: feedA, From: 120, To: 160, Reason: transport.GapTimeout}}, data(161)}},
+		{"then the end", []*transport.Event{startEv(feedA, 150), end}, []written{down(101, 149)}},
+		{"next message", []*transport.Event{msg(feedA, 101)}, []written{data(101)}},
+		{"gap overlapping", []*transport.Event{gapEv(feedA, 90, 110, transport.GapTimeout)}, []written{
 			{marker: true, gap: transport.Gap{Stream: feedA, From: 101, To: 110, Reason: transport.GapTimeout}},
 		}},
-		{"gap held", gapEv(feedA, 90, 100, transport.GapTimeout), nil},
+		{"gap held", []*transport.Event{gapEv(feedA, 90, 100, transport.GapUnrecoverable)}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			core := newCore(t, 0)
 			if _, err := core.Resume(tailOf(part0, feedA, 99, 100)); err != nil {
 				t.Fatal(err)
 			}
-			_, ws := feed(t, core, c.first, msg(feedB, 1))
-			want := append(c.want, written{origin: transport.Origin{Stream: feedB, Seq: 1, Time: t0.Add(1)}})
+			_, ws := feed(t, core, append(c.evs, msg(feedB, 1))...)
+			want := append(c.want, written{origin: transport.Origin{Stream: feedB, Seq: 1}})
 			if len(ws) != len(want) {
 				t.Fatalf("wrote %+v, want %+v", ws, want)
 			}
