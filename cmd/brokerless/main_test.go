@@ -3,14 +3,30 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// childArgs names the environment variable that makes the test binary
+// run the command line it holds (arguments separated by "\x1f") instead
+// of the tests: a child process the kill tests can SIGKILL.
+const childArgs = "BROKERLESS_TEST_CHILD_ARGS"
+
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(childArgs); ok {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, strings.Split(args, "\x1f"), stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr})
+		stop()
+		os.Exit(code)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // syncBuffer is a bytes.Buffer safe for concurrent use that can signal
 // when its content first contains a string.

@@ -128,7 +128,7 @@ func runPipe(ctx context.Context, inv *invocation) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(inv.err, "piping %s to %s: resuming from the %d streams of %s that %s holds\n", fromURL, toURL, n, fromURL, toURL)
+		fmt.Fprintf(inv.err, "piping %s to %s: %s cannot be acknowledged; resuming after what %s holds (%d streams)\n", fromURL, toURL, fromURL, toURL, n)
 	default:
 		fmt.Fprintf(inv.err, "piping %s to %s: warning: %s cannot be acknowledged nor %s read back, so what %s sends while this pipe is down is lost without a gap marker\n",
 			fromURL, toURL, fromURL, toURL, fromURL)
