@@ -33,6 +33,8 @@ type Stats struct {
 	// the source no longer held when the pipe resumed), Accepted the
 	// writes the destination has accepted.
 	Forwarded, Markers, ResumeGaps, Accepted uint64
+	// Marked counts the source positions the gap markers cover.
+	Marked uint64
 	// Skipped counts the source's messages (and gaps) dropped because
 	// the destination already held them.
 	Skipped uint64
@@ -151,6 +153,7 @@ func (c *Core) Event(ev *transport.Event, now time.Time) []Write {
 			g.From = r.last + 1
 		}
 		c.stats.Markers++
+		c.stats.Marked += g.Len()
 		c.write(g.Stream, g.To, transport.GapMarker(g, now))
 	case transport.EventStreamStart:
 		c.checkResume(ev.Start.Stream, ev.Start.FirstSeq, now)
@@ -201,6 +204,7 @@ func (c *Core) flushResume(stream transport.StreamID) {
 	r.hasPend = false
 	c.stats.Markers++
 	c.stats.ResumeGaps++
+	c.stats.Marked += r.pend.Len()
 	c.write(stream, r.pend.To, transport.GapMarker(r.pend, r.pendAt))
 }
 

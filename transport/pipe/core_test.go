@@ -207,7 +207,7 @@ func TestGapBecomesMarker(t *testing.T) {
 	if got := acks(c); !slices.Equal(got, []Ack{{part0, 9}}) {
 		t.Errorf("acks %v", got)
 	}
-	if s := c.Stats(); s.Markers != 1 || s.Forwarded != 2 || s.ResumeGaps != 0 {
+	if s := c.Stats(); s.Markers != 1 || s.Marked != 5 || s.Forwarded != 2 || s.ResumeGaps != 0 {
 		t.Errorf("stats %+v", s)
 	}
 }
