@@ -63,7 +63,9 @@
 //     consistent stream, each goroutine's messages in its order.
 //   - Restart (needs Pair.NewPublisher): a restarted publisher is a new
 //     session of the same feed, never mixed with the old one, and its
-//     stream-start names the old session in Replaces.
+//     stream-start names the old session in Replaces; on a log (streams
+//     named by topic and partition, which have no sessions) it continues
+//     the same stream.
 //   - DefaultTime: a zero Time is replaced by the publish time.
 //   - CloseUnblocksReceive, ClosePublisher: Close unblocks a pending
 //     Receive with ErrClosed; calls after Close return ErrClosed; a second

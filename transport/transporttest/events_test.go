@@ -11,6 +11,11 @@ var (
 	s1 = transport.StreamID{Feed: 1, Session: 0xa1}
 	s2 = transport.StreamID{Feed: 1, Session: 0xb2}
 	s3 = transport.StreamID{Feed: 2, Session: 0xc3}
+	// l1 and l2 are partitions of a log.
+	l1 = transport.StreamID{Topic: "t", Partition: 0}
+	l2 = transport.StreamID{Topic: "t", Partition: 1}
+	// none is the zero StreamID: a stream-start that replaces nothing.
+	none = transport.StreamID{}
 )
 
 // msg is message index idx of stream id at seq.

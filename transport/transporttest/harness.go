@@ -57,10 +57,10 @@ type Pair struct {
 	Pub transport.Publisher
 	Sub transport.Subscriber
 	// NewPublisher, if non-nil, starts another publisher of the same feed
-	// on the same address: a publisher restart. It returns once what the
-	// new publisher sends can reach Sub (the suite still tolerates a
-	// subscriber that needs a few messages to notice the new session).
-	// Nil skips the Restart test.
+	// on the same address (of a log: of the same topic and partition): a
+	// publisher restart. It returns once what the new publisher sends can
+	// reach Sub (the suite still tolerates a subscriber that needs a few
+	// messages to notice the new session). Nil skips the Restart test.
 	NewPublisher func() (transport.Publisher, error)
 	// RestartServer kills the process that stores the pair's messages
 	// (a logd, say) as a crash would, with no clean shutdown, and starts
