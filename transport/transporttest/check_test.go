@@ -114,6 +114,8 @@ func TestCheckExactlyOnce(t *testing.T) {
 		{name: "missing", events: evlog(msg(s1, 1, 1)), event: -1, reason: "2 of 3 messages never delivered: 0, 2"},
 		{name: "twice", events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), msg(s1, 3, 1), msg(s1, 4, 2)), event: 2, reason: "message 1 delivered again (first at event 1)"},
 		{name: "gap", events: evlog(msg(s1, 1, 0), gap(s1, 2, 2), msg(s1, 3, 1), msg(s1, 4, 2)), event: 1, reason: "nothing may be lost"},
+		{name: "compacted gap", ok: true, events: evlog(msg(l1, 0, 0), compacted(l1, 1, 4), msg(l1, 5, 1), msg(l1, 6, 2))},
+		{name: "compacted gap over a message", events: evlog(msg(l1, 0, 0), compacted(l1, 1, 1), msg(l1, 2, 2)), event: -1, reason: "1 of 3 messages never delivered: 1"},
 		{name: "beyond n", events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), msg(s1, 3, 2), msg(s1, 4, 3)), event: 3, reason: "message 3 delivered, only 3 published"},
 		{name: "bad payload", events: evlog(msg(s1, 1, 0), transport.Event{Kind: transport.EventMessage, Message: transport.Message{Stream: s1, Seq: 2, Payload: []byte("hello")}}), event: 1, reason: "bad payload"},
 	})
@@ -131,6 +133,7 @@ func TestCheckDelivered(t *testing.T) {
 		{name: "twice", ok: true, events: evlog(msg(s1, 1, 0), msg(s1, 2, 0), msg(s1, 3, 1))},
 		{name: "missing", events: evlog(msg(s1, 1, 1)), event: -1, reason: "1 of 2 messages never delivered: 0"},
 		{name: "gap", events: evlog(msg(s1, 1, 0), gap(s1, 2, 2), msg(s1, 3, 1)), event: 1, reason: "nothing may be lost"},
+		{name: "compacted gap", ok: true, events: evlog(msg(l1, 0, 0), compacted(l1, 1, 1), msg(l1, 2, 1))},
 	})
 }
 
@@ -151,6 +154,9 @@ func TestCheckLossReported(t *testing.T) {
 		{name: "fragmented seqs", ok: true, events: evlog(msg(s1, 1, 0), msg(s1, 4, 1), gap(s1, 5, 7), msg(s1, 9, 4))},
 		{name: "one gap for several", ok: true, events: evlog(msg(s1, 10, 0), gap(s1, 11, 11), msg(s1, 14, 4))},
 		{name: "nothing delivered, gap", ok: true, events: evlog(gap(s1, 1, 5))},
+		{name: "nothing delivered, compacted", events: evlog(compacted(l1, 0, 4)), event: -1, reason: "none of 5 messages delivered and no gap"},
+		{name: "compacted is not a loss report", events: evlog(msg(s1, 1, 0), compacted(s1, 2, 2), msg(s1, 3, 2), msg(s1, 4, 3), msg(s1, 5, 4)), event: 2, reason: "message 1 lost silently"},
+		{name: "compacted beside a lost gap", ok: true, events: evlog(msg(s1, 1, 0), compacted(s1, 2, 2), gap(s1, 3, 3), msg(s1, 4, 3), msg(s1, 5, 4))},
 		{name: "nothing delivered", events: evlog(start(s1, s3, 1)), event: -1, reason: "none of 5 messages delivered and no gap"},
 		{name: "silent hole", events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), msg(s1, 4, 3), msg(s1, 5, 4)), event: 2, reason: "message 2 lost silently: no gap between seq 2 and 4"},
 		{name: "gap elsewhere", events: evlog(msg(s1, 1, 0), gap(s1, 2, 2), msg(s1, 3, 1), msg(s1, 6, 4)), event: 3, reason: "messages 2-3 lost silently"},

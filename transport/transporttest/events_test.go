@@ -29,6 +29,12 @@ func gap(id transport.StreamID, from, to uint64) transport.Event {
 		Gap: transport.Gap{Stream: id, From: from, To: to, Reason: transport.GapNoRecovery}}
 }
 
+// compacted is a gap that log compaction left: not loss.
+func compacted(id transport.StreamID, from, to uint64) transport.Event {
+	return transport.Event{Kind: transport.EventGap,
+		Gap: transport.Gap{Stream: id, From: from, To: to, Reason: transport.GapCompacted}}
+}
+
 func start(id, replaces transport.StreamID, first uint64) transport.Event {
 	return transport.Event{Kind: transport.EventStreamStart,
 		Start: transport.StreamStart{Stream: id, Replaces: replaces, FirstSeq: first}}
