@@ -168,3 +168,65 @@ func TestCheckLossReported(t *testing.T) {
 		{name: "bad payload", events: evlog(transport.Event{Kind: transport.EventMessage, Message: transport.Message{Stream: s1, Payload: make([]byte, 12)}}), event: 0, reason: "bad payload"},
 	})
 }
+
+func TestCheckReplayed(t *testing.T) {
+	cases := []checkCase{
+		{name: "all in order", ok: true, events: evlog(msg(l1, 5, 2), msg(l1, 6, 3), msg(l1, 7, 4))},
+		{name: "compacted gap", ok: true, events: evlog(msg(l1, 5, 2), compacted(l1, 6, 6), msg(l1, 7, 3), msg(l1, 8, 4))},
+		{name: "from too early", events: evlog(msg(l1, 4, 1), msg(l1, 5, 2)), event: 0, reason: "message 1 delivered, but the log read back holds messages 2..4"},
+		{name: "beyond n", events: evlog(msg(l1, 5, 2), msg(l1, 6, 3), msg(l1, 7, 4), msg(l1, 8, 5)), event: 3, reason: "message 5 delivered"},
+		{name: "first skipped", events: evlog(msg(l1, 6, 3), msg(l1, 7, 4)), event: 0, reason: "message 3 delivered before message 2"},
+		{name: "hole", events: evlog(msg(l1, 5, 2), msg(l1, 7, 4)), event: 1, reason: "message 4 delivered before message 3"},
+		{name: "out of order", events: evlog(msg(l1, 5, 2), msg(l1, 7, 4), msg(l1, 6, 3)), event: 1, reason: "message 4 delivered before message 3"},
+		{name: "tail missing", events: evlog(msg(l1, 5, 2)), event: -1, reason: "messages 3-4 of 2..4 never read back"},
+		{name: "last missing", events: evlog(msg(l1, 5, 2), msg(l1, 6, 3)), event: -1, reason: "message 4 of 2..4 never read back"},
+		{name: "nothing", event: -1, reason: "messages 2-4 of 2..4 never read back"},
+		{name: "lost gap", events: evlog(msg(l1, 5, 2), gap(l1, 6, 6), msg(l1, 7, 3), msg(l1, 8, 4)), event: 1, reason: "nothing stored may be lost"},
+		{name: "bad payload", events: evlog(transport.Event{Kind: transport.EventMessage, Message: transport.Message{Stream: l1, Payload: []byte("x")}}), event: 0, reason: "bad payload"},
+	}
+	check := func(once bool) func([]transport.Event) error {
+		return func(evs []transport.Event) error { return transporttest.CheckReplayed(evs, 2, 5, once) }
+	}
+	again := evlog(msg(l1, 5, 2), msg(l1, 6, 3), msg(l1, 5, 2), msg(l1, 6, 3), msg(l1, 7, 4))
+	t.Run("once", func(t *testing.T) {
+		runChecks(t, check(true), append(cases,
+			checkCase{name: "again", events: again, event: 2, reason: "message 2 delivered again (first at event 0)"}))
+	})
+	t.Run("at least once", func(t *testing.T) {
+		runChecks(t, check(false), append(cases,
+			checkCase{name: "again", ok: true, events: again},
+			checkCase{name: "ahead after a repeat", events: evlog(msg(l1, 5, 2), msg(l1, 5, 2), msg(l1, 7, 4)), event: 2, reason: "message 4 delivered before message 3"}))
+	})
+}
+
+func TestCheckPositions(t *testing.T) {
+	at := map[int]transport.Receipt{0: {Stream: l1, Seq: 10}, 1: {Stream: l1, Seq: 11}}
+	runChecks(t, func(evs []transport.Event) error { return transporttest.CheckPositions(evs, at) }, []checkCase{
+		{name: "empty", ok: true},
+		{name: "same places", ok: true, events: evlog(msg(l1, 10, 0), gap(l1, 9, 9), msg(l1, 11, 1), msg(l1, 12, 2))},
+		{name: "another seq", events: evlog(msg(l1, 10, 0), msg(l1, 1, 1)), event: 1, reason: "message 1 at t/0 seq 1, first delivered at t/0 seq 11"},
+		{name: "another stream", events: evlog(msg(l2, 10, 0)), event: 0, reason: "message 0 at t/1 seq 10, first delivered at t/0 seq 10"},
+		{name: "bad payload", events: evlog(transport.Event{Kind: transport.EventMessage}), event: 0, reason: "bad payload"},
+	})
+}
+
+func TestCheckRedelivered(t *testing.T) {
+	check := func(once bool) func([]transport.Event) error {
+		return func(evs []transport.Event) error { return transporttest.CheckRedelivered(evs, 2, 4, once) }
+	}
+	both := []checkCase{
+		{name: "the unacknowledged", ok: true, events: evlog(msg(l1, 2, 2), msg(l1, 3, 3))},
+		{name: "an acknowledged one", events: evlog(msg(l1, 1, 1), msg(l1, 2, 2), msg(l1, 3, 3)), event: 0, reason: "message 1 delivered again, but messages 0..1 were acknowledged"},
+		{name: "none", event: -1, reason: "messages 2-3 of 2..3 unacknowledged, never delivered again"},
+		{name: "last missing", events: evlog(msg(l1, 2, 2)), event: -1, reason: "message 3 of 2..3 unacknowledged"},
+		{name: "beyond n", events: evlog(msg(l1, 2, 2), msg(l1, 3, 3), msg(l1, 4, 4)), event: 2, reason: "message 4 delivered, only 4 published"},
+		{name: "lost gap", events: evlog(gap(l1, 2, 2), msg(l1, 3, 3)), event: 0, reason: "nothing stored may be lost"},
+	}
+	twice := evlog(msg(l1, 2, 2), msg(l1, 2, 2), msg(l1, 3, 3))
+	t.Run("once", func(t *testing.T) {
+		runChecks(t, check(true), append(both, checkCase{name: "twice", events: twice, event: 1, reason: "message 2 delivered again"}))
+	})
+	t.Run("at least once", func(t *testing.T) {
+		runChecks(t, check(false), append(both, checkCase{name: "twice", ok: true, events: twice}))
+	})
+}
