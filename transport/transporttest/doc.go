@@ -66,6 +66,12 @@
 //     stream-start names the old session in Replaces; on a log (streams
 //     named by topic and partition, which have no sessions) it continues
 //     the same stream.
+//   - Durable (the claim needs Pair.RestartServer and NewSubscriber):
+//     messages acknowledged (Flush returned) before RestartServer
+//     crashed the transport's server are all still there after it:
+//     the subscriber carries on, the publisher publishes more, and a
+//     new subscriber from the first position reads every message back
+//     in order at the positions it was first delivered at.
 //   - DefaultTime: a zero Time is replaced by the publish time.
 //   - CloseUnblocksReceive, ClosePublisher: Close unblocks a pending
 //     Receive with ErrClosed; calls after Close return ErrClosed; a second
@@ -80,13 +86,14 @@
 // for a transport's own tests over events it recorded itself (copied:
 // received slices are only valid until the next Receive):
 // [CheckOrdered], [CheckAccounting], [CheckExactlyOnce], [CheckDelivered],
-// [CheckAtMostOnce] and [CheckLossReported]. They read a message's index
+// [CheckAtMostOnce], [CheckLossReported], [CheckReplayed],
+// [CheckPositions] and [CheckRedelivered]. They read a message's index
 // from its payload, made by [Payload], and return a [*Violation] naming
 // the first offending event.
 //
 // The suite waits on events, never on sleeps: every receive has a
 // deadline, so a broken transport fails instead of hanging, and a run
-// whose last message was lost ends once nothing arrives for Harness.Idle.
-// Durable and Replay claims need a crash or an offset, which this
-// interface does not express; transports test them themselves.
+// whose last message was lost ends once nothing arrives for Harness.Idle
+// (at least 15 s for a subscriber that may have to reconnect to a
+// restarted server or join a consumer group first).
 package transporttest

@@ -30,6 +30,13 @@ const (
 	DefaultIdle       = 5 * time.Second
 )
 
+// reconnectIdle is how long the suite waits for the next event, at
+// least, from a subscriber that may first have to reconnect to a
+// restarted server or join a consumer group (a rebalance can take
+// seconds). It stays below receiveDeadline, so such a wait ends as an
+// idle subscriber, not a busy one.
+const reconnectIdle = 15 * time.Second
+
 // receiveDeadline bounds every wait for a stream to be delivered, so a
 // broken transport fails instead of hanging.
 const receiveDeadline = 30 * time.Second
@@ -152,3 +159,7 @@ func (h Harness) idle() time.Duration {
 	}
 	return h.Idle
 }
+
+// patientIdle is how long to wait for the next event from a subscriber
+// that may have to reconnect or join a group first.
+func (h Harness) patientIdle() time.Duration { return max(h.idle(), reconnectIdle) }

@@ -24,6 +24,7 @@ func Run(t *testing.T, h Harness) {
 		{"LargeMessage", testLargeMessage},
 		{"ConcurrentPublish", testConcurrentPublish},
 		{"Restart", testRestart},
+		{"Durable", testDurable},
 		{"DefaultTime", testDefaultTime},
 		{"CloseUnblocksReceive", testCloseUnblocksReceive},
 		{"ClosePublisher", testClosePublisher},

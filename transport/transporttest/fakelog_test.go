@@ -1,0 +1,250 @@
+package transporttest_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/transporttest"
+)
+
+// The fake log: one partition in memory, standing for a log daemon and
+// its disk. Publishers append to it, and Flush makes what they appended
+// durable; RestartServer crashes it, keeping only what is durable.
+// Subscribers read it from a position (Seq is the offset, from 0),
+// waiting for appends. Pair.Sub and the subscribers NewGroupMember opens
+// are members of one consumer group: their Close commits the position
+// after what they acknowledged, and the next member starts there.
+
+// logSemantics is what the fake log claims unless a test says otherwise.
+const logSemantics = transport.Ordered | transport.GapReports | transport.Deduplicated | transport.Durable | transport.Replay
+
+// Bugs of the fake log.
+const (
+	bugLoseOnRestart   fakeBug = "lose-on-restart"   // Flush does not make appends durable, so a restart loses them
+	bugNoRestartServer fakeBug = "no-restart-server" // the harness has no RestartServer
+	bugLogNewStream    fakeBug = "log-new-stream"    // a restarted publisher appends as partition 1
+)
+
+// brokenLog returns the fake log with bug, if bug is one of its bugs.
+func brokenLog(bug fakeBug) (fakeLogOptions, bool) {
+	switch bug {
+	case bugLoseOnRestart, bugNoRestartServer, bugLogNewStream:
+		return fakeLogOptions{sem: logSemantics, bug: bug}, true
+	}
+	return fakeLogOptions{}, false
+}
+
+// fakeLogOptions configures a fake log.
+type fakeLogOptions struct {
+	sem transport.Semantics
+	bug fakeBug
+}
+
+// logStream is the fake log's partition.
+var logStream = transport.StreamID{Topic: transporttest.Topic}
+
+// harness returns the Harness of the fake log.
+func (o fakeLogOptions) harness() transporttest.Harness {
+	return transporttest.Harness{
+		NewPair: func(t *testing.T, f transporttest.Faults) (transporttest.Pair, error) {
+			if !f.IsZero() {
+				return transporttest.Pair{}, fmt.Errorf("fake log: %w", transporttest.ErrFaultsUnsupported)
+			}
+			l := &fakeLog{opts: o, changed: make(chan struct{})}
+			p := transporttest.Pair{
+				Pub:           l.newPub(),
+				Sub:           l.newSub(0),
+				NewPublisher:  func() (transport.Publisher, error) { return l.newPub(), nil },
+				RestartServer: l.restart,
+				NewSubscriber: func(from uint64) (transport.Subscriber, error) { return l.newSub(from), nil },
+			}
+			if o.bug == bugNoRestartServer {
+				p.RestartServer = nil
+			}
+			return p, nil
+		},
+		ContiguousSeq:  true,
+		Messages:       2000,
+		TimeResolution: time.Millisecond,
+	}
+}
+
+// fakeLog is the log and its disk.
+type fakeLog struct {
+	opts fakeLogOptions
+
+	mu      sync.Mutex
+	records []transport.Message
+	durable int // records[:durable] survive a restart
+	pubs    int // publishers started
+	// changed is closed, and replaced, whenever records change.
+	changed chan struct{}
+}
+
+// append adds m to the log at the next offset.
+func (l *fakeLog) append(m transport.Message) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m.Seq = uint64(len(l.records))
+	l.records = append(l.records, m)
+	l.notify()
+}
+
+// sync makes every record appended so far durable.
+func (l *fakeLog) sync() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.opts.bug != bugLoseOnRestart {
+		l.durable = len(l.records)
+	}
+}
+
+// restart crashes the log and starts it again: what was not durable is
+// gone.
+func (l *fakeLog) restart() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.records = l.records[:l.durable]
+	l.notify()
+	return nil
+}
+
+// read returns the record at offset off, or, if there is none yet, a
+// channel closed when the log changes.
+func (l *fakeLog) read(off uint64) (transport.Message, bool, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if off < uint64(len(l.records)) {
+		return l.records[off], true, nil
+	}
+	return transport.Message{}, false, l.changed
+}
+
+func (l *fakeLog) notify() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+func (l *fakeLog) newPub() *fakeLogPub {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	stream := logStream
+	if l.opts.bug == bugLogNewStream && l.pubs > 0 {
+		stream.Partition = 1
+	}
+	l.pubs++
+	return &fakeLogPub{log: l, stream: stream, closed: make(chan struct{})}
+}
+
+// fakeLogPub appends to the fake log.
+type fakeLogPub struct {
+	log    *fakeLog
+	stream transport.StreamID
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (p *fakeLogPub) Semantics() transport.Semantics { return p.log.opts.sem }
+
+func (p *fakeLogPub) Publish(ctx context.Context, m transport.Message) error {
+	switch {
+	case isDone(p.closed):
+		return transport.ErrClosed
+	case len(m.Payload) > transporttest.DefaultMaxPayload:
+		return transport.ErrTooLarge
+	}
+	m = transport.Message{
+		Stream: p.stream, Time: m.Time.Truncate(time.Millisecond), Topic: m.Topic, Key: slices.Clone(m.Key),
+		Headers: slices.Clone(m.Headers), Payload: slices.Clone(m.Payload),
+	}
+	for i := range m.Headers {
+		m.Headers[i].Value = slices.Clone(m.Headers[i].Value)
+	}
+	if m.Time.IsZero() {
+		m.Time = time.Now()
+	}
+	p.log.append(m)
+	return nil
+}
+
+func (p *fakeLogPub) Flush(ctx context.Context) error {
+	if isDone(p.closed) {
+		return transport.ErrClosed
+	}
+	p.log.sync()
+	return nil
+}
+
+func (p *fakeLogPub) Close() error {
+	err := transport.ErrClosed
+	p.once.Do(func() {
+		p.log.sync()
+		close(p.closed)
+		err = nil
+	})
+	return err
+}
+
+// newSub opens a subscriber reading the log from offset from.
+func (l *fakeLog) newSub(from uint64) transport.Subscriber {
+	return &fakeLogSub{log: l, next: from, done: make(chan struct{})}
+}
+
+// fakeLogSub reads the fake log.
+type fakeLogSub struct {
+	log  *fakeLog
+	once sync.Once
+	done chan struct{}
+
+	mu   sync.Mutex
+	next uint64 // the next offset to deliver
+}
+
+func (s *fakeLogSub) Semantics() transport.Semantics { return s.log.opts.sem }
+
+func (s *fakeLogSub) Receive(ctx context.Context) (transport.Event, error) {
+	for {
+		if isDone(s.done) {
+			return transport.Event{}, transport.ErrClosed
+		}
+		s.mu.Lock()
+		m, ok, changed := s.log.read(s.next)
+		if ok {
+			s.next++
+		}
+		s.mu.Unlock()
+		if ok {
+			return transport.Event{Kind: transport.EventMessage, Message: m}, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return transport.Event{}, ctx.Err()
+		case <-s.done:
+			return transport.Event{}, transport.ErrClosed
+		}
+	}
+}
+
+func (s *fakeLogSub) Close() error {
+	err := transport.ErrClosed
+	s.once.Do(func() {
+		close(s.done)
+		err = nil
+	})
+	return err
+}
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
