@@ -32,8 +32,12 @@ func TestSuiteCatches(t *testing.T) {
 		{bugLogNewStream, "Restart", "came from stream transporttest/1, not transporttest/0: a log's partition is one stream"},
 		{bugLoseOnRestart, "Durable", "replayed: event 0: message 2000 delivered before message 0"},
 		{bugNoRestartServer, "Durable", "claim durable, but the harness has no RestartServer"},
+		{bugReplaySkips, "Replay", "replayed: event 0: message 667 delivered before message 666"},
+		{bugReplayRenumbers, "Replay", "positions: event 0: message 666 at transporttest/0 seq 0, first delivered at transporttest/0 seq 666"},
+		{bugNoNewSubscriber, "Replay", "claim replay, but the harness has no NewSubscriber"},
+		{bugNoNewSubscriber, "Durable", "claim durable, but the harness has no NewSubscriber"},
 	} {
-		t.Run(string(c.bug), func(t *testing.T) {
+		t.Run(c.subtest+"/"+string(c.bug), func(t *testing.T) {
 			t.Parallel()
 			cmd := exec.CommandContext(t.Context(), os.Args[0],
 				"-test.run=^TestBrokenFake$/^"+c.subtest+"$", "-test.count=1", "-test.timeout=2m")

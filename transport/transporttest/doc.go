@@ -72,6 +72,10 @@
 //     the subscriber carries on, the publisher publishes more, and a
 //     new subscriber from the first position reads every message back
 //     in order at the positions it was first delivered at.
+//   - Replay (the claim needs Pair.NewSubscriber): a new subscriber from
+//     the position of a message in the middle, and from that of the
+//     last, delivers that message and every later one, in order, at
+//     the positions they were first delivered at.
 //   - DefaultTime: a zero Time is replaced by the publish time.
 //   - CloseUnblocksReceive, ClosePublisher: Close unblocks a pending
 //     Receive with ErrClosed; calls after Close return ErrClosed; a second

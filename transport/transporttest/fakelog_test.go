@@ -28,12 +28,15 @@ const (
 	bugLoseOnRestart   fakeBug = "lose-on-restart"   // Flush does not make appends durable, so a restart loses them
 	bugNoRestartServer fakeBug = "no-restart-server" // the harness has no RestartServer
 	bugLogNewStream    fakeBug = "log-new-stream"    // a restarted publisher appends as partition 1
+	bugReplaySkips     fakeBug = "replay-skips"      // NewSubscriber(from) starts after from
+	bugReplayRenumbers fakeBug = "replay-renumbers"  // NewSubscriber(from) numbers its messages from 0
+	bugNoNewSubscriber fakeBug = "no-new-subscriber" // the harness has no NewSubscriber
 )
 
 // brokenLog returns the fake log with bug, if bug is one of its bugs.
 func brokenLog(bug fakeBug) (fakeLogOptions, bool) {
 	switch bug {
-	case bugLoseOnRestart, bugNoRestartServer, bugLogNewStream:
+	case bugLoseOnRestart, bugNoRestartServer, bugLogNewStream, bugReplaySkips, bugReplayRenumbers, bugNoNewSubscriber:
 		return fakeLogOptions{sem: logSemantics, bug: bug}, true
 	}
 	return fakeLogOptions{}, false
@@ -61,10 +64,13 @@ func (o fakeLogOptions) harness() transporttest.Harness {
 				Sub:           l.newSub(0),
 				NewPublisher:  func() (transport.Publisher, error) { return l.newPub(), nil },
 				RestartServer: l.restart,
-				NewSubscriber: func(from uint64) (transport.Subscriber, error) { return l.newSub(from), nil },
+				NewSubscriber: func(from uint64) (transport.Subscriber, error) { return l.replay(from), nil },
 			}
-			if o.bug == bugNoRestartServer {
+			switch o.bug {
+			case bugNoRestartServer:
 				p.RestartServer = nil
+			case bugNoNewSubscriber:
+				p.NewSubscriber = nil
 			}
 			return p, nil
 		},
@@ -195,11 +201,25 @@ func (l *fakeLog) newSub(from uint64) transport.Subscriber {
 	return &fakeLogSub{log: l, next: from, done: make(chan struct{})}
 }
 
+// replay opens a subscriber reading the log from offset from, as
+// NewSubscriber does.
+func (l *fakeLog) replay(from uint64) transport.Subscriber {
+	s := &fakeLogSub{log: l, next: from, done: make(chan struct{})}
+	switch l.opts.bug {
+	case bugReplaySkips:
+		s.next++
+	case bugReplayRenumbers:
+		s.shift = from
+	}
+	return s
+}
+
 // fakeLogSub reads the fake log.
 type fakeLogSub struct {
-	log  *fakeLog
-	once sync.Once
-	done chan struct{}
+	log   *fakeLog
+	once  sync.Once
+	done  chan struct{}
+	shift uint64 // subtracted from every offset delivered (bugReplayRenumbers)
 
 	mu   sync.Mutex
 	next uint64 // the next offset to deliver
@@ -219,6 +239,7 @@ func (s *fakeLogSub) Receive(ctx context.Context) (transport.Event, error) {
 		}
 		s.mu.Unlock()
 		if ok {
+			m.Seq -= s.shift
 			return transport.Event{Kind: transport.EventMessage, Message: m}, nil
 		}
 		select {

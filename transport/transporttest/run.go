@@ -25,6 +25,7 @@ func Run(t *testing.T, h Harness) {
 		{"ConcurrentPublish", testConcurrentPublish},
 		{"Restart", testRestart},
 		{"Durable", testDurable},
+		{"Replay", testReplay},
 		{"DefaultTime", testDefaultTime},
 		{"CloseUnblocksReceive", testCloseUnblocksReceive},
 		{"ClosePublisher", testClosePublisher},
