@@ -36,6 +36,13 @@ func TestSuiteCatches(t *testing.T) {
 		{bugReplayRenumbers, "Replay", "positions: event 0: message 666 at transporttest/0 seq 0, first delivered at transporttest/0 seq 666"},
 		{bugNoNewSubscriber, "Replay", "claim replay, but the harness has no NewSubscriber"},
 		{bugNoNewSubscriber, "Durable", "claim durable, but the harness has no NewSubscriber"},
+		{bugCommitReceived, "AtLeastOnce", "redelivered: messages 1000-1999 of 1000..1999 unacknowledged, never delivered again"},
+		{bugForgetAcks, "AtLeastOnce", "redelivered: event 0: message 0 delivered again, but messages 0..999 were acknowledged"},
+		{bugAckRegress, "AtLeastOnce", "redelivered: event 0: message 500 delivered again, but messages 0..999 were acknowledged"},
+		{bugNoGroupMember, "AtLeastOnce", "claim at-least-once, but the harness has no NewGroupMember"},
+		{bugAckMissing, "Semantics", "claims ordered|gap-reports|deduplicated|durable|replay|at-least-once but does not implement transport.Acknowledger"},
+		{bugAckMissing, "AtLeastOnce", "claim at-least-once, but the subscriber does not implement transport.Acknowledger"},
+		{bugAckUnclaimed, "Semantics", "implements transport.Acknowledger but claims ordered|gap-reports|deduplicated|durable|replay, without at-least-once"},
 	} {
 		t.Run(c.subtest+"/"+string(c.bug), func(t *testing.T) {
 			t.Parallel()

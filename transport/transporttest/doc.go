@@ -46,7 +46,8 @@
 //
 // Run's subtests, each on a fresh pair:
 //   - Semantics: publisher and subscriber claim the same flags, at least
-//     Ordered|GapReports.
+//     Ordered|GapReports, and the subscriber implements
+//     transport.Acknowledger if and only if it claims AtLeastOnce.
 //   - Ordering: Messages messages with every field set, on a clean
 //     network: one stream, in order, fields intact (Time to the
 //     nanosecond or within TimeResolution), and exactly once with no gap
@@ -76,6 +77,10 @@
 //     the position of a message in the middle, and from that of the
 //     last, delivers that message and every later one, in order, at
 //     the positions they were first delivered at.
+//   - AtLeastOnce (the claim needs Pair.NewGroupMember): the subscriber
+//     acknowledges half the messages it received and is closed; the
+//     member that takes over delivers every unacknowledged message, in
+//     order, at the same positions, and none acknowledged.
 //   - DefaultTime: a zero Time is replaced by the publish time.
 //   - CloseUnblocksReceive, ClosePublisher: Close unblocks a pending
 //     Receive with ErrClosed; calls after Close return ErrClosed; a second

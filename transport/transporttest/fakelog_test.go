@@ -16,12 +16,14 @@ import (
 // its disk. Publishers append to it, and Flush makes what they appended
 // durable; RestartServer crashes it, keeping only what is durable.
 // Subscribers read it from a position (Seq is the offset, from 0),
-// waiting for appends. Pair.Sub and the subscribers NewGroupMember opens
-// are members of one consumer group: their Close commits the position
-// after what they acknowledged, and the next member starts there.
+// waiting for appends, and acknowledge (they claim AtLeastOnce). Pair.Sub
+// and the subscribers NewGroupMember opens are members of one consumer
+// group: their Close commits the position after what they acknowledged,
+// and the next member starts there.
 
 // logSemantics is what the fake log claims unless a test says otherwise.
-const logSemantics = transport.Ordered | transport.GapReports | transport.Deduplicated | transport.Durable | transport.Replay
+const logSemantics = transport.Ordered | transport.GapReports | transport.Deduplicated |
+	transport.Durable | transport.Replay | transport.AtLeastOnce
 
 // Bugs of the fake log.
 const (
@@ -31,13 +33,22 @@ const (
 	bugReplaySkips     fakeBug = "replay-skips"      // NewSubscriber(from) starts after from
 	bugReplayRenumbers fakeBug = "replay-renumbers"  // NewSubscriber(from) numbers its messages from 0
 	bugNoNewSubscriber fakeBug = "no-new-subscriber" // the harness has no NewSubscriber
+	bugCommitReceived  fakeBug = "commit-received"   // Close commits what Receive handed out, not what was acknowledged
+	bugForgetAcks      fakeBug = "forget-acks"       // Close commits nothing
+	bugAckRegress      fakeBug = "ack-regress"       // an Ack below the last one moves the position back
+	bugNoGroupMember   fakeBug = "no-group-member"   // the harness has no NewGroupMember
+	bugAckMissing      fakeBug = "ack-missing"       // subscribers claim AtLeastOnce without implementing Acknowledger
+	bugAckUnclaimed    fakeBug = "ack-unclaimed"     // subscribers implement Acknowledger without claiming AtLeastOnce
 )
 
 // brokenLog returns the fake log with bug, if bug is one of its bugs.
 func brokenLog(bug fakeBug) (fakeLogOptions, bool) {
 	switch bug {
-	case bugLoseOnRestart, bugNoRestartServer, bugLogNewStream, bugReplaySkips, bugReplayRenumbers, bugNoNewSubscriber:
+	case bugLoseOnRestart, bugNoRestartServer, bugLogNewStream, bugReplaySkips, bugReplayRenumbers, bugNoNewSubscriber,
+		bugCommitReceived, bugForgetAcks, bugAckRegress, bugNoGroupMember, bugAckMissing:
 		return fakeLogOptions{sem: logSemantics, bug: bug}, true
+	case bugAckUnclaimed:
+		return fakeLogOptions{sem: logSemantics &^ transport.AtLeastOnce, bug: bug}, true
 	}
 	return fakeLogOptions{}, false
 }
@@ -61,16 +72,21 @@ func (o fakeLogOptions) harness() transporttest.Harness {
 			l := &fakeLog{opts: o, changed: make(chan struct{})}
 			p := transporttest.Pair{
 				Pub:           l.newPub(),
-				Sub:           l.newSub(0),
+				Sub:           l.member(0),
 				NewPublisher:  func() (transport.Publisher, error) { return l.newPub(), nil },
 				RestartServer: l.restart,
 				NewSubscriber: func(from uint64) (transport.Subscriber, error) { return l.replay(from), nil },
+				NewGroupMember: func() (transport.Subscriber, error) {
+					return l.member(l.committedOffset()), nil
+				},
 			}
 			switch o.bug {
 			case bugNoRestartServer:
 				p.RestartServer = nil
 			case bugNoNewSubscriber:
 				p.NewSubscriber = nil
+			case bugNoGroupMember:
+				p.NewGroupMember = nil
 			}
 			return p, nil
 		},
@@ -88,6 +104,9 @@ type fakeLog struct {
 	records []transport.Message
 	durable int // records[:durable] survive a restart
 	pubs    int // publishers started
+	// committed is the group's committed offset: where its next member
+	// starts. Commits survive a restart, as Kafka's do.
+	committed uint64
 	// changed is closed, and replaced, whenever records change.
 	changed chan struct{}
 }
@@ -129,6 +148,19 @@ func (l *fakeLog) read(off uint64) (transport.Message, bool, <-chan struct{}) {
 		return l.records[off], true, nil
 	}
 	return transport.Message{}, false, l.changed
+}
+
+// commit sets the group's committed offset.
+func (l *fakeLog) commit(off uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.committed = off
+}
+
+func (l *fakeLog) committedOffset() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.committed
 }
 
 func (l *fakeLog) notify() {
@@ -196,9 +228,9 @@ func (p *fakeLogPub) Close() error {
 	return err
 }
 
-// newSub opens a subscriber reading the log from offset from.
-func (l *fakeLog) newSub(from uint64) transport.Subscriber {
-	return &fakeLogSub{log: l, next: from, done: make(chan struct{})}
+// member opens a member of the group reading the log from offset from.
+func (l *fakeLog) member(from uint64) transport.Subscriber {
+	return l.acknowledging(&fakeLogSub{log: l, group: true, next: from, done: make(chan struct{})})
 }
 
 // replay opens a subscriber reading the log from offset from, as
@@ -211,18 +243,30 @@ func (l *fakeLog) replay(from uint64) transport.Subscriber {
 	case bugReplayRenumbers:
 		s.shift = from
 	}
+	return l.acknowledging(s)
+}
+
+// acknowledging returns s as an Acknowledger when the fake claims
+// AtLeastOnce (or, broken, when it does not).
+func (l *fakeLog) acknowledging(s *fakeLogSub) transport.Subscriber {
+	claims := l.opts.sem.Has(transport.AtLeastOnce)
+	if (claims && l.opts.bug != bugAckMissing) || l.opts.bug == bugAckUnclaimed {
+		return fakeLogAckSub{s}
+	}
 	return s
 }
 
 // fakeLogSub reads the fake log.
 type fakeLogSub struct {
 	log   *fakeLog
+	group bool // a member of the group: Close commits
 	once  sync.Once
 	done  chan struct{}
 	shift uint64 // subtracted from every offset delivered (bugReplayRenumbers)
 
-	mu   sync.Mutex
-	next uint64 // the next offset to deliver
+	mu    sync.Mutex
+	next  uint64 // the next offset to deliver
+	acked uint64 // the offset after the last acknowledged; 0: none
 }
 
 func (s *fakeLogSub) Semantics() transport.Semantics { return s.log.opts.sem }
@@ -252,13 +296,40 @@ func (s *fakeLogSub) Receive(ctx context.Context) (transport.Event, error) {
 	}
 }
 
+// Close commits, for a member of the group, the offset after the last
+// one acknowledged.
 func (s *fakeLogSub) Close() error {
 	err := transport.ErrClosed
 	s.once.Do(func() {
 		close(s.done)
 		err = nil
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		switch {
+		case !s.group, s.log.opts.bug == bugForgetAcks:
+		case s.log.opts.bug == bugCommitReceived:
+			s.log.commit(s.next)
+		case s.acked > 0:
+			s.log.commit(s.acked)
+		}
 	})
 	return err
+}
+
+// fakeLogAckSub is a fakeLogSub that acknowledges.
+type fakeLogAckSub struct{ *fakeLogSub }
+
+// Ack records that the messages up to seq were processed; Close commits.
+func (s fakeLogAckSub) Ack(ctx context.Context, stream transport.StreamID, seq uint64) error {
+	if stream != logStream {
+		return fmt.Errorf("fake log: Ack of stream %s, not %s", stream, logStream)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if seq+1 > s.acked || s.log.opts.bug == bugAckRegress {
+		s.acked = seq + 1
+	}
+	return nil
 }
 
 func isDone(c <-chan struct{}) bool {

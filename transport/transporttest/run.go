@@ -26,6 +26,7 @@ func Run(t *testing.T, h Harness) {
 		{"Restart", testRestart},
 		{"Durable", testDurable},
 		{"Replay", testReplay},
+		{"AtLeastOnce", testAtLeastOnce},
 		{"DefaultTime", testDefaultTime},
 		{"CloseUnblocksReceive", testCloseUnblocksReceive},
 		{"ClosePublisher", testClosePublisher},

@@ -9,7 +9,9 @@ import (
 
 // testSemantics checks that publisher and subscriber declare the same
 // semantics, and at least Ordered|GapReports: every brokerless transport
-// orders each stream and makes loss visible.
+// orders each stream and makes loss visible. The subscriber must
+// implement transport.Acknowledger if, and only if, it claims
+// AtLeastOnce.
 func testSemantics(t *testing.T, h Harness) {
 	p := newPair(t, h, Faults{})
 	pub, sub := p.Pub.Semantics(), p.Sub.Semantics()
@@ -19,6 +21,9 @@ func testSemantics(t *testing.T, h Harness) {
 	}
 	if want := transport.Ordered | transport.GapReports; !sub.Has(want) {
 		t.Errorf("semantics %s lack %s", sub, want)
+	}
+	if bad := ackClaim(p.Sub); bad != "" {
+		t.Errorf("the subscriber %s", bad)
 	}
 }
 
