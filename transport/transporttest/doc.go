@@ -37,6 +37,15 @@
 // an error wrapping ErrFaultsUnsupported when !f.IsZero(); a Kafka-protocol
 // transport sets TimeResolution to time.Millisecond.
 //
+// A transport that claims Durable, Replay or AtLeastOnce also sets the
+// Pair's hooks those checks need: RestartServer (crash the server that
+// stores the messages and start it again), NewSubscriber (read from a
+// position) and NewGroupMember (take over from Sub). A claim whose hook
+// is nil fails: no claim passes unchecked. A log (Kafka, logd) may leave
+// NewPublisher nil, skipping Restart: its stream is a partition, which a
+// publisher restart does not change (given a NewPublisher, Restart
+// checks that the new publisher continues the stream).
+//
 // The subscriber must be ready to receive messages of topic [Topic] when
 // NewPair returns. The suite closes every publisher and subscriber it is
 // given; anything else (a daemon, a directory) the harness releases with

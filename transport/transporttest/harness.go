@@ -59,7 +59,10 @@ type Faults struct {
 func (f Faults) IsZero() bool { return f.Loss == 0 && f.Duplicate == 0 && f.Reorder == 0 }
 
 // Pair is a connected publisher and subscriber. The suite closes Pub and
-// Sub itself, and every publisher NewPublisher returns.
+// Sub itself, every publisher NewPublisher returns and every subscriber
+// NewSubscriber and NewGroupMember return. Each subscriber must
+// implement [transport.Acknowledger] if, and only if, it claims
+// [transport.AtLeastOnce].
 type Pair struct {
 	Pub transport.Publisher
 	Sub transport.Subscriber
@@ -72,19 +75,24 @@ type Pair struct {
 	// RestartServer kills the process that stores the pair's messages
 	// (a logd, say) as a crash would, with no clean shutdown, and starts
 	// it again on the same address and data; it returns once the server
-	// serves again. Pub and Sub may have to reconnect. The Durable check
-	// needs it: a transport that claims Durable with a nil RestartServer
-	// fails.
+	// serves again. Pub and Sub may have to reconnect, but must carry on:
+	// the Durable check publishes more on Pub and expects Sub to deliver
+	// it. The Durable check needs RestartServer: a transport that claims
+	// Durable with a nil RestartServer fails.
 	RestartServer func() error
 	// NewSubscriber opens another subscriber of the pair's stream that
-	// starts at position from (an offset of a log). The Replay check
-	// needs it: a transport that claims Replay with a nil NewSubscriber
+	// starts at position from (an offset of a log): the Seq at which Sub
+	// delivered a message. The Replay and Durable checks need it: a
+	// transport that claims Replay or Durable with a nil NewSubscriber
 	// fails.
 	NewSubscriber func(from uint64) (transport.Subscriber, error)
 	// NewGroupMember opens another subscriber in Sub's consumer group
 	// (or, for a transport without groups, the subscriber that resumes in
-	// Sub's place). The AtLeastOnce check needs it: a transport that
-	// claims AtLeastOnce with a nil NewGroupMember fails.
+	// Sub's place). The AtLeastOnce check calls it once Sub has
+	// acknowledged some messages and been closed, and waits at least 15 s
+	// for the first message (a group may have to rebalance first). The
+	// check needs it: a transport that claims AtLeastOnce with a nil
+	// NewGroupMember fails.
 	NewGroupMember func() (transport.Subscriber, error)
 }
 
