@@ -3,33 +3,13 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"testing"
 	"time"
 
-	"github.com/brokerless/brokerless/logd"
-	"github.com/brokerless/brokerless/logd/storage"
 	"github.com/brokerless/brokerless/transport"
 	"github.com/brokerless/brokerless/transport/transporttest"
 )
-
-// startLogd runs a logd server on a free port over a temporary
-// directory until the test ends.
-func startLogd(t testing.TB) string {
-	t.Helper()
-	srv, err := logd.New(logd.Config{Storage: storage.Config{Dir: t.TempDir()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
-}
 
 func TestConformance(t *testing.T) {
 	transporttest.Run(t, transporttest.Harness{

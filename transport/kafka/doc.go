@@ -12,8 +12,9 @@
 // committing offsets, starting from the committed offsets), acks (all,
 // the default, or leader).
 //
-// A stream is a partition: its Feed is the partition number, its
-// Session a fixed hash of the topic, and a message's Seq is its offset.
+// A stream is a partition, named by its topic and partition number
+// (StreamID{Topic, Partition}; Feed and Session are zero), and a
+// message's Seq is its offset.
 // Publisher restarts therefore continue the same stream, as they do in a
 // log. Offsets that will never be delivered — removed by retention or
 // compaction before this subscriber read them — are reported as a Gap.

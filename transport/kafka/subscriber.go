@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"sync"
 	"time"
 
@@ -19,9 +18,8 @@ const closeFlush = 5 * time.Second
 // Subscriber consumes a topic: directly from an offset or time, or as a
 // member of a consumer group that commits what Receive has returned.
 type Subscriber struct {
-	cl      *kgo.Client
-	session uint64
-	group   bool
+	cl    *kgo.Client
+	group bool
 
 	// Owned by the goroutine calling Receive.
 	queue   []*kgo.Record
@@ -58,10 +56,8 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 		cl.Close()
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}
-	h := fnv.New64a()
-	h.Write([]byte(cfg.Topic))
 	return &Subscriber{
-		cl: cl, session: h.Sum64() | 1, group: cfg.Group != "",
+		cl: cl, group: cfg.Group != "",
 		next: map[int32]int64{}, started: map[int32]bool{}, closed: make(chan struct{}),
 	}, nil
 }
@@ -112,7 +108,7 @@ func (s *Subscriber) Receive(ctx context.Context) (transport.Event, error) {
 // its partition, a Gap for offsets skipped since the last record, then
 // the message.
 func (s *Subscriber) emit(r *kgo.Record) {
-	id := transport.StreamID{Feed: uint32(r.Partition), Session: s.session}
+	id := transport.StreamID{Topic: r.Topic, Partition: r.Partition}
 	if !s.started[r.Partition] {
 		s.started[r.Partition] = true
 		s.pending = append(s.pending, transport.Event{Kind: transport.EventStreamStart,
