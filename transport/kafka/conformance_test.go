@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brokerless/brokerless/transport"
 	"github.com/brokerless/brokerless/transport/transporttest"
 )
 
@@ -41,20 +40,4 @@ func TestConformance(t *testing.T) {
 		MaxPayload:     512 << 10,
 		TimeResolution: time.Millisecond,
 	})
-}
-
-func TestURL(t *testing.T) {
-	for _, good := range []string{
-		"logd://127.0.0.1:9092/t", "kafka://a:1,b:2/t?from=latest&group=g&acks=leader",
-		"logd://h:1/t?from=42&partition=3", "logd://h:1/t?from=2026-01-02T03:04:05Z",
-	} {
-		if _, err := transport.Open(context.Background(), good); err != nil {
-			t.Errorf("%s: %v", good, err)
-		}
-	}
-	for _, bad := range []string{"logd://h:1/", "logd:///t", "logd://h:1/t?from=soon", "logd://h:1/t?acks=2", "logd://h:1/a/b"} {
-		if _, err := transport.Open(context.Background(), bad); err == nil {
-			t.Errorf("%s: accepted", bad)
-		}
-	}
 }

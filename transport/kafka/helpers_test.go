@@ -143,3 +143,40 @@ func copyEvent(ev transport.Event) transport.Event {
 	m.Headers = hs
 	return ev
 }
+
+// committed is the offset group committed for topic's partition p, -1
+// when none.
+func committed(t testing.TB, addr, group, topic string, p int32) int64 {
+	t.Helper()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{p}
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.Partition == p {
+				return rp.Offset
+			}
+		}
+	}
+	return -1
+}
+
+// groupOpts makes group members quick to notice one another: logd
+// allows session timeouts down to 100 ms (startLogd's mutate
+// fastGroups), members heartbeat every 50 ms.
+var groupOpts = []kgo.Opt{kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(50 * time.Millisecond), kgo.RebalanceTimeout(5 * time.Second)}
+
+func fastGroups(c *logd.Config) { c.MinSessionTimeout = 100 * time.Millisecond }
