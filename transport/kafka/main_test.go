@@ -14,6 +14,8 @@ func TestMain(m *testing.M) {
 	switch role := os.Getenv(envChild); role {
 	case "":
 		os.Exit(m.Run())
+	case "logd":
+		os.Exit(runLogdChild())
 	case "consumer":
 		os.Exit(runConsumerChild())
 	default:
