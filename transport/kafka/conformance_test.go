@@ -141,6 +141,37 @@ func TestHarnessHooks(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a group member across RestartServer", func(t *testing.T) {
+		p, _, err := newPair(t, "restarts")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Pub.Close()
+		defer p.Sub.Close()
+		publish := func(from, to int) {
+			for i := from; i < to; i++ {
+				if err := p.Pub.Publish(ctx, transport.Message{Payload: fmt.Appendf(nil, "%d", i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := p.Pub.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		publish(0, 10)
+		receiveUntil(t, p.Sub, untilMessages(10))
+		if err := p.RestartServer(); err != nil {
+			t.Fatal(err)
+		}
+		publish(10, 20)
+		// Receive must not fail while the member joins the restarted
+		// coordinator again.
+		ms := messages(receiveUntil(t, p.Sub, untilMessages(10)))
+		if ms[0].Seq != 10 || ms[9].Seq != 19 {
+			t.Fatalf("after the restart: offsets %d..%d, want 10..19", ms[0].Seq, ms[9].Seq)
+		}
+		t.Logf("group sessions lost and joined again: %d", p.Sub.(*GroupSubscriber).Stats().Rejoins)
+	})
 	t.Run("NewGroupMember", func(t *testing.T) {
 		p, _, err := newPair(t, "members")
 		if err != nil {

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/brokerless/brokerless/transport"
@@ -185,5 +189,31 @@ func TestDisown(t *testing.T) {
 	if len(g.queue) != 3 || len(g.pending) != 0 || g.parts[1].owned || !g.parts[0].owned || g.stats.Disowned != 4 {
 		t.Fatalf("after disown: %d queued, %d pending, owned %v/%v, Disowned %d",
 			len(g.queue), len(g.pending), g.parts[0].owned, g.parts[1].owned, g.stats.Disowned)
+	}
+}
+
+// TestRejoining: a group session lost to a coordinator restart (the
+// member forgotten, the connection gone) is one the client joins again
+// by itself, so Receive does not return it; others it does.
+func TestRejoining(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&kgo.ErrGroupSession{Err: kerr.UnknownMemberID}, true},
+		{&kgo.ErrGroupSession{Err: kerr.IllegalGeneration}, true},
+		{&kgo.ErrGroupSession{Err: kerr.RebalanceInProgress}, true},
+		{&kgo.ErrGroupSession{Err: kerr.CoordinatorNotAvailable}, true},
+		{&kgo.ErrGroupSession{Err: kerr.NotCoordinator}, true},
+		{&kgo.ErrGroupSession{Err: io.EOF}, true},
+		{&kgo.ErrGroupSession{Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, true},
+		{&kgo.ErrGroupSession{Err: kerr.GroupAuthorizationFailed}, false},
+		{&kgo.ErrGroupSession{Err: kerr.InvalidGroupID}, false},
+		{kerr.UnknownMemberID, false}, // not a group session notification
+		{kerr.TopicAuthorizationFailed, false},
+	} {
+		if got := rejoining(tc.err); got != tc.want {
+			t.Errorf("rejoining(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }

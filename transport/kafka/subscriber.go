@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/brokerless/brokerless/transport"
@@ -83,6 +87,11 @@ type Stats struct {
 	// this member before Receive returned them, dropped: the new owner
 	// delivers them.
 	Disowned uint64
+	// Rejoins: group sessions lost to what a coordinator restart or a
+	// session timeout causes (the member no longer known, a connection
+	// refused), after which the client joins again by itself: logged,
+	// not returned by Receive.
+	Rejoins uint64
 	// AcksNotOwned: acknowledgements of partitions a rebalance had
 	// taken from this member, dropped: the new owner delivers again what
 	// was not committed.
@@ -233,6 +242,11 @@ func (s *Subscriber) poll(ctx context.Context) error {
 		if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return
 		}
+		if rejoining(err) {
+			s.stats.Rejoins++
+			s.log.Warn("kafka transport: group session lost; joining again", "err", err)
+			return
+		}
 		var loss *kgo.ErrDataLoss
 		if errors.As(err, &loss) && loss.Topic == s.topic {
 			// The broker lost what was delivered from ResetTo on: what
@@ -256,6 +270,28 @@ func (s *Subscriber) expected(st *partition, q queued) int64 {
 		return q.logStart
 	}
 	return st.next
+}
+
+// rejoining reports whether err is a group session lost to a cause the
+// client recovers from by joining again: the coordinator restarted or
+// moved, forgot the member, or cannot be reached for now.
+func rejoining(err error) bool {
+	var gs *kgo.ErrGroupSession
+	if !errors.As(err, &gs) {
+		return false
+	}
+	var ne net.Error
+	switch {
+	case kerr.IsRetriable(gs.Err), errors.As(gs.Err, &ne), errors.Is(gs.Err, io.EOF), errors.Is(gs.Err, io.ErrUnexpectedEOF),
+		errors.Is(gs.Err, syscall.ECONNREFUSED), errors.Is(gs.Err, syscall.ECONNRESET):
+		return true
+	}
+	for _, e := range []error{kerr.UnknownMemberID, kerr.IllegalGeneration, kerr.RebalanceInProgress} {
+		if errors.Is(gs.Err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // part returns the state of partition p, making it on first sight.
