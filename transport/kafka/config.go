@@ -70,6 +70,10 @@ func (c *Config) logger() *slog.Logger {
 	return c.Logger
 }
 
+// semantics is what a URL with the default parameters (no group,
+// acks=all) declares; the scheme's registration shows it.
+const semantics = transport.Ordered | transport.GapReports | transport.Durable | transport.Deduplicated | transport.Replay
+
 // Semantics is what a Publisher and a subscriber of c both declare, so
 // that the two ends of one URL agree:
 //
@@ -86,7 +90,7 @@ func (c *Config) logger() *slog.Logger {
 //     application acknowledged, and what it did not is delivered again
 //     — which is why a group is never Deduplicated, and, as its start is
 //     the group's committed offset, not Replay.
-func (c *Config) Semantics() transport.Semantics {
+func (c Config) Semantics() transport.Semantics {
 	s := transport.Ordered | transport.GapReports
 	if !c.LeaderAcks {
 		s |= transport.Durable

@@ -16,6 +16,9 @@ func TestSemantics(t *testing.T) {
 		base = transport.Ordered | transport.GapReports
 		all  = transport.Durable | transport.Deduplicated
 	)
+	if got := (Config{}).Semantics(); got != semantics {
+		t.Errorf("the default URL declares %s, the scheme says %s", got, semantics)
+	}
 	addr := startLogd(t)
 	for _, tc := range []struct {
 		query string

@@ -28,7 +28,7 @@ func TestURL(t *testing.T) {
 		{"logd://h:1/t?from=-3", `from="-3"`},
 		{"logd://h:1/t?acks=2", `acks="2"`},
 		{"logd://h:1/a/b", "must be one topic"},
-		{"logd://h:1/t?form=1", `unknown parameter "form" (known: acks, from, group, partition)`},
+		{"logd://h:1/t?form=1", `unknown parameter "form"`},
 		{"logd://h:1/t?partition=1&partition=2", `parameter "partition" given 2 times`},
 		{"logd://h:1/t?partition=x", `partition="x"`},
 		{"logd://h:1/t?group=", "want a group name"},
@@ -48,6 +48,11 @@ func TestURL(t *testing.T) {
 }
 
 func TestParseURL(t *testing.T) {
+	u, _ := url.Parse("logd://h:1/t?form=1")
+	if _, err := ParseURL(u); err == nil || !strings.Contains(err.Error(), `unknown parameter "form" (known: acks, from, group, partition)`) {
+		t.Errorf("ParseURL of an unknown parameter: %v", err)
+	}
+
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tc := range []struct {
 		url  string
