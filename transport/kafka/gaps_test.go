@@ -2,11 +2,13 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -286,5 +288,31 @@ func TestGapMarkerRoundTrip(t *testing.T) {
 	}
 	if n := sub.Stats().MalformedMarkers; n != 1 {
 		t.Errorf("MalformedMarkers %d, want 1", n)
+	}
+}
+
+// TestTakeFetches: records are queued even when their fetch carries an
+// error, which is returned after; a group session the client joins
+// again is counted, not returned; a broker that lost records moves the
+// expected offset back to where the client resumed.
+func TestTakeFetches(t *testing.T) {
+	s := newSubscriber(Config{Topic: "t"})
+	s.part(0).next = 50
+	rec := &kgo.Record{Topic: "t", Partition: 1, Offset: 7}
+	err := s.take(kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "t", Partitions: []kgo.FetchPartition{
+		{Partition: 1, Records: []*kgo.Record{rec}, LogStartOffset: 3, Err: kerr.TopicAuthorizationFailed},
+		{Partition: 0, Err: &kgo.ErrDataLoss{Topic: "t", Partition: 0, ConsumedTo: 50, ResetTo: 40}},
+	}}, {Topic: "", Partitions: []kgo.FetchPartition{{Err: &kgo.ErrGroupSession{Err: kerr.UnknownMemberID}}}}}}})
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("take returned %v, want the authorization error", err)
+	}
+	if len(s.queue) != 1 || s.queue[0].r != rec || s.queue[0].logStart != 3 {
+		t.Errorf("queued %v", s.queue)
+	}
+	if s.parts[0].next != 40 {
+		t.Errorf("after data loss partition 0 expects %d, want 40", s.parts[0].next)
+	}
+	if s.stats.Rejoins != 1 {
+		t.Errorf("Rejoins %d, want 1", s.stats.Rejoins)
 	}
 }

@@ -231,6 +231,12 @@ func (s *Subscriber) poll(ctx context.Context) error {
 	if fetches.IsClientClosed() {
 		return transport.ErrClosed
 	}
+	return s.take(fetches)
+}
+
+// take queues the records of fetches and returns the first error other
+// than a context's or a group session the client joins again.
+func (s *Subscriber) take(fetches kgo.Fetches) error {
 	var first error
 	s.mu.Lock()
 	defer s.mu.Unlock()
