@@ -28,7 +28,7 @@ import (
 //   - A rebalance drops what the member kept for the partitions it lost,
 //     records fetched and not yet received included. A partition that
 //     comes back to the same member resumes after what that member
-//     delivered (Stats.Redelivered counts what it skips), so a member
+//     delivered (Stats.AlreadyDelivered counts what it skips), so a member
 //     never delivers an offset twice.
 //
 // A gap marker's record, delivered as the Gap it stands for, is

@@ -218,10 +218,10 @@ func TestRejoining(t *testing.T) {
 	}
 }
 
-// TestRedeliveredSkipped: a partition handed back to the member that
+// TestAlreadyDeliveredSkipped: a partition handed back to the member that
 // delivered up to offset 9 resumes at 10, even where the group's commit
 // is lower: the application has 5..9 already.
-func TestRedeliveredSkipped(t *testing.T) {
+func TestAlreadyDeliveredSkipped(t *testing.T) {
 	g := &GroupSubscriber{Subscriber: newSubscriber(Config{Topic: "t", Group: "g"})}
 	g.assigned(context.Background(), nil, map[string][]int32{"t": {0}})
 	st := g.parts[0]
@@ -235,7 +235,7 @@ func TestRedeliveredSkipped(t *testing.T) {
 	for _, ev := range g.pending {
 		seqs = append(seqs, ev.Message.Seq)
 	}
-	if fmt.Sprint(seqs) != "[10 11 12]" || g.stats.Redelivered != 5 {
-		t.Fatalf("delivered %v, Redelivered %d; want [10 11 12], 5", seqs, g.stats.Redelivered)
+	if fmt.Sprint(seqs) != "[10 11 12]" || g.stats.AlreadyDelivered != 5 {
+		t.Fatalf("delivered %v, AlreadyDelivered %d; want [10 11 12], 5", seqs, g.stats.AlreadyDelivered)
 	}
 }

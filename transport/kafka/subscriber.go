@@ -79,10 +79,10 @@ type Stats struct {
 	// MalformedMarkers: records with a gap-marker header that could not
 	// be read. Each was delivered as a message, headers and all.
 	MalformedMarkers uint64
-	// Redelivered: records skipped because this subscriber had delivered
-	// their offsets already (a partition handed back to this member by
-	// a rebalance resumes below what it delivered).
-	Redelivered uint64
+	// AlreadyDelivered: records skipped because this subscriber had
+	// delivered their offsets already (a partition handed back to this
+	// member by a rebalance resumes below what it delivered).
+	AlreadyDelivered uint64
 	// Disowned: records fetched from a partition a rebalance took from
 	// this member before Receive returned them, dropped: the new owner
 	// delivers them.
@@ -165,12 +165,15 @@ func (s *Subscriber) Stats() Stats {
 	return s.stats
 }
 
-// Receive returns the next event. A fetch error is returned once the
-// records fetched with it have been delivered; a broker that lost
-// records this subscriber had delivered (logd with --fsync interval or
-// never after a power loss, Kafka after an unclean leader election) is
-// such an error, wrapping *kgo.ErrDataLoss, and the partition then goes
-// on from where the client resumed, offsets delivered before included.
+// Receive returns the next event. A fetch error is returned when it
+// arrives, and the records fetched with it by the calls that follow:
+// the subscriber goes on (the client retries by itself). A broker that
+// lost records this subscriber had delivered (logd with --fsync
+// interval or never after a power loss, Kafka after an unclean leader
+// election) is such an error, wrapping *kgo.ErrDataLoss, and the
+// partition then goes on from where the client resumed, offsets
+// delivered before included. A group session lost to a coordinator
+// restart is not an error: the member joins again (Stats.Rejoins).
 func (s *Subscriber) Receive(ctx context.Context) (transport.Event, error) {
 	for {
 		select {
@@ -324,7 +327,7 @@ func (s *Subscriber) emit(q queued) {
 		return
 	}
 	if st.started && r.Offset < st.next {
-		s.stats.Redelivered++
+		s.stats.AlreadyDelivered++
 		return
 	}
 	id := transport.StreamID{Topic: r.Topic, Partition: r.Partition}
