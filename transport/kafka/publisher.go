@@ -84,11 +84,15 @@ func (p *Publisher) Semantics() transport.Semantics { return p.sem }
 // when empty), key, headers, time and payload. It blocks, honouring ctx,
 // while the client's buffer is full.
 func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
-	return p.produce(ctx, m, func(_ *kgo.Record, err error) {
-		if err != nil {
-			p.fail(err)
-		}
-	})
+	return p.produce(ctx, m, p.published)
+}
+
+// published is the promise of a record given to Publish.
+func (p *Publisher) published(_ *kgo.Record, err error) {
+	<-p.slots
+	if err != nil {
+		p.fail(err)
+	}
 }
 
 // PublishReceipt is Publish, then done with the record's partition
@@ -100,6 +104,7 @@ func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
 // only, not to a later Publish or Flush.
 func (p *Publisher) PublishReceipt(ctx context.Context, m transport.Message, done func(transport.Receipt, error)) error {
 	return p.produce(ctx, m, func(r *kgo.Record, err error) {
+		<-p.slots
 		if err != nil {
 			done(transport.Receipt{}, fmt.Errorf("kafka transport: produce: %w", err))
 			return
@@ -109,8 +114,8 @@ func (p *Publisher) PublishReceipt(ctx context.Context, m transport.Message, don
 }
 
 // produce waits for a slot in the client's buffer and hands m to it;
-// promise is called once the record is acknowledged or failed, unless
-// produce returns an error.
+// promise, which must give the slot back (<-p.slots), is called once the
+// record is acknowledged or failed, unless produce returns an error.
 func (p *Publisher) produce(ctx context.Context, m transport.Message, promise func(*kgo.Record, error)) error {
 	if err := p.pending(); err != nil {
 		return err
@@ -126,19 +131,20 @@ func (p *Publisher) produce(ctx context.Context, m transport.Message, promise fu
 		return err
 	}
 	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-p.closing:
-		return transport.ErrClosed
+	case p.slots <- struct{}{}: // room: no three-way select
+	default:
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.closing:
+			return transport.ErrClosed
+		}
 	}
 	// With a slot held, the buffer has room and Produce does not block.
 	// Its context only cancels the buffered record, which nothing should
 	// do but the client's own close.
-	p.cl.Produce(context.WithoutCancel(ctx), r, func(r *kgo.Record, err error) {
-		<-p.slots
-		promise(r, err)
-	})
+	p.cl.Produce(context.WithoutCancel(ctx), r, promise)
 	return nil
 }
 
