@@ -3,7 +3,6 @@ package kafka
 import (
 	"bufio"
 	"fmt"
-	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -23,16 +22,7 @@ func runLogdChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cfg := logd.Config{Storage: storage.Config{Dir: os.Getenv(envLogdDir), Fsync: storage.FsyncAlways,
-		// The suite's messages are stamped in 2023. A restarted logd
-		// dates an idempotent producer by its records' timestamps, so
-		// with the default expiry (24 h) it would forget the publisher
-		// at once, and accept the batch kgo had queued behind one lost
-		// with the connection ahead of it: the log would hold later
-		// records first and earlier ones twice (reported to logd's
-		// owner). The harness checks the transport, so it keeps
-		// producers as long as a Duration allows.
-		ProducerExpiry: math.MaxInt64}}
+	cfg := logd.Config{Storage: storage.Config{Dir: os.Getenv(envLogdDir), Fsync: storage.FsyncAlways}}
 	fastGroups(&cfg)
 	srv, err := logd.New(cfg)
 	if err != nil {
