@@ -14,7 +14,8 @@
 //			NewPair: func(t *testing.T, f transporttest.Faults) (transporttest.Pair, error) {
 //				cfg := testConfig(t) // a fresh group on lo, TTL 0
 //				scfg := cfg
-//				scfg.Faults = faultnet.Faults{Loss: f.Loss, Duplicate: f.Duplicate, Reorder: f.Reorder, Seed: f.Seed}
+//				faults := faultnet.Faults{Loss: f.Loss, Duplicate: f.Duplicate, Reorder: f.Reorder, Seed: f.Seed}
+//				scfg.Filter = func() (multicast.DatagramFilter, error) { return faultnet.NewFilter(faults) }
 //				sub, err := multicast.NewSubscriber(ctx, scfg)
 //				if err != nil {
 //					return transporttest.Pair{}, err
