@@ -144,14 +144,20 @@ func (ps *producers) expire(now time.Time) {
 	}
 }
 
-// replay rebuilds state from a stored batch header during recovery; the
-// batch's MaxTimestamp stands for its append time.
-func (ps *producers) replay(h storedHeader) {
+// replay rebuilds state from a stored batch header during recovery, at
+// time now. A batch does not record when it was appended: its
+// MaxTimestamp is the producer's clock (a replay of old events, a
+// producer with a wrong clock), so taking it for the append time could
+// expire at once a producer that appended just before the crash, and
+// let a retry it queued behind a lost request be appended twice. So a
+// replayed producer counts as active at recovery: it is kept for one
+// expiry from then, unless its timestamps are later still.
+func (ps *producers) replay(h storedHeader, now time.Time) {
 	if h.producerID < 0 {
 		return
 	}
 	b := seqBatch{h.firstSeq, seqAdd(h.firstSeq, h.lastDelta), h.base, h.last()}
-	ps.add(h.producerID, h.epoch, b, h.maxTs, nil, "", 0)
+	ps.add(h.producerID, h.epoch, b, max(h.maxTs, now.UnixMilli()), nil, "", 0)
 }
 
 // The producer-state snapshot: written with the recovery point, it holds

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"io/fs"
 	"testing"
 	"time"
 )
@@ -135,3 +136,39 @@ func TestProducerWindowAndBounds(t *testing.T) {
 type evictions struct{ ids string }
 
 func (e *evictions) OnProducerEvict(_ string, _ int32, id int64) { e.ids += itoa(id) + " " }
+
+// TestReplayedProducerKeptFromRecovery: a producer whose records carry
+// old timestamps (a replay of last year's events) and that appended just
+// before a crash is remembered after recovery rebuilds it from the log:
+// a retry of its last batch is a duplicate, and a batch that skips ahead
+// is out of order, not accepted as from a forgotten producer. Dating it
+// by its records' timestamps expired it at once.
+func TestReplayedProducerKeptFromRecovery(t *testing.T) {
+	clk := newClock()
+	cfg := testConfig(t, clk)
+	s, l := openPartition(t, cfg)
+	old := clk.t.Add(-365 * 24 * time.Hour).UnixMilli()
+	for seq := int32(0); seq < 6; seq += 3 {
+		if _, err := l.Append(idemBatch(t, 7, 0, seq, 3, old)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crash(s)
+	if err := removeFile(l.dir, producerStateFile); err != nil && !errors.Is(err, fs.ErrNotExist) { // rebuilt from the log alone
+		t.Fatal(err)
+	}
+	s, l = openPartition(t, cfg)
+	defer s.Close()
+	res, err := l.Append(idemBatch(t, 7, 0, 3, 3, old))
+	if err != nil || !res.Duplicate || res.BaseOffset != 3 {
+		t.Fatalf("retry of the last batch after recovery: %+v, %v; want a duplicate at offset 3", res, err)
+	}
+	if _, err := l.Append(idemBatch(t, 7, 0, 9, 3, old)); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("a batch past a lost one after recovery: %v, want ErrOutOfOrderSequence", err)
+	}
+	clk.add(DefaultProducerExpiry + time.Second)
+	s.Maintain(clk.now())
+	if _, err := l.Append(idemBatch(t, 7, 0, 9, 3, old)); err != nil {
+		t.Fatalf("after a whole expiry with no append, the producer is forgotten: %v", err)
+	}
+}

@@ -336,6 +336,7 @@ func (l *Log) recoverProducers(buf []byte) {
 		l.producers = newProducers(l.env.maxProducers, l.env.producerExpiry)
 		from = start
 	}
+	now := l.env.now()
 	for _, s := range l.segs {
 		if s.next <= from {
 			continue
@@ -354,7 +355,7 @@ func (l *Log) recoverProducers(buf []byte) {
 				break
 			}
 			if h := readStoredHeader(b); h.base >= from {
-				l.producers.replay(h)
+				l.producers.replay(h, now)
 			}
 		}
 		buf = sc.buf

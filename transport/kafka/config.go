@@ -1,11 +1,7 @@
 package kafka
 
 import (
-	"errors"
-	"fmt"
-	"net/url"
-	"strconv"
-	"strings"
+	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -13,82 +9,98 @@ import (
 	"github.com/brokerless/brokerless/transport"
 )
 
-// ErrBadConfig wraps every configuration error.
-var ErrBadConfig = errors.New("kafka transport: bad config")
+// closeFlush bounds how long Close waits for buffered records or
+// offset commits.
+const closeFlush = 5 * time.Second
 
-// Config configures a Publisher or Subscriber.
+// Config configures a Publisher, a Subscriber or a GroupSubscriber.
 type Config struct {
 	// Brokers are the seed brokers, host:port. Required.
 	Brokers []string
 	// Topic is the topic published to and consumed. Required.
 	Topic string
-	// From is where a subscriber without a group starts. Default
-	// earliest.
-	From kgo.Offset
-	// Partition, when at least 0, restricts a subscriber to one
-	// partition. Default -1: all.
-	Partition int32
-	// Group makes the subscriber a member of this consumer group.
+	// From is where a Subscriber starts, and where a GroupSubscriber
+	// starts a partition its group has committed no offset for. Default
+	// Earliest.
+	From Position
+	// Partitions, when not empty, restricts a Subscriber to these
+	// partitions; a Publisher given exactly one publishes to it. Default:
+	// every partition (a Publisher spreads records by key hash). Not
+	// allowed with Group: the group assigns partitions.
+	Partitions []int32
+	// Group makes a GroupSubscriber a member of this consumer group.
+	// Required by NewGroupSubscriber, refused by NewSubscriber.
 	Group string
-	// LeaderAcks answers produces once the broker wrote them instead of
-	// once they are durable (acks=all, the default).
+	// LeaderAcks has produces answered once the broker has written them,
+	// not once they are durable (acks=all, the default). It turns the
+	// idempotent producer off: a retry can then store a record twice.
 	LeaderAcks bool
-	// Options are extra kgo options, applied last.
+	// Logger receives what a subscriber skips or cannot read (a
+	// malformed gap marker). Default: discard.
+	Logger *slog.Logger
+	// Options are extra kgo options, applied last. Options that change
+	// what Semantics declares (acks, idempotence) make it wrong: use
+	// LeaderAcks instead.
 	Options []kgo.Opt
 }
 
 func (c *Config) validate() error {
 	switch {
 	case len(c.Brokers) == 0:
-		return fmt.Errorf("%w: no broker", ErrBadConfig)
+		return &ConfigError{"Brokers", c.Brokers, "at least one host:port"}
 	case c.Topic == "":
-		return fmt.Errorf("%w: no topic", ErrBadConfig)
+		return &ConfigError{"Topic", `""`, "required"}
+	case c.From.kind == posOffset && c.From.offset < 0:
+		return &ConfigError{"From", c.From.offset, "an offset must be >= 0"}
+	case c.Group != "" && len(c.Partitions) > 0:
+		return &ConfigError{"Partitions", c.Partitions, "not with Group: the group assigns partitions"}
+	}
+	for _, p := range c.Partitions {
+		if p < 0 {
+			return &ConfigError{"Partitions", c.Partitions, "partitions are >= 0"}
+		}
 	}
 	return nil
 }
 
-// ParseURL turns a logd:// (or kafka://) URL into a Config.
-func ParseURL(u *url.URL) (Config, error) {
-	cfg := Config{Partition: -1, From: kgo.NewOffset().AtStart()}
-	bad := func(format string, args ...any) (Config, error) {
-		return cfg, fmt.Errorf("%w: "+format, append([]any{transport.ErrBadURL}, args...)...)
+func (c *Config) logger() *slog.Logger {
+	if c.Logger == nil {
+		return slog.New(slog.DiscardHandler)
 	}
-	if u.Host == "" {
-		return bad("no broker address")
+	return c.Logger
+}
+
+// semantics is what a URL with the default parameters (no group,
+// acks=all) declares; the scheme's registration shows it.
+const semantics = transport.Ordered | transport.GapReports | transport.Durable | transport.Deduplicated | transport.Replay
+
+// Semantics is what a Publisher and a subscriber of c both declare, so
+// that the two ends of one URL agree:
+//
+//   - Ordered and GapReports always: a partition is delivered in offset
+//     order, and every offset skipped is reported as a Gap.
+//   - Durable and, without a group, Deduplicated with acks=all (the
+//     default): a produce is answered once it is durable, and the
+//     idempotent producer stores a retried record once. How durable is
+//     the broker's choice: logd's --fsync policy (always, the default,
+//     answers only once the record is on disk), Kafka's replication.
+//     LeaderAcks gives up both.
+//   - Replay without a group: a Subscriber starts at any offset or time.
+//   - AtLeastOnce with a group: a GroupSubscriber commits only what the
+//     application acknowledged, and what it did not is delivered again
+//     — which is why a group is never Deduplicated, and, as its start is
+//     the group's committed offset, not Replay.
+func (c Config) Semantics() transport.Semantics {
+	s := transport.Ordered | transport.GapReports
+	if !c.LeaderAcks {
+		s |= transport.Durable
 	}
-	cfg.Brokers = strings.Split(u.Host, ",")
-	cfg.Topic = strings.Trim(u.Path, "/")
-	if cfg.Topic == "" || strings.Contains(cfg.Topic, "/") {
-		return bad("path %q must be one topic", u.Path)
+	if c.Group != "" {
+		return s | transport.AtLeastOnce
 	}
-	q := u.Query()
-	switch from := q.Get("from"); {
-	case from == "" || from == "earliest":
-	case from == "latest":
-		cfg.From = kgo.NewOffset().AtEnd()
-	default:
-		if off, err := strconv.ParseInt(from, 10, 64); err == nil && off >= 0 {
-			cfg.From = kgo.NewOffset().At(off)
-		} else if t, err := time.Parse(time.RFC3339Nano, from); err == nil {
-			cfg.From = kgo.NewOffset().AfterMilli(t.UnixMilli())
-		} else {
-			return bad("from=%q: want earliest, latest, an offset or an RFC 3339 time", from)
-		}
+	s |= transport.Replay
+	if !c.LeaderAcks {
+		s |= transport.Deduplicated
 	}
-	if p := q.Get("partition"); p != "" {
-		n, err := strconv.ParseInt(p, 10, 32)
-		if err != nil || n < 0 {
-			return bad("partition=%q", p)
-		}
-		cfg.Partition = int32(n)
-	}
-	cfg.Group = q.Get("group")
-	switch acks := q.Get("acks"); acks {
-	case "", "all":
-	case "leader":
-		cfg.LeaderAcks = true
-	default:
-		return bad("acks=%q: want all or leader", acks)
-	}
-	return cfg, nil
+	return s
 }

@@ -3,21 +3,80 @@
 // Importing it registers the "logd" and "kafka" URL schemes:
 //
 //	logd://127.0.0.1:9092/prices
-//	logd://127.0.0.1:9092/prices?from=earliest
+//	logd://127.0.0.1:9092/prices?from=42
 //	logd://127.0.0.1:9092/prices?group=dashboard
 //
-// The URL's path is the topic. Parameters: from (earliest, the default;
-// latest; an offset; or a time, RFC 3339, to replay from), partition (to
-// read one partition), group (consume as a member of a consumer group,
-// committing offsets, starting from the committed offsets), acks (all,
-// the default, or leader).
+// The URL's path is the topic. Parameters, each at most once (any other
+// is refused with an error wrapping transport.ErrBadURL):
 //
-// A stream is a partition: its Feed is the partition number, its
-// Session a fixed hash of the topic, and a message's Seq is its offset.
-// Publisher restarts therefore continue the same stream, as they do in a
-// log. Offsets that will never be delivered — removed by retention or
-// compaction before this subscriber read them — are reported as a Gap.
+//   - from: earliest (the default), latest, an offset, or an RFC 3339
+//     time: where a subscriber starts, and where a group member starts a
+//     partition its group has no committed offset for;
+//   - partition: read only this partition, and publish to it;
+//   - group: consume as a member of this consumer group (not with
+//     partition);
+//   - acks: all (the default) or leader.
 //
-// Semantics: ordered, deduplicated (idempotent producer), durable,
-// replayable, with gap reports.
+// # Streams and positions
+//
+// A stream is a partition, named by its topic and partition number
+// (transport.StreamID{Topic, Partition}; Feed and Session are zero), and
+// a message's Seq is its offset. A publisher restart continues the same
+// stream, as it does in a log. A subscriber delivers each partition in
+// offset order, with a StreamStart before its first event. Offsets
+// skipped are reported as a Gap, with a reason:
+//
+//   - GapRetention: offsets below the partition's log start — deleted by
+//     retention, or by DeleteRecords, before the subscriber read them, or
+//     passed by a reset to the log start. Lost.
+//   - GapCompacted: holes above the log start in a topic whose
+//     cleanup.policy compacts (learned once, with a DescribeConfigs
+//     request): each record removed was superseded by a later one with
+//     its key. Not lost (Gap.Lost is false). A hole in a topic that does
+//     not compact, which only a compaction under an earlier policy
+//     leaves, or a broker that refuses DescribeConfigs, is reported as
+//     GapRetention: as loss, since nothing says it is not.
+//
+// A subscriber that starts at an exact offset, or a group member that
+// resumes at a committed one, reports what it cannot have from there as
+// a Gap before the first record; one that starts at the earliest record
+// expects the log start. Transaction markers take offsets without being
+// messages; they are skipped silently.
+//
+// A record that is a gap marker (transport.GapMarker, written by a pipe
+// for messages its source lost) is delivered as the Gap it stands for:
+// of the marker's origin stream, with its range and reason, not as a
+// message. A record with the gap-marker header that cannot be read as
+// one is delivered as a message, headers and all, logged, and counted
+// (Stats.MalformedMarkers): nothing is hidden, and one bad record does
+// not stop the partition.
+//
+// # Publishing
+//
+// Publish hands a record to the client's bounded buffer, waiting for room
+// while honouring its context; once it has returned, the context no
+// longer matters. The Publisher is also a transport.ReceiptPublisher:
+// PublishReceipt reports each record's partition and offset once the
+// broker has acknowledged it.
+//
+// # Consuming: Subscriber and GroupSubscriber
+//
+// Without a group, the subscriber is a *Subscriber: it reads from a
+// position (replay) and commits nothing, so it is not a
+// transport.Acknowledger — there is nowhere an acknowledgement could go.
+// With a group, it is a *GroupSubscriber, an Acknowledger: it commits
+// only what the application acknowledged, so what the application had
+// received but not finished when it crashed is delivered again to the
+// group (at least once). See GroupSubscriber.
+//
+// # Semantics
+//
+// The publisher and the subscriber of one URL declare the same set,
+// derived from its parameters (Config.Semantics): Ordered and GapReports
+// always; with acks=all, Durable — the broker answers once the record is
+// durable, which is its own choice: logd's --fsync policy (always, its
+// default, means on disk), Kafka's replication — and, without a group,
+// Deduplicated (the idempotent producer); without a group, Replay; with
+// a group, AtLeastOnce, and so neither Deduplicated nor Replay.
+// acks=leader turns idempotence off: neither Durable nor Deduplicated.
 package kafka

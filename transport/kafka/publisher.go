@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -11,28 +10,47 @@ import (
 	"github.com/brokerless/brokerless/transport"
 )
 
-// Publisher produces messages to a topic with an idempotent kgo producer.
-// Publish hands the record to the client's buffer and returns; an error
-// the broker answers later is returned by the next Publish or Flush.
+// Publisher produces messages to a topic with a kgo producer, idempotent
+// unless Config.LeaderAcks. Publish hands the record to the client's
+// bounded buffer and returns; an error the broker answers later is
+// returned by the next Publish or Flush. PublishReceipt reports each
+// record's partition and offset instead.
 type Publisher struct {
-	cl    *kgo.Client
-	topic string
+	cl        *kgo.Client
+	topic     string
+	partition int32 // -1: by key hash
+	sem       transport.Semantics
+
+	// slots holds one token per record in the client's buffer, so
+	// Publish waits for room here, honouring its context, and kgo's
+	// Produce never blocks: a record Publish accepted is then never
+	// failed by the caller's context ending later.
+	slots   chan struct{}
+	closing chan struct{}
 
 	mu     sync.Mutex
 	err    error // first asynchronous produce error not yet returned
 	closed bool
 }
 
-var _ transport.Publisher = (*Publisher)(nil)
+var (
+	_ transport.Publisher        = (*Publisher)(nil)
+	_ transport.ReceiptPublisher = (*Publisher)(nil)
+)
 
 // NewPublisher connects a producer.
 func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	// Brokers that auto-create topics (logd --auto-create, Kafka's
+	// Brokers that auto-create topics (logd by default, Kafka's
 	// default) create the topic on first produce.
 	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Topic), kgo.AllowAutoTopicCreation()}
+	partition := int32(-1)
+	if len(cfg.Partitions) == 1 {
+		partition = cfg.Partitions[0]
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
 	if cfg.LeaderAcks {
 		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
 	}
@@ -44,22 +62,65 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 		cl.Close()
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}
-	return &Publisher{cl: cl, topic: cfg.Topic}, nil
+	return &Publisher{
+		cl: cl, topic: cfg.Topic, partition: partition, sem: cfg.Semantics(),
+		slots: make(chan struct{}, maxBuffered(cl)), closing: make(chan struct{}),
+	}, nil
 }
 
-// Semantics of the transport.
-func (p *Publisher) Semantics() transport.Semantics { return semantics }
+// maxBuffered is the client's MaxBufferedRecords (TestMaxBuffered
+// checks that kgo still reports it as an int64).
+func maxBuffered(cl *kgo.Client) int {
+	if n, ok := cl.OptValue(kgo.MaxBufferedRecords).(int64); ok {
+		return int(max(n, 1))
+	}
+	return 10000 // kgo's default
+}
 
-const semantics = transport.Ordered | transport.GapReports | transport.Deduplicated | transport.Durable | transport.Replay
+// Semantics of the publisher's configuration (see Config.Semantics).
+func (p *Publisher) Semantics() transport.Semantics { return p.sem }
 
 // Publish buffers m as a record: the message's topic (the URL's topic
 // when empty), key, headers, time and payload. It blocks, honouring ctx,
 // while the client's buffer is full.
 func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
+	return p.produce(ctx, m, p.published)
+}
+
+// published is the promise of a record given to Publish.
+func (p *Publisher) published(_ *kgo.Record, err error) {
+	<-p.slots
+	if err != nil {
+		p.fail(err)
+	}
+}
+
+// PublishReceipt is Publish, then done with the record's partition
+// (Receipt.Stream: topic and partition) and offset (Receipt.Seq) once
+// the broker has acknowledged it — with acks=all, once it is durable —
+// or with the error that failed it. done is called on the client's
+// promise goroutine, in publish order for each partition, and must not
+// block. An error of a record given to PublishReceipt goes to its done
+// only, not to a later Publish or Flush.
+func (p *Publisher) PublishReceipt(ctx context.Context, m transport.Message, done func(transport.Receipt, error)) error {
+	return p.produce(ctx, m, func(r *kgo.Record, err error) {
+		<-p.slots
+		if err != nil {
+			done(transport.Receipt{}, fmt.Errorf("kafka transport: produce: %w", err))
+			return
+		}
+		done(transport.Receipt{Stream: transport.StreamID{Topic: r.Topic, Partition: r.Partition}, Seq: uint64(r.Offset)}, nil)
+	})
+}
+
+// produce waits for a slot in the client's buffer and hands m to it;
+// promise, which must give the slot back (<-p.slots), is called once the
+// record is acknowledged or failed, unless produce returns an error.
+func (p *Publisher) produce(ctx context.Context, m transport.Message, promise func(*kgo.Record, error)) error {
 	if err := p.pending(); err != nil {
 		return err
 	}
-	r := &kgo.Record{Topic: m.Topic, Key: clone(m.Key), Value: clone(m.Payload), Timestamp: m.Time}
+	r := &kgo.Record{Topic: m.Topic, Key: clone(m.Key), Value: clone(m.Payload), Timestamp: m.Time, Partition: p.partition}
 	if r.Topic == "" {
 		r.Topic = p.topic
 	}
@@ -69,14 +130,22 @@ func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p.cl.Produce(ctx, r, func(_ *kgo.Record, perr error) {
-		// A record refused because ctx ended while waiting for buffer
-		// room is reported by this Publish, not a later one.
-		if perr != nil && (ctx.Err() == nil || !errors.Is(perr, ctx.Err())) {
-			p.fail(perr)
+	select {
+	case p.slots <- struct{}{}: // room: no three-way select
+	default:
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.closing:
+			return transport.ErrClosed
 		}
-	})
-	return ctx.Err()
+	}
+	// With a slot held, the buffer has room and Produce does not block.
+	// Its context only cancels the buffered record, which nothing should
+	// do but the client's own close.
+	p.cl.Produce(context.WithoutCancel(ctx), r, promise)
+	return nil
 }
 
 // Flush waits until every record published so far is acknowledged.
@@ -87,7 +156,8 @@ func (p *Publisher) Flush(ctx context.Context) error {
 	return p.pending()
 }
 
-// Close flushes (for at most a few seconds) and disconnects.
+// Close flushes (for at most a few seconds) and disconnects; records
+// still buffered then fail (a PublishReceipt's done gets the error).
 func (p *Publisher) Close() error {
 	p.mu.Lock()
 	if p.closed {
@@ -95,14 +165,20 @@ func (p *Publisher) Close() error {
 		return nil
 	}
 	p.closed = true
+	close(p.closing)
+	err := p.err
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), closeFlush)
 	defer cancel()
-	err := p.cl.Flush(ctx)
-	p.cl.Close()
-	if perr := p.pending(); err == nil && !errors.Is(perr, transport.ErrClosed) {
-		err = perr
+	if ferr := p.cl.Flush(ctx); err == nil {
+		err = ferr
 	}
+	p.cl.Close()
+	p.mu.Lock()
+	if err == nil {
+		err = p.err
+	}
+	p.mu.Unlock()
 	return err
 }
 

@@ -2,75 +2,178 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"hash/fnv"
+	"io"
+	"log/slog"
+	"net"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/brokerless/brokerless/transport"
 )
 
-// closeFlush bounds how long Close waits for buffered records or
-// offset commits.
-const closeFlush = 5 * time.Second
-
-// Subscriber consumes a topic: directly from an offset or time, or as a
-// member of a consumer group that commits what Receive has returned.
+// Subscriber consumes a topic without a consumer group, from a position
+// (Config.From): it can replay, and it commits nothing, so it has no
+// Ack — acknowledging would have nowhere to go. A consumer that must
+// resume where its processing stopped is a GroupSubscriber.
+//
+// Receive delivers, per partition in offset order: a StreamStart before
+// the partition's first event, each record as a message, and a Gap for
+// offsets skipped (see the package documentation for their reasons). A
+// record that is a gap marker (transport.GapMarker, written by a pipe)
+// is delivered as the Gap it stands for, of the marker's origin stream.
 type Subscriber struct {
-	cl      *kgo.Client
-	session uint64
-	group   bool
+	cl    *kgo.Client
+	topic string
+	sem   transport.Semantics
+	log   *slog.Logger
+	group bool
+	// start is where a partition not yet seen is expected to start: an
+	// exact From offset, or -1. earliest: From is Earliest, so a
+	// partition is expected to start at its log start.
+	start    int64
+	earliest bool
 
-	// Owned by the goroutine calling Receive.
-	queue   []*kgo.Record
+	mu sync.Mutex
+	// policy is the topic's cleanup policy, learned on the first hole
+	// that needs it.
+	policy  cleanupPolicy
+	queue   []queued // records fetched, not yet turned into events
 	pending []transport.Event
-	next    map[int32]int64 // per partition: the offset expected next
-	started map[int32]bool
+	// pendingPart is the partition of the record pending came from.
+	pendingPart int32
+	parts       map[int32]*partition
+	stats       Stats
 
 	once   sync.Once
 	closed chan struct{}
 }
 
+// queued is a fetched record and the log start offset its fetch
+// response reported (-1 when the broker did not say).
+type queued struct {
+	r        *kgo.Record
+	logStart int64
+}
+
+// partition is what a subscriber keeps for one partition of its topic.
+type partition struct {
+	// next is the offset expected next: one past the last record
+	// delivered, or where the subscriber was asked to start; -1 when
+	// the partition's first record decides.
+	next    int64
+	started bool
+	// owned: a GroupSubscriber has the partition assigned. epochs are
+	// the leader epochs of delivered offsets not yet acknowledged.
+	owned  bool
+	epochs []epochMark
+}
+
+// Stats counts what a subscriber skipped or could not read.
+type Stats struct {
+	// MalformedMarkers: records with a gap-marker header that could not
+	// be read. Each was delivered as a message, headers and all.
+	MalformedMarkers uint64
+	// AlreadyDelivered: records skipped because this subscriber had
+	// delivered their offsets already (a partition handed back to this
+	// member by a rebalance resumes below what it delivered).
+	AlreadyDelivered uint64
+	// Disowned: records fetched from a partition a rebalance took from
+	// this member before Receive returned them, dropped: the new owner
+	// delivers them.
+	Disowned uint64
+	// Rejoins: group sessions lost to what a coordinator restart or a
+	// session timeout causes (the member no longer known, a connection
+	// refused), after which the client joins again by itself: logged,
+	// not returned by Receive.
+	Rejoins uint64
+	// AcksNotOwned: acknowledgements of partitions a rebalance had
+	// taken from this member, dropped: the new owner delivers again what
+	// was not committed.
+	AcksNotOwned uint64
+}
+
 var _ transport.Subscriber = (*Subscriber)(nil)
 
-// NewSubscriber connects a consumer.
+// NewSubscriber connects a consumer without a group: of every partition
+// of cfg.Topic, or of cfg.Partitions, from cfg.From. It refuses a cfg
+// with a Group: use NewGroupSubscriber.
 func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.FetchMaxWait(100 * time.Millisecond)}
-	switch {
-	case cfg.Group != "":
-		opts = append(opts, kgo.ConsumerGroup(cfg.Group), kgo.ConsumeTopics(cfg.Topic), kgo.ConsumeResetOffset(cfg.From),
-			kgo.AutoCommitMarks()) // commit only what Receive returned
-	case cfg.Partition >= 0:
-		opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: {cfg.Partition: cfg.From}}))
-	default:
-		opts = append(opts, kgo.ConsumeTopics(cfg.Topic), kgo.ConsumeResetOffset(cfg.From))
+	if cfg.Group != "" {
+		return nil, &ConfigError{"Group", cfg.Group, "a group member is made by NewGroupSubscriber"}
 	}
-	cl, err := kgo.NewClient(append(opts, cfg.Options...)...)
+	s := newSubscriber(cfg)
+	opts := []kgo.Opt{kgo.ConsumeTopics(cfg.Topic), kgo.ConsumeStartOffset(cfg.From.kgo())}
+	if len(cfg.Partitions) > 0 {
+		ps := map[int32]kgo.Offset{}
+		for _, p := range cfg.Partitions {
+			ps[p] = cfg.From.kgo()
+		}
+		opts = []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: ps})}
+	}
+	if err := s.connect(ctx, cfg, opts); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func newSubscriber(cfg Config) *Subscriber {
+	return &Subscriber{
+		topic: cfg.Topic, sem: cfg.Semantics(), log: cfg.logger(), group: cfg.Group != "",
+		parts: map[int32]*partition{}, start: cfg.From.exact(), earliest: cfg.From.kind == posEarliest,
+		closed: make(chan struct{}),
+	}
+}
+
+// connect makes the client with the options every subscriber has, then
+// opts, then cfg.Options.
+func (s *Subscriber) connect(ctx context.Context, cfg Config, opts []kgo.Opt) error {
+	base := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.FetchMaxWait(100 * time.Millisecond),
+		// Transaction markers hold offsets; seen, they are skipped as
+		// what they are instead of leaving holes that look like loss.
+		kgo.KeepControlRecords(),
+	}
+	cl, err := kgo.NewClient(append(append(base, opts...), cfg.Options...)...)
 	if err != nil {
-		return nil, fmt.Errorf("kafka transport: %w", err)
+		return fmt.Errorf("kafka transport: %w", err)
 	}
 	if err := cl.Ping(ctx); err != nil {
 		cl.Close()
-		return nil, fmt.Errorf("kafka transport: %w", err)
+		return fmt.Errorf("kafka transport: %w", err)
 	}
-	h := fnv.New64a()
-	h.Write([]byte(cfg.Topic))
-	return &Subscriber{
-		cl: cl, session: h.Sum64() | 1, group: cfg.Group != "",
-		next: map[int32]int64{}, started: map[int32]bool{}, closed: make(chan struct{}),
-	}, nil
+	s.cl = cl
+	return nil
 }
 
-// Semantics of the transport.
-func (s *Subscriber) Semantics() transport.Semantics { return semantics }
+// Semantics of the subscriber's configuration (see Config.Semantics).
+func (s *Subscriber) Semantics() transport.Semantics { return s.sem }
 
-// Receive returns the next event: a record as a message, a StreamStart
-// before a partition's first record, or a Gap where offsets were skipped.
+// Stats returns the subscriber's counters.
+func (s *Subscriber) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Receive returns the next event. A fetch error is returned when it
+// arrives, and the records fetched with it by the calls that follow:
+// the subscriber goes on (the client retries by itself). A broker that
+// lost records this subscriber had delivered (logd with --fsync
+// interval or never after a power loss, Kafka after an unclean leader
+// election) is such an error, wrapping *kgo.ErrDataLoss, and the
+// partition then goes on from where the client resumed, offsets
+// delivered before included. A group session lost to a coordinator
+// restart is not an error: the member joins again (Stats.Rejoins).
 func (s *Subscriber) Receive(ctx context.Context) (transport.Event, error) {
 	for {
 		select {
@@ -78,72 +181,200 @@ func (s *Subscriber) Receive(ctx context.Context) (transport.Event, error) {
 			return transport.Event{}, transport.ErrClosed
 		default:
 		}
-		if len(s.pending) > 0 {
-			ev := s.pending[0]
-			s.pending = s.pending[1:]
-			return ev, nil
-		}
-		if len(s.queue) > 0 {
-			r := s.queue[0]
-			s.queue = s.queue[1:]
-			s.emit(r)
-			continue
+		ev, ok, err := s.step(ctx)
+		if err != nil || ok {
+			return ev, err
 		}
 		if err := ctx.Err(); err != nil {
 			return transport.Event{}, err
 		}
-		fetches := s.cl.PollFetches(ctx)
-		if fetches.IsClientClosed() {
-			return transport.Event{}, transport.ErrClosed
-		}
-		if err := ctx.Err(); err != nil {
+		if err := s.poll(ctx); err != nil {
 			return transport.Event{}, err
 		}
-		for _, fe := range fetches.Errors() {
-			if fe.Err != context.Canceled && fe.Err != context.DeadlineExceeded {
-				return transport.Event{}, fmt.Errorf("kafka transport: fetch %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
-			}
-		}
-		fetches.EachRecord(func(r *kgo.Record) { s.queue = append(s.queue, r) })
 	}
 }
 
-// emit turns a record into pending events: StreamStart on first sight of
-// its partition, a Gap for offsets skipped since the last record, then
-// the message.
-func (s *Subscriber) emit(r *kgo.Record) {
-	id := transport.StreamID{Feed: uint32(r.Partition), Session: s.session}
-	if !s.started[r.Partition] {
-		s.started[r.Partition] = true
-		s.pending = append(s.pending, transport.Event{Kind: transport.EventStreamStart,
-			Start: transport.StreamStart{Stream: id, FirstSeq: uint64(r.Offset)}})
-	} else if want := s.next[r.Partition]; r.Offset > want {
-		s.pending = append(s.pending, transport.Event{Kind: transport.EventGap,
-			Gap: transport.Gap{Stream: id, From: uint64(want), To: uint64(r.Offset - 1), Reason: transport.GapUnrecoverable}})
+// step returns the next pending event, turning queued records into
+// events as needed. ok is false when there is none. Learning the
+// topic's cleanup policy (a request) happens here, without the lock.
+func (s *Subscriber) step(ctx context.Context) (transport.Event, bool, error) {
+	s.mu.Lock()
+	for len(s.pending) == 0 && len(s.queue) > 0 {
+		q := s.queue[0]
+		if !s.policy.known && s.holeAboveStart(q) {
+			s.mu.Unlock()
+			if err := s.learnPolicy(ctx); err != nil {
+				return transport.Event{}, false, err
+			}
+			s.mu.Lock()
+			continue // the queue may have changed meanwhile
+		}
+		s.queue = s.queue[1:]
+		s.pendingPart = q.r.Partition
+		s.emit(q)
 	}
-	s.next[r.Partition] = r.Offset + 1
+	defer s.mu.Unlock()
+	if len(s.pending) == 0 {
+		return transport.Event{}, false, nil
+	}
+	ev := s.pending[0]
+	s.pending = s.pending[1:]
+	return ev, true, nil
+}
+
+// poll fetches records into the queue. It returns the first fetch error
+// other than the context's, after queueing every record fetched.
+func (s *Subscriber) poll(ctx context.Context) error {
+	fetches := s.cl.PollFetches(ctx)
+	if s.group {
+		// Records are queued below, where a revocation finds them: from
+		// there on, a rebalance may go ahead.
+		defer s.cl.AllowRebalance()
+	}
+	if fetches.IsClientClosed() {
+		return transport.ErrClosed
+	}
+	return s.take(fetches)
+}
+
+// take queues the records of fetches and returns the first error other
+// than a context's or a group session the client joins again.
+func (s *Subscriber) take(fetches kgo.Fetches) error {
+	var first error
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		for _, r := range fp.Records {
+			s.queue = append(s.queue, queued{r, fp.LogStartOffset})
+		}
+		err := fp.Err
+		if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		if rejoining(err) {
+			s.stats.Rejoins++
+			s.log.Warn("kafka transport: group session lost; joining again", "err", err)
+			return
+		}
+		var loss *kgo.ErrDataLoss
+		if errors.As(err, &loss) && loss.Topic == s.topic {
+			// The broker lost what was delivered from ResetTo on: what
+			// it holds there now is new, and delivered.
+			s.part(loss.Partition).next = loss.ResetTo
+		}
+		if first == nil {
+			first = fmt.Errorf("kafka transport: fetch %s/%d: %w", fp.Topic, fp.Partition, err)
+		}
+	})
+	return first
+}
+
+// expected is the offset expected of q's record, in partition st: the
+// next after the last one delivered, or where the subscriber was asked
+// to start; for a subscriber that starts at the earliest record, the
+// log start the fetch reported. -1 when unknown: the record starts the
+// stream. Called with mu held.
+func (s *Subscriber) expected(st *partition, q queued) int64 {
+	if st.next < 0 && !st.started && s.earliest {
+		return q.logStart
+	}
+	return st.next
+}
+
+// rejoining reports whether err is a group session lost to a cause the
+// client recovers from by joining again: the coordinator restarted or
+// moved, forgot the member, or cannot be reached for now.
+func rejoining(err error) bool {
+	var gs *kgo.ErrGroupSession
+	if !errors.As(err, &gs) {
+		return false
+	}
+	var ne net.Error
+	switch {
+	case kerr.IsRetriable(gs.Err), errors.As(gs.Err, &ne), errors.Is(gs.Err, io.EOF), errors.Is(gs.Err, io.ErrUnexpectedEOF),
+		errors.Is(gs.Err, syscall.ECONNREFUSED), errors.Is(gs.Err, syscall.ECONNRESET):
+		return true
+	}
+	for _, e := range []error{kerr.UnknownMemberID, kerr.IllegalGeneration, kerr.RebalanceInProgress} {
+		if errors.Is(gs.Err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// part returns the state of partition p, making it on first sight.
+// Called with mu held.
+func (s *Subscriber) part(p int32) *partition {
+	st := s.parts[p]
+	if st == nil {
+		st = &partition{next: s.start}
+		s.parts[p] = st
+	}
+	return st
+}
+
+// emit turns a queued record into pending events: a StreamStart on the
+// partition's first record, a Gap for offsets skipped since the last
+// one, then the record — as a message, or as the Gap a gap marker
+// stands for; a transaction marker only moves the position. Called with
+// mu held.
+func (s *Subscriber) emit(q queued) {
+	r := q.r
+	st := s.part(r.Partition)
+	if s.group && !st.owned {
+		s.stats.Disowned++ // revoked after it was fetched; its new owner delivers it
+		return
+	}
+	if st.started && r.Offset < st.next {
+		s.stats.AlreadyDelivered++
+		return
+	}
+	id := transport.StreamID{Topic: r.Topic, Partition: r.Partition}
+	next := s.expected(st, q)
+	if !st.started {
+		st.started = true
+		first := r.Offset
+		if next >= 0 && next < first {
+			first = next // the stream starts with a gap
+		}
+		s.pending = append(s.pending, transport.Event{Kind: transport.EventStreamStart,
+			Start: transport.StreamStart{Stream: id, FirstSeq: uint64(first)}})
+	}
+	if next >= 0 && r.Offset > next {
+		for _, g := range s.skipped(id, next, r.Offset-1, q.logStart) {
+			s.pending = append(s.pending, transport.Event{Kind: transport.EventGap, Gap: g})
+		}
+	}
+	st.next = r.Offset + 1
+	if s.group {
+		st.noteEpoch(r.Offset, r.LeaderEpoch)
+	}
+	if r.Attrs.IsControl() {
+		return
+	}
 	m := transport.Message{
 		Stream: id, Seq: uint64(r.Offset), Time: r.Timestamp, Topic: r.Topic, Key: r.Key, Payload: r.Value,
 	}
 	for _, h := range r.Headers {
 		m.Headers = append(m.Headers, transport.Header{Key: h.Key, Value: h.Value})
 	}
-	s.pending = append(s.pending, transport.Event{Kind: transport.EventMessage, Message: m})
-	if s.group {
-		s.cl.MarkCommitRecords(r)
+	g, ok, err := transport.ParseGapMarker(m)
+	switch {
+	case ok:
+		s.pending = append(s.pending, transport.Event{Kind: transport.EventGap, Gap: g})
+		return
+	case err != nil:
+		s.stats.MalformedMarkers++
+		s.log.Warn("kafka transport: malformed gap marker delivered as a message", "stream", id, "offset", r.Offset, "err", err)
 	}
+	s.pending = append(s.pending, transport.Event{Kind: transport.EventMessage, Message: m})
 }
 
-// Close commits a group member's offsets, leaves the group and
-// disconnects.
+// Close releases the client. A Receive blocked in it returns ErrClosed.
 func (s *Subscriber) Close() error {
 	s.once.Do(func() {
 		close(s.closed)
-		if s.group {
-			ctx, cancel := context.WithTimeout(context.Background(), closeFlush)
-			_ = s.cl.CommitUncommittedOffsets(ctx)
-			cancel()
-		}
 		s.cl.Close()
 	})
 	return nil

@@ -46,11 +46,28 @@ durable and turns deduplication off.`,
 type endpoint struct{ cfg Config }
 
 func (e endpoint) Publisher(ctx context.Context) (transport.Publisher, error) {
-	return NewPublisher(ctx, e.cfg)
+	p, err := NewPublisher(ctx, e.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
+// Subscriber is a GroupSubscriber (an Acknowledger) when the URL names a
+// group, else a Subscriber.
 func (e endpoint) Subscriber(ctx context.Context) (transport.Subscriber, error) {
-	return NewSubscriber(ctx, e.cfg)
+	if e.cfg.Group != "" {
+		g, err := NewGroupSubscriber(ctx, e.cfg)
+		if err != nil {
+			return nil, err
+		}
+		return g, nil
+	}
+	s, err := NewSubscriber(ctx, e.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 func openURL(_ context.Context, u *url.URL) (transport.Endpoint, error) {

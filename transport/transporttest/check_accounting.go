@@ -9,14 +9,18 @@ import (
 
 // CheckAccounting checks that a recorded event log accounts for every
 // stream consistently:
-//   - every stream has a non-zero session;
+//   - every stream is named as package transport names it: a log's by
+//     its topic and partition, with feed and session zero; a direct
+//     publisher's by a non-zero session, with no topic or partition;
 //   - per stream, delivered sequence numbers and gap ranges are disjoint
 //     and in increasing order, and each gap has From <= To and a known
 //     reason;
 //   - a stream-start comes at most once, before any message or gap of its
 //     stream, and the first of them starts at its FirstSeq (at or after
-//     it when contiguous is false); a stream it replaces has the same
-//     feed and delivers no message after it;
+//     it when contiguous is false); a stream it replaces is a direct
+//     publisher's of the same feed, and delivers no message after it; a
+//     log's stream replaces none (a partition is one stream for its
+//     whole life);
 //   - a stream-end comes at most once, nothing of its stream follows it,
 //     and its LastSeq is not below what was delivered.
 //
@@ -90,8 +94,8 @@ func (a *accountant) data(id transport.StreamID, from, to uint64, message bool) 
 	if message {
 		what = fmt.Sprintf("message seq %d", from)
 	}
-	if id.Session == 0 {
-		return fmt.Sprintf("%s of stream %s: zero session", what, id)
+	if bad := unnamed(id); bad != "" {
+		return fmt.Sprintf("%s of stream %s: %s", what, id, bad)
 	}
 	s := a.stream(id)
 	switch {
@@ -113,8 +117,8 @@ func (a *accountant) data(id transport.StreamID, from, to uint64, message bool) 
 }
 
 func (a *accountant) start(i int, st transport.StreamStart) string {
-	if st.Stream.Session == 0 {
-		return fmt.Sprintf("stream-start of %s: zero session", st.Stream)
+	if bad := unnamed(st.Stream); bad != "" {
+		return fmt.Sprintf("stream-start of %s: %s", st.Stream, bad)
 	}
 	s := a.stream(st.Stream)
 	switch {
@@ -130,8 +134,12 @@ func (a *accountant) start(i int, st transport.StreamStart) string {
 		return ""
 	}
 	switch {
+	case st.Stream.Topic != "":
+		return fmt.Sprintf("stream-start of %s replaces %s: a log's partition is one stream for its whole life", st.Stream, st.Replaces)
 	case st.Replaces == st.Stream:
 		return fmt.Sprintf("stream-start of %s replaces itself", st.Stream)
+	case st.Replaces.Topic != "":
+		return fmt.Sprintf("stream-start of %s replaces %s, a log's stream", st.Stream, st.Replaces)
 	case st.Replaces.Feed != st.Stream.Feed:
 		return fmt.Sprintf("stream-start of %s replaces %s of another feed", st.Stream, st.Replaces)
 	}
@@ -142,8 +150,8 @@ func (a *accountant) start(i int, st transport.StreamStart) string {
 }
 
 func (a *accountant) end(e transport.StreamEnd) string {
-	if e.Stream.Session == 0 {
-		return fmt.Sprintf("stream-end of %s: zero session", e.Stream)
+	if bad := unnamed(e.Stream); bad != "" {
+		return fmt.Sprintf("stream-end of %s: %s", e.Stream, bad)
 	}
 	s := a.stream(e.Stream)
 	switch {
@@ -155,6 +163,21 @@ func (a *accountant) end(e transport.StreamEnd) string {
 		return fmt.Sprintf("stream-end of %s: seq %d..%d neither delivered nor reported", e.Stream, s.last+1, e.LastSeq)
 	}
 	s.ended = true
+	return ""
+}
+
+// unnamed says what is wrong with the name of stream id, or "": a log's
+// stream has a topic (any partition) and no feed or session; a direct
+// publisher's has a session and no topic or partition.
+func unnamed(id transport.StreamID) string {
+	switch {
+	case id.Topic != "" && (id.Feed != 0 || id.Session != 0):
+		return "names both a log's partition and a publisher's feed and session"
+	case id.Topic == "" && id.Partition != 0:
+		return fmt.Sprintf("partition %d without a topic", id.Partition)
+	case id.Topic == "" && id.Session == 0:
+		return "zero session and no topic"
+	}
 	return ""
 }
 

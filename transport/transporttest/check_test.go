@@ -71,6 +71,12 @@ func TestCheckAccounting(t *testing.T) {
 		{name: "zero session", events: evlog(msg(s1, 1, 0), msg(zero, 2, 1)), event: 1, reason: "zero session"},
 		{name: "zero session start", events: evlog(start(zero, zero, 1)), event: 0, reason: "zero session"},
 		{name: "zero session end", events: evlog(end(zero, 1)), event: 0, reason: "zero session"},
+		{name: "log streams", ok: true, events: evlog(start(l1, none, 0), msg(l1, 0, 0), gap(l1, 1, 2), msg(l2, 5, 1), msg(l1, 3, 2), end(l1, 3))},
+		{name: "log stream replaces", events: evlog(start(l1, s1, 0)), event: 0, reason: "one stream for its whole life"},
+		{name: "replaces a log stream", events: evlog(start(s1, l1, 1)), event: 0, reason: "replaces t/0, a log's stream"},
+		{name: "topic and session", events: evlog(msg(transport.StreamID{Topic: "t", Session: 5}, 1, 0)), event: 0, reason: "names both"},
+		{name: "topic and feed", events: evlog(end(transport.StreamID{Topic: "t", Feed: 5}, 1)), event: 0, reason: "names both"},
+		{name: "partition without topic", events: evlog(gap(transport.StreamID{Partition: 2, Session: 1}, 1, 1)), event: 0, reason: "partition 2 without a topic"},
 		{name: "unknown kind", events: evlog(msg(s1, 1, 0), transport.Event{Kind: 9}), event: 1, reason: "unknown event kind"},
 		{name: "start after data", events: evlog(msg(s1, 1, 0), start(s1, zero, 1)), event: 1, reason: "after messages or gaps"},
 		{name: "second start", events: evlog(start(s1, zero, 1), start(s1, zero, 1)), event: 1, reason: "second stream-start"},
@@ -108,6 +114,8 @@ func TestCheckExactlyOnce(t *testing.T) {
 		{name: "missing", events: evlog(msg(s1, 1, 1)), event: -1, reason: "2 of 3 messages never delivered: 0, 2"},
 		{name: "twice", events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), msg(s1, 3, 1), msg(s1, 4, 2)), event: 2, reason: "message 1 delivered again (first at event 1)"},
 		{name: "gap", events: evlog(msg(s1, 1, 0), gap(s1, 2, 2), msg(s1, 3, 1), msg(s1, 4, 2)), event: 1, reason: "nothing may be lost"},
+		{name: "compacted gap", ok: true, events: evlog(msg(l1, 0, 0), compacted(l1, 1, 4), msg(l1, 5, 1), msg(l1, 6, 2))},
+		{name: "compacted gap over a message", events: evlog(msg(l1, 0, 0), compacted(l1, 1, 1), msg(l1, 2, 2)), event: -1, reason: "1 of 3 messages never delivered: 1"},
 		{name: "beyond n", events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), msg(s1, 3, 2), msg(s1, 4, 3)), event: 3, reason: "message 3 delivered, only 3 published"},
 		{name: "bad payload", events: evlog(msg(s1, 1, 0), transport.Event{Kind: transport.EventMessage, Message: transport.Message{Stream: s1, Seq: 2, Payload: []byte("hello")}}), event: 1, reason: "bad payload"},
 	})
@@ -125,6 +133,7 @@ func TestCheckDelivered(t *testing.T) {
 		{name: "twice", ok: true, events: evlog(msg(s1, 1, 0), msg(s1, 2, 0), msg(s1, 3, 1))},
 		{name: "missing", events: evlog(msg(s1, 1, 1)), event: -1, reason: "1 of 2 messages never delivered: 0"},
 		{name: "gap", events: evlog(msg(s1, 1, 0), gap(s1, 2, 2), msg(s1, 3, 1)), event: 1, reason: "nothing may be lost"},
+		{name: "compacted gap", ok: true, events: evlog(msg(l1, 0, 0), compacted(l1, 1, 1), msg(l1, 2, 1))},
 	})
 }
 
@@ -145,6 +154,9 @@ func TestCheckLossReported(t *testing.T) {
 		{name: "fragmented seqs", ok: true, events: evlog(msg(s1, 1, 0), msg(s1, 4, 1), gap(s1, 5, 7), msg(s1, 9, 4))},
 		{name: "one gap for several", ok: true, events: evlog(msg(s1, 10, 0), gap(s1, 11, 11), msg(s1, 14, 4))},
 		{name: "nothing delivered, gap", ok: true, events: evlog(gap(s1, 1, 5))},
+		{name: "nothing delivered, compacted", events: evlog(compacted(l1, 0, 4)), event: -1, reason: "none of 5 messages delivered and no gap"},
+		{name: "compacted is not a loss report", events: evlog(msg(s1, 1, 0), compacted(s1, 2, 2), msg(s1, 3, 2), msg(s1, 4, 3), msg(s1, 5, 4)), event: 2, reason: "message 1 lost silently"},
+		{name: "compacted beside a lost gap", ok: true, events: evlog(msg(s1, 1, 0), compacted(s1, 2, 2), gap(s1, 3, 3), msg(s1, 4, 3), msg(s1, 5, 4))},
 		{name: "nothing delivered", events: evlog(start(s1, s3, 1)), event: -1, reason: "none of 5 messages delivered and no gap"},
 		{name: "silent hole", events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), msg(s1, 4, 3), msg(s1, 5, 4)), event: 2, reason: "message 2 lost silently: no gap between seq 2 and 4"},
 		{name: "gap elsewhere", events: evlog(msg(s1, 1, 0), gap(s1, 2, 2), msg(s1, 3, 1), msg(s1, 6, 4)), event: 3, reason: "messages 2-3 lost silently"},
@@ -154,5 +166,67 @@ func TestCheckLossReported(t *testing.T) {
 		{name: "two streams", events: evlog(msg(s1, 1, 0), msg(s2, 1, 1)), event: 1, reason: "needs one stream"},
 		{name: "seq against index order", events: evlog(msg(s1, 2, 0), msg(s1, 1, 1), gap(s1, 3, 5)), event: 1, reason: "message 1 has seq 1, not above seq 2"},
 		{name: "bad payload", events: evlog(transport.Event{Kind: transport.EventMessage, Message: transport.Message{Stream: s1, Payload: make([]byte, 12)}}), event: 0, reason: "bad payload"},
+	})
+}
+
+func TestCheckReplayed(t *testing.T) {
+	cases := []checkCase{
+		{name: "all in order", ok: true, events: evlog(msg(l1, 5, 2), msg(l1, 6, 3), msg(l1, 7, 4))},
+		{name: "compacted gap", ok: true, events: evlog(msg(l1, 5, 2), compacted(l1, 6, 6), msg(l1, 7, 3), msg(l1, 8, 4))},
+		{name: "from too early", events: evlog(msg(l1, 4, 1), msg(l1, 5, 2)), event: 0, reason: "message 1 delivered, but the log read back holds messages 2..4"},
+		{name: "beyond n", events: evlog(msg(l1, 5, 2), msg(l1, 6, 3), msg(l1, 7, 4), msg(l1, 8, 5)), event: 3, reason: "message 5 delivered"},
+		{name: "first skipped", events: evlog(msg(l1, 6, 3), msg(l1, 7, 4)), event: 0, reason: "message 3 delivered before message 2"},
+		{name: "hole", events: evlog(msg(l1, 5, 2), msg(l1, 7, 4)), event: 1, reason: "message 4 delivered before message 3"},
+		{name: "out of order", events: evlog(msg(l1, 5, 2), msg(l1, 7, 4), msg(l1, 6, 3)), event: 1, reason: "message 4 delivered before message 3"},
+		{name: "tail missing", events: evlog(msg(l1, 5, 2)), event: -1, reason: "messages 3-4 of 2..4 never read back"},
+		{name: "last missing", events: evlog(msg(l1, 5, 2), msg(l1, 6, 3)), event: -1, reason: "message 4 of 2..4 never read back"},
+		{name: "nothing", event: -1, reason: "messages 2-4 of 2..4 never read back"},
+		{name: "lost gap", events: evlog(msg(l1, 5, 2), gap(l1, 6, 6), msg(l1, 7, 3), msg(l1, 8, 4)), event: 1, reason: "nothing stored may be lost"},
+		{name: "bad payload", events: evlog(transport.Event{Kind: transport.EventMessage, Message: transport.Message{Stream: l1, Payload: []byte("x")}}), event: 0, reason: "bad payload"},
+	}
+	check := func(once bool) func([]transport.Event) error {
+		return func(evs []transport.Event) error { return transporttest.CheckReplayed(evs, 2, 5, once) }
+	}
+	again := evlog(msg(l1, 5, 2), msg(l1, 6, 3), msg(l1, 5, 2), msg(l1, 6, 3), msg(l1, 7, 4))
+	t.Run("once", func(t *testing.T) {
+		runChecks(t, check(true), append(cases,
+			checkCase{name: "again", events: again, event: 2, reason: "message 2 delivered again (first at event 0)"}))
+	})
+	t.Run("at least once", func(t *testing.T) {
+		runChecks(t, check(false), append(cases,
+			checkCase{name: "again", ok: true, events: again},
+			checkCase{name: "ahead after a repeat", events: evlog(msg(l1, 5, 2), msg(l1, 5, 2), msg(l1, 7, 4)), event: 2, reason: "message 4 delivered before message 3"}))
+	})
+}
+
+func TestCheckPositions(t *testing.T) {
+	at := map[int]transport.Receipt{0: {Stream: l1, Seq: 10}, 1: {Stream: l1, Seq: 11}}
+	runChecks(t, func(evs []transport.Event) error { return transporttest.CheckPositions(evs, at) }, []checkCase{
+		{name: "empty", ok: true},
+		{name: "same places", ok: true, events: evlog(msg(l1, 10, 0), gap(l1, 9, 9), msg(l1, 11, 1), msg(l1, 12, 2))},
+		{name: "another seq", events: evlog(msg(l1, 10, 0), msg(l1, 1, 1)), event: 1, reason: "message 1 at t/0 seq 1, first delivered at t/0 seq 11"},
+		{name: "another stream", events: evlog(msg(l2, 10, 0)), event: 0, reason: "message 0 at t/1 seq 10, first delivered at t/0 seq 10"},
+		{name: "bad payload", events: evlog(transport.Event{Kind: transport.EventMessage}), event: 0, reason: "bad payload"},
+	})
+}
+
+func TestCheckRedelivered(t *testing.T) {
+	check := func(once bool) func([]transport.Event) error {
+		return func(evs []transport.Event) error { return transporttest.CheckRedelivered(evs, 2, 4, once) }
+	}
+	both := []checkCase{
+		{name: "the unacknowledged", ok: true, events: evlog(msg(l1, 2, 2), msg(l1, 3, 3))},
+		{name: "an acknowledged one", events: evlog(msg(l1, 1, 1), msg(l1, 2, 2), msg(l1, 3, 3)), event: 0, reason: "message 1 delivered again, but messages 0..1 were acknowledged"},
+		{name: "none", event: -1, reason: "messages 2-3 of 2..3 unacknowledged, never delivered again"},
+		{name: "last missing", events: evlog(msg(l1, 2, 2)), event: -1, reason: "message 3 of 2..3 unacknowledged"},
+		{name: "beyond n", events: evlog(msg(l1, 2, 2), msg(l1, 3, 3), msg(l1, 4, 4)), event: 2, reason: "message 4 delivered, only 4 published"},
+		{name: "lost gap", events: evlog(gap(l1, 2, 2), msg(l1, 3, 3)), event: 0, reason: "nothing stored may be lost"},
+	}
+	twice := evlog(msg(l1, 2, 2), msg(l1, 2, 2), msg(l1, 3, 3))
+	t.Run("once", func(t *testing.T) {
+		runChecks(t, check(true), append(both, checkCase{name: "twice", events: twice, event: 1, reason: "message 2 delivered again"}))
+	})
+	t.Run("at least once", func(t *testing.T) {
+		runChecks(t, check(false), append(both, checkCase{name: "twice", ok: true, events: twice}))
 	})
 }

@@ -14,7 +14,8 @@
 //			NewPair: func(t *testing.T, f transporttest.Faults) (transporttest.Pair, error) {
 //				cfg := testConfig(t) // a fresh group on lo, TTL 0
 //				scfg := cfg
-//				scfg.Faults = faultnet.Faults{Loss: f.Loss, Duplicate: f.Duplicate, Reorder: f.Reorder, Seed: f.Seed}
+//				faults := faultnet.Faults{Loss: f.Loss, Duplicate: f.Duplicate, Reorder: f.Reorder, Seed: f.Seed}
+//				scfg.Filter = func() (multicast.DatagramFilter, error) { return faultnet.NewFilter(faults) }
 //				sub, err := multicast.NewSubscriber(ctx, scfg)
 //				if err != nil {
 //					return transporttest.Pair{}, err
@@ -37,6 +38,15 @@
 // an error wrapping ErrFaultsUnsupported when !f.IsZero(); a Kafka-protocol
 // transport sets TimeResolution to time.Millisecond.
 //
+// A transport that claims Durable, Replay or AtLeastOnce also sets the
+// Pair's hooks those checks need: RestartServer (crash the server that
+// stores the messages and start it again), NewSubscriber (read from a
+// position) and NewGroupMember (take over from Sub). A claim whose hook
+// is nil fails: no claim passes unchecked. A log (Kafka, logd) may leave
+// NewPublisher nil, skipping Restart: its stream is a partition, which a
+// publisher restart does not change (given a NewPublisher, Restart
+// checks that the new publisher continues the stream).
+//
 // The subscriber must be ready to receive messages of topic [Topic] when
 // NewPair returns. The suite closes every publisher and subscriber it is
 // given; anything else (a daemon, a directory) the harness releases with
@@ -46,7 +56,8 @@
 //
 // Run's subtests, each on a fresh pair:
 //   - Semantics: publisher and subscriber claim the same flags, at least
-//     Ordered|GapReports.
+//     Ordered|GapReports, and the subscriber implements
+//     transport.Acknowledger if and only if it claims AtLeastOnce.
 //   - Ordering: Messages messages with every field set, on a clean
 //     network: one stream, in order, fields intact (Time to the
 //     nanosecond or within TimeResolution), and exactly once with no gap
@@ -63,7 +74,23 @@
 //     consistent stream, each goroutine's messages in its order.
 //   - Restart (needs Pair.NewPublisher): a restarted publisher is a new
 //     session of the same feed, never mixed with the old one, and its
-//     stream-start names the old session in Replaces.
+//     stream-start names the old session in Replaces; on a log (streams
+//     named by topic and partition, which have no sessions) it continues
+//     the same stream.
+//   - Durable (the claim needs Pair.RestartServer and NewSubscriber):
+//     messages acknowledged (Flush returned) before RestartServer
+//     crashed the transport's server are all still there after it:
+//     the subscriber carries on, the publisher publishes more, and a
+//     new subscriber from the first position reads every message back
+//     in order at the positions it was first delivered at.
+//   - Replay (the claim needs Pair.NewSubscriber): a new subscriber from
+//     the position of a message in the middle, and from that of the
+//     last, delivers that message and every later one, in order, at
+//     the positions they were first delivered at.
+//   - AtLeastOnce (the claim needs Pair.NewGroupMember): the subscriber
+//     acknowledges half the messages it received and is closed; the
+//     member that takes over delivers every unacknowledged message, in
+//     order, at the same positions, and none acknowledged.
 //   - DefaultTime: a zero Time is replaced by the publish time.
 //   - CloseUnblocksReceive, ClosePublisher: Close unblocks a pending
 //     Receive with ErrClosed; calls after Close return ErrClosed; a second
@@ -78,13 +105,14 @@
 // for a transport's own tests over events it recorded itself (copied:
 // received slices are only valid until the next Receive):
 // [CheckOrdered], [CheckAccounting], [CheckExactlyOnce], [CheckDelivered],
-// [CheckAtMostOnce] and [CheckLossReported]. They read a message's index
+// [CheckAtMostOnce], [CheckLossReported], [CheckReplayed],
+// [CheckPositions] and [CheckRedelivered]. They read a message's index
 // from its payload, made by [Payload], and return a [*Violation] naming
 // the first offending event.
 //
 // The suite waits on events, never on sleeps: every receive has a
 // deadline, so a broken transport fails instead of hanging, and a run
-// whose last message was lost ends once nothing arrives for Harness.Idle.
-// Durable and Replay claims need a crash or an offset, which this
-// interface does not express; transports test them themselves.
+// whose last message was lost ends once nothing arrives for Harness.Idle
+// (at least 15 s for a subscriber that may have to reconnect to a
+// restarted server or join a consumer group first).
 package transporttest

@@ -12,7 +12,9 @@ var ErrBadPayload = errors.New("transporttest: bad payload")
 // Violation is the first event in a recorded log that breaks a check.
 type Violation struct {
 	// Check names the checker: "ordered", "accounting", "exactly-once",
-	// "at-most-once" or "loss-reported".
+	// "delivered", "at-most-once", "loss-reported", "replayed",
+	// "positions" or "redelivered"; or a check of the suite's own, such
+	// as "restart".
 	Check string
 	// Event is the index in the log of the offending event, or -1 when
 	// the violation is about something missing from the log.

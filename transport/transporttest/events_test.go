@@ -11,6 +11,11 @@ var (
 	s1 = transport.StreamID{Feed: 1, Session: 0xa1}
 	s2 = transport.StreamID{Feed: 1, Session: 0xb2}
 	s3 = transport.StreamID{Feed: 2, Session: 0xc3}
+	// l1 and l2 are partitions of a log.
+	l1 = transport.StreamID{Topic: "t", Partition: 0}
+	l2 = transport.StreamID{Topic: "t", Partition: 1}
+	// none is the zero StreamID: a stream-start that replaces nothing.
+	none = transport.StreamID{}
 )
 
 // msg is message index idx of stream id at seq.
@@ -22,6 +27,12 @@ func msg(id transport.StreamID, seq uint64, idx int) transport.Event {
 func gap(id transport.StreamID, from, to uint64) transport.Event {
 	return transport.Event{Kind: transport.EventGap,
 		Gap: transport.Gap{Stream: id, From: from, To: to, Reason: transport.GapNoRecovery}}
+}
+
+// compacted is a gap that log compaction left: not loss.
+func compacted(id transport.StreamID, from, to uint64) transport.Event {
+	return transport.Event{Kind: transport.EventGap,
+		Gap: transport.Gap{Stream: id, From: from, To: to, Reason: transport.GapCompacted}}
 }
 
 func start(id, replaces transport.StreamID, first uint64) transport.Event {

@@ -30,6 +30,13 @@ const (
 	DefaultIdle       = 5 * time.Second
 )
 
+// reconnectIdle is how long the suite waits for the next event, at
+// least, from a subscriber that may first have to reconnect to a
+// restarted server or join a consumer group (a rebalance can take
+// seconds). It stays below receiveDeadline, so such a wait ends as an
+// idle subscriber, not a busy one.
+const reconnectIdle = 15 * time.Second
+
 // receiveDeadline bounds every wait for a stream to be delivered, so a
 // broken transport fails instead of hanging.
 const receiveDeadline = 30 * time.Second
@@ -52,32 +59,40 @@ type Faults struct {
 func (f Faults) IsZero() bool { return f.Loss == 0 && f.Duplicate == 0 && f.Reorder == 0 }
 
 // Pair is a connected publisher and subscriber. The suite closes Pub and
-// Sub itself, and every publisher NewPublisher returns.
+// Sub itself, every publisher NewPublisher returns and every subscriber
+// NewSubscriber and NewGroupMember return. Each subscriber must
+// implement [transport.Acknowledger] if, and only if, it claims
+// [transport.AtLeastOnce].
 type Pair struct {
 	Pub transport.Publisher
 	Sub transport.Subscriber
 	// NewPublisher, if non-nil, starts another publisher of the same feed
-	// on the same address: a publisher restart. It returns once what the
-	// new publisher sends can reach Sub (the suite still tolerates a
-	// subscriber that needs a few messages to notice the new session).
-	// Nil skips the Restart test.
+	// on the same address (of a log: of the same topic and partition): a
+	// publisher restart. It returns once what the new publisher sends can
+	// reach Sub (the suite still tolerates a subscriber that needs a few
+	// messages to notice the new session). Nil skips the Restart test.
 	NewPublisher func() (transport.Publisher, error)
 	// RestartServer kills the process that stores the pair's messages
 	// (a logd, say) as a crash would, with no clean shutdown, and starts
 	// it again on the same address and data; it returns once the server
-	// serves again. Pub and Sub may have to reconnect. The Durable check
-	// needs it: a transport that claims Durable with a nil RestartServer
-	// fails.
+	// serves again. Pub and Sub may have to reconnect, but must carry on:
+	// the Durable check publishes more on Pub and expects Sub to deliver
+	// it. The Durable check needs RestartServer: a transport that claims
+	// Durable with a nil RestartServer fails.
 	RestartServer func() error
 	// NewSubscriber opens another subscriber of the pair's stream that
-	// starts at position from (an offset of a log). The Replay check
-	// needs it: a transport that claims Replay with a nil NewSubscriber
+	// starts at position from (an offset of a log): the Seq at which Sub
+	// delivered a message. The Replay and Durable checks need it: a
+	// transport that claims Replay or Durable with a nil NewSubscriber
 	// fails.
 	NewSubscriber func(from uint64) (transport.Subscriber, error)
 	// NewGroupMember opens another subscriber in Sub's consumer group
 	// (or, for a transport without groups, the subscriber that resumes in
-	// Sub's place). The AtLeastOnce check needs it: a transport that
-	// claims AtLeastOnce with a nil NewGroupMember fails.
+	// Sub's place). The AtLeastOnce check calls it once Sub has
+	// acknowledged some messages and been closed, and waits at least 15 s
+	// for the first message (a group may have to rebalance first). The
+	// check needs it: a transport that claims AtLeastOnce with a nil
+	// NewGroupMember fails.
 	NewGroupMember func() (transport.Subscriber, error)
 }
 
@@ -152,3 +167,7 @@ func (h Harness) idle() time.Duration {
 	}
 	return h.Idle
 }
+
+// patientIdle is how long to wait for the next event from a subscriber
+// that may have to reconnect or join a group first.
+func (h Harness) patientIdle() time.Duration { return max(h.idle(), reconnectIdle) }

@@ -73,6 +73,30 @@ func (p *testPair) newPublisher() *publisher {
 	return h
 }
 
+// openSubscriber opens another subscriber with open (Pair.NewSubscriber
+// or Pair.NewGroupMember, named what), which must also offer
+// acknowledgements exactly when it claims AtLeastOnce. The test closes
+// it at cleanup, before the pair.
+func (p *testPair) openSubscriber(what string, open func() (transport.Subscriber, error)) transport.Subscriber {
+	p.t.Helper()
+	sub, err := open()
+	if err != nil {
+		p.t.Fatalf("%s: %v", what, err)
+	}
+	if sub == nil {
+		p.t.Fatalf("%v: %s returned a nil subscriber", ErrBadHarness, what)
+	}
+	p.t.Cleanup(func() {
+		if err := within(prompt, sub.Close); err != nil {
+			p.t.Errorf("Close of the subscriber %s opened: %v", what, err)
+		}
+	})
+	if bad := ackClaim(sub); bad != "" {
+		p.t.Errorf("the subscriber %s opened %s", what, bad)
+	}
+	return sub
+}
+
 // closePub closes pub, which must return nil without blocking for long.
 func (p *testPair) closePub(pub *publisher) {
 	p.t.Helper()

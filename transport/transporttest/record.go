@@ -91,6 +91,23 @@ func waitFor(contiguous bool, idx ...int) func(transport.Event) bool {
 	}
 }
 
+// positions returns the stream and position at which each message of
+// events was first delivered, by payload index.
+func positions(events []transport.Event) map[int]transport.Receipt {
+	at := map[int]transport.Receipt{}
+	for _, ev := range events {
+		if ev.Kind != transport.EventMessage {
+			continue
+		}
+		if idx, err := PayloadIndex(ev.Message.Payload); err == nil {
+			if _, ok := at[idx]; !ok {
+				at[idx] = transport.Receipt{Stream: ev.Message.Stream, Seq: ev.Message.Seq}
+			}
+		}
+	}
+	return at
+}
+
 // cloneEvent copies ev out of the subscriber's buffers, which are only
 // valid until the next Receive.
 func cloneEvent(ev transport.Event) transport.Event {

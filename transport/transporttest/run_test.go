@@ -27,3 +27,9 @@ func TestRunAtMostOnce(t *testing.T) {
 func TestRunNoFaults(t *testing.T) {
 	transporttest.Run(t, fakeOptions{sem: reliable}.harness())
 }
+
+// TestRunLog runs the suite against a fake log that keeps what was
+// flushed across a server restart and replays from any position.
+func TestRunLog(t *testing.T) {
+	transporttest.Run(t, fakeLogOptions{sem: logSemantics}.harness())
+}

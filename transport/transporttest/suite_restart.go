@@ -18,6 +18,8 @@ const probeIdle = 20 * time.Millisecond
 // new one of the same feed: the new stream must have the same feed and
 // another session, never be mixed with the old one, and its stream-start
 // (if the transport reports them) must name the old stream in Replaces.
+// A log's stream (named by topic and partition) has no sessions: there
+// the new publisher's messages must continue the same stream.
 func testRestart(t *testing.T, h Harness) {
 	p := newPair(t, h, Faults{})
 	if p.NewPublisher == nil {
@@ -70,9 +72,14 @@ func probeRestart(t *testing.T, r *recorder, pub transport.Publisher, next int) 
 }
 
 // checkRestart checks the handover from stream old (messages below
-// batch) to the restarted one (the rest).
+// batch) to the restarted one (the rest), or, when old is a log's
+// stream, that the restarted publisher's messages continue it.
 func checkRestart(t *testing.T, events []transport.Event, old transport.StreamID, batch int) {
 	t.Helper()
+	if old.Topic != "" {
+		checkLogRestart(t, events, old, batch)
+		return
+	}
 	var (
 		cur      transport.StreamID
 		oldStart bool
@@ -110,6 +117,33 @@ func checkRestart(t *testing.T, events []transport.Event, old transport.StreamID
 		}
 	}
 	if cur.IsZero() {
+		t.Error("no message of the restarted publisher delivered")
+	}
+}
+
+// checkLogRestart checks that every message, the restarted publisher's
+// (index batch and above) too, came from the log's stream old: a
+// partition is one stream for its whole life. CheckAccounting rejects a
+// stream-start that replaces it.
+func checkLogRestart(t *testing.T, events []transport.Event, old transport.StreamID, batch int) {
+	t.Helper()
+	restarted := false
+	for i, ev := range events {
+		if ev.Kind != transport.EventMessage {
+			continue
+		}
+		idx, err := PayloadIndex(ev.Message.Payload)
+		if err != nil {
+			continue
+		}
+		if id := ev.Message.Stream; id != old {
+			report(t, events, &Violation{Check: "restart", Event: i,
+				Reason: fmt.Sprintf("message %d came from stream %s, not %s: a log's partition is one stream for its whole life", idx, id, old)})
+			return
+		}
+		restarted = restarted || idx >= batch
+	}
+	if !restarted {
 		t.Error("no message of the restarted publisher delivered")
 	}
 }

@@ -128,20 +128,24 @@ func describe(ev transport.Event) string {
 // summary counts the events of a log.
 func summary(events []transport.Event) string {
 	var msgs, gaps, starts, ends int
-	var lost uint64
+	var lost, compacted uint64
 	for _, ev := range events {
 		switch ev.Kind {
 		case transport.EventMessage:
 			msgs++
 		case transport.EventGap:
 			gaps++
-			lost += ev.Gap.Len()
+			if ev.Gap.Lost() {
+				lost += ev.Gap.Len()
+			} else {
+				compacted += ev.Gap.Len()
+			}
 		case transport.EventStreamStart:
 			starts++
 		case transport.EventStreamEnd:
 			ends++
 		}
 	}
-	return fmt.Sprintf("%d events: %d messages, %d gaps over %d sequence numbers, %d stream-starts, %d stream-ends",
-		len(events), msgs, gaps, lost, starts, ends)
+	return fmt.Sprintf("%d events: %d messages, %d gaps (%d sequence numbers lost, %d compacted), %d stream-starts, %d stream-ends",
+		len(events), msgs, gaps, lost, compacted, starts, ends)
 }

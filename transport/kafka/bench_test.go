@@ -1,0 +1,69 @@
+package kafka
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// BenchmarkPublish: 64-byte messages into logd (fsync always, group
+// commit) through the transport's Publisher, with and without receipts,
+// against kgo's Produce alone (the baseline) on the same logd. Run with
+// -count N: the three alternate, so each round compares like with like.
+func BenchmarkPublish(b *testing.B) {
+	addr := startLogd(b)
+	ctx := context.Background()
+	payload := make([]byte, 64)
+	b.Run("kgo", func(b *testing.B) {
+		cl := newClient(b, addr, kgo.DefaultProduceTopic("bench-kgo"), kgo.AllowAutoTopicCreation())
+		b.ReportAllocs()
+		b.SetBytes(int64(len(payload)))
+		for b.Loop() {
+			cl.Produce(ctx, &kgo.Record{Value: append([]byte(nil), payload...)}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+	})
+	for _, receipts := range []bool{false, true} {
+		name := "transport"
+		if receipts {
+			name = "transport-receipts"
+		}
+		b.Run(name, func(b *testing.B) {
+			pub, err := NewPublisher(ctx, Config{Brokers: []string{addr}, Topic: "bench-" + name})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pub.Close()
+			done := func(_ transport.Receipt, err error) {
+				if err != nil {
+					b.Error(err)
+				}
+			}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(payload)))
+			for b.Loop() {
+				m := transport.Message{Payload: payload}
+				if receipts {
+					err = pub.PublishReceipt(ctx, m, done)
+				} else {
+					err = pub.Publish(ctx, m)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := pub.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}

@@ -1,0 +1,240 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// GroupSubscriber is a member of a consumer group (Config.Group): the
+// group's members share the topic's partitions, and each partition
+// starts at the offset the group committed (Config.From where there is
+// none). It commits only what the application acknowledged with Ack:
+//
+//   - Ack(stream, seq) marks every offset of the partition up to seq as
+//     processed; marks are committed every 5 s (kgo's autocommit
+//     interval: kgo.AutoCommitInterval in Config.Options changes it),
+//     before a rebalance takes a partition away, and by Close.
+//   - What was delivered but not acknowledged when the member stops —
+//     Close, a crash, a rebalance — is delivered again to the partition's
+//     next owner, which starts at the last commit. Acknowledgements made
+//     in the moments before a crash, not yet committed, are delivered
+//     again too: at least once, never at most once.
+//   - A rebalance drops what the member kept for the partitions it lost,
+//     records fetched and not yet received included. A partition that
+//     comes back to the same member resumes after what that member
+//     delivered (Stats.AlreadyDelivered counts what it skips), so a member
+//     never delivers an offset twice.
+//
+// A gap marker's record, delivered as the Gap it stands for, is
+// acknowledged with the next message of its partition (Ack is
+// cumulative); one that is the last record is delivered again after a
+// restart.
+type GroupSubscriber struct {
+	*Subscriber
+	groupName string
+}
+
+var (
+	_ transport.Subscriber   = (*GroupSubscriber)(nil)
+	_ transport.Acknowledger = (*GroupSubscriber)(nil)
+)
+
+// epochMark says that offsets from offset on have leader epoch epoch,
+// which a commit names with its offset.
+type epochMark struct {
+	offset int64
+	epoch  int32
+}
+
+// maxEpochMarks bounds the leader epochs a partition keeps between two
+// acknowledgements; past it the oldest are forgotten, and an
+// acknowledgement older than every mark kept commits with the oldest
+// epoch kept (a later one, which only weakens the broker's truncation
+// check for that commit).
+const maxEpochMarks = 64
+
+// noteEpoch records that offset has leader epoch epoch.
+func (p *partition) noteEpoch(offset int64, epoch int32) {
+	if n := len(p.epochs); n > 0 && p.epochs[n-1].epoch == epoch {
+		return
+	}
+	if len(p.epochs) == maxEpochMarks {
+		p.epochs = append(p.epochs[:0], p.epochs[1:]...)
+	}
+	p.epochs = append(p.epochs, epochMark{offset, epoch})
+}
+
+// epochOf returns the leader epoch of offset and forgets the marks
+// before it, which no later acknowledgement needs.
+func (p *partition) epochOf(offset int64) int32 {
+	i := 0
+	for i+1 < len(p.epochs) && p.epochs[i+1].offset <= offset {
+		i++
+	}
+	if i == len(p.epochs) {
+		return -1
+	}
+	p.epochs = append(p.epochs[:0], p.epochs[i:]...)
+	return p.epochs[0].epoch
+}
+
+// NewGroupSubscriber joins cfg.Group as a consumer of cfg.Topic.
+func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Group == "" {
+		return nil, &ConfigError{"Group", `""`, "a group member needs a group"}
+	}
+	s := newSubscriber(cfg)
+	g := &GroupSubscriber{s, cfg.Group}
+	err := s.connect(ctx, cfg, []kgo.Opt{
+		kgo.ConsumerGroup(cfg.Group), kgo.ConsumeTopics(cfg.Topic), kgo.ConsumeStartOffset(cfg.From.kgo()),
+		kgo.AutoCommitMarks(),
+		// Rebalances wait while a poll's records are on their way to
+		// the queue, where OnPartitionsRevoked finds them.
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(g.assigned),
+		kgo.OnOffsetsFetched(g.offsetsFetched),
+		kgo.OnPartitionsRevoked(g.revoked),
+		kgo.OnPartitionsLost(g.lost),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// Ack acknowledges every offset of stream (a partition of the topic) up
+// to and including seq, which must have been delivered. It marks the
+// offset after seq for the next commit and returns; Close commits what
+// is marked. Acknowledging a partition a rebalance has taken from this
+// member does nothing (Stats.AcksNotOwned): its new owner delivers again
+// what was not committed.
+func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq uint64) error {
+	select {
+	case <-g.closed:
+		return transport.ErrClosed
+	default:
+	}
+	if stream.Topic != g.topic || stream.Feed != 0 || stream.Session != 0 {
+		return fmt.Errorf("%w: %s is not a partition of topic %q", ErrNotDelivered, stream, g.topic)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := g.parts[stream.Partition]
+	if st == nil || !st.started || seq >= uint64(st.next) {
+		return fmt.Errorf("%w: offset %d of %s", ErrNotDelivered, seq, stream)
+	}
+	if !st.owned {
+		g.stats.AcksNotOwned++
+		return nil
+	}
+	off := int64(seq)
+	g.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{
+		g.topic: {stream.Partition: {Epoch: st.epochOf(off), Offset: off + 1}},
+	})
+	return nil
+}
+
+// assigned: the member now owns ps.
+func (g *GroupSubscriber) assigned(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range ps[g.topic] {
+		st := g.part(p)
+		st.owned, st.epochs = true, nil
+	}
+}
+
+// offsetsFetched learns where the group committed each partition, where
+// the next record is expected: a record past it follows a Gap.
+func (g *GroupSubscriber) offsetsFetched(_ context.Context, _ *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, t := range resp.Topics {
+		if t.Topic != g.topic {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 || p.Offset < 0 {
+				continue
+			}
+			if st := g.part(p.Partition); p.Offset > st.next {
+				st.next = p.Offset
+			}
+		}
+	}
+	return nil
+}
+
+// revoked: a rebalance takes ps away. What was acknowledged is committed
+// first, so the next owner starts after it; then the member forgets
+// what it kept for ps.
+func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[string][]int32) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.closed: // Close committed
+	default:
+		if err := cl.CommitMarkedOffsets(ctx); err != nil {
+			g.log.Warn("kafka transport: commit before a rebalance failed: the next owner delivers again what was acknowledged since the last commit",
+				"group", g.groupName, "err", err)
+		}
+	}
+	g.disown(ps[g.topic])
+}
+
+// lost: the member was dropped from the group (a session timeout, a
+// fatal error); committing would fail, so it only forgets.
+func (g *GroupSubscriber) lost(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.disown(ps[g.topic])
+}
+
+// disown drops the state of partitions ps and their records not yet
+// received. Called with mu held.
+func (g *GroupSubscriber) disown(ps []int32) {
+	gone := map[int32]bool{}
+	for _, p := range ps {
+		gone[p] = true
+		if st := g.parts[p]; st != nil {
+			st.owned, st.epochs = false, nil
+		}
+	}
+	n := len(g.queue)
+	g.queue = slices.DeleteFunc(g.queue, func(q queued) bool { return gone[q.r.Partition] })
+	g.stats.Disowned += uint64(n - len(g.queue))
+	if gone[g.pendingPart] {
+		for _, ev := range g.pending {
+			if ev.Kind == transport.EventMessage || ev.Kind == transport.EventGap {
+				g.stats.Disowned++
+			}
+		}
+		g.pending = g.pending[:0]
+	}
+}
+
+// Close commits what was acknowledged, leaves the group and disconnects.
+// It returns the commit's error: the acknowledgements since the last
+// commit are then delivered again to the next owner.
+func (g *GroupSubscriber) Close() error {
+	var err error
+	g.once.Do(func() {
+		close(g.closed)
+		ctx, cancel := context.WithTimeout(context.Background(), closeFlush)
+		defer cancel()
+		if cerr := g.cl.CommitMarkedOffsets(ctx); cerr != nil {
+			err = fmt.Errorf("kafka transport: commit on close: %w", cerr)
+		}
+		g.cl.Close()
+	})
+	return err
+}

@@ -1,0 +1,81 @@
+package kafka
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// urlParams are the query parameters ParseURL knows.
+var urlParams = []string{"acks", "from", "group", "partition"}
+
+// ParseURL turns a logd:// (or kafka://) URL into a Config:
+// logd://HOST:PORT[,HOST:PORT…]/TOPIC[?from=…&partition=…&group=…&acks=…].
+// Every error wraps transport.ErrBadURL.
+func ParseURL(u *url.URL) (Config, error) {
+	var cfg Config
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("%w: "+format, append([]any{transport.ErrBadURL}, args...)...)
+	}
+	if u.Host == "" {
+		return bad("no broker address")
+	}
+	cfg.Brokers = strings.Split(u.Host, ",")
+	cfg.Topic = strings.Trim(u.Path, "/")
+	if cfg.Topic == "" || strings.Contains(cfg.Topic, "/") {
+		return bad("path %q must be one topic", u.Path)
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return bad("query %q: %v", u.RawQuery, err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		switch {
+		case !slices.Contains(urlParams, k):
+			return bad("unknown parameter %q (known: %s)", k, strings.Join(urlParams, ", "))
+		case len(q[k]) > 1:
+			return bad("parameter %q given %d times", k, len(q[k]))
+		}
+	}
+	switch from := q.Get("from"); {
+	case from == "" || from == "earliest":
+	case from == "latest":
+		cfg.From = Latest()
+	default:
+		if off, err := strconv.ParseInt(from, 10, 64); err == nil && off >= 0 {
+			cfg.From = AtOffset(off)
+		} else if t, err := time.Parse(time.RFC3339Nano, from); err == nil {
+			cfg.From = AtTime(t)
+		} else {
+			return bad("from=%q: want earliest, latest, an offset or an RFC 3339 time", from)
+		}
+	}
+	if p := q.Get("partition"); p != "" {
+		n, err := strconv.ParseInt(p, 10, 32)
+		if err != nil || n < 0 {
+			return bad("partition=%q: want a partition number", p)
+		}
+		cfg.Partitions = []int32{int32(n)}
+	}
+	if q.Has("group") && q.Get("group") == "" {
+		return bad("group=: want a group name")
+	}
+	cfg.Group = q.Get("group")
+	if cfg.Group != "" && cfg.Partitions != nil {
+		return bad("partition and group together: the group assigns partitions")
+	}
+	switch acks := q.Get("acks"); acks {
+	case "", "all":
+	case "leader":
+		cfg.LeaderAcks = true
+	default:
+		return bad("acks=%q: want all or leader", acks)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,101 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+func TestURL(t *testing.T) {
+	for _, good := range []string{
+		"logd://127.0.0.1:9092/t", "kafka://a:1,b:2/t?from=latest&group=g&acks=leader",
+		"logd://h:1/t?from=42&partition=3", "logd://h:1/t?from=2026-01-02T03:04:05Z",
+	} {
+		if _, err := transport.Open(context.Background(), good); err != nil {
+			t.Errorf("%s: %v", good, err)
+		}
+	}
+	for _, tc := range []struct{ url, says string }{
+		{"logd://h:1/", "must be one topic"},
+		{"logd:///t", "no broker address"},
+		{"logd://h:1/t?from=soon", `from="soon"`},
+		{"logd://h:1/t?from=-3", `from="-3"`},
+		{"logd://h:1/t?acks=2", `acks="2"`},
+		{"logd://h:1/a/b", "must be one topic"},
+		{"logd://h:1/t?form=1", `unknown parameter "form"`},
+		{"logd://h:1/t?partition=1&partition=2", `parameter "partition" given 2 times`},
+		{"logd://h:1/t?partition=x", `partition="x"`},
+		{"logd://h:1/t?group=", "want a group name"},
+		{"logd://h:1/t?group=g&partition=0", "partition and group together"},
+		{"logd://h:1/t?from=1;2", "query"},
+	} {
+		_, err := transport.Open(context.Background(), tc.url)
+		switch {
+		case err == nil:
+			t.Errorf("%s: accepted", tc.url)
+		case !errors.Is(err, transport.ErrBadURL):
+			t.Errorf("%s: %v does not wrap ErrBadURL", tc.url, err)
+		case !strings.Contains(err.Error(), tc.says) || strings.Contains(err.Error(), "\n"):
+			t.Errorf("%s: %q, want one line saying %q", tc.url, err, tc.says)
+		}
+	}
+}
+
+func TestParseURL(t *testing.T) {
+	u, _ := url.Parse("logd://h:1/t?form=1")
+	if _, err := ParseURL(u); err == nil || !strings.Contains(err.Error(), `unknown parameter "form" (known: acks, from, group, partition)`) {
+		t.Errorf("ParseURL of an unknown parameter: %v", err)
+	}
+
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		url  string
+		want Config
+	}{
+		{"logd://h:1/t", Config{Brokers: []string{"h:1"}, Topic: "t"}},
+		{"kafka://a:1,b:2/t?from=latest&group=g&acks=leader", Config{Brokers: []string{"a:1", "b:2"}, Topic: "t", From: Latest(), Group: "g", LeaderAcks: true}},
+		{"logd://h:1/t?from=42&partition=3", Config{Brokers: []string{"h:1"}, Topic: "t", From: AtOffset(42), Partitions: []int32{3}}},
+		{"logd://h:1/t?from=2026-01-02T03:04:05Z", Config{Brokers: []string{"h:1"}, Topic: "t", From: AtTime(at)}},
+		{"logd://h:1/t?from=earliest&acks=all", Config{Brokers: []string{"h:1"}, Topic: "t"}},
+	} {
+		u, _ := url.Parse(tc.url)
+		got, err := ParseURL(u)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %+v %v, want %+v", tc.url, got, err, tc.want)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	ok := Config{Brokers: []string{"h:1"}, Topic: "t"}
+	for _, tc := range []struct {
+		field string
+		cfg   func(Config) Config
+	}{
+		{"Brokers", func(c Config) Config { c.Brokers = nil; return c }},
+		{"Topic", func(c Config) Config { c.Topic = ""; return c }},
+		{"From", func(c Config) Config { c.From = AtOffset(-1); return c }},
+		{"Partitions", func(c Config) Config { c.Partitions = []int32{-1}; return c }},
+		{"Partitions", func(c Config) Config { c.Partitions, c.Group = []int32{0}, "g"; return c }},
+	} {
+		cfg := tc.cfg(ok)
+		err := cfg.validate()
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != tc.field || !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%s: %v", tc.field, err)
+		}
+	}
+	ctx := context.Background()
+	if _, err := NewSubscriber(ctx, Config{Brokers: []string{"h:1"}, Topic: "t", Group: "g"}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("NewSubscriber with a group: %v", err)
+	}
+	if _, err := NewGroupSubscriber(ctx, ok); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("NewGroupSubscriber without a group: %v", err)
+	}
+}
