@@ -19,18 +19,20 @@ func init() {
 			Summary:   sc.summary,
 			Form:      name + "://HOST:PORT[,HOST:PORT...]/TOPIC[?PARAM=VALUE&...]",
 			Semantics: semantics,
-			Notes: `A stream is a partition; a message's position is its offset. Published
-messages are durable once acknowledged (acks=all; logd's default fsync is
-group commit) and deduplicated (idempotent producer). Subscribers replay
-from any offset or time; offsets removed by retention or compaction before
-they were read are reported as a gap (compaction's are not loss). With
-group=NAME a subscriber is a member of a consumer group that commits only
-what the application acknowledged. acks=leader answers before the write is
-durable and turns deduplication off.`,
+			Notes: `A stream is a partition; a message's position is its offset. A publish is
+done once the broker acknowledged it: with acks=all, once it is durable
+(logd's --fsync policy; Kafka's replication), and deduplicated by the
+idempotent producer. A subscriber replays from any offset or time; offsets
+it cannot have (deleted by retention) are reported as a gap, and holes left
+by compaction as a gap that is not loss. A gap marker a pipe wrote is read
+back as the gap it stands for. With group=NAME a subscriber is a member of
+a consumer group that commits only what the application acknowledged:
+at-least-once, and so neither deduplicated nor replayable. acks=leader
+answers before the write is durable and turns deduplication off.`,
 			Params: []transport.Param{
-				{Name: "from", Value: "earliest|latest|OFFSET|TIME", Doc: "where a subscriber without a committed offset starts; TIME is RFC 3339 (default earliest)"},
-				{Name: "partition", Value: "N", Doc: "read only this partition (default all)"},
-				{Name: "group", Value: "NAME", Doc: "consume as a member of this consumer group, from its committed offsets"},
+				{Name: "from", Value: "earliest|latest|OFFSET|TIME", Doc: "where a subscriber starts, or a group member where its group has no committed offset; TIME is RFC 3339 (default earliest)"},
+				{Name: "partition", Value: "N", Doc: "read only this partition, and publish to it (default: all; publish by key)"},
+				{Name: "group", Value: "NAME", Doc: "consume as a member of this consumer group, from its committed offsets, acknowledging (not with partition)"},
 				{Name: "acks", Value: "all|leader", Doc: "a publish is done once durable (all, the default) or once the leader wrote it"},
 			},
 			Examples: []transport.Example{
