@@ -118,14 +118,16 @@ func (c *Core) Stats() Stats {
 	return s
 }
 
-// Event takes one event of the source, received at now, and returns what
+// Event takes one event of the source and returns what
 // to write to the destination for it: nothing (a stream start or end, a
 // message the destination already holds), the message with its origin
 // headers, or a gap marker — preceded, for the first event of a stream
 // the pipe resumed, by a gap marker for what the source no longer holds.
 // Call it only when Full is false. The returned slice is valid until the
 // next call.
-func (c *Core) Event(ev *transport.Event, now time.Time) []Write {
+//
+// now is the clock of gap markers, called only to write one.
+func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 	c.out = c.out[:0]
 	switch ev.Kind {
 	case transport.EventMessage:
@@ -154,7 +156,7 @@ func (c *Core) Event(ev *transport.Event, now time.Time) []Write {
 		}
 		c.stats.Markers++
 		c.stats.Marked += g.Len()
-		c.write(g.Stream, g.To, transport.GapMarker(g, now))
+		c.write(g.Stream, g.To, transport.GapMarker(g, now()))
 	case transport.EventStreamStart:
 		c.checkResume(ev.Start.Stream, ev.Start.FirstSeq, now)
 	case transport.EventStreamEnd:
@@ -169,7 +171,7 @@ func (c *Core) Event(ev *transport.Event, now time.Time) []Write {
 // marker waits for the stream's next event (flushResume), so that a loss
 // the source reports right after, of what left its window while the pipe
 // was joining, joins it (extendResume).
-func (c *Core) checkResume(stream transport.StreamID, first uint64, now time.Time) {
+func (c *Core) checkResume(stream transport.StreamID, first uint64, now func() time.Time) {
 	r := c.resumed[stream]
 	if r == nil || r.checked {
 		return
@@ -179,7 +181,7 @@ func (c *Core) checkResume(stream transport.StreamID, first uint64, now time.Tim
 		return
 	}
 	r.pend = transport.Gap{Stream: stream, From: r.last + 1, To: first - 1, Reason: transport.GapSourceDown}
-	r.pendAt, r.hasPend = now, true
+	r.pendAt, r.hasPend = now(), true
 }
 
 // extendResume adds to a stream's resume gap a loss of the positions

@@ -18,6 +18,8 @@ var (
 	t0    = time.Unix(1700000000, 0)
 )
 
+func clock() time.Time { return t0 }
+
 func msg(s transport.StreamID, seq uint64) *transport.Event {
 	return &transport.Event{Kind: transport.EventMessage, Message: transport.Message{
 		Stream: s, Seq: seq, Time: t0.Add(time.Duration(seq)), Payload: []byte("p"),
@@ -74,7 +76,7 @@ func feed(t *testing.T, c *Core, evs ...*transport.Event) ([]uint64, []written) 
 		if c.Full() {
 			t.Fatalf("full before %+v", ev)
 		}
-		for _, w := range c.Event(ev, t0) {
+		for _, w := range c.Event(ev, clock) {
 			tickets = append(tickets, w.Ticket)
 			ws = append(ws, readBack(t, w.Message))
 		}
@@ -94,7 +96,7 @@ func TestForwardKeepsMessageAddsOrigin(t *testing.T) {
 		Stream: feedA, Seq: 42, Time: t0, Topic: "AAPL", Key: []byte("k"),
 		Headers: []transport.Header{{Key: "app", Value: []byte("v")}}, Payload: []byte("bid=1"),
 	}}
-	ws := c.Event(ev, t0)
+	ws := c.Event(ev, clock)
 	if len(ws) != 1 {
 		t.Fatalf("%d writes", len(ws))
 	}
@@ -112,7 +114,7 @@ func TestForwardKeepsMessageAddsOrigin(t *testing.T) {
 		t.Errorf("headers %q, want %q (as AppendOrigin writes them)", m.Headers, want)
 	}
 	// Without a topic there is no topic header.
-	ws = c.Event(msg(feedA, 43), t0)
+	ws = c.Event(msg(feedA, 43), clock)
 	if o, _, _ := transport.ParseOrigin(ws[0].Message.Headers); o.Topic != "" || o.Seq != 43 {
 		t.Errorf("origin %+v", o)
 	}
@@ -125,7 +127,7 @@ func TestForwardAllocations(t *testing.T) {
 	var buf []Ack
 	allocs := testing.AllocsPerRun(1000, func() {
 		ev.Message.Seq++
-		for _, w := range c.Event(ev, t0) {
+		for _, w := range c.Event(ev, clock) {
 			if err := c.Done(w.Ticket); err != nil {
 				t.Fatal(err)
 			}

@@ -78,8 +78,11 @@ type Pipe struct {
 	mu     sync.Mutex
 	core   *Core
 	failed error // the first receipt or acknowledgement error
-	// stopForward ends Run's forwarding when something fails.
+	// stopForward ends Run's forwarding, and stopPublish its publishing,
+	// when something fails.
 	stopForward context.CancelCauseFunc
+	stopPublish context.CancelFunc
+	batches     *handoff
 	acked       uint64
 	room        chan struct{} // signalled when events retire or a failure is recorded
 	acks        chan struct{} // signalled when acknowledgements are ready
@@ -100,7 +103,7 @@ func New(from transport.Subscriber, to transport.Publisher, cfg Config) (*Pipe, 
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipe{cfg: cfg, from: from, core: core, room: make(chan struct{}, 1), acks: make(chan struct{}, 1)}
+	p := &Pipe{cfg: cfg, from: from, core: core, room: make(chan struct{}, 1), acks: make(chan struct{}, 1), batches: newHandoff()}
 	p.acker = Acknowledger(from)
 	if rp, ok := to.(transport.ReceiptPublisher); ok {
 		p.to = rp
@@ -147,13 +150,21 @@ func (p *Pipe) Stats() Stats {
 // Run forwards until ctx ends (it then waits, at most DrainTimeout, for
 // the destination to accept what is in flight, acknowledges it and
 // returns nil) or until the source, the destination or an
-// acknowledgement fails (it returns that error).
+// acknowledgement fails (it returns that error). It receives on the
+// calling goroutine and publishes on another, so that each has a core.
 func (p *Pipe) Run(ctx context.Context) error {
-	stop := make(chan struct{})
+	stop := make(chan struct{})     // closed when the pipe is done
+	received := make(chan struct{}) // closed when nothing more is received
+	fctx, stopForward := context.WithCancelCause(ctx)
+	pctx, stopPublish := context.WithCancel(context.WithoutCancel(ctx))
+	p.mu.Lock()
+	p.stopForward, p.stopPublish = stopForward, stopPublish
+	p.mu.Unlock()
 	var wg sync.WaitGroup
 	if p.flush != nil {
 		wg.Go(func() { p.flush.loop(p.cfg.FlushInterval, stop) })
 	}
+	wg.Go(func() { p.publishLoop(pctx, received) })
 	ackCtx, cancelAcks := context.WithCancel(context.WithoutCancel(ctx))
 	ackDone := make(chan struct{})
 	go func() {
@@ -161,12 +172,9 @@ func (p *Pipe) Run(ctx context.Context) error {
 		p.ackLoop(ackCtx, stop)
 	}()
 
-	fctx, stopForward := context.WithCancelCause(ctx)
-	p.mu.Lock()
-	p.stopForward = stopForward
-	p.mu.Unlock()
 	err := p.forward(fctx)
 	stopForward(nil)
+	close(received)
 	if f := p.failure(); f != nil {
 		err = f
 	} else if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -176,6 +184,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 	if err == nil {
 		err = p.drain(drainCtx)
 	}
+	stopPublish()
 	close(stop)
 	wg.Wait()
 	select {
@@ -193,7 +202,7 @@ func (p *Pipe) Run(ctx context.Context) error {
 }
 
 // forward takes events from the source while there is room in flight,
-// and publishes what the core makes of them.
+// and hands what the core makes of them to publishLoop.
 func (p *Pipe) forward(ctx context.Context) error {
 	for {
 		if err := p.waitRoom(ctx, false); err != nil {
@@ -204,14 +213,44 @@ func (p *Pipe) forward(ctx context.Context) error {
 			return err
 		}
 		p.mu.Lock()
-		p.writes = append(p.writes[:0], p.core.Event(&ev, p.cfg.Now())...)
+		ws := p.core.Event(&ev, p.cfg.Now)
 		p.mu.Unlock()
-		for _, w := range p.writes {
-			if err := p.to.PublishReceipt(ctx, w.Message, p.receipt(w.Ticket)); err != nil {
-				return fmt.Errorf("pipe: writing to the destination: %w", err)
+		// ws stays valid until the next Event, which only this goroutine
+		// calls.
+		p.batches.add(ws)
+		if len(ws) == 0 {
+			signal(p.acks) // a message the destination held may be acknowledged at once
+		}
+	}
+}
+
+// publishLoop publishes the batches forward hands over, until received
+// is closed and the last batch is published, or ctx ends.
+func (p *Pipe) publishLoop(ctx context.Context, received <-chan struct{}) {
+	spare := &batch{}
+	var hs []transport.Header
+	for {
+		last := false
+		select {
+		case <-p.batches.ready:
+		case <-received:
+			last = true
+		case <-ctx.Done():
+			return
+		}
+		b := p.batches.take(spare)
+		for i := range b.items {
+			var m transport.Message
+			m, hs = b.message(i, hs)
+			if err := p.to.PublishReceipt(ctx, m, p.receipt(b.items[i].ticket)); err != nil {
+				p.fail(fmt.Errorf("pipe: writing to the destination: %w", err))
+				return
 			}
 		}
-		signal(p.acks) // a message the destination held may be acknowledged at once
+		spare = b
+		if last {
+			return
+		}
 	}
 }
 
@@ -307,10 +346,11 @@ func (p *Pipe) fail(err error) {
 	if p.failed == nil {
 		p.failed = err
 	}
-	stop := p.stopForward
+	stopForward, stopPublish := p.stopForward, p.stopPublish
 	p.mu.Unlock()
-	if stop != nil {
-		stop(err)
+	if stopForward != nil {
+		stopForward(err)
+		stopPublish()
 	}
 	signal(p.room)
 }
