@@ -52,7 +52,7 @@ func (e memEndpoint) Publisher(context.Context) (transport.Publisher, error) {
 }
 
 func (e memEndpoint) Subscriber(context.Context) (transport.Subscriber, error) {
-	return memSub{e.c}, nil
+	return memSub(e), nil
 }
 
 type memSub struct{ c chan transport.Message }

@@ -90,6 +90,14 @@ type receiver struct {
 	gaps, lost uint64
 	unacked    map[transport.StreamID]uint64
 	settled    time.Time
+	// period ends when acknowledging what was shown is due; endPeriod
+	// releases it.
+	period    context.Context
+	endPeriod context.CancelFunc
+	// own are the streams the subscriber started or delivered a message
+	// of: a gap of another (a gap marker a log delivers as the gap of the
+	// stream it stands for) is acknowledged with what follows it.
+	own map[transport.StreamID]bool
 }
 
 // run receives until ctx ends, limit messages arrived or, with untilEnd,
@@ -97,19 +105,28 @@ type receiver struct {
 // ctx is a normal end, not an error. Before it returns, what was received
 // is written out and acknowledged.
 func (r *receiver) run(ctx context.Context) (uint64, error) {
-	r.unacked = map[transport.StreamID]uint64{}
+	r.unacked, r.own = map[transport.StreamID]uint64{}, map[transport.StreamID]bool{}
+	r.endPeriod = func() {}
 	r.settled = time.Now()
 	err := r.loop(ctx)
 	return r.n, errors.Join(err, r.settle())
 }
 
 func (r *receiver) loop(ctx context.Context) error {
+	defer func() { r.endPeriod() }()
 	for r.limit == 0 || r.n < r.limit {
-		ev, err := r.sub.Receive(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+		rctx := r.receiveContext(ctx)
+		ev, err := r.sub.Receive(rctx)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return nil
+		case rctx != ctx && errors.Is(err, context.DeadlineExceeded):
+			if err := r.settle(); err != nil {
+				return err
 			}
+			continue
+		default:
 			return err
 		}
 		switch ev.Kind {
@@ -118,6 +135,7 @@ func (r *receiver) loop(ctx context.Context) error {
 				return err
 			}
 			r.n++
+			r.own[ev.Message.Stream] = true
 			r.done(ev.Message.Stream, ev.Message.Seq)
 		case transport.EventGap:
 			r.gaps++
@@ -125,9 +143,14 @@ func (r *receiver) loop(ctx context.Context) error {
 				r.lost += ev.Gap.Len()
 			}
 			r.out.gap(&ev.Gap)
-			r.done(ev.Gap.Stream, ev.Gap.To)
+			if r.own[ev.Gap.Stream] {
+				r.done(ev.Gap.Stream, ev.Gap.To)
+			}
 			fallthrough
 		default:
+			if ev.Kind == transport.EventStreamStart {
+				r.own[ev.Start.Stream] = true
+			}
 			if err := r.out.flush(); err != nil {
 				return err
 			}
@@ -153,8 +176,24 @@ func (r *receiver) done(stream transport.StreamID, seq uint64) {
 	}
 }
 
+// receiveContext is the context to receive under: while shown messages
+// wait to be acknowledged, one that ends when the next settling is due,
+// so that a subscriber with nothing more to receive still acknowledges
+// what it showed.
+func (r *receiver) receiveContext(ctx context.Context) context.Context {
+	if len(r.unacked) == 0 {
+		return ctx
+	}
+	if r.period == nil {
+		r.period, r.endPeriod = context.WithDeadline(ctx, r.settled.Add(ackEvery))
+	}
+	return r.period
+}
+
 // settle writes out what was shown and acknowledges it.
 func (r *receiver) settle() error {
+	r.endPeriod()
+	r.period, r.endPeriod = nil, func() {}
 	r.settled = time.Now()
 	if len(r.unacked) == 0 {
 		return nil

@@ -80,6 +80,7 @@ func TestPubSubLogd(t *testing.T) {
 		{[]string{"--from", "1", "--count", "2"}, "1 greet world\n2 greet bye\n"},
 		{[]string{"--from", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "--duration", "300ms"}, ""},
 		{[]string{"--group", "g", "--count", "2"}, "0 greet hello\n1 greet world\n"},
+		{[]string{"--group", "g", "--count", "1"}, "2 greet bye\n"},
 	} {
 		code, out, errOut := runCLI(t, "", append([]string{"sub", url}, c.args...)...)
 		if code != exitOK || out != c.want {

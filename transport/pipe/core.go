@@ -58,6 +58,11 @@ type Core struct {
 
 	acks    map[transport.StreamID]uint64 // acknowledgements not yet taken
 	resumed map[transport.StreamID]*resume
+	// own are the source's streams: those it started or delivered a
+	// message of. A gap of another stream (a gap marker a log delivers
+	// as the gap of the stream it stands for) is written, and not
+	// acknowledged: the source acknowledges it with what follows it.
+	own map[transport.StreamID]bool
 
 	out     []Write
 	hdrs    []transport.Header
@@ -75,6 +80,7 @@ type entry struct {
 	stream transport.StreamID
 	pos    uint64
 	done   bool
+	ack    bool // acknowledging it means something to the source
 }
 
 // resume is what the destination held of a source stream when the pipe
@@ -100,7 +106,7 @@ func NewCore(maxInFlight int) (*Core, error) {
 	// One event can make two writes: a resume gap marker and a message.
 	return &Core{
 		max: maxInFlight, ring: make([]entry, maxInFlight+2),
-		acks: map[transport.StreamID]uint64{}, resumed: map[transport.StreamID]*resume{},
+		acks: map[transport.StreamID]uint64{}, resumed: map[transport.StreamID]*resume{}, own: map[transport.StreamID]bool{},
 	}, nil
 }
 
@@ -132,6 +138,7 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 	switch ev.Kind {
 	case transport.EventMessage:
 		m := &ev.Message
+		c.own[m.Stream] = true
 		c.checkResume(m.Stream, m.Seq, now)
 		c.flushResume(m.Stream)
 		if c.held(m.Stream, m.Seq) {
@@ -158,6 +165,7 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 		c.stats.Marked += g.Len()
 		c.write(g.Stream, g.To, transport.GapMarker(g, now()))
 	case transport.EventStreamStart:
+		c.own[ev.Start.Stream] = true
 		c.checkResume(ev.Start.Stream, ev.Start.FirstSeq, now)
 	case transport.EventStreamEnd:
 		c.flushResume(ev.End.Stream)
@@ -231,7 +239,7 @@ func (c *Core) write(stream transport.StreamID, pos uint64, m transport.Message)
 func (c *Core) push(stream transport.StreamID, pos uint64) uint64 {
 	t := c.next
 	c.next++
-	c.ring[t%uint64(len(c.ring))] = entry{stream: stream, pos: pos}
+	c.ring[t%uint64(len(c.ring))] = entry{stream: stream, pos: pos, ack: c.own[stream]}
 	return t
 }
 
@@ -259,7 +267,9 @@ func (c *Core) pop() {
 		if !e.done {
 			return
 		}
-		c.acks[e.stream] = e.pos
+		if e.ack {
+			c.acks[e.stream] = e.pos
+		}
 		c.head++
 	}
 }

@@ -175,6 +175,26 @@ func TestAcksInOrder(t *testing.T) {
 	}
 }
 
+// TestGapOfAnotherStream: a gap of a stream the source neither started
+// nor delivered a message of (a log delivers a gap marker as the gap of
+// the stream it stands for) is written, and not acknowledged: the source
+// has nothing to acknowledge for it.
+func TestGapOfAnotherStream(t *testing.T) {
+	c := newCore(t, 0)
+	tk, ws := feed(t, c, startEv(part0, 1), msg(part0, 1), gapEv(feedA, 5, 9, transport.GapSourceDown), msg(part0, 3))
+	if len(ws) != 3 || !ws[1].marker || ws[1].gap.Stream != feedA {
+		t.Fatalf("wrote %+v", ws)
+	}
+	for _, k := range tk {
+		if err := c.Done(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := acks(c); !slices.Equal(got, []Ack{{part0, 3}}) {
+		t.Errorf("acks %v, want only part0's", got)
+	}
+}
+
 func TestFullAtMaxInFlight(t *testing.T) {
 	c := newCore(t, 3)
 	tk, _ := feed(t, c, msg(feedA, 1), msg(feedA, 2), msg(feedA, 3))

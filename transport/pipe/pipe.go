@@ -86,7 +86,6 @@ type Pipe struct {
 	acked       uint64
 	room        chan struct{} // signalled when events retire or a failure is recorded
 	acks        chan struct{} // signalled when acknowledgements are ready
-	writes      []Write
 }
 
 // New returns a Pipe from from to to. It acknowledges from when from is
