@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,49 @@ func TestHelpURLs(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("help urls lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestPipeLogdToLogd: a pipe from a consumer group of one topic into
+// another copies every record once, with its origin, acknowledging what
+// the destination accepted: run again, it finds nothing left to copy.
+func TestPipeLogdToLogd(t *testing.T) {
+	addr := startTestLogd(t)
+	src, dst := "logd://"+addr+"/src", "logd://"+addr+"/dst"
+	var in strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&in, "job %d\n", i)
+	}
+	if code, _, errOut := runCLI(t, in.String(), "pub", src, "--topic", "src"); code != exitOK {
+		t.Fatalf("pub: exit %d:\n%s", code, errOut)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errOut := newSyncBuffer("")
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"pipe", src + "?group=mirror", dst}, stdio{in: strings.NewReader(""), out: io.Discard, err: errOut})
+	}()
+	waitWritten(t, addr, "dst", 499) // the last record's origin offset
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("pipe: exit %d:\n%s", code, errOut)
+	}
+	for _, w := range []string{"acknowledged once", "forwarded 500 messages, 0 gap markers", "500 accepted, 0 in flight"} {
+		if !strings.Contains(errOut.String(), w) {
+			t.Errorf("pipe stderr lacks %q:\n%s", w, errOut)
+		}
+	}
+	recs := readTopic(t, addr, "dst")
+	if len(recs) != 500 {
+		t.Fatalf("%d records copied, want 500", len(recs))
+	}
+	for i, r := range recs {
+		if r.marker || r.seq != uint64(i) {
+			t.Fatalf("record %d: %+v, want origin offset %d", i, r, i)
+		}
+	}
+	code, _, again := runCLI(t, "", "pipe", src+"?group=mirror", dst, "--duration", "1s")
+	if code != exitOK || !strings.Contains(again, "forwarded 0 messages") {
+		t.Errorf("the pipe run again: exit %d:\n%s", code, again)
 	}
 }
