@@ -110,7 +110,7 @@ func TestPubSubMcastURL(t *testing.T) {
 		t.Fatalf("sub did not start:\n%s", errOut)
 	}
 	pubCode, _, pubErr := runCLI(t, "one\ntwo\n", "pub", url, "--topic", "t")
-	if pubCode != exitOK || !strings.Contains(pubErr, "publishing to "+url+" from 127.0.0.1:") || !strings.Contains(pubErr, "published 2 messages in 1 datagrams") {
+	if pubCode != exitOK || !strings.Contains(pubErr, "publishing to "+url+" from 127.0.0.1:") || !strings.Contains(pubErr, "published 2 messages in ") {
 		t.Fatalf("pub exit %d:\n%s", pubCode, pubErr)
 	}
 	if c := waitExit(t, code, errOut); c != exitOK || out.String() != "1 t one\n2 t two\n" {
