@@ -180,3 +180,10 @@ func committed(t testing.TB, addr, group, topic string, p int32) int64 {
 var groupOpts = []kgo.Opt{kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(50 * time.Millisecond), kgo.RebalanceTimeout(5 * time.Second)}
 
 func fastGroups(c *logd.Config) { c.MinSessionTimeout = 100 * time.Millisecond }
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
