@@ -103,7 +103,7 @@ func (p *Prometheus) naming(kind promKind, key string) *promNaming {
 			n.buckets = n.buckets[:k-1] // the +Inf bucket is always there
 		}
 	}
-	n.labels = finishLabels(labels, n.typ)
+	n.labels = finishLabels(labels)
 	n.labelStr = renderLabels(n.labels)
 	return n
 }
@@ -152,13 +152,14 @@ func mergeLabels(tags []promLabel, mapped map[string]string, honor bool) []promL
 }
 
 // finishLabels renames the label names the exposition reserves ("__"
-// prefixes; le on histograms and quantile on summaries) to "tag_...",
-// drops empty values and repeated names (the first kept), and sorts.
-func finishLabels(ls []promLabel, typ string) []promLabel {
+// prefixes, le and quantile, which promtool refuses on any family) to
+// "tag_...", drops empty values and repeated names (the first kept),
+// and sorts.
+func finishLabels(ls []promLabel) []promLabel {
 	out := ls[:0]
 	seen := make(map[string]bool, len(ls))
 	for _, l := range ls {
-		if strings.HasPrefix(l.name, "__") || l.name == "le" && typ == promHistogram || l.name == "quantile" && typ == promSummary {
+		if strings.HasPrefix(l.name, "__") || l.name == "le" || l.name == "quantile" {
 			l.name = "tag_" + l.name
 		}
 		if l.value == "" || seen[l.name] {

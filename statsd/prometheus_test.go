@@ -172,7 +172,7 @@ func TestPrometheusExposition(t *testing.T) {
 		{"_9bad_name_x_total", nil, 1},
 		// a.b and a-b are one series: counters add up.
 		{"a_b_total", nil, 6},
-		{"weird_total", map[string]string{"tag___name__": "x", "quantile": "y", "bare": "true", "le": "z"}, 1},
+		{"weird_total", map[string]string{"tag___name__": "x", "tag_quantile": "y", "bare": "true", "tag_le": "z"}, 1},
 		{"statsd_packets_received_total", nil, 4},
 		{"statsd_server_keys", map[string]string{"type": "counter"}, 9}, // with Etsy's 3 own
 		{"statsd_server_keys", map[string]string{"type": "timer"}, 2},

@@ -39,7 +39,7 @@ func interopTool(t *testing.T, name, pkg string) string {
 }
 
 // metricsPeers are a statsd command serving Prometheus' /metrics (1 s
-// flushes, at most 4 keys, the mapping file of statsd_exporter's
+// flushes, at most maxKeys keys, a mapping from statsd_exporter's
 // documentation, buckets 0.1 … 1 s) and a logd command serving its
 // /metrics, both in this process.
 type metricsPeers struct {
@@ -47,7 +47,7 @@ type metricsPeers struct {
 	logdKafka, logdMetrics   string
 }
 
-func startMetricsPeers(t *testing.T, ctx context.Context) *metricsPeers {
+func startMetricsPeers(t *testing.T, ctx context.Context, maxKeys int) *metricsPeers {
 	t.Helper()
 	mapping := filepath.Join(t.TempDir(), "mapping.yml")
 	if err := os.WriteFile(mapping, []byte(`mappings:
@@ -62,7 +62,7 @@ func startMetricsPeers(t *testing.T, ctx context.Context) *metricsPeers {
 		t.Fatal(err)
 	}
 	_, errOut, done := startStatsd(t, ctx, "--udp", "127.0.0.1:0", "--prometheus", "127.0.0.1:0", "--flush-interval", "1s",
-		"--max-keys", "4", "--evict-idle-flushes", "-1", "--mapping-config", mapping,
+		"--max-keys", strconv.Itoa(maxKeys), "--evict-idle-flushes", "-1", "--mapping-config", mapping,
 		"--prometheus-buckets", "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1")
 	t.Cleanup(func() {
 		if err := <-done; err != nil {
@@ -177,15 +177,21 @@ func TestPromtoolPages(t *testing.T) {
 	interopTool(t, "promtool", "prometheus")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p := startMetricsPeers(t, ctx)
+	p := startMetricsPeers(t, ctx, 1000)
 	t.Cleanup(cancel) // runs before the peers' cleanups wait for them
 	groupLag(t, ctx, p.logdKafka, "orders", "billing", 5, 3)
-	p.send(t, "rt:250|ms\nreq:1|c|#env:prod,flag", "t5:10|ms\nt5_count:3|g\nt5:4|g\ndup.x:1|c\ndup_x:2|c\nfoo:1|c\nfoo_total:7|g\ne:2|c|#env:")
+	// Collisions: t5_count and t5_bucket with the histogram t5, the
+	// gauge u5 with the timer u5, dup.x with dup_x, foo_total with
+	// foo_total, h5_bucket with the histogram h5, the set s5 with the
+	// gauge s5, a key with the server's own name: 7 left out, 1 merged.
+	p.send(t, "rt:250|ms\nreq:1|c|#env:prod,flag\nweird:1|c|#__name__:x,quantile:y,le:z",
+		"t5:10|ms\nt5_count:3|g\nt5_bucket:2|g\nu5:10|ms\nu5:4|g\ndup.x:1|c\ndup_x:2|c\nfoo:1|c\nfoo_total:7|g\ne:2|c|#env:",
+		"h5:1|h\nh5_bucket:1|g\ns5:1|s\ns5:2|g\nstatsd.server.kernel_drops:5|c")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		page := scrapeText(t, p.statsdMetrics)
-		if bytes.Contains(page, []byte(`statsd_server_prometheus_dropped_total{reason="collision"} `)) &&
-			!bytes.Contains(page, []byte(`statsd_server_prometheus_dropped_total{reason="collision"} 0`)) &&
+		if bytes.Contains(page, []byte(`statsd_server_prometheus_dropped_total{reason="collision"} 7`)) &&
+			bytes.Contains(page, []byte(`statsd_server_prometheus_merged_total 1`)) &&
 			bytes.Contains(page, []byte("\nrt_bucket")) {
 			promtool(t, "statsd", page)
 			break
@@ -333,7 +339,7 @@ func TestRealPrometheus(t *testing.T) {
 	interopTool(t, "prometheus", "prometheus")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	peers := startMetricsPeers(t, ctx)
+	peers := startMetricsPeers(t, ctx, 4)
 	t.Cleanup(cancel)
 	prom := startPrometheus(t, map[string]string{"statsd": peers.statsdMetrics, "logd": peers.logdMetrics})
 	groupLag(t, ctx, peers.logdKafka, "orders", "billing", 10, 7)
@@ -358,6 +364,7 @@ func TestRealPrometheus(t *testing.T) {
 	// page's as exported_job (honor_labels: false).
 	prom.waitQuery(t, `dispatcher_events_total{processor="FooProcessor",action="send",outcome="succeeded",exported_job="test_dispatcher"}`,
 		func(s []promSample) bool { return len(s) == 1 && s[0].value == 4 })
+	prom.waitQuery(t, `rt_count{env="prod"}`, func(s []promSample) bool { return len(s) == 1 && s[0].value == 100 })
 	got := prom.waitQuery(t, `histogram_quantile(0.9, rt_bucket{env="prod"})`, func(s []promSample) bool {
 		return len(s) == 1 && !math.IsNaN(s[0].value)
 	})
