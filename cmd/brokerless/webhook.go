@@ -5,6 +5,7 @@ package main
 // named "webhook NAME" plus one line here.
 var webhookCmds = []*command{
 	&webhookListenCmd,
+	&webhookSignCmd,
 }
 
 // webhookAbout is shown above the group's list of subcommands.
