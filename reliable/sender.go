@@ -42,6 +42,7 @@ type Sender struct {
 	maxWire int     // ranges that fit one control datagram
 
 	budgets budgets // per NACK source (budget.go)
+	flow    flow    // receivers waited for (flow.go)
 
 	mtu    int     // MTU less the authentication trailer, if any
 	sealer *sealer // nil without a key
@@ -83,6 +84,7 @@ func NewSender(cfg SenderConfig, now time.Time) (*Sender, error) {
 	}
 	s.ncf = make([]Range, 0, s.maxWire)
 	s.budgets = newBudgets(&s.cfg, now)
+	s.flow = flow{cfg: cfg.Flow, stats: &s.stats}
 	if cfg.Key != nil {
 		s.sealer = newSealer(cfg.Key)
 		s.opener = newOpener(cfg.Key, senderKeys, now)
@@ -143,6 +145,12 @@ func (s *Sender) Publish(now time.Time, m *transport.Message) (uint64, error) {
 		s.stats.Backpressure++
 		return 0, ErrBackpressure
 	}
+	if s.flow.on() && !s.flowRoom(now, len(m.Payload), 2+len(m.Payload)/room) {
+		s.flow.held = true
+		s.stats.FlowHeld++
+		return 0, ErrFlowControl
+	}
+	s.flow.held = false
 	seq := s.next
 	if !s.pack(m, t, meta) {
 		s.stats.Backpressure++
@@ -150,6 +158,30 @@ func (s *Sender) Publish(now time.Time, m *transport.Message) (uint64, error) {
 	}
 	s.stats.Messages++
 	return seq, nil
+}
+
+// flowRoom checks, under flow control, that a message of n payload
+// bytes, taking at most datagrams new datagrams, may go: enough
+// receivers are known; the retransmit window can open those datagrams
+// without evicting one the slowest receiver still needs; and what has
+// been built past its position, with this message, stays within the
+// window of bytes it announced (a message larger than that window goes
+// once the receiver has everything before it).
+func (s *Sender) flowRoom(now time.Time, n, datagrams int) bool {
+	next, window, ok := s.flow.slowest(now)
+	switch {
+	case !ok:
+		return false
+	case next == ^uint64(0):
+		return true // no receiver to wait for
+	case !s.win.canOpen(datagrams, next):
+		return false
+	}
+	ahead := s.win.bytesFrom(next)
+	if s.open != nil {
+		ahead += len(s.open.buf)
+	}
+	return ahead == 0 || ahead+n <= int(window)
 }
 
 // pack writes m as one frame, or as fragments when it does not fit one
@@ -187,6 +219,9 @@ func (s *Sender) openDatagram(t int64) bool {
 	}
 	d.first = s.next
 	d.buf = appendDataHead(d.buf, s.id, s.next, s.win.low(s.next), t)
+	if !s.flow.on() {
+		d.buf[headerLen] |= dataFlagNoFlow
+	}
 	s.open, s.base = d, t
 	return true
 }
@@ -242,6 +277,10 @@ func (s *Sender) Deadline(now time.Time) time.Time {
 		}
 		at = earliest(at, s.bucket.ready(now, size))
 	}
+	if s.flow.held {
+		// A receiver timing out may let the held Publish go on.
+		at = earliest(at, s.flow.expiry())
+	}
 	if s.closed && s.ends == 0 {
 		at = time.Time{}
 	}
@@ -264,6 +303,9 @@ func (s *Sender) NextOutgoing(now time.Time, buf []byte) (n int, to netip.AddrPo
 }
 
 func (s *Sender) nextOutgoing(now time.Time, buf []byte) (n int, to netip.AddrPort, ok bool) {
+	if s.flow.held {
+		s.flow.expire(now) // the Deadline it woke for: Publish may go on
+	}
 	s.flushNcf()
 	if s.control.len() > 0 {
 		return s.control.pop(buf), netip.AddrPort{}, true
