@@ -288,7 +288,7 @@ type ReceiverConfig struct {
 	Key []byte
 	// StatusInterval is how often each stream's publisher is sent a
 	// STATUS (how far this receiver has got, for flow control); one
-	// also goes whenever a quarter of StatusWindow has been taken since
+	// also goes whenever a sixteenth of StatusWindow has been taken since
 	// the last. Negative: never. Default 20 ms.
 	StatusInterval time.Duration
 	// StatusWindow is the bytes of datagrams the receiver says it can

@@ -13,7 +13,12 @@
 // notice for anything that has left its window. What each address that
 // sends NACKs may cost it, in NACKs and in repair bytes, is bounded, so
 // forged NACKs cannot turn it into an amplifier (SenderConfig.
-// SourceNackRate and the fields after it).
+// SourceNackRate and the fields after it). With flow control
+// (SenderConfig.Flow, flow.go), it never lets its window pass the
+// slowest receiver that reports with STATUS, nor sends further past
+// that receiver than its announced window: Publish is held instead
+// (ErrFlowControl), and a receiver silent for ReceiverTimeout is no
+// longer waited for.
 //
 // A [Receiver] detects gaps, waits a randomized back-off (RFC 5401) and
 // NACKs them as ranges, holds back when an NCF or the repair arrives
@@ -153,7 +158,7 @@
 //	18     count × (from u64, to u64), inclusive, ascending, disjoint
 //
 // STATUS (receiver → publisher, unicast to the address DATA came from,
-// every ReceiverConfig.StatusInterval and whenever a quarter of its
+// every ReceiverConfig.StatusInterval and whenever a sixteenth of its
 // window has been consumed, as Aeron's status messages) says how far
 // the receiver has got, for a publisher with flow control:
 //

@@ -93,10 +93,18 @@ type flowReceiver struct {
 
 // flow is a Sender's flow control state: the receivers it waits for.
 type flow struct {
-	cfg   FlowConfig
-	rcv   []flowReceiver // at most cfg.MaxReceivers
-	held  bool           // the last Publish was held: Deadline wakes for expiries
-	stats *SenderStats
+	cfg      FlowConfig
+	rcv      []flowReceiver // at most cfg.MaxReceivers
+	held     bool           // the last Publish was held: Deadline wakes for expiries
+	sendHeld bool           // the next unsent datagram waits for the slowest receiver
+	stats    *SenderStats
+
+	// slowest's answer, valid until a STATUS or an expiry changes it.
+	cached  bool
+	cNext   uint64
+	cWindow uint32
+	cOK     bool
+	cUntil  time.Time // the next expiry
 }
 
 func (f *flow) on() bool { return f.cfg.Mode != FlowNone }
@@ -108,6 +116,7 @@ func (f *flow) status(now time.Time, from netip.AddrPort, st Status, sentNext ui
 		return
 	}
 	next := min(st.Next, sentNext)
+	f.cached = false
 	for i := range f.rcv {
 		if r := &f.rcv[i]; r.id == st.Receiver {
 			// Positions only move forward: a STATUS overtaken by a later
@@ -135,6 +144,9 @@ func (f *flow) expire(now time.Time) {
 			f.stats.FlowTimeouts++
 		}
 	}
+	if len(kept) < len(f.rcv) {
+		f.cached = false
+	}
 	clear(f.rcv[len(kept):])
 	f.rcv = kept
 }
@@ -143,15 +155,19 @@ func (f *flow) expire(now time.Time) {
 // receivers waited for; ok is false when there are fewer than
 // MinReceivers (then nothing may be published).
 func (f *flow) slowest(now time.Time) (next uint64, window uint32, ok bool) {
-	f.expire(now)
-	if len(f.rcv) < f.cfg.MinReceivers {
-		return 0, 0, false
+	if f.cached && (f.cUntil.IsZero() || now.Before(f.cUntil)) {
+		return f.cNext, f.cWindow, f.cOK
 	}
-	next, window = ^uint64(0), ^uint32(0)
+	f.expire(now)
+	next, window, ok = ^uint64(0), ^uint32(0), len(f.rcv) >= f.cfg.MinReceivers
 	for _, r := range f.rcv {
 		next, window = min(next, r.next), min(window, r.window)
 	}
-	return next, window, true
+	if !ok {
+		next, window = 0, 0
+	}
+	f.cached, f.cNext, f.cWindow, f.cOK, f.cUntil = true, next, window, ok, f.expiry()
+	return next, window, ok
 }
 
 // expiry is when the next receiver times out, zero with none.

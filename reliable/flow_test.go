@@ -114,9 +114,10 @@ func TestFlowReceiversBounded(t *testing.T) {
 	}
 }
 
-// TestFlowReceiverWindow: the publisher builds no more than the window
-// a receiver announced past its position, and goes on as the receiver's
-// STATUS moves.
+// TestFlowReceiverWindow: the publisher sends no more than the window
+// a receiver announced past its position (the rest waits in its queue,
+// and Publish is held once the queue is full), and sends on as the
+// receiver's STATUS moves.
 func TestFlowReceiverWindow(t *testing.T) {
 	s, err := NewSender(SenderConfig{Session: 1, Flow: FlowConfig{Mode: FlowMin}}, simEpoch)
 	if err != nil {
@@ -130,33 +131,44 @@ func TestFlowReceiverWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	status(1)
 	buf := make([]byte, DefaultMTU)
-	built := 0
-	publish := func() (n int) {
+	send := func() (sent int) {
 		for {
-			m := transport.Message{Payload: make([]byte, 100)}
-			if _, err := s.Publish(simEpoch, &m); errors.Is(err, ErrFlowControl) {
-				return n
-			} else if err != nil {
-				t.Fatal(err)
+			l, _, ok := s.NextOutgoing(simEpoch, buf)
+			if !ok {
+				return sent
 			}
-			n++
-			for {
-				l, _, ok := s.NextOutgoing(simEpoch, buf)
-				if !ok {
-					break
-				}
-				built += l
+			sent += l
+		}
+	}
+	status(1)
+	published := 0
+	for {
+		m := transport.Message{Payload: make([]byte, 100)}
+		if _, err := s.Publish(simEpoch, &m); errors.Is(err, ErrFlowControl) {
+			break
+		} else if err != nil {
+			t.Fatalf("after %d messages: %v", published, err)
+		}
+		published++
+		if sent := send(); sent > 0 && s.SentNext() > 1 {
+			if total := s.Stats().Bytes; total > window {
+				t.Fatalf("%d bytes sent past the receiver's position, window %d", total, window)
 			}
 		}
 	}
-	first := publish()
-	if built > window || built < window-2*DefaultMTU {
-		t.Fatalf("%d bytes built past the receiver's position, window %d", built, window)
+	if first := s.Stats().Bytes; first < window-DefaultMTU || first > window {
+		t.Fatalf("%d bytes sent before the receiver reported, window %d", first, window)
 	}
-	status(s.NextSeq()) // the receiver has everything
-	if more := publish(); more < first/2 {
-		t.Fatalf("after the receiver caught up, %d more messages (first %d)", more, first)
+	if !s.Deadline(simEpoch).After(simEpoch) {
+		t.Fatal("held data is due at once: the send loop would spin")
+	}
+	before := s.Stats().Bytes
+	status(s.SentNext()) // the receiver has everything sent
+	if more := send(); more < window-DefaultMTU || more > window {
+		t.Fatalf("after the receiver caught up, %d more bytes sent, want about the window, %d", more, window)
+	}
+	if s.Stats().Bytes == before {
+		t.Fatal("nothing more sent")
 	}
 }

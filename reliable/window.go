@@ -87,11 +87,12 @@ func (w *window) canOpen(k int, keep uint64) bool {
 	return true
 }
 
-// bytesFrom is the bytes of the closed datagrams (sent or not) from the
-// one holding seq on: what a receiver that needs seq next has yet to
-// take. All of them when seq is older than the window.
-func (w *window) bytesFrom(seq uint64) int {
-	lo, hi := 0, w.n
+// sentFrom is the bytes of the sent datagrams from the one holding seq
+// on: what a receiver that needs seq next has yet to take. All of them
+// when seq is older than the window.
+func (w *window) sentFrom(seq uint64) int {
+	sent := w.n - w.unsent
+	lo, hi := 0, sent
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if w.at(mid).last() < seq {
@@ -100,11 +101,11 @@ func (w *window) bytesFrom(seq uint64) int {
 			hi = mid
 		}
 	}
-	if lo == w.n {
+	if lo == sent {
 		return 0
 	}
 	d := w.at(lo)
-	return w.total - (d.total - len(d.buf))
+	return w.at(sent-1).total - (d.total - len(d.buf))
 }
 
 // takeUnsent returns the oldest unsent datagram and marks it sent.
