@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -65,6 +66,7 @@ type conn struct {
 	replies    chan reply
 	writerDone chan struct{}
 	writeErr   error
+	unwritten  atomic.Int32 // answers handed to the writer and not yet written
 }
 
 // connPipeline bounds the answers of one connection waiting to be
@@ -96,6 +98,20 @@ func (s *Server) serveConn(nc net.Conn, ip string, accepted time.Time) {
 	for {
 		req, err := cn.readRequest()
 		if err != nil {
+			var slow *slowError
+			if isTimeout(err) && !errors.As(err, &slow) && cn.unwritten.Load() > 0 {
+				// No request, but an answer is still being written: the
+				// connection is busy, not idle; the write has its own
+				// deadline.
+				continue
+			}
+			select {
+			case <-cn.writerDone:
+				if cn.writeErr != nil {
+					err = cn.writeErr // why the writer closed the socket
+				}
+			default:
+			}
 			cn.ended(err)
 			return
 		}
@@ -267,6 +283,9 @@ type reply struct {
 // send hands r to the writer, waiting while connPipeline answers are
 // already waiting; it fails once the writer has stopped.
 func (cn *conn) send(r reply) error {
+	if r.barrier == nil {
+		cn.unwritten.Add(1)
+	}
 	select {
 	case cn.replies <- r:
 		return nil
@@ -305,6 +324,7 @@ func (cn *conn) writeReplies() {
 		}
 		_ = cn.nc.SetWriteDeadline(time.Now().Add(cn.s.cfg.IdleTimeout))
 		_, err := cn.nc.Write(out)
+		cn.unwritten.Add(-1)
 		cn.s.bufs.put(out)
 		if err != nil {
 			cn.writeErr = &writeError{err}
