@@ -67,6 +67,7 @@ type conn struct {
 	writerDone chan struct{}
 	writeErr   error
 	unwritten  atomic.Int32 // answers handed to the writer and not yet written
+	writesDone bool         // replies is closed (finishWrites)
 }
 
 // connPipeline bounds the answers of one connection waiting to be
@@ -105,12 +106,12 @@ func (s *Server) serveConn(nc net.Conn, ip string, accepted time.Time) {
 				// deadline.
 				continue
 			}
-			select {
-			case <-cn.writerDone:
-				if cn.writeErr != nil {
-					err = cn.writeErr // why the writer closed the socket
-				}
-			default:
+			// Let the writer finish (each answer bounded by its own
+			// deadline), so that a connection the writer closed ends
+			// with the write's error.
+			cn.finishWrites()
+			if cn.writeErr != nil {
+				err = cn.writeErr
 			}
 			cn.ended(err)
 			return
@@ -308,6 +309,16 @@ func (cn *conn) flush() error {
 	}
 }
 
+// finishWrites stops handing answers to the writer and waits until it
+// has written those it has, or failed. Called again, it returns at once.
+func (cn *conn) finishWrites() {
+	if !cn.writesDone {
+		cn.writesDone = true
+		close(cn.replies)
+	}
+	<-cn.writerDone
+}
+
 // writeReplies writes the answers in order until the reader closes
 // replies or a write fails; a failed write closes the socket, which
 // stops the reader too.
@@ -324,8 +335,10 @@ func (cn *conn) writeReplies() {
 		}
 		_ = cn.nc.SetWriteDeadline(time.Now().Add(cn.s.cfg.IdleTimeout))
 		_, err := cn.nc.Write(out)
-		cn.unwritten.Add(-1)
 		cn.s.bufs.put(out)
+		if err == nil {
+			cn.unwritten.Add(-1) // on failure it stays: the reader waits for writerDone
+		}
 		if err != nil {
 			cn.writeErr = &writeError{err}
 			cn.nc.Close()
@@ -349,8 +362,7 @@ func sizeOf(n int) int {
 // deadline and the write deadline), releases what the connection holds
 // and closes its socket.
 func (cn *conn) close() {
-	close(cn.replies)
-	<-cn.writerDone
+	cn.finishWrites()
 	cn.releaseFrame()
 	if cn.cl.fetch != nil {
 		cn.s.bufs.put(cn.cl.fetch)
