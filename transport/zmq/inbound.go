@@ -36,9 +36,6 @@ var errTooManySubscriptions = errors.New("zmq: more subscriptions than the conne
 
 func newInbound(subscribe []string) *inbound {
 	in := &inbound{subs: map[string]int{}}
-	if len(subscribe) == 0 {
-		subscribe = []string{""}
-	}
 	for _, s := range subscribe {
 		in.subs[s]++
 	}

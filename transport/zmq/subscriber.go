@@ -60,7 +60,11 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 	if cfg.Loss+cfg.Duplicate+cfg.Reorder > 0 {
 		s.faults = &faults{rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), loss: cfg.Loss, dup: cfg.Duplicate, reorder: cfg.Reorder}
 	}
-	s.in = newInbound(cfg.Subscribe)
+	subs := cfg.Subscribe
+	if len(subs) == 0 {
+		subs = []string{""}
+	}
+	s.in = newInbound(subs)
 	s.in.sink = s.sink
 	sc := cfg.socketConfig()
 	sc.typ = zmq4.Sub
