@@ -1,6 +1,7 @@
 package zmq
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -87,6 +88,9 @@ type Config struct {
 	// Linger is how long Close waits for queued messages to be written.
 	Linger time.Duration
 
+	// Credit is how many tasks a Worker holds at once (default 1).
+	Credit int
+
 	// Subscribe lists a subscriber's topic prefixes; none subscribes to
 	// every topic.
 	Subscribe []string
@@ -137,6 +141,7 @@ func (c *Config) setDefaults() {
 		c.Feed = DefaultFeed
 	}
 	def(&c.PackBytes, DefaultPackBytes)
+	def(&c.Credit, 1)
 	def(&c.SubscriberQueue, DefaultSubscriberQueue)
 	def(&c.SubscriberQueueBytes, DefaultSubscriberQueueBytes)
 	def(&c.SendQueueBytes, DefaultSendQueueBytes)
@@ -175,11 +180,14 @@ func (c *Config) validate() error {
 		{"MaxTopics", c.MaxTopics}, {"ReceiveQueue", c.ReceiveQueue},
 		{"ReceiveQueueBytes", c.ReceiveQueueBytes}, {"MaxStreams", c.MaxStreams},
 		{"MaxMessageBytes", c.MaxMessageBytes}, {"MaxPeers", c.MaxPeers},
-		{"MaxSubscriptions", c.MaxSubscriptions},
+		{"MaxSubscriptions", c.MaxSubscriptions}, {"Credit", c.Credit},
 	} {
 		if f.v < 0 {
 			return badConfig(f.name, f.v, "must be > 0")
 		}
+	}
+	if c.Credit > MaxCredit {
+		return badConfig("Credit", c.Credit, fmt.Sprintf("must be at most %d", MaxCredit))
 	}
 	if c.MaxMessageBytes < headerFixed+64 {
 		return badConfig("MaxMessageBytes", c.MaxMessageBytes, "must be at least 96")

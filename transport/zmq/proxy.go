@@ -93,9 +93,9 @@ func (p *Proxy) forward(_ *inConn, frames [][]byte) error {
 	for _, f := range frames {
 		size += len(f)
 	}
-	p.fan.offer(zmsg{frames: frames, size: size, msgs: 1}, frames[0])
 	p.forwarded.Add(1)
 	p.forwardedBytes.Add(uint64(size))
+	p.fan.offer(zmsg{frames: frames, size: size, msgs: 1}, frames[0])
 	return nil
 }
 

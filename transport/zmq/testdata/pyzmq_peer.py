@@ -12,8 +12,9 @@ prints JSON lines on stdout; the Go test reads them.
     forward XSUB XPUB          a publisher (XPUB) behind a proxy and a SUB in
                                front of it: a subscription made after
                                start-up must reach the publisher
-    worker ENDPOINT NAME       a load-balancing worker (REQ): ready, then for
-                               each task print it and answer done + header
+    worker ENDPOINT NAME DELAY a load-balancing worker (REQ): ready, then for
+                               each task print it, take DELAY seconds and
+                               answer done + header
 """
 
 import json
@@ -123,14 +124,16 @@ def forward(xsub_ep, xpub_ep):
     ctx.term()
 
 
-def worker(endpoint, name):
+def worker(endpoint, name, delay):
     ctx = zmq.Context()
     s = ctx.socket(zmq.REQ)
     s.connect(endpoint)
     s.send_multipart([b"ready"])
     while True:
-        hdr, payload = s.recv_multipart()
-        out(worker=name, task=payload.decode())
+        topic, hdr, payload = s.recv_multipart()
+        kind, feed, session, seq = header(hdr)
+        out(worker=name, seq=seq, task=payload.decode())
+        time.sleep(delay)
         s.send_multipart([b"done", hdr])
 
 
@@ -143,7 +146,7 @@ def main():
     elif mode == "forward":
         forward(args[0], args[1])
     elif mode == "worker":
-        worker(args[0], args[1])
+        worker(args[0], args[1], float(args[2]))
     else:
         raise SystemExit("unknown mode " + mode)
 
