@@ -146,8 +146,8 @@ func (f *fanout) offer(m zmsg, topic []byte) {
 		if !s.matches(topic) {
 			return
 		}
-		if p.out.tryPut(m) {
-			return
+		if p.out.tryPut(m) || p.out.isClosed() {
+			return // a peer that is closing counts nothing more
 		}
 		s.dropped.Add(uint64(m.msgs))
 		f.stats.dropped.Add(uint64(m.msgs))

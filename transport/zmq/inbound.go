@@ -48,7 +48,9 @@ func subscription(add bool, prefix string) zmsg {
 		b[0] = 1
 	}
 	copy(b[1:], prefix)
-	return zmsg{frames: [][]byte{b}, size: len(b)}
+	m := zmsg{frames: [][]byte{b}}
+	m.size = memCost(m.frames)
+	return m
 }
 
 func (in *inbound) attach(p *peer) error {

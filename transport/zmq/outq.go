@@ -6,12 +6,24 @@ import "sync"
 // changes once queued (the same frames are queued for every subscriber).
 type zmsg struct {
 	frames [][]byte
-	size   int
+	// size is what it costs in memory, as memCost counts it.
+	size int
 	// msgs is the number of transport messages it carries (a pack's
 	// count; 0 for a heartbeat or a subscription).
 	msgs int
 	// mark orders a publisher's messages, for Flush.
 	mark uint64
+}
+
+// memCost is what a message of frames costs in memory: its bytes, and
+// the slice headers and queue entry around them, so that byte bounds
+// bound the memory held (a 64-byte payload costs about twice that).
+func memCost(frames [][]byte) int {
+	n := 64 + 24*len(frames)
+	for _, f := range frames {
+		n += len(f)
+	}
+	return n
 }
 
 // outq is a peer's bounded outbound queue, by count and by bytes. What
@@ -93,6 +105,13 @@ func (q *outq) lastQueued() uint64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.queued
+}
+
+// isClosed reports whether close was called.
+func (q *outq) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
 }
 
 // close refuses further messages and drops what is queued.

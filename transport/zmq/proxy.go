@@ -89,12 +89,9 @@ func NewProxy(ctx context.Context, cfg ProxyConfig) (*Proxy, error) {
 
 // forward hands a publisher's message to the subscribers.
 func (p *Proxy) forward(_ *inConn, frames [][]byte) error {
-	size := 0
-	for _, f := range frames {
-		size += len(f)
-	}
+	size := memCost(frames)
 	p.forwarded.Add(1)
-	p.forwardedBytes.Add(uint64(size))
+	p.forwardedBytes.Add(uint64(size - 64 - 24*len(frames)))
 	p.fan.offer(zmsg{frames: frames, size: size, msgs: 1}, frames[0])
 	return nil
 }

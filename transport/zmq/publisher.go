@@ -262,7 +262,8 @@ func (p *Publisher) single(st *pubStream, seq uint64, ns int64, m *transport.Mes
 	buf = appendHeader(buf, &h)
 	n := len(buf)
 	buf = append(buf, m.Payload...)
-	return zmsg{frames: [][]byte{st.topic, buf[:n:n], buf[n:]}, size: len(st.topic) + len(buf), msgs: 1}
+	frames := [][]byte{st.topic, buf[:n:n], buf[n:]}
+	return zmsg{frames: frames, size: memCost(frames), msgs: 1}
 }
 
 // appendPack adds a message to the open pack, first closing it if it is
@@ -292,7 +293,8 @@ func (p *Publisher) closeOpen() {
 	p.open = nil
 	h := header{kind: kindPacked, feed: p.cfg.Feed, session: o.st.session, seq: o.first, time: o.base, count: o.count}
 	hdr := appendHeader(make([]byte, 0, headerFixed+10), &h)
-	m := zmsg{frames: [][]byte{o.st.topic, hdr, o.body}, size: len(o.st.topic) + len(hdr) + len(o.body), msgs: int(o.count)}
+	frames := [][]byte{o.st.topic, hdr, o.body}
+	m := zmsg{frames: frames, size: memCost(frames), msgs: int(o.count)}
 	p.enqueue(m, o.st, o.cost, o.receipts)
 }
 
@@ -310,7 +312,8 @@ func (p *Publisher) enqueueMark(st *pubStream, k kind) {
 	}
 	h := header{kind: k, feed: p.cfg.Feed, session: st.session, seq: st.next, time: time.Now().UnixNano()}
 	hdr := appendHeader(nil, &h)
-	p.enqueue(zmsg{frames: [][]byte{st.topic, hdr}, size: len(st.topic) + len(hdr)}, st, 0, nil)
+	frames := [][]byte{st.topic, hdr}
+	p.enqueue(zmsg{frames: frames, size: memCost(frames)}, st, 0, nil)
 
 }
 

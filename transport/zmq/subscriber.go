@@ -82,11 +82,7 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 // sink queues a message a publisher sent; the connection's reader waits
 // while the queue is full.
 func (s *Subscriber) sink(c *inConn, frames [][]byte) error {
-	size := 0
-	for _, f := range frames {
-		size += len(f)
-	}
-	if !s.q.put(inItem{frames: frames, size: size, conn: c}, c.closed) {
+	if !s.q.put(inItem{frames: frames, size: memCost(frames), conn: c}, c.closed) {
 		return errClosedSocket
 	}
 	return nil
