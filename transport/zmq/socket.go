@@ -293,6 +293,21 @@ func (s *socket) waitPeers(ctx context.Context, n int) error {
 	}
 }
 
+// waitPeersBelow waits until the socket has fewer than n peers.
+func (s *socket) waitPeersBelow(ctx context.Context, n int) error {
+	for {
+		ch := s.peersChanged.wait()
+		if s.numPeers() < n {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // close closes every listener and connection and waits for every
 // goroutine of the socket to return.
 func (s *socket) close() {

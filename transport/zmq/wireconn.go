@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"slices"
+
+	"github.com/go-zeromq/zmq4"
 )
 
 // ZMTP 3 framing, as far as wireConn needs it (rfc.zeromq.org/spec/23).
@@ -185,8 +188,9 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 }
 
 // checkHandshake checks the peer's handshake command: a READY's
-// metadata must be well formed, as zmq4 reads it without checking
-// (a truncated property makes it panic).
+// metadata must be well formed and name a socket type zmq4 knows, as
+// zmq4 reads it without checking (a truncated property, or a missing or
+// unknown Socket-Type, makes it panic).
 func checkHandshake(body []byte) error {
 	if len(body) == 0 || int(body[0]) > len(body)-1 {
 		return fmt.Errorf("%w: handshake command without a name", ErrBadFrame)
@@ -195,19 +199,40 @@ func checkHandshake(body []byte) error {
 	if name != "READY" {
 		return nil
 	}
+	typ := ""
 	for len(props) > 0 {
 		k := int(props[0])
 		if k == 0 || len(props) < 1+k+4 {
 			return fmt.Errorf("%w: READY property truncated", ErrBadFrame)
 		}
+		key := string(props[1 : 1+k])
 		v := binary.BigEndian.Uint32(props[1+k:])
 		props = props[1+k+4:]
 		if uint64(v) > uint64(len(props)) {
 			return fmt.Errorf("%w: READY property value truncated", ErrBadFrame)
 		}
+		if isSocketTypeKey(key) {
+			typ = string(props[:v])
+		}
 		props = props[v:]
 	}
+	if !slices.Contains(socketTypes, zmq4.SocketType(typ)) {
+		return fmt.Errorf("%w: READY names socket type %q", ErrBadFrame, typ)
+	}
 	return nil
+}
+
+// isSocketTypeKey reports whether zmq4 reads key as "Socket-Type": it
+// upper-cases the first letter of each word and keeps the rest.
+func isSocketTypeKey(key string) bool {
+	return len(key) == 11 && (key[0] == 's' || key[0] == 'S') && key[1:7] == "ocket-" &&
+		(key[7] == 't' || key[7] == 'T') && key[8:] == "ype"
+}
+
+// socketTypes are the socket types zmq4 knows.
+var socketTypes = []zmq4.SocketType{
+	zmq4.Pair, zmq4.Pub, zmq4.Sub, zmq4.Req, zmq4.Rep, zmq4.Dealer, zmq4.Router,
+	zmq4.Pull, zmq4.Push, zmq4.XPub, zmq4.XSub,
 }
 
 // ping hands a PING's context (after its 2-byte TTL) to onPing and
