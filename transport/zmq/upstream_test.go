@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,7 +97,12 @@ func TestUpstreamSharedPubQueue(t *testing.T) {
 		pub.Send(zmq4.NewMsgFrom([]byte("t"), payload))
 		time.Sleep(time.Millisecond) // pacing, not waiting for an event
 	}
-	stalled := stalledSubscriber(t, ep)
+	// The stalled subscriber takes topic "t" only (the fast one takes
+	// everything), so that its subscription is seen in place.
+	stalled := stalledSubscriberOf(t, ep, "t")
+	for !slices.Contains(pub.(zmq4.Topics).Topics(), "t") {
+		time.Sleep(time.Millisecond) // zmq4 says nothing when a subscription arrives
+	}
 	// 200 more messages of 64 KiB (12.8 MB) cannot all fit in the
 	// stalled subscriber's socket buffers.
 	base := got.Load()
@@ -110,6 +117,33 @@ func TestUpstreamSharedPubQueue(t *testing.T) {
 	stalled.Close() // frees the writer
 	upstreamLimit(t, n < 200, "#151",
 		fmt.Sprintf("with one subscriber stalled, the fast one received %d of %d messages of 64 KiB sent in 3 s", n, sent))
+}
+
+// stalledSubscriberOf is stalledSubscriber subscribed to topic only.
+func stalledSubscriberOf(t *testing.T, ep, topic string) net.Conn {
+	t.Helper()
+	e, err := parseEndpoint(ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return serr
+	}}
+	c, err := d.Dial(e.network, e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	zc, err := zmq4.Open(c, null.Security(), zmq4.Sub, nil, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := zc.SendMsg(zmq4.NewMsg(append([]byte{1}, topic...))); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestUpstreamXPubSubscriptions (#108, #136): a zmq4 XPUB handles its
