@@ -265,7 +265,17 @@ func TestUpstreamRecvDeadline(t *testing.T) {
 // that loses A dials B a second time and never A again. It should
 // redial the endpoint whose connection closed (libzmq redials each
 // connected endpoint, with ZMQ_RECONNECT_IVL backoff).
+//
+// zmq4's reconnect also races: a connection that closes calls
+// scheduleRmConn from its reading goroutine, which calls Dial, which
+// writes the socket's endpoint with no lock; two connections closing at
+// once (as when the socket closes) race on it. The race detector reports
+// that as a failure of whichever test makes zmq4 reconnect, so this one
+// runs in the pass without -race only (CI runs both).
 func TestUpstreamRedialsLastEndpoint(t *testing.T) {
+	if raceEnabled {
+		t.Skip("go-zeromq/zmq4 v0.17.0's reconnect writes socket.ep unlocked from each closing connection's goroutine (scheduleRmConn → Dial): the race detector would report zmq4's race; this test runs without -race")
+	}
 	type accepted struct {
 		who  string
 		conn net.Conn
