@@ -175,3 +175,10 @@ func (h *handler) SendNack(to netip.AddrPort, b []byte) {
 		s.local.NackErrors++
 	}
 }
+
+func (h *handler) SendStatus(to netip.AddrPort, b []byte) {
+	s := (*Subscriber)(h)
+	if _, err := s.ctrl.WriteToUDPAddrPort(b, to); err != nil {
+		s.local.StatusErrors++
+	}
+}
