@@ -46,7 +46,12 @@ head -c 32 /dev/urandom > feed.key
 brokerless mcast pub --group 239.1.2.3:7000 --ticks --key-file feed.key
 
 # Exactly 1000 ticks on feed 7, in datagrams of at most 512 bytes.
-brokerless mcast pub --group 239.1.2.3:7000 --feed 7 --ticks --count 1000 --mtu 512`,
+brokerless mcast pub --group 239.1.2.3:7000 --feed 7 --ticks --count 1000 --mtu 512
+
+# Flow control: never pass the slowest subscriber, and wait for two
+# before the first tick (a subscriber stopped for more than 2 s is no
+# longer waited for).
+brokerless mcast pub --group 239.1.2.3:7000 --ticks --rate 100000 --flow min --flow-min 2`,
 	run: runMcastPub,
 }
 
@@ -56,6 +61,7 @@ type pubOptions struct {
 	ttl     int
 	repairs string
 	mtu     int
+	flow    flowFlags
 }
 
 func runMcastPub(ctx context.Context, inv *invocation) error {
@@ -66,6 +72,7 @@ func runMcastPub(ctx context.Context, inv *invocation) error {
 	o.pub.register(fs)
 	fs.StringVar(&o.repairs, "repairs", "multicast", "send repairs to the whole group (multicast) or only to the subscriber that asked (unicast)")
 	fs.IntVar(&o.mtu, "mtu", reliable.DefaultMTU, "largest datagram in bytes, headers included (256..65507)")
+	o.flow.register(fs)
 	if err := inv.parse(fs); err != nil {
 		return err
 	}
@@ -115,7 +122,7 @@ func (o *pubOptions) config(changed func(string) bool) (multicast.Config, error)
 	}
 	cfg.TTL, cfg.HostOnly = o.ttl, o.ttl == 0
 	cfg.Sender.MTU = o.mtu
-	return cfg, nil
+	return cfg, o.flow.apply(&cfg, changed)
 }
 
 // writePublished prints what a publisher published: a multicast
@@ -137,6 +144,7 @@ func writePubStats(w io.Writer, s multicast.PublisherStats) {
 	if s.Unauthenticated > 0 {
 		fmt.Fprintf(w, ", unauthenticated NACKs dropped %d", s.Unauthenticated)
 	}
+	writeFlowStats(w, s)
 	if s.NacksOverBudget+s.RepairsOverBudget > 0 {
 		fmt.Fprintf(w, ", over their source's budget: NACKs %d, repairs %d", s.NacksOverBudget, s.RepairsOverBudget)
 	}
