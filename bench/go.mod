@@ -8,12 +8,15 @@ require (
 	github.com/DataDog/datadog-go/v5 v5.9.1
 	github.com/brokerless/brokerless v0.0.0-00010101000000-000000000000
 	github.com/cactus/go-statsd-client/v5 v5.1.0
+	github.com/pebbe/zmq4 v1.4.0
 )
 
 require (
 	github.com/Microsoft/go-winio v0.5.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/go-zeromq/goczmq/v4 v4.2.2 // indirect
+	github.com/go-zeromq/zmq4 v0.17.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pandatix/go-abnf v0.5.3 // indirect
 	github.com/prometheus/client_golang v1.24.1 // indirect
@@ -23,6 +26,8 @@ require (
 	github.com/prometheus/statsd_exporter v0.31.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -41,7 +41,10 @@ printf 'hello\nworld\nbye\n' | brokerless pub logd://127.0.0.1:9092/greetings
 brokerless pub 'mcast://239.1.2.3:7000?ttl=0' --ticks --rate 50000 --duration 10s
 
 # 1000 ticks into Kafka, each acknowledged by the leader only.
-brokerless pub 'kafka://10.0.0.5:9092/ticks?acks=leader' --ticks --count 1000`,
+brokerless pub 'kafka://10.0.0.5:9092/ticks?acks=leader' --ticks --count 1000
+
+# Ticks on a ZeroMQ PUB socket bound to port 5556, packed while busy.
+brokerless pub 'zmq+tcp://127.0.0.1:5556?pack=on' --ticks --rate 100000`,
 	run: runPub,
 }
 

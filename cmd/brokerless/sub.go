@@ -49,7 +49,10 @@ brokerless sub logd://127.0.0.1:9092/prices --from 2025-01-02T15:04:05Z --stats
 brokerless sub logd://127.0.0.1:9092/prices --group audit
 
 # A multicast feed, with what is still in the publisher's window.
-brokerless sub 'mcast://239.1.2.3:7000?join=earliest'`,
+brokerless sub 'mcast://239.1.2.3:7000?join=earliest'
+
+# Two topic prefixes of a ZeroMQ publisher (libzmq's or brokerless').
+brokerless sub 'zmq+tcp://127.0.0.1:5556?subscribe=AAPL&subscribe=MSFT'`,
 	run: runSub,
 }
 

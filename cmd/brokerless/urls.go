@@ -10,6 +10,7 @@ import (
 	"github.com/brokerless/brokerless/multicast"
 	"github.com/brokerless/brokerless/transport"
 	_ "github.com/brokerless/brokerless/transport/kafka" // logd:// and kafka://
+	_ "github.com/brokerless/brokerless/transport/zmq"   // zmq+tcp:// and zmq+ipc://
 )
 
 // openURL opens a transport URL. A URL that cannot be used is a mistake

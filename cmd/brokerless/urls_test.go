@@ -28,7 +28,7 @@ func TestBadURLs(t *testing.T) {
 		url  string
 		want string
 	}{
-		{"nope://239.1.2.3:7000", `bad URL "nope://239.1.2.3:7000": unknown scheme "nope" (registered: kafka, logd, mcast)`},
+		{"nope://239.1.2.3:7000", `bad URL "nope://239.1.2.3:7000": unknown scheme "nope" (registered: kafka, logd, mcast, zmq+ipc, zmq+tcp)`},
 		{"239.1.2.3:7000", `bad URL "239.1.2.3:7000": `},
 		{"logd://127.0.0.1:9092/", `bad URL "logd://127.0.0.1:9092/": path "/" must be one topic`},
 		{"logd://127.0.0.1:9092", `bad URL "logd://127.0.0.1:9092": path "" must be one topic`},

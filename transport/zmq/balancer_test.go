@@ -1,0 +1,181 @@
+package zmq
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// startBalancer starts a balancer bound to a free port of 127.0.0.1.
+func startBalancer(t *testing.T) (*Balancer, string) {
+	t.Helper()
+	b, err := NewBalancer(context.Background(), Config{Bind: []string{"tcp://127.0.0.1:0"}, Linger: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, "tcp://" + b.Addrs()[0].(*net.TCPAddr).String()
+}
+
+// receiptLog counts the receipts of a balancer's tasks.
+type receiptLog struct {
+	mu   sync.Mutex
+	done map[uint64]int
+	all  chan struct{}
+	want int
+}
+
+func newReceipts(want int) *receiptLog {
+	return &receiptLog{done: map[uint64]int{}, all: make(chan struct{}), want: want}
+}
+
+func (r *receiptLog) receipt(rc transport.Receipt, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		return
+	}
+	r.done[rc.Seq]++
+	if len(r.done) == r.want {
+		close(r.all)
+	}
+}
+
+// check fails t unless task 1..want were each done exactly once.
+func (r *receiptLog) check(t *testing.T) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for seq := uint64(1); seq <= uint64(r.want); seq++ {
+		if n := r.done[seq]; n != 1 {
+			t.Errorf("task %d done %d times, want once", seq, n)
+		}
+	}
+}
+
+// TestBalancerRoundRobin: with three workers each ready for ten tasks,
+// thirty tasks go to them in turn: each gets ten, every third.
+func TestBalancerRoundRobin(t *testing.T) {
+	ctx := testCtx(t)
+	b, ep := startBalancer(t)
+	var ws []*Worker
+	for range 3 {
+		w, err := NewWorker(ctx, Config{Connect: []string{ep}, Credit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		ws = append(ws, w)
+	}
+	if err := b.WaitReady(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	r := newReceipts(n)
+	for i := range n {
+		if err := b.PublishReceipt(ctx, transport.Message{Payload: []byte(strconv.Itoa(i))}, r.receipt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	residues := map[uint64]int{}
+	for i, w := range ws {
+		var first uint64
+		for k := range n / 3 {
+			m := nextMessage(t, w)
+			if k == 0 {
+				first = m.Seq
+				residues[first%3] = i
+			} else if m.Seq != first+3*uint64(k) {
+				t.Errorf("worker %d: task %d is seq %d, want %d (every third from %d)", i, k, m.Seq, first+3*uint64(k), first)
+			}
+			if err := w.Ack(ctx, m.Stream, m.Seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(residues) != 3 {
+		t.Errorf("workers started at tasks with residues %v: want one each of 0, 1, 2", residues)
+	}
+	<-r.all
+	r.check(t)
+}
+
+// TestBalancerRedelivers: a worker that closes holding a task it did not
+// acknowledge has it handed to another worker; every task is done once.
+func TestBalancerRedelivers(t *testing.T) {
+	ctx := testCtx(t)
+	b, ep := startBalancer(t)
+	quitter, err := NewWorker(ctx, Config{Connect: []string{ep}, Credit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitReady(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	r := newReceipts(n)
+	for i := range n {
+		if err := b.PublishReceipt(ctx, transport.Message{Payload: []byte(strconv.Itoa(i))}, r.receipt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := nextMessage(t, quitter)
+	quitter.Ack(ctx, m.Stream, m.Seq)
+	nextMessage(t, quitter) // taken, never acknowledged
+	quitter.Close()
+	w, err := NewWorker(ctx, Config{Connect: []string{ep}, Credit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for range n - 1 {
+		m := nextMessage(t, w)
+		w.Ack(ctx, m.Stream, m.Seq)
+	}
+	<-r.all
+	r.check(t)
+	if st := b.Stats(); st.Redelivered < 1 || st.Completed != n {
+		t.Errorf("stats %+v: want at least 1 redelivered, %d completed", st, n)
+	}
+}
+
+// TestInteropBalancerPyzmqWorkers: three libzmq REQ workers; one is
+// killed mid-run; every task is done exactly once, and the killed
+// worker's unfinished task by another worker.
+func TestInteropBalancerPyzmqWorkers(t *testing.T) {
+	ctx := testCtx(t)
+	b, ep := startBalancer(t)
+	var py []*pyPeer
+	for i := range 3 {
+		py = append(py, startPy(t, "worker", ep, fmt.Sprint("w", i), "0.002"))
+	}
+	if err := b.WaitReady(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	const n = 600
+	r := newReceipts(n)
+	for i := range n {
+		if err := b.PublishReceipt(ctx, transport.Message{Payload: []byte(strconv.Itoa(i))}, r.receipt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 30 {
+		py[0].next() // w0 took a task
+	}
+	if err := py[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-r.all
+	r.check(t)
+	st := b.Stats()
+	if st.Redelivered < 1 || st.Completed != n || st.Workers != 2 {
+		t.Errorf("stats %+v: want the killed worker's task redelivered, %d completed, 2 workers left", st, n)
+	}
+	t.Logf("balancer: %+v", st)
+}

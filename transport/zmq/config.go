@@ -1,0 +1,240 @@
+package zmq
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// SlowPolicy is what a publisher does for a subscriber whose queue is
+// full.
+type SlowPolicy uint8
+
+const (
+	// DropNewest drops what does not fit in the subscriber's queue and
+	// counts it; the subscriber reports the hole as a gap (libzmq PUB
+	// drops the same way at its SNDHWM, silently).
+	DropNewest SlowPolicy = iota
+	// Disconnect closes the connection of a subscriber whose queue is
+	// full; it reconnects, and reports what it missed as a gap.
+	Disconnect
+)
+
+func (p SlowPolicy) String() string {
+	if p == Disconnect {
+		return "disconnect"
+	}
+	return "drop"
+}
+
+// Defaults for the zero values of Config fields.
+const (
+	DefaultFeed                 = 1
+	DefaultSubscriberQueue      = 1000 // libzmq's default SNDHWM
+	DefaultSubscriberQueueBytes = 4 << 20
+	DefaultSendQueueBytes       = 4 << 20
+	DefaultReceiveQueue         = 1000 // libzmq's default RCVHWM
+	DefaultReceiveQueueBytes    = 16 << 20
+	DefaultMaxMessageBytes      = 8 << 20
+	DefaultMaxPeers             = 1024
+	DefaultMaxSubscriptions     = 1024
+	DefaultMaxStreams           = 4096
+	DefaultMaxTopics            = 1 << 16
+	DefaultPackBytes            = 16 << 10
+	DefaultHeartbeat            = time.Second
+	DefaultReconnect            = 100 * time.Millisecond // libzmq's ZMQ_RECONNECT_IVL
+	DefaultReconnectMax         = 5 * time.Second
+	DefaultHandshakeTimeout     = 5 * time.Second
+	DefaultLinger               = time.Second
+)
+
+// Config configures a Publisher or a Subscriber. Zero values take the
+// defaults above.
+type Config struct {
+	// Bind and Connect are ZeroMQ endpoints, tcp://HOST:PORT (HOST "*"
+	// for every address) or ipc://PATH. A socket may bind some and
+	// connect to others; it needs at least one. Connected endpoints are
+	// redialled for as long as the socket is open.
+	Bind, Connect []string
+
+	// Feed is a publisher's stable identity: a restarted publisher keeps
+	// its feed and draws new sessions, so its subscribers see the new
+	// streams replace the old ones (1..2^32-1).
+	Feed uint32
+	// Pack packs the messages a publisher has queued for one topic into
+	// one ZMTP message, up to PackBytes: what it publishes faster than
+	// the network takes goes out in packs, what it publishes while idle
+	// goes out alone. Only brokerless subscribers unpack.
+	Pack      bool
+	PackBytes int
+	// SubscriberQueue and SubscriberQueueBytes bound, per subscriber,
+	// what a publisher holds for it (messages — a pack counts once — and
+	// bytes). Slow says what happens when it is full.
+	SubscriberQueue      int
+	SubscriberQueueBytes int
+	Slow                 SlowPolicy
+	// SendQueueBytes bounds what Publish has queued and the publisher
+	// not yet handed to its subscribers' queues; Publish blocks beyond.
+	SendQueueBytes int
+	// MaxTopics bounds the topics a publisher keeps a stream for; the
+	// least recently used one is forgotten beyond (publishing on it again
+	// starts a new stream).
+	MaxTopics int
+	// Heartbeat is how often a publisher tells each subscriber the next
+	// sequence number of a stream that went quiet, so a lost tail is
+	// reported. Negative turns heartbeats off.
+	Heartbeat time.Duration
+	// Linger is how long Close waits for queued messages to be written.
+	Linger time.Duration
+
+	// Credit is how many tasks a Worker holds at once (default 1).
+	Credit int
+
+	// Subscribe lists a subscriber's topic prefixes; none subscribes to
+	// every topic.
+	Subscribe []string
+	// ReceiveQueue and ReceiveQueueBytes bound what a subscriber holds
+	// that the application has not received (ZMTP messages, bytes);
+	// beyond, it stops reading, and the publisher's queue for it fills.
+	ReceiveQueue      int
+	ReceiveQueueBytes int
+	// MaxStreams bounds the streams a subscriber tracks; the least
+	// recently seen is forgotten beyond.
+	MaxStreams int
+	// Loss, Duplicate and Reorder drop, duplicate or delay this fraction
+	// of received ZMTP messages on purpose, seeded by Seed: a rehearsal
+	// of what a subscriber does with gaps (subscriber only).
+	Loss, Duplicate, Reorder float64
+	Seed                     uint64
+
+	// MaxMessageBytes bounds a ZMTP message a peer may send; a larger
+	// one closes the connection.
+	MaxMessageBytes int
+	// MaxPeers bounds the connections a bound socket accepts.
+	MaxPeers int
+	// MaxSubscriptions bounds the topic prefixes one subscriber may hold
+	// at a publisher.
+	MaxSubscriptions int
+	// Reconnect is the first wait before redialling a connected
+	// endpoint; it doubles up to ReconnectMax.
+	Reconnect, ReconnectMax time.Duration
+	// HandshakeTimeout bounds the ZMTP handshake of a new connection.
+	HandshakeTimeout time.Duration
+
+	// Logger receives debug logs (default: discarded).
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if c.Feed == 0 {
+		c.Feed = DefaultFeed
+	}
+	def(&c.PackBytes, DefaultPackBytes)
+	def(&c.Credit, 1)
+	def(&c.SubscriberQueue, DefaultSubscriberQueue)
+	def(&c.SubscriberQueueBytes, DefaultSubscriberQueueBytes)
+	def(&c.SendQueueBytes, DefaultSendQueueBytes)
+	def(&c.MaxTopics, DefaultMaxTopics)
+	def(&c.ReceiveQueue, DefaultReceiveQueue)
+	def(&c.ReceiveQueueBytes, DefaultReceiveQueueBytes)
+	def(&c.MaxStreams, DefaultMaxStreams)
+	def(&c.MaxMessageBytes, DefaultMaxMessageBytes)
+	def(&c.MaxPeers, DefaultMaxPeers)
+	def(&c.MaxSubscriptions, DefaultMaxSubscriptions)
+	defDur(&c.Heartbeat, DefaultHeartbeat)
+	defDur(&c.Linger, DefaultLinger)
+	defDur(&c.Reconnect, DefaultReconnect)
+	defDur(&c.ReconnectMax, DefaultReconnectMax)
+	defDur(&c.HandshakeTimeout, DefaultHandshakeTimeout)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+func (c *Config) validate() error {
+	if len(c.Bind)+len(c.Connect) == 0 {
+		return badConfig("Bind", c.Bind, "bind or connect at least one endpoint")
+	}
+	for _, e := range append(append([]string(nil), c.Bind...), c.Connect...) {
+		if _, err := parseEndpoint(e); err != nil {
+			return badConfig("Bind", e, err.Error())
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"PackBytes", c.PackBytes}, {"SubscriberQueue", c.SubscriberQueue},
+		{"SubscriberQueueBytes", c.SubscriberQueueBytes}, {"SendQueueBytes", c.SendQueueBytes},
+		{"MaxTopics", c.MaxTopics}, {"ReceiveQueue", c.ReceiveQueue},
+		{"ReceiveQueueBytes", c.ReceiveQueueBytes}, {"MaxStreams", c.MaxStreams},
+		{"MaxMessageBytes", c.MaxMessageBytes}, {"MaxPeers", c.MaxPeers},
+		{"MaxSubscriptions", c.MaxSubscriptions}, {"Credit", c.Credit},
+	} {
+		if f.v < 0 {
+			return badConfig(f.name, f.v, "must be > 0")
+		}
+	}
+	if c.Credit > MaxCredit {
+		return badConfig("Credit", c.Credit, fmt.Sprintf("must be at most %d", MaxCredit))
+	}
+	if c.MaxMessageBytes < headerFixed+64 {
+		return badConfig("MaxMessageBytes", c.MaxMessageBytes, "must be at least 96")
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"Linger", c.Linger}, {"Reconnect", c.Reconnect}, {"ReconnectMax", c.ReconnectMax},
+		{"HandshakeTimeout", c.HandshakeTimeout},
+	} {
+		if f.v < 0 {
+			return badConfig(f.name, f.v, "must be > 0")
+		}
+	}
+	if c.ReconnectMax < c.Reconnect {
+		return badConfig("ReconnectMax", c.ReconnectMax, "must be at least Reconnect")
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"Loss", c.Loss}, {"Duplicate", c.Duplicate}, {"Reorder", c.Reorder}} {
+		if !(f.v >= 0 && f.v < 1) {
+			return badConfig(f.name, f.v, "must be in [0, 1)")
+		}
+	}
+	if c.Slow > Disconnect {
+		return badConfig("Slow", c.Slow, "must be DropNewest or Disconnect")
+	}
+	for _, s := range c.Subscribe {
+		if len(s) > maxPrefix {
+			return badConfig("Subscribe", s, "a prefix is at most 255 bytes")
+		}
+	}
+	return nil
+}
+
+// socketConfig is the part of c a socket of type typ, doing role, needs.
+func (c *Config) socketConfig() socketConfig {
+	return socketConfig{
+		maxMessage: c.MaxMessageBytes,
+		queueItems: c.SubscriberQueue,
+		queueBytes: c.SubscriberQueueBytes,
+		maxPeers:   c.MaxPeers,
+		handshake:  c.HandshakeTimeout,
+		reconnect:  c.Reconnect,
+		reconnMax:  c.ReconnectMax,
+		log:        c.Logger,
+	}
+}

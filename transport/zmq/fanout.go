@@ -1,0 +1,185 @@
+package zmq
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// maxPrefix is the longest topic prefix a subscription may have.
+const maxPrefix = 255
+
+// fanout is the role of a publishing socket (PUB, and the proxy's XPUB
+// side): it keeps each subscriber's topic prefixes, from the
+// subscription messages it sends ([1, prefix...] subscribes, [0,
+// prefix...] unsubscribes, as ZMTP 3.0 peers and libzmq 4.3 send them),
+// and hands each message to the queue of every subscriber with a
+// matching prefix, where a full queue drops the message or disconnects
+// the subscriber (Config.Slow). It never blocks.
+type fanout struct {
+	sock             *socket
+	slow             SlowPolicy
+	maxSubscriptions int
+	// onSubscribe, if set, is told when the first subscriber takes a
+	// prefix (add) and when the last one leaves it.
+	onSubscribe func(prefix string, add bool)
+	mu          sync.Mutex
+	total       map[string]int // subscribers per prefix, for onSubscribe
+
+	stats fanoutStats
+}
+
+type fanoutStats struct {
+	dropped, droppedZMTP, slowDisconnects, refusedSubscriptions, ignored atomic.Uint64
+}
+
+// subscriber is what fanout keeps about one peer.
+type subscriber struct {
+	mu     sync.Mutex
+	counts map[string]int // libzmq counts a prefix subscribed twice
+	// prefixes is a snapshot of counts' keys, read without a lock.
+	prefixes atomic.Pointer[[][]byte]
+	dropped  atomic.Uint64
+}
+
+func (f *fanout) attach(p *peer) error {
+	s := &subscriber{counts: map[string]int{}}
+	s.prefixes.Store(new([][]byte))
+	p.state = s
+	return nil
+}
+
+func (f *fanout) detach(p *peer) {
+	s := p.state.(*subscriber)
+	s.mu.Lock()
+	prefixes := slices.Collect(maps.Keys(s.counts))
+	s.mu.Unlock()
+	for _, pre := range prefixes {
+		f.total1(pre, false)
+	}
+}
+
+// received takes a subscriber's subscription messages; a subscriber
+// sends nothing else a publisher uses.
+func (f *fanout) received(p *peer, frames [][]byte) error {
+	if len(frames) != 1 || len(frames[0]) == 0 || frames[0][0] > 1 {
+		f.stats.ignored.Add(1)
+		return nil
+	}
+	add, prefix := frames[0][0] == 1, frames[0][1:]
+	if len(prefix) > maxPrefix {
+		f.stats.refusedSubscriptions.Add(1)
+		return nil
+	}
+	s := p.state.(*subscriber)
+	s.mu.Lock()
+	n, had := s.counts[string(prefix)]
+	switch {
+	case add && !had && len(s.counts) >= f.maxSubscriptions:
+		s.mu.Unlock()
+		f.stats.refusedSubscriptions.Add(1)
+		return fmt.Errorf("zmq: subscriber %s holds %d subscriptions, the most allowed", p.remote, f.maxSubscriptions)
+	case add:
+		s.counts[string(prefix)] = n + 1
+	case !had:
+		s.mu.Unlock()
+		return nil
+	case n > 1:
+		s.counts[string(prefix)] = n - 1
+	default:
+		delete(s.counts, string(prefix))
+	}
+	first, last := add && !had, !add && n == 1
+	if first || last {
+		snap := make([][]byte, 0, len(s.counts))
+		for k := range s.counts {
+			snap = append(snap, []byte(k))
+		}
+		s.prefixes.Store(&snap)
+	}
+	s.mu.Unlock()
+	if first || last {
+		f.total1(string(prefix), add)
+		f.sock.peersChanged.notify()
+	}
+	return nil
+}
+
+// total1 counts a subscriber taking or leaving prefix.
+func (f *fanout) total1(prefix string, add bool) {
+	if f.onSubscribe == nil {
+		return
+	}
+	f.mu.Lock()
+	n := f.total[prefix]
+	if add {
+		f.total[prefix] = n + 1
+	} else if n <= 1 {
+		delete(f.total, prefix)
+	} else {
+		f.total[prefix] = n - 1
+	}
+	f.mu.Unlock()
+	if add && n == 0 || !add && n == 1 {
+		f.onSubscribe(prefix, add)
+	}
+}
+
+// matches reports whether the subscriber takes topic.
+func (s *subscriber) matches(topic []byte) bool {
+	for _, pre := range *s.prefixes.Load() {
+		if bytes.HasPrefix(topic, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+// offer queues m, whose topic frame is topic, for every subscriber that
+// takes it.
+func (f *fanout) offer(m zmsg, topic []byte) {
+	f.sock.eachPeer(func(p *peer) {
+		s := p.state.(*subscriber)
+		if !s.matches(topic) {
+			return
+		}
+		if p.out.tryPut(m) || p.out.isClosed() {
+			return // a peer that is closing counts nothing more
+		}
+		s.dropped.Add(uint64(m.msgs))
+		f.stats.dropped.Add(uint64(m.msgs))
+		f.stats.droppedZMTP.Add(1)
+		if f.slow == Disconnect {
+			f.stats.slowDisconnects.Add(1)
+			p.close()
+		}
+	})
+}
+
+// anyIdle reports whether some subscriber has nothing queued, or there
+// is none.
+func (f *fanout) anyIdle() bool {
+	peers, idle := 0, false
+	f.sock.eachPeer(func(p *peer) {
+		peers++
+		if n, _ := p.out.usage(); n == 0 {
+			idle = true
+		}
+	})
+	return peers == 0 || idle
+}
+
+// flushed reports whether every subscriber has written what it was
+// given up to mark.
+func (f *fanout) flushed(mark uint64) bool {
+	done := true
+	f.sock.eachPeer(func(p *peer) {
+		if !p.flushed(mark) {
+			done = false
+		}
+	})
+	return done
+}

@@ -1,0 +1,100 @@
+package zmq
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+)
+
+// inbound is the role of a subscribing socket (SUB, and the proxy's XSUB
+// side): it tells every publisher it connects to which topic prefixes it
+// takes — on connect, and on every change — and hands what they send to
+// sink.
+type inbound struct {
+	sock *socket
+	// sink takes a message a publisher sent; it may block (the peer then
+	// stops reading). An error closes the connection.
+	sink func(c *inConn, frames [][]byte) error
+
+	mu   sync.Mutex
+	subs map[string]int // libzmq counts a prefix subscribed twice
+}
+
+// inConn is what inbound keeps about one publisher connection.
+type inConn struct {
+	peer *peer
+	// session numbers the messages of a publisher that sends no header
+	// frames, per connection; n is how many it sent.
+	session uint64
+	n       uint64
+	// closed is closed when the connection ends.
+	closed <-chan struct{}
+}
+
+var errTooManySubscriptions = errors.New("zmq: more subscriptions than the connection's queue holds")
+
+func newInbound(subscribe []string) *inbound {
+	in := &inbound{subs: map[string]int{}}
+	for _, s := range subscribe {
+		in.subs[s]++
+	}
+	return in
+}
+
+func subscription(add bool, prefix string) zmsg {
+	b := make([]byte, 1+len(prefix))
+	if add {
+		b[0] = 1
+	}
+	copy(b[1:], prefix)
+	m := zmsg{frames: [][]byte{b}}
+	m.size = memCost(m.frames)
+	return m
+}
+
+func (in *inbound) attach(p *peer) error {
+	p.state = &inConn{peer: p, session: newSession(), closed: p.closing}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, s := range slices.Sorted(maps.Keys(in.subs)) {
+		if !p.out.tryPut(subscription(true, s)) {
+			return errTooManySubscriptions
+		}
+	}
+	return nil
+}
+
+func (in *inbound) detach(*peer) {}
+
+func (in *inbound) received(p *peer, frames [][]byte) error {
+	return in.sink(p.state.(*inConn), frames)
+}
+
+// subscribe adds (or, with add false, removes one count of) a prefix,
+// and tells every publisher when its set changes.
+func (in *inbound) subscribe(prefix string, add bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	n := in.subs[prefix]
+	switch {
+	case add:
+		in.subs[prefix] = n + 1
+	case n == 0:
+		return
+	case n > 1:
+		in.subs[prefix] = n - 1
+	default:
+		delete(in.subs, prefix)
+	}
+	if add && n == 0 || !add && n == 1 {
+		// A publisher that cannot take the change is disconnected: it
+		// gets the whole set again when the socket reconnects.
+		m := subscription(add, prefix)
+		in.sock.eachPeer(func(p *peer) {
+			if !p.out.tryPut(m) {
+				p.close()
+			}
+		})
+	}
+}

@@ -1,0 +1,117 @@
+package zmq
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// TestReconnectEveryEndpoint: a subscriber connected to two publishers
+// gets both back after both restarted, and redials with backoff while
+// they are down (go-zeromq/zmq4 redials only the last endpoint).
+func TestReconnectEveryEndpoint(t *testing.T) {
+	ctx := testCtx(t)
+	a, epA := bound(t, Config{Feed: 1})
+	b, epB := bound(t, Config{Feed: 2})
+	sub, err := NewSubscriber(ctx, Config{Connect: []string{epA, epB}, Reconnect: 10 * time.Millisecond, ReconnectMax: 80 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if err := sub.WaitPublishers(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	b.Close()
+	if err := sub.sock.waitPeersBelow(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	before := sub.Stats().DialFailed
+	time.Sleep(500 * time.Millisecond) // an outage: nothing to wait on
+	failed := sub.Stats().DialFailed - before
+	if failed < 2 || failed > 30 {
+		t.Errorf("%d failed dials in 500 ms with backoff from 10 ms to 80 ms to two endpoints: want 2..30", failed)
+	}
+	for _, r := range []struct {
+		ep   string
+		feed uint32
+	}{{epA, 1}, {epB, 2}} {
+		p, err := NewPublisher(ctx, Config{Bind: []string{r.ep}, Feed: r.feed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		if err := p.WaitSubscribers(ctx, "t", 1); err != nil {
+			t.Fatalf("feed %d never reconnected: %v", r.feed, err)
+		}
+		if err := p.Publish(ctx, transport.Message{Topic: "t", Payload: []byte("back")}); err != nil {
+			t.Fatal(err)
+		}
+		if m := nextMessage(t, sub); m.Stream.Feed != r.feed {
+			t.Fatalf("got a message of feed %d, want %d", m.Stream.Feed, r.feed)
+		}
+	}
+}
+
+// TestNoGoroutineLeft: a proxy, a balancer and their peers, used and
+// closed, leave no goroutine behind (the conformance suite checks a
+// publisher and a subscriber).
+func TestNoGoroutineLeft(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		px, err := NewProxy(ctx, ProxyConfig{XSubBind: []string{"tcp://127.0.0.1:0"}, XPubBind: []string{"ipc://" + t.TempDir() + "/xpub"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer px.Close()
+		pub, err := NewPublisher(ctx, Config{Connect: []string{"tcp://" + px.XSubAddrs()[0].String()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pub.Close()
+		sub, err := NewSubscriber(ctx, Config{Connect: []string{"ipc://" + px.XPubAddrs()[0].String()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		if err := pub.WaitSubscribers(ctx, "t", 1); err != nil {
+			t.Fatal(err)
+		}
+		pub.Publish(ctx, transport.Message{Topic: "t"})
+		nextMessage(t, sub)
+
+		bl, err := NewBalancer(ctx, Config{Bind: []string{"tcp://127.0.0.1:0"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bl.Close()
+		w, err := NewWorker(ctx, Config{Connect: []string{"tcp://" + bl.Addrs()[0].String()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		bl.Publish(ctx, transport.Message{Payload: []byte("task")})
+		m := nextMessage(t, w)
+		w.Ack(ctx, m.Stream, m.Seq)
+		if err := bl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := goleak.Find(before)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines left after Close: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package zmq
+
+const raceEnabled = false

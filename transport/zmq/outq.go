@@ -1,0 +1,128 @@
+package zmq
+
+import "sync"
+
+// zmsg is one ZMTP message queued for a peer: its frames, which no one
+// changes once queued (the same frames are queued for every subscriber).
+type zmsg struct {
+	frames [][]byte
+	// size is what it costs in memory, as memCost counts it.
+	size int
+	// msgs is the number of transport messages it carries (a pack's
+	// count; 0 for a heartbeat or a subscription).
+	msgs int
+	// mark orders a publisher's messages, for Flush.
+	mark uint64
+}
+
+// memCost is what a message of frames costs in memory: its bytes, and
+// the slice headers and queue entry around them, so that byte bounds
+// bound the memory held (a 64-byte payload costs about twice that).
+func memCost(frames [][]byte) int {
+	n := 64 + 24*len(frames)
+	for _, f := range frames {
+		n += len(f)
+	}
+	return n
+}
+
+// outq is a peer's bounded outbound queue, by count and by bytes. What
+// the writer took counts until it releases it, written. A message larger
+// than the byte bound is taken when the queue is empty, so that it is
+// not refused for ever.
+type outq struct {
+	mu       sync.Mutex
+	items    []zmsg
+	count    int // queued and being written
+	bytes    int // of those
+	maxItems int
+	maxBytes int
+	closed   bool
+	// queued is the mark of the last message queued.
+	queued uint64
+	// notify has a token when items were queued since the writer last
+	// looked.
+	notify chan struct{}
+}
+
+func newOutq(maxItems, maxBytes int) *outq {
+	return &outq{maxItems: maxItems, maxBytes: maxBytes, notify: make(chan struct{}, 1)}
+}
+
+// tryPut queues m unless the queue is full or closed.
+func (q *outq) tryPut(m zmsg) bool {
+	q.mu.Lock()
+	if q.closed || q.count >= q.maxItems || q.count > 0 && q.bytes+m.size > q.maxBytes {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, m)
+	q.count++
+	q.bytes += m.size
+	if m.mark != 0 {
+		q.queued = m.mark
+	}
+	q.mu.Unlock()
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take moves every queued message to dst[:0] and returns it. They count
+// against the bounds until release.
+func (q *outq) take(dst []zmsg) []zmsg {
+	q.mu.Lock()
+	dst = append(dst[:0], q.items...)
+	clear(q.items)
+	q.items = q.items[:0]
+	q.mu.Unlock()
+	return dst
+}
+
+// release frees the room of messages taken and written.
+func (q *outq) release(msgs []zmsg) {
+	n := 0
+	for i := range msgs {
+		n += msgs[i].size
+	}
+	q.mu.Lock()
+	q.count -= len(msgs)
+	q.bytes -= n
+	q.mu.Unlock()
+}
+
+// usage is what the queue holds, written or not.
+func (q *outq) usage() (count, bytes int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.count, q.bytes
+}
+
+// lastQueued is the mark of the last message queued.
+func (q *outq) lastQueued() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.queued
+}
+
+// isClosed reports whether close was called.
+func (q *outq) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
+}
+
+// close refuses further messages and drops what is queued.
+func (q *outq) close() {
+	q.mu.Lock()
+	q.closed = true
+	for _, m := range q.items {
+		q.bytes -= m.size
+	}
+	q.count -= len(q.items)
+	clear(q.items)
+	q.items = q.items[:0]
+	q.mu.Unlock()
+}

@@ -1,0 +1,131 @@
+package zmq
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-zeromq/zmq4"
+)
+
+// peer is one ZMTP connection of a socket, past its handshake. go-zeromq
+// /zmq4's Conn does the handshake and the framing; the peer runs it with
+// one reader (the calling goroutine of serve) and one writer, so a slow
+// or stalled peer holds up no one but itself.
+type peer struct {
+	sock   *socket
+	wc     *wireConn
+	zc     *zmq4.Conn
+	typ    zmq4.SocketType // the peer's socket type
+	remote string
+	out    *outq
+	// pongs carries the context of each PING to the writer.
+	pongs      chan []byte
+	closing    chan struct{}
+	closeOnce  sync.Once
+	writerDone chan struct{}
+	// written is the mark of the last message written.
+	written atomic.Uint64
+	// state is what the socket's role keeps about the peer.
+	state any
+}
+
+func newPeer(s *socket, c net.Conn) *peer {
+	p := &peer{
+		sock:       s,
+		remote:     c.RemoteAddr().String(),
+		out:        newOutq(s.queueItems, s.queueBytes),
+		pongs:      make(chan []byte, 4),
+		closing:    make(chan struct{}),
+		writerDone: make(chan struct{}),
+	}
+	p.wc = newWireConn(c, s.maxMessage, p.onPing)
+	return p
+}
+
+// onPing queues a PONG; a peer that pings faster than it is answered
+// loses the extra PONGs.
+func (p *peer) onPing(context []byte) {
+	select {
+	case p.pongs <- context:
+	default:
+	}
+}
+
+// close ends the connection; the reader and the writer return.
+func (p *peer) close() {
+	p.closeOnce.Do(func() {
+		close(p.closing)
+		p.out.close()
+		p.wc.Close()
+	})
+}
+
+// readLoop hands every message the peer sends to the socket's role,
+// until the connection fails or the role refuses one.
+func (p *peer) readLoop() error {
+	for {
+		msg, err := p.zc.RecvMsg()
+		if err != nil {
+			return err
+		}
+		if msg.Type == zmq4.CmdMsg {
+			continue // PONG, or a command of a later ZMTP
+		}
+		if err := p.sock.role.received(p, msg.Frames); err != nil {
+			return err
+		}
+	}
+}
+
+// writeLoop writes what is queued, flushing once the queue is empty.
+func (p *peer) writeLoop() {
+	defer close(p.writerDone)
+	defer p.close()
+	var batch []zmsg
+	for {
+		select {
+		case <-p.out.notify:
+		case c := <-p.pongs:
+			if p.zc.SendCmd(zmq4.CmdPong, c) != nil || p.wc.Flush() != nil {
+				return
+			}
+			continue
+		case <-p.closing:
+			return
+		}
+		for {
+			batch = p.out.take(batch)
+			if len(batch) == 0 {
+				break
+			}
+			for i := range batch {
+				if p.zc.SendMsg(zmq4.NewMsgFrom(batch[i].frames...)) != nil {
+					return
+				}
+			}
+			if p.wc.Flush() != nil {
+				return
+			}
+			for i := len(batch) - 1; i >= 0; i-- {
+				if m := batch[i].mark; m != 0 {
+					p.written.Store(m)
+					break
+				}
+			}
+			p.out.release(batch)
+			clear(batch)
+			p.sock.progress.notify()
+			if n, _ := p.out.usage(); n == 0 && p.sock.onIdle != nil {
+				p.sock.onIdle()
+			}
+		}
+	}
+}
+
+// flushed reports whether every message up to mark that was queued for
+// the peer has been written.
+func (p *peer) flushed(mark uint64) bool {
+	w := p.written.Load()
+	return w >= mark || w >= p.out.lastQueued()
+}

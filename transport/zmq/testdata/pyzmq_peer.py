@@ -1,0 +1,155 @@
+"""libzmq peers for the interoperability tests of package zmq.
+
+Run with Debian's interpreter in isolated mode, /usr/bin/python3 -I, so
+that only python3-zmq (pyzmq on libzmq 4.3) is imported. Each mode
+prints JSON lines on stdout; the Go test reads them.
+
+    sub ENDPOINT N PREFIX...   connect a SUB, take N messages, print each
+    pub N PREFIX...            bind an XPUB on a free port, print it, wait for
+                               a subscription to each PREFIX, then send N
+                               two-frame messages round-robin over
+                               PREFIX+"x" topics; then wait for stdin to close
+    forward XSUB XPUB          a publisher (XPUB) behind a proxy and a SUB in
+                               front of it: a subscription made after
+                               start-up must reach the publisher
+    worker ENDPOINT NAME DELAY a load-balancing worker (REQ): ready, then for
+                               each task print it, take DELAY seconds and
+                               answer done + header
+"""
+
+import json
+import struct
+import sys
+import time
+
+import zmq
+
+HEADER = struct.Struct(">BBBBIQQq")  # magic x2, version, kind, feed, session, seq, time
+
+
+def out(**kv):
+    sys.stdout.write(json.dumps(kv) + "\n")
+    sys.stdout.flush()
+
+
+def header(frame):
+    m0, m1, version, kind, feed, session, seq, t = HEADER.unpack_from(frame)
+    if (m0, m1, version) != (0xB7, 0x5A, 1):
+        raise ValueError("not a brokerless header frame: %r" % frame[:4])
+    return kind, feed, session, seq
+
+
+def sub(endpoint, n, prefixes):
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.SUB)
+    for p in prefixes:
+        s.setsockopt(zmq.SUBSCRIBE, p.encode())
+    s.connect(endpoint)
+    out(ready=True)
+    got = 0
+    while got < n:
+        frames = s.recv_multipart()
+        if len(frames) == 2:  # heartbeat or end: no payload
+            continue
+        topic, hdr, payload = frames
+        kind, feed, session, seq = header(hdr)
+        out(topic=topic.decode(), kind=kind, feed=feed, session=session, seq=seq, payload=payload.decode())
+        got += 1
+    s.close(linger=0)
+    ctx.term()
+
+
+def pub(n, prefixes):
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.XPUB)
+    port = s.bind_to_random_port("tcp://127.0.0.1")
+    out(endpoint="tcp://127.0.0.1:%d" % port)
+    want = {p.encode() for p in prefixes}
+    while want:
+        msg = s.recv()
+        if msg[:1] == b"\x01":
+            want.discard(msg[1:])
+    topics = [(p + "x").encode() for p in prefixes] + [b"other"]
+    for i in range(n):
+        t = topics[i % len(topics)]
+        s.send_multipart([t, b"%d" % i])
+    out(sent=n)
+    sys.stdin.read()
+    s.close(linger=1000)
+    ctx.term()
+
+
+def wait_sub(xpub, want, timeout=10.0):
+    """Read subscription messages at the publisher until want arrives."""
+    deadline = time.time() + timeout
+    seen = []
+    while time.time() < deadline:
+        if xpub.poll(100):
+            msg = xpub.recv()
+            seen.append(msg)
+            if msg == want:
+                return seen
+    raise SystemExit("publisher never saw %r (saw %r)" % (want, seen))
+
+
+def take(sub_sock, topic, pub_sock, timeout=10.0):
+    """Publish on topic until the subscriber receives it."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        pub_sock.send_multipart([topic, b"payload"])
+        if sub_sock.poll(50):
+            frames = sub_sock.recv_multipart()
+            if frames[0] == topic:
+                return
+    raise SystemExit("subscriber never got %r" % topic)
+
+
+def forward(xsub_ep, xpub_ep):
+    ctx = zmq.Context()
+    p = ctx.socket(zmq.XPUB)  # a publisher that shows what reaches it
+    p.connect(xsub_ep)
+    s = ctx.socket(zmq.SUB)
+    s.connect(xpub_ep)
+    s.setsockopt(zmq.SUBSCRIBE, b"a.")
+    seen = wait_sub(p, b"\x01a.")
+    take(s, b"a.1", p)
+    s.setsockopt(zmq.SUBSCRIBE, b"b.")  # after start-up
+    seen += wait_sub(p, b"\x01b.")
+    take(s, b"b.1", p)
+    s.setsockopt(zmq.UNSUBSCRIBE, b"a.")
+    seen += wait_sub(p, b"\x00a.")
+    out(publisher_saw=[m.decode("latin-1") for m in seen])
+    s.close(linger=0)
+    p.close(linger=0)
+    ctx.term()
+
+
+def worker(endpoint, name, delay):
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.REQ)
+    s.connect(endpoint)
+    s.send_multipart([b"ready"])
+    while True:
+        topic, hdr, payload = s.recv_multipart()
+        kind, feed, session, seq = header(hdr)
+        out(worker=name, seq=seq, task=payload.decode())
+        time.sleep(delay)
+        s.send_multipart([b"done", hdr])
+
+
+def main():
+    mode, args = sys.argv[1], sys.argv[2:]
+    if mode == "sub":
+        sub(args[0], int(args[1]), args[2:])
+    elif mode == "pub":
+        pub(int(args[0]), args[1:])
+    elif mode == "forward":
+        forward(args[0], args[1])
+    elif mode == "worker":
+        worker(args[0], args[1], float(args[2]))
+    else:
+        raise SystemExit("unknown mode " + mode)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+package zmq
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"slices"
+
+	"github.com/go-zeromq/zmq4"
+)
+
+// ZMTP 3 framing, as far as wireConn needs it (rfc.zeromq.org/spec/23).
+const (
+	greetingLen   = 64
+	flagMore      = 0x01
+	flagLong      = 0x02
+	flagCommand   = 0x04
+	readBufSize   = 64 << 10
+	writeBufSize  = 64 << 10
+	maxCommandLen = 1 << 10 // after the handshake: PING, PONG, SUBSCRIBE...
+	// maxHandshakeLen bounds the peer's READY command (its metadata).
+	maxHandshakeLen = 16 << 10
+	// maxFrames bounds the frames of one message.
+	maxFrames = 64
+)
+
+// wireConn is the net.Conn that go-zeromq/zmq4's Conn reads and writes
+// through. zmq4 allocates a frame's whole length, as its peer announced
+// it, before reading the body, and answers a PING from the goroutine
+// that reads while another may be writing. wireConn reads ahead and
+// checks the framing before zmq4 sees it: a frame or message over
+// maxMessage bytes, or of more than maxFrames frames, fails the
+// connection with ErrFrameTooLarge before anything is allocated; and it
+// takes PING commands out of the stream, handing their context to
+// onPing, so that the connection's one writer answers them. Writes are
+// buffered once the handshake is done (Flush sends them); during it they
+// go straight out.
+type wireConn struct {
+	net.Conn
+	maxMessage uint64
+	onPing     func(context []byte)
+
+	buf     []byte
+	r, ok   int   // buf[r:ok] checked, ready for zmq4; buf[ok:w] not yet
+	w       int   // end of the bytes read from the network
+	readErr error // after buf[r:w] is consumed
+
+	// Framing state of the bytes checked so far.
+	greeting   int    // greeting bytes still expected
+	body       uint64 // body bytes of the current frame still expected
+	msgBytes   uint64 // bytes of the current message so far
+	msgFrames  int    // frames of the current message so far
+	handshaken bool   // the peer's handshake command has passed
+
+	bw *bufio.Writer
+}
+
+func newWireConn(c net.Conn, maxMessage int, onPing func([]byte)) *wireConn {
+	return &wireConn{
+		Conn:       c,
+		maxMessage: uint64(maxMessage),
+		onPing:     onPing,
+		buf:        make([]byte, readBufSize),
+		greeting:   greetingLen,
+	}
+}
+
+// Read gives zmq4 checked bytes only.
+func (c *wireConn) Read(p []byte) (int, error) {
+	for c.r == c.ok {
+		if c.ok < c.w {
+			if err := c.check(); err != nil {
+				c.readErr, c.w = err, c.ok
+			}
+			if c.r < c.ok {
+				break
+			}
+		}
+		if c.readErr != nil {
+			return 0, c.readErr
+		}
+		c.fill()
+	}
+	n := copy(p, c.buf[c.r:c.ok])
+	c.r += n
+	return n, nil
+}
+
+// fill reads more from the network, first moving unconsumed bytes to
+// the front of the buffer.
+func (c *wireConn) fill() {
+	if c.r > 0 {
+		copy(c.buf, c.buf[c.r:c.w])
+		c.ok -= c.r
+		c.w -= c.r
+		c.r = 0
+	}
+	n, err := c.Conn.Read(c.buf[c.w:])
+	c.w += n
+	if err != nil {
+		c.readErr = err
+	}
+}
+
+// check advances c.ok over the bytes it can vouch for. It stops at a
+// frame header or command it does not have whole yet.
+func (c *wireConn) check() error {
+	for c.ok < c.w {
+		avail := c.buf[c.ok:c.w]
+		switch {
+		case c.greeting > 0:
+			n := min(c.greeting, len(avail))
+			c.greeting -= n
+			c.ok += n
+		case c.body > 0:
+			n := min(c.body, uint64(len(avail)))
+			c.body -= n
+			c.ok += int(n)
+		default:
+			done, err := c.checkFrame(avail)
+			if err != nil || !done {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkFrame checks the frame header at the start of avail, and a
+// command frame whole. done is false when more bytes are needed.
+func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
+	if len(avail) < 2 {
+		return false, nil
+	}
+	flags := avail[0]
+	hdr, size := 2, uint64(avail[1])
+	if flags&flagLong != 0 {
+		if len(avail) < 9 {
+			return false, nil
+		}
+		hdr, size = 9, binary.BigEndian.Uint64(avail[1:])
+	}
+	if flags&^(flagMore|flagLong|flagCommand) != 0 {
+		return false, fmt.Errorf("%w: reserved flag bits %#x", ErrBadFrame, flags)
+	}
+	if flags&flagCommand != 0 {
+		if c.msgFrames > 0 || flags&flagMore != 0 {
+			return false, fmt.Errorf("%w: a command inside a message", ErrBadFrame)
+		}
+		limit := uint64(maxCommandLen)
+		if !c.handshaken {
+			limit = maxHandshakeLen
+		}
+		if size > limit {
+			return false, fmt.Errorf("%w: command of %d bytes", ErrFrameTooLarge, size)
+		}
+		if uint64(len(avail)) < uint64(hdr)+size {
+			return false, nil
+		}
+		body := avail[hdr : uint64(hdr)+size]
+		if !c.handshaken {
+			if err := checkHandshake(body); err != nil {
+				return false, err
+			}
+			c.handshaken = true
+		} else if len(body) >= 5 && string(body[:5]) == "\x04PING" {
+			c.ping(body[5:], hdr+int(size))
+			return true, nil
+		}
+		c.ok += hdr + int(size)
+		return true, nil
+	}
+	c.msgFrames++
+	if size > c.maxMessage || c.msgBytes+size > c.maxMessage {
+		return false, fmt.Errorf("%w: message of %d bytes or more, at most %d allowed", ErrFrameTooLarge, c.msgBytes, c.maxMessage)
+	}
+	if c.msgFrames > maxFrames {
+		return false, fmt.Errorf("%w: more than %d frames", ErrFrameTooLarge, maxFrames)
+	}
+	c.msgBytes += size
+	if flags&flagMore == 0 {
+		c.msgFrames, c.msgBytes = 0, 0
+	}
+	c.ok += hdr
+	c.body = size
+	return true, nil
+}
+
+// checkHandshake checks the peer's handshake command: a READY's
+// metadata must be well formed and name a socket type zmq4 knows, as
+// zmq4 reads it without checking (a truncated property, or a missing or
+// unknown Socket-Type, makes it panic).
+func checkHandshake(body []byte) error {
+	if len(body) == 0 || int(body[0]) > len(body)-1 {
+		return fmt.Errorf("%w: handshake command without a name", ErrBadFrame)
+	}
+	name, props := string(body[1:1+body[0]]), body[1+body[0]:]
+	if name != "READY" {
+		return nil
+	}
+	typ := ""
+	for len(props) > 0 {
+		k := int(props[0])
+		if k == 0 || len(props) < 1+k+4 {
+			return fmt.Errorf("%w: READY property truncated", ErrBadFrame)
+		}
+		key := string(props[1 : 1+k])
+		v := binary.BigEndian.Uint32(props[1+k:])
+		props = props[1+k+4:]
+		if uint64(v) > uint64(len(props)) {
+			return fmt.Errorf("%w: READY property value truncated", ErrBadFrame)
+		}
+		if isSocketTypeKey(key) {
+			typ = string(props[:v])
+		}
+		props = props[v:]
+	}
+	if !slices.Contains(socketTypes, zmq4.SocketType(typ)) {
+		return fmt.Errorf("%w: READY names socket type %q", ErrBadFrame, typ)
+	}
+	return nil
+}
+
+// isSocketTypeKey reports whether zmq4 reads key as "Socket-Type": it
+// upper-cases the first letter of each word and keeps the rest.
+func isSocketTypeKey(key string) bool {
+	return len(key) == 11 && (key[0] == 's' || key[0] == 'S') && key[1:7] == "ocket-" &&
+		(key[7] == 't' || key[7] == 'T') && key[8:] == "ype"
+}
+
+// socketTypes are the socket types zmq4 knows.
+var socketTypes = []zmq4.SocketType{
+	zmq4.Pair, zmq4.Pub, zmq4.Sub, zmq4.Req, zmq4.Rep, zmq4.Dealer, zmq4.Router,
+	zmq4.Pull, zmq4.Push, zmq4.XPub, zmq4.XSub,
+}
+
+// ping hands a PING's context (after its 2-byte TTL) to onPing and
+// takes the n bytes of its frame out of the buffer.
+func (c *wireConn) ping(ttlContext []byte, n int) {
+	if c.onPing != nil && len(ttlContext) >= 2 {
+		c.onPing(append([]byte(nil), ttlContext[2:]...))
+	}
+	copy(c.buf[c.ok:], c.buf[c.ok+n:c.w])
+	c.w -= n
+}
+
+// buffer makes later writes buffered: called once the handshake is done.
+func (c *wireConn) buffer() { c.bw = bufio.NewWriterSize(c.Conn, writeBufSize) }
+
+// Write buffers p once the handshake is done.
+func (c *wireConn) Write(p []byte) (int, error) {
+	if c.bw == nil {
+		return c.Conn.Write(p)
+	}
+	return c.bw.Write(p)
+}
+
+// Flush sends what Write buffered.
+func (c *wireConn) Flush() error {
+	if c.bw == nil {
+		return nil
+	}
+	return c.bw.Flush()
+}

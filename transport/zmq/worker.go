@@ -1,0 +1,199 @@
+package zmq
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// Worker takes tasks from Balancers: a DEALER socket that asks for
+// Config.Credit tasks, delivers them, and tells the balancer a task is
+// done when the application acknowledges it — what it has not
+// acknowledged when it stops, or its connection drops, the balancer hands
+// to another worker. It implements transport.Subscriber and
+// transport.Acknowledger.
+type Worker struct {
+	cfg  Config
+	sock *socket
+	q    *inq
+
+	closeOnce sync.Once
+	closed    chan struct{}
+
+	rmu     sync.Mutex
+	hs      []transport.Header
+	mu      sync.Mutex
+	pending map[transport.StreamID][]held // received, not acknowledged, in order
+}
+
+// held is a task received and not yet acknowledged.
+type held struct {
+	seq  uint64
+	hdr  []byte
+	peer *peer
+}
+
+// NewWorker connects (or binds) the endpoints of cfg.
+func NewWorker(ctx context.Context, cfg Config) (*Worker, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	w := &Worker{cfg: cfg, q: newInq(MaxCredit+1, 1<<62), closed: make(chan struct{}), pending: map[transport.StreamID][]held{}}
+	sc := cfg.socketConfig()
+	sc.typ = zmq4.Dealer
+	sc.role = w
+	sc.queueItems = 2*MaxCredit + 2
+	sc.queueBytes = 1 << 62 // bounded by the count: small messages
+	w.sock = newSocket(sc)
+	if err := w.sock.start(cfg.Bind, cfg.Connect); err != nil {
+		w.sock.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *Worker) attach(p *peer) error {
+	if p.typ != zmq4.Router {
+		return errors.New("zmq: a worker's peer must be a balancer (ROUTER)")
+	}
+	p.state = p
+	p.out.tryPut(zmsg{frames: [][]byte{[]byte("ready"), []byte(strconv.Itoa(w.cfg.Credit))}})
+	return nil
+}
+
+// detach forgets the tasks of a balancer that went away: it hands them
+// to another worker.
+func (w *Worker) detach(p *peer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, hs := range w.pending {
+		kept := hs[:0]
+		for _, h := range hs {
+			if h.peer != p {
+				kept = append(kept, h)
+			}
+		}
+		if len(kept) == 0 {
+			delete(w.pending, id)
+		} else {
+			w.pending[id] = kept
+		}
+	}
+}
+
+func (w *Worker) received(p *peer, frames [][]byte) error {
+	if len(frames) != 3 || !isHeader(frames[1]) {
+		return errors.New("zmq: a balancer sent a task that is not [topic, header, payload]")
+	}
+	size := len(frames[0]) + len(frames[1]) + len(frames[2])
+	if !w.q.put(inItem{frames: frames, size: size, conn: &inConn{peer: p}}, p.closing) {
+		return errClosedSocket
+	}
+	return nil
+}
+
+// Semantics: at-least-once.
+func (w *Worker) Semantics() transport.Semantics { return transport.AtLeastOnce }
+
+// Addrs are the addresses the worker listens on, if it binds.
+func (w *Worker) Addrs() []net.Addr { return w.sock.addrs() }
+
+// Receive returns the next task.
+func (w *Worker) Receive(ctx context.Context) (transport.Event, error) {
+	w.rmu.Lock()
+	defer w.rmu.Unlock()
+	for {
+		if err := ctx.Err(); err != nil {
+			return transport.Event{}, err
+		}
+		select {
+		case <-w.closed:
+			return transport.Event{}, transport.ErrClosed
+		default:
+		}
+		it, err := w.q.get(ctx, w.closed)
+		if errors.Is(err, errClosedSocket) {
+			return transport.Event{}, transport.ErrClosed
+		}
+		if err != nil {
+			return transport.Event{}, err
+		}
+		h, err := parseHeader(it.frames[1], w.hs)
+		if err != nil || h.kind != kindMessage {
+			continue
+		}
+		w.hs = h.headers
+		id := transport.StreamID{Feed: h.feed, Session: h.session}
+		w.mu.Lock()
+		w.pending[id] = append(w.pending[id], held{seq: h.seq, hdr: it.frames[1], peer: it.conn.peer})
+		w.mu.Unlock()
+		return transport.Event{Kind: transport.EventMessage, Message: transport.Message{
+			Stream: id, Seq: h.seq, Time: time.Unix(0, h.time), Topic: string(it.frames[0]),
+			Key: h.key, Headers: h.headers, Payload: it.frames[2]}}, nil
+	}
+}
+
+// Ack tells the balancer that task seq of stream, and every task of the
+// stream received before it, is done.
+func (w *Worker) Ack(ctx context.Context, stream transport.StreamID, seq uint64) error {
+	w.mu.Lock()
+	hs := w.pending[stream]
+	n := 0
+	for i, h := range hs {
+		if h.seq == seq {
+			n = i + 1
+			break
+		}
+	}
+	done := append([]held(nil), hs[:n]...)
+	if n == len(hs) {
+		delete(w.pending, stream)
+	} else if n > 0 {
+		w.pending[stream] = hs[n:]
+	}
+	w.mu.Unlock()
+	for _, h := range done {
+		if !h.peer.out.tryPut(zmsg{frames: [][]byte{[]byte("done"), h.hdr}}) {
+			h.peer.close() // its tasks go to another worker
+		}
+	}
+	return nil
+}
+
+// Close waits up to Linger for the acknowledgements to be written, then
+// closes every connection: the balancer hands what was not acknowledged
+// to another worker.
+func (w *Worker) Close() error {
+	w.closeOnce.Do(func() {
+		close(w.closed)
+		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Linger)
+		defer cancel()
+		for {
+			ch := w.sock.progress.wait()
+			queued := 0
+			w.sock.eachPeer(func(p *peer) {
+				n, _ := p.out.usage()
+				queued += n
+			})
+			if queued == 0 {
+				break
+			}
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+			}
+			break
+		}
+	})
+	w.sock.close()
+	return nil
+}
