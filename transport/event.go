@@ -97,6 +97,11 @@ const (
 	// when it came back. Written by the pipe as a gap marker, so readers
 	// of the destination see the hole.
 	GapSourceDown
+	// GapNotArchived: the publisher no longer held the messages, and the
+	// subscriber's archive (the log a recorder writes the feed to) has no
+	// record of them either: no message and no gap marker, and none was
+	// appended while the subscriber waited.
+	GapNotArchived
 )
 
 func (r GapReason) String() string {
@@ -119,6 +124,8 @@ func (r GapReason) String() string {
 		return "compacted: superseded by a later record with the same key"
 	case GapSourceDown:
 		return "the pipe feeding this stream was down longer than its source kept the messages"
+	case GapNotArchived:
+		return "not in the archive either"
 	}
 	return fmt.Sprintf("GapReason(%d)", uint8(r))
 }
