@@ -21,4 +21,6 @@ type SubscriberStats struct {
 	InboxDrops  uint64 // unicast datagrams dropped: more came than the reader took
 	FilterDrops uint64 // received datagrams Config.Filter did not keep
 	QueueStalls uint64 // times the reader had to wait for the application
+	// Archive counts what was taken from the archive (Config.Archive).
+	Archive ArchiveStats
 }

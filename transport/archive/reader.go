@@ -48,6 +48,9 @@ func At(p Pos) Start { return Start{kind: startPos, pos: p} }
 // message's publish time, which a recorder keeps as the record's time).
 func AtTime(t time.Time) Start { return Start{kind: startTime, time: t} }
 
+// Pos returns the position s starts at, for a Start made by At.
+func (s Start) Pos() (Pos, bool) { return s.pos, s.kind == startPos }
+
 func (s Start) String() string {
 	switch s.kind {
 	case startPos:
