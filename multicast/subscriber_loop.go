@@ -16,10 +16,16 @@ import (
 func (s *Subscriber) readLoop() {
 	defer s.wg.Done()
 	rb := newReadBatch(s.data, s.cfg.Batch, maxDatagram)
-	var deadline time.Time
+	var (
+		deadline  time.Time
+		catchUpTo time.Time // reading what waits in the socket, timers held, until then
+	)
 	h := (*handler)(s)
 	for {
-		if d := s.deadline(); !d.Equal(deadline) {
+		if !catchUpTo.IsZero() {
+			deadline = s.cfg.Now().Add(catchUpRead)
+			_ = s.data.SetReadDeadline(deadline)
+		} else if d := s.deadline(); !d.Equal(deadline) {
 			deadline = d
 			_ = s.data.SetReadDeadline(d)
 		}
@@ -30,6 +36,19 @@ func (s *Subscriber) readLoop() {
 			switch {
 			case err == nil:
 			case errors.Is(err, os.ErrDeadlineExceeded):
+				switch now := s.cfg.Now(); {
+				case !catchUpTo.IsZero():
+					catchUpTo = time.Time{} // nothing more waits
+				case deadline != expired && now.Sub(deadline) > overslept:
+					// The process was stopped (SIGSTOP, a frozen VM)
+					// past the deadline, which, expired, kept the read
+					// from seeing what waits in the socket: read it
+					// before the timers judge the publisher silent.
+					s.local.Oversleeps++
+					catchUpTo = now.Add(catchUpFor)
+					deadline = expired
+					continue
+				}
 				// A timer, or a wake-up from controlLoop that moved the
 				// deadline behind our back: set it again next time.
 				deadline = expired
@@ -41,6 +60,9 @@ func (s *Subscriber) readLoop() {
 			}
 		}
 		now := s.cfg.Now()
+		if !catchUpTo.IsZero() && !now.Before(catchUpTo) {
+			catchUpTo = time.Time{}
+		}
 		for i := 0; i < n; i++ {
 			b, from := rb.datagram(i)
 			s.handle(now, from, b)
@@ -49,7 +71,7 @@ func (s *Subscriber) readLoop() {
 		if s.filter != nil {
 			s.popFiltered(now)
 		}
-		if d := s.eng.Deadline(); !d.IsZero() && !now.Before(d) {
+		if d := s.eng.Deadline(); !d.IsZero() && !now.Before(d) && catchUpTo.IsZero() {
 			s.eng.Poll(now, h)
 		}
 		s.publishStats()
@@ -61,6 +83,16 @@ func (s *Subscriber) readLoop() {
 
 // expired marks the socket's read deadline as unknown.
 var expired = time.Unix(1, 0)
+
+// A read that returns this long past its deadline overslept: the
+// process was stopped. The reader then reads what waits in the socket,
+// each read waiting at most catchUpRead, for at most catchUpFor, before
+// it runs the engine's timers again.
+const (
+	overslept   = 20 * time.Millisecond
+	catchUpRead = time.Millisecond
+	catchUpFor  = 100 * time.Millisecond
+)
 
 // controlLoop reads the unicast socket and wakes readLoop.
 func (s *Subscriber) controlLoop() {
