@@ -19,6 +19,7 @@ func (s *Subscriber) readLoop() {
 	var (
 		deadline  time.Time
 		catchUpTo time.Time // reading what waits in the socket, timers held, until then
+		caughtUp  bool      // a datagram was read since the catch-up began
 	)
 	h := (*handler)(s)
 	for {
@@ -37,6 +38,12 @@ func (s *Subscriber) readLoop() {
 			case err == nil:
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				switch now := s.cfg.Now(); {
+				case !catchUpTo.IsZero() && !caughtUp && now.Before(catchUpTo):
+					// Nothing read yet: the timeout may be the read's
+					// own, its deadline passed before it started (a
+					// loaded machine), without looking at the socket.
+					// Try again, until catchUpTo.
+					continue
 				case !catchUpTo.IsZero():
 					catchUpTo = time.Time{} // nothing more waits
 				case deadline != expired && now.Sub(deadline) > overslept:
@@ -45,7 +52,7 @@ func (s *Subscriber) readLoop() {
 					// from seeing what waits in the socket: read it
 					// before the timers judge the publisher silent.
 					s.local.Oversleeps++
-					catchUpTo = now.Add(catchUpFor)
+					catchUpTo, caughtUp = now.Add(catchUpFor), false
 					deadline = expired
 					continue
 				}
@@ -60,6 +67,7 @@ func (s *Subscriber) readLoop() {
 			}
 		}
 		now := s.cfg.Now()
+		caughtUp = caughtUp || n > 0
 		if !catchUpTo.IsZero() && !now.Before(catchUpTo) {
 			catchUpTo = time.Time{}
 		}
@@ -86,12 +94,15 @@ var expired = time.Unix(1, 0)
 
 // A read that returns this long past its deadline overslept: the
 // process was stopped. The reader then reads what waits in the socket,
-// each read waiting at most catchUpRead, for at most catchUpFor, before
-// it runs the engine's timers again.
+// each read waiting at most catchUpRead, before it runs the engine's
+// timers again: until a read times out after one returned datagrams, or
+// for at most catchUpFor. A timeout before any datagram does not end it:
+// on a loaded machine the deadline may pass before the read starts, and
+// the read then times out without looking at the socket.
 const (
 	overslept   = 20 * time.Millisecond
-	catchUpRead = time.Millisecond
-	catchUpFor  = 100 * time.Millisecond
+	catchUpRead = 5 * time.Millisecond
+	catchUpFor  = 500 * time.Millisecond
 )
 
 // controlLoop reads the unicast socket and wakes readLoop.
