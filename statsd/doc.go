@@ -13,7 +13,8 @@
 // Aggregator that reproduces the arithmetic of Etsy's
 // lib/process_metrics.js, and hands each flush to backends: Graphite
 // plaintext with Etsy's key layout, a Prometheus /metrics endpoint,
-// JSON lines, and a repeater that forwards the raw packets to another
+// JSON lines (on a writer, Console, or into a logd or Kafka topic, Log),
+// and a repeater that forwards the raw packets to another
 // StatsD.
 //
 // Accepted lines (several per packet, separated by '\n'):
