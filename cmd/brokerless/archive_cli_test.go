@@ -28,6 +28,8 @@ func TestArchiveBadFlags(t *testing.T) {
 		{[]string{"mcast", "record", "--group", group, "--to", "mcast://239.1.2.3:7000"}, "--to mcast://239.1.2.3:7000: not a log"},
 		{[]string{"mcast", "record", "--group", group, "--to", "logd://127.0.0.1:9092/t", "--max-in-flight", "0"}, "--max-in-flight 0"},
 		{[]string{"mcast", "record", "--to", "logd://127.0.0.1:9092/t"}, "--group is required"},
+		{[]string{"statsd", "--kafka", "mcast://239.1.2.3:7000"}, "--kafka mcast://239.1.2.3:7000: not a log"},
+		{[]string{"statsd", "--kafka", "logd://127.0.0.1:9092"}, `--kafka: bad URL "logd://127.0.0.1:9092"`},
 	} {
 		code, out, errOut := runCLI(t, "", c.args...)
 		if code != exitUsage || out != "" || !strings.Contains(errOut, c.want) {
