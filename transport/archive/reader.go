@@ -78,6 +78,43 @@ type Reader struct {
 	// span is the most records one read returned: a search reads from
 	// the start of a range that one read may cover.
 	span uint64
+	// hints are the last record read of each of the last sessions of
+	// the feed read, with its log position: a search for a position of
+	// one of them guesses from it.
+	hints [4]hint
+}
+
+// hint is a record of the feed: its position, and the log's.
+type hint struct {
+	pos Pos
+	off uint64
+	ok  bool
+}
+
+// note remembers the record of the feed at pos, at log position off, as
+// its session's hint, in place of the oldest session's.
+func (r *Reader) note(pos Pos, off uint64) {
+	i := 0
+	for j := range r.hints {
+		if h := &r.hints[j]; h.ok && h.pos.Session == pos.Session {
+			i = j
+			break
+		}
+		if !r.hints[j].ok || r.hints[j].off < r.hints[i].off {
+			i = j
+		}
+	}
+	r.hints[i] = hint{pos: pos, off: off, ok: true}
+}
+
+// hintFor returns the hint of session, if there is one.
+func (r *Reader) hintFor(session uint64) (hint, bool) {
+	for _, h := range r.hints {
+		if h.ok && h.pos.Session == session {
+			return h, true
+		}
+	}
+	return hint{}, false
 }
 
 // NewReader returns a Reader of feed in log. The caller keeps log, and
@@ -155,6 +192,7 @@ func (r *Reader) take(m *transport.Message) (transport.Event, Pos, bool) {
 	ev, pos, kind := r.u.unwrap(m)
 	switch kind {
 	case recFeed:
+		r.note(pos, m.Seq)
 		if ev.Kind == transport.EventGap {
 			r.stats.Gaps++
 		} else {

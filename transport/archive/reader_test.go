@@ -160,6 +160,42 @@ func TestSeekGuess(t *testing.T) {
 	}
 }
 
+// TestSeekGuessEarlierSession: when the log's last records are of a
+// later session (a publisher restarted), a position of the earlier one
+// is found from the last record of that session the reader read: after
+// the first search, every seek near where the reader was takes two
+// reads (the log's last record, then the guess), and lands exactly.
+func TestSeekGuessEarlierSession(t *testing.T) {
+	log := newFakeLog(500)
+	a, b := sess(1, 100), sess(1, 200)
+	for seq := uint64(1); seq <= 100_000; seq++ {
+		log.add(part0, recorded(a, seq, "x"))
+	}
+	for seq := uint64(1); seq <= 50_000; seq++ {
+		log.add(part0, recorded(b, seq, "x"))
+	}
+	r := NewReader(log, 1)
+	ctx := context.Background()
+	if err := r.Seek(ctx, At(Pos{100, 60_000})); err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{60_400, 61_000, 59_000, 99_999, 100_000, 1} {
+		if _, err := r.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		before := r.Stats().Probes
+		if err := r.Seek(ctx, At(Pos{100, seq})); err != nil {
+			t.Fatal(err)
+		}
+		if r.pos != seq-1 {
+			t.Fatalf("seq %d at position %d, want %d", seq, r.pos, seq-1)
+		}
+		if n := r.Stats().Probes - before; n > 2 {
+			t.Errorf("seq %d found with %d reads, want 2", seq, n)
+		}
+	}
+}
+
 // TestSeekEarliestTimeTrimmed: earliest is the log start; a time, the
 // first record stamped at or after it; a position before what the log
 // still holds lands on the log start and says so (Trimmed).

@@ -23,6 +23,7 @@ func (r *Reader) find(ctx context.Context, target Pos, first, next uint64) (uint
 		return lo, nil
 	}
 	guess, hasGuess := uint64(0), false
+	h, hinted := r.hintFor(target.Session)
 	last, ok, err := r.lastOf(ctx, r.stream, hi-1, hi)
 	if err != nil {
 		return 0, err
@@ -41,6 +42,22 @@ func (r *Reader) find(ctx context.Context, target Pos, first, next uint64) (uint
 				guess--
 			}
 		}
+	}
+	if !hasGuess && hinted && h.off >= lo && h.off < hi {
+		// The log's last record is of a later session (a restart, or
+		// other feeds): guess from the last record of target's session
+		// read, in the same way. Where another stream's records lie
+		// between, the guess falls short of target (the search reads
+		// on) or past it (it bisects before the guess).
+		if target.Seq >= h.pos.Seq {
+			guess = h.off + min(target.Seq-h.pos.Seq, hi-1-h.off)
+		} else {
+			guess = h.off - min(h.pos.Seq-target.Seq, h.off-lo)
+		}
+		if guess > lo {
+			guess--
+		}
+		hasGuess = true
 	}
 	for lo < hi {
 		mid := lo + (hi-lo)/2
