@@ -301,6 +301,7 @@ func (m *merger) startRegion(ev *transport.Event) {
 }
 
 func (m *merger) startReplay(start archive.Start) {
+	m.readPast()
 	m.gen++
 	m.replaying, m.first, m.failed, m.said = true, true, false, false
 	m.want, m.trimmed = archive.Pos{}, false
@@ -430,10 +431,35 @@ func (m *merger) merge() {
 	m.stats.Merges++
 }
 
+// readPast makes the replay read past every live event held up to the
+// last one the archive stands in for: those between are the archive's
+// too, and going back to them, to start another replay at the next loss
+// (a dead session's tail, many holes under heavy loss), would cost a
+// seek of the archive each.
+func (m *merger) readPast() {
+	for i := m.q.len() - 1; i >= m.lead; i-- {
+		if m.blocking(m.q.at(i)) {
+			m.lead = i + 1
+			return
+		}
+	}
+}
+
+// readPastLosses narrows what the replay reads past to the live events
+// the archive stands in for at the queue's front: when it has nothing
+// more, the live events held after them are delivered as they are.
+func (m *merger) readPastLosses() {
+	m.lead = 0
+	for m.lead < m.q.len() && m.blocking(m.q.at(m.lead)) {
+		m.lead++
+	}
+}
+
 // giveUp: the archive had nothing more for a while. What the live
 // events held start after is reported missing, and they take over; a
 // late joiner's history with nothing held goes on.
 func (m *merger) giveUp() {
+	m.readPastLosses()
 	kind, u := m.until()
 	if kind == untilNone {
 		return
@@ -523,8 +549,8 @@ func (m *merger) enqueue(ev *transport.Event) {
 		dropped = true
 	}
 	m.q.push(ev)
-	if m.lead == m.q.len()-1 && m.blocking(ev) {
-		m.lead++
+	if m.blocking(ev) && (m.replaying || m.lead == m.q.len()-1) {
+		m.lead = m.q.len()
 	}
 	if !dropped {
 		return
