@@ -406,8 +406,12 @@ func (r *archiveDemoResult) problems() []string {
 			case t == nil:
 				ps = append(ps, fmt.Sprintf("%s: nothing of session %d", d.name, i+1))
 			case t.delivered != r.archived[i] || t.gaps != 0 || t.disorder != 0 || t.next != r.archived[i]+1:
-				ps = append(ps, fmt.Sprintf("%s: session %d: %d of %d delivered, %d gaps, %d out of order",
-					d.name, i+1, t.delivered, r.archived[i], t.gaps, t.disorder))
+				p := fmt.Sprintf("%s: session %d: %d of %d delivered, %d gaps, %d out of order",
+					d.name, i+1, t.delivered, r.archived[i], t.gaps, t.disorder)
+				if len(t.firstGaps) > 0 {
+					p += " (" + strings.Join(t.firstGaps, ", ") + ")"
+				}
+				ps = append(ps, p)
 			}
 		}
 		if len(d.order) != 2 || d.order[0] != r.sessions[0] {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -10,14 +9,21 @@ import (
 	"testing"
 )
 
-// TestDemoArchive: `brokerless demo archive` with no flag but the rate
-// (lower under the race detector) exits 0 and says nothing was lost;
+// TestDemoArchive: `brokerless demo archive` with no flag exits 0 and says nothing was lost;
 // each of its three subscribers took messages from the archive: the
 // lossy one the dead session's tail, the stalled one what the window no
 // longer held, the late one its history.
 func TestDemoArchive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 5 s demo")
+	}
+	if raceEnabled {
+		// Under the race detector, on 2 cores, the recorder in the same
+		// process loses what it must record at the rate that shows the
+		// stall (20,000/s), and at rates it keeps up with (2,000/s) the
+		// stalled subscriber's buffers hold its stall: the properties
+		// are TestArchive*'s, which run under -race.
+		t.Skip("the demo needs the CPU the race detector takes")
 	}
 	spawn := spawnSelf
 	t.Cleanup(func() { spawnSelf = spawn })
@@ -26,11 +32,7 @@ func TestDemoArchive(t *testing.T) {
 		c.Env = append(os.Environ(), childArgs+"="+strings.Join(args, "\x1f"))
 		return c, nil
 	}
-	rate := 20000
-	if raceEnabled {
-		rate = 5000
-	}
-	code, out, errOut := runCLI(t, "", "demo", "archive", "--rate", fmt.Sprint(rate))
+	code, out, errOut := runCLI(t, "", "demo", "archive")
 	if code != 0 || !strings.Contains(out, "nothing lost:") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
