@@ -34,14 +34,14 @@ their archive:
 
   lossy    drops 20% of the datagrams it receives, and stops reading
            from 0.3 s before the crash to 0.3 s after;
-  stalled  stops reading for 1 s in the second session, far more than
+  stalled  stops reading for 1.5 s in the second session, far more than
            its buffers and the publisher's window hold;
   late     joins 1.5 s after the feed began, with --join earliest.
 
 The publisher, a child process ('brokerless mcast pub --ticks'), is killed
 with SIGKILL 3 s in, with no goodbye; a new publisher then starts a new
-session of the feed and publishes for 1.5 s, keeping 1,000
-datagrams (about 0.1 s) for repairs, and closes.
+session of the feed and publishes for 2 s, keeping 500 datagrams
+(about 0.4 s at 20,000 ticks/s) for repairs, and closes.
 
 Each subscriber must deliver every message of both sessions, once and in
 order: what the publisher could no longer repair (the stalled
@@ -229,7 +229,7 @@ func runArchiveDemo(ctx context.Context, rate float64, out io.Writer) (*archiveD
 	}
 	stalled := base
 	stalled.RecvBuffer = 64 << 10 // what the kernel holds while it stalls: little
-	if err := join("stalled", "stops reading 1 s (window: 0.1 s)", stalled, time.Second, 1, uint64(rate/5)); err != nil {
+	if err := join("stalled", "stops reading 1.5 s, window 0.4 s", stalled, 1500*time.Millisecond, 1, uint64(rate/5)); err != nil {
 		return nil, err
 	}
 
@@ -271,10 +271,10 @@ func runArchiveDemo(ctx context.Context, rate float64, out io.Writer) (*archiveD
 	}
 	fmt.Fprintf(out, "publisher killed with SIGKILL after %.1f s; a new one starts a new session\n", time.Since(start).Seconds())
 
-	// The second publisher, here, publishes for 1.5 s and closes. It
-	// keeps 1,000 datagrams, about 0.1 s.
+	// The second publisher, here, publishes for 2 s and closes. It
+	// keeps 500 datagrams, about 0.4 s at 20,000 ticks/s.
 	pcfg := base
-	pcfg.Sender = reliable.SenderConfig{WindowDatagrams: 1000, MaxQueued: 250, MaxMessageSize: 64 << 10}
+	pcfg.Sender = reliable.SenderConfig{WindowDatagrams: 500, MaxQueued: 250, MaxMessageSize: 64 << 10}
 	pub, err := multicast.NewPublisher(ctx, pcfg)
 	if err != nil {
 		return nil, err
@@ -283,7 +283,7 @@ func runArchiveDemo(ctx context.Context, rate float64, out io.Writer) (*archiveD
 	second = pub.Stream()
 	streamMu.Unlock()
 	res.sessions[1] = second
-	n2 := uint64(1.5 * rate)
+	n2 := uint64(2 * rate)
 	sent, perr := publishTicks(ctx, pub, newTickGen(2), pacer{start: time.Now(), rate: rate, limit: n2})
 	if cerr := pub.Close(); perr == nil {
 		perr = cerr
