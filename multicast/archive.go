@@ -131,17 +131,19 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 			return
 		}
 		b.events = evs
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			// A failed read is tried again: the archive is given up on
+			// (idle, with the error) only when it has given nothing for
+			// Wait, as when it has nothing.
+			b.err = err
+		}
 		switch {
 		case err == nil && len(evs) > 0:
 			last = a.now()
-		case err == nil || errors.Is(err, context.DeadlineExceeded):
-			if a.now().Sub(last) >= a.cfg.Wait {
-				b.idle, last = true, a.now()
-			}
-		default:
-			b.idle, b.err = true, err
+		case a.now().Sub(last) >= a.cfg.Wait:
+			b.idle, last = true, a.now()
 		}
-		if len(b.events) > 0 || b.idle || b.seeked {
+		if len(b.events) > 0 || b.idle || b.seeked || b.err != nil {
 			if !a.send(ctx, b) {
 				return
 			}
@@ -154,10 +156,11 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 }
 
 // seek positions the reader for c, trying again (and telling the
-// merger the archive is idle) while the archive cannot be read or holds
-// nothing. It returns the position it looked for, and an error only
+// merger the archive is idle: at once when it holds nothing, after Wait
+// when it cannot be read) until it can. It returns the position it looked for, and an error only
 // when ctx ended.
 func (a *archiveSide) seek(ctx context.Context, c replayCmd) (archive.Pos, error) {
+	since := a.now()
 	for {
 		start := c.start
 		err := func() error {
@@ -181,6 +184,14 @@ func (a *archiveSide) seek(ctx context.Context, c replayCmd) (archive.Pos, error
 		if ctx.Err() != nil {
 			return archive.Pos{}, ctx.Err()
 		}
+		if !errors.Is(err, archive.ErrEmpty) && a.now().Sub(since) < a.cfg.Wait {
+			// A failed read is tried again, for Wait, before the
+			// archive is given up on; the merger counts it.
+			if !a.send(ctx, archiveBatch{gen: c.gen, err: err}) || !pause(ctx, archiveRetry) {
+				return archive.Pos{}, ctx.Err()
+			}
+			continue
+		}
 		b := archiveBatch{gen: c.gen, idle: true}
 		if !errors.Is(err, archive.ErrEmpty) {
 			b.err = err
@@ -189,6 +200,7 @@ func (a *archiveSide) seek(ctx context.Context, c replayCmd) (archive.Pos, error
 		if !a.send(ctx, b) || !pause(ctx, a.cfg.Wait) {
 			return archive.Pos{}, ctx.Err()
 		}
+		since = a.now()
 	}
 }
 

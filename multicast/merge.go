@@ -324,8 +324,10 @@ func (m *merger) archive(b *archiveBatch) {
 		m.want, m.trimmed, m.first = b.want, b.trimmed, true
 	}
 	if b.err != nil {
+		// A read that failed is tried again; the archive is given up
+		// on when it stays so for Wait (idle).
 		m.stats.Errors++
-		m.failed = true
+		m.failed = m.failed || b.idle
 	}
 	for i := range b.events {
 		if !m.replaying {

@@ -188,7 +188,7 @@ func TestArchiveBeyondWindow(t *testing.T) {
 	l := readSubLog(t, with.path)
 	s := oneSession(t, l)
 	if gaps := s.account(t, n); len(gaps) != 0 || s.first != 1 {
-		t.Fatalf("with an archive: from %d, gaps %+v; want from 1, none", s.first, gaps)
+		t.Fatalf("with an archive: from %d, gaps %+v; want from 1, none: %s", s.first, gaps, l.summary)
 	}
 	fromArchive, _, _, _ := archiveCounts(t, l.summary)
 	if fromArchive == 0 {
