@@ -50,6 +50,8 @@ const (
 //
 //   - none: no compression, random values (incompressible), so logd's
 //     bytes on disk are the records plus Kafka's batch framing;
+//   - none-4producers: the same from 4 clients (4 connections) at once,
+//     b.N records in all;
 //   - snappy-compressed: franz-go's default codec with values half
 //     random, half zeros, which snappy roughly halves.
 //
@@ -57,13 +59,16 @@ const (
 // values produced per second; disk-MiB/s is logd's on-disk bytes per
 // second and raw-MiB/s the raw side's; x-raw is the median of the
 // rounds' ratios of the two (same bytes, same fdatasyncs: 1 is the
-// disk's speed at writing and syncing serially);
+// disk's speed at writing and syncing serially; logd can pass 1, as it
+// writes the next requests while an fsync runs); the clients run in
+// this process, on the same cores;
 // disk-B/rec is on-disk bytes per record; fdatasyncs and raw-fdatasyncs
 // are per round (logd's count every file sync: segments, indexes, state
 // files).
 func BenchmarkProduce1KiB(b *testing.B) {
-	b.Run("none", func(b *testing.B) { benchProduce(b, kgo.NoCompression(), 1) })
-	b.Run("snappy-compressed", func(b *testing.B) { benchProduce(b, kgo.SnappyCompression(), 2) })
+	b.Run("none", func(b *testing.B) { benchProduce(b, kgo.NoCompression(), 1, 1) })
+	b.Run("none-4producers", func(b *testing.B) { benchProduce(b, kgo.NoCompression(), 1, 4) })
+	b.Run("snappy-compressed", func(b *testing.B) { benchProduce(b, kgo.SnappyCompression(), 2, 1) })
 }
 
 // benchValues is how many distinct values the benchmarks cycle through
@@ -85,12 +90,15 @@ func randomValues(zeroFraction int) [][]byte {
 	return vs
 }
 
-func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction int) {
+func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, producers int) {
 	dir := b.TempDir()
 	cfs := &countingFS{FS: vfs.OS}
 	ts := startServer(b, filepath.Join(dir, "logd"), func(c *Config) { c.Storage.FS = cfs })
-	cl := newClient(b, ts.addr, kgo.DefaultProduceTopic("bench"), kgo.ProducerBatchCompression(codec))
-	createTopic(b, cl, "bench", 1)
+	clients := make([]*kgo.Client, producers)
+	for i := range clients {
+		clients[i] = newClient(b, ts.addr, kgo.DefaultProduceTopic("bench"), kgo.ProducerBatchCompression(codec))
+	}
+	createTopic(b, clients[0], "bench", 1)
 	partDir := filepath.Join(ts.dir, "bench-0")
 	values := randomValues(zeroFraction)
 	ctx := context.Background()
@@ -99,16 +107,24 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction int) {
 	produce := func() float64 {
 		before, syncs0 := dirBytes(b, partDir, ".log"), cfs.syncs.Load()
 		start := time.Now()
-		for i := 0; i < b.N; i++ {
-			cl.Produce(ctx, &kgo.Record{Value: values[i%len(values)]}, func(_ *kgo.Record, err error) {
-				if err != nil {
+		var wg sync.WaitGroup
+		for p, cl := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := p; i < b.N; i += producers {
+					cl.Produce(ctx, &kgo.Record{Value: values[i%len(values)]}, func(_ *kgo.Record, err error) {
+						if err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				if err := cl.Flush(ctx); err != nil {
 					b.Error(err)
 				}
-			})
+			}()
 		}
-		if err := cl.Flush(ctx); err != nil {
-			b.Fatal(err)
-		}
+		wg.Wait()
 		took := time.Since(start).Seconds()
 		disk, n = dirBytes(b, partDir, ".log")-before, cfs.syncs.Load()-syncs0
 		return took

@@ -25,12 +25,22 @@ type client struct {
 	// current request is answered (or at once if it has no answer).
 	auth   *connAuth
 	hangUp bool
+	// durable is set by a produce whose answer must wait until its
+	// batches are durable: the connection's writer waits, while the
+	// next request is read and appended (see reply).
+	durable *durableWait
 }
 
 // conn is one client connection: its socket, what handlers know of the
-// client, and the buffer of the request being read or answered.
-// Requests are answered one at a time, in order. Between requests a
-// connection holds no buffer and no request memory.
+// client, and the buffer of the request being read or handled.
+// Requests are handled one at a time, in order, and answered in that
+// order by the connection's writer. A produce waiting for its fsync
+// does not hold up the next request: it is read and appended while the
+// writer waits, so one producer's pipelined requests share the disk's
+// time between writing and syncing (Kafka clients keep up to 5 produce
+// requests in flight per connection). At most connPipeline answers wait
+// to be written; the reader stops reading while they do. Between
+// requests a connection holds no request buffer and no request memory.
 type conn struct {
 	s   *Server
 	nc  net.Conn
@@ -48,7 +58,19 @@ type conn struct {
 	// Buffer sizes the last response and fetch used: the next ones
 	// start there (a class size), growing if they need more.
 	outSize, fetchSize int
+
+	// replies are the answers on their way to the writer, in request
+	// order; writerDone is closed when the writer stops, writeErr (read
+	// after writerDone) saying why if a write failed.
+	replies    chan reply
+	writerDone chan struct{}
+	writeErr   error
 }
+
+// connPipeline bounds the answers of one connection waiting to be
+// written (produces waiting for their fsync, mostly). Kafka clients
+// keep at most 5 requests in flight per connection by default.
+const connPipeline = 16
 
 // connReadBuffer is the size of a connection's read buffer: most
 // requests arrive in one read; larger frames are read straight into
@@ -59,14 +81,17 @@ const connReadBuffer = 16 << 10
 // until it closes, sends something unusable, idles out or is too slow.
 func (s *Server) serveConn(nc net.Conn, ip string, accepted time.Time) {
 	cn := &conn{
-		s:        s,
-		nc:       nc,
-		r:        bufio.NewReaderSize(nc, connReadBuffer),
-		log:      s.cfg.Logger.With("remote", nc.RemoteAddr().String()),
-		cl:       client{host: ip},
-		accepted: accepted,
+		s:          s,
+		nc:         nc,
+		r:          bufio.NewReaderSize(nc, connReadBuffer),
+		log:        s.cfg.Logger.With("remote", nc.RemoteAddr().String()),
+		cl:         client{host: ip},
+		accepted:   accepted,
+		replies:    make(chan reply, connPipeline),
+		writerDone: make(chan struct{}),
 	}
 	cn.cl.auth = s.newConnAuth(nc)
+	go cn.writeReplies()
 	defer cn.close()
 	for {
 		req, err := cn.readRequest()
@@ -115,6 +140,9 @@ func (cn *conn) readRequest() (*request, error) {
 	}
 	n := int64(binary.BigEndian.Uint32(cn.size[:]))
 	if a := cn.cl.auth; a != nil && a.raw {
+		if err := cn.flush(); err != nil { // the handshake's answer goes first
+			return nil, err
+		}
 		return nil, cn.s.rawSASL(&cn.cl, cn.nc, cn.r, n)
 	}
 	if n < 8 || n > int64(cfg.MaxRequestBytes) {
@@ -182,7 +210,9 @@ func (cn *conn) releaseFrame() {
 	cn.held = 0
 }
 
-// answer handles one request and writes its response.
+// answer handles one request and hands its response to the writer. A
+// produce that waits for durability is handed over unanswered: the
+// writer waits, then encodes its response.
 func (cn *conn) answer(req *request) error {
 	s := cn.s
 	if req.key == kmsg.Fetch.Int16() {
@@ -191,15 +221,27 @@ func (cn *conn) answer(req *request) error {
 	started := s.cfg.Now()
 	cn.cl.id = req.clientID
 	resp, err := s.handle(&cn.cl, req)
-	s.metrics.request(req.key, s.cfg.Now().Sub(started), err != nil)
+	wait := cn.cl.durable
+	cn.cl.durable = nil
+	if wait == nil || err != nil {
+		s.metrics.request(req.key, s.cfg.Now().Sub(started), err != nil)
+	}
 	if err != nil {
 		return err
 	}
 	cn.answered++
-	var out []byte
-	if resp != nil { // nil: an acks=0 produce, which gets no response
-		out = appendResponse(s.bufs.get(max(cn.outSize, 1<<minBufClass)), req.correlation, resp)
-		cn.outSize = sizeOf(len(out))
+	var r reply
+	switch {
+	case resp == nil: // an acks=0 produce, which gets no response
+	case wait != nil:
+		r.finish = func() []byte {
+			wait.finish(s.ctx)
+			s.metrics.request(req.key, s.cfg.Now().Sub(started), false)
+			return appendResponse(s.bufs.get(1<<minBufClass), req.correlation, resp)
+		}
+	default:
+		r.out = appendResponse(s.bufs.get(max(cn.outSize, 1<<minBufClass)), req.correlation, resp)
+		cn.outSize = sizeOf(len(r.out))
 	}
 	cn.releaseFrame()
 	if cn.cl.fetch != nil {
@@ -207,16 +249,69 @@ func (cn *conn) answer(req *request) error {
 		s.bufs.put(cn.cl.fetch)
 		cn.cl.fetch = nil
 	}
-	if out == nil {
+	if r.out == nil && r.finish == nil {
 		return nil
 	}
-	_ = cn.nc.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
-	_, err = cn.nc.Write(out)
-	s.bufs.put(out)
-	if err != nil {
-		return &writeError{err}
+	return cn.send(r)
+}
+
+// reply is one answer on its way to the client: its encoded bytes, or
+// the function that waits for it and encodes it; a barrier only
+// reports when everything before it has been written.
+type reply struct {
+	out     []byte
+	finish  func() []byte
+	barrier chan struct{}
+}
+
+// send hands r to the writer, waiting while connPipeline answers are
+// already waiting; it fails once the writer has stopped.
+func (cn *conn) send(r reply) error {
+	select {
+	case cn.replies <- r:
+		return nil
+	case <-cn.writerDone:
+		return cn.writeErr
 	}
-	return nil
+}
+
+// flush returns once every answer handed to the writer is written.
+func (cn *conn) flush() error {
+	done := make(chan struct{})
+	if err := cn.send(reply{barrier: done}); err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-cn.writerDone:
+		return cn.writeErr
+	}
+}
+
+// writeReplies writes the answers in order until the reader closes
+// replies or a write fails; a failed write closes the socket, which
+// stops the reader too.
+func (cn *conn) writeReplies() {
+	defer close(cn.writerDone)
+	for r := range cn.replies {
+		if r.barrier != nil {
+			close(r.barrier)
+			continue
+		}
+		out := r.out
+		if r.finish != nil {
+			out = r.finish()
+		}
+		_ = cn.nc.SetWriteDeadline(time.Now().Add(cn.s.cfg.IdleTimeout))
+		_, err := cn.nc.Write(out)
+		cn.s.bufs.put(out)
+		if err != nil {
+			cn.writeErr = &writeError{err}
+			cn.nc.Close()
+			return
+		}
+	}
 }
 
 // sizeOf is the buffer size to start with next time, n bytes having
@@ -230,8 +325,12 @@ func sizeOf(n int) int {
 	return 1 << maxBufClass
 }
 
-// close releases what the connection holds and closes its socket.
+// close writes the answers still waiting (each bounded by its own
+// deadline and the write deadline), releases what the connection holds
+// and closes its socket.
 func (cn *conn) close() {
+	close(cn.replies)
+	<-cn.writerDone
 	cn.releaseFrame()
 	if cn.cl.fetch != nil {
 		cn.s.bufs.put(cn.cl.fetch)
@@ -312,7 +411,7 @@ func (s *Server) dispatch(cl *client, req *request) (kmsg.Response, error) {
 	var resp kmsg.Response
 	switch body := req.body.(type) {
 	case *kmsg.ProduceRequest:
-		resp = s.produce(body)
+		resp = s.produce(cl, body)
 	case *kmsg.FetchRequest:
 		resp = s.fetch(cl, body)
 	case *kmsg.ListOffsetsRequest:

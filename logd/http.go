@@ -94,6 +94,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	s.writeAuthMetrics(&p)
 	s.writePartitionMetrics(&p)
 	s.writeGroupMetrics(&p)
+	s.writeKafkaExporterMetrics(&p)
 }
 
 // labelEscaper escapes a label value as the text format requires.

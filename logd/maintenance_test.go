@@ -143,6 +143,8 @@ func TestMetricsEndpoint(t *testing.T) {
 				s += m.Gauge.GetValue()
 			case m.Counter != nil:
 				s += m.Counter.GetValue()
+			case m.Untyped != nil:
+				s += m.Untyped.GetValue()
 			}
 		}
 		return s
@@ -156,6 +158,27 @@ func TestMetricsEndpoint(t *testing.T) {
 	if sum("logd_requests_total") == 0 || families["logd_fsync_seconds"] == nil {
 		t.Fatal("request counts or fsync histogram missing")
 	}
+	// kafka_exporter's names and labels, beside ours.
+	for name, want := range map[string]float64{
+		"kafka_topic_partition_current_offset": 26, "kafka_topic_partition_oldest_offset": 0,
+		"kafka_consumergroup_lag": 6, "kafka_consumergroup_lag_sum": 6, "kafka_consumergroup_current_offset": 20,
+		"kafka_consumergroup_current_offset_sum": 20, "kafka_topic_partitions": 2, "kafka_brokers": 1,
+		"kafka_topic_partition_replicas": 2, "kafka_consumergroup_members": 1,
+	} {
+		if got := sum(name); got != want {
+			t.Errorf("%s sums to %v, want %v", name, got, want)
+		}
+	}
+	for _, m := range families["kafka_consumergroup_lag"].Metric {
+		labels := map[string]string{}
+		for _, l := range m.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["consumergroup"] != "mg" || labels["topic"] != "m" || labels["partition"] == "" || len(labels) != 3 {
+			t.Errorf("kafka_consumergroup_lag labels %v, want consumergroup, topic, partition", labels)
+		}
+	}
+	promtoolCheck(t, body)
 	hr, err := http.Get(srv.URL + "/healthz")
 	if err != nil || hr.StatusCode != 200 {
 		t.Fatalf("healthz: %v %v", err, hr)

@@ -14,9 +14,10 @@ import (
 
 // produce appends each partition's record batches. acks=-1 (all) is
 // answered only once the batches are durable under the store's fsync
-// policy (group commit: concurrent producers share fsyncs); acks=1 once
-// written; acks=0 gets no response at all, as in Kafka.
-func (s *Server) produce(req *kmsg.ProduceRequest) kmsg.Response {
+// policy (group commit: concurrent producers share fsyncs): produce
+// leaves that wait in cl.durable, for the connection's writer; acks=1
+// is answered once written; acks=0 gets no response at all, as in Kafka.
+func (s *Server) produce(cl *client, req *kmsg.ProduceRequest) kmsg.Response {
 	resp := kmsg.NewPtrProduceResponse()
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		for _, t := range req.Topics {
@@ -29,12 +30,7 @@ func (s *Server) produce(req *kmsg.ProduceRequest) kmsg.Response {
 		}
 		return resp
 	}
-	type pending struct {
-		log    *storage.Log
-		last   int64
-		ti, pi int // where its answer is in resp
-	}
-	var waits []pending
+	var waits []durablePartition
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
@@ -59,7 +55,7 @@ func (s *Server) produce(req *kmsg.ProduceRequest) kmsg.Response {
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 			if err == nil && req.Acks == -1 {
-				waits = append(waits, pending{log, last, len(resp.Topics), len(rt.Partitions) - 1})
+				waits = append(waits, durablePartition{log, last, len(resp.Topics), len(rt.Partitions) - 1})
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -67,18 +63,44 @@ func (s *Server) produce(req *kmsg.ProduceRequest) kmsg.Response {
 	if req.Acks == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, time.Duration(max(req.TimeoutMillis, 1))*time.Millisecond)
+	if len(waits) > 0 {
+		timeout := time.Duration(max(req.TimeoutMillis, 1)) * time.Millisecond
+		cl.durable = &durableWait{resp: resp, waits: waits, deadline: time.Now().Add(timeout)}
+	}
+	return resp
+}
+
+// durableWait is what an acks=all produce waits for before it is
+// answered: each partition's last appended offset to be durable, by
+// the request's deadline.
+type durableWait struct {
+	resp     *kmsg.ProduceResponse
+	waits    []durablePartition
+	deadline time.Time
+}
+
+// durablePartition is one partition's part of a durableWait.
+type durablePartition struct {
+	log    *storage.Log
+	last   int64
+	ti, pi int // where its answer is in resp
+}
+
+// finish waits for every partition and writes a partition's error into
+// resp where its batches did not become durable in time (or its log
+// failed).
+func (w *durableWait) finish(ctx context.Context) {
+	ctx, cancel := context.WithDeadline(ctx, w.deadline)
 	defer cancel()
-	for _, w := range waits {
-		if err := w.log.WaitDurable(ctx, w.last); err != nil {
-			p := &resp.Topics[w.ti].Partitions[w.pi]
+	for _, d := range w.waits {
+		if err := d.log.WaitDurable(ctx, d.last); err != nil {
+			p := &w.resp.Topics[d.ti].Partitions[d.pi]
 			p.ErrorCode = kerr.RequestTimedOut.Code
 			if !errors.Is(err, context.DeadlineExceeded) {
 				p.ErrorCode = errorCode(err)
 			}
 		}
 	}
-	return resp
 }
 
 // appendBatches appends every record batch in records (a producer sends

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/net/ipv4"
 
+	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
 	"github.com/brokerless/brokerless/transport/faultnet"
 )
@@ -189,6 +190,53 @@ func BenchmarkReceiptCost(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// BenchmarkFlowCost is the throughput cost of flow control when no
+// subscriber is slow: the transport without flow control and with
+// Flow.Mode min (the publisher checking the slowest subscriber's STATUS
+// before each message), one subscriber, in flowPairs pairs of runs of
+// b.N messages that alternate which goes first. It reports the median
+// and quartiles of the per-pair ratios flow/none, and the messages each
+// side lost (published as fast as Publish takes them, a publisher
+// without flow control can outpace its subscriber on a busy machine).
+//
+//	go test -run XXX -bench FlowCost -benchtime 200000x ./multicast/
+func BenchmarkFlowCost(b *testing.B) {
+	if b.N < 1000 {
+		return // the testing package's first, calibration call
+	}
+	const flowPairs = 21
+	var ratios, none, flow []float64
+	var lostNone, lostFlow, held uint64
+	run := func(mode reliable.FlowMode) rateResult {
+		cfg := testConfig(b)
+		cfg.Sender.Flow.Mode = mode
+		return transportRateConfig(b, b.N, cfg, cfg, false)
+	}
+	for i := range flowPairs {
+		var n, f rateResult
+		if i%2 == 0 {
+			n, f = run(reliable.FlowNone), run(reliable.FlowMin)
+		} else {
+			f, n = run(reliable.FlowMin), run(reliable.FlowNone)
+		}
+		none, flow = append(none, n.msgs), append(flow, f.msgs)
+		lostNone, lostFlow, held = lostNone+n.lost, lostFlow+f.lost, held+f.held
+		ratios = append(ratios, f.msgs/n.msgs)
+	}
+	s := slices.Clone(ratios)
+	slices.Sort(s)
+	b.Logf("flow/none per pair: %.2f", ratios)
+	b.ReportMetric(median(none), "msgs/s")
+	b.ReportMetric(median(flow), "flow-msgs/s")
+	b.ReportMetric(s[len(s)/4], "flow/none-q1")
+	b.ReportMetric(median(ratios), "flow/none")
+	b.ReportMetric(s[3*len(s)/4], "flow/none-q3")
+	b.ReportMetric(float64(lostNone), "lost-none")
+	b.ReportMetric(float64(lostFlow), "lost-flow")
+	b.ReportMetric(float64(held)/flowPairs, "held/run")
+	b.ReportMetric(0, "ns/op")
+}
+
 func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
@@ -211,6 +259,7 @@ type rateResult struct {
 	datagrams uint64  // original DATA datagrams the publisher sent
 	bytes     uint64  // their bytes
 	lost      uint64  // messages reported in gaps
+	held      uint64  // Publish calls flow control held
 }
 
 // transportRate publishes n messages as fast as Publish takes them and
@@ -227,7 +276,12 @@ func transportRate(b *testing.B, n int, loss float64, key []byte) rateResult {
 func transportRateReceipts(b *testing.B, n int, loss float64, key []byte, receipts bool) rateResult {
 	cfg := testConfig(b)
 	cfg.Key = key
-	scfg := withFaults(cfg, faultnet.Faults{Loss: loss, Seed: 1})
+	return transportRateConfig(b, n, cfg, withFaults(cfg, faultnet.Faults{Loss: loss, Seed: 1}), receipts)
+}
+
+// transportRateConfig is transportRateReceipts with the publisher's and
+// the subscriber's Config.
+func transportRateConfig(b *testing.B, n int, cfg, scfg Config, receipts bool) rateResult {
 	s := mustSub(b, scfg)
 	p := mustPub(b, cfg)
 	payload := make([]byte, benchPayload)
@@ -283,7 +337,7 @@ func transportRateReceipts(b *testing.B, n int, loss float64, key []byte, receip
 	}
 	_ = p.Flush(ctx)
 	st := p.Stats()
-	return rateResult{msgs: rate, datagrams: st.Datagrams, bytes: st.Bytes, lost: lost}
+	return rateResult{msgs: rate, datagrams: st.Datagrams, bytes: st.Bytes, lost: lost, held: st.FlowHeld}
 }
 
 // rawUDPRate sends n datagrams of size bytes to a multicast group on lo

@@ -64,6 +64,10 @@ type Config struct {
 	// hand-off to the send goroutine (lower latency at low rates); faster
 	// streams are batched by the send goroutine. Default 20 µs.
 	InlineAfter time.Duration
+	// FlowFail: with flow control (Sender.Flow), Publish returns an
+	// error wrapping reliable.ErrFlowControl at once, instead of
+	// waiting, while the receivers it waits for are behind.
+	FlowFail bool
 	// Queue is how many batches of events a Subscriber buffers for its
 	// reader before it stops reading the socket. Default 64.
 	Queue int

@@ -143,3 +143,4 @@ type nackCatcher struct{ nack []byte }
 
 func (*nackCatcher) Deliver(*transport.Event)              {}
 func (c *nackCatcher) SendNack(_ netip.AddrPort, b []byte) { c.nack = append(c.nack[:0], b...) }
+func (*nackCatcher) SendStatus(netip.AddrPort, []byte)     {}

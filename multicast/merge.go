@@ -272,7 +272,7 @@ func (m *merger) blocking(ev *transport.Event) bool {
 	switch ev.Kind {
 	case transport.EventGap:
 		switch ev.Gap.Reason {
-		case transport.GapUnrecoverable, transport.GapTimeout, transport.GapOverflow, transport.GapStreamEnded:
+		case transport.GapUnrecoverable, transport.GapOutpaced, transport.GapTimeout, transport.GapOverflow, transport.GapStreamEnded:
 			return true
 		}
 	case transport.EventStreamEnd:

@@ -483,3 +483,14 @@ func TestMergeStaleBatches(t *testing.T) {
 	r.drain()
 	account(t, r.got, span{sA, 1, 15})
 }
+
+// TestMergeOutpaced: a loss the engine reports as outpaced (the
+// publisher, without flow control, moved its window past it) is read
+// from the archive like any other it gave up on.
+func TestMergeOutpaced(t *testing.T) {
+	r := newMergeRig(t, JoinLive(), 0)
+	r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10), gapEv(sA, 11, 20, transport.GapOutpaced), msgs(sA, 21, 25))...)
+	r.arch(archive.Pos{Session: 100, Seq: 11}, false, msgs(sA, 11, 21)...)
+	account(t, r.got, span{sA, 1, 25})
+	wantStats(t, r.m.Stats(), 10, 0, 1)
+}

@@ -124,7 +124,8 @@ func (p *Publisher) Stats() PublisherStats {
 }
 
 // Publish queues m. It blocks, honouring ctx, while the send queue is
-// full.
+// full, and, with flow control (Config.Sender.Flow), while the
+// receivers it waits for are behind (unless Config.FlowFail).
 func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
 	return p.publish(ctx, &m, nil)
 }
@@ -167,7 +168,12 @@ func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func
 			}
 			break
 		}
-		if !errors.Is(err, reliable.ErrBackpressure) {
+		held := errors.Is(err, reliable.ErrFlowControl)
+		if held && p.cfg.FlowFail {
+			p.mu.Unlock()
+			return fmt.Errorf("multicast: %w", err)
+		}
+		if !held && !errors.Is(err, reliable.ErrBackpressure) {
 			p.mu.Unlock()
 			if errors.Is(err, reliable.ErrTooLarge) {
 				return fmt.Errorf("%w: %w", transport.ErrTooLarge, err)

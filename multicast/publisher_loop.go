@@ -55,11 +55,11 @@ func (p *Publisher) sendLoop() {
 			continue
 		}
 		now := p.cfg.Now()
-		p.inbox.drain(func(b []byte, from netip.AddrPort) {
-			if p.eng.HandleControl(now, from, b) == nil {
-				p.lastNack = now
-			}
-		})
+		nacks := p.eng.Stats().NacksReceived
+		p.inbox.drain(func(b []byte, from netip.AddrPort) { _ = p.eng.HandleControl(now, from, b) })
+		if p.eng.Stats().NacksReceived != nacks {
+			p.lastNack = now // a STATUS is no reason to linger at Close
+		}
 		n := 0
 		for n < len(msgs) {
 			l, to, ok := p.eng.NextOutgoing(now, bufs[n])

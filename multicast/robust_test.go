@@ -161,8 +161,8 @@ func TestPausedSubscriber(t *testing.T) {
 		t.Fatal("no gap reported for the pause")
 	}
 	for _, g := range a.gaps {
-		if g.Reason != transport.GapUnrecoverable {
-			t.Fatalf("gap %v: want unrecoverable", g)
+		if g.Reason != transport.GapOutpaced {
+			t.Fatalf("gap %v: want GapOutpaced (the publisher has no flow control)", g)
 		}
 	}
 	if a.next != 30_201 {

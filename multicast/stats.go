@@ -15,12 +15,13 @@ type PublisherStats struct {
 // SubscriberStats is a snapshot of a Subscriber's counters.
 type SubscriberStats struct {
 	reliable.ReceiverStats
-	RecvBuffer  int    // SO_RCVBUF granted by the kernel, bytes
-	ReadErrors  uint64 // socket read errors
-	NackErrors  uint64 // NACKs the kernel refused to send
-	InboxDrops  uint64 // unicast datagrams dropped: more came than the reader took
-	FilterDrops uint64 // received datagrams Config.Filter did not keep
-	QueueStalls uint64 // times the reader had to wait for the application
+	RecvBuffer   int    // SO_RCVBUF granted by the kernel, bytes
+	ReadErrors   uint64 // socket read errors
+	NackErrors   uint64 // NACKs the kernel refused to send
+	StatusErrors uint64 // STATUS datagrams (flow control) the kernel refused to send
+	InboxDrops   uint64 // unicast datagrams dropped: more came than the reader took
+	FilterDrops  uint64 // received datagrams Config.Filter did not keep
+	QueueStalls  uint64 // times the reader had to wait for the application
 	// Oversleeps counts the reads that returned long past their deadline
 	// (the process was stopped): what waited in the socket was read
 	// before the engine's timers ran.

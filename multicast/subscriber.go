@@ -72,6 +72,11 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 	if cfg.Archive.Join.History() {
 		rcfg.Join = reliable.JoinLive // the archive gives what came before
 	}
+	if rcfg.StatusWindow == 0 {
+		// Validated by the engine below, before any socket opens; the
+		// window is set from the buffer the kernel grants.
+		rcfg.StatusWindow = reliable.DefaultStatusWindow
+	}
 	eng, err := reliable.NewReceiver(rcfg)
 	if err != nil {
 		return nil, engineConfigError(err, "Receiver.")
@@ -109,6 +114,17 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 	}
 	s.local.RecvBuffer, _ = bufferSizes(s.data, cfg.RecvBuffer, 0, cfg.Logger)
 	s.stats = s.local
+	if cfg.Receiver.StatusWindow == 0 && s.local.RecvBuffer > 0 {
+		// What a publisher with flow control may send ahead of us: half
+		// the receive buffer, the kernel charging each datagram its
+		// bookkeeping too.
+		rcfg.StatusWindow = min(s.local.RecvBuffer/2, 1<<32-1)
+		if s.eng, err = reliable.NewReceiver(rcfg); err != nil {
+			s.data.Close()
+			s.closeArchive()
+			return nil, engineConfigError(err, "Receiver.")
+		}
+	}
 	if s.ctrl, err = listenUDP(ctx, netip.AddrPortFrom(addr, 0), false); err != nil {
 		s.data.Close()
 		s.closeArchive()

@@ -52,6 +52,10 @@ session whose publisher crashed. Its gaps are then what the archive lacks too.`,
 			{Name: "dup", Value: "0..1", Doc: "duplicate this fraction of received datagrams on purpose (subscriber)"},
 			{Name: "reorder", Value: "0..1", Doc: "reorder this fraction of received datagrams on purpose (subscriber)"},
 			{Name: "seed", Value: "N", Doc: "seed of loss, dup and reorder"},
+			{Name: "flow", Value: "none|min|tagged", Doc: "publisher's flow control: never pass the slowest subscriber (min), or the slowest with flow-tag (tagged), instead of going at its own pace (default none)"},
+			{Name: "flow-tag", Value: "N", Doc: "publisher with flow=tagged: the tag of the subscribers it waits for; subscriber: the tag it reports"},
+			{Name: "flow-min", Value: "N", Doc: "publisher with flow control: publish nothing until N subscribers report (default 0)"},
+			{Name: "flow-timeout", Value: "DURATION", Doc: "publisher with flow control: stop waiting for a subscriber silent this long (default 2s)"},
 		},
 		SourceDefaults: map[string]string{"join": "earliest"},
 		Examples: []transport.Example{
@@ -96,7 +100,7 @@ func openURL(_ context.Context, u *url.URL) (transport.Endpoint, error) {
 // urlParams are the query parameters an mcast:// URL takes.
 var urlParams = []string{
 	"iface", "feed", "ttl", "repairs", "join", "mtu", "rcvbuf", "sndbuf", "linger",
-	"keyfile", "loss", "dup", "reorder", "seed", "archive",
+	"keyfile", "loss", "dup", "reorder", "seed", "flow", "flow-tag", "flow-min", "flow-timeout", "archive",
 }
 
 // ParseURL turns an mcast:// URL into a Config (see the package
@@ -162,6 +166,7 @@ func ParseURL(u *url.URL) (Config, error) {
 	cfg.SendBuffer = int(p.uintIn("sndbuf", 1, 1<<31-1))
 	cfg.CloseLinger = p.duration("linger")
 	cfg.Filter = urlFilter(&p)
+	parseFlow(&p, &cfg)
 	if path := q.Get("keyfile"); path != "" {
 		var err error
 		if cfg.Key, err = ReadKeyFile(path); err != nil {
@@ -169,6 +174,32 @@ func ParseURL(u *url.URL) (Config, error) {
 		}
 	}
 	return cfg, p.err
+}
+
+// parseFlow reads the flow-control parameters: the publisher's mode,
+// tag, minimum receivers and receiver timeout, and the tag a subscriber
+// reports.
+func parseFlow(p *params, cfg *Config) {
+	f := &cfg.Sender.Flow
+	switch m := p.q.Get("flow"); m {
+	case "", "none":
+	case "min":
+		f.Mode = reliable.FlowMin
+	case "tagged":
+		f.Mode = reliable.FlowTagged
+	default:
+		p.fail("flow", m, "want none, min or tagged")
+	}
+	f.Tag = p.uintIn("flow-tag", 1, 1<<63)
+	cfg.Receiver.Tag = f.Tag
+	f.MinReceivers = int(p.uintIn("flow-min", 0, 1<<16))
+	f.ReceiverTimeout = p.duration("flow-timeout")
+	switch {
+	case f.Mode == reliable.FlowTagged && f.Tag == 0:
+		p.fail("flow", "tagged", "needs flow-tag=N, the tag of the subscribers to wait for")
+	case f.Mode == reliable.FlowNone && (p.q.Has("flow-min") || p.q.Has("flow-timeout")):
+		p.fail("flow", "none", "flow-min and flow-timeout need flow=min or flow=tagged")
+	}
 }
 
 // checkURLShape refuses what an mcast:// URL cannot have besides a host

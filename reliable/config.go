@@ -45,6 +45,8 @@ const (
 	DefaultGapDelay        = 50 * time.Millisecond
 	DefaultMaxJump         = 1 << 18
 	DefaultConfirmTime     = 250 * time.Millisecond
+	DefaultStatusInterval  = 20 * time.Millisecond
+	DefaultStatusWindow    = 1 << 20
 )
 
 // minMaxJump is the least MaxJump: one datagram can carry that many
@@ -116,11 +118,15 @@ type SenderConfig struct {
 	// need the same key. At least 16 bytes; see the package
 	// documentation for the tag.
 	Key []byte
+	// Flow is the flow control: which receivers, if any, the publisher
+	// waits for. Default FlowNone.
+	Flow FlowConfig
 	// Rand draws the session number. Required when Session is 0.
 	Rand Rand
 }
 
 func (c *SenderConfig) setDefaults() {
+	c.Flow.setDefaults()
 	setDefault(&c.MTU, DefaultMTU)
 	setDefault(&c.MaxMessageSize, DefaultMaxMessageSize)
 	setDefault(&c.MaxQueued, DefaultMaxQueued)
@@ -185,7 +191,7 @@ func (c *SenderConfig) validate() error {
 	case c.Session == 0 && c.Rand == nil:
 		return badConfig("Rand", c.Rand, "is required when Session is 0")
 	}
-	return nil
+	return c.Flow.validate()
 }
 
 // JoinPolicy says where a subscriber starts in a stream it meets.
@@ -280,6 +286,20 @@ type ReceiverConfig struct {
 	// tag come from a key holder, so what they claim (a jump, an END, a
 	// restart) is believed at once. At least 16 bytes.
 	Key []byte
+	// StatusInterval is how often each stream's publisher is sent a
+	// STATUS (how far this receiver has got, for flow control); one
+	// also goes whenever a sixteenth of StatusWindow has been taken since
+	// the last. Negative: never. Default 20 ms.
+	StatusInterval time.Duration
+	// StatusWindow is the bytes of datagrams the receiver says it can
+	// take past its position (its socket buffer: a publisher with flow
+	// control sends no more ahead of it). Default 1 MiB, at most 4 GiB-1.
+	StatusWindow int
+	// ID names the receiver in its STATUS. 0: drawn from Rand.
+	ID uint64
+	// Tag is sent in STATUS for publishers with FlowTagged flow control
+	// (they wait only for receivers with their tag). Default 0: none.
+	Tag uint64
 	// Rand drives the NACK back-off. Required.
 	Rand Rand
 }
@@ -300,6 +320,8 @@ func (c *ReceiverConfig) setDefaults() {
 	setDefault(&c.GapDelay, DefaultGapDelay)
 	setDefault(&c.MaxJump, DefaultMaxJump)
 	setDefault(&c.ConfirmTime, DefaultConfirmTime)
+	setDefault(&c.StatusInterval, DefaultStatusInterval)
+	setDefault(&c.StatusWindow, DefaultStatusWindow)
 }
 
 func (c *ReceiverConfig) validate() error {
@@ -338,6 +360,8 @@ func (c *ReceiverConfig) validate() error {
 		return badConfig("Join", c.Join, "must be JoinLive or JoinEarliest")
 	case c.Key != nil && len(c.Key) < MinKeyLen:
 		return badConfig("Key", keyLen(c.Key), "must be at least %d bytes", MinKeyLen)
+	case c.StatusWindow < 1 || uint64(c.StatusWindow) > 1<<32-1:
+		return badConfig("StatusWindow", c.StatusWindow, "must be in [1, 4294967295]")
 	case c.Rand == nil:
 		return badConfig("Rand", c.Rand, "is required")
 	}

@@ -13,7 +13,12 @@
 // notice for anything that has left its window. What each address that
 // sends NACKs may cost it, in NACKs and in repair bytes, is bounded, so
 // forged NACKs cannot turn it into an amplifier (SenderConfig.
-// SourceNackRate and the fields after it).
+// SourceNackRate and the fields after it). With flow control
+// (SenderConfig.Flow, flow.go), it never lets its window pass the
+// slowest receiver that reports with STATUS, nor sends further past
+// that receiver than its announced window: Publish is held instead
+// (ErrFlowControl), and a receiver silent for ReceiverTimeout is no
+// longer waited for.
 //
 // A [Receiver] detects gaps, waits a randomized back-off (RFC 5401) and
 // NACKs them as ranges, holds back when an NCF or the repair arrives
@@ -93,7 +98,8 @@
 //	0   2  magic "BL" (0x42 0x4C)
 //	2   1  version: bits 0-6 = 1; bit 7 (0x80) set = authenticated, the
 //	       datagram ends with the 36-byte trailer below
-//	3   1  type: 1 DATA, 2 HEARTBEAT, 3 END, 4 NACK, 5 NCF, 6 LOST
+//	3   1  type: 1 DATA, 2 HEARTBEAT, 3 END, 4 NACK, 5 NCF, 6 LOST,
+//	       7 STATUS
 //	4   4  feed: the logical stream, stable across publisher restarts
 //	8   8  session: random per publisher start, never 0
 //
@@ -105,7 +111,10 @@
 //
 // DATA carries frames with consecutive sequence numbers:
 //
-//	16  1  flags: bit 0 = repair (a retransmission); other bits 0
+//	16  1  flags: bit 0 = repair (a retransmission); bit 1 = the
+//	       publisher runs without flow control (what leaves its window
+//	       is lost to receivers it outpaced: transport.GapOutpaced);
+//	       other bits 0
 //	17  1  reserved, 0
 //	18  2  frame count, ≥ 1
 //	20  8  sequence number of the first frame, ≥ 1 (frame i has first+i)
@@ -147,6 +156,17 @@
 //	16  1  range count, 1..255
 //	17  1  reserved, 0
 //	18     count × (from u64, to u64), inclusive, ascending, disjoint
+//
+// STATUS (receiver → publisher, unicast to the address DATA came from,
+// every ReceiverConfig.StatusInterval and whenever a sixteenth of its
+// window has been consumed, as Aeron's status messages) says how far
+// the receiver has got, for a publisher with flow control:
+//
+//	16  8  receiver: a random number naming the receiver, never 0
+//	24  8  next: the next sequence number the receiver needs (everything
+//	       below it delivered or reported lost)
+//	32  4  window: bytes of datagrams the receiver can take past next
+//	36  8  tag: the receiver's flow-control tag, 0 for none
 //
 // Repairs are the original DATA datagrams with the repair flag set,
 // multicast to the group by default or unicast to the receiver that

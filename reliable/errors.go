@@ -19,6 +19,11 @@ var (
 	// of datagrams waiting for the network is full. Send what
 	// NextOutgoing returns, then try again.
 	ErrBackpressure = errors.New("reliable: send queue full")
+	// ErrFlowControl is returned by Sender.Publish when flow control
+	// holds the publisher back: the message would take its window past
+	// a receiver it waits for, or fewer receivers than it needs are
+	// known. A STATUS from the receivers, or their timeout, releases it.
+	ErrFlowControl = errors.New("reliable: held by flow control")
 	// ErrTooLarge is returned by Sender.Publish for a message over
 	// SenderConfig.MaxMessageSize or with metadata that does not fit one
 	// datagram.
@@ -61,6 +66,7 @@ var (
 	errRangeOrder     = &DecodeError{ErrMalformed, "ranges not ascending and disjoint"}
 	errHeartbeatOrder = &DecodeError{ErrMalformed, "heartbeat low edge above next sequence"}
 	errLowOrder       = &DecodeError{ErrMalformed, "window low edge above first sequence"}
+	errZeroReceiver   = &DecodeError{ErrMalformed, "status from receiver 0"}
 )
 
 // ConfigError is a Config field whose value is outside what it allows.

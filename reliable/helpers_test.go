@@ -12,7 +12,7 @@ func (f fixedRand) Uint64() uint64 { return uint64(f) }
 
 // countHandler counts what a Receiver produces.
 type countHandler struct {
-	events, messages, gaps, nacks int
+	events, messages, gaps, nacks, statuses int
 }
 
 func (h *countHandler) Deliver(ev *transport.Event) {
@@ -25,6 +25,7 @@ func (h *countHandler) Deliver(ev *transport.Event) {
 	}
 }
 
-func (h *countHandler) SendNack(netip.AddrPort, []byte) { h.nacks++ }
+func (h *countHandler) SendNack(netip.AddrPort, []byte)   { h.nacks++ }
+func (h *countHandler) SendStatus(netip.AddrPort, []byte) { h.statuses++ }
 
 func mustAddrPort(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }

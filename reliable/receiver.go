@@ -18,6 +18,9 @@ type Handler interface {
 	// SendNack asks for the NACK datagram b to be sent to the
 	// publisher at to.
 	SendNack(to netip.AddrPort, b []byte)
+	// SendStatus asks for the STATUS datagram b (flow control) to be
+	// sent to the publisher at to.
+	SendStatus(to netip.AddrPort, b []byte)
 }
 
 // Receiver is the subscribing half of the protocol, without I/O. It
@@ -42,6 +45,7 @@ type Receiver struct {
 	hdrs   []transport.Header
 	names  interner
 	nack   []byte
+	status []byte
 	ranges []Range
 
 	h     Handler
@@ -62,7 +66,11 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 		cfg:    cfg,
 		names:  newInterner(4096),
 		nack:   make([]byte, 0, rangesHead+cfg.NackRanges*rangeLen+TrailerLen),
+		status: make([]byte, 0, statusLen+TrailerLen),
 		ranges: make([]Range, 0, cfg.NackRanges),
+	}
+	if r.cfg.ID == 0 {
+		r.cfg.ID = cfg.Rand.Uint64() | 1 // never 0
 	}
 	if cfg.Key != nil {
 		key := append([]byte(nil), cfg.Key...)
@@ -125,7 +133,9 @@ func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, 
 		if !dh.Repair {
 			st.contradictEnd(top, false)
 		}
+		st.noFlow = dh.NoFlow
 		st.onData(dh, r.frames, b)
+		st.tookBytes(len(b))
 	case TypeHeartbeat, TypeEnd:
 		var beat Beat
 		if beat, err = ParseBeat(b); err != nil {
@@ -179,7 +189,7 @@ func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, 
 }
 
 // Poll runs the timers due at now: NACKs and their retries, recovery
-// timeouts, and the end of streams that fell silent.
+// timeouts, STATUS, and the end of streams that fell silent.
 func (r *Receiver) Poll(now time.Time, h Handler) {
 	r.h, r.now = h, now
 	defer r.finish()
@@ -206,6 +216,7 @@ func (r *Receiver) poll() {
 		if st.hasPend && !r.now.Before(st.pendAt.Add(r.cfg.GapDelay)) {
 			st.flushGap()
 		}
+		st.statusDue()
 		i++
 	}
 }
@@ -226,6 +237,7 @@ func (r *Receiver) Deadline() time.Time {
 		if st.hasPend {
 			d = earliest(d, st.pendAt.Add(r.cfg.GapDelay))
 		}
+		d = earliest(d, st.statusDeadline())
 	}
 	return d
 }
@@ -298,6 +310,7 @@ func (r *Receiver) newStream(id, replaces transport.StreamID, from netip.AddrPor
 		source:    from,
 		lastHeard: r.now,
 		lastLive:  r.now,
+		statusAt:  r.now, // the first STATUS goes once the stream is placed
 		joining:   true,
 		gaps:      newGapSet(r.cfg.MaxGaps),
 		held:      newReorder(r.cfg.ReorderFrames, r.cfg.ReorderBytes),

@@ -42,6 +42,7 @@ type Sender struct {
 	maxWire int     // ranges that fit one control datagram
 
 	budgets budgets // per NACK source (budget.go)
+	flow    flow    // receivers waited for (flow.go)
 
 	mtu    int     // MTU less the authentication trailer, if any
 	sealer *sealer // nil without a key
@@ -83,6 +84,7 @@ func NewSender(cfg SenderConfig, now time.Time) (*Sender, error) {
 	}
 	s.ncf = make([]Range, 0, s.maxWire)
 	s.budgets = newBudgets(&s.cfg, now)
+	s.flow = flow{cfg: cfg.Flow, stats: &s.stats}
 	if cfg.Key != nil {
 		s.sealer = newSealer(cfg.Key)
 		s.opener = newOpener(cfg.Key, senderKeys, now)
@@ -139,10 +141,22 @@ func (s *Sender) Publish(now time.Time, m *transport.Message) (uint64, error) {
 	}
 	// Fragments after the first carry room bytes each; the first may
 	// move to a fresh datagram, closing the open one.
+	if s.flow.on() && !s.flowRoom(now, 2+len(m.Payload)/room) {
+		s.flow.held = true
+		s.stats.FlowHeld++
+		return 0, ErrFlowControl
+	}
 	if s.win.unsent+3+len(m.Payload)/room > s.cfg.MaxQueued {
+		if s.flow.on() && !s.mayHandOut(now, len(s.win.at(s.win.n-s.win.unsent).buf)) {
+			// The queue is full because flow control holds it.
+			s.flow.held = true
+			s.stats.FlowHeld++
+			return 0, ErrFlowControl
+		}
 		s.stats.Backpressure++
 		return 0, ErrBackpressure
 	}
+	s.flow.held = false
 	seq := s.next
 	if !s.pack(m, t, meta) {
 		s.stats.Backpressure++
@@ -150,6 +164,35 @@ func (s *Sender) Publish(now time.Time, m *transport.Message) (uint64, error) {
 	}
 	s.stats.Messages++
 	return seq, nil
+}
+
+// flowRoom checks, under flow control, that a message taking at most
+// datagrams new datagrams may be built: enough receivers are known, and
+// the retransmit window can open those datagrams without evicting one
+// the slowest receiver still needs. (How far ahead of it datagrams may
+// be sent is mayHandOut's business.)
+func (s *Sender) flowRoom(now time.Time, datagrams int) bool {
+	next, _, ok := s.flow.slowest(now)
+	return ok && (next == ^uint64(0) || s.win.canOpen(datagrams, next))
+}
+
+// mayHandOut reports whether the next unsent datagram, of n bytes, may
+// go: under flow control, what has been sent past the slowest
+// receiver's position, with it, must stay within the window of bytes
+// it announced (a datagram goes anyway when nothing is ahead of it).
+func (s *Sender) mayHandOut(now time.Time, n int) bool {
+	if !s.flow.on() {
+		return true
+	}
+	next, window, ok := s.flow.slowest(now)
+	if ok && next != ^uint64(0) {
+		if ahead := s.win.sentFrom(next); ahead > 0 && ahead+n > int(window) {
+			s.flow.sendHeld = true
+			return false
+		}
+	}
+	s.flow.sendHeld = false
+	return true
 }
 
 // pack writes m as one frame, or as fragments when it does not fit one
@@ -187,6 +230,9 @@ func (s *Sender) openDatagram(t int64) bool {
 	}
 	d.first = s.next
 	d.buf = appendDataHead(d.buf, s.id, s.next, s.win.low(s.next), t)
+	if !s.flow.on() {
+		d.buf[headerLen] |= dataFlagNoFlow
+	}
 	s.open, s.base = d, t
 	return true
 }
@@ -230,7 +276,8 @@ func (s *Sender) Close() {
 // else happens first; it is at or before the last now seen when there is
 // something to send already.
 func (s *Sender) Deadline(now time.Time) time.Time {
-	if s.control.len() > 0 || len(s.ncf) > 0 || s.win.unsent > 0 || s.open != nil || s.ends > 0 {
+	sendable := (s.win.unsent > 0 || s.open != nil) && !s.flow.sendHeld
+	if s.control.len() > 0 || len(s.ncf) > 0 || sendable || s.ends > 0 {
 		return now
 	}
 	at := s.beatAt
@@ -241,6 +288,10 @@ func (s *Sender) Deadline(now time.Time) time.Time {
 			size = len(s.win.at(d).buf)
 		}
 		at = earliest(at, s.bucket.ready(now, size))
+	}
+	if s.flow.held || s.flow.sendHeld {
+		// A receiver timing out may let the held data go on.
+		at = earliest(at, s.flow.expiry())
 	}
 	if s.closed && s.ends == 0 {
 		at = time.Time{}
@@ -264,6 +315,9 @@ func (s *Sender) NextOutgoing(now time.Time, buf []byte) (n int, to netip.AddrPo
 }
 
 func (s *Sender) nextOutgoing(now time.Time, buf []byte) (n int, to netip.AddrPort, ok bool) {
+	if s.flow.held || s.flow.sendHeld {
+		s.flow.expire(now) // the Deadline it woke for: data may go on
+	}
 	s.flushNcf()
 	if s.control.len() > 0 {
 		return s.control.pop(buf), netip.AddrPort{}, true
@@ -274,7 +328,7 @@ func (s *Sender) nextOutgoing(now time.Time, buf []byte) (n int, to netip.AddrPo
 	if s.win.unsent == 0 && s.open != nil {
 		s.closeOpen()
 	}
-	if s.win.unsent > 0 {
+	if s.win.unsent > 0 && s.mayHandOut(now, len(s.win.at(s.win.n-s.win.unsent).buf)) {
 		d := s.win.takeUnsent()
 		s.sentNext = d.first + uint64(d.count)
 		s.stats.Datagrams++

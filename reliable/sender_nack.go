@@ -7,8 +7,9 @@ import (
 )
 
 // HandleControl processes a datagram that arrived on the sender's
-// socket from a receiver: a NACK for this stream. Anything else is
-// counted and ignored; the error says why.
+// socket from a receiver: a NACK or a STATUS (flow control, flow.go)
+// for this stream. Anything else is counted and ignored; the error says
+// why.
 //
 // For each NACKed range the sender answers, through NextOutgoing, with
 // an NCF to the group (so other receivers hold back their own NACKs),
@@ -20,6 +21,15 @@ func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) err
 	if err != nil {
 		s.countBad(err)
 		return err
+	}
+	if h.Type == TypeStatus && h.Stream == s.id {
+		st, err := ParseStatus(b)
+		if err != nil {
+			s.countBad(err)
+			return err
+		}
+		s.flow.status(now, from, st, s.sentNext)
+		return nil
 	}
 	if h.Type != TypeNack || h.Stream != s.id {
 		s.stats.Foreign++

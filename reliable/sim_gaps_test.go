@@ -25,7 +25,7 @@ func TestSimOutageIsOneGap(t *testing.T) {
 
 	idx, gaps := rc.indexes()
 	checkAccounting(t, rc, true)
-	if len(gaps) != 1 || gaps[0].From != 101 || gaps[0].Reason != transport.GapUnrecoverable {
+	if len(gaps) != 1 || gaps[0].From != 101 || gaps[0].Reason != transport.GapOutpaced {
 		t.Fatalf("%d gaps for one outage, want 1 from 101: %v", len(gaps), gaps)
 	}
 	if idx[len(idx)-1] != 7099 {

@@ -45,15 +45,16 @@ func TestSimPausedPastWindow(t *testing.T) {
 	n.publish(1100, 100, 1, 10*time.Microsecond, 32)
 	n.settle(100 * time.Millisecond)
 
-	// The pause is reported as unrecoverable: one gap, although the
-	// window moves on while the repairs travel (TestSimOutageIsOneGap).
+	// The pause is reported as unrecoverable, the publisher having no
+	// flow control (GapOutpaced): one gap, although the window moves on
+	// while the repairs travel (TestSimOutageIsOneGap).
 	idx, gaps := rc.indexes()
 	if len(gaps) != 1 || gaps[0].From != 101 || gaps[0].Len() < 1000-64 {
 		t.Fatalf("gaps %v do not cover the pause", gaps)
 	}
 	for _, g := range gaps {
-		if g.Reason != transport.GapUnrecoverable {
-			t.Fatalf("gap %v: want unrecoverable", g)
+		if g.Reason != transport.GapOutpaced {
+			t.Fatalf("gap %v: want GapOutpaced", g)
 		}
 	}
 	// Then it continues: everything published after the pause arrives,
@@ -80,7 +81,7 @@ func TestSimNackOutsideWindowGetsLost(t *testing.T) {
 	if len(gaps) != 1 || gaps[0].From != 10 || gaps[0].To != 10 {
 		t.Fatalf("gaps %v", gaps)
 	}
-	if gaps[0].Reason != transport.GapUnrecoverable {
+	if gaps[0].Reason != transport.GapOutpaced {
 		t.Fatalf("reason %v", gaps[0].Reason)
 	}
 	if n.rcvs[0].msgs != 299 {

@@ -53,15 +53,17 @@ type simSent struct {
 }
 
 type simRcv struct {
-	id     int
-	r      *Receiver
-	addr   netip.AddrPort
-	paused bool
-	free   time.Time         // when it has processed every datagram it took (faults.cost)
-	events []transport.Event // payloads copied
-	msgs   int
-	nacks  int
-	lats   []time.Duration // per message delivered: virtual time since it was published
+	id       int
+	r        *Receiver
+	addr     netip.AddrPort
+	paused   bool
+	until    time.Time         // paused (takes nothing, runs no timer) before this too
+	free     time.Time         // when it has processed every datagram it took (faults.cost)
+	events   []transport.Event // payloads copied
+	msgs     int
+	nacks    int
+	statuses int
+	lats     []time.Duration // per message delivered: virtual time since it was published
 }
 
 type simPacket struct {
@@ -157,6 +159,11 @@ func (h simHandler) SendNack(to netip.AddrPort, b []byte) {
 	h.n.send(-1, h.r.addr, b)
 }
 
+func (h simHandler) SendStatus(_ netip.AddrPort, b []byte) {
+	h.r.statuses++
+	h.n.send(-1, h.r.addr, b)
+}
+
 // send puts a datagram on the wire towards receiver i (or the sender
 // when i is -1), applying the link's faults.
 func (n *simNet) send(i int, from netip.AddrPort, b []byte) {
@@ -220,7 +227,11 @@ func (n *simNet) runUntil(t time.Time) {
 			next = d
 		}
 		for _, rc := range n.rcvs {
-			if d := rc.r.Deadline(); !d.IsZero() && d.Before(next) {
+			d := rc.r.Deadline()
+			if rc.stopped(n.now) {
+				d = rc.until // its timers wait until it runs again
+			}
+			if !d.IsZero() && d.Before(next) {
 				next = d
 			}
 		}
@@ -251,13 +262,13 @@ func (n *simNet) runUntil(t time.Time) {
 				continue
 			}
 			rc := n.rcvs[p.to]
-			if rc.paused {
+			if rc.stopped(n.now) {
 				continue
 			}
 			_ = rc.r.HandleDatagram(n.now, p.from, p.b, simHandler{n, rc})
 		}
 		for _, rc := range n.rcvs {
-			if d := rc.r.Deadline(); !d.IsZero() && !d.After(n.now) && !rc.paused {
+			if d := rc.r.Deadline(); !d.IsZero() && !d.After(n.now) && !rc.stopped(n.now) {
 				rc.r.Poll(n.now, simHandler{n, rc})
 			}
 		}
@@ -272,6 +283,10 @@ func (n *simNet) runUntil(t time.Time) {
 		}
 	}
 }
+
+// stopped reports whether the receiver takes nothing at now: a stopped
+// process, whose socket buffer overflows.
+func (rc *simRcv) stopped(now time.Time) bool { return rc.paused || now.Before(rc.until) }
 
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {
@@ -292,10 +307,16 @@ func (n *simNet) publish(from, count, burst int, interval time.Duration, size in
 			if err == nil {
 				break
 			}
-			if err != ErrBackpressure {
+			switch err {
+			case ErrBackpressure:
+				n.flushSender()
+			case ErrFlowControl:
+				// Held for a receiver: time passes until it reports or
+				// times out.
+				n.runUntil(n.now.Add(100 * time.Microsecond))
+			default:
 				n.t.Fatalf("publish %d: %v", i, err)
 			}
-			n.flushSender()
 		}
 		if (i-from+1)%burst == 0 {
 			n.runUntil(n.now.Add(interval))

@@ -27,6 +27,17 @@ type SenderStats struct {
 	NacksOverBudget   uint64
 	RepairsOverBudget uint64
 	NackSourcesFull   uint64
+	// StatusReceived counts STATUS datagrams accepted; FlowHeld, Publish
+	// calls refused with ErrFlowControl; FlowReceivers, receivers that
+	// flow control started waiting for; FlowTimeouts, receivers it
+	// stopped waiting for after ReceiverTimeout of silence;
+	// FlowReceiversFull, STATUS from new receivers dropped because
+	// MaxReceivers were tracked.
+	StatusReceived    uint64
+	FlowHeld          uint64
+	FlowReceivers     uint64
+	FlowTimeouts      uint64
+	FlowReceiversFull uint64
 	Malformed         uint64 // control datagrams that failed to decode
 	Foreign           uint64 // datagrams that are not ours, or for another stream
 	// Unauthenticated counts datagrams dropped, with a key, for want of
@@ -44,6 +55,7 @@ type ReceiverStats struct {
 	Duplicates       uint64 // frames already delivered or buffered, dropped
 	Heartbeats       uint64 // HEARTBEAT datagrams
 	NacksSent        uint64 // NACK datagrams sent
+	StatusSent       uint64 // STATUS datagrams sent (flow control)
 	NackRanges       uint64 // ranges in them
 	Suppressed       uint64 // first NACKs of a loss not sent because an NCF for it came first
 	NcfsSeen         uint64 // NCF datagrams received

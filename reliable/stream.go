@@ -45,6 +45,13 @@ type stream struct {
 	hasPend bool
 	pendAt  time.Time // when pend was found: it is delivered by pendAt+GapDelay
 	lastWhy transport.GapReason
+
+	noFlow bool // the publisher's latest DATA said it runs without flow control
+
+	// Flow-control STATUS (status.go): when the next is due, and the
+	// bytes of datagrams taken since the last.
+	statusAt    time.Time
+	statusBytes int
 }
 
 func (st *stream) heard() { st.lastHeard = st.r.now }
@@ -158,7 +165,7 @@ func (st *stream) onLost(rr RangeReader) {
 	st.r.stats.LostSeen++
 	for i := 0; i < rr.Len(); i++ {
 		rg := rr.At(i)
-		st.gaps.markLost(rg.From, rg.To, transport.GapUnrecoverable)
+		st.gaps.markLost(rg.From, rg.To, st.outpaced())
 	}
 	st.drain()
 }
@@ -253,8 +260,18 @@ func (st *stream) applyLow(low uint64) {
 	}
 	st.low = low
 	if low > st.next {
-		st.advanceTo(low, transport.GapUnrecoverable)
+		st.advanceTo(low, st.outpaced())
 	}
+}
+
+// outpaced is the reason of a loss the publisher's window moved past:
+// GapOutpaced when it runs without flow control (it did not wait for
+// this receiver), else GapUnrecoverable.
+func (st *stream) outpaced() transport.GapReason {
+	if st.noFlow {
+		return transport.GapOutpaced
+	}
+	return transport.GapUnrecoverable
 }
 
 // advanceTo gives up every missing sequence below target and delivers

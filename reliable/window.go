@@ -10,6 +10,7 @@ type sent struct {
 	buf        []byte // the encoded datagram; cap is the MTU
 	first      uint64 // sequence number of its first frame
 	count      int    // frames
+	total      int    // the window's total once this datagram closed
 	lastRepair time.Time
 	askedBy    netip.AddrPort // the receiver whose NACK caused lastRepair
 	queued     bool           // waiting in the multicast repair queue
@@ -26,6 +27,7 @@ type window struct {
 	n        int // closed datagrams held
 	unsent   int // the newest closed datagrams not yet handed out
 	bytes    int // bytes of the closed datagrams
+	total    int // bytes of every datagram ever closed (sent.total)
 	maxBytes int
 	mtu      int
 }
@@ -63,9 +65,47 @@ func (w *window) evict() {
 
 // close adds the open slot to the closed datagrams, unsent.
 func (w *window) close() {
-	w.bytes += len(w.at(w.n).buf)
+	d := w.at(w.n)
+	w.bytes += len(d.buf)
+	w.total += len(d.buf)
+	d.total = w.total
 	w.n++
 	w.unsent++
+}
+
+// canOpen reports whether k more datagrams can be opened, one after the
+// other, evicting only sent datagrams that end before keep.
+func (w *window) canOpen(k int, keep uint64) bool {
+	n, bytes := w.n, w.bytes
+	for i := 0; n+k > len(w.slots) || bytes+k*w.mtu > w.maxBytes; i++ {
+		if i >= w.n-w.unsent || w.at(i).last() >= keep {
+			return false
+		}
+		bytes -= len(w.at(i).buf)
+		n--
+	}
+	return true
+}
+
+// sentFrom is the bytes of the sent datagrams from the one holding seq
+// on: what a receiver that needs seq next has yet to take. All of them
+// when seq is older than the window.
+func (w *window) sentFrom(seq uint64) int {
+	sent := w.n - w.unsent
+	lo, hi := 0, sent
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if w.at(mid).last() < seq {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == sent {
+		return 0
+	}
+	d := w.at(lo)
+	return w.at(sent-1).total - (d.total - len(d.buf))
 }
 
 // takeUnsent returns the oldest unsent datagram and marks it sent.

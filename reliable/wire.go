@@ -15,6 +15,7 @@ const (
 	headerLen    = 16 // magic, version, type, feed, session
 	dataHeadLen  = headerLen + 28
 	beatLen      = headerLen + 16
+	statusLen    = headerLen + 28
 	rangesHead   = headerLen + 2
 	rangeLen     = 16
 	frameHeadLen = 3 // length u16, flags u8
@@ -39,6 +40,7 @@ const (
 	TypeNack      PacketType = 4 // receiver → publisher: please repair these ranges
 	TypeNcf       PacketType = 5 // publisher → group: NACK heard, repair coming
 	TypeLost      PacketType = 6 // publisher → group: these ranges are unrecoverable
+	TypeStatus    PacketType = 7 // receiver → publisher: how far it has consumed (flow control)
 )
 
 func (t PacketType) String() string {
@@ -55,12 +57,17 @@ func (t PacketType) String() string {
 		return "NCF"
 	case TypeLost:
 		return "LOST"
+	case TypeStatus:
+		return "STATUS"
 	}
 	return "UNKNOWN"
 }
 
 // Data flags (byte 16 of a DATA datagram).
-const dataFlagRepair = 0x01
+const (
+	dataFlagRepair = 0x01
+	dataFlagNoFlow = 0x02 // the publisher runs without flow control
+)
 
 // Frame flags.
 const (
@@ -102,7 +109,7 @@ func ParseHeader(b []byte) (Header, error) {
 			Session: binary.BigEndian.Uint64(b[8:]),
 		},
 	}
-	if h.Type < TypeData || h.Type > TypeLost {
+	if h.Type < TypeData || h.Type > TypeStatus {
 		return Header{}, errType
 	}
 	if h.Stream.Session == 0 {

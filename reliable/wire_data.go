@@ -8,6 +8,7 @@ import (
 // DataHead is the fixed part of a DATA datagram after the common header.
 type DataHead struct {
 	Repair   bool   // a retransmission
+	NoFlow   bool   // the publisher runs without flow control
 	Count    int    // frames in the datagram
 	FirstSeq uint64 // sequence number of the first frame; frame i has FirstSeq+i
 	Low      uint64 // oldest sequence in the publisher's window when first sent
@@ -72,11 +73,12 @@ func ParseData(b []byte, frames []Frame) (DataHead, []Frame, error) {
 		return DataHead{}, frames, errShort
 	}
 	flags := b[headerLen]
-	if flags&^dataFlagRepair != 0 || b[headerLen+1] != 0 {
+	if flags&^(dataFlagRepair|dataFlagNoFlow) != 0 || b[headerLen+1] != 0 {
 		return DataHead{}, frames, errDataFlags
 	}
 	h := DataHead{
 		Repair:   flags&dataFlagRepair != 0,
+		NoFlow:   flags&dataFlagNoFlow != 0,
 		Count:    int(binary.BigEndian.Uint16(b[headerLen+2:])),
 		FirstSeq: binary.BigEndian.Uint64(b[headerLen+4:]),
 		Low:      binary.BigEndian.Uint64(b[headerLen+12:]),

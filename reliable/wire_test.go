@@ -123,7 +123,8 @@ func seedDatagrams() [][]byte {
 		AppendBeat(nil, TypeEnd, id, Beat{Next: 9, Low: 2}),
 		AppendRanges(nil, TypeNcf, id, []Range{{1, 3}}),
 		AppendRanges(nil, TypeLost, id, []Range{{1, 1}, {4, 6}}),
-		AppendRanges(nil, TypeNack, id, []Range{{2, 2}}))
+		AppendRanges(nil, TypeNack, id, []Range{{2, 2}}),
+		AppendStatus(nil, id, Status{Receiver: 7, Next: 2, Window: 4096, Tag: 3}))
 	return out
 }
 
@@ -158,13 +159,19 @@ func FuzzParseData(f *testing.F) {
 	})
 }
 
-// FuzzControl: no input panics the HEARTBEAT/END and range decoders.
+// FuzzControl: no input panics the HEARTBEAT/END, STATUS and range
+// decoders; a STATUS accepted encodes back to the same bytes.
 func FuzzControl(f *testing.F) {
 	for _, b := range seedDatagrams() {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = ParseBeat(b)
+		if h, err := ParseHeader(b); err == nil && h.Type == TypeStatus && !h.Tagged {
+			if st, err := ParseStatus(b); err == nil && !bytes.Equal(AppendStatus(nil, h.Stream, st), b) {
+				t.Fatalf("STATUS %+v does not encode back to %x", st, b)
+			}
+		}
 		rr, err := ParseRanges(b)
 		if err != nil {
 			return
@@ -190,7 +197,7 @@ func FuzzReceiver(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, _ := NewSender(SenderConfig{Session: 1, MTU: 512}, simEpoch)
+		s, _ := NewSender(SenderConfig{Session: 1, MTU: 512, Flow: FlowConfig{Mode: FlowMin, MaxReceivers: 4}}, simEpoch)
 		h := &orderHandler{t: t}
 		from := mustAddrPort("127.0.0.1:9")
 		now := simEpoch
@@ -232,4 +239,5 @@ func (h *orderHandler) Deliver(ev *transport.Event) {
 	h.next[id] = to + 1
 }
 
-func (h *orderHandler) SendNack(netip.AddrPort, []byte) {}
+func (h *orderHandler) SendNack(netip.AddrPort, []byte)   {}
+func (h *orderHandler) SendStatus(netip.AddrPort, []byte) {}

@@ -66,9 +66,11 @@ type AggregatorConfig struct {
 	// value. Below the cap nothing is evicted (Etsy's behaviour). Default
 	// 5; -1 never evicts.
 	EvictIdleFlushes int
-	// MaxTimerSamples bounds the timer values kept between two flushes;
-	// MaxSetMembers the set members. Beyond them values are dropped and
-	// counted. Defaults 5,000,000 and 1,000,000.
+	// MaxTimerSamples bounds the timer values kept between two flushes
+	// (the previous flush's are kept beside them until the next flush,
+	// in its Snapshot: TimerValue.Values); MaxSetMembers the set
+	// members. Beyond them values are dropped and counted. Defaults
+	// 5,000,000 and 1,000,000.
 	MaxTimerSamples, MaxSetMembers int
 	// MaxClients bounds the clients whose sequence lines are tracked;
 	// ClientIdleFlushes forgets a client after that many flushes without

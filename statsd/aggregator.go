@@ -48,8 +48,14 @@ type gaugeState struct {
 
 type timerState struct {
 	values []float64
-	count  float64
-	seen   uint64
+	// spare is the buffer of the previous flush's snapshot, reused
+	// once that snapshot has expired (at the next flush).
+	spare []float64
+	count float64
+	seen  uint64
+	// typ is the type of the key's first value: Timer, Histogram or
+	// Distribution.
+	typ Type
 }
 
 type setState struct {
@@ -150,7 +156,7 @@ func (a *Aggregator) Add(m *Metric) bool {
 			if !a.newKey() {
 				return false
 			}
-			t = &timerState{}
+			t = &timerState{typ: m.Type}
 			a.timers[string(m.Key)] = t
 		}
 		a.samples++

@@ -254,3 +254,35 @@ func TestSeqTracker(t *testing.T) {
 		t.Errorf("expiry: %+v, %d clients left", got, len(tr.clients))
 	}
 }
+
+// TestAggregatorSnapshotValues: a snapshot's timer values are the
+// interval's, sorted, with the scaled count and the type, and stay
+// intact while the next interval receives values (a backend reads them
+// after the aggregator's lock is released).
+func TestAggregatorSnapshotValues(t *testing.T) {
+	a := mustAggregator(t, AggregatorConfig{})
+	feed(t, a, "rt:3|ms", "rt:1|ms|@0.5", "rt:2|ms", "h:5|h")
+	s1 := a.Flush(time.Unix(1700000000, 0))
+	feed(t, a, "rt:9|ms", "rt:8|ms", "rt:7|ms", "rt:6|ms")
+	var rt, h *TimerValue
+	for i := range s1.Timers {
+		switch s1.Timers[i].Key {
+		case "rt":
+			rt = &s1.Timers[i]
+		case "h":
+			h = &s1.Timers[i]
+		}
+	}
+	if rt == nil || fmt.Sprint(rt.Values) != "[1 2 3]" || rt.Count != 4 || rt.Type != Timer {
+		t.Fatalf("rt after the next interval's values: %+v", rt)
+	}
+	if h == nil || h.Type != Histogram {
+		t.Fatalf("h: %+v", h)
+	}
+	s2 := a.Flush(time.Unix(1700000010, 0))
+	for _, tv := range s2.Timers {
+		if tv.Key == "rt" && fmt.Sprint(tv.Values) != "[6 7 8 9]" {
+			t.Errorf("second flush: rt values %v", tv.Values)
+		}
+	}
+}

@@ -12,9 +12,11 @@
 // StatsD line protocol (Parser, with no I/O), aggregates with an
 // Aggregator that reproduces the arithmetic of Etsy's
 // lib/process_metrics.js, and hands each flush to backends: Graphite
-// plaintext with Etsy's key layout, a Prometheus /metrics endpoint,
-// JSON lines (on a writer, Console, or into a logd or Kafka topic, Log),
-// and a repeater that forwards the raw packets to another
+// plaintext with Etsy's key layout (tags as carbon accepts them), a
+// Prometheus /metrics endpoint named as statsd_exporter names the same
+// metrics (timers in seconds, as histograms or summaries; its mapping
+// files read by its own pkg/mapper), JSON lines (on a writer, Console, or into a logd or Kafka topic,
+// Log), and a repeater that forwards the raw packets to another
 // StatsD.
 //
 // Accepted lines (several per packet, separated by '\n'):
@@ -39,7 +41,8 @@
 // unknown metric types (Etsy counts them as counters) and values Etsy
 // reads as NaN or Infinity (hexadecimal, "Infinity", sample rates such as
 // "@0" or "@1.2.3") are bad lines; h and d are timers, not counters;
-// empty tags are dropped.
+// empty tags, and tags with an empty name or value ("#env:"), are
+// dropped.
 //
 // # Client
 //

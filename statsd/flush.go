@@ -50,7 +50,8 @@ func (a *Aggregator) Flush(now time.Time) *Snapshot {
 		}
 		start := len(stats)
 		stats = a.timerStats(stats, k, t, interval)
-		s.Timers = append(s.Timers, TimerValue{Key: k, Stats: stats[start:len(stats):len(stats)]})
+		s.Timers = append(s.Timers, TimerValue{Key: k, Type: t.typ, Count: t.count, Values: t.values,
+			Stats: stats[start:len(stats):len(stats)]})
 	}
 	for k, g := range a.gauges {
 		if evict(g.seen) && !g.own {
@@ -105,11 +106,15 @@ func (a *Aggregator) reset() {
 			continue
 		}
 		t.count = 0
-		if cap(t.values) > keepTimerCap {
-			t.values = nil // a burst's memory goes back
-		} else {
-			t.values = t.values[:0]
+		// The snapshot keeps this interval's values until the next
+		// flush; the next interval fills the buffer of the snapshot
+		// before it.
+		next := t.spare[:0]
+		t.spare = t.values
+		if cap(t.spare) > keepTimerCap {
+			t.spare = nil // a burst's memory goes back with its snapshot
 		}
+		t.values = next
 	}
 	for k, set := range a.sets {
 		if a.cfg.DeleteSets {

@@ -220,8 +220,44 @@ func (g *Graphite) line(b []byte, namespace []string, key, stat string, v float6
 		b = append(b, '.')
 		b = append(b, g.cfg.GlobalSuffix...)
 	}
-	b = append(b, tags...)
+	b = appendCarbonTags(b, tags)
 	return g.value(b, v, ts)
+}
+
+// appendCarbonTags appends a key's tags (";k=v;flag;...") in a form
+// carbon 1.1 accepts (carbon/util.py TaggedSeries.validateTagAndValue):
+// a bare tag becomes flag=true, as on Prometheus; a tag with an empty
+// name or value is left out (carbon refuses it: the key only has one
+// with keyNameSanitize off, or written in the name); a '!' or '^' in a
+// name and a '~' starting a value become '_'.
+func appendCarbonTags(b []byte, tags string) []byte {
+	tags = strings.TrimPrefix(tags, ";")
+	for tags != "" {
+		var tag string
+		tag, tags, _ = strings.Cut(tags, ";")
+		k, v, ok := strings.Cut(tag, "=")
+		if !ok {
+			v = "true"
+		}
+		if k == "" || v == "" {
+			continue
+		}
+		b = append(b, ';')
+		at := len(b)
+		b = append(b, k...)
+		for i := at; i < len(b); i++ {
+			if b[i] == '!' || b[i] == '^' {
+				b[i] = '_'
+			}
+		}
+		b = append(b, '=')
+		if v[0] == '~' {
+			b = append(b, '_')
+			v = v[1:]
+		}
+		b = append(b, v...)
+	}
+	return b
 }
 
 // raw appends one metric whose name is complete but for the suffix.

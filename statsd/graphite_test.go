@@ -46,3 +46,52 @@ func TestGraphiteLastFlush(t *testing.T) {
 		t.Fatalf("third flush: last_flush %d, want the second flush's end, in [%d, %d]", v, start, end)
 	}
 }
+
+// TestGraphiteCarbonTags: tags are written as carbon accepts them: a
+// bare tag as flag=true, no tag with an empty name or value (neither
+// from DogStatsD tags nor in a Graphite-style name), no character
+// carbon refuses.
+func TestGraphiteCarbonTags(t *testing.T) {
+	g, err := NewGraphite(GraphiteConfig{Address: "127.0.0.1:2003"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Parser
+	p.NoSanitize = true
+	a := mustAggregator(t, AggregatorConfig{})
+	for _, l := range []string{"a:1|g|#flag", "b:2|g|#env:", "c:3|g|#env:prod,:x,flag", "d;env=;k=v;=z;;x!^=~y:4|g"} {
+		ms, _, _ := p.AppendLine(nil, []byte(l))
+		for i := range ms {
+			a.Add(&ms[i])
+		}
+	}
+	got := parseGraphite(t, string(g.Append(nil, a.Flush(time.Unix(1700000000, 0)))))
+	for name, want := range map[string]string{
+		"stats.gauges.a;flag=true":          "1",
+		"stats.gauges.b":                    "2",
+		"stats.gauges.c;env=prod;flag=true": "3",
+		"stats.gauges.d;k=v;x__=_y":         "4",
+	} {
+		if got[name] != want {
+			t.Errorf("%s = %q, want %q; got %v", name, got[name], want, got)
+		}
+	}
+}
+
+// Etsy's backend starts graphiteStats.last_exception at 0
+// (backends/graphite.js init: "graphiteStats.last_exception = 0"), not at
+// the start-up time as it does last_flush: so do we.
+func TestGraphiteLastExceptionStartsAtZero(t *testing.T) {
+	sink := newGraphiteSink(t)
+	g, err := NewGraphite(GraphiteConfig{Address: sink.ln.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Flush(context.Background(), &Snapshot{Time: time.Now(), Timestamp: 1700000000}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := sink.next(t, "graphite")
+	if v := got["stats.statsd.graphiteStats.last_exception"]; v != "0" {
+		t.Errorf("first flush: last_exception = %q, want 0, as Etsy's", v)
+	}
+}

@@ -119,6 +119,11 @@ func (p *Parser) key(name, tagField []byte) ([]byte, Reason) {
 		at := len(p.arena)
 		p.arena = p.appendTag(p.arena, p.tags[i])
 		p.tags[i] = p.arena[at:len(p.arena):len(p.arena)]
+		// A tag with an empty name or value ("env:", ":x") is no tag:
+		// Prometheus has no empty label and carbon refuses both.
+		if eq := bytes.IndexByte(p.tags[i], '='); eq == 0 || eq == len(p.tags[i])-1 {
+			p.tags[i] = nil
+		}
 	}
 	sortTags(p.tags[:n])
 	tagEnd := len(p.arena)

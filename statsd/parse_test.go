@@ -66,6 +66,11 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|#t;u", "a;t_u counter 1", 0, 0},
 		{"a:1|c|#a b", "a;a_b counter 1", 0, 0},
 		{"a:1|c|#b,a|@0.5", "a;a;b counter 1 @0.5", 0, 0},
+		// A tag with an empty value or name is no tag: the key is the
+		// untagged one's (Prometheus has no empty label; carbon refuses
+		// both).
+		{"a:1|c|#env:,:x,k:v", "a;k=v counter 1", 0, 0},
+		{"a:1|c|#env:", "a counter 1", 0, 0},
 		// DogStatsD container id and timestamp: accepted, not used.
 		{"a:1|c|c:abc123|T1700000000", "a counter 1", 0, 0},
 		{"a:1|g|#t:1|c:ci-9|T1700000000|e:it-x", "a;t=1 gauge 1", 0, 0},

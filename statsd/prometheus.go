@@ -3,15 +3,39 @@ package statsd
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
-	"sort"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/statsd_exporter/pkg/mapper"
+	"go.yaml.in/yaml/v2"
 )
+
+// Values of PrometheusConfig.Timers.
+const (
+	TimersHistogram = promHistogram
+	TimersSummary   = promSummary
+)
+
+// Defaults of PrometheusConfig.
+var (
+	// DefaultPrometheusBuckets are statsd_exporter's (and the Prometheus
+	// client libraries') default histogram buckets, in seconds.
+	DefaultPrometheusBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+	// DefaultPrometheusQuantiles are statsd_exporter's default summary
+	// quantiles.
+	DefaultPrometheusQuantiles = []float64{0.5, 0.9, 0.99}
+)
+
+// DefaultPrometheusLogGap is the least time between two logged
+// collisions.
+const DefaultPrometheusLogGap = time.Minute
 
 // PrometheusConfig configures the Prometheus exposition backend.
 type PrometheusConfig struct {
@@ -19,19 +43,64 @@ type PrometheusConfig struct {
 	Address string
 	// Path of the exposition. Default "/metrics".
 	Path string
+	// Timers is how timers (ms, h, d) are exposed: TimersHistogram
+	// (default), cumulative buckets that histogram_quantile() reads and
+	// that add up across instances, or TimersSummary, the quantiles of
+	// the last flush interval.
+	Timers string
+	// Buckets are the histograms' upper bounds, increasing; ms timers
+	// are in seconds. Default DefaultPrometheusBuckets.
+	Buckets []float64
+	// Quantiles of the summaries, in [0, 1]. Default
+	// DefaultPrometheusQuantiles.
+	Quantiles []float64
+	// MappingConfig is a statsd_exporter mapping file (YAML; its
+	// --statsd.mapping-config): it names and labels the metrics it
+	// matches, and its observer_type, buckets and quantiles win over
+	// Timers, Buckets and Quantiles where it sets them.
+	MappingConfig string
+	// Logger receives collisions, at most one line per LogGap.
+	// Default: discard.
+	Logger *slog.Logger
+	// LogGap is the least time between two logged collisions. Default
+	// one minute.
+	LogGap time.Duration
+	// Now is the clock of the log's rate limit. Default time.Now.
+	Now func() time.Time
 }
 
 // Prometheus serves the latest flush in the Prometheus text format
-// (version 0.0.4) over HTTP. A key's tags become labels ("k=v" → k="v",
-// a bare tag t → t="true"); names and label names are rewritten to
-// Prometheus' character set. Counters are cumulative ("<name>_total"
-// adds every flush's count); gauges and sets (unique members over the
-// last interval) are gauges; timers are summaries whose quantiles are
-// the median and the upper bound of each positive percentThreshold over
-// the last interval, and whose _sum and _count are cumulative. The
-// server's own metrics are gauges named "statsd_server_*" over the last
-// interval, plus cumulative per-client loss counters. Series that would
-// collide after rewriting are written once.
+// (version 0.0.4) over HTTP, named as statsd_exporter names the same
+// metrics (see naming), every family with HELP and TYPE lines:
+//
+//   - counters are cumulative "<name>_total" counters;
+//   - gauges are gauges, sets the gauge of the unique members of the
+//     last interval;
+//   - timers are histograms (or summaries, PrometheusConfig.Timers) in
+//     seconds; DogStatsD's h and d values are kept as they are, as
+//     statsd_exporter keeps them. A histogram's buckets, _sum and _count
+//     are cumulative; a value sent with a sample rate counts 1/rate
+//     times. A summary's quantiles are those of the last interval
+//     (median and upper_N as Etsy computes them), NaN after an interval
+//     with no value, so the series stay; its _sum and _count are
+//     cumulative;
+//   - the server's own metrics are "statsd_server_*": cumulative
+//     "_total" counters of its losses and gauges of what it holds.
+//
+// A series lives as long as the aggregator flushes its key (see
+// AggregatorConfig's Delete* and EvictIdleFlushes).
+//
+// Every series name is checked against the whole page, the _sum,
+// _count and _bucket of histograms and summaries included, so the page
+// always parses and no two series are one. Families claim their names in
+// order: the server's own first, then by name, and for one name
+// counter, gauge, histogram or summary; a family whose name or suffixes
+// are claimed already is left out. Within a family, two keys with the
+// same labels are merged where nothing is lost (counters and histograms
+// with the same buckets add up, as statsd_exporter adds their events);
+// otherwise the key that sorts first is kept. What is left out is
+// counted in statsd_server_prometheus_series_dropped_total (each flush
+// it happens) and logged at most once per LogGap.
 type Prometheus struct {
 	cfg PrometheusConfig
 	ln  net.Listener
@@ -42,10 +111,26 @@ type Prometheus struct {
 	mu   sync.Mutex
 	body []byte
 
-	// Cumulative state, touched only by Flush.
-	counters map[string]float64
-	timers   map[string][2]float64 // sum, count
-	clients  map[string][2]float64 // received, lost
+	// Touched only by Flush (Render).
+	mapper                     *mapper.MetricMapper
+	fileBuckets, fileQuantiles bool
+	gen                        uint64
+	namings                    [numKinds]map[string]*promNaming
+	// state holds the cumulative values of the user's series, self
+	// those of the server's own counters.
+	state   map[string]*promState
+	self    map[string]float64
+	clients map[string]*clientTotals
+	// lastLog is when a collision was last logged; unlogged counts
+	// those left out since.
+	lastLog  time.Time
+	unlogged int
+}
+
+// clientTotals are the cumulative loss counts of one numbered client.
+type clientTotals struct {
+	reordered, duplicates, restarts uint64
+	gen                             uint64
 }
 
 // NewPrometheus starts the HTTP server.
@@ -54,13 +139,20 @@ func NewPrometheus(ctx context.Context, cfg PrometheusConfig) (*Prometheus, erro
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	p := newPrometheus(cfg)
+	if cfg.MappingConfig != "" {
+		m, fb, fq, err := loadMapping(cfg.MappingConfig, cfg.Logger)
+		if err != nil {
+			return nil, badConfig("MappingConfig", cfg.MappingConfig, err.Error())
+		}
+		p.mapper, p.fileBuckets, p.fileQuantiles = m, fb, fq
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.Address)
 	if err != nil {
 		return nil, listenError("tcp", cfg.Address, err)
 	}
-	p := &Prometheus{cfg: cfg, ln: ln, done: make(chan error, 1),
-		counters: make(map[string]float64), timers: make(map[string][2]float64), clients: make(map[string][2]float64)}
+	p.ln = ln
 	mux := http.NewServeMux()
 	mux.Handle(cfg.Path, p)
 	p.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -68,9 +160,38 @@ func NewPrometheus(ctx context.Context, cfg PrometheusConfig) (*Prometheus, erro
 	return p, nil
 }
 
+// newPrometheus returns the backend without its HTTP server (for
+// Render alone).
+func newPrometheus(cfg PrometheusConfig) *Prometheus {
+	p := &Prometheus{cfg: cfg, done: make(chan error, 1), state: make(map[string]*promState),
+		self: make(map[string]float64), clients: make(map[string]*clientTotals)}
+	for k := range p.namings {
+		p.namings[k] = make(map[string]*promNaming)
+	}
+	return p
+}
+
 func (c *PrometheusConfig) setDefaults() {
 	if c.Path == "" {
 		c.Path = "/metrics"
+	}
+	if c.Timers == "" {
+		c.Timers = TimersHistogram
+	}
+	if c.Buckets == nil {
+		c.Buckets = DefaultPrometheusBuckets
+	}
+	if c.Quantiles == nil {
+		c.Quantiles = DefaultPrometheusQuantiles
+	}
+	if c.LogGap == 0 {
+		c.LogGap = DefaultPrometheusLogGap
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 }
 
@@ -81,7 +202,84 @@ func (c *PrometheusConfig) validate() error {
 	if !strings.HasPrefix(c.Path, "/") {
 		return badConfig("Path", c.Path, "must start with /")
 	}
+	if c.Timers != TimersHistogram && c.Timers != TimersSummary {
+		return badConfig("Timers", c.Timers, "must be histogram or summary")
+	}
+	if err := checkBuckets(c.Buckets); err != nil {
+		return badConfig("Buckets", formatFloats(c.Buckets), err.Error())
+	}
+	for _, q := range c.Quantiles {
+		if !(q >= 0 && q <= 1) {
+			return badConfig("Quantiles", formatFloats(c.Quantiles), "each must be in [0, 1]")
+		}
+	}
+	if c.LogGap < 0 {
+		return badConfig("LogGap", c.LogGap, "must not be negative")
+	}
+	if c.MappingConfig != "" {
+		if _, _, _, err := loadMapping(c.MappingConfig, slog.New(slog.DiscardHandler)); err != nil {
+			return badConfig("MappingConfig", c.MappingConfig, err.Error())
+		}
+	}
 	return nil
+}
+
+func checkBuckets(b []float64) error {
+	if len(b) == 0 {
+		return errors.New("at least one bucket is required")
+	}
+	for i, v := range b {
+		if math.IsNaN(v) || i > 0 && !(v > b[i-1]) {
+			return errors.New("must be increasing numbers")
+		}
+	}
+	return nil
+}
+
+func formatFloats(fs []float64) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = string(appendPromFloat(nil, f))
+	}
+	return strings.Join(s, ",")
+}
+
+// loadMapping reads a statsd_exporter mapping file with statsd_exporter's
+// own parser, and reports whether the file sets the default buckets and
+// quantiles (the parser fills in its defaults, so they are read apart).
+func loadMapping(path string, log *slog.Logger) (m *mapper.MetricMapper, fileBuckets, fileQuantiles bool, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false, false, errors.New(strings.TrimPrefix(err.Error(), "open "+path+": "))
+	}
+	m = &mapper.MetricMapper{Logger: log}
+	if err := m.InitFromYAMLString(string(data)); err != nil {
+		return nil, false, false, err
+	}
+	var raw struct {
+		Defaults struct {
+			Histogram struct {
+				Buckets []float64 `yaml:"buckets"`
+			} `yaml:"histogram_options"`
+			Summary struct {
+				Quantiles []any `yaml:"quantiles"`
+			} `yaml:"summary_options"`
+		} `yaml:"defaults"`
+	}
+	_ = yaml.Unmarshal(data, &raw)
+	if len(raw.Defaults.Histogram.Buckets) > 0 {
+		if err := checkBuckets(m.Defaults.HistogramOptions.Buckets); err != nil {
+			return nil, false, false, errors.New("defaults.histogram_options.buckets " + err.Error())
+		}
+	}
+	for _, mp := range m.Mappings {
+		if o := mp.HistogramOptions; o != nil && len(o.Buckets) > 0 {
+			if err := checkBuckets(o.Buckets); err != nil {
+				return nil, false, false, errors.New("mapping " + mp.Match + ": histogram_options.buckets " + err.Error())
+			}
+		}
+	}
+	return m, len(raw.Defaults.Histogram.Buckets) > 0, len(raw.Defaults.Summary.Quantiles) > 0, nil
 }
 
 // Addr is where the HTTP server listens.
@@ -119,197 +317,7 @@ func (p *Prometheus) Close() error {
 	return err
 }
 
-// family is one metric family being rendered.
-type family struct {
-	typ    string
-	series map[string]bool // name{labels} written
-	lines  []byte
-}
-
-type promWriter struct {
-	families map[string]*family
-}
-
-// add writes one sample of family fam (a sample name may add a suffix
-// such as _sum) unless that series exists already.
-func (w *promWriter) add(fam, typ, sample, labels string, v float64) {
-	f := w.families[fam]
-	if f == nil {
-		f = &family{typ: typ, series: make(map[string]bool)}
-		w.families[fam] = f
-	} else if f.typ != typ {
-		return // the name is taken by another type
-	}
-	id := sample + "{" + labels + "}"
-	if f.series[id] {
-		return
-	}
-	f.series[id] = true
-	f.lines = append(f.lines, sample...)
-	if labels != "" {
-		f.lines = append(f.lines, '{')
-		f.lines = append(f.lines, labels...)
-		f.lines = append(f.lines, '}')
-	}
-	f.lines = append(f.lines, ' ')
-	f.lines = appendPromFloat(f.lines, v)
-	f.lines = append(f.lines, '\n')
-}
-
-// Render returns the exposition of s and updates the cumulative values.
-func (p *Prometheus) Render(s *Snapshot) []byte {
-	w := &promWriter{families: make(map[string]*family)}
-	seen := make(map[string]bool, len(s.Counters))
-	for _, c := range s.Counters {
-		p.counters[c.Key] += c.Count
-		seen[c.Key] = true
-		name, labels := promKey(c.Key)
-		w.add(name+"_total", "counter", name+"_total", labels, p.counters[c.Key])
-	}
-	forgetMissing(p.counters, seen)
-	clear(seen)
-	for _, g := range s.Gauges {
-		name, labels := promKey(g.Key)
-		w.add(name, "gauge", name, labels, g.Value)
-	}
-	for _, st := range s.Sets {
-		name, labels := promKey(st.Key)
-		w.add(name, "gauge", name, labels, float64(st.Count))
-	}
-	seenTimers := make(map[string]bool, len(s.Timers))
-	for _, t := range s.Timers {
-		seenTimers[t.Key] = true
-		name, labels := promKey(t.Key)
-		p.renderTimer(w, name, labels, t)
-	}
-	for k := range p.timers {
-		if !seenTimers[k] {
-			delete(p.timers, k)
-		}
-	}
-	for _, st := range s.SelfStats() {
-		if strings.HasPrefix(st.Name, "server.clients.") {
-			continue
-		}
-		name := promName("statsd_" + st.Name)
-		w.add(name, "gauge", name, "", st.Value)
-	}
-	for _, c := range s.Server.Clients {
-		labels := `client="` + promLabelValue(c.ID) + `"`
-		w.add("statsd_server_client_packets_received_total", "counter", "statsd_server_client_packets_received_total", labels, float64(c.TotalReceived))
-		w.add("statsd_server_client_packets_lost_total", "counter", "statsd_server_client_packets_lost_total", labels, float64(c.TotalLost))
-	}
-	names := make([]string, 0, len(w.families))
-	for n := range w.families {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var out []byte
-	for _, n := range names {
-		f := w.families[n]
-		out = append(out, "# TYPE "...)
-		out = append(out, n...)
-		out = append(out, ' ')
-		out = append(out, f.typ...)
-		out = append(out, '\n')
-		out = append(out, f.lines...)
-	}
-	return out
-}
-
-func forgetMissing(m map[string]float64, seen map[string]bool) {
-	for k := range m {
-		if !seen[k] {
-			delete(m, k)
-		}
-	}
-}
-
-// renderTimer writes a timer as a summary.
-func (p *Prometheus) renderTimer(w *promWriter, name, labels string, t TimerValue) {
-	var count, sum float64
-	var quantiles []Stat
-	for _, st := range t.Stats {
-		switch {
-		case st.Name == "count":
-			count = st.Value
-		case st.Name == "sum":
-			sum = st.Value
-		case st.Name == "median":
-			quantiles = append(quantiles, Stat{"0.5", st.Value})
-		case strings.HasPrefix(st.Name, "upper_"):
-			q, err := strconv.ParseFloat(strings.Replace(st.Name[len("upper_"):], "_", ".", 1), 64)
-			if err == nil && q < 100 {
-				quantiles = append(quantiles, Stat{strconv.FormatFloat(q/100, 'g', -1, 64), st.Value})
-			}
-		}
-	}
-	acc := p.timers[t.Key]
-	acc[0] += sum
-	acc[1] += count
-	p.timers[t.Key] = acc
-	sep := ""
-	if labels != "" {
-		sep = ","
-	}
-	for _, q := range quantiles {
-		w.add(name, "summary", name, labels+sep+`quantile="`+q.Name+`"`, q.Value)
-	}
-	w.add(name, "summary", name+"_sum", labels, acc[0])
-	w.add(name, "summary", name+"_count", labels, acc[1])
-}
-
-// promKey splits a key into a metric name and its labels.
-func promKey(key string) (name, labels string) {
-	parts := strings.Split(key, ";")
-	name = promName(parts[0])
-	if len(parts) == 1 {
-		return name, ""
-	}
-	var b strings.Builder
-	used := make(map[string]bool, len(parts))
-	for _, tag := range parts[1:] {
-		k, v, ok := strings.Cut(tag, "=")
-		if !ok {
-			v = "true"
-		}
-		k = promName(k)
-		if strings.HasPrefix(k, "__") || k == "quantile" {
-			k = "tag" + k
-		}
-		if used[k] {
-			continue
-		}
-		used[k] = true
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(k)
-		b.WriteString(`="`)
-		b.WriteString(promLabelValue(v))
-		b.WriteByte('"')
-	}
-	return name, b.String()
-}
-
-// promName rewrites s to [a-zA-Z_][a-zA-Z0-9_]*.
-func promName(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || i > 0 && '0' <= c && c <= '9') {
-			b[i] = '_'
-		}
-	}
-	if len(b) == 0 {
-		return "_"
-	}
-	return string(b)
-}
-
-func promLabelValue(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
-}
-
+// appendPromFloat formats a sample value as the text format wants it.
 func appendPromFloat(b []byte, v float64) []byte {
 	switch {
 	case math.IsNaN(v):

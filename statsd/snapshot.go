@@ -48,6 +48,16 @@ type GaugeValue struct {
 type TimerValue struct {
 	Key   string
 	Stats []Stat
+	// Type is the type of the key's first value: Timer (ms),
+	// Histogram (h) or Distribution (d).
+	Type Type
+	// Count is the number of values received over the interval, each
+	// scaled by 1/sample rate (Etsy's count, also when
+	// CalculatedTimerMetrics leaves it out of Stats).
+	Count float64
+	// Values are the interval's values, sorted, unscaled. They are
+	// valid until the next flush, which reuses their memory.
+	Values []float64
 }
 
 // Stat is a named number.

@@ -97,6 +97,11 @@ const (
 	// when it came back. Written by the pipe as a gap marker, so readers
 	// of the destination see the hole.
 	GapSourceDown
+	// GapOutpaced: the publisher runs without flow control and its
+	// retransmit window moved past messages this subscriber had not got
+	// yet (it fell behind, or was stopped). A publisher with flow
+	// control waits for its subscribers instead.
+	GapOutpaced
 	// GapNotArchived: the publisher no longer held the messages, and the
 	// subscriber's archive (the log a recorder writes the feed to) has no
 	// record of them either: no message and no gap marker, and none was
@@ -122,6 +127,8 @@ func (r GapReason) String() string {
 		return "deleted by the log's retention before it was read"
 	case GapCompacted:
 		return "compacted: superseded by a later record with the same key"
+	case GapOutpaced:
+		return "unrecoverable: the publisher, which runs without flow control, moved its retransmit window past them"
 	case GapSourceDown:
 		return "the pipe feeding this stream was down longer than its source kept the messages"
 	case GapNotArchived:

@@ -27,7 +27,11 @@ sets. DogStatsD's tags, packed values, h and d types are accepted; tags
 become part of the key (Graphite tags, Prometheus labels).
 
 Backends: --graphite writes Graphite plaintext with Etsy's key layout, so
-existing dashboards keep working; --prometheus serves /metrics; --console
+existing dashboards keep working (tags as carbon accepts them: a bare tag
+is flag=true); --prometheus serves /metrics, named as statsd_exporter
+names the same metrics, timers in seconds as histograms (--prometheus-timers
+summary for summaries), --mapping-config FILE reading statsd_exporter's
+mapping files; --console
 prints JSON lines (the metrics received; --console-self-metrics adds the
 server's own); --kafka writes the same JSON lines to a logd or Kafka
 topic, one record a metric keyed by the metric's key, so the metrics are
@@ -88,6 +92,9 @@ type statsdOptions struct {
 	flushInterval time.Duration
 	graphite      string
 	prometheus    string
+	promTimers    string
+	promBuckets   []float64
+	mappingConfig string
 	console       bool
 	consoleSelf   bool
 	kafka         string
@@ -104,6 +111,9 @@ func (o *statsdOptions) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.flushInterval, "flush-interval", statsd.DefaultFlushInterval, "time between two flushes")
 	fs.StringVar(&o.graphite, "graphite", "", "flush to Carbon's plaintext listener at host:port")
 	fs.StringVar(&o.prometheus, "prometheus", "", "serve Prometheus' /metrics on host:port")
+	fs.StringVar(&o.promTimers, "prometheus-timers", statsd.TimersHistogram, "timers on Prometheus: histogram or summary")
+	fs.Float64SliceVar(&o.promBuckets, "prometheus-buckets", statsd.DefaultPrometheusBuckets, "histogram buckets, in seconds for ms timers (comma-separated, increasing)")
+	fs.StringVar(&o.mappingConfig, "mapping-config", "", "statsd_exporter mapping file (YAML) naming and labelling the metrics on Prometheus")
 	fs.BoolVar(&o.console, "console", false, "print every flush on standard output as JSON lines")
 	fs.BoolVar(&o.consoleSelf, "console-self-metrics", false, "with --console, also print the server's own metrics (statsd.*, about 25 lines a flush)")
 	fs.StringVar(&o.kafka, "kafka", "", "write every flush to a log topic as JSON lines, one record a metric: logd://HOST:PORT/TOPIC or kafka://…")
@@ -171,6 +181,7 @@ var statsdFlagOf = map[string]string{
 	"UDP": "udp", "TCP": "tcp", "Unixgram": "unixgram", "FlushInterval": "flush-interval",
 	"MaxKeys": "max-keys", "EvictIdleFlushes": "evict-idle-flushes",
 	"Graphite.Address": "graphite", "Prometheus.Address": "prometheus", "Repeater.Targets": "repeat",
+	"Prometheus.Timers": "prometheus-timers", "Prometheus.Buckets": "prometheus-buckets", "Prometheus.MappingConfig": "mapping-config",
 }
 
 // listenFailure is an address statsd could not listen on
@@ -263,6 +274,15 @@ func (o *statsdOptions) settings(changed func(string) bool, warn io.Writer) (*st
 	if o.prometheus != "" {
 		st.Prometheus = &statsd.PrometheusConfig{Address: o.prometheus}
 	}
+	if st.Prometheus != nil {
+		st.Prometheus.Timers, st.Prometheus.Buckets, st.Prometheus.MappingConfig = o.promTimers, o.promBuckets, o.mappingConfig
+	} else {
+		for _, f := range []string{"prometheus-timers", "prometheus-buckets", "mapping-config"} {
+			if changed(f) {
+				return nil, usagef("--%s: there is no Prometheus backend (give --prometheus)", f)
+			}
+		}
+	}
 	st.Console = st.Console || o.console
 	if o.consoleSelf && !st.Console {
 		return nil, usagef("--console-self-metrics: there is no console (give --console)")
@@ -293,6 +313,7 @@ func buildStatsdBackends(ctx context.Context, st *statsd.Settings, inv *invocati
 		bs = append(bs, g)
 	}
 	if st.Prometheus != nil {
+		st.Prometheus.Logger = inv.log
 		p, err := statsd.NewPrometheus(ctx, *st.Prometheus)
 		if err != nil {
 			return fail(err)

@@ -215,6 +215,10 @@ func TestStatsdCommandBadValues(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(`{"udpReaders": 100}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	badMapping := filepath.Join(t.TempDir(), "mapping.yml")
+	if err := os.WriteFile(badMapping, []byte("mappings:\n- match: a.b\n  name: x\n  nonsense: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	long := "/" + strings.Repeat("x", 200)
 	for _, tc := range []struct {
 		args []string
@@ -232,12 +236,27 @@ func TestStatsdCommandBadValues(t *testing.T) {
 		{[]string{"--evict-idle-flushes", "0"}, "--evict-idle-flushes 0: must be -1 (never) or positive"},
 		{[]string{"--console-self-metrics"}, "--console-self-metrics: there is no console"},
 		{[]string{"--config", cfg}, "--config " + cfg + ": option udpReaders 100: must be in [1, 64]"},
+		{[]string{"--prometheus-timers", "gauge"}, "--prometheus-timers gauge: must be histogram or summary"},
+		{[]string{"--prometheus-buckets", "1,0.5"}, "--prometheus-buckets 1,0.5: must be increasing numbers"},
+		{[]string{"--prometheus-buckets", "x"}, "--prometheus-buckets"},
+		{[]string{"--mapping-config", "/nonexistent.yml"}, "--mapping-config /nonexistent.yml: no such file"},
+		{[]string{"--mapping-config", badMapping}, "--mapping-config " + badMapping + ": "},
 	} {
 		args := append([]string{"statsd", "--udp", "127.0.0.1:0", "--prometheus", "127.0.0.1:0"}, tc.args...)
 		code, stderr := runStatsdCLI(args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "listening") ||
 			strings.Contains(stderr, "statsd: statsd") || strings.Contains(stderr, "bad config") {
 			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// The Prometheus flags need a Prometheus backend.
+func TestStatsdCommandPrometheusFlagsWithoutBackend(t *testing.T) {
+	for _, f := range []string{"--prometheus-timers=summary", "--prometheus-buckets=1", "--mapping-config=x.yml"} {
+		code, stderr := runStatsdCLI("statsd", "--udp", "127.0.0.1:0", f)
+		if code != exitUsage || !strings.Contains(stderr, "there is no Prometheus backend") {
+			t.Errorf("%s: exit %d, stderr:\n%s", f, code, stderr)
 		}
 	}
 }

@@ -194,11 +194,13 @@ func (c *Core) checkResume(stream transport.StreamID, first uint64, now func() t
 
 // extendResume adds to a stream's resume gap a loss of the positions
 // right after it that left the source's window before the pipe, back,
-// could get them (GapUnrecoverable): they too are lost because the pipe
-// was down. It reports whether it took g.
+// could get them (GapUnrecoverable, or GapOutpaced from a publisher
+// without flow control): they too are lost because the pipe was down.
+// It reports whether it took g.
 func (c *Core) extendResume(g *transport.Gap) bool {
 	r := c.resumed[g.Stream]
-	if r == nil || !r.hasPend || g.Reason != transport.GapUnrecoverable || g.From > r.pend.To+1 || g.To <= r.pend.To {
+	outside := g.Reason == transport.GapUnrecoverable || g.Reason == transport.GapOutpaced
+	if r == nil || !r.hasPend || !outside || g.From > r.pend.To+1 || g.To <= r.pend.To {
 		return false
 	}
 	r.pend.To = g.To

@@ -1,0 +1,180 @@
+package reliable
+
+import (
+	"net/netip"
+	"time"
+)
+
+// FlowMode says which receivers a publisher's flow control waits for.
+type FlowMode uint8
+
+const (
+	// FlowNone: the publisher goes at its own pace; a receiver that
+	// falls further behind than the retransmit window loses messages
+	// (LOST says so, and its Gap is transport.GapOutpaced).
+	FlowNone FlowMode = iota
+	// FlowMin: the publisher never lets its retransmit window pass the
+	// slowest receiver that sent a STATUS within ReceiverTimeout, nor
+	// sends more past that receiver's position than it said it can
+	// take (Aeron's min flow control).
+	FlowMin
+	// FlowTagged: as FlowMin, counting only the receivers whose STATUS
+	// carries FlowConfig.Tag (Aeron's tagged flow control): the ones
+	// the publisher was told to wait for. Others are served as with
+	// FlowNone.
+	FlowTagged
+)
+
+func (m FlowMode) String() string {
+	switch m {
+	case FlowNone:
+		return "none"
+	case FlowMin:
+		return "min"
+	case FlowTagged:
+		return "tagged"
+	}
+	return "FlowMode(?)"
+}
+
+// Defaults of FlowConfig.
+const (
+	DefaultReceiverTimeout  = 2 * time.Second
+	DefaultMaxFlowReceivers = 1024
+)
+
+// FlowConfig is a Sender's flow control. The zero value is FlowNone.
+type FlowConfig struct {
+	Mode FlowMode
+	// Tag selects the receivers FlowTagged waits for (non-zero).
+	Tag uint64
+	// MinReceivers: Publish is held until this many receivers (tagged
+	// ones under FlowTagged) are known, so none misses the start.
+	// Default 0.
+	MinReceivers int
+	// ReceiverTimeout: a receiver silent this long is no longer waited
+	// for (a crashed or stopped subscriber must not stop the feed).
+	// Default 2 s.
+	ReceiverTimeout time.Duration
+	// MaxReceivers bounds the receivers tracked; STATUS from more is
+	// dropped and counted (FlowReceiversFull). Default 1024.
+	MaxReceivers int
+}
+
+func (c *FlowConfig) setDefaults() {
+	setDefault(&c.ReceiverTimeout, DefaultReceiverTimeout)
+	setDefault(&c.MaxReceivers, DefaultMaxFlowReceivers)
+}
+
+func (c *FlowConfig) validate() error {
+	switch {
+	case c.Mode > FlowTagged:
+		return badConfig("Flow.Mode", c.Mode, "must be FlowNone, FlowMin or FlowTagged")
+	case c.Mode == FlowTagged && c.Tag == 0:
+		return badConfig("Flow.Tag", c.Tag, "must be non-zero with FlowTagged")
+	case c.MinReceivers < 0:
+		return badConfig("Flow.MinReceivers", c.MinReceivers, "must be ≥ 0")
+	case c.ReceiverTimeout <= 0:
+		return badConfig("Flow.ReceiverTimeout", c.ReceiverTimeout, "must be > 0")
+	case c.MaxReceivers < 1 || c.MaxReceivers < c.MinReceivers:
+		return badConfig("Flow.MaxReceivers", c.MaxReceivers, "must be ≥ 1 and ≥ MinReceivers")
+	}
+	return nil
+}
+
+// flowReceiver is what a Sender knows of one receiver from its STATUS.
+type flowReceiver struct {
+	id     uint64
+	from   netip.AddrPort
+	next   uint64
+	window uint32
+	seen   time.Time
+}
+
+// flow is a Sender's flow control state: the receivers it waits for.
+type flow struct {
+	cfg      FlowConfig
+	rcv      []flowReceiver // at most cfg.MaxReceivers
+	held     bool           // the last Publish was held: Deadline wakes for expiries
+	sendHeld bool           // the next unsent datagram waits for the slowest receiver
+	stats    *SenderStats
+
+	// slowest's answer, valid until a STATUS or an expiry changes it.
+	cached  bool
+	cNext   uint64
+	cWindow uint32
+	cOK     bool
+	cUntil  time.Time // the next expiry
+}
+
+func (f *flow) on() bool { return f.cfg.Mode != FlowNone }
+
+// status records a receiver's STATUS. sentNext bounds what it may claim.
+func (f *flow) status(now time.Time, from netip.AddrPort, st Status, sentNext uint64) {
+	f.stats.StatusReceived++
+	if !f.on() || f.cfg.Mode == FlowTagged && st.Tag != f.cfg.Tag {
+		return
+	}
+	next := min(st.Next, sentNext)
+	f.cached = false
+	for i := range f.rcv {
+		if r := &f.rcv[i]; r.id == st.Receiver {
+			// Positions only move forward: a STATUS overtaken by a later
+			// one on the way does not hold the publisher back.
+			r.next, r.window, r.seen, r.from = max(r.next, next), st.Window, now, from
+			return
+		}
+	}
+	f.expire(now)
+	if len(f.rcv) >= f.cfg.MaxReceivers {
+		f.stats.FlowReceiversFull++
+		return
+	}
+	f.rcv = append(f.rcv, flowReceiver{id: st.Receiver, from: from, next: next, window: st.Window, seen: now})
+	f.stats.FlowReceivers++
+}
+
+// expire forgets the receivers silent for ReceiverTimeout.
+func (f *flow) expire(now time.Time) {
+	kept := f.rcv[:0]
+	for _, r := range f.rcv {
+		if now.Sub(r.seen) < f.cfg.ReceiverTimeout {
+			kept = append(kept, r)
+		} else {
+			f.stats.FlowTimeouts++
+		}
+	}
+	if len(kept) < len(f.rcv) {
+		f.cached = false
+	}
+	clear(f.rcv[len(kept):])
+	f.rcv = kept
+}
+
+// slowest returns the lowest position and the smallest window of the
+// receivers waited for; ok is false when there are fewer than
+// MinReceivers (then nothing may be published).
+func (f *flow) slowest(now time.Time) (next uint64, window uint32, ok bool) {
+	if f.cached && (f.cUntil.IsZero() || now.Before(f.cUntil)) {
+		return f.cNext, f.cWindow, f.cOK
+	}
+	f.expire(now)
+	next, window, ok = ^uint64(0), ^uint32(0), len(f.rcv) >= f.cfg.MinReceivers
+	for _, r := range f.rcv {
+		next, window = min(next, r.next), min(window, r.window)
+	}
+	if !ok {
+		next, window = 0, 0
+	}
+	f.cached, f.cNext, f.cWindow, f.cOK, f.cUntil = true, next, window, ok, f.expiry()
+	return next, window, ok
+}
+
+// expiry is when the next receiver times out, zero with none.
+func (f *flow) expiry() time.Time {
+	var at time.Time
+	for _, r := range f.rcv {
+		at = earliest(at, r.seen.Add(f.cfg.ReceiverTimeout))
+	}
+	return at
+}

@@ -1,0 +1,174 @@
+package reliable
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// flowWindow is a small retransmit window, so that a receiver stopped
+// for 50 ms falls out of it at the rate the tests publish.
+var flowWindow = SenderConfig{MaxMessageSize: 4096, MaxQueued: 16, WindowDatagrams: 64, WindowBytes: 64 * DefaultMTU}
+
+// TestSimFlowControlWaitsForStoppedReceiver: a receiver stopped for
+// 50 ms (less than ReceiverTimeout) while the publisher goes as fast as
+// it can. With FlowMin the publisher is held and the receiver, back,
+// repairs everything from the window: every message exactly once. With
+// FlowNone it is outpaced, and its Gap says so.
+func TestSimFlowControlWaitsForStoppedReceiver(t *testing.T) {
+	for _, mode := range []FlowMode{FlowMin, FlowNone} {
+		t.Run(mode.String(), func(t *testing.T) {
+			scfg := flowWindow
+			scfg.Flow.Mode = mode
+			n := newSim(t, 3, scfg, ReceiverConfig{StatusWindow: 16 * DefaultMTU}, 2, simFaults{})
+			n.publish(0, 100, 1, 10*time.Microsecond, 32)
+			n.rcvs[0].until = n.now.Add(50 * time.Millisecond)
+			n.publish(100, 3000, 4, 10*time.Microsecond, 32)
+			n.settle(200 * time.Millisecond)
+			st := n.sender.Stats()
+			if mode == FlowNone {
+				_, gaps := n.rcvs[0].indexes()
+				if len(gaps) == 0 || gaps[0].Reason != transport.GapOutpaced {
+					t.Fatalf("gaps %v, want GapOutpaced", gaps)
+				}
+				checkAccounting(t, n.rcvs[0], true)
+				checkExactlyOnce(t, n.rcvs[1], 3100)
+				return
+			}
+			for _, rc := range n.rcvs {
+				checkExactlyOnce(t, rc, 3100)
+			}
+			if st.FlowHeld == 0 || st.StatusReceived == 0 || st.FlowReceivers != 2 {
+				t.Fatalf("flow control did not hold the publisher: %+v", st)
+			}
+		})
+	}
+}
+
+// TestSimFlowControlReceiverTimeout: a receiver that stops for good
+// holds the publisher for ReceiverTimeout only; then the others go on.
+func TestSimFlowControlReceiverTimeout(t *testing.T) {
+	scfg := flowWindow
+	scfg.Flow = FlowConfig{Mode: FlowMin, ReceiverTimeout: 300 * time.Millisecond}
+	n := newSim(t, 4, scfg, ReceiverConfig{StatusWindow: 16 * DefaultMTU}, 2, simFaults{})
+	n.publish(0, 100, 1, 10*time.Microsecond, 32)
+	n.rcvs[0].paused = true
+	start := n.now
+	n.publish(100, 3000, 4, 10*time.Microsecond, 32)
+	n.settle(100 * time.Millisecond)
+	if took := n.now.Sub(start); took < 300*time.Millisecond {
+		t.Fatalf("publishing took %v: the stopped receiver was not waited for", took)
+	}
+	if st := n.sender.Stats(); st.FlowTimeouts != 1 {
+		t.Fatalf("FlowTimeouts %d, want 1", st.FlowTimeouts)
+	}
+	checkExactlyOnce(t, n.rcvs[1], 3100)
+}
+
+// TestFlowMinReceivers: with MinReceivers, nothing is published until
+// that many receivers have sent a STATUS; a STATUS with another tag does
+// not count under FlowTagged.
+func TestFlowMinReceivers(t *testing.T) {
+	s, err := NewSender(SenderConfig{Session: 1, Flow: FlowConfig{Mode: FlowTagged, Tag: 7, MinReceivers: 1}}, simEpoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := transport.Message{Payload: []byte("x")}
+	if _, err := s.Publish(simEpoch, &m); !errors.Is(err, ErrFlowControl) {
+		t.Fatalf("no receiver yet: %v, want ErrFlowControl", err)
+	}
+	from := mustAddrPort("127.0.0.1:9")
+	other := AppendStatus(nil, s.Stream(), Status{Receiver: 1, Next: 1, Window: 1 << 20, Tag: 8})
+	if err := s.HandleControl(simEpoch, from, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Publish(simEpoch, &m); !errors.Is(err, ErrFlowControl) {
+		t.Fatalf("only an untagged receiver: %v, want ErrFlowControl", err)
+	}
+	tagged := AppendStatus(nil, s.Stream(), Status{Receiver: 2, Next: 1, Window: 1 << 20, Tag: 7})
+	if err := s.HandleControl(simEpoch, from, tagged); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Publish(simEpoch, &m); err != nil {
+		t.Fatalf("with the tagged receiver: %v", err)
+	}
+}
+
+// TestFlowReceiversBounded: STATUS from more receivers than MaxReceivers
+// is dropped and counted.
+func TestFlowReceiversBounded(t *testing.T) {
+	s, err := NewSender(SenderConfig{Session: 1, Flow: FlowConfig{Mode: FlowMin, MaxReceivers: 3}}, simEpoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= 10; i++ {
+		b := AppendStatus(nil, s.Stream(), Status{Receiver: i, Next: 1, Window: 1 << 20})
+		if err := s.HandleControl(simEpoch, mustAddrPort("127.0.0.1:9"), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); st.FlowReceivers != 3 || st.FlowReceiversFull != 7 {
+		t.Fatalf("receivers %d, full %d, want 3 and 7", st.FlowReceivers, st.FlowReceiversFull)
+	}
+}
+
+// TestFlowReceiverWindow: the publisher sends no more than the window
+// a receiver announced past its position (the rest waits in its queue,
+// and Publish is held once the queue is full), and sends on as the
+// receiver's STATUS moves.
+func TestFlowReceiverWindow(t *testing.T) {
+	s, err := NewSender(SenderConfig{Session: 1, Flow: FlowConfig{Mode: FlowMin}}, simEpoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := mustAddrPort("127.0.0.1:9")
+	const window = 4 * DefaultMTU
+	status := func(next uint64) {
+		t.Helper()
+		if err := s.HandleControl(simEpoch, from, AppendStatus(nil, s.Stream(), Status{Receiver: 1, Next: next, Window: window})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf := make([]byte, DefaultMTU)
+	send := func() (sent int) {
+		for {
+			l, _, ok := s.NextOutgoing(simEpoch, buf)
+			if !ok {
+				return sent
+			}
+			sent += l
+		}
+	}
+	status(1)
+	published := 0
+	for {
+		m := transport.Message{Payload: make([]byte, 100)}
+		if _, err := s.Publish(simEpoch, &m); errors.Is(err, ErrFlowControl) {
+			break
+		} else if err != nil {
+			t.Fatalf("after %d messages: %v", published, err)
+		}
+		published++
+		if sent := send(); sent > 0 && s.SentNext() > 1 {
+			if total := s.Stats().Bytes; total > window {
+				t.Fatalf("%d bytes sent past the receiver's position, window %d", total, window)
+			}
+		}
+	}
+	if first := s.Stats().Bytes; first < window-DefaultMTU || first > window {
+		t.Fatalf("%d bytes sent before the receiver reported, window %d", first, window)
+	}
+	if !s.Deadline(simEpoch).After(simEpoch) {
+		t.Fatal("held data is due at once: the send loop would spin")
+	}
+	before := s.Stats().Bytes
+	status(s.SentNext()) // the receiver has everything sent
+	if more := send(); more < window-DefaultMTU || more > window {
+		t.Fatalf("after the receiver caught up, %d more bytes sent, want about the window, %d", more, window)
+	}
+	if s.Stats().Bytes == before {
+		t.Fatal("nothing more sent")
+	}
+}

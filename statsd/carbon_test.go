@@ -1,0 +1,270 @@
+package statsd
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// carbon is a real carbon-cache (Debian's graphite-carbon) run in the
+// foreground with its configuration, whisper files and log in a
+// temporary directory, and a stand-in for graphite-web's tag database
+// that records the series carbon tags.
+type carbon struct {
+	dir, data string
+	addr      string
+	log       *lockedBuffer
+	cmd       *exec.Cmd
+	exited    chan struct{}
+
+	mu     sync.Mutex
+	tagged []string
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
+}
+
+// interopTool finds a peer program, skipping the test without it unless
+// BROKERLESS_INTEROP=1.
+func interopTool(t testing.TB, name, pkg string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		msg := fmt.Sprintf("%s not installed (apt-get install %s; .ci/install.d/60-metrics.sh)", name, pkg)
+		if os.Getenv("BROKERLESS_INTEROP") == "1" {
+			t.Fatal(msg + " and BROKERLESS_INTEROP=1")
+		}
+		t.Skip(msg + "; set BROKERLESS_INTEROP=1 to require it")
+	}
+	return path
+}
+
+func startCarbon(t *testing.T) *carbon {
+	t.Helper()
+	bin := interopTool(t, "carbon-cache", "graphite-carbon")
+	interopTool(t, "whisper-fetch", "python3-whisper")
+	c := &carbon{dir: t.TempDir(), log: &lockedBuffer{}, exited: make(chan struct{})}
+	c.data = filepath.Join(c.dir, "whisper")
+	tagdb := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// carbon posts multipart/form-data (urllib3's fields=).
+		if err := r.ParseMultipartForm(1 << 20); err == nil && r.URL.Path == "/tags/tagMultiSeries" {
+			c.mu.Lock()
+			c.tagged = append(c.tagged, r.PostForm["path"]...)
+			c.mu.Unlock()
+		}
+		io.WriteString(w, "[]")
+	})}
+	tagln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No connection outlives its request: the server's leak check
+	// (startServer) runs before this one closes.
+	tagdb.SetKeepAlivesEnabled(false)
+	go tagdb.Serve(tagln)
+	t.Cleanup(func() { tagdb.Close() })
+	line, pickle, query := freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
+	c.addr = fmt.Sprintf("127.0.0.1:%d", line)
+	conf := fmt.Sprintf(`[cache]
+STORAGE_DIR = %[1]s/storage
+LOCAL_DATA_DIR = %[2]s
+WHITELISTS_DIR = %[1]s/lists
+CONF_DIR = %[1]s
+LOG_DIR = %[1]s/log
+PID_DIR = %[1]s
+ENABLE_LOGROTATION = False
+USER =
+MAX_CACHE_SIZE = inf
+MAX_UPDATES_PER_SECOND = inf
+MAX_CREATES_PER_MINUTE = inf
+LINE_RECEIVER_INTERFACE = 127.0.0.1
+LINE_RECEIVER_PORT = %[3]d
+ENABLE_UDP_LISTENER = False
+PICKLE_RECEIVER_INTERFACE = 127.0.0.1
+PICKLE_RECEIVER_PORT = %[4]d
+CACHE_QUERY_INTERFACE = 127.0.0.1
+CACHE_QUERY_PORT = %[5]d
+ENABLE_TAGS = True
+TAG_UPDATE_INTERVAL = 1
+GRAPHITE_URL = http://%[6]s
+CARBON_METRIC_INTERVAL = 0
+LOG_UPDATES = False
+LOG_CREATES = True
+`, c.dir, c.data, line, pickle, query, tagln.Addr())
+	for name, body := range map[string]string{
+		"carbon.conf":          conf,
+		"storage-schemas.conf": "[default]\npattern = .*\nretentions = 1s:1h\n",
+	} {
+		if err := os.WriteFile(filepath.Join(c.dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.cmd = exec.Command(bin, "--config="+filepath.Join(c.dir, "carbon.conf"), "--nodaemon",
+		"--pidfile="+filepath.Join(c.dir, "carbon.pid"), "start")
+	c.cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + c.dir, "LANG=C.UTF-8"}
+	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.cmd.Wait(); close(c.exited) }()
+	t.Cleanup(func() {
+		c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-c.exited:
+		case <-time.After(10 * time.Second):
+			c.cmd.Process.Kill()
+			<-c.exited
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", c.addr, time.Second)
+		if err == nil {
+			conn.Close()
+			return c
+		}
+		select {
+		case <-c.exited:
+			t.Fatalf("carbon-cache exited:\n%s", c.log)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("carbon-cache does not listen on %s:\n%s", c.addr, c.log)
+		}
+	}
+}
+
+// whisperPath is where carbon stores a series: dots as directories, or
+// a tagged series (normalized: tags sorted) under _tagged by its
+// sha256 (TAG_HASH_FILENAMES, carbon/util.py TaggedSeries.encode).
+func (c *carbon) whisperPath(name string) string {
+	metric, tags, ok := strings.Cut(name, ";")
+	if !ok {
+		return filepath.Join(c.data, filepath.FromSlash(strings.ReplaceAll(name, ".", "/"))+".wsp")
+	}
+	ts := strings.Split(tags, ";")
+	slices.Sort(ts)
+	norm := metric + ";" + strings.Join(ts, ";")
+	h := sha256.Sum256([]byte(norm))
+	hx := hex.EncodeToString(h[:])
+	return filepath.Join(c.data, "_tagged", hx[0:3], hx[3:6], hx+".wsp")
+}
+
+// fetch reads a series' point at ts back with whisper-fetch, waiting
+// for carbon to write it.
+func (c *carbon) fetch(t *testing.T, name string, ts int64) (string, bool) {
+	t.Helper()
+	path := c.whisperPath(name)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			out, err := exec.Command("whisper-fetch", "--from="+strconv.FormatInt(ts-1, 10), "--until="+strconv.FormatInt(ts, 10), path).Output()
+			if err != nil {
+				t.Fatalf("whisper-fetch %s: %v", path, err)
+			}
+			for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				f := strings.Fields(l)
+				if len(f) == 2 && f[0] == strconv.FormatInt(ts, 10) && f[1] != "None" {
+					return f[1], true
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", false
+		}
+		time.Sleep(100 * time.Millisecond) // carbon writes on its own schedule: poll the file
+	}
+}
+
+// TestRealCarbon: one flush of counters, timers, gauges, sets and tagged
+// lines (bare, empty and normal tags) written to a real carbon-cache is
+// stored by it, read back from its whisper files with whisper-fetch
+// with the values sent, and tagged where tagged; carbon's log has no
+// rejected line.
+func TestRealCarbon(t *testing.T) {
+	c := startCarbon(t)
+	g, err := NewGraphite(GraphiteConfig{Address: c.addr, Self: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Backends: []Backend{g}}
+	cfg.FlushInterval = 10 * time.Second
+	s := startServer(t, cfg)
+	sendUDP(t, s.UDPAddrs()[0].String(),
+		"c.x:5|c\nc.x:5|c\nt.x:10|ms\nt.x:20|ms\ng.x:7|g\ns.x:a|s\ns.x:b|s\ns.x:a|s",
+		"tc:1|c|#flag\nte:2|c|#env:\ntn:3|c|#region:eu,env:prod\ntt:5|ms|#env:prod\ntg:4|g|#flag,env:\nts:z|s|#env:prod")
+	waitReceived(t, s, 2, 14)
+	snap := s.Flush(context.Background())
+	ts := snap.Timestamp
+	for name, want := range map[string]string{
+		"stats.c.x":                          "1.000000",
+		"stats_counts.c.x":                   "10.000000",
+		"stats.timers.t.x.mean":              "15.000000",
+		"stats.timers.t.x.upper":             "20.000000",
+		"stats.timers.t.x.count":             "2.000000",
+		"stats.gauges.g.x":                   "7.000000",
+		"stats.sets.s.x.count":               "2.000000",
+		"stats_counts.tc;flag=true":          "1.000000",
+		"stats_counts.te":                    "2.000000",
+		"stats_counts.tn;env=prod;region=eu": "3.000000",
+		"stats.timers.tt.mean;env=prod":      "5.000000",
+		"stats.gauges.tg;flag=true":          "4.000000",
+		"stats.sets.ts.count;env=prod":       "1.000000",
+		"stats.statsd.server.keys.counters":  "7.000000", // with Etsy's own 3
+	} {
+		got, ok := c.fetch(t, name, ts)
+		if !ok || got != want {
+			t.Errorf("%s at %d = %q (stored: %v), want %s", name, ts, got, ok, want)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c.mu.Lock()
+		tagged := slices.Clone(c.tagged)
+		c.mu.Unlock()
+		if slices.Contains(tagged, "stats_counts.tc;flag=true") && slices.Contains(tagged, "stats_counts.tn;env=prod;region=eu") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("carbon did not tag the tagged series; it tagged %d series, the first %q", len(tagged), tagged[:min(len(tagged), 20)])
+		}
+		time.Sleep(100 * time.Millisecond) // the tag queue flushes on its own schedule
+	}
+	for _, l := range strings.Split(c.log.String(), "\n") {
+		if strings.Contains(l, "Error") || strings.Contains(l, "invalid") || strings.Contains(l, "may not be empty") {
+			t.Errorf("carbon's log: %s", l)
+		}
+	}
+	if t.Failed() {
+		t.Logf("carbon's log:\n%s", c.log)
+	}
+}
