@@ -84,6 +84,12 @@ type Config struct {
 	// valid tag. At least 16 bytes; ReadKeyFile reads one from a file.
 	// It sets Sender.Key and Receiver.Key.
 	Key []byte
+	// Archive, for a Subscriber, names the log a recorder writes the
+	// feed to: what the publisher can no longer give (history for a late
+	// joiner, a loss beyond its window, the tail of a session whose
+	// publisher crashed) is read from there. See the package
+	// documentation, "Archive". Zero: no archive.
+	Archive ArchiveConfig
 	// Sender and Receiver tune the recovery engine; Feed, Session,
 	// Rand and Key are set from this Config.
 	Sender   reliable.SenderConfig
@@ -117,6 +123,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.CloseQuiet, DefaultCloseQuiet)
 	setDefault(&c.Queue, DefaultQueue)
 	setDefault(&c.InlineAfter, DefaultInlineAfter)
+	c.Archive.setDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -150,8 +157,10 @@ func (c *Config) validate() error {
 		return badConfig("InlineAfter", c.InlineAfter, "must be ≥ 0")
 	case c.Queue < 2:
 		return badConfig("Queue", c.Queue, "must be ≥ 2")
+	case c.Archive.enabled() && len(c.Receiver.Feeds) > 0 && !(len(c.Receiver.Feeds) == 1 && c.Receiver.Feeds[0] == c.Feed):
+		return badConfig("Receiver.Feeds", c.Receiver.Feeds, "must be empty or Feed alone with an archive: an archive holds one feed")
 	}
-	return nil
+	return c.Archive.validate()
 }
 
 // prepare fills in defaults, validates, and resolves the interface and

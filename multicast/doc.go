@@ -19,8 +19,9 @@
 // URL parameters: iface (interface name, default lo), feed (stream id,
 // 1 to 4294967295, default 1), ttl (0 to 255, default 1; 0 keeps
 // datagrams on this host), repairs (multicast or unicast), join (live or
-// earliest), mtu (256 to 65507), rcvbuf, sndbuf (bytes), linger (how
-// long Close keeps answering NACKs, e.g. 200ms), loss, dup, reorder
+// earliest; with an archive also seq:N and time:T), archive (a log URL,
+// see "Archive"), mtu (256 to 65507), rcvbuf, sndbuf (bytes), linger
+// (how long Close keeps answering NACKs, e.g. 200ms), loss, dup, reorder
 // (probabilities of faults a transport/faultnet.Filter injects on the
 // subscriber's receive path, for rehearsing loss), seed (of those
 // faults), and keyfile (a file holding the feed's shared key, see
@@ -29,15 +30,52 @@
 // multicast address with a port, a parameter given twice or empty, and a
 // value out of range.
 //
-// Multicast does not replay: a subscriber starts at the live edge, or,
-// with join=earliest, at the oldest message the publisher's retransmit
-// window still holds (the window is bounded: Sender.WindowDatagrams and
-// WindowBytes), and what is older is reported as a Gap. So the URL
-// refuses from=; replaying from a position needs an archive, which
-// mcast:// does not take yet. The transport is not Durable (nothing is
-// stored: a publisher's crash loses its window), has no Replay, and no
+// Multicast itself does not replay: a subscriber starts at the live
+// edge, or, with join=earliest, at the oldest message the publisher's
+// retransmit window still holds (the window is bounded:
+// Sender.WindowDatagrams and WindowBytes), and what is older is reported
+// as a Gap. So the URL refuses from=. The transport is not Durable
+// (nothing is stored: a publisher's crash loses its window), and has no
 // AtLeastOnce (no acknowledgement: a subscriber that stops misses what
-// it did not read).
+// it did not read). An archive adds what it lacks, beside it.
+//
+// # Archive
+//
+// A recorder — `brokerless mcast record`, or `brokerless pipe mcast://…
+// logd://…` (package transport/pipe) — is one more subscriber of a feed
+// that appends every message, with its origin, to a log (a logd or Kafka
+// topic, one partition per feed), and a gap marker for whatever it could
+// not get. A Subscriber whose Config.Archive names that log (URL
+// parameter archive=) reads it (package transport/archive) for what the
+// publisher cannot give:
+//
+//   - History: with Archive.Join earliest, seq:N or time:T (join=), a late
+//     joiner replays the archive from there while it holds the live
+//     events that arrive, and switches to them where the archive reaches
+//     the first one held: no gap, no duplicate (Aeron's replay-merge).
+//     The live events held are bounded (Archive.Buffer, BufferBytes); when
+//     the live feed outruns the replay, the oldest are dropped and read
+//     from the archive instead, the switch waits, and the subscriber says
+//     so (a warning, ArchiveStats.LiveDropped).
+//   - Repair beyond the window: a loss the engine gives up on (the
+//     publisher answered that it no longer holds it, or repair timed out,
+//     or the reorder buffer overflowed) is read from the archive before
+//     anything is reported; the events that follow wait, in order. A Gap
+//     then means the archive lacks it too, with the archive's reason: the
+//     recorder's own (a gap marker), transport.GapRetention (the log
+//     deleted it), or transport.GapNotArchived (no record of it, nor any
+//     appended within Archive.Wait). If the archive cannot be read, the
+//     engine's reason stands.
+//   - The tail of a session that ended without closing (its publisher
+//     crashed, and a restarted one replaced it, or it fell silent): the
+//     subscriber reads the session's records after the last it delivered
+//     until the archive shows the next session (or has nothing more for
+//     Archive.Wait), ends the session, then follows the new one. Sessions
+//     are never mixed.
+//
+// The engine (package reliable) is not told: it recovers and gives up
+// as it always does, and the merging of its events with the archive's
+// happens after it, on the goroutine that calls Receive.
 //
 // Filters and receipts: Config.Filter puts a DatagramFilter between a
 // subscriber's sockets and its recovery engine (to drop, duplicate,

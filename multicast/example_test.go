@@ -192,7 +192,7 @@ func Example_badURL() {
 	// Output:
 	// true transport: open "mcast://10.0.0.1:7000?iface=lo": transport: bad URL: group 10.0.0.1 is not a multicast address: want one in 224.0.0.0/4, e.g. 239.1.2.3:7000
 	// true transport: open "mcast://239.1.2.3:7000?ttl=300": transport: bad URL: ttl="300": want an integer from 0 to 255
-	// true transport: open "mcast://239.1.2.3:7000?tll=0": transport: bad URL: unknown parameter "tll" (mcast:// takes iface, feed, ttl, repairs, join, mtu, rcvbuf, sndbuf, linger, keyfile, loss, dup, reorder, seed, flow, flow-tag, flow-min, flow-timeout)
+	// true transport: open "mcast://239.1.2.3:7000?tll=0": transport: bad URL: unknown parameter "tll" (mcast:// takes iface, feed, ttl, repairs, join, mtu, rcvbuf, sndbuf, linger, keyfile, loss, dup, reorder, seed, flow, flow-tag, flow-min, flow-timeout, archive)
 }
 
 // Multicast does not replay: a subscriber starts at the live edge or,
@@ -207,5 +207,5 @@ func ExampleParseURL() {
 	_, err = multicast.ParseURL(u)
 	fmt.Println(err)
 	// Output:
-	// transport: bad URL: from="0": multicast does not replay: a subscriber starts at the live edge, or with join=earliest at the oldest message the publisher's retransmit window still holds; replay from a position needs an archive, which mcast:// does not take yet
+	// transport: bad URL: from="0": multicast does not replay: a subscriber starts at the live edge, or with join=earliest at the oldest message the publisher's retransmit window still holds; replay from a position needs an archive: archive=URL with join=earliest|seq:N|time:T
 }

@@ -22,4 +22,10 @@ type SubscriberStats struct {
 	InboxDrops   uint64 // unicast datagrams dropped: more came than the reader took
 	FilterDrops  uint64 // received datagrams Config.Filter did not keep
 	QueueStalls  uint64 // times the reader had to wait for the application
+	// Oversleeps counts the reads that returned long past their deadline
+	// (the process was stopped): what waited in the socket was read
+	// before the engine's timers ran.
+	Oversleeps uint64
+	// Archive counts what was taken from the archive (Config.Archive).
+	Archive ArchiveStats
 }

@@ -34,6 +34,8 @@ type Subscriber struct {
 
 	inbox inbox // datagrams from the unicast socket
 
+	arch *archiveSide // nil without an archive
+
 	statsMu sync.Mutex
 	stats   SubscriberStats // snapshot published by the reader
 
@@ -67,6 +69,9 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 	if rcfg.Feeds == nil {
 		rcfg.Feeds = []uint32{cfg.Feed}
 	}
+	if cfg.Archive.Join.History() {
+		rcfg.Join = reliable.JoinLive // the archive gives what came before
+	}
 	if rcfg.StatusWindow == 0 {
 		// Validated by the engine below, before any socket opens; the
 		// window is set from the buffer the kernel grants.
@@ -89,15 +94,22 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 			return nil, fmt.Errorf("multicast: datagram filter: %w", err)
 		}
 	}
+	if cfg.Archive.enabled() {
+		if s.arch, err = openArchive(ctx, &cfg); err != nil {
+			return nil, err
+		}
+	}
 	for i := 0; i < cfg.Queue; i++ {
 		s.free <- newBatch()
 	}
 	s.out = newBatch()
 	if s.data, err = listenUDP(ctx, cfg.Group, true); err != nil {
+		s.closeArchive()
 		return nil, err
 	}
 	if err := join(s.data, ifi, cfg.Group.Addr()); err != nil {
 		s.data.Close()
+		s.closeArchive()
 		return nil, err
 	}
 	s.local.RecvBuffer, _ = bufferSizes(s.data, cfg.RecvBuffer, 0, cfg.Logger)
@@ -109,11 +121,13 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 		rcfg.StatusWindow = min(s.local.RecvBuffer/2, 1<<32-1)
 		if s.eng, err = reliable.NewReceiver(rcfg); err != nil {
 			s.data.Close()
+			s.closeArchive()
 			return nil, engineConfigError(err, "Receiver.")
 		}
 	}
 	if s.ctrl, err = listenUDP(ctx, netip.AddrPortFrom(addr, 0), false); err != nil {
 		s.data.Close()
+		s.closeArchive()
 		return nil, err
 	}
 	s.wg.Add(2)
@@ -129,13 +143,20 @@ func (s *Subscriber) Semantics() transport.Semantics { return semantics }
 // Stats returns a snapshot of the counters, at most a read old.
 func (s *Subscriber) Stats() SubscriberStats {
 	s.statsMu.Lock()
-	defer s.statsMu.Unlock()
-	return s.stats
+	st := s.stats
+	s.statsMu.Unlock()
+	if s.arch != nil {
+		st.Archive = s.arch.stats()
+	}
+	return st
 }
 
 // Receive returns the next event. Its slices stay valid until the next
 // call.
 func (s *Subscriber) Receive(ctx context.Context) (transport.Event, error) {
+	if s.arch != nil {
+		return s.receiveArchived(ctx)
+	}
 	for {
 		if s.closed() {
 			return transport.Event{}, transport.ErrClosed
@@ -174,11 +195,20 @@ func (s *Subscriber) closed() bool {
 
 // Close leaves the group and stops the readers.
 func (s *Subscriber) Close() error {
+	var err error
 	s.once.Do(func() {
 		close(s.stop)
 		s.data.Close()
 		s.ctrl.Close()
 		s.wg.Wait()
+		err = s.closeArchive()
 	})
-	return nil
+	return err
+}
+
+func (s *Subscriber) closeArchive() error {
+	if s.arch == nil {
+		return nil
+	}
+	return s.arch.close()
 }

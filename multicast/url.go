@@ -29,14 +29,20 @@ func init() {
 publisher's retransmit window, and what is no longer in it is reported as a
 gap, never silently. Nothing is stored: a subscriber starts at the live edge
 (or, with join=earliest, at what the window still holds), and a message
-published while no subscriber listened is gone. No replay, no groups, no
-acknowledgement.`,
+published while no subscriber listened is gone. No groups, no
+acknowledgement. With archive=URL, a log that a recorder (brokerless mcast
+record, or brokerless pipe mcast://... logd://...) writes the feed to, a
+subscriber also gets what the publisher can no longer give from there: the
+feed's history (join=earliest|seq:N|time:T), merged into the live feed with
+no gap and no duplicate; losses beyond the publisher's window; the tail of a
+session whose publisher crashed. Its gaps are then what the archive lacks too.`,
 		Params: []transport.Param{
 			{Name: "iface", Value: "NAME", Doc: "interface to send and join on (default lo: this host only)"},
 			{Name: "feed", Value: "1..4294967295", Doc: "the stream id, stable across publisher restarts (default 1)"},
 			{Name: "ttl", Value: "0..255", Doc: "multicast TTL; 0 keeps datagrams on this host (default 1)"},
 			{Name: "repairs", Value: "multicast|unicast", Doc: "send repairs to the group, or only to the subscriber that asked (default multicast)"},
-			{Name: "join", Value: "live|earliest", Doc: "where a subscriber starts in a running stream: its next message, or what is still in the publisher's window (default live)"},
+			{Name: "join", Value: "live|earliest|seq:N|time:T", Doc: "where a subscriber starts: the next message (default live); earliest: what the publisher's window still holds, or, with archive=, the archive's oldest message; with archive=, seq:N (sequence number N of the feed's current session) or time:T (RFC 3339)"},
+			{Name: "archive", Value: "URL", Doc: "the log a recorder writes the feed to (logd://HOST:PORT/TOPIC, escaped: ? as %3F, & as %26): history for join=, and what the publisher can no longer repair, from there"},
 			{Name: "mtu", Value: "BYTES", Doc: "largest datagram, headers included, 256..65507 (default 1408)"},
 			{Name: "rcvbuf", Value: "BYTES", Doc: "socket receive buffer requested (default 4 MiB; the kernel may clamp it)"},
 			{Name: "sndbuf", Value: "BYTES", Doc: "socket send buffer requested (default 4 MiB)"},
@@ -56,6 +62,7 @@ acknowledgement.`,
 			{URL: "mcast://239.1.2.3:7000?ttl=0", Doc: "feed 1 on lo, datagrams never leave this host"},
 			{URL: "mcast://239.1.2.3:7000?iface=eth0&feed=7&repairs=unicast", Doc: "feed 7 on eth0, repairs only to the subscriber that asked"},
 			{URL: "mcast://239.1.2.3:7000?join=earliest&loss=0.05", Doc: "start with the publisher's window, drop 5% on purpose"},
+			{URL: "mcast://239.1.2.3:7000?ttl=0&archive=logd://127.0.0.1:9092/ticks&join=earliest", Doc: "the feed's whole history from its archive, then live; what the publisher cannot repair, from the archive"},
 		},
 	})
 }
@@ -93,7 +100,7 @@ func openURL(_ context.Context, u *url.URL) (transport.Endpoint, error) {
 // urlParams are the query parameters an mcast:// URL takes.
 var urlParams = []string{
 	"iface", "feed", "ttl", "repairs", "join", "mtu", "rcvbuf", "sndbuf", "linger",
-	"keyfile", "loss", "dup", "reorder", "seed", "flow", "flow-tag", "flow-min", "flow-timeout",
+	"keyfile", "loss", "dup", "reorder", "seed", "flow", "flow-tag", "flow-min", "flow-timeout", "archive",
 }
 
 // ParseURL turns an mcast:// URL into a Config (see the package
@@ -134,12 +141,25 @@ func ParseURL(u *url.URL) (Config, error) {
 	default:
 		p.fail("repairs", r, "want multicast or unicast")
 	}
-	switch j := q.Get("join"); j {
-	case "", "live":
-	case "earliest":
+	cfg.Archive.URL = q.Get("archive")
+	if cfg.Archive.URL != "" {
+		if _, err := logReader(context.Background(), cfg.Archive.URL); err != nil {
+			p.fail("archive", cfg.Archive.URL, strings.TrimPrefix(err.Error(), transport.ErrBadURL.Error()+": "))
+		}
+	}
+	switch j := q.Get("join"); {
+	case j == "", j == "live":
+	case j == "earliest" && cfg.Archive.URL == "":
 		cfg.Receiver.Join = reliable.JoinEarliest
+	case cfg.Archive.URL != "":
+		var err error
+		if cfg.Archive.Join, err = ParseJoin(j); err != nil {
+			p.fail("join", j, "want live, earliest, seq:N or time:T (RFC 3339)")
+		}
+	case strings.HasPrefix(j, "seq:"), strings.HasPrefix(j, "time:"):
+		p.fail("join", j, "needs archive=URL: without an archive a subscriber starts live, or with join=earliest at what the publisher's window holds")
 	default:
-		p.fail("join", j, "want live or earliest (what the publisher's retransmit window still holds)")
+		p.fail("join", j, "want live or earliest (what the publisher's retransmit window still holds); seq:N and time:T with archive=")
 	}
 	cfg.Sender.MTU = int(p.uintIn("mtu", reliable.MinMTU, reliable.MaxMTU))
 	cfg.RecvBuffer = int(p.uintIn("rcvbuf", 1, 1<<31-1))
@@ -231,8 +251,8 @@ func checkParams(q url.Values) error {
 		switch {
 		case k == "from":
 			return fmt.Errorf("%w: from=%q: multicast does not replay: a subscriber starts at the live edge, or with join=earliest "+
-				"at the oldest message the publisher's retransmit window still holds; replay from a position needs an archive, "+
-				"which mcast:// does not take yet", transport.ErrBadURL, v[0])
+				"at the oldest message the publisher's retransmit window still holds; replay from a position needs an archive: "+
+				"archive=URL with join=earliest|seq:N|time:T", transport.ErrBadURL, v[0])
 		case !slices.Contains(urlParams, k):
 			return fmt.Errorf("%w: unknown parameter %q (mcast:// takes %s)", transport.ErrBadURL, k, strings.Join(urlParams, ", "))
 		case len(v) > 1:

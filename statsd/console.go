@@ -41,33 +41,52 @@ func (c *Console) Name() string { return "console" }
 func (c *Console) Flush(_ context.Context, s *Snapshot) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b := c.buf[:0]
-	for _, v := range s.Counters {
-		if v.Own && !c.cfg.Self {
-			continue
-		}
-		b = jsonLine(b, s.Timestamp, "counter", v.Key, []Stat{{"count", v.Count}, {"rate", v.Rate}})
-	}
-	for _, v := range s.Gauges {
-		if v.Own && !c.cfg.Self {
-			continue
-		}
-		b = jsonLine(b, s.Timestamp, "gauge", v.Key, []Stat{{"value", v.Value}})
-	}
-	for _, v := range s.Timers {
-		b = jsonLine(b, s.Timestamp, "timer", v.Key, v.Stats)
-	}
-	for _, v := range s.Sets {
-		b = jsonLine(b, s.Timestamp, "set", v.Key, []Stat{{"count", float64(v.Count)}})
-	}
-	if c.cfg.Self {
-		for _, st := range s.SelfStats() {
-			b = jsonLine(b, s.Timestamp, "self", "statsd."+st.Name, []Stat{{"value", st.Value}})
-		}
-	}
+	b, _ := appendJSONLines(c.buf[:0], s, c.cfg.Self, nil)
 	c.buf = b
 	_, err := c.w.Write(b)
 	return err
+}
+
+// appendJSONLines appends a snapshot's JSON lines to b, one a metric
+// (with self, the server's own metrics too), and calls line, if not nil,
+// with each metric's key and line (without its newline, valid only during
+// the call). It stops at line's first error.
+func appendJSONLines(b []byte, s *Snapshot, self bool, line func(key string, l []byte) error) ([]byte, error) {
+	var err error
+	add := func(typ, key string, values []Stat) {
+		if err != nil {
+			return
+		}
+		start := len(b)
+		b = jsonLine(b, s.Timestamp, typ, key, values)
+		if line != nil {
+			err = line(key, b[start:len(b)-1])
+		}
+	}
+	for _, v := range s.Counters {
+		if v.Own && !self {
+			continue
+		}
+		add("counter", v.Key, []Stat{{"count", v.Count}, {"rate", v.Rate}})
+	}
+	for _, v := range s.Gauges {
+		if v.Own && !self {
+			continue
+		}
+		add("gauge", v.Key, []Stat{{"value", v.Value}})
+	}
+	for _, v := range s.Timers {
+		add("timer", v.Key, v.Stats)
+	}
+	for _, v := range s.Sets {
+		add("set", v.Key, []Stat{{"count", float64(v.Count)}})
+	}
+	if self {
+		for _, st := range s.SelfStats() {
+			add("self", "statsd."+st.Name, []Stat{{"value", st.Value}})
+		}
+	}
+	return b, err
 }
 
 func jsonLine(b []byte, ts int64, typ, key string, values []Stat) []byte {

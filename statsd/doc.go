@@ -15,7 +15,8 @@
 // plaintext with Etsy's key layout (tags as carbon accepts them), a
 // Prometheus /metrics endpoint named as statsd_exporter names the same
 // metrics (timers in seconds, as histograms or summaries; its mapping
-// files read by its own pkg/mapper), JSON lines, and a repeater that forwards the raw packets to another
+// files read by its own pkg/mapper), JSON lines (on a writer, Console, or into a logd or Kafka topic,
+// Log), and a repeater that forwards the raw packets to another
 // StatsD.
 //
 // Accepted lines (several per packet, separated by '\n'):

@@ -102,6 +102,11 @@ const (
 	// yet (it fell behind, or was stopped). A publisher with flow
 	// control waits for its subscribers instead.
 	GapOutpaced
+	// GapNotArchived: the publisher no longer held the messages, and the
+	// subscriber's archive (the log a recorder writes the feed to) has no
+	// record of them either: no message and no gap marker, and none was
+	// appended while the subscriber waited.
+	GapNotArchived
 )
 
 func (r GapReason) String() string {
@@ -126,6 +131,8 @@ func (r GapReason) String() string {
 		return "unrecoverable: the publisher, which runs without flow control, moved its retransmit window past them"
 	case GapSourceDown:
 		return "the pipe feeding this stream was down longer than its source kept the messages"
+	case GapNotArchived:
+		return "not in the archive either"
 	}
 	return fmt.Sprintf("GapReason(%d)", uint8(r))
 }

@@ -64,6 +64,9 @@ var mcastFlagOf = map[string]string{
 	"Interface":  "iface",
 	"TTL":        "ttl",
 	"Sender.MTU": "mtu",
+	// mcast sub's archive
+	"Archive.URL":  "archive",
+	"Archive.Join": "join",
 }
 
 // parseGroup reads an IPv4 multicast address and port.

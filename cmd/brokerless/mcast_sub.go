@@ -7,13 +7,14 @@ import (
 
 	"github.com/brokerless/brokerless/multicast"
 	"github.com/brokerless/brokerless/reliable"
+	"github.com/brokerless/brokerless/transport"
 	"github.com/brokerless/brokerless/transport/faultnet"
 )
 
 var mcastSubCmd = command{
 	name:     "mcast sub",
 	summary:  "print, or count, the messages of a multicast feed",
-	synopsis: "--group ADDR:PORT [--iface lo] [--stats [--interval 1s]] [flags]",
+	synopsis: "--group ADDR:PORT [--iface lo] [--archive URL [--join earliest|seq:N|time:T]] [--stats [--interval 1s]] [flags]",
 	about: `
 Joins a multicast group and receives one feed: messages in order, lost
 datagrams recovered by NACK, and whatever cannot be recovered reported as
@@ -41,7 +42,20 @@ stream), so the end of a stream does not stop it; --until-end does: it
 exits once a stream ends, closed by its publisher or silent for 5s.
 
 --simulate-loss drops that fraction of the received datagrams (data and
-repairs alike) on purpose, with a seeded generator, to rehearse loss.`,
+repairs alike) on purpose, with a seeded generator, to rehearse loss.
+
+--archive names the log a recorder writes the feed to (brokerless mcast
+record, or brokerless pipe mcast://... logd://...). The subscriber then
+gets from it what the publisher can no longer give: a loss beyond the
+publisher's retransmit window, and the tail of a session whose publisher
+crashed, are read from the archive before anything is reported lost, and
+a gap means the archive lacks it too (with the archive's reason). With
+--join earliest, seq:N (sequence number N of the feed's current session)
+or time:T (RFC 3339) it starts with the feed's history from the archive,
+and switches to the live feed where the archive reaches it, with no gap
+and no duplicate; if the live feed outruns the replay, it says so and
+reads on from the archive until it catches up. The summary at exit says
+how many messages came from the archive.`,
 	examples: `
 # Print every message of feed 1, across publisher restarts, until
 # interrupted.
@@ -55,16 +69,21 @@ brokerless mcast sub --group 239.1.2.3:7000 --until-end
 brokerless mcast sub --group 239.1.2.3:7000 --stats --simulate-loss 0.05
 
 # Take the 100 messages still in the publisher's window, then stop.
-brokerless mcast sub --group 239.1.2.3:7000 --join earliest --count 100`,
+brokerless mcast sub --group 239.1.2.3:7000 --join earliest --count 100
+
+# The feed's whole history from its archive (see mcast record), then live;
+# what the publisher cannot repair, from the archive.
+brokerless mcast sub --group 239.1.2.3:7000 --archive logd://127.0.0.1:9092/ticks --join earliest`,
 	run: runMcastSub,
 }
 
 type subOptions struct {
-	mcast mcastFlags
-	sub   subFlags
-	loss  float64
-	seed  int64
-	join  string
+	mcast   mcastFlags
+	sub     subFlags
+	loss    float64
+	seed    int64
+	join    string
+	archive string
 }
 
 func runMcastSub(ctx context.Context, inv *invocation) error {
@@ -74,7 +93,8 @@ func runMcastSub(ctx context.Context, inv *invocation) error {
 	o.sub.register(fs)
 	fs.Float64Var(&o.loss, "simulate-loss", 0, "drop this fraction (0..1) of received datagrams on purpose")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of --simulate-loss")
-	fs.StringVar(&o.join, "join", "live", "where to start in a stream already running: live (its next message) or earliest (what is still in the publisher's window)")
+	fs.StringVar(&o.join, "join", "live", "where to start: live (the next message) or earliest (what is still in the publisher's window; with --archive, the archive's oldest); with --archive also seq:N or time:T (RFC 3339)")
+	fs.StringVar(&o.archive, "archive", "", "the log a recorder writes the feed to, e.g. logd://127.0.0.1:9092/ticks: history and what the publisher cannot repair come from there")
 	if err := inv.parse(fs); err != nil {
 		return err
 	}
@@ -88,8 +108,8 @@ func runMcastSub(ctx context.Context, inv *invocation) error {
 		return configError(err, mcastFlagOf)
 	}
 	defer sub.Close()
-	fmt.Fprintf(inv.err, "listening on %v on %s: feed %d, join %s, receive buffer %d bytes granted%s\n",
-		cfg.Group, cfg.Interface, cfg.Feed, o.join, sub.Stats().RecvBuffer, authenticated(cfg))
+	fmt.Fprintf(inv.err, "listening on %v on %s: feed %d, join %s, receive buffer %d bytes granted%s%s\n",
+		cfg.Group, cfg.Interface, cfg.Feed, o.join, sub.Stats().RecvBuffer, authenticated(cfg), archived(cfg))
 	if o.loss > 0 {
 		fmt.Fprintf(inv.err, "dropping %g%% of received datagrams on purpose (seed %d)\n", 100*o.loss, o.seed)
 	}
@@ -111,12 +131,25 @@ func (o *subOptions) config(changed func(string) bool) (multicast.Config, error)
 	if err := o.sub.check(changed); err != nil {
 		return cfg, err
 	}
-	switch o.join {
-	case "live":
-	case "earliest":
-		cfg.Receiver.Join = reliable.JoinEarliest
-	default:
-		return cfg, usagef("--join %q: want live or earliest", o.join)
+	if o.archive != "" {
+		if err := checkArchive(o.archive); err != nil {
+			return cfg, err
+		}
+		cfg.Archive.URL = o.archive
+		if cfg.Archive.Join, err = multicast.ParseJoin(o.join); err != nil {
+			return cfg, usagef("--join %q: want live, earliest, seq:N or time:T (RFC 3339, e.g. time:2025-01-02T15:04:05Z)", o.join)
+		}
+	} else {
+		switch o.join {
+		case "live":
+		case "earliest":
+			cfg.Receiver.Join = reliable.JoinEarliest
+		default:
+			if _, err := multicast.ParseJoin(o.join); err == nil {
+				return cfg, usagef("--join %s needs --archive: without one a subscriber starts live, or with earliest at what the publisher's window holds", o.join)
+			}
+			return cfg, usagef("--join %q: want live or earliest; with --archive also seq:N or time:T", o.join)
+		}
 	}
 	if o.loss > 0 {
 		faults := faultnet.Faults{Loss: o.loss, Seed: o.seed}
@@ -125,13 +158,22 @@ func (o *subOptions) config(changed func(string) bool) (multicast.Config, error)
 	return cfg, nil
 }
 
-// writeSubStats prints a subscriber's key counters at exit.
-func writeSubStats(w io.Writer, received uint64, s multicast.SubscriberStats) {
+// writeSubStats prints a subscriber's key counters at exit: the
+// messages and gaps it delivered, and its engine's counters.
+func writeSubStats(w io.Writer, received, gaps, lost uint64, s multicast.SubscriberStats) {
 	r := s.ReceiverStats
 	fmt.Fprintf(w, "received %d messages; recovered %d, duplicates %d, NACKs sent %d (suppressed %d), gaps %d (%d lost)",
-		received, r.Recovered, r.Duplicates, r.NacksSent, r.Suppressed, r.Gaps, r.GapSeqs)
+		received, r.Recovered, r.Duplicates, r.NacksSent, r.Suppressed, gaps, lost)
 	if s.FilterDrops > 0 {
 		fmt.Fprintf(w, ", dropped on purpose %d", s.FilterDrops)
+	}
+	if a := s.Archive; a.Replays > 0 {
+		fmt.Fprintf(w, "; from the archive %d messages and %d gaps (%d replays, %d back to live; the publisher could not repair %d ranges, %d messages",
+			a.FromArchive, a.ArchiveGaps, a.Replays, a.Merges, r.Gaps, r.GapSeqs)
+		if a.LiveDropped > 0 {
+			fmt.Fprintf(w, ", %d live events re-read from it", a.LiveDropped)
+		}
+		fmt.Fprint(w, ")")
 	}
 	if r.Unauthenticated > 0 {
 		fmt.Fprintf(w, ", unauthenticated %d", r.Unauthenticated)
@@ -141,4 +183,25 @@ func writeSubStats(w io.Writer, received uint64, s multicast.SubscriberStats) {
 			n, r.WrongSource, r.Jumps, r.EndsRejected, r.RestartsDeferred)
 	}
 	fmt.Fprintln(w)
+}
+
+// checkArchive checks that raw is a log URL an archive can be read
+// from, before anything starts.
+func checkArchive(raw string) error {
+	ep, err := transport.Open(context.Background(), raw)
+	if err != nil {
+		return &oneLineError{fmt.Errorf("--archive: %w", urlError(raw, err))}
+	}
+	if _, ok := ep.(transport.LogReader); !ok {
+		return &oneLineError{fmt.Errorf("--archive %s: not a log (an archive is a logd:// or kafka:// topic)", raw)}
+	}
+	return nil
+}
+
+// archived is what the start line says of the archive.
+func archived(cfg multicast.Config) string {
+	if cfg.Archive.URL == "" {
+		return ""
+	}
+	return ", archive " + cfg.Archive.URL
 }

@@ -85,21 +85,28 @@ func runPipe(ctx context.Context, inv *invocation) error {
 	if err := nonNegative("duration", duration); err != nil {
 		return err
 	}
-	fromURL, toURL := sourceDefaults(args[0]), args[1]
+	return runPipeURLs(ctx, inv, args[0], args[1], cfg, interval, duration)
+}
+
+// runPipeURLs runs a pipe from the URL from to the URL to, printing its
+// counters every interval (0: only at exit), for duration (0: until ctx
+// ends).
+func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe.Config, interval, duration time.Duration) error {
+	fromURL, toURL := sourceDefaults(from), to
 	fromEP, err := transport.Open(ctx, fromURL)
 	if err != nil {
-		return urlError(args[0], err)
+		return urlError(from, err)
 	}
 	toEP, err := openURL(ctx, toURL)
 	if err != nil {
 		return err
 	}
 
-	to, err := toEP.Publisher(ctx)
+	dest, err := toEP.Publisher(ctx)
 	if err != nil {
 		return urlError(toURL, err)
 	}
-	closeTo := sync.OnceValue(to.Close)
+	closeTo := sync.OnceValue(dest.Close)
 	defer closeTo()
 	// TO's tail is read before FROM is joined, so that a multicast FROM's
 	// window is not spent waiting.
@@ -110,13 +117,13 @@ func runPipe(ctx context.Context, inv *invocation) error {
 			return fmt.Errorf("reading the last records of %s: %w", toURL, err)
 		}
 	}
-	from, err := fromEP.Subscriber(ctx)
+	src, err := fromEP.Subscriber(ctx)
 	if err != nil {
-		return urlError(args[0], err)
+		return urlError(from, err)
 	}
-	closeFrom := sync.OnceValue(from.Close)
+	closeFrom := sync.OnceValue(src.Close)
 	defer closeFrom()
-	p, err := pipe.New(from, to, cfg)
+	p, err := pipe.New(src, dest, cfg)
 	if err != nil {
 		return configError(err, map[string]string{"MaxInFlight": "max-in-flight"})
 	}

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/brokerless/brokerless/statsd"
+	"github.com/brokerless/brokerless/transport"
 	"github.com/spf13/pflag"
 )
 
 var statsdCmd = command{
 	name:     "statsd",
 	summary:  "a StatsD server: Etsy statsd's output, DogStatsD's input, its own loss counted",
-	synopsis: "[--udp ADDR] [--tcp ADDR] [--flush-interval 10s] [--graphite ADDR] [--prometheus ADDR] [--config FILE] [flags]",
+	synopsis: "[--udp ADDR] [--tcp ADDR] [--flush-interval 10s] [--graphite ADDR] [--prometheus ADDR] [--kafka URL] [--config FILE] [flags]",
 	about: `
 Receives StatsD metrics over UDP, TCP and unix datagram sockets and
 flushes them every --flush-interval, computed exactly as Etsy statsd
@@ -32,7 +33,12 @@ names the same metrics, timers in seconds as histograms (--prometheus-timers
 summary for summaries), --mapping-config FILE reading statsd_exporter's
 mapping files; --console
 prints JSON lines (the metrics received; --console-self-metrics adds the
-server's own); --repeat forwards every packet to another StatsD.
+server's own); --kafka writes the same JSON lines to a logd or Kafka
+topic, one record a metric keyed by the metric's key, so the metrics are
+durable and any Kafka client can replay them (a flush the topic has not
+accepted within 5 s counts as the backend's error,
+stats.statsd.server.backend_errors.kafka); --repeat forwards every packet
+to another StatsD.
 
 Every flush also reports the server itself, as stats.statsd.server.*:
 kernel receive drops on its UDP sockets, keys held, rejected (--max-keys)
@@ -70,7 +76,12 @@ brokerless statsd --udp 127.0.0.1:8125 --tcp 127.0.0.1:8125 --flush-interval 10s
 brokerless statsd --config /etc/statsd/config.json
 
 # Watch what arrives: a JSON line per metric every second.
-brokerless statsd --udp 127.0.0.1:8125 --flush-interval 1s --console`,
+brokerless statsd --udp 127.0.0.1:8125 --flush-interval 1s --console
+
+# Keep every flush in a logd topic, and read it back with any Kafka client.
+brokerless logd --dir /tmp/logd &
+brokerless statsd --udp 127.0.0.1:8125 --kafka logd://127.0.0.1:9092/metrics
+kcat -C -b 127.0.0.1:9092 -t metrics -f '%k %s\n'`,
 	run: runStatsd,
 }
 
@@ -86,6 +97,7 @@ type statsdOptions struct {
 	mappingConfig string
 	console       bool
 	consoleSelf   bool
+	kafka         string
 	repeat        []string
 	maxKeys       int
 	evictIdle     int
@@ -104,6 +116,7 @@ func (o *statsdOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.mappingConfig, "mapping-config", "", "statsd_exporter mapping file (YAML) naming and labelling the metrics on Prometheus")
 	fs.BoolVar(&o.console, "console", false, "print every flush on standard output as JSON lines")
 	fs.BoolVar(&o.consoleSelf, "console-self-metrics", false, "with --console, also print the server's own metrics (statsd.*, about 25 lines a flush)")
+	fs.StringVar(&o.kafka, "kafka", "", "write every flush to a log topic as JSON lines, one record a metric: logd://HOST:PORT/TOPIC or kafka://…")
 	fs.StringArrayVar(&o.repeat, "repeat", nil, "forward every packet over UDP to the StatsD at host:port (repeatable)")
 	fs.IntVar(&o.maxKeys, "max-keys", statsd.DefaultMaxKeys, "most keys held; values for more are dropped and counted")
 	fs.IntVar(&o.evictIdle, "evict-idle-flushes", statsd.DefaultEvictIdleFlushes, "at the --max-keys cap, forget the keys idle for this many flushes (-1: never)")
@@ -123,10 +136,30 @@ func runStatsd(ctx context.Context, inv *invocation) error {
 	if err := st.Validate(); err != nil {
 		return configError(err, statsdFlagOf)
 	}
+	var kafkaEP transport.Endpoint
+	if o.kafka != "" {
+		if kafkaEP, err = statsdLog(o.kafka); err != nil {
+			return err
+		}
+	}
 	st.Server.Logger = inv.log
 	backends, err := buildStatsdBackends(ctx, st, inv)
 	if err != nil {
 		return err
+	}
+	if kafkaEP != nil {
+		pub, err := kafkaEP.Publisher(ctx)
+		if err != nil {
+			closeStatsdBackends(backends)
+			return fmt.Errorf("--kafka %s: %w", o.kafka, err)
+		}
+		l, err := statsd.NewLog(statsd.LogConfig{Publisher: pub, Name: "kafka"})
+		if err != nil {
+			pub.Close()
+			closeStatsdBackends(backends)
+			return err
+		}
+		backends = append(backends, l)
 	}
 	st.Server.Backends = backends
 	srv, err := statsd.NewServer(ctx, st.Server)
@@ -134,7 +167,7 @@ func runStatsd(ctx context.Context, inv *invocation) error {
 		closeStatsdBackends(backends)
 		return o.listenError(err, fs.Changed)
 	}
-	writeStatsdListening(inv.err, srv)
+	writeStatsdListening(inv.err, srv, o.kafka)
 	if err := srv.Serve(ctx); err != nil {
 		return err
 	}
@@ -310,7 +343,7 @@ func closeStatsdBackends(bs []statsd.Backend) {
 }
 
 // writeStatsdListening says where the server listens and flushes.
-func writeStatsdListening(w io.Writer, srv *statsd.Server) {
+func writeStatsdListening(w io.Writer, srv *statsd.Server, kafkaURL string) {
 	cfg := srv.Config()
 	var parts []string
 	for _, a := range srv.UDPAddrs() {
@@ -330,6 +363,8 @@ func writeStatsdListening(w io.Writer, srv *statsd.Server) {
 			to = append(to, fmt.Sprintf("prometheus http://%v/metrics", b.Addr()))
 		case *statsd.Graphite:
 			to = append(to, "graphite "+b.Address())
+		case *statsd.Log:
+			to = append(to, "kafka "+kafkaURL)
 		default:
 			to = append(to, b.Name())
 		}
@@ -338,4 +373,17 @@ func writeStatsdListening(w io.Writer, srv *statsd.Server) {
 		to = []string{"no backend (metrics are aggregated, then discarded)"}
 	}
 	fmt.Fprintf(w, "statsd: flushing every %v to %s\n", cfg.FlushInterval, strings.Join(to, ", "))
+}
+
+// statsdLog checks that raw is a log topic --kafka can write flushes to,
+// before anything starts.
+func statsdLog(raw string) (transport.Endpoint, error) {
+	ep, err := transport.Open(context.Background(), raw)
+	if err != nil {
+		return nil, &oneLineError{fmt.Errorf("--kafka: %w", urlError(raw, err))}
+	}
+	if _, ok := ep.(transport.TailReader); !ok {
+		return nil, &oneLineError{fmt.Errorf("--kafka %s: not a log (flushes go to a logd:// or kafka:// topic)", raw)}
+	}
+	return ep, nil
 }

@@ -65,7 +65,7 @@ func (f *subFlags) subscribe(ctx context.Context, inv *invocation, sub transport
 	n, err := r.run(runCtx)
 	err = errors.Join(err, out.close())
 	if ms != nil {
-		writeSubStats(inv.err, n, ms.Stats())
+		writeSubStats(inv.err, n, r.gaps, r.lost, ms.Stats())
 	} else {
 		fmt.Fprintf(inv.err, "received %d messages; gaps %d (%d lost)\n", n, r.gaps, r.lost)
 	}

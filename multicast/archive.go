@@ -1,0 +1,315 @@
+package multicast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/archive"
+)
+
+// archiveRetry is how long the archive's reader waits before it tries
+// again a read that failed.
+const archiveRetry = 100 * time.Millisecond
+
+// archiveSide is a Subscriber's archive: the log, the goroutine that
+// reads it when the merger asks, and the merger, which runs on the
+// goroutine that calls Receive.
+type archiveSide struct {
+	cfg    ArchiveConfig
+	log    transport.Log
+	reader *archive.Reader
+	now    func() time.Time
+	logger *slog.Logger
+
+	mu sync.Mutex // guards m for Stats
+	m  *merger
+
+	batches chan archiveBatch
+	cancel  context.CancelFunc // stops the reader goroutine running
+	done    chan struct{}      // closed when it returned
+}
+
+// openArchive connects the subscriber's archive.
+func openArchive(ctx context.Context, cfg *Config) (*archiveSide, error) {
+	a := &archiveSide{cfg: cfg.Archive, now: cfg.Now, logger: cfg.Logger, batches: make(chan archiveBatch, 4)}
+	var err error
+	if cfg.Archive.Open != nil {
+		a.log, err = cfg.Archive.Open(ctx)
+	} else {
+		a.log, err = openLog(ctx, cfg.Archive.URL)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("multicast: archive %s: %w", cfg.Archive.URL, err)
+	}
+	a.reader = archive.NewReader(a.log, cfg.Feed)
+	a.m = newMerger(cfg.Feed, &cfg.Archive, cfg.Logger)
+	a.apply()
+	return a, nil
+}
+
+// openLog opens a log URL whose endpoint can read at positions.
+func openLog(ctx context.Context, raw string) (transport.Log, error) {
+	lr, err := logReader(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	return lr.OpenLog(ctx)
+}
+
+// logReader opens raw as a transport URL whose endpoint is a
+// transport.LogReader.
+func logReader(ctx context.Context, raw string) (transport.LogReader, error) {
+	ep, err := transport.Open(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	lr, ok := ep.(transport.LogReader)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s cannot be read at positions: an archive is a log (logd://HOST:PORT/TOPIC)", transport.ErrBadURL, raw)
+	}
+	return lr, nil
+}
+
+// apply carries out the merger's orders: stop the reader, start one.
+// Called on the Receive goroutine.
+func (a *archiveSide) apply() {
+	for {
+		c, ok := a.m.takeCommand()
+		if !ok {
+			return
+		}
+		a.stopReader()
+		if c.stop {
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		a.cancel, a.done = cancel, make(chan struct{})
+		go a.read(ctx, c, a.done)
+	}
+}
+
+// stopReader stops the reader goroutine, if one runs, and drops what it
+// sent.
+func (a *archiveSide) stopReader() {
+	if a.cancel == nil {
+		return
+	}
+	a.cancel()
+	<-a.done
+	a.cancel = nil
+	for {
+		select {
+		case <-a.batches:
+		default:
+			return
+		}
+	}
+}
+
+// read is the reader goroutine of one replay: it finds where to start,
+// then reads on, handing the merger what it reads, and word when the
+// archive gives nothing of the feed for Wait (idle), until ctx ends.
+func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{}) {
+	defer close(done)
+	want, err := a.seek(ctx, c)
+	if err != nil {
+		return // ctx ended
+	}
+	b := archiveBatch{gen: c.gen, seeked: true, want: want, trimmed: a.reader.Trimmed()}
+	last := a.now()
+	for {
+		wait := a.cfg.Wait - a.now().Sub(last)
+		rctx, cancel := context.WithTimeout(ctx, max(wait, time.Millisecond))
+		evs, err := a.reader.Next(rctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		b.events = evs
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			// A failed read is tried again: the archive is given up on
+			// (idle, with the error) only when it has given nothing for
+			// Wait, as when it has nothing.
+			b.err = err
+		}
+		switch {
+		case err == nil && len(evs) > 0:
+			last = a.now()
+		case a.now().Sub(last) >= a.cfg.Wait:
+			b.idle, last = true, a.now()
+		}
+		if len(b.events) > 0 || b.idle || b.seeked || b.err != nil {
+			if !a.send(ctx, b) {
+				return
+			}
+		}
+		if b.err != nil && !pause(ctx, archiveRetry) {
+			return
+		}
+		b = archiveBatch{gen: c.gen}
+	}
+}
+
+// seek positions the reader for c, trying again (and telling the
+// merger the archive is idle: at once when it holds nothing, after Wait
+// when it cannot be read) until it can. It returns the position it looked for, and an error only
+// when ctx ended.
+func (a *archiveSide) seek(ctx context.Context, c replayCmd) (archive.Pos, error) {
+	since := a.now()
+	for {
+		start := c.start
+		err := func() error {
+			if c.seq == 0 {
+				return a.reader.Seek(ctx, start)
+			}
+			last, ok, err := a.reader.Last(ctx)
+			switch {
+			case err != nil:
+				return err
+			case !ok:
+				return archive.ErrEmpty
+			}
+			start = archive.At(archive.Pos{Session: last.Session, Seq: c.seq})
+			return a.reader.Seek(ctx, start)
+		}()
+		if err == nil {
+			want, _ := start.Pos()
+			return want, nil
+		}
+		if ctx.Err() != nil {
+			return archive.Pos{}, ctx.Err()
+		}
+		if !errors.Is(err, archive.ErrEmpty) && a.now().Sub(since) < a.cfg.Wait {
+			// A failed read is tried again, for Wait, before the
+			// archive is given up on; the merger counts it.
+			if !a.send(ctx, archiveBatch{gen: c.gen, err: err}) || !pause(ctx, archiveRetry) {
+				return archive.Pos{}, ctx.Err()
+			}
+			continue
+		}
+		b := archiveBatch{gen: c.gen, idle: true}
+		if !errors.Is(err, archive.ErrEmpty) {
+			b.err = err
+			a.logger.Warn("multicast: reading the archive", "archive", a.cfg.URL, "err", err)
+		}
+		if !a.send(ctx, b) || !pause(ctx, a.cfg.Wait) {
+			return archive.Pos{}, ctx.Err()
+		}
+		since = a.now()
+	}
+}
+
+// send hands b to the merger; false when ctx ended first.
+func (a *archiveSide) send(ctx context.Context, b archiveBatch) bool {
+	select {
+	case a.batches <- b:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// pause waits d, or until ctx ends (false).
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// live hands the merger an event of the engine (see merger.live).
+func (a *archiveSide) live(ev *transport.Event) bool {
+	a.mu.Lock()
+	pass := a.m.live(ev)
+	a.mu.Unlock()
+	a.apply()
+	return pass
+}
+
+// take hands the merger a batch of the reader.
+func (a *archiveSide) take(b *archiveBatch) {
+	a.mu.Lock()
+	a.m.archive(b)
+	a.mu.Unlock()
+	a.apply()
+}
+
+// pop returns the merger's next event for the application.
+func (a *archiveSide) pop() (transport.Event, bool) {
+	a.mu.Lock()
+	ev, ok := a.m.pop()
+	a.mu.Unlock()
+	a.apply()
+	return ev, ok
+}
+
+// stats returns the merger's and the reader's counters.
+func (a *archiveSide) stats() ArchiveStats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.m.Stats()
+}
+
+// close stops the reader and closes the log.
+func (a *archiveSide) close() error {
+	a.stopReader()
+	return a.log.Close()
+}
+
+// receiveArchived is Receive with an archive: the engine's events pass
+// through the merger, which adds the archive's where they fall short.
+func (s *Subscriber) receiveArchived(ctx context.Context) (transport.Event, error) {
+	a := s.arch
+	for {
+		if s.closed() {
+			return transport.Event{}, transport.ErrClosed
+		}
+		if ev, ok := a.pop(); ok {
+			return ev, nil
+		}
+		if s.cur != nil {
+			if s.next < len(s.cur.events) {
+				ev := &s.cur.events[s.next]
+				s.next++
+				if a.live(ev) {
+					return *ev, nil
+				}
+				continue
+			}
+			s.cur.reset()
+			s.free <- s.cur
+			s.cur = nil
+		}
+		select {
+		case b := <-a.batches:
+			a.take(&b)
+			continue
+		case s.cur = <-s.ready:
+			s.next = 0
+			continue
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			return transport.Event{}, err
+		}
+		select {
+		case b := <-a.batches:
+			a.take(&b)
+		case s.cur = <-s.ready:
+			s.next = 0
+		case <-ctx.Done():
+			return transport.Event{}, ctx.Err()
+		case <-s.stop:
+			return transport.Event{}, transport.ErrClosed
+		}
+	}
+}

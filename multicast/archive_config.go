@@ -1,0 +1,140 @@
+package multicast
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// Defaults of ArchiveConfig.
+const (
+	DefaultArchiveBuffer      = 1 << 18
+	DefaultArchiveBufferBytes = 64 << 20
+	DefaultArchiveWait        = 3 * time.Second
+)
+
+// ArchiveConfig names a subscriber's archive: the log a recorder writes
+// the feed to (`brokerless mcast record`, or `brokerless pipe mcast://…
+// logd://…`), which the subscriber reads for what the publisher cannot
+// give. See the package documentation, "Archive".
+type ArchiveConfig struct {
+	// URL is the log: logd://HOST:PORT/TOPIC, or kafka://…, with
+	// partition=N when the topic has several partitions and the feed's
+	// cannot be told from its last records. Its scheme must be
+	// registered (import transport/kafka). Empty: no archive.
+	URL string
+	// Open, when set, opens the log instead of URL (tests).
+	Open func(ctx context.Context) (transport.Log, error)
+	// Join says where the subscriber starts: at the live edge (the
+	// default), or with history from the archive (earliest, a sequence
+	// number of the feed's current session, a time), which it merges
+	// into the live feed with no gap and no duplicate.
+	Join Join
+	// Buffer and BufferBytes bound the live events held while the
+	// archive is read. When they are full the oldest are dropped, to be
+	// read from the archive too (counted: ArchiveStats.LiveDropped), and
+	// the switch to live waits until the archive catches up. Defaults
+	// 262144 and 64 MiB.
+	Buffer, BufferBytes int
+	// Wait is how long the archive may give nothing more of the feed,
+	// when the subscriber needs it, before what it lacks is reported as
+	// a Gap (transport.GapNotArchived). It covers a recorder's lag
+	// behind the live feed. Default 3 s.
+	Wait time.Duration
+}
+
+// enabled reports whether an archive is configured.
+func (c *ArchiveConfig) enabled() bool { return c.URL != "" || c.Open != nil }
+
+func (c *ArchiveConfig) setDefaults() {
+	setDefault(&c.Buffer, DefaultArchiveBuffer)
+	setDefault(&c.BufferBytes, DefaultArchiveBufferBytes)
+	setDefault(&c.Wait, DefaultArchiveWait)
+}
+
+func (c *ArchiveConfig) validate() error {
+	switch {
+	case c.Join.kind != joinLive && !c.enabled():
+		return badConfig("Archive.Join", c.Join, "needs an archive (Archive.URL): without one a subscriber can only start live, or with Receiver.Join at what the publisher's window holds")
+	case c.Buffer < 1:
+		return badConfig("Archive.Buffer", c.Buffer, "must be ≥ 1")
+	case c.BufferBytes < 1:
+		return badConfig("Archive.BufferBytes", c.BufferBytes, "must be ≥ 1")
+	case c.Wait <= 0:
+		return badConfig("Archive.Wait", c.Wait, "must be > 0")
+	}
+	return nil
+}
+
+// Join is where a subscriber with an archive starts. The zero Join is
+// JoinLive.
+type Join struct {
+	kind joinKind
+	seq  uint64
+	time time.Time
+}
+
+type joinKind uint8
+
+const (
+	joinLive joinKind = iota
+	joinEarliest
+	joinSeq
+	joinTime
+)
+
+// JoinLive starts at the live edge: the next message published.
+func JoinLive() Join { return Join{} }
+
+// JoinEarliest starts with the oldest message the archive holds.
+func JoinEarliest() Join { return Join{kind: joinEarliest} }
+
+// JoinSeq starts at sequence number n of the feed's current session:
+// the session of the archive's last record.
+func JoinSeq(n uint64) Join { return Join{kind: joinSeq, seq: n} }
+
+// JoinTime starts with the first message published at or after t.
+func JoinTime(t time.Time) Join { return Join{kind: joinTime, time: t} }
+
+// History reports whether the join starts before the live edge.
+func (j Join) History() bool { return j.kind != joinLive }
+
+func (j Join) String() string {
+	switch j.kind {
+	case joinEarliest:
+		return "earliest"
+	case joinSeq:
+		return "seq:" + strconv.FormatUint(j.seq, 10)
+	case joinTime:
+		return "time:" + j.time.Format(time.RFC3339Nano)
+	}
+	return "live"
+}
+
+// ParseJoin reads what Join.String writes: live, earliest, seq:N (N ≥
+// 1) or time:T (T in RFC 3339).
+func ParseJoin(s string) (Join, error) {
+	switch {
+	case s == "live":
+		return JoinLive(), nil
+	case s == "earliest":
+		return JoinEarliest(), nil
+	case strings.HasPrefix(s, "seq:"):
+		n, err := strconv.ParseUint(s[len("seq:"):], 10, 64)
+		if err != nil || n == 0 {
+			return Join{}, fmt.Errorf("join %q: want seq:N, N a sequence number from 1", s)
+		}
+		return JoinSeq(n), nil
+	case strings.HasPrefix(s, "time:"):
+		t, err := time.Parse(time.RFC3339Nano, s[len("time:"):])
+		if err != nil {
+			return Join{}, fmt.Errorf("join %q: want time:T, T in RFC 3339, e.g. time:2025-01-02T15:04:05Z", s)
+		}
+		return JoinTime(t), nil
+	}
+	return Join{}, fmt.Errorf("join %q: want live, earliest, seq:N or time:T", s)
+}

@@ -1,0 +1,600 @@
+package multicast
+
+import (
+	"log/slog"
+
+	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/archive"
+)
+
+// ArchiveStats counts what a subscriber with an archive took from it.
+type ArchiveStats struct {
+	// FromArchive counts the messages delivered from the archive, and
+	// ArchiveGaps the gaps whose range and reason the archive gave (its
+	// gap markers, and what it lacked).
+	FromArchive, ArchiveGaps uint64
+	// Replays counts the times the archive was read — a late joiner's
+	// history, a loss the publisher could not repair, the tail of a
+	// session that ended without closing — and Merges the times the
+	// subscriber went back to the live feed after one.
+	Replays, Merges uint64
+	// LiveDropped counts the live events dropped because the buffer
+	// (ArchiveConfig.Buffer) was full: they were read from the archive
+	// instead, and the switch back to live waited.
+	LiveDropped uint64
+	// Duplicates counts events dropped because the archive, or the live
+	// feed, had delivered them already.
+	Duplicates uint64
+	// GaveUp counts the times the archive gave nothing more of what was
+	// needed for ArchiveConfig.Wait, and Errors the reads of it that
+	// failed.
+	GaveUp, Errors uint64
+	// Buffered is the live events held now.
+	Buffered int
+}
+
+// archiveBatch is what the archive's reader hands the merger: the
+// events of one read, or word that it had nothing more for a while.
+type archiveBatch struct {
+	gen    uint64
+	events []transport.Event
+	// seeked marks the first batch after the reader found where to
+	// start: want is the position it looked for (zero for the earliest
+	// record, or a time), trimmed that the log had deleted what came
+	// before where it landed.
+	seeked  bool
+	want    archive.Pos
+	trimmed bool
+	// idle: nothing of the feed for ArchiveConfig.Wait; err: a read
+	// failed meanwhile.
+	idle bool
+	err  error
+}
+
+// replayCmd is an order for the archive's reader: read from start, as
+// replay gen; or, with stop, stop reading.
+type replayCmd struct {
+	gen   uint64
+	start archive.Start
+	// seq, when not zero, replaces start: that sequence number of the
+	// session of the archive's last record (Join seq:N).
+	seq  uint64
+	stop bool
+}
+
+// action is what the merger did with a live event at the head.
+type action uint8
+
+const (
+	actDeliver action = iota + 1 // deliver the event as it is
+	actDrop                      // delivered already: dropped
+	actEmitted                   // what to deliver for it is in out
+	actBlock                     // the archive must be read first
+)
+
+// untilKind says how far a replay reads before the live events held
+// take over.
+type untilKind uint8
+
+const (
+	untilNone    untilKind = iota // no live event is held: read on
+	untilPos                      // up to a position
+	untilSession                  // to the end of a session
+)
+
+// merger decides, without I/O, what a subscriber with an archive
+// delivers: the engine's live events, and, where they fall short, the
+// archive's records — a late joiner's history, what a loss the
+// publisher could not repair covered, the tail of a session that ended
+// without closing — merged so that each position of the feed is
+// delivered once, or inside one Gap, in order, sessions never mixed.
+//
+// While it reads the archive (a replay) it holds the live events that
+// arrive (copies, in a bounded queue), and goes back to them when the
+// archive reaches the first of them; a live event the archive must
+// stand in for (a recoverable Gap, the end of a session that did not
+// close) is read past. The driver runs the reader its commands ask for
+// (takeCommand) and hands it the batches (archive).
+type merger struct {
+	feed uint32
+	log  *slog.Logger
+
+	// What the application has been given: cur's events up to next-1.
+	// open: the last was a message, whose further fragments (positions
+	// a record of the archive does not show) may follow it.
+	cur            transport.StreamID
+	started, ended bool
+	next           uint64
+	open           bool
+
+	out   []transport.Event
+	outAt int
+
+	q    eventQueue
+	lead int // events at q's front a replay reads past
+
+	replaying bool
+	gen       uint64
+	want      archive.Pos // where this replay was asked to start
+	first     bool        // no record of this replay was handled yet
+	trimmed   bool        // this replay's start was deleted by the log
+	failed    bool        // a read of the archive failed in this replay
+	said      bool        // this replay's buffer overflow was logged
+	cmd       *replayCmd
+	stats     ArchiveStats
+}
+
+func newMerger(feed uint32, cfg *ArchiveConfig, log *slog.Logger) *merger {
+	m := &merger{feed: feed, log: log, q: newEventQueue(cfg.Buffer, cfg.BufferBytes)}
+	switch cfg.Join.kind {
+	case joinEarliest:
+		m.startReplay(archive.Earliest())
+	case joinTime:
+		m.startReplay(archive.AtTime(cfg.Join.time))
+	case joinSeq:
+		m.startReplay(archive.Earliest())
+		m.cmd.seq = cfg.Join.seq
+	}
+	return m
+}
+
+// Stats returns the counters.
+func (m *merger) Stats() ArchiveStats {
+	s := m.stats
+	s.Buffered = m.q.len()
+	return s
+}
+
+// takeCommand returns the reader's next order, if there is one.
+func (m *merger) takeCommand() (replayCmd, bool) {
+	if m.cmd == nil {
+		return replayCmd{}, false
+	}
+	c := *m.cmd
+	m.cmd = nil
+	return c, true
+}
+
+// live takes an event of the engine, valid only during the call. It
+// reports whether the event goes to the application as it is; if not,
+// the merger took what it needs of it.
+func (m *merger) live(ev *transport.Event) bool {
+	if m.replaying || m.q.len() > 0 || m.outAt < len(m.out) {
+		m.enqueue(ev)
+		return false
+	}
+	switch m.apply(ev) {
+	case actDeliver:
+		return true
+	case actBlock:
+		m.enqueue(ev)
+		m.startRegion(m.q.front())
+	}
+	return false
+}
+
+// pop returns the next event for the application: what the merger
+// made, then the live events held, once no replay is under way.
+func (m *merger) pop() (transport.Event, bool) {
+	for {
+		if m.outAt < len(m.out) {
+			ev := m.out[m.outAt]
+			m.out[m.outAt] = transport.Event{}
+			m.outAt++
+			return ev, true
+		}
+		m.out, m.outAt = m.out[:0], 0
+		if m.replaying || m.q.len() == 0 {
+			return transport.Event{}, false
+		}
+		ev := m.q.front()
+		switch m.apply(ev) {
+		case actDeliver:
+			e := *ev
+			m.popQueue()
+			return e, true
+		case actBlock:
+			m.startRegion(ev)
+		default:
+			m.popQueue()
+		}
+	}
+}
+
+// apply delivers a live event that is next in line: what it adds to
+// what the application has, if anything.
+func (m *merger) apply(ev *transport.Event) action {
+	switch ev.Kind {
+	case transport.EventMessage:
+		msg := &ev.Message
+		switch s := msg.Stream.Session; {
+		case m.past(s, msg.Seq):
+			m.stats.Duplicates++
+			return actDrop
+		case !m.started || s > m.cur.Session:
+			m.switchTo(msg.Stream, msg.Seq, transport.StreamID{})
+			m.out = append(m.out, copyEvent(ev))
+			m.next, m.open = msg.Seq+1, true
+			return actEmitted
+		}
+		m.next, m.open = msg.Seq+1, true
+		return actDeliver
+	case transport.EventGap:
+		g := ev.Gap
+		if m.past(g.Stream.Session, g.To) {
+			m.stats.Duplicates++
+			return actDrop
+		}
+		if m.blocking(ev) {
+			return actBlock
+		}
+		if !m.started || g.Stream.Session > m.cur.Session {
+			m.switchTo(g.Stream, g.From, transport.StreamID{})
+		} else if g.From >= m.next {
+			m.next, m.open = g.To+1, false
+			return actDeliver
+		}
+		m.emitGap(g.Stream, max(g.From, m.next), g.To, g.Reason, false)
+		return actEmitted
+	case transport.EventStreamStart:
+		st := ev.Start
+		if st.Stream.Session < m.cur.Session || m.started && st.Stream.Session == m.cur.Session {
+			m.stats.Duplicates++
+			return actDrop
+		}
+		m.switchTo(st.Stream, st.FirstSeq, st.Replaces)
+		return actEmitted
+	case transport.EventStreamEnd:
+		e := ev.End
+		if e.Stream != m.cur || !m.started || m.ended {
+			m.stats.Duplicates++
+			return actDrop
+		}
+		if m.blocking(ev) {
+			return actBlock
+		}
+		m.endCur(e.Reason, e.LastSeq)
+		return actEmitted
+	}
+	return actDrop
+}
+
+// past reports whether what ends at seq of session was delivered
+// already, or is of a session over for the application.
+func (m *merger) past(session, seq uint64) bool {
+	return session < m.cur.Session || m.started && session == m.cur.Session && (m.ended || seq < m.next)
+}
+
+// blocking reports whether the archive stands in for a live event: a
+// Gap the archive may fill, the end of a session that did not close
+// (the archive may hold its tail).
+func (m *merger) blocking(ev *transport.Event) bool {
+	switch ev.Kind {
+	case transport.EventGap:
+		switch ev.Gap.Reason {
+		case transport.GapUnrecoverable, transport.GapOutpaced, transport.GapTimeout, transport.GapOverflow, transport.GapStreamEnded:
+			return true
+		}
+	case transport.EventStreamEnd:
+		return ev.End.Reason != transport.EndClosed
+	}
+	return false
+}
+
+// startRegion starts the replay a blocking event at the queue's front
+// needs: from the gap's first position, or after the last position
+// delivered of the session that ended.
+func (m *merger) startRegion(ev *transport.Event) {
+	if ev.Kind == transport.EventGap {
+		g := ev.Gap
+		from := g.From
+		if m.started && g.Stream.Session == m.cur.Session {
+			// The engine accounted for everything before the gap: what
+			// lies between is fragments of the last message.
+			from = max(from, m.next)
+			m.next, m.open = from, false
+		}
+		m.startReplay(archive.At(posOf(g.Stream, from)))
+		return
+	}
+	m.startReplay(archive.At(posOf(m.cur, m.next)))
+}
+
+func (m *merger) startReplay(start archive.Start) {
+	m.readPast()
+	m.gen++
+	m.replaying, m.first, m.failed, m.said = true, true, false, false
+	m.want, m.trimmed = archive.Pos{}, false
+	m.cmd = &replayCmd{gen: m.gen, start: start}
+	m.stats.Replays++
+}
+
+func (m *merger) stopReplay() {
+	m.gen++
+	m.replaying = false
+	m.cmd = &replayCmd{gen: m.gen, stop: true}
+}
+
+// archive takes a batch of the archive's reader.
+func (m *merger) archive(b *archiveBatch) {
+	if b.gen != m.gen || !m.replaying {
+		return
+	}
+	if b.seeked {
+		m.want, m.trimmed, m.first = b.want, b.trimmed, true
+	}
+	if b.err != nil {
+		// A read that failed is tried again; the archive is given up
+		// on when it stays so for Wait (idle).
+		m.stats.Errors++
+		m.failed = m.failed || b.idle
+	}
+	for i := range b.events {
+		if !m.replaying {
+			return // merged: the rest is the live feed's
+		}
+		m.record(&b.events[i])
+	}
+	if b.idle && m.replaying {
+		m.giveUp()
+	}
+}
+
+// record takes one event of the archive.
+func (m *merger) record(ev *transport.Event) {
+	s, from, to := ev.Message.Stream, ev.Message.Seq, ev.Message.Seq
+	isGap := ev.Kind == transport.EventGap
+	if isGap {
+		s, from, to = ev.Gap.Stream, ev.Gap.From, ev.Gap.To
+	}
+	first := m.first
+	m.first = false
+	switch {
+	case m.past(s.Session, to):
+		m.stats.Duplicates++
+		return
+	case m.reached(posOf(s, from)):
+		m.merge()
+		return
+	}
+	if !m.started || s.Session > m.cur.Session {
+		start := from
+		switch {
+		case m.want.Session == s.Session && m.want.Seq > 0:
+			start = m.want.Seq
+		case m.started:
+			start = 1 // a session after one delivered: wanted whole
+		}
+		m.switchTo(s, start, transport.StreamID{})
+	}
+	if from > m.next && !m.open {
+		why := transport.GapNotArchived
+		if first && m.trimmed {
+			why = transport.GapRetention
+		}
+		m.emitGap(s, m.next, from-1, why, true)
+	}
+	if !isGap {
+		m.out = append(m.out, *ev)
+		m.next, m.open = from+1, true
+		m.stats.FromArchive++
+		return
+	}
+	lo, hi := max(from, m.next), to
+	kind, u := m.until()
+	if kind == untilPos && u.Session == s.Session && u.Seq <= hi {
+		hi = u.Seq - 1 // the live feed has the rest
+	}
+	if lo <= hi {
+		m.emitGap(s, lo, hi, ev.Gap.Reason, true)
+	}
+	if hi < to {
+		m.merge()
+	}
+}
+
+// until is how far the replay reads: up to the first live event held
+// that the archive does not stand in for; else to the end of the last
+// one it stands for; else on.
+func (m *merger) until() (untilKind, archive.Pos) {
+	if m.lead < m.q.len() {
+		return untilPos, startOf(m.q.at(m.lead))
+	}
+	if m.q.len() == 0 {
+		return untilNone, archive.Pos{}
+	}
+	b := m.q.back()
+	if b.Kind == transport.EventGap {
+		return untilPos, posOf(b.Gap.Stream, b.Gap.To+1)
+	}
+	return untilSession, posOf(b.End.Stream, 0)
+}
+
+// reached reports whether the archive, at p, has come to the live
+// events held.
+func (m *merger) reached(p archive.Pos) bool {
+	switch kind, u := m.until(); kind {
+	case untilPos:
+		return !p.Less(u)
+	case untilSession:
+		return p.Session > u.Session
+	}
+	return false
+}
+
+// merge ends the replay: the live events held take over. A session the
+// archive has shown to be over (a later one follows it) ends first.
+func (m *merger) merge() {
+	kind, u := m.until()
+	if m.started && !m.ended && (kind == untilSession && u.Session == m.cur.Session || kind == untilPos && u.Session > m.cur.Session) {
+		m.endCur(m.heldEnd(), 0)
+	}
+	m.stopReplay()
+	m.stats.Merges++
+}
+
+// readPast makes the replay read past every live event held up to the
+// last one the archive stands in for: those between are the archive's
+// too, and going back to them, to start another replay at the next loss
+// (a dead session's tail, many holes under heavy loss), would cost a
+// seek of the archive each.
+func (m *merger) readPast() {
+	for i := m.q.len() - 1; i >= m.lead; i-- {
+		if m.blocking(m.q.at(i)) {
+			m.lead = i + 1
+			return
+		}
+	}
+}
+
+// readPastLosses narrows what the replay reads past to the live events
+// the archive stands in for at the queue's front: when it has nothing
+// more, the live events held after them are delivered as they are.
+func (m *merger) readPastLosses() {
+	m.lead = 0
+	for m.lead < m.q.len() && m.blocking(m.q.at(m.lead)) {
+		m.lead++
+	}
+}
+
+// giveUp: the archive had nothing more for a while. What the live
+// events held start after is reported missing, and they take over; a
+// late joiner's history with nothing held goes on.
+func (m *merger) giveUp() {
+	m.readPastLosses()
+	kind, u := m.until()
+	if kind == untilNone {
+		return
+	}
+	m.stats.GaveUp++
+	why := transport.GapNotArchived
+	if m.failed {
+		// The archive could not be read: say why the engine gave up.
+		for i := range m.lead {
+			if ev := m.q.at(i); ev.Kind == transport.EventGap {
+				why = ev.Gap.Reason
+				break
+			}
+		}
+	}
+	switch {
+	case kind == untilSession:
+	case !m.started || u.Session > m.cur.Session:
+		if m.started && !m.ended {
+			m.endCur(m.heldEnd(), 0)
+		}
+		if u.Seq > 1 {
+			s := transport.StreamID{Feed: m.feed, Session: u.Session}
+			m.switchTo(s, 1, transport.StreamID{})
+			m.emitGap(s, 1, u.Seq-1, why, true)
+		}
+	case m.next < u.Seq:
+		m.emitGap(m.cur, m.next, u.Seq-1, why, true)
+	}
+	m.merge()
+}
+
+// heldEnd is the reason the engine gave for the end of the current
+// session, if its StreamEnd is held; else EndReplaced.
+func (m *merger) heldEnd() transport.EndReason {
+	for i := range m.lead {
+		if ev := m.q.at(i); ev.Kind == transport.EventStreamEnd && ev.End.Stream == m.cur {
+			return ev.End.Reason
+		}
+	}
+	return transport.EndReplaced
+}
+
+// switchTo starts session s at first, ending the current one first.
+func (m *merger) switchTo(s transport.StreamID, first uint64, replaces transport.StreamID) {
+	if m.started && !m.ended {
+		m.endCur(transport.EndReplaced, 0)
+	}
+	if !m.cur.IsZero() {
+		replaces = m.cur
+	}
+	m.cur, m.started, m.ended, m.next, m.open = s, true, false, first, false
+	m.out = append(m.out, transport.Event{Kind: transport.EventStreamStart, Start: transport.StreamStart{
+		Stream: s, Replaces: replaces, FirstSeq: first,
+	}})
+}
+
+// endCur ends the current session; its last position is what the
+// engine said or what was delivered, whichever is later.
+func (m *merger) endCur(why transport.EndReason, last uint64) {
+	m.ended = true
+	m.out = append(m.out, transport.Event{Kind: transport.EventStreamEnd, End: transport.StreamEnd{
+		Stream: m.cur, LastSeq: max(last, m.next-1), Reason: why,
+	}})
+}
+
+func (m *merger) emitGap(s transport.StreamID, from, to uint64, why transport.GapReason, fromArchive bool) {
+	m.out = append(m.out, transport.Event{Kind: transport.EventGap, Gap: transport.Gap{Stream: s, From: from, To: to, Reason: why}})
+	m.next, m.open = to+1, false
+	if fromArchive {
+		m.stats.ArchiveGaps++
+	}
+}
+
+// enqueue holds a copy of a live event. When the queue is full its
+// oldest events are dropped: the archive stands in for them, so a
+// replay reads on past them (one starts if none is under way).
+func (m *merger) enqueue(ev *transport.Event) {
+	size := eventSize(ev)
+	dropped, from := false, archive.Pos{}
+	for m.q.len() > 0 && m.q.full(size) {
+		if !dropped {
+			from = startOf(m.q.front())
+		}
+		m.popQueue()
+		m.stats.LiveDropped++
+		dropped = true
+	}
+	m.q.push(ev)
+	if m.blocking(ev) && (m.replaying || m.lead == m.q.len()-1) {
+		m.lead = m.q.len()
+	}
+	if !dropped {
+		return
+	}
+	if !m.replaying {
+		if m.started && !m.ended {
+			from = posOf(m.cur, m.next)
+		}
+		m.startReplay(archive.At(from))
+	}
+	if !m.said {
+		m.said = true
+		m.log.Warn("multicast: the live feed outruns the archive's replay: the oldest live events held are dropped and read from the archive instead; the switch to live waits until the replay catches up",
+			"held", m.q.len(), "bytes", m.q.bytes)
+	}
+}
+
+// popQueue drops the queue's front event.
+func (m *merger) popQueue() {
+	m.q.pop()
+	if m.lead > 0 {
+		m.lead--
+		return
+	}
+	for m.lead < m.q.len() && m.blocking(m.q.at(m.lead)) {
+		m.lead++
+	}
+}
+
+func posOf(s transport.StreamID, seq uint64) archive.Pos {
+	return archive.Pos{Session: s.Session, Seq: seq}
+}
+
+// startOf is the first feed position a live event stands for.
+func startOf(ev *transport.Event) archive.Pos {
+	switch ev.Kind {
+	case transport.EventMessage:
+		return posOf(ev.Message.Stream, ev.Message.Seq)
+	case transport.EventGap:
+		return posOf(ev.Gap.Stream, ev.Gap.From)
+	case transport.EventStreamStart:
+		return posOf(ev.Start.Stream, ev.Start.FirstSeq)
+	}
+	return posOf(ev.End.Stream, ev.End.LastSeq+1)
+}

@@ -1,0 +1,279 @@
+package archive
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// Stats counts what a Reader read.
+type Stats struct {
+	// Records counts the records read; Messages and Gaps those of the
+	// feed that were messages and gap markers.
+	Records, Messages, Gaps uint64
+	// OtherStreams counts records of other streams, NoOrigin records
+	// without origin headers (not written by a recorder), Malformed
+	// records whose origin headers or gap marker could not be read: all
+	// skipped.
+	OtherStreams, NoOrigin, Malformed uint64
+	// Seeks counts the positions looked up, Probes the reads they made.
+	Seeks, Probes uint64
+}
+
+// Start says where a Reader starts reading (Seek).
+type Start struct {
+	kind startKind
+	pos  Pos
+	time time.Time
+}
+
+type startKind uint8
+
+const (
+	startEarliest startKind = iota
+	startPos
+	startTime
+)
+
+// Earliest starts at the first record the log still holds.
+func Earliest() Start { return Start{} }
+
+// At starts at the first record of the feed at or after p: the message
+// at p, or the gap marker that covers it, or what comes next.
+func At(p Pos) Start { return Start{kind: startPos, pos: p} }
+
+// AtTime starts at the first record stamped at or after t (the
+// message's publish time, which a recorder keeps as the record's time).
+func AtTime(t time.Time) Start { return Start{kind: startTime, time: t} }
+
+// Pos returns the position s starts at, for a Start made by At.
+func (s Start) Pos() (Pos, bool) { return s.pos, s.kind == startPos }
+
+func (s Start) String() string {
+	switch s.kind {
+	case startPos:
+		return "position " + s.pos.String()
+	case startTime:
+		return "time " + s.time.Format(time.RFC3339Nano)
+	}
+	return "earliest"
+}
+
+// Reader reads the records of one feed from a log, as what they stand
+// for in the feed (see the package documentation). It is not safe for
+// concurrent use.
+type Reader struct {
+	log    transport.Log
+	feed   uint32
+	stream transport.StreamID // the log's stream that holds the feed
+	chosen bool
+	pos    uint64 // the log position read next
+	// trimmed: the last Seek to a position landed on the log's first
+	// position, which is past 0: the log deleted what came before.
+	trimmed bool
+	u       *unwrapper
+	stats   Stats
+	// span is the most records one read returned: a search reads from
+	// the start of a range that one read may cover.
+	span uint64
+	// hints are the last record read of each of the last sessions of
+	// the feed read, with its log position: a search for a position of
+	// one of them guesses from it.
+	hints [4]hint
+}
+
+// hint is a record of the feed: its position, and the log's.
+type hint struct {
+	pos Pos
+	off uint64
+	ok  bool
+}
+
+// note remembers the record of the feed at pos, at log position off, as
+// its session's hint, in place of the oldest session's.
+func (r *Reader) note(pos Pos, off uint64) {
+	i := 0
+	for j := range r.hints {
+		if h := &r.hints[j]; h.ok && h.pos.Session == pos.Session {
+			i = j
+			break
+		}
+		if !r.hints[j].ok || r.hints[j].off < r.hints[i].off {
+			i = j
+		}
+	}
+	r.hints[i] = hint{pos: pos, off: off, ok: true}
+}
+
+// hintFor returns the hint of session, if there is one.
+func (r *Reader) hintFor(session uint64) (hint, bool) {
+	for _, h := range r.hints {
+		if h.ok && h.pos.Session == session {
+			return h, true
+		}
+	}
+	return hint{}, false
+}
+
+// NewReader returns a Reader of feed in log. The caller keeps log, and
+// closes it after the Reader's last use.
+func NewReader(log transport.Log, feed uint32) *Reader {
+	return &Reader{log: log, feed: feed, u: newUnwrapper(feed)}
+}
+
+// Stats returns the counters.
+func (r *Reader) Stats() Stats { return r.stats }
+
+// Stream is the log's stream that holds the feed, once a Seek found it.
+func (r *Reader) Stream() transport.StreamID { return r.stream }
+
+// Trimmed reports whether the last Seek to a position landed on the
+// log's first position, past 0, with nothing of the feed at or after
+// that position before it: what came before was deleted by the log's
+// retention, or never recorded.
+func (r *Reader) Trimmed() bool { return r.trimmed }
+
+// Seek positions the reader at s. It returns ErrEmpty when the log does
+// not exist yet, and ErrNoStream when the log has several streams and
+// none holds the feed.
+func (r *Reader) Seek(ctx context.Context, s Start) error {
+	if err := r.choose(ctx); err != nil {
+		return err
+	}
+	r.stats.Seeks++
+	first, next, err := r.log.Bounds(ctx, r.stream)
+	if err != nil {
+		return err
+	}
+	r.trimmed = false
+	switch s.kind {
+	case startEarliest:
+		r.pos = first
+	case startTime:
+		if r.pos, err = r.log.PositionAt(ctx, r.stream, s.time); err != nil {
+			return err
+		}
+	case startPos:
+		if r.pos, err = r.find(ctx, s.pos, first, next); err != nil {
+			return err
+		}
+		r.trimmed = r.pos == first && first > 0
+	}
+	return nil
+}
+
+// Next reads on: the events of the feed in the records of one read of
+// the log, in order — possibly none, when the records read were not the
+// feed's. It waits, until ctx ends, for a record when the log holds no
+// more yet. The events are the caller's.
+func (r *Reader) Next(ctx context.Context) ([]transport.Event, error) {
+	if !r.chosen {
+		return nil, fmt.Errorf("archive: Next before Seek")
+	}
+	ms, err := r.log.Read(ctx, r.stream, r.pos)
+	if err != nil {
+		return nil, err
+	}
+	evs := make([]transport.Event, 0, len(ms))
+	for i := range ms {
+		r.pos = ms[i].Seq + 1
+		if ev, _, ok := r.take(&ms[i]); ok {
+			evs = append(evs, ev)
+		}
+	}
+	return evs, nil
+}
+
+// take unwraps one record and counts it.
+func (r *Reader) take(m *transport.Message) (transport.Event, Pos, bool) {
+	r.stats.Records++
+	ev, pos, kind := r.u.unwrap(m)
+	switch kind {
+	case recFeed:
+		r.note(pos, m.Seq)
+		if ev.Kind == transport.EventGap {
+			r.stats.Gaps++
+		} else {
+			r.stats.Messages++
+		}
+		return ev, pos, true
+	case recOtherFeed:
+		r.stats.OtherStreams++
+	case recNoOrigin:
+		r.stats.NoOrigin++
+	default:
+		r.stats.Malformed++
+	}
+	return ev, pos, false
+}
+
+// Last returns the position of the feed's last record (a gap marker's
+// last position), found among the log's last 1024 records; ok is false
+// when there is none.
+func (r *Reader) Last(ctx context.Context) (p Pos, ok bool, err error) {
+	if err := r.choose(ctx); err != nil {
+		return p, false, err
+	}
+	first, next, err := r.log.Bounds(ctx, r.stream)
+	if err != nil || next <= first {
+		return p, false, err
+	}
+	return r.lastOf(ctx, r.stream, max(first, next-min(next, 1024)), next)
+}
+
+// lastOf reads stream's records from..to-1 and returns the feed's last.
+func (r *Reader) lastOf(ctx context.Context, stream transport.StreamID, from, to uint64) (p Pos, ok bool, err error) {
+	for from < to {
+		r.stats.Probes++
+		ms, err := r.log.Read(ctx, stream, from)
+		if err != nil {
+			return p, false, err
+		}
+		for i := range ms {
+			if ms[i].Seq >= to {
+				return p, ok, nil
+			}
+			from = ms[i].Seq + 1
+			if _, q, mine := r.take(&ms[i]); mine {
+				p, ok = q, true
+			}
+		}
+	}
+	return p, ok, nil
+}
+
+// choose finds the log's stream that holds the feed: the only one, or
+// the one whose last records are the feed's.
+func (r *Reader) choose(ctx context.Context) error {
+	if r.chosen {
+		return nil
+	}
+	streams, err := r.log.Streams(ctx)
+	switch {
+	case err != nil:
+		return err
+	case len(streams) == 0:
+		return ErrEmpty
+	case len(streams) == 1:
+		r.stream, r.chosen = streams[0], true
+		return nil
+	}
+	for _, s := range streams {
+		first, next, err := r.log.Bounds(ctx, s)
+		if err != nil {
+			return err
+		}
+		if next <= first {
+			continue
+		}
+		if _, ok, err := r.lastOf(ctx, s, max(first, next-min(next, 64)), next); err != nil {
+			return err
+		} else if ok {
+			r.stream, r.chosen = s, true
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %d streams, none with a record of feed %d among its last: name one (partition=)", ErrNoStream, len(streams), r.feed)
+}

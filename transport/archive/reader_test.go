@@ -1,0 +1,299 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// TestUnwrap: a recorded message comes back as it was published, its
+// origin headers gone; a gap marker as its Gap; records of another feed,
+// without origin, or malformed, are skipped and counted.
+func TestUnwrap(t *testing.T) {
+	log := newFakeLog(100)
+	a := sess(1, 7)
+	log.add(part0, recorded(a, 5, "five"))
+	log.add(part0, marker(a, 6, 9, transport.GapSourceDown))
+	log.add(part0, recorded(sess(2, 7), 1, "other feed"))
+	log.add(part0, transport.Message{Payload: []byte("no origin")})
+	bad := recorded(a, 10, "bad")
+	bad.Headers[2].Value = []byte("x") // the origin seq
+	log.add(part0, bad)
+	log.add(part0, recorded(a, 11, "eleven"))
+	r := NewReader(log, 1)
+	ctx := context.Background()
+	if err := r.Seek(ctx, Earliest()); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := r.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 3 {
+		t.Fatalf("%d events, want a message, a gap and a message: %+v", len(evs), evs)
+	}
+	m := evs[0].Message
+	if evs[0].Kind != transport.EventMessage || m.Stream != a || m.Seq != 5 || string(m.Payload) != "five" || m.Topic != "AAPL" ||
+		string(m.Key) != "k" || !m.Time.Equal(time.Unix(0, 5)) || len(m.Headers) != 1 || m.Headers[0].Key != "app" {
+		t.Errorf("message %+v", m)
+	}
+	if g := evs[1].Gap; evs[1].Kind != transport.EventGap || g != (transport.Gap{Stream: a, From: 6, To: 9, Reason: transport.GapSourceDown}) {
+		t.Errorf("gap %+v", evs[1])
+	}
+	if evs[2].Message.Seq != 11 {
+		t.Errorf("third event %+v, want message 11", evs[2])
+	}
+	log.add(part0, recorded(a, 12, "twelve"))
+	if evs, err = r.Next(ctx); err != nil || len(evs) != 1 || evs[0].Message.Seq != 12 {
+		t.Fatalf("reading on: %+v, %v: want message 12 alone", evs, err)
+	}
+	want := Stats{Records: 7, Messages: 3, Gaps: 1, OtherStreams: 1, NoOrigin: 1, Malformed: 1, Seeks: 1}
+	if s := r.Stats(); s != want {
+		t.Errorf("stats %+v, want %+v", s, want)
+	}
+}
+
+// feedLayout fills a log with two sessions of feed 1 (messages that
+// take one or three sequence numbers, gap markers) and records of feed 2
+// and without origin between them, and returns the feed's records as
+// (position, log position) pairs.
+func feedLayout(log *fakeLog) (pos []Pos, at []uint64) {
+	add := func(m transport.Message, p Pos, mine bool) {
+		if mine {
+			pos, at = append(pos, p), append(at, uint64(len(log.streams[part0])))
+		}
+		log.add(part0, m)
+	}
+	for _, s := range []uint64{100, 200} {
+		id := sess(1, s)
+		for seq := uint64(1); seq <= 400; {
+			switch {
+			case seq%97 == 0:
+				add(marker(id, seq, seq+20, transport.GapOverflow), Pos{s, seq + 20}, true)
+				seq += 21
+			case seq%13 == 0:
+				add(recorded(id, seq, payload(id, seq)), Pos{s, seq}, true) // a message over three datagrams
+				seq += 3
+			default:
+				add(recorded(id, seq, payload(id, seq)), Pos{s, seq}, true)
+				seq++
+			}
+			if seq%11 == 0 {
+				add(recorded(sess(2, s), seq, "feed 2"), Pos{}, false)
+			}
+			if seq%29 == 0 {
+				add(transport.Message{Payload: []byte("plain")}, Pos{}, false)
+			}
+		}
+	}
+	return pos, at
+}
+
+// TestSeekFinds: for every position of both sessions (and around them),
+// reading after Seek(At(p)) starts with the feed's first record at or
+// after p, whatever the size of a read.
+func TestSeekFinds(t *testing.T) {
+	for _, batch := range []int{1, 7, 1000} {
+		log := newFakeLog(batch)
+		pos, at := feedLayout(log)
+		r := NewReader(log, 1)
+		ctx := context.Background()
+		probes := 0
+		for _, s := range []uint64{50, 100, 200, 300} {
+			for seq := uint64(0); seq <= 402; seq++ {
+				target := Pos{s, seq}
+				want := len(pos) // the index of the first record at or after target
+				for i, p := range pos {
+					if !p.Less(target) {
+						want = i
+						break
+					}
+				}
+				before := r.Stats().Probes
+				if err := r.Seek(ctx, At(target)); err != nil {
+					t.Fatal(err)
+				}
+				probes = max(probes, int(r.Stats().Probes-before))
+				if want == len(pos) {
+					if r.pos != uint64(len(log.streams[part0])) {
+						t.Fatalf("batch %d, target %v after the last record: position %d, want the end", batch, target, r.pos)
+					}
+					continue
+				}
+				lo := uint64(0)
+				if want > 0 {
+					lo = at[want-1] + 1
+				}
+				if r.pos < lo || r.pos > at[want] {
+					t.Fatalf("batch %d, target %v: position %d, want %d..%d (the record of %v at %d)", batch, target, r.pos, lo, at[want], pos[want], at[want])
+				}
+			}
+		}
+		t.Logf("batch %d: at most %d reads per seek", batch, probes)
+	}
+}
+
+// TestSeekGuess: in a session without markers or fragments, a position
+// is found with two reads: the last record and the one it points to.
+func TestSeekGuess(t *testing.T) {
+	log := newFakeLog(500)
+	id := sess(1, 100)
+	for seq := uint64(1); seq <= 100_000; seq++ {
+		log.add(part0, recorded(id, seq, "x"))
+	}
+	r := NewReader(log, 1)
+	ctx := context.Background()
+	for _, seq := range []uint64{1, 2, 5000, 77777, 99999, 100_000} {
+		before := r.Stats().Probes
+		if err := r.Seek(ctx, At(Pos{100, seq})); err != nil {
+			t.Fatal(err)
+		}
+		if r.pos != seq-1 {
+			t.Fatalf("seq %d at position %d, want %d", seq, r.pos, seq-1)
+		}
+		if n := r.Stats().Probes - before; n > 2 {
+			t.Errorf("seq %d found with %d reads, want 2", seq, n)
+		}
+	}
+}
+
+// TestSeekGuessEarlierSession: when the log's last records are of a
+// later session (a publisher restarted), a position of the earlier one
+// is found from the last record of that session the reader read: after
+// the first search, every seek near where the reader was takes two
+// reads (the log's last record, then the guess), and lands exactly.
+func TestSeekGuessEarlierSession(t *testing.T) {
+	log := newFakeLog(500)
+	a, b := sess(1, 100), sess(1, 200)
+	for seq := uint64(1); seq <= 100_000; seq++ {
+		log.add(part0, recorded(a, seq, "x"))
+	}
+	for seq := uint64(1); seq <= 50_000; seq++ {
+		log.add(part0, recorded(b, seq, "x"))
+	}
+	r := NewReader(log, 1)
+	ctx := context.Background()
+	if err := r.Seek(ctx, At(Pos{100, 60_000})); err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{60_400, 61_000, 59_000, 99_999, 100_000, 1} {
+		if _, err := r.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		before := r.Stats().Probes
+		if err := r.Seek(ctx, At(Pos{100, seq})); err != nil {
+			t.Fatal(err)
+		}
+		if r.pos != seq-1 {
+			t.Fatalf("seq %d at position %d, want %d", seq, r.pos, seq-1)
+		}
+		if n := r.Stats().Probes - before; n > 2 {
+			t.Errorf("seq %d found with %d reads, want 2", seq, n)
+		}
+	}
+}
+
+// TestSeekEarliestTimeTrimmed: earliest is the log start; a time, the
+// first record stamped at or after it; a position before what the log
+// still holds lands on the log start and says so (Trimmed).
+func TestSeekEarliestTimeTrimmed(t *testing.T) {
+	log := newFakeLog(10)
+	id := sess(1, 100)
+	for seq := uint64(1); seq <= 50; seq++ {
+		log.add(part0, recorded(id, seq, "x"))
+	}
+	log.first[part0] = 20
+	r := NewReader(log, 1)
+	ctx := context.Background()
+	for _, c := range []struct {
+		start   Start
+		pos     uint64
+		trimmed bool
+	}{
+		{Earliest(), 20, false},
+		{AtTime(time.Unix(0, 30)), 29, false},
+		{At(Pos{100, 5}), 20, true},
+		{At(Pos{100, 30}), 29, false},
+		{At(Pos{100, 99}), 50, false},
+	} {
+		if err := r.Seek(ctx, c.start); err != nil {
+			t.Fatal(err)
+		}
+		if r.pos != c.pos || r.Trimmed() != c.trimmed {
+			t.Errorf("%v: position %d, trimmed %v; want %d, %v", c.start, r.pos, r.Trimmed(), c.pos, c.trimmed)
+		}
+	}
+	p, ok, err := r.Last(ctx)
+	if err != nil || !ok || p != (Pos{100, 50}) {
+		t.Errorf("last %v %v %v, want 100:50", p, ok, err)
+	}
+}
+
+// TestChooseStream: of several streams, the one whose last records are
+// the feed's; none holding it is an error naming the fix; no stream at
+// all is ErrEmpty.
+func TestChooseStream(t *testing.T) {
+	log := newFakeLog(10)
+	part1 := transport.StreamID{Topic: "t", Partition: 1}
+	for seq := uint64(1); seq <= 10; seq++ {
+		log.add(part0, recorded(sess(2, 5), seq, "feed 2"))
+		log.add(part1, recorded(sess(1, 5), seq, "feed 1"))
+	}
+	ctx := context.Background()
+	r := NewReader(log, 1)
+	if err := r.Seek(ctx, Earliest()); err != nil || r.Stream() != part1 {
+		t.Fatalf("seek: %v, stream %v: want partition 1", err, r.Stream())
+	}
+	if err := NewReader(log, 3).Seek(ctx, Earliest()); !errors.Is(err, ErrNoStream) {
+		t.Fatalf("feed 3: %v, want ErrNoStream", err)
+	}
+	if err := NewReader(newFakeLog(1), 1).Seek(ctx, Earliest()); !errors.Is(err, ErrEmpty) {
+		t.Fatalf("no streams: %v, want ErrEmpty", err)
+	}
+}
+
+// FuzzUnwrap: any headers, values and payload are either a record of
+// the feed, consistent with what transport's parsers say, or skipped;
+// never a panic.
+func FuzzUnwrap(f *testing.F) {
+	f.Add("feed=1 session=7", "5", "9", "", "", []byte("p"))
+	f.Add("feed=1 session=7", "5", "9", "", "5-9 4", []byte(nil))
+	f.Add("topic=x partition=0", "5", "9", "T", "", []byte("p"))
+	f.Add("feed=1 session=zz", "-1", "x", "", "9-5 0", []byte("p"))
+	f.Fuzz(func(t *testing.T, stream, seq, ts, topic, gap string, payload []byte) {
+		hs := []transport.Header{{Key: "app", Value: []byte("v")}}
+		for _, h := range []transport.Header{
+			{Key: transport.HeaderOriginStream, Value: []byte(stream)}, {Key: transport.HeaderOriginSeq, Value: []byte(seq)},
+			{Key: transport.HeaderOriginTime, Value: []byte(ts)}, {Key: transport.HeaderOriginTopic, Value: []byte(topic)},
+			{Key: transport.HeaderGap, Value: []byte(gap)},
+		} {
+			if len(h.Value) > 0 {
+				hs = append(hs, h)
+			}
+		}
+		m := transport.Message{Headers: hs, Payload: payload}
+		_, originOK, originErr := transport.ParseOrigin(hs)
+		_, markerOK, _ := transport.ParseGapMarker(m)
+		ev, p, kind := newUnwrapper(1).unwrap(&m)
+		if kind != recFeed {
+			return
+		}
+		if ev.Kind == transport.EventGap {
+			if !markerOK || ev.Gap.Stream.Feed != 1 || p.Seq != ev.Gap.To {
+				t.Fatalf("gap %+v from a record transport does not read as a marker of feed 1", ev.Gap)
+			}
+			return
+		}
+		if !originOK || originErr != nil || ev.Message.Stream.Feed != 1 || p.Seq != ev.Message.Seq {
+			t.Fatalf("message %+v from headers transport.ParseOrigin refuses (%v)", ev.Message, originErr)
+		}
+		for _, h := range ev.Message.Headers {
+			if h.Key != "app" {
+				t.Fatalf("header %q kept", h.Key)
+			}
+		}
+	})
+}

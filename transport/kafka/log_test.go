@@ -1,0 +1,103 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// TestLog reads a topic at positions: its streams and bounds, a read
+// from the start that streams on, reads that seek back and forward, a
+// position found by time, another partition, and a read at the end that
+// waits for the next record.
+func TestLog(t *testing.T) {
+	addr := startLogd(t)
+	createTopic(t, addr, "lt", 2)
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	base := time.UnixMilli(1_700_000_000_000)
+	var rs []*kgo.Record
+	for i := range 100 {
+		rs = append(rs, &kgo.Record{Topic: "lt", Partition: 0, Value: fmt.Appendf(nil, "v%d", i),
+			Timestamp: base.Add(time.Duration(i) * time.Second),
+			Headers:   []kgo.RecordHeader{{Key: "i", Value: fmt.Appendf(nil, "%d", i)}}})
+	}
+	produce(t, cl, rs...)
+	produce(t, cl, &kgo.Record{Topic: "lt", Partition: 1, Value: []byte("other")})
+
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	log, err := OpenLog(ctx, parse(t, "logd://"+addr+"/lt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	streams, err := log.Streams(ctx)
+	if err != nil || len(streams) != 2 {
+		t.Fatalf("streams %v, %v: want the two partitions", streams, err)
+	}
+	p0 := transport.StreamID{Topic: "lt", Partition: 0}
+	first, next, err := log.Bounds(ctx, p0)
+	if err != nil || first != 0 || next != 100 {
+		t.Fatalf("bounds %d, %d, %v: want 0, 100", first, next, err)
+	}
+	// readAll reads from pos until want records came, checking each.
+	readAll := func(pos uint64, want int) {
+		t.Helper()
+		got := 0
+		for got < want {
+			ms, err := log.Read(ctx, p0, pos)
+			if err != nil {
+				t.Fatalf("read at %d: %v", pos, err)
+			}
+			for _, m := range ms {
+				if m.Seq != pos || string(m.Payload) != fmt.Sprintf("v%d", pos) || m.Stream != p0 ||
+					len(m.Headers) != 1 || string(m.Headers[0].Value) != fmt.Sprint(pos) {
+					t.Fatalf("record %+v, want offset %d", m, pos)
+				}
+				pos++
+				got++
+			}
+		}
+	}
+	readAll(0, 100)
+	readAll(40, 10) // back
+	readAll(90, 5)  // forward
+	readAll(7, 1)
+	at, err := log.PositionAt(ctx, p0, base.Add(42*time.Second))
+	if err != nil || at != 42 {
+		t.Fatalf("position at +42s: %d, %v: want 42", at, err)
+	}
+	if at, err = log.PositionAt(ctx, p0, base.Add(time.Hour)); err != nil || at != 100 {
+		t.Fatalf("position after the last record: %d, %v: want the end, 100", at, err)
+	}
+	p1 := transport.StreamID{Topic: "lt", Partition: 1}
+	if ms, err := log.Read(ctx, p1, 0); err != nil || len(ms) != 1 || string(ms[0].Payload) != "other" || ms[0].Stream != p1 {
+		t.Fatalf("partition 1: %+v, %v", ms, err)
+	}
+	// At the end, a Read waits for the next record.
+	got := make(chan []transport.Message, 1)
+	go func() {
+		ms, err := log.Read(ctx, p0, 100)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- ms
+	}()
+	produce(t, cl, &kgo.Record{Topic: "lt", Partition: 0, Value: []byte("v100"), Headers: []kgo.RecordHeader{{Key: "i", Value: []byte("100")}}})
+	if ms := <-got; len(ms) != 1 || ms[0].Seq != 100 {
+		t.Fatalf("read at the end: %+v, want the record appended, at 100", ms)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancelShort()
+	if ms, err := log.Read(short, p0, 101); err == nil {
+		t.Fatalf("read past the end returned %+v, want the context's end", ms)
+	}
+	if _, err := log.Read(ctx, transport.StreamID{Topic: "other"}, 0); err == nil {
+		t.Fatal("read of another topic's stream: no error")
+	}
+}

@@ -1,0 +1,242 @@
+package pipe_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/multicast"
+	"github.com/brokerless/brokerless/reliable"
+	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/pipe"
+)
+
+// BenchmarkRecorder: the recording rate of a feed's archive (`brokerless
+// mcast record` is this pipe, mcast:// with join=earliest → logd://), for
+// 64-byte and 1 KiB messages. Each round, on one logd in the process,
+// in this order:
+//
+//   - logd alone: one publisher (acks=all) writing n records as the
+//     recorder writes them (the payload and its origin headers) as fast
+//     as it can: rate L;
+//   - the recorder: the highest rate of a feed (lo, TTL 0, paced, one
+//     second; the publisher keeps 0.1 s of it) that it records whole,
+//     with no gap marker, bisected in [0, L]: rate R, the rate the feed
+//     reached (below the pace asked when the publisher cannot keep it);
+//   - the live feed: the highest rate of the same feed that a plain
+//     subscriber receives whole, with no gap, bisected in [0, 4L]: rate
+//     F, likewise reached.
+//
+// Reported as medians over BROKERLESS_RECORD_ROUNDS rounds (default 3),
+// each round logged: record/logd = R/L (the target is ≥ 0.8) and
+// record/live = R/F. n is BROKERLESS_RECORD_MESSAGES (default 200,000
+// for 64 bytes, 50,000 for 1 KiB).
+func BenchmarkRecorder(b *testing.B) {
+	for _, size := range []int{64, 1024} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			rounds := benchEnv("BROKERLESS_RECORD_ROUNDS", 3)
+			def := 200_000
+			if size > 64 {
+				def = 50_000
+			}
+			n := benchEnv("BROKERLESS_RECORD_MESSAGES", def)
+			addr := startLogd(b)
+			payloads := randomPayloads(size)
+			headers := transport.AppendOrigin(nil, transport.Origin{Stream: transport.StreamID{Feed: 1, Session: rand.Uint64()}, Seq: uint64(n), Time: time.Now(), Topic: "AAPL"})
+			var logdRates, recRates, liveRates, recLogd, recLive []float64
+			topic := 0
+			next := func(kind string) string { topic++; return fmt.Sprintf("%s-%d", kind, topic) }
+			for r := range rounds {
+				l := logdAlone(b, addr, next("alone"), n, payloads, headers)
+				rec, recTried := highestWhole(l, func(rate float64) (int, float64) { return recordRun(b, addr, next("rec"), payloads, rate) })
+				live, liveTried := highestWhole(4*l, func(rate float64) (int, float64) { return liveRun(b, payloads, rate) })
+				logdRates, recRates, liveRates = append(logdRates, l), append(recRates, rec), append(liveRates, live)
+				recLogd, recLive = append(recLogd, rec/l), append(recLive, rec/live)
+				b.Logf("round %d, %d-byte messages: logd alone %.0f records/s; recorder %.0f msgs/s whole (%.2f of logd); live feed %.0f msgs/s whole (recorder %.2f of it); rate:lost recorder %v, live %v",
+					r+1, size, l, rec, rec/l, live, rec/live, recTried, liveTried)
+			}
+			b.ReportMetric(median(logdRates), "logd-msgs/s")
+			b.ReportMetric(median(recRates), "record-msgs/s")
+			b.ReportMetric(median(liveRates), "live-msgs/s")
+			b.ReportMetric(median(recLogd), "record/logd")
+			b.ReportMetric(median(recLive), "record/live")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// highestWhole bisects, in six runs, for the highest rate in [0, hi] at
+// which run loses nothing: hi first, then halves. run paces a feed at
+// the rate it is given and returns what it lost and the rate the feed
+// reached (lower when the publisher could not keep the pace). It returns
+// the highest rate reached with no loss, and each run's
+// asked/reached:lost.
+func highestWhole(hi float64, run func(rate float64) (lost int, reached float64)) (float64, []string) {
+	lo, best := 0.0, 0.0
+	var tried []string
+	for step := range 6 {
+		rate := hi
+		if step > 0 {
+			rate = (lo + hi) / 2
+		}
+		lost, reached := run(rate)
+		tried = append(tried, fmt.Sprintf("%.0f/%.0f:%d", rate, reached, lost))
+		if lost == 0 {
+			lo, best = rate, max(best, reached)
+			if step == 0 {
+				break
+			}
+		} else {
+			hi = rate
+		}
+	}
+	return best, tried
+}
+
+// paceFeed publishes n messages to pub paced at rate, open loop, and
+// returns the rate it reached.
+func paceFeed(b *testing.B, ctx context.Context, pub transport.Publisher, payloads [][]byte, rate float64, n int) float64 {
+	b.Helper()
+	start := time.Now()
+	for sent := 0; sent < n; {
+		due := min(n, int(time.Since(start).Seconds()*rate)+1)
+		for ; sent < due; sent++ {
+			if err := pub.Publish(ctx, transport.Message{Topic: "AAPL", Payload: payloads[sent%len(payloads)]}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if wait := time.Until(start.Add(time.Duration(float64(sent) / rate * float64(time.Second)))); wait > 0 {
+			time.Sleep(max(wait, 500*time.Microsecond)) // pacing the feed, open loop
+		}
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// recordRun records a feed paced at rate for feedTime, its publisher
+// keeping windowTime of it, into topic, as `brokerless mcast record`
+// does, and returns how many messages the recorder wrote gap markers
+// for and the rate the feed reached.
+func recordRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64) (int, float64) {
+	b.Helper()
+	n := max(1000, int(rate*feedTime.Seconds()))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	group := randomBenchGroup()
+	sub, err := transport.OpenSubscriber(ctx, fmt.Sprintf("mcast://%v?iface=lo&ttl=0&join=earliest", group))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Close()
+	to, err := transport.OpenPublisher(ctx, "logd://"+addr+"/"+topic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer to.Close()
+	p, err := pipe.New(sub, to, pipe.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	pub := benchFeedPublisher(b, ctx, group, payloads, rate)
+	defer pub.Close()
+	reached := paceFeed(b, ctx, pub, payloads, rate, n)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		s := p.Stats()
+		if s.Forwarded+s.Marked >= uint64(n) && s.InFlight == 0 {
+			break
+		}
+		select {
+		case err := <-done:
+			b.Fatalf("recorder ended: %v", err)
+		case <-time.After(time.Millisecond): // polling the pipe's counters
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the recorder handled %d of %d messages in 60s", s.Forwarded+s.Marked, n)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	return int(p.Stats().Marked), reached
+}
+
+func randomBenchGroup() netip.AddrPort {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{239, 255, byte(rand.IntN(256)), byte(1 + rand.IntN(254))}), uint16(20000+rand.IntN(40000)))
+}
+
+// benchFeedPublisher is the feed's publisher: its window holds
+// windowTime of a feed at rate, packed as many messages to a datagram of
+// the default MTU as fit (each with ~30 bytes of framing and topic).
+func benchFeedPublisher(b *testing.B, ctx context.Context, group netip.AddrPort, payloads [][]byte, rate float64) *multicast.Publisher {
+	b.Helper()
+	perDatagram := max(1, (reliable.DefaultMTU-40)/(len(payloads[0])+30))
+	window := max(1024, int(rate*windowTime.Seconds())/perDatagram)
+	pub, err := multicast.NewPublisher(ctx, multicast.Config{Group: group, Interface: "lo", HostOnly: true,
+		Sender: reliable.SenderConfig{WindowDatagrams: window, WindowBytes: window * reliable.DefaultMTU, MaxQueued: 512, MaxMessageSize: 64 << 10}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pub
+}
+
+// liveRun publishes a feed paced at rate for feedTime, its publisher
+// keeping windowTime of it, to one plain subscriber, and returns how
+// many messages the subscriber reported lost and the rate the feed
+// reached.
+func liveRun(b *testing.B, payloads [][]byte, rate float64) (int, float64) {
+	b.Helper()
+	n := max(1000, int(rate*feedTime.Seconds()))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	group := randomBenchGroup()
+	scfg := multicast.Config{Group: group, Interface: "lo", HostOnly: true}
+	scfg.Receiver.Join = reliable.JoinEarliest
+	sub, err := multicast.NewSubscriber(ctx, scfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Close()
+	type result struct {
+		got, lost int
+		err       error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		for r.got+r.lost < n {
+			ev, err := sub.Receive(ctx)
+			if err != nil {
+				r.err = err
+				break
+			}
+			switch ev.Kind {
+			case transport.EventMessage:
+				r.got++
+			case transport.EventGap:
+				r.lost += int(ev.Gap.Len())
+			case transport.EventStreamEnd:
+				r.lost += n - r.got - r.lost
+			}
+		}
+		done <- r
+	}()
+	pub := benchFeedPublisher(b, ctx, group, payloads, rate)
+	defer pub.Close()
+	reached := paceFeed(b, ctx, pub, payloads, rate, n)
+	select {
+	case r := <-done:
+		if r.err != nil {
+			b.Fatal(r.err)
+		}
+		return r.lost, reached
+	case <-time.After(60 * time.Second):
+		b.Fatalf("the subscriber did not account for %d messages in 60 s", n)
+		return 0, 0
+	}
+}
