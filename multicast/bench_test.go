@@ -119,27 +119,9 @@ func BenchmarkKeyCost(b *testing.B) {
 	if b.N < 1000 {
 		return // the testing package's first, calibration call
 	}
-	const keyPairs = 21
-	var ratios, plain, keyed []float64
-	for i := range keyPairs {
-		var p, k rateResult
-		if i%2 == 0 {
-			p, k = transportRate(b, b.N, 0, nil), transportRate(b, b.N, 0, benchKey)
-		} else {
-			k, p = transportRate(b, b.N, 0, benchKey), transportRate(b, b.N, 0, nil)
-		}
-		plain, keyed = append(plain, p.msgs), append(keyed, k.msgs)
-		ratios = append(ratios, k.msgs/p.msgs)
-	}
-	s := slices.Clone(ratios)
-	slices.Sort(s)
-	b.Logf("key/plain per pair: %.2f", ratios)
-	b.ReportMetric(median(plain), "msgs/s")
-	b.ReportMetric(median(keyed), "key-msgs/s")
-	b.ReportMetric(s[len(s)/4], "key/plain-q1")
-	b.ReportMetric(median(ratios), "key/plain")
-	b.ReportMetric(s[3*len(s)/4], "key/plain-q3")
-	b.ReportMetric(0, "ns/op")
+	pairedCost(b, "key", "plain",
+		func() rateResult { return transportRate(b, b.N, 0, benchKey) },
+		func() rateResult { return transportRate(b, b.N, 0, nil) })
 }
 
 // BenchmarkTransport64B is the transport alone, publisher to subscriber:
@@ -167,27 +149,9 @@ func BenchmarkReceiptCost(b *testing.B) {
 	if b.N < 1000 {
 		return // the testing package's first, calibration call
 	}
-	const receiptPairs = 21
-	var ratios, plain, receipted []float64
-	for i := range receiptPairs {
-		var p, r rateResult
-		if i%2 == 0 {
-			p, r = transportRate(b, b.N, 0, nil), transportRateReceipts(b, b.N, 0, nil, true)
-		} else {
-			r, p = transportRateReceipts(b, b.N, 0, nil, true), transportRate(b, b.N, 0, nil)
-		}
-		plain, receipted = append(plain, p.msgs), append(receipted, r.msgs)
-		ratios = append(ratios, r.msgs/p.msgs)
-	}
-	s := slices.Clone(ratios)
-	slices.Sort(s)
-	b.Logf("receipts/plain per pair: %.2f", ratios)
-	b.ReportMetric(median(plain), "msgs/s")
-	b.ReportMetric(median(receipted), "receipt-msgs/s")
-	b.ReportMetric(s[len(s)/4], "receipts/plain-q1")
-	b.ReportMetric(median(ratios), "receipts/plain")
-	b.ReportMetric(s[3*len(s)/4], "receipts/plain-q3")
-	b.ReportMetric(0, "ns/op")
+	pairedCost(b, "receipts", "plain",
+		func() rateResult { return transportRateReceipts(b, b.N, 0, nil, true) },
+		func() rateResult { return transportRate(b, b.N, 0, nil) })
 }
 
 // BenchmarkFlowCost is the throughput cost of flow control when no
@@ -204,37 +168,56 @@ func BenchmarkFlowCost(b *testing.B) {
 	if b.N < 1000 {
 		return // the testing package's first, calibration call
 	}
-	const flowPairs = 21
-	var ratios, none, flow []float64
-	var lostNone, lostFlow, held uint64
 	run := func(mode reliable.FlowMode) rateResult {
 		cfg := testConfig(b)
 		cfg.Sender.Flow.Mode = mode
 		return transportRateConfig(b, b.N, cfg, cfg, false)
 	}
-	for i := range flowPairs {
-		var n, f rateResult
+	flow, none := pairedCost(b, "flow", "none",
+		func() rateResult { return run(reliable.FlowMin) },
+		func() rateResult { return run(reliable.FlowNone) })
+	var lostNone, lostFlow, held uint64
+	for i := range flow {
+		lostNone, lostFlow, held = lostNone+none[i].lost, lostFlow+flow[i].lost, held+flow[i].held
+	}
+	b.ReportMetric(float64(lostNone), "lost-none")
+	b.ReportMetric(float64(lostFlow), "lost-flow")
+	b.ReportMetric(float64(held)/float64(len(flow)), "held/run")
+}
+
+// costPairs is how many pairs of runs pairedCost measures.
+const costPairs = 21
+
+// pairedCost measures the cost of a variant of the transport against
+// its base: costPairs pairs of runs that alternate which goes first, so
+// that each pair compares like moments of a shared machine. It reports
+// both medians (msgs/s of the base, NAME-msgs/s of the variant) and the
+// median and quartiles of the per-pair ratios NAME/BASE, logs each
+// pair's ratio, and returns every run of both.
+func pairedCost(b *testing.B, name, base string, variant, plain func() rateResult) (vs, ps []rateResult) {
+	var ratios, pm, vm []float64
+	for i := range costPairs {
+		var p, v rateResult
 		if i%2 == 0 {
-			n, f = run(reliable.FlowNone), run(reliable.FlowMin)
+			p, v = plain(), variant()
 		} else {
-			f, n = run(reliable.FlowMin), run(reliable.FlowNone)
+			v, p = variant(), plain()
 		}
-		none, flow = append(none, n.msgs), append(flow, f.msgs)
-		lostNone, lostFlow, held = lostNone+n.lost, lostFlow+f.lost, held+f.held
-		ratios = append(ratios, f.msgs/n.msgs)
+		ps, vs = append(ps, p), append(vs, v)
+		pm, vm = append(pm, p.msgs), append(vm, v.msgs)
+		ratios = append(ratios, v.msgs/p.msgs)
 	}
 	s := slices.Clone(ratios)
 	slices.Sort(s)
-	b.Logf("flow/none per pair: %.2f", ratios)
-	b.ReportMetric(median(none), "msgs/s")
-	b.ReportMetric(median(flow), "flow-msgs/s")
-	b.ReportMetric(s[len(s)/4], "flow/none-q1")
-	b.ReportMetric(median(ratios), "flow/none")
-	b.ReportMetric(s[3*len(s)/4], "flow/none-q3")
-	b.ReportMetric(float64(lostNone), "lost-none")
-	b.ReportMetric(float64(lostFlow), "lost-flow")
-	b.ReportMetric(float64(held)/flowPairs, "held/run")
+	ratio := name + "/" + base
+	b.Logf("%s per pair: %.2f", ratio, ratios)
+	b.ReportMetric(median(pm), "msgs/s")
+	b.ReportMetric(median(vm), name+"-msgs/s")
+	b.ReportMetric(s[len(s)/4], ratio+"-q1")
+	b.ReportMetric(median(ratios), ratio)
+	b.ReportMetric(s[3*len(s)/4], ratio+"-q3")
 	b.ReportMetric(0, "ns/op")
+	return vs, ps
 }
 
 func median(v []float64) float64 {
