@@ -109,7 +109,7 @@ func BenchmarkRate(b *testing.B) {
 }
 
 // BenchmarkKeyCost is the throughput cost of authentication alone: the
-// transport with and without a key, in keyPairs pairs of runs of b.N
+// transport with and without a key, in costPairs pairs of runs of b.N
 // messages that alternate which goes first, so that each pair compares
 // like moments of a shared machine. It reports the median and the
 // quartiles of the per-pair ratios key/plain.
@@ -140,7 +140,7 @@ func BenchmarkTransport64BReceipts(b *testing.B) {
 }
 
 // BenchmarkReceiptCost is the throughput cost of publish receipts: the
-// transport with Publish and with PublishReceipt, in receiptPairs pairs
+// transport with Publish and with PublishReceipt, in costPairs pairs
 // of runs of b.N messages that alternate which goes first. It reports
 // the median and quartiles of the per-pair ratios receipts/plain.
 //
@@ -157,7 +157,7 @@ func BenchmarkReceiptCost(b *testing.B) {
 // BenchmarkFlowCost is the throughput cost of flow control when no
 // subscriber is slow: the transport without flow control and with
 // Flow.Mode min (the publisher checking the slowest subscriber's STATUS
-// before each message), one subscriber, in flowPairs pairs of runs of
+// before each message), one subscriber, in costPairs pairs of runs of
 // b.N messages that alternate which goes first. It reports the median
 // and quartiles of the per-pair ratios flow/none, and the messages each
 // side lost (published as fast as Publish takes them, a publisher
