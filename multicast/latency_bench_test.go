@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,11 +29,35 @@ import (
 // logged; the metrics are the medians over the rounds.
 //
 //	go test -run XXX -bench Latency -benchtime 20000x ./multicast/
+//
+// The rate is 10,000 msgs/s; BROKERLESS_LATENCY_RATES=10000,30000,100000
+// runs one sub-benchmark per rate.
 func BenchmarkLatency(b *testing.B) {
+	rates := []int{10_000}
+	if s := os.Getenv("BROKERLESS_LATENCY_RATES"); s != "" {
+		rates = rates[:0]
+		for _, f := range strings.Split(s, ",") {
+			r, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || r <= 0 {
+				b.Fatalf("BROKERLESS_LATENCY_RATES=%q: want positive integers separated by commas", s)
+			}
+			rates = append(rates, r)
+		}
+	}
+	if len(rates) == 1 {
+		benchLatency(b, rates[0])
+		return
+	}
+	for _, rate := range rates {
+		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) { benchLatency(b, rate) })
+	}
+}
+
+// benchLatency is BenchmarkLatency at one rate.
+func benchLatency(b *testing.B, rate int) {
 	if b.N < 1000 {
 		return // the testing package's first, calibration call
 	}
-	const rate = 10_000
 	quantiles := []struct {
 		name string
 		q    float64
