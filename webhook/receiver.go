@@ -1,0 +1,289 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of ReceiverConfig.
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultDedupSize    = 10_000
+	DefaultDedupTTL     = 24 * time.Hour
+)
+
+// ReceiverConfig configures a Receiver. Only Verifier is required.
+type ReceiverConfig struct {
+	// Verifier checks each request's headers and body.
+	Verifier *Verifier
+	// MaxBodyBytes caps the body read; a larger one gets 413. Default
+	// DefaultMaxBodyBytes (1 MiB).
+	MaxBodyBytes int64
+	// DedupSize bounds how many webhook-ids are remembered; past it the
+	// oldest is evicted (counted in ReceiverStats.Evicted). Default
+	// DefaultDedupSize.
+	DedupSize int
+	// DedupTTL is how long a successfully handled webhook-id is
+	// remembered. Senders retry for hours (Svix: about a day), so the
+	// default is DefaultDedupTTL (24h).
+	DedupTTL time.Duration
+	// Now is the clock of the dedup cache; nil means the Verifier's Now,
+	// or time.Now.
+	Now func() time.Time
+	// Logger gets one line per refused request (debug level); nil
+	// discards.
+	Logger *slog.Logger
+}
+
+func (c *ReceiverConfig) validate() error {
+	switch {
+	case c.Verifier == nil:
+		return badConfig("Verifier", nil, "required")
+	case c.MaxBodyBytes < 0:
+		return badConfig("MaxBodyBytes", c.MaxBodyBytes, "must be >= 0 (0 means 1 MiB)")
+	case c.DedupSize < 0:
+		return badConfig("DedupSize", c.DedupSize, "must be >= 0 (0 means 10000)")
+	case c.DedupTTL < 0:
+		return badConfig("DedupTTL", c.DedupTTL, "must be >= 0 (0 means 24h)")
+	}
+	return c.Verifier.validate()
+}
+
+// Receiver is an http.Handler for a webhook endpoint. It accepts only
+// POST, reads the body up to a cap, verifies it with its Verifier, drops
+// a webhook-id it has already handled, and hands the rest to the next
+// handler with the body in place (and DeliveryFrom the request).
+//
+// Its answers, each with a one-line text/plain reason:
+//
+//	405 not POST
+//	413 body over MaxBodyBytes
+//	400 ErrMissingHeaders, ErrMalformedHeaders
+//	401 ErrTimestampTooOld, ErrTimestampTooNew, ErrNoMatchingSignature
+//	200 a webhook-id already handled successfully (next is not called)
+//	409 a webhook-id being handled by another request right now (the
+//	    sender retries later)
+//
+// An id is remembered only once next answers 2xx: when next fails, the
+// sender's retry (same webhook-id) is handed on again.
+type Receiver struct {
+	cfg  ReceiverConfig
+	next http.Handler
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	seen  *dedup
+	stats struct {
+		accepted, duplicates, inFlight, failed, badRequest, unauthorized, tooLarge, badMethod atomic.Uint64
+	}
+}
+
+// ReceiverStats counts what a Receiver did with requests.
+type ReceiverStats struct {
+	Accepted     uint64 // verified, new, handed on
+	Failed       uint64 // handed on, next answered other than 2xx (id forgotten)
+	Duplicates   uint64 // verified, already handled: 200, next not called
+	InFlight     uint64 // verified, same id being handled: 409
+	BadRequest   uint64 // 400: missing or malformed headers
+	Unauthorized uint64 // 401: timestamp out of tolerance or no matching signature
+	TooLarge     uint64 // 413
+	BadMethod    uint64 // 405
+	Evicted      uint64 // ids dropped from the dedup cache early because it was full
+	Remembered   int    // ids in the dedup cache now
+}
+
+// NewReceiver makes a Receiver in front of next. A bad cfg is a
+// *ConfigError.
+func NewReceiver(cfg ReceiverConfig, next http.Handler) (*Receiver, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.DedupSize == 0 {
+		cfg.DedupSize = DefaultDedupSize
+	}
+	if cfg.DedupTTL == 0 {
+		cfg.DedupTTL = DefaultDedupTTL
+	}
+	if cfg.Now == nil {
+		cfg.Now = cfg.Verifier.Now
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Receiver{cfg: cfg, next: next, log: log, seen: newDedup(cfg.DedupSize, cfg.DedupTTL)}, nil
+}
+
+// Delivery is a verified webhook, as the Receiver hands it on.
+type Delivery struct {
+	ID        string
+	Timestamp time.Time
+	Body      []byte
+}
+
+type deliveryKey struct{}
+
+// DeliveryFrom returns the verified delivery of a request a Receiver
+// handed on.
+func DeliveryFrom(r *http.Request) (Delivery, bool) {
+	d, ok := r.Context().Value(deliveryKey{}).(Delivery)
+	return d, ok
+}
+
+// Stats returns the Receiver's counters.
+func (rc *Receiver) Stats() ReceiverStats {
+	rc.mu.Lock()
+	evicted, remembered := rc.seen.evicted, rc.seen.len()
+	rc.mu.Unlock()
+	return ReceiverStats{
+		Accepted:     rc.stats.accepted.Load(),
+		Failed:       rc.stats.failed.Load(),
+		Duplicates:   rc.stats.duplicates.Load(),
+		InFlight:     rc.stats.inFlight.Load(),
+		BadRequest:   rc.stats.badRequest.Load(),
+		Unauthorized: rc.stats.unauthorized.Load(),
+		TooLarge:     rc.stats.tooLarge.Load(),
+		BadMethod:    rc.stats.badMethod.Load(),
+		Evicted:      evicted,
+		Remembered:   remembered,
+	}
+}
+
+// StatusFor is the HTTP status a Receiver answers for a Verify error.
+func StatusFor(err error) int {
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case errors.Is(err, ErrMissingHeaders), errors.Is(err, ErrMalformedHeaders):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrTimestampTooOld), errors.Is(err, ErrTimestampTooNew), errors.Is(err, ErrNoMatchingSignature):
+		return http.StatusUnauthorized
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+func (rc *Receiver) refuse(w http.ResponseWriter, r *http.Request, code int, reason string) {
+	rc.log.Debug("webhook refused", "status", code, "reason", reason, "remote", r.RemoteAddr, "id", r.Header.Get(HeaderID))
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	io.WriteString(w, reason+"\n")
+}
+
+func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		rc.stats.badMethod.Add(1)
+		w.Header().Set("Allow", http.MethodPost)
+		rc.refuse(w, r, http.StatusMethodNotAllowed, "webhook: POST only")
+		return
+	}
+	body, err := readBody(w, r, rc.cfg.MaxBodyBytes)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			rc.stats.tooLarge.Add(1)
+			rc.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("webhook: body over %d bytes", rc.cfg.MaxBodyBytes))
+			return
+		}
+		rc.stats.badRequest.Add(1)
+		rc.refuse(w, r, http.StatusBadRequest, "webhook: reading body: "+err.Error())
+		return
+	}
+	if err := rc.cfg.Verifier.Verify(r.Header, body); err != nil {
+		code := StatusFor(err)
+		switch code {
+		case http.StatusBadRequest:
+			rc.stats.badRequest.Add(1)
+		case http.StatusUnauthorized:
+			rc.stats.unauthorized.Add(1)
+		}
+		rc.refuse(w, r, code, err.Error())
+		return
+	}
+	id := r.Header.Get(HeaderID)
+	rc.mu.Lock()
+	s := rc.seen.begin(id, rc.cfg.Now())
+	rc.mu.Unlock()
+	switch s {
+	case seenDone:
+		rc.stats.duplicates.Add(1)
+		rc.refuse(w, r, http.StatusOK, "webhook: duplicate webhook-id, already handled")
+		return
+	case seenInFlight:
+		rc.stats.inFlight.Add(1)
+		w.Header().Set("Retry-After", "1")
+		rc.refuse(w, r, http.StatusConflict, "webhook: webhook-id being handled by another request")
+		return
+	}
+	ts, _ := strconv.ParseInt(r.Header.Get(HeaderTimestamp), 10, 64)
+	d := Delivery{ID: id, Timestamp: time.Unix(ts, 0), Body: body}
+	r2 := r.WithContext(context.WithValue(r.Context(), deliveryKey{}, d))
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	r2.ContentLength = int64(len(body))
+	sw := &statusWriter{ResponseWriter: w}
+	ok := false
+	defer func() {
+		// A panicking next (recovered by net/http) counts as failed.
+		rc.mu.Lock()
+		rc.seen.finish(id, ok, rc.cfg.Now())
+		rc.mu.Unlock()
+	}()
+	rc.next.ServeHTTP(sw, r2)
+	code := sw.code
+	if code == 0 {
+		code = http.StatusOK
+	}
+	ok = code >= 200 && code < 300
+	if ok {
+		rc.stats.accepted.Add(1)
+	} else {
+		rc.stats.failed.Add(1)
+	}
+}
+
+// readBody reads r's body up to max bytes; more is an *http.MaxBytesError.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	if r.ContentLength > max {
+		return nil, &http.MaxBytesError{Limit: max}
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+}
+
+// statusWriter records the status code next writes.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -1,0 +1,241 @@
+package webhook
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a settable clock.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// recvFixture is a Receiver in front of a handler that records what it
+// got and answers status.
+type recvFixture struct {
+	t      *testing.T
+	secret Secret
+	clock  *fakeClock
+	rc     *Receiver
+	mu     sync.Mutex
+	got    []Delivery
+	bodies []string
+	status int
+}
+
+func newRecvFixture(t *testing.T, cfg ReceiverConfig) *recvFixture {
+	f := &recvFixture{t: t, secret: newSecret(t, 1), clock: &fakeClock{now: time.Unix(1_700_000_000, 0)}, status: http.StatusNoContent}
+	cfg.Verifier = &Verifier{Secrets: []Secret{f.secret}, Now: f.clock.Now}
+	rc, err := NewReceiver(cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d, ok := DeliveryFrom(r)
+		if !ok {
+			t.Error("next called without a Delivery")
+		}
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Error(err)
+		}
+		f.mu.Lock()
+		f.got = append(f.got, d)
+		f.bodies = append(f.bodies, string(b))
+		status := f.status
+		f.mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rc = rc
+	return f
+}
+
+// post sends a request signed now (by secret when not zero) through the
+// Receiver and returns the response.
+func (f *recvFixture) post(id, body string, sign func(h http.Header)) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodPost, "/hook", strings.NewReader(body))
+	SetHeaders(r.Header, id, f.clock.Now(), []byte(body), f.secret)
+	if sign != nil {
+		sign(r.Header)
+	}
+	w := httptest.NewRecorder()
+	f.rc.ServeHTTP(w, r)
+	return w
+}
+
+func TestReceiverStatuses(t *testing.T) {
+	f := newRecvFixture(t, ReceiverConfig{MaxBodyBytes: 64})
+	body := `{"type":"ping"}`
+	for _, c := range []struct {
+		name string
+		mod  func(h http.Header)
+		body string
+		want int
+	}{
+		{"good", nil, body, http.StatusNoContent},
+		{"missing id", func(h http.Header) { h.Del(HeaderID) }, body, http.StatusBadRequest},
+		{"missing signature", func(h http.Header) { h.Del(HeaderSignature) }, body, http.StatusBadRequest},
+		{"malformed timestamp", func(h http.Header) { h.Set(HeaderTimestamp, "yesterday") }, body, http.StatusBadRequest},
+		{"old timestamp", func(h http.Header) { h.Set(HeaderTimestamp, "1699999000") }, body, http.StatusUnauthorized},
+		{"future timestamp", func(h http.Header) { h.Set(HeaderTimestamp, "1700001000") }, body, http.StatusUnauthorized},
+		{"wrong secret", func(h http.Header) {
+			h.Set(HeaderSignature, newSecret(t, 2).Sign(h.Get(HeaderID), time.Unix(1_700_000_000, 0), []byte(body)))
+		}, body, http.StatusUnauthorized},
+		{"too large", nil, strings.Repeat("x", 65), http.StatusRequestEntityTooLarge},
+		{"at the cap", nil, strings.Repeat("y", 64), http.StatusNoContent},
+	} {
+		w := f.post("msg_"+strings.ReplaceAll(c.name, " ", "_"), c.body, c.mod)
+		if w.Code != c.want {
+			t.Errorf("%s: status %d (%s), want %d", c.name, w.Code, strings.TrimSpace(w.Body.String()), c.want)
+		}
+	}
+	w := httptest.NewRecorder()
+	f.rc.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/hook", nil))
+	if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != "POST" {
+		t.Errorf("GET: status %d Allow %q", w.Code, w.Header().Get("Allow"))
+	}
+	if len(f.got) != 2 || f.bodies[0] != body || f.got[0].ID != "msg_good" || !f.got[0].Timestamp.Equal(f.clock.Now()) || string(f.got[0].Body) != body {
+		t.Fatalf("handed on %+v %q", f.got, f.bodies)
+	}
+	want := ReceiverStats{Accepted: 2, BadRequest: 3, Unauthorized: 3, TooLarge: 1, BadMethod: 1, Remembered: 2}
+	if s := f.rc.Stats(); s != want {
+		t.Fatalf("Stats = %+v, want %+v", s, want)
+	}
+}
+
+// TestReceiverTooLargeChunked: a body with no Content-Length is cut at
+// the cap too, over a real connection.
+func TestReceiverTooLargeChunked(t *testing.T) {
+	f := newRecvFixture(t, ReceiverConfig{MaxBodyBytes: 1000})
+	srv := httptest.NewServer(f.rc)
+	defer srv.Close()
+	body := strings.Repeat("z", 5000)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, io.MultiReader(strings.NewReader(body)))
+	req.ContentLength = -1
+	SetHeaders(req.Header, "msg_big", f.clock.Now(), []byte(body), f.secret)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || len(f.got) != 0 {
+		t.Fatalf("status %d, handed on %d", resp.StatusCode, len(f.got))
+	}
+}
+
+func TestReceiverDedup(t *testing.T) {
+	f := newRecvFixture(t, ReceiverConfig{DedupTTL: time.Hour})
+	if w := f.post("msg_1", "{}", nil); w.Code != http.StatusNoContent {
+		t.Fatalf("first: %d", w.Code)
+	}
+	// The sender's retry: same id, fresh timestamp and signature.
+	f.clock.Add(time.Minute)
+	if w := f.post("msg_1", "{}", nil); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "duplicate") {
+		t.Fatalf("retry of a handled id: %d %q", w.Code, w.Body.String())
+	}
+	if len(f.got) != 1 {
+		t.Fatalf("handed on %d times", len(f.got))
+	}
+	// A failed handling is forgotten: the retry is handed on.
+	f.status = http.StatusInternalServerError
+	if w := f.post("msg_2", "{}", nil); w.Code != http.StatusInternalServerError {
+		t.Fatalf("failing next: %d", w.Code)
+	}
+	f.status = http.StatusOK
+	if w := f.post("msg_2", "{}", nil); w.Code != http.StatusOK || len(f.got) != 3 {
+		t.Fatalf("retry after failure: %d, handed on %d", w.Code, len(f.got))
+	}
+	// Past the TTL the id is new again.
+	f.clock.Add(time.Hour + time.Second)
+	if w := f.post("msg_1", "{}", nil); w.Code != http.StatusOK || len(f.got) != 4 {
+		t.Fatalf("after TTL: %d, handed on %d", w.Code, len(f.got))
+	}
+	if s := f.rc.Stats(); s.Duplicates != 1 || s.Failed != 1 || s.Accepted != 3 {
+		t.Fatalf("Stats = %+v", s)
+	}
+}
+
+func TestReceiverDedupBounded(t *testing.T) {
+	f := newRecvFixture(t, ReceiverConfig{DedupSize: 3})
+	for i := range 10 {
+		f.post("msg_"+string(rune('a'+i)), "{}", nil)
+	}
+	s := f.rc.Stats()
+	if s.Remembered != 3 || s.Evicted != 7 || s.Accepted != 10 {
+		t.Fatalf("Stats = %+v, want 3 remembered, 7 evicted", s)
+	}
+	if w := f.post("msg_j", "{}", nil); !strings.Contains(w.Body.String(), "duplicate") {
+		t.Fatal("newest id forgotten")
+	}
+	if w := f.post("msg_a", "{}", nil); w.Code != http.StatusNoContent {
+		t.Fatalf("evicted id: %d, want handed on", w.Code)
+	}
+}
+
+// TestReceiverInFlight: a second request with the id of one being
+// handled gets 409 and is not handed on.
+func TestReceiverInFlight(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	secret := newSecret(t, 1)
+	rc, err := NewReceiver(ReceiverConfig{Verifier: &Verifier{Secrets: []Secret{secret}}}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := func() *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader([]byte("{}")))
+		SetHeaders(r.Header, "msg_1", time.Now(), []byte("{}"), secret)
+		return r
+	}
+	done := make(chan int)
+	go func() {
+		w := httptest.NewRecorder()
+		rc.ServeHTTP(w, req())
+		done <- w.Code
+	}()
+	<-entered
+	w := httptest.NewRecorder()
+	rc.ServeHTTP(w, req())
+	if w.Code != http.StatusConflict || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("concurrent duplicate: %d", w.Code)
+	}
+	close(release)
+	if code := <-done; code != http.StatusOK {
+		t.Fatalf("first: %d", code)
+	}
+	if s := rc.Stats(); s.InFlight != 1 || s.Accepted != 1 {
+		t.Fatalf("Stats = %+v", s)
+	}
+}
+
+func TestReceiverConfig(t *testing.T) {
+	v := &Verifier{Secrets: []Secret{newSecret(t, 1)}}
+	for _, c := range []ReceiverConfig{
+		{},
+		{Verifier: &Verifier{}},
+		{Verifier: v, MaxBodyBytes: -1},
+		{Verifier: v, DedupSize: -1},
+		{Verifier: v, DedupTTL: -time.Second},
+	} {
+		var ce *ConfigError
+		if _, err := NewReceiver(c, http.NotFoundHandler()); !errors.As(err, &ce) {
+			t.Errorf("NewReceiver(%+v) = %v, want a ConfigError", c, err)
+		}
+	}
+}
