@@ -201,7 +201,9 @@ func TestExhausted(t *testing.T) {
 func TestRedirectNotFollowed(t *testing.T) {
 	s, c := sqliteStore(t), &clock{t: t0}
 	target := newReceiver(t, status(200))
-	rcv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect) })
+	rcv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect)
+	})
 	addEndpoint(t, s, "ep_1", rcv.URL, t0)
 	ev := addEvent(t, s, "t", t0)
 	deliverDue(t, newDispatcher(t, s, c), 1)
