@@ -193,6 +193,13 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.refuse(w, r, http.StatusMethodNotAllowed, "webhook: POST only")
 		return
 	}
+	// Refused before the body is read: a request that cannot verify
+	// costs no more than its headers.
+	if r.Header.Get(HeaderID) == "" || r.Header.Get(HeaderTimestamp) == "" || r.Header.Get(HeaderSignature) == "" {
+		rc.stats.badRequest.Add(1)
+		rc.refuse(w, r, http.StatusBadRequest, ErrMissingHeaders.Error())
+		return
+	}
 	body, err := readBody(w, r, rc.cfg.MaxBodyBytes)
 	if err != nil {
 		var tooLarge *http.MaxBytesError

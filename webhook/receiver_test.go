@@ -103,7 +103,14 @@ func TestReceiverStatuses(t *testing.T) {
 			t.Errorf("%s: status %d (%s), want %d", c.name, w.Code, strings.TrimSpace(w.Body.String()), c.want)
 		}
 	}
+	// Missing headers are refused before the body is read.
+	r := httptest.NewRequest(http.MethodPost, "/hook", failingReader{})
 	w := httptest.NewRecorder()
+	f.rc.ServeHTTP(w, r)
+	if w.Code != http.StatusBadRequest {
+		t.Errorf("unsigned with an unreadable body: status %d, want 400", w.Code)
+	}
+	w = httptest.NewRecorder()
 	f.rc.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/hook", nil))
 	if w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != "POST" {
 		t.Errorf("GET: status %d Allow %q", w.Code, w.Header().Get("Allow"))
@@ -111,7 +118,7 @@ func TestReceiverStatuses(t *testing.T) {
 	if len(f.got) != 2 || f.bodies[0] != body || f.got[0].ID != "msg_good" || !f.got[0].Timestamp.Equal(f.clock.Now()) || string(f.got[0].Body) != body {
 		t.Fatalf("handed on %+v %q", f.got, f.bodies)
 	}
-	want := ReceiverStats{Accepted: 2, BadRequest: 3, Unauthorized: 3, TooLarge: 1, BadMethod: 1, Remembered: 2}
+	want := ReceiverStats{Accepted: 2, BadRequest: 4, Unauthorized: 3, TooLarge: 1, BadMethod: 1, Remembered: 2}
 	if s := f.rc.Stats(); s != want {
 		t.Fatalf("Stats = %+v, want %+v", s, want)
 	}
@@ -239,3 +246,8 @@ func TestReceiverConfig(t *testing.T) {
 		}
 	}
 }
+
+// failingReader fails the test's request if its body is read.
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { panic("body read") }

@@ -64,12 +64,14 @@ func (v *Verifier) validate() error {
 }
 
 // Verify checks the webhook-id, webhook-timestamp and webhook-signature
-// headers of h against body. It returns nil, or an error wrapping
+// headers of h against body. Several webhook-signature header lines (a
+// proxy may split one) count as one, their entries joined. It returns
+// nil, or an error wrapping
 // ErrMissingHeaders, ErrMalformedHeaders, ErrTimestampTooOld,
 // ErrTimestampTooNew, ErrNoMatchingSignature, or (for a Verifier with no
 // secrets or a negative Tolerance) ErrBadConfig.
 func (v *Verifier) Verify(h http.Header, body []byte) error {
-	return v.VerifyValues(h.Get(HeaderID), h.Get(HeaderTimestamp), h.Get(HeaderSignature), body)
+	return v.VerifyValues(h.Get(HeaderID), h.Get(HeaderTimestamp), strings.Join(h.Values(HeaderSignature), " "), body)
 }
 
 // VerifyValues is Verify with the three header values given directly.

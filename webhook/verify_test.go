@@ -198,6 +198,7 @@ func TestVerifyTampering(t *testing.T) {
 		{"signature as v1a", mod(func(h http.Header) { h.Set(HeaderSignature, "v1a,"+sig[3:]) }), body, ErrNoMatchingSignature},
 		{"unknown version only", mod(func(h http.Header) { h.Set(HeaderSignature, "v2,"+sig[3:]) }), body, ErrNoMatchingSignature},
 		{"unknown versions ignored", mod(func(h http.Header) { h.Set(HeaderSignature, "v2,xyz v1a,abc= junk "+sig) }), body, nil},
+		{"split signature lines", mod(func(h http.Header) { h.Set(HeaderSignature, "v1,AAAA"); h.Add(HeaderSignature, sig) }), body, nil},
 		{"no id", mod(func(h http.Header) { h.Del(HeaderID) }), body, ErrMissingHeaders},
 		{"no timestamp", mod(func(h http.Header) { h.Del(HeaderTimestamp) }), body, ErrMissingHeaders},
 		{"no signature", mod(func(h http.Header) { h.Del(HeaderSignature) }), body, ErrMissingHeaders},

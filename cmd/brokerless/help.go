@@ -25,9 +25,16 @@ Run 'brokerless <command> --help' for a command's flags and examples.
 `)
 }
 
+// groupAbout says what a command group is for, above its subcommands.
+var groupAbout = map[string]string{"webhook": webhookAbout}
+
 // writeGroup lists the subcommands of a command group such as "mcast".
 func writeGroup(w io.Writer, prefix string, cmds []*command) {
-	fmt.Fprintf(w, "Usage:\n  brokerless %s <subcommand> [flags]\n\nSubcommands:\n", prefix)
+	fmt.Fprintf(w, "Usage:\n  brokerless %s <subcommand> [flags]\n\n", prefix)
+	if about := groupAbout[prefix]; about != "" {
+		fmt.Fprintf(w, "%s\n\n", about)
+	}
+	fmt.Fprint(w, "Subcommands:\n")
 	writeList(w, cmds)
 	fmt.Fprintf(w, "\nRun 'brokerless %s <subcommand> --help' for its flags and examples.\n", prefix)
 }
