@@ -176,7 +176,7 @@ func TestWebhookServeCrashSafety(t *testing.T) {
 		verify  *webhook.Verifier
 		held    int
 		holding = make(chan struct{}, 2*events) // a request is held
-		hold    = make(chan struct{}) // closed: requests go through
+		hold    = make(chan struct{})           // closed: requests go through
 		arrived = make(chan string, 2*events)
 	)
 	// The receiver holds each request until hold is closed; a request
