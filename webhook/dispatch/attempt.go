@@ -19,15 +19,12 @@ const drainLimit = 64 << 10
 
 // attempt makes one attempt of j and records it.
 func (d *Dispatcher) attempt(ctx context.Context, j *store.Job) {
-	defer d.done(j.Endpoint.ID)
 	start := d.cfg.Now()
 	o, response, errText := d.send(ctx, j)
 	if ctx.Err() != nil {
 		// Stopping: the attempt does not count; release the delivery so a
 		// restart (or another dispatcher) claims it at once.
-		if err := d.cfg.Store.Release(context.WithoutCancel(ctx), d.cfg.Owner, []string{j.Delivery.ID}); err != nil {
-			d.cfg.Logger.Warn("webhook dispatcher: releasing a delivery", "delivery", j.Delivery.ID, "err", err)
-		}
+		d.release(ctx, []string{j.Delivery.ID})
 		return
 	}
 	end := d.cfg.Now()
@@ -68,11 +65,11 @@ func (d *Dispatcher) attempt(ctx context.Context, j *store.Job) {
 	} else {
 		d.stats.failed.Add(1)
 	}
-	switch err := d.cfg.Store.Complete(context.WithoutCancel(ctx), c); {
-	case errors.Is(err, store.ErrLeaseLost):
+	switch err := d.commits.commit(context.WithoutCancel(ctx), c); {
+	case c.LeaseLost:
 		d.stats.leaseLost.Add(1)
 		d.cfg.Logger.Warn("webhook dispatcher: lease lost before the attempt was recorded", "delivery", j.Delivery.ID)
-	case err != nil:
+	case err != nil && !errors.Is(err, store.ErrLeaseLost):
 		// The lease expires and the delivery is attempted again: at least once.
 		d.stats.storeErrors.Add(1)
 		d.cfg.Logger.Warn("webhook dispatcher: recording an attempt", "delivery", j.Delivery.ID, "err", err)

@@ -18,13 +18,15 @@ import (
 const (
 	DefaultTimeout         = 15 * time.Second
 	DefaultConcurrency     = 4
+	DefaultQueueDepth      = 16
 	DefaultMaxInFlight     = 1024
 	DefaultBatchSize       = 100
 	DefaultPollInterval    = time.Second
 	DefaultMaxResponseBody = 4 << 10
-	// leaseMargin is added to the timeout for the lease: time to record
-	// the attempt after the response.
-	leaseMargin = 10 * time.Second
+	// leaseMargin is the part of a lease kept for recording an attempt
+	// after its response: an attempt starts only while at least Timeout +
+	// leaseMargin of its lease remain.
+	leaseMargin = 5 * time.Second
 )
 
 // ErrBadConfig wraps every ConfigError.
@@ -63,11 +65,18 @@ type Config struct {
 	// DefaultMaxRetryAfter. A negative DisableAfter never disables.
 	Policy Policy
 	// Lease is how long a claimed delivery stays with this dispatcher
-	// before another may claim it (Timeout + 10 s); it must exceed Timeout.
+	// before another may claim it (2×Timeout + 10 s). An attempt starts
+	// only while Timeout + 5 s of its lease remain; a delivery that waited
+	// longer in its endpoint's queue is released for the next claim.
 	Lease time.Duration
 	// Concurrency is the most attempts in flight to one endpoint (4).
 	Concurrency int
-	// MaxInFlight is the most attempts in flight in all (1024).
+	// QueueDepth is how many more deliveries of one endpoint are claimed
+	// ahead, waiting for a free slot (16): claims come in batches rather
+	// than one per attempt.
+	QueueDepth int
+	// MaxInFlight is the most deliveries claimed and not yet finished, in
+	// all (1024).
 	MaxInFlight int
 	// BatchSize is the most deliveries one claim takes (100).
 	BatchSize int
@@ -110,10 +119,13 @@ func (c *Config) setDefaults() {
 		c.Policy.MaxRetryAfter = DefaultMaxRetryAfter
 	}
 	if c.Lease == 0 {
-		c.Lease = c.Timeout + leaseMargin
+		c.Lease = 2*c.Timeout + 2*leaseMargin
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency
+	}
+	if c.QueueDepth == 0 {
+		c.QueueDepth = DefaultQueueDepth
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
@@ -156,12 +168,14 @@ func (c *Config) validate() error {
 		return &ConfigError{"Policy.Jitter", c.Policy.Jitter, "must be in [0, 1)"}
 	case c.Policy.MaxRetryAfter < 0:
 		return &ConfigError{"Policy.MaxRetryAfter", c.Policy.MaxRetryAfter, "must be > 0"}
-	case c.Lease <= c.Timeout:
-		return &ConfigError{"Lease", c.Lease, fmt.Sprintf("must exceed the timeout (%v)", c.Timeout)}
+	case c.Lease <= c.Timeout+leaseMargin:
+		return &ConfigError{"Lease", c.Lease, fmt.Sprintf("must exceed the timeout + %v (%v)", leaseMargin, c.Timeout+leaseMargin)}
 	case c.Concurrency < 0:
 		return &ConfigError{"Concurrency", c.Concurrency, "must be > 0"}
-	case c.MaxInFlight < c.Concurrency:
-		return &ConfigError{"MaxInFlight", c.MaxInFlight, fmt.Sprintf("must be at least Concurrency (%d)", c.Concurrency)}
+	case c.QueueDepth < 0:
+		return &ConfigError{"QueueDepth", c.QueueDepth, "must be >= 0"}
+	case c.MaxInFlight < c.Concurrency+c.QueueDepth:
+		return &ConfigError{"MaxInFlight", c.MaxInFlight, fmt.Sprintf("must be at least Concurrency + QueueDepth (%d)", c.Concurrency+c.QueueDepth)}
 	case c.BatchSize < 0:
 		return &ConfigError{"BatchSize", c.BatchSize, "must be > 0"}
 	case c.PollInterval < 0:

@@ -11,18 +11,33 @@ import (
 
 // Dispatcher delivers due deliveries of a store.
 type Dispatcher struct {
-	cfg  Config
-	wake chan struct{}
-	wg   sync.WaitGroup
+	cfg     Config
+	wake    chan struct{}
+	wg      sync.WaitGroup
+	commits committer
 
-	mu       sync.Mutex
-	inFlight map[string]int // endpoint ID → attempts in flight
-	total    int
-	buckets  map[string]*bucket // endpoint ID → its rate limit
+	mu        sync.Mutex
+	endpoints map[string]*endpointState
+	held      int // deliveries claimed and not finished, in all
 
 	stats struct {
-		attempts, succeeded, failed, exhausted, disabled, leaseLost, storeErrors atomic.Int64
+		attempts, succeeded, failed, exhausted, disabled, leaseLost, expired, storeErrors atomic.Int64
 	}
+}
+
+// endpointState is what a dispatcher holds for one endpoint: its queue
+// of claimed deliveries, its workers and its rate limit.
+type endpointState struct {
+	queue   []claimed
+	held    int // queued or being attempted
+	running int // workers, at most Concurrency
+	bucket  *bucket
+}
+
+// claimed is a leased delivery and when the lease was taken.
+type claimed struct {
+	job *store.Job
+	at  time.Time
 }
 
 // Stats counts what a Dispatcher did.
@@ -35,6 +50,9 @@ type Stats struct {
 	// expired and another dispatcher claimed the delivery (their results
 	// are not recorded; the other dispatcher's attempt is).
 	LeaseLost int64
+	// Expired counts deliveries released unattempted because they waited
+	// in their endpoint's queue until too little of their lease was left.
+	Expired int64
 	// StoreErrors counts failed claims and completions.
 	StoreErrors int64
 }
@@ -45,14 +63,14 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), inFlight: map[string]int{}, buckets: map[string]*bucket{}}, nil
+	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), commits: committer{st: cfg.Store}, endpoints: map[string]*endpointState{}}, nil
 }
 
 // Stats returns the counters.
 func (d *Dispatcher) Stats() Stats {
 	s := &d.stats
 	return Stats{Attempts: s.attempts.Load(), Succeeded: s.succeeded.Load(), Failed: s.failed.Load(), Exhausted: s.exhausted.Load(),
-		Disabled: s.disabled.Load(), LeaseLost: s.leaseLost.Load(), StoreErrors: s.storeErrors.Load()}
+		Disabled: s.disabled.Load(), LeaseLost: s.leaseLost.Load(), Expired: s.expired.Load(), StoreErrors: s.storeErrors.Load()}
 }
 
 // Notify tells the dispatcher that deliveries may be due now (an event
@@ -86,10 +104,16 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		case started > 0 && full:
 			// A full batch: there may be more due at once.
 			wait = 0
-		default:
+		case started == 0:
+			// Nothing to do now: sleep until the next delivery is due
+			// (attempts that finish wake the loop).
 			if next, ok, err := d.cfg.Store.NextDue(ctx); err == nil && ok {
 				wait = min(wait, max(0, next.Sub(now)))
 			}
+			if !wakeAt.IsZero() {
+				wait = min(wait, max(0, wakeAt.Sub(now)))
+			}
+		default:
 			if !wakeAt.IsZero() {
 				wait = min(wait, max(0, wakeAt.Sub(now)))
 			}
@@ -104,9 +128,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-d.wake:
-			if !timer.Stop() {
-				<-timer.C
-			}
+			timer.Stop() // (Go 1.23 timers: no stale tick after Stop)
 		case <-timer.C:
 		}
 	}
@@ -128,25 +150,27 @@ func (d *Dispatcher) DeliverDue(ctx context.Context) (int, error) {
 	}
 }
 
-// poll claims due deliveries of endpoints with a free slot and a rate
-// token, and starts an attempt for each. It returns how many it started,
-// whether the claim was a full batch, and when a rate-limited endpoint
-// has a token again (zero if none is waiting).
-func (d *Dispatcher) poll(ctx context.Context) (started int, full bool, wakeAt time.Time, err error) {
+// poll claims due deliveries of endpoints with room in their queue and
+// a rate token, and queues them, starting workers as slots allow. It
+// returns how many it queued, whether the claim was a full batch, and
+// when a rate-limited endpoint has a token again (zero if none waits).
+func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt time.Time, err error) {
 	now := d.cfg.Now()
+	perEndpoint := d.cfg.Concurrency + d.cfg.QueueDepth
 	d.mu.Lock()
-	room := d.cfg.MaxInFlight - d.total
+	room := d.cfg.MaxInFlight - d.held
 	var skip []string
-	for ep, n := range d.inFlight {
-		if n >= d.cfg.Concurrency {
-			skip = append(skip, ep)
+	for id, ep := range d.endpoints {
+		if ep.held >= perEndpoint {
+			skip = append(skip, id)
+			continue
 		}
-	}
-	for ep, b := range d.buckets {
-		if ok, at := b.ready(now); !ok {
-			skip = append(skip, ep)
-			if wakeAt.IsZero() || at.Before(wakeAt) {
-				wakeAt = at
+		if ep.bucket != nil {
+			if ok, at := ep.bucket.ready(now); !ok {
+				skip = append(skip, id)
+				if wakeAt.IsZero() || at.Before(wakeAt) {
+					wakeAt = at
+				}
 			}
 		}
 	}
@@ -156,60 +180,103 @@ func (d *Dispatcher) poll(ctx context.Context) (started int, full bool, wakeAt t
 	}
 	limit := min(room, d.cfg.BatchSize)
 	jobs, err := d.cfg.Store.Claim(ctx, store.ClaimRequest{Owner: d.cfg.Owner, Now: now, Lease: d.cfg.Lease,
-		Limit: limit, PerEndpoint: d.cfg.Concurrency, Skip: skip})
+		Limit: limit, PerEndpoint: perEndpoint, Skip: skip})
 	if err != nil {
 		return 0, false, wakeAt, err
 	}
 	var release []string
 	d.mu.Lock()
 	for _, j := range jobs {
-		ep := j.Endpoint.ID
-		if !d.admit(ep, j.Endpoint.RateLimit, now) {
+		if !d.admit(ctx, j, now) {
 			release = append(release, j.Delivery.ID)
 			continue
 		}
-		d.inFlight[ep]++
-		d.total++
-		d.wg.Add(1)
-		started++
-		go d.attempt(ctx, j)
+		queued++
 	}
 	d.mu.Unlock()
-	if len(release) > 0 {
-		if err := d.cfg.Store.Release(context.WithoutCancel(ctx), d.cfg.Owner, release); err != nil {
-			d.stats.storeErrors.Add(1)
-			d.cfg.Logger.Warn("webhook dispatcher: releasing deliveries", "err", err)
-		}
-	}
-	return started, len(jobs) == limit, wakeAt, nil
+	d.release(ctx, release)
+	return queued, len(jobs) == limit, wakeAt, nil
 }
 
-// admit reports whether an attempt to ep may start now: a free slot
-// and, for a rate-limited endpoint, a token (taken). d.mu is held.
-func (d *Dispatcher) admit(ep string, rate int, now time.Time) bool {
-	if d.inFlight[ep] >= d.cfg.Concurrency || d.total >= d.cfg.MaxInFlight {
+// admit queues j if its endpoint has room and, when rate limited, a
+// token (taken), and starts a worker if a slot is free. d.mu is held.
+func (d *Dispatcher) admit(ctx context.Context, j *store.Job, now time.Time) bool {
+	id := j.Endpoint.ID
+	ep := d.endpoints[id]
+	if ep == nil {
+		ep = &endpointState{}
+		d.endpoints[id] = ep
+	}
+	if ep.held >= d.cfg.Concurrency+d.cfg.QueueDepth || d.held >= d.cfg.MaxInFlight {
 		return false
 	}
-	if rate <= 0 {
-		delete(d.buckets, ep)
-		return true
+	if rate := j.Endpoint.RateLimit; rate > 0 {
+		if ep.bucket == nil || ep.bucket.rate != rate {
+			ep.bucket = &bucket{rate: rate}
+		}
+		if !ep.bucket.take(now) {
+			return false
+		}
+	} else {
+		ep.bucket = nil
 	}
-	b := d.buckets[ep]
-	if b == nil || b.rate != rate {
-		b = &bucket{rate: rate}
-		d.buckets[ep] = b
+	ep.queue = append(ep.queue, claimed{j, now})
+	ep.held++
+	d.held++
+	if ep.running < d.cfg.Concurrency {
+		ep.running++
+		d.wg.Add(1)
+		go d.work(ctx, id)
 	}
-	return b.take(now)
+	return true
 }
 
-// done frees the slot of an attempt to ep.
-func (d *Dispatcher) done(ep string) {
-	d.mu.Lock()
-	if d.inFlight[ep]--; d.inFlight[ep] <= 0 {
-		delete(d.inFlight, ep)
+// work attempts the deliveries queued for endpoint id, one at a time,
+// until its queue is empty.
+func (d *Dispatcher) work(ctx context.Context, id string) {
+	defer d.wg.Done()
+	for {
+		d.mu.Lock()
+		ep := d.endpoints[id]
+		if len(ep.queue) == 0 {
+			ep.running--
+			if ep.running == 0 && ep.held == 0 && ep.bucket == nil {
+				delete(d.endpoints, id)
+			}
+			d.mu.Unlock()
+			return
+		}
+		c := ep.queue[0]
+		ep.queue[0] = claimed{}
+		ep.queue = ep.queue[1:]
+		d.mu.Unlock()
+		// Start only with time left on the lease to finish and record the
+		// attempt; otherwise another claim may already be attempting it.
+		if d.cfg.Now().After(c.at.Add(d.cfg.Lease - d.cfg.Timeout - leaseMargin)) {
+			d.stats.expired.Add(1)
+			d.release(ctx, []string{c.job.Delivery.ID})
+		} else {
+			d.attempt(ctx, c.job)
+		}
+		d.mu.Lock()
+		ep.held--
+		d.held--
+		low := ep.held <= d.cfg.Concurrency
+		d.mu.Unlock()
+		if low {
+			// Its queue is running out: claim more.
+			d.Notify()
+		}
 	}
-	d.total--
-	d.mu.Unlock()
-	d.Notify()
-	d.wg.Done()
+}
+
+// release gives leases back, unattempted.
+func (d *Dispatcher) release(ctx context.Context, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	if err := d.cfg.Store.Release(context.WithoutCancel(ctx), d.cfg.Owner, ids); err != nil {
+		d.stats.storeErrors.Add(1)
+		d.cfg.Logger.Warn("webhook dispatcher: releasing deliveries", "err", err)
+	}
 }

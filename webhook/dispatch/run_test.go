@@ -143,7 +143,7 @@ func TestTwoDispatchersPostgres(t *testing.T) {
 	}
 	var ds []*Dispatcher
 	for i, s := range []store.Store{s1, s2} {
-		d, err := New(Config{Store: s, Addresses: loopback, Concurrency: 8, BatchSize: 10, Owner: fmt.Sprint("d", i)})
+		d, err := New(Config{Store: s, Addresses: loopback, Concurrency: 4, QueueDepth: 1, BatchSize: 10, Owner: fmt.Sprint("d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
 	updated BIGINT NOT NULL,
 	UNIQUE (event_id, endpoint_id)
 );
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_attempt);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_attempt, id);
 CREATE INDEX IF NOT EXISTS deliveries_endpoint ON deliveries (endpoint_id, status);
 CREATE TABLE IF NOT EXISTS attempts (
 	id TEXT PRIMARY KEY,
@@ -78,15 +78,20 @@ type dialect struct {
 	lock string
 	// dollar numbers placeholders $1, $2… instead of ?.
 	dollar bool
+	// relax and unrelax are run on the connection around a completion
+	// transaction, relaxLocal inside it: commits that need not survive a
+	// power failure (see Store.Complete).
+	relax, unrelax, relaxLocal string
 	// schemaLock, run first in the schema transaction, keeps dispatchers
 	// starting together from creating the tables twice.
 	schemaLock string
 }
 
 var (
-	sqliteDialect   = dialect{name: "sqlite", blob: "BLOB"}
+	sqliteDialect = dialect{name: "sqlite", blob: "BLOB",
+		relax: "PRAGMA synchronous = NORMAL", unrelax: "PRAGMA synchronous = FULL"}
 	postgresDialect = dialect{name: "postgres", blob: "BYTEA", lock: " FOR UPDATE SKIP LOCKED", dollar: true,
-		schemaLock: "SELECT pg_advisory_xact_lock(7406190209)"}
+		relaxLocal: "SET LOCAL synchronous_commit = off", schemaLock: "SELECT pg_advisory_xact_lock(7406190209)"}
 )
 
 // rebind rewrites ? placeholders for the dialect.

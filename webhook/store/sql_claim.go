@@ -3,8 +3,13 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 )
+
+// scanWindow × the claim's limit is how many of the earliest due
+// deliveries a claim considers.
+const scanWindow = 4
 
 func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 	if r.Limit <= 0 {
@@ -23,16 +28,20 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 			args = append(args, id)
 		}
 	}
-	args = append(args, per, r.Limit, now, now, r.Owner, until)
-	// The candidates are the earliest due deliveries, at most per for each
+	// The candidates are the earliest due deliveries (a window of
+	// scanWindow×Limit, read in index order), at most per of them for each
 	// endpoint; locked re-reads them with row locks (PostgreSQL), skipping
 	// rows another dispatcher is claiming and re-checking that each is
 	// still free once locked.
+	args = append(args, scanWindow*r.Limit, per, r.Limit, now, now, r.Owner, until)
 	query := `WITH candidates AS (
 			SELECT id FROM (
-				SELECT d.id, d.next_attempt, ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt, d.id) AS rank
-				FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
-				WHERE d.status = 'pending' AND d.next_attempt <= ? AND d.lease_until <= ? AND e.enabled = 1` + skip + `
+				SELECT id, next_attempt, ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt, id) AS rank FROM (
+					SELECT d.id, d.endpoint_id, d.next_attempt FROM deliveries d
+					WHERE d.status = 'pending' AND d.next_attempt <= ? AND d.lease_until <= ?` + skip + `
+						AND d.endpoint_id IN (SELECT id FROM endpoints WHERE enabled = 1)
+					ORDER BY d.next_attempt, d.id LIMIT ?
+				) due
 			) ranked WHERE rank <= ? ORDER BY next_attempt, id LIMIT ?
 		), locked AS (
 			SELECT id FROM deliveries WHERE id IN (SELECT id FROM candidates)
@@ -40,7 +49,7 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 		)
 		UPDATE deliveries SET lease_owner = ?, lease_until = ? WHERE id IN (SELECT id FROM locked) RETURNING id`
 	var jobs []*Job
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, s.d.rebind(query), args...)
 		if err != nil {
 			return err
@@ -106,52 +115,102 @@ func (s *sqlStore) Release(ctx context.Context, owner string, ids []string) erro
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	_, err := s.exec(ctx, s.db, `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE lease_owner = ? AND id IN (`+placeholders(len(ids))+`)`, args...)
-	return err
+	return s.relaxedTx(ctx, func(tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE lease_owner = ? AND id IN (`+placeholders(len(ids))+`)`, args...)
+		return err
+	})
 }
 
-func (s *sqlStore) Complete(ctx context.Context, c *Completion) error {
-	a := &c.Attempt
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		n, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ?, attempts = attempts + 1, next_attempt = ?, lease_owner = '', lease_until = 0,
-			last_code = ?, updated = ? WHERE id = ? AND lease_owner = ?`,
-			c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return ErrLeaseLost
-		}
-		response := a.Response
-		if response == nil {
-			response = []byte{}
-		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.ID, a.DeliveryID, a.EventID, a.EndpointID, nanos(a.Started), int64(a.Duration), a.StatusCode, a.Error, response, c.Status); err != nil {
-			return err
-		}
-		if c.EndpointOK {
-			_, err = s.exec(ctx, tx, `UPDATE endpoints SET failing_since = 0 WHERE id = ? AND failing_since <> 0`, a.EndpointID)
-		} else {
-			_, err = s.exec(ctx, tx, `UPDATE endpoints SET failing_since = ? WHERE id = ? AND failing_since = 0`, nanos(a.Started), a.EndpointID)
-		}
-		if err != nil {
-			return err
-		}
-		if c.Disable != "" {
-			if _, err := s.exec(ctx, tx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated = ? WHERE id = ?`,
-				c.Disable, nanos(a.Started.Add(a.Duration)), a.EndpointID); err != nil {
+func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
+	lost := 0
+	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
+		lost = 0
+		for _, c := range cs {
+			ok, err := s.complete(ctx, tx, c)
+			if err != nil {
 				return err
 			}
-		}
-		for _, ev := range c.Notices {
-			if _, err := s.insertEvent(ctx, tx, ev, []string{c.NoticeEndpoint}); err != nil {
-				return err
+			c.LeaseLost = !ok
+			if !ok {
+				lost++
 			}
 		}
 		return nil
 	})
+	if err == nil && lost > 0 {
+		err = fmt.Errorf("%w: %d of %d completions", ErrLeaseLost, lost, len(cs))
+	}
+	return err
+}
+
+// relaxedTx is tx with commit durability relaxed (see Complete).
+func (s *sqlStore) relaxedTx(ctx context.Context, f func(*sql.Tx) error) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if s.d.relax != "" {
+		if _, err := conn.ExecContext(ctx, s.d.relax); err != nil {
+			return err
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), s.d.unrelax)
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if s.d.relaxLocal != "" {
+		if _, err := tx.ExecContext(ctx, s.d.relaxLocal); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+	}
+	if err := f(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// complete records one completion in tx; false if the lease was lost.
+func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion) (bool, error) {
+	a := &c.Attempt
+	n, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ?, attempts = attempts + 1, next_attempt = ?, lease_owner = '', lease_until = 0,
+		last_code = ?, updated = ? WHERE id = ? AND lease_owner = ?`,
+		c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner)
+	if err != nil || n == 0 {
+		return false, err
+	}
+	response := a.Response
+	if response == nil {
+		response = []byte{}
+	}
+	if _, err := s.exec(ctx, tx, `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, a.DeliveryID, a.EventID, a.EndpointID, nanos(a.Started), int64(a.Duration), a.StatusCode, a.Error, response, c.Status); err != nil {
+		return false, err
+	}
+	if c.EndpointOK {
+		_, err = s.exec(ctx, tx, `UPDATE endpoints SET failing_since = 0 WHERE id = ? AND failing_since <> 0`, a.EndpointID)
+	} else {
+		_, err = s.exec(ctx, tx, `UPDATE endpoints SET failing_since = ? WHERE id = ? AND failing_since = 0`, nanos(a.Started), a.EndpointID)
+	}
+	if err != nil {
+		return false, err
+	}
+	if c.Disable != "" {
+		if _, err := s.exec(ctx, tx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated = ? WHERE id = ?`,
+			c.Disable, nanos(a.Started.Add(a.Duration)), a.EndpointID); err != nil {
+			return false, err
+		}
+	}
+	for _, ev := range c.Notices {
+		if _, err := s.insertEvent(ctx, tx, ev, []string{c.NoticeEndpoint}); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 func (s *sqlStore) NextDue(ctx context.Context) (time.Time, bool, error) {

@@ -48,14 +48,22 @@ type Store interface {
 	// the endpoint whose event was created in [since, until).
 	Recover(ctx context.Context, endpointID string, since, until, now time.Time) (int, error)
 
-	// Claim leases due deliveries of enabled endpoints.
+	// Claim leases due deliveries of enabled endpoints, the earliest
+	// due first. Leases, like completions, are written with relaxed
+	// durability: a lease lost to a power failure is harmless, the
+	// dispatcher that held it having stopped too.
 	Claim(ctx context.Context, r ClaimRequest) ([]*Job, error)
 	// Release gives back leases without an attempt.
 	Release(ctx context.Context, owner string, deliveryIDs []string) error
-	// Complete records an attempt and the delivery's new state, and
-	// releases the lease; ErrLeaseLost if owner no longer holds it (the
-	// attempt is not recorded then).
-	Complete(ctx context.Context, c *Completion) error
+	// Complete records attempts and their deliveries' new states, and
+	// releases the leases, all in one transaction. A completion whose
+	// owner no longer holds the lease is not recorded: its LeaseLost is
+	// set, and the error wraps ErrLeaseLost once the others are committed.
+	// A completion's durability may be relaxed (SQLite synchronous=NORMAL,
+	// PostgreSQL synchronous_commit off): one lost to a power failure is
+	// attempted again, which at-least-once allows; events are always
+	// stored with full durability.
+	Complete(ctx context.Context, cs ...*Completion) error
 	// NextDue returns when the earliest pending delivery of an enabled
 	// endpoint becomes claimable (ok false when there is none).
 	NextDue(ctx context.Context) (t time.Time, ok bool, err error)

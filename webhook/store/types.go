@@ -161,4 +161,7 @@ type Completion struct {
 	// delivered only to NoticeEndpoint.
 	Notices        []*Event
 	NoticeEndpoint string
+	// LeaseLost is set by Store.Complete when Owner no longer held the
+	// delivery's lease, so nothing was recorded.
+	LeaseLost bool
 }
