@@ -179,8 +179,10 @@ func paced(rate int, dur time.Duration, send func(i int, due time.Time)) int {
 }
 
 // latencyOutbox stores events at a fixed rate in s while a dispatcher
-// delivers them, and returns the enqueue→delivered latencies.
-func latencyOutbox(b *testing.B, s store.Store, rate int, dur time.Duration) []time.Duration {
+// delivers them, and returns the enqueue→delivered latencies. With hang,
+// every event also goes to a second endpoint that never answers (each
+// attempt to it ends at the 2 s timeout).
+func latencyOutbox(b *testing.B, s store.Store, rate int, dur time.Duration, hang bool) []time.Duration {
 	ctx := context.Background()
 	lat := make(chan time.Duration, rate*int(dur/time.Second)+16)
 	srv := latencyReceiver(b, lat)
@@ -189,7 +191,21 @@ func latencyOutbox(b *testing.B, s store.Store, rate int, dur time.Duration) []t
 	if err := s.CreateEndpoint(ctx, &store.Endpoint{ID: "ep_lat", URL: srv.URL, Enabled: true, Secrets: []store.Secret{{Secret: sec.String()}}, Created: now, Updated: now}); err != nil {
 		b.Fatal(err)
 	}
-	d, err := New(Config{Store: s, Addresses: loopback})
+	if hang {
+		stop := make(chan struct{})
+		hung := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
+		}))
+		defer hung.Close()
+		defer close(stop)
+		if err := s.CreateEndpoint(ctx, &store.Endpoint{ID: "ep_hang", URL: hung.URL, Enabled: true, Secrets: []store.Secret{{Secret: sec.String()}}, Created: now, Updated: now}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d, err := New(Config{Store: s, Addresses: loopback, Timeout: 2 * time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -266,12 +282,12 @@ func BenchmarkLatency(b *testing.B) {
 	var direct, lite, pg []time.Duration
 	for i := 0; i < b.N; i++ {
 		direct = append(direct, latencyDirect(b, rate, dur)...)
-		lite = append(lite, latencyOutbox(b, sqliteBench(b), rate, dur)...)
+		lite = append(lite, latencyOutbox(b, sqliteBench(b), rate, dur, false)...)
 		ps, err := store.Open(context.Background(), cluster.NewDatabase(b))
 		if err != nil {
 			b.Fatal(err)
 		}
-		pg = append(pg, latencyOutbox(b, ps, rate, dur)...)
+		pg = append(pg, latencyOutbox(b, ps, rate, dur, false)...)
 		ps.Close()
 	}
 	for _, r := range []struct {
@@ -282,4 +298,27 @@ func BenchmarkLatency(b *testing.B) {
 		b.ReportMetric(float64(quantile(r.v, 0.99).Microseconds())/1000, r.name+"-p99-ms")
 		b.Logf("%s: %d events at %d/s, p50 %v p99 %v", r.name, len(r.v), rate, quantile(r.v, 0.5), quantile(r.v, 0.99))
 	}
+}
+
+// BenchmarkIsolation: the enqueue→delivered latency of a fast endpoint
+// alone, and beside an endpoint that hangs until the timeout (every event
+// goes to both), in interleaved rounds on SQLite at a fixed rate (open
+// loop); p99-ratio is the p99 beside the hanging endpoint over the p99
+// alone (the target is at most 2).
+func BenchmarkIsolation(b *testing.B) {
+	rate, dur := benchRate()
+	var solo, beside []time.Duration
+	for i := 0; i < b.N; i++ {
+		solo = append(solo, latencyOutbox(b, sqliteBench(b), rate, dur, false)...)
+		beside = append(beside, latencyOutbox(b, sqliteBench(b), rate, dur, true)...)
+	}
+	for _, r := range []struct {
+		name string
+		v    []time.Duration
+	}{{"solo", solo}, {"beside-hang", beside}} {
+		b.ReportMetric(float64(quantile(r.v, 0.5).Microseconds())/1000, r.name+"-p50-ms")
+		b.ReportMetric(float64(quantile(r.v, 0.99).Microseconds())/1000, r.name+"-p99-ms")
+		b.Logf("%s: %d events at %d/s, p50 %v p99 %v", r.name, len(r.v), rate, quantile(r.v, 0.5), quantile(r.v, 0.99))
+	}
+	b.ReportMetric(float64(quantile(beside, 0.99))/float64(quantile(solo, 0.99)), "p99-ratio")
 }

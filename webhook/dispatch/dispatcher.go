@@ -136,8 +136,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 // DeliverDue claims and attempts every delivery due at the clock's now,
 // and waits for the attempts, repeating until nothing is due; it returns
-// how many attempts it made. It is Run's work without its waiting, for
-// tests that drive the clock.
+// how many deliveries it claimed (each attempted, unless released for
+// lack of lease, see Config.Lease). It is Run's work without its
+// waiting, for tests that drive the clock.
 func (d *Dispatcher) DeliverDue(ctx context.Context) (int, error) {
 	total := 0
 	for {
@@ -156,12 +157,15 @@ func (d *Dispatcher) DeliverDue(ctx context.Context) (int, error) {
 // when a rate-limited endpoint has a token again (zero if none waits).
 func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt time.Time, err error) {
 	now := d.cfg.Now()
-	perEndpoint := d.cfg.Concurrency + d.cfg.QueueDepth
+	// An endpoint is refilled once it holds no more than Concurrency
+	// deliveries, by up to QueueDepth + Concurrency - held: a claim asks
+	// for QueueDepth of each endpoint and skips those holding more.
+	perEndpoint := max(1, d.cfg.QueueDepth)
 	d.mu.Lock()
 	room := d.cfg.MaxInFlight - d.held
 	var skip []string
 	for id, ep := range d.endpoints {
-		if ep.held >= perEndpoint {
+		if ep.held > d.cfg.Concurrency {
 			skip = append(skip, id)
 			continue
 		}

@@ -323,3 +323,29 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueLeaseExpiry: deliveries that waited in their endpoint's queue
+// until too little of their lease is left are released unattempted (a
+// claim elsewhere may already be attempting them), and attempted later.
+func TestQueueLeaseExpiry(t *testing.T) {
+	s, c := sqliteStore(t), &clock{t: t0}
+	const lease = time.Minute
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		c.Set(c.Now().Add(lease)) // the first attempt takes the whole lease
+	}, status(200))
+	addEndpoint(t, s, "ep_1", rcv.URL, t0)
+	for range 3 {
+		addEvent(t, s, "t", t0)
+	}
+	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.Concurrency, cfg.QueueDepth, cfg.Lease = 1, 2, lease })
+	// The first claim queues 2 (QueueDepth); the first attempt uses up
+	// the lease, so the second is released; the next claim takes it and
+	// the third.
+	deliverDue(t, d, 4)
+	if n := len(rcv.requests()); n != 3 {
+		t.Fatalf("%d requests, want 3", n)
+	}
+	if st := d.Stats(); st.Expired != 1 || st.Attempts != 3 {
+		t.Fatalf("stats %+v, want 1 expired", st)
+	}
+}
