@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/brokerless/brokerless/webhook"
+	"github.com/brokerless/brokerless/webhook/store/pgtest"
 )
 
 // TestWebhookServeBadFlags: every bad flag value exits 2 naming the
@@ -163,11 +164,17 @@ func TestWebhookServeEndToEnd(t *testing.T) {
 // TestWebhookServeCrashSafety: 1,000 events are pending against a slow
 // receiver; the dispatcher process is SIGKILLed mid-delivery and
 // restarted on the same database: every event is delivered at least
-// once, each with its original webhook-id and a valid signature.
+// once, each with its original webhook-id and a valid signature. On
+// SQLite and on PostgreSQL.
 func TestWebhookServeCrashSafety(t *testing.T) {
 	if testing.Short() {
-		t.Skip("kills and restarts a dispatcher process (about 20 s)")
+		t.Skip("kills and restarts a dispatcher process (about 15 s per database)")
 	}
+	t.Run("sqlite", func(t *testing.T) { crashSafety(t, "sqlite:"+filepath.Join(t.TempDir(), "w.db")) })
+	t.Run("postgres", func(t *testing.T) { crashSafety(t, pgtest.Start(t).NewDatabase(t)) })
+}
+
+func crashSafety(t *testing.T, db string) {
 	const events = 1000
 	var (
 		mu      sync.Mutex
@@ -223,7 +230,6 @@ func TestWebhookServeCrashSafety(t *testing.T) {
 		}
 	}
 	defer release()
-	db := "sqlite:" + filepath.Join(t.TempDir(), "w.db")
 	args := []string{"webhook", "serve", "--listen", "127.0.0.1:0", "--db", db, "--allow-private", "127.0.0.0/8", "--timeout", "1s"}
 	first := startChild(t, "listening on", args...)
 	addr, tok := serveAddrRE.FindStringSubmatch(first.stderr.String()), serveTokenRE.FindStringSubmatch(first.stderr.String())
