@@ -7,13 +7,16 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/brokerless/brokerless/transport"
 	"github.com/brokerless/brokerless/webhook"
 	"github.com/brokerless/brokerless/webhook/api"
 	"github.com/brokerless/brokerless/webhook/dispatch"
+	"github.com/brokerless/brokerless/webhook/source"
 	"github.com/brokerless/brokerless/webhook/store"
 )
 
@@ -41,6 +44,13 @@ they never attempt the same delivery at the same time. A dispatcher that
 crashes loses nothing; its deliveries are attempted again once their
 lease (--timeout + 10s) expires.
 
+With --source, each record of a logd or Kafka topic, read by a consumer
+group, becomes an event: its type from the --source-type-header header
+(else --source-type), its data the record's payload (a JSON string when
+the payload is not JSON), its idempotency key TOPIC/PARTITION/OFFSET. The
+record's offset is committed only after its event is stored, so a crash
+in between loses nothing and makes no duplicate event.
+
 The API needs a bearer token. At first start (no token in the database)
 an admin token is created and printed once; only its SHA-256 is stored.
 Create and revoke others with POST and DELETE /v1/tokens.
@@ -59,7 +69,10 @@ brokerless webhook serve --allow-private 127.0.0.0/8 --listen 127.0.0.1:8080
 brokerless webhook serve --db 'postgres://webhook@db.internal/webhook?sslmode=require' --https-only
 
 # Operational events (endpoint.disabled, message.attempt.exhausted) to an endpoint of yours.
-brokerless webhook serve --notice-endpoint ep_01JDX8…`,
+brokerless webhook serve --notice-endpoint ep_01JDX8…
+
+# Each record of a logd topic becomes an event, typed by its "type" header.
+brokerless webhook serve --source logd://127.0.0.1:9092/orders --source-type order.event`,
 	run: runWebhookServe,
 }
 
@@ -76,6 +89,9 @@ type webhookServeOptions struct {
 	maxBody        int64
 	maxResponse    int
 	noticeEndpoint string
+	source         string
+	sourceType     string
+	typeHeader     string
 }
 
 func runWebhookServe(ctx context.Context, inv *invocation) error {
@@ -92,12 +108,22 @@ func runWebhookServe(ctx context.Context, inv *invocation) error {
 	fs.Int64Var(&o.maxBody, "max-body", api.DefaultMaxBodyBytes, "largest API request body, in bytes (larger gets 413)")
 	fs.IntVar(&o.maxResponse, "max-response", dispatch.DefaultMaxResponseBody, "bytes of each response body kept with its attempt")
 	fs.StringVar(&o.noticeEndpoint, "notice-endpoint", "", "endpoint ID that operational events (endpoint.disabled, message.attempt.exhausted) are delivered to")
+	fs.StringVar(&o.source, "source", "", "also make an event of each record of this log, read by a consumer group: logd://HOST:PORT/TOPIC or kafka://… (group brokerless-webhook unless ?group= names one)")
+	fs.StringVar(&o.sourceType, "source-type", source.DefaultType, "event type of a --source record without a type header")
+	fs.StringVar(&o.typeHeader, "source-type-header", source.DefaultTypeHeader, "record header holding the event type")
 	if err := inv.parse(fs); err != nil {
 		return err
 	}
 	policy, schedule, err := o.check()
 	if err != nil {
 		return err
+	}
+	var sub transport.Subscriber
+	if o.source != "" {
+		if sub, err = openSource(ctx, o.source); err != nil {
+			return err
+		}
+		defer sub.Close()
 	}
 	disableAfter := o.disableAfter
 	if disableAfter == 0 {
@@ -144,18 +170,32 @@ func runWebhookServe(ctx context.Context, inv *invocation) error {
 	if token != "" {
 		fmt.Fprintf(inv.err, "webhook serve: admin token (shown once, stored hashed): %s\n", token)
 	}
+	if sub != nil {
+		fmt.Fprintf(inv.err, "webhook serve: events from %s\n", o.source)
+	}
 	fmt.Fprintf(inv.err, "webhook serve: listening on http://%s/ (API under /v1/, OpenAPI at /v1/openapi.json)\n", ln.Addr())
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	dispatched := make(chan error, 1)
 	go func() { dispatched <- d.Run(runCtx) }()
+	sourced := make(chan error, 1)
+	var srcStats source.Stats
+	if sub != nil {
+		go func() {
+			sourced <- source.Run(runCtx, source.Config{Subscriber: sub, Store: st, Type: o.sourceType, TypeHeader: o.typeHeader,
+				Notify: d.Notify, Logger: inv.log, Stats: &srcStats})
+		}()
+	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
+	srcDone := false
 	select {
 	case <-ctx.Done():
 	case err = <-served:
+	case err = <-sourced:
+		srcDone = true
 	}
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -165,6 +205,15 @@ func runWebhookServe(ctx context.Context, inv *invocation) error {
 	}
 	stop()
 	<-dispatched
+	if sub != nil && !srcDone {
+		if serr := <-sourced; err == nil {
+			err = serr
+		}
+	}
+	if sub != nil {
+		fmt.Fprintf(inv.err, "webhook serve: %d records read, %d events from them, %d already stored\n",
+			srcStats.Records.Load(), srcStats.Events.Load(), srcStats.Duplicates.Load())
+	}
 	s := d.Stats()
 	fmt.Fprintf(inv.err, "webhook serve: %d attempts, %d succeeded, %d failed, %d deliveries exhausted, %d endpoints disabled\n",
 		s.Attempts, s.Succeeded, s.Failed, s.Exhausted, s.Disabled)
@@ -215,6 +264,29 @@ func (o *webhookServeOptions) check() (webhook.AddressPolicy, []time.Duration, e
 		return policy, nil, usagef("--max-response %d: must be > 0", o.maxResponse)
 	}
 	return policy, schedule, nil
+}
+
+// openSource opens the --source log as a member of a consumer group
+// (brokerless-webhook unless the URL names one).
+func openSource(ctx context.Context, raw string) (transport.Subscriber, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "logd" && u.Scheme != "kafka") {
+		return nil, usagef("--source %s: want logd://HOST:PORT/TOPIC or kafka://HOST:PORT/TOPIC", raw)
+	}
+	q := u.Query()
+	if q.Get("group") == "" {
+		q.Set("group", "brokerless-webhook")
+		u.RawQuery = q.Encode()
+	}
+	sub, err := transport.OpenSubscriber(ctx, u.String())
+	if err != nil {
+		return nil, &oneLineError{fmt.Errorf("--source %s: %w", raw, err)}
+	}
+	if _, ok := sub.(transport.Acknowledger); !ok {
+		sub.Close()
+		return nil, usagef("--source %s: %v", raw, source.ErrNotAcknowledging)
+	}
+	return sub, nil
 }
 
 // redactDB hides a password in a database address.
