@@ -51,7 +51,6 @@ func (f *fakeLog) Ack(ctx context.Context, s transport.StreamID, seq uint64) err
 	return nil
 }
 
-
 func record(seq uint64, payload string, headers ...transport.Header) transport.Event {
 	return transport.Event{Kind: transport.EventMessage, Message: transport.Message{
 		Stream: transport.StreamID{Topic: "orders", Partition: 0}, Seq: seq, Payload: []byte(payload), Headers: headers}}
