@@ -41,6 +41,8 @@ func TestWebhookServeBadFlags(t *testing.T) {
 		{[]string{"--disable-after", "-1h"}, "--disable-after -1h"},
 		{[]string{"--timeout", "soon"}, "--timeout"},
 		{[]string{"--bogus"}, "--bogus"},
+		{[]string{"--source", "mcast://239.1.1.1:7000"}, "--source mcast://239.1.1.1:7000"},
+		{[]string{"--source", "logd://127.0.0.1:1/t?bogus=1"}, "--source logd://127.0.0.1:1/t?bogus=1"},
 	} {
 		args := append([]string{"webhook", "serve", "--db", db}, tc.args...)
 		if tc.args[0] == "--db" {
