@@ -177,7 +177,10 @@ func TestWebhookServeCrashSafety(t *testing.T) {
 }
 
 func crashSafety(t *testing.T, db string) {
-	const events = 1000
+	events := 1000
+	if raceEnabled {
+		events = 300 // pure-Go SQLite is some 50 times slower under -race
+	}
 	var (
 		mu      sync.Mutex
 		count   = map[string]int{}
@@ -196,7 +199,10 @@ func crashSafety(t *testing.T, db string) {
 		h := hold
 		held++
 		mu.Unlock()
-		holding <- struct{}{}
+		select {
+		case holding <- struct{}{}:
+		default:
+		}
 		select {
 		case <-h:
 		case <-r.Context().Done():
@@ -250,6 +256,7 @@ func crashSafety(t *testing.T, db string) {
 	verify = &webhook.Verifier{Secrets: []webhook.Secret{sec}}
 	// Post the events while the receiver holds every request.
 	sent := map[string]bool{}
+	posted := time.Now()
 	hc := &http.Client{Timeout: 30 * time.Second}
 	defer hc.CloseIdleConnections()
 	for i := range events {
@@ -269,8 +276,10 @@ func crashSafety(t *testing.T, db string) {
 		}
 		sent[string(id[1])] = true
 	}
+	t.Logf("%d events stored in %v", events, time.Since(posted))
 	release()
-	deadline := time.After(2 * time.Minute)
+	started := time.Now()
+	deadline := time.After(5 * time.Minute)
 	waitFor := func(n int) {
 		for i := 0; i < n; i++ {
 			select {
@@ -329,5 +338,5 @@ func crashSafety(t *testing.T, db string) {
 	if len(count) != events {
 		t.Fatalf("%d distinct events delivered, want %d", len(count), events)
 	}
-	t.Logf("%d delivered before the kill, %d duplicates (attempts in flight at the kill)", before, dups)
+	t.Logf("%d delivered before the kill, %d duplicates (attempts in flight at the kill), all delivered in %v", before, dups, time.Since(started))
 }
