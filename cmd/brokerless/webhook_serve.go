@@ -141,7 +141,7 @@ func runWebhookServe(ctx context.Context, inv *invocation) error {
 	defer client.CloseIdleConnections()
 	d, err := dispatch.New(dispatch.Config{
 		Store: st, Addresses: policy, Client: client, Timeout: o.timeout, Concurrency: o.concurrency,
-		MaxInFlight: max(dispatch.DefaultMaxInFlight, o.concurrency), MaxResponseBody: o.maxResponse, NoticeEndpoint: o.noticeEndpoint,
+		MaxInFlight: max(dispatch.DefaultMaxInFlight, o.concurrency+dispatch.DefaultQueueDepth), MaxResponseBody: o.maxResponse, NoticeEndpoint: o.noticeEndpoint,
 		Policy: dispatch.Policy{Schedule: schedule, DisableAfter: disableAfter}, Logger: inv.log,
 	})
 	if err != nil {

@@ -106,7 +106,8 @@ func TestWebhookServeEndToEnd(t *testing.T) {
 	exited := make(chan int, 1)
 	db := "sqlite:" + filepath.Join(t.TempDir(), "w.db")
 	go func() {
-		exited <- run(ctx, []string{"webhook", "serve", "--listen", "127.0.0.1:0", "--db", db, "--allow-private", "127.0.0.0/8"},
+		// --concurrency above the default in-flight cap (1024) raises the cap.
+		exited <- run(ctx, []string{"webhook", "serve", "--listen", "127.0.0.1:0", "--db", db, "--allow-private", "127.0.0.0/8", "--concurrency", "3000"},
 			stdio{in: strings.NewReader(""), out: io.Discard, err: errOut})
 	}()
 	select {
