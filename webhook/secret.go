@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 )
 
@@ -144,6 +145,19 @@ func (s Secret) String() string {
 		return PrivateKeyPrefix + std.EncodeToString(s.edKey.Seed())
 	default:
 		return ""
+	}
+}
+
+// LogValue keeps a Secret out of logs: log/slog records it as its kind
+// ("whsec_…" or "whsk_…"), never its value.
+func (s Secret) LogValue() slog.Value {
+	switch {
+	case s.hmacKey != nil:
+		return slog.StringValue(SymmetricPrefix + "…")
+	case s.edKey != nil:
+		return slog.StringValue(PrivateKeyPrefix + "…")
+	default:
+		return slog.StringValue("")
 	}
 }
 

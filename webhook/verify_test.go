@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	mrand "math/rand/v2"
 	"net/http"
 	"strings"
@@ -107,6 +108,11 @@ func TestSecretRoundTrip(t *testing.T) {
 	}
 	if p2, ok := priv.PublicKey(); !ok || p2.String() != pub.String() {
 		t.Fatal("Secret.PublicKey differs from NewAsymmetricSecret's")
+	}
+	var logged bytes.Buffer
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("x", "secret", s, "key", priv)
+	if strings.Contains(logged.String(), s.String()[6:]) || strings.Contains(logged.String(), priv.String()[5:]) || !strings.Contains(logged.String(), "secret=whsec_…") {
+		t.Fatalf("slog shows a secret: %s", logged.String())
 	}
 	if _, err := NewSecret(bytes.NewReader(make([]byte, 5))); err == nil {
 		t.Fatal("NewSecret from a short reader succeeded")
