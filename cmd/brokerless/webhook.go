@@ -4,6 +4,11 @@ package main
 // its help lists them. A subcommand is a file defining one command value
 // named "webhook NAME" plus one line here.
 var webhookCmds = []*command{
+	&webhookServeCmd,
+	&webhookSendCmd,
+	&webhookEndpointsAddCmd,
+	&webhookEndpointsListCmd,
+	&webhookEndpointsRemoveCmd,
 	&webhookListenCmd,
 	&webhookSignCmd,
 }
@@ -11,4 +16,5 @@ var webhookCmds = []*command{
 // webhookAbout is shown above the group's list of subcommands.
 const webhookAbout = `Webhooks signed as the Standard Webhooks specification defines them
 (webhook-id, webhook-timestamp, webhook-signature: v1,<HMAC-SHA256>),
-and the tools to send, receive and check them.`
+and the tools to send, receive and check them: a dispatcher with a
+durable outbox, retries and an HTTP API, and a receiver.`

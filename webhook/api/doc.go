@@ -1,0 +1,12 @@
+// Package api is the webhook dispatcher's HTTP JSON API under /v1/:
+// endpoints (create, list, get, update, delete, secret rotation with a
+// grace period, recovery of failed deliveries), events (create with an
+// optional idempotency key, list, get, deliveries with their attempts,
+// resend) and API tokens. Every route but /v1/openapi.json needs a bearer
+// token; tokens are stored as their SHA-256 and can be revoked.
+//
+// Bad requests get a 4xx with a JSON body {"error": "…"} and change
+// nothing: 401 without a valid token, 400 for malformed JSON, unknown
+// fields or invalid values, 404 for a missing object, 413 for a body
+// over MaxBodyBytes.
+package api

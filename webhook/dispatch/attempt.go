@@ -1,0 +1,117 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/brokerless/brokerless/webhook"
+	"github.com/brokerless/brokerless/webhook/store"
+)
+
+// drainLimit is how much of a response body past MaxResponseBody is read
+// (and discarded) so the connection can be reused.
+const drainLimit = 64 << 10
+
+// attempt makes one attempt of j and records it.
+func (d *Dispatcher) attempt(ctx context.Context, j *store.Job) {
+	start := d.cfg.Now()
+	o, response, errText := d.send(ctx, j)
+	if ctx.Err() != nil {
+		// Stopping: the attempt does not count; release the delivery so a
+		// restart (or another dispatcher) claims it at once.
+		d.release(ctx, []string{j.Delivery.ID})
+		return
+	}
+	end := d.cfg.Now()
+	n := j.Delivery.Attempts + 1
+	dec := d.cfg.Policy.Decide(start, n, o, j.Endpoint.FailingSince, d.cfg.Rand())
+	c := &store.Completion{
+		Owner: d.cfg.Owner,
+		Attempt: store.Attempt{ID: store.NewID("atmpt", start), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID,
+			Started: start, Duration: end.Sub(start), StatusCode: o.StatusCode, Error: errText, Response: response},
+		Status: dec.Status, NextAttempt: dec.NextAttempt, EndpointOK: dec.EndpointOK, Disable: dec.Disable,
+	}
+	notify := d.cfg.NoticeEndpoint != "" && j.Endpoint.ID != d.cfg.NoticeEndpoint
+	if dec.Disable != "" && j.Endpoint.Enabled {
+		d.stats.disabled.Add(1)
+		d.cfg.Logger.Warn("webhook dispatcher: endpoint disabled", "endpoint", j.Endpoint.ID, "url", j.Endpoint.URL, "reason", dec.Disable)
+		if notify {
+			ev := endpointDisabled{EndpointID: j.Endpoint.ID, URL: j.Endpoint.URL, Reason: dec.Disable}
+			if !j.Endpoint.FailingSince.IsZero() {
+				fs := j.Endpoint.FailingSince.UTC()
+				ev.FailingSince = &fs
+			}
+			c.Notices = append(c.Notices, noticeEvent(NoticeEndpointDisabled, ev, end))
+		}
+	}
+	if dec.Exhausted {
+		d.stats.exhausted.Add(1)
+		if notify {
+			c.Notices = append(c.Notices, noticeEvent(NoticeAttemptExhausted, attemptExhausted{EventID: j.Event.ID, EventType: j.Event.Type,
+				EndpointID: j.Endpoint.ID, Attempts: n, LastCode: o.StatusCode, LastError: errText}, end))
+		}
+	}
+	if len(c.Notices) > 0 {
+		c.NoticeEndpoint = d.cfg.NoticeEndpoint
+	}
+	d.stats.attempts.Add(1)
+	if dec.Status == store.StatusSucceeded {
+		d.stats.succeeded.Add(1)
+	} else {
+		d.stats.failed.Add(1)
+	}
+	switch err := d.commits.commit(context.WithoutCancel(ctx), c); {
+	case c.LeaseLost:
+		d.stats.leaseLost.Add(1)
+		d.cfg.Logger.Warn("webhook dispatcher: lease lost before the attempt was recorded", "delivery", j.Delivery.ID)
+	case err != nil && !errors.Is(err, store.ErrLeaseLost):
+		// The lease expires and the delivery is attempted again: at least once.
+		d.stats.storeErrors.Add(1)
+		d.cfg.Logger.Warn("webhook dispatcher: recording an attempt", "delivery", j.Delivery.ID, "err", err)
+	}
+}
+
+// send POSTs the event to the endpoint, signed with its active secrets.
+// It returns the outcome, the start of the response body, and why there
+// was no response (empty when there was one).
+func (d *Dispatcher) send(ctx context.Context, j *store.Job) (Outcome, []byte, string) {
+	u, err := url.Parse(j.Endpoint.URL)
+	if err != nil {
+		return Outcome{}, nil, fmt.Sprintf("bad URL: %v", err)
+	}
+	if err := d.cfg.Addresses.CheckURL(u); err != nil {
+		return Outcome{}, nil, err.Error()
+	}
+	now := d.cfg.Now()
+	var secrets []webhook.Secret
+	for _, s := range j.Endpoint.Active(now) {
+		sec, err := webhook.ParseSecret(s)
+		if err != nil {
+			return Outcome{}, nil, fmt.Sprintf("endpoint secret: %v", err)
+		}
+		secrets = append(secrets, sec)
+	}
+	if len(secrets) == 0 {
+		return Outcome{}, nil, "the endpoint has no active secret"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(j.Event.Payload))
+	if err != nil {
+		return Outcome{}, nil, err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "brokerless-webhook")
+	webhook.SetHeaders(req.Header, j.Event.ID, now, j.Event.Payload, secrets...)
+	resp, err := d.cfg.Client.Do(req)
+	if err != nil {
+		return Outcome{}, nil, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(d.cfg.MaxResponseBody)))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
+	return Outcome{StatusCode: resp.StatusCode, RetryAfter: ParseRetryAfter(resp.Header.Get("Retry-After"), d.cfg.Now())}, body, ""
+}

@@ -1,0 +1,286 @@
+package dispatch
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/brokerless/brokerless/webhook/store"
+)
+
+// Dispatcher delivers due deliveries of a store.
+type Dispatcher struct {
+	cfg     Config
+	wake    chan struct{}
+	wg      sync.WaitGroup
+	commits committer
+
+	mu        sync.Mutex
+	endpoints map[string]*endpointState
+	held      int // deliveries claimed and not finished, in all
+
+	stats struct {
+		attempts, succeeded, failed, exhausted, disabled, leaseLost, expired, storeErrors atomic.Int64
+	}
+}
+
+// endpointState is what a dispatcher holds for one endpoint: its queue
+// of claimed deliveries, its workers and its rate limit.
+type endpointState struct {
+	queue   []claimed
+	held    int // queued or being attempted
+	running int // workers, at most Concurrency
+	bucket  *bucket
+}
+
+// claimed is a leased delivery and when the lease was taken.
+type claimed struct {
+	job *store.Job
+	at  time.Time
+}
+
+// Stats counts what a Dispatcher did.
+type Stats struct {
+	// Attempts made, and of them those that succeeded and failed.
+	Attempts, Succeeded, Failed int64
+	// Exhausted deliveries and Disabled endpoints.
+	Exhausted, Disabled int64
+	// LeaseLost counts attempts whose result came after the lease
+	// expired and another dispatcher claimed the delivery (their results
+	// are not recorded; the other dispatcher's attempt is).
+	LeaseLost int64
+	// Expired counts deliveries released unattempted because they waited
+	// in their endpoint's queue until too little of their lease was left.
+	Expired int64
+	// StoreErrors counts failed claims and completions.
+	StoreErrors int64
+}
+
+// New returns a Dispatcher; Run starts it.
+func New(cfg Config) (*Dispatcher, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), commits: committer{st: cfg.Store}, endpoints: map[string]*endpointState{}}, nil
+}
+
+// Stats returns the counters.
+func (d *Dispatcher) Stats() Stats {
+	s := &d.stats
+	return Stats{Attempts: s.attempts.Load(), Succeeded: s.succeeded.Load(), Failed: s.failed.Load(), Exhausted: s.exhausted.Load(),
+		Disabled: s.disabled.Load(), LeaseLost: s.leaseLost.Load(), Expired: s.expired.Load(), StoreErrors: s.storeErrors.Load()}
+}
+
+// Notify tells the dispatcher that deliveries may be due now (an event
+// was stored, an endpoint enabled), so it looks at once rather than at
+// its next poll.
+func (d *Dispatcher) Notify() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers until ctx is done, then waits for the attempts in flight,
+// which are cancelled with ctx and whose deliveries are released
+// unchanged for the next claim.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	defer d.wg.Wait()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		started, full, wakeAt, err := d.poll(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		now := d.cfg.Now()
+		wait := d.cfg.PollInterval
+		switch {
+		case err != nil:
+			d.stats.storeErrors.Add(1)
+			d.cfg.Logger.Warn("webhook dispatcher: claiming deliveries", "err", err)
+		case started > 0 && full:
+			// A full batch: there may be more due at once.
+			wait = 0
+		case started == 0:
+			// Nothing to do now: sleep until the next delivery is due
+			// (attempts that finish wake the loop).
+			if next, ok, err := d.cfg.Store.NextDue(ctx); err == nil && ok {
+				wait = min(wait, max(0, next.Sub(now)))
+			}
+			if !wakeAt.IsZero() {
+				wait = min(wait, max(0, wakeAt.Sub(now)))
+			}
+		default:
+			if !wakeAt.IsZero() {
+				wait = min(wait, max(0, wakeAt.Sub(now)))
+			}
+		}
+		if wait == 0 && started == 0 {
+			// Work is due but nothing could start (every endpoint that has
+			// some is full or rate limited): wait for a slot.
+			wait = d.cfg.PollInterval
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.wake:
+			timer.Stop() // (Go 1.23 timers: no stale tick after Stop)
+		case <-timer.C:
+		}
+	}
+}
+
+// DeliverDue claims and attempts every delivery due at the clock's now,
+// and waits for the attempts, repeating until nothing is due; it returns
+// how many deliveries it claimed (each attempted, unless released for
+// lack of lease, see Config.Lease). It is Run's work without its
+// waiting, for tests that drive the clock.
+func (d *Dispatcher) DeliverDue(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		started, _, _, err := d.poll(ctx)
+		d.wg.Wait()
+		total += started
+		if err != nil || started == 0 {
+			return total, err
+		}
+	}
+}
+
+// poll claims due deliveries of endpoints with room in their queue and
+// a rate token, and queues them, starting workers as slots allow. It
+// returns how many it queued, whether the claim was a full batch, and
+// when a rate-limited endpoint has a token again (zero if none waits).
+func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt time.Time, err error) {
+	now := d.cfg.Now()
+	// An endpoint is refilled once it holds no more than Concurrency
+	// deliveries, by up to QueueDepth + Concurrency - held: a claim asks
+	// for QueueDepth of each endpoint and skips those holding more.
+	perEndpoint := max(1, d.cfg.QueueDepth)
+	d.mu.Lock()
+	room := d.cfg.MaxInFlight - d.held
+	var skip []string
+	for id, ep := range d.endpoints {
+		if ep.held > d.cfg.Concurrency {
+			skip = append(skip, id)
+			continue
+		}
+		if ep.bucket != nil {
+			if ok, at := ep.bucket.ready(now); !ok {
+				skip = append(skip, id)
+				if wakeAt.IsZero() || at.Before(wakeAt) {
+					wakeAt = at
+				}
+			}
+		}
+	}
+	d.mu.Unlock()
+	if room <= 0 {
+		return 0, false, wakeAt, nil
+	}
+	limit := min(room, d.cfg.BatchSize)
+	jobs, err := d.cfg.Store.Claim(ctx, store.ClaimRequest{Owner: d.cfg.Owner, Now: now, Lease: d.cfg.Lease,
+		Limit: limit, PerEndpoint: perEndpoint, Skip: skip})
+	if err != nil {
+		return 0, false, wakeAt, err
+	}
+	var release []string
+	d.mu.Lock()
+	for _, j := range jobs {
+		if !d.admit(ctx, j, now) {
+			release = append(release, j.Delivery.ID)
+			continue
+		}
+		queued++
+	}
+	d.mu.Unlock()
+	d.release(ctx, release)
+	return queued, len(jobs) == limit, wakeAt, nil
+}
+
+// admit queues j if its endpoint has room and, when rate limited, a
+// token (taken), and starts a worker if a slot is free. d.mu is held.
+func (d *Dispatcher) admit(ctx context.Context, j *store.Job, now time.Time) bool {
+	id := j.Endpoint.ID
+	ep := d.endpoints[id]
+	if ep == nil {
+		ep = &endpointState{}
+		d.endpoints[id] = ep
+	}
+	if ep.held >= d.cfg.Concurrency+d.cfg.QueueDepth || d.held >= d.cfg.MaxInFlight {
+		return false
+	}
+	if rate := j.Endpoint.RateLimit; rate > 0 {
+		if ep.bucket == nil || ep.bucket.rate != rate {
+			ep.bucket = &bucket{rate: rate}
+		}
+		if !ep.bucket.take(now) {
+			return false
+		}
+	} else {
+		ep.bucket = nil
+	}
+	ep.queue = append(ep.queue, claimed{j, now})
+	ep.held++
+	d.held++
+	if ep.running < d.cfg.Concurrency {
+		ep.running++
+		d.wg.Add(1)
+		go d.work(ctx, id)
+	}
+	return true
+}
+
+// work attempts the deliveries queued for endpoint id, one at a time,
+// until its queue is empty.
+func (d *Dispatcher) work(ctx context.Context, id string) {
+	defer d.wg.Done()
+	for {
+		d.mu.Lock()
+		ep := d.endpoints[id]
+		if len(ep.queue) == 0 {
+			ep.running--
+			if ep.running == 0 && ep.held == 0 && ep.bucket == nil {
+				delete(d.endpoints, id)
+			}
+			d.mu.Unlock()
+			return
+		}
+		c := ep.queue[0]
+		ep.queue[0] = claimed{}
+		ep.queue = ep.queue[1:]
+		d.mu.Unlock()
+		// Start only with time left on the lease to finish and record the
+		// attempt; otherwise another claim may already be attempting it.
+		if d.cfg.Now().After(c.at.Add(d.cfg.Lease - d.cfg.Timeout - leaseMargin)) {
+			d.stats.expired.Add(1)
+			d.release(ctx, []string{c.job.Delivery.ID})
+		} else {
+			d.attempt(ctx, c.job)
+		}
+		d.mu.Lock()
+		ep.held--
+		d.held--
+		low := ep.held <= d.cfg.Concurrency
+		d.mu.Unlock()
+		if low {
+			// Its queue is running out: claim more.
+			d.Notify()
+		}
+	}
+}
+
+// release gives leases back, unattempted.
+func (d *Dispatcher) release(ctx context.Context, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	if err := d.cfg.Store.Release(context.WithoutCancel(ctx), d.cfg.Owner, ids); err != nil {
+		d.stats.storeErrors.Add(1)
+		d.cfg.Logger.Warn("webhook dispatcher: releasing deliveries", "err", err)
+	}
+}

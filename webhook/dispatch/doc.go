@@ -1,0 +1,22 @@
+// Package dispatch delivers the events of a webhook store to their
+// endpoints: at least once, from the durable outbox, signed per Standard
+// Webhooks with the same webhook-id on every attempt and a fresh
+// timestamp and signature each time.
+//
+// The decisions are a pure function (Policy.Decide) of the clock, the
+// attempt number, the response and a random number: the retry schedule
+// (immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h by default) with
+// ±20% jitter, Retry-After (a later retry, never an earlier one), only 2xx
+// as success, 3xx as a failure (never followed), 410 Gone disabling the
+// endpoint, and disabling an endpoint that has failed for longer than
+// DisableAfter.
+//
+// A Dispatcher claims due deliveries from the store, leasing them, and
+// runs each attempt in its own goroutine. Endpoints are isolated: each
+// has at most Concurrency attempts in flight and its own rate limit, and
+// a claim skips endpoints that are full, so an endpoint that hangs until
+// the timeout holds only its own slots while the others' deliveries go
+// on. Its backlog waits in the database, not in memory. A dispatcher
+// killed mid-attempt loses nothing: its leases expire and the
+// deliveries are claimed again.
+package dispatch

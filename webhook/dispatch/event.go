@@ -1,0 +1,55 @@
+package dispatch
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/brokerless/brokerless/webhook/store"
+)
+
+// envelope is the body of every delivery, as Standard Webhooks suggests:
+// the event's type, when it happened and its data.
+type envelope struct {
+	Type      string          `json:"type"`
+	Timestamp time.Time       `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// NewEvent returns an event with a new msg_ id whose payload is the
+// delivered body: {"type": typ, "timestamp": now, "data": data}. data
+// must be valid JSON.
+func NewEvent(typ string, data json.RawMessage, idempotencyKey string, now time.Time) *store.Event {
+	now = now.UTC().Truncate(time.Millisecond)
+	body, _ := json.Marshal(envelope{Type: typ, Timestamp: now, Data: data})
+	return &store.Event{ID: store.NewID("msg", now), Type: typ, Payload: body, IdempotencyKey: idempotencyKey, Created: now}
+}
+
+// Operational event types, delivered to Config.NoticeEndpoint.
+const (
+	// NoticeEndpointDisabled: an endpoint was disabled (410 Gone, or
+	// failing longer than DisableAfter).
+	NoticeEndpointDisabled = "endpoint.disabled"
+	// NoticeAttemptExhausted: a delivery failed for good.
+	NoticeAttemptExhausted = "message.attempt.exhausted"
+)
+
+type endpointDisabled struct {
+	EndpointID   string     `json:"endpointId"`
+	URL          string     `json:"url"`
+	Reason       string     `json:"reason"`
+	FailingSince *time.Time `json:"failingSince,omitempty"`
+}
+
+type attemptExhausted struct {
+	EventID    string `json:"msgId"`
+	EventType  string `json:"eventType"`
+	EndpointID string `json:"endpointId"`
+	Attempts   int    `json:"attempts"`
+	LastCode   int    `json:"lastResponseStatusCode"`
+	LastError  string `json:"lastError,omitempty"`
+}
+
+func noticeEvent(typ string, v any, now time.Time) *store.Event {
+	data, _ := json.Marshal(v)
+	return NewEvent(typ, data, "", now)
+}

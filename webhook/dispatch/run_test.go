@@ -1,0 +1,173 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/webhook/store"
+	"github.com/brokerless/brokerless/webhook/store/pgtest"
+)
+
+// counter is a receiver that counts the deliveries of each webhook-id
+// to each path (one per endpoint), fails the test if one is in two
+// requests at once, and signals each first delivery on fresh.
+type counter struct {
+	t        *testing.T
+	mu       sync.Mutex
+	count    map[string]int
+	inFlight map[string]bool
+	fresh    chan string
+	delay    time.Duration
+}
+
+func newCounter(t *testing.T, delay time.Duration) (*counter, *httptest.Server) {
+	c := &counter{t: t, count: map[string]int{}, inFlight: map[string]bool{}, fresh: make(chan string, 100000), delay: delay}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.URL.Path + " " + r.Header.Get("webhook-id")
+		c.mu.Lock()
+		if c.inFlight[id] {
+			c.t.Errorf("webhook-id %s (path, webhook-id) delivered twice at the same time", id)
+		}
+		c.inFlight[id] = true
+		c.mu.Unlock()
+		if c.delay > 0 {
+			time.Sleep(c.delay) // a receiver that takes its time
+		}
+		c.mu.Lock()
+		delete(c.inFlight, id)
+		c.count[id]++
+		first := c.count[id] == 1
+		c.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+		if first {
+			c.fresh <- id
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return c, srv
+}
+
+// await waits for n distinct ids.
+func (c *counter) await(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for i := range n {
+		select {
+		case <-c.fresh:
+		case <-deadline:
+			t.Fatalf("%d of %d events delivered before the deadline", i, n)
+		}
+	}
+}
+
+func run(t *testing.T, d *Dispatcher) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	return func() { cancel(); <-done }
+}
+
+// TestIsolation: an endpoint that hangs until the timeout holds only its
+// own Concurrency slots; every event to a fast endpoint beside it is
+// delivered while the slow one's first attempts are still hanging.
+func TestIsolation(t *testing.T) {
+	s := sqliteStore(t)
+	const events, concurrency = 50, 2
+	release := make(chan struct{})
+	var (
+		mu          sync.Mutex
+		hung, worst int
+	)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hung++
+		worst = max(worst, hung)
+		mu.Unlock()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		mu.Lock()
+		hung--
+		mu.Unlock()
+	}))
+	defer slow.Close()
+	defer close(release)
+	fast, fastSrv := newCounter(t, 0)
+	now := time.Now()
+	addEndpoint(t, s, "ep_slow", slow.URL, now)
+	addEndpoint(t, s, "ep_fast", fastSrv.URL, now)
+	for range events {
+		addEvent(t, s, "t", now)
+	}
+	d, err := New(Config{Store: s, Addresses: loopback, Timeout: time.Hour, Concurrency: concurrency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, d)
+	fast.await(t, events)
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if worst != concurrency {
+		t.Errorf("the hanging endpoint had up to %d attempts in flight, want %d", worst, concurrency)
+	}
+}
+
+// TestTwoDispatchersPostgres: two dispatchers on one PostgreSQL database
+// deliver every event once: never the same delivery twice at once, and
+// (every attempt succeeding) never twice at all.
+func TestTwoDispatchersPostgres(t *testing.T) {
+	cluster := pgtest.Start(t, "fsync=off")
+	const events = 300
+	open := func() store.Store {
+		s, err := store.Open(context.Background(), cluster.URL("postgres"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	s1, s2 := open(), open()
+	rcv, srv := newCounter(t, time.Millisecond)
+	now := time.Now()
+	addEndpoint(t, s1, "ep_1", srv.URL, now)
+	addEndpoint(t, s1, "ep_2", srv.URL+"/2", now)
+	for range events / 2 {
+		addEvent(t, s1, "t", now)
+	}
+	var ds []*Dispatcher
+	for i, s := range []store.Store{s1, s2} {
+		d, err := New(Config{Store: s, Addresses: loopback, Concurrency: 4, QueueDepth: 1, BatchSize: 10, Owner: fmt.Sprint("d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, d)
+		defer run(t, d)()
+	}
+	// Half the events go in while both dispatchers run.
+	for range events / 2 {
+		addEvent(t, s2, "t", time.Now())
+		ds[0].Notify()
+		ds[1].Notify()
+	}
+	rcv.await(t, 2*events)
+	for _, d := range ds {
+		t.Logf("%s: %+v", d.cfg.Owner, d.Stats())
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	for id, n := range rcv.count {
+		if n != 1 {
+			t.Errorf("%s delivered %d times, want once", id, n)
+		}
+	}
+	if ds[0].Stats().Attempts == 0 || ds[1].Stats().Attempts == 0 {
+		t.Errorf("one dispatcher did all the work: %+v %+v", ds[0].Stats(), ds[1].Stats())
+	}
+}

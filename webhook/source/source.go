@@ -1,0 +1,137 @@
+// Package source turns the records of a log (a logd or Kafka topic read
+// by a consumer group, through package transport) into webhook events.
+//
+// Each record becomes one event: its type from a header (or a default),
+// its data the record's payload (as it is when it is JSON, else as a JSON
+// string), and its idempotency key "TOPIC/PARTITION/OFFSET". A record is
+// acknowledged (its offset committed) only after its event is in the
+// outbox, so a crash between the two loses nothing, and the record read
+// again after the crash finds its event already stored: no duplicate.
+package source
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/webhook/dispatch"
+	"github.com/brokerless/brokerless/webhook/store"
+)
+
+// DefaultType is the event type of a record without a type header.
+const DefaultType = "log.record"
+
+// DefaultTypeHeader names the record header holding the event type.
+const DefaultTypeHeader = "type"
+
+// ErrNotAcknowledging is a subscriber that cannot acknowledge (not a
+// consumer group member): offsets could not be committed after the
+// outbox insert.
+var ErrNotAcknowledging = errors.New("source: the subscriber does not acknowledge (a consumer group is needed)")
+
+// Config configures Run.
+type Config struct {
+	// Subscriber reads the log; it must implement transport.Acknowledger.
+	Subscriber transport.Subscriber
+	// Store receives the events.
+	Store store.Store
+	// Type is the event type of records without TypeHeader (DefaultType).
+	Type string
+	// TypeHeader names the header holding a record's type (DefaultTypeHeader).
+	TypeHeader string
+	// Notify, if set, is called after each event stored (the dispatcher's Notify).
+	Notify func()
+	// Now is the clock (time.Now).
+	Now func() time.Time
+	// Logger gets gaps in the log (discarded by default).
+	Logger *slog.Logger
+	// Stats, if set, counts what Run did.
+	Stats *Stats
+}
+
+// Stats counts records read, events created, records whose event was
+// already stored (read again after a crash) and gaps in the log.
+type Stats struct {
+	Records, Events, Duplicates, Gaps atomic.Int64
+}
+
+// Run reads records and stores their events until ctx is done (it
+// returns nil then) or the subscriber or store fails.
+func Run(ctx context.Context, cfg Config) error {
+	ack, ok := cfg.Subscriber.(transport.Acknowledger)
+	if !ok {
+		return ErrNotAcknowledging
+	}
+	if cfg.Type == "" {
+		cfg.Type = DefaultType
+	}
+	if cfg.TypeHeader == "" {
+		cfg.TypeHeader = DefaultTypeHeader
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Stats == nil {
+		cfg.Stats = new(Stats)
+	}
+	for {
+		ev, err := cfg.Subscriber.Receive(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("source: %w", err)
+		}
+		switch ev.Kind {
+		case transport.EventMessage:
+			m := ev.Message
+			cfg.Stats.Records.Add(1)
+			created, err := cfg.Store.InsertEvent(ctx, Event(m, cfg.Type, cfg.TypeHeader, cfg.Now()))
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("source: storing the event of %s offset %d: %w", m.Stream, m.Seq, err)
+			}
+			if created {
+				cfg.Stats.Events.Add(1)
+				if cfg.Notify != nil {
+					cfg.Notify()
+				}
+			} else {
+				cfg.Stats.Duplicates.Add(1)
+			}
+			if err := ack.Ack(ctx, m.Stream, m.Seq); err != nil && ctx.Err() == nil {
+				return fmt.Errorf("source: acknowledging %s offset %d: %w", m.Stream, m.Seq, err)
+			}
+		case transport.EventGap:
+			cfg.Stats.Gaps.Add(1)
+			cfg.Logger.Warn("webhook source: records missing from the log, no events for them", "gap", ev.Gap.String())
+		}
+	}
+}
+
+// Event is the event of record m: type from header typeHeader (else
+// typ), data the payload (a JSON string when it is not JSON), and
+// idempotency key TOPIC/PARTITION/OFFSET.
+func Event(m transport.Message, typ, typeHeader string, now time.Time) *store.Event {
+	for _, h := range m.Headers {
+		if h.Key == typeHeader && len(h.Value) > 0 {
+			typ = string(h.Value)
+		}
+	}
+	data := json.RawMessage(m.Payload)
+	if !json.Valid(m.Payload) {
+		data, _ = json.Marshal(string(m.Payload))
+	}
+	key := fmt.Sprintf("%s/%d/%d", m.Stream.Topic, m.Stream.Partition, m.Seq)
+	return dispatch.NewEvent(typ, data, key, now)
+}

@@ -1,0 +1,136 @@
+package source
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/webhook/store"
+)
+
+// fakeLog is a subscriber replaying events, then blocking until ctx is
+// done; Ack checks the acknowledged record's event is already stored.
+type fakeLog struct {
+	t      *testing.T
+	st     store.Store
+	events []transport.Event
+	acked  chan uint64
+}
+
+func (f *fakeLog) Receive(ctx context.Context) (transport.Event, error) {
+	if len(f.events) == 0 {
+		<-ctx.Done()
+		return transport.Event{}, ctx.Err()
+	}
+	ev := f.events[0]
+	f.events = f.events[1:]
+	return ev, nil
+}
+
+func (f *fakeLog) Semantics() transport.Semantics { return transport.AtLeastOnce }
+func (f *fakeLog) Close() error                   { return nil }
+
+func (f *fakeLog) Ack(ctx context.Context, s transport.StreamID, seq uint64) error {
+	evs, err := f.st.ListEvents(ctx, time.Time{}, 100)
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, ev := range evs {
+		found = found || ev.IdempotencyKey == s.Topic+"/0/"+string(rune('0'+seq))
+	}
+	if !found {
+		f.t.Errorf("offset %d acknowledged before its event was stored", seq)
+	}
+	f.acked <- seq
+	return nil
+}
+
+func record(seq uint64, payload string, headers ...transport.Header) transport.Event {
+	return transport.Event{Kind: transport.EventMessage, Message: transport.Message{
+		Stream: transport.StreamID{Topic: "orders", Partition: 0}, Seq: seq, Payload: []byte(payload), Headers: headers}}
+}
+
+// TestRun: each record becomes one event (type from its header or the
+// default, JSON data kept, other payloads as a JSON string, key
+// topic/partition/offset), acknowledged after the event is stored; a
+// record read again stores nothing new; gaps are counted.
+func TestRun(t *testing.T) {
+	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	f := &fakeLog{t: t, st: st, acked: make(chan uint64, 10), events: []transport.Event{
+		record(1, `{"id":1}`, transport.Header{Key: "type", Value: []byte("order.placed")}),
+		record(2, `not json`),
+		{Kind: transport.EventGap, Gap: transport.Gap{Stream: transport.StreamID{Topic: "orders"}, From: 3, To: 4, Reason: transport.GapUnrecoverable}},
+		record(5, `{"id":5}`),
+		record(5, `{"id":5}`), // read again after a crash
+	}}
+	var stats Stats
+	notified := 0
+	acked := run(t, f, Config{Subscriber: f, Store: st, Type: "default.type", Stats: &stats, Notify: func() { notified++ }}, 4)
+	if want := []uint64{1, 2, 5, 5}; !slices.Equal(acked, want) {
+		t.Errorf("acknowledged %v, want %v", acked, want)
+	}
+	evs, _ := st.ListEvents(context.Background(), time.Time{}, 100)
+	byKey := map[string]*store.Event{}
+	for _, ev := range evs {
+		byKey[ev.IdempotencyKey] = ev
+	}
+	if len(evs) != 3 || byKey["orders/0/1"].Type != "order.placed" || byKey["orders/0/2"].Type != "default.type" {
+		t.Fatalf("events %+v", byKey)
+	}
+	var body struct{ Data json.RawMessage }
+	json.Unmarshal(byKey["orders/0/2"].Payload, &body)
+	if string(body.Data) != `"not json"` {
+		t.Errorf("non-JSON payload stored as %s", body.Data)
+	}
+	json.Unmarshal(byKey["orders/0/1"].Payload, &body)
+	if string(body.Data) != `{"id":1}` {
+		t.Errorf("JSON payload stored as %s", body.Data)
+	}
+	if stats.Events.Load() != 3 || stats.Duplicates.Load() != 1 || stats.Gaps.Load() != 1 || notified != 3 {
+		t.Errorf("stats events %d duplicates %d gaps %d, notified %d", stats.Events.Load(), stats.Duplicates.Load(), stats.Gaps.Load(), notified)
+	}
+}
+
+// run runs Run until n records are acknowledged, and returns their offsets.
+func run(t *testing.T, f *fakeLog, cfg Config, n int) []uint64 {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	var acked []uint64
+	deadline := time.After(30 * time.Second)
+	for len(acked) < n {
+		select {
+		case seq := <-f.acked:
+			acked = append(acked, seq)
+		case err := <-done:
+			cancel()
+			t.Fatalf("Run ended: %v", err)
+		case <-deadline:
+			cancel()
+			t.Fatalf("acknowledged %v", acked)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return acked
+}
+
+func TestRunNeedsAcknowledger(t *testing.T) {
+	type onlySub struct{ transport.Subscriber }
+	if err := Run(context.Background(), Config{Subscriber: onlySub{}}); !errors.Is(err, ErrNotAcknowledging) {
+		t.Fatalf("got %v", err)
+	}
+}

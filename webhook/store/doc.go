@@ -1,0 +1,22 @@
+// Package store is the webhook dispatcher's durable state: endpoints,
+// events (the outbox), deliveries with their attempts, and API tokens.
+//
+// One implementation of Store runs on database/sql with two dialects:
+// SQLite (modernc.org/sqlite, pure Go, one file, the default) and
+// PostgreSQL (github.com/jackc/pgx/v5), for several dispatchers sharing
+// one database. Open picks the dialect from the address ("sqlite:PATH" or
+// "postgres://…"). Both pass the suite in package storetest.
+//
+// An event and its deliveries (one per matching, enabled endpoint) are
+// written in one transaction: once InsertEvent returns, the event is
+// delivered at least once, whatever happens to the process. Dispatchers
+// take due deliveries with Claim, which leases them to one owner until
+// the lease expires: on PostgreSQL with SELECT … FOR UPDATE SKIP LOCKED,
+// so dispatchers on one database never hold the same delivery at once;
+// on SQLite every write goes through one connection. A dispatcher that
+// dies holding a lease loses it when it expires, and another (or its own
+// restart) claims the delivery again, with the same event id.
+//
+// Times are stored as Unix nanoseconds (0 for none) and booleans as
+// integers, so the two dialects share their queries.
+package store

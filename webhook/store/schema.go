@@ -1,0 +1,114 @@
+package store
+
+import (
+	"strconv"
+	"strings"
+)
+
+// schema creates the tables; {blob} is the dialect's byte-string type.
+const schema = `
+CREATE TABLE IF NOT EXISTS endpoints (
+	id TEXT PRIMARY KEY,
+	url TEXT NOT NULL,
+	description TEXT NOT NULL,
+	event_types TEXT NOT NULL,
+	secrets TEXT NOT NULL,
+	rate_limit INTEGER NOT NULL,
+	enabled INTEGER NOT NULL,
+	disabled_reason TEXT NOT NULL,
+	failing_since BIGINT NOT NULL,
+	created BIGINT NOT NULL,
+	updated BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+	id TEXT PRIMARY KEY,
+	type TEXT NOT NULL,
+	payload {blob} NOT NULL,
+	idempotency_key TEXT,
+	created BIGINT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS events_idempotency ON events (idempotency_key);
+CREATE INDEX IF NOT EXISTS events_created ON events (created);
+CREATE TABLE IF NOT EXISTS deliveries (
+	id TEXT PRIMARY KEY,
+	event_id TEXT NOT NULL REFERENCES events (id),
+	endpoint_id TEXT NOT NULL REFERENCES endpoints (id),
+	status TEXT NOT NULL,
+	attempts INTEGER NOT NULL,
+	next_attempt BIGINT NOT NULL,
+	lease_owner TEXT NOT NULL,
+	lease_until BIGINT NOT NULL,
+	last_code INTEGER NOT NULL,
+	created BIGINT NOT NULL,
+	updated BIGINT NOT NULL,
+	UNIQUE (event_id, endpoint_id)
+);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_attempt, id);
+CREATE INDEX IF NOT EXISTS deliveries_endpoint ON deliveries (endpoint_id, status);
+CREATE TABLE IF NOT EXISTS attempts (
+	id TEXT PRIMARY KEY,
+	delivery_id TEXT NOT NULL REFERENCES deliveries (id),
+	event_id TEXT NOT NULL,
+	endpoint_id TEXT NOT NULL,
+	started BIGINT NOT NULL,
+	duration BIGINT NOT NULL,
+	status_code INTEGER NOT NULL,
+	error TEXT NOT NULL,
+	response {blob} NOT NULL,
+	outcome TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS attempts_event ON attempts (event_id, started);
+CREATE INDEX IF NOT EXISTS attempts_delivery ON attempts (delivery_id);
+CREATE TABLE IF NOT EXISTS tokens (
+	id TEXT PRIMARY KEY,
+	name TEXT NOT NULL,
+	hash {blob} NOT NULL UNIQUE,
+	created BIGINT NOT NULL,
+	revoked BIGINT NOT NULL
+);
+`
+
+// dialect is what differs between SQLite and PostgreSQL.
+type dialect struct {
+	name string
+	// blob is the byte-string column type.
+	blob string
+	// lock follows the claim's candidate select: row locks that skip
+	// rows another dispatcher holds.
+	lock string
+	// dollar numbers placeholders $1, $2… instead of ?.
+	dollar bool
+	// relax and unrelax are run on the connection around a completion
+	// transaction, relaxLocal inside it: commits that need not survive a
+	// power failure (see Store.Complete).
+	relax, unrelax, relaxLocal string
+	// schemaLock, run first in the schema transaction, keeps dispatchers
+	// starting together from creating the tables twice.
+	schemaLock string
+}
+
+var (
+	sqliteDialect = dialect{name: "sqlite", blob: "BLOB",
+		relax: "PRAGMA synchronous = NORMAL", unrelax: "PRAGMA synchronous = FULL"}
+	postgresDialect = dialect{name: "postgres", blob: "BYTEA", lock: " FOR UPDATE SKIP LOCKED", dollar: true,
+		relaxLocal: "SET LOCAL synchronous_commit = off", schemaLock: "SELECT pg_advisory_xact_lock(7406190209)"}
+)
+
+// rebind rewrites ? placeholders for the dialect.
+func (d dialect) rebind(q string) string {
+	if !d.dollar {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range q {
+		if c == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

@@ -1,0 +1,216 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// sqlStore is Store on database/sql.
+type sqlStore struct {
+	db *sql.DB
+	d  dialect
+}
+
+var _ Store = (*sqlStore)(nil)
+
+func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) {
+	s := &sqlStore{db: db, d: d}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if d.schemaLock != "" {
+			if _, err := tx.ExecContext(ctx, d.schemaLock); err != nil {
+				return err
+			}
+		}
+		for _, stmt := range strings.Split(strings.ReplaceAll(schema, "{blob}", d.blob), ";") {
+			if strings.TrimSpace(stmt) == "" {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("store: creating the schema: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *sqlStore) Close() error { return s.db.Close() }
+
+// tx runs f in a transaction, committing when it returns nil.
+func (s *sqlStore) tx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// querier is what *sql.DB and *sql.Tx share.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (s *sqlStore) exec(ctx context.Context, q querier, query string, args ...any) (int64, error) {
+	res, err := q.ExecContext(ctx, s.d.rebind(query), args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// placeholders returns "?, ?, …" for n values.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// Endpoints.
+
+const endpointColumns = `e.id, e.url, e.description, e.event_types, e.secrets, e.rate_limit, e.enabled, e.disabled_reason, e.failing_since, e.created, e.updated`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanEndpoint(r scanner, e *Endpoint) error {
+	var (
+		types, secrets                 string
+		enabled                        int
+		failingSince, created, updated int64
+	)
+	if err := r.Scan(&e.ID, &e.URL, &e.Description, &types, &secrets, &e.RateLimit, &enabled, &e.DisabledReason, &failingSince, &created, &updated); err != nil {
+		return err
+	}
+	return decodeEndpoint(e, types, secrets, enabled, failingSince, created, updated)
+}
+
+// decodeEndpoint fills the fields of e stored as JSON, integers and nanoseconds.
+func decodeEndpoint(e *Endpoint, types, secrets string, enabled int, failingSince, created, updated int64) error {
+	e.Enabled = enabled != 0
+	e.FailingSince, e.Created, e.Updated = fromNanos(failingSince), fromNanos(created), fromNanos(updated)
+	e.EventTypes, e.Secrets = nil, nil
+	if err := json.Unmarshal([]byte(types), &e.EventTypes); err != nil {
+		return fmt.Errorf("store: endpoint %s: event types: %w", e.ID, err)
+	}
+	if err := json.Unmarshal([]byte(secrets), &e.Secrets); err != nil {
+		return fmt.Errorf("store: endpoint %s: secrets: %w", e.ID, err)
+	}
+	return nil
+}
+
+func endpointJSON(e *Endpoint) (types, secrets string) {
+	t, _ := json.Marshal(nonNil(e.EventTypes))
+	sec, _ := json.Marshal(nonNil(e.Secrets))
+	return string(t), string(sec)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func (s *sqlStore) CreateEndpoint(ctx context.Context, e *Endpoint) error {
+	types, secrets := endpointJSON(e)
+	_, err := s.exec(ctx, s.db, `INSERT INTO endpoints (id, url, description, event_types, secrets, rate_limit, enabled, disabled_reason, failing_since, created, updated)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.ID, e.URL, e.Description, types, secrets, e.RateLimit, boolInt(e.Enabled), e.DisabledReason, nanos(e.FailingSince), nanos(e.Created), nanos(e.Updated))
+	return err
+}
+
+func (s *sqlStore) GetEndpoint(ctx context.Context, id string) (*Endpoint, error) {
+	e := new(Endpoint)
+	err := scanEndpoint(s.db.QueryRowContext(ctx, s.d.rebind(`SELECT `+endpointColumns+` FROM endpoints e WHERE e.id = ?`), id), e)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: endpoint %s", ErrNotFound, id)
+	}
+	return e, err
+}
+
+func (s *sqlStore) ListEndpoints(ctx context.Context) ([]*Endpoint, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+endpointColumns+` FROM endpoints e ORDER BY e.id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var list []*Endpoint
+	for rows.Next() {
+		e := new(Endpoint)
+		if err := scanEndpoint(rows, e); err != nil {
+			return nil, err
+		}
+		list = append(list, e)
+	}
+	return list, rows.Err()
+}
+
+func (s *sqlStore) UpdateEndpoint(ctx context.Context, e *Endpoint) error {
+	types, secrets := endpointJSON(e)
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		n, err := s.exec(ctx, tx, `UPDATE endpoints SET url = ?, description = ?, event_types = ?, secrets = ?, rate_limit = ?, enabled = ?,
+			disabled_reason = ?, failing_since = ?, updated = ? WHERE id = ?`,
+			e.URL, e.Description, types, secrets, e.RateLimit, boolInt(e.Enabled), e.DisabledReason, nanos(e.FailingSince), nanos(e.Updated), e.ID)
+		if err == nil && n == 0 {
+			err = fmt.Errorf("%w: endpoint %s", ErrNotFound, e.ID)
+		}
+		if err != nil {
+			return err
+		}
+		from, to := StatusPending, StatusPaused
+		if e.Enabled {
+			from, to = to, from
+		}
+		_, err = s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`, to, e.ID, from)
+		return err
+	})
+}
+
+func (s *sqlStore) DeleteEndpoint(ctx context.Context, id string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := s.exec(ctx, tx, `DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE endpoint_id = ?)`, id); err != nil {
+			return err
+		}
+		if _, err := s.exec(ctx, tx, `DELETE FROM deliveries WHERE endpoint_id = ?`, id); err != nil {
+			return err
+		}
+		n, err := s.exec(ctx, tx, `DELETE FROM endpoints WHERE id = ?`, id)
+		if err == nil && n == 0 {
+			err = fmt.Errorf("%w: endpoint %s", ErrNotFound, id)
+		}
+		return err
+	})
+}

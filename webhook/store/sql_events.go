@@ -1,0 +1,216 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+func (s *sqlStore) InsertEvent(ctx context.Context, ev *Event, targets ...string) (bool, error) {
+	created := false
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		created, err = s.insertEvent(ctx, tx, ev, targets)
+		return err
+	})
+	return created, err
+}
+
+// insertEvent is InsertEvent inside tx.
+func (s *sqlStore) insertEvent(ctx context.Context, tx *sql.Tx, ev *Event, targets []string) (bool, error) {
+	var key any
+	if ev.IdempotencyKey != "" {
+		key = ev.IdempotencyKey
+	}
+	n, err := s.exec(ctx, tx, `INSERT INTO events (id, type, payload, idempotency_key, created) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (idempotency_key) DO NOTHING`, ev.ID, ev.Type, ev.Payload, key, nanos(ev.Created))
+	if err != nil {
+		return false, err
+	}
+	if n == 0 {
+		row := tx.QueryRowContext(ctx, s.d.rebind(`SELECT id, type, payload, idempotency_key, created FROM events WHERE idempotency_key = ?`), ev.IdempotencyKey)
+		return false, scanEvent(row, ev)
+	}
+	var ids []string
+	if len(targets) > 0 {
+		args := make([]any, len(targets))
+		for i, t := range targets {
+			args[i] = t
+		}
+		rows, err := tx.QueryContext(ctx, s.d.rebind(`SELECT id FROM endpoints WHERE enabled = 1 AND id IN (`+placeholders(len(targets))+`)`), args...)
+		if err != nil {
+			return false, err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return false, err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return false, err
+		}
+	} else {
+		rows, err := tx.QueryContext(ctx, `SELECT `+endpointColumns+` FROM endpoints e WHERE e.enabled = 1`)
+		if err != nil {
+			return false, err
+		}
+		for rows.Next() {
+			var e Endpoint
+			if err := scanEndpoint(rows, &e); err != nil {
+				rows.Close()
+				return false, err
+			}
+			if e.Accepts(ev.Type) {
+				ids = append(ids, e.ID)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return false, err
+		}
+	}
+	at := nanos(ev.Created)
+	for _, id := range ids {
+		if _, err := s.exec(ctx, tx, `INSERT INTO deliveries (id, event_id, endpoint_id, status, attempts, next_attempt, lease_owner, lease_until, last_code, created, updated)
+			VALUES (?, ?, ?, ?, 0, ?, '', 0, 0, ?, ?)`, NewID("dlv", ev.Created), ev.ID, id, StatusPending, at, at, at); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func scanEvent(r scanner, ev *Event) error {
+	var (
+		key     sql.NullString
+		created int64
+	)
+	if err := r.Scan(&ev.ID, &ev.Type, &ev.Payload, &key, &created); err != nil {
+		return err
+	}
+	ev.IdempotencyKey, ev.Created = key.String, fromNanos(created)
+	return nil
+}
+
+func (s *sqlStore) GetEvent(ctx context.Context, id string) (*Event, error) {
+	ev := new(Event)
+	err := scanEvent(s.db.QueryRowContext(ctx, s.d.rebind(`SELECT id, type, payload, idempotency_key, created FROM events WHERE id = ?`), id), ev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: event %s", ErrNotFound, id)
+	}
+	return ev, err
+}
+
+func (s *sqlStore) ListEvents(ctx context.Context, before time.Time, limit int) ([]*Event, error) {
+	b := nanos(before)
+	if before.IsZero() {
+		b = 1<<63 - 1
+	}
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT id, type, payload, idempotency_key, created FROM events WHERE created < ? ORDER BY created DESC, id DESC LIMIT ?`), b, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var list []*Event
+	for rows.Next() {
+		ev := new(Event)
+		if err := scanEvent(rows, ev); err != nil {
+			return nil, err
+		}
+		list = append(list, ev)
+	}
+	return list, rows.Err()
+}
+
+const deliveryColumns = `d.id, d.event_id, d.endpoint_id, d.status, d.attempts, d.next_attempt, d.last_code, d.created, d.updated`
+
+func scanDelivery(r scanner, d *Delivery) error {
+	var next, created, updated int64
+	if err := r.Scan(&d.ID, &d.EventID, &d.EndpointID, &d.Status, &d.Attempts, &next, &d.LastCode, &created, &updated); err != nil {
+		return err
+	}
+	d.NextAttempt, d.Created, d.Updated = fromNanos(next), fromNanos(created), fromNanos(updated)
+	return nil
+}
+
+func (s *sqlStore) ListDeliveries(ctx context.Context, eventID string) ([]*Delivery, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT `+deliveryColumns+` FROM deliveries d WHERE d.event_id = ? ORDER BY d.endpoint_id`), eventID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var list []*Delivery
+	for rows.Next() {
+		d := new(Delivery)
+		if err := scanDelivery(rows, d); err != nil {
+			return nil, err
+		}
+		list = append(list, d)
+	}
+	return list, rows.Err()
+}
+
+func (s *sqlStore) ListAttempts(ctx context.Context, eventID string) ([]*Attempt, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome
+		FROM attempts WHERE event_id = ? ORDER BY started, id`), eventID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var list []*Attempt
+	for rows.Next() {
+		a := new(Attempt)
+		var started, duration int64
+		if err := rows.Scan(&a.ID, &a.DeliveryID, &a.EventID, &a.EndpointID, &started, &duration, &a.StatusCode, &a.Error, &a.Response, &a.Outcome); err != nil {
+			return nil, err
+		}
+		a.Started, a.Duration = fromNanos(started), time.Duration(duration)
+		list = append(list, a)
+	}
+	return list, rows.Err()
+}
+
+func (s *sqlStore) Resend(ctx context.Context, eventID, endpointID string, now time.Time) (int, error) {
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var one int
+		if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT 1 FROM events WHERE id = ?`), eventID).Scan(&one); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("%w: event %s", ErrNotFound, eventID)
+			}
+			return err
+		}
+		t := nanos(now)
+		var err error
+		if endpointID == "" {
+			n, err = s.exec(ctx, tx, `UPDATE deliveries SET status = ?, attempts = 0, next_attempt = ?, updated = ? WHERE event_id = ?`,
+				StatusPending, t, t, eventID)
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT 1 FROM endpoints WHERE id = ?`), endpointID).Scan(&one); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("%w: endpoint %s", ErrNotFound, endpointID)
+			}
+			return err
+		}
+		n, err = s.exec(ctx, tx, `INSERT INTO deliveries (id, event_id, endpoint_id, status, attempts, next_attempt, lease_owner, lease_until, last_code, created, updated)
+			VALUES (?, ?, ?, ?, 0, ?, '', 0, 0, ?, ?)
+			ON CONFLICT (event_id, endpoint_id) DO UPDATE SET status = excluded.status, attempts = 0, next_attempt = excluded.next_attempt, updated = excluded.updated`,
+			NewID("dlv", now), eventID, endpointID, StatusPending, t, t, t)
+		return err
+	})
+	return int(n), err
+}
+
+func (s *sqlStore) Recover(ctx context.Context, endpointID string, since, until, now time.Time) (int, error) {
+	t := nanos(now)
+	n, err := s.exec(ctx, s.db, `UPDATE deliveries SET status = ?, attempts = 0, next_attempt = ?, updated = ?
+		WHERE endpoint_id = ? AND status = ? AND event_id IN (SELECT id FROM events WHERE created >= ? AND created < ?)`,
+		StatusPending, t, t, endpointID, StatusFailed, since.UnixNano(), until.UnixNano())
+	return int(n), err
+}

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors.
+var (
+	// ErrNotFound is a missing endpoint, event, delivery or token.
+	ErrNotFound = errors.New("store: not found")
+	// ErrLeaseLost is a completion from an owner whose lease expired and
+	// was taken by another claim.
+	ErrLeaseLost = errors.New("store: lease lost")
+	// ErrBadAddress is a database address Open does not understand.
+	ErrBadAddress = errors.New("store: bad database address")
+)
+
+// Store is the dispatcher's durable state. Every method is safe for
+// concurrent use.
+type Store interface {
+	CreateEndpoint(ctx context.Context, e *Endpoint) error
+	GetEndpoint(ctx context.Context, id string) (*Endpoint, error)
+	ListEndpoints(ctx context.Context) ([]*Endpoint, error)
+	// UpdateEndpoint writes every field but ID and Created. Disabling an
+	// endpoint pauses its pending deliveries; enabling it makes them
+	// pending again.
+	UpdateEndpoint(ctx context.Context, e *Endpoint) error
+	// DeleteEndpoint removes the endpoint and its deliveries.
+	DeleteEndpoint(ctx context.Context, id string) error
+
+	// InsertEvent stores ev and one pending delivery, due at ev.Created,
+	// for each enabled endpoint whose filter accepts its type (or only
+	// for the endpoints listed in targets, when given). When an event with
+	// the same IdempotencyKey exists, it fills ev with that event and
+	// returns created false.
+	InsertEvent(ctx context.Context, ev *Event, targets ...string) (created bool, err error)
+	GetEvent(ctx context.Context, id string) (*Event, error)
+	// ListEvents returns up to limit events, newest first, created
+	// before before (zero: any).
+	ListEvents(ctx context.Context, before time.Time, limit int) ([]*Event, error)
+	ListDeliveries(ctx context.Context, eventID string) ([]*Delivery, error)
+	ListAttempts(ctx context.Context, eventID string) ([]*Attempt, error)
+	// Resend makes the event's deliveries (to endpointID only, if given)
+	// pending and due at now, creating the delivery to endpointID if it
+	// has none; it returns how many deliveries it scheduled.
+	Resend(ctx context.Context, eventID, endpointID string, now time.Time) (int, error)
+	// Recover makes pending again, due at now, every failed delivery to
+	// the endpoint whose event was created in [since, until).
+	Recover(ctx context.Context, endpointID string, since, until, now time.Time) (int, error)
+
+	// Claim leases due deliveries of enabled endpoints, the earliest
+	// due first. Leases, like completions, are written with relaxed
+	// durability: a lease lost to a power failure is harmless, the
+	// dispatcher that held it having stopped too.
+	Claim(ctx context.Context, r ClaimRequest) ([]*Job, error)
+	// Release gives back leases without an attempt.
+	Release(ctx context.Context, owner string, deliveryIDs []string) error
+	// Complete records attempts and their deliveries' new states, and
+	// releases the leases, all in one transaction. A completion whose
+	// owner no longer holds the lease is not recorded: its LeaseLost is
+	// set, and the error wraps ErrLeaseLost once the others are committed.
+	// A completion's durability may be relaxed (SQLite synchronous=NORMAL,
+	// PostgreSQL synchronous_commit off): one lost to a power failure is
+	// attempted again, which at-least-once allows; events are always
+	// stored with full durability.
+	Complete(ctx context.Context, cs ...*Completion) error
+	// NextDue returns when the earliest pending delivery of an enabled
+	// endpoint becomes claimable (ok false when there is none).
+	NextDue(ctx context.Context) (t time.Time, ok bool, err error)
+
+	CreateToken(ctx context.Context, t *Token) error
+	// TokenByHash returns the unrevoked token with this hash.
+	TokenByHash(ctx context.Context, hash []byte) (*Token, error)
+	ListTokens(ctx context.Context) ([]*Token, error)
+	RevokeToken(ctx context.Context, id string, now time.Time) error
+
+	Close() error
+}

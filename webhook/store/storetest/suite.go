@@ -1,0 +1,503 @@
+// Package storetest is the conformance suite every store.Store passes:
+// the SQLite and the PostgreSQL dialects run the same tests.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/webhook/store"
+)
+
+// Open returns an empty store, closed when t ends.
+type Open func(t *testing.T) store.Store
+
+// Run runs every test of the suite on stores from open.
+func Run(t *testing.T, open Open) {
+	tests := []struct {
+		name string
+		f    func(*testing.T, store.Store)
+	}{
+		{"Endpoints", testEndpoints},
+		{"FanOut", testFanOut},
+		{"Idempotency", testIdempotency},
+		{"ClaimLease", testClaimLease},
+		{"ClaimPerEndpoint", testClaimPerEndpoint},
+		{"Complete", testComplete},
+		{"Notices", testNotices},
+		{"ResendRecover", testResendRecover},
+		{"Tokens", testTokens},
+		{"ConcurrentClaims", testConcurrentClaims},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.f(t, open(t)) })
+	}
+}
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+func endpoint(t *testing.T, s store.Store, id string, types ...string) *store.Endpoint {
+	t.Helper()
+	e := &store.Endpoint{ID: id, URL: "http://127.0.0.1:1/" + id, EventTypes: types, Enabled: true,
+		Secrets: []store.Secret{{Secret: "whsec_" + id}}, Created: t0, Updated: t0}
+	if err := s.CreateEndpoint(ctx(t), e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func event(t *testing.T, s store.Store, id, typ string, at time.Time) *store.Event {
+	t.Helper()
+	ev := &store.Event{ID: id, Type: typ, Payload: []byte(`{"n":"` + id + `"}`), Created: at}
+	if _, err := s.InsertEvent(ctx(t), ev); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func claim(t *testing.T, s store.Store, owner string, now time.Time, limit int) []*store.Job {
+	t.Helper()
+	jobs, err := s.Claim(ctx(t), store.ClaimRequest{Owner: owner, Now: now, Lease: time.Minute, Limit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+func jobIDs(jobs []*store.Job) []string {
+	var ids []string
+	for _, j := range jobs {
+		ids = append(ids, j.Event.ID+">"+j.Endpoint.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func testEndpoints(t *testing.T, s store.Store) {
+	c := ctx(t)
+	e := &store.Endpoint{ID: "ep_1", URL: "https://example.com/hook", Description: "d", EventTypes: []string{"a", "b.*"},
+		Secrets: []store.Secret{{Secret: "whsec_old", Expires: t0.Add(time.Hour)}, {Secret: "whsec_new"}}, RateLimit: 7,
+		Enabled: true, Created: t0, Updated: t0}
+	if err := s.CreateEndpoint(c, e); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetEndpoint(c, "ep_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.URL != e.URL || got.Description != "d" || !slices.Equal(got.EventTypes, e.EventTypes) || got.RateLimit != 7 || !got.Enabled ||
+		len(got.Secrets) != 2 || !got.Secrets[0].Expires.Equal(t0.Add(time.Hour)) || got.Secrets[1].Secret != "whsec_new" || !got.Created.Equal(t0) {
+		t.Fatalf("got %+v, want %+v", got, e)
+	}
+	if a := got.Active(t0.Add(2 * time.Hour)); !slices.Equal(a, []string{"whsec_new"}) {
+		t.Errorf("active secrets after expiry: %v", a)
+	}
+	got.Enabled, got.DisabledReason, got.URL = false, "manual", "https://example.com/v2"
+	if err := s.UpdateEndpoint(c, got); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListEndpoints(c)
+	if err != nil || len(list) != 1 || list[0].Enabled || list[0].DisabledReason != "manual" || list[0].URL != "https://example.com/v2" {
+		t.Fatalf("list %+v %v", list, err)
+	}
+	if err := s.DeleteEndpoint(c, "ep_1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{
+		s.DeleteEndpoint(c, "ep_1"),
+		s.UpdateEndpoint(c, got),
+		func() error { _, err := s.GetEndpoint(c, "ep_1"); return err }(),
+	} {
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("after delete: %v, want ErrNotFound", err)
+		}
+	}
+}
+
+func testFanOut(t *testing.T, s store.Store) {
+	c := ctx(t)
+	endpoint(t, s, "ep_all")
+	endpoint(t, s, "ep_inv", "invoice.*")
+	endpoint(t, s, "ep_paid", "invoice.paid", "user.created")
+	off := endpoint(t, s, "ep_off")
+	off.Enabled = false
+	if err := s.UpdateEndpoint(c, off); err != nil {
+		t.Fatal(err)
+	}
+	event(t, s, "msg_1", "invoice.paid", t0)
+	event(t, s, "msg_2", "invoice.created", t0)
+	event(t, s, "msg_3", "user.deleted", t0)
+	got := jobIDs(claim(t, s, "a", t0, 100))
+	want := []string{"msg_1>ep_all", "msg_1>ep_inv", "msg_1>ep_paid", "msg_2>ep_all", "msg_2>ep_inv", "msg_3>ep_all"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("deliveries %v, want %v", got, want)
+	}
+	ds, err := s.ListDeliveries(c, "msg_1")
+	if err != nil || len(ds) != 3 || ds[0].Status != store.StatusPending || !ds[0].NextAttempt.Equal(t0) {
+		t.Fatalf("deliveries of msg_1: %+v %v", ds, err)
+	}
+	evs, err := s.ListEvents(c, time.Time{}, 2)
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("list events: %v %v", evs, err)
+	}
+	ev, err := s.GetEvent(c, "msg_2")
+	if err != nil || ev.Type != "invoice.created" || string(ev.Payload) != `{"n":"msg_2"}` || !ev.Created.Equal(t0) {
+		t.Fatalf("get event: %+v %v", ev, err)
+	}
+	if _, err := s.GetEvent(c, "msg_none"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("missing event: %v", err)
+	}
+}
+
+func testIdempotency(t *testing.T, s store.Store) {
+	c := ctx(t)
+	endpoint(t, s, "ep_1")
+	first := &store.Event{ID: "msg_1", Type: "t", Payload: []byte("1"), IdempotencyKey: "k", Created: t0}
+	if created, err := s.InsertEvent(c, first); err != nil || !created {
+		t.Fatalf("first insert: %v %v", created, err)
+	}
+	again := &store.Event{ID: "msg_2", Type: "t", Payload: []byte("2"), IdempotencyKey: "k", Created: t0.Add(time.Second)}
+	created, err := s.InsertEvent(c, again)
+	if err != nil || created || again.ID != "msg_1" || string(again.Payload) != "1" {
+		t.Fatalf("second insert with the same key: created %v err %v event %+v", created, err, again)
+	}
+	if _, err := s.GetEvent(c, "msg_2"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("duplicate stored: %v", err)
+	}
+	// Events without a key never conflict.
+	for i := range 2 {
+		if created, err := s.InsertEvent(c, &store.Event{ID: fmt.Sprint("msg_n", i), Type: "t", Payload: []byte("x"), Created: t0}); err != nil || !created {
+			t.Fatalf("keyless insert %d: %v %v", i, created, err)
+		}
+	}
+	if n := len(claim(t, s, "a", t0, 100)); n != 3 {
+		t.Errorf("%d deliveries, want 3", n)
+	}
+}
+
+func testClaimLease(t *testing.T, s store.Store) {
+	endpoint(t, s, "ep_1")
+	event(t, s, "msg_1", "t", t0)
+	event(t, s, "msg_2", "t", t0.Add(10*time.Second))
+	if got := jobIDs(claim(t, s, "a", t0.Add(-time.Second), 10)); len(got) != 0 {
+		t.Fatalf("claimed before due: %v", got)
+	}
+	jobs := claim(t, s, "a", t0, 10)
+	if got := jobIDs(jobs); !slices.Equal(got, []string{"msg_1>ep_1"}) {
+		t.Fatalf("claimed %v", got)
+	}
+	j := jobs[0]
+	if j.Endpoint.URL != "http://127.0.0.1:1/ep_1" || string(j.Event.Payload) != `{"n":"msg_1"}` || j.Event.Type != "t" || j.Delivery.Attempts != 0 ||
+		len(j.Endpoint.Secrets) != 1 {
+		t.Fatalf("job %+v", j)
+	}
+	// Leased: nobody else gets it until the lease (one minute) expires.
+	if got := jobIDs(claim(t, s, "b", t0.Add(30*time.Second), 10)); !slices.Equal(got, []string{"msg_2>ep_1"}) {
+		t.Fatalf("second claim got %v, want only msg_2", got)
+	}
+	if got := jobIDs(claim(t, s, "b", t0.Add(61*time.Second), 10)); !slices.Equal(got, []string{"msg_1>ep_1"}) {
+		t.Fatalf("claim after the lease expired got %v", got)
+	}
+	// a's lease was taken over: its completion is refused.
+	err := s.Complete(ctx(t), &store.Completion{Owner: "a", Status: store.StatusSucceeded,
+		Attempt: store.Attempt{ID: "atmpt_1", DeliveryID: j.Delivery.ID, EventID: "msg_1", EndpointID: "ep_1", Started: t0, StatusCode: 200}})
+	if !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("completion by the old owner: %v, want ErrLeaseLost", err)
+	}
+	// Release gives the lease back at once.
+	if err := s.Release(ctx(t), "b", []string{j.Delivery.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := jobIDs(claim(t, s, "c", t0.Add(62*time.Second), 10)); !slices.Equal(got, []string{"msg_1>ep_1"}) {
+		t.Fatalf("claim after release got %v", got)
+	}
+	next, ok, err := s.NextDue(ctx(t))
+	if err != nil || !ok || !next.Equal(t0.Add(30*time.Second).Add(time.Minute)) {
+		t.Fatalf("NextDue = %v %v %v, want the end of b's lease on msg_2", next, ok, err)
+	}
+}
+
+func testClaimPerEndpoint(t *testing.T, s store.Store) {
+	endpoint(t, s, "ep_a")
+	endpoint(t, s, "ep_b")
+	for i := range 5 {
+		event(t, s, fmt.Sprintf("msg_%d", i), "t", t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	now := t0.Add(time.Second)
+	jobs, err := s.Claim(ctx(t), store.ClaimRequest{Owner: "a", Now: now, Lease: time.Minute, Limit: 100, PerEndpoint: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"msg_0>ep_a", "msg_0>ep_b", "msg_1>ep_a", "msg_1>ep_b"}
+	if got := jobIDs(jobs); !slices.Equal(got, want) {
+		t.Fatalf("claimed %v, want %v", got, want)
+	}
+	jobs, err = s.Claim(ctx(t), store.ClaimRequest{Owner: "a", Now: now, Lease: time.Minute, Limit: 100, Skip: []string{"ep_a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"msg_2>ep_b", "msg_3>ep_b", "msg_4>ep_b"}
+	if got := jobIDs(jobs); !slices.Equal(got, want) {
+		t.Fatalf("claimed with ep_a skipped %v, want %v", got, want)
+	}
+	if n := len(claim(t, s, "a", now, 2)); n != 2 {
+		t.Fatalf("limit 2 claimed %d", n)
+	}
+}
+
+func testComplete(t *testing.T, s store.Store) {
+	c := ctx(t)
+	endpoint(t, s, "ep_1")
+	event(t, s, "msg_1", "t", t0)
+	j := claim(t, s, "a", t0, 10)[0]
+	fail := &store.Completion{Owner: "a", Status: store.StatusPending, NextAttempt: t0.Add(5 * time.Second),
+		Attempt: store.Attempt{ID: "atmpt_1", DeliveryID: j.Delivery.ID, EventID: "msg_1", EndpointID: "ep_1", Started: t0,
+			Duration: 15 * time.Millisecond, StatusCode: 503, Response: []byte("busy")}}
+	if err := s.Complete(c, fail); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := s.GetEndpoint(c, "ep_1")
+	if !e.FailingSince.Equal(t0) {
+		t.Errorf("failing since %v, want %v", e.FailingSince, t0)
+	}
+	if n := len(claim(t, s, "a", t0.Add(4*time.Second), 10)); n != 0 {
+		t.Fatalf("claimed before the retry is due")
+	}
+	j = claim(t, s, "a", t0.Add(5*time.Second), 10)[0]
+	if j.Delivery.Attempts != 1 || !j.Endpoint.FailingSince.Equal(t0) {
+		t.Fatalf("retry job %+v", j)
+	}
+	// A second failure keeps the first failure's time.
+	fail.Attempt.ID, fail.Attempt.Started, fail.NextAttempt = "atmpt_2", t0.Add(5*time.Second), t0.Add(10*time.Second)
+	if err := s.Complete(c, fail); err != nil {
+		t.Fatal(err)
+	}
+	e, _ = s.GetEndpoint(c, "ep_1")
+	if !e.FailingSince.Equal(t0) {
+		t.Errorf("failing since %v after a second failure, want %v", e.FailingSince, t0)
+	}
+	claim(t, s, "a", t0.Add(10*time.Second), 10)
+	ok := &store.Completion{Owner: "a", Status: store.StatusSucceeded, EndpointOK: true,
+		Attempt: store.Attempt{ID: "atmpt_3", DeliveryID: j.Delivery.ID, EventID: "msg_1", EndpointID: "ep_1", Started: t0.Add(10 * time.Second), StatusCode: 204}}
+	if err := s.Complete(c, ok); err != nil {
+		t.Fatal(err)
+	}
+	e, _ = s.GetEndpoint(c, "ep_1")
+	if !e.FailingSince.IsZero() {
+		t.Errorf("failing since %v after a success", e.FailingSince)
+	}
+	as, err := s.ListAttempts(c, "msg_1")
+	if err != nil || len(as) != 3 {
+		t.Fatalf("attempts %+v %v", as, err)
+	}
+	if a := as[0]; a.StatusCode != 503 || string(a.Response) != "busy" || a.Duration != 15*time.Millisecond || a.Outcome != store.StatusPending || a.DeliveryID != j.Delivery.ID {
+		t.Errorf("first attempt %+v", a)
+	}
+	if as[2].Outcome != store.StatusSucceeded {
+		t.Errorf("last attempt %+v", as[2])
+	}
+	ds, _ := s.ListDeliveries(c, "msg_1")
+	if d := ds[0]; d.Status != store.StatusSucceeded || d.Attempts != 3 || d.LastCode != 204 {
+		t.Errorf("delivery %+v", d)
+	}
+	if _, ok, _ := s.NextDue(c); ok {
+		t.Errorf("NextDue reports work after every delivery succeeded")
+	}
+	// Disable: the endpoint's other deliveries stay pending, unclaimed.
+	event(t, s, "msg_2", "t", t0.Add(20*time.Second))
+	event(t, s, "msg_3", "t", t0.Add(20*time.Second))
+	j = claim(t, s, "a", t0.Add(20*time.Second), 1)[0]
+	gone := &store.Completion{Owner: "a", Status: store.StatusFailed, Disable: "410 Gone",
+		Attempt: store.Attempt{ID: "atmpt_4", DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: "ep_1", Started: t0.Add(20 * time.Second), StatusCode: 410}}
+	if err := s.Complete(c, gone); err != nil {
+		t.Fatal(err)
+	}
+	e, _ = s.GetEndpoint(c, "ep_1")
+	if e.Enabled || e.DisabledReason != "410 Gone" {
+		t.Errorf("endpoint after disable: %+v", e)
+	}
+	if n := len(claim(t, s, "a", t0.Add(time.Hour), 10)); n != 0 {
+		t.Errorf("claimed %d deliveries of a disabled endpoint", n)
+	}
+	if _, ok, _ := s.NextDue(c); ok {
+		t.Errorf("NextDue reports work for a disabled endpoint")
+	}
+	other := "msg_2"
+	if j.Event.ID == other {
+		other = "msg_3"
+	}
+	if ds, _ := s.ListDeliveries(c, other); ds[0].Status != store.StatusPaused {
+		t.Errorf("the disabled endpoint's other delivery: %+v, want paused", ds[0])
+	}
+	// Enabled again, its paused deliveries are pending and claimed.
+	e.Enabled, e.DisabledReason = true, ""
+	if err := s.UpdateEndpoint(c, e); err != nil {
+		t.Fatal(err)
+	}
+	if got := jobIDs(claim(t, s, "a", t0.Add(time.Hour), 10)); !slices.Equal(got, []string{other + ">ep_1"}) {
+		t.Errorf("after enabling: claimed %v, want %s", got, other)
+	}
+	// Disabled through UpdateEndpoint, the same.
+	event(t, s, "msg_4", "t", t0.Add(time.Hour))
+	e.Enabled = false
+	if err := s.UpdateEndpoint(c, e); err != nil {
+		t.Fatal(err)
+	}
+	if ds, _ := s.ListDeliveries(c, "msg_4"); len(ds) != 1 || ds[0].Status != store.StatusPaused {
+		t.Errorf("a pending delivery after disabling: %+v, want paused", ds)
+	}
+	event(t, s, "msg_5", "t", t0.Add(time.Hour))
+	if ds, _ := s.ListDeliveries(c, "msg_5"); len(ds) != 0 {
+		t.Errorf("an event for a disabled endpoint got a delivery: %+v", ds)
+	}
+}
+
+func testNotices(t *testing.T, s store.Store) {
+	c := ctx(t)
+	endpoint(t, s, "ep_1")
+	endpoint(t, s, "ep_ops")
+	ev := &store.Event{ID: "msg_1", Type: "t", Payload: []byte("{}"), Created: t0}
+	if _, err := s.InsertEvent(c, ev, "ep_1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := jobIDs(claim(t, s, "a", t0, 10)); !slices.Equal(got, []string{"msg_1>ep_1"}) {
+		t.Fatalf("targeted insert delivered to %v", got)
+	}
+	ds, _ := s.ListDeliveries(c, "msg_1")
+	notice := &store.Event{ID: "msg_n", Type: "message.attempt.exhausted", Payload: []byte("{}"), Created: t0}
+	err := s.Complete(c, &store.Completion{Owner: "a", Status: store.StatusFailed, Notices: []*store.Event{notice}, NoticeEndpoint: "ep_ops",
+		Attempt: store.Attempt{ID: "atmpt_1", DeliveryID: ds[0].ID, EventID: "msg_1", EndpointID: "ep_1", Started: t0, StatusCode: 500}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jobIDs(claim(t, s, "a", t0, 10)); !slices.Equal(got, []string{"msg_n>ep_ops"}) {
+		t.Fatalf("notice delivered to %v", got)
+	}
+}
+
+func testResendRecover(t *testing.T, s store.Store) {
+	c := ctx(t)
+	endpoint(t, s, "ep_1")
+	for i := range 3 {
+		event(t, s, fmt.Sprint("msg_", i), "t", t0.Add(time.Duration(i)*time.Hour))
+	}
+	for _, j := range claim(t, s, "a", t0.Add(3*time.Hour), 10) {
+		err := s.Complete(c, &store.Completion{Owner: "a", Status: store.StatusFailed,
+			Attempt: store.Attempt{ID: "atmpt_" + j.Event.ID, DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: "ep_1", Started: t0, StatusCode: 500}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := t0.Add(4 * time.Hour)
+	n, err := s.Recover(c, "ep_1", t0.Add(time.Hour), t0.Add(3*time.Hour), now)
+	if err != nil || n != 2 {
+		t.Fatalf("recover: %d %v, want 2", n, err)
+	}
+	if got := jobIDs(claim(t, s, "a", now, 10)); !slices.Equal(got, []string{"msg_1>ep_1", "msg_2>ep_1"}) {
+		t.Fatalf("recovered %v", got)
+	}
+	if n, err := s.Resend(c, "msg_0", "", now); err != nil || n != 1 {
+		t.Fatalf("resend: %d %v", n, err)
+	}
+	endpoint(t, s, "ep_2")
+	if n, err := s.Resend(c, "msg_0", "ep_2", now); err != nil || n != 1 {
+		t.Fatalf("resend to a new endpoint: %d %v", n, err)
+	}
+	got := jobIDs(claim(t, s, "a", now, 10))
+	if !slices.Equal(got, []string{"msg_0>ep_1", "msg_0>ep_2"}) {
+		t.Fatalf("resent %v", got)
+	}
+	ds, _ := s.ListDeliveries(c, "msg_0")
+	if ds[0].Attempts != 0 || ds[0].Status != store.StatusPending {
+		t.Errorf("resent delivery %+v, want a fresh schedule", ds[0])
+	}
+	if _, err := s.Resend(c, "msg_none", "", now); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("resend of a missing event: %v", err)
+	}
+	if _, err := s.Resend(c, "msg_0", "ep_none", now); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("resend to a missing endpoint: %v", err)
+	}
+}
+
+func testTokens(t *testing.T, s store.Store) {
+	c := ctx(t)
+	tok := &store.Token{ID: "tok_1", Name: "admin", Hash: []byte("0123456789abcdef0123456789abcdef"), Created: t0}
+	if err := s.CreateToken(c, tok); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.TokenByHash(c, tok.Hash)
+	if err != nil || got.ID != "tok_1" || got.Name != "admin" {
+		t.Fatalf("by hash: %+v %v", got, err)
+	}
+	if _, err := s.TokenByHash(c, []byte("other")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown hash: %v", err)
+	}
+	if err := s.RevokeToken(c, "tok_1", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TokenByHash(c, tok.Hash); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("revoked token still valid: %v", err)
+	}
+	list, err := s.ListTokens(c)
+	if err != nil || len(list) != 1 || !list[0].Revoked.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("list %+v %v", list, err)
+	}
+	if err := s.RevokeToken(c, "tok_1", t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("second revoke: %v", err)
+	}
+}
+
+// testConcurrentClaims has several claimers race for the same due
+// deliveries: each is handed out once.
+func testConcurrentClaims(t *testing.T, s store.Store) {
+	const events, endpoints, claimers = 100, 3, 4
+	for i := range endpoints {
+		endpoint(t, s, fmt.Sprint("ep_", i))
+	}
+	for i := range events {
+		event(t, s, fmt.Sprintf("msg_%03d", i), "t", t0)
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[string]string{}
+		wg   sync.WaitGroup
+	)
+	for w := range claimers {
+		owner := fmt.Sprint("owner", w)
+		wg.Go(func() {
+			for {
+				jobs, err := s.Claim(ctx(t), store.ClaimRequest{Owner: owner, Now: t0, Lease: time.Hour, Limit: 7})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(jobs) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, j := range jobs {
+					if prev, dup := seen[j.Delivery.ID]; dup {
+						t.Errorf("delivery %s claimed by %s and %s", j.Delivery.ID, prev, owner)
+					}
+					seen[j.Delivery.ID] = owner
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != events*endpoints {
+		t.Fatalf("%d deliveries claimed, want %d", len(seen), events*endpoints)
+	}
+}

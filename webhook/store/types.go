@@ -1,0 +1,171 @@
+package store
+
+import "time"
+
+// Delivery statuses.
+const (
+	// StatusPending is a delivery waiting for its next attempt (or in one).
+	StatusPending = "pending"
+	// StatusSucceeded is a delivery the endpoint answered with a 2xx.
+	StatusSucceeded = "succeeded"
+	// StatusFailed is a delivery whose attempts are exhausted, or whose
+	// endpoint refused it for good (410 Gone).
+	StatusFailed = "failed"
+	// StatusPaused is a pending delivery of a disabled endpoint: it is
+	// pending again when the endpoint is enabled. (Kept out of the
+	// pending index range, it costs claims nothing meanwhile.)
+	StatusPaused = "paused"
+)
+
+// Endpoint is a URL events are delivered to.
+type Endpoint struct {
+	ID          string
+	URL         string
+	Description string
+	// EventTypes filters the events delivered: empty for every type; an
+	// entry ending in ".*" matches every type with that prefix.
+	EventTypes []string
+	// Secrets sign the deliveries: every one not yet expired signs each
+	// attempt, so a receiver can move to a rotated secret at leisure.
+	Secrets []Secret
+	// RateLimit is the most deliveries per second (0: no limit).
+	RateLimit int
+	// Enabled endpoints get new events and their pending attempts.
+	Enabled bool
+	// DisabledReason says why an endpoint was disabled.
+	DisabledReason string
+	// FailingSince is when the endpoint's current run of failed attempts
+	// began (zero when its last attempt succeeded).
+	FailingSince time.Time
+	Created      time.Time
+	Updated      time.Time
+}
+
+// Secret is one signing secret of an endpoint, in its whsec_ form.
+type Secret struct {
+	Secret string `json:"secret"`
+	// Expires is when a rotated-out secret stops signing (zero: current).
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// Active returns the secrets that still sign at now.
+func (e *Endpoint) Active(now time.Time) []string {
+	var s []string
+	for _, sec := range e.Secrets {
+		if sec.Expires.IsZero() || now.Before(sec.Expires) {
+			s = append(s, sec.Secret)
+		}
+	}
+	return s
+}
+
+// Accepts reports whether the endpoint's filter lets events of type t through.
+func (e *Endpoint) Accepts(t string) bool {
+	if len(e.EventTypes) == 0 {
+		return true
+	}
+	for _, f := range e.EventTypes {
+		if f == t || f == "*" {
+			return true
+		}
+		if len(f) > 2 && f[len(f)-2:] == ".*" && len(t) > len(f)-1 && t[:len(f)-1] == f[:len(f)-1] {
+			return true
+		}
+	}
+	return false
+}
+
+// Event is one message of the outbox. Payload holds the exact bytes sent
+// as every attempt's body.
+type Event struct {
+	ID             string
+	Type           string
+	Payload        []byte
+	IdempotencyKey string
+	Created        time.Time
+}
+
+// Delivery is one event on its way to one endpoint.
+type Delivery struct {
+	ID          string
+	EventID     string
+	EndpointID  string
+	Status      string
+	Attempts    int
+	NextAttempt time.Time
+	// LastCode is the HTTP status of the last attempt (0: none or no answer).
+	LastCode int
+	Created  time.Time
+	Updated  time.Time
+}
+
+// Attempt is one HTTP request of a delivery and what came of it.
+type Attempt struct {
+	ID         string
+	DeliveryID string
+	EventID    string
+	EndpointID string
+	Started    time.Time
+	Duration   time.Duration
+	// StatusCode is the response's status (0: none, see Error).
+	StatusCode int
+	// Error says why an attempt failed without a response (timeout,
+	// refused connection, blocked address).
+	Error string
+	// Response is the start of the response body (capped by the dispatcher).
+	Response []byte
+	// Outcome is the delivery's status after this attempt.
+	Outcome string
+}
+
+// Token is an API bearer token; only its SHA-256 is stored.
+type Token struct {
+	ID      string
+	Name    string
+	Hash    []byte
+	Created time.Time
+	Revoked time.Time
+}
+
+// ClaimRequest asks for due deliveries to lease.
+type ClaimRequest struct {
+	// Owner names the dispatcher taking the lease.
+	Owner string
+	Now   time.Time
+	// Lease is how long the claim holds before others may take it back.
+	Lease time.Duration
+	// Limit is the most deliveries returned.
+	Limit int
+	// PerEndpoint is the most deliveries returned for one endpoint.
+	PerEndpoint int
+	// Skip lists endpoints to return nothing for (their queues are full).
+	Skip []string
+}
+
+// Job is a leased delivery with everything needed to attempt it.
+type Job struct {
+	Delivery Delivery
+	Event    Event
+	Endpoint Endpoint
+}
+
+// Completion is the result of one attempt, written in one transaction.
+type Completion struct {
+	Owner   string
+	Attempt Attempt
+	// Status and NextAttempt are the delivery's new state.
+	Status      string
+	NextAttempt time.Time
+	// EndpointOK clears the endpoint's FailingSince; otherwise it is set
+	// to the attempt's start unless already set.
+	EndpointOK bool
+	// Disable disables the endpoint with this reason (empty: keep).
+	Disable string
+	// Notices are operational events inserted with the completion, each
+	// delivered only to NoticeEndpoint.
+	Notices        []*Event
+	NoticeEndpoint string
+	// LeaseLost is set by Store.Complete when Owner no longer held the
+	// delivery's lease, so nothing was recorded.
+	LeaseLost bool
+}
