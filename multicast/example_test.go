@@ -18,7 +18,7 @@ import (
 // port, drawn at random so that examples run at the same time on one
 // machine do not hear each other.
 func exampleGroup() string {
-	return fmt.Sprintf("239.255.%d.%d:%d", rand.IntN(256), 1+rand.IntN(254), 20000+rand.IntN(40000))
+	return fmt.Sprintf("239.255.%d.%d:%d", rand.IntN(256), 1+rand.IntN(254), 20000+rand.IntN(12768))
 }
 
 // A publisher and a subscriber opened by URL, on the loopback interface

@@ -12,14 +12,15 @@ import (
 	"github.com/brokerless/brokerless/transport/faultnet"
 )
 
-// testConfig returns a Config on a random group and port of the
+// testConfig returns a Config on a random group and port (below the
+// ephemeral ports, which wildcard-bound UDP sockets of other tests take) of the
 // loopback interface, with a TTL of 0: test traffic never leaves the
 // machine.
 func testConfig(t testing.TB) Config {
 	t.Helper()
 	group := netip.AddrFrom4([4]byte{239, 255, byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
 	return Config{
-		Group:       netip.AddrPortFrom(group, uint16(20000+rand.IntN(40000))),
+		Group:       netip.AddrPortFrom(group, uint16(20000+rand.IntN(12768))),
 		Interface:   "lo",
 		HostOnly:    true,
 		Feed:        uint32(1 + rand.IntN(1000)),

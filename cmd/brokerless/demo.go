@@ -172,8 +172,10 @@ func startDemoSubs(ctx context.Context, base multicast.Config, profiles []demoPr
 }
 
 // randomGroup picks a group in 239.255.0.0/16, the IPv4 local scope, and
-// a port from 20000 to 59999.
+// a port from 20000 to 32767: below Linux's ephemeral ports (32768 and
+// up), which UDP client sockets take bound to the wildcard address, so
+// that the group's bind does not collide with one.
 func randomGroup() netip.AddrPort {
 	addr := netip.AddrFrom4([4]byte{239, 255, byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
-	return netip.AddrPortFrom(addr, uint16(20000+rand.IntN(40000)))
+	return netip.AddrPortFrom(addr, uint16(20000+rand.IntN(12768)))
 }

@@ -11,9 +11,10 @@ import (
 	"time"
 )
 
-// testGroup is a random group in 239.255.0.0/16 with a random port.
+// testGroup is a random group in 239.255.0.0/16 with a random port below
+// the ephemeral ports (32768+), which wildcard-bound UDP sockets take.
 func testGroup() string {
-	return fmt.Sprintf("239.255.%d.%d:%d", rand.IntN(256), 1+rand.IntN(254), 20000+rand.IntN(40000))
+	return fmt.Sprintf("239.255.%d.%d:%d", rand.IntN(256), 1+rand.IntN(254), 20000+rand.IntN(12768))
 }
 
 // startSub runs "mcast sub" with args in the background until it has

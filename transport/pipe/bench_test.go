@@ -171,7 +171,7 @@ func pipeRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64) 
 	window := max(1024, int(rate*windowTime.Seconds())/perDatagram)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	group := netip.AddrPortFrom(netip.AddrFrom4([4]byte{239, 255, byte(rand.IntN(256)), byte(1 + rand.IntN(254))}), uint16(20000+rand.IntN(40000)))
+	group := netip.AddrPortFrom(netip.AddrFrom4([4]byte{239, 255, byte(rand.IntN(256)), byte(1 + rand.IntN(254))}), uint16(20000+rand.IntN(12768)))
 	sub, err := transport.OpenSubscriber(ctx, fmt.Sprintf("mcast://%v?iface=lo&ttl=0&join=earliest", group))
 	if err != nil {
 		b.Fatal(err)

@@ -167,7 +167,7 @@ func recordRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64
 }
 
 func randomBenchGroup() netip.AddrPort {
-	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{239, 255, byte(rand.IntN(256)), byte(1 + rand.IntN(254))}), uint16(20000+rand.IntN(40000)))
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{239, 255, byte(rand.IntN(256)), byte(1 + rand.IntN(254))}), uint16(20000+rand.IntN(12768)))
 }
 
 // benchFeedPublisher is the feed's publisher: its window holds
