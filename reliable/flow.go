@@ -117,6 +117,7 @@ func (f *flow) status(now time.Time, from netip.AddrPort, st Status, sentNext ui
 	}
 	next := min(st.Next, sentNext)
 	f.cached = false
+	f.sendHeld = false // NextOutgoing looks again; Deadline says so meanwhile
 	for i := range f.rcv {
 		if r := &f.rcv[i]; r.id == st.Receiver {
 			// Positions only move forward: a STATUS overtaken by a later
