@@ -49,7 +49,7 @@ func init() {
 			Params: []transport.Param{
 				{Name: "mode", Value: "bind|connect", Doc: "bind the address(es) or connect to them (default: a publisher binds, a subscriber connects); connected addresses are redialled with backoff"},
 				{Name: "subscribe", Value: "PREFIX", Doc: "subscriber: take topics starting with PREFIX; repeat for more (default: every topic)"},
-				{Name: "feed", Value: "1..4294967295", Doc: "publisher: its stable id; a restart keeps it and draws new sessions (default 1)"},
+				{Name: "feed", Value: "1..4294967295", Doc: "publisher: its stable id; a restart that keeps it draws new sessions that replace the old (default: random per process)"},
 				{Name: "pack", Value: "on|off", Doc: "publisher: pack messages queued for one topic into one ZMTP message while the network is busy (default off)"},
 				{Name: "hwm", Value: "N", Doc: "publisher: messages queued per subscriber; subscriber: messages held unread (default 1000)"},
 				{Name: "slow", Value: "drop|disconnect", Doc: "publisher: what a full subscriber queue does: drop and count, or disconnect the subscriber (default drop)"},
