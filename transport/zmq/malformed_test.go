@@ -61,7 +61,9 @@ func (o offline) untilEnd(t *testing.T) []string {
 func TestMalformedHeaderLeavesStreamAlone(t *testing.T) {
 	msg := func(seq uint64) header { return header{kind: kindMessage, feed: 1, session: 9, seq: seq} }
 	mark := func(k kind, seq uint64) header { return header{kind: k, feed: 1, session: 9, seq: seq} }
-	packed := func(seq, count uint64) header { return header{kind: kindPacked, feed: 1, session: 9, seq: seq, count: count} }
+	packed := func(seq, count uint64) header {
+		return header{kind: kindPacked, feed: 1, session: 9, seq: seq, count: count}
+	}
 	entries := func(n int) []byte {
 		var b []byte
 		for i := range n {
