@@ -26,11 +26,13 @@ topic of each publisher start is a stream: a subscriber delivers it in
 order, never twice, and reports every message it missed after its first
 as a gap — a publisher drops what a slow subscriber's queue cannot hold
 (hwm=, slow=) and a connection lost loses what was in flight; nothing is
-repaired, and idle heartbeats make a lost tail visible. A restarted
-publisher's streams replace the old ones. A publisher without header
-frames (plain libzmq) is still received: its messages are numbered by
-the subscriber as they arrive, per connection, under feed 0, so nothing
-it dropped can be seen. A plain libzmq subscriber gets the three frames
+repaired, and idle heartbeats make a lost tail visible. Several
+publishers on one topic are separate streams; a restarted publisher
+that keeps its feed= replaces its old streams once they ended or their
+connection closed (the default feed is random per process). A publisher
+without header frames (plain libzmq) is still received: its messages are
+numbered by the subscriber as they arrive, per connection, under feed 0,
+so nothing it dropped can be seen. A plain libzmq subscriber gets the three frames
 (pack=on: packs it cannot read). Nothing is stored: no replay, no groups.`
 
 func init() {
