@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 )
 
@@ -28,9 +29,9 @@ func (p SlowPolicy) String() string {
 	return "drop"
 }
 
-// Defaults for the zero values of Config fields.
+// Defaults for the zero values of Config fields. A zero Feed takes
+// ProcessFeed.
 const (
-	DefaultFeed                 = 1
 	DefaultSubscriberQueue      = 1000 // libzmq's default SNDHWM
 	DefaultSubscriberQueueBytes = 4 << 20
 	DefaultSendQueueBytes       = 4 << 20
@@ -58,9 +59,13 @@ type Config struct {
 	// redialled for as long as the socket is open.
 	Bind, Connect []string
 
-	// Feed is a publisher's stable identity: a restarted publisher keeps
-	// its feed and draws new sessions, so its subscribers see the new
-	// streams replace the old ones (1..2^32-1).
+	// Feed is a publisher's stable identity (1..2^32-1): a restarted
+	// publisher that keeps its feed draws new sessions, and its
+	// subscribers see each new stream replace the old one once that one
+	// ended or its connection closed. Zero takes ProcessFeed, drawn at
+	// random per process: set Feed for restarts to be recognised.
+	// Publishers sending the same topic at once, of one feed or several,
+	// are separate streams whatever their feeds.
 	Feed uint32
 	// Pack packs the messages a publisher has queued for one topic into
 	// one ZMTP message, up to PackBytes: what it publishes faster than
@@ -126,6 +131,17 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// ProcessFeed is the Feed of a publisher whose Config has none: drawn
+// at random when the process starts, never zero (feed 0 is a plain
+// libzmq publisher's).
+var ProcessFeed = func() uint32 {
+	for {
+		if f := rand.Uint32(); f != 0 {
+			return f
+		}
+	}
+}()
+
 func (c *Config) setDefaults() {
 	def := func(v *int, d int) {
 		if *v == 0 {
@@ -138,7 +154,7 @@ func (c *Config) setDefaults() {
 		}
 	}
 	if c.Feed == 0 {
-		c.Feed = DefaultFeed
+		c.Feed = ProcessFeed
 	}
 	def(&c.PackBytes, DefaultPackBytes)
 	def(&c.Credit, 1)

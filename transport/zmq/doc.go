@@ -53,13 +53,24 @@
 // stream in order and never twice, and reports as a Gap every message of
 // it that did not arrive after the first that did (a subscriber joins at
 // the live edge). A quiet stream sends heartbeats, so a lost tail is
-// reported too, and a closing publisher ends its streams. A new session
-// of a feed and topic replaces the old one.
+// reported too, and a closing publisher ends its streams. Several
+// publishers may send one topic at once (several PUBs connected to a
+// bound SUB, a proxy with several upstream publishers): each session is
+// a stream of its own, whatever the feeds. A new session of a feed and
+// topic replaces an older one (StreamStart.Replaces, and the old one's
+// StreamEnd) only when that one is over: it sent its end, or the
+// connection it came on closed before the new one arrived. A zero
+// Config.Feed is ProcessFeed, random per process; a publisher whose
+// restarts should be recognised sets Feed. A header frame that cannot be
+// read, with sequence number 0, or a pack whose body does not hold the
+// count its header says, is dropped and counted without touching its
+// stream.
 //
 // A publisher that sends no header frame (plain libzmq) is still
 // received: its messages get Feed 0, a session drawn per connection and
 // sequence numbers counted on arrival, which say nothing of what it
-// dropped. One frame is the payload; with more, the first is the topic,
+// dropped; its stream ends when its connection closes, and several such
+// publishers on one topic are separate streams. One frame is the payload; with more, the first is the topic,
 // the last the payload, and those between are headers named
 // "zmq.frame".
 package zmq

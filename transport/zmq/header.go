@@ -158,6 +158,11 @@ func parseHeader(frame []byte, hs []transport.Header) (header, error) {
 	h.session = binary.BigEndian.Uint64(frame[8:])
 	h.seq = binary.BigEndian.Uint64(frame[16:])
 	h.time = int64(binary.BigEndian.Uint64(frame[24:]))
+	if h.seq == 0 {
+		// Sequence numbers start at 1 (a heartbeat's or end's is the
+		// next one, at least 1).
+		return h, fmt.Errorf("%w: sequence number 0", ErrBadHeader)
+	}
 	rest := frame[headerFixed:]
 	var err error
 	switch h.kind {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // inbound is the role of a subscribing socket (SUB, and the proxy's XSUB
@@ -16,6 +17,11 @@ type inbound struct {
 	// sink takes a message a publisher sent; it may block (the peer then
 	// stops reading). An error closes the connection.
 	sink func(c *inConn, frames [][]byte) error
+	// ended, if set, is told that a connection closed, after sink was
+	// given its last message.
+	ended func(c *inConn)
+	// conns numbers connections, from 1.
+	conns atomic.Uint64
 
 	mu   sync.Mutex
 	subs map[string]int // libzmq counts a prefix subscribed twice
@@ -24,6 +30,8 @@ type inbound struct {
 // inConn is what inbound keeps about one publisher connection.
 type inConn struct {
 	peer *peer
+	// id is the connection's number, never reused.
+	id uint64
 	// session numbers the messages of a publisher that sends no header
 	// frames, per connection; n is how many it sent.
 	session uint64
@@ -54,7 +62,7 @@ func subscription(add bool, prefix string) zmsg {
 }
 
 func (in *inbound) attach(p *peer) error {
-	p.state = &inConn{peer: p, session: newSession(), closed: p.closing}
+	p.state = &inConn{peer: p, id: in.conns.Add(1), session: newSession(), closed: p.closing}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for _, s := range slices.Sorted(maps.Keys(in.subs)) {
@@ -65,7 +73,11 @@ func (in *inbound) attach(p *peer) error {
 	return nil
 }
 
-func (in *inbound) detach(*peer) {}
+func (in *inbound) detach(p *peer) {
+	if in.ended != nil {
+		in.ended(p.state.(*inConn))
+	}
+}
 
 func (in *inbound) received(p *peer, frames [][]byte) error {
 	return in.sink(p.state.(*inConn), frames)

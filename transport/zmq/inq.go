@@ -10,6 +10,8 @@ type inItem struct {
 	frames [][]byte
 	size   int
 	conn   *inConn
+	// ended: no message, but word that conn closed, after its last.
+	ended bool
 }
 
 // inq is a subscriber's bounded receive queue, by count and by bytes.
@@ -62,6 +64,15 @@ func (q *inq) put(it inItem, cancel <-chan struct{}) bool {
 			return false
 		}
 	}
+}
+
+// putEnded queues word that connection c closed, behind its last
+// message, whether the queue is full or not: one per connection.
+func (q *inq) putEnded(c *inConn) {
+	q.mu.Lock()
+	q.items = append(q.items, inItem{conn: c, ended: true})
+	q.mu.Unlock()
+	signal(q.notEmpty)
 }
 
 // get takes the oldest message, waiting until there is one, ctx is

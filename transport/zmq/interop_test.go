@@ -160,7 +160,7 @@ func TestInteropPubToPyzmqSub(t *testing.T) {
 		}
 		seqs[topic]++
 		i := map[string]int{"a.x": 0, "c.x": 2}[topic] + 3*int(seqs[topic]-1)
-		if m["seq"] != seqs[topic] || m["payload"] != strconv.Itoa(i) || m["kind"] != float64(kindMessage) || m["feed"] != float64(DefaultFeed) {
+		if m["seq"] != seqs[topic] || m["payload"] != strconv.Itoa(i) || m["kind"] != float64(kindMessage) || m["feed"] != float64(ProcessFeed) {
 			t.Fatalf("libzmq SUB got %v, want %s seq %v payload %d", m, topic, seqs[topic], i)
 		}
 		if s, ok := sessions[topic]; ok && s != m["session"] {

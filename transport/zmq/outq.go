@@ -114,15 +114,22 @@ func (q *outq) isClosed() bool {
 	return q.closed
 }
 
-// close refuses further messages and drops what is queued.
-func (q *outq) close() {
+// close refuses further messages and drops what is queued. It returns
+// how many transport messages it dropped, and in how many ZMTP messages
+// (heartbeats and subscriptions are not counted).
+func (q *outq) close() (msgs, zmtp int) {
 	q.mu.Lock()
 	q.closed = true
 	for _, m := range q.items {
 		q.bytes -= m.size
+		msgs += m.msgs
+		if m.msgs > 0 {
+			zmtp++
+		}
 	}
 	q.count -= len(q.items)
 	clear(q.items)
 	q.items = q.items[:0]
 	q.mu.Unlock()
+	return msgs, zmtp
 }

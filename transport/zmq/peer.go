@@ -56,7 +56,9 @@ func (p *peer) onPing(context []byte) {
 func (p *peer) close() {
 	p.closeOnce.Do(func() {
 		close(p.closing)
-		p.out.close()
+		msgs, zmtp := p.out.close()
+		p.sock.stats.discarded.Add(uint64(msgs))
+		p.sock.stats.discardedZMTP.Add(uint64(zmtp))
 		p.wc.Close()
 	})
 }
@@ -101,10 +103,12 @@ func (p *peer) writeLoop() {
 			}
 			for i := range batch {
 				if p.zc.SendMsg(zmq4.NewMsgFrom(batch[i].frames...)) != nil {
+					p.sock.stats.discard(batch[i:])
 					return
 				}
 			}
 			if p.wc.Flush() != nil {
+				p.sock.stats.discard(batch) // some of it may have gone out
 				return
 			}
 			for i := len(batch) - 1; i >= 0; i-- {

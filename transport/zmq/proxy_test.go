@@ -46,7 +46,7 @@ func TestProxyForwardsSubscriptions(t *testing.T) {
 	}
 	publish("b.1", "not subscribed")
 	publish("a.1", "one")
-	if m := nextMessage(t, sub); m.Topic != "a.1" || string(m.Payload) != "one" || m.Seq != 1 || m.Stream.Feed != DefaultFeed {
+	if m := nextMessage(t, sub); m.Topic != "a.1" || string(m.Payload) != "one" || m.Seq != 1 || m.Stream.Feed != ProcessFeed {
 		t.Fatalf("got %+v", m)
 	}
 	if err := sub.Subscribe("b."); err != nil {

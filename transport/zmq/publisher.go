@@ -472,6 +472,12 @@ type PublisherStats struct {
 	// they were in, SlowDisconnects the subscribers disconnected for
 	// being slow (Config.Slow Disconnect).
 	Dropped, DroppedZMTP, SlowDisconnects uint64
+	// Discarded counts messages queued for a subscriber and not known
+	// to be written (the write that would have taken them failed, or
+	// never came) because its connection closed (Slow Disconnect, a failed
+	// connection, Close after Linger); DiscardedZMTP the ZMTP messages
+	// they were in.
+	Discarded, DiscardedZMTP uint64
 	// RefusedSubscriptions counts subscriptions beyond
 	// MaxSubscriptions, or with too long a prefix.
 	RefusedSubscriptions uint64
@@ -488,6 +494,7 @@ func (p *Publisher) Stats() PublisherStats {
 	return PublisherStats{
 		Published: p.published.Load(), Subscribers: p.Subscribers(),
 		Dropped: f.dropped.Load(), DroppedZMTP: f.droppedZMTP.Load(), SlowDisconnects: f.slowDisconnects.Load(),
+		Discarded: s.discarded.Load(), DiscardedZMTP: s.discardedZMTP.Load(),
 		RefusedSubscriptions: f.refusedSubscriptions.Load(), Heartbeats: p.heartbeat.Load(),
 		Accepted: s.accepted.Load(), Refused: s.refused.Load(), HandshakeFailed: s.handshakeFailed.Load(),
 		Dialed: s.dialed.Load(), DialFailed: s.dialFailed.Load(),

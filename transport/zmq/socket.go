@@ -76,6 +76,20 @@ type socket struct {
 // socketStats are a socket's connection counters.
 type socketStats struct {
 	accepted, dialed, refused, handshakeFailed, dialFailed, disconnected atomic.Uint64
+	// discarded counts transport messages queued for a peer and not
+	// written when its connection closed; discardedZMTP the ZMTP
+	// messages they were in.
+	discarded, discardedZMTP atomic.Uint64
+}
+
+// discard counts msgs, queued for a peer and not written.
+func (st *socketStats) discard(msgs []zmsg) {
+	for i := range msgs {
+		if n := msgs[i].msgs; n > 0 {
+			st.discarded.Add(uint64(n))
+			st.discardedZMTP.Add(1)
+		}
+	}
 }
 
 func newSocket(cfg socketConfig) *socket {

@@ -66,6 +66,7 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 	}
 	s.in = newInbound(subs)
 	s.in.sink = s.sink
+	s.in.ended = s.q.putEnded
 	sc := cfg.socketConfig()
 	sc.typ = zmq4.Sub
 	sc.role = s.in
@@ -164,7 +165,7 @@ func (s *Subscriber) get(ctx context.Context) (inItem, error) {
 			}
 		}
 		it, err := s.q.get(ctx, s.closed)
-		if err != nil || s.faults == nil {
+		if err != nil || s.faults == nil || it.ended {
 			return it, err
 		}
 		if it, ok := s.faults.apply(it); ok {
@@ -176,6 +177,10 @@ func (s *Subscriber) get(ctx context.Context) (inItem, error) {
 // decode turns a ZMTP message into events, queued in s.evs; it returns
 // the first at once when it is a single message.
 func (s *Subscriber) decode(it inItem) (transport.Event, bool) {
+	if it.ended {
+		s.evs = s.tr.disconnected(it.conn.id, s.evs)
+		return transport.Event{}, false
+	}
 	s.received.Add(1)
 	f := it.frames
 	if len(f) < 2 || !isHeader(f[1]) {
@@ -190,11 +195,11 @@ func (s *Subscriber) decode(it inItem) (transport.Event, bool) {
 	topic := f[0]
 	switch h.kind {
 	case kindHeartbeat, kindEnd:
-		s.evs = s.tr.mark(id, topic, h.seq, h.kind == kindEnd, s.evs)
+		s.evs = s.tr.mark(id, topic, it.conn.id, h.seq, h.kind == kindEnd, s.evs)
 		return transport.Event{}, false
 	case kindMessage:
 		s.hs = h.headers
-		from, ok, evs := s.tr.data(id, topic, h.seq, h.seq, s.evs)
+		from, ok, evs := s.tr.data(id, topic, it.conn.id, h.seq, h.seq, s.evs)
 		s.evs = evs
 		if !ok || from != h.seq {
 			return transport.Event{}, false
@@ -208,8 +213,15 @@ func (s *Subscriber) decode(it inItem) (transport.Event, bool) {
 		}
 		return ev, true
 	}
+	if err := checkPack(f[2], h.count); err != nil {
+		// Dropped whole before its stream sees it: what it held is
+		// reported lost when the stream's next message or heartbeat
+		// comes, and a lie in its header cannot move the stream.
+		s.badPacks.Add(1)
+		return transport.Event{}, false
+	}
 	last := h.seq + h.count - 1
-	from, ok, evs := s.tr.data(id, topic, h.seq, last, s.evs)
+	from, ok, evs := s.tr.data(id, topic, it.conn.id, h.seq, last, s.evs)
 	s.evs = evs
 	if !ok {
 		return transport.Event{}, false
@@ -272,7 +284,7 @@ func (s *Subscriber) plainMessage(it inItem) (transport.Event, bool) {
 	if len(s.hs) > 0 {
 		m.Headers = s.hs
 	}
-	from, ok, evs := s.tr.data(m.Stream, f[0][:len(m.Topic)], m.Seq, m.Seq, s.evs)
+	from, ok, evs := s.tr.data(m.Stream, f[0][:len(m.Topic)], it.conn.id, m.Seq, m.Seq, s.evs)
 	s.evs = evs
 	if !ok || from != m.Seq {
 		return transport.Event{}, false
@@ -298,8 +310,10 @@ type SubscriberStats struct {
 	// of publishers without header frames.
 	Received, Plain uint64
 	// BadHeaders counts messages dropped for a header frame that could
-	// not be read; BadPacks packs that could not be read to their end
-	// (the rest reported as a gap).
+	// not be read (a sequence number 0 among them); BadPacks packs
+	// dropped whole because their body does not hold the count of
+	// messages their header says. Neither touches its stream: what they
+	// held is reported lost when the stream's next message comes.
 	BadHeaders, BadPacks uint64
 	// Duplicates counts messages received again, Late those of streams
 	// already ended or replaced, Evicted streams forgotten beyond

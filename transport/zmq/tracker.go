@@ -7,16 +7,31 @@ import (
 )
 
 // tracker is a subscriber's bookkeeping of streams, with no I/O: it is
-// told what arrived and says what to deliver, and which gaps, starts and
-// ends to report. A stream is one topic of one publisher incarnation
-// (Feed, Session); a new session of the same feed and topic replaces
-// the old one. Nothing is reported lost before a stream's first message
-// seen: a subscriber joins at the live edge.
+// told what arrived, and on which connection, and says what to deliver,
+// and which gaps, starts and ends to report. A stream is one topic of
+// one publisher incarnation (Feed, Session). Nothing is reported lost
+// before a stream's first message seen: a subscriber joins at the live
+// edge. Sequence numbers start at 1 (parseHeader refuses 0).
+//
+// Several publishers may send the same topic at once (fan-in to a bound
+// subscriber, a proxy with several upstream publishers), with the same
+// feed or none: each session is a stream of its own, delivered whole. A
+// new session of a feed and topic replaces an older one only when that
+// one is provably over: it sent its end, or the connection it last came
+// on closed before the new session's first message arrived (its
+// publisher restarted, or went away). The replaced stream's end is
+// reported. Publishers without header frames (Feed 0) never replace one
+// another: each connection is its own stream, which ends with it.
+//
+// Connections are named by a number never reused; disconnected is told,
+// in arrival order, after a connection's last message.
 type tracker struct {
 	maxStreams int
 	streams    map[transport.StreamID]*trackedStream
-	current    map[feedTopic]transport.StreamID
-	lru        list.List // most recently seen first
+	// feeds lists, per feed and topic, the streams a later session may
+	// replace, oldest first.
+	feeds map[feedTopic][]*trackedStream
+	lru   list.List // most recently seen first
 
 	duplicates, late, evicted uint64
 }
@@ -33,67 +48,99 @@ type trackedStream struct {
 	last    uint64
 	started bool // a StreamStart was reported
 	ended   bool
-	elem    *list.Element
+	// conn is the connection the stream last arrived on; gone, that it
+	// has closed since.
+	conn uint64
+	gone bool
+	// replaces is the stream this one took over from (zero: none).
+	replaces transport.StreamID
+	elem     *list.Element
 }
 
 func newTracker(maxStreams int) *tracker {
 	return &tracker{
 		maxStreams: maxStreams,
 		streams:    map[transport.StreamID]*trackedStream{},
-		current:    map[feedTopic]transport.StreamID{},
+		feeds:      map[feedTopic][]*trackedStream{},
 	}
 }
 
-// stream finds or makes the stream id of topic; a new one replaces the
-// current stream of its feed and topic, whose end is reported.
-func (t *tracker) stream(id transport.StreamID, topic []byte, evs []transport.Event) (*trackedStream, []transport.Event) {
+// stream finds or makes the stream id of topic, which arrived on
+// connection conn. A new one takes over from a stream of its feed and
+// topic that is over, whose end is reported.
+func (t *tracker) stream(id transport.StreamID, topic []byte, conn uint64, evs []transport.Event) (*trackedStream, []transport.Event) {
 	if st, ok := t.streams[id]; ok {
 		t.lru.MoveToFront(st.elem)
+		st.conn, st.gone = conn, false
 		return st, evs
 	}
 	if len(t.streams) >= t.maxStreams {
 		old := t.lru.Remove(t.lru.Back()).(*trackedStream)
 		delete(t.streams, old.id)
-		if ft := (feedTopic{old.id.Feed, old.topic}); t.current[ft] == old.id {
-			delete(t.current, ft)
-		}
+		t.unlist(old)
 		t.evicted++
 	}
-	st := &trackedStream{id: id, topic: string(topic)}
+	st := &trackedStream{id: id, topic: string(topic), conn: conn}
 	st.elem = t.lru.PushFront(st)
 	t.streams[id] = st
+	if id.Feed == 0 {
+		return st, evs
+	}
 	ft := feedTopic{id.Feed, st.topic}
-	if prev, ok := t.current[ft]; ok {
-		if old := t.streams[prev]; old != nil && !old.ended {
+	list := t.feeds[ft]
+	for i := len(list) - 1; i >= 0; i-- {
+		old := list[i]
+		if !old.ended && !old.gone {
+			continue // a publisher sending at the same time
+		}
+		if !old.ended {
 			old.ended = true
 			if old.started {
 				evs = append(evs, transport.Event{Kind: transport.EventStreamEnd,
-					End: transport.StreamEnd{Stream: prev, LastSeq: old.last, Reason: transport.EndReplaced}})
+					End: transport.StreamEnd{Stream: old.id, LastSeq: old.last, Reason: transport.EndReplaced}})
 			}
 		}
+		st.replaces = old.id
+		list = append(list[:i], list[i+1:]...)
+		break
 	}
+	t.feeds[ft] = append(list, st)
 	return st, evs
 }
 
-// data is told that messages first..last of stream id arrived. It
-// returns the first of them to deliver (those before were delivered
-// already), ok false if none is to be.
-func (t *tracker) data(id transport.StreamID, topic []byte, first, last uint64, evs []transport.Event) (from uint64, ok bool, _ []transport.Event) {
-	st, evs := t.stream(id, topic, evs)
+// unlist removes st from its feed and topic's list.
+func (t *tracker) unlist(st *trackedStream) {
+	ft := feedTopic{st.id.Feed, st.topic}
+	list := t.feeds[ft]
+	for i, s := range list {
+		if s == st {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(t.feeds, ft)
+	} else {
+		t.feeds[ft] = list
+	}
+}
+
+// data is told that messages first..last of stream id arrived on
+// connection conn. It returns the first of them to deliver (those
+// before were delivered already), ok false if none is to be.
+func (t *tracker) data(id transport.StreamID, topic []byte, conn, first, last uint64, evs []transport.Event) (from uint64, ok bool, _ []transport.Event) {
+	st, evs := t.stream(id, topic, conn, evs)
 	switch {
 	case st.ended:
 		t.late++
 		return 0, false, evs
 	case !st.started:
 		st.started = true
-		ft := feedTopic{id.Feed, st.topic}
-		replaces := t.current[ft]
-		t.current[ft] = id
 		if st.last == 0 {
 			st.last = first - 1 // else a heartbeat said where it was
 		}
 		evs = append(evs, transport.Event{Kind: transport.EventStreamStart,
-			Start: transport.StreamStart{Stream: id, Replaces: replaces, FirstSeq: st.last + 1}})
+			Start: transport.StreamStart{Stream: id, Replaces: st.replaces, FirstSeq: st.last + 1}})
 	}
 	if last <= st.last {
 		t.duplicates++
@@ -121,10 +168,10 @@ func (t *tracker) lost(id transport.StreamID, from, to uint64) transport.Event {
 }
 
 // mark is told that stream id's next sequence number is next: a
-// heartbeat, or the stream's end. What the stream published and this
-// subscriber did not get is a gap.
-func (t *tracker) mark(id transport.StreamID, topic []byte, next uint64, end bool, evs []transport.Event) []transport.Event {
-	st, evs := t.stream(id, topic, evs)
+// heartbeat, or the stream's end, which arrived on connection conn.
+// What the stream published and this subscriber did not get is a gap.
+func (t *tracker) mark(id transport.StreamID, topic []byte, conn, next uint64, end bool, evs []transport.Event) []transport.Event {
+	st, evs := t.stream(id, topic, conn, evs)
 	if st.ended {
 		t.late++
 		return evs
@@ -137,12 +184,33 @@ func (t *tracker) mark(id transport.StreamID, topic []byte, next uint64, end boo
 		evs = append(evs, t.gap(st, next-1))
 	}
 	if end {
-		// It stays its feed and topic's current stream, so that the
-		// next session names it in Replaces.
+		// It stays on its feed and topic's list, so that the next
+		// session names it in Replaces.
 		st.ended = true
 		if st.started {
 			evs = append(evs, transport.Event{Kind: transport.EventStreamEnd,
 				End: transport.StreamEnd{Stream: id, LastSeq: next - 1, Reason: transport.EndClosed}})
+		}
+	}
+	return evs
+}
+
+// disconnected is told that connection conn closed, after its last
+// message: the streams that last came on it may be replaced, and those
+// of a publisher without header frames (Feed 0), one per connection,
+// end.
+func (t *tracker) disconnected(conn uint64, evs []transport.Event) []transport.Event {
+	for _, st := range t.streams {
+		if st.conn != conn || st.ended {
+			continue
+		}
+		st.gone = true
+		if st.id.Feed == 0 {
+			st.ended = true
+			if st.started {
+				evs = append(evs, transport.Event{Kind: transport.EventStreamEnd,
+					End: transport.StreamEnd{Stream: st.id, LastSeq: st.last, Reason: transport.EndClosed}})
+			}
 		}
 	}
 	return evs

@@ -26,11 +26,13 @@ topic of each publisher start is a stream: a subscriber delivers it in
 order, never twice, and reports every message it missed after its first
 as a gap — a publisher drops what a slow subscriber's queue cannot hold
 (hwm=, slow=) and a connection lost loses what was in flight; nothing is
-repaired, and idle heartbeats make a lost tail visible. A restarted
-publisher's streams replace the old ones. A publisher without header
-frames (plain libzmq) is still received: its messages are numbered by
-the subscriber as they arrive, per connection, under feed 0, so nothing
-it dropped can be seen. A plain libzmq subscriber gets the three frames
+repaired, and idle heartbeats make a lost tail visible. Several
+publishers on one topic are separate streams; a restarted publisher
+that keeps its feed= replaces its old streams once they ended or their
+connection closed (the default feed is random per process). A publisher
+without header frames (plain libzmq) is still received: its messages are
+numbered by the subscriber as they arrive, per connection, under feed 0,
+so nothing it dropped can be seen. A plain libzmq subscriber gets the three frames
 (pack=on: packs it cannot read). Nothing is stored: no replay, no groups.`
 
 func init() {
@@ -49,7 +51,7 @@ func init() {
 			Params: []transport.Param{
 				{Name: "mode", Value: "bind|connect", Doc: "bind the address(es) or connect to them (default: a publisher binds, a subscriber connects); connected addresses are redialled with backoff"},
 				{Name: "subscribe", Value: "PREFIX", Doc: "subscriber: take topics starting with PREFIX; repeat for more (default: every topic)"},
-				{Name: "feed", Value: "1..4294967295", Doc: "publisher: its stable id; a restart keeps it and draws new sessions (default 1)"},
+				{Name: "feed", Value: "1..4294967295", Doc: "publisher: its stable id; a restart that keeps it draws new sessions that replace the old (default: random per process)"},
 				{Name: "pack", Value: "on|off", Doc: "publisher: pack messages queued for one topic into one ZMTP message while the network is busy (default off)"},
 				{Name: "hwm", Value: "N", Doc: "publisher: messages queued per subscriber; subscriber: messages held unread (default 1000)"},
 				{Name: "slow", Value: "drop|disconnect", Doc: "publisher: what a full subscriber queue does: drop and count, or disconnect the subscriber (default drop)"},

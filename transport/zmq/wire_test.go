@@ -54,6 +54,11 @@ func TestHeaderRejects(t *testing.T) {
 			t.Errorf("%s: err %v, want ErrBadHeader", name, err)
 		}
 	}
+	for _, k := range []kind{kindMessage, kindPacked, kindHeartbeat, kindEnd} {
+		if _, err := parseHeader(appendHeader(nil, &header{kind: k, feed: 1, session: 2, seq: 0, count: 1}), nil); !errors.Is(err, ErrBadHeader) {
+			t.Errorf("%s with seq 0: err %v, want ErrBadHeader", k, err)
+		}
+	}
 	huge := appendHeader(nil, &header{kind: kindPacked, seq: 1<<64 - 2, count: 5})
 	if _, err := parseHeader(huge, nil); !errors.Is(err, ErrBadHeader) {
 		t.Errorf("seq overflow: err %v, want ErrBadHeader", err)
@@ -105,8 +110,9 @@ func TestPackRoundTrip(t *testing.T) {
 
 func FuzzHeader(f *testing.F) {
 	f.Add(appendHeader(nil, &header{kind: kindMessage, feed: 1, session: 2, seq: 3, key: []byte("k"), headers: []transport.Header{{Key: "a", Value: []byte("b")}}}))
-	f.Add(appendHeader(nil, &header{kind: kindPacked, count: 3}))
-	f.Add(appendHeader(nil, &header{kind: kindEnd}))
+	f.Add(appendHeader(nil, &header{kind: kindPacked, seq: 1, count: 3}))
+	f.Add(appendHeader(nil, &header{kind: kindEnd, seq: 1}))
+	f.Add(appendHeader(nil, &header{kind: kindHeartbeat, seq: 0}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := parseHeader(b, nil)
 		if err != nil {
@@ -114,6 +120,11 @@ func FuzzHeader(f *testing.F) {
 				t.Fatalf("error %v does not wrap ErrBadHeader", err)
 			}
 			return
+		}
+		// Sequence numbers start at 1 and a pack's last one fits:
+		// seq-1 and seq+count-1 never wrap in the tracker.
+		if h.seq == 0 || h.kind == kindPacked && (h.count == 0 || h.seq+(h.count-1) < h.seq) {
+			t.Fatalf("accepted %s header seq %d count %d", h.kind, h.seq, h.count)
 		}
 		// What decodes encodes back to the same bytes.
 		if again := appendHeader(nil, &h); !bytes.Equal(again, b) {
@@ -134,6 +145,11 @@ func FuzzPack(f *testing.F) {
 				t.Fatalf("error %v does not wrap ErrBadPack", err)
 			}
 			return
+		}
+		// A pack that checks holds at least 4 bytes per message, so a
+		// header cannot claim more than its frame holds.
+		if count > uint64(len(body))/4 {
+			t.Fatalf("%d messages checked in %d bytes", count, len(body))
 		}
 		// A body that checks reads back entry by entry and re-encodes
 		// to the same bytes.
