@@ -30,26 +30,41 @@ type archiveSide struct {
 	m  *merger
 
 	batches chan archiveBatch
-	cancel  context.CancelFunc // stops the reader goroutine running
-	done    chan struct{}      // closed when it returned
+
+	// rmu guards the reader goroutine's handles: apply (on the Receive
+	// goroutine) starts and stops it, close (on Close's) stops it for
+	// good, possibly at the same time.
+	rmu    sync.Mutex
+	cancel context.CancelFunc // stops the reader goroutine running
+	done   chan struct{}      // closed when it returned
+	closed bool               // close was called: no reader starts
 }
 
 // openArchive connects the subscriber's archive.
 func openArchive(ctx context.Context, cfg *Config) (*archiveSide, error) {
-	a := &archiveSide{cfg: cfg.Archive, now: cfg.Now, logger: cfg.Logger, batches: make(chan archiveBatch, 4)}
-	var err error
+	var (
+		log transport.Log
+		err error
+	)
 	if cfg.Archive.Open != nil {
-		a.log, err = cfg.Archive.Open(ctx)
+		log, err = cfg.Archive.Open(ctx)
 	} else {
-		a.log, err = openLog(ctx, cfg.Archive.URL)
+		log, err = openLog(ctx, cfg.Archive.URL)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("multicast: archive %s: %w", cfg.Archive.URL, err)
 	}
-	a.reader = archive.NewReader(a.log, cfg.Feed)
+	return newArchiveSide(cfg, log), nil
+}
+
+// newArchiveSide is the archive side of a subscriber reading log; a
+// reader starts at once for a history (cfg.Archive.Join).
+func newArchiveSide(cfg *Config, log transport.Log) *archiveSide {
+	a := &archiveSide{cfg: cfg.Archive, log: log, now: cfg.Now, logger: cfg.Logger, batches: make(chan archiveBatch, 4)}
+	a.reader = archive.NewReader(log, cfg.Feed)
 	a.m = newMerger(cfg.Feed, &cfg.Archive, cfg.Logger)
 	a.apply()
-	return a, nil
+	return a
 }
 
 // openLog opens a log URL whose endpoint can read at positions.
@@ -76,25 +91,27 @@ func logReader(ctx context.Context, raw string) (transport.LogReader, error) {
 }
 
 // apply carries out the merger's orders: stop the reader, start one.
-// Called on the Receive goroutine.
+// Called on the Receive goroutine; once the archive is closed it starts
+// none.
 func (a *archiveSide) apply() {
 	for {
 		c, ok := a.m.takeCommand()
 		if !ok {
 			return
 		}
+		a.rmu.Lock()
 		a.stopReader()
-		if c.stop {
-			continue
+		if !c.stop && !a.closed {
+			ctx, cancel := context.WithCancel(context.Background())
+			a.cancel, a.done = cancel, make(chan struct{})
+			go a.read(ctx, c, a.done)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		a.cancel, a.done = cancel, make(chan struct{})
-		go a.read(ctx, c, a.done)
+		a.rmu.Unlock()
 	}
 }
 
 // stopReader stops the reader goroutine, if one runs, and drops what it
-// sent.
+// sent. The caller holds rmu.
 func (a *archiveSide) stopReader() {
 	if a.cancel == nil {
 		return
@@ -259,9 +276,13 @@ func (a *archiveSide) stats() ArchiveStats {
 	return a.m.Stats()
 }
 
-// close stops the reader and closes the log.
+// close stops the reader and closes the log. A Receive running at the
+// same time starts no reader after it.
 func (a *archiveSide) close() error {
+	a.rmu.Lock()
+	a.closed = true
 	a.stopReader()
+	a.rmu.Unlock()
 	return a.log.Close()
 }
 
