@@ -23,7 +23,6 @@ type archiveSide struct {
 	cfg    ArchiveConfig
 	log    transport.Log
 	reader *archive.Reader
-	now    func() time.Time
 	logger *slog.Logger
 
 	mu sync.Mutex // guards m for Stats
@@ -60,7 +59,7 @@ func openArchive(ctx context.Context, cfg *Config) (*archiveSide, error) {
 // newArchiveSide is the archive side of a subscriber reading log; a
 // reader starts at once for a history (cfg.Archive.Join).
 func newArchiveSide(cfg *Config, log transport.Log) *archiveSide {
-	a := &archiveSide{cfg: cfg.Archive, log: log, now: cfg.Now, logger: cfg.Logger, batches: make(chan archiveBatch, 4)}
+	a := &archiveSide{cfg: cfg.Archive, log: log, logger: cfg.Logger, batches: make(chan archiveBatch, 4)}
 	a.reader = archive.NewReader(log, cfg.Feed)
 	a.m = newMerger(cfg.Feed, &cfg.Archive, cfg.Logger)
 	a.apply()
@@ -131,6 +130,10 @@ func (a *archiveSide) stopReader() {
 // read is the reader goroutine of one replay: it finds where to start,
 // then reads on, handing the merger what it reads, and word when the
 // archive gives nothing of the feed for Wait (idle), until ctx ends.
+//
+// Wait is measured on the clock of the deadlines that bound the reads
+// (time.Now), not on Config.Now: an injected clock cannot make a read
+// of the log return sooner, nor one that stands still make it wait on.
 func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{}) {
 	defer close(done)
 	want, err := a.seek(ctx, c)
@@ -138,10 +141,9 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 		return // ctx ended
 	}
 	b := archiveBatch{gen: c.gen, seeked: true, want: want, trimmed: a.reader.Trimmed()}
-	last := a.now()
+	last := time.Now()
 	for {
-		wait := a.cfg.Wait - a.now().Sub(last)
-		rctx, cancel := context.WithTimeout(ctx, max(wait, time.Millisecond))
+		rctx, cancel := context.WithDeadline(ctx, last.Add(a.cfg.Wait))
 		evs, err := a.reader.Next(rctx)
 		cancel()
 		if ctx.Err() != nil {
@@ -154,11 +156,11 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 			// Wait, as when it has nothing.
 			b.err = err
 		}
-		switch {
+		switch now := time.Now(); {
 		case err == nil && len(evs) > 0:
-			last = a.now()
-		case a.now().Sub(last) >= a.cfg.Wait:
-			b.idle, last = true, a.now()
+			last = now
+		case now.Sub(last) >= a.cfg.Wait:
+			b.idle, last = true, now
 		}
 		if len(b.events) > 0 || b.idle || b.seeked || b.err != nil {
 			if !a.send(ctx, b) {
@@ -174,13 +176,18 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 
 // seek positions the reader for c, trying again (and telling the
 // merger the archive is idle: at once when it holds nothing, after Wait
-// when it cannot be read) until it can. It returns the position it looked for, and an error only
-// when ctx ended.
+// when it cannot be read) until it can. Each try is bounded by Wait: a
+// log that does not answer (or a read of a position that holds only a
+// transaction marker, which waits for the next record) counts as one
+// that cannot be read. It returns the position it looked for, and an
+// error only when ctx ended.
 func (a *archiveSide) seek(ctx context.Context, c replayCmd) (archive.Pos, error) {
-	since := a.now()
+	since := time.Now()
 	for {
 		start := c.start
 		err := func() error {
+			ctx, cancel := context.WithTimeout(ctx, a.cfg.Wait)
+			defer cancel()
 			if c.seq == 0 {
 				return a.reader.Seek(ctx, start)
 			}
@@ -201,7 +208,7 @@ func (a *archiveSide) seek(ctx context.Context, c replayCmd) (archive.Pos, error
 		if ctx.Err() != nil {
 			return archive.Pos{}, ctx.Err()
 		}
-		if !errors.Is(err, archive.ErrEmpty) && a.now().Sub(since) < a.cfg.Wait {
+		if !errors.Is(err, archive.ErrEmpty) && time.Since(since) < a.cfg.Wait {
 			// A failed read is tried again, for Wait, before the
 			// archive is given up on; the merger counts it.
 			if !a.send(ctx, archiveBatch{gen: c.gen, err: err}) || !pause(ctx, archiveRetry) {
@@ -217,7 +224,7 @@ func (a *archiveSide) seek(ctx context.Context, c replayCmd) (archive.Pos, error
 		if !a.send(ctx, b) || !pause(ctx, a.cfg.Wait) {
 			return archive.Pos{}, ctx.Err()
 		}
-		since = a.now()
+		since = time.Now()
 	}
 }
 
