@@ -23,33 +23,47 @@ type archiveSide struct {
 	cfg    ArchiveConfig
 	log    transport.Log
 	reader *archive.Reader
-	now    func() time.Time
 	logger *slog.Logger
 
 	mu sync.Mutex // guards m for Stats
 	m  *merger
 
 	batches chan archiveBatch
-	cancel  context.CancelFunc // stops the reader goroutine running
-	done    chan struct{}      // closed when it returned
+
+	// rmu guards the reader goroutine's handles: apply (on the Receive
+	// goroutine) starts and stops it, close (on Close's) stops it for
+	// good, possibly at the same time.
+	rmu    sync.Mutex
+	cancel context.CancelFunc // stops the reader goroutine running
+	done   chan struct{}      // closed when it returned
+	closed bool               // close was called: no reader starts
 }
 
 // openArchive connects the subscriber's archive.
 func openArchive(ctx context.Context, cfg *Config) (*archiveSide, error) {
-	a := &archiveSide{cfg: cfg.Archive, now: cfg.Now, logger: cfg.Logger, batches: make(chan archiveBatch, 4)}
-	var err error
+	var (
+		log transport.Log
+		err error
+	)
 	if cfg.Archive.Open != nil {
-		a.log, err = cfg.Archive.Open(ctx)
+		log, err = cfg.Archive.Open(ctx)
 	} else {
-		a.log, err = openLog(ctx, cfg.Archive.URL)
+		log, err = openLog(ctx, cfg.Archive.URL)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("multicast: archive %s: %w", cfg.Archive.URL, err)
 	}
-	a.reader = archive.NewReader(a.log, cfg.Feed)
+	return newArchiveSide(cfg, log), nil
+}
+
+// newArchiveSide is the archive side of a subscriber reading log; a
+// reader starts at once for a history (cfg.Archive.Join).
+func newArchiveSide(cfg *Config, log transport.Log) *archiveSide {
+	a := &archiveSide{cfg: cfg.Archive, log: log, logger: cfg.Logger, batches: make(chan archiveBatch, 4)}
+	a.reader = archive.NewReader(log, cfg.Feed)
 	a.m = newMerger(cfg.Feed, &cfg.Archive, cfg.Logger)
 	a.apply()
-	return a, nil
+	return a
 }
 
 // openLog opens a log URL whose endpoint can read at positions.
@@ -76,25 +90,27 @@ func logReader(ctx context.Context, raw string) (transport.LogReader, error) {
 }
 
 // apply carries out the merger's orders: stop the reader, start one.
-// Called on the Receive goroutine.
+// Called on the Receive goroutine; once the archive is closed it starts
+// none.
 func (a *archiveSide) apply() {
 	for {
 		c, ok := a.m.takeCommand()
 		if !ok {
 			return
 		}
+		a.rmu.Lock()
 		a.stopReader()
-		if c.stop {
-			continue
+		if !c.stop && !a.closed {
+			ctx, cancel := context.WithCancel(context.Background())
+			a.cancel, a.done = cancel, make(chan struct{})
+			go a.read(ctx, c, a.done)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		a.cancel, a.done = cancel, make(chan struct{})
-		go a.read(ctx, c, a.done)
+		a.rmu.Unlock()
 	}
 }
 
 // stopReader stops the reader goroutine, if one runs, and drops what it
-// sent.
+// sent. The caller holds rmu.
 func (a *archiveSide) stopReader() {
 	if a.cancel == nil {
 		return
@@ -114,6 +130,10 @@ func (a *archiveSide) stopReader() {
 // read is the reader goroutine of one replay: it finds where to start,
 // then reads on, handing the merger what it reads, and word when the
 // archive gives nothing of the feed for Wait (idle), until ctx ends.
+//
+// Wait is measured on the clock of the deadlines that bound the reads
+// (time.Now), not on Config.Now: an injected clock cannot make a read
+// of the log return sooner, nor one that stands still make it wait on.
 func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{}) {
 	defer close(done)
 	want, err := a.seek(ctx, c)
@@ -121,10 +141,9 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 		return // ctx ended
 	}
 	b := archiveBatch{gen: c.gen, seeked: true, want: want, trimmed: a.reader.Trimmed()}
-	last := a.now()
+	last := time.Now()
 	for {
-		wait := a.cfg.Wait - a.now().Sub(last)
-		rctx, cancel := context.WithTimeout(ctx, max(wait, time.Millisecond))
+		rctx, cancel := context.WithDeadline(ctx, last.Add(a.cfg.Wait))
 		evs, err := a.reader.Next(rctx)
 		cancel()
 		if ctx.Err() != nil {
@@ -137,11 +156,11 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 			// Wait, as when it has nothing.
 			b.err = err
 		}
-		switch {
+		switch now := time.Now(); {
 		case err == nil && len(evs) > 0:
-			last = a.now()
-		case a.now().Sub(last) >= a.cfg.Wait:
-			b.idle, last = true, a.now()
+			last = now
+		case now.Sub(last) >= a.cfg.Wait:
+			b.idle, last = true, now
 		}
 		if len(b.events) > 0 || b.idle || b.seeked || b.err != nil {
 			if !a.send(ctx, b) {
@@ -157,13 +176,18 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 
 // seek positions the reader for c, trying again (and telling the
 // merger the archive is idle: at once when it holds nothing, after Wait
-// when it cannot be read) until it can. It returns the position it looked for, and an error only
-// when ctx ended.
+// when it cannot be read) until it can. Each try is bounded by Wait: a
+// log that does not answer (or a read of a position that holds only a
+// transaction marker, which waits for the next record) counts as one
+// that cannot be read. It returns the position it looked for, and an
+// error only when ctx ended.
 func (a *archiveSide) seek(ctx context.Context, c replayCmd) (archive.Pos, error) {
-	since := a.now()
+	since := time.Now()
 	for {
 		start := c.start
 		err := func() error {
+			ctx, cancel := context.WithTimeout(ctx, a.cfg.Wait)
+			defer cancel()
 			if c.seq == 0 {
 				return a.reader.Seek(ctx, start)
 			}
@@ -184,7 +208,7 @@ func (a *archiveSide) seek(ctx context.Context, c replayCmd) (archive.Pos, error
 		if ctx.Err() != nil {
 			return archive.Pos{}, ctx.Err()
 		}
-		if !errors.Is(err, archive.ErrEmpty) && a.now().Sub(since) < a.cfg.Wait {
+		if !errors.Is(err, archive.ErrEmpty) && time.Since(since) < a.cfg.Wait {
 			// A failed read is tried again, for Wait, before the
 			// archive is given up on; the merger counts it.
 			if !a.send(ctx, archiveBatch{gen: c.gen, err: err}) || !pause(ctx, archiveRetry) {
@@ -200,7 +224,7 @@ func (a *archiveSide) seek(ctx context.Context, c replayCmd) (archive.Pos, error
 		if !a.send(ctx, b) || !pause(ctx, a.cfg.Wait) {
 			return archive.Pos{}, ctx.Err()
 		}
-		since = a.now()
+		since = time.Now()
 	}
 }
 
@@ -259,9 +283,13 @@ func (a *archiveSide) stats() ArchiveStats {
 	return a.m.Stats()
 }
 
-// close stops the reader and closes the log.
+// close stops the reader and closes the log. A Receive running at the
+// same time starts no reader after it.
 func (a *archiveSide) close() error {
+	a.rmu.Lock()
+	a.closed = true
 	a.stopReader()
+	a.rmu.Unlock()
 	return a.log.Close()
 }
 

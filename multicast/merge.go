@@ -112,6 +112,11 @@ type merger struct {
 
 	q    eventQueue
 	lead int // events at q's front a replay reads past
+	// dropped is, for each session, the last position the live events
+	// dropped from q (its bound reached) stood for: what the live feed
+	// showed of a session that the archive may lack. Oldest first, of
+	// sessions not over for the application, at most maxDropped.
+	dropped []archive.Pos
 
 	replaying bool
 	gen       uint64
@@ -265,6 +270,22 @@ func (m *merger) past(session, seq uint64) bool {
 	return session < m.cur.Session || m.started && session == m.cur.Session && (m.ended || seq < m.next)
 }
 
+// behind reports whether the application has every position a live
+// event held stands for, or its session is over for it: the archive
+// delivered what it says.
+func (m *merger) behind(ev *transport.Event) bool {
+	switch ev.Kind {
+	case transport.EventMessage:
+		return m.past(ev.Message.Stream.Session, ev.Message.Seq)
+	case transport.EventGap:
+		return m.past(ev.Gap.Stream.Session, ev.Gap.To)
+	case transport.EventStreamStart:
+		return m.past(ev.Start.Stream.Session, ev.Start.FirstSeq)
+	}
+	s := ev.End.Stream.Session
+	return s < m.cur.Session || m.started && s == m.cur.Session && m.ended
+}
+
 // blocking reports whether the archive stands in for a live event: a
 // Gap the archive may fill, the end of a session that did not close
 // (the archive may hold its tail).
@@ -354,7 +375,7 @@ func (m *merger) record(ev *transport.Event) {
 		m.stats.Duplicates++
 		return
 	case m.reached(posOf(s, from)):
-		m.merge()
+		m.merge(transport.GapNotArchived)
 		return
 	}
 	if !m.started || s.Session > m.cur.Session {
@@ -389,7 +410,7 @@ func (m *merger) record(ev *transport.Event) {
 		m.emitGap(s, lo, hi, ev.Gap.Reason, true)
 	}
 	if hi < to {
-		m.merge()
+		m.merge(transport.GapNotArchived)
 	}
 }
 
@@ -423,11 +444,12 @@ func (m *merger) reached(p archive.Pos) bool {
 }
 
 // merge ends the replay: the live events held take over. A session the
-// archive has shown to be over (a later one follows it) ends first.
-func (m *merger) merge() {
+// archive has shown to be over (a later one follows it) ends first; why
+// is the reason for what of it the archive lacked.
+func (m *merger) merge(why transport.GapReason) {
 	kind, u := m.until()
 	if m.started && !m.ended && (kind == untilSession && u.Session == m.cur.Session || kind == untilPos && u.Session > m.cur.Session) {
-		m.endCur(m.heldEnd(), 0)
+		m.endHeld(why)
 	}
 	m.stopReplay()
 	m.stats.Merges++
@@ -459,11 +481,24 @@ func (m *merger) readPastLosses() {
 
 // giveUp: the archive had nothing more for a while. What the live
 // events held start after is reported missing, and they take over; a
-// late joiner's history with nothing held goes on.
+// late joiner's history with nothing held goes on. The held events the
+// archive delivered already are dropped first: one of a session the
+// archive went past (the replay reached the next session, then lagged)
+// would otherwise measure the loss in the wrong session; and if they
+// were all it held, the live feed takes over.
 func (m *merger) giveUp() {
+	caught := false
+	for m.q.len() > 0 && m.behind(m.q.front()) {
+		m.popQueue()
+		m.stats.Duplicates++
+		caught = true
+	}
 	m.readPastLosses()
 	kind, u := m.until()
 	if kind == untilNone {
+		if caught {
+			m.merge(transport.GapNotArchived)
+		}
 		return
 	}
 	m.stats.GaveUp++
@@ -481,7 +516,7 @@ func (m *merger) giveUp() {
 	case kind == untilSession:
 	case !m.started || u.Session > m.cur.Session:
 		if m.started && !m.ended {
-			m.endCur(m.heldEnd(), 0)
+			m.endHeld(why)
 		}
 		if u.Seq > 1 {
 			s := transport.StreamID{Feed: m.feed, Session: u.Session}
@@ -491,18 +526,37 @@ func (m *merger) giveUp() {
 	case m.next < u.Seq:
 		m.emitGap(m.cur, m.next, u.Seq-1, why, true)
 	}
-	m.merge()
+	m.merge(why)
 }
 
-// heldEnd is the reason the engine gave for the end of the current
-// session, if its StreamEnd is held; else EndReplaced.
-func (m *merger) heldEnd() transport.EndReason {
+// endHeld ends the current session, which the archive, or the live
+// events held, show to be over. What of it the live events the replay
+// reads past stand for beyond what was delivered (a tail the engine
+// lost, up to its StreamEnd) is reported missing first, for why. The
+// end has the engine's reason if its StreamEnd is held, else
+// EndReplaced.
+func (m *merger) endHeld(why transport.GapReason) {
+	reason, last := transport.EndReplaced, uint64(0)
 	for i := range m.lead {
-		if ev := m.q.at(i); ev.Kind == transport.EventStreamEnd && ev.End.Stream == m.cur {
-			return ev.End.Reason
+		switch ev := m.q.at(i); {
+		case ev.Kind == transport.EventMessage && ev.Message.Stream == m.cur:
+			last = max(last, ev.Message.Seq)
+		case ev.Kind == transport.EventGap && ev.Gap.Stream == m.cur:
+			last = max(last, ev.Gap.To)
+		case ev.Kind == transport.EventStreamEnd && ev.End.Stream == m.cur:
+			reason, last = ev.End.Reason, max(last, ev.End.LastSeq)
 		}
 	}
-	return transport.EndReplaced
+	for len(m.dropped) > 0 && m.dropped[0].Session <= m.cur.Session {
+		if m.dropped[0].Session == m.cur.Session {
+			last = max(last, m.dropped[0].Seq)
+		}
+		m.dropped = m.dropped[1:]
+	}
+	if last >= m.next {
+		m.emitGap(m.cur, m.next, last, why, true)
+	}
+	m.endCur(reason, 0)
 }
 
 // switchTo starts session s at first, ending the current one first.
@@ -543,8 +597,12 @@ func (m *merger) enqueue(ev *transport.Event) {
 	size := eventSize(ev)
 	dropped, from := false, archive.Pos{}
 	for m.q.len() > 0 && m.q.full(size) {
+		front := m.q.front()
 		if !dropped {
-			from = startOf(m.q.front())
+			from = startOf(front)
+		}
+		if last, ok := lastOf(front); ok {
+			m.noteDropped(last)
 		}
 		m.popQueue()
 		m.stats.LiveDropped++
@@ -568,6 +626,25 @@ func (m *merger) enqueue(ev *transport.Event) {
 		m.log.Warn("multicast: the live feed outruns the archive's replay: the oldest live events held are dropped and read from the archive instead; the switch to live waits until the replay catches up",
 			"held", m.q.len(), "bytes", m.q.bytes)
 	}
+}
+
+// maxDropped bounds the sessions whose dropped live events the merger
+// remembers: beyond it (publishers restarting faster than a replay
+// catches up) the oldest is forgotten, and the archive alone says where
+// that session ended.
+const maxDropped = 8
+
+// noteDropped remembers that a live event dropped from the queue stood
+// for p.
+func (m *merger) noteDropped(p archive.Pos) {
+	if n := len(m.dropped); n > 0 && m.dropped[n-1].Session == p.Session {
+		m.dropped[n-1].Seq = max(m.dropped[n-1].Seq, p.Seq)
+		return
+	}
+	if len(m.dropped) == maxDropped {
+		m.dropped = m.dropped[1:]
+	}
+	m.dropped = append(m.dropped, p)
 }
 
 // popQueue drops the queue's front event.
@@ -597,4 +674,18 @@ func startOf(ev *transport.Event) archive.Pos {
 		return posOf(ev.Start.Stream, ev.Start.FirstSeq)
 	}
 	return posOf(ev.End.Stream, ev.End.LastSeq+1)
+}
+
+// lastOf is the last feed position a live event stands for, if any (a
+// StreamStart stands for none).
+func lastOf(ev *transport.Event) (archive.Pos, bool) {
+	switch ev.Kind {
+	case transport.EventMessage:
+		return posOf(ev.Message.Stream, ev.Message.Seq), true
+	case transport.EventGap:
+		return posOf(ev.Gap.Stream, ev.Gap.To), true
+	case transport.EventStreamEnd:
+		return posOf(ev.End.Stream, ev.End.LastSeq), true
+	}
+	return archive.Pos{}, false
 }

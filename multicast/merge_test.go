@@ -494,3 +494,69 @@ func TestMergeOutpaced(t *testing.T) {
 	account(t, r.got, span{sA, 1, 25})
 	wantStats(t, r.m.Stats(), 10, 0, 1)
 }
+
+// TestMergeGiveUpAfterSessionSwitch: the archive, lagging behind the
+// live feed, replays the rest of a dead session and the start of the
+// next, then has nothing more. The live events held of the dead session
+// were delivered by the archive: the loss reported is only what neither
+// side has of the new session, and its live messages are delivered.
+func TestMergeGiveUpAfterSessionSwitch(t *testing.T) {
+	r := newMergeRig(t, JoinLive(), 0)
+	r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10),
+		gapEv(sA, 11, 12, transport.GapUnrecoverable), msgs(sA, 13, 15),
+		gapEv(sA, 16, 20, transport.GapStreamEnded), endEv(sA, 20, transport.EndReplaced),
+		startEv(sB, sA, 1), gapEv(sB, 1, 2, transport.GapUnrecoverable), msgs(sB, 3, 10))...)
+	r.arch(archive.Pos{Session: 100, Seq: 11}, false, cat(msgs(sA, 11, 20), msgs(sB, 1, 1))...)
+	r.idle(nil) // the recorder has not written B 2.. yet
+	r.live(msgs(sB, 11, 14)...)
+	gaps := account(t, r.got, span{sA, 1, 20}, span{sB, 1, 14})
+	if len(gaps) != 1 || gaps[0] != (transport.Gap{Stream: sB, From: 2, To: 2, Reason: transport.GapNotArchived}) {
+		t.Errorf("gaps %v, want only B 2..2 not archived", gaps)
+	}
+	if r.m.replaying {
+		t.Error("still replaying")
+	}
+}
+
+// TestMergeGiveUpDeadTail: the archive, lagging, has nothing more of a
+// dead session's tail: what the engine said the session held beyond
+// what was delivered — its held Gap and StreamEnd, or, with a small
+// buffer, the live events dropped — is reported missing before the
+// session ends at the engine's last position.
+func TestMergeGiveUpDeadTail(t *testing.T) {
+	for _, buffer := range []int{0, 4} {
+		t.Run(fmt.Sprint("buffer ", buffer), func(t *testing.T) {
+			r := newMergeRig(t, JoinLive(), buffer)
+			r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 30),
+				gapEv(sA, 31, 33, transport.GapStreamEnded), endEv(sA, 33, transport.EndReplaced),
+				startEv(sB, sA, 1), msgs(sB, 1, 10))...)
+			r.arch(archive.Pos{Session: 100, Seq: 31}, false, msgs(sA, 31, 31)...)
+			r.idle(nil)
+			r.live(msgs(sB, 11, 12)...)
+			gaps := account(t, r.got, span{sA, 1, 33}, span{sB, 1, 12})
+			if len(gaps) == 0 || gaps[0] != (transport.Gap{Stream: sA, From: 32, To: 33, Reason: transport.GapNotArchived}) {
+				t.Errorf("gaps %v, want A 32..33 not archived first", gaps)
+			}
+			for _, ev := range r.got {
+				if ev.Kind == transport.EventStreamEnd && ev.End.LastSeq != 33 {
+					t.Errorf("A ends at %d, want 33", ev.End.LastSeq)
+				}
+			}
+		})
+	}
+}
+
+// TestMergeGiveUpCaughtUp: a late joiner's replay delivered everything
+// the live events held stand for, then the archive has nothing more:
+// the subscriber goes live, not waiting on the archive for the next.
+func TestMergeGiveUpCaughtUp(t *testing.T) {
+	r := newMergeRig(t, JoinEarliest(), 0)
+	r.live(cat(startEv(sA, transport.StreamID{}, 3), msgs(sA, 3, 5), gapEv(sA, 6, 7, transport.GapUnrecoverable))...)
+	r.arch(archive.Pos{}, false, msgs(sA, 1, 7)...)
+	r.idle(nil)
+	if r.m.replaying || r.m.Stats().Merges != 1 {
+		t.Fatalf("still replaying after the archive delivered all that is held; stats %+v", r.m.Stats())
+	}
+	r.live(msgs(sA, 8, 10)...)
+	account(t, r.got, span{sA, 1, 10})
+}

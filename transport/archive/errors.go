@@ -10,4 +10,7 @@ var (
 	// ErrEmpty is returned by Reader.Seek when the log holds no stream
 	// yet (its topic does not exist): nothing was recorded.
 	ErrEmpty = errors.New("archive: the log does not exist yet")
+	// ErrNotPositioned is returned by Reader.Next before a Seek
+	// positioned the reader.
+	ErrNotPositioned = errors.New("archive: Next before Seek")
 )

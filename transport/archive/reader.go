@@ -69,6 +69,7 @@ type Reader struct {
 	feed   uint32
 	stream transport.StreamID // the log's stream that holds the feed
 	chosen bool
+	seeked bool   // a Seek positioned the reader
 	pos    uint64 // the log position read next
 	// trimmed: the last Seek to a position landed on the log's first
 	// position, which is past 0: the log deleted what came before.
@@ -137,8 +138,10 @@ func (r *Reader) Trimmed() bool { return r.trimmed }
 
 // Seek positions the reader at s. It returns ErrEmpty when the log does
 // not exist yet, and ErrNoStream when the log has several streams and
-// none holds the feed.
+// none holds the feed. Until a Seek succeeds (after one failed
+// too), Next returns ErrNotPositioned.
 func (r *Reader) Seek(ctx context.Context, s Start) error {
+	r.seeked = false // a Seek that fails leaves the reader nowhere
 	if err := r.choose(ctx); err != nil {
 		return err
 	}
@@ -161,16 +164,18 @@ func (r *Reader) Seek(ctx context.Context, s Start) error {
 		}
 		r.trimmed = r.pos == first && first > 0
 	}
+	r.seeked = true
 	return nil
 }
 
 // Next reads on: the events of the feed in the records of one read of
 // the log, in order — possibly none, when the records read were not the
 // feed's. It waits, until ctx ends, for a record when the log holds no
-// more yet. The events are the caller's.
+// more yet. The events are the caller's. Before a Seek it returns
+// ErrNotPositioned.
 func (r *Reader) Next(ctx context.Context) ([]transport.Event, error) {
-	if !r.chosen {
-		return nil, fmt.Errorf("archive: Next before Seek")
+	if !r.seeked {
+		return nil, ErrNotPositioned
 	}
 	ms, err := r.log.Read(ctx, r.stream, r.pos)
 	if err != nil {

@@ -297,3 +297,47 @@ func FuzzUnwrap(f *testing.F) {
 		}
 	})
 }
+
+// boundsFails is a log whose Bounds fails when fail is set.
+type boundsFails struct {
+	*fakeLog
+	fail bool
+}
+
+func (l *boundsFails) Bounds(ctx context.Context, s transport.StreamID) (uint64, uint64, error) {
+	if l.fail {
+		return 0, 0, errors.New("connection reset")
+	}
+	return l.fakeLog.Bounds(ctx, s)
+}
+
+// TestNextNotPositioned: Next before a Seek, or after one that failed,
+// is ErrNotPositioned, not a read from the log's position 0; even after
+// Last found the stream.
+func TestNextNotPositioned(t *testing.T) {
+	log := &boundsFails{fakeLog: newFakeLog(10)}
+	for seq := uint64(1); seq <= 5; seq++ {
+		log.add(part0, recorded(sess(1, 100), seq, "x"))
+	}
+	r := NewReader(log, 1)
+	ctx := context.Background()
+	if _, ok, err := r.Last(ctx); !ok || err != nil {
+		t.Fatalf("last: %v %v", ok, err)
+	}
+	if _, err := r.Next(ctx); !errors.Is(err, ErrNotPositioned) {
+		t.Fatalf("Next before Seek: %v, want ErrNotPositioned", err)
+	}
+	if err := r.Seek(ctx, Earliest()); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := r.Next(ctx); err != nil || len(evs) != 5 {
+		t.Fatalf("Next after Seek: %d events, %v", len(evs), err)
+	}
+	log.fail = true
+	if err := r.Seek(ctx, At(Pos{100, 3})); err == nil {
+		t.Fatal("Seek did not fail")
+	}
+	if _, err := r.Next(ctx); !errors.Is(err, ErrNotPositioned) {
+		t.Fatalf("Next after a failed Seek: %v, want ErrNotPositioned", err)
+	}
+}

@@ -1,0 +1,202 @@
+package multicast
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/archive"
+)
+
+// recPos is the archive position of a record: a message's, a gap
+// marker's last.
+func recPos(ev *transport.Event) archive.Pos {
+	if ev.Kind == transport.EventGap {
+		return posOf(ev.Gap.Stream, ev.Gap.To)
+	}
+	return posOf(ev.Message.Stream, ev.Message.Seq)
+}
+
+// TestMergeProperty drives the merger with random feeds, seeded: two
+// sessions, the first crashing or not, the live feed losing runs of
+// messages, the archive complete but for gap markers, the reader
+// handing it over in random batches, either as fast as asked or behind
+// the live feed (a recorder that lags: it has only what the live feed
+// reached, less a few records), the subscriber joining live or at the
+// earliest record, with or without a small buffer. Every run must end
+// merged with each position accounted for exactly once; and, with no
+// live event dropped, no Gap may cover a message the live feed
+// delivered.
+func TestMergeProperty(t *testing.T) {
+	seeds := uint64(3000)
+	if testing.Short() {
+		seeds = 300
+	}
+	for seed := range seeds {
+		if !t.Run(fmt.Sprint(seed), func(t *testing.T) { mergeProperty(t, seed) }) {
+			return
+		}
+	}
+}
+
+func mergeProperty(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	na, nb := uint64(20+rng.IntN(40)), uint64(20+rng.IntN(40))
+	var arch []transport.Event
+	for _, s := range []struct {
+		id transport.StreamID
+		n  uint64
+	}{{sA, na}, {sB, nb}} {
+		for seq := uint64(1); seq <= s.n; seq++ {
+			if rng.IntN(15) == 0 && seq+2 < s.n {
+				arch = append(arch, gapEv(s.id, seq, seq+2, transport.GapSourceDown))
+				seq += 2
+				continue
+			}
+			arch = append(arch, msg(s.id, seq))
+		}
+	}
+	var live []transport.Event
+	joinAt := uint64(1)
+	if rng.IntN(2) == 0 {
+		joinAt = 1 + uint64(rng.IntN(int(na-8)))
+	}
+	session := func(s, replaces transport.StreamID, from, n uint64, crash bool) {
+		live = append(live, startEv(s, replaces, from))
+		tail := n + 1
+		if crash {
+			tail = n - uint64(rng.IntN(5))
+		}
+		for seq := from; seq < tail; seq++ {
+			if rng.IntN(8) == 0 && seq < tail-1 {
+				to := min(seq+uint64(rng.IntN(4)), tail-1)
+				live = append(live, gapEv(s, seq, to, transport.GapUnrecoverable))
+				seq = to
+				continue
+			}
+			live = append(live, msg(s, seq))
+		}
+		if crash {
+			if tail <= n {
+				live = append(live, gapEv(s, tail, n, transport.GapStreamEnded))
+			}
+			live = append(live, endEv(s, n, transport.EndReplaced))
+		}
+	}
+	session(sA, transport.StreamID{}, joinAt, na, rng.IntN(2) == 0)
+	session(sB, sA, 1, nb, false)
+	// The feed ends with messages: nothing is left to recover.
+	live = append(live, msgs(sB, nb+1, nb+3)...)
+	arch = append(arch, msgs(sB, nb+1, nb+3)...)
+	nb += 3
+
+	join := JoinLive()
+	if rng.IntN(2) == 0 {
+		join = JoinEarliest()
+	}
+	buffer := 0
+	if rng.IntN(2) == 0 {
+		buffer = 4 + rng.IntN(8)
+	}
+	lag := -1 // the recorder has everything
+	if rng.IntN(2) == 0 {
+		lag = rng.IntN(6) // records behind the live feed
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("seed %d join %v buffer %d lag %d\nlive %s\narchive %s", seed, join, buffer, lag, show(live), show(arch))
+		}
+	}()
+
+	r := newMergeRig(t, join, buffer)
+	li := 0
+	available := func() int {
+		if lag < 0 {
+			return len(arch)
+		}
+		if li == 0 {
+			return 0
+		}
+		reached := startOf(&live[li-1])
+		n := 0
+		for n < len(arch) && !reached.Less(recPos(&arch[n])) {
+			n++
+		}
+		return max(0, n-lag)
+	}
+	var rd struct {
+		gen  uint64
+		at   int
+		sent bool
+	}
+	seek := func(c replayCmd) int {
+		p, ok := c.start.Pos()
+		if !ok {
+			return 0
+		}
+		for i := range arch {
+			if !recPos(&arch[i]).Less(p) {
+				return i
+			}
+		}
+		return len(arch)
+	}
+	for range 100000 {
+		if !r.cur.stop && len(r.cmds) > 0 && r.cur.gen != rd.gen {
+			rd.gen, rd.at, rd.sent = r.cur.gen, seek(r.cur), false
+		}
+		reading := len(r.cmds) > 0 && !r.cur.stop && r.m.replaying
+		choice := rng.IntN(3)
+		if !reading && li == len(live) {
+			break
+		}
+		switch {
+		case li < len(live) && (choice == 0 || !reading):
+			r.live(live[li])
+			li++
+		case rd.at < available():
+			k := min(available()-rd.at, 1+rng.IntN(6))
+			want, _ := r.cur.start.Pos()
+			r.m.archive(&archiveBatch{gen: r.cur.gen, events: append([]transport.Event(nil), arch[rd.at:rd.at+k]...), seeked: !rd.sent, want: want})
+			rd.sent, rd.at = true, rd.at+k
+			r.commands()
+			r.drain()
+		case li == len(live) || rng.IntN(4) == 0:
+			if !rd.sent {
+				want, _ := r.cur.start.Pos()
+				r.m.archive(&archiveBatch{gen: r.cur.gen, seeked: true, want: want})
+				rd.sent = true
+			}
+			r.idle(nil)
+		}
+	}
+	r.drain()
+	if r.m.replaying {
+		t.Fatalf("still replaying; got %s", show(r.got))
+	}
+	want := []span{{sA, 1, na}, {sB, 1, nb}}
+	if join.kind == joinLive {
+		want[0].first = joinAt
+	}
+	gaps := account(t, r.got, want...)
+	if buffer > 0 {
+		return
+	}
+	delivered := map[archive.Pos]bool{}
+	for i := range live {
+		if live[i].Kind == transport.EventMessage {
+			delivered[recPos(&live[i])] = true
+		}
+	}
+	for _, g := range gaps {
+		if g.Reason == transport.GapSourceDown {
+			continue // the archive's marker
+		}
+		for seq := g.From; seq <= g.To; seq++ {
+			if delivered[posOf(g.Stream, seq)] {
+				t.Fatalf("gap %v covers %d, which the live feed delivered: %s", g, seq, show(r.got))
+			}
+		}
+	}
+}
