@@ -28,7 +28,7 @@ func webhookClientFlags(fs *pflag.FlagSet) *webhookClient {
 	if server == "" {
 		server = "http://127.0.0.1:8080"
 	}
-	fs.StringVar(&c.server, "server", server, "URL of 'brokerless webhook serve' (default $BROKERLESS_WEBHOOK_URL or http://127.0.0.1:8080)")
+	fs.StringVar(&c.server, "server", server, "URL of 'brokerless webhook serve' ($BROKERLESS_WEBHOOK_URL if set)")
 	fs.StringVar(&c.token, "token", "", "API bearer token (default $BROKERLESS_WEBHOOK_TOKEN)")
 	return c
 }

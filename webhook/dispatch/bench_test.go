@@ -303,14 +303,20 @@ func BenchmarkLatency(b *testing.B) {
 // BenchmarkIsolation: the enqueue→delivered latency of a fast endpoint
 // alone, and beside an endpoint that hangs until the timeout (every event
 // goes to both), in interleaved rounds on SQLite at a fixed rate (open
-// loop); p99-ratio is the p99 beside the hanging endpoint over the p99
-// alone (the target is at most 2).
+// loop); p99-ratio is the median over the rounds of the p99 beside the
+// hanging endpoint over the p99 alone (the target is at most 2).
 func BenchmarkIsolation(b *testing.B) {
 	rate, dur := benchRate()
-	var solo, beside []time.Duration
+	var (
+		solo, beside []time.Duration
+		ratios       []float64
+	)
 	for i := 0; i < b.N; i++ {
-		solo = append(solo, latencyOutbox(b, sqliteBench(b), rate, dur, false)...)
-		beside = append(beside, latencyOutbox(b, sqliteBench(b), rate, dur, true)...)
+		s := latencyOutbox(b, sqliteBench(b), rate, dur, false)
+		h := latencyOutbox(b, sqliteBench(b), rate, dur, true)
+		r := float64(quantile(h, 0.99)) / float64(quantile(s, 0.99))
+		b.Logf("round %d: p99 alone %v, beside the hanging endpoint %v: ratio %.2f", i+1, quantile(s, 0.99), quantile(h, 0.99), r)
+		solo, beside, ratios = append(solo, s...), append(beside, h...), append(ratios, r)
 	}
 	for _, r := range []struct {
 		name string
@@ -320,5 +326,5 @@ func BenchmarkIsolation(b *testing.B) {
 		b.ReportMetric(float64(quantile(r.v, 0.99).Microseconds())/1000, r.name+"-p99-ms")
 		b.Logf("%s: %d events at %d/s, p50 %v p99 %v", r.name, len(r.v), rate, quantile(r.v, 0.5), quantile(r.v, 0.99))
 	}
-	b.ReportMetric(float64(quantile(beside, 0.99))/float64(quantile(solo, 0.99)), "p99-ratio")
+	b.ReportMetric(median(ratios), "p99-ratio")
 }

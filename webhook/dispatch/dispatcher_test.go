@@ -123,12 +123,13 @@ func TestGoneDisables(t *testing.T) {
 	if e.Enabled || !strings.Contains(e.DisabledReason, "410") {
 		t.Fatalf("endpoint %+v", e)
 	}
-	// One delivery got the 410 and failed; the other was never attempted.
+	// One delivery got the 410 and failed; the other, never attempted, is
+	// paused until the endpoint is enabled again.
 	d1, _ := s.ListDeliveries(context.Background(), ev1.ID)
 	d2, _ := s.ListDeliveries(context.Background(), ev2.ID)
 	statuses := []string{d1[0].Status, d2[0].Status}
 	slices.Sort(statuses)
-	if statuses[0] != store.StatusFailed || statuses[1] != store.StatusPending || d1[0].Attempts+d2[0].Attempts != 1 {
+	if statuses[0] != store.StatusFailed || statuses[1] != store.StatusPaused || d1[0].Attempts+d2[0].Attempts != 1 {
 		t.Fatalf("deliveries %+v %+v", d1[0], d2[0])
 	}
 	if n := len(gone.requests()); n != 1 {

@@ -180,13 +180,23 @@ func (s *sqlStore) ListEndpoints(ctx context.Context) ([]*Endpoint, error) {
 
 func (s *sqlStore) UpdateEndpoint(ctx context.Context, e *Endpoint) error {
 	types, secrets := endpointJSON(e)
-	n, err := s.exec(ctx, s.db, `UPDATE endpoints SET url = ?, description = ?, event_types = ?, secrets = ?, rate_limit = ?, enabled = ?,
-		disabled_reason = ?, failing_since = ?, updated = ? WHERE id = ?`,
-		e.URL, e.Description, types, secrets, e.RateLimit, boolInt(e.Enabled), e.DisabledReason, nanos(e.FailingSince), nanos(e.Updated), e.ID)
-	if err == nil && n == 0 {
-		err = fmt.Errorf("%w: endpoint %s", ErrNotFound, e.ID)
-	}
-	return err
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		n, err := s.exec(ctx, tx, `UPDATE endpoints SET url = ?, description = ?, event_types = ?, secrets = ?, rate_limit = ?, enabled = ?,
+			disabled_reason = ?, failing_since = ?, updated = ? WHERE id = ?`,
+			e.URL, e.Description, types, secrets, e.RateLimit, boolInt(e.Enabled), e.DisabledReason, nanos(e.FailingSince), nanos(e.Updated), e.ID)
+		if err == nil && n == 0 {
+			err = fmt.Errorf("%w: endpoint %s", ErrNotFound, e.ID)
+		}
+		if err != nil {
+			return err
+		}
+		from, to := StatusPending, StatusPaused
+		if e.Enabled {
+			from, to = to, from
+		}
+		_, err = s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`, to, e.ID, from)
+		return err
+	})
 }
 
 func (s *sqlStore) DeleteEndpoint(ctx context.Context, id string) error {

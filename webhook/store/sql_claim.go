@@ -204,6 +204,10 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion) (boo
 			c.Disable, nanos(a.Started.Add(a.Duration)), a.EndpointID); err != nil {
 			return false, err
 		}
+		if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`,
+			StatusPaused, a.EndpointID, StatusPending); err != nil {
+			return false, err
+		}
 	}
 	for _, ev := range c.Notices {
 		if _, err := s.insertEvent(ctx, tx, ev, []string{c.NoticeEndpoint}); err != nil {

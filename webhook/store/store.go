@@ -23,7 +23,9 @@ type Store interface {
 	CreateEndpoint(ctx context.Context, e *Endpoint) error
 	GetEndpoint(ctx context.Context, id string) (*Endpoint, error)
 	ListEndpoints(ctx context.Context) ([]*Endpoint, error)
-	// UpdateEndpoint writes every field but ID and Created.
+	// UpdateEndpoint writes every field but ID and Created. Disabling an
+	// endpoint pauses its pending deliveries; enabling it makes them
+	// pending again.
 	UpdateEndpoint(ctx context.Context, e *Endpoint) error
 	// DeleteEndpoint removes the endpoint and its deliveries.
 	DeleteEndpoint(ctx context.Context, id string) error

@@ -11,6 +11,10 @@ const (
 	// StatusFailed is a delivery whose attempts are exhausted, or whose
 	// endpoint refused it for good (410 Gone).
 	StatusFailed = "failed"
+	// StatusPaused is a pending delivery of a disabled endpoint: it is
+	// pending again when the endpoint is enabled. (Kept out of the
+	// pending index range, it costs claims nothing meanwhile.)
+	StatusPaused = "paused"
 )
 
 // Endpoint is a URL events are delivered to.

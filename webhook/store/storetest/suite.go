@@ -333,6 +333,34 @@ func testComplete(t *testing.T, s store.Store) {
 	if _, ok, _ := s.NextDue(c); ok {
 		t.Errorf("NextDue reports work for a disabled endpoint")
 	}
+	other := "msg_2"
+	if j.Event.ID == other {
+		other = "msg_3"
+	}
+	if ds, _ := s.ListDeliveries(c, other); ds[0].Status != store.StatusPaused {
+		t.Errorf("the disabled endpoint's other delivery: %+v, want paused", ds[0])
+	}
+	// Enabled again, its paused deliveries are pending and claimed.
+	e.Enabled, e.DisabledReason = true, ""
+	if err := s.UpdateEndpoint(c, e); err != nil {
+		t.Fatal(err)
+	}
+	if got := jobIDs(claim(t, s, "a", t0.Add(time.Hour), 10)); !slices.Equal(got, []string{other + ">ep_1"}) {
+		t.Errorf("after enabling: claimed %v, want %s", got, other)
+	}
+	// Disabled through UpdateEndpoint, the same.
+	event(t, s, "msg_4", "t", t0.Add(time.Hour))
+	e.Enabled = false
+	if err := s.UpdateEndpoint(c, e); err != nil {
+		t.Fatal(err)
+	}
+	if ds, _ := s.ListDeliveries(c, "msg_4"); len(ds) != 1 || ds[0].Status != store.StatusPaused {
+		t.Errorf("a pending delivery after disabling: %+v, want paused", ds)
+	}
+	event(t, s, "msg_5", "t", t0.Add(time.Hour))
+	if ds, _ := s.ListDeliveries(c, "msg_5"); len(ds) != 0 {
+		t.Errorf("an event for a disabled endpoint got a delivery: %+v", ds)
+	}
 }
 
 func testNotices(t *testing.T, s store.Store) {
