@@ -119,7 +119,7 @@ func healths(eps []*store.Endpoint, rows []*eventRow) []*health {
 			switch d.Status {
 			case store.StatusSucceeded:
 				h.Delivered++
-			case store.StatusPending:
+			case store.StatusPending, store.StatusPaused:
 				h.Pending++
 			case store.StatusFailed:
 				h.Failed++
