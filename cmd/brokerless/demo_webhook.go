@@ -29,7 +29,7 @@ import (
 
 var demoWebhookCmd = command{
 	name:     "demo webhook",
-	summary:  "a webhook dispatcher and two receivers (one failing, then recovering) on this machine: see retries deliver everything",
+	summary:  "a webhook dispatcher and two receivers (one flaky) on this machine: see retries deliver everything",
 	synopsis: "[--events 20] [--fail-first 2] [--timeout 30s]",
 	about: `
 Runs, inside this process and on 127.0.0.1 only, a webhook dispatcher with
