@@ -221,6 +221,54 @@ func TestWebhookConsoleBrowser(t *testing.T) {
 	}
 }
 
+// TestWebhookServeConsole: webhook serve answers the console at / (a
+// redirect to its login form without a session) beside the API, which
+// still wants its bearer token. It needs no browser.
+func TestWebhookServeConsole(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errOut := newSyncBuffer("listening on")
+	exited := make(chan int, 1)
+	db := "sqlite:" + filepath.Join(t.TempDir(), "w.db")
+	go func() {
+		exited <- run(ctx, []string{"webhook", "serve", "--listen", "127.0.0.1:0", "--db", db}, stdio{in: strings.NewReader(""), out: io.Discard, err: errOut})
+	}()
+	defer func() {
+		cancel()
+		<-exited
+	}()
+	select {
+	case <-errOut.seen:
+	case code := <-exited:
+		t.Fatalf("serve exited %d:\n%s", code, errOut)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not start:\n%s", errOut)
+	}
+	addr := serveAddrRE.FindStringSubmatch(errOut.String())
+	if addr == nil || !strings.Contains(errOut.String(), "console at /") {
+		t.Fatalf("no address or no console in:\n%s", errOut)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path string) (*http.Response, string) {
+		resp, err := client.Get(addr[1] + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	if resp, _ := get("/"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
+		t.Errorf("GET /: %d to %q, want 303 to /login", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, body := get("/login"); resp.StatusCode != http.StatusOK || !strings.Contains(body, `name="token"`) {
+		t.Errorf("GET /login: %d, no token field:\n%s", resp.StatusCode, body)
+	}
+	if resp, _ := get("/v1/endpoints"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /v1/endpoints without a token: %d, want 401", resp.StatusCode)
+	}
+}
+
 // waitFor polls cond until it holds, failing the test after a minute.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

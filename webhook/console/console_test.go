@@ -469,3 +469,37 @@ func TestConfig(t *testing.T) {
 		t.Errorf("New without a Store: %v, want a ConfigError on Store", err)
 	}
 }
+
+// TestSessionsBoundedAndExpire: logins beyond MaxSessions end the oldest
+// session, and a session ends after SessionTTL.
+func TestSessionsBoundedAndExpire(t *testing.T) {
+	f := newFixture(t)
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	con, err := console.New(console.Config{Store: f.st, MaxSessions: 2, SessionTTL: time.Hour, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv.Config.Handler = con
+	var clients []*http.Client
+	for range 3 {
+		c := f.client()
+		f.login(c)
+		clients = append(clients, c)
+		now.Add(int64(time.Second))
+	}
+	if con.Sessions() != 2 {
+		t.Errorf("%d sessions held, want at most 2", con.Sessions())
+	}
+	for i, c := range clients {
+		code, _, _ := f.do(c, "GET", "/", nil)
+		if want := map[bool]int{true: http.StatusSeeOther, false: http.StatusOK}[i == 0]; code != want {
+			t.Errorf("client %d (oldest first): GET / %d, want %d", i, code, want)
+		}
+	}
+	now.Add(int64(time.Hour))
+	if code, _, _ := f.do(clients[2], "GET", "/", nil); code != http.StatusSeeOther {
+		t.Errorf("GET / after SessionTTL: %d, want 303 to /login", code)
+	}
+}
