@@ -203,7 +203,7 @@ func runDemoWebhook(ctx context.Context, o demoWebhookOptions, out io.Writer) (*
 	defer st.Close()
 
 	policy := webhook.AddressPolicy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
-	d, err := dispatch.New(dispatch.Config{Store: st, Addresses: policy, Timeout: 5 * time.Second,
+	d, err := dispatch.New(dispatch.Config{Store: st, Addresses: policy, Timeout: 10 * time.Second,
 		Policy: dispatch.Policy{Schedule: demoWebhookSchedule}, Logger: o.log})
 	if err != nil {
 		return nil, err
