@@ -26,7 +26,7 @@ type command struct {
 
 // commands lists every command in the order help shows them.
 func commands() []*command {
-	return slices.Concat([]*command{&pubCmd, &subCmd, &pipeCmd, &mcastPubCmd, &mcastSubCmd, &mcastRecordCmd, &demoCmd, &demoArchiveCmd, &logdCmd, &logdUserAddCmd, &logdUserRemoveCmd, &logdUserListCmd, &statsdCmd, &zmqProxyCmd, &zmqPushCmd, &zmqPullCmd}, webhookCmds, []*command{&helpURLsCmd, &versionCmd})
+	return slices.Concat([]*command{&pubCmd, &subCmd, &pipeCmd, &mcastPubCmd, &mcastSubCmd, &mcastRecordCmd, &demoCmd, &demoArchiveCmd, &demoWebhookCmd, &logdCmd, &logdUserAddCmd, &logdUserRemoveCmd, &logdUserListCmd, &statsdCmd, &zmqProxyCmd, &zmqPushCmd, &zmqPullCmd}, webhookCmds, []*command{&helpURLsCmd, &versionCmd})
 }
 
 // lookup finds the command whose name is the longest run of leading

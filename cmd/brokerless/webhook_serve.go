@@ -15,6 +15,7 @@ import (
 	"github.com/brokerless/brokerless/transport"
 	"github.com/brokerless/brokerless/webhook"
 	"github.com/brokerless/brokerless/webhook/api"
+	"github.com/brokerless/brokerless/webhook/console"
 	"github.com/brokerless/brokerless/webhook/dispatch"
 	"github.com/brokerless/brokerless/webhook/source"
 	"github.com/brokerless/brokerless/webhook/store"
@@ -51,7 +52,11 @@ the payload is not JSON), its idempotency key TOPIC/PARTITION/OFFSET. The
 record's offset is committed only after its event is stored, so a crash
 in between loses nothing and makes no duplicate event.
 
-The API needs a bearer token. At first start (no token in the database)
+An operator console is served at / on the same listener: endpoints with
+their health, recent events with their attempts, and buttons to resend,
+recover and disable. Log in with an API token.
+
+The API and the console need a bearer token. At first start (no token in the database)
 an admin token is created and printed once; only its SHA-256 is stored.
 Create and revoke others with POST and DELETE /v1/tokens.
 
@@ -152,6 +157,10 @@ func runWebhookServe(ctx context.Context, inv *invocation) error {
 	if err != nil {
 		return configError(err, map[string]string{"MaxBodyBytes": "max-body"})
 	}
+	con, err := console.New(console.Config{Store: st, Notify: d.Notify, Logger: inv.log})
+	if err != nil {
+		return err
+	}
 	if o.noticeEndpoint != "" {
 		if _, err := st.GetEndpoint(ctx, o.noticeEndpoint); err != nil {
 			return usagef("--notice-endpoint %s: %v", o.noticeEndpoint, err)
@@ -173,7 +182,7 @@ func runWebhookServe(ctx context.Context, inv *invocation) error {
 	if sub != nil {
 		fmt.Fprintf(inv.err, "webhook serve: events from %s\n", o.source)
 	}
-	fmt.Fprintf(inv.err, "webhook serve: listening on http://%s/ (API under /v1/, OpenAPI at /v1/openapi.json)\n", ln.Addr())
+	fmt.Fprintf(inv.err, "webhook serve: listening on http://%s/ (console at /, API under /v1/, OpenAPI at /v1/openapi.json)\n", ln.Addr())
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -187,7 +196,7 @@ func runWebhookServe(ctx context.Context, inv *invocation) error {
 				Notify: d.Notify, Logger: inv.log, Stats: &srcStats})
 		}()
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: console.Handler(srv, con), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	srcDone := false
