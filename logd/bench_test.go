@@ -271,8 +271,20 @@ func (f *countingFile) Readahead(off, n int64) {
 
 // BenchmarkReplay1KiB: fetching a partition from offset 0 (Fetch
 // requests for whole record batches, as a consumer's network layer
-// issues them) against raw sequential reads of its segment files. Both
-// start cold: the segments are evicted from the page cache first.
+// issues them, one at a time, as franz-go keeps one fetch per broker)
+// against raw sequential reads of its segment files. Every side starts
+// cold: the segments are evicted from the page cache first. Each round
+// runs, in turn, the raw read, logd sending record sets from the files
+// (sendfile, its default on Linux) and logd reading them and writing
+// them from memory (as on a TLS connection), the order rotating by
+// round.
+//
+// Metrics: MiB/s (sendfile), copy-MiB/s and raw-MiB/s are medians of
+// the rounds; x-raw and copy-x-raw the medians of the rounds' ratios to
+// the raw read of the same round, x-raw-min and x-raw-max their spread;
+// cpu-ms/GiB and copy-cpu-ms/GiB the process's CPU time (user+system,
+// the fetching client included) per GiB fetched, raw-cpu-ms/GiB the
+// raw read's.
 func BenchmarkReplay1KiB(b *testing.B) {
 	ts := startServer(b, b.TempDir())
 	cl := newClient(b, ts.addr, kgo.DefaultProduceTopic("replay"))
@@ -286,18 +298,47 @@ func BenchmarkReplay1KiB(b *testing.B) {
 		b.Fatal(err)
 	}
 	partDir := filepath.Join(ts.dir, "replay-0")
-	var raws, rates []float64
-	for range benchRounds {
-		evict(b, partDir)
-		raws = append(raws, rawReadRate(b, partDir))
-		evict(b, partDir)
-		rates = append(rates, fetchRate(b, ts.addr, "replay"))
+	const raw, zc, cp = 0, 1, 2
+	var rates, cpus, ratios [3][]float64
+	for round := range benchRounds {
+		for i := range 3 {
+			side := (round + i) % 3
+			evict(b, partDir)
+			ts.noZeroCopy.Store(side == cp)
+			cpu0 := cpuTime(b)
+			var rate, bytes float64
+			if side == raw {
+				rate, bytes = rawReadRate(b, partDir)
+			} else {
+				rate, bytes = fetchRate(b, ts.addr, "replay")
+			}
+			rates[side] = append(rates[side], rate)
+			cpus[side] = append(cpus[side], (cpuTime(b)-cpu0).Seconds()*1e3/(bytes/(1<<30)))
+		}
+		for _, side := range []int{zc, cp} {
+			ratios[side] = append(ratios[side], rates[side][round]/rates[raw][round])
+		}
 	}
-	raw, rate := median(raws), median(rates)
-	b.ReportMetric(rate/(1<<20), "MiB/s")
-	b.ReportMetric(raw/(1<<20), "raw-MiB/s")
-	b.ReportMetric(rate/raw, "x-raw")
+	b.ReportMetric(median(rates[zc])/(1<<20), "MiB/s")
+	b.ReportMetric(median(rates[cp])/(1<<20), "copy-MiB/s")
+	b.ReportMetric(median(rates[raw])/(1<<20), "raw-MiB/s")
+	b.ReportMetric(median(ratios[zc]), "x-raw")
+	b.ReportMetric(slices.Min(ratios[zc]), "x-raw-min")
+	b.ReportMetric(slices.Max(ratios[zc]), "x-raw-max")
+	b.ReportMetric(median(ratios[cp]), "copy-x-raw")
+	b.ReportMetric(median(cpus[zc]), "cpu-ms/GiB")
+	b.ReportMetric(median(cpus[cp]), "copy-cpu-ms/GiB")
+	b.ReportMetric(median(cpus[raw]), "raw-cpu-ms/GiB")
 	b.ReportMetric(0, "ns/op")
+}
+
+// cpuTime is the process's CPU time so far, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // fetchBytes is the size of one fetch: franz-go's default per partition.
@@ -307,8 +348,8 @@ const fetchBytes = 1 << 20
 // requests of up to fetchBytes, on a plain connection that reads each
 // response into one reused buffer (a client's network layer, without the
 // per-record decoding a consumer library adds), and returns record bytes
-// per second.
-func fetchRate(b *testing.B, addr, topic string) float64 {
+// per second, and record bytes.
+func fetchRate(b *testing.B, addr, topic string) (float64, float64) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
@@ -365,7 +406,7 @@ func fetchRate(b *testing.B, addr, topic string) float64 {
 			break
 		}
 	}
-	return float64(bytes) / time.Since(start).Seconds()
+	return float64(bytes) / time.Since(start).Seconds(), float64(bytes)
 }
 
 // nextOffset is the offset after the last record batch in a record set.
@@ -401,8 +442,8 @@ func evict(b *testing.B, dir string) {
 }
 
 // rawReadRate reads every .log file of a partition directory
-// sequentially and returns bytes per second.
-func rawReadRate(b *testing.B, dir string) float64 {
+// sequentially and returns bytes per second, and bytes.
+func rawReadRate(b *testing.B, dir string) (float64, float64) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		b.Fatal(err)
@@ -430,7 +471,7 @@ func rawReadRate(b *testing.B, dir string) float64 {
 		}
 		f.Close()
 	}
-	return float64(n) / time.Since(start).Seconds()
+	return float64(n) / time.Since(start).Seconds(), float64(n)
 }
 
 // BenchmarkLatency: produce→consume latency of single records at a fixed
