@@ -269,15 +269,19 @@ func (f *countingFile) Readahead(off, n int64) {
 	}
 }
 
-// BenchmarkReplay1KiB: fetching a partition from offset 0 (Fetch
-// requests for whole record batches, as a consumer's network layer
-// issues them, one at a time, as franz-go keeps one fetch per broker)
-// against raw sequential reads of its segment files. Every side starts
-// cold: the segments are evicted from the page cache first. Each round
-// runs, in turn, the raw read, logd sending record sets from the files
-// (sendfile, its default on Linux) and logd reading them and writing
-// them from memory (as on a TLS connection), the order rotating by
-// round.
+// BenchmarkReplay1KiB: fetching a topic from offset 0 (Fetch requests
+// for whole record batches, as a consumer's network layer issues them,
+// one at a time, as franz-go keeps one fetch per broker; up to 1 MiB per
+// partition, franz-go's default) against raw sequential reads of its
+// segment files. Every side starts cold: the segments are evicted from
+// the page cache first. Each round runs, in turn, the raw read, logd
+// sending record sets from the files (sendfile, its default on Linux)
+// and logd reading them and writing them from memory (as on a TLS
+// connection), the order rotating by round.
+//
+//   - 1partition: one partition, 1 MiB per round trip;
+//   - 4partitions: the same bytes in 4 partitions, each fetch asking
+//     for all 4 (up to 4 MiB per round trip).
 //
 // Metrics: MiB/s (sendfile), copy-MiB/s and raw-MiB/s are medians of
 // the rounds; x-raw and copy-x-raw the medians of the rounds' ratios to
@@ -286,9 +290,14 @@ func (f *countingFile) Readahead(off, n int64) {
 // the fetching client included) per GiB fetched, raw-cpu-ms/GiB the
 // raw read's.
 func BenchmarkReplay1KiB(b *testing.B) {
+	b.Run("1partition", func(b *testing.B) { benchReplay(b, 1) })
+	b.Run("4partitions", func(b *testing.B) { benchReplay(b, 4) })
+}
+
+func benchReplay(b *testing.B, partitions int) {
 	ts := startServer(b, b.TempDir())
 	cl := newClient(b, ts.addr, kgo.DefaultProduceTopic("replay"))
-	createTopic(b, cl, "replay", 1)
+	createTopic(b, cl, "replay", int32(partitions))
 	value := make([]byte, benchRecord)
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
@@ -297,20 +306,25 @@ func BenchmarkReplay1KiB(b *testing.B) {
 	if err := cl.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
-	partDir := filepath.Join(ts.dir, "replay-0")
+	var dirs []string
+	for p := range partitions {
+		dirs = append(dirs, filepath.Join(ts.dir, fmt.Sprintf("replay-%d", p)))
+	}
 	const raw, zc, cp = 0, 1, 2
 	var rates, cpus, ratios [3][]float64
 	for round := range benchRounds {
 		for i := range 3 {
 			side := (round + i) % 3
-			evict(b, partDir)
+			for _, d := range dirs {
+				evict(b, d)
+			}
 			ts.noZeroCopy.Store(side == cp)
 			cpu0 := cpuTime(b)
 			var rate, bytes float64
 			if side == raw {
-				rate, bytes = rawReadRate(b, partDir)
+				rate, bytes = rawReadRate(b, dirs...)
 			} else {
-				rate, bytes = fetchRate(b, ts.addr, "replay")
+				rate, bytes = fetchRate(b, ts.addr, "replay", partitions)
 			}
 			rates[side] = append(rates[side], rate)
 			cpus[side] = append(cpus[side], (cpuTime(b)-cpu0).Seconds()*1e3/(bytes/(1<<30)))
@@ -344,12 +358,13 @@ func cpuTime(b *testing.B) time.Duration {
 // fetchBytes is the size of one fetch: franz-go's default per partition.
 const fetchBytes = 1 << 20
 
-// fetchRate fetches a partition from offset 0 to its end with Fetch
-// requests of up to fetchBytes, on a plain connection that reads each
-// response into one reused buffer (a client's network layer, without the
-// per-record decoding a consumer library adds), and returns record bytes
-// per second, and record bytes.
-func fetchRate(b *testing.B, addr, topic string) (float64, float64) {
+// fetchRate fetches partitions 0 to partitions-1 of a topic from offset
+// 0 to their ends, each Fetch request asking for all those not done yet,
+// up to fetchBytes each, on a plain connection that reads each response
+// into one reused buffer (a client's network layer, without the
+// per-record decoding a consumer library adds), and returns record
+// bytes per second, and record bytes.
+func fetchRate(b *testing.B, addr, topic string, partitions int) (float64, float64) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
@@ -358,16 +373,22 @@ func fetchRate(b *testing.B, addr, topic string) (float64, float64) {
 	r := bufio.NewReaderSize(c, 1<<20)
 	var frame, out []byte
 	start := time.Now()
-	var offset, bytes int64
-	for corr := int32(0); ; corr++ {
+	offsets := make([]int64, partitions)
+	done := make([]bool, partitions)
+	var bytes int64
+	for corr, left := int32(0), partitions; left > 0; corr++ {
 		req := kmsg.NewPtrFetchRequest()
 		req.SetVersion(11)
-		req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, fetchBytes, 0
+		req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, int32(partitions*fetchBytes), 0
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic = topic
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.FetchOffset, rp.PartitionMaxBytes = offset, fetchBytes
-		rt.Partitions = append(rt.Partitions, rp)
+		for p := range partitions {
+			if !done[p] {
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(p), offsets[p], fetchBytes
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+		}
 		req.Topics = append(req.Topics, rt)
 		out = append(out[:0], 0, 0, 0, 0, 0, 1, 0, 11, 0, 0, 0, 0, 0, 0)
 		binary.BigEndian.PutUint32(out[8:], uint32(corr))
@@ -393,17 +414,18 @@ func fetchRate(b *testing.B, addr, topic string) (float64, float64) {
 		if err := resp.ReadFrom(frame[4:]); err != nil {
 			b.Fatal(err)
 		}
-		p := resp.Topics[0].Partitions[0]
-		if p.ErrorCode != 0 {
-			b.Fatalf("fetch error %d", p.ErrorCode)
-		}
-		if len(p.RecordBatches) == 0 {
-			break
-		}
-		bytes += int64(len(p.RecordBatches))
-		offset = nextOffset(p.RecordBatches)
-		if offset >= p.HighWatermark {
-			break
+		for _, p := range resp.Topics[0].Partitions {
+			if p.ErrorCode != 0 {
+				b.Fatalf("fetch error %d", p.ErrorCode)
+			}
+			bytes += int64(len(p.RecordBatches))
+			if len(p.RecordBatches) > 0 {
+				offsets[p.Partition] = nextOffset(p.RecordBatches)
+			}
+			if len(p.RecordBatches) == 0 || offsets[p.Partition] >= p.HighWatermark {
+				done[p.Partition] = true
+				left--
+			}
 		}
 	}
 	return float64(bytes) / time.Since(start).Seconds(), float64(bytes)
@@ -441,35 +463,37 @@ func evict(b *testing.B, dir string) {
 	}
 }
 
-// rawReadRate reads every .log file of a partition directory
+// rawReadRate reads every .log file of the partition directories
 // sequentially and returns bytes per second, and bytes.
-func rawReadRate(b *testing.B, dir string) (float64, float64) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+func rawReadRate(b *testing.B, dirs ...string) (float64, float64) {
 	buf := make([]byte, 1<<20)
 	var n int64
 	start := time.Now()
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".log") {
-			continue
-		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
 		if err != nil {
 			b.Fatal(err)
 		}
-		for {
-			k, err := f.Read(buf)
-			n += int64(k)
-			if err == io.EOF {
-				break
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".log") {
+				continue
 			}
+			f, err := os.Open(filepath.Join(dir, e.Name()))
 			if err != nil {
 				b.Fatal(err)
 			}
+			for {
+				k, err := f.Read(buf)
+				n += int64(k)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			f.Close()
 		}
-		f.Close()
 	}
 	return float64(n) / time.Since(start).Seconds(), float64(n)
 }
