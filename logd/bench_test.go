@@ -1,7 +1,6 @@
 package logd
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -269,64 +268,133 @@ func (f *countingFile) Readahead(off, n int64) {
 	}
 }
 
-// BenchmarkReplay1KiB: fetching a partition from offset 0 (Fetch
-// requests for whole record batches, as a consumer's network layer
-// issues them) against raw sequential reads of its segment files. Both
-// start cold: the segments are evicted from the page cache first.
+// BenchmarkReplay1KiB: b.N random 1 KiB records, uncompressed (the
+// segments hold about 1 KiB per record, MiB-on-disk), fetched from
+// offset 0 (Fetch requests
+// for whole record batches, as a consumer's network layer issues them,
+// one at a time, as franz-go keeps one fetch per broker; up to 1 MiB per
+// partition, franz-go's default) against raw sequential reads of its
+// segment files. Every side starts cold: the segments are evicted from
+// the page cache first. Each round runs, in turn, the raw read, logd
+// sending record sets from the files (sendfile, its default on Linux)
+// and logd reading them and writing them from memory (as on a TLS
+// connection), the order rotating by round.
+//
+//   - 1partition: one partition, 1 MiB per round trip;
+//   - 4partitions: the same bytes in 4 partitions, each fetch asking
+//     for all 4 (up to 4 MiB per round trip).
+//
+// Metrics: MiB/s (sendfile), copy-MiB/s and raw-MiB/s are medians of
+// the rounds; x-raw and copy-x-raw the medians of the rounds' ratios to
+// the raw read of the same round, x-raw-min and x-raw-max their spread;
+// cpu-ms/GiB and copy-cpu-ms/GiB the process's CPU time (user+system,
+// the fetching client included) per GiB fetched, raw-cpu-ms/GiB the
+// raw read's.
 func BenchmarkReplay1KiB(b *testing.B) {
+	b.Run("1partition", func(b *testing.B) { benchReplay(b, 1) })
+	b.Run("4partitions", func(b *testing.B) { benchReplay(b, 4) })
+}
+
+func benchReplay(b *testing.B, partitions int) {
 	ts := startServer(b, b.TempDir())
-	cl := newClient(b, ts.addr, kgo.DefaultProduceTopic("replay"))
-	createTopic(b, cl, "replay", 1)
-	value := make([]byte, benchRecord)
+	cl := newClient(b, ts.addr, kgo.DefaultProduceTopic("replay"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	createTopic(b, cl, "replay", int32(partitions))
+	values := randomValues(1)
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
-		cl.Produce(ctx, &kgo.Record{Value: value}, nil)
+		cl.Produce(ctx, &kgo.Record{Value: values[i%len(values)]}, nil)
 	}
 	if err := cl.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
-	partDir := filepath.Join(ts.dir, "replay-0")
-	var raws, rates []float64
-	for range benchRounds {
-		evict(b, partDir)
-		raws = append(raws, rawReadRate(b, partDir))
-		evict(b, partDir)
-		rates = append(rates, fetchRate(b, ts.addr, "replay"))
+	var dirs []string
+	for p := range partitions {
+		dirs = append(dirs, filepath.Join(ts.dir, fmt.Sprintf("replay-%d", p)))
 	}
-	raw, rate := median(raws), median(rates)
-	b.ReportMetric(rate/(1<<20), "MiB/s")
-	b.ReportMetric(raw/(1<<20), "raw-MiB/s")
-	b.ReportMetric(rate/raw, "x-raw")
+	const raw, zc, cp = 0, 1, 2
+	var rates, cpus, ratios [3][]float64
+	var sizes []float64
+	for round := range benchRounds {
+		for i := range 3 {
+			side := (round + i) % 3
+			for _, d := range dirs {
+				evict(b, d)
+			}
+			ts.noZeroCopy.Store(side == cp)
+			cpu0 := cpuTime(b)
+			var rate, bytes float64
+			if side == raw {
+				rate, bytes = rawReadRate(b, dirs...)
+			} else {
+				rate, bytes = fetchRate(b, ts.addr, "replay", partitions)
+			}
+			rates[side] = append(rates[side], rate)
+			if side == raw {
+				sizes = append(sizes, bytes)
+			}
+			cpus[side] = append(cpus[side], (cpuTime(b)-cpu0).Seconds()*1e3/(bytes/(1<<30)))
+		}
+		for _, side := range []int{zc, cp} {
+			ratios[side] = append(ratios[side], rates[side][round]/rates[raw][round])
+		}
+	}
+	b.ReportMetric(median(sizes)/(1<<20), "MiB-on-disk")
+	b.ReportMetric(median(rates[zc])/(1<<20), "MiB/s")
+	b.ReportMetric(median(rates[cp])/(1<<20), "copy-MiB/s")
+	b.ReportMetric(median(rates[raw])/(1<<20), "raw-MiB/s")
+	b.ReportMetric(median(ratios[zc]), "x-raw")
+	b.ReportMetric(slices.Min(ratios[zc]), "x-raw-min")
+	b.ReportMetric(slices.Max(ratios[zc]), "x-raw-max")
+	b.ReportMetric(median(ratios[cp]), "copy-x-raw")
+	b.ReportMetric(median(cpus[zc]), "cpu-ms/GiB")
+	b.ReportMetric(median(cpus[cp]), "copy-cpu-ms/GiB")
+	b.ReportMetric(median(cpus[raw]), "raw-cpu-ms/GiB")
 	b.ReportMetric(0, "ns/op")
+}
+
+// cpuTime is the process's CPU time so far, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // fetchBytes is the size of one fetch: franz-go's default per partition.
 const fetchBytes = 1 << 20
 
-// fetchRate fetches a partition from offset 0 to its end with Fetch
-// requests of up to fetchBytes, on a plain connection that reads each
-// response into one reused buffer (a client's network layer, without the
-// per-record decoding a consumer library adds), and returns record bytes
-// per second.
-func fetchRate(b *testing.B, addr, topic string) float64 {
+// fetchRate fetches partitions 0 to partitions-1 of a topic from offset
+// 0 to their ends, each Fetch request asking for all those not done yet,
+// up to fetchBytes each, on a plain connection that reads each response
+// straight into one reused buffer (a client's network layer, without the
+// per-record decoding a consumer library adds), and returns record
+// bytes per second, and record bytes.
+func fetchRate(b *testing.B, addr, topic string, partitions int) (float64, float64) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	r := bufio.NewReaderSize(c, 1<<20)
+	r := c // unbuffered: each response is read once, straight into frame
 	var frame, out []byte
 	start := time.Now()
-	var offset, bytes int64
-	for corr := int32(0); ; corr++ {
+	offsets := make([]int64, partitions)
+	done := make([]bool, partitions)
+	var bytes int64
+	for corr, left := int32(0), partitions; left > 0; corr++ {
 		req := kmsg.NewPtrFetchRequest()
 		req.SetVersion(11)
-		req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, fetchBytes, 0
+		req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, int32(partitions*fetchBytes), 0
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic = topic
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.FetchOffset, rp.PartitionMaxBytes = offset, fetchBytes
-		rt.Partitions = append(rt.Partitions, rp)
+		for p := range partitions {
+			if !done[p] {
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(p), offsets[p], fetchBytes
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+		}
 		req.Topics = append(req.Topics, rt)
 		out = append(out[:0], 0, 0, 0, 0, 0, 1, 0, 11, 0, 0, 0, 0, 0, 0)
 		binary.BigEndian.PutUint32(out[8:], uint32(corr))
@@ -352,20 +420,21 @@ func fetchRate(b *testing.B, addr, topic string) float64 {
 		if err := resp.ReadFrom(frame[4:]); err != nil {
 			b.Fatal(err)
 		}
-		p := resp.Topics[0].Partitions[0]
-		if p.ErrorCode != 0 {
-			b.Fatalf("fetch error %d", p.ErrorCode)
-		}
-		if len(p.RecordBatches) == 0 {
-			break
-		}
-		bytes += int64(len(p.RecordBatches))
-		offset = nextOffset(p.RecordBatches)
-		if offset >= p.HighWatermark {
-			break
+		for _, p := range resp.Topics[0].Partitions {
+			if p.ErrorCode != 0 {
+				b.Fatalf("fetch error %d", p.ErrorCode)
+			}
+			bytes += int64(len(p.RecordBatches))
+			if len(p.RecordBatches) > 0 {
+				offsets[p.Partition] = nextOffset(p.RecordBatches)
+			}
+			if len(p.RecordBatches) == 0 || offsets[p.Partition] >= p.HighWatermark {
+				done[p.Partition] = true
+				left--
+			}
 		}
 	}
-	return float64(bytes) / time.Since(start).Seconds()
+	return float64(bytes) / time.Since(start).Seconds(), float64(bytes)
 }
 
 // nextOffset is the offset after the last record batch in a record set.
@@ -400,37 +469,39 @@ func evict(b *testing.B, dir string) {
 	}
 }
 
-// rawReadRate reads every .log file of a partition directory
-// sequentially and returns bytes per second.
-func rawReadRate(b *testing.B, dir string) float64 {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+// rawReadRate reads every .log file of the partition directories
+// sequentially and returns bytes per second, and bytes.
+func rawReadRate(b *testing.B, dirs ...string) (float64, float64) {
 	buf := make([]byte, 1<<20)
 	var n int64
 	start := time.Now()
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".log") {
-			continue
-		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
 		if err != nil {
 			b.Fatal(err)
 		}
-		for {
-			k, err := f.Read(buf)
-			n += int64(k)
-			if err == io.EOF {
-				break
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".log") {
+				continue
 			}
+			f, err := os.Open(filepath.Join(dir, e.Name()))
 			if err != nil {
 				b.Fatal(err)
 			}
+			for {
+				k, err := f.Read(buf)
+				n += int64(k)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			f.Close()
 		}
-		f.Close()
 	}
-	return float64(n) / time.Since(start).Seconds()
+	return float64(n) / time.Since(start).Seconds(), float64(n)
 }
 
 // BenchmarkLatency: produce→consume latency of single records at a fixed

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/logd/storage"
 )
 
 // client is one connection's identity, for handlers that need it, and
@@ -21,6 +23,11 @@ type client struct {
 	id    string // the request header's client id
 	host  string
 	fetch []byte
+	// zeroCopy: the connection can send record sets from segment files
+	// (sendfile), so a fetch leaves checked ones in regions, one per
+	// partition of its response in order (File nil: read into fetch).
+	zeroCopy bool
+	regions  []storage.Region
 	// auth is the connection's authentication state, nil when the
 	// server requires none; hangUp closes the connection once the
 	// current request is answered (or at once if it has no answer).
@@ -65,6 +72,11 @@ type conn struct {
 	// after writerDone) saying why if a write failed.
 	replies    chan reply
 	writerDone chan struct{}
+	// sendfile sends a file region on the socket without a copy; nil
+	// when the socket cannot (TLS, other systems). vec is the writer's
+	// vector of byte slices for one writev.
+	sendfile   func(storage.Region) error
+	vec        net.Buffers
 	writeErr   error
 	unwritten  atomic.Int32 // answers handed to the writer and not yet written
 	writesDone bool         // replies is closed (finishWrites)
@@ -94,6 +106,9 @@ func (s *Server) serveConn(nc net.Conn, ip string, accepted time.Time) {
 		writerDone: make(chan struct{}),
 	}
 	cn.cl.auth = s.newConnAuth(nc)
+	if !s.noZeroCopy.Load() {
+		cn.sendfile = sendfileTo(nc)
+	}
 	go cn.writeReplies()
 	defer cn.close()
 	for {
@@ -234,6 +249,7 @@ func (cn *conn) answer(req *request) error {
 	s := cn.s
 	if req.key == kmsg.Fetch.Int16() {
 		cn.cl.fetch = s.bufs.get(max(cn.fetchSize, 1<<minBufClass))
+		cn.cl.zeroCopy = cn.sendfile != nil
 	}
 	started := s.cfg.Now()
 	cn.cl.id = req.clientID
@@ -257,10 +273,25 @@ func (cn *conn) answer(req *request) error {
 			return appendResponse(s.bufs.get(1<<minBufClass), req.correlation, resp)
 		}
 	default:
-		r.out = appendResponse(s.bufs.get(max(cn.outSize, 1<<minBufClass)), req.correlation, resp)
+		out := s.bufs.get(max(cn.outSize, 1<<minBufClass))
+		if f, ok := resp.(*kmsg.FetchResponse); ok {
+			// The record sets are not copied into out: the writer
+			// writes them from the fetch buffer (which it gives back
+			// once written) or sends them from the segment files.
+			r.out, r.holes = appendFetchResponse(out, req.correlation, f, cn.cl.regions, nil)
+			cn.cl.regions = cn.cl.regions[:0]
+			if cn.cl.fetch != nil {
+				cn.fetchSize = sizeOf(len(cn.cl.fetch))
+				r.fetch, cn.cl.fetch = cn.cl.fetch, nil
+			}
+		} else {
+			r.out = appendResponse(out, req.correlation, resp)
+		}
 		cn.outSize = sizeOf(len(r.out))
 	}
 	cn.releaseFrame()
+	cn.cl.zeroCopy = false
+	cn.cl.closeRegions() // a fetch's, if its answer did not take them
 	if cn.cl.fetch != nil {
 		cn.fetchSize = sizeOf(len(cn.cl.fetch))
 		s.bufs.put(cn.cl.fetch)
@@ -274,11 +305,31 @@ func (cn *conn) answer(req *request) error {
 
 // reply is one answer on its way to the client: its encoded bytes, or
 // the function that waits for it and encodes it; a barrier only
-// reports when everything before it has been written.
+// reports when everything before it has been written. A Fetch answer's
+// record sets are holes in out, written from fetch (the buffer they
+// were read into) or sent from segment files.
 type reply struct {
 	out     []byte
 	finish  func() []byte
 	barrier chan struct{}
+	holes   []hole
+	fetch   []byte
+}
+
+// release gives back what r holds: its buffers and files.
+func (r *reply) release(bufs *bufPool) {
+	if r.out != nil {
+		bufs.put(r.out)
+	}
+	if r.fetch != nil {
+		bufs.put(r.fetch)
+	}
+	for _, h := range r.holes {
+		if h.file.File != nil {
+			h.file.File.Close()
+		}
+	}
+	*r = reply{}
 }
 
 // send hands r to the writer, waiting while connPipeline answers are
@@ -329,13 +380,12 @@ func (cn *conn) writeReplies() {
 			close(r.barrier)
 			continue
 		}
-		out := r.out
 		if r.finish != nil {
-			out = r.finish()
+			r.out = r.finish()
 		}
 		_ = cn.nc.SetWriteDeadline(time.Now().Add(cn.s.cfg.IdleTimeout))
-		_, err := cn.nc.Write(out)
-		cn.s.bufs.put(out)
+		err := cn.write(&r)
+		r.release(&cn.s.bufs)
 		if err == nil {
 			cn.unwritten.Add(-1) // on failure it stays: the reader waits for writerDone
 		}
@@ -345,6 +395,39 @@ func (cn *conn) writeReplies() {
 			return
 		}
 	}
+}
+
+// write writes r: out, with its holes filled in order. Bytes go out
+// together (writev); a file region goes out with sendfile between them.
+func (cn *conn) write(r *reply) error {
+	if len(r.holes) == 0 {
+		_, err := cn.nc.Write(r.out)
+		return err
+	}
+	vec := cn.vec[:0]
+	defer func() { cn.vec = vec[:0] }()
+	prev := 0
+	for _, h := range r.holes {
+		vec = append(vec, r.out[prev:h.at])
+		prev = h.at
+		if h.file.File == nil {
+			vec = append(vec, h.data)
+			continue
+		}
+		v := vec
+		if _, err := v.WriteTo(cn.nc); err != nil {
+			return err
+		}
+		vec = vec[:0]
+		if err := cn.sendfile(h.file); err != nil {
+			return err
+		}
+		cn.s.metrics.fetchZeroCopy.Add(uint64(h.file.Len))
+	}
+	vec = append(vec, r.out[prev:])
+	v := vec
+	_, err := v.WriteTo(cn.nc)
+	return err
 }
 
 // sizeOf is the buffer size to start with next time, n bytes having
@@ -363,6 +446,10 @@ func sizeOf(n int) int {
 // and closes its socket.
 func (cn *conn) close() {
 	cn.finishWrites()
+	for r := range cn.replies { // left by a writer that failed
+		r.release(&cn.s.bufs)
+	}
+	cn.cl.closeRegions()
 	cn.releaseFrame()
 	if cn.cl.fetch != nil {
 		cn.s.bufs.put(cn.cl.fetch)

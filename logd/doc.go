@@ -21,7 +21,12 @@
 // than Config.MaxRequestBytes, a request that does not decode, an unknown
 // API key or an unsupported version closes that connection (counted, and
 // logged at most once per Config.WarnLogGap); everyone else is served
-// on. Connections are bounded in all (MaxConnections) and per client
+// on. A Fetch answer's record sets are not copied into it: those whose
+// batches were all CRC-checked already are sent from the segment files
+// with sendfile(2), as Kafka serves fetches (Linux, plain TCP; a batch
+// is checked the first time it is read, so a batch that fails its check
+// is never sent); the rest are written from the buffer they were read
+// into. Connections are bounded in all (MaxConnections) and per client
 // address (MaxConnectionsPerIP); a new connection must send its first
 // request within RequestTimeout, and an idle one is closed after
 // IdleTimeout. /healthz answers 503 with the reasons while clients are

@@ -56,16 +56,19 @@ func (s *Server) updates(req *kmsg.FetchRequest) []reflect.SelectCase {
 
 // fetchOnce builds a fetch response from what is in the logs now, read
 // into the connection's buffer, and returns it with the number of record
-// bytes it carries.
+// bytes it carries. When the connection can send from files
+// (cl.zeroCopy), checked record sets are not read: they are left in
+// cl.regions for the writer to send from the segment files.
 func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int) {
 	buf := cl.fetch[:0]
 	defer func() { cl.fetch = buf }() // its length: what this fetch used
+	cl.closeRegions()                 // those of an earlier pass of a long poll
 	resp := kmsg.NewPtrFetchResponse()
 	budget := s.cfg.MaxFetchBytes
 	if req.MaxBytes > 0 {
 		budget = min(budget, int(req.MaxBytes))
 	}
-	total := 0
+	total, partitions := 0, 0
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
@@ -84,7 +87,16 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (*kmsg.FetchRespo
 				}
 				if limit > 0 && p.FetchOffset < rp.HighWatermark {
 					start := len(buf)
-					if buf, err = log.ReadAppend(buf, p.FetchOffset, limit); err == nil {
+					var r storage.Region
+					if cl.zeroCopy {
+						buf, r, err = log.ReadRegion(buf, p.FetchOffset, limit)
+					} else {
+						buf, err = log.ReadAppend(buf, p.FetchOffset, limit)
+					}
+					if r.File != nil {
+						cl.setRegion(partitions, r)
+						total += r.Len
+					} else if err == nil {
 						rp.RecordBatches = buf[start:len(buf):len(buf)]
 					}
 				} else if p.FetchOffset > rp.HighWatermark || p.FetchOffset < rp.LogStartOffset {
@@ -100,9 +112,33 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (*kmsg.FetchRespo
 			}
 			total += len(rp.RecordBatches)
 			rt.Partitions = append(rt.Partitions, rp)
+			partitions++
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	s.metrics.fetchedBytes.Add(uint64(total))
 	return resp, total
+}
+
+// setRegion records r as the record set of the i-th partition of the
+// response being built (counting across topics, in order).
+func (cl *client) setRegion(i int, r storage.Region) {
+	for len(cl.regions) <= i {
+		cl.regions = append(cl.regions, storage.Region{})
+	}
+	cl.regions[i] = r
+}
+
+// closeRegions closes the files of cl.regions and forgets them.
+func (cl *client) closeRegions() {
+	closeRegions(cl.regions)
+	cl.regions = cl.regions[:0]
+}
+
+func closeRegions(rs []storage.Region) {
+	for _, r := range rs {
+		if r.File != nil {
+			r.File.Close()
+		}
+	}
 }

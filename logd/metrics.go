@@ -26,6 +26,7 @@ type metrics struct {
 	produceErrors   atomic.Uint64
 	producedBytes   atomic.Uint64
 	fetchedBytes    atomic.Uint64
+	fetchZeroCopy   atomic.Uint64 // of fetchedBytes, those sent from files (sendfile)
 	fetchOutOfRange atomic.Uint64
 	truncations     atomic.Uint64
 	topicsRefused   atomic.Uint64

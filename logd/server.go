@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,6 +31,10 @@ type Server struct {
 	bufs        bufPool     // connections' buffers between requests
 	warnings    connWarnings
 	auth        serverAuth
+	// noZeroCopy makes fetches read every record set and write it
+	// from memory, as on a socket that cannot send from files (tests
+	// compare the two ways).
+	noZeroCopy atomic.Bool
 
 	lock *dirLock // on the data directory, until Close
 

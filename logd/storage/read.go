@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 
@@ -25,16 +27,44 @@ func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
 
 // ReadAppend is Read appending to dst, so a caller can reuse a buffer.
 func (l *Log) ReadAppend(dst []byte, offset int64, maxBytes int) ([]byte, error) {
+	dst, _, err := l.read(dst, offset, maxBytes, false)
+	return dst, err
+}
+
+// A Region is a range of a segment file that holds whole record
+// batches, every one of which has passed its checks in this process, so
+// it can be sent as it is on disk (sendfile). File is a descriptor of
+// its own, valid whatever happens to the segment; the receiver of a
+// Region closes it.
+type Region struct {
+	File *os.File
+	Off  int64
+	Len  int
+}
+
+// ReadRegion returns what ReadAppend would append, as a Region when it
+// can: when those batches have all been checked already and the
+// segment's file can be sent from (vfs.Duper). Otherwise it appends
+// them to dst, as ReadAppend does, checking those not yet checked, and
+// returns a Region with no File.
+//
+// A Region ends at an offset-index entry or at the end of what is
+// visible, so it may stop up to IndexIntervalBytes short of maxBytes.
+func (l *Log) ReadRegion(dst []byte, offset int64, maxBytes int) ([]byte, Region, error) {
+	return l.read(dst, offset, maxBytes, true)
+}
+
+func (l *Log) read(dst []byte, offset int64, maxBytes int, region bool) ([]byte, Region, error) {
 	l.segMu.RLock()
 	defer l.segMu.RUnlock()
 	if l.isClosed.Load() {
-		return dst, ErrClosed
+		return dst, Region{}, ErrClosed
 	}
 	if offset < l.start.Load() || offset > l.endA.Load() {
-		return dst, ErrOffsetOutOfRange
+		return dst, Region{}, ErrOffsetOutOfRange
 	}
 	if offset >= l.hwm.Load() {
-		return dst, nil
+		return dst, Region{}, nil
 	}
 	i := max(sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset })-1, 0)
 	for ; i < len(l.segs); i++ {
@@ -42,13 +72,96 @@ func (l *Log) ReadAppend(dst []byte, offset int64, maxBytes int) ([]byte, error)
 		limit := s.visible.Load()
 		pos, found, err := l.locate(s, offset, limit)
 		if err != nil {
-			return dst, err
+			return dst, Region{}, err
 		}
-		if found {
-			return l.readAt(dst, s, pos, limit, offset, maxBytes)
+		if !found {
+			continue
+		}
+		if region {
+			if r, ok, err := l.region(s, pos, limit, offset, maxBytes); err != nil || ok {
+				return dst, r, err
+			}
+		}
+		dst, err = l.readAt(dst, s, pos, limit, offset, maxBytes)
+		return dst, Region{}, err
+	}
+	return dst, Region{}, nil
+}
+
+// region returns the batches from pos as a Region when they can be sent
+// from s's file as they are: the batches readAt would return (the first
+// whole, then those that fit in maxBytes), all below s.checked, so they
+// need no check. It walks batch headers only, from the last
+// offset-index entry at or before where maxBytes ends. It returns false
+// when those batches are not all checked, or s's file cannot be sent
+// from (readAt then reads and checks them).
+//
+// It gives no readahead hint: sendfile's reads are sequential, and the
+// kernel's own readahead (its window is the device's read_ahead_kb)
+// serves them better than a WILLNEED for the next fetch, which breaks
+// that window up (measured: BenchmarkReplay1KiB).
+func (l *Log) region(s *segment, pos, limit, offset int64, maxBytes int) (Region, bool, error) {
+	d, ok := s.log.(vfs.Duper)
+	checked := s.checked.Load()
+	if !ok || checked <= pos {
+		return Region{}, false, nil
+	}
+	target := pos + min(limit-pos, int64(max(maxBytes, batchPeekLen)))
+	from, next := pos, int64(-1) // next: the base offset of the batch at from, when from > pos
+	if target-pos > locateBufBytes {
+		var x index
+		if s.sealed {
+			x = s.off
+		} else {
+			l.idxMu.Lock()
+			x = s.off
+			l.idxMu.Unlock()
+		}
+		i, err := x.search(func(e []byte) bool { return int64(decodeOff(e).pos) <= target })
+		if err != nil {
+			return Region{}, false, err
+		}
+		if i > 0 {
+			var buf [offEntryLen]byte
+			b, err := x.entry(i-1, buf[:])
+			if err != nil {
+				return Region{}, false, err
+			}
+			if e := decodeOff(b); int64(e.pos) > pos {
+				from, next = int64(e.pos), s.base+int64(e.rel)
+			}
 		}
 	}
-	return dst, nil
+	bp := scanBufs.Get().(*[]byte)
+	defer scanBufs.Put(bp)
+	// The scan's limit is target, not limit: a batch that does not fit
+	// ends the walk (errTorn), except the first, which goes whole.
+	sc := newScanner(s.log, from, max(target, min(limit, from+batchHeaderLen)), false, (*bp)[:0])
+	end := from
+	for {
+		at, b, err := sc.next()
+		if err != nil {
+			if at == pos && errors.Is(err, errTorn) && at+batchHeaderLen <= limit {
+				// The first batch is larger than maxBytes: it goes whole.
+				if b, err = sc.window(at, batchHeaderLen); err == nil {
+					p, _ := peekBatch(b)
+					end, next = at+p.size, p.last()+1
+				}
+			}
+			break
+		}
+		p, _ := peekBatch(b)
+		end, next = at+p.size, p.last()+1
+	}
+	if end <= pos || end > limit || end > checked {
+		return Region{}, false, nil
+	}
+	f, err := d.Dup()
+	if err != nil {
+		return Region{}, false, nil // read instead
+	}
+	l.hints.put(s.base, offset, next, end)
+	return Region{File: f, Off: pos, Len: int(end - pos)}, true, nil
 }
 
 // locate finds the position of the first batch of s whose last offset

@@ -42,6 +42,16 @@ type Readaheader interface {
 	Readahead(off, n int64)
 }
 
+// Duper is implemented by files that live in the operating system's
+// file system, where data can be sent from them without a copy
+// (sendfile(2); Linux only). Dup returns a new descriptor of the open
+// file, which keeps its data readable after the file is closed or
+// removed; the caller closes it. Files that inject faults or keep data
+// in memory do not implement it: their reads must go through ReadAt.
+type Duper interface {
+	Dup() (*os.File, error)
+}
+
 // ReadFile reads the whole of a file.
 func ReadFile(fsys FS, name string) ([]byte, error) {
 	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
