@@ -16,6 +16,10 @@ import (
 // again a read that failed.
 const archiveRetry = 100 * time.Millisecond
 
+// archiveInFlight is how many reads of the archive its reader hands on
+// ahead of the merger.
+const archiveInFlight = 4
+
 // archiveSide is a Subscriber's archive: the log, the goroutine that
 // reads it when the merger asks, and the merger, which runs on the
 // goroutine that calls Receive.
@@ -28,6 +32,10 @@ type archiveSide struct {
 	mu sync.Mutex // guards m for Stats
 	m  *merger
 
+	// batches are the reads of the archive in flight, archiveInFlight
+	// at most: with the log's bound on one read
+	// (kafka.Config.LogFetchBytes), what a replay holds besides the live
+	// events (ArchiveConfig.BufferBytes).
 	batches chan archiveBatch
 
 	// rmu guards the reader goroutine's handles: apply (on the Receive
@@ -59,7 +67,7 @@ func openArchive(ctx context.Context, cfg *Config) (*archiveSide, error) {
 // newArchiveSide is the archive side of a subscriber reading log; a
 // reader starts at once for a history (cfg.Archive.Join).
 func newArchiveSide(cfg *Config, log transport.Log) *archiveSide {
-	a := &archiveSide{cfg: cfg.Archive, log: log, logger: cfg.Logger, batches: make(chan archiveBatch, 4)}
+	a := &archiveSide{cfg: cfg.Archive, log: log, logger: cfg.Logger, batches: make(chan archiveBatch, archiveInFlight)}
 	a.reader = archive.NewReader(log, cfg.Feed)
 	a.m = newMerger(cfg.Feed, &cfg.Archive, cfg.Logger)
 	a.apply()

@@ -38,7 +38,10 @@ type ArchiveConfig struct {
 	// archive is read. When they are full the oldest are dropped, to be
 	// read from the archive too (counted: ArchiveStats.LiveDropped), and
 	// the switch to live waits until the archive catches up. Defaults
-	// 262144 and 64 MiB.
+	// 262144 and 64 MiB. Besides them the replay holds at most five
+	// reads of the archive (four in flight, one being merged), each
+	// at most one fetch of the log: with logd:// or kafka://, 1 MiB
+	// (kafka.DefaultLogFetchBytes) but for a larger record batch.
 	Buffer, BufferBytes int
 	// Wait is how long the archive may give nothing more of the feed,
 	// when the subscriber needs it, before what it lacks is reported as

@@ -93,9 +93,59 @@ func runDemoArchiveCmd(ctx context.Context, inv *invocation) error {
 // session the archive holds, and each subscriber's tally per session.
 type archiveDemoResult struct {
 	sessions [2]transport.StreamID
+	// sent is the last sequence number each publisher sent: the second
+	// one's count; the first one's (killed, it cannot say) as a witness
+	// without the archive saw it on the wire. What the subscribers must
+	// deliver, not taken from the archive under test.
+	sent     [2]uint64
 	archived [2]uint64 // the last sequence number of each session in the archive
 	markers  int       // gap markers in the archive
 	subs     []*archiveDemoSub
+}
+
+// demoWitness is a subscriber without the archive: it notes the last
+// position of each session its engine heard of (messages, the Gaps of
+// what it lost, the StreamEnd at the last position the publisher
+// announced), until it sees the second session close.
+type demoWitness struct {
+	sub    *multicast.Subscriber
+	mu     sync.Mutex
+	last   map[transport.StreamID]uint64
+	closed chan struct{} // closed when the second session closed
+	done   chan struct{}
+}
+
+func (w *demoWitness) receive(ctx context.Context, second func() transport.StreamID) {
+	defer close(w.done)
+	for {
+		ev, err := w.sub.Receive(ctx)
+		if err != nil {
+			return
+		}
+		var last uint64
+		switch ev.Kind {
+		case transport.EventMessage:
+			last = ev.Message.Seq
+		case transport.EventGap:
+			last = ev.Gap.To
+		case transport.EventStreamEnd:
+			last = ev.End.LastSeq
+		}
+		id := eventStream(&ev)
+		w.mu.Lock()
+		w.last[id] = max(w.last[id], last)
+		w.mu.Unlock()
+		if ev.Kind == transport.EventStreamEnd && id == second() && ev.End.Reason == transport.EndClosed {
+			close(w.closed)
+			return
+		}
+	}
+}
+
+func (w *demoWitness) lastOf(id transport.StreamID) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last[id]
 }
 
 // archiveDemoSub is one subscriber of the demo and what it delivered.
@@ -219,6 +269,17 @@ func runArchiveDemo(ctx context.Context, rate float64, out io.Writer) (*archiveD
 			d.sub.Close()
 		}
 	}()
+	wsub, err := multicast.NewSubscriber(ctx, base)
+	if err != nil {
+		return nil, fmt.Errorf("the witness subscriber: %w", err)
+	}
+	witness := &demoWitness{sub: wsub, last: map[transport.StreamID]uint64{}, closed: make(chan struct{}), done: make(chan struct{})}
+	go witness.receive(recvCtx, secondID)
+	defer func() {
+		stopReceiving()
+		<-witness.done
+		wsub.Close()
+	}()
 	lossy := base
 	lossy.Filter = func() (multicast.DatagramFilter, error) {
 		return faultnet.NewFilter(faultnet.Faults{Loss: 0.2, Seed: 7})
@@ -291,7 +352,7 @@ func runArchiveDemo(ctx context.Context, rate float64, out io.Writer) (*archiveD
 	if perr != nil || sent != n2 {
 		return nil, fmt.Errorf("the second publisher sent %d of %d: %v", sent, n2, perr)
 	}
-	res.archived[1] = n2
+	res.sent[1] = n2
 
 	// Wait until each subscriber saw the second session close.
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -313,6 +374,11 @@ func runArchiveDemo(ctx context.Context, rate float64, out io.Writer) (*archiveD
 			break
 		}
 	}
+	select {
+	case <-witness.closed:
+	case <-witness.done:
+	case <-waitCtx.Done():
+	}
 	if ctx.Err() != nil {
 		return nil, errInterrupted
 	}
@@ -324,6 +390,7 @@ func runArchiveDemo(ctx context.Context, rate float64, out io.Writer) (*archiveD
 	if err := res.readArchive(ctx, addr, topic); err != nil {
 		return nil, err
 	}
+	res.sent[0] = witness.lastOf(res.sessions[0])
 	res.write(out)
 	return res, nil
 }
@@ -363,7 +430,7 @@ func startDemoRecorder(ctx context.Context, base multicast.Config, addr, topic s
 }
 
 // readArchive finds, in what the recorder wrote, the first session and
-// its last sequence number, and counts the gap markers.
+// the last sequence number of each, and counts the gap markers.
 func (r *archiveDemoResult) readArchive(ctx context.Context, addr, topic string) error {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -377,14 +444,16 @@ func (r *archiveDemoResult) readArchive(ctx context.Context, addr, topic string)
 			continue
 		}
 		o, ok, err := transport.ParseOrigin(ms[i].Headers)
-		if !ok || err != nil || o.Stream == r.sessions[1] {
+		if !ok || err != nil {
 			continue
 		}
-		if r.sessions[0].IsZero() {
+		if r.sessions[0].IsZero() && o.Stream != r.sessions[1] {
 			r.sessions[0] = o.Stream
 		}
-		if o.Stream == r.sessions[0] {
-			r.archived[0] = max(r.archived[0], o.Seq)
+		for k, id := range r.sessions {
+			if o.Stream == id {
+				r.archived[k] = max(r.archived[k], o.Seq)
+			}
 		}
 	}
 	if r.sessions[0].IsZero() {
@@ -405,9 +474,9 @@ func (r *archiveDemoResult) problems() []string {
 			switch {
 			case t == nil:
 				ps = append(ps, fmt.Sprintf("%s: nothing of session %d", d.name, i+1))
-			case t.delivered != r.archived[i] || t.gaps != 0 || t.disorder != 0 || t.next != r.archived[i]+1:
+			case t.delivered != r.sent[i] || t.gaps != 0 || t.disorder != 0 || t.next != r.sent[i]+1:
 				p := fmt.Sprintf("%s: session %d: %d of %d delivered, %d gaps, %d out of order",
-					d.name, i+1, t.delivered, r.archived[i], t.gaps, t.disorder)
+					d.name, i+1, t.delivered, r.sent[i], t.gaps, t.disorder)
 				if len(t.firstGaps) > 0 {
 					p += " (" + strings.Join(t.firstGaps, ", ") + ")"
 				}
@@ -418,6 +487,14 @@ func (r *archiveDemoResult) problems() []string {
 			ps = append(ps, fmt.Sprintf("%s: %d streams, want the two sessions in order", d.name, len(d.order)))
 		}
 	}
+	for i := range r.sessions {
+		if r.archived[i] != r.sent[i] {
+			ps = append(ps, fmt.Sprintf("the archive holds session %d up to %d, its publisher sent %d", i+1, r.archived[i], r.sent[i]))
+		}
+	}
+	if r.sent[0] == 0 {
+		ps = append(ps, "the witness saw nothing of session 1")
+	}
 	if r.markers != 0 {
 		ps = append(ps, fmt.Sprintf("the archive holds %d gap markers", r.markers))
 	}
@@ -426,8 +503,8 @@ func (r *archiveDemoResult) problems() []string {
 
 // write prints the report.
 func (r *archiveDemoResult) write(out io.Writer) {
-	fmt.Fprintf(out, "\nthe archive holds session 1 (killed) 1..%d and session 2 (closed) 1..%d, %d gap markers\n\n",
-		r.archived[0], r.archived[1], r.markers)
+	fmt.Fprintf(out, "\nsession 1 (killed) 1..%d, session 2 (closed) 1..%d; the archive holds 1..%d and 1..%d, %d gap markers\n\n",
+		r.sent[0], r.sent[1], r.archived[0], r.archived[1], r.markers)
 	fmt.Fprintf(out, "%-8s %-33s %19s %19s %13s\n", "", "", "session 1", "session 2", "")
 	fmt.Fprintf(out, "%-8s %-33s %9s %9s %9s %9s %13s\n", "sub", "", "delivered", "gaps", "delivered", "gaps", "from archive")
 	for _, d := range r.subs {

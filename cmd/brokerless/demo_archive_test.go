@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
 )
 
 // TestDemoArchive: `brokerless demo archive` with no flag exits 0 and says nothing was lost;
@@ -46,4 +49,39 @@ func TestDemoArchive(t *testing.T) {
 		}
 	}
 	t.Log("\n" + out)
+}
+
+// TestDemoArchiveExpectsWhatWasSent: the demo judges the subscribers by
+// what the publishers sent, not by what the archive under test holds:
+// an archive short of the first session's tail, and subscribers that
+// delivered only what it holds, is a loss it reports. (It took the
+// expected length from the archive, and such a run said nothing lost.)
+func TestDemoArchiveExpectsWhatWasSent(t *testing.T) {
+	s1 := transport.StreamID{Feed: 1, Session: 100}
+	s2 := transport.StreamID{Feed: 1, Session: 200}
+	sub := &archiveDemoSub{name: "late", order: []transport.StreamID{s1, s2}, tallies: map[transport.StreamID]*tally{}}
+	for _, s := range []struct {
+		id transport.StreamID
+		n  uint64
+	}{{s1, 90}, {s2, 50}} {
+		tl := newTally()
+		start := transport.Event{Kind: transport.EventStreamStart, Start: transport.StreamStart{Stream: s.id, FirstSeq: 1}}
+		tl.add(&start, time.Now())
+		for seq := uint64(1); seq <= s.n; seq++ {
+			ev := transport.Event{Kind: transport.EventMessage, Message: transport.Message{Stream: s.id, Seq: seq}}
+			tl.add(&ev, time.Now())
+		}
+		sub.tallies[s.id] = &tl
+	}
+	r := &archiveDemoResult{sessions: [2]transport.StreamID{s1, s2}, sent: [2]uint64{100, 50}, archived: [2]uint64{90, 50}, subs: []*archiveDemoSub{sub}}
+	ps := strings.Join(r.problems(), "; ")
+	for _, want := range []string{"late: session 1: 90 of 100 delivered", "the archive holds session 1 up to 90, its publisher sent 100"} {
+		if !strings.Contains(ps, want) {
+			t.Errorf("problems %q: want %q", ps, want)
+		}
+	}
+	r.sent[0], r.archived[0] = 90, 90
+	if ps := r.problems(); len(ps) != 0 {
+		t.Errorf("problems %q of a run that lost nothing", ps)
+	}
 }

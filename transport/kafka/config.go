@@ -35,6 +35,12 @@ type Config struct {
 	// not once they are durable (acks=all, the default). It turns the
 	// idempotent producer off: a retry can then store a record twice.
 	LeaderAcks bool
+	// LogFetchBytes bounds what one read of a Log (OpenLog) brings, and
+	// what its client fetches ahead: at most this many bytes of records
+	// a fetch, but always a whole first record batch, however large.
+	// Default DefaultLogFetchBytes; kgo's own default, 50 MiB, would be
+	// the most a replay of an archive holds per read.
+	LogFetchBytes int32
 	// Logger receives what a subscriber skips or cannot read (a
 	// malformed gap marker). Default: discard.
 	Logger *slog.Logger
@@ -52,6 +58,8 @@ func (c *Config) validate() error {
 		return &ConfigError{"Topic", `""`, "required"}
 	case c.From.kind == posOffset && c.From.offset < 0:
 		return &ConfigError{"From", c.From.offset, "an offset must be >= 0"}
+	case c.LogFetchBytes < 0:
+		return &ConfigError{"LogFetchBytes", c.LogFetchBytes, "must be >= 0 (0: the default)"}
 	case c.Group != "" && len(c.Partitions) > 0:
 		return &ConfigError{"Partitions", c.Partitions, "not with Group: the group assigns partitions"}
 	}

@@ -35,6 +35,11 @@ type Log struct {
 
 var _ transport.Log = (*Log)(nil)
 
+// DefaultLogFetchBytes is Config.LogFetchBytes by default: Kafka's own
+// per-partition default (max.partition.fetch.bytes), which a Log, that
+// reads one partition at a time, makes its whole fetch.
+const DefaultLogFetchBytes = 1 << 20
+
 // OpenLog connects a Log. cfg.Group must be empty: a Log reads at
 // positions it is given, not at a group's.
 func OpenLog(ctx context.Context, cfg Config) (*Log, error) {
@@ -44,9 +49,15 @@ func OpenLog(ctx context.Context, cfg Config) (*Log, error) {
 	if cfg.Group != "" {
 		return nil, &ConfigError{"Group", cfg.Group, "a log is read at positions, not as a member of a group"}
 	}
+	fetch := cfg.LogFetchBytes
+	if fetch == 0 {
+		fetch = DefaultLogFetchBytes
+	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.FetchMaxWait(100 * time.Millisecond),
+		kgo.FetchMaxBytes(fetch),
+		kgo.FetchMaxPartitionBytes(fetch),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	}, cfg.Options...)...)
 	if err != nil {
@@ -110,7 +121,8 @@ func (l *Log) PositionAt(ctx context.Context, stream transport.StreamID, t time.
 }
 
 // Read returns the records of the partition from offset pos on: those
-// of one fetch, at least one (see transport.Log).
+// of one fetch, at least one (see transport.Log), at most
+// Config.LogFetchBytes of them but for a first record batch larger.
 func (l *Log) Read(ctx context.Context, stream transport.StreamID, pos uint64) ([]transport.Message, error) {
 	if err := l.check(stream); err != nil {
 		return nil, err

@@ -2,7 +2,9 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -99,5 +101,48 @@ func TestLog(t *testing.T) {
 	}
 	if _, err := log.Read(ctx, transport.StreamID{Topic: "other"}, 0); err == nil {
 		t.Fatal("read of another topic's stream: no error")
+	}
+}
+
+// TestLogFetchBounded: one Read brings at most LogFetchBytes of records
+// (here 64 KiB: four records of 16 KiB, each in a batch of its own),
+// however much the partition holds past the position; the default bound
+// is Kafka's per-partition one, not kgo's 50 MiB.
+func TestLogFetchBounded(t *testing.T) {
+	addr := startLogd(t)
+	createTopic(t, addr, "lb", 1)
+	cl := newClient(t, addr)
+	value := make([]byte, 16<<10)
+	rand.NewChaCha8([32]byte{1}).Read(value) // not compressible: the bound is on the wire's bytes
+	for range 40 {
+		produce(t, cl, &kgo.Record{Topic: "lb", Value: value})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	cfg := parse(t, "logd://"+addr+"/lb")
+	cfg.LogFetchBytes = 64 << 10
+	log, err := OpenLog(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	p0 := transport.StreamID{Topic: "lb"}
+	for pos, reads := uint64(0), 0; pos < 40; reads++ {
+		ms, err := log.Read(ctx, p0, pos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bytes := 0
+		for _, m := range ms {
+			bytes += len(m.Payload)
+		}
+		if bytes > 64<<10 {
+			t.Fatalf("read %d at %d: %d records, %d bytes: want at most 64 KiB", reads, pos, len(ms), bytes)
+		}
+		pos = ms[len(ms)-1].Seq + 1
+	}
+	cfg.LogFetchBytes = -1
+	if _, err := OpenLog(ctx, cfg); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("LogFetchBytes -1: %v, want a ConfigError", err)
 	}
 }
