@@ -3,6 +3,7 @@ package zmq
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -201,5 +202,21 @@ func TestWorkerAnswersBadTask(t *testing.T) {
 	}
 	if st := w.Stats(); st.Received != 2 || st.BadTasks != 1 {
 		t.Fatalf("stats %+v, want 2 received, 1 bad", st)
+	}
+}
+
+// TestBalancerWaitReadyClosed: Close ends a WaitReady that no worker
+// would ever satisfy, and a later one returns at once.
+func TestBalancerWaitReadyClosed(t *testing.T) {
+	b, _ := startBalancer(t)
+	ctx := testCtx(t)
+	errc := make(chan error, 1)
+	go func() { errc <- b.WaitReady(ctx, 1) }()
+	b.Close()
+	if err := <-errc; !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("WaitReady across Close: %v, want ErrClosed", err)
+	}
+	if err := b.WaitReady(ctx, 1); !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("WaitReady after Close: %v, want ErrClosed", err)
 	}
 }
