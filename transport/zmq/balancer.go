@@ -283,10 +283,15 @@ func (b *Balancer) received(p *peer, frames [][]byte) error {
 	return nil
 }
 
-// WaitReady waits until n workers are ready for a task.
+// WaitReady waits until n workers are ready for a task; Close ends
+// the wait (transport.ErrClosed).
 func (b *Balancer) WaitReady(ctx context.Context, n int) error {
 	for {
 		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return transport.ErrClosed
+		}
 		ch := b.changed.wait()
 		b.mu.Unlock()
 		if b.Stats().Ready >= n {

@@ -1,7 +1,9 @@
 package zmq
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -178,4 +180,43 @@ func TestInteropBalancerPyzmqWorkers(t *testing.T) {
 		t.Errorf("stats %+v: want the killed worker's task redelivered, %d completed, 2 workers left", st, n)
 	}
 	t.Logf("balancer: %+v", st)
+}
+
+// TestWorkerAnswersBadTask: a task whose header frame the worker cannot
+// read is said done at once, so that the balancer's credit comes back,
+// and counted; the next good task is delivered.
+func TestWorkerAnswersBadTask(t *testing.T) {
+	w := &Worker{q: newInq(10, 1<<20), closed: make(chan struct{}), pending: map[transport.StreamID][]held{}}
+	p := &peer{out: newOutq(10, 1<<20), closing: make(chan struct{})}
+	bad := appendHeader(nil, &header{kind: kindHeartbeat, feed: 1, session: 2, seq: 1}) // not a task
+	good := appendHeader(nil, &header{kind: kindMessage, feed: 1, session: 2, seq: 2})
+	for _, task := range [][][]byte{{[]byte("t"), bad, []byte("bad")}, {[]byte("t"), good, []byte("good")}} {
+		w.q.put(inItem{frames: task, conn: &inConn{peer: p}}, nil)
+	}
+	if m := nextMessage(t, w); m.Seq != 2 || string(m.Payload) != "good" {
+		t.Fatalf("got task %d %q, want 2 good", m.Seq, m.Payload)
+	}
+	sent := p.out.take(nil)
+	if len(sent) != 1 || len(sent[0].frames) != 2 || string(sent[0].frames[0]) != "done" || !bytes.Equal(sent[0].frames[1], bad) {
+		t.Fatalf("worker sent %v for a bad task, want done and its header", sent)
+	}
+	if st := w.Stats(); st.Received != 2 || st.BadTasks != 1 {
+		t.Fatalf("stats %+v, want 2 received, 1 bad", st)
+	}
+}
+
+// TestBalancerWaitReadyClosed: Close ends a WaitReady that no worker
+// would ever satisfy, and a later one returns at once.
+func TestBalancerWaitReadyClosed(t *testing.T) {
+	b, _ := startBalancer(t)
+	ctx := testCtx(t)
+	errc := make(chan error, 1)
+	go func() { errc <- b.WaitReady(ctx, 1) }()
+	b.Close()
+	if err := <-errc; !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("WaitReady across Close: %v, want ErrClosed", err)
+	}
+	if err := b.WaitReady(ctx, 1); !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("WaitReady after Close: %v, want ErrClosed", err)
+	}
 }

@@ -41,6 +41,7 @@ const (
 	DefaultMaxPeers             = 1024
 	DefaultMaxSubscriptions     = 1024
 	DefaultMaxStreams           = 4096
+	DefaultMaxStreamBytes       = 16 << 20
 	DefaultMaxTopics            = 1 << 16
 	DefaultPackBytes            = 16 << 10
 	DefaultHeartbeat            = time.Second
@@ -107,6 +108,11 @@ type Config struct {
 	// MaxStreams bounds the streams a subscriber tracks; the least
 	// recently seen is forgotten beyond.
 	MaxStreams int
+	// MaxStreamBytes bounds the memory of the streams a subscriber
+	// tracks, topics included (a topic may be long): each costs its
+	// topic's length and streamCost bytes; the least recently seen is
+	// forgotten beyond.
+	MaxStreamBytes int
 	// Loss, Duplicate and Reorder drop, duplicate or delay this fraction
 	// of received ZMTP messages on purpose, seeded by Seed: a rehearsal
 	// of what a subscriber does with gaps (subscriber only).
@@ -165,6 +171,7 @@ func (c *Config) setDefaults() {
 	def(&c.ReceiveQueue, DefaultReceiveQueue)
 	def(&c.ReceiveQueueBytes, DefaultReceiveQueueBytes)
 	def(&c.MaxStreams, DefaultMaxStreams)
+	def(&c.MaxStreamBytes, DefaultMaxStreamBytes)
 	def(&c.MaxMessageBytes, DefaultMaxMessageBytes)
 	def(&c.MaxPeers, DefaultMaxPeers)
 	def(&c.MaxSubscriptions, DefaultMaxSubscriptions)
@@ -194,7 +201,7 @@ func (c *Config) validate() error {
 		{"PackBytes", c.PackBytes}, {"SubscriberQueue", c.SubscriberQueue},
 		{"SubscriberQueueBytes", c.SubscriberQueueBytes}, {"SendQueueBytes", c.SendQueueBytes},
 		{"MaxTopics", c.MaxTopics}, {"ReceiveQueue", c.ReceiveQueue},
-		{"ReceiveQueueBytes", c.ReceiveQueueBytes}, {"MaxStreams", c.MaxStreams},
+		{"ReceiveQueueBytes", c.ReceiveQueueBytes}, {"MaxStreams", c.MaxStreams}, {"MaxStreamBytes", c.MaxStreamBytes},
 		{"MaxMessageBytes", c.MaxMessageBytes}, {"MaxPeers", c.MaxPeers},
 		{"MaxSubscriptions", c.MaxSubscriptions}, {"Credit", c.Credit},
 	} {

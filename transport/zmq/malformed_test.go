@@ -16,7 +16,7 @@ type offline struct {
 }
 
 func newOffline() offline {
-	s := &Subscriber{q: newInq(100, 1<<20), closed: make(chan struct{}), tr: newTracker(16)}
+	s := &Subscriber{q: newInq(100, 1<<20), closed: make(chan struct{}), tr: newTracker(16, 1<<20)}
 	return offline{s, &inConn{closed: make(chan struct{})}}
 }
 

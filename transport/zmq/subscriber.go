@@ -55,7 +55,7 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 		cfg:    cfg,
 		q:      newInq(cfg.ReceiveQueue, cfg.ReceiveQueueBytes),
 		closed: make(chan struct{}),
-		tr:     newTracker(cfg.MaxStreams),
+		tr:     newTracker(cfg.MaxStreams, cfg.MaxStreamBytes),
 	}
 	if cfg.Loss+cfg.Duplicate+cfg.Reorder > 0 {
 		s.faults = &faults{rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), loss: cfg.Loss, dup: cfg.Duplicate, reorder: cfg.Reorder}
@@ -317,7 +317,7 @@ type SubscriberStats struct {
 	BadHeaders, BadPacks uint64
 	// Duplicates counts messages received again, Late those of streams
 	// already ended or replaced, Evicted streams forgotten beyond
-	// MaxStreams.
+	// MaxStreams or MaxStreamBytes.
 	Duplicates, Late, Evicted uint64
 	// Publishers is the number connected now; Dialed, DialFailed,
 	// Accepted, Refused and HandshakeFailed count connections.

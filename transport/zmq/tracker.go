@@ -26,8 +26,9 @@ import (
 // Connections are named by a number never reused; disconnected is told,
 // in arrival order, after a connection's last message.
 type tracker struct {
-	maxStreams int
-	streams    map[transport.StreamID]*trackedStream
+	maxStreams, maxBytes int
+	bytes                int // what the streams cost, as streamCost counts
+	streams              map[transport.StreamID]*trackedStream
 	// feeds lists, per feed and topic, the streams a later session may
 	// replace, oldest first.
 	feeds map[feedTopic][]*trackedStream
@@ -57,9 +58,14 @@ type trackedStream struct {
 	elem     *list.Element
 }
 
-func newTracker(maxStreams int) *tracker {
+// streamCost is about what tracking a stream costs beside its topic:
+// the stream, its map and list entries.
+const streamCost = 256
+
+func newTracker(maxStreams, maxBytes int) *tracker {
 	return &tracker{
 		maxStreams: maxStreams,
+		maxBytes:   maxBytes,
 		streams:    map[transport.StreamID]*trackedStream{},
 		feeds:      map[feedTopic][]*trackedStream{},
 	}
@@ -74,12 +80,15 @@ func (t *tracker) stream(id transport.StreamID, topic []byte, conn uint64, evs [
 		st.conn, st.gone = conn, false
 		return st, evs
 	}
-	if len(t.streams) >= t.maxStreams {
+	cost := streamCost + len(topic)
+	for t.lru.Len() > 0 && (len(t.streams) >= t.maxStreams || t.bytes+cost > t.maxBytes) {
 		old := t.lru.Remove(t.lru.Back()).(*trackedStream)
 		delete(t.streams, old.id)
 		t.unlist(old)
+		t.bytes -= streamCost + len(old.topic)
 		t.evicted++
 	}
+	t.bytes += cost
 	st := &trackedStream{id: id, topic: string(topic), conn: conn}
 	st.elem = t.lru.PushFront(st)
 	t.streams[id] = st

@@ -29,7 +29,7 @@ func events(evs []transport.Event) []string {
 // new session replaces only a stream that ended or whose connection
 // closed before it came, and the replaced stream's end is reported.
 func TestTrackerReplacesOnlyWhatIsOver(t *testing.T) {
-	tr := newTracker(16)
+	tr := newTracker(16, 1<<20)
 	topic := []byte("t")
 	id := func(session uint64) transport.StreamID { return transport.StreamID{Feed: 7, Session: session} }
 	step := func(what string, want ...string) func(evs []transport.Event) {
@@ -80,7 +80,7 @@ func TestTrackerReplacesOnlyWhatIsOver(t *testing.T) {
 // 0), one stream per connection, never replace one another; a
 // connection's stream ends with it.
 func TestTrackerPlainConnections(t *testing.T) {
-	tr := newTracker(16)
+	tr := newTracker(16, 1<<20)
 	a, b := transport.StreamID{Session: 0xa}, transport.StreamID{Session: 0xb}
 	for seq := uint64(1); seq <= 3; seq++ {
 		for conn, id := range map[uint64]transport.StreamID{1: a, 2: b} {
@@ -94,5 +94,25 @@ func TestTrackerPlainConnections(t *testing.T) {
 	}
 	if _, ok, _ := tr.data(b, []byte("t"), 2, 4, 4, nil); !ok {
 		t.Fatal("connection 2's stream stopped with connection 1's")
+	}
+}
+
+// TestTrackerBoundedInBytes: streams of long topics are forgotten,
+// least recently seen first, once they cost more than the byte bound,
+// well before the bound in streams.
+func TestTrackerBoundedInBytes(t *testing.T) {
+	topic := make([]byte, 10_000)
+	tr := newTracker(1000, 3*(streamCost+len(topic)))
+	for s := uint64(1); s <= 5; s++ {
+		topic[0] = byte(s)
+		tr.data(transport.StreamID{Feed: 1, Session: s}, topic, 1, 1, 1, nil)
+	}
+	if len(tr.streams) != 3 || tr.evicted != 2 || tr.bytes != 3*(streamCost+len(topic)) {
+		t.Fatalf("%d streams (%d bytes), %d evicted; want 3 streams, 2 evicted", len(tr.streams), tr.bytes, tr.evicted)
+	}
+	for s := uint64(3); s <= 5; s++ {
+		if tr.streams[transport.StreamID{Feed: 1, Session: s}] == nil {
+			t.Fatalf("stream %d forgotten; want the two oldest forgotten", s)
+		}
 	}
 }

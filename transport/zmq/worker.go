@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -31,6 +32,8 @@ type Worker struct {
 	hs      []transport.Header
 	mu      sync.Mutex
 	pending map[transport.StreamID][]held // received, not acknowledged, in order
+
+	tasks, badTasks atomic.Uint64
 }
 
 // held is a task received and not yet acknowledged.
@@ -126,8 +129,15 @@ func (w *Worker) Receive(ctx context.Context) (transport.Event, error) {
 		if err != nil {
 			return transport.Event{}, err
 		}
+		w.tasks.Add(1)
 		h, err := parseHeader(it.frames[1], w.hs)
 		if err != nil || h.kind != kindMessage {
+			// Not a task this worker can read: said done at once, so
+			// that its credit returns to the balancer, and counted.
+			w.badTasks.Add(1)
+			if p := it.conn.peer; !p.out.tryPut(zmsg{frames: [][]byte{[]byte("done"), it.frames[1]}}) {
+				p.close()
+			}
 			continue
 		}
 		w.hs = h.headers
@@ -166,6 +176,18 @@ func (w *Worker) Ack(ctx context.Context, stream transport.StreamID, seq uint64)
 		}
 	}
 	return nil
+}
+
+// WorkerStats are a worker's counters.
+type WorkerStats struct {
+	// Received counts tasks received; BadTasks those whose header frame
+	// could not be read, said done at once without being delivered.
+	Received, BadTasks uint64
+}
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() WorkerStats {
+	return WorkerStats{Received: w.tasks.Load(), BadTasks: w.badTasks.Load()}
 }
 
 // Close waits up to Linger for the acknowledgements to be written, then
