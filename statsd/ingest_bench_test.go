@@ -80,8 +80,9 @@ func BenchmarkIngest(b *testing.B) {
 					first.step(b)
 					second.step(b)
 				}
-				b.Logf("round %d: ours %.0f lines/s, Etsy %.0f lines/s: %.2f× Etsy; first rate over: ours %d, Etsy %d kernel drops",
-					r+1, ours.lo, etsy.lo, ours.lo/etsy.lo, ours.overDrops, etsy.overDrops)
+				b.Logf("round %d: ours %.0f lines/s, Etsy %.0f lines/s: %.2f× Etsy; first rate over: ours %d, Etsy %d kernel drops; "+
+					"kernel drops in the round: ours %d datagrams in %d trials, Etsy %d in %d",
+					r+1, ours.lo, etsy.lo, ours.lo/etsy.lo, ours.overDrops, etsy.overDrops, ours.drops, ours.trials, etsy.drops, etsy.trials)
 				oursMax, etsyMax, ratios = append(oursMax, ours.lo), append(etsyMax, etsy.lo), append(ratios, ours.lo/etsy.lo)
 			}
 			b.ReportMetric(median(oursMax), "ours-lines/s")
@@ -119,9 +120,11 @@ type zeroLossSearch struct {
 	rate      float64 // offered at the next step
 	lo, hi    float64
 	overDrops uint64
-	trials    int
-	retry     bool // the last trial lost: the next one repeats its rate
-	done      bool
+	// drops are the kernel drops of every trial so far.
+	drops  uint64
+	trials int
+	retry  bool // the last trial lost: the next one repeats its rate
+	done   bool
 }
 
 func (z *zeroLossSearch) step(b *testing.B) {
@@ -133,6 +136,7 @@ func (z *zeroLossSearch) step(b *testing.B) {
 	}
 	tr := ingestTrial(b, z.port, z.sink, z.rate)
 	z.trials++
+	z.drops += tr.drops
 	ok := tr.lost == 0 && tr.drops == 0
 	b.Logf("%s: offered %8.0f lines/s, sent %8d at %8.0f/s, aggregated %8d, lost %7d, kernel drops %6d datagrams: %s",
 		z.who, z.rate, tr.sent, tr.achieved, tr.sent-tr.lost, tr.lost, tr.drops, map[bool]string{true: "zero loss", false: "LOSS"}[ok])
