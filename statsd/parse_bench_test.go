@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -65,7 +66,8 @@ func BenchmarkAggregatePacket(b *testing.B) {
 // and aggregated, the whole read path (recvmmsg, queue, parse,
 // aggregate) and the sender in one process. allocs/op counts every
 // allocation of the process per datagram (the runtime's count), so 0
-// means the read path allocates nothing per line.
+// means the read path allocates nothing per line, and GCs/Mlines counts
+// the garbage collections per million lines.
 func BenchmarkUDPIngest(b *testing.B) {
 	cfg := Config{UDPReaders: 1}
 	cfg.FlushInterval = time.Hour
@@ -87,6 +89,8 @@ func BenchmarkUDPIngest(b *testing.B) {
 		b.Fatal(err)
 	}
 	p0, _ := s.Received()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	b.ReportAllocs()
 	n := uint64(0)
 	for b.Loop() {
@@ -104,5 +108,7 @@ func BenchmarkUDPIngest(b *testing.B) {
 	if err := s.WaitReceived(ctx, p0+n, 0); err != nil {
 		b.Fatal(err)
 	}
+	runtime.ReadMemStats(&m1)
+	b.ReportMetric(float64(m1.NumGC-m0.NumGC)/float64(n*benchLinesPerDatagram)*1e6, "GCs/Mlines")
 	b.ReportMetric(float64(n*benchLinesPerDatagram)/b.Elapsed().Seconds(), "lines/s")
 }
