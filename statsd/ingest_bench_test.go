@@ -23,7 +23,9 @@ import (
 // start at 25,000 lines/s, double until a rate loses, then bisect. A rate
 // loses when two trials in a row at it lose: one stall of a loaded
 // machine (a server not scheduled for longer than its buffer lasts) is
-// not taken for the server's limit.
+// not taken for the server's limit. Likewise a search ends at the
+// sender's limit only when the sender falls 10% short of a rate twice in
+// a row; once, it was not scheduled.
 //
 // Both servers get the same socket receive buffer, in two settings (one
 // sub-benchmark each): the kernel's default (net.core.rmem_default; Etsy
@@ -124,6 +126,7 @@ type zeroLossSearch struct {
 	drops  uint64
 	trials int
 	retry  bool // the last trial lost: the next one repeats its rate
+	short  bool // the last trial's sender fell short of the rate: the next one repeats it
 	done   bool
 }
 
@@ -144,17 +147,22 @@ func (z *zeroLossSearch) step(b *testing.B) {
 	case ok:
 		z.retry = false
 		z.lo = max(z.lo, tr.achieved)
-		if tr.achieved < 0.9*z.rate { // the sender is the limit
-			z.done = true
+		if tr.achieved < 0.9*z.rate {
+			// The sender fell short: the limit when it does so twice in
+			// a row at a rate, else a stall of the loaded machine.
+			z.done = z.short || z.trials >= benchMaxTrials
+			z.short = true
+			return
 		}
+		z.short = false
 	case !z.retry:
-		z.retry = true // once more at this rate
+		z.retry, z.short = true, false // once more at this rate
 		if z.trials >= benchMaxTrials {
 			z.done = true
 		}
 		return
 	default:
-		z.retry = false
+		z.retry, z.short = false, false
 		if z.hi == 0 || z.rate < z.hi {
 			z.hi, z.overDrops = z.rate, tr.drops
 		}
