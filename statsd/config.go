@@ -26,8 +26,11 @@ type Config struct {
 	// for UDP and TCP (port 0 picks a free one), a file path for unix
 	// datagram sockets. At least one is required.
 	UDP, TCP, Unixgram []string
-	// UDPReaders is how many sockets and goroutines read each UDP
-	// address; the kernel spreads senders across them. Several share the
+	// UDPReaders is how many sockets read each UDP address; the kernel
+	// spreads senders across them. Each socket has a goroutine that only
+	// drains it into a queue of up to 4 MiB of datagrams and another that
+	// parses and aggregates them, so a flush or a parse in progress does
+	// not leave the socket unread. Several share the
 	// port with SO_REUSEPORT, which would let another process of the same
 	// user join them unnoticed, so the server first checks (in
 	// /proc/net/udp) that no other socket receives on the port and

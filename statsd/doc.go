@@ -6,7 +6,8 @@
 // # Server
 //
 // A Server listens on UDP (several SO_REUSEPORT readers with batch
-// reads; a port that another process already reads is refused with an
+// reads, each draining its socket into a bounded queue that another
+// goroutine parses and aggregates; a port that another process already reads is refused with an
 // AddrInUseError rather than shared), TCP (newline-delimited) and unix
 // datagram sockets, parses the
 // StatsD line protocol (Parser, with no I/O), aggregates with an

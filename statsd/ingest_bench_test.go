@@ -23,7 +23,9 @@ import (
 // start at 25,000 lines/s, double until a rate loses, then bisect. A rate
 // loses when two trials in a row at it lose: one stall of a loaded
 // machine (a server not scheduled for longer than its buffer lasts) is
-// not taken for the server's limit.
+// not taken for the server's limit. Likewise a search ends at the
+// sender's limit only when the sender falls 10% short of a rate twice in
+// a row; once, it was not scheduled.
 //
 // Both servers get the same socket receive buffer, in two settings (one
 // sub-benchmark each): the kernel's default (net.core.rmem_default; Etsy
@@ -80,8 +82,9 @@ func BenchmarkIngest(b *testing.B) {
 					first.step(b)
 					second.step(b)
 				}
-				b.Logf("round %d: ours %.0f lines/s, Etsy %.0f lines/s: %.2f× Etsy; first rate over: ours %d, Etsy %d kernel drops",
-					r+1, ours.lo, etsy.lo, ours.lo/etsy.lo, ours.overDrops, etsy.overDrops)
+				b.Logf("round %d: ours %.0f lines/s, Etsy %.0f lines/s: %.2f× Etsy; first rate over: ours %d, Etsy %d kernel drops; "+
+					"kernel drops in the round: ours %d datagrams in %d trials, Etsy %d in %d",
+					r+1, ours.lo, etsy.lo, ours.lo/etsy.lo, ours.overDrops, etsy.overDrops, ours.drops, ours.trials, etsy.drops, etsy.trials)
 				oursMax, etsyMax, ratios = append(oursMax, ours.lo), append(etsyMax, etsy.lo), append(ratios, ours.lo/etsy.lo)
 			}
 			b.ReportMetric(median(oursMax), "ours-lines/s")
@@ -119,9 +122,12 @@ type zeroLossSearch struct {
 	rate      float64 // offered at the next step
 	lo, hi    float64
 	overDrops uint64
-	trials    int
-	retry     bool // the last trial lost: the next one repeats its rate
-	done      bool
+	// drops are the kernel drops of every trial so far.
+	drops  uint64
+	trials int
+	retry  bool // the last trial lost: the next one repeats its rate
+	short  bool // the last trial's sender fell short of the rate: the next one repeats it
+	done   bool
 }
 
 func (z *zeroLossSearch) step(b *testing.B) {
@@ -133,6 +139,7 @@ func (z *zeroLossSearch) step(b *testing.B) {
 	}
 	tr := ingestTrial(b, z.port, z.sink, z.rate)
 	z.trials++
+	z.drops += tr.drops
 	ok := tr.lost == 0 && tr.drops == 0
 	b.Logf("%s: offered %8.0f lines/s, sent %8d at %8.0f/s, aggregated %8d, lost %7d, kernel drops %6d datagrams: %s",
 		z.who, z.rate, tr.sent, tr.achieved, tr.sent-tr.lost, tr.lost, tr.drops, map[bool]string{true: "zero loss", false: "LOSS"}[ok])
@@ -140,17 +147,22 @@ func (z *zeroLossSearch) step(b *testing.B) {
 	case ok:
 		z.retry = false
 		z.lo = max(z.lo, tr.achieved)
-		if tr.achieved < 0.9*z.rate { // the sender is the limit
-			z.done = true
+		if tr.achieved < 0.9*z.rate {
+			// The sender fell short: the limit when it does so twice in
+			// a row at a rate, else a stall of the loaded machine.
+			z.done = z.short || z.trials >= benchMaxTrials
+			z.short = true
+			return
 		}
+		z.short = false
 	case !z.retry:
-		z.retry = true // once more at this rate
+		z.retry, z.short = true, false // once more at this rate
 		if z.trials >= benchMaxTrials {
 			z.done = true
 		}
 		return
 	default:
-		z.retry = false
+		z.retry, z.short = false, false
 		if z.hi == 0 || z.rate < z.hi {
 			z.hi, z.overDrops = z.rate, tr.drops
 		}

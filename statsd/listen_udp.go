@@ -8,7 +8,6 @@ import (
 	"syscall"
 
 	"golang.org/x/net/ipv4"
-	"golang.org/x/net/ipv6"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,7 +15,6 @@ import (
 // or alone) and the goroutine reading it in batches.
 type udpReader struct {
 	conn  *net.UDPConn
-	read  func([]ipv4.Message) (int, error)
 	inode uint64
 	cfg   *Config
 }
@@ -104,13 +102,6 @@ func bindUDP(ctx context.Context, addr string, cfg *Config, shared bool) ([]*udp
 			addr = c.LocalAddr().String() // the others share the chosen port
 		}
 		r := &udpReader{conn: c, cfg: cfg, inode: socketInode(c)}
-		if c.LocalAddr().(*net.UDPAddr).IP.To4() != nil {
-			p := ipv4.NewPacketConn(c)
-			r.read = func(ms []ipv4.Message) (int, error) { return p.ReadBatch(ms, 0) }
-		} else {
-			p := ipv6.NewPacketConn(c)
-			r.read = func(ms []ipv4.Message) (int, error) { return p.ReadBatch(ms, 0) }
-		}
 		if cfg.RecvBuffer > 0 {
 			_ = c.SetReadBuffer(cfg.RecvBuffer)
 			if got := recvBuffer(c); got < cfg.RecvBuffer {
@@ -157,19 +148,29 @@ func socketInode(c syscall.Conn) uint64 {
 	return st.Ino
 }
 
-// run reads batches of datagrams until the socket is closed, parses
-// them and hands them to the aggregator, one lock per batch.
-func (r *udpReader) run(s *Server) {
+// run reads batches of datagrams until the socket is closed and hands
+// them to a parsing goroutine, which aggregates them, one lock per
+// batch. The reading goroutine only reads and copies: while the parser
+// waits for the aggregator (a flush holds it) or parses, the socket
+// keeps being drained into the queue, so a pause of the parser costs
+// no datagram until the queue is full.
+// It closes q.full when it returns.
+func (r *udpReader) run(s *Server, q *udpQueue) {
 	defer s.wg.Done()
+	defer close(q.full)
 	n := r.cfg.ReadBatch
 	ms := make([]ipv4.Message, n)
 	bufs := make([]byte, n*r.cfg.MaxDatagram)
 	for i := range ms {
 		ms[i].Buffers = [][]byte{bufs[i*r.cfg.MaxDatagram : (i+1)*r.cfg.MaxDatagram]}
 	}
-	b := newBatch(r.cfg.NoSanitize)
+	read, err := newBatchReader(r.conn, ms)
+	if err != nil {
+		s.counters.readErrors.Add(1)
+		return
+	}
 	for {
-		k, err := r.read(ms)
+		k, err := read()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -177,15 +178,39 @@ func (r *udpReader) run(s *Server) {
 			s.counters.readErrors.Add(1)
 			continue
 		}
+		s.counters.datagrams.Add(uint64(k))
+		sl := q.get()
 		for i := 0; i < k; i++ {
 			m := &ms[i]
 			if m.Flags&unix.MSG_TRUNC != 0 {
 				s.counters.truncated.Add(1)
 			}
 			p := m.Buffers[0][:m.N]
+			if !sl.fits(len(p)) {
+				q.full <- sl
+				sl = q.get()
+			}
+			sl.add(p)
+		}
+		q.full <- sl
+	}
+}
+
+// parse parses the slabs of q and hands them to the aggregator until q
+// is closed.
+func (r *udpReader) parse(s *Server, q *udpQueue) {
+	defer s.wg.Done()
+	b := newBatch(r.cfg.NoSanitize)
+	for sl := range q.full {
+		start := 0
+		for _, end := range sl.ends {
+			p := sl.data[start:end]
+			start = end
 			s.repeat(p)
 			b.addPacket(p)
 		}
-		s.ingest(b)
+		s.ingest(b) // the batch no longer refers to the slab
+		sl.reset()
+		q.free <- sl
 	}
 }

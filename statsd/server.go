@@ -46,6 +46,8 @@ type Server struct {
 // listenCounters are the listeners' counters since the last flush.
 type listenCounters struct {
 	truncated, tooLong, readErrors, rejectedConns atomic.Uint64
+	// datagrams counts the UDP datagrams read since the start.
+	datagrams atomic.Uint64
 }
 
 // NewServer opens the listeners and starts reading; metrics are
@@ -71,8 +73,10 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	for _, r := range s.udp {
-		s.wg.Add(1)
-		go r.run(s)
+		s.wg.Add(2)
+		q := newUDPQueue()
+		go r.run(s, q)
+		go r.parse(s, q)
 	}
 	for _, l := range s.tcp {
 		s.wg.Add(1)

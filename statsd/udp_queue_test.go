@@ -1,0 +1,80 @@
+package statsd
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUDPDrainedWhileAggregatorBusy: while the aggregator is held (as a
+// flush holds it), the reading goroutine keeps draining the socket into
+// its queue; nothing is lost, and everything is aggregated once the
+// aggregator is free. The socket's buffer is the kernel's smallest, so
+// a reader that waited for the aggregator would leave the datagrams in
+// the kernel, which would drop them.
+func TestUDPDrainedWhileAggregatorBusy(t *testing.T) {
+	cfg := Config{RecvBuffer: 1, UDPReaders: 1}
+	cfg.FlushInterval = time.Hour // no flush but the test's
+	s := startServer(t, cfg)
+	c, err := net.Dial("udp", s.UDPAddrs()[0].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const n = udpQueueSlabs / 2
+	s.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			s.mu.Unlock()
+		}
+	}()
+	read0 := s.counters.datagrams.Load()
+	for i := range n {
+		if _, err := fmt.Fprintf(c, "busy.c:1|c\nbusy.g:%d|g", i); err != nil {
+			t.Fatal(err)
+		}
+		// One datagram in the socket at a time: the reader must take
+		// each before the next is sent.
+		for s.counters.datagrams.Load() < read0+uint64(i+1) {
+			if ctx.Err() != nil {
+				t.Fatalf("with the aggregator held, the reader read %d of %d datagrams",
+					s.counters.datagrams.Load()-read0, n)
+			}
+			runtime.Gosched()
+		}
+	}
+	s.mu.Unlock()
+	locked = false
+	if err := s.WaitReceived(ctx, n, 2*n); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Flush(ctx)
+	checkValues(t, snapshotValues(snap), map[string]float64{"c busy.c": n, "g busy.g": n - 1})
+	if snap.Server.Listen.KernelDrops != 0 {
+		t.Errorf("kernel drops %d, want 0", snap.Server.Listen.KernelDrops)
+	}
+}
+
+// TestUDPTruncated: a datagram longer than MaxDatagram is cut, counted
+// as Truncated, and what fits of it is still read; the next datagram is
+// read whole.
+func TestUDPTruncated(t *testing.T) {
+	cfg := Config{MaxDatagram: 512, UDPReaders: 1}
+	cfg.FlushInterval = time.Hour
+	s := startServer(t, cfg)
+	long := "long.c:1|c\n" + strings.Repeat("x", 600) + ":1|c"
+	sendUDP(t, s.UDPAddrs()[0].String(), long, "short.c:2|c")
+	waitReceived(t, s, 2, 3)
+	snap := s.Flush(context.Background())
+	if got := snap.Server.Listen.Truncated; got != 1 {
+		t.Errorf("Truncated = %d, want 1", got)
+	}
+	checkValues(t, snapshotValues(snap), map[string]float64{"c long.c": 1, "c short.c": 2})
+}
