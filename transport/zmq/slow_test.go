@@ -187,10 +187,12 @@ func TestSlowSubscriberDisconnected(t *testing.T) {
 	}
 }
 
-// TestGapsFromDrops: a subscriber that does not read while 2,000
-// messages are published gets, once it reads, every message either
-// delivered or covered by a gap, the gaps covering exactly what the
-// publisher dropped for it.
+// TestGapsFromDrops: a subscriber that does not read while 5,000
+// messages of 4 KB are published (20 MB: more than the publisher's
+// queue, the loopback TCP buffers of both sides, which grow to several
+// megabytes, and the subscriber's queue hold together) gets, once it
+// reads, every message either delivered or covered by a gap, the gaps
+// covering exactly what the publisher dropped for it.
 func TestGapsFromDrops(t *testing.T) {
 	for _, pack := range []bool{false, true} {
 		t.Run(fmt.Sprintf("pack=%v", pack), func(t *testing.T) {
@@ -200,16 +202,15 @@ func TestGapsFromDrops(t *testing.T) {
 			if err := pub.WaitSubscribers(ctx, "t", 1); err != nil {
 				t.Fatal(err)
 			}
-			const n = 2000
-			pad := strings.Repeat("x", 1000)
+			const n = 5000
+			pad := strings.Repeat("x", 4000)
 			for i := range n {
 				if err := pub.Publish(ctx, transport.Message{Topic: "t", Payload: []byte(strconv.Itoa(i) + ":" + pad)}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := pub.Flush(ctx); err != nil {
-				t.Fatal(err)
-			}
+			// No Flush here: what waits for the stalled subscriber's
+			// socket is written only once it reads.
 			seen := make([]int, n+1) // by seq: 1 delivered, 2 in a gap
 			var gaps []transport.Gap
 			for covered := 0; covered < n; {
@@ -229,6 +230,9 @@ func TestGapsFromDrops(t *testing.T) {
 						covered++
 					}
 				}
+			}
+			if err := pub.Flush(ctx); err != nil { // everything is written or dropped by now
+				t.Fatal(err)
 			}
 			if i := slices.IndexFunc(seen[1:], func(v int) bool { return v != 1 && v != 2 }); i >= 0 {
 				t.Fatalf("seq %d delivered or reported %d times (1 delivered, 2 a gap)", i+1, seen[i+1])
