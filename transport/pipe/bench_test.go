@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -171,7 +170,7 @@ func pipeRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64) 
 	window := max(1024, int(rate*windowTime.Seconds())/perDatagram)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	group := netip.AddrPortFrom(netip.AddrFrom4([4]byte{239, 255, byte(rand.IntN(256)), byte(1 + rand.IntN(254))}), uint16(20000+rand.IntN(12768)))
+	group := randomBenchGroup()
 	sub, err := transport.OpenSubscriber(ctx, fmt.Sprintf("mcast://%v?iface=lo&ttl=0&join=earliest", group))
 	if err != nil {
 		b.Fatal(err)
@@ -207,6 +206,14 @@ func pipeRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64) 
 			time.Sleep(max(wait, 500*time.Microsecond)) // pacing the feed, open loop
 		}
 	}
+	return finishRun(b, p, done, cancel, n, "pipe")
+}
+
+// finishRun waits until the pipe p (running, its Run's result on done)
+// has forwarded or marked n messages with nothing in flight, at most 60 s,
+// then stops it and returns how many it marked. what names it in
+// failures.
+func finishRun(b *testing.B, p *pipe.Pipe, done <-chan error, cancel context.CancelFunc, n int, what string) int {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		s := p.Stats()
@@ -215,11 +222,11 @@ func pipeRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64) 
 		}
 		select {
 		case err := <-done:
-			b.Fatalf("pipe ended: %v", err)
+			b.Fatalf("%s ended: %v", what, err)
 		case <-time.After(time.Millisecond): // polling the pipe's counters
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("the pipe handled %d of %d messages in 60s", s.Forwarded+s.Marked, n)
+			b.Fatalf("the %s handled %d of %d messages in 60s", what, s.Forwarded+s.Marked, n)
 		}
 	}
 	cancel()

@@ -144,26 +144,7 @@ func recordRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64
 	pub := benchFeedPublisher(b, ctx, group, payloads, rate)
 	defer pub.Close()
 	reached := paceFeed(b, ctx, pub, payloads, rate, n)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		s := p.Stats()
-		if s.Forwarded+s.Marked >= uint64(n) && s.InFlight == 0 {
-			break
-		}
-		select {
-		case err := <-done:
-			b.Fatalf("recorder ended: %v", err)
-		case <-time.After(time.Millisecond): // polling the pipe's counters
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("the recorder handled %d of %d messages in 60s", s.Forwarded+s.Marked, n)
-		}
-	}
-	cancel()
-	if err := <-done; err != nil {
-		b.Fatal(err)
-	}
-	return int(p.Stats().Marked), reached
+	return finishRun(b, p, done, cancel, n, "recorder"), reached
 }
 
 func randomBenchGroup() netip.AddrPort {
