@@ -155,7 +155,12 @@ func TestSlowSubscriberIsolated(t *testing.T) {
 	ratio := float64(solo) / float64(beside)
 	t.Logf("fast subscriber, best of %d rounds: %.0f msgs/s solo, %.0f beside a stalled one (%.2f); heap %.1f MiB; %+v",
 		rounds, float64(n)/solo.Seconds(), float64(n)/beside.Seconds(), ratio, float64(ms.HeapAlloc)/(1<<20), st)
-	if ratio < 0.9 {
+	// The ratio is a speed: under the race detector, which slows every
+	// goroutine unevenly (and a 2-core CI machine running other
+	// packages' tests beside this one), it says more about scheduling
+	// than about isolation, so only the run without -race holds it to
+	// the bound; the drops and the memory bound are checked in both.
+	if ratio < 0.9 && !raceEnabled {
 		t.Errorf("beside a stalled subscriber the fast one kept %.2f of its solo throughput, want >= 0.9", ratio)
 	}
 	if st.Dropped == 0 {
