@@ -113,23 +113,7 @@ func TestArchivePausedSubscriber(t *testing.T) {
 	scfg.Archive.URL = raw
 	s := mustSub(t, scfg)
 	p := mustPub(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var a accountant
-	receiveUntil := func(last int) {
-		for a.lastIndex < last {
-			ev, err := s.Receive(ctx)
-			if err != nil {
-				t.Fatalf("last message %d: %v; gaps %v; stats %+v", a.lastIndex, err, a.gaps, s.Stats().Archive)
-			}
-			a.add(t, &ev)
-		}
-	}
-	publishN(t, p, 0, 100, 64)
-	receiveUntil(99)
-	publishAt(t, p, 100, 30_000, 64, 100_000)
-	publishN(t, p, 30_100, 100, 64)
-	receiveUntil(30_199)
+	a := pausePastWindow(t, s, p)
 	st := s.Stats()
 	if len(a.gaps) != 0 {
 		t.Fatalf("gaps %v; stats %+v", a.gaps, st.Archive)
@@ -316,23 +300,7 @@ func TestArchiveReadErrorRetried(t *testing.T) {
 	}
 	s := mustSub(t, scfg)
 	p := mustPub(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var a accountant
-	receiveUntil := func(last int) {
-		for a.lastIndex < last {
-			ev, err := s.Receive(ctx)
-			if err != nil {
-				t.Fatalf("last message %d: %v; gaps %v; stats %+v", a.lastIndex, err, a.gaps, s.Stats().Archive)
-			}
-			a.add(t, &ev)
-		}
-	}
-	publishN(t, p, 0, 100, 64)
-	receiveUntil(99)
-	publishAt(t, p, 100, 30_000, 64, 100_000)
-	publishN(t, p, 30_100, 100, 64)
-	receiveUntil(30_199)
+	a := pausePastWindow(t, s, p)
 	st := s.Stats()
 	if len(a.gaps) != 0 || st.GapSeqs == 0 || st.Archive.Errors == 0 {
 		t.Fatalf("gaps %v, engine gaps %d, archive %+v: want the pause beyond the window filled from the archive despite its errors", a.gaps, st.GapSeqs, st.Archive)

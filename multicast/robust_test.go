@@ -134,29 +134,7 @@ func TestPausedSubscriber(t *testing.T) {
 	scfg.Queue, scfg.RecvBuffer = 2, 64<<10
 	s := mustSub(t, scfg)
 	p := mustPub(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var a accountant
-	receiveUntil := func(last int) {
-		for a.lastIndex < last {
-			ev, err := s.Receive(ctx)
-			if err != nil {
-				t.Fatalf("last message %d: %v; gaps %v", a.lastIndex, err, a.gaps)
-			}
-			a.add(t, &ev)
-		}
-	}
-	// 64-byte messages are never split over two datagrams, so each has
-	// one sequence number: the count is exact.
-	publishN(t, p, 0, 100, 64)
-	receiveUntil(99)
-	if len(a.gaps) != 0 {
-		t.Fatalf("gaps before the pause: %v", a.gaps)
-	}
-	// Nobody reads: batches queue, then the socket buffer overflows.
-	publishAt(t, p, 100, 30_000, 64, 100_000)
-	publishN(t, p, 30_100, 100, 64)
-	receiveUntil(30_199)
+	a := pausePastWindow(t, s, p)
 	if len(a.gaps) == 0 {
 		t.Fatal("no gap reported for the pause")
 	}
@@ -168,6 +146,37 @@ func TestPausedSubscriber(t *testing.T) {
 	if a.next != 30_201 {
 		t.Fatalf("accounted up to sequence %d, want 30200", a.next-1)
 	}
+}
+
+// pausePastWindow runs the pause the paused-subscriber tests share: 100
+// messages read, then 30,000 published at 100,000/s while nobody reads
+// (batches queue, then the socket buffer overflows), then 100 more, all
+// read back through the accountant. 64-byte messages are never split
+// over two datagrams, so each has one sequence number: the count is
+// exact.
+func pausePastWindow(t *testing.T, s *Subscriber, p *Publisher) *accountant {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := &accountant{}
+	receiveUntil := func(last int) {
+		for a.lastIndex < last {
+			ev, err := s.Receive(ctx)
+			if err != nil {
+				t.Fatalf("last message %d: %v; gaps %v; archive %+v", a.lastIndex, err, a.gaps, s.Stats().Archive)
+			}
+			a.add(t, &ev)
+		}
+	}
+	publishN(t, p, 0, 100, 64)
+	receiveUntil(99)
+	if len(a.gaps) != 0 {
+		t.Fatalf("gaps before the pause: %v", a.gaps)
+	}
+	publishAt(t, p, 100, 30_000, 64, 100_000)
+	publishN(t, p, 30_100, 100, 64)
+	receiveUntil(30_199)
+	return a
 }
 
 // accountant checks that one stream's events account for every
