@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -171,22 +172,8 @@ func pipeRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64) 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	group := randomBenchGroup()
-	sub, err := transport.OpenSubscriber(ctx, fmt.Sprintf("mcast://%v?iface=lo&ttl=0&join=earliest", group))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sub.Close()
-	to, err := transport.OpenPublisher(ctx, "logd://"+addr+"/"+topic)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer to.Close()
-	p, err := pipe.New(sub, to, pipe.Config{MaxInFlight: benchEnv("BROKERLESS_PIPE_IN_FLIGHT", pipe.DefaultMaxInFlight)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	p, done, stop := startBenchPipe(b, ctx, group, addr, topic, pipe.Config{MaxInFlight: benchEnv("BROKERLESS_PIPE_IN_FLIGHT", pipe.DefaultMaxInFlight)})
+	defer stop()
 	pub, err := multicast.NewPublisher(ctx, multicast.Config{Group: group, Interface: "lo", HostOnly: true,
 		Sender: reliable.SenderConfig{WindowDatagrams: window, WindowBytes: window * reliable.DefaultMTU, MaxQueued: 512, MaxMessageSize: 64 << 10}})
 	if err != nil {
@@ -207,6 +194,30 @@ func pipeRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64) 
 		}
 	}
 	return finishRun(b, p, done, cancel, n, "pipe")
+}
+
+// startBenchPipe runs a pipe from the feed on group (join=earliest) into
+// topic of the logd at addr; done gets its Run's result, and stop closes
+// its ends once it has returned.
+func startBenchPipe(b *testing.B, ctx context.Context, group netip.AddrPort, addr, topic string, cfg pipe.Config) (p *pipe.Pipe, done <-chan error, stop func()) {
+	b.Helper()
+	sub, err := transport.OpenSubscriber(ctx, fmt.Sprintf("mcast://%v?iface=lo&ttl=0&join=earliest", group))
+	if err != nil {
+		b.Fatal(err)
+	}
+	to, err := transport.OpenPublisher(ctx, "logd://"+addr+"/"+topic)
+	if err != nil {
+		sub.Close()
+		b.Fatal(err)
+	}
+	if p, err = pipe.New(sub, to, cfg); err != nil {
+		sub.Close()
+		to.Close()
+		b.Fatal(err)
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- p.Run(ctx) }()
+	return p, ch, func() { sub.Close(); to.Close() }
 }
 
 // finishRun waits until the pipe p (running, its Run's result on done)

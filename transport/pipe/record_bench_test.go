@@ -125,22 +125,8 @@ func recordRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	group := randomBenchGroup()
-	sub, err := transport.OpenSubscriber(ctx, fmt.Sprintf("mcast://%v?iface=lo&ttl=0&join=earliest", group))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sub.Close()
-	to, err := transport.OpenPublisher(ctx, "logd://"+addr+"/"+topic)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer to.Close()
-	p, err := pipe.New(sub, to, pipe.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	p, done, stop := startBenchPipe(b, ctx, group, addr, topic, pipe.Config{})
+	defer stop()
 	pub := benchFeedPublisher(b, ctx, group, payloads, rate)
 	defer pub.Close()
 	reached := paceFeed(b, ctx, pub, payloads, rate, n)
