@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS deliveries (
 	UNIQUE (event_id, endpoint_id)
 );
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_attempt, id);
-CREATE INDEX IF NOT EXISTS deliveries_endpoint ON deliveries (endpoint_id, status);
+DROP INDEX IF EXISTS deliveries_endpoint;
+CREATE INDEX IF NOT EXISTS deliveries_endpoint_due ON deliveries (endpoint_id, status, next_attempt, id);
 CREATE TABLE IF NOT EXISTS attempts (
 	id TEXT PRIMARY KEY,
 	delivery_id TEXT NOT NULL REFERENCES deliveries (id),
@@ -85,13 +86,38 @@ type dialect struct {
 	// schemaLock, run first in the schema transaction, keeps dispatchers
 	// starting together from creating the tables twice.
 	schemaLock string
+	// prepare keeps the hot statements prepared (sqlStore.stmts).
+	prepare bool
+	// idSet is a subquery of the strings of one JSON array argument, so
+	// that a list of ids of any length is one statement text.
+	idSet string
+	// perEndpoint is the claim's candidate select: up to ? (the
+	// per-endpoint cap) of the earliest due deliveries of each enabled
+	// endpoint not in the skip list ({ids}), read from the (endpoint_id, status,
+	// next_attempt, id) index, so an endpoint skipped costs nothing
+	// however large its backlog; the earliest ? (the claim's limit) of
+	// them. Arguments: now, now, per, skip (a JSON array), limit.
+	perEndpoint string
 }
 
 var (
-	sqliteDialect = dialect{name: "sqlite", blob: "BLOB",
-		relax: "PRAGMA synchronous = NORMAL", unrelax: "PRAGMA synchronous = FULL"}
+	sqliteDialect = dialect{name: "sqlite", blob: "BLOB", prepare: true, idSet: "(SELECT value FROM json_each(?))",
+		relax: "PRAGMA synchronous = NORMAL", unrelax: "PRAGMA synchronous = FULL",
+		// SQLite has no LATERAL: the per-endpoint select is a correlated
+		// IN list, run once per endpoint row; CROSS JOIN keeps endpoints
+		// the outer loop (a plain JOIN lets the planner scan every due
+		// delivery and test each against the list).
+		perEndpoint: `SELECT d.id, d.next_attempt FROM endpoints e CROSS JOIN deliveries d ON d.id IN (
+				SELECT x.id FROM deliveries x WHERE x.endpoint_id = e.id AND x.status = 'pending' AND x.next_attempt <= ? AND x.lease_until <= ?
+				ORDER BY x.next_attempt, x.id LIMIT ?)
+			WHERE e.enabled = 1 AND e.id NOT IN {ids} ORDER BY d.next_attempt, d.id LIMIT ?`}
 	postgresDialect = dialect{name: "postgres", blob: "BYTEA", lock: " FOR UPDATE SKIP LOCKED", dollar: true,
-		relaxLocal: "SET LOCAL synchronous_commit = off", schemaLock: "SELECT pg_advisory_xact_lock(7406190209)"}
+		idSet:      "(SELECT jsonb_array_elements_text(CAST(? AS jsonb)))",
+		relaxLocal: "SET LOCAL synchronous_commit = off", schemaLock: "SELECT pg_advisory_xact_lock(7406190209)",
+		perEndpoint: `SELECT d.id, d.next_attempt FROM endpoints e CROSS JOIN LATERAL (
+				SELECT x.id, x.next_attempt FROM deliveries x WHERE x.endpoint_id = e.id AND x.status = 'pending' AND x.next_attempt <= ? AND x.lease_until <= ?
+				ORDER BY x.next_attempt, x.id LIMIT ?) d
+			WHERE e.enabled = 1 AND e.id NOT IN {ids} ORDER BY d.next_attempt, d.id LIMIT ?`}
 )
 
 // rebind rewrites ? placeholders for the dialect.

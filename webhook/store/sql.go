@@ -14,12 +14,18 @@ import (
 type sqlStore struct {
 	db *sql.DB
 	d  dialect
+
+	// stmts holds the hot statements (hotQueries), prepared once at open
+	// on SQLite (query text → statement): the claim and completion paths
+	// would otherwise spend much of their time parsing. PostgreSQL needs
+	// no such cache: pgx keeps its own per connection.
+	stmts map[string]*sql.Stmt
 }
 
 var _ Store = (*sqlStore)(nil)
 
 func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) {
-	s := &sqlStore{db: db, d: d}
+	s := &sqlStore{db: db, d: d, stmts: map[string]*sql.Stmt{}}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if d.schemaLock != "" {
 			if _, err := tx.ExecContext(ctx, d.schemaLock); err != nil {
@@ -40,10 +46,27 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) 
 		db.Close()
 		return nil, err
 	}
+	if d.prepare {
+		// Prepared now, before any transaction: on SQLite's one
+		// connection a prepare during a transaction would wait for it.
+		for _, q := range hotQueries(d) {
+			st, err := db.PrepareContext(ctx, q)
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("store: preparing %q: %w", q, err)
+			}
+			s.stmts[q] = st
+		}
+	}
 	return s, nil
 }
 
-func (s *sqlStore) Close() error { return s.db.Close() }
+func (s *sqlStore) Close() error {
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	return s.db.Close()
+}
 
 // tx runs f in a transaction, committing when it returns nil.
 func (s *sqlStore) tx(ctx context.Context, f func(*sql.Tx) error) error {
@@ -71,6 +94,46 @@ func (s *sqlStore) exec(ctx context.Context, q querier, query string, args ...an
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// stmt returns query prepared for tx when it is one of stmts, else nil
+// (tx's own methods then parse it).
+func (s *sqlStore) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	st := s.stmts[query]
+	if st == nil {
+		return nil, nil
+	}
+	return tx.StmtContext(ctx, st), nil
+}
+
+// execHot is exec in tx of a query with a fixed text, prepared once on
+// SQLite (see stmts).
+func (s *sqlStore) execHot(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, error) {
+	st, err := s.stmt(ctx, tx, query)
+	if err != nil {
+		return 0, err
+	}
+	if st == nil {
+		return s.exec(ctx, tx, query, args...)
+	}
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// queryHot is tx.QueryContext of a query with a fixed text, prepared
+// once on SQLite (see stmts).
+func (s *sqlStore) queryHot(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.stmt(ctx, tx, query)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return tx.QueryContext(ctx, s.d.rebind(query), args...)
+	}
+	return st.QueryContext(ctx, args...)
 }
 
 func nanos(t time.Time) int64 {

@@ -3,13 +3,66 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
-// scanWindow × the claim's limit is how many of the earliest due
-// deliveries a claim considers.
-const scanWindow = 4
+// The hot statements: claim, completion and release.
+const (
+	completeDeliveryQuery = `UPDATE deliveries SET status = ?, attempts = attempts + 1, next_attempt = ?, lease_owner = '', lease_until = 0,
+		last_code = ?, updated = ? WHERE id = ? AND lease_owner = ?`
+	insertAttemptQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	endpointOKQuery      = `UPDATE endpoints SET failing_since = 0 WHERE id = ? AND failing_since <> 0`
+	endpointFailingQuery = `UPDATE endpoints SET failing_since = ? WHERE id = ? AND failing_since = 0`
+)
+
+// claimQuery leases the candidates (see dialect.perEndpoint), returning
+// their ids; locked re-reads them with row locks (PostgreSQL), skipping
+// rows another dispatcher is claiming and re-checking that each is still
+// free once locked. Arguments: claimArgs.
+func claimQuery(d dialect) string {
+	// SQLite locks the whole database for the one statement, so there
+	// the candidates need no re-check (and a re-check on status lets its
+	// planner read every due delivery through deliveries_due).
+	locked := `SELECT id FROM candidates`
+	if d.lock != "" {
+		locked = `SELECT id FROM deliveries WHERE id IN (SELECT id FROM candidates)
+				AND status = 'pending' AND next_attempt <= ? AND lease_until <= ?` + d.lock
+	}
+	return strings.ReplaceAll(`WITH candidates AS (`+d.perEndpoint+`), locked AS (`+locked+`)
+		UPDATE deliveries SET lease_owner = ?, lease_until = ? WHERE id IN (SELECT id FROM locked) RETURNING id`, "{ids}", d.idSet)
+}
+
+// claimArgs are claimQuery's arguments.
+func claimArgs(d dialect, now int64, per int, skip []string, limit int, owner string, until int64) []any {
+	args := []any{now, now, per, idJSON(skip), limit}
+	if d.lock != "" {
+		args = append(args, now, now)
+	}
+	return append(args, owner, until)
+}
+
+// claimJobsQuery reads the claimed deliveries (a JSON array of ids) with
+// their events and endpoints.
+func claimJobsQuery(d dialect) string {
+	return `SELECT ` + deliveryColumns + `, ev.id, ev.type, ev.payload, ev.idempotency_key, ev.created, ` + endpointColumns + `
+			FROM deliveries d JOIN events ev ON ev.id = d.event_id JOIN endpoints e ON e.id = d.endpoint_id
+			WHERE d.id IN ` + d.idSet + ` ORDER BY d.next_attempt, d.id`
+}
+
+// releaseQuery drops the owner's (first argument) leases of the
+// deliveries (a JSON array of ids).
+func releaseQuery(d dialect) string {
+	return `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE lease_owner = ? AND id IN ` + d.idSet
+}
+
+// hotQueries are the statements kept prepared on SQLite.
+func hotQueries(d dialect) []string {
+	return []string{claimQuery(d), claimJobsQuery(d), releaseQuery(d), completeDeliveryQuery, insertAttemptQuery, endpointOKQuery, endpointFailingQuery}
+}
 
 func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 	if r.Limit <= 0 {
@@ -20,41 +73,18 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 		per = r.Limit
 	}
 	now, until := nanos(r.Now), nanos(r.Now.Add(r.Lease))
-	skip := ""
-	args := []any{now, now}
-	if len(r.Skip) > 0 {
-		skip = ` AND d.endpoint_id NOT IN (` + placeholders(len(r.Skip)) + `)`
-		for _, id := range r.Skip {
-			args = append(args, id)
-		}
-	}
-	// The candidates are the earliest due deliveries (a window of
-	// scanWindow×Limit, read in index order), at most per of them for each
-	// endpoint; locked re-reads them with row locks (PostgreSQL), skipping
-	// rows another dispatcher is claiming and re-checking that each is
-	// still free once locked.
-	args = append(args, scanWindow*r.Limit, per, r.Limit, now, now, r.Owner, until)
-	query := `WITH candidates AS (
-			SELECT id FROM (
-				SELECT id, next_attempt, ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt, id) AS rank FROM (
-					SELECT d.id, d.endpoint_id, d.next_attempt FROM deliveries d
-					WHERE d.status = 'pending' AND d.next_attempt <= ? AND d.lease_until <= ?` + skip + `
-						AND d.endpoint_id IN (SELECT id FROM endpoints WHERE enabled = 1)
-					ORDER BY d.next_attempt, d.id LIMIT ?
-				) due
-			) ranked WHERE rank <= ? ORDER BY next_attempt, id LIMIT ?
-		), locked AS (
-			SELECT id FROM deliveries WHERE id IN (SELECT id FROM candidates)
-				AND status = 'pending' AND next_attempt <= ? AND lease_until <= ?` + s.d.lock + `
-		)
-		UPDATE deliveries SET lease_owner = ?, lease_until = ? WHERE id IN (SELECT id FROM locked) RETURNING id`
+	// The candidates are the earliest due deliveries, at most per of each
+	// endpoint not skipped, read endpoint by endpoint from the index (see
+	// dialect.perEndpoint); locked re-reads them with row locks
+	// (PostgreSQL), skipping rows another dispatcher is claiming and
+	// re-checking that each is still free once locked.
 	var jobs []*Job
 	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, s.d.rebind(query), args...)
+		rows, err := s.queryHot(ctx, tx, claimQuery(s.d), claimArgs(s.d, now, per, r.Skip, r.Limit, r.Owner, until)...)
 		if err != nil {
 			return err
 		}
-		var ids []any
+		var ids []string
 		for rows.Next() {
 			var id string
 			if err := rows.Scan(&id); err != nil {
@@ -67,13 +97,13 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 		if err := rows.Err(); err != nil || len(ids) == 0 {
 			return err
 		}
-		rows, err = tx.QueryContext(ctx, s.d.rebind(`SELECT `+deliveryColumns+`, ev.id, ev.type, ev.payload, ev.idempotency_key, ev.created, `+endpointColumns+`
-			FROM deliveries d JOIN events ev ON ev.id = d.event_id JOIN endpoints e ON e.id = d.endpoint_id
-			WHERE d.id IN (`+placeholders(len(ids))+`) ORDER BY d.next_attempt, d.id`), ids...)
+		rows, err = s.queryHot(ctx, tx, claimJobsQuery(s.d), idJSON(ids))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
+		// Jobs of one endpoint share its decoded event types and secrets.
+		decoded := map[string]*Endpoint{}
 		for rows.Next() {
 			j := new(Job)
 			var (
@@ -97,8 +127,13 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 			}
 			d.NextAttempt, d.Created, d.Updated = fromNanos(next), fromNanos(dCreated), fromNanos(dUpdated)
 			j.Event.IdempotencyKey, j.Event.Created = key.String, fromNanos(created)
-			if err := decodeEndpoint(e, types, secrets, enabled, failingSince, epCreated, epUpdated); err != nil {
-				return err
+			if prev := decoded[e.ID]; prev != nil {
+				*e = *prev
+			} else {
+				if err := decodeEndpoint(e, types, secrets, enabled, failingSince, epCreated, epUpdated); err != nil {
+					return err
+				}
+				decoded[e.ID] = e
 			}
 			jobs = append(jobs, j)
 		}
@@ -107,16 +142,18 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 	return jobs, err
 }
 
+// idJSON is ids as a JSON array, the argument of dialect.idSet.
+func idJSON(ids []string) string {
+	b, _ := json.Marshal(nonNil(ids))
+	return string(b)
+}
+
 func (s *sqlStore) Release(ctx context.Context, owner string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	args := []any{owner}
-	for _, id := range ids {
-		args = append(args, id)
-	}
 	return s.relaxedTx(ctx, func(tx *sql.Tx) error {
-		_, err := s.exec(ctx, tx, `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE lease_owner = ? AND id IN (`+placeholders(len(ids))+`)`, args...)
+		_, err := s.execHot(ctx, tx, releaseQuery(s.d), owner, idJSON(ids))
 		return err
 	})
 }
@@ -176,8 +213,7 @@ func (s *sqlStore) relaxedTx(ctx context.Context, f func(*sql.Tx) error) error {
 // complete records one completion in tx; false if the lease was lost.
 func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion) (bool, error) {
 	a := &c.Attempt
-	n, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ?, attempts = attempts + 1, next_attempt = ?, lease_owner = '', lease_until = 0,
-		last_code = ?, updated = ? WHERE id = ? AND lease_owner = ?`,
+	n, err := s.execHot(ctx, tx, completeDeliveryQuery,
 		c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner)
 	if err != nil || n == 0 {
 		return false, err
@@ -186,15 +222,14 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion) (boo
 	if response == nil {
 		response = []byte{}
 	}
-	if _, err := s.exec(ctx, tx, `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := s.execHot(ctx, tx, insertAttemptQuery,
 		a.ID, a.DeliveryID, a.EventID, a.EndpointID, nanos(a.Started), int64(a.Duration), a.StatusCode, a.Error, response, c.Status); err != nil {
 		return false, err
 	}
 	if c.EndpointOK {
-		_, err = s.exec(ctx, tx, `UPDATE endpoints SET failing_since = 0 WHERE id = ? AND failing_since <> 0`, a.EndpointID)
+		_, err = s.execHot(ctx, tx, endpointOKQuery, a.EndpointID)
 	} else {
-		_, err = s.exec(ctx, tx, `UPDATE endpoints SET failing_since = ? WHERE id = ? AND failing_since = 0`, nanos(a.Started), a.EndpointID)
+		_, err = s.execHot(ctx, tx, endpointFailingQuery, nanos(a.Started), a.EndpointID)
 	}
 	if err != nil {
 		return false, err
