@@ -3,7 +3,6 @@ package dispatch
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -65,15 +64,7 @@ func (d *Dispatcher) attempt(ctx context.Context, j *store.Job) {
 	} else {
 		d.stats.failed.Add(1)
 	}
-	switch err := d.commits.commit(context.WithoutCancel(ctx), c); {
-	case c.LeaseLost:
-		d.stats.leaseLost.Add(1)
-		d.cfg.Logger.Warn("webhook dispatcher: lease lost before the attempt was recorded", "delivery", j.Delivery.ID)
-	case err != nil && !errors.Is(err, store.ErrLeaseLost):
-		// The lease expires and the delivery is attempted again: at least once.
-		d.stats.storeErrors.Add(1)
-		d.cfg.Logger.Warn("webhook dispatcher: recording an attempt", "delivery", j.Delivery.ID, "err", err)
-	}
+	d.commits.submit(ctx, c)
 }
 
 // send POSTs the event to the endpoint, signed with its active secrets.

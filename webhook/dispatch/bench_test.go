@@ -100,24 +100,38 @@ func sqliteBench(b *testing.B) store.Store {
 }
 
 // BenchmarkThroughput: deliveries per second from a full durable outbox
-// (SQLite, synchronous=FULL) to a fast local receiver, against a plain
-// loop of signed http.Client POSTs to the same receiver, in interleaved
-// rounds; ratio is the dispatcher's rate over the loop's (median of the
-// rounds). One endpoint, default Concurrency (4).
+// (SQLite, synchronous=FULL for events; PostgreSQL, a throwaway cluster
+// with fsync on) to a fast local receiver, against a plain loop of signed
+// http.Client POSTs to the same receiver, in interleaved rounds (loop,
+// SQLite, PostgreSQL); each ratio is the median over the rounds of the
+// outbox's rate over the loop's in that round. One endpoint, the default
+// Config.
 func BenchmarkThroughput(b *testing.B) {
 	n := benchEvents()
 	got := make(chan struct{}, 1<<16)
 	srv := fastReceiver(b, got)
-	var loops, outbox []float64
+	cluster := pgtest.Start(b)
+	var loops, lite, pg, liteRatios, pgRatios []float64
 	for i := 0; i < b.N; i++ {
 		loop := float64(n) / plainLoop(b, srv.URL, n, got).Seconds()
-		disp := float64(n) / drain(b, sqliteBench(b), srv.URL, n, got).Seconds()
-		b.Logf("round %d: plain loop %.0f/s, dispatcher %.0f/s, ratio %.2f", i+1, loop, disp, disp/loop)
-		loops, outbox = append(loops, loop), append(outbox, disp)
+		l := float64(n) / drain(b, sqliteBench(b), srv.URL, n, got).Seconds()
+		ps, err := store.Open(context.Background(), cluster.NewDatabase(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := float64(n) / drain(b, ps, srv.URL, n, got).Seconds()
+		ps.Close()
+		b.Logf("round %d: plain loop %.0f/s, SQLite %.0f/s (ratio %.2f), PostgreSQL %.0f/s (ratio %.2f)", i+1, loop, l, l/loop, p, p/loop)
+		loops, lite, pg = append(loops, loop), append(lite, l), append(pg, p)
+		liteRatios, pgRatios = append(liteRatios, l/loop), append(pgRatios, p/loop)
 	}
 	b.ReportMetric(median(loops), "loop-deliveries/s")
-	b.ReportMetric(median(outbox), "outbox-deliveries/s")
-	b.ReportMetric(median(outbox)/median(loops), "ratio")
+	b.ReportMetric(median(lite), "sqlite-deliveries/s")
+	b.ReportMetric(median(pg), "postgres-deliveries/s")
+	b.ReportMetric(median(liteRatios), "sqlite-ratio")
+	b.ReportMetric(median(pgRatios), "postgres-ratio")
+	b.Logf("ratio to the plain loop, median [min–max] over %d rounds: SQLite %.2f [%.2f–%.2f], PostgreSQL %.2f [%.2f–%.2f]", len(loops),
+		median(liteRatios), slices.Min(liteRatios), slices.Max(liteRatios), median(pgRatios), slices.Min(pgRatios), slices.Max(pgRatios))
 }
 
 func median(v []float64) float64 {

@@ -2,56 +2,86 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/brokerless/brokerless/webhook/store"
 )
 
-// maxCommitBatch is the most completions written in one transaction.
-const maxCommitBatch = 256
+// maxCommitBatch is the most completions written in one transaction, and
+// maxCommitPending the most waiting to be written before a worker that
+// finished an attempt waits for room.
+const (
+	maxCommitBatch   = 256
+	maxCommitPending = 1024
+)
 
-// committer writes completions in batches (group commit): the first
-// attempt to finish writes its own completion and those of every attempt
-// that finishes while it writes, in one transaction, until none is
-// waiting. No goroutine of its own.
+// committer writes completions in batches (group commit) behind the
+// workers: a worker hands over its completion and goes on to its next
+// attempt, and one writer goroutine at a time (counted in the
+// dispatcher's WaitGroup) writes every completion waiting, in one
+// transaction, until none is. The delivery stays leased until its
+// completion is written, so no claim takes it meanwhile; a completion
+// lost to a crash only means the delivery is attempted again.
 type committer struct {
-	st      store.Store
+	d       *Dispatcher
 	mu      sync.Mutex
+	room    sync.Cond // signalled when pending shrinks
 	writing bool
-	pending []*commitReq
+	pending []*store.Completion
 }
 
-type commitReq struct {
-	c    *store.Completion
-	done chan error
+func (cm *committer) init(d *Dispatcher) {
+	cm.d = d
+	cm.room.L = &cm.mu
 }
 
-// commit writes c, in a batch with others, and returns the batch's error.
-// c.LeaseLost says whether c was recorded.
-func (cm *committer) commit(ctx context.Context, c *store.Completion) error {
-	r := &commitReq{c: c, done: make(chan error, 1)}
+// submit queues c for writing, waiting while maxCommitPending are queued.
+// The caller is counted in d.wg (so the writer's wg.Add is safe).
+func (cm *committer) submit(ctx context.Context, c *store.Completion) {
 	cm.mu.Lock()
-	cm.pending = append(cm.pending, r)
-	if cm.writing {
-		cm.mu.Unlock()
-		return <-r.done
+	for len(cm.pending) >= maxCommitPending {
+		cm.room.Wait()
 	}
-	cm.writing = true
+	cm.pending = append(cm.pending, c)
+	if !cm.writing {
+		cm.writing = true
+		cm.d.wg.Add(1)
+		go cm.write(context.WithoutCancel(ctx))
+	}
+	cm.mu.Unlock()
+}
+
+// write writes batches until nothing is pending.
+func (cm *committer) write(ctx context.Context) {
+	defer cm.d.wg.Done()
+	cm.mu.Lock()
 	for len(cm.pending) > 0 {
 		batch := cm.pending[:min(len(cm.pending), maxCommitBatch)]
 		cm.pending = cm.pending[len(batch):]
+		if len(cm.pending) == 0 {
+			cm.pending = nil
+		}
+		cm.room.Broadcast()
 		cm.mu.Unlock()
-		cs := make([]*store.Completion, len(batch))
-		for i, b := range batch {
-			cs[i] = b.c
-		}
-		err := cm.st.Complete(ctx, cs...)
-		for _, b := range batch {
-			b.done <- err
-		}
+		cm.d.recorded(batch, cm.d.cfg.Store.Complete(ctx, batch...))
 		cm.mu.Lock()
 	}
 	cm.writing = false
 	cm.mu.Unlock()
-	return <-r.done
+}
+
+// recorded counts the outcome of writing batch.
+func (d *Dispatcher) recorded(batch []*store.Completion, err error) {
+	for _, c := range batch {
+		if c.LeaseLost {
+			d.stats.leaseLost.Add(1)
+			d.cfg.Logger.Warn("webhook dispatcher: lease lost before the attempt was recorded", "delivery", c.Attempt.DeliveryID)
+		}
+	}
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		// The leases expire and the deliveries are attempted again: at least once.
+		d.stats.storeErrors.Add(1)
+		d.cfg.Logger.Warn("webhook dispatcher: recording attempts", "attempts", len(batch), "err", err)
+	}
 }

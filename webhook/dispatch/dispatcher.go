@@ -32,6 +32,10 @@ type endpointState struct {
 	held    int // queued or being attempted
 	running int // workers, at most Concurrency
 	bucket  *bucket
+	// wanting is set when a worker asked for a claim (its queue down to
+	// the refill mark) and cleared by the next claim that includes the
+	// endpoint: one wake-up per refill, not one per attempt.
+	wanting bool
 }
 
 // claimed is a leased delivery and when the lease was taken.
@@ -63,7 +67,9 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), commits: committer{st: cfg.Store}, endpoints: map[string]*endpointState{}}, nil
+	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), endpoints: map[string]*endpointState{}}
+	d.commits.init(d)
+	return d, nil
 }
 
 // Stats returns the counters.
@@ -157,15 +163,22 @@ func (d *Dispatcher) DeliverDue(ctx context.Context) (int, error) {
 // when a rate-limited endpoint has a token again (zero if none waits).
 func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt time.Time, err error) {
 	now := d.cfg.Now()
-	// An endpoint is refilled once it holds no more than Concurrency
-	// deliveries, by up to QueueDepth + Concurrency - held: a claim asks
-	// for QueueDepth of each endpoint and skips those holding more.
-	perEndpoint := max(1, d.cfg.QueueDepth)
+	// An endpoint holds at most Concurrency + QueueDepth deliveries, and
+	// is refilled once its queue is down to half, so that its workers
+	// find the next deliveries queued while the claim runs rather than
+	// wait for it. A claim skips the endpoints holding more (a hanging
+	// one does until its attempts time out, so its backlog is not even
+	// read) and asks for as many of each as the one with the least room
+	// takes (all of it for an endpoint this dispatcher holds nothing of).
+	perEndpoint := d.cfg.Concurrency + d.cfg.QueueDepth
 	d.mu.Lock()
 	room := d.cfg.MaxInFlight - d.held
-	var skip []string
+	var (
+		skip  []string
+		asked []*endpointState
+	)
 	for id, ep := range d.endpoints {
-		if ep.held > d.cfg.Concurrency {
+		if ep.held > d.refillBelow() {
 			skip = append(skip, id)
 			continue
 		}
@@ -175,8 +188,11 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 				if wakeAt.IsZero() || at.Before(wakeAt) {
 					wakeAt = at
 				}
+				continue
 			}
 		}
+		asked = append(asked, ep)
+		perEndpoint = min(perEndpoint, d.cfg.Concurrency+d.cfg.QueueDepth-ep.held)
 	}
 	d.mu.Unlock()
 	if room <= 0 {
@@ -190,6 +206,9 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 	}
 	var release []string
 	d.mu.Lock()
+	for _, ep := range asked {
+		ep.wanting = false
+	}
 	for _, j := range jobs {
 		if !d.admit(ctx, j, now) {
 			release = append(release, j.Delivery.ID)
@@ -200,6 +219,12 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 	d.mu.Unlock()
 	d.release(ctx, release)
 	return queued, len(jobs) == limit, wakeAt, nil
+}
+
+// refillBelow is the most deliveries an endpoint holds (queued or being
+// attempted) and still gets refilled: Concurrency and half its queue.
+func (d *Dispatcher) refillBelow() int {
+	return d.cfg.Concurrency + d.cfg.QueueDepth - max(1, d.cfg.QueueDepth/2)
 }
 
 // admit queues j if its endpoint has room and, when rate limited, a
@@ -265,7 +290,10 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		d.mu.Lock()
 		ep.held--
 		d.held--
-		low := ep.held <= d.cfg.Concurrency
+		low := ep.held <= d.refillBelow() && !ep.wanting
+		if low {
+			ep.wanting = true
+		}
 		d.mu.Unlock()
 		if low {
 			// Its queue is running out: claim more.

@@ -338,10 +338,10 @@ func TestQueueLeaseExpiry(t *testing.T) {
 	for range 3 {
 		addEvent(t, s, "t", t0)
 	}
-	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.Concurrency, cfg.QueueDepth, cfg.Lease = 1, 2, lease })
-	// The first claim queues 2 (QueueDepth); the first attempt uses up
-	// the lease, so the second is released; the next claim takes it and
-	// the third.
+	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.Concurrency, cfg.QueueDepth, cfg.Lease = 1, 1, lease })
+	// The first claim takes 2 (Concurrency + QueueDepth); the first
+	// attempt uses up the lease, so the second is released; the next
+	// claim takes it and the third.
 	deliverDue(t, d, 4)
 	if n := len(rcv.requests()); n != 3 {
 		t.Fatalf("%d requests, want 3", n)

@@ -21,7 +21,7 @@ func TestClaimReadsOnlyUnskippedEndpoints(t *testing.T) {
 	}
 	defer st.Close()
 	s := st.(*sqlStore)
-	rows, err := s.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+claimQuery(s.d), claimArgs(s.d, 0, 16, []string{"ep_hung"}, 100, "owner", 0)...)
+	rows, err := s.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+claimQuery(s.d), 0, 0, 16, `["ep_hung"]`, 100, "owner", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

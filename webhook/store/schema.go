@@ -74,9 +74,6 @@ type dialect struct {
 	name string
 	// blob is the byte-string column type.
 	blob string
-	// lock follows the claim's candidate select: row locks that skip
-	// rows another dispatcher holds.
-	lock string
 	// dollar numbers placeholders $1, $2… instead of ?.
 	dollar bool
 	// relax and unrelax are run on the connection around a completion
@@ -111,12 +108,16 @@ var (
 				SELECT x.id FROM deliveries x WHERE x.endpoint_id = e.id AND x.status = 'pending' AND x.next_attempt <= ? AND x.lease_until <= ?
 				ORDER BY x.next_attempt, x.id LIMIT ?)
 			WHERE e.enabled = 1 AND e.id NOT IN {ids} ORDER BY d.next_attempt, d.id LIMIT ?`}
-	postgresDialect = dialect{name: "postgres", blob: "BYTEA", lock: " FOR UPDATE SKIP LOCKED", dollar: true,
+	postgresDialect = dialect{name: "postgres", blob: "BYTEA", dollar: true,
 		idSet:      "(SELECT jsonb_array_elements_text(CAST(? AS jsonb)))",
 		relaxLocal: "SET LOCAL synchronous_commit = off", schemaLock: "SELECT pg_advisory_xact_lock(7406190209)",
+		// Each endpoint's rows are locked as they are read, skipping those
+		// another dispatcher's claim holds, so two claims at once each
+		// find free rows (and PostgreSQL re-checks the conditions on a row
+		// updated meanwhile).
 		perEndpoint: `SELECT d.id, d.next_attempt FROM endpoints e CROSS JOIN LATERAL (
 				SELECT x.id, x.next_attempt FROM deliveries x WHERE x.endpoint_id = e.id AND x.status = 'pending' AND x.next_attempt <= ? AND x.lease_until <= ?
-				ORDER BY x.next_attempt, x.id LIMIT ?) d
+				ORDER BY x.next_attempt, x.id LIMIT ? FOR UPDATE SKIP LOCKED) d
 			WHERE e.enabled = 1 AND e.id NOT IN {ids} ORDER BY d.next_attempt, d.id LIMIT ?`}
 )
 

@@ -20,29 +20,11 @@ const (
 )
 
 // claimQuery leases the candidates (see dialect.perEndpoint), returning
-// their ids; locked re-reads them with row locks (PostgreSQL), skipping
-// rows another dispatcher is claiming and re-checking that each is still
-// free once locked. Arguments: claimArgs.
+// their ids. Arguments: now, now, per, skip (JSON), limit, owner, lease
+// until.
 func claimQuery(d dialect) string {
-	// SQLite locks the whole database for the one statement, so there
-	// the candidates need no re-check (and a re-check on status lets its
-	// planner read every due delivery through deliveries_due).
-	locked := `SELECT id FROM candidates`
-	if d.lock != "" {
-		locked = `SELECT id FROM deliveries WHERE id IN (SELECT id FROM candidates)
-				AND status = 'pending' AND next_attempt <= ? AND lease_until <= ?` + d.lock
-	}
-	return strings.ReplaceAll(`WITH candidates AS (`+d.perEndpoint+`), locked AS (`+locked+`)
-		UPDATE deliveries SET lease_owner = ?, lease_until = ? WHERE id IN (SELECT id FROM locked) RETURNING id`, "{ids}", d.idSet)
-}
-
-// claimArgs are claimQuery's arguments.
-func claimArgs(d dialect, now int64, per int, skip []string, limit int, owner string, until int64) []any {
-	args := []any{now, now, per, idJSON(skip), limit}
-	if d.lock != "" {
-		args = append(args, now, now)
-	}
-	return append(args, owner, until)
+	return strings.ReplaceAll(`WITH candidates AS (`+d.perEndpoint+`)
+		UPDATE deliveries SET lease_owner = ?, lease_until = ? WHERE id IN (SELECT id FROM candidates) RETURNING id`, "{ids}", d.idSet)
 }
 
 // claimJobsQuery reads the claimed deliveries (a JSON array of ids) with
@@ -73,14 +55,9 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 		per = r.Limit
 	}
 	now, until := nanos(r.Now), nanos(r.Now.Add(r.Lease))
-	// The candidates are the earliest due deliveries, at most per of each
-	// endpoint not skipped, read endpoint by endpoint from the index (see
-	// dialect.perEndpoint); locked re-reads them with row locks
-	// (PostgreSQL), skipping rows another dispatcher is claiming and
-	// re-checking that each is still free once locked.
 	var jobs []*Job
 	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
-		rows, err := s.queryHot(ctx, tx, claimQuery(s.d), claimArgs(s.d, now, per, r.Skip, r.Limit, r.Owner, until)...)
+		rows, err := s.queryHot(ctx, tx, claimQuery(s.d), now, now, per, idJSON(r.Skip), r.Limit, r.Owner, until)
 		if err != nil {
 			return err
 		}
@@ -207,7 +184,7 @@ func (s *sqlStore) relaxedTx(ctx context.Context, f func(*sql.Tx) error) error {
 		_ = tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	return s.commit(tx)
 }
 
 // complete records one completion in tx; false if the lease was lost.
