@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/brokerless/brokerless/webhook/store"
 )
@@ -14,6 +15,16 @@ import (
 const (
 	maxCommitBatch   = 256
 	maxCommitPending = 1024
+)
+
+// A writer with fewer than lingerBatch completions waiting first lets
+// more gather, for up to lingerFor: a transaction's own cost (its begin,
+// commit and log writes) was most of a completion's when each held a
+// handful. No worker waits for its completion to be written, so this
+// delays nothing but the record.
+const (
+	lingerBatch = 64
+	lingerFor   = time.Millisecond
 )
 
 // committer writes completions in batches (group commit) behind the
@@ -29,11 +40,14 @@ type committer struct {
 	room    sync.Cond // signalled when pending shrinks
 	writing bool
 	pending []*store.Completion
+	// full is signalled (without blocking) when lingerBatch are pending.
+	full chan struct{}
 }
 
 func (cm *committer) init(d *Dispatcher) {
 	cm.d = d
 	cm.room.L = &cm.mu
+	cm.full = make(chan struct{}, 1)
 }
 
 // submit queues c for writing, waiting while maxCommitPending are queued.
@@ -44,6 +58,12 @@ func (cm *committer) submit(ctx context.Context, c *store.Completion) {
 		cm.room.Wait()
 	}
 	cm.pending = append(cm.pending, c)
+	if len(cm.pending) == lingerBatch {
+		select {
+		case cm.full <- struct{}{}:
+		default:
+		}
+	}
 	if !cm.writing {
 		cm.writing = true
 		cm.d.wg.Add(1)
@@ -55,8 +75,18 @@ func (cm *committer) submit(ctx context.Context, c *store.Completion) {
 // write writes batches until nothing is pending.
 func (cm *committer) write(ctx context.Context) {
 	defer cm.d.wg.Done()
+	linger := time.NewTimer(lingerFor)
+	defer linger.Stop()
 	cm.mu.Lock()
 	for len(cm.pending) > 0 {
+		if len(cm.pending) < lingerBatch {
+			cm.mu.Unlock()
+			select {
+			case <-cm.full:
+			case <-linger.C:
+			}
+			cm.mu.Lock()
+		}
 		batch := cm.pending[:min(len(cm.pending), maxCommitBatch)]
 		cm.pending = cm.pending[len(batch):]
 		if len(cm.pending) == 0 {
@@ -65,6 +95,7 @@ func (cm *committer) write(ctx context.Context) {
 		cm.room.Broadcast()
 		cm.mu.Unlock()
 		cm.d.recorded(batch, cm.d.cfg.Store.Complete(ctx, batch...))
+		linger.Reset(lingerFor)
 		cm.mu.Lock()
 	}
 	cm.writing = false

@@ -93,7 +93,10 @@ type dialect struct {
 	// endpoint not in the skip list ({ids}), read from the (endpoint_id, status,
 	// next_attempt, id) index, so an endpoint skipped costs nothing
 	// however large its backlog; the earliest ? (the claim's limit) of
-	// them. Arguments: now, now, per, skip (a JSON array), limit.
+	// them. Arguments: now, now, per, skip (a JSON array), limit. The
+	// limits are written (? + 0): SQLite treats a bare bound LIMIT as a
+	// constant of the plan, so binding a new value re-prepared the whole
+	// statement at every claim.
 	perEndpoint string
 }
 
@@ -106,8 +109,8 @@ var (
 		// delivery and test each against the list).
 		perEndpoint: `SELECT d.id, d.next_attempt FROM endpoints e CROSS JOIN deliveries d ON d.id IN (
 				SELECT x.id FROM deliveries x WHERE x.endpoint_id = e.id AND x.status = 'pending' AND x.next_attempt <= ? AND x.lease_until <= ?
-				ORDER BY x.next_attempt, x.id LIMIT ?)
-			WHERE e.enabled = 1 AND e.id NOT IN {ids} ORDER BY d.next_attempt, d.id LIMIT ?`}
+				ORDER BY x.next_attempt, x.id LIMIT (? + 0))
+			WHERE e.enabled = 1 AND e.id NOT IN {ids} ORDER BY d.next_attempt, d.id LIMIT (? + 0)`}
 	postgresDialect = dialect{name: "postgres", blob: "BYTEA", dollar: true,
 		idSet:      "(SELECT jsonb_array_elements_text(CAST(? AS jsonb)))",
 		relaxLocal: "SET LOCAL synchronous_commit = off", schemaLock: "SELECT pg_advisory_xact_lock(7406190209)",
