@@ -236,6 +236,19 @@ func (s *Server) authenticate(r *http.Request) error {
 // NewToken stores a new token named name, made of 32 bytes from rnd
 // (crypto/rand if nil), and returns it; only its hash is kept.
 func NewToken(ctx context.Context, st store.Store, name string, now time.Time, rnd io.Reader) (*store.Token, string, error) {
+	t, tok, err := newToken(name, now, rnd)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := st.CreateToken(ctx, t); err != nil {
+		return nil, "", err
+	}
+	return t, tok, nil
+}
+
+// newToken makes a token named name from 32 bytes of rnd (crypto/rand if
+// nil): what is stored, and the token itself.
+func newToken(name string, now time.Time, rnd io.Reader) (*store.Token, string, error) {
 	if rnd == nil {
 		rnd = rand.Reader
 	}
@@ -244,20 +257,20 @@ func NewToken(ctx context.Context, st store.Store, name string, now time.Time, r
 		return nil, "", err
 	}
 	tok := tokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
-	t := &store.Token{ID: store.NewID("tok", now), Name: name, Hash: hashToken(tok), Created: now}
-	if err := st.CreateToken(ctx, t); err != nil {
-		return nil, "", err
-	}
-	return t, tok, nil
+	return &store.Token{ID: store.NewID("tok", now), Name: name, Hash: hashToken(tok), Created: now}, tok, nil
 }
 
 // EnsureAdminToken creates a token named "admin" when the store has no
 // token at all (first start) and returns it; otherwise it returns "".
+// Of dispatchers starting together on a new database, one creates it.
 func EnsureAdminToken(ctx context.Context, st store.Store, now time.Time, rnd io.Reader) (string, error) {
-	list, err := st.ListTokens(ctx)
-	if err != nil || len(list) > 0 {
+	t, tok, err := newToken("admin", now, rnd)
+	if err != nil {
 		return "", err
 	}
-	_, tok, err := NewToken(ctx, st, "admin", now, rnd)
-	return tok, err
+	created, err := st.CreateFirstToken(ctx, t)
+	if err != nil || !created {
+		return "", err
+	}
+	return tok, nil
 }

@@ -83,6 +83,9 @@ type dialect struct {
 	// schemaLock, run first in the schema transaction, keeps dispatchers
 	// starting together from creating the tables twice.
 	schemaLock string
+	// tokenLock, run first in CreateFirstToken's transaction, makes
+	// dispatchers starting together take turns.
+	tokenLock string
 	// prepare keeps the hot statements prepared (sqlStore.stmts).
 	prepare bool
 	// idSet is a subquery of the strings of one JSON array argument, so
@@ -114,6 +117,7 @@ var (
 	postgresDialect = dialect{name: "postgres", blob: "BYTEA", dollar: true,
 		idSet:      "(SELECT jsonb_array_elements_text(CAST(? AS jsonb)))",
 		relaxLocal: "SET LOCAL synchronous_commit = off", schemaLock: "SELECT pg_advisory_xact_lock(7406190209)",
+		tokenLock: "SELECT pg_advisory_xact_lock(7406190210)",
 		// Each endpoint's rows are locked as they are read, skipping those
 		// another dispatcher's claim holds, so two claims at once each
 		// find free rows (and PostgreSQL re-checks the conditions on a row

@@ -14,6 +14,26 @@ func (s *sqlStore) CreateToken(ctx context.Context, t *Token) error {
 	return err
 }
 
+func (s *sqlStore) CreateFirstToken(ctx context.Context, t *Token) (bool, error) {
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		// Under PostgreSQL's READ COMMITTED, two inserts guarded by NOT
+		// EXISTS can both see no token; the lock makes them take turns.
+		// SQLite runs the one statement under its database write lock.
+		if s.d.tokenLock != "" {
+			if _, err := tx.ExecContext(ctx, s.d.tokenLock); err != nil {
+				return err
+			}
+		}
+		var err error
+		n, err = s.exec(ctx, tx, `INSERT INTO tokens (id, name, hash, created, revoked)
+			SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM tokens)`,
+			t.ID, t.Name, t.Hash, nanos(t.Created), nanos(t.Revoked))
+		return err
+	})
+	return n == 1, err
+}
+
 func scanToken(r scanner, t *Token) error {
 	var created, revoked int64
 	if err := r.Scan(&t.ID, &t.Name, &t.Hash, &created, &revoked); err != nil {

@@ -71,6 +71,10 @@ type Store interface {
 	NextDue(ctx context.Context) (t time.Time, ok bool, err error)
 
 	CreateToken(ctx context.Context, t *Token) error
+	// CreateFirstToken stores t only when the store holds no token at
+	// all, atomically: of dispatchers starting together on one new
+	// database, exactly one creates its token (created true).
+	CreateFirstToken(ctx context.Context, t *Token) (created bool, err error)
 	// TokenByHash returns the unrevoked token with this hash.
 	TokenByHash(ctx context.Context, hash []byte) (*Token, error)
 	ListTokens(ctx context.Context) ([]*Token, error)
