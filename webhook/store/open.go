@@ -42,11 +42,10 @@ func Open(ctx context.Context, addr string) (Store, error) {
 // openSQLite opens a SQLite file in WAL mode with full synchronous
 // commits. Every statement goes through one connection: SQLite has one
 // writer at a time, and one connection turns lock contention into
-// queueing in database/sql instead of SQLITE_BUSY errors. A second
-// connection checkpoints the log in the background (checkpointer).
+// queueing in database/sql instead of SQLITE_BUSY errors.
 func openSQLite(ctx context.Context, path string) (Store, error) {
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
-	db, err := sql.Open("sqlite", dsn+"&_pragma=wal_autocheckpoint(0)")
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -55,18 +54,7 @@ func openSQLite(ctx context.Context, path string) (Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: opening %s: %w", path, err)
 	}
-	s, err := newSQLStore(ctx, db, sqliteDialect)
-	if err != nil {
-		return nil, err
-	}
-	cdb, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	cdb.SetMaxOpenConns(1)
-	s.ckpt = newCheckpointer(cdb)
-	return s, nil
+	return newSQLStore(ctx, db, sqliteDialect)
 }
 
 // openPostgres connects to PostgreSQL through pgx.

@@ -20,8 +20,6 @@ type sqlStore struct {
 	// would otherwise spend much of their time parsing. PostgreSQL needs
 	// no such cache: pgx keeps its own per connection.
 	stmts map[string]*sql.Stmt
-	// ckpt checkpoints SQLite's log (nil on PostgreSQL).
-	ckpt *checkpointer
 }
 
 var _ Store = (*sqlStore)(nil)
@@ -64,25 +62,10 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) 
 }
 
 func (s *sqlStore) Close() error {
-	var err error
-	if s.ckpt != nil {
-		err = s.ckpt.close()
-	}
 	for _, st := range s.stmts {
 		st.Close()
 	}
-	return errors.Join(err, s.db.Close())
-}
-
-// commit commits tx, counting it for the checkpointer.
-func (s *sqlStore) commit(tx *sql.Tx) error {
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	if s.ckpt != nil {
-		s.ckpt.committed()
-	}
-	return nil
+	return s.db.Close()
 }
 
 // tx runs f in a transaction, committing when it returns nil.
@@ -95,7 +78,7 @@ func (s *sqlStore) tx(ctx context.Context, f func(*sql.Tx) error) error {
 		_ = tx.Rollback()
 		return err
 	}
-	return s.commit(tx)
+	return tx.Commit()
 }
 
 // querier is what *sql.DB and *sql.Tx share.

@@ -184,7 +184,7 @@ func (s *sqlStore) relaxedTx(ctx context.Context, f func(*sql.Tx) error) error {
 		_ = tx.Rollback()
 		return err
 	}
-	return s.commit(tx)
+	return tx.Commit()
 }
 
 // complete records one completion in tx; false if the lease was lost.
