@@ -31,6 +31,17 @@ type Config struct {
 	// Group makes a GroupSubscriber a member of this consumer group.
 	// Required by NewGroupSubscriber, refused by NewSubscriber.
 	Group string
+	// Instance makes a GroupSubscriber a static member of its group
+	// under this name (Kafka's group.instance.id, KIP-345): a member that
+	// restarts with the same name takes its old place and partitions at
+	// once, where a dynamic member's restart waits for the dead session
+	// to time out; closing does not leave the group. Each member needs
+	// its own name: a second one with the same name fences the first.
+	Instance string
+	// SessionTimeout is how long a group member may go without a
+	// heartbeat before the group drops it (kgo's default, 45 s, when 0;
+	// the broker bounds it, logd to [6 s, 30 min]).
+	SessionTimeout time.Duration
 	// LeaderAcks has produces answered once the broker has written them,
 	// not once they are durable (acks=all, the default). It turns the
 	// idempotent producer off: a retry can then store a record twice.
@@ -62,6 +73,10 @@ func (c *Config) validate() error {
 		return &ConfigError{"LogFetchBytes", c.LogFetchBytes, "must be >= 0 (0: the default)"}
 	case c.Group != "" && len(c.Partitions) > 0:
 		return &ConfigError{"Partitions", c.Partitions, "not with Group: the group assigns partitions"}
+	case c.Instance != "" && c.Group == "":
+		return &ConfigError{"Instance", c.Instance, "only with Group: a static member of a group"}
+	case c.SessionTimeout < 0 || (c.SessionTimeout > 0 && c.Group == ""):
+		return &ConfigError{"SessionTimeout", c.SessionTimeout, "must be > 0, and only with Group"}
 	}
 	for _, p := range c.Partitions {
 		if p < 0 {

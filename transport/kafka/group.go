@@ -94,7 +94,7 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 	}
 	s := newSubscriber(cfg)
 	g := &GroupSubscriber{s, cfg.Group}
-	err := s.connect(ctx, cfg, []kgo.Opt{
+	opts := []kgo.Opt{
 		kgo.ConsumerGroup(cfg.Group), kgo.ConsumeTopics(cfg.Topic), kgo.ConsumeStartOffset(cfg.From.kgo()),
 		kgo.AutoCommitMarks(),
 		// Rebalances wait while a poll's records are on their way to
@@ -104,7 +104,14 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 		kgo.OnOffsetsFetched(g.offsetsFetched),
 		kgo.OnPartitionsRevoked(g.revoked),
 		kgo.OnPartitionsLost(g.lost),
-	})
+	}
+	if cfg.Instance != "" {
+		opts = append(opts, kgo.InstanceID(cfg.Instance))
+	}
+	if cfg.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(cfg.SessionTimeout))
+	}
+	err := s.connect(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
 	}

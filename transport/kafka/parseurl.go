@@ -13,10 +13,10 @@ import (
 )
 
 // urlParams are the query parameters ParseURL knows.
-var urlParams = []string{"acks", "from", "group", "partition"}
+var urlParams = []string{"acks", "from", "group", "instance", "partition", "session"}
 
 // ParseURL turns a logd:// (or kafka://) URL into a Config:
-// logd://HOST:PORT[,HOST:PORT…]/TOPIC[?from=…&partition=…&group=…&acks=…].
+// logd://HOST:PORT[,HOST:PORT…]/TOPIC[?from=…&partition=…&group=…&instance=…&session=…&acks=…].
 // Every error wraps transport.ErrBadURL.
 func ParseURL(u *url.URL) (Config, error) {
 	var cfg Config
@@ -69,6 +69,18 @@ func ParseURL(u *url.URL) (Config, error) {
 	cfg.Group = q.Get("group")
 	if cfg.Group != "" && cfg.Partitions != nil {
 		return bad("partition and group together: the group assigns partitions")
+	}
+	if q.Has("instance") {
+		if cfg.Instance = q.Get("instance"); cfg.Instance == "" || cfg.Group == "" {
+			return bad("instance=%q: want a name, with group", cfg.Instance)
+		}
+	}
+	if q.Has("session") {
+		d, err := time.ParseDuration(q.Get("session"))
+		if err != nil || d <= 0 || cfg.Group == "" {
+			return bad("session=%q: want a duration > 0 (such as 30s), with group", q.Get("session"))
+		}
+		cfg.SessionTimeout = d
 	}
 	switch acks := q.Get("acks"); acks {
 	case "", "all":

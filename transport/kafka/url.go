@@ -33,6 +33,8 @@ answers before the write is durable and turns deduplication off.`,
 				{Name: "from", Value: "earliest|latest|OFFSET|TIME", Doc: "where a subscriber starts, or a group member where its group has no committed offset; TIME is RFC 3339 (default earliest)"},
 				{Name: "partition", Value: "N", Doc: "read only this partition, and publish to it (default: all; publish by key)"},
 				{Name: "group", Value: "NAME", Doc: "consume as a member of this consumer group, from its committed offsets, acknowledging (not with partition)"},
+				{Name: "instance", Value: "NAME", Doc: "with group: a static member under this name (group.instance.id), which takes its old place at once when it restarts; one name per member"},
+				{Name: "session", Value: "DURATION", Doc: "with group: the session timeout, how long the group keeps a silent member (default 45s)"},
 				{Name: "acks", Value: "all|leader", Doc: "a publish is done once durable (all, the default) or once the leader wrote it"},
 			},
 			Examples: []transport.Example{

@@ -16,6 +16,7 @@ func TestURL(t *testing.T) {
 	for _, good := range []string{
 		"logd://127.0.0.1:9092/t", "kafka://a:1,b:2/t?from=latest&group=g&acks=leader",
 		"logd://h:1/t?from=42&partition=3", "logd://h:1/t?from=2026-01-02T03:04:05Z",
+		"logd://h:1/t?group=g&instance=i&session=2m",
 	} {
 		if _, err := transport.Open(context.Background(), good); err != nil {
 			t.Errorf("%s: %v", good, err)
@@ -34,6 +35,11 @@ func TestURL(t *testing.T) {
 		{"logd://h:1/t?group=", "want a group name"},
 		{"logd://h:1/t?group=g&partition=0", "partition and group together"},
 		{"logd://h:1/t?from=1;2", "query"},
+		{"logd://h:1/t?instance=i", `instance="i": want a name, with group`},
+		{"logd://h:1/t?group=g&instance=", `instance="": want a name`},
+		{"logd://h:1/t?group=g&session=0s", `session="0s"`},
+		{"logd://h:1/t?group=g&session=soon", `session="soon"`},
+		{"logd://h:1/t?session=1m", `session="1m"`},
 	} {
 		_, err := transport.Open(context.Background(), tc.url)
 		switch {
@@ -49,7 +55,7 @@ func TestURL(t *testing.T) {
 
 func TestParseURL(t *testing.T) {
 	u, _ := url.Parse("logd://h:1/t?form=1")
-	if _, err := ParseURL(u); err == nil || !strings.Contains(err.Error(), `unknown parameter "form" (known: acks, from, group, partition)`) {
+	if _, err := ParseURL(u); err == nil || !strings.Contains(err.Error(), `unknown parameter "form" (known: acks, from, group, instance, partition, session)`) {
 		t.Errorf("ParseURL of an unknown parameter: %v", err)
 	}
 
@@ -63,6 +69,7 @@ func TestParseURL(t *testing.T) {
 		{"logd://h:1/t?from=42&partition=3", Config{Brokers: []string{"h:1"}, Topic: "t", From: AtOffset(42), Partitions: []int32{3}}},
 		{"logd://h:1/t?from=2026-01-02T03:04:05Z", Config{Brokers: []string{"h:1"}, Topic: "t", From: AtTime(at)}},
 		{"logd://h:1/t?from=earliest&acks=all", Config{Brokers: []string{"h:1"}, Topic: "t"}},
+		{"logd://h:1/t?group=g&instance=i&session=2m", Config{Brokers: []string{"h:1"}, Topic: "t", Group: "g", Instance: "i", SessionTimeout: 2 * time.Minute}},
 	} {
 		u, _ := url.Parse(tc.url)
 		got, err := ParseURL(u)
@@ -83,6 +90,9 @@ func TestConfigErrors(t *testing.T) {
 		{"From", func(c Config) Config { c.From = AtOffset(-1); return c }},
 		{"Partitions", func(c Config) Config { c.Partitions = []int32{-1}; return c }},
 		{"Partitions", func(c Config) Config { c.Partitions, c.Group = []int32{0}, "g"; return c }},
+		{"Instance", func(c Config) Config { c.Instance = "i"; return c }},
+		{"SessionTimeout", func(c Config) Config { c.SessionTimeout = time.Minute; return c }},
+		{"SessionTimeout", func(c Config) Config { c.SessionTimeout, c.Group = -1, "g"; return c }},
 	} {
 		cfg := tc.cfg(ok)
 		err := cfg.validate()
