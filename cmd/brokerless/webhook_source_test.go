@@ -20,10 +20,11 @@ import (
 // the topic becomes exactly one event, even though the dispatcher is
 // SIGKILLed while it reads them and restarted: the records it read again
 // found their events stored (idempotency key topic/partition/offset),
-// and every event is delivered. The group session is 20 minutes, past the
-// test's deadline: the restarted dispatcher gets the partition at once
-// only because it is the same static member (instance named after the
-// SQLite file) taking the killed one's place.
+// and every event is delivered. The group's session and rebalance
+// timeouts are 20 minutes, past the test's deadline: the restarted
+// dispatcher gets the partition at once only because it is the same
+// static member (instance named after the SQLite file) taking the killed
+// one's place; a new dynamic member would wait for one of them.
 func TestWebhookServeSourceCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts a dispatcher process reading logd (about 15 s)")
@@ -80,7 +81,7 @@ func TestWebhookServeSourceCrash(t *testing.T) {
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	args := append(base, "--source", "logd://"+logdAddr+"/orders?session=20m")
+	args := append(base, "--source", "logd://"+logdAddr+"/orders?session=20m&rebalance=20m")
 	deadline := time.After(5 * time.Minute)
 	waitFor := func(n int) {
 		t.Helper()

@@ -42,6 +42,11 @@ type Config struct {
 	// heartbeat before the group drops it (kgo's default, 45 s, when 0;
 	// the broker bounds it, logd to [6 s, 30 min]).
 	SessionTimeout time.Duration
+	// RebalanceTimeout is how long a rebalance waits for the members to
+	// join again before it drops those that did not (kgo's default, 60 s,
+	// when 0). A dynamic member's restart waits for the lesser of the two
+	// timeouts; a static member's does not wait.
+	RebalanceTimeout time.Duration
 	// LeaderAcks has produces answered once the broker has written them,
 	// not once they are durable (acks=all, the default). It turns the
 	// idempotent producer off: a retry can then store a record twice.
@@ -77,6 +82,8 @@ func (c *Config) validate() error {
 		return &ConfigError{"Instance", c.Instance, "only with Group: a static member of a group"}
 	case c.SessionTimeout < 0 || (c.SessionTimeout > 0 && c.Group == ""):
 		return &ConfigError{"SessionTimeout", c.SessionTimeout, "must be > 0, and only with Group"}
+	case c.RebalanceTimeout < 0 || (c.RebalanceTimeout > 0 && c.Group == ""):
+		return &ConfigError{"RebalanceTimeout", c.RebalanceTimeout, "must be > 0, and only with Group"}
 	}
 	for _, p := range c.Partitions {
 		if p < 0 {

@@ -111,6 +111,9 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 	if cfg.SessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(cfg.SessionTimeout))
 	}
+	if cfg.RebalanceTimeout > 0 {
+		opts = append(opts, kgo.RebalanceTimeout(cfg.RebalanceTimeout))
+	}
 	err := s.connect(ctx, cfg, opts)
 	if err != nil {
 		return nil, err

@@ -13,10 +13,10 @@ import (
 )
 
 // urlParams are the query parameters ParseURL knows.
-var urlParams = []string{"acks", "from", "group", "instance", "partition", "session"}
+var urlParams = []string{"acks", "from", "group", "instance", "partition", "rebalance", "session"}
 
 // ParseURL turns a logd:// (or kafka://) URL into a Config:
-// logd://HOST:PORT[,HOST:PORT…]/TOPIC[?from=…&partition=…&group=…&instance=…&session=…&acks=…].
+// logd://HOST:PORT[,HOST:PORT…]/TOPIC[?from=…&partition=…&group=…&instance=…&session=…&rebalance=…&acks=…].
 // Every error wraps transport.ErrBadURL.
 func ParseURL(u *url.URL) (Config, error) {
 	var cfg Config
@@ -75,12 +75,18 @@ func ParseURL(u *url.URL) (Config, error) {
 			return bad("instance=%q: want a name, with group", cfg.Instance)
 		}
 	}
-	if q.Has("session") {
-		d, err := time.ParseDuration(q.Get("session"))
-		if err != nil || d <= 0 || cfg.Group == "" {
-			return bad("session=%q: want a duration > 0 (such as 30s), with group", q.Get("session"))
+	for _, p := range []struct {
+		name string
+		to   *time.Duration
+	}{{"session", &cfg.SessionTimeout}, {"rebalance", &cfg.RebalanceTimeout}} {
+		if !q.Has(p.name) {
+			continue
 		}
-		cfg.SessionTimeout = d
+		d, err := time.ParseDuration(q.Get(p.name))
+		if err != nil || d <= 0 || cfg.Group == "" {
+			return bad("%s=%q: want a duration > 0 (such as 30s), with group", p.name, q.Get(p.name))
+		}
+		*p.to = d
 	}
 	switch acks := q.Get("acks"); acks {
 	case "", "all":

@@ -35,6 +35,7 @@ answers before the write is durable and turns deduplication off.`,
 				{Name: "group", Value: "NAME", Doc: "consume as a member of this consumer group, from its committed offsets, acknowledging (not with partition)"},
 				{Name: "instance", Value: "NAME", Doc: "with group: a static member under this name (group.instance.id), which takes its old place at once when it restarts; one name per member"},
 				{Name: "session", Value: "DURATION", Doc: "with group: the session timeout, how long the group keeps a silent member (default 45s)"},
+				{Name: "rebalance", Value: "DURATION", Doc: "with group: how long a rebalance waits for the members to join again (default 60s)"},
 				{Name: "acks", Value: "all|leader", Doc: "a publish is done once durable (all, the default) or once the leader wrote it"},
 			},
 			Examples: []transport.Example{

@@ -16,7 +16,7 @@ func TestURL(t *testing.T) {
 	for _, good := range []string{
 		"logd://127.0.0.1:9092/t", "kafka://a:1,b:2/t?from=latest&group=g&acks=leader",
 		"logd://h:1/t?from=42&partition=3", "logd://h:1/t?from=2026-01-02T03:04:05Z",
-		"logd://h:1/t?group=g&instance=i&session=2m",
+		"logd://h:1/t?group=g&instance=i&session=2m&rebalance=3m",
 	} {
 		if _, err := transport.Open(context.Background(), good); err != nil {
 			t.Errorf("%s: %v", good, err)
@@ -40,6 +40,7 @@ func TestURL(t *testing.T) {
 		{"logd://h:1/t?group=g&session=0s", `session="0s"`},
 		{"logd://h:1/t?group=g&session=soon", `session="soon"`},
 		{"logd://h:1/t?session=1m", `session="1m"`},
+		{"logd://h:1/t?group=g&rebalance=-1s", `rebalance="-1s"`},
 	} {
 		_, err := transport.Open(context.Background(), tc.url)
 		switch {
@@ -55,7 +56,7 @@ func TestURL(t *testing.T) {
 
 func TestParseURL(t *testing.T) {
 	u, _ := url.Parse("logd://h:1/t?form=1")
-	if _, err := ParseURL(u); err == nil || !strings.Contains(err.Error(), `unknown parameter "form" (known: acks, from, group, instance, partition, session)`) {
+	if _, err := ParseURL(u); err == nil || !strings.Contains(err.Error(), `unknown parameter "form" (known: acks, from, group, instance, partition, rebalance, session)`) {
 		t.Errorf("ParseURL of an unknown parameter: %v", err)
 	}
 
@@ -69,7 +70,8 @@ func TestParseURL(t *testing.T) {
 		{"logd://h:1/t?from=42&partition=3", Config{Brokers: []string{"h:1"}, Topic: "t", From: AtOffset(42), Partitions: []int32{3}}},
 		{"logd://h:1/t?from=2026-01-02T03:04:05Z", Config{Brokers: []string{"h:1"}, Topic: "t", From: AtTime(at)}},
 		{"logd://h:1/t?from=earliest&acks=all", Config{Brokers: []string{"h:1"}, Topic: "t"}},
-		{"logd://h:1/t?group=g&instance=i&session=2m", Config{Brokers: []string{"h:1"}, Topic: "t", Group: "g", Instance: "i", SessionTimeout: 2 * time.Minute}},
+		{"logd://h:1/t?group=g&instance=i&session=2m&rebalance=3m", Config{Brokers: []string{"h:1"}, Topic: "t", Group: "g", Instance: "i",
+			SessionTimeout: 2 * time.Minute, RebalanceTimeout: 3 * time.Minute}},
 	} {
 		u, _ := url.Parse(tc.url)
 		got, err := ParseURL(u)
@@ -93,6 +95,7 @@ func TestConfigErrors(t *testing.T) {
 		{"Instance", func(c Config) Config { c.Instance = "i"; return c }},
 		{"SessionTimeout", func(c Config) Config { c.SessionTimeout = time.Minute; return c }},
 		{"SessionTimeout", func(c Config) Config { c.SessionTimeout, c.Group = -1, "g"; return c }},
+		{"RebalanceTimeout", func(c Config) Config { c.RebalanceTimeout = time.Minute; return c }},
 	} {
 		cfg := tc.cfg(ok)
 		err := cfg.validate()
