@@ -37,14 +37,21 @@ func fastReceiver(b *testing.B, got chan<- struct{}) *httptest.Server {
 	return srv
 }
 
+// run is how long a throughput run took and the CPU time the process
+// used meanwhile (receiver included).
+type benchRun struct{ el, cpu time.Duration }
+
+// rate is deliveries per second.
+func (r benchRun) rate(n int) float64 { return float64(n) / r.el.Seconds() }
+
 // plainLoop POSTs n signed bodies of the dispatcher's size one after the
 // other with a plain http.Client: the baseline.
-func plainLoop(b *testing.B, url string, n int, got <-chan struct{}) time.Duration {
+func plainLoop(b *testing.B, url string, n int, got <-chan struct{}) benchRun {
 	sec, _ := webhook.NewSecret(bytes.NewReader(bytes.Repeat([]byte{7}, 32)))
 	ev := NewEvent("bench", json.RawMessage(`{"n":1}`), "", time.Now())
 	c := &http.Client{}
 	defer c.CloseIdleConnections()
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	for range n {
 		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(ev.Payload))
 		req.Header.Set("Content-Type", "application/json")
@@ -56,12 +63,12 @@ func plainLoop(b *testing.B, url string, n int, got <-chan struct{}) time.Durati
 		resp.Body.Close()
 		<-got
 	}
-	return time.Since(start)
+	return benchRun{time.Since(start), processCPU() - cpu}
 }
 
 // drain fills a fresh store's outbox with n events to one endpoint, then
 // runs a dispatcher until all are delivered and returns how long that took.
-func drain(b *testing.B, s store.Store, url string, n int, got <-chan struct{}) time.Duration {
+func drain(b *testing.B, s store.Store, url string, n int, got <-chan struct{}) benchRun {
 	ctx := context.Background()
 	now := time.Now()
 	sec, _ := webhook.NewSecret(bytes.NewReader(bytes.Repeat([]byte{7}, 32)))
@@ -79,15 +86,15 @@ func drain(b *testing.B, s store.Store, url string, n int, got <-chan struct{}) 
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	go func() { d.Run(runCtx); close(done) }()
 	for range n {
 		<-got
 	}
-	el := time.Since(start)
+	r := benchRun{time.Since(start), processCPU() - cpu}
 	cancel()
 	<-done
-	return el
+	return r
 }
 
 func sqliteBench(b *testing.B) store.Store {
@@ -102,36 +109,46 @@ func sqliteBench(b *testing.B) store.Store {
 // BenchmarkThroughput: deliveries per second from a full durable outbox
 // (SQLite, synchronous=FULL for events; PostgreSQL, a throwaway cluster
 // with fsync on) to a fast local receiver, against a plain loop of signed
-// http.Client POSTs to the same receiver, in interleaved rounds (loop,
-// SQLite, PostgreSQL); each ratio is the median over the rounds of the
-// outbox's rate over the loop's in that round. One endpoint, the default
-// Config.
+// http.Client POSTs to the same receiver. Each round runs the loop, the
+// SQLite outbox, the loop, the PostgreSQL outbox and the loop; an
+// outbox's ratio is its rate over the mean of the loops just before and
+// after it (the machine's load changes within seconds). Reported: the
+// median ratio over the rounds, and the CPU time per delivery of each
+// (this process's, receiver included; PostgreSQL's own is not counted).
+// One endpoint, the default Config.
 func BenchmarkThroughput(b *testing.B) {
 	n := benchEvents()
 	got := make(chan struct{}, 1<<16)
 	srv := fastReceiver(b, got)
 	cluster := pgtest.Start(b)
-	var loops, lite, pg, liteRatios, pgRatios []float64
+	var liteRatios, pgRatios, loopCPU, liteCPU, pgCPU []float64
+	us := func(r benchRun) float64 { return float64(r.cpu.Microseconds()) / float64(n) }
 	for i := 0; i < b.N; i++ {
-		loop := float64(n) / plainLoop(b, srv.URL, n, got).Seconds()
-		l := float64(n) / drain(b, sqliteBench(b), srv.URL, n, got).Seconds()
+		loop1 := plainLoop(b, srv.URL, n, got)
+		lite := drain(b, sqliteBench(b), srv.URL, n, got)
+		loop2 := plainLoop(b, srv.URL, n, got)
 		ps, err := store.Open(context.Background(), cluster.NewDatabase(b))
 		if err != nil {
 			b.Fatal(err)
 		}
-		p := float64(n) / drain(b, ps, srv.URL, n, got).Seconds()
+		pg := drain(b, ps, srv.URL, n, got)
 		ps.Close()
-		b.Logf("round %d: plain loop %.0f/s, SQLite %.0f/s (ratio %.2f), PostgreSQL %.0f/s (ratio %.2f)", i+1, loop, l, l/loop, p, p/loop)
-		loops, lite, pg = append(loops, loop), append(lite, l), append(pg, p)
-		liteRatios, pgRatios = append(liteRatios, l/loop), append(pgRatios, p/loop)
+		loop3 := plainLoop(b, srv.URL, n, got)
+		lr := lite.rate(n) / ((loop1.rate(n) + loop2.rate(n)) / 2)
+		pr := pg.rate(n) / ((loop2.rate(n) + loop3.rate(n)) / 2)
+		b.Logf("round %d: plain loop %.0f, %.0f, %.0f/s (CPU %.0f µs/request); SQLite %.0f/s (ratio %.2f, CPU %.0f µs/delivery); PostgreSQL %.0f/s (ratio %.2f, CPU %.0f µs/delivery)",
+			i+1, loop1.rate(n), loop2.rate(n), loop3.rate(n), us(loop2), lite.rate(n), lr, us(lite), pg.rate(n), pr, us(pg))
+		liteRatios, pgRatios = append(liteRatios, lr), append(pgRatios, pr)
+		loopCPU, liteCPU, pgCPU = append(loopCPU, us(loop1), us(loop2), us(loop3)), append(liteCPU, us(lite)), append(pgCPU, us(pg))
 	}
-	b.ReportMetric(median(loops), "loop-deliveries/s")
-	b.ReportMetric(median(lite), "sqlite-deliveries/s")
-	b.ReportMetric(median(pg), "postgres-deliveries/s")
 	b.ReportMetric(median(liteRatios), "sqlite-ratio")
 	b.ReportMetric(median(pgRatios), "postgres-ratio")
-	b.Logf("ratio to the plain loop, median [min–max] over %d rounds: SQLite %.2f [%.2f–%.2f], PostgreSQL %.2f [%.2f–%.2f]", len(loops),
-		median(liteRatios), slices.Min(liteRatios), slices.Max(liteRatios), median(pgRatios), slices.Min(pgRatios), slices.Max(pgRatios))
+	b.ReportMetric(median(loopCPU), "loop-cpu-µs/op")
+	b.ReportMetric(median(liteCPU), "sqlite-cpu-µs/op")
+	b.ReportMetric(median(pgCPU), "postgres-cpu-µs/op")
+	b.Logf("ratio to the plain loop, median [min–max] over %d rounds: SQLite %.2f [%.2f–%.2f], PostgreSQL %.2f [%.2f–%.2f]; CPU per delivery (median): loop %.0f µs, SQLite %.0f µs, PostgreSQL %.0f µs",
+		len(liteRatios), median(liteRatios), slices.Min(liteRatios), slices.Max(liteRatios), median(pgRatios), slices.Min(pgRatios), slices.Max(pgRatios),
+		median(loopCPU), median(liteCPU), median(pgCPU))
 }
 
 func median(v []float64) float64 {

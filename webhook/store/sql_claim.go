@@ -139,8 +139,9 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 	lost := 0
 	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
 		lost = 0
+		health := map[string]bool{}
 		for _, c := range cs {
-			ok, err := s.complete(ctx, tx, c)
+			ok, err := s.complete(ctx, tx, c, health)
 			if err != nil {
 				return err
 			}
@@ -188,7 +189,9 @@ func (s *sqlStore) relaxedTx(ctx context.Context, f func(*sql.Tx) error) error {
 }
 
 // complete records one completion in tx; false if the lease was lost.
-func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion) (bool, error) {
+// health holds the EndpointOK last written in tx for each endpoint: the
+// same again would change nothing, and is not written.
+func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, health map[string]bool) (bool, error) {
 	a := &c.Attempt
 	n, err := s.execHot(ctx, tx, completeDeliveryQuery,
 		c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner)
@@ -203,13 +206,16 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion) (boo
 		a.ID, a.DeliveryID, a.EventID, a.EndpointID, nanos(a.Started), int64(a.Duration), a.StatusCode, a.Error, response, c.Status); err != nil {
 		return false, err
 	}
-	if c.EndpointOK {
-		_, err = s.execHot(ctx, tx, endpointOKQuery, a.EndpointID)
-	} else {
-		_, err = s.execHot(ctx, tx, endpointFailingQuery, nanos(a.Started), a.EndpointID)
-	}
-	if err != nil {
-		return false, err
+	if ok, seen := health[a.EndpointID]; !seen || ok != c.EndpointOK {
+		if c.EndpointOK {
+			_, err = s.execHot(ctx, tx, endpointOKQuery, a.EndpointID)
+		} else {
+			_, err = s.execHot(ctx, tx, endpointFailingQuery, nanos(a.Started), a.EndpointID)
+		}
+		if err != nil {
+			return false, err
+		}
+		health[a.EndpointID] = c.EndpointOK
 	}
 	if c.Disable != "" {
 		if _, err := s.exec(ctx, tx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated = ? WHERE id = ?`,
