@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
 	updated BIGINT NOT NULL,
 	UNIQUE (event_id, endpoint_id)
 );
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_attempt, id);
+DROP INDEX IF EXISTS deliveries_due;
 DROP INDEX IF EXISTS deliveries_endpoint;
 CREATE INDEX IF NOT EXISTS deliveries_endpoint_due ON deliveries (endpoint_id, status, next_attempt, id);
 CREATE TABLE IF NOT EXISTS attempts (

@@ -235,10 +235,15 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 	return true, nil
 }
 
+// nextDueQuery reads the pending deliveries endpoint by endpoint,
+// through the (endpoint_id, status, …) index (CROSS JOIN keeps SQLite's
+// loop order).
+const nextDueQuery = `SELECT MIN(CASE WHEN d.lease_until > d.next_attempt THEN d.lease_until ELSE d.next_attempt END)
+		FROM endpoints e CROSS JOIN deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending' AND e.enabled = 1`
+
 func (s *sqlStore) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var t sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT MIN(CASE WHEN d.lease_until > d.next_attempt THEN d.lease_until ELSE d.next_attempt END)
-		FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id WHERE d.status = 'pending' AND e.enabled = 1`).Scan(&t)
+	err := s.db.QueryRowContext(ctx, nextDueQuery).Scan(&t)
 	if err != nil || !t.Valid {
 		return time.Time{}, false, err
 	}
