@@ -86,6 +86,9 @@ type dialect struct {
 	// tokenLock, run first in CreateFirstToken's transaction, makes
 	// dispatchers starting together take turns.
 	tokenLock string
+	// bulk writes a batch of completions in two statements (completeBulk):
+	// on PostgreSQL each statement is a round trip; SQLite's are calls.
+	bulk bool
 	// prepare keeps the hot statements prepared (sqlStore.stmts).
 	prepare bool
 	// idSet is a subquery of the strings of one JSON array argument, so
@@ -117,7 +120,7 @@ var (
 	postgresDialect = dialect{name: "postgres", blob: "BYTEA", dollar: true,
 		idSet:      "(SELECT jsonb_array_elements_text(CAST(? AS jsonb)))",
 		relaxLocal: "SET LOCAL synchronous_commit = off", schemaLock: "SELECT pg_advisory_xact_lock(7406190209)",
-		tokenLock: "SELECT pg_advisory_xact_lock(7406190210)",
+		tokenLock: "SELECT pg_advisory_xact_lock(7406190210)", bulk: true,
 		// Each endpoint's rows are locked as they are read, skipping those
 		// another dispatcher's claim holds, so two claims at once each
 		// find free rows (and PostgreSQL re-checks the conditions on a row

@@ -139,6 +139,11 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 	lost := 0
 	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
 		lost = 0
+		if s.d.bulk && bulkable(cs) {
+			var err error
+			lost, err = s.completeBulk(ctx, tx, cs)
+			return err
+		}
 		health := map[string]bool{}
 		for _, c := range cs {
 			ok, err := s.complete(ctx, tx, c, health)
@@ -206,16 +211,8 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 		a.ID, a.DeliveryID, a.EventID, a.EndpointID, nanos(a.Started), int64(a.Duration), a.StatusCode, a.Error, response, c.Status); err != nil {
 		return false, err
 	}
-	if ok, seen := health[a.EndpointID]; !seen || ok != c.EndpointOK {
-		if c.EndpointOK {
-			_, err = s.execHot(ctx, tx, endpointOKQuery, a.EndpointID)
-		} else {
-			_, err = s.execHot(ctx, tx, endpointFailingQuery, nanos(a.Started), a.EndpointID)
-		}
-		if err != nil {
-			return false, err
-		}
-		health[a.EndpointID] = c.EndpointOK
+	if err := s.writeHealth(ctx, tx, c, health); err != nil {
+		return false, err
 	}
 	if c.Disable != "" {
 		if _, err := s.exec(ctx, tx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated = ? WHERE id = ?`,

@@ -29,6 +29,7 @@ func Run(t *testing.T, open Open) {
 		{"ClaimLease", testClaimLease},
 		{"ClaimPerEndpoint", testClaimPerEndpoint},
 		{"Complete", testComplete},
+		{"CompleteBatch", testCompleteBatch},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"Tokens", testTokens},
@@ -499,5 +500,115 @@ func testConcurrentClaims(t *testing.T, s store.Store) {
 	wg.Wait()
 	if len(seen) != events*endpoints {
 		t.Fatalf("%d deliveries claimed, want %d", len(seen), events*endpoints)
+	}
+}
+
+// testCompleteBatch: one Complete of several attempts (as the
+// dispatcher's group commit writes them) records each, skips the one
+// whose lease another owner took, and leaves each endpoint's health as
+// its last attempt in the batch says.
+func testCompleteBatch(t *testing.T, s store.Store) {
+	c := ctx(t)
+	endpoint(t, s, "ep_1")
+	endpoint(t, s, "ep_2")
+	event(t, s, "msg_1", "t", t0)
+	event(t, s, "msg_2", "t", t0)
+	event(t, s, "msg_3", "t", t0)
+	jobs := claim(t, s, "a", t0, 10)
+	if len(jobs) != 6 {
+		t.Fatalf("claimed %d, want 6", len(jobs))
+	}
+	by := map[string][]*store.Job{}
+	for _, j := range jobs {
+		by[j.Endpoint.ID] = append(by[j.Endpoint.ID], j)
+	}
+	// Another owner takes one of ep_2's leases once it expired.
+	stolen := by["ep_2"][2]
+	if err := s.Release(c, "a", []string{stolen.Delivery.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(t, s, "b", t0, 10); len(got) != 1 || got[0].Delivery.ID != stolen.Delivery.ID {
+		t.Fatalf("b claimed %+v", got)
+	}
+	var cs []*store.Completion
+	add := func(j *store.Job, n int, code int, ok bool, at time.Duration) *store.Completion {
+		status := store.StatusSucceeded
+		if !ok {
+			status = store.StatusPending
+		}
+		cp := &store.Completion{Owner: "a", Status: status, NextAttempt: t0.Add(time.Hour), EndpointOK: ok,
+			Attempt: store.Attempt{ID: fmt.Sprint("atmpt_", n), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID,
+				Started: t0.Add(at), Duration: time.Duration(n) * time.Millisecond, StatusCode: code, Response: []byte(fmt.Sprint("body ", n)), Error: ""}}
+		cs = append(cs, cp)
+		return cp
+	}
+	// ep_1: a failure, then successes: healthy. ep_2: a success, then a
+	// failure: failing since the failure; its third completion lost its lease.
+	add(by["ep_1"][0], 1, 500, false, time.Second)
+	add(by["ep_2"][0], 2, 204, true, 2*time.Second)
+	add(by["ep_1"][1], 3, 204, true, 3*time.Second)
+	add(by["ep_2"][1], 4, 503, false, 4*time.Second)
+	add(by["ep_1"][2], 5, 200, true, 5*time.Second)
+	lost := add(stolen, 6, 204, true, 6*time.Second)
+	err := s.Complete(c, cs...)
+	if !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("Complete: %v, want ErrLeaseLost", err)
+	}
+	for _, cp := range cs {
+		if cp.LeaseLost != (cp == lost) {
+			t.Errorf("%s: LeaseLost %v", cp.Attempt.ID, cp.LeaseLost)
+		}
+	}
+	if e, _ := s.GetEndpoint(c, "ep_1"); !e.FailingSince.IsZero() {
+		t.Errorf("ep_1 failing since %v, want healthy", e.FailingSince)
+	}
+	if e, _ := s.GetEndpoint(c, "ep_2"); !e.FailingSince.Equal(t0.Add(4 * time.Second)) {
+		t.Errorf("ep_2 failing since %v, want %v", e.FailingSince, t0.Add(4*time.Second))
+	}
+	recorded := 0
+	for _, ev := range []string{"msg_1", "msg_2", "msg_3"} {
+		as, err := s.ListAttempts(c, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range as {
+			recorded++
+			var want *store.Completion
+			for _, cp := range cs {
+				if cp.Attempt.ID == a.ID {
+					want = cp
+				}
+			}
+			switch {
+			case want == nil || want == lost:
+				t.Errorf("attempt %+v recorded", a)
+			case a.StatusCode != want.Attempt.StatusCode || string(a.Response) != string(want.Attempt.Response) ||
+				a.Duration != want.Attempt.Duration || !a.Started.Equal(want.Attempt.Started) || a.Outcome != want.Status ||
+				a.DeliveryID != want.Attempt.DeliveryID || a.EndpointID != want.Attempt.EndpointID:
+				t.Errorf("attempt %+v, want %+v", a, want.Attempt)
+			}
+		}
+		ds, _ := s.ListDeliveries(c, ev)
+		for _, d := range ds {
+			if d.ID == stolen.Delivery.ID {
+				if d.Attempts != 0 {
+					t.Errorf("the stolen delivery has %d attempts recorded", d.Attempts)
+				}
+				continue
+			}
+			for _, cp := range cs {
+				if cp.Attempt.DeliveryID == d.ID && (d.Attempts != 1 || d.Status != cp.Status || d.LastCode != cp.Attempt.StatusCode) {
+					t.Errorf("delivery %+v after %+v", d, cp)
+				}
+			}
+		}
+	}
+	if recorded != 5 {
+		t.Errorf("%d attempts recorded, want 5", recorded)
+	}
+	// b still holds its lease: a's completion did not release it.
+	if err := s.Complete(c, &store.Completion{Owner: "b", Status: store.StatusSucceeded, EndpointOK: true,
+		Attempt: store.Attempt{ID: "atmpt_b", DeliveryID: stolen.Delivery.ID, EventID: stolen.Event.ID, EndpointID: "ep_2", Started: t0.Add(7 * time.Second)}}); err != nil {
+		t.Errorf("b's completion: %v", err)
 	}
 }
