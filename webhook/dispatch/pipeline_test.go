@@ -1,0 +1,168 @@
+package dispatch
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/webhook/store"
+)
+
+// gatedStore is a store whose Complete waits until gate is closed, and
+// then reports each completion written on written.
+type gatedStore struct {
+	store.Store
+	gate    chan struct{}
+	written chan struct{}
+}
+
+func (g *gatedStore) Complete(ctx context.Context, cs ...*store.Completion) error {
+	<-g.gate
+	err := g.Store.Complete(ctx, cs...)
+	for range cs {
+		g.written <- struct{}{}
+	}
+	return err
+}
+
+// TestAttemptsGoOnWhileRecording: a worker hands its attempt's record to
+// the writer and goes on to its next attempt: with the store's writes
+// held back, every queued delivery of the endpoint is still attempted,
+// and every attempt is recorded once the writes go through.
+func TestAttemptsGoOnWhileRecording(t *testing.T) {
+	const events = 5
+	base := sqliteStore(t)
+	s := &gatedStore{Store: base, gate: make(chan struct{}), written: make(chan struct{}, events)}
+	got := make(chan struct{}, events)
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+		got <- struct{}{}
+	})
+	now := time.Now()
+	addEndpoint(t, base, "ep_1", rcv.URL, now)
+	for range events {
+		addEvent(t, base, "t", now)
+	}
+	d, err := New(Config{Store: s, Addresses: loopback, Concurrency: 1, QueueDepth: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, d)
+	deadline := time.After(time.Minute)
+	for i := range events {
+		select {
+		case <-got:
+		case <-deadline:
+			close(s.gate)
+			stop()
+			t.Fatalf("%d of %d deliveries attempted while the first record waited to be written", i, events)
+		}
+	}
+	close(s.gate)
+	for i := range events {
+		select {
+		case <-s.written:
+		case <-deadline:
+			stop()
+			t.Fatalf("%d of %d attempts recorded once the writes went through", i, events)
+		}
+	}
+	stop()
+	if st := d.Stats(); st.Attempts != events || st.Succeeded != events || st.StoreErrors != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if next, ok, err := base.NextDue(context.Background()); err != nil || ok {
+		t.Fatalf("after every record was written, NextDue = %v %v %v: deliveries left pending", next, ok, err)
+	}
+}
+
+// claimSpy reports each claim's request and how many jobs it got.
+type claimSpy struct {
+	store.Store
+	claims chan claimSeen
+}
+
+type claimSeen struct {
+	per, jobs int
+}
+
+func (c *claimSpy) Claim(ctx context.Context, r store.ClaimRequest) ([]*store.Job, error) {
+	jobs, err := c.Store.Claim(ctx, r)
+	c.claims <- claimSeen{r.PerEndpoint, len(jobs)}
+	return jobs, err
+}
+
+// TestRefillBeforeQueueEmpties: an endpoint's queue is refilled once
+// half of it is gone, while deliveries are still queued, so its workers
+// never wait for a claim; the refill asks for the endpoint's room. With
+// Concurrency 1 and QueueDepth 4 the first claim takes 5; once two
+// attempts have ended (3 held: the third in flight, 2 queued), the next
+// claim asks for 2, while the third attempt is still in flight.
+func TestRefillBeforeQueueEmpties(t *testing.T) {
+	base := sqliteStore(t)
+	spy := &claimSpy{Store: base, claims: make(chan claimSeen, 64)}
+	release, quit := make(chan struct{}), make(chan struct{})
+	started := make(chan struct{}, 64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		started <- struct{}{}
+		select {
+		case <-release:
+			w.WriteHeader(http.StatusNoContent)
+		case <-quit:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	var once sync.Once
+	stopReceiver := func() { once.Do(func() { close(quit) }) }
+	defer stopReceiver()
+	now := time.Now()
+	addEndpoint(t, base, "ep_1", srv.URL, now)
+	for range 20 {
+		addEvent(t, base, "t", now)
+	}
+	d, err := New(Config{Store: spy, Addresses: loopback, Concurrency: 1, QueueDepth: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, d)
+	defer stop()
+	defer stopReceiver() // (runs before stop: the attempts in flight end)
+	deadline := time.After(time.Minute)
+	wait := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("no %s before the deadline", what)
+		}
+	}
+	nextClaim := func(what string) claimSeen {
+		t.Helper()
+		for {
+			select {
+			case c := <-spy.claims:
+				if c.jobs > 0 {
+					return c
+				}
+			case <-deadline:
+				t.Fatalf("no %s before the deadline", what)
+			}
+		}
+	}
+	if c := nextClaim("first claim"); c.per != 5 || c.jobs != 5 {
+		t.Fatalf("first claim asked for %d of the endpoint and got %d, want 5 and 5 (Concurrency + QueueDepth)", c.per, c.jobs)
+	}
+	for range 2 {
+		wait(started, "attempt")
+		release <- struct{}{}
+	}
+	wait(started, "third attempt")
+	// 3 held (1 in flight, 2 queued): the refill comes now.
+	if c := nextClaim("refill while deliveries are still queued"); c.per != 2 || c.jobs != 2 {
+		t.Fatalf("refill asked for %d and got %d, want 2 and 2 (the endpoint's room)", c.per, c.jobs)
+	}
+}
