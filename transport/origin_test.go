@@ -210,3 +210,24 @@ func FuzzOriginHeaders(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkOriginDecode: decoding the origin of a recorded message
+// allocates nothing.
+func BenchmarkOriginDecode(b *testing.B) {
+	v := AppendOriginValue(nil, Origin{Stream: StreamID{Feed: 1, Session: 7}, Seq: 5, Time: time.Unix(0, 9), Topic: "AAPL"}, nil)
+	b.ReportAllocs()
+	var o OriginValue
+	for b.Loop() {
+		if err := o.Decode(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestOriginDecodeAllocates(t *testing.T) {
+	v := AppendOriginValue(nil, Origin{Stream: StreamID{Feed: 1, Session: 7}, Seq: 5, Time: time.Unix(0, 9), Topic: "AAPL"}, nil)
+	var o OriginValue
+	if n := testing.AllocsPerRun(100, func() { _ = o.Decode(v) }); n != 0 {
+		t.Errorf("Decode allocates %v times, want 0", n)
+	}
+}

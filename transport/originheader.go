@@ -103,10 +103,10 @@ func (v *OriginValue) Decode(b []byte) error {
 	v.Seq = binary.BigEndian.Uint64(b[2:])
 	v.Time = int64(binary.BigEndian.Uint64(b[10:]))
 	rest := b[originFixed:]
-	short := fmt.Errorf("%w: %s: %d bytes, cut short", ErrBadOrigin, HeaderOrigin, len(b))
+	short := func() error { return fmt.Errorf("%w: %s: %d bytes, cut short", ErrBadOrigin, HeaderOrigin, len(b)) }
 	if v.Log {
 		if len(rest) < 6 {
-			return short
+			return short()
 		}
 		v.Partition = int32(binary.BigEndian.Uint32(rest))
 		n := int(binary.BigEndian.Uint16(rest[4:]))
@@ -115,13 +115,13 @@ func (v *OriginValue) Decode(b []byte) error {
 			return fmt.Errorf("%w: %s: partition %d, topic of %d bytes", ErrBadOrigin, HeaderOrigin, v.Partition, n)
 		}
 		if len(rest) < n {
-			return short
+			return short()
 		}
 		v.LogTopic, v.Feed, v.Session = rest[:n:n], 0, 0
 		rest = rest[n:]
 	} else {
 		if len(rest) < 12 {
-			return short
+			return short()
 		}
 		v.Feed = binary.BigEndian.Uint32(rest)
 		v.Session = binary.BigEndian.Uint64(rest[4:])
@@ -131,7 +131,7 @@ func (v *OriginValue) Decode(b []byte) error {
 	v.GapTo, v.GapReason = 0, 0
 	if v.Gap {
 		if len(rest) < 9 {
-			return short
+			return short()
 		}
 		v.GapTo, v.GapReason = binary.BigEndian.Uint64(rest), GapReason(rest[8])
 		rest = rest[9:]
@@ -140,7 +140,7 @@ func (v *OriginValue) Decode(b []byte) error {
 		}
 	}
 	if len(rest) < 2 {
-		return short
+		return short()
 	}
 	n := int(binary.BigEndian.Uint16(rest))
 	rest = rest[2:]
