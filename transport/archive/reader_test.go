@@ -348,7 +348,8 @@ func FuzzUnwrap(f *testing.F) {
 		m := transport.Message{Headers: hs, Payload: payload}
 		o, originOK, originErr := transport.ParseOrigin(hs)
 		g, markerOK, _ := transport.ParseGapMarker(m)
-		ev, p, kind := newUnwrapper(1).unwrap(&m)
+		var ev transport.Event
+		p, kind := newUnwrapper(1).unwrap(&m, &ev)
 		if kind != recFeed {
 			if kind == recOtherFeed && originOK && o.Stream.Feed == 1 && o.Stream.Topic == "" {
 				t.Fatalf("origin %+v of feed 1 skipped as another feed's", o)
