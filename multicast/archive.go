@@ -156,11 +156,13 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 	b := archiveBatch{gen: c.gen, seeked: true, want: want, trimmed: a.reader.Trimmed()}
 	last := time.Now()
 	var buf []transport.Event
+	most := 0 // the most events a read gave: a new slice's size
 	for {
 		if buf == nil {
 			select {
 			case buf = <-a.free:
 			default:
+				buf = make([]transport.Event, 0, most)
 			}
 		}
 		rctx, cancel := context.WithDeadline(ctx, last.Add(a.cfg.Wait))
@@ -169,7 +171,7 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 		if ctx.Err() != nil {
 			return
 		}
-		b.events = evs
+		b.events, most = evs, max(most, len(evs))
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			// A failed read is tried again: the archive is given up on
 			// (idle, with the error) only when it has given nothing for

@@ -119,6 +119,13 @@ func (r *Reader) hintFor(session uint64) (hint, bool) {
 	return hint{}, false
 }
 
+// eachReader is a transport.Log that can hand its records one at a time
+// (package transport/kafka's Log does), reusing the message: a reader
+// then allocates nothing per record.
+type eachReader interface {
+	ReadEach(ctx context.Context, stream transport.StreamID, pos uint64, fn func(*transport.Message)) (int, error)
+}
+
 // NewReader returns a Reader of feed in log. The caller keeps log, and
 // closes it after the Reader's last use.
 func NewReader(log transport.Log, feed uint32) *Reader {
@@ -183,6 +190,23 @@ func (r *Reader) Next(ctx context.Context) ([]transport.Event, error) {
 func (r *Reader) Append(ctx context.Context, evs []transport.Event) ([]transport.Event, error) {
 	if !r.seeked {
 		return evs, ErrNotPositioned
+	}
+	if each, ok := r.log.(eachReader); ok {
+		_, err := each.ReadEach(ctx, r.stream, r.pos, func(m *transport.Message) {
+			r.pos = m.Seq + 1
+			n := len(evs)
+			if n == cap(evs) {
+				evs = slices.Grow(evs, 256)
+			}
+			evs = evs[:n+1] // take sets the whole event, or it is dropped
+			if !r.take(m, &evs[n]) {
+				evs = evs[:n]
+			} else if hs := evs[n].Message.Headers; hs != nil {
+				// The log reuses the headers slice: keep a copy.
+				evs[n].Message.Headers = slices.Clone(hs)
+			}
+		})
+		return evs, err
 	}
 	ms, err := r.log.Read(ctx, r.stream, r.pos)
 	if err != nil {

@@ -419,3 +419,82 @@ func TestNextNotPositioned(t *testing.T) {
 		t.Fatalf("Next after a failed Seek: %v, want ErrNotPositioned", err)
 	}
 }
+
+// eachLog is a fakeLog that also hands its records one at a time, as
+// package kafka's Log does: one message and one headers slice, reused
+// (and scribbled over after each record, so that a reader keeping them
+// shows).
+type eachLog struct {
+	*fakeLog
+	eachCalls int
+}
+
+func (l *eachLog) ReadEach(ctx context.Context, s transport.StreamID, pos uint64, fn func(*transport.Message)) (int, error) {
+	l.eachCalls++
+	ms, err := l.fakeLog.Read(ctx, s, pos)
+	if err != nil {
+		return 0, err
+	}
+	var m transport.Message
+	hs := make([]transport.Header, 0, 8)
+	for i := range ms {
+		m = ms[i]
+		hs = append(hs[:0], ms[i].Headers...)
+		m.Headers = hs
+		fn(&m)
+		for j := range hs[:cap(hs)] {
+			hs[:cap(hs)][j] = transport.Header{Key: "scribbled"}
+		}
+		m = transport.Message{}
+	}
+	return len(ms), nil
+}
+
+// TestReadEach: a log that hands its records one at a time, reusing
+// them, reads as one that returns them: the events keep their own
+// headers.
+func TestReadEach(t *testing.T) {
+	log := &eachLog{fakeLog: newFakeLog(100)}
+	a := sess(1, 7)
+	for seq := uint64(1); seq <= 5; seq++ {
+		log.add(part0, recorded(a, seq, payload(a, seq)))
+	}
+	log.add(part0, marker(a, 6, 9, transport.GapSourceDown))
+	log.add(part0, asciiRecorded(a, 10, payload(a, 10)))
+	bare := recorded(a, 11, payload(a, 11))
+	bare.Headers = bare.Headers[1:] // the origin header alone
+	log.add(part0, bare)
+	r := NewReader(log, 1)
+	ctx := context.Background()
+	if err := r.Seek(ctx, Earliest()); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := r.Append(ctx, make([]transport.Event, 0, 2))
+	if err != nil || log.eachCalls == 0 {
+		t.Fatalf("%v, %d calls of ReadEach", err, log.eachCalls)
+	}
+	if len(evs) != 8 {
+		t.Fatalf("%d events, want 8", len(evs))
+	}
+	for i, ev := range evs {
+		switch {
+		case i == 5:
+			if ev.Kind != transport.EventGap || ev.Gap != (transport.Gap{Stream: a, From: 6, To: 9, Reason: transport.GapSourceDown}) {
+				t.Errorf("event %d: %+v, want the gap", i, ev)
+			}
+		case i == 7:
+			if ev.Message.Seq != 11 || ev.Message.Headers != nil {
+				t.Errorf("event %d: %+v, want message 11 without headers", i, ev.Message)
+			}
+		default:
+			m := ev.Message
+			seq := uint64(i + 1)
+			if i == 6 {
+				seq = 10
+			}
+			if m.Seq != seq || string(m.Payload) != payload(a, seq) || len(m.Headers) != 1 || m.Headers[0].Key != "app" || string(m.Headers[0].Value) != "h" {
+				t.Errorf("event %d: %+v, want message %d with its app header", i, m, seq)
+			}
+		}
+	}
+}
