@@ -31,6 +31,7 @@ type unwrapper struct {
 	id     transport.StreamID
 	topics map[string]string
 	v      transport.OriginValue // the last HeaderOrigin decoded
+	last   string                // the last topic returned
 }
 
 func newUnwrapper(feed uint32) *unwrapper {
@@ -172,7 +173,11 @@ func (u *unwrapper) topic(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
+	if string(b) == u.last { // a feed's messages mostly repeat a topic
+		return u.last
+	}
 	if s, ok := u.topics[string(b)]; ok {
+		u.last = s
 		return s
 	}
 	s := string(b)
