@@ -37,6 +37,11 @@ type archiveSide struct {
 	// (kafka.Config.LogFetchBytes), what a replay holds besides the live
 	// events (ArchiveConfig.BufferBytes).
 	batches chan archiveBatch
+	// free holds the events slices of batches merged, for the reader
+	// to read into again: a replay allocates no events per record. What
+	// they still point to (records of the log already delivered) is
+	// bounded by their number.
+	free chan []transport.Event
 
 	// rmu guards the reader goroutine's handles: apply (on the Receive
 	// goroutine) starts and stops it, close (on Close's) stops it for
@@ -67,7 +72,7 @@ func openArchive(ctx context.Context, cfg *Config) (*archiveSide, error) {
 // newArchiveSide is the archive side of a subscriber reading log; a
 // reader starts at once for a history (cfg.Archive.Join).
 func newArchiveSide(cfg *Config, log transport.Log) *archiveSide {
-	a := &archiveSide{cfg: cfg.Archive, log: log, logger: cfg.Logger, batches: make(chan archiveBatch, archiveInFlight)}
+	a := &archiveSide{cfg: cfg.Archive, log: log, logger: cfg.Logger, batches: make(chan archiveBatch, archiveInFlight), free: make(chan []transport.Event, archiveInFlight+2)}
 	a.reader = archive.NewReader(log, cfg.Feed)
 	a.m = newMerger(cfg.Feed, &cfg.Archive, cfg.Logger)
 	a.apply()
@@ -150,14 +155,23 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 	}
 	b := archiveBatch{gen: c.gen, seeked: true, want: want, trimmed: a.reader.Trimmed()}
 	last := time.Now()
+	var buf []transport.Event
+	most := 0 // the most events a read gave: a new slice's size
 	for {
+		if buf == nil {
+			select {
+			case buf = <-a.free:
+			default:
+				buf = make([]transport.Event, 0, most)
+			}
+		}
 		rctx, cancel := context.WithDeadline(ctx, last.Add(a.cfg.Wait))
-		evs, err := a.reader.Next(rctx)
+		evs, err := a.reader.Append(rctx, buf[:0])
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
-		b.events = evs
+		b.events, most = evs, max(most, len(evs))
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			// A failed read is tried again: the archive is given up on
 			// (idle, with the error) only when it has given nothing for
@@ -174,6 +188,9 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 			if !a.send(ctx, b) {
 				return
 			}
+			buf = nil // the merger's now
+		} else {
+			buf = evs
 		}
 		if b.err != nil && !pause(ctx, archiveRetry) {
 			return
@@ -271,7 +288,9 @@ func (a *archiveSide) live(ev *transport.Event) bool {
 func (a *archiveSide) take(b *archiveBatch) {
 	a.mu.Lock()
 	a.m.archive(b)
+	spent := a.m.takeSpent()
 	a.mu.Unlock()
+	a.recycle(spent)
 	a.apply()
 }
 
@@ -279,9 +298,22 @@ func (a *archiveSide) take(b *archiveBatch) {
 func (a *archiveSide) pop() (transport.Event, bool) {
 	a.mu.Lock()
 	ev, ok := a.m.pop()
+	spent := a.m.takeSpent()
 	a.mu.Unlock()
+	a.recycle(spent)
 	a.apply()
 	return ev, ok
+}
+
+// recycle gives the reader back the events slice of a batch merged.
+func (a *archiveSide) recycle(evs []transport.Event) {
+	if cap(evs) == 0 {
+		return
+	}
+	select {
+	case a.free <- evs[:0]:
+	default:
+	}
 }
 
 // stats returns the merger's and the reader's counters.

@@ -110,6 +110,18 @@ type merger struct {
 	out   []transport.Event
 	outAt int
 
+	// pend is the archive's batch being merged, from pendAt on, then
+	// what its idle said: merged as the application takes events (pop),
+	// so that a message of the archive the application takes as it is
+	// is not copied into out first. A batch is pending only while its
+	// replay is under way: live events are held meanwhile.
+	pend     []transport.Event
+	pendAt   int
+	pendIdle bool
+	// spent is the events slice of the last batch merged, which the
+	// driver may give the reader back (takeSpent).
+	spent []transport.Event
+
 	q    eventQueue
 	lead int // events at q's front a replay reads past
 	// dropped is, for each session, the last position the live events
@@ -189,6 +201,12 @@ func (m *merger) pop() (transport.Event, bool) {
 			return ev, true
 		}
 		m.out, m.outAt = m.out[:0], 0
+		if m.pendAt < len(m.pend) {
+			if ev := m.step(); ev != nil {
+				return *ev, true
+			}
+			continue
+		}
 		if m.replaying || m.q.len() == 0 {
 			return transport.Event{}, false
 		}
@@ -336,9 +354,17 @@ func (m *merger) stopReplay() {
 	m.cmd = &replayCmd{gen: m.gen, stop: true}
 }
 
-// archive takes a batch of the archive's reader.
+// archive takes a batch of the archive's reader. Its events are merged
+// as the application takes them (pop); a batch still pending is merged
+// first.
 func (m *merger) archive(b *archiveBatch) {
+	for m.pendAt < len(m.pend) {
+		if ev := m.step(); ev != nil {
+			m.out = append(m.out, *ev)
+		}
+	}
 	if b.gen != m.gen || !m.replaying {
+		m.spent = b.events
 		return
 	}
 	if b.seeked {
@@ -350,19 +376,53 @@ func (m *merger) archive(b *archiveBatch) {
 		m.stats.Errors++
 		m.failed = m.failed || b.idle
 	}
-	for i := range b.events {
-		if !m.replaying {
-			return // merged: the rest is the live feed's
-		}
-		m.record(&b.events[i])
+	m.pend, m.pendAt, m.pendIdle = b.events, 0, b.idle
+	if len(m.pend) == 0 {
+		m.endPending()
 	}
-	if b.idle && m.replaying {
+}
+
+// step merges the next event of the pending batch. It returns the
+// event when it is a message the application takes as it is, next;
+// what else the merger made is in out. Once the replay has merged, the
+// rest of the batch is dropped: it is the live feed's.
+func (m *merger) step() *transport.Event {
+	ev := &m.pend[m.pendAt]
+	m.pendAt++
+	deliver := m.record(ev)
+	if deliver && m.outAt < len(m.out) {
+		m.out, deliver = append(m.out, *ev), false
+	}
+	if m.pendAt == len(m.pend) || !m.replaying {
+		m.endPending() // after ev: what giving up adds comes after it
+	}
+	if deliver {
+		return ev
+	}
+	return nil
+}
+
+// endPending is the end of the pending batch: the archive is given up
+// on if it said it was idle and the replay is still under way.
+func (m *merger) endPending() {
+	idle := m.pendIdle
+	m.spent, m.pend, m.pendAt, m.pendIdle = m.pend[:0], nil, 0, false
+	if idle && m.replaying {
 		m.giveUp()
 	}
 }
 
-// record takes one event of the archive.
-func (m *merger) record(ev *transport.Event) {
+// takeSpent returns the events slice of a batch merged, for the reader
+// to reuse, if there is one: the merger holds nothing of it.
+func (m *merger) takeSpent() []transport.Event {
+	s := m.spent
+	m.spent = nil
+	return s
+}
+
+// record takes one event of the archive. It reports whether it is a
+// message to deliver as it is, after what it added to out.
+func (m *merger) record(ev *transport.Event) bool {
 	s, from, to := ev.Message.Stream, ev.Message.Seq, ev.Message.Seq
 	isGap := ev.Kind == transport.EventGap
 	if isGap {
@@ -373,10 +433,10 @@ func (m *merger) record(ev *transport.Event) {
 	switch {
 	case m.past(s.Session, to):
 		m.stats.Duplicates++
-		return
+		return false
 	case m.reached(posOf(s, from)):
 		m.merge(transport.GapNotArchived)
-		return
+		return false
 	}
 	if !m.started || s.Session > m.cur.Session {
 		start := from
@@ -396,10 +456,9 @@ func (m *merger) record(ev *transport.Event) {
 		m.emitGap(s, m.next, from-1, why, true)
 	}
 	if !isGap {
-		m.out = append(m.out, *ev)
 		m.next, m.open = from+1, true
 		m.stats.FromArchive++
-		return
+		return true
 	}
 	lo, hi := max(from, m.next), to
 	kind, u := m.until()
@@ -412,6 +471,7 @@ func (m *merger) record(ev *transport.Event) {
 	if hi < to {
 		m.merge(transport.GapNotArchived)
 	}
+	return false
 }
 
 // until is how far the replay reads: up to the first live event held

@@ -64,6 +64,18 @@ func (r *mergeRig) drain() {
 	}
 }
 
+// drainSome delivers at most n of the merger's events.
+func (r *mergeRig) drainSome(n int) {
+	for range n {
+		ev, ok := r.m.pop()
+		r.commands()
+		if !ok {
+			return
+		}
+		r.got = append(r.got, copyEvent(&ev))
+	}
+}
+
 // arch hands the merger a batch of the archive's reader, read for the
 // current order (which must be a start) from want.
 func (r *mergeRig) arch(want archive.Pos, trimmed bool, evs ...transport.Event) {

@@ -26,9 +26,10 @@
 // Beyond the two interfaces, a transport may offer at-least-once
 // consumption ([Acknowledger], claimed as [AtLeastOnce]) and publish
 // receipts ([ReceiptPublisher]), found by type assertion. Pipes and
-// recorders carry a message's [Origin] across in headers, and a [Gap] of
-// their source as a gap marker ([GapMarker]), so the destination's
-// readers see the hole too.
+// recorders carry a message's [Origin] across in one binary header
+// ([HeaderOrigin], its layout documented there), and a [Gap] of their
+// source as a gap marker ([GapMarker]), so the destination's readers see
+// the hole too.
 //
 // Layout rule: the project's own capabilities stay top-level packages
 // (multicast, webhook, statsd, logd, reliable), each registering its

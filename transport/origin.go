@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// Headers that carry a message's origin across a pipe or a recorder, so
-// that readers of the destination know which stream, position and time
-// each message had where it was first published. Every value is ASCII
-// text, readable with any Kafka tool.
+// The ASCII headers that carried a message's origin across a pipe or a
+// recorder before HeaderOrigin, one header per field. Archives written
+// then hold them, so ParseOrigin and ParseGapMarker still read them;
+// nothing writes them now.
 const (
 	// HeaderOriginStream is the source StreamID (see FormatStreamID).
 	HeaderOriginStream = "brokerless.origin.stream"
@@ -21,16 +21,23 @@ const (
 	// decimal.
 	HeaderOriginTime = "brokerless.origin.time"
 	// HeaderOriginTopic is the message's topic in the source, when it
-	// had one. A pipe carries it here rather than as the message's topic,
-	// which names where a log writes the message: the destination URL
-	// decides that.
+	// had one.
 	HeaderOriginTopic = "brokerless.origin.topic"
 	// HeaderGap marks a gap marker: a record that stands for messages
 	// From..To of the origin stream that will never be delivered. Its
-	// value is "FROM-TO REASON", REASON the GapReason's number. A gap
-	// marker has no payload of its own.
+	// value is "FROM-TO REASON", REASON the GapReason's number.
 	HeaderGap = "brokerless.gap"
 )
+
+// IsOriginHeader reports whether key is that of an origin header, of
+// either kind (HeaderOrigin, or the ASCII ones of earlier versions).
+func IsOriginHeader(key string) bool {
+	switch key {
+	case HeaderOrigin, HeaderOriginStream, HeaderOriginSeq, HeaderOriginTime, HeaderOriginTopic, HeaderGap:
+		return true
+	}
+	return false
+}
 
 // ErrBadOrigin is wrapped by the errors of ParseOrigin, ParseGapMarker
 // and ParseStreamID.
@@ -84,23 +91,36 @@ func ParseStreamID(s string) (StreamID, error) {
 	return StreamID{}, fmt.Errorf("%w: stream %q: want topic=T partition=P or feed=F session=S", ErrBadOrigin, s)
 }
 
-// AppendOrigin appends the origin headers of o to hs (the topic's only
-// when o has one).
+// AppendOrigin appends o's origin header (HeaderOrigin) to hs. A pipe
+// carries the message's topic in it rather than as the message's topic,
+// which names where a log writes the message: the destination URL
+// decides that.
 func AppendOrigin(hs []Header, o Origin) []Header {
-	hs = append(hs,
-		Header{Key: HeaderOriginStream, Value: []byte(FormatStreamID(o.Stream))},
-		Header{Key: HeaderOriginSeq, Value: strconv.AppendUint(nil, o.Seq, 10)},
-		Header{Key: HeaderOriginTime, Value: strconv.AppendInt(nil, o.Time.UnixNano(), 10)},
-	)
-	if o.Topic != "" {
-		hs = append(hs, Header{Key: HeaderOriginTopic, Value: []byte(o.Topic)})
-	}
-	return hs
+	return append(hs, Header{Key: HeaderOrigin, Value: AppendOriginValue(nil, o, nil)})
 }
 
-// ParseOrigin reads the origin headers of hs. ok is false when hs has
-// none of them; a partial or malformed set is an error.
+// lastOrigin returns the value of the last HeaderOrigin of hs.
+func lastOrigin(hs []Header) (v []byte, ok bool) {
+	for i := len(hs) - 1; i >= 0; i-- {
+		if hs[i].Key == HeaderOrigin {
+			return hs[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// ParseOrigin reads the origin of hs: its last HeaderOrigin, else the
+// ASCII headers of earlier versions. ok is false when hs has none of
+// them; a malformed value, or a partial or malformed ASCII set, is an
+// error.
 func ParseOrigin(hs []Header) (o Origin, ok bool, err error) {
+	if b, has := lastOrigin(hs); has {
+		var v OriginValue
+		if err := v.Decode(b); err != nil {
+			return Origin{}, false, err
+		}
+		return v.Origin(), true, nil
+	}
 	var stream, seq, ts, topic []byte
 	for _, h := range hs {
 		switch h.Key {
@@ -135,18 +155,33 @@ func ParseOrigin(hs []Header) (o Origin, ok bool, err error) {
 	return o, true, nil
 }
 
-// GapMarker is the message a pipe writes for gap g of its source: the
-// origin headers name g.Stream and g.From, and HeaderGap the range and
-// reason. at is the marker's publish time.
+// GapMarker is the message a pipe writes for gap g of its source: one
+// HeaderOrigin that names g's stream, range and reason. at is the
+// marker's publish time. A gap marker has no payload of its own.
 func GapMarker(g Gap, at time.Time) Message {
-	hs := AppendOrigin(nil, Origin{Stream: g.Stream, Seq: g.From, Time: at})
-	hs = append(hs, Header{Key: HeaderGap, Value: fmt.Appendf(nil, "%d-%d %d", g.From, g.To, g.Reason)})
+	hs := []Header{{Key: HeaderOrigin, Value: AppendOriginValue(nil, Origin{Time: at}, &g)}}
 	return Message{Time: at, Headers: hs}
 }
 
-// ParseGapMarker reads a gap marker back as the Gap it stands for. ok is
+// ParseGapMarker reads a gap marker back as the Gap it stands for: its
+// last HeaderOrigin, else the ASCII headers of earlier versions. ok is
 // false when m is not a gap marker.
 func ParseGapMarker(m Message) (g Gap, ok bool, err error) {
+	if b, has := lastOrigin(m.Headers); has {
+		var v OriginValue
+		if err := v.Decode(b); err != nil {
+			return Gap{}, false, err
+		}
+		if !v.Gap {
+			return Gap{}, false, nil
+		}
+		return Gap{Stream: v.Stream(), From: v.Seq, To: v.GapTo, Reason: v.GapReason}, true, nil
+	}
+	return parseASCIIGapMarker(m)
+}
+
+// parseASCIIGapMarker reads a gap marker of earlier versions.
+func parseASCIIGapMarker(m Message) (g Gap, ok bool, err error) {
 	var mark []byte
 	for _, h := range m.Headers {
 		if h.Key == HeaderGap {

@@ -80,6 +80,30 @@ func recorded(stream transport.StreamID, seq uint64, payload string) transport.M
 	return transport.Message{Key: []byte("k"), Headers: hs, Payload: []byte(payload), Time: time.Unix(0, int64(seq))}
 }
 
+// asciiRecorded is the record a recorder wrote for message seq of
+// stream before the binary origin header: its origin in ASCII headers.
+func asciiRecorded(stream transport.StreamID, seq uint64, payload string) transport.Message {
+	m := recorded(stream, seq, payload)
+	m.Headers = append(m.Headers[:1],
+		transport.Header{Key: transport.HeaderOriginStream, Value: []byte(transport.FormatStreamID(stream))},
+		transport.Header{Key: transport.HeaderOriginSeq, Value: fmt.Appendf(nil, "%d", seq)},
+		transport.Header{Key: transport.HeaderOriginTime, Value: fmt.Appendf(nil, "%d", seq)},
+		transport.Header{Key: transport.HeaderOriginTopic, Value: []byte("AAPL")},
+	)
+	return m
+}
+
+// asciiMarker is the record a recorder wrote for a gap before the
+// binary origin header.
+func asciiMarker(stream transport.StreamID, from, to uint64, why transport.GapReason) transport.Message {
+	return transport.Message{Time: time.Unix(0, int64(from)), Headers: []transport.Header{
+		{Key: transport.HeaderOriginStream, Value: []byte(transport.FormatStreamID(stream))},
+		{Key: transport.HeaderOriginSeq, Value: fmt.Appendf(nil, "%d", from)},
+		{Key: transport.HeaderOriginTime, Value: fmt.Appendf(nil, "%d", from)},
+		{Key: transport.HeaderGap, Value: fmt.Appendf(nil, "%d-%d %d", from, to, why)},
+	}}
+}
+
 // marker is the record a recorder writes for a gap.
 func marker(stream transport.StreamID, from, to uint64, why transport.GapReason) transport.Message {
 	return transport.GapMarker(transport.Gap{Stream: stream, From: from, To: to, Reason: why}, time.Unix(0, int64(from)))

@@ -3,6 +3,7 @@ package archive
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/brokerless/brokerless/transport"
@@ -118,6 +119,13 @@ func (r *Reader) hintFor(session uint64) (hint, bool) {
 	return hint{}, false
 }
 
+// eachReader is a transport.Log that can hand its records one at a time
+// (package transport/kafka's Log does), reusing the message: a reader
+// then allocates nothing per record.
+type eachReader interface {
+	ReadEach(ctx context.Context, stream transport.StreamID, pos uint64, fn func(*transport.Message)) (int, error)
+}
+
 // NewReader returns a Reader of feed in log. The caller keeps log, and
 // closes it after the Reader's last use.
 func NewReader(log transport.Log, feed uint32) *Reader {
@@ -174,27 +182,59 @@ func (r *Reader) Seek(ctx context.Context, s Start) error {
 // more yet. The events are the caller's. Before a Seek it returns
 // ErrNotPositioned.
 func (r *Reader) Next(ctx context.Context) ([]transport.Event, error) {
+	return r.Append(ctx, nil)
+}
+
+// Append is Next, appending the events to evs: a caller that reuses
+// its slices allocates nothing per event.
+func (r *Reader) Append(ctx context.Context, evs []transport.Event) ([]transport.Event, error) {
 	if !r.seeked {
-		return nil, ErrNotPositioned
+		return evs, ErrNotPositioned
+	}
+	if each, ok := r.log.(eachReader); ok {
+		_, err := each.ReadEach(ctx, r.stream, r.pos, func(m *transport.Message) {
+			r.pos = m.Seq + 1
+			n := len(evs)
+			if n == cap(evs) {
+				evs = slices.Grow(evs, 256)
+			}
+			evs = evs[:n+1] // take sets the whole event, or it is dropped
+			if !r.take(m, &evs[n]) {
+				evs = evs[:n]
+			} else if hs := evs[n].Message.Headers; hs != nil {
+				// The log reuses the headers slice: keep a copy.
+				evs[n].Message.Headers = slices.Clone(hs)
+			}
+		})
+		return evs, err
 	}
 	ms, err := r.log.Read(ctx, r.stream, r.pos)
 	if err != nil {
-		return nil, err
+		return evs, err
 	}
-	evs := make([]transport.Event, 0, len(ms))
+	evs = slices.Grow(evs, len(ms))
 	for i := range ms {
 		r.pos = ms[i].Seq + 1
-		if ev, _, ok := r.take(&ms[i]); ok {
-			evs = append(evs, ev)
+		n := len(evs)
+		evs = evs[:n+1] // take sets the whole event, or it is dropped
+		if !r.take(&ms[i], &evs[n]) {
+			evs = evs[:n]
 		}
 	}
 	return evs, nil
 }
 
-// take unwraps one record and counts it.
-func (r *Reader) take(m *transport.Message) (transport.Event, Pos, bool) {
+// take unwraps one record into ev and counts it; false when it is not
+// the feed's.
+func (r *Reader) take(m *transport.Message, ev *transport.Event) bool {
+	_, ok := r.takePos(m, ev)
+	return ok
+}
+
+// takePos is take, returning the record's feed position too.
+func (r *Reader) takePos(m *transport.Message, ev *transport.Event) (Pos, bool) {
 	r.stats.Records++
-	ev, pos, kind := r.u.unwrap(m)
+	pos, kind := r.u.unwrap(m, ev)
 	switch kind {
 	case recFeed:
 		r.note(pos, m.Seq)
@@ -203,7 +243,7 @@ func (r *Reader) take(m *transport.Message) (transport.Event, Pos, bool) {
 		} else {
 			r.stats.Messages++
 		}
-		return ev, pos, true
+		return pos, true
 	case recOtherFeed:
 		r.stats.OtherStreams++
 	case recNoOrigin:
@@ -211,7 +251,7 @@ func (r *Reader) take(m *transport.Message) (transport.Event, Pos, bool) {
 	default:
 		r.stats.Malformed++
 	}
-	return ev, pos, false
+	return pos, false
 }
 
 // Last returns the position of the feed's last record (a gap marker's
@@ -241,7 +281,8 @@ func (r *Reader) lastOf(ctx context.Context, stream transport.StreamID, from, to
 				return p, ok, nil
 			}
 			from = ms[i].Seq + 1
-			if _, q, mine := r.take(&ms[i]); mine {
+			var ev transport.Event
+			if q, mine := r.takePos(&ms[i], &ev); mine {
 				p, ok = q, true
 			}
 		}

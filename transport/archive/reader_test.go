@@ -3,6 +3,7 @@ package archive
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestUnwrap(t *testing.T) {
 	log.add(part0, recorded(sess(2, 7), 1, "other feed"))
 	log.add(part0, transport.Message{Payload: []byte("no origin")})
 	bad := recorded(a, 10, "bad")
-	bad.Headers[2].Value = []byte("x") // the origin seq
+	bad.Headers[1].Value = bad.Headers[1].Value[:20] // the origin header, cut short
 	log.add(part0, bad)
 	log.add(part0, recorded(a, 11, "eleven"))
 	r := NewReader(log, 1)
@@ -255,40 +256,117 @@ func TestChooseStream(t *testing.T) {
 	}
 }
 
+// TestUnwrapASCII: an archive written before the binary origin header
+// (each record's origin in ASCII headers), to which an upgraded
+// recorder appended, reads as one feed: the old records as they read
+// then, and a seek finds positions on both sides of the change.
+func TestUnwrapASCII(t *testing.T) {
+	log := newFakeLog(100)
+	a, b := sess(1, 7), sess(1, 9)
+	log.add(part0, asciiRecorded(a, 1, "one"))
+	log.add(part0, asciiMarker(a, 2, 4, transport.GapSourceDown))
+	log.add(part0, asciiRecorded(sess(2, 7), 1, "other feed"))
+	bad := asciiRecorded(a, 5, "bad")
+	bad.Headers[2].Value = []byte("x") // the origin seq
+	log.add(part0, bad)
+	log.add(part0, asciiRecorded(a, 6, "six"))
+	log.add(part0, recorded(a, 7, "seven"))
+	log.add(part0, marker(a, 8, 8, transport.GapOverflow))
+	log.add(part0, recorded(b, 1, "b1"))
+	r := NewReader(log, 1)
+	ctx := context.Background()
+	if err := r.Seek(ctx, Earliest()); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := r.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range evs {
+		switch m := ev.Message; ev.Kind {
+		case transport.EventMessage:
+			if m.Topic != "AAPL" || string(m.Key) != "k" || !m.Time.Equal(time.Unix(0, int64(m.Seq))) || len(m.Headers) != 1 || m.Headers[0].Key != "app" {
+				t.Errorf("message %+v", m)
+			}
+			got = append(got, fmt.Sprintf("%d/%d:%s", m.Stream.Session, m.Seq, m.Payload))
+		case transport.EventGap:
+			got = append(got, fmt.Sprintf("gap %d/%d-%d:%d", ev.Gap.Stream.Session, ev.Gap.From, ev.Gap.To, ev.Gap.Reason))
+		}
+	}
+	want := []string{"7/1:one", fmt.Sprintf("gap 7/2-4:%d", transport.GapSourceDown), "7/6:six", "7/7:seven", fmt.Sprintf("gap 7/8-8:%d", transport.GapOverflow), "9/1:b1"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read %q\nwant %q", got, want)
+	}
+	if s := r.Stats(); s.Messages != 4 || s.Gaps != 2 || s.OtherStreams != 1 || s.Malformed != 1 {
+		t.Errorf("stats %+v", s)
+	}
+	for _, c := range []struct {
+		at   Pos
+		want string // the first event read from there
+	}{{Pos{7, 3}, want[1]}, {Pos{7, 5}, want[2]}, {Pos{7, 6}, want[2]}, {Pos{7, 7}, want[3]}, {Pos{7, 8}, want[4]}, {Pos{9, 1}, want[5]}} {
+		if err := r.Seek(ctx, At(c.at)); err != nil {
+			t.Fatal(err)
+		}
+		evs, err := r.Next(ctx)
+		if err != nil || len(evs) == 0 {
+			t.Fatalf("seek %v: %d events, %v", c.at, len(evs), err)
+		}
+		first := fmt.Sprintf("%d/%d:%s", evs[0].Message.Stream.Session, evs[0].Message.Seq, evs[0].Message.Payload)
+		if g := evs[0].Gap; evs[0].Kind == transport.EventGap {
+			first = fmt.Sprintf("gap %d/%d-%d:%d", g.Stream.Session, g.From, g.To, g.Reason)
+		}
+		if first != c.want {
+			t.Errorf("seek %v: read %q first, want %q", c.at, first, c.want)
+		}
+	}
+}
+
 // FuzzUnwrap: any headers, values and payload are either a record of
 // the feed, consistent with what transport's parsers say, or skipped;
-// never a panic.
+// never a panic. bin, when not empty, is a HeaderOrigin value, which
+// takes precedence over the ASCII headers.
 func FuzzUnwrap(f *testing.F) {
-	f.Add("feed=1 session=7", "5", "9", "", "", []byte("p"))
-	f.Add("feed=1 session=7", "5", "9", "", "5-9 4", []byte(nil))
-	f.Add("topic=x partition=0", "5", "9", "T", "", []byte("p"))
-	f.Add("feed=1 session=zz", "-1", "x", "", "9-5 0", []byte("p"))
-	f.Fuzz(func(t *testing.T, stream, seq, ts, topic, gap string, payload []byte) {
+	f.Add("feed=1 session=7", "5", "9", "", "", []byte(nil), []byte("p"))
+	f.Add("feed=1 session=7", "5", "9", "", "5-9 4", []byte(nil), []byte(nil))
+	f.Add("topic=x partition=0", "5", "9", "T", "", []byte(nil), []byte("p"))
+	f.Add("feed=1 session=zz", "-1", "x", "", "9-5 0", []byte(nil), []byte("p"))
+	f.Add("", "", "", "", "", transport.AppendOriginValue(nil, transport.Origin{Stream: sess(1, 7), Seq: 5, Topic: "AAPL"}, nil), []byte("p"))
+	f.Add("", "", "", "", "", transport.AppendOriginValue(nil, transport.Origin{}, &transport.Gap{Stream: sess(1, 7), From: 5, To: 9, Reason: 4}), []byte(nil))
+	f.Add("feed=1 session=7", "5", "9", "", "", transport.AppendOriginValue(nil, transport.Origin{Stream: sess(2, 7), Seq: 5}, nil), []byte("p"))
+	f.Fuzz(func(t *testing.T, stream, seq, ts, topic, gap string, bin, payload []byte) {
 		hs := []transport.Header{{Key: "app", Value: []byte("v")}}
 		for _, h := range []transport.Header{
 			{Key: transport.HeaderOriginStream, Value: []byte(stream)}, {Key: transport.HeaderOriginSeq, Value: []byte(seq)},
 			{Key: transport.HeaderOriginTime, Value: []byte(ts)}, {Key: transport.HeaderOriginTopic, Value: []byte(topic)},
-			{Key: transport.HeaderGap, Value: []byte(gap)},
+			{Key: transport.HeaderGap, Value: []byte(gap)}, {Key: transport.HeaderOrigin, Value: bin},
 		} {
 			if len(h.Value) > 0 {
 				hs = append(hs, h)
 			}
 		}
 		m := transport.Message{Headers: hs, Payload: payload}
-		_, originOK, originErr := transport.ParseOrigin(hs)
-		_, markerOK, _ := transport.ParseGapMarker(m)
-		ev, p, kind := newUnwrapper(1).unwrap(&m)
+		o, originOK, originErr := transport.ParseOrigin(hs)
+		g, markerOK, _ := transport.ParseGapMarker(m)
+		var ev transport.Event
+		p, kind := newUnwrapper(1).unwrap(&m, &ev)
 		if kind != recFeed {
-			return
-		}
-		if ev.Kind == transport.EventGap {
-			if !markerOK || ev.Gap.Stream.Feed != 1 || p.Seq != ev.Gap.To {
-				t.Fatalf("gap %+v from a record transport does not read as a marker of feed 1", ev.Gap)
+			if kind == recOtherFeed && originOK && o.Stream.Feed == 1 && o.Stream.Topic == "" {
+				t.Fatalf("origin %+v of feed 1 skipped as another feed's", o)
 			}
 			return
 		}
-		if !originOK || originErr != nil || ev.Message.Stream.Feed != 1 || p.Seq != ev.Message.Seq {
-			t.Fatalf("message %+v from headers transport.ParseOrigin refuses (%v)", ev.Message, originErr)
+		if ev.Kind == transport.EventGap {
+			if !markerOK || ev.Gap != g || ev.Gap.Stream.Feed != 1 || p.Seq != ev.Gap.To {
+				t.Fatalf("gap %+v from a record transport reads as %+v (%v)", ev.Gap, g, markerOK)
+			}
+			return
+		}
+		if !originOK || originErr != nil || ev.Message.Stream != o.Stream || ev.Message.Seq != o.Seq || ev.Message.Topic != o.Topic || !ev.Message.Time.Equal(o.Time) || p.Seq != ev.Message.Seq {
+			t.Fatalf("message %+v from headers transport.ParseOrigin reads as %+v (%v)", ev.Message, o, originErr)
+		}
+		if markerOK {
+			t.Fatalf("message %+v from a gap marker", ev.Message)
 		}
 		for _, h := range ev.Message.Headers {
 			if h.Key != "app" {
@@ -339,5 +417,84 @@ func TestNextNotPositioned(t *testing.T) {
 	}
 	if _, err := r.Next(ctx); !errors.Is(err, ErrNotPositioned) {
 		t.Fatalf("Next after a failed Seek: %v, want ErrNotPositioned", err)
+	}
+}
+
+// eachLog is a fakeLog that also hands its records one at a time, as
+// package kafka's Log does: one message and one headers slice, reused
+// (and scribbled over after each record, so that a reader keeping them
+// shows).
+type eachLog struct {
+	*fakeLog
+	eachCalls int
+}
+
+func (l *eachLog) ReadEach(ctx context.Context, s transport.StreamID, pos uint64, fn func(*transport.Message)) (int, error) {
+	l.eachCalls++
+	ms, err := l.fakeLog.Read(ctx, s, pos)
+	if err != nil {
+		return 0, err
+	}
+	var m transport.Message
+	hs := make([]transport.Header, 0, 8)
+	for i := range ms {
+		m = ms[i]
+		hs = append(hs[:0], ms[i].Headers...)
+		m.Headers = hs
+		fn(&m)
+		for j := range hs[:cap(hs)] {
+			hs[:cap(hs)][j] = transport.Header{Key: "scribbled"}
+		}
+		m = transport.Message{}
+	}
+	return len(ms), nil
+}
+
+// TestReadEach: a log that hands its records one at a time, reusing
+// them, reads as one that returns them: the events keep their own
+// headers.
+func TestReadEach(t *testing.T) {
+	log := &eachLog{fakeLog: newFakeLog(100)}
+	a := sess(1, 7)
+	for seq := uint64(1); seq <= 5; seq++ {
+		log.add(part0, recorded(a, seq, payload(a, seq)))
+	}
+	log.add(part0, marker(a, 6, 9, transport.GapSourceDown))
+	log.add(part0, asciiRecorded(a, 10, payload(a, 10)))
+	bare := recorded(a, 11, payload(a, 11))
+	bare.Headers = bare.Headers[1:] // the origin header alone
+	log.add(part0, bare)
+	r := NewReader(log, 1)
+	ctx := context.Background()
+	if err := r.Seek(ctx, Earliest()); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := r.Append(ctx, make([]transport.Event, 0, 2))
+	if err != nil || log.eachCalls == 0 {
+		t.Fatalf("%v, %d calls of ReadEach", err, log.eachCalls)
+	}
+	if len(evs) != 8 {
+		t.Fatalf("%d events, want 8", len(evs))
+	}
+	for i, ev := range evs {
+		switch {
+		case i == 5:
+			if ev.Kind != transport.EventGap || ev.Gap != (transport.Gap{Stream: a, From: 6, To: 9, Reason: transport.GapSourceDown}) {
+				t.Errorf("event %d: %+v, want the gap", i, ev)
+			}
+		case i == 7:
+			if ev.Message.Seq != 11 || ev.Message.Headers != nil {
+				t.Errorf("event %d: %+v, want message 11 without headers", i, ev.Message)
+			}
+		default:
+			m := ev.Message
+			seq := uint64(i + 1)
+			if i == 6 {
+				seq = 10
+			}
+			if m.Seq != seq || string(m.Payload) != payload(a, seq) || len(m.Headers) != 1 || m.Headers[0].Key != "app" || string(m.Headers[0].Value) != "h" {
+				t.Errorf("event %d: %+v, want message %d with its app header", i, m, seq)
+			}
+		}
 	}
 }

@@ -2,6 +2,8 @@ package archive
 
 import (
 	"context"
+
+	"github.com/brokerless/brokerless/transport"
 )
 
 // find returns the log position to read from to get the feed's first
@@ -94,7 +96,8 @@ func (r *Reader) probe(ctx context.Context, target Pos, lo, mid, hi uint64) (uin
 				break
 			}
 			scan = off + 1
-			_, p, mine := r.take(&ms[i])
+			var ev transport.Event
+			p, mine := r.takePos(&ms[i], &ev)
 			switch {
 			case !mine:
 			case p.Less(target):

@@ -23,27 +23,94 @@ const (
 const maxTopics = 1024
 
 // unwrapper turns records of the log into events of the feed. It keeps
-// the last origin stream's text, which every record of a session
+// the last ASCII origin stream's text, which every record of a session
 // repeats, and the topics seen.
 type unwrapper struct {
 	feed   uint32
 	text   []byte
 	id     transport.StreamID
 	topics map[string]string
+	v      transport.OriginValue // the last HeaderOrigin decoded
+	last   string                // the last topic returned
 }
 
 func newUnwrapper(feed uint32) *unwrapper {
 	return &unwrapper{feed: feed, topics: map[string]string{}}
 }
 
-// unwrap returns what record m stands for in the feed: a message of the
+// unwrap sets ev to what record m stands for in the feed: a message of the
 // feed, with its origin stream, position, time and topic, and the
 // record's key, payload and headers other than the origin headers (m's
 // Headers, reordered); or, for a gap marker, the Gap. pos is the feed
-// position that orders the record: a message's, or a marker's last.
-func (u *unwrapper) unwrap(m *transport.Message) (ev transport.Event, pos Pos, kind recordKind) {
+// position that orders the record: a message's, or a marker's last. It
+// reads the record's last HeaderOrigin, else the ASCII origin headers
+// of earlier versions.
+func (u *unwrapper) unwrap(m *transport.Message, ev *transport.Event) (pos Pos, kind recordKind) {
+	at, ascii := -1, false
+	for i := range m.Headers {
+		switch k := m.Headers[i].Key; {
+		case k == transport.HeaderOrigin:
+			at = i
+		case !ascii && transport.IsOriginHeader(k):
+			ascii = true
+		}
+	}
+	switch {
+	case at >= 0:
+		return u.unwrapBinary(m, at, ev)
+	case ascii:
+		return u.unwrapASCII(m, ev)
+	}
+	return pos, recNoOrigin
+}
+
+// unwrapBinary is unwrap of a record whose origin is its header at.
+func (u *unwrapper) unwrapBinary(m *transport.Message, at int, ev *transport.Event) (pos Pos, kind recordKind) {
+	v := &u.v
+	if err := v.Decode(m.Headers[at].Value); err != nil {
+		return pos, recMalformed
+	}
+	if v.Log || v.Feed != u.feed {
+		return pos, recOtherFeed
+	}
+	id := transport.StreamID{Feed: v.Feed, Session: v.Session}
+	if v.Gap {
+		g := transport.Gap{Stream: id, From: v.Seq, To: v.GapTo, Reason: v.GapReason}
+		*ev = transport.Event{Kind: transport.EventGap, Gap: g}
+		return Pos{id.Session, g.To}, recFeed
+	}
+	*ev = transport.Event{Kind: transport.EventMessage, Message: transport.Message{
+		Stream: id, Seq: v.Seq, Time: time.Unix(0, v.Time), Topic: u.topic(v.Topic), Key: m.Key, Headers: appHeaders(m.Headers), Payload: m.Payload,
+	}}
+	return Pos{id.Session, v.Seq}, recFeed
+}
+
+// appHeaders returns hs without its origin headers: hs itself when it
+// has only those, reordered in place otherwise; nil when none is left.
+func appHeaders(hs []transport.Header) []transport.Header {
+	app := 0
+	for i := range hs {
+		if !transport.IsOriginHeader(hs[i].Key) {
+			app++
+		}
+	}
+	if app == 0 {
+		return nil
+	}
+	out := hs[:0]
+	for _, h := range hs {
+		if !transport.IsOriginHeader(h.Key) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// unwrapASCII is unwrap of a record with the ASCII origin headers of
+// earlier versions.
+func (u *unwrapper) unwrapASCII(m *transport.Message, ev *transport.Event) (pos Pos, kind recordKind) {
 	var stream, seq, ts, topic []byte
-	origin, marker := 0, false
+	marker := false
 	for _, h := range m.Headers {
 		switch h.Key {
 		case transport.HeaderOriginStream:
@@ -56,48 +123,32 @@ func (u *unwrapper) unwrap(m *transport.Message) (ev transport.Event, pos Pos, k
 			topic = h.Value
 		case transport.HeaderGap:
 			marker = true
-		default:
-			continue
 		}
-		origin++
-	}
-	if origin == 0 {
-		return ev, pos, recNoOrigin
 	}
 	id, ok := u.stream(stream)
 	if !ok {
-		return ev, pos, recMalformed
+		return pos, recMalformed
 	}
 	if id.Topic != "" || id.Feed != u.feed {
-		return ev, pos, recOtherFeed
+		return pos, recOtherFeed
 	}
 	if marker {
 		g, ok, err := transport.ParseGapMarker(*m)
 		if !ok || err != nil {
-			return ev, pos, recMalformed
+			return pos, recMalformed
 		}
-		return transport.Event{Kind: transport.EventGap, Gap: g}, Pos{g.Stream.Session, g.To}, recFeed
+		*ev = transport.Event{Kind: transport.EventGap, Gap: g}
+		return Pos{g.Stream.Session, g.To}, recFeed
 	}
 	n, err1 := strconv.ParseUint(string(seq), 10, 64)
 	ns, err2 := strconv.ParseInt(string(ts), 10, 64)
 	if seq == nil || ts == nil || err1 != nil || err2 != nil {
-		return ev, pos, recMalformed
+		return pos, recMalformed
 	}
-	hs := m.Headers[:0]
-	for _, h := range m.Headers {
-		switch h.Key {
-		case transport.HeaderOriginStream, transport.HeaderOriginSeq, transport.HeaderOriginTime, transport.HeaderOriginTopic:
-		default:
-			hs = append(hs, h)
-		}
-	}
-	if len(hs) == 0 {
-		hs = nil
-	}
-	ev = transport.Event{Kind: transport.EventMessage, Message: transport.Message{
-		Stream: id, Seq: n, Time: time.Unix(0, ns), Topic: u.topic(topic), Key: m.Key, Headers: hs, Payload: m.Payload,
+	*ev = transport.Event{Kind: transport.EventMessage, Message: transport.Message{
+		Stream: id, Seq: n, Time: time.Unix(0, ns), Topic: u.topic(topic), Key: m.Key, Headers: appHeaders(m.Headers), Payload: m.Payload,
 	}}
-	return ev, Pos{id.Session, n}, recFeed
+	return Pos{id.Session, n}, recFeed
 }
 
 // stream parses an origin stream's text, or returns the last one's.
@@ -122,7 +173,11 @@ func (u *unwrapper) topic(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
+	if string(b) == u.last { // a feed's messages mostly repeat a topic
+		return u.last
+	}
 	if s, ok := u.topics[string(b)]; ok {
+		u.last = s
 		return s
 	}
 	s := string(b)

@@ -11,7 +11,8 @@ import (
 
 // BenchmarkPublish: 64-byte messages into logd (fsync always, group
 // commit) through the transport's Publisher, with and without receipts,
-// against kgo's Produce alone (the baseline) on the same logd. Run with
+// one at a time and 1024 a call (PublishReceipts), against kgo's Produce
+// alone (the baseline) on the same logd. Run with
 // -count N: the three alternate, so each round compares like with like.
 func BenchmarkPublish(b *testing.B) {
 	addr := startLogd(b)
@@ -66,4 +67,33 @@ func BenchmarkPublish(b *testing.B) {
 			}
 		})
 	}
+	b.Run("transport-batches", func(b *testing.B) {
+		pub, err := NewPublisher(ctx, Config{Brokers: []string{addr}, Topic: "bench-batches"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer pub.Close()
+		done := func(_ int, _ transport.Receipt, err error) {
+			if err != nil {
+				b.Error(err)
+			}
+		}
+		ms := make([]transport.Message, 0, 1024)
+		b.ReportAllocs()
+		b.SetBytes(int64(len(payload)))
+		for b.Loop() {
+			if ms = append(ms, transport.Message{Payload: payload}); len(ms) == cap(ms) {
+				if _, err := pub.PublishReceipts(ctx, ms, done); err != nil {
+					b.Fatal(err)
+				}
+				ms = ms[:0]
+			}
+		}
+		if _, err := pub.PublishReceipts(ctx, ms, done); err != nil {
+			b.Fatal(err)
+		}
+		if err := pub.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+	})
 }

@@ -31,6 +31,8 @@ type Log struct {
 	// next the offset the next record read from it has.
 	consuming int32
 	next      int64
+	// hdrs is ReadEach's headers, reused record after record.
+	hdrs []transport.Header
 }
 
 var _ transport.Log = (*Log)(nil)
@@ -124,22 +126,73 @@ func (l *Log) PositionAt(ctx context.Context, stream transport.StreamID, t time.
 // of one fetch, at least one (see transport.Log), at most
 // Config.LogFetchBytes of them but for a first record batch larger.
 func (l *Log) Read(ctx context.Context, stream transport.StreamID, pos uint64) ([]transport.Message, error) {
-	if err := l.check(stream); err != nil {
-		return nil, err
-	}
-	l.seek(stream.Partition, int64(pos))
-	for {
-		fetches := l.cl.PollFetches(ctx)
-		if fetches.IsClientClosed() {
-			return nil, transport.ErrClosed
-		}
+	var out []transport.Message
+	var hs []transport.Header
+	_, err := l.fetch(ctx, stream, pos, func(fetches kgo.Fetches) {
 		// One allocation for the messages and one for their headers, not
 		// a growing slice and one per record: a catch-up reads records
 		// of a few dozen bytes by the tens of thousands a fetch.
 		n, nh := 0, 0
 		fetches.EachRecord(func(r *kgo.Record) { n, nh = n+1, nh+len(r.Headers) })
-		out := make([]transport.Message, 0, n)
-		hs := make([]transport.Header, 0, nh)
+		out = make([]transport.Message, 0, n)
+		hs = make([]transport.Header, 0, nh)
+	}, func(m *transport.Message, r *kgo.Record) {
+		if len(r.Headers) > 0 {
+			start := len(hs)
+			for _, h := range r.Headers {
+				hs = append(hs, transport.Header{Key: h.Key, Value: h.Value})
+			}
+			m.Headers = hs[start:len(hs):len(hs)]
+		}
+		out = append(out, *m)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReadEach is Read, handing fn each record in turn instead of returning
+// them: the message, and its Headers slice, are valid only during the
+// call (the next record reuses them); its Key, Payload and header
+// values stay valid. It returns how many records fn was given. A
+// reader of many small records (the archive's, package
+// transport/archive) allocates nothing per record this way.
+func (l *Log) ReadEach(ctx context.Context, stream transport.StreamID, pos uint64, fn func(*transport.Message)) (int, error) {
+	hs := l.hdrs[:0]
+	n, err := l.fetch(ctx, stream, pos, nil, func(m *transport.Message, r *kgo.Record) {
+		if len(r.Headers) > 0 {
+			hs = hs[:0]
+			for _, h := range r.Headers {
+				hs = append(hs, transport.Header{Key: h.Key, Value: h.Value})
+			}
+			m.Headers = hs
+		}
+		fn(m)
+	})
+	l.hdrs = hs[:0]
+	return n, err
+}
+
+// fetch polls the partition from offset pos until a fetch holds at
+// least one of its records, then calls each with every such record, as
+// a message of stream, in order, after fetched with the whole fetch
+// (when not nil). It returns how many records it handed each.
+func (l *Log) fetch(ctx context.Context, stream transport.StreamID, pos uint64, fetched func(kgo.Fetches), each func(*transport.Message, *kgo.Record)) (int, error) {
+	if err := l.check(stream); err != nil {
+		return 0, err
+	}
+	l.seek(stream.Partition, int64(pos))
+	m := new(transport.Message) // one a call, not one a record
+	for {
+		fetches := l.cl.PollFetches(ctx)
+		if fetches.IsClientClosed() {
+			return 0, transport.ErrClosed
+		}
+		if fetched != nil {
+			fetched(fetches)
+		}
+		n := 0
 		var ferr error
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 			if fp.Err != nil && ferr == nil && !errors.Is(fp.Err, context.Canceled) && !errors.Is(fp.Err, context.DeadlineExceeded) {
@@ -153,26 +206,20 @@ func (l *Log) Read(ctx context.Context, stream transport.StreamID, pos uint64) (
 					continue
 				}
 				l.next = r.Offset + 1
-				m := transport.Message{
+				*m = transport.Message{
 					Stream: stream, Seq: uint64(r.Offset), Time: r.Timestamp, Topic: r.Topic, Key: r.Key, Payload: r.Value,
 				}
-				if len(r.Headers) > 0 {
-					start := len(hs)
-					for _, h := range r.Headers {
-						hs = append(hs, transport.Header{Key: h.Key, Value: h.Value})
-					}
-					m.Headers = hs[start:len(hs):len(hs)]
-				}
-				out = append(out, m)
+				each(m, r)
+				n++
 			}
 		})
 		switch {
-		case len(out) > 0:
-			return out, nil
+		case n > 0:
+			return n, nil
 		case ferr != nil:
-			return nil, ferr
+			return 0, ferr
 		case ctx.Err() != nil:
-			return nil, ctx.Err()
+			return 0, ctx.Err()
 		}
 	}
 }

@@ -70,6 +70,21 @@ func TestLog(t *testing.T) {
 	readAll(40, 10) // back
 	readAll(90, 5)  // forward
 	readAll(7, 1)
+	// ReadEach hands the same records, one at a time, from where asked.
+	for _, from := range []uint64{0, 60} {
+		for pos := from; pos < 100; {
+			n, err := log.ReadEach(ctx, p0, pos, func(m *transport.Message) {
+				if m.Seq != pos || string(m.Payload) != fmt.Sprintf("v%d", pos) || m.Stream != p0 ||
+					len(m.Headers) != 1 || string(m.Headers[0].Value) != fmt.Sprint(pos) {
+					t.Fatalf("ReadEach from %d: record %+v, want offset %d", from, m, pos)
+				}
+				pos++
+			})
+			if err != nil || n == 0 {
+				t.Fatalf("ReadEach at %d: %d records, %v", pos, n, err)
+			}
+		}
+	}
 	at, err := log.PositionAt(ctx, p0, base.Add(42*time.Second))
 	if err != nil || at != 42 {
 		t.Fatalf("position at +42s: %d, %v: want 42", at, err)

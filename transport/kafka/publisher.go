@@ -27,6 +27,9 @@ type Publisher struct {
 	// failed by the caller's context ending later.
 	slots   chan struct{}
 	closing chan struct{}
+	// promise is batchPromise, made once: the promise of every record
+	// of PublishReceipts.
+	promise func(*kgo.Record, error)
 
 	mu     sync.Mutex
 	err    error // first asynchronous produce error not yet returned
@@ -62,10 +65,12 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 		cl.Close()
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}
-	return &Publisher{
+	p := &Publisher{
 		cl: cl, topic: cfg.Topic, partition: partition, sem: cfg.Semantics(),
 		slots: make(chan struct{}, maxBuffered(cl)), closing: make(chan struct{}),
-	}, nil
+	}
+	p.promise = p.batchPromise
+	return p, nil
 }
 
 // maxBuffered is the client's MaxBufferedRecords (TestMaxBuffered
@@ -125,25 +130,35 @@ func (p *Publisher) produce(ctx context.Context, m transport.Message, promise fu
 	if r.Topic == "" {
 		r.Topic = p.topic
 	}
-	if err := ctx.Err(); err != nil {
+	if err := p.slot(ctx); err != nil {
 		return err
-	}
-	select {
-	case p.slots <- struct{}{}: // room: no three-way select
-	default:
-		select {
-		case p.slots <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-p.closing:
-			return transport.ErrClosed
-		}
 	}
 	// With a slot held, the buffer has room and Produce does not block.
 	// Its context only cancels the buffered record, which nothing should
 	// do but the client's own close.
 	p.cl.Produce(context.WithoutCancel(ctx), r, promise)
 	return nil
+}
+
+// slot waits for a slot in the client's buffer, honouring ctx; the
+// record's promise gives it back (<-p.slots).
+func (p *Publisher) slot(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case p.slots <- struct{}{}: // room: no three-way select
+		return nil
+	default:
+	}
+	select {
+	case p.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.closing:
+		return transport.ErrClosed
+	}
 }
 
 // Flush waits until every record published so far is acknowledged.

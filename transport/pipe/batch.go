@@ -1,6 +1,7 @@
 package pipe
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -72,6 +73,26 @@ func (b *batch) message(i int, hs []transport.Header) (transport.Message, []tran
 		hs = append(hs, transport.Header{Key: h.key, Value: b.slice(h.val)})
 	}
 	return transport.Message{Time: it.time, Key: b.slice(it.key), Payload: b.slice(it.payload), Headers: hs}, hs
+}
+
+// messages appends the batch's items as messages to ms, their headers
+// to hs, and returns both for reuse. They stay valid until the batch is
+// reset.
+func (b *batch) messages(ms []transport.Message, hs []transport.Header) ([]transport.Message, []transport.Header) {
+	hs = slices.Grow(hs, len(b.hdrs))
+	for i := range b.items {
+		it := &b.items[i]
+		at := len(hs)
+		for _, h := range b.hdrs[it.hdrFrom:it.hdrTill] {
+			hs = append(hs, transport.Header{Key: h.key, Value: b.slice(h.val)})
+		}
+		m := transport.Message{Time: it.time, Key: b.slice(it.key), Payload: b.slice(it.payload)}
+		if len(hs) > at {
+			m.Headers = hs[at:len(hs):len(hs)]
+		}
+		ms = append(ms, m)
+	}
+	return ms, hs
 }
 
 func (b *batch) reset() {

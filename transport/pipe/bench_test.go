@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,7 +38,8 @@ func benchEnv(name string, def int) int {
 //     of BROKERLESS_PIPE_SIZE random bytes (default 64) as fast as it
 //     can, until all are acknowledged: rate A;
 //   - logd alone writing the records the pipe writes (the same payload
-//     plus its origin headers, about 110 bytes): rate A';
+//     plus its origin header, brokerless.origin with a 36-byte value),
+//     one at a time (Publish): rate A';
 //   - the pipe: the highest rate of a multicast feed (lo, TTL 0, paced
 //     open loop, for one second) that a pipe (mcast:// with
 //     join=earliest → logd://) forwards whole, with no gap marker: rate
@@ -61,8 +63,8 @@ func BenchmarkPipeMcastToLogd(b *testing.B) {
 	topic := 0
 	next := func(kind string) string { topic++; return fmt.Sprintf("%s-%d", kind, topic) }
 	for r := range rounds {
-		a := logdAlone(b, addr, next("alone"), n, payloads, nil)
-		ah := logdAlone(b, addr, next("alone-hdr"), n, payloads, headers)
+		a := logdAlone(b, addr, next("alone"), n, payloads, nil, 0)
+		ah := logdAlone(b, addr, next("alone-hdr"), n, payloads, headers, 0)
 		// The highest loss-free rate in [lo, hi].
 		lo, hi := 0.0, a
 		var tried []string
@@ -131,8 +133,11 @@ func startLogd(b *testing.B) string {
 }
 
 // logdAlone publishes n messages to a topic as fast as it can and
-// returns the rate at which logd acknowledged them.
-func logdAlone(b *testing.B, addr, topic string, n int, payloads [][]byte, headers []transport.Header) float64 {
+// returns the rate at which logd acknowledged them: one at a time
+// (Publish) when batch is 0, else batch at a time
+// (kafka.Publisher.PublishReceipts, as a pipe writes), every receipt
+// checked.
+func logdAlone(b *testing.B, addr, topic string, n int, payloads [][]byte, headers []transport.Header, batch int) float64 {
 	b.Helper()
 	ctx := context.Background()
 	pub, err := transport.OpenPublisher(ctx, "logd://"+addr+"/"+topic)
@@ -140,16 +145,43 @@ func logdAlone(b *testing.B, addr, topic string, n int, payloads [][]byte, heade
 		b.Fatal(err)
 	}
 	defer pub.Close()
+	bp, ok := pub.(interface {
+		PublishReceipts(context.Context, []transport.Message, func(int, transport.Receipt, error)) (int, error)
+	})
+	if batch > 0 && !ok {
+		b.Fatal("the logd publisher takes no batches")
+	}
+	var failed atomic.Int64
+	done := func(_ int, _ transport.Receipt, err error) {
+		if err != nil {
+			failed.Add(1)
+		}
+	}
+	ms := make([]transport.Message, 0, batch)
 	start := time.Now()
 	for i := range n {
-		if err := pub.Publish(ctx, transport.Message{Payload: payloads[i%len(payloads)], Headers: headers}); err != nil {
-			b.Fatal(err)
+		m := transport.Message{Payload: payloads[i%len(payloads)], Headers: headers}
+		if batch == 0 {
+			if err := pub.Publish(ctx, m); err != nil {
+				b.Fatal(err)
+			}
+			continue
+		}
+		if ms = append(ms, m); len(ms) == batch || i == n-1 {
+			if _, err := bp.PublishReceipts(ctx, ms, done); err != nil {
+				b.Fatal(err)
+			}
+			ms = ms[:0]
 		}
 	}
 	if err := pub.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
-	return float64(n) / time.Since(start).Seconds()
+	rate := float64(n) / time.Since(start).Seconds()
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("logd refused %d records", f)
+	}
+	return rate
 }
 
 // Feed of pipeRun: it lasts feedTime, and its publisher's window holds

@@ -64,12 +64,9 @@ type Core struct {
 	// acknowledged: the source acknowledges it with what follows it.
 	own map[transport.StreamID]bool
 
-	out     []Write
-	hdrs    []transport.Header
-	vals    []byte
-	textID  transport.StreamID // the stream whose text is cached in text
-	text    []byte
-	hasText bool
+	out  []Write
+	hdrs []transport.Header
+	vals []byte
 
 	stats Stats
 }

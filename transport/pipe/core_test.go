@@ -2,6 +2,7 @@ package pipe
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -342,6 +343,37 @@ func TestResumeFromMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, ws := feed(t, c, startEv(feedA, 170), msg(feedA, 180), msg(feedA, 181)); len(ws) != 1 || ws[0].origin.Seq != 181 {
+		t.Errorf("wrote %+v", ws)
+	}
+}
+
+// TestResumeFromASCIITail: a recorder upgraded past the binary origin
+// header resumes from what the version before wrote (ASCII origin
+// headers and gap markers) as from its own records.
+func TestResumeFromASCIITail(t *testing.T) {
+	ascii := func(seq uint64, mark string) transport.Message {
+		hs := []transport.Header{
+			{Key: transport.HeaderOriginStream, Value: []byte(transport.FormatStreamID(feedA))},
+			{Key: transport.HeaderOriginSeq, Value: fmt.Appendf(nil, "%d", seq)},
+			{Key: transport.HeaderOriginTime, Value: []byte("1")},
+		}
+		if mark != "" {
+			hs = append(hs, transport.Header{Key: transport.HeaderGap, Value: []byte(mark)})
+		}
+		return transport.Message{Headers: hs}
+	}
+	c := newCore(t, 0)
+	if _, err := c.Resume(tailOf(part0, feedA, 1, 0, ascii(99, ""), ascii(100, ""), ascii(101, fmt.Sprintf("101-180 %d", transport.GapSourceDown)))); err != nil {
+		t.Fatal(err)
+	}
+	if _, ws := feed(t, c, startEv(feedA, 170), msg(feedA, 180), msg(feedA, 181)); len(ws) != 1 || ws[0].origin.Seq != 181 {
+		t.Errorf("wrote %+v", ws)
+	}
+	c = newCore(t, 0)
+	if _, err := c.Resume(tailOf(part0, feedA, 1, 0, ascii(99, ""), ascii(100, ""))); err != nil {
+		t.Fatal(err)
+	}
+	if _, ws := feed(t, c, startEv(feedA, 95), msg(feedA, 100), msg(feedA, 101)); len(ws) != 1 || ws[0].origin.Seq != 101 {
 		t.Errorf("wrote %+v", ws)
 	}
 }

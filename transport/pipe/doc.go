@@ -3,7 +3,8 @@
 // recorders that copy a direct feed into a log.
 //
 // Each message is written to the destination with its origin (stream,
-// position, publish time, topic) in headers (transport.AppendOrigin),
+// position, publish time, topic) in one binary header
+// (transport.HeaderOrigin, written by transport.AppendOrigin),
 // keeping its key, headers and payload; its topic moves to the origin
 // headers, since the destination URL decides where a log writes. A Gap of
 // the source is written as a gap marker (transport.GapMarker), so the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 
 	"github.com/brokerless/brokerless/transport"
 )
@@ -198,6 +199,24 @@ func (d *dest) holds(given map[transport.StreamID][]uint64) func(transport.Strea
 		checked[stream] = i
 		return nil
 	}
+}
+
+// batchDest is a dest that takes many messages at once, as package
+// kafka's Publisher does; it counts the calls and their messages.
+type batchDest struct {
+	*dest
+	calls, messages atomic.Int64
+}
+
+func (b *batchDest) PublishReceipts(ctx context.Context, ms []transport.Message, done func(int, transport.Receipt, error)) (int, error) {
+	b.calls.Add(1)
+	for i := range ms {
+		if err := b.PublishReceipt(ctx, ms[i], func(r transport.Receipt, err error) { done(i, r, err) }); err != nil {
+			return i, err
+		}
+		b.messages.Add(1)
+	}
+	return len(ms), nil
 }
 
 // plainDest is a destination without receipts: Flush accepts.

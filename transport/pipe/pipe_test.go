@@ -53,8 +53,20 @@ func waitAcked(t *testing.T, src *ackingSource, stream transport.StreamID, seq u
 // with their origin, and every acknowledgement comes after the
 // destination held everything it covers.
 func TestPipeForwardsAtLeastOnce(t *testing.T) {
+	t.Run("one at a time", func(t *testing.T) { pipeForwardsAtLeastOnce(t, false) })
+	t.Run("batches", func(t *testing.T) { pipeForwardsAtLeastOnce(t, true) })
+}
+
+// pipeForwardsAtLeastOnce is TestPipeForwardsAtLeastOnce, into a
+// destination that takes many messages at once when batched.
+func pipeForwardsAtLeastOnce(t *testing.T, batched bool) {
 	const n = 5000
 	d := &dest{}
+	var to transport.Publisher = d
+	bd := &batchDest{dest: d}
+	if batched {
+		to = bd
+	}
 	given := map[transport.StreamID][]uint64{}
 	src := newAckingSource(2*n+8, d.holds(given))
 	src.events <- *startEv(feedA, 1)
@@ -73,7 +85,7 @@ func TestPipeForwardsAtLeastOnce(t *testing.T) {
 	}
 	src.events <- transport.Event{Kind: transport.EventStreamEnd, End: transport.StreamEnd{Stream: feedA, LastSeq: n, Reason: transport.EndClosed}}
 
-	p, err := New(src, d, Config{MaxInFlight: 256})
+	p, err := New(src, to, Config{MaxInFlight: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +143,9 @@ func TestPipeForwardsAtLeastOnce(t *testing.T) {
 	}
 	if d.maxPending > 256 {
 		t.Errorf("%d in flight, more than MaxInFlight", d.maxPending)
+	}
+	if bd.calls.Load() == 0 != !batched || batched && int(bd.messages.Load()) != d.published {
+		t.Errorf("batched %v: %d batches of %d messages in all, %d published", batched, bd.calls.Load(), bd.messages.Load(), d.published)
 	}
 	if s := p.Stats(); s.Forwarded != uint64(len(d.held)-1) || s.Markers != 1 || s.InFlight != 0 || s.Acks == 0 {
 		t.Errorf("stats %+v", s)

@@ -16,16 +16,22 @@ import (
 
 // BenchmarkRecorder: the recording rate of a feed's archive (`brokerless
 // mcast record` is this pipe, mcast:// with join=earliest → logd://), for
-// 64-byte and 1 KiB messages. Each round, on one logd in the process,
-// in this order:
+// 64-byte and 1 KiB messages. Each round, on one logd in the process
+// (its default configuration: group commit), in this order:
 //
-//   - logd alone: one publisher (acks=all) writing n records as the
-//     recorder writes them (the payload and its origin headers) as fast
-//     as it can: rate L;
+//   - logd alone (L1): one publisher (logd://, acks=all, idempotent, as the
+//     recorder's) writing n records as the recorder writes them (the
+//     payload and its origin header, brokerless.origin with a 36-byte
+//     value), as fast as it can, through the same client call as the
+//     recorder (kafka.Publisher.PublishReceipts, batches of
+//     recordBatch);
 //   - the recorder: the highest rate of a feed (lo, TTL 0, paced, one
 //     second; the publisher keeps 0.1 s of it) that it records whole,
-//     with no gap marker, bisected in [0, L]: rate R, the rate the feed
-//     reached (below the pace asked when the publisher cannot keep it);
+//     with no gap marker, bisected in [0, 1.25 L1], L1 logd alone's
+//     rate measured just before: rate R, the rate the feed reached
+//     (below the pace asked when the publisher cannot keep it); logd
+//     alone is measured again just after (L2), and L is the mean of the
+//     two, so that both sides of the ratio see the same load;
 //   - the live feed: the highest rate of the same feed that a plain
 //     subscriber receives whole, with no gap, bisected in [0, 4L]: rate
 //     F, likewise reached.
@@ -50,13 +56,15 @@ func BenchmarkRecorder(b *testing.B) {
 			topic := 0
 			next := func(kind string) string { topic++; return fmt.Sprintf("%s-%d", kind, topic) }
 			for r := range rounds {
-				l := logdAlone(b, addr, next("alone"), n, payloads, headers)
-				rec, recTried := highestWhole(l, func(rate float64) (int, float64) { return recordRun(b, addr, next("rec"), payloads, rate) })
+				l1 := logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch)
+				rec, recTried := highestWhole(1.25*l1, func(rate float64) (int, float64) { return recordRun(b, addr, next("rec"), payloads, rate) })
+				l2 := logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch)
+				l := (l1 + l2) / 2 // logd alone on both sides of the recorder's search
 				live, liveTried := highestWhole(4*l, func(rate float64) (int, float64) { return liveRun(b, payloads, rate) })
 				logdRates, recRates, liveRates = append(logdRates, l), append(recRates, rec), append(liveRates, live)
 				recLogd, recLive = append(recLogd, rec/l), append(recLive, rec/live)
-				b.Logf("round %d, %d-byte messages: logd alone %.0f records/s; recorder %.0f msgs/s whole (%.2f of logd); live feed %.0f msgs/s whole (recorder %.2f of it); rate:lost recorder %v, live %v",
-					r+1, size, l, rec, rec/l, live, rec/live, recTried, liveTried)
+				b.Logf("round %d, %d-byte messages, each record %d bytes of payload and a %d-byte origin header, acks=all, logd default config: logd alone (PublishReceipts, %d a call) %.0f records/s (%.0f before the recorder's search, %.0f after); recorder (mcast join=earliest → pipe → PublishReceipts, as far behind as it is a call) %.0f msgs/s whole (%.2f of logd); live feed %.0f msgs/s whole (recorder %.2f of it); rate/reached:lost recorder %v, live %v",
+					r+1, size, size, len(headers[0].Value), recordBatch, l, l1, l2, rec, rec/l, live, rec/live, recTried, liveTried)
 			}
 			b.ReportMetric(median(logdRates), "logd-msgs/s")
 			b.ReportMetric(median(recRates), "record-msgs/s")
@@ -67,6 +75,10 @@ func BenchmarkRecorder(b *testing.B) {
 		})
 	}
 }
+
+// recordBatch is how many records logd alone writes a call: about what
+// a recorder behind its feed hands its destination at once.
+const recordBatch = 1024
 
 // highestWhole bisects, in six runs, for the highest rate in [0, hi] at
 // which run loses nothing: hi first, then halves. run paces a feed at

@@ -1,0 +1,196 @@
+package transport
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// HeaderOrigin carries a message's origin in one binary header, as
+// pipes and recorders write it: version 1 of the layout below, every
+// integer big-endian (Kafka's own byte order), so that any Kafka client
+// can decode it (OriginValue.Decode does, and AppendOriginValue writes
+// it).
+//
+//	offset  size  field
+//	0       1     version: 1
+//	1       1     flags: 0x01 the origin stream is a log's (topic and
+//	              partition), else a feed's (feed and session);
+//	              0x02 the record is a gap marker; other bits 0
+//	2       8     seq: the position in the origin stream (a gap
+//	              marker's first, From), uint64
+//	10      8     time: the publish time, Unix nanoseconds, int64
+//	18            the origin stream: a feed's is feed (uint32) then
+//	              session (uint64), 12 bytes; a log's is partition
+//	              (int32, ≥ 0), then its topic: length (uint16, ≥ 1)
+//	              and bytes
+//	              a gap marker only: To (uint64, ≥ seq), then reason
+//	              (uint8, ≥ 1, a GapReason), 9 bytes
+//	              the message's topic in the origin: length (uint16, 0
+//	              when it had none) and bytes
+//
+// Nothing follows; a value of another version, with other flags, too
+// short or too long is refused (ErrBadOrigin). A message of feed 1 with
+// topic "AAPL" takes 36 bytes (the ASCII headers of earlier versions
+// took about 110). A later layout takes a new version number; readers
+// still read version 1, and the ASCII headers (HeaderOriginStream and
+// the others), which archives written before hold.
+const HeaderOrigin = "brokerless.origin"
+
+// OriginVersion is the version of HeaderOrigin's layout that
+// AppendOriginValue writes.
+const OriginVersion = 1
+
+// Flags of HeaderOrigin's value.
+const (
+	originFlagLog = 0x01
+	originFlagGap = 0x02
+)
+
+// originFixed is the size of the fields every value has: version,
+// flags, seq and time.
+const originFixed = 18
+
+// OriginValue is HeaderOrigin's value decoded, without copying: its
+// byte slices alias the value.
+type OriginValue struct {
+	// Log: the origin stream is a log's (LogTopic, Partition), else a
+	// feed's (Feed, Session).
+	Log       bool
+	Feed      uint32
+	Session   uint64
+	LogTopic  []byte
+	Partition int32
+	Seq       uint64
+	// Time is the publish time, Unix nanoseconds.
+	Time int64
+	// Topic is the message's topic in the origin; empty when none.
+	Topic []byte
+	// Gap: the record is a gap marker for Seq..GapTo, for GapReason.
+	Gap       bool
+	GapTo     uint64
+	GapReason GapReason
+}
+
+// Stream is the origin stream. A log's topic is made a string (one
+// allocation).
+func (v *OriginValue) Stream() StreamID {
+	if v.Log {
+		return StreamID{Topic: string(v.LogTopic), Partition: v.Partition}
+	}
+	return StreamID{Feed: v.Feed, Session: v.Session}
+}
+
+// Origin is the value as an Origin (the topics made strings).
+func (v *OriginValue) Origin() Origin {
+	return Origin{Stream: v.Stream(), Seq: v.Seq, Time: time.Unix(0, v.Time), Topic: string(v.Topic)}
+}
+
+// Decode reads a HeaderOrigin value (see its layout) into v. On error v
+// is left partly filled.
+func (v *OriginValue) Decode(b []byte) error {
+	if len(b) < originFixed {
+		return fmt.Errorf("%w: %s: %d bytes, want at least %d", ErrBadOrigin, HeaderOrigin, len(b), originFixed)
+	}
+	if b[0] != OriginVersion {
+		return fmt.Errorf("%w: %s: version %d, this reader knows %d", ErrBadOrigin, HeaderOrigin, b[0], OriginVersion)
+	}
+	flags := b[1]
+	if flags&^(originFlagLog|originFlagGap) != 0 {
+		return fmt.Errorf("%w: %s: unknown flags %#x", ErrBadOrigin, HeaderOrigin, flags)
+	}
+	v.Log, v.Gap = flags&originFlagLog != 0, flags&originFlagGap != 0
+	v.Seq = binary.BigEndian.Uint64(b[2:])
+	v.Time = int64(binary.BigEndian.Uint64(b[10:]))
+	rest := b[originFixed:]
+	short := func() error { return fmt.Errorf("%w: %s: %d bytes, cut short", ErrBadOrigin, HeaderOrigin, len(b)) }
+	if v.Log {
+		if len(rest) < 6 {
+			return short()
+		}
+		v.Partition = int32(binary.BigEndian.Uint32(rest))
+		n := int(binary.BigEndian.Uint16(rest[4:]))
+		rest = rest[6:]
+		if v.Partition < 0 || n == 0 {
+			return fmt.Errorf("%w: %s: partition %d, topic of %d bytes", ErrBadOrigin, HeaderOrigin, v.Partition, n)
+		}
+		if len(rest) < n {
+			return short()
+		}
+		v.LogTopic, v.Feed, v.Session = rest[:n:n], 0, 0
+		rest = rest[n:]
+	} else {
+		if len(rest) < 12 {
+			return short()
+		}
+		v.Feed = binary.BigEndian.Uint32(rest)
+		v.Session = binary.BigEndian.Uint64(rest[4:])
+		v.LogTopic, v.Partition = nil, 0
+		rest = rest[12:]
+	}
+	v.GapTo, v.GapReason = 0, 0
+	if v.Gap {
+		if len(rest) < 9 {
+			return short()
+		}
+		v.GapTo, v.GapReason = binary.BigEndian.Uint64(rest), GapReason(rest[8])
+		rest = rest[9:]
+		if v.GapTo < v.Seq || v.GapReason == 0 {
+			return fmt.Errorf("%w: %s: gap %d-%d reason %d: want FROM ≤ TO and a reason", ErrBadOrigin, HeaderOrigin, v.Seq, v.GapTo, v.GapReason)
+		}
+	}
+	if len(rest) < 2 {
+		return short()
+	}
+	n := int(binary.BigEndian.Uint16(rest))
+	rest = rest[2:]
+	if len(rest) != n {
+		return fmt.Errorf("%w: %s: topic of %d bytes in %d", ErrBadOrigin, HeaderOrigin, n, len(rest))
+	}
+	v.Topic = nil
+	if n > 0 {
+		v.Topic = rest
+	}
+	return nil
+}
+
+// maxOriginText is the longest topic (of a log stream, or of a message)
+// HeaderOrigin's layout can hold.
+const maxOriginText = 1<<16 - 1
+
+// AppendOriginValue appends o's HeaderOrigin value to b; with a gap g,
+// that of g's marker (g.From is its seq, o.Seq is ignored). A topic
+// longer than 65,535 bytes is cut to that (Kafka's own topic names are
+// at most 249).
+func AppendOriginValue(b []byte, o Origin, g *Gap) []byte {
+	flags := byte(0)
+	s, seq := o.Stream, o.Seq
+	if g != nil {
+		flags |= originFlagGap
+		s, seq = g.Stream, g.From
+	}
+	if s.Topic != "" {
+		flags |= originFlagLog
+	}
+	b = append(b, OriginVersion, flags)
+	b = binary.BigEndian.AppendUint64(b, seq)
+	b = binary.BigEndian.AppendUint64(b, uint64(o.Time.UnixNano()))
+	if s.Topic != "" {
+		b = binary.BigEndian.AppendUint32(b, uint32(max(s.Partition, 0)))
+		b = appendOriginText(b, s.Topic)
+	} else {
+		b = binary.BigEndian.AppendUint32(b, s.Feed)
+		b = binary.BigEndian.AppendUint64(b, s.Session)
+	}
+	if g != nil {
+		b = binary.BigEndian.AppendUint64(b, g.To)
+		b = append(b, byte(g.Reason))
+	}
+	return appendOriginText(b, o.Topic)
+}
+
+func appendOriginText(b []byte, s string) []byte {
+	s = s[:min(len(s), maxOriginText)]
+	b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
+	return append(b, s...)
+}
