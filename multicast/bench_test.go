@@ -244,6 +244,7 @@ type rateResult struct {
 	lost      uint64  // messages reported in gaps
 	held      uint64  // Publish calls flow control held
 	recvBuf   int     // the subscriber's SO_RCVBUF granted, bytes
+	gso, gro  bool    // the publisher sent with GSO, the subscriber read with GRO
 }
 
 // transportRate publishes n messages as fast as Publish takes them and
@@ -321,7 +322,8 @@ func transportRateConfig(b *testing.B, n int, cfg, scfg Config, receipts bool) r
 	}
 	_ = p.Flush(ctx)
 	st := p.Stats()
-	return rateResult{msgs: rate, datagrams: st.Datagrams, bytes: st.Bytes, lost: lost, held: st.FlowHeld, recvBuf: s.Stats().RecvBuffer}
+	ss := s.Stats()
+	return rateResult{msgs: rate, datagrams: st.Datagrams, bytes: st.Bytes, lost: lost, held: st.FlowHeld, recvBuf: ss.RecvBuffer, gso: st.GSORuns > 0, gro: ss.GROReads > 0}
 }
 
 // rawUDPRate sends n datagrams of size bytes to a multicast group on lo
@@ -382,6 +384,72 @@ func rawUDP(b *testing.B, n, size int) rawResult {
 			break // the sender is done and the rest was dropped
 		}
 		res.got += k
+		last = time.Now()
+		_ = rc.SetReadDeadline(last.Add(50 * time.Millisecond))
+	}
+	wg.Wait()
+	res.rate = float64(res.got) / last.Sub(start).Seconds()
+	return res
+}
+
+// rawUDPOffload is rawUDP with the kernel's UDP offloads, as the
+// transport uses them where they work: the sender hands runs of up to
+// gsoMaxSegments datagrams to sendmmsg as one GSO entry each, the
+// receiver reads them merged (GRO) and counts the datagrams in each.
+func rawUDPOffload(b *testing.B, n, size int) rawResult {
+	cfg, rc, sc := rawPair(b)
+	var res rawResult
+	res.recvBuffer, _ = bufferSizes(rc, cfg.RecvBuffer, 0, cfg.Logger)
+	bufferSizes(sc, 0, cfg.SendBuffer, cfg.Logger)
+	if !enableGRO(rc) || !gsoAvailable() {
+		b.Skip("no UDP GSO or GRO here")
+	}
+	segs := min(gsoMaxSegments, gsoMaxBytes/size)
+	batch := cfg.Batch
+	var wg sync.WaitGroup
+	wg.Add(1)
+	start := time.Now()
+	go func() {
+		defer wg.Done()
+		w := ipv4.NewPacketConn(sc)
+		group := net.UDPAddrFromAddrPort(cfg.Group)
+		msgs := make([]ipv4.Message, batch)
+		for i := range msgs {
+			bufs := make([][]byte, segs)
+			for j := range bufs {
+				bufs[j] = make([]byte, size)
+			}
+			msgs[i] = ipv4.Message{Buffers: bufs, Addr: group, OOB: segmentCmsg(size)}
+		}
+		for sent := 0; sent < n; {
+			k := 0
+			for left := n - sent; k < batch && left > 0; k++ {
+				c := min(segs, left)
+				msgs[k].Buffers = msgs[k].Buffers[:c]
+				left -= c
+			}
+			m, err := w.WriteBatch(msgs[:k], 0)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			for i := range msgs[:m] {
+				sent += len(msgs[i].Buffers)
+			}
+		}
+	}()
+	rb := newReadBatch(rc, batch, maxDatagram, true)
+	last := time.Now()
+	_ = rc.SetReadDeadline(time.Now().Add(time.Minute))
+	count := func([]byte, netip.AddrPort) { res.got++ }
+	for res.got < n {
+		k, err := rb.read()
+		if err != nil {
+			break // the sender is done and the rest was dropped
+		}
+		for i := range k {
+			rb.each(i, count)
+		}
 		last = time.Now()
 		_ = rc.SetReadDeadline(last.Add(50 * time.Millisecond))
 	}
