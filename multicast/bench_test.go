@@ -243,6 +243,8 @@ type rateResult struct {
 	bytes     uint64  // their bytes
 	lost      uint64  // messages reported in gaps
 	held      uint64  // Publish calls flow control held
+	recvBuf   int     // the subscriber's SO_RCVBUF granted, bytes
+	gso, gro  bool    // the publisher sent with GSO, the subscriber read with GRO
 }
 
 // transportRate publishes n messages as fast as Publish takes them and
@@ -320,19 +322,35 @@ func transportRateConfig(b *testing.B, n int, cfg, scfg Config, receipts bool) r
 	}
 	_ = p.Flush(ctx)
 	st := p.Stats()
-	return rateResult{msgs: rate, datagrams: st.Datagrams, bytes: st.Bytes, lost: lost, held: st.FlowHeld}
+	ss := s.Stats()
+	return rateResult{msgs: rate, datagrams: st.Datagrams, bytes: st.Bytes, lost: lost, held: st.FlowHeld, recvBuf: ss.RecvBuffer, gso: st.GSORuns > 0, gro: ss.GROReads > 0}
 }
 
 // rawUDPRate sends n datagrams of size bytes to a multicast group on lo
 // in batches and returns the rate at which a batch-reading receiver got
-// them (the receiver stops when the sender is done and nothing more
-// comes).
-func rawUDPRate(b *testing.B, n, size int) float64 {
+// them.
+func rawUDPRate(b *testing.B, n, size int) float64 { return rawUDP(b, n, size).rate }
+
+// rawResult is what one raw run measured.
+type rawResult struct {
+	rate       float64 // datagrams received per second
+	got        int     // datagrams received
+	recvBuffer int     // SO_RCVBUF granted, bytes (as SubscriberStats.RecvBuffer)
+}
+
+// rawUDP sends n datagrams of size bytes to a multicast group on lo in
+// batches (sendmmsg) to a batch-reading receiver (recvmmsg), both
+// sockets set up and sized as the transport's are. The clock runs from
+// the start of sending to the last datagram received; the receiver
+// waits as long as it takes for the first, and stops once it has all n
+// or nothing more came for 50 ms (the rest was dropped: got < n).
+func rawUDP(b *testing.B, n, size int) rawResult {
 	cfg, rc, sc := rawPair(b)
-	bufferSizes(rc, cfg.RecvBuffer, 0, cfg.Logger)
+	var res rawResult
+	res.recvBuffer, _ = bufferSizes(rc, cfg.RecvBuffer, 0, cfg.Logger)
 	bufferSizes(sc, 0, cfg.SendBuffer, cfg.Logger)
 
-	const batch = 32
+	batch := cfg.Batch
 	var wg sync.WaitGroup
 	wg.Add(1)
 	start := time.Now()
@@ -358,19 +376,86 @@ func rawUDPRate(b *testing.B, n, size int) float64 {
 	for i := range msgs {
 		msgs[i].Buffers = [][]byte{make([]byte, maxDatagram)}
 	}
-	got := 0
 	last := time.Now()
-	for got < n {
-		_ = rc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	_ = rc.SetReadDeadline(time.Now().Add(time.Minute))
+	for res.got < n {
 		k, err := r.ReadBatch(msgs, 0)
 		if err != nil {
 			break // the sender is done and the rest was dropped
 		}
-		got += k
+		res.got += k
 		last = time.Now()
+		_ = rc.SetReadDeadline(last.Add(50 * time.Millisecond))
 	}
 	wg.Wait()
-	return float64(got) / last.Sub(start).Seconds()
+	res.rate = float64(res.got) / last.Sub(start).Seconds()
+	return res
+}
+
+// rawUDPOffload is rawUDP with the kernel's UDP offloads, as the
+// transport uses them where they work: the sender hands runs of up to
+// gsoMaxSegments datagrams to sendmmsg as one GSO entry each, the
+// receiver reads them merged (GRO) and counts the datagrams in each.
+func rawUDPOffload(b *testing.B, n, size int) rawResult {
+	cfg, rc, sc := rawPair(b)
+	var res rawResult
+	res.recvBuffer, _ = bufferSizes(rc, cfg.RecvBuffer, 0, cfg.Logger)
+	bufferSizes(sc, 0, cfg.SendBuffer, cfg.Logger)
+	if !enableGRO(rc) || !gsoAvailable() {
+		b.Skip("no UDP GSO or GRO here")
+	}
+	segs := min(gsoMaxSegments, gsoMaxBytes/size)
+	batch := cfg.Batch
+	var wg sync.WaitGroup
+	wg.Add(1)
+	start := time.Now()
+	go func() {
+		defer wg.Done()
+		w := ipv4.NewPacketConn(sc)
+		group := net.UDPAddrFromAddrPort(cfg.Group)
+		msgs := make([]ipv4.Message, batch)
+		for i := range msgs {
+			bufs := make([][]byte, segs)
+			for j := range bufs {
+				bufs[j] = make([]byte, size)
+			}
+			msgs[i] = ipv4.Message{Buffers: bufs, Addr: group, OOB: segmentCmsg(size)}
+		}
+		for sent := 0; sent < n; {
+			k := 0
+			for left := n - sent; k < batch && left > 0; k++ {
+				c := min(segs, left)
+				msgs[k].Buffers = msgs[k].Buffers[:c]
+				left -= c
+			}
+			m, err := w.WriteBatch(msgs[:k], 0)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			for i := range msgs[:m] {
+				sent += len(msgs[i].Buffers)
+			}
+		}
+	}()
+	rb := newReadBatch(rc, batch, maxDatagram, true)
+	last := time.Now()
+	_ = rc.SetReadDeadline(time.Now().Add(time.Minute))
+	count := func([]byte, netip.AddrPort) { res.got++ }
+	for res.got < n {
+		k, err := rb.read()
+		if err != nil {
+			break // the sender is done and the rest was dropped
+		}
+		for i := range k {
+			rb.each(i, count)
+		}
+		last = time.Now()
+		_ = rc.SetReadDeadline(last.Add(50 * time.Millisecond))
+	}
+	wg.Wait()
+	res.rate = float64(res.got) / last.Sub(start).Seconds()
+	return res
 }
 
 // rawPair opens a plain UDP receiver joined to a fresh group on lo and a
@@ -378,6 +463,7 @@ func rawUDPRate(b *testing.B, n, size int) float64 {
 // them.
 func rawPair(b *testing.B) (cfg Config, rc, sc *net.UDPConn) {
 	cfg = testConfig(b)
+	cfg.setDefaults() // the transport's buffer sizes and batch
 	return cfg, rawReceiver(b, cfg), rawSender(b, cfg)
 }
 

@@ -68,6 +68,11 @@ type Config struct {
 	// error wrapping reliable.ErrFlowControl at once, instead of
 	// waiting, while the receivers it waits for are behind.
 	FlowFail bool
+	// NoOffload turns off UDP segmentation and receive offload (GSO,
+	// GRO), which are otherwise used where the kernel offers them: a
+	// publisher then sends, and a subscriber reads, one datagram per
+	// batch entry.
+	NoOffload bool
 	// Queue is how many batches of events a Subscriber buffers for its
 	// reader before it stops reading the socket. Default 64.
 	Queue int

@@ -3,11 +3,14 @@ package multicast
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,28 +67,38 @@ func benchLatency(b *testing.B, rate int) {
 	}{{"p50", 0.5}, {"p99", 0.99}, {"p99.9", 0.999}}
 	ours := make([][]float64, len(quantiles))
 	raw := make([][]float64, len(quantiles))
-	var ratio []float64
+	var p50x, p99x []float64
+	var lost, rawLost int
 	for round := range latencyRounds {
-		var r, o *latency.Histogram
+		var r, o latencyRun
 		if round%2 == 0 {
 			r, o = receiveLatency(b, "raw", b.N, rate), receiveLatency(b, "mcast", b.N, rate)
 		} else {
 			o, r = receiveLatency(b, "mcast", b.N, rate), receiveLatency(b, "raw", b.N, rate)
 		}
 		for i, q := range quantiles {
-			ours[i] = append(ours[i], float64(o.Quantile(q.q).Microseconds()))
-			raw[i] = append(raw[i], float64(r.Quantile(q.q).Microseconds()))
+			ours[i] = append(ours[i], float64(o.h.Quantile(q.q).Microseconds()))
+			raw[i] = append(raw[i], float64(r.h.Quantile(q.q).Microseconds()))
 		}
-		ratio = append(ratio, float64(o.Quantile(0.99))/float64(r.Quantile(0.99)))
-		b.Logf("round %d: transport p50 %v p99 %v p99.9 %v; raw p50 %v p99 %v p99.9 %v; p99 %.2f× raw",
-			round+1, o.Quantile(0.5), o.Quantile(0.99), o.Quantile(0.999),
-			r.Quantile(0.5), r.Quantile(0.99), r.Quantile(0.999), ratio[round])
+		p50x = append(p50x, float64(o.h.Quantile(0.5))/float64(r.h.Quantile(0.5)))
+		p99x = append(p99x, float64(o.h.Quantile(0.99))/float64(r.h.Quantile(0.99)))
+		lost, rawLost = lost+o.lost, rawLost+r.lost
+		b.Logf("round %d: transport p50 %v p99 %v p99.9 %v (%d lost); raw p50 %v p99 %v p99.9 %v (%d lost); p50 %.2f× raw, p99 %.2f× raw",
+			round+1, o.h.Quantile(0.5), o.h.Quantile(0.99), o.h.Quantile(0.999), o.lost,
+			r.h.Quantile(0.5), r.h.Quantile(0.99), r.h.Quantile(0.999), r.lost, p50x[round], p99x[round])
 	}
 	for i, q := range quantiles {
 		b.ReportMetric(median(ours[i]), q.name+"-µs")
 		b.ReportMetric(median(raw[i]), "raw-"+q.name+"-µs")
 	}
-	b.ReportMetric(median(ratio), "p99-x-raw")
+	b.ReportMetric(median(p50x), "p50-x-raw")
+	b.ReportMetric(slices.Min(p50x), "p50-x-raw-min")
+	b.ReportMetric(slices.Max(p50x), "p50-x-raw-max")
+	b.ReportMetric(median(p99x), "p99-x-raw")
+	b.ReportMetric(slices.Min(p99x), "p99-x-raw-min")
+	b.ReportMetric(slices.Max(p99x), "p99-x-raw-max")
+	b.ReportMetric(float64(lost), "lost")
+	b.ReportMetric(float64(rawLost), "raw-lost")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -112,31 +125,56 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// latencyRun is what one side of a round measured.
+type latencyRun struct {
+	h    *latency.Histogram
+	lost int // messages never received (raw UDP) or reported lost (a Gap)
+}
+
 // receiveLatency starts a sender process of the given kind and records
-// the latency of n messages.
-func receiveLatency(b *testing.B, kind string, n, rate int) *latency.Histogram {
+// the latency of the n messages it sends. Raw UDP has no repair: what
+// its receiver's buffer drops is counted once the sender has exited and
+// nothing more came for latencyIdle. Both receivers ask for the
+// transport's default receive buffer.
+func receiveLatency(b *testing.B, kind string, n, rate int) latencyRun {
 	cfg := testConfig(b)
-	var next func(ctx context.Context) (time.Time, error)
+	exited := make(chan struct{})
+	var next func(ctx context.Context) (sent time.Time, lost int, err error)
 	if kind == "raw" {
 		rc := rawReceiver(b, cfg)
+		bufferSizes(rc, DefaultSocketBytes, 0, slog.New(slog.DiscardHandler))
 		buf := make([]byte, 2048)
-		next = func(ctx context.Context) (time.Time, error) {
-			dl, _ := ctx.Deadline()
-			_ = rc.SetReadDeadline(dl)
+		next = func(ctx context.Context) (time.Time, int, error) {
 			for {
+				_ = rc.SetReadDeadline(time.Now().Add(latencyIdle))
 				k, _, err := rc.ReadFromUDPAddrPort(buf)
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					select {
+					case <-exited:
+						return time.Time{}, 0, errSenderDone
+					case <-ctx.Done():
+						return time.Time{}, 0, ctx.Err()
+					default:
+						continue
+					}
+				}
 				if err != nil || k == benchPayload {
-					return time.Unix(0, int64(binary.BigEndian.Uint64(buf))), err
+					return time.Unix(0, int64(binary.BigEndian.Uint64(buf))), 0, err
 				}
 			}
 		}
 	} else {
 		s := mustSub(b, cfg)
-		next = func(ctx context.Context) (time.Time, error) {
+		next = func(ctx context.Context) (time.Time, int, error) {
 			for {
 				ev, err := s.Receive(ctx)
-				if err != nil || ev.Kind == transport.EventMessage {
-					return ev.Message.Time, err
+				switch {
+				case err != nil:
+					return time.Time{}, 0, err
+				case ev.Kind == transport.EventMessage:
+					return ev.Message.Time, 0, nil
+				case ev.Kind == transport.EventGap:
+					return time.Time{}, int(ev.Gap.Len()), nil
 				}
 			}
 		}
@@ -148,20 +186,35 @@ func receiveLatency(b *testing.B, kind string, n, rate int) *latency.Histogram {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer cmd.Wait()
+	go func() { _ = cmd.Wait(); close(exited) }()
+	defer func() { <-exited }()
 	defer cmd.Process.Kill()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	h := latency.New()
-	for int(h.Count()) < n {
-		sent, err := next(ctx)
-		if err != nil {
-			b.Fatalf("%s: after %d messages: %v", kind, h.Count(), err)
+	run := latencyRun{h: latency.New()}
+	for int(run.h.Count())+run.lost < n {
+		sent, lost, err := next(ctx)
+		if errors.Is(err, errSenderDone) {
+			run.lost = n - int(run.h.Count())
+			break
 		}
-		h.Record(time.Since(sent))
+		if err != nil {
+			b.Fatalf("%s: after %d messages: %v", kind, run.h.Count(), err)
+		}
+		if lost > 0 {
+			run.lost += lost
+			continue
+		}
+		run.h.Record(time.Since(sent))
 	}
-	return h
+	return run
 }
+
+// latencyIdle: a raw receiver that got nothing for this long after its
+// sender exited has got all it will.
+const latencyIdle = 100 * time.Millisecond
+
+var errSenderDone = errors.New("sender exited and nothing more came")
 
 // runSender is the sender process: it sends the messages its
 // environment asks for, on the schedule, then exits.

@@ -1,6 +1,7 @@
 package multicast
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,8 @@ type Publisher struct {
 	conn  *net.UDPConn
 	batch *ipv4.PacketConn
 	group *net.UDPAddr
+	mtu   int  // the engine's MTU: the largest datagram it builds
+	gso   bool // send runs of datagrams with UDP GSO; owned by sendLoop
 
 	mu        sync.Mutex
 	eng       *reliable.Sender
@@ -69,6 +72,9 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	if cfg.Key != nil {
 		scfg.Key = cfg.Key
 	}
+	gso := !cfg.NoOffload && gsoAvailable()
+	// Full datagrams of one size make long GSO runs.
+	scfg.PadFull = scfg.PadFull || gso
 	eng, err := reliable.NewSender(scfg, cfg.Now())
 	if err != nil {
 		return nil, engineConfigError(err, "Sender.")
@@ -86,6 +92,8 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 		conn:     conn,
 		batch:    ipv4.NewPacketConn(conn),
 		group:    net.UDPAddrFromAddrPort(cfg.Group),
+		mtu:      cmp.Or(scfg.MTU, reliable.DefaultMTU),
+		gso:      gso,
 		eng:      eng,
 		progress: make(chan struct{}),
 		inbox:    newInbox(1024),
@@ -93,6 +101,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
+	p.stats.GSO = gso
 	_, p.stats.SendBuffer = bufferSizes(conn, cfg.RecvBuffer, cfg.SendBuffer, cfg.Logger)
 	p.wg.Add(2)
 	go p.sendLoop()

@@ -12,21 +12,27 @@ import (
 )
 
 // sendLoop hands the engine's datagrams to the kernel, a batch per
-// system call, calls the done of the receipts their writing settled, and
-// sleeps until woken or the engine's next deadline (heartbeats,
-// rate-limited repairs). When it stops, it calls the done of every
-// receipt left.
+// system call (runs of equal-size datagrams as one UDP GSO entry each,
+// when the kernel takes them), calls the done of the receipts their
+// writing settled, and sleeps until woken or the engine's next deadline
+// (heartbeats, rate-limited repairs). When it stops, it calls the done
+// of every receipt left.
 func (p *Publisher) sendLoop() {
 	defer p.wg.Done()
-	msgs := make([]ipv4.Message, p.cfg.Batch)
-	bufs := make([][]byte, p.cfg.Batch)
-	for i := range msgs {
-		bufs[i] = make([]byte, maxDatagram)
-		msgs[i].Buffers = [][]byte{nil}
+	gather := p.cfg.Batch
+	if p.gso {
+		gather *= gsoGather
 	}
-	upto := make([]uint64, p.cfg.Batch) // the engine's SentNext after each datagram
-	errs := make([]error, p.cfg.Batch)  // why the kernel refused each, if it did
-	var due []pendingReceipt            // receipts whose done is being called
+	bufs := make([][]byte, gather)
+	dgrams := make([][]byte, gather)
+	for i := range bufs {
+		bufs[i] = make([]byte, p.mtu)
+	}
+	dst := make([]netip.AddrPort, gather)
+	upto := make([]uint64, gather) // the engine's SentNext after each datagram
+	errs := make([]error, gather)  // why the kernel refused each, if it did
+	w := newSendBatch(gather)
+	var due []pendingReceipt // receipts whose done is being called
 	stream := p.eng.Stream()
 	defer func() {
 		p.mu.Lock()
@@ -34,7 +40,6 @@ func (p *Publisher) sendLoop() {
 		p.mu.Unlock()
 		fire(stream, due)
 	}()
-	unicast := make([]*net.UDPAddr, p.cfg.Batch)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -61,13 +66,12 @@ func (p *Publisher) sendLoop() {
 			p.lastNack = now // a STATUS is no reason to linger at Close
 		}
 		n := 0
-		for n < len(msgs) {
+		for n < gather {
 			l, to, ok := p.eng.NextOutgoing(now, bufs[n])
 			if !ok {
 				break
 			}
-			msgs[n].Buffers[0] = bufs[n][:l]
-			msgs[n].Addr = p.destination(to, &unicast[n])
+			dgrams[n], dst[n] = bufs[n][:l], to
 			upto[n] = p.eng.SentNext()
 			n++
 		}
@@ -84,13 +88,15 @@ func (p *Publisher) sendLoop() {
 		p.writing = true
 		p.mu.Unlock()
 
-		calls, failed := p.write(msgs[:n], errs)
+		calls, failed, runs := p.write(w, dgrams[:n], dst[:n], errs)
 
 		p.mu.Lock()
 		p.writing = false
 		p.lastWrite = p.cfg.Now()
 		p.stats.SendCalls += calls
 		p.stats.SendErrors += failed
+		p.stats.GSO = p.gso
+		p.stats.GSORuns += runs
 		for i := 0; i < n; i++ {
 			p.rcpt.settle(upto[i], errs[i])
 			errs[i] = nil
@@ -100,6 +106,66 @@ func (p *Publisher) sendLoop() {
 		p.mu.Unlock()
 		fire(stream, due)
 	}
+}
+
+// gsoGather is how many times Config.Batch datagrams sendLoop takes
+// from the engine per system call when it sends with GSO: a batch entry
+// then carries a run of datagrams, not one.
+const gsoGather = 8
+
+// sendBatch is sendLoop's scratch for one sendmmsg: its entries, the
+// index of each entry's first datagram, their control messages (the
+// GSO segment size) and unicast addresses.
+type sendBatch struct {
+	msgs    []ipv4.Message
+	first   []int
+	oob     [][]byte
+	unicast []*net.UDPAddr
+}
+
+func newSendBatch(gather int) *sendBatch {
+	w := &sendBatch{
+		msgs:    make([]ipv4.Message, gather),
+		first:   make([]int, gather+1),
+		oob:     make([][]byte, gather),
+		unicast: make([]*net.UDPAddr, gather),
+	}
+	for i := range w.oob {
+		w.oob[i] = segmentCmsg(0)
+	}
+	return w
+}
+
+// fill makes entries of the datagrams d to destinations dst, runs of
+// equal-size group datagrams as one GSO entry each when gso is set (a
+// shorter one may end a run), and returns how many.
+func (w *sendBatch) fill(p *Publisher, d [][]byte, dst []netip.AddrPort, gso bool) int {
+	k := 0
+	for i := 0; i < len(d); k++ {
+		j := i + 1
+		m := &w.msgs[k]
+		m.OOB = nil
+		if gso && !dst[i].IsValid() {
+			size, total := len(d[i]), len(d[i])
+			for j < len(d) && j-i < gsoMaxSegments && !dst[j].IsValid() && len(d[j]) <= size && total+len(d[j]) <= gsoMaxBytes {
+				total += len(d[j])
+				j++
+				if len(d[j-1]) < size {
+					break
+				}
+			}
+			if j-i > 1 {
+				putSegment(w.oob[k], size)
+				m.OOB = w.oob[k]
+			}
+		}
+		m.Buffers = d[i:j]
+		m.Addr = p.destination(dst[i], &w.unicast[k])
+		w.first[k] = i
+		i = j
+	}
+	w.first[k] = len(d)
+	return k
 }
 
 // destination is the group, or the receiver a unicast repair is for.
@@ -115,32 +181,51 @@ func (p *Publisher) destination(to netip.AddrPort, slot **net.UDPAddr) net.Addr 
 	return *slot
 }
 
-// write sends msgs, retrying partial batches; it returns the system
-// calls made and the datagrams the kernel refused, and sets errs[i] to
-// why it refused msgs[i].
-func (p *Publisher) write(msgs []ipv4.Message, errs []error) (calls, failed uint64) {
-	for i := 0; i < len(msgs); {
-		n, err := p.batch.WriteBatch(msgs[i:], 0)
+// write sends the datagrams d to dst, retrying partial batches; it
+// returns the system calls made, the datagrams the kernel refused and
+// the GSO runs sent, and sets errs[i] to why it refused d[i]. When the
+// kernel refuses a GSO entry, GSO is off from then on and the rest goes
+// one datagram per entry.
+func (p *Publisher) write(w *sendBatch, d [][]byte, dst []netip.AddrPort, errs []error) (calls, failed, runs uint64) {
+	k := w.fill(p, d, dst, p.gso)
+	for i := 0; i < k; {
+		n, err := p.batch.WriteBatch(w.msgs[i:k], 0)
 		calls++
+		n = max(n, 0) // sendmmsg's -1 on error
+		for _, m := range w.msgs[i : i+n] {
+			if m.OOB != nil {
+				runs++
+			}
+		}
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
-				failed += uint64(len(msgs) - i)
-				for ; i < len(msgs); i++ {
-					errs[i] = err
+				for j := w.first[i+n]; j < len(d); j++ {
+					errs[j] = err
 				}
-				return calls, failed
+				return calls, failed + uint64(len(d)-w.first[i+n]), runs
+			}
+			if n == 0 && w.msgs[i].OOB != nil {
+				// The kernel refused GSO: send the rest, this run
+				// included, a datagram per entry.
+				p.cfg.Logger.Warn("multicast: UDP GSO send failed; sending one datagram per entry", "err", err)
+				p.gso = false
+				from := w.first[i]
+				c, f, _ := p.write(w, d[from:], dst[from:], errs[from:])
+				return calls + c, failed + f, runs
 			}
 			p.cfg.Logger.Warn("multicast: send failed", "err", err)
 			if n == 0 {
-				// The first datagram is the one refused: skip it.
-				errs[i] = err
+				// The first entry is the one refused: skip it.
+				for j := w.first[i]; j < w.first[i+1]; j++ {
+					errs[j] = err
+				}
+				failed += uint64(w.first[i+1] - w.first[i])
 				n = 1
-				failed++
 			}
 		}
 		i += n
 	}
-	return calls, failed
+	return calls, failed, runs
 }
 
 // sleep waits for a wake-up, the deadline, or stop; it reports false on
@@ -166,7 +251,7 @@ func (p *Publisher) sleep(timer *time.Timer, now, deadline time.Time) bool {
 // refused as no NACK can be.
 func (p *Publisher) controlLoop() {
 	defer p.wg.Done()
-	rb := newReadBatch(p.conn, p.cfg.Batch, reliable.MaxControlLen)
+	rb := newReadBatch(p.conn, p.cfg.Batch, reliable.MaxControlLen, false)
 	for {
 		n, err := rb.read()
 		if err != nil {

@@ -8,6 +8,11 @@ type PublisherStats struct {
 	SendCalls  uint64 // sendmmsg calls
 	SendErrors uint64 // datagrams the kernel refused
 	SendBuffer int    // SO_SNDBUF granted by the kernel, bytes
+	// GSO: runs of equal-size datagrams leave as one UDP GSO entry
+	// (Config.NoOffload unset, the kernel offers UDP_SEGMENT, and no GSO
+	// send has failed).
+	GSO        bool
+	GSORuns    uint64 // batch entries that carried a run of datagrams (GSO)
 	ReadErrors uint64 // errors reading NACKs
 	InboxDrops uint64 // NACKs dropped: more arrived than sendLoop could take
 }
@@ -16,6 +21,9 @@ type PublisherStats struct {
 type SubscriberStats struct {
 	reliable.ReceiverStats
 	RecvBuffer   int    // SO_RCVBUF granted by the kernel, bytes
+	GRO          bool   // the kernel hands runs of datagrams as one buffer (UDP_GRO)
+	Reads        uint64 // recvmmsg calls on the group socket
+	GROReads     uint64 // entries read that held a run of datagrams (GRO)
 	ReadErrors   uint64 // socket read errors
 	NackErrors   uint64 // NACKs the kernel refused to send
 	StatusErrors uint64 // STATUS datagrams (flow control) the kernel refused to send

@@ -113,6 +113,7 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 		return nil, err
 	}
 	s.local.RecvBuffer, _ = bufferSizes(s.data, cfg.RecvBuffer, 0, cfg.Logger)
+	s.local.GRO = !cfg.NoOffload && enableGRO(s.data)
 	s.stats = s.local
 	if cfg.Receiver.StatusWindow == 0 && s.local.RecvBuffer > 0 {
 		// What a publisher with flow control may send ahead of us: half

@@ -15,7 +15,9 @@ import (
 // through the read deadline) and hands events to the application.
 func (s *Subscriber) readLoop() {
 	defer s.wg.Done()
-	rb := newReadBatch(s.data, s.cfg.Batch, maxDatagram)
+	rb := newReadBatch(s.data, s.cfg.Batch, maxDatagram, s.local.GRO)
+	var now time.Time // of the datagrams being handled
+	handle := func(b []byte, from netip.AddrPort) { s.handle(now, from, b) }
 	var (
 		deadline  time.Time
 		catchUpTo time.Time // reading what waits in the socket, timers held, until then
@@ -34,6 +36,7 @@ func (s *Subscriber) readLoop() {
 		if s.inbox.empty() {
 			var err error
 			n, err = rb.read()
+			s.local.Reads++
 			switch {
 			case err == nil:
 			case errors.Is(err, os.ErrDeadlineExceeded):
@@ -66,14 +69,15 @@ func (s *Subscriber) readLoop() {
 				continue
 			}
 		}
-		now := s.cfg.Now()
+		now = s.cfg.Now()
 		caughtUp = caughtUp || n > 0
 		if !catchUpTo.IsZero() && !now.Before(catchUpTo) {
 			catchUpTo = time.Time{}
 		}
 		for i := 0; i < n; i++ {
-			b, from := rb.datagram(i)
-			s.handle(now, from, b)
+			if rb.each(i, handle) {
+				s.local.GROReads++
+			}
 		}
 		s.inbox.drain(func(b []byte, from netip.AddrPort) { s.handle(now, from, b) })
 		if s.filter != nil {

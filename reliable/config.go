@@ -121,6 +121,14 @@ type SenderConfig struct {
 	// Flow is the flow control: which receivers, if any, the publisher
 	// waits for. Default FlowNone.
 	Flow FlowConfig
+	// PadFull pads every DATA datagram closed because the next message
+	// did not fit to exactly the MTU (the padded flag, zero bytes after
+	// the last frame), so that a run of full datagrams has one size and
+	// can be handed to the kernel as one UDP GSO buffer (UDP_SEGMENT
+	// needs equal segments, the last one excepted). Datagrams closed
+	// early, to send at once what is there, are not padded. Receivers
+	// of this version accept both.
+	PadFull bool
 	// Rand draws the session number. Required when Session is 0.
 	Rand Rand
 }

@@ -114,13 +114,15 @@
 //	16  1  flags: bit 0 = repair (a retransmission); bit 1 = the
 //	       publisher runs without flow control (what leaves its window
 //	       is lost to receivers it outpaced: transport.GapOutpaced);
-//	       other bits 0
+//	       bit 2 = padded (zero bytes follow the last frame, so that
+//	       full datagrams have one size for UDP GSO); other bits 0
 //	17  1  reserved, 0
 //	18  2  frame count, ≥ 1
 //	20  8  sequence number of the first frame, ≥ 1 (frame i has first+i)
 //	28  8  low: oldest sequence in the publisher's window when built
 //	36  8  base time, Unix nanoseconds
-//	44     frames, exactly count of them, nothing after
+//	44     frames, exactly count of them, then nothing, or, when
+//	       padded, only zero bytes
 //
 // A frame:
 //

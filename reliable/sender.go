@@ -215,6 +215,9 @@ func (s *Sender) pack(m *transport.Message, t int64, meta int) bool {
 				p, flags = p[free:], 0
 				continue
 			}
+			if s.cfg.PadFull {
+				s.pad()
+			}
 			s.closeOpen()
 		}
 		if !s.openDatagram(t) {
@@ -245,6 +248,14 @@ func (s *Sender) appendFrame(flags uint8, m *transport.Message, t int64, total i
 	if s.open.count == 0xFFFF {
 		s.closeOpen()
 	}
+}
+
+// pad fills the open datagram with zeros to the MTU and marks it
+// padded (SenderConfig.PadFull).
+func (s *Sender) pad() {
+	b := s.open.buf
+	b[headerLen] |= dataFlagPadded
+	s.open.buf = append(b, make([]byte, s.mtu-len(b))...)
 }
 
 func (s *Sender) closeOpen() {

@@ -67,6 +67,7 @@ func (t PacketType) String() string {
 const (
 	dataFlagRepair = 0x01
 	dataFlagNoFlow = 0x02 // the publisher runs without flow control
+	dataFlagPadded = 0x04 // zero bytes follow the last frame (SenderConfig.PadFull)
 )
 
 // Frame flags.

@@ -9,6 +9,7 @@ import (
 type DataHead struct {
 	Repair   bool   // a retransmission
 	NoFlow   bool   // the publisher runs without flow control
+	Padded   bool   // zero bytes follow the last frame
 	Count    int    // frames in the datagram
 	FirstSeq uint64 // sequence number of the first frame; frame i has FirstSeq+i
 	Low      uint64 // oldest sequence in the publisher's window when first sent
@@ -73,12 +74,13 @@ func ParseData(b []byte, frames []Frame) (DataHead, []Frame, error) {
 		return DataHead{}, frames, errShort
 	}
 	flags := b[headerLen]
-	if flags&^(dataFlagRepair|dataFlagNoFlow) != 0 || b[headerLen+1] != 0 {
+	if flags&^(dataFlagRepair|dataFlagNoFlow|dataFlagPadded) != 0 || b[headerLen+1] != 0 {
 		return DataHead{}, frames, errDataFlags
 	}
 	h := DataHead{
 		Repair:   flags&dataFlagRepair != 0,
 		NoFlow:   flags&dataFlagNoFlow != 0,
+		Padded:   flags&dataFlagPadded != 0,
 		Count:    int(binary.BigEndian.Uint16(b[headerLen+2:])),
 		FirstSeq: binary.BigEndian.Uint64(b[headerLen+4:]),
 		Low:      binary.BigEndian.Uint64(b[headerLen+12:]),
@@ -99,7 +101,10 @@ func ParseData(b []byte, frames []Frame) (DataHead, []Frame, error) {
 	rest := b[dataHeadLen:]
 	for len(rest) > 0 {
 		if len(frames) == h.Count {
-			return DataHead{}, frames, errTrailing
+			if !h.Padded || !zeros(rest) {
+				return DataHead{}, frames, errTrailing
+			}
+			break
 		}
 		f, n, err := decodeFrame(rest, h.BaseTime)
 		if err != nil {
@@ -112,6 +117,16 @@ func ParseData(b []byte, frames []Frame) (DataHead, []Frame, error) {
 		return DataHead{}, frames, errFrameCount
 	}
 	return h, frames, nil
+}
+
+// zeros reports whether b holds only zero bytes.
+func zeros(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeFrame decodes the frame at the start of b and returns its

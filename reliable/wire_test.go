@@ -118,6 +118,14 @@ func seedDatagrams() [][]byte {
 		}
 		out = append(out, bytes.Clone(buf[:n]))
 	}
+	// A padded datagram (SenderConfig.PadFull).
+	ps, _ := NewSender(SenderConfig{Session: 2, MTU: 512, PadFull: true}, simEpoch)
+	for range 8 {
+		_, _ = ps.Publish(simEpoch, &transport.Message{Payload: make([]byte, 64)})
+	}
+	if n, _, ok := ps.NextOutgoing(simEpoch, buf); ok {
+		out = append(out, bytes.Clone(buf[:n]))
+	}
 	id := s.Stream()
 	out = append(out,
 		AppendBeat(nil, TypeEnd, id, Beat{Next: 9, Low: 2}),

@@ -1,0 +1,103 @@
+package multicast
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/brokerless/brokerless/reliable"
+)
+
+// BenchmarkLimit compares the transport with the physical limit of this
+// machine, like for like: b.N 64-byte messages through the transport,
+// with flow control (Flow.Mode min) so that every message is delivered,
+// then exactly as many raw multicast datagrams, of exactly the
+// transport's average datagram size, sent with sendmmsg and read with
+// recvmmsg in batches of Config.Batch, on sockets with the same buffers
+// (rawUDP): ours, raw, ours, raw…, limitRounds rounds (the raw side
+// needs the count and size the transport's run just produced).
+//
+//	go test -run XXX -bench Limit -benchtime 2000000x ./multicast/
+//
+// Reported, as medians over the rounds, with the lowest and highest
+// per-round ratio:
+//
+//   - dgrams/s and raw-dgrams/s: datagrams delivered per second by each
+//     side (the transport's: its original DATA datagrams over the time
+//     its subscriber took to deliver every message);
+//   - msgs/dgram: the transport's messages per datagram (the raw side
+//     carries no messages: its datagrams are as many and as large);
+//   - x-raw, x-raw-min, x-raw-max: dgrams/s over raw-dgrams/s;
+//   - msgs/s: messages delivered per second;
+//   - bytes/dgram, rcvbuf and raw-rcvbuf: the datagram size and the
+//     receive buffers the kernel granted each side;
+//   - lost, raw-lost: messages the transport reported lost (0 with flow
+//     control) and raw datagrams the raw receiver never got;
+//   - raw-offload-dgrams/s, x-raw-offload (-min, -max), raw-offload-lost:
+//     the same against raw datagrams sent with UDP GSO and read with GRO
+//     (rawUDPOffload), the kernel offloads the transport itself uses
+//     where it can: what the wire allows with them;
+//   - nooffload-dgrams/s, nooffload-x-raw: the transport with
+//     Config.NoOffload (one datagram per sendmmsg and recvmmsg entry,
+//     no padding), run after the raw sides: what the offloads gave.
+func BenchmarkLimit(b *testing.B) {
+	if b.N < 1000 {
+		return // the testing package's first, calibration call
+	}
+	var ours, plain, raw, rawOff, ratio, ratioPlain, ratioOff, perDgram, msgs []float64
+	var lost, rawLost, rawOffLost uint64
+	var size, rcvbuf, rawRcvbuf int
+	for round := range limitRounds {
+		o := limitOurs(b, false)
+		size = int(o.bytes / o.datagrams)
+		r := rawUDP(b, int(o.datagrams), size)
+		ro := rawUDPOffload(b, int(o.datagrams), size)
+		np := limitOurs(b, true)
+		npDg := np.msgs * float64(np.datagrams) / float64(b.N)
+		plain, ratioPlain = append(plain, npDg), append(ratioPlain, npDg/r.rate)
+		lost += np.lost
+		dg := o.msgs * float64(o.datagrams) / float64(b.N)
+		ours, raw = append(ours, dg), append(raw, r.rate)
+		ratio = append(ratio, dg/r.rate)
+		rawOff, ratioOff = append(rawOff, ro.rate), append(ratioOff, dg/ro.rate)
+		perDgram = append(perDgram, float64(b.N)/float64(o.datagrams))
+		msgs = append(msgs, o.msgs)
+		lost += o.lost
+		rawLost += uint64(int(o.datagrams) - r.got)
+		rawOffLost += uint64(int(o.datagrams) - ro.got)
+		rcvbuf, rawRcvbuf = o.recvBuf, r.recvBuffer
+		b.Logf("round %d: transport %.0f dgrams/s (%d of %d B, %.1f msgs each, %.0f msgs/s, %d lost, rcvbuf %d, GSO %v, GRO %v); raw %.0f dgrams/s (%d of %d received, rcvbuf %d), x-raw %.2f; raw with GSO/GRO %.0f dgrams/s (%d received), x-raw-offload %.2f; transport with NoOffload %.0f dgrams/s (%d of %d B), x-raw %.2f",
+			round+1, dg, o.datagrams, size, perDgram[round], o.msgs, o.lost, o.recvBuf, o.gso, o.gro, r.rate, r.got, o.datagrams, r.recvBuffer, ratio[round], ro.rate, ro.got, ratioOff[round], npDg, np.datagrams, np.bytes/np.datagrams, ratioPlain[round])
+	}
+	b.ReportMetric(median(ours), "dgrams/s")
+	b.ReportMetric(median(raw), "raw-dgrams/s")
+	b.ReportMetric(median(perDgram), "msgs/dgram")
+	b.ReportMetric(median(msgs), "msgs/s")
+	b.ReportMetric(median(ratio), "x-raw")
+	b.ReportMetric(slices.Min(ratio), "x-raw-min")
+	b.ReportMetric(slices.Max(ratio), "x-raw-max")
+	b.ReportMetric(median(plain), "nooffload-dgrams/s")
+	b.ReportMetric(median(ratioPlain), "nooffload-x-raw")
+	b.ReportMetric(median(rawOff), "raw-offload-dgrams/s")
+	b.ReportMetric(median(ratioOff), "x-raw-offload")
+	b.ReportMetric(slices.Min(ratioOff), "x-raw-offload-min")
+	b.ReportMetric(slices.Max(ratioOff), "x-raw-offload-max")
+	b.ReportMetric(float64(rawOffLost), "raw-offload-lost")
+	b.ReportMetric(float64(size), "bytes/dgram")
+	b.ReportMetric(float64(rcvbuf), "rcvbuf")
+	b.ReportMetric(float64(rawRcvbuf), "raw-rcvbuf")
+	b.ReportMetric(float64(lost), "lost")
+	b.ReportMetric(float64(rawLost), "raw-lost")
+	b.ReportMetric(0, "ns/op")
+}
+
+// limitRounds is how many interleaved rounds BenchmarkLimit runs.
+const limitRounds = 7
+
+// limitOurs is the transport's side of BenchmarkLimit, with or without
+// the kernel's UDP offloads.
+func limitOurs(b *testing.B, noOffload bool) rateResult {
+	cfg := testConfig(b)
+	cfg.Sender.Flow.Mode = reliable.FlowMin
+	cfg.NoOffload = noOffload
+	return transportRateConfig(b, b.N, cfg, cfg, false)
+}
