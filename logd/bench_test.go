@@ -63,7 +63,11 @@ const (
 // this process, on the same cores;
 // disk-B/rec is on-disk bytes per record; fdatasyncs and raw-fdatasyncs
 // are per round (logd's count every file sync: segments, indexes, state
-// files).
+// files); fsync-busy and raw-fsync-busy are the shares of each side's
+// time spent in file syncs (summed, per round, median): the raw side
+// spends the rest writing into the page cache, logd's writes can run
+// while it syncs, so time logd spends outside fsyncs is time its disk
+// waited for requests.
 func BenchmarkProduce1KiB(b *testing.B) {
 	b.Run("none", func(b *testing.B) { benchProduce(b, kgo.NoCompression(), 1, 1) })
 	b.Run("none-4producers", func(b *testing.B) { benchProduce(b, kgo.NoCompression(), 1, 4) })
@@ -101,10 +105,11 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 	partDir := filepath.Join(ts.dir, "bench-0")
 	values := randomValues(zeroFraction)
 	ctx := context.Background()
-	var rates, diskRates, raws, ratios, perRec, syncs, rawSyncs []float64
-	var disk, n int64 // logd's on-disk bytes and file syncs in the last round
+	var rates, diskRates, raws, ratios, perRec, syncs, rawSyncs, busy, rawBusy []float64
+	var disk, n int64    // logd's on-disk bytes and file syncs in the last round
+	var syncBusy float64 // the share of the last round's time logd spent in file syncs
 	produce := func() float64 {
-		before, syncs0 := dirBytes(b, partDir, ".log"), cfs.syncs.Load()
+		before, syncs0, nanos0 := dirBytes(b, partDir, ".log"), cfs.syncs.Load(), cfs.syncNanos.Load()
 		start := time.Now()
 		var wg sync.WaitGroup
 		for p, cl := range clients {
@@ -126,6 +131,7 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 		wg.Wait()
 		took := time.Since(start).Seconds()
 		disk, n = dirBytes(b, partDir, ".log")-before, cfs.syncs.Load()-syncs0
+		syncBusy = float64(cfs.syncNanos.Load()-nanos0) / 1e9 / took
 		return took
 	}
 	for round := range benchRounds {
@@ -133,9 +139,10 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 		// what logd wrote in its latest round.
 		var took, rawTook float64
 		var rawN, rawBytes int64
+		var rawSynced float64
 		raw := func() {
 			rawBytes = disk
-			rawTook, rawN = rawWrite(b, filepath.Join(dir, fmt.Sprint("raw", round)), disk, n)
+			rawTook, rawN, rawSynced = rawWrite(b, filepath.Join(dir, fmt.Sprint("raw", round)), disk, n)
 		}
 		if round%2 == 0 {
 			took = produce()
@@ -150,8 +157,9 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 		ratios = append(ratios, float64(disk)/took/(float64(rawBytes)/rawTook))
 		perRec = append(perRec, float64(disk)/float64(b.N))
 		syncs, rawSyncs = append(syncs, float64(n)), append(rawSyncs, float64(rawN))
-		b.Logf("round %d: logd %.0f disk-MiB/s (%d B, %d fdatasyncs), raw %.0f MiB/s (%d B, %d fdatasyncs), x%.2f", round,
-			diskRates[round]/(1<<20), disk, n, raws[round]/(1<<20), rawBytes, rawN, ratios[round])
+		busy, rawBusy = append(busy, syncBusy), append(rawBusy, rawSynced/rawTook)
+		b.Logf("round %d: logd %.0f disk-MiB/s (%d B, %d fdatasyncs, in fdatasync %.0f%% of the time), raw %.0f MiB/s (%d B, %d fdatasyncs, %.0f%%), x%.2f",
+			round, diskRates[round]/(1<<20), disk, n, 100*syncBusy, raws[round]/(1<<20), rawBytes, rawN, 100*rawSynced/rawTook, ratios[round])
 	}
 	b.ReportMetric(median(rates)/(1<<20), "MiB/s")
 	b.ReportMetric(median(diskRates)/(1<<20), "disk-MiB/s")
@@ -160,13 +168,15 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 	b.ReportMetric(median(perRec), "disk-B/rec")
 	b.ReportMetric(median(syncs), "fdatasyncs")
 	b.ReportMetric(median(rawSyncs), "raw-fdatasyncs")
+	b.ReportMetric(median(busy), "fsync-busy")
+	b.ReportMetric(median(rawBusy), "raw-fsync-busy")
 	b.ReportMetric(0, "ns/op")
 }
 
 // rawWrite writes n random bytes to path in syncs chunks (at least one),
-// each followed by fdatasync, and returns the seconds it took and the
-// fdatasyncs made.
-func rawWrite(b *testing.B, path string, n, syncs int64) (float64, int64) {
+// each followed by fdatasync, and returns the seconds it took, the
+// fdatasyncs made and the seconds spent in them.
+func rawWrite(b *testing.B, path string, n, syncs int64) (took float64, made int64, synced float64) {
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
@@ -178,7 +188,7 @@ func rawWrite(b *testing.B, path string, n, syncs int64) (float64, int64) {
 	for i, rng := 0, rand.New(rand.NewPCG(3, 4)); i+8 <= len(buf); i += 8 {
 		binary.LittleEndian.PutUint64(buf[i:], rng.Uint64())
 	}
-	var made int64
+	var inSync time.Duration
 	start := time.Now()
 	for done := int64(0); done < n; {
 		w := min(chunk, n-done)
@@ -189,13 +199,15 @@ func rawWrite(b *testing.B, path string, n, syncs int64) (float64, int64) {
 			}
 			left -= int64(k)
 		}
+		t := time.Now()
 		if err := unix.Fdatasync(int(f.Fd())); err != nil {
 			b.Fatal(err)
 		}
+		inSync += time.Since(t)
 		made++
 		done += w
 	}
-	return time.Since(start).Seconds(), made
+	return time.Since(start).Seconds(), made, inSync.Seconds()
 }
 
 // dirBytes sums the sizes of a directory's files with the suffix.
@@ -221,7 +233,8 @@ func dirBytes(b *testing.B, dir, suffix string) int64 {
 // records the directories it syncs.
 type countingFS struct {
 	vfs.FS
-	syncs atomic.Int64
+	syncs     atomic.Int64
+	syncNanos atomic.Int64 // time spent in file syncs
 
 	mu         sync.Mutex
 	syncedDirs map[string]bool
@@ -259,7 +272,10 @@ type countingFile struct {
 
 func (f *countingFile) Sync() error {
 	f.fs.syncs.Add(1)
-	return f.File.Sync()
+	start := time.Now()
+	err := f.File.Sync()
+	f.fs.syncNanos.Add(int64(time.Since(start)))
+	return err
 }
 
 func (f *countingFile) Readahead(off, n int64) {

@@ -114,8 +114,14 @@ func freeTCPPort(t testing.TB) int {
 // BROKERLESS_INTEROP=1) when it is missing.
 func peer(t testing.TB, what, path string) string {
 	t.Helper()
+	return peerFrom(t, what, path, "40-statsd.sh")
+}
+
+// peerFrom is peer for a peer that .ci/install.d/script installs.
+func peerFrom(t testing.TB, what, path, script string) string {
+	t.Helper()
 	if _, err := os.Stat(path); err != nil {
-		msg := what + " not found at " + path + "; run .ci/install.d/40-statsd.sh (BROKERLESS_PEERS=" + peersDir() + ")"
+		msg := what + " not found at " + path + "; run .ci/install.d/" + script + " (BROKERLESS_PEERS=" + peersDir() + ")"
 		if os.Getenv("BROKERLESS_INTEROP") == "1" {
 			t.Fatal(msg)
 		}

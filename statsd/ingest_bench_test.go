@@ -14,11 +14,12 @@ import (
 	"golang.org/x/net/ipv4"
 )
 
-// BenchmarkIngest finds, for our server and for Etsy statsd 0.9.0 on
-// the same machine in the same run, the highest rate of lines per
-// second each aggregates with zero loss: every line sent is in the
-// counts flushed to Graphite and the kernel dropped nothing on the
-// server's socket. The sender is another process (this test binary
+// BenchmarkIngest finds, for our server, for Etsy statsd 0.9.0 and for
+// prometheus statsd_exporter 0.31.0 on the same machine in the same
+// run, the highest rate of lines per second each aggregates with zero
+// loss: every line sent is counted (in the counts flushed to Graphite,
+// or on the exporter's /metrics page) and the kernel dropped nothing on
+// the server's socket. The sender is another process (this test binary
 // again) packing 20 counter lines per datagram, paced open-loop. Rates
 // start at 25,000 lines/s, double until a rate loses, then bisect. A rate
 // loses when two trials in a row at it lose: one stall of a loaded
@@ -27,16 +28,21 @@ import (
 // sender's limit only when the sender falls 10% short of a rate twice in
 // a row; once, it was not scheduled.
 //
-// Both servers get the same socket receive buffer, in two settings (one
+// All servers get the same socket receive buffer, in two settings (one
 // sub-benchmark each): the kernel's default (net.core.rmem_default; Etsy
-// asks for nothing, ours is told RecvBuffer -1), and 4 MiB (ours' default;
-// Etsy's socket gets setRecvBufferSize(4 MiB) from a script node loads
-// first). Each reports the SO_RCVBUF both sockets really have. The two
-// searches are interleaved trial by trial, the one to go first
-// alternating, so a busy period of the machine hits both; a run is
-// BROKERLESS_INGEST_ROUNDS such rounds (default 3). Each trial and each
-// round are logged; the metrics are the medians of the rounds' maxima
-// and of their ratios.
+// and the exporter ask for nothing, ours is told RecvBuffer -1), and 4
+// MiB (ours' default; Etsy's socket gets setRecvBufferSize(4 MiB) from a
+// script node loads first, the exporter --statsd.read-buffer). A third,
+// "defaults", runs each server as it comes (ours asks for 4 MiB, the
+// others for nothing): what a user gets without tuning. Each reports
+// the SO_RCVBUF the sockets really have. The searches are
+// interleaved trial by trial, the one to go first rotating, so a busy
+// period of the machine hits all; a run is BROKERLESS_INGEST_ROUNDS such
+// rounds (default 3). Each trial and each round are logged, with every
+// side's kernel drops; the metrics are the medians of the rounds' maxima
+// and of their ratios. The exporter is left out, with a message, when
+// .ci/install.d/65-statsd-exporter.sh has not installed it (a failure
+// under BROKERLESS_INTEROP=1).
 //
 //	BROKERLESS_INTEROP=1 go test -run XXX -bench Ingest -benchtime 1x -v ./statsd/
 func BenchmarkIngest(b *testing.B) {
@@ -50,11 +56,13 @@ func BenchmarkIngest(b *testing.B) {
 	}
 	for _, setting := range []struct {
 		name       string
-		ours, etsy int // RecvBuffer, and the size given to Etsy's socket (0: none)
+		ours, peer int // RecvBuffer, and the size given to the peers' sockets (0: none)
 	}{
 		{"rcvbuf=default", -1, 0},
 		{"rcvbuf=4MiB", 4 << 20, 4 << 20},
+		{"defaults", 0, 0},
 	} {
+		same := setting.name != "defaults" // the sockets must have the same buffer
 		b.Run(setting.name, func(b *testing.B) {
 			ourSink, etsySink := newGraphiteSink(b), newGraphiteSink(b)
 			g, err := NewGraphite(GraphiteConfig{Address: ourSink.ln.Addr().String()})
@@ -66,33 +74,79 @@ func BenchmarkIngest(b *testing.B) {
 			s := startServer(b, cfg)
 			ourRcvbuf := 2 * recvBuffer(s.udp[0].conn) // what getsockopt says, as for Etsy's
 			e := startEtsy(b, map[string]any{"flushInterval": 1000, "graphiteHost": "127.0.0.1", "graphitePort": etsySink.port()},
-				setting.etsy)
-			if e.rcvbuf != ourRcvbuf {
+				setting.peer)
+			if same && e.rcvbuf != ourRcvbuf {
 				b.Fatalf("SO_RCVBUF: ours %d, Etsy's %d: not the same", ourRcvbuf, e.rcvbuf)
 			}
-			b.Logf("SO_RCVBUF of both sockets: %d bytes", ourRcvbuf)
-			var oursMax, etsyMax, ratios []float64
+			var x *exporter
+			if _, err := os.Stat(exporterPath()); err == nil || os.Getenv("BROKERLESS_INTEROP") == "1" {
+				x = startExporter(b, setting.peer)
+				if same && x.rcvbuf != ourRcvbuf {
+					b.Fatalf("SO_RCVBUF: ours %d, statsd_exporter's %d: not the same", ourRcvbuf, x.rcvbuf)
+				}
+			} else {
+				b.Logf("statsd_exporter %s not found at %s: measuring without it; run .ci/install.d/65-statsd-exporter.sh (BROKERLESS_PEERS=%s)",
+					exporterVersion, exporterPath(), peersDir())
+			}
+			if same {
+				b.Logf("SO_RCVBUF of every socket: %d bytes", ourRcvbuf)
+			} else {
+				b.Logf("SO_RCVBUF: ours %d bytes, Etsy's %d", ourRcvbuf, e.rcvbuf)
+				if x != nil {
+					b.Logf("SO_RCVBUF: statsd_exporter's %d bytes", x.rcvbuf)
+				}
+			}
+			var oursMax, etsyMax, xMax, ratios, xRatios []float64
 			for r := range rounds {
-				ours := &zeroLossSearch{who: "ours", port: s.UDPAddrs()[0].(*net.UDPAddr).Port, sink: ourSink}
-				etsy := &zeroLossSearch{who: "etsy", port: e.port, sink: etsySink}
-				pair := [2]*zeroLossSearch{ours, etsy}
-				for i := r; !ours.done || !etsy.done; i++ {
-					first := pair[i%2]
-					second := pair[1-i%2]
-					first.step(b)
-					second.step(b)
+				ours := &zeroLossSearch{who: "ours", port: s.UDPAddrs()[0].(*net.UDPAddr).Port, counter: &flushCounter{sink: ourSink}}
+				etsy := &zeroLossSearch{who: "etsy", port: e.port, counter: &flushCounter{sink: etsySink}}
+				searches := []*zeroLossSearch{ours, etsy}
+				var xs *zeroLossSearch
+				if x != nil {
+					xs = &zeroLossSearch{who: "exporter", port: x.port, counter: &scrapeCounter{e: x}}
+					searches = append(searches, xs)
+				}
+				for i := r; !allDone(searches); i++ {
+					for j := range searches {
+						searches[(i+j)%len(searches)].step(b)
+					}
 				}
 				b.Logf("round %d: ours %.0f lines/s, Etsy %.0f lines/s: %.2f× Etsy; first rate over: ours %d, Etsy %d kernel drops; "+
 					"kernel drops in the round: ours %d datagrams in %d trials, Etsy %d in %d",
 					r+1, ours.lo, etsy.lo, ours.lo/etsy.lo, ours.overDrops, etsy.overDrops, ours.drops, ours.trials, etsy.drops, etsy.trials)
 				oursMax, etsyMax, ratios = append(oursMax, ours.lo), append(etsyMax, etsy.lo), append(ratios, ours.lo/etsy.lo)
+				if xs != nil {
+					b.Logf("round %d: statsd_exporter %.0f lines/s: ours %.2f× the exporter; first rate over: %d kernel drops; "+
+						"kernel drops in the round: %d datagrams in %d trials",
+						r+1, xs.lo, ours.lo/xs.lo, xs.overDrops, xs.drops, xs.trials)
+					xMax, xRatios = append(xMax, xs.lo), append(xRatios, ours.lo/xs.lo)
+				}
 			}
 			b.ReportMetric(median(oursMax), "ours-lines/s")
 			b.ReportMetric(median(etsyMax), "etsy-lines/s")
 			b.ReportMetric(median(ratios), "x-etsy")
+			if x != nil {
+				b.ReportMetric(median(xMax), "exporter-lines/s")
+				b.ReportMetric(median(xRatios), "x-exporter")
+			}
 			b.ReportMetric(float64(ourRcvbuf), "rcvbuf-bytes")
+			if !same {
+				b.ReportMetric(float64(e.rcvbuf), "etsy-rcvbuf-bytes")
+				if x != nil {
+					b.ReportMetric(float64(x.rcvbuf), "exporter-rcvbuf-bytes")
+				}
+			}
 		})
 	}
+}
+
+func allDone(searches []*zeroLossSearch) bool {
+	for _, z := range searches {
+		if !z.done {
+			return false
+		}
+	}
+	return true
 }
 
 func median(v []float64) float64 {
@@ -118,7 +172,7 @@ const (
 type zeroLossSearch struct {
 	who       string
 	port      int
-	sink      *graphiteSink
+	counter   ingestCounter
 	rate      float64 // offered at the next step
 	lo, hi    float64
 	overDrops uint64
@@ -137,7 +191,7 @@ func (z *zeroLossSearch) step(b *testing.B) {
 	if z.rate == 0 {
 		z.rate = 25_000
 	}
-	tr := ingestTrial(b, z.port, z.sink, z.rate)
+	tr := ingestTrial(b, z.port, z.counter, z.rate)
 	z.trials++
 	z.drops += tr.drops
 	ok := tr.lost == 0 && tr.drops == 0
@@ -187,9 +241,9 @@ type trialResult struct {
 }
 
 // ingestTrial sends benchTrial's worth of datagrams at rate lines/s to
-// port and counts what the flushes to sink add up to.
-func ingestTrial(b *testing.B, port int, sink *graphiteSink, rate float64) trialResult {
-	drain(sink)
+// port and counts what the server aggregated of them.
+func ingestTrial(b *testing.B, port int, counter ingestCounter, rate float64) trialResult {
+	counter.start(b)
 	drops0 := PortDrops(port)
 	datagrams := int(rate / benchLinesPerDatagram * benchTrial.Seconds())
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -204,10 +258,29 @@ func ingestTrial(b *testing.B, port int, sink *graphiteSink, rate float64) trial
 		b.Fatalf("sender said %q", out)
 	}
 	sent := uint64(datagrams * benchLinesPerDatagram)
-	// Sum the flushes until two in a row add nothing.
+	got := counter.counted(b)
+	return trialResult{sent: sent, lost: sent - min(got, sent), drops: PortDrops(port) - drops0,
+		achieved: float64(sent) / elapsed.Seconds()}
+}
+
+// ingestCounter counts the benchmark's lines a server aggregated during
+// a trial: start is called before the trial is sent, counted after.
+type ingestCounter interface {
+	start(b *testing.B)
+	counted(b *testing.B) uint64
+}
+
+// flushCounter counts from the flushes a server sends to a Graphite
+// sink (ours, Etsy's).
+type flushCounter struct{ sink *graphiteSink }
+
+func (c *flushCounter) start(*testing.B) { drain(c.sink) }
+
+// counted sums the flushes until two in a row add nothing.
+func (c *flushCounter) counted(b *testing.B) uint64 {
 	var got uint64
 	for quiet := 0; quiet < 2; {
-		f, _ := sink.next(b, "server")
+		f, _ := c.sink.next(b, "server")
 		n := benchCount(f)
 		got += n
 		if n == 0 {
@@ -216,8 +289,41 @@ func ingestTrial(b *testing.B, port int, sink *graphiteSink, rate float64) trial
 			quiet = 0
 		}
 	}
-	return trialResult{sent: sent, lost: sent - min(got, sent), drops: PortDrops(port) - drops0,
-		achieved: float64(sent) / elapsed.Seconds()}
+	return got
+}
+
+// scrapeCounter counts from statsd_exporter's /metrics page, whose
+// counters only grow.
+type scrapeCounter struct {
+	e    *exporter
+	base uint64
+}
+
+func (c *scrapeCounter) start(b *testing.B) { c.base = c.scrape(b) }
+
+// counted scrapes until the total has not moved for 3 scrapes 100 ms
+// apart: the exporter works through its queue of datagrams after the
+// sender is done.
+func (c *scrapeCounter) counted(b *testing.B) uint64 {
+	last, same := c.scrape(b), 0
+	for same < 3 {
+		time.Sleep(100 * time.Millisecond) // another process's queue draining: no event to wait on
+		n := c.scrape(b)
+		if n == last {
+			same++
+		} else {
+			last, same = n, 0
+		}
+	}
+	return last - c.base
+}
+
+func (c *scrapeCounter) scrape(b *testing.B) uint64 {
+	n, err := c.e.total()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
 }
 
 func drain(sink *graphiteSink) {

@@ -164,11 +164,12 @@ func (r *udpReader) run(s *Server, q *udpQueue) {
 	for i := range ms {
 		ms[i].Buffers = [][]byte{bufs[i*r.cfg.MaxDatagram : (i+1)*r.cfg.MaxDatagram]}
 	}
-	read, err := newBatchReader(r.conn, ms)
+	read, done, err := newBatchReader(r.conn, ms)
 	if err != nil {
 		s.counters.readErrors.Add(1)
 		return
 	}
+	defer done()
 	for {
 		k, err := read()
 		if err != nil {
@@ -177,6 +178,9 @@ func (r *udpReader) run(s *Server, q *udpQueue) {
 			}
 			s.counters.readErrors.Add(1)
 			continue
+		}
+		if k == 0 {
+			continue // nothing arrived for a while
 		}
 		s.counters.datagrams.Add(uint64(k))
 		sl := q.get()

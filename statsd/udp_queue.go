@@ -9,6 +9,12 @@ const (
 	udpSlabBytes  = 64 << 10
 )
 
+// readerPollMillis is how long a UDP reader waits in poll(2) for a
+// datagram (Linux) before it looks again: it bounds how long closing
+// the socket waits for its reader (net.Conn.Close waits for the read in
+// progress to return).
+const readerPollMillis = 50
+
 // slab is datagrams read from a socket, packed end to end: datagram i
 // is data[ends[i-1]:ends[i]].
 type slab struct {

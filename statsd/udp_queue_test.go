@@ -78,3 +78,26 @@ func TestUDPTruncated(t *testing.T) {
 	}
 	checkValues(t, snapshotValues(snap), map[string]float64{"c long.c": 1, "c short.c": 2})
 }
+
+// TestUDPReadAfterIdle: a reader whose socket stays empty for several of
+// its poll timeouts keeps reading: datagrams sent before and after the
+// idle spell are all aggregated, the timeouts count as no read error,
+// and the server still stops (closing a socket waits for the read in
+// progress; startServer's cleanup checks no goroutine is left).
+func TestUDPReadAfterIdle(t *testing.T) {
+	cfg := Config{UDPReaders: 1}
+	cfg.FlushInterval = time.Hour
+	s := startServer(t, cfg)
+	addr := s.UDPAddrs()[0].String()
+	sendUDP(t, addr, "idle.c:1|c")
+	waitReceived(t, s, 1, 1)
+	// The precondition is idleness itself: nothing to wait for but time.
+	time.Sleep(4 * readerPollMillis * time.Millisecond)
+	sendUDP(t, addr, "idle.c:2|c")
+	waitReceived(t, s, 2, 2)
+	snap := s.Flush(context.Background())
+	checkValues(t, snapshotValues(snap), map[string]float64{"c idle.c": 3})
+	if n := snap.Server.Listen.ReadErrors; n != 0 {
+		t.Errorf("read errors %d, want 0", n)
+	}
+}
