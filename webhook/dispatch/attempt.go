@@ -30,7 +30,7 @@ func (d *Dispatcher) attempt(ctx context.Context, j *store.Job) {
 	n := j.Delivery.Attempts + 1
 	dec := d.cfg.Policy.Decide(start, n, o, j.Endpoint.FailingSince, d.cfg.Rand())
 	c := &store.Completion{
-		Owner: d.cfg.Owner,
+		Owner: d.cfg.Owner, LeaseUntil: j.LeaseUntil, // recorded only under the lease it was attempted under
 		Attempt: store.Attempt{ID: store.NewID("atmpt", start), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID,
 			Started: start, Duration: end.Sub(start), StatusCode: o.StatusCode, Error: errText, Response: response},
 		Status: dec.Status, NextAttempt: dec.NextAttempt, EndpointOK: dec.EndpointOK, Disable: dec.Disable,

@@ -166,3 +166,63 @@ func TestRefillBeforeQueueEmpties(t *testing.T) {
 		t.Fatalf("refill asked for %d and got %d, want 2 and 2 (the endpoint's room)", c.per, c.jobs)
 	}
 }
+
+// leaseStore records the lease of every job claimed and of every
+// completion written.
+type leaseStore struct {
+	store.Store
+	mu      sync.Mutex
+	claimed map[string]time.Time // delivery → the claim's LeaseUntil
+	written map[string]time.Time // delivery → its completion's LeaseUntil
+}
+
+func (s *leaseStore) Claim(ctx context.Context, r store.ClaimRequest) ([]*store.Job, error) {
+	jobs, err := s.Store.Claim(ctx, r)
+	s.mu.Lock()
+	for _, j := range jobs {
+		s.claimed[j.Delivery.ID] = j.LeaseUntil
+	}
+	s.mu.Unlock()
+	return jobs, err
+}
+
+func (s *leaseStore) Complete(ctx context.Context, cs ...*store.Completion) error {
+	s.mu.Lock()
+	for _, c := range cs {
+		s.written[c.Attempt.DeliveryID] = c.LeaseUntil
+	}
+	s.mu.Unlock()
+	return s.Store.Complete(ctx, cs...)
+}
+
+// TestCompletionNamesItsLease: an attempt's completion carries the
+// lease its claim took, so that a record written late (the writer held
+// up past the lease) is refused once the dispatcher claimed the
+// delivery again, instead of ending the newer lease under a second
+// attempt (store suite, CompleteStaleLease).
+func TestCompletionNamesItsLease(t *testing.T) {
+	const events = 3
+	base := sqliteStore(t)
+	s := &leaseStore{Store: base, claimed: map[string]time.Time{}, written: map[string]time.Time{}}
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	now := time.Now()
+	addEndpoint(t, base, "ep_1", rcv.URL, now)
+	for range events {
+		addEvent(t, base, "t", now)
+	}
+	d, err := New(Config{Store: s, Addresses: loopback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.DeliverDue(context.Background()); err != nil || n != events {
+		t.Fatalf("DeliverDue = %d, %v; want %d", n, err, events)
+	}
+	if len(s.written) != events {
+		t.Fatalf("%d completions written, want %d", len(s.written), events)
+	}
+	for id, lease := range s.written {
+		if want := s.claimed[id]; want.IsZero() || !lease.Equal(want) {
+			t.Errorf("delivery %s: completion's lease %v, claim's %v", id, lease, want)
+		}
+	}
+}

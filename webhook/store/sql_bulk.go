@@ -23,6 +23,7 @@ func bulkable(cs []*Completion) bool {
 type bulkDelivery struct {
 	ID      string `json:"id"`
 	Owner   string `json:"owner"`
+	Lease   int64  `json:"lease"` // Completion.LeaseUntil, 0 for any
 	Status  string `json:"status"`
 	Next    int64  `json:"next"`
 	Code    int    `json:"code"`
@@ -48,8 +49,8 @@ type bulkAttempt struct {
 const (
 	bulkDeliveriesQuery = `UPDATE deliveries d SET status = c.status, attempts = d.attempts + 1, next_attempt = c.next,
 			lease_owner = '', lease_until = 0, last_code = c.code, updated = c.updated
-		FROM jsonb_to_recordset(CAST(? AS jsonb)) AS c(id text, owner text, status text, next bigint, code int, updated bigint)
-		WHERE d.id = c.id AND d.lease_owner = c.owner RETURNING d.id`
+		FROM jsonb_to_recordset(CAST(? AS jsonb)) AS c(id text, owner text, lease bigint, status text, next bigint, code int, updated bigint)
+		WHERE d.id = c.id AND d.lease_owner = c.owner AND (c.lease = 0 OR d.lease_until = c.lease) RETURNING d.id`
 	bulkAttemptsQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
 		SELECT a.id, a.delivery_id, a.event_id, a.endpoint_id, a.started, a.duration, a.status_code, a.error, decode(a.response, 'base64'), a.outcome
 		FROM jsonb_to_recordset(CAST(? AS jsonb)) AS a(id text, delivery_id text, event_id text, endpoint_id text, started bigint,
@@ -64,7 +65,7 @@ func (s *sqlStore) completeBulk(ctx context.Context, tx *sql.Tx, cs []*Completio
 	ds := make([]bulkDelivery, len(cs))
 	for i, c := range cs {
 		a := &c.Attempt
-		ds[i] = bulkDelivery{ID: a.DeliveryID, Owner: c.Owner, Status: c.Status, Next: nanos(c.NextAttempt), Code: a.StatusCode,
+		ds[i] = bulkDelivery{ID: a.DeliveryID, Owner: c.Owner, Lease: nanos(c.LeaseUntil), Status: c.Status, Next: nanos(c.NextAttempt), Code: a.StatusCode,
 			Updated: nanos(a.Started.Add(a.Duration))}
 	}
 	dj, err := json.Marshal(ds)

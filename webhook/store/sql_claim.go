@@ -9,10 +9,12 @@ import (
 	"time"
 )
 
-// The hot statements: claim, completion and release.
+// The hot statements: claim, completion and release. A completion
+// with a LeaseUntil is recorded only under that lease (see
+// Completion.LeaseUntil).
 const (
 	completeDeliveryQuery = `UPDATE deliveries SET status = ?, attempts = attempts + 1, next_attempt = ?, lease_owner = '', lease_until = 0,
-		last_code = ?, updated = ? WHERE id = ? AND lease_owner = ?`
+		last_code = ?, updated = ? WHERE id = ? AND lease_owner = ? AND (CAST(? AS BIGINT) = 0 OR lease_until = ?)`
 	insertAttemptQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	endpointOKQuery      = `UPDATE endpoints SET failing_since = 0 WHERE id = ? AND failing_since <> 0`
@@ -82,7 +84,7 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 		// Jobs of one endpoint share its decoded event types and secrets.
 		decoded := map[string]*Endpoint{}
 		for rows.Next() {
-			j := new(Job)
+			j := &Job{LeaseUntil: time.Unix(0, until)}
 			var (
 				key     sql.NullString
 				created int64
@@ -199,7 +201,7 @@ func (s *sqlStore) relaxedTx(ctx context.Context, f func(*sql.Tx) error) error {
 func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, health map[string]bool) (bool, error) {
 	a := &c.Attempt
 	n, err := s.execHot(ctx, tx, completeDeliveryQuery,
-		c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner)
+		c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner, nanos(c.LeaseUntil), nanos(c.LeaseUntil))
 	if err != nil || n == 0 {
 		return false, err
 	}

@@ -59,7 +59,8 @@ type Store interface {
 	Release(ctx context.Context, owner string, deliveryIDs []string) error
 	// Complete records attempts and their deliveries' new states, and
 	// releases the leases, all in one transaction. A completion whose
-	// owner no longer holds the lease is not recorded: its LeaseLost is
+	// owner no longer holds the lease (with a LeaseUntil, that lease: not
+	// one it took again after it expired) is not recorded: its LeaseLost is
 	// set, and the error wraps ErrLeaseLost once the others are committed.
 	// A completion's durability may be relaxed (SQLite synchronous=NORMAL,
 	// PostgreSQL synchronous_commit off): one lost to a power failure is

@@ -147,6 +147,9 @@ type Job struct {
 	Delivery Delivery
 	Event    Event
 	Endpoint Endpoint
+	// LeaseUntil is the end of the lease this claim took (the claim's
+	// Now + Lease); a Completion of the attempt carries it.
+	LeaseUntil time.Time
 }
 
 // Completion is the result of one attempt, written in one transaction.
@@ -165,7 +168,12 @@ type Completion struct {
 	// delivered only to NoticeEndpoint.
 	Notices        []*Event
 	NoticeEndpoint string
+	// LeaseUntil, when set, is the end of the lease the attempt was
+	// made under (Job.LeaseUntil): the completion is recorded only while
+	// the delivery holds that very lease, not a later one the same owner
+	// took after it expired (whose attempt may be under way).
+	LeaseUntil time.Time
 	// LeaseLost is set by Store.Complete when Owner no longer held the
-	// delivery's lease, so nothing was recorded.
+	// delivery's lease (or not LeaseUntil's), so nothing was recorded.
 	LeaseLost bool
 }

@@ -30,6 +30,7 @@ func Run(t *testing.T, open Open) {
 		{"ClaimPerEndpoint", testClaimPerEndpoint},
 		{"Complete", testComplete},
 		{"CompleteBatch", testCompleteBatch},
+		{"CompleteStaleLease", testCompleteStaleLease},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"Tokens", testTokens},
@@ -610,5 +611,57 @@ func testCompleteBatch(t *testing.T, s store.Store) {
 	if err := s.Complete(c, &store.Completion{Owner: "b", Status: store.StatusSucceeded, EndpointOK: true,
 		Attempt: store.Attempt{ID: "atmpt_b", DeliveryID: stolen.Delivery.ID, EventID: stolen.Event.ID, EndpointID: "ep_2", Started: t0.Add(7 * time.Second)}}); err != nil {
 		t.Errorf("b's completion: %v", err)
+	}
+}
+
+// testCompleteStaleLease: an owner whose lease expired and who claimed
+// the delivery again (a second attempt may be under way) cannot record
+// the first attempt under the second lease, alone or in a batch (which
+// PostgreSQL writes in bulk): recording it would end the second lease,
+// and a third claim could attempt the delivery while the second attempt
+// runs. The second attempt's completion is recorded.
+func testCompleteStaleLease(t *testing.T, s store.Store) {
+	c := ctx(t)
+	endpoint(t, s, "ep_1")
+	event(t, s, "msg_1", "t", t0)
+	event(t, s, "msg_2", "t", t0)
+	first := claim(t, s, "a", t0, 10)
+	if len(first) != 2 {
+		t.Fatalf("claimed %d, want 2", len(first))
+	}
+	if want := t0.Add(time.Minute); !first[0].LeaseUntil.Equal(want) {
+		t.Fatalf("job's LeaseUntil %v, want %v", first[0].LeaseUntil, want)
+	}
+	again := claim(t, s, "a", t0.Add(61*time.Second), 10)
+	if len(again) != 2 {
+		t.Fatalf("claimed %d after the lease expired, want 2", len(again))
+	}
+	completion := func(j *store.Job, id string) *store.Completion {
+		return &store.Completion{Owner: "a", Status: store.StatusPending, NextAttempt: t0.Add(62 * time.Second), LeaseUntil: j.LeaseUntil,
+			Attempt: store.Attempt{ID: id, DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID, Started: t0, StatusCode: 500}}
+	}
+	for _, cs := range [][]*store.Completion{
+		{completion(first[0], "atmpt_1")},
+		{completion(first[0], "atmpt_2"), completion(first[1], "atmpt_3")},
+	} {
+		if err := s.Complete(c, cs...); !errors.Is(err, store.ErrLeaseLost) {
+			t.Fatalf("%d completions under the expired lease: %v, want ErrLeaseLost", len(cs), err)
+		}
+		for _, cp := range cs {
+			if !cp.LeaseLost {
+				t.Fatalf("%s recorded under the owner's later lease", cp.Attempt.ID)
+			}
+		}
+	}
+	// The second lease still holds: nobody claims the deliveries.
+	if got := claim(t, s, "b", t0.Add(63*time.Second), 10); len(got) != 0 {
+		t.Fatalf("claimed %v during the second lease", jobIDs(got))
+	}
+	cs := []*store.Completion{completion(again[0], "atmpt_4"), completion(again[1], "atmpt_5")}
+	if err := s.Complete(c, cs...); err != nil {
+		t.Fatalf("completions under the current lease: %v", err)
+	}
+	if err := s.Complete(c, completion(first[0], "atmpt_6")); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("completion after the delivery was recorded: %v, want ErrLeaseLost", err)
 	}
 }
