@@ -231,3 +231,27 @@ func TestOriginDecodeAllocates(t *testing.T) {
 		t.Errorf("Decode allocates %v times, want 0", n)
 	}
 }
+
+// TestOriginValueAliasesNoMore: the byte slices Decode returns end
+// where their field ends, their capacity too: a value read from a
+// buffer holding more (a Kafka client's header values are slices of
+// its fetch) is not overwritten past it by an append to them.
+func TestOriginValueAliasesNoMore(t *testing.T) {
+	for _, o := range []Origin{
+		{Stream: StreamID{Feed: 1, Session: 2}, Seq: 3, Time: time.Unix(0, 4), Topic: "AAPL"},
+		{Stream: StreamID{Topic: "prices", Partition: 1}, Seq: 3, Time: time.Unix(0, 4), Topic: "MSFT"},
+	} {
+		buf := AppendOriginValue(nil, o, nil)
+		n := len(buf)
+		buf = append(buf, "next record"...)
+		var v OriginValue
+		if err := v.Decode(buf[:n]); err != nil {
+			t.Fatal(err)
+		}
+		_ = append(v.Topic, 'X')
+		_ = append(v.LogTopic, 'X')
+		if got := string(buf[n:]); got != "next record" {
+			t.Fatalf("%+v: the bytes after the value became %q", o, got)
+		}
+	}
+}

@@ -149,7 +149,7 @@ func (v *OriginValue) Decode(b []byte) error {
 	}
 	v.Topic = nil
 	if n > 0 {
-		v.Topic = rest
+		v.Topic = rest[:n:n] // as LogTopic: an append cannot reach past the value
 	}
 	return nil
 }
