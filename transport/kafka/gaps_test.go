@@ -1,10 +1,13 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -314,5 +317,26 @@ func TestTakeFetches(t *testing.T) {
 	}
 	if s.stats.Rejoins != 1 {
 		t.Errorf("Rejoins %d, want 1", s.stats.Rejoins)
+	}
+}
+
+// TestMalformedMarkersLogBounded: a stream of records whose origin header
+// this reader cannot decode (a later layout version, say) logs a warning
+// at the 1st, 2nd, 4th, 8th… record, not one a record, and counts all.
+func TestMalformedMarkersLogBounded(t *testing.T) {
+	var logged bytes.Buffer
+	s := newSubscriber(Config{Topic: "t", Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	future := []byte{transport.OriginVersion + 1, 0}
+	const n = 1000
+	for i := range n {
+		rec := &kgo.Record{Topic: "t", Offset: int64(i), Value: []byte("x"),
+			Headers: []kgo.RecordHeader{{Key: transport.HeaderOrigin, Value: future}}}
+		s.emit(queued{r: rec})
+	}
+	if got := s.Stats().MalformedMarkers; got != n {
+		t.Errorf("MalformedMarkers %d, want %d", got, n)
+	}
+	if lines := strings.Count(logged.String(), "\n"); lines != 10 { // 1, 2, 4, … 512
+		t.Errorf("%d warnings logged for %d malformed records, want 10:\n%s", lines, n, logged.String())
 	}
 }

@@ -366,9 +366,21 @@ func (s *Subscriber) emit(q queued) {
 		return
 	case err != nil:
 		s.stats.MalformedMarkers++
-		s.log.Warn("kafka transport: malformed gap marker delivered as a message", "stream", id, "offset", r.Offset, "err", err)
+		s.warnMalformed(id, r.Offset, err)
 	}
 	s.pending = append(s.pending, transport.Event{Kind: transport.EventMessage, Message: m})
+}
+
+// warnMalformed logs the 1st, 2nd, 4th, 8th… malformed marker: a stream
+// written with a layout this reader does not know would otherwise log a
+// line per record. Stats.MalformedMarkers counts them all.
+func (s *Subscriber) warnMalformed(id transport.StreamID, offset int64, err error) {
+	n := s.stats.MalformedMarkers
+	if n&(n-1) != 0 {
+		return
+	}
+	s.log.Warn("kafka transport: malformed gap marker delivered as a message (logged at the 1st, 2nd, 4th, 8th… one)",
+		"stream", id, "offset", offset, "count", n, "err", err)
 }
 
 // Close releases the client. A Receive blocked in it returns ErrClosed.
