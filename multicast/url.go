@@ -43,6 +43,7 @@ session whose publisher crashed. Its gaps are then what the archive lacks too.`,
 			{Name: "repairs", Value: "multicast|unicast", Doc: "send repairs to the group, or only to the subscriber that asked (default multicast)"},
 			{Name: "join", Value: "live|earliest|seq:N|time:T", Doc: "where a subscriber starts: the next message (default live); earliest: what the publisher's window still holds, or, with archive=, the archive's oldest message; with archive=, seq:N (sequence number N of the feed's current session) or time:T (RFC 3339)"},
 			{Name: "archive", Value: "URL", Doc: "the log a recorder writes the feed to (logd://HOST:PORT/TOPIC, escaped: ? as %3F, & as %26): history for join=, and what the publisher can no longer repair, from there"},
+			{Name: "offload", Value: "on|off", Doc: "UDP segmentation and receive offload (GSO/GRO) where the kernel offers them (default on); off for a feed whose subscribers predate padded datagrams"},
 			{Name: "mtu", Value: "BYTES", Doc: "largest datagram, headers included, 256..65507 (default 1408)"},
 			{Name: "rcvbuf", Value: "BYTES", Doc: "socket receive buffer requested (default 4 MiB; the kernel may clamp it)"},
 			{Name: "sndbuf", Value: "BYTES", Doc: "socket send buffer requested (default 4 MiB)"},
@@ -99,7 +100,7 @@ func openURL(_ context.Context, u *url.URL) (transport.Endpoint, error) {
 
 // urlParams are the query parameters an mcast:// URL takes.
 var urlParams = []string{
-	"iface", "feed", "ttl", "repairs", "join", "mtu", "rcvbuf", "sndbuf", "linger",
+	"iface", "feed", "ttl", "repairs", "offload", "join", "mtu", "rcvbuf", "sndbuf", "linger",
 	"keyfile", "loss", "dup", "reorder", "seed", "flow", "flow-tag", "flow-min", "flow-timeout", "archive",
 }
 
@@ -140,6 +141,13 @@ func ParseURL(u *url.URL) (Config, error) {
 		cfg.UnicastRepairs = true
 	default:
 		p.fail("repairs", r, "want multicast or unicast")
+	}
+	switch o := q.Get("offload"); o {
+	case "", "on":
+	case "off":
+		cfg.NoOffload = true
+	default:
+		p.fail("offload", o, "want on or off")
 	}
 	cfg.Archive.URL = q.Get("archive")
 	if cfg.Archive.URL != "" {

@@ -20,14 +20,14 @@ func TestParseURL(t *testing.T) {
 	if err := os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	u, _ := url.Parse("mcast://239.1.2.3:7000?iface=lo&feed=9&ttl=0&repairs=unicast&join=earliest&mtu=512" +
+	u, _ := url.Parse("mcast://239.1.2.3:7000?iface=lo&feed=9&ttl=0&repairs=unicast&offload=off&join=earliest&mtu=512" +
 		"&rcvbuf=65536&sndbuf=131072&linger=50ms&loss=0.05&seed=4&keyfile=" + url.QueryEscape(key))
 	cfg, err := ParseURL(u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Group.String() != "239.1.2.3:7000" || cfg.Interface != "lo" || cfg.Feed != 9 || !cfg.HostOnly || cfg.TTL != 0 ||
-		!cfg.UnicastRepairs || cfg.Receiver.Join != reliable.JoinEarliest || cfg.Sender.MTU != 512 ||
+		!cfg.UnicastRepairs || !cfg.NoOffload || cfg.Receiver.Join != reliable.JoinEarliest || cfg.Sender.MTU != 512 ||
 		cfg.RecvBuffer != 65536 || cfg.SendBuffer != 131072 || cfg.CloseLinger != 50*time.Millisecond ||
 		string(cfg.Key) != "0123456789abcdef0123456789abcdef" || cfg.Filter == nil {
 		t.Fatalf("%+v", cfg)
@@ -39,7 +39,7 @@ func TestParseURL(t *testing.T) {
 	if cfg, err = ParseURL(u); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Filter != nil || cfg.TTL != 0 || cfg.HostOnly || cfg.Feed != 0 || cfg.Receiver.Join != reliable.JoinLive {
+	if cfg.Filter != nil || cfg.TTL != 0 || cfg.HostOnly || cfg.NoOffload || cfg.Feed != 0 || cfg.Receiver.Join != reliable.JoinLive {
 		t.Fatalf("a bare URL set %+v", cfg)
 	}
 }
@@ -67,6 +67,7 @@ func TestBadURLs(t *testing.T) {
 		{g + "/ticks", `takes no path ("/ticks")`},
 		{g + "/", `takes no path ("/")`},
 		{g + "#x", "takes no fragment"},
+		{g + "?offload=no", "offload"},
 		{g + "?a=%zz", "query"},
 		{g + "?bogus=1", `unknown parameter "bogus" (mcast:// takes iface, feed, ttl`},
 		{g + "?TTL=1", `unknown parameter "TTL"`},
