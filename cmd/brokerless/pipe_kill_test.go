@@ -38,7 +38,19 @@ func startChild(t *testing.T, ready string, args ...string) *child {
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { c.done <- c.cmd.Wait() }()
+	exited := make(chan struct{})
+	go func() {
+		err := c.cmd.Wait()
+		close(exited)
+		c.done <- err
+	}()
+	// A test that fails or ends early leaves no child running: it is
+	// SIGKILLed by its PID unless it has exited (os.Process knows when
+	// it was reaped, so a reused PID is never signalled).
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Kill()
+		<-exited
+	})
 	select {
 	case <-c.stderr.seen:
 	case err := <-c.done:
@@ -330,4 +342,19 @@ func windowTime(pub *multicast.Publisher, datagrams int, rate float64) time.Dura
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestStartChildCleanup: a test that ends without stopping its child
+// (as a failing one does) leaves no child running.
+func TestStartChildCleanup(t *testing.T) {
+	var c *child
+	t.Run("leaves its child", func(t *testing.T) {
+		c = startChild(t, "publishing to", "mcast", "pub", "--group", testGroup(), "--ttl", "0", "--ticks", "--rate", "100")
+	})
+	if c.cmd.ProcessState == nil {
+		t.Fatalf("child %d still running after its test ended", c.cmd.Process.Pid)
+	}
+	if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child ended with %v, want killed", c.cmd.ProcessState)
+	}
 }
