@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -132,7 +135,20 @@ func readTopic(t *testing.T, addr, topic string) []record {
 // the message after the last one written before the kill to the one
 // before the first written after); each long outage has its marker; and
 // the messages written twice after each restart are no more than could
-// be in flight at the kill.
+// be in flight at the kill. A marker for what the feed lost while the
+// pipe ran (GapUnrecoverable: a pipe starved of CPU fell more than the
+// window behind a publisher without flow control) is allowed, and must
+// be exact too.
+//
+// Each restart waits until logd has served the killed pipe's connection
+// to its end, and logd makes what it appends visible at once (--fsync
+// interval): a restarted pipe resumes from the destination's tail, and
+// a write of its killed predecessor that lands after it read that tail
+// (logd still reading the dead connection, or a group-commit fsync still
+// hiding it) would make its resume gap marker cover messages the topic
+// holds. Nothing fences a dead pipe's writes (that needs Kafka's
+// transactional-id producer fencing, which logd does not implement), so
+// that case is a known limitation of the pipe, not checked here.
 func TestPipeKillLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a pipe 10 times beside a 50,000 msgs/s feed: about 15 s")
@@ -146,7 +162,7 @@ func TestPipeKillLoop(t *testing.T) {
 		maxInFlight = 2048
 		window      = 1024 // datagrams: about half a second of the feed
 	)
-	addr := startTestLogd(t)
+	addr, metrics := startKillLogd(t)
 	group := netip.MustParseAddrPort(testGroup())
 	pub, err := multicast.NewPublisher(context.Background(), multicast.Config{
 		Group: group, Interface: "lo", HostOnly: true, Feed: 1,
@@ -176,6 +192,7 @@ func TestPipeKillLoop(t *testing.T) {
 		// Run for a while: the feed's timing, not an event to wait for.
 		time.Sleep(time.Duration(300+rng.IntN(400)) * time.Millisecond)
 		p.kill(t)
+		waitConnsClosed(t, metrics)
 		ends = append(ends, topicEnd(t, addr, "t"))
 		if k%2 == 0 {
 			longAfter = append(longAfter, k)
@@ -201,28 +218,39 @@ func TestPipeKillLoop(t *testing.T) {
 func checkKillLoop(t *testing.T, recs []record, n uint64, ends []uint64, longAfter []int, maxInFlight int) {
 	t.Helper()
 	written := make([]int, n+1) // times each message was written
+	at := make([]uint64, n+1)   // the offset each was first written at
 	var markers []record
 	for _, r := range recs {
 		switch {
 		case r.marker:
 			markers = append(markers, r)
-			if r.gap.Reason != transport.GapSourceDown {
+			if r.gap.Reason != transport.GapSourceDown && r.gap.Reason != transport.GapUnrecoverable {
 				t.Errorf("offset %d: a gap marker %v: the pipe lost messages it was not down for", r.offset, r.gap)
 			}
 		case r.seq == 0 || r.seq > n:
 			t.Errorf("offset %d: message %d, outside 1..%d", r.offset, r.seq, n)
 		default:
+			if written[r.seq] == 0 {
+				at[r.seq] = r.offset
+			}
 			written[r.seq]++
 		}
 	}
 	covered := make([]bool, n+1)
 	for _, m := range markers {
+		var over, first uint64 // the messages in the topic it covers
 		for s := m.gap.From; s <= m.gap.To && s <= n; s++ {
 			covered[s] = true
 			if written[s] > 0 {
-				t.Errorf("marker %v covers message %d, which is in the topic", m.gap, s)
-				break
+				if over == 0 {
+					first = s
+				}
+				over++
 			}
+		}
+		if over > 0 {
+			t.Errorf("marker %v at offset %d covers %d messages in the topic, the first %d at offset %d (end offsets after each kill: %v)",
+				m.gap, m.offset, over, first, at[first], ends)
 		}
 		if m.gap.From > 1 && written[m.gap.From-1] == 0 || m.gap.To < n && written[m.gap.To+1] == 0 {
 			t.Errorf("marker %v does not end where the messages written do", m.gap)
@@ -240,12 +268,14 @@ func checkKillLoop(t *testing.T, recs []record, n uint64, ends []uint64, longAft
 	if missing > 0 {
 		t.Errorf("%d of %d messages missing without a marker", missing, n)
 	}
-	// Each long outage has its marker, written by the next run (after the
-	// end offset read at the kill, which a request already sent may
-	// still pass), from the message after the last one written before.
+	// Each long outage has its marker, written by the next run that
+	// wrote anything (after the end offset read at the kill; a run
+	// starved of CPU may be killed before it wrote a record), from the
+	// message after the last one written before.
 	for _, k := range longAfter {
 		i := slices.IndexFunc(markers, func(m record) bool { return m.offset >= ends[k] })
-		if i < 0 || k+1 < len(ends) && markers[i].offset >= ends[k+1] {
+		next := slices.IndexFunc(ends[k+1:], func(e uint64) bool { return e > ends[k] })
+		if i < 0 || next >= 0 && markers[i].offset >= ends[k+1+next] {
 			t.Errorf("kill %d (end offset %d), then down for 3 windows: no gap marker from the next run; markers %+v", k+1, ends[k], markers)
 			continue
 		}
@@ -357,4 +387,58 @@ func TestStartChildCleanup(t *testing.T) {
 	if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("child ended with %v, want killed", c.cmd.ProcessState)
 	}
+}
+
+// startKillLogd starts a logd for TestPipeKillLoop, which makes what it
+// appends visible at once (--fsync interval, not a group commit), and
+// returns its Kafka address and its metrics URL.
+func startKillLogd(t *testing.T) (addr, metrics string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, errOut, done := startLogd(t, ctx, "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--fsync", "interval")
+	t.Cleanup(func() { stopLogd(t, cancel, done) })
+	m := regexp.MustCompile(`logd http on (http://127\.0\.0\.1:\d+)`).FindStringSubmatch(errOut.String())
+	if m == nil {
+		t.Fatalf("no http line:\n%s", errOut)
+	}
+	return addr, m[1] + "/metrics"
+}
+
+// waitConnsClosed waits until logd has no client connection: it has
+// served a killed pipe's connection to its end, every request the pipe
+// sent before it died appended (or dropped, with the connection).
+func waitConnsClosed(t *testing.T, metrics string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := logdConnections(metrics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("logd still has %d connections 30s after the pipe was killed", n)
+		}
+		time.Sleep(10 * time.Millisecond) // polling logd's metrics: no event to wait on
+	}
+}
+
+// logdConnections reads the gauge logd_connections.
+func logdConnections(metrics string) (int, error) {
+	resp, err := http.Get(metrics)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	m := regexp.MustCompile(`(?m)^logd_connections (\d+)$`).FindSubmatch(b)
+	if m == nil {
+		return 0, fmt.Errorf("no logd_connections in %s", metrics)
+	}
+	return strconv.Atoi(string(m[1]))
 }
