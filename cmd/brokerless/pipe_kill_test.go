@@ -136,7 +136,7 @@ func readTopic(t *testing.T, addr, topic string) []record {
 // before the first written after); each long outage has its marker; and
 // the messages written twice after each restart are no more than could
 // be in flight at the kill. A marker for what the feed lost while the
-// pipe ran (GapUnrecoverable: a pipe starved of CPU fell more than the
+// pipe ran (GapOutpaced: a pipe starved of CPU fell more than the
 // window behind a publisher without flow control) is allowed, and must
 // be exact too.
 //
@@ -224,7 +224,7 @@ func checkKillLoop(t *testing.T, recs []record, n uint64, ends []uint64, longAft
 		switch {
 		case r.marker:
 			markers = append(markers, r)
-			if r.gap.Reason != transport.GapSourceDown && r.gap.Reason != transport.GapUnrecoverable {
+			if r.gap.Reason != transport.GapSourceDown && r.gap.Reason != transport.GapOutpaced {
 				t.Errorf("offset %d: a gap marker %v: the pipe lost messages it was not down for", r.offset, r.gap)
 			}
 		case r.seq == 0 || r.seq > n:
