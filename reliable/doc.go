@@ -145,7 +145,8 @@
 // messages.
 //
 // HEARTBEAT (sent when idle: 1 ms after the last data, then doubling up
-// to 100 ms) and END (sent when the publisher closes) carry:
+// to 100 ms) and END (sent EndRepeats times when the publisher closes,
+// 1, 2, 4, 8 ms apart by default, so that one of them arrives) carry:
 //
 //	16  8  next: the sequence the next new message will take
 //	24  8  low: oldest sequence still in the retransmit window (= next

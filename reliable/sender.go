@@ -27,7 +27,9 @@ type Sender struct {
 	base   int64 // Unix nanoseconds of the open datagram's first message
 	next   uint64
 	closed bool
-	ends   int // END datagrams still to send
+	ends   int       // END datagrams still to send
+	endAt  time.Time // when the next END is due
+	endGap time.Duration
 
 	sentNext  uint64 // first sequence number not yet handed out
 	beatAt    time.Time
@@ -280,18 +282,31 @@ func (s *Sender) Close() {
 	}
 	s.Flush()
 	s.closed = true
-	s.ends = 2
+	s.ends, s.endAt, s.endGap = EndRepeats, time.Time{}, s.cfg.HeartbeatMin
 }
+
+// EndRepeats is how many END datagrams a closing Sender sends: the
+// first at once, the others HeartbeatMin, then twice as long, apart
+// (1+2+4+8 ms by default), so that a loss, or a burst of them, rarely
+// takes them all (at 20% random loss, all five are lost once in 3,125
+// closes; two were lost once in 25).
+const EndRepeats = 5
 
 // Deadline is when NextOutgoing next has something to send if nothing
 // else happens first; it is at or before the last now seen when there is
 // something to send already.
 func (s *Sender) Deadline(now time.Time) time.Time {
 	sendable := (s.win.unsent > 0 || s.open != nil) && !s.flow.sendHeld
-	if s.control.len() > 0 || len(s.ncf) > 0 || sendable || s.ends > 0 {
+	if s.control.len() > 0 || len(s.ncf) > 0 || sendable || s.ends > 0 && !now.Before(s.endAt) {
 		return now
 	}
 	at := s.beatAt
+	if s.closed {
+		at = time.Time{} // no heartbeats after Close
+	}
+	if s.ends > 0 {
+		at = earliest(at, s.endAt)
+	}
 	if s.repairs.size > 0 {
 		d := s.win.find(s.repairs.peek().first)
 		size := s.mtu
@@ -348,8 +363,9 @@ func (s *Sender) nextOutgoing(now time.Time, buf []byte) (n int, to netip.AddrPo
 		s.beatAt = now.Add(s.beatEvery)
 		return copy(buf, d.buf), netip.AddrPort{}, true
 	}
-	if s.ends > 0 {
+	if s.ends > 0 && !now.Before(s.endAt) {
 		s.ends--
+		s.endAt, s.endGap = now.Add(s.endGap), 2*s.endGap
 		return s.beat(buf, TypeEnd), netip.AddrPort{}, true
 	}
 	if !s.closed && !now.Before(s.beatAt) {

@@ -399,9 +399,9 @@ func TestSimStreamEnds(t *testing.T) {
 	n := newSim(t, 11, SenderConfig{}, ReceiverConfig{IdleTimeout: 50 * time.Millisecond}, 2, simFaults{})
 	n.publish(0, 50, 1, 10*time.Microsecond, 32)
 	n.settle(5 * time.Millisecond)
-	n.rcvs[1].paused = true // misses the END: must time out instead
+	n.rcvs[1].paused = true // misses every END: must time out instead
 	n.sender.Close()
-	n.settle(5 * time.Millisecond)
+	n.settle(20 * time.Millisecond)
 	n.rcvs[1].paused = false
 	n.settle(100 * time.Millisecond)
 	for i, want := range []transport.EndReason{transport.EndClosed, transport.EndIdle} {
@@ -458,4 +458,36 @@ func TestReceiverFeedsAndStreamLimit(t *testing.T) {
 	if st := r.Stats(); st.Streams != 1 || st.StreamDrops != 1 || st.Filtered != 1 {
 		t.Fatalf("%+v", st)
 	}
+}
+
+// TestSimEndSurvivesBurst: a burst of loss that takes every datagram to
+// a receiver for 5 ms from the publisher's Close (every END of a
+// back-to-back pair) leaves it a later END: its stream ends "closed by
+// publisher", not "publisher silent". The ENDs go out EndRepeats times,
+// further and further apart.
+func TestSimEndSurvivesBurst(t *testing.T) {
+	n := newSim(t, 12, SenderConfig{}, ReceiverConfig{IdleTimeout: 500 * time.Millisecond}, 1, simFaults{})
+	n.publish(0, 50, 1, 10*time.Microsecond, 32)
+	n.settle(5 * time.Millisecond)
+	closed := n.now
+	var ends []time.Duration
+	n.dropTo = func(_ int, b []byte) bool {
+		h, err := ParseHeader(b)
+		if err != nil || h.Type != TypeEnd {
+			return false
+		}
+		ends = append(ends, n.now.Sub(closed))
+		return n.now.Sub(closed) < 5*time.Millisecond
+	}
+	n.sender.Close()
+	n.settle(DefaultConfirmTime + 50*time.Millisecond) // an END is held ConfirmTime
+	ev := n.rcvs[0].events
+	if last := ev[len(ev)-1]; last.Kind != transport.EventStreamEnd || last.End.Reason != transport.EndClosed || last.End.LastSeq != 50 {
+		t.Fatalf("last event %+v, want the stream closed at 50; ENDs sent at %v", last, ends)
+	}
+	checkExactlyOnce(t, n.rcvs[0], 50)
+	if len(ends) != EndRepeats || !n.sender.Idle() {
+		t.Fatalf("ENDs sent at %v, want %d; idle %v", ends, EndRepeats, n.sender.Idle())
+	}
+	t.Logf("ENDs sent at %v", ends)
 }

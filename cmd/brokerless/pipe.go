@@ -43,7 +43,12 @@ retransmit window), writes a gap marker with that exact range and the
 reason "the pipe feeding this stream was down". For this the pipe reads
 a multicast FROM with join=earliest, so a restart replays the publisher's
 window. TO must be a log (logd://, kafka://) whose topic keeps each FROM
-stream in one partition (logd creates topics with one).
+stream in one partition (logd creates topics with one). Nothing fences a
+killed pipe's last writes: one that TO shows only after the restarted
+pipe read its tail (a logd still fsyncing it, a Kafka still replicating
+it) is not seen, and the restarted pipe's gap marker covers those
+messages too, though they are in TO. Restarting a killed pipe a second
+later avoids it.
 
 It runs until interrupted, or for --duration; on SIGINT or SIGTERM it
 waits (at most 5s) for TO to accept what is in flight, and acknowledges

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,7 +41,19 @@ func startChild(t *testing.T, ready string, args ...string) *child {
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { c.done <- c.cmd.Wait() }()
+	exited := make(chan struct{})
+	go func() {
+		err := c.cmd.Wait()
+		close(exited)
+		c.done <- err
+	}()
+	// A test that fails or ends early leaves no child running: it is
+	// SIGKILLed by its PID unless it has exited (os.Process knows when
+	// it was reaped, so a reused PID is never signalled).
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Kill()
+		<-exited
+	})
 	select {
 	case <-c.stderr.seen:
 	case err := <-c.done:
@@ -120,7 +135,20 @@ func readTopic(t *testing.T, addr, topic string) []record {
 // the message after the last one written before the kill to the one
 // before the first written after); each long outage has its marker; and
 // the messages written twice after each restart are no more than could
-// be in flight at the kill.
+// be in flight at the kill. A marker for what the feed lost while the
+// pipe ran (GapOutpaced: a pipe starved of CPU fell more than the
+// window behind a publisher without flow control) is allowed, and must
+// be exact too.
+//
+// Each restart waits until logd has served the killed pipe's connection
+// to its end, and logd makes what it appends visible at once (--fsync
+// interval): a restarted pipe resumes from the destination's tail, and
+// a write of its killed predecessor that lands after it read that tail
+// (logd still reading the dead connection, or a group-commit fsync still
+// hiding it) would make its resume gap marker cover messages the topic
+// holds. Nothing fences a dead pipe's writes (that needs Kafka's
+// transactional-id producer fencing, which logd does not implement), so
+// that case is a known limitation of the pipe, not checked here.
 func TestPipeKillLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a pipe 10 times beside a 50,000 msgs/s feed: about 15 s")
@@ -134,7 +162,7 @@ func TestPipeKillLoop(t *testing.T) {
 		maxInFlight = 2048
 		window      = 1024 // datagrams: about half a second of the feed
 	)
-	addr := startTestLogd(t)
+	addr, metrics := startKillLogd(t)
 	group := netip.MustParseAddrPort(testGroup())
 	pub, err := multicast.NewPublisher(context.Background(), multicast.Config{
 		Group: group, Interface: "lo", HostOnly: true, Feed: 1,
@@ -145,10 +173,6 @@ func TestPipeKillLoop(t *testing.T) {
 	}
 	pubCtx, stopPub := context.WithCancel(context.Background())
 	published := make(chan uint64, 1)
-	go func() {
-		n, _ := publishTicks(pubCtx, pub, newTickGen(1), pacer{start: time.Now(), rate: rate})
-		published <- n
-	}()
 	defer stopPub()
 
 	from := fmt.Sprintf("mcast://%v?iface=lo&ttl=0", group)
@@ -161,9 +185,24 @@ func TestPipeKillLoop(t *testing.T) {
 	)
 	for k := range kills {
 		p := startChild(t, "piping ", args...)
+		if k == 0 {
+			// The feed starts once the first pipe has joined: what it
+			// published before would be no pipe's loss, and unmarked.
+			go func() {
+				n, _ := publishTicks(pubCtx, pub, newTickGen(1), pacer{start: time.Now(), rate: rate})
+				published <- n
+			}()
+		}
 		// Run for a while: the feed's timing, not an event to wait for.
 		time.Sleep(time.Duration(300+rng.IntN(400)) * time.Millisecond)
+		if k == 0 {
+			// A pipe resumes from what the topic holds: the first one,
+			// starved of CPU, may not have written anything yet, and
+			// the next one could then not know what came before.
+			waitRecords(t, addr, "t")
+		}
 		p.kill(t)
+		waitConnsClosed(t, metrics)
 		ends = append(ends, topicEnd(t, addr, "t"))
 		if k%2 == 0 {
 			longAfter = append(longAfter, k)
@@ -189,28 +228,39 @@ func TestPipeKillLoop(t *testing.T) {
 func checkKillLoop(t *testing.T, recs []record, n uint64, ends []uint64, longAfter []int, maxInFlight int) {
 	t.Helper()
 	written := make([]int, n+1) // times each message was written
+	at := make([]uint64, n+1)   // the offset each was first written at
 	var markers []record
 	for _, r := range recs {
 		switch {
 		case r.marker:
 			markers = append(markers, r)
-			if r.gap.Reason != transport.GapSourceDown {
+			if r.gap.Reason != transport.GapSourceDown && r.gap.Reason != transport.GapOutpaced {
 				t.Errorf("offset %d: a gap marker %v: the pipe lost messages it was not down for", r.offset, r.gap)
 			}
 		case r.seq == 0 || r.seq > n:
 			t.Errorf("offset %d: message %d, outside 1..%d", r.offset, r.seq, n)
 		default:
+			if written[r.seq] == 0 {
+				at[r.seq] = r.offset
+			}
 			written[r.seq]++
 		}
 	}
 	covered := make([]bool, n+1)
 	for _, m := range markers {
+		var over, first uint64 // the messages in the topic it covers
 		for s := m.gap.From; s <= m.gap.To && s <= n; s++ {
 			covered[s] = true
 			if written[s] > 0 {
-				t.Errorf("marker %v covers message %d, which is in the topic", m.gap, s)
-				break
+				if over == 0 {
+					first = s
+				}
+				over++
 			}
+		}
+		if over > 0 {
+			t.Errorf("marker %v at offset %d covers %d messages in the topic, the first %d at offset %d (end offsets after each kill: %v)",
+				m.gap, m.offset, over, first, at[first], ends)
 		}
 		if m.gap.From > 1 && written[m.gap.From-1] == 0 || m.gap.To < n && written[m.gap.To+1] == 0 {
 			t.Errorf("marker %v does not end where the messages written do", m.gap)
@@ -228,12 +278,14 @@ func checkKillLoop(t *testing.T, recs []record, n uint64, ends []uint64, longAft
 	if missing > 0 {
 		t.Errorf("%d of %d messages missing without a marker", missing, n)
 	}
-	// Each long outage has its marker, written by the next run (after the
-	// end offset read at the kill, which a request already sent may
-	// still pass), from the message after the last one written before.
+	// Each long outage has its marker, written by the next run that
+	// wrote anything (after the end offset read at the kill; a run
+	// starved of CPU may be killed before it wrote a record), from the
+	// message after the last one written before.
 	for _, k := range longAfter {
 		i := slices.IndexFunc(markers, func(m record) bool { return m.offset >= ends[k] })
-		if i < 0 || k+1 < len(ends) && markers[i].offset >= ends[k+1] {
+		next := slices.IndexFunc(ends[k+1:], func(e uint64) bool { return e > ends[k] })
+		if i < 0 || next >= 0 && markers[i].offset >= ends[k+1+next] {
 			t.Errorf("kill %d (end offset %d), then down for 3 windows: no gap marker from the next run; markers %+v", k+1, ends[k], markers)
 			continue
 		}
@@ -330,4 +382,85 @@ func windowTime(pub *multicast.Publisher, datagrams int, rate float64) time.Dura
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestStartChildCleanup: a test that ends without stopping its child
+// (as a failing one does) leaves no child running.
+func TestStartChildCleanup(t *testing.T) {
+	var c *child
+	t.Run("leaves its child", func(t *testing.T) {
+		c = startChild(t, "publishing to", "mcast", "pub", "--group", testGroup(), "--ttl", "0", "--ticks", "--rate", "100")
+	})
+	if c.cmd.ProcessState == nil {
+		t.Fatalf("child %d still running after its test ended", c.cmd.Process.Pid)
+	}
+	if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child ended with %v, want killed", c.cmd.ProcessState)
+	}
+}
+
+// startKillLogd starts a logd for TestPipeKillLoop, which makes what it
+// appends visible at once (--fsync interval, not a group commit), and
+// returns its Kafka address and its metrics URL.
+func startKillLogd(t *testing.T) (addr, metrics string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, errOut, done := startLogd(t, ctx, "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--fsync", "interval")
+	t.Cleanup(func() { stopLogd(t, cancel, done) })
+	m := regexp.MustCompile(`logd http on (http://127\.0\.0\.1:\d+)`).FindStringSubmatch(errOut.String())
+	if m == nil {
+		t.Fatalf("no http line:\n%s", errOut)
+	}
+	return addr, m[1] + "/metrics"
+}
+
+// waitConnsClosed waits until logd has no client connection: it has
+// served a killed pipe's connection to its end, every request the pipe
+// sent before it died appended (or dropped, with the connection).
+func waitConnsClosed(t *testing.T, metrics string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := logdConnections(metrics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("logd still has %d connections 30s after the pipe was killed", n)
+		}
+		time.Sleep(10 * time.Millisecond) // polling logd's metrics: no event to wait on
+	}
+}
+
+// logdConnections reads the gauge logd_connections.
+func logdConnections(metrics string) (int, error) {
+	resp, err := http.Get(metrics)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	m := regexp.MustCompile(`(?m)^logd_connections (\d+)$`).FindSubmatch(b)
+	if m == nil {
+		return 0, fmt.Errorf("no logd_connections in %s", metrics)
+	}
+	return strconv.Atoi(string(m[1]))
+}
+
+// waitRecords waits until a logd topic holds a record.
+func waitRecords(t *testing.T, addr, topic string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for topicEnd(t, addr, topic) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing in %s after 60s", topic)
+		}
+		time.Sleep(20 * time.Millisecond) // polling logd: no event to wait on
+	}
 }

@@ -16,6 +16,12 @@ import (
 // ignored. Call it before the first Event. It returns how many source
 // streams it found, and ErrSplitStream when one source stream is spread
 // over several destination streams.
+//
+// Nothing fences a killed predecessor's writes: one the destination
+// shows only after tail was read (still being fsynced or replicated)
+// is not in tail, so a resume gap marker may cover messages that the
+// destination holds after all (Kafka's answer, a transactional id that
+// fences the old producer's epoch, is not implemented by logd).
 func (c *Core) Resume(tail []transport.Message) (int, error) {
 	owner := map[transport.StreamID]transport.StreamID{}
 	for i := range tail {
