@@ -80,6 +80,11 @@ type dialect struct {
 	// transaction, relaxLocal inside it: commits that need not survive a
 	// power failure (see Store.Complete).
 	relax, unrelax, relaxLocal string
+	// durableClaims: claims commit with full durability. On a server
+	// several dispatchers share, a claim lost in a crash of the server
+	// alone would let another dispatcher attempt a delivery whose first
+	// attempt is still running.
+	durableClaims bool
 	// schemaLock, run first in the schema transaction, keeps dispatchers
 	// starting together from creating the tables twice.
 	schemaLock string
@@ -119,7 +124,7 @@ var (
 			WHERE e.enabled = 1 AND e.id NOT IN {ids} ORDER BY d.next_attempt, d.id LIMIT (? + 0)`}
 	postgresDialect = dialect{name: "postgres", blob: "BYTEA", dollar: true,
 		idSet:      "(SELECT jsonb_array_elements_text(CAST(? AS jsonb)))",
-		relaxLocal: "SET LOCAL synchronous_commit = off", schemaLock: "SELECT pg_advisory_xact_lock(7406190209)",
+		relaxLocal: "SET LOCAL synchronous_commit = off", durableClaims: true, schemaLock: "SELECT pg_advisory_xact_lock(7406190209)",
 		tokenLock: "SELECT pg_advisory_xact_lock(7406190210)", bulk: true,
 		// Each endpoint's rows are locked as they are read, skipping those
 		// another dispatcher's claim holds, so two claims at once each

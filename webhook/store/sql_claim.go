@@ -58,7 +58,11 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 	}
 	now, until := nanos(r.Now), nanos(r.Now.Add(r.Lease))
 	var jobs []*Job
-	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
+	run := s.relaxedTx
+	if s.d.durableClaims {
+		run = s.tx
+	}
+	err := run(ctx, func(tx *sql.Tx) error {
 		rows, err := s.queryHot(ctx, tx, claimQuery(s.d), now, now, per, idJSON(r.Skip), r.Limit, r.Owner, until)
 		if err != nil {
 			return err

@@ -51,9 +51,12 @@ type Store interface {
 	Recover(ctx context.Context, endpointID string, since, until, now time.Time) (int, error)
 
 	// Claim leases due deliveries of enabled endpoints, the earliest
-	// due first. Leases, like completions, are written with relaxed
-	// durability: a lease lost to a power failure is harmless, the
-	// dispatcher that held it having stopped too.
+	// due first. On SQLite leases, like completions, are written with
+	// relaxed durability: a lease lost to a power failure is harmless, the
+	// dispatcher that held it having stopped too. On PostgreSQL, which
+	// several dispatchers share and whose server can crash alone, a claim
+	// commits with full durability: a lost lease would let another
+	// dispatcher attempt a delivery whose attempt is still running.
 	Claim(ctx context.Context, r ClaimRequest) ([]*Job, error)
 	// Release gives back leases without an attempt.
 	Release(ctx context.Context, owner string, deliveryIDs []string) error
