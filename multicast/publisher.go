@@ -31,7 +31,7 @@ type Publisher struct {
 	batch *ipv4.PacketConn
 	group *net.UDPAddr
 	mtu   int  // the engine's MTU: the largest datagram it builds
-	gso   bool // send runs of datagrams with UDP GSO; owned by sendLoop
+	gso   bool // send runs of datagrams with UDP GSO; owned by the holder of writing
 
 	mu        sync.Mutex
 	eng       *reliable.Sender
@@ -39,8 +39,8 @@ type Publisher struct {
 	waiters   int           // Publish/Flush calls waiting for progress
 	progress  chan struct{} // closed and replaced when the sender made progress
 	writing   bool          // a datagram or batch is being written outside the lock
+	round     *sendRound    // the scratch of whoever holds writing
 	lastWrite time.Time     // when the last write finished
-	inline    []byte        // buffer of sendInline
 	closing   bool
 	lastNack  time.Time
 	stats     PublisherStats
@@ -97,12 +97,16 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 		eng:      eng,
 		progress: make(chan struct{}),
 		inbox:    newInbox(1024),
-		inline:   make([]byte, maxDatagram),
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
 	p.stats.GSO = gso
 	_, p.stats.SendBuffer = bufferSizes(conn, cfg.RecvBuffer, cfg.SendBuffer, cfg.Logger)
+	gather := cfg.Batch
+	if gso {
+		gather *= gsoGather
+	}
+	p.round = newSendRound(gather, p.mtu)
 	p.wg.Add(2)
 	go p.sendLoop()
 	go p.controlLoop()
@@ -196,7 +200,7 @@ func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func
 		now = p.cfg.Now()
 	}
 	if p.idle && !p.writing && now.Sub(p.lastWrite) >= p.cfg.InlineAfter {
-		p.sendInline(now)
+		p.sendInline()
 		return nil
 	}
 	wake := p.idle
@@ -208,42 +212,31 @@ func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func
 	return nil
 }
 
-// sendInline sends the datagram just packed from the calling goroutine,
-// sparing a wake-up of the send goroutine: used when the publisher has
-// been quiet for InlineAfter, so a lone message leaves at once and a
-// burst still goes out in batches. Called with p.mu held; returns with it
-// released.
-func (p *Publisher) sendInline(now time.Time) {
-	p.writing = true
-	n, to, ok := p.eng.NextOutgoing(now, p.inline)
-	upto := p.eng.SentNext()
-	p.mu.Unlock()
-	var err error
-	if ok {
-		dst := p.cfg.Group
-		if to.IsValid() {
-			dst = to
-		}
-		_, err = p.conn.WriteToUDPAddrPort(p.inline[:n], dst)
+// inlineGather bounds the datagrams a Publish call writes itself: its
+// own, and repairs for the NACKs waiting. A longer backlog goes to the
+// send goroutine, so that no caller is held writing it while it could
+// be packing more.
+const inlineGather = 4
+
+// sendInline writes from the calling goroutine, sparing a wake-up of the
+// send goroutine: used when the publisher has been quiet for InlineAfter,
+// so a lone message leaves at once and a burst still goes out in
+// batches. The NACKs waiting are answered first (repairs go out
+// before new data, as the engine orders them), then what is unsent, up
+// to inlineGather datagrams; the send goroutine is woken for the rest.
+// Called with p.mu held; returns with it released.
+func (p *Publisher) sendInline() {
+	if n := p.take(p.cfg.Now(), inlineGather); n > 0 {
+		p.put(n)
 	}
-	p.mu.Lock()
-	p.writing = false
-	p.lastWrite = p.cfg.Now()
-	p.stats.SendCalls++
-	if err != nil {
-		p.stats.SendErrors++
-	}
-	if ok {
-		p.rcpt.settle(upto, err)
-	}
-	p.madeProgress()
 	// sendLoop calls the receipts' done.
 	more := !p.eng.Idle() || p.inbox.pending() || p.rcpt.settled > 0
+	wake := more && p.idle
 	if more {
 		p.idle = false
 	}
 	p.mu.Unlock()
-	if more {
+	if wake {
 		p.signal()
 	}
 }

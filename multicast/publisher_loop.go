@@ -11,27 +11,93 @@ import (
 	"github.com/brokerless/brokerless/reliable"
 )
 
+// sendRound is the scratch of one round of writing: the datagrams
+// taken from the engine, their destinations, the engine's SentNext after
+// each, why the kernel refused each, and the sendmmsg entries. Only the
+// holder of Publisher.writing uses it: sendLoop, or a Publish call that
+// found no write in flight.
+type sendRound struct {
+	bufs   [][]byte
+	dgrams [][]byte
+	dst    []netip.AddrPort
+	upto   []uint64
+	errs   []error
+	w      *sendBatch
+}
+
+func newSendRound(gather, mtu int) *sendRound {
+	r := &sendRound{
+		bufs:   make([][]byte, gather),
+		dgrams: make([][]byte, gather),
+		dst:    make([]netip.AddrPort, gather),
+		upto:   make([]uint64, gather),
+		errs:   make([]error, gather),
+		w:      newSendBatch(gather),
+	}
+	for i := range r.bufs {
+		r.bufs[i] = make([]byte, mtu)
+	}
+	return r
+}
+
+// take answers the NACKs and STATUS waiting in the inbox, then takes up
+// to limit datagrams (at most a round's) from the engine, in the
+// engine's order (control and repairs before unsent data), and returns
+// how many. With any, it sets p.writing: the caller must then call put.
+// p.mu is held.
+func (p *Publisher) take(now time.Time, limit int) int {
+	r := p.round
+	nacks := p.eng.Stats().NacksReceived
+	p.inbox.drain(func(b []byte, from netip.AddrPort) { _ = p.eng.HandleControl(now, from, b) })
+	if p.eng.Stats().NacksReceived != nacks {
+		p.lastNack = now // a STATUS is no reason to linger at Close
+	}
+	n := 0
+	for n < min(limit, len(r.bufs)) {
+		l, to, ok := p.eng.NextOutgoing(now, r.bufs[n])
+		if !ok {
+			break
+		}
+		r.dgrams[n], r.dst[n] = r.bufs[n][:l], to
+		r.upto[n] = p.eng.SentNext()
+		n++
+	}
+	if n > 0 {
+		p.writing = true
+	}
+	return n
+}
+
+// put writes the n datagrams take took, with p.mu released, then
+// settles their receipts and wakes waiters. p.mu is held on entry and
+// exit.
+func (p *Publisher) put(n int) {
+	r := p.round
+	p.mu.Unlock()
+	calls, failed, runs := p.write(r.w, r.dgrams[:n], r.dst[:n], r.errs)
+	p.mu.Lock()
+	p.writing = false
+	p.lastWrite = p.cfg.Now()
+	p.stats.SendCalls += calls
+	p.stats.SendErrors += failed
+	p.stats.GSO = p.gso
+	p.stats.GSORuns += runs
+	for i := 0; i < n; i++ {
+		p.rcpt.settle(r.upto[i], r.errs[i])
+		r.errs[i] = nil
+	}
+	p.madeProgress()
+}
+
 // sendLoop hands the engine's datagrams to the kernel, a batch per
 // system call (runs of equal-size datagrams as one UDP GSO entry each,
-// when the kernel takes them), calls the done of the receipts their
-// writing settled, and sleeps until woken or the engine's next deadline
-// (heartbeats, rate-limited repairs). When it stops, it calls the done
-// of every receipt left.
+// when the kernel takes them), when no Publish call is writing them
+// itself; calls the done of the receipts their writing settled; and
+// sleeps until woken or the engine's next deadline (heartbeats,
+// rate-limited repairs). When it stops, it calls the done of every
+// receipt left.
 func (p *Publisher) sendLoop() {
 	defer p.wg.Done()
-	gather := p.cfg.Batch
-	if p.gso {
-		gather *= gsoGather
-	}
-	bufs := make([][]byte, gather)
-	dgrams := make([][]byte, gather)
-	for i := range bufs {
-		bufs[i] = make([]byte, p.mtu)
-	}
-	dst := make([]netip.AddrPort, gather)
-	upto := make([]uint64, gather) // the engine's SentNext after each datagram
-	errs := make([]error, gather)  // why the kernel refused each, if it did
-	w := newSendBatch(gather)
 	var due []pendingReceipt // receipts whose done is being called
 	stream := p.eng.Stream()
 	defer func() {
@@ -51,30 +117,18 @@ func (p *Publisher) sendLoop() {
 			continue
 		}
 		if p.writing {
-			// Publish is sending inline; it wakes us if more is left.
+			// A Publish call is writing; it wakes us if more is left.
 			p.idle = true
+			now := p.cfg.Now()
+			deadline := p.eng.Deadline(now)
 			p.mu.Unlock()
-			if !p.sleep(timer, time.Time{}, time.Time{}) {
+			if !p.sleep(timer, now, deadline) {
 				return
 			}
 			continue
 		}
 		now := p.cfg.Now()
-		nacks := p.eng.Stats().NacksReceived
-		p.inbox.drain(func(b []byte, from netip.AddrPort) { _ = p.eng.HandleControl(now, from, b) })
-		if p.eng.Stats().NacksReceived != nacks {
-			p.lastNack = now // a STATUS is no reason to linger at Close
-		}
-		n := 0
-		for n < gather {
-			l, to, ok := p.eng.NextOutgoing(now, bufs[n])
-			if !ok {
-				break
-			}
-			dgrams[n], dst[n] = bufs[n][:l], to
-			upto[n] = p.eng.SentNext()
-			n++
-		}
+		n := p.take(now, len(p.round.bufs))
 		if n == 0 {
 			p.idle = true
 			p.madeProgress()
@@ -85,23 +139,7 @@ func (p *Publisher) sendLoop() {
 			}
 			continue
 		}
-		p.writing = true
-		p.mu.Unlock()
-
-		calls, failed, runs := p.write(w, dgrams[:n], dst[:n], errs)
-
-		p.mu.Lock()
-		p.writing = false
-		p.lastWrite = p.cfg.Now()
-		p.stats.SendCalls += calls
-		p.stats.SendErrors += failed
-		p.stats.GSO = p.gso
-		p.stats.GSORuns += runs
-		for i := 0; i < n; i++ {
-			p.rcpt.settle(upto[i], errs[i])
-			errs[i] = nil
-		}
-		p.madeProgress()
+		p.put(n)
 		due = p.rcpt.takeSettled(due[:0])
 		p.mu.Unlock()
 		fire(stream, due)
