@@ -1,0 +1,169 @@
+package matrix
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// outcome is what one round of one cell measured.
+type outcome struct {
+	metrics map[string]float64
+	hist    *hdrhistogram.Histogram // Latency, PingPong, Loss
+}
+
+// measure opens a link for cell and measures one round.
+func (r *runner) measure(ctx context.Context, c Contender, cell Cell, round int) (outcome, error) {
+	if cell.Kind == PingPong {
+		return r.pingPong(ctx, c, cell, round)
+	}
+	o := cell.Options(r.set.messagesFor(cell), r.set.Seed+int64(round))
+	l, err := c.Open(ctx, o)
+	if err != nil {
+		return outcome{}, err
+	}
+	s := startSession(l, cell.Size)
+	defer s.close()
+	if err := s.ready(ctx, r.set.ReadyTimeout); err != nil {
+		return outcome{}, errors.Join(err, s.err())
+	}
+	var out outcome
+	switch cell.Kind {
+	case Throughput, FanOut, Durability:
+		rate, err := r.search(ctx, s, cell)
+		if err != nil {
+			return outcome{}, err
+		}
+		out.metrics = map[string]float64{"rate": rate}
+		switch cell.Kind {
+		case Throughput:
+			out.metrics["MB/s"] = rate * float64(cell.Size) / 1e6
+		case FanOut:
+			out.metrics["deliveries/s"] = rate * float64(cell.Subscribers)
+		}
+	case Latency:
+		out, err = r.openLoop(ctx, s, cell, r.set.LatencyTime, 500*time.Millisecond)
+	case Loss:
+		out, err = r.openLoop(ctx, s, cell, r.set.LossTime, time.Second)
+	default:
+		err = fmt.Errorf("unknown scenario %q", cell.Kind)
+	}
+	if err == nil {
+		err = s.err()
+	}
+	return out, err
+}
+
+func gapsOf(l Link) (gaps, recovered uint64) {
+	for _, s := range l.Subs() {
+		c := s.Counts()
+		gaps += c.Gaps
+		recovered += c.Recovered
+	}
+	return gaps, recovered
+}
+
+// probeRate sends at rate for Settings.ProbeTime and says whether every
+// subscriber got every message, none reported lost, and the publisher
+// kept to the rate (within 10%).
+func (r *runner) probeRate(ctx context.Context, s *session, cell Cell, rate float64) (bool, error) {
+	n := int(rate * r.set.ProbeTime.Seconds())
+	n = min(n, r.set.MaxProbeMessages, max(r.set.MaxProbeBytes/cell.Size, 1))
+	n = max(n, 20)
+	g0, _ := gapsOf(s.link)
+	pr := s.begin(n, false)
+	took, err := s.send(ctx, pr, rate, false)
+	if err != nil {
+		return false, err
+	}
+	s.drain(ctx, pr, int64(n), 300*time.Millisecond, max(2*time.Second, time.Duration(took)))
+	g1, _ := gapsOf(s.link)
+	planned := float64(n-1) / rate * 1e9
+	keptUp := float64(took) <= planned*1.1+float64(2*time.Millisecond)
+	return pr.all(int64(n)) && g1 == g0 && keptUp, ctx.Err()
+}
+
+// search finds the highest rate probeRate passes: up by 4× from
+// StartRate until a probe fails (or down by 4× until one passes), then
+// bisects (geometrically) until the two rates are within 15%.
+func (r *runner) search(ctx context.Context, s *session, cell Cell) (float64, error) {
+	rate := r.set.StartRate
+	var good, bad float64
+	for range r.set.MaxProbes {
+		ok, err := r.probeRate(ctx, s, cell, rate)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			good = rate
+		} else {
+			bad = rate
+		}
+		switch {
+		case bad == 0:
+			if rate >= r.set.MaxRate {
+				return good, nil
+			}
+			rate = min(rate*4, r.set.MaxRate)
+		case good == 0:
+			if rate <= minRate {
+				return 0, nil
+			}
+			rate = max(rate/4, minRate)
+		default:
+			if bad/good < 1.15 {
+				return good, nil
+			}
+			rate = math.Sqrt(good * bad)
+		}
+	}
+	return good, nil
+}
+
+// minRate is the lowest rate searched: below it a contender counts as
+// delivering nothing without loss.
+const minRate = 100
+
+// openLoop sends at cell.Rate for d and records each message's latency
+// from the time it was due; quiet is how long the drain waits without
+// progress (repairs take a few NACK rounds).
+func (r *runner) openLoop(ctx context.Context, s *session, cell Cell, d, quiet time.Duration) (outcome, error) {
+	n := max(int(cell.Rate*d.Seconds()), 10)
+	g0, rec0 := gapsOf(s.link)
+	pr := s.begin(n, true)
+	if _, err := s.send(ctx, pr, cell.Rate, true); err != nil {
+		return outcome{}, err
+	}
+	s.drain(ctx, pr, int64(n), quiet, 10*time.Second)
+	g1, rec1 := gapsOf(s.link)
+	h := pr.hist()
+	m := percentiles(h)
+	want := int64(n * len(pr.got))
+	got := pr.total()
+	if cell.Kind == Loss {
+		gaps := int64(g1 - g0)
+		m = map[string]float64{
+			"delivered": 100 * float64(got) / float64(want),
+			"recovered": float64(rec1 - rec0),
+			"gaps":      float64(gaps),
+			"silent":    float64(max(want-got-gaps, 0)),
+			"p99":       m["p99"],
+		}
+	} else {
+		m["lost"] = float64(want - got)
+	}
+	return outcome{metrics: m, hist: h}, nil
+}
+
+func percentiles(h *hdrhistogram.Histogram) map[string]float64 {
+	us := func(v int64) float64 { return float64(v) / 1e3 }
+	return map[string]float64{
+		"p50": us(h.ValueAtQuantile(50)), "p90": us(h.ValueAtQuantile(90)),
+		"p99": us(h.ValueAtQuantile(99)), "p99.9": us(h.ValueAtQuantile(99.9)),
+		"max": us(h.Max()),
+	}
+}

@@ -1,0 +1,181 @@
+package matrix
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteTable writes the report as Markdown tables: per scenario, every
+// contender's median over the rounds with its [min–max], and its ratio
+// to its baseline (×base) and to its peer (×peer) from the same rounds.
+func (r *Report) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "Machine: %s, %d cores, Linux %s, %s, commit %s; load average %s at the start, %s at the end.\n",
+		r.Machine.CPU, r.Machine.Cores, r.Machine.Kernel, r.Machine.Go, r.Machine.Commit, r.Machine.Load, r.Machine.LoadAtEnd)
+	fmt.Fprintf(w, "Mode: %s. %d measured rounds (median [min–max]) after %d warm-up round(s) discarded, interleaved; took %s.\n",
+		r.Mode, r.Settings.Rounds, r.Settings.Warmup, r.Elapsed.Round(1e9))
+	fmt.Fprintln(w, "×base, ×peer: the headline figure divided by the baseline's (peer's) in the same round, median [min–max] over the rounds.")
+	byKind := map[Kind][]Cell{}
+	var kinds []Kind
+	for _, c := range r.Cells {
+		if byKind[c.Kind] == nil {
+			kinds = append(kinds, c.Kind)
+		}
+		byKind[c.Kind] = append(byKind[c.Kind], c)
+	}
+	for _, k := range kinds {
+		cells := byKind[k]
+		switch k {
+		case Throughput, FanOut, Durability:
+			r.wideTable(w, k, cells)
+		default:
+			for _, c := range cells {
+				r.cellTable(w, c)
+			}
+		}
+	}
+	var notes []string
+	for _, rr := range r.Results {
+		if strings.HasPrefix(rr.Status, "failed") {
+			notes = append(notes, fmt.Sprintf("- %s, %s: %s", rr.Contender, rr.Cell, rr.Status))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "\nFailures:\n%s\n", strings.Join(notes, "\n"))
+	}
+}
+
+var kindTitle = map[Kind]string{
+	Throughput: "Throughput: highest rate with no message lost, by payload size (msgs/s)",
+	FanOut:     "Fan-out: highest rate with no message lost at any subscriber (msgs/s published)",
+	Durability: "Durability: highest rate with no message lost, fsync before acknowledging or not (msgs/s)",
+	Latency:    "Latency, open loop (one way, from the time each message was due)",
+	PingPong:   "Ping-pong: round trip, one message in flight",
+	Loss:       "Loss injected at each subscriber",
+}
+
+func (r *Report) wideTable(w io.Writer, k Kind, cells []Cell) {
+	fmt.Fprintf(w, "\n### %s\n\n| contender |", kindTitle[k])
+	for _, c := range cells {
+		fmt.Fprintf(w, " %s |", columnName(c))
+	}
+	fmt.Fprint(w, "\n|---|")
+	for range cells {
+		fmt.Fprint(w, "---|")
+	}
+	fmt.Fprintln(w)
+	for _, ci := range r.Contenders {
+		fmt.Fprintf(w, "| %s |", ci.Name)
+		for _, c := range cells {
+			fmt.Fprintf(w, " %s |", r.entry(ci.Name, c, k.Headline()))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func columnName(c Cell) string {
+	switch c.Kind {
+	case FanOut:
+		return fmt.Sprintf("%d subscriber(s), %s", c.Subscribers, sizeName(c.Size))
+	case Durability:
+		if c.Durable {
+			return "fsync, " + sizeName(c.Size)
+		}
+		return "no fsync, " + sizeName(c.Size)
+	}
+	return sizeName(c.Size)
+}
+
+// entry is a contender's headline figure in a cell, with its ratios.
+func (r *Report) entry(name string, c Cell, m Metric) string {
+	rr := r.Result(name, c.ID())
+	if rr == nil {
+		return ""
+	}
+	if rr.Status != "ok" {
+		return rr.Status
+	}
+	s := spread(rr.Summary[m.Name])
+	if rr.VsBaseline != nil {
+		s += " " + ratio("base", *rr.VsBaseline)
+	}
+	if rr.VsPeer != nil {
+		s += " " + ratio("peer", *rr.VsPeer)
+	}
+	return s
+}
+
+func (r *Report) cellTable(w io.Writer, c Cell) {
+	ms := metricsOf[c.Kind]
+	fmt.Fprintf(w, "\n### %s: %s, %s", kindTitle[c.Kind], sizeName(c.Size), fmt.Sprintf("%d subscriber(s)", c.Subscribers))
+	if c.Rate > 0 {
+		fmt.Fprintf(w, ", %.0f msgs/s", c.Rate)
+	}
+	if c.Loss > 0 {
+		fmt.Fprintf(w, ", %g%% dropped", c.Loss*100)
+	}
+	fmt.Fprint(w, "\n\n| contender |")
+	for _, m := range ms {
+		fmt.Fprintf(w, " %s (%s) |", m.Name, m.Unit)
+	}
+	fmt.Fprintf(w, " ×base (%s) | ×peer |\n|---|", ms[0].Name)
+	for range len(ms) + 2 {
+		fmt.Fprint(w, "---|")
+	}
+	fmt.Fprintln(w)
+	for _, ci := range r.Contenders {
+		rr := r.Result(ci.Name, c.ID())
+		if rr == nil {
+			continue
+		}
+		fmt.Fprintf(w, "| %s |", ci.Name)
+		if rr.Status != "ok" {
+			fmt.Fprintf(w, " %s |%s\n", rr.Status, strings.Repeat(" |", len(ms)+1))
+			continue
+		}
+		for _, m := range ms {
+			fmt.Fprintf(w, " %s |", spread(rr.Summary[m.Name]))
+		}
+		for _, v := range []*Spread{rr.VsBaseline, rr.VsPeer} {
+			if v == nil {
+				fmt.Fprint(w, " |")
+			} else {
+				fmt.Fprintf(w, " %s |", ratio("", *v))
+			}
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func spread(s Spread) string {
+	if s.N <= 1 || s.Min == s.Max {
+		return num(s.Median)
+	}
+	return fmt.Sprintf("%s [%s–%s]", num(s.Median), num(s.Min), num(s.Max))
+}
+
+func ratio(what string, s Spread) string {
+	r := fmt.Sprintf("×%.2f", s.Median)
+	if s.N > 1 && s.Min != s.Max {
+		r += fmt.Sprintf(" [%.2f–%.2f]", s.Min, s.Max)
+	}
+	if what != "" {
+		r += " " + what
+	}
+	return r
+}
+
+func num(v float64) string {
+	switch a := max(v, -v); {
+	case a >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case a >= 1e4:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	case a >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	case a >= 100 || v == float64(int64(v)):
+		return fmt.Sprintf("%.0f", v)
+	default:
+		return fmt.Sprintf("%.3g", v)
+	}
+}
