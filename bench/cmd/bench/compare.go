@@ -13,11 +13,12 @@ func cmdCompare(args []string) int {
 	var o matrix.CompareOptions
 	fs.Float64Var(&o.Alpha, "alpha", 0.05, "significance level of the U test")
 	fs.Float64Var(&o.MinChange, "min-change", 0.05, "smallest relative change flagged")
+	fs.BoolVar(&o.All, "all", false, "compare every metric (p90, p99, …), not only each cell's headline")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if fs.NArg() != 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench compare [-alpha 0.05] [-min-change 0.05] OLD.json NEW.json")
+		fmt.Fprintln(os.Stderr, "usage: bench compare [-alpha 0.05] [-min-change 0.05] [-all] OLD.json NEW.json")
 		return 2
 	}
 	if o.Alpha <= 0 || o.Alpha >= 1 || o.MinChange < 0 {
@@ -34,6 +35,6 @@ func cmdCompare(args []string) int {
 		fmt.Fprintln(os.Stderr, "bench compare:", err)
 		return 1
 	}
-	matrix.WriteComparison(os.Stdout, matrix.Compare(old, cur, o))
+	matrix.WriteComparison(os.Stdout, matrix.Compare(old, cur, o), o)
 	return 0
 }
