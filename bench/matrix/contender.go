@@ -35,7 +35,8 @@ type Contender interface {
 	Peer() string
 	// Can says why the contender cannot run o: an error wrapping
 	// ErrNotApplicable (the cell makes no sense, e.g. a 64 KiB UDP
-	// datagram) or ErrUnavailable (a peer missing on this machine).
+	// datagram), ErrUnavailable (a peer missing on this machine) or
+	// ErrNotRun (it would break a rule of the benchmark).
 	Can(o Options) error
 	// Open starts a publisher and o.Subscribers subscribers, connected.
 	Open(ctx context.Context, o Options) (Link, error)
@@ -77,4 +78,8 @@ var (
 	ErrNotApplicable = errors.New("not applicable")
 	// ErrUnavailable: a peer is missing on this machine.
 	ErrUnavailable = errors.New("not available")
+	// ErrNotRun: the contender would break a rule this benchmark keeps
+	// (e.g. multicast only with TTL 0); not an error under
+	// BROKERLESS_INTEROP=1.
+	ErrNotRun = errors.New("not run")
 )

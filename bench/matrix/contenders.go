@@ -5,8 +5,8 @@ package matrix
 func Contenders() []Contender {
 	return []Contender{
 		rawUDP{}, rawMcast{}, rawTCP{},
-		mcast{},
-		zmqOurs{},
-		&logdOurs{},
+		mcast{}, libzmqEPGM{},
+		zmqOurs{}, libzmqTCP{}, &natsCore{},
+		&logdOurs{}, &jetStream{},
 	}
 }

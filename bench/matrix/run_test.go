@@ -37,7 +37,7 @@ func TestMissingPeer(t *testing.T) {
 	}
 	var b strings.Builder
 	rep.WriteTable(&b)
-	if !strings.Contains(b.String(), "| missing | not available: peer-binary not found |") {
+	if !strings.Contains(b.String(), "| missing | not available [1] |") || !strings.Contains(b.String(), "[1] not available: peer-binary not found") {
 		t.Errorf("table does not say the peer is missing:\n%s", b.String())
 	}
 	_, err = Run(context.Background(), tinySettings(), cs, true, nil)

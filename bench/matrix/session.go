@@ -89,11 +89,12 @@ func (s *session) err() error {
 	return s.subErr
 }
 
+// close stops the subscribers, waits for them (a libzmq socket must not
+// be closed while another thread uses it), then closes the link.
 func (s *session) close() error {
 	s.stop()
-	err := s.link.Close()
 	s.wg.Wait()
-	return err
+	return s.link.Close()
 }
 
 // begin starts a probe of n messages.

@@ -64,13 +64,71 @@ func (r *Report) wideTable(w io.Writer, k Kind, cells []Cell) {
 		fmt.Fprint(w, "---|")
 	}
 	fmt.Fprintln(w)
+	var n notes
 	for _, ci := range r.Contenders {
+		if r.inapplicable(ci.Name, cells, &n) {
+			continue
+		}
 		fmt.Fprintf(w, "| %s |", ci.Name)
 		for _, c := range cells {
-			fmt.Fprintf(w, " %s |", r.entry(ci.Name, c, k.Headline()))
+			fmt.Fprintf(w, " %s |", r.entry(ci.Name, c, k.Headline(), &n))
 		}
 		fmt.Fprintln(w)
 	}
+	n.write(w)
+}
+
+// notes are the reasons a table's contenders have no figure, written
+// once under the table and referred to as [n] in it.
+type notes struct {
+	text []string
+	skip map[string][]string // reason: contenders left out of the table
+	keys []string
+}
+
+func (n *notes) ref(status string) string {
+	what, _, _ := strings.Cut(status, ":")
+	for i, t := range n.text {
+		if t == status {
+			return fmt.Sprintf("%s [%d]", what, i+1)
+		}
+	}
+	n.text = append(n.text, status)
+	return fmt.Sprintf("%s [%d]", what, len(n.text))
+}
+
+func (n *notes) write(w io.Writer) {
+	if len(n.text) == 0 && len(n.skip) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	for i, t := range n.text {
+		fmt.Fprintf(w, "[%d] %s  \n", i+1, t)
+	}
+	for _, k := range n.keys {
+		fmt.Fprintf(w, "Not in this table: %s (%s).  \n", strings.Join(n.skip[k], ", "), k)
+	}
+}
+
+// inapplicable says whether the contender has nothing but "not
+// applicable" in cells (then noted and left out of the table).
+func (r *Report) inapplicable(name string, cells []Cell, n *notes) bool {
+	var reason string
+	for _, c := range cells {
+		rr := r.Result(name, c.ID())
+		if rr == nil || !strings.HasPrefix(rr.Status, "not applicable: ") || (reason != "" && rr.Status != reason) {
+			return false
+		}
+		reason = rr.Status
+	}
+	if n.skip == nil {
+		n.skip = map[string][]string{}
+	}
+	if n.skip[reason] == nil {
+		n.keys = append(n.keys, reason)
+	}
+	n.skip[reason] = append(n.skip[reason], name)
+	return true
 }
 
 func columnName(c Cell) string {
@@ -87,13 +145,13 @@ func columnName(c Cell) string {
 }
 
 // entry is a contender's headline figure in a cell, with its ratios.
-func (r *Report) entry(name string, c Cell, m Metric) string {
+func (r *Report) entry(name string, c Cell, m Metric, n *notes) string {
 	rr := r.Result(name, c.ID())
 	if rr == nil {
 		return ""
 	}
 	if rr.Status != "ok" {
-		return rr.Status
+		return n.ref(rr.Status)
 	}
 	s := spread(rr.Summary[m.Name])
 	if rr.VsBaseline != nil {
@@ -123,14 +181,15 @@ func (r *Report) cellTable(w io.Writer, c Cell) {
 		fmt.Fprint(w, "---|")
 	}
 	fmt.Fprintln(w)
+	var n notes
 	for _, ci := range r.Contenders {
 		rr := r.Result(ci.Name, c.ID())
-		if rr == nil {
+		if rr == nil || r.inapplicable(ci.Name, []Cell{c}, &n) {
 			continue
 		}
 		fmt.Fprintf(w, "| %s |", ci.Name)
 		if rr.Status != "ok" {
-			fmt.Fprintf(w, " %s |%s\n", rr.Status, strings.Repeat(" |", len(ms)+1))
+			fmt.Fprintf(w, " %s |%s\n", n.ref(rr.Status), strings.Repeat(" |", len(ms)+1))
 			continue
 		}
 		for _, m := range ms {
@@ -145,6 +204,7 @@ func (r *Report) cellTable(w io.Writer, c Cell) {
 		}
 		fmt.Fprintln(w)
 	}
+	n.write(w)
 }
 
 func spread(s Spread) string {
