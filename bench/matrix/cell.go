@@ -62,7 +62,7 @@ func (c Cell) ID() string {
 
 // Options is what a Link for the cell must carry.
 func (c Cell) Options(messages int, seed int64) Options {
-	return Options{Size: c.Size, Subscribers: c.Subscribers, Loss: c.Loss, Durable: c.Durable, Messages: messages, Seed: seed}
+	return Options{Kind: c.Kind, Size: c.Size, Subscribers: c.Subscribers, Loss: c.Loss, Durable: c.Durable, Messages: messages, Seed: seed}
 }
 
 func sizeName(n int) string {

@@ -7,6 +7,8 @@ import (
 
 // Options is what a Link must carry: one cell of the matrix.
 type Options struct {
+	// Kind is the scenario.
+	Kind Kind
 	// Size is each message's payload, bytes (≥ StampSize).
 	Size int
 	// Subscribers is how many subscribers receive every message.
@@ -62,6 +64,15 @@ type Sub interface {
 	Run(ctx context.Context, fn func(p []byte)) error
 	// Counts is what the transport reported: gaps and recoveries.
 	Counts() Counts
+}
+
+// Tally is a Link whose receiving end is not told each message but
+// counts them: a StatsD server, which sums the counter lines it gets.
+// Its Subs are none; only throughput scenarios run it.
+type Tally interface {
+	Link
+	// Counted is how many messages the server has counted so far.
+	Counted() (uint64, error)
 }
 
 // Counts is what a subscriber's transport reported of loss.

@@ -8,5 +8,6 @@ func Contenders() []Contender {
 		mcast{}, libzmqEPGM{},
 		zmqOurs{}, libzmqTCP{}, &natsCore{},
 		&logdOurs{}, &jetStream{},
+		statsdOurs{}, &etsyStatsd{}, &statsdExporter{},
 	}
 }

@@ -26,6 +26,11 @@ func (r *runner) measure(ctx context.Context, c Contender, cell Cell, round int)
 	if err != nil {
 		return outcome{}, err
 	}
+	if t, ok := l.(Tally); ok {
+		defer t.Close()
+		rate, err := r.searchTally(ctx, t, cell)
+		return rateOutcome(cell, rate), err
+	}
 	s := startSession(l, cell.Size)
 	defer s.close()
 	if err := s.ready(ctx, r.set.ReadyTimeout); err != nil {
@@ -38,13 +43,7 @@ func (r *runner) measure(ctx context.Context, c Contender, cell Cell, round int)
 		if err != nil {
 			return outcome{}, err
 		}
-		out.metrics = map[string]float64{"rate": rate}
-		switch cell.Kind {
-		case Throughput:
-			out.metrics["MB/s"] = rate * float64(cell.Size) / 1e6
-		case FanOut:
-			out.metrics["deliveries/s"] = rate * float64(cell.Subscribers)
-		}
+		out = rateOutcome(cell, rate)
 	case Latency:
 		out, err = r.openLoop(ctx, s, cell, r.set.LatencyTime, 500*time.Millisecond)
 	case Loss:
@@ -56,6 +55,17 @@ func (r *runner) measure(ctx context.Context, c Contender, cell Cell, round int)
 		err = s.err()
 	}
 	return out, err
+}
+
+func rateOutcome(cell Cell, rate float64) outcome {
+	m := map[string]float64{"rate": rate}
+	switch cell.Kind {
+	case Throughput:
+		m["MB/s"] = rate * float64(cell.Size) / 1e6
+	case FanOut:
+		m["deliveries/s"] = rate * float64(cell.Subscribers)
+	}
+	return outcome{metrics: m}
 }
 
 func gapsOf(l Link) (gaps, recovered uint64) {
@@ -87,14 +97,19 @@ func (r *runner) probeRate(ctx context.Context, s *session, cell Cell, rate floa
 	return pr.all(int64(n)) && g1 == g0 && keptUp, ctx.Err()
 }
 
-// search finds the highest rate probeRate passes: up by 4× from
+// search finds the highest rate probeRate passes.
+func (r *runner) search(ctx context.Context, s *session, cell Cell) (float64, error) {
+	return r.searchWith(ctx, func(rate float64) (bool, error) { return r.probeRate(ctx, s, cell, rate) })
+}
+
+// searchWith finds the highest rate probe passes: up by 4× from
 // StartRate until a probe fails (or down by 4× until one passes), then
 // bisects (geometrically) until the two rates are within 15%.
-func (r *runner) search(ctx context.Context, s *session, cell Cell) (float64, error) {
+func (r *runner) searchWith(ctx context.Context, probe func(rate float64) (bool, error)) (float64, error) {
 	rate := r.set.StartRate
 	var good, bad float64
 	for range r.set.MaxProbes {
-		ok, err := r.probeRate(ctx, s, cell, rate)
+		ok, err := probe(rate)
 		if err != nil {
 			return 0, err
 		}
@@ -121,7 +136,7 @@ func (r *runner) search(ctx context.Context, s *session, cell Cell) (float64, er
 			rate = math.Sqrt(good * bad)
 		}
 	}
-	return good, nil
+	return good, ctx.Err()
 }
 
 // minRate is the lowest rate searched: below it a contender counts as
