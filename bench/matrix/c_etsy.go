@@ -133,7 +133,7 @@ func (c *etsyStatsd) start() (*etsyProc, error) {
 	case <-up:
 	case <-time.After(20 * time.Second):
 		p.close()
-		return nil, fmt.Errorf("Etsy statsd did not start in 20s")
+		return nil, fmt.Errorf("etsy statsd did not start in 20s")
 	}
 	c.proc = p
 	return p, nil

@@ -3,9 +3,9 @@ package matrix
 import (
 	"fmt"
 	"net"
-	"path/filepath"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
