@@ -9,5 +9,6 @@ func Contenders() []Contender {
 		zmqOurs{}, libzmqTCP{}, &natsCore{},
 		&logdOurs{}, &jetStream{},
 		statsdOurs{}, &etsyStatsd{}, &statsdExporter{},
+		httpLoop{}, webhookOurs{},
 	}
 }

@@ -47,7 +47,7 @@ func (r *runner) measure(ctx context.Context, c Contender, cell Cell, round int)
 	case Latency:
 		out, err = r.openLoop(ctx, s, cell, r.set.LatencyTime, 500*time.Millisecond)
 	case Loss:
-		out, err = r.openLoop(ctx, s, cell, r.set.LossTime, time.Second)
+		out, err = r.openLoop(ctx, s, cell, r.set.LossTime, r.set.LossQuiet)
 	default:
 		err = fmt.Errorf("unknown scenario %q", cell.Kind)
 	}
@@ -103,12 +103,13 @@ func (r *runner) search(ctx context.Context, s *session, cell Cell) (float64, er
 }
 
 // searchWith finds the highest rate probe passes: up by 4× from
-// StartRate until a probe fails (or down by 4× until one passes), then
-// bisects (geometrically) until the two rates are within 15%.
+// StartRate until a probe fails (or down by 4× until one passes, past
+// MaxProbes if need be, down to minRate), then bisects (geometrically)
+// until the two rates are within 15% or MaxProbes probes ran.
 func (r *runner) searchWith(ctx context.Context, probe func(rate float64) (bool, error)) (float64, error) {
 	rate := r.set.StartRate
 	var good, bad float64
-	for range r.set.MaxProbes {
+	for probes := 0; probes < r.set.MaxProbes || good == 0; probes++ {
 		ok, err := probe(rate)
 		if err != nil {
 			return 0, err

@@ -39,6 +39,8 @@ type Result struct {
 	// Status is "ok", or why there is no figure: "not applicable: …",
 	// "not available: …", "failed: …".
 	Status string `json:"status"`
+	// Took is how long its measurements took, warm-up included.
+	Took time.Duration `json:"took_ns"`
 	// Rounds are the measured rounds' metrics (warm-up discarded).
 	Rounds []map[string]float64 `json:"rounds,omitempty"`
 	// Summary is, per metric, the median and spread over the rounds.

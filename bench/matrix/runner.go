@@ -77,7 +77,9 @@ func Run(ctx context.Context, set Settings, cs []Contender, requirePeers bool, p
 				if rr.Status != "ok" {
 					continue
 				}
+				t0 := time.Now()
 				out, err := r.measure(ctx, c, cell, round)
+				rr.Took += time.Since(t0)
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
@@ -123,12 +125,15 @@ func Run(ctx context.Context, set Settings, cs []Contender, requirePeers bool, p
 }
 
 func can(c Contender, cell Cell) error {
+	if err := c.Can(cell.Options(0, 0)); err != nil {
+		return err
+	}
 	if cell.Kind == Durability {
 		if s, ok := c.(storer); !ok || !s.Stores() {
 			return fmt.Errorf("%w: stores nothing", ErrNotApplicable)
 		}
 	}
-	return c.Can(cell.Options(0, 0))
+	return nil
 }
 
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }

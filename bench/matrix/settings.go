@@ -34,6 +34,9 @@ type Settings struct {
 	Losses   []float64     `json:"losses"`
 	LossRate float64       `json:"loss_rate"`
 	LossTime time.Duration `json:"loss_time"`
+	// LossQuiet is how long a loss run waits, once sent, for a message
+	// that is still missing (repairs take a few NACK rounds).
+	LossQuiet time.Duration `json:"loss_quiet"`
 
 	ReadyTimeout time.Duration `json:"ready_timeout"`
 	// Contenders, when not empty, runs only these (and their baselines).
@@ -53,7 +56,7 @@ func FullSettings() Settings {
 		FanOut: []int{1, 4, 16},
 		Rates:  []float64{1_000, 20_000}, LatencyTime: time.Second,
 		PingPongs: 2000, PingTimeout: time.Second,
-		Losses: []float64{0.01, 0.05}, LossRate: 10_000, LossTime: 500 * time.Millisecond,
+		Losses: []float64{0.01, 0.05}, LossRate: 10_000, LossTime: 500 * time.Millisecond, LossQuiet: time.Second,
 		ReadyTimeout: 10 * time.Second,
 	}
 }
@@ -67,7 +70,7 @@ func SmokeSettings() Settings {
 	s.FanOut = []int{1, 4}
 	s.Rates, s.LatencyTime = []float64{2_000}, 100*time.Millisecond
 	s.PingPongs = 50
-	s.Losses, s.LossRate, s.LossTime = []float64{0.05}, 2_000, 100*time.Millisecond
+	s.Losses, s.LossRate, s.LossTime, s.LossQuiet = []float64{0.05}, 2_000, 100*time.Millisecond, 500*time.Millisecond
 	return s
 }
 
@@ -83,7 +86,7 @@ func (s Settings) validate() error {
 		return fmt.Errorf("rates %g..%g: need %d ≤ start ≤ max", s.StartRate, s.MaxRate, minRate)
 	case s.MaxProbes < 1 || s.ProbeTime <= 0 || s.MaxProbeMessages < 1 || s.MaxProbeBytes < 1:
 		return fmt.Errorf("probes: max-probes, probe-time and their caps must be > 0")
-	case s.LatencyTime <= 0 || s.LossTime <= 0 || s.PingPongs < 1 || s.PingTimeout <= 0 || s.LossRate <= 0 || s.ReadyTimeout <= 0:
+	case s.LatencyTime <= 0 || s.LossTime <= 0 || s.LossQuiet <= 0 || s.PingPongs < 1 || s.PingTimeout <= 0 || s.LossRate <= 0 || s.ReadyTimeout <= 0:
 		return fmt.Errorf("latency-time, loss-time, loss-rate, pingpongs, ping-timeout and ready-timeout must be > 0")
 	}
 	for _, n := range s.Sizes {

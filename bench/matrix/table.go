@@ -55,25 +55,29 @@ var kindTitle = map[Kind]string{
 }
 
 func (r *Report) wideTable(w io.Writer, k Kind, cells []Cell) {
-	fmt.Fprintf(w, "\n### %s\n\n| contender |", kindTitle[k])
-	for _, c := range cells {
-		fmt.Fprintf(w, " %s |", columnName(c))
-	}
-	fmt.Fprint(w, "\n|---|")
-	for range cells {
-		fmt.Fprint(w, "---|")
-	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "\n### %s\n", kindTitle[k])
+	var rows strings.Builder
 	var n notes
 	for _, ci := range r.Contenders {
 		if r.inapplicable(ci.Name, cells, &n) {
 			continue
 		}
-		fmt.Fprintf(w, "| %s |", ci.Name)
+		fmt.Fprintf(&rows, "| %s |", ci.Name)
 		for _, c := range cells {
-			fmt.Fprintf(w, " %s |", r.entry(ci.Name, c, k.Headline(), &n))
+			fmt.Fprintf(&rows, " %s |", r.entry(ci.Name, c, k.Headline(), &n))
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintln(&rows)
+	}
+	if rows.Len() > 0 {
+		fmt.Fprint(w, "\n| contender |")
+		for _, c := range cells {
+			fmt.Fprintf(w, " %s |", columnName(c))
+		}
+		fmt.Fprint(w, "\n|---|")
+		for range cells {
+			fmt.Fprint(w, "---|")
+		}
+		fmt.Fprintf(w, "\n%s", rows.String())
 	}
 	n.write(w)
 }
@@ -172,15 +176,21 @@ func (r *Report) cellTable(w io.Writer, c Cell) {
 	if c.Loss > 0 {
 		fmt.Fprintf(w, ", %g%% dropped", c.Loss*100)
 	}
-	fmt.Fprint(w, "\n\n| contender |")
-	for _, m := range ms {
-		fmt.Fprintf(w, " %s (%s) |", m.Name, m.Unit)
-	}
-	fmt.Fprintf(w, " ×base (%s) | ×peer |\n|---|", ms[0].Name)
-	for range len(ms) + 2 {
-		fmt.Fprint(w, "---|")
-	}
 	fmt.Fprintln(w)
+	header := func(w io.Writer) {
+		fmt.Fprint(w, "\n| contender |")
+		for _, m := range ms {
+			fmt.Fprintf(w, " %s (%s) |", m.Name, m.Unit)
+		}
+		fmt.Fprintf(w, " ×base (%s) | ×peer |\n|---|", ms[0].Name)
+		for range len(ms) + 2 {
+			fmt.Fprint(w, "---|")
+		}
+		fmt.Fprintln(w)
+	}
+	out := w
+	var rows strings.Builder
+	w = &rows
 	var n notes
 	for _, ci := range r.Contenders {
 		rr := r.Result(ci.Name, c.ID())
@@ -204,7 +214,11 @@ func (r *Report) cellTable(w io.Writer, c Cell) {
 		}
 		fmt.Fprintln(w)
 	}
-	n.write(w)
+	if rows.Len() > 0 {
+		header(out)
+		fmt.Fprint(out, rows.String())
+	}
+	n.write(out)
 }
 
 func spread(s Spread) string {

@@ -38,6 +38,7 @@ func cmdRun(ctx context.Context, args []string) int {
 	fs.IntVar(&set.PingPongs, "pingpongs", set.PingPongs, "round trips per ping-pong run")
 	fs.Float64Var(&set.LossRate, "loss-rate", set.LossRate, "rate of the loss runs, msgs/s")
 	fs.DurationVar(&set.LossTime, "loss-time", set.LossTime, "how long each loss run sends")
+	fs.DurationVar(&set.LossQuiet, "loss-quiet", set.LossQuiet, "how long a loss run waits for a missing message once all are sent")
 	fs.Int64Var(&set.Seed, "seed", set.Seed, "seed of injected loss")
 	listFlag(fs, "scenarios", "scenarios, of "+kindNames(), &set.Kinds, func(s string) (matrix.Kind, error) { return matrix.Kind(s), nil })
 	listFlag(fs, "sizes", "throughput sweep payload sizes, bytes", &set.Sizes, strconv.Atoi)
