@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"sync/atomic"
 
@@ -28,10 +29,16 @@ func (rawMcast) Baseline() string  { return "" }
 func (rawMcast) Peer() string      { return "" }
 func (rawMcast) Can(Options) error { return loopbackMulticast() }
 
-var groupSeq atomic.Uint32
+// groupSeq numbers the groups of this process from a random start.
+var groupSeq = func() *atomic.Uint32 {
+	var n atomic.Uint32
+	n.Store(rand.Uint32())
+	return &n
+}()
 
 // newGroup is a multicast group and port no other link of this process
-// uses: administratively scoped, on a port the kernel just found free.
+// uses: in 239.255.0.0/16 (as the repository's tests), on a port the
+// kernel just found free.
 func newGroup() (*net.UDPAddr, error) {
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -40,7 +47,7 @@ func newGroup() (*net.UDPAddr, error) {
 	port := c.LocalAddr().(*net.UDPAddr).Port
 	c.Close()
 	n := groupSeq.Add(1)
-	return &net.UDPAddr{IP: net.IPv4(239, 77, byte(n>>8), byte(n)), Port: port}, nil
+	return &net.UDPAddr{IP: net.IPv4(239, 255, byte(n>>8), byte(n)), Port: port}, nil
 }
 
 func loopbackMulticast() error {

@@ -83,3 +83,6 @@ func (s *udpSub) Run(ctx context.Context, fn func([]byte)) error {
 }
 
 func (s *udpSub) Counts() Counts { return Counts{} }
+
+// Sustained: raw UDP is the StatsD servers' baseline, probed as long.
+func (rawUDP) Sustained() bool { return true }

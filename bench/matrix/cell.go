@@ -87,7 +87,7 @@ var metricsOf = map[Kind][]Metric{
 	Throughput: {{"rate", "msgs/s", true}, {"MB/s", "MB/s", true}},
 	FanOut:     {{"rate", "msgs/s", true}, {"deliveries/s", "msgs/s", true}},
 	Durability: {{"rate", "msgs/s", true}},
-	Latency:    {{"p50", "µs", false}, {"p90", "µs", false}, {"p99", "µs", false}, {"p99.9", "µs", false}, {"max", "µs", false}, {"lost", "msgs", false}},
+	Latency:    {{"p50", "µs", false}, {"p90", "µs", false}, {"p99", "µs", false}, {"p99.9", "µs", false}, {"max", "µs", false}, {"lost", "msgs", false}, {"unsent", "msgs", false}},
 	PingPong:   {{"p50", "µs", false}, {"p90", "µs", false}, {"p99", "µs", false}, {"p99.9", "µs", false}, {"max", "µs", false}, {"lost", "msgs", false}},
 	Loss:       {{"delivered", "%", true}, {"recovered", "frames", true}, {"gaps", "msgs", false}, {"silent", "msgs", false}, {"p99", "µs", false}},
 }

@@ -28,7 +28,7 @@ func (r *runner) measure(ctx context.Context, c Contender, cell Cell, round int)
 	}
 	if t, ok := l.(Tally); ok {
 		defer t.Close()
-		rate, err := r.searchTally(ctx, t, cell)
+		rate, err := r.searchTally(ctx, t, cell, r.probeTime(c))
 		return rateOutcome(cell, rate), err
 	}
 	s := startSession(l, cell.Size)
@@ -39,7 +39,7 @@ func (r *runner) measure(ctx context.Context, c Contender, cell Cell, round int)
 	var out outcome
 	switch cell.Kind {
 	case Throughput, FanOut, Durability:
-		rate, err := r.search(ctx, s, cell)
+		rate, err := r.search(ctx, s, cell, r.probeTime(c))
 		if err != nil {
 			return outcome{}, err
 		}
@@ -80,17 +80,22 @@ func gapsOf(l Link) (gaps, recovered uint64) {
 // probeRate sends at rate for Settings.ProbeTime and says whether every
 // subscriber got every message, none reported lost, and the publisher
 // kept to the rate (within 10%).
-func (r *runner) probeRate(ctx context.Context, s *session, cell Cell, rate float64) (bool, error) {
-	n := int(rate * r.set.ProbeTime.Seconds())
+func (r *runner) probeRate(ctx context.Context, s *session, cell Cell, rate float64, probeTime time.Duration) (bool, error) {
+	n := int(rate * probeTime.Seconds())
 	n = min(n, r.set.MaxProbeMessages, max(r.set.MaxProbeBytes/cell.Size, 1))
 	n = max(n, 20)
 	g0, _ := gapsOf(s.link)
 	pr := s.begin(n, false)
-	took, err := s.send(ctx, pr, rate, false)
+	// A publisher more than a fifth of the probe behind its schedule has
+	// failed it: the rest is not sent.
+	took, sent, err := s.sendUpTo(ctx, pr, rate, false, probeTime/5+10*time.Millisecond)
 	if err != nil {
 		return false, err
 	}
-	s.drain(ctx, pr, int64(n), 300*time.Millisecond, max(2*time.Second, time.Duration(took)))
+	if sent < n {
+		return false, ctx.Err()
+	}
+	s.drain(ctx, pr, int64(n), probeQuiet, max(2*time.Second, time.Duration(took)))
 	g1, _ := gapsOf(s.link)
 	planned := float64(n-1) / rate * 1e9
 	keptUp := float64(took) <= planned*1.1+float64(2*time.Millisecond)
@@ -98,8 +103,21 @@ func (r *runner) probeRate(ctx context.Context, s *session, cell Cell, rate floa
 }
 
 // search finds the highest rate probeRate passes.
-func (r *runner) search(ctx context.Context, s *session, cell Cell) (float64, error) {
-	return r.searchWith(ctx, func(rate float64) (bool, error) { return r.probeRate(ctx, s, cell, rate) })
+func (r *runner) search(ctx context.Context, s *session, cell Cell, probeTime time.Duration) (float64, error) {
+	return r.searchWith(ctx, func(rate float64) (bool, error) { return r.probeRate(ctx, s, cell, rate, probeTime) })
+}
+
+// sustained is a contender whose probes last at least
+// Settings.SustainedProbeTime: a UDP server whose socket buffer (4 MiB)
+// would hold a whole short probe it cannot keep up with (the StatsD
+// servers, and raw UDP, their baseline).
+type sustained interface{ Sustained() bool }
+
+func (r *runner) probeTime(c Contender) time.Duration {
+	if s, ok := c.(sustained); ok && s.Sustained() {
+		return max(r.set.ProbeTime, r.set.SustainedProbeTime)
+	}
+	return r.set.ProbeTime
 }
 
 // searchWith finds the highest rate probe passes: up by 4× from
@@ -140,9 +158,16 @@ func (r *runner) searchWith(ctx context.Context, probe func(rate float64) (bool,
 	return good, ctx.Err()
 }
 
+// probeQuiet is how long a probe waits for a message still missing once
+// nothing arrives.
+const probeQuiet = 200 * time.Millisecond
+
 // minRate is the lowest rate searched: below it a contender counts as
 // delivering nothing without loss.
 const minRate = 100
+
+// maxLag is how far behind its schedule an open-loop publisher may fall.
+const maxLag = time.Second
 
 // openLoop sends at cell.Rate for d and records each message's latency
 // from the time it was due; quiet is how long the drain waits without
@@ -151,9 +176,14 @@ func (r *runner) openLoop(ctx context.Context, s *session, cell Cell, d, quiet t
 	n := max(int(cell.Rate*d.Seconds()), 10)
 	g0, rec0 := gapsOf(s.link)
 	pr := s.begin(n, true)
-	if _, err := s.send(ctx, pr, cell.Rate, true); err != nil {
+	// A publisher that cannot keep the rate (its sends block) falls
+	// behind; once more than maxLag behind, the rest is not sent:
+	// counted as unsent, the latencies of what was sent already show it.
+	sent, err := s.sendFor(ctx, pr, cell.Rate, maxLag)
+	if err != nil {
 		return outcome{}, err
 	}
+	n = sent
 	s.drain(ctx, pr, int64(n), quiet, 10*time.Second)
 	g1, rec1 := gapsOf(s.link)
 	h := pr.hist()
@@ -171,6 +201,7 @@ func (r *runner) openLoop(ctx context.Context, s *session, cell Cell, d, quiet t
 		}
 	} else {
 		m["lost"] = float64(want - got)
+		m["unsent"] = float64(int(pr.hi-pr.lo) - sent)
 	}
 	return outcome{metrics: m, hist: h}, nil
 }

@@ -168,21 +168,33 @@ func (s *session) sendOne(due int64) error {
 	return s.link.Send(s.buf)
 }
 
-// send sends the probe's messages at rate, each stamped with the time
-// it was due, and returns how long the sending took (ns). A message the
+// sendFor is sendUpTo with the pacer's oversleep excused.
+func (s *session) sendFor(ctx context.Context, pr *probe, rate float64, lag time.Duration) (int, error) {
+	_, sent, err := s.sendUpTo(ctx, pr, rate, true, lag)
+	return sent, err
+}
+
+// sendUpTo sends the probe's messages at rate, each stamped with the time
+// it was due, and returns how long the sending took (ns) and how many it
+// sent (fewer when, with lag > 0, it fell more than lag behind its
+// schedule and stopped). A message the
 // publisher is late for because an earlier Send blocked stays due at its
 // time (no coordinated omission). With excuse, the publisher's own
 // oversleep (timer slack when it waited for a message's time) shifts the
 // rest of the schedule instead: it is the pacer's, not the transport's.
-func (s *session) send(ctx context.Context, pr *probe, rate float64, excuse bool) (int64, error) {
+func (s *session) sendUpTo(ctx context.Context, pr *probe, rate float64, excuse bool, lag time.Duration) (int64, int, error) {
 	start := now()
 	begin := start
 	n := int(pr.hi - pr.lo)
 	for i := range n {
 		due := start + int64(float64(i)*1e9/rate)
+		if lag > 0 && now()-due > int64(lag) {
+			err := s.link.Flush()
+			return now() - begin, i, err
+		}
 		if now() < due {
 			if err := s.link.Flush(); err != nil {
-				return 0, err
+				return 0, i, err
 			}
 			waitUntil(due)
 			if late := now() - due; excuse && late > 0 {
@@ -191,14 +203,14 @@ func (s *session) send(ctx context.Context, pr *probe, rate float64, excuse bool
 			}
 		}
 		if i&1023 == 0 && ctx.Err() != nil {
-			return 0, ctx.Err()
+			return 0, i, ctx.Err()
 		}
 		if err := s.sendOne(due); err != nil {
-			return 0, err
+			return 0, i, err
 		}
 	}
 	err := s.link.Flush()
-	return now() - begin, err
+	return now() - begin, n, err
 }
 
 // drain waits until every subscriber got n messages of pr, or nothing
@@ -216,17 +228,18 @@ func (s *session) drain(ctx context.Context, pr *probe, n int64, quiet, limit ti
 
 // waitUntil waits for the run's clock to reach t (the pacing of an
 // open-loop publisher, not a wait for an event): sleeps while more than
-// 100 µs away, then spins. It never spins with runtime.Gosched: a
-// goroutine always runnable keeps the scheduler from polling the
-// network, and the subscribers' reads would wait for sysmon (~10 ms).
+// 60 µs away, then spins (a 2-core machine cannot spare a spinning core
+// for long). It never spins with runtime.Gosched: a goroutine always
+// runnable keeps the scheduler from polling the network, and the
+// subscribers' reads would wait for sysmon (~10 ms).
 func waitUntil(t int64) {
 	for {
 		d := time.Duration(t - now())
 		if d <= 0 {
 			return
 		}
-		if d > 100*time.Microsecond {
-			time.Sleep(d - 50*time.Microsecond)
+		if d > 60*time.Microsecond {
+			time.Sleep(d - 40*time.Microsecond)
 		}
 	}
 }

@@ -16,12 +16,15 @@ type Settings struct {
 	Sizes []int  `json:"sizes"` // Throughput's sweep
 
 	// Throughput search.
-	StartRate        float64       `json:"start_rate"`
-	MaxRate          float64       `json:"max_rate"`
-	MaxProbes        int           `json:"max_probes"`
-	ProbeTime        time.Duration `json:"probe_time"`
-	MaxProbeMessages int           `json:"max_probe_messages"`
-	MaxProbeBytes    int           `json:"max_probe_bytes"`
+	StartRate float64       `json:"start_rate"`
+	MaxRate   float64       `json:"max_rate"`
+	MaxProbes int           `json:"max_probes"`
+	ProbeTime time.Duration `json:"probe_time"`
+	// SustainedProbeTime is the shortest probe of a UDP server whose
+	// socket buffer would absorb a short one (StatsD servers, raw UDP).
+	SustainedProbeTime time.Duration `json:"sustained_probe_time"`
+	MaxProbeMessages   int           `json:"max_probe_messages"`
+	MaxProbeBytes      int           `json:"max_probe_bytes"`
 
 	FanOut []int `json:"fanout"`
 
@@ -46,16 +49,16 @@ type Settings struct {
 // AllKinds are the scenarios in table order.
 var AllKinds = []Kind{Throughput, Latency, PingPong, FanOut, Loss, Durability}
 
-// FullSettings is the full matrix: about 10 minutes on 2 cores.
+// FullSettings is the full matrix: about 15 minutes on 2 shared cores.
 func FullSettings() Settings {
 	return Settings{
-		Rounds: 5, Warmup: 1, Seed: 1,
+		Rounds: 3, Warmup: 1, Seed: 1,
 		Kinds: AllKinds, Size: 256, Sizes: []int{16, 256, 4096, 65536},
-		StartRate: 25_000, MaxRate: 1_600_000, MaxProbes: 9, ProbeTime: 150 * time.Millisecond,
+		StartRate: 25_000, MaxRate: 1_600_000, MaxProbes: 7, ProbeTime: 100 * time.Millisecond, SustainedProbeTime: 400 * time.Millisecond,
 		MaxProbeMessages: 200_000, MaxProbeBytes: 64 << 20,
 		FanOut: []int{1, 4, 16},
-		Rates:  []float64{1_000, 20_000}, LatencyTime: time.Second,
-		PingPongs: 2000, PingTimeout: time.Second,
+		Rates:  []float64{1_000, 10_000}, LatencyTime: 500 * time.Millisecond,
+		PingPongs: 300, PingTimeout: time.Second,
 		Losses: []float64{0.01, 0.05}, LossRate: 10_000, LossTime: 500 * time.Millisecond, LossQuiet: time.Second,
 		ReadyTimeout: 10 * time.Second,
 	}
@@ -66,7 +69,7 @@ func SmokeSettings() Settings {
 	s := FullSettings()
 	s.Rounds, s.Warmup = 1, 0
 	s.Sizes = []int{16, 65536}
-	s.StartRate, s.MaxRate, s.MaxProbes, s.ProbeTime = 5_000, 20_000, 3, 40*time.Millisecond
+	s.StartRate, s.MaxRate, s.MaxProbes, s.ProbeTime, s.SustainedProbeTime = 5_000, 20_000, 3, 40*time.Millisecond, 40*time.Millisecond
 	s.FanOut = []int{1, 4}
 	s.Rates, s.LatencyTime = []float64{2_000}, 100*time.Millisecond
 	s.PingPongs = 50
@@ -84,7 +87,7 @@ func (s Settings) validate() error {
 		return fmt.Errorf("size %d: must be ≥ %d", s.Size, StampSize)
 	case s.StartRate < minRate || s.MaxRate < s.StartRate:
 		return fmt.Errorf("rates %g..%g: need %d ≤ start ≤ max", s.StartRate, s.MaxRate, minRate)
-	case s.MaxProbes < 1 || s.ProbeTime <= 0 || s.MaxProbeMessages < 1 || s.MaxProbeBytes < 1:
+	case s.MaxProbes < 1 || s.ProbeTime <= 0 || s.SustainedProbeTime < 0 || s.MaxProbeMessages < 1 || s.MaxProbeBytes < 1:
 		return fmt.Errorf("probes: max-probes, probe-time and their caps must be > 0")
 	case s.LatencyTime <= 0 || s.LossTime <= 0 || s.LossQuiet <= 0 || s.PingPongs < 1 || s.PingTimeout <= 0 || s.LossRate <= 0 || s.ReadyTimeout <= 0:
 		return fmt.Errorf("latency-time, loss-time, loss-rate, pingpongs, ping-timeout and ready-timeout must be > 0")

@@ -9,18 +9,21 @@ import (
 // searchTally is search for a Tally: each probe sends n messages at a
 // rate and waits until the server has counted them all, or its count
 // stopped moving for quiet (longer than its flush interval).
-func (r *runner) searchTally(ctx context.Context, t Tally, cell Cell) (float64, error) {
+func (r *runner) searchTally(ctx context.Context, t Tally, cell Cell, probeTime time.Duration) (float64, error) {
 	if err := readyTally(ctx, t, cell.Size, r.set.ReadyTimeout); err != nil {
 		return 0, err
 	}
+	// c0 is the count before a probe: exact after a probe that passed;
+	// after one that failed, whatever the server still had to count is
+	// waited for first.
+	c0, err := settle(ctx, t, tallyQuiet)
+	if err != nil {
+		return 0, err
+	}
 	probe := func(rate float64) (bool, error) {
-		n := int(rate * r.set.ProbeTime.Seconds())
+		n := int(rate * probeTime.Seconds())
 		n = min(n, r.set.MaxProbeMessages, max(r.set.MaxProbeBytes/cell.Size, 1))
 		n = max(n, 20)
-		c0, err := settle(ctx, t, tallyQuiet)
-		if err != nil {
-			return false, err
-		}
 		buf := make([]byte, cell.Size)
 		start := now()
 		for i := range n {
@@ -38,14 +41,20 @@ func (r *runner) searchTally(ctx context.Context, t Tally, cell Cell) (float64, 
 			return false, err
 		}
 		keptUp := float64(took) <= float64(n-1)/rate*1e9*1.1+float64(2*time.Millisecond)
-		return c1 == c0+uint64(n) && keptUp, nil
+		ok := c1 == c0+uint64(n) && keptUp
+		if c0 = c1; !ok {
+			if c0, err = settle(ctx, t, tallyQuiet); err != nil {
+				return false, err
+			}
+		}
+		return ok, nil
 	}
 	return r.searchWith(ctx, probe)
 }
 
-// tallyQuiet is how long a count must stay still to be final: more
-// than two of the StatsD servers' 100 ms flushes.
-const tallyQuiet = 350 * time.Millisecond
+// tallyQuiet is how long a count must stay still to be final: two and
+// a half of the StatsD servers' 100 ms flushes.
+const tallyQuiet = 250 * time.Millisecond
 
 // readyTally sends a message every 200 ms until the server counted one.
 func readyTally(ctx context.Context, t Tally, size int, timeout time.Duration) error {

@@ -19,6 +19,7 @@ func cmdRun(ctx context.Context, args []string) int {
 	fs.Bool("smoke", false, "every scenario on small settings (CI's smoke run); other flags change them")
 	out := fs.String("out", "results", "folder for table.md, results.json, hgrm/ and the plots")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	verbose := fs.Bool("v", false, "log each measurement and how long it took, instead of the progress bar")
 	set := matrix.FullSettings()
 	// -smoke picks the defaults the other flags then change, so it is
 	// looked for before they are parsed.
@@ -34,6 +35,7 @@ func cmdRun(ctx context.Context, args []string) int {
 	fs.Float64Var(&set.MaxRate, "max-rate", set.MaxRate, "throughput search: highest rate probed, msgs/s")
 	fs.IntVar(&set.MaxProbes, "max-probes", set.MaxProbes, "throughput search: probes per search")
 	fs.DurationVar(&set.ProbeTime, "probe-time", set.ProbeTime, "throughput search: how long each probe sends")
+	fs.DurationVar(&set.SustainedProbeTime, "sustained-probe-time", set.SustainedProbeTime, "throughput search: shortest probe of raw UDP and the StatsD servers, whose socket buffers would absorb a short one")
 	fs.DurationVar(&set.LatencyTime, "latency-time", set.LatencyTime, "how long each latency run sends")
 	fs.IntVar(&set.PingPongs, "pingpongs", set.PingPongs, "round trips per ping-pong run")
 	fs.Float64Var(&set.LossRate, "loss-rate", set.LossRate, "rate of the loss runs, msgs/s")
@@ -59,7 +61,15 @@ func cmdRun(ctx context.Context, args []string) int {
 		return 1
 	}
 	var progress matrix.Progress
-	if !*quiet {
+	if *verbose {
+		last, lastWhat := time.Now(), ""
+		progress = func(done, total int, what string) {
+			if lastWhat != "" {
+				fmt.Fprintf(os.Stderr, "%4d/%d %-70s %v\n", done, total, lastWhat, time.Since(last).Round(time.Millisecond))
+			}
+			last, lastWhat = time.Now(), what
+		}
+	} else if !*quiet {
 		var bar *progressbar.ProgressBar
 		progress = func(done, total int, what string) {
 			if bar == nil {
