@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -102,11 +103,21 @@ func (c *jetStream) Open(ctx context.Context, o Options) (Link, error) {
 	return l, nil
 }
 
-// Send publishes without waiting for the acknowledgement; the client
-// stalls once 4000 are in flight.
+// Send publishes without waiting for the acknowledgement; once 4000 are
+// in flight the client stalls for up to 200 ms and then refuses
+// (ErrTooManyStalledMsgs): Send then waits for the acknowledgements and
+// tries again, a publisher blocked as logd's is when its buffer is full.
 func (l *jsLink) Send(p []byte) error {
-	_, err := l.js.PublishAsync(l.subj, p)
-	return err
+	for {
+		_, err := l.js.PublishAsync(l.subj, p)
+		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			return err
+		}
+		select {
+		case <-l.js.PublishAsyncComplete():
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func (l *jsLink) Flush() error { return nil }

@@ -2,7 +2,9 @@ package matrix
 
 import (
 	"fmt"
+	"image/color"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -32,7 +34,7 @@ func (r *Report) WritePlots(dir string) error {
 			continue
 		}
 		for _, ext := range []string{".png", ".svg"} {
-			if err := p.Save(9*vg.Inch, 5.5*vg.Inch, filepath.Join(dir, name+ext)); err != nil {
+			if err := p.Save(10*vg.Inch, 6.5*vg.Inch, filepath.Join(dir, name+ext)); err != nil {
 				return err
 			}
 		}
@@ -58,7 +60,7 @@ func (r *Report) line(p *plot.Plot, i int, name string, pts plotter.XYs) error {
 	if err != nil {
 		return err
 	}
-	c := plotutil.Color(i)
+	c := palette[i%len(palette)]
 	l.Color, s.Color = c, c
 	l.Width = vg.Points(1.5)
 	s.Shape = plotutil.Shape(i)
@@ -71,6 +73,18 @@ func (r *Report) line(p *plot.Plot, i int, name string, pts plotter.XYs) error {
 	p.Add(l, s)
 	p.Legend.Add(name+" ("+r.role(name)+")", l, s)
 	return nil
+}
+
+// palette has a distinct color for each of 15 rows (Tableau 20's dark
+// and mid tones).
+var palette = []color.Color{
+	rgb(0x1f77b4), rgb(0xff7f0e), rgb(0x2ca02c), rgb(0xd62728), rgb(0x9467bd),
+	rgb(0x8c564b), rgb(0xe377c2), rgb(0x7f7f7f), rgb(0xbcbd22), rgb(0x17becf),
+	rgb(0x393b79), rgb(0xad494a), rgb(0x637939), rgb(0xe7ba52), rgb(0x000000),
+}
+
+func rgb(v uint32) color.Color {
+	return color.RGBA{R: uint8(v >> 16), G: uint8(v >> 8), B: uint8(v), A: 0xff}
 }
 
 // role is "ours", "baseline" or "peer".
@@ -97,7 +111,7 @@ var ours = []string{"mcast", "zmq", "logd", "statsd", "webhook"}
 func (r *Report) latencyPlot() (*plot.Plot, error) {
 	var cell Cell
 	for _, c := range r.Cells {
-		if c.Kind == Latency && c.Rate >= cell.Rate {
+		if c.Kind == Latency && (cell.Kind == "" || c.Rate < cell.Rate) {
 			cell = c
 		}
 	}
@@ -112,17 +126,12 @@ func (r *Report) latencyPlot() (*plot.Plot, error) {
 	p.Y.Tick.Marker = rateTicks{}
 	n := 0
 	for i, c := range r.Contenders {
-		h := r.hists[c.Name+"|"+cell.ID()]
-		if h == nil {
-			continue
+		pts, err := r.spectrum(c.Name, cell)
+		if err != nil {
+			return nil, err
 		}
-		var pts plotter.XYs
-		for _, b := range h.CumulativeDistributionWithTicks(5) {
-			q := b.Quantile / 100
-			if q >= 1 {
-				q = 1 - 1/float64(h.TotalCount())
-			}
-			pts = append(pts, plotter.XY{X: 1 / (1 - q), Y: math.Max(float64(b.ValueAt)/1e3, 1)})
+		if len(pts) == 0 {
+			continue
 		}
 		if err := r.line(p, i, c.Name, pts); err != nil {
 			return nil, err
@@ -132,14 +141,56 @@ func (r *Report) latencyPlot() (*plot.Plot, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	headroom(p, 20)
+	headroom(p, n)
 	return p, nil
 }
 
-// headroom raises a log Y axis's top by factor, so the legend (at the
-// top) clears the lines.
-func headroom(p *plot.Plot, factor float64) {
-	p.Y.Max *= factor
+// spectrum is a contender's latency by percentile in cell, x = 1/(1-q)
+// (HdrHistogram's plot), from its histogram, or from its .hgrm file for
+// a report read back from JSON.
+func (r *Report) spectrum(name string, cell Cell) (plotter.XYs, error) {
+	var pts plotter.XYs
+	add := func(q, us float64, total int64) {
+		if q >= 1 {
+			q = 1 - 1/float64(total)
+		}
+		pts = append(pts, plotter.XY{X: 1 / (1 - q), Y: math.Max(us, 1)})
+	}
+	if h := r.hists[name+"|"+cell.ID()]; h != nil {
+		for _, b := range h.CumulativeDistributionWithTicks(5) {
+			add(b.Quantile/100, float64(b.ValueAt)/1e3, h.TotalCount())
+		}
+		return pts, nil
+	}
+	rr := r.Result(name, cell.ID())
+	if rr == nil || rr.Hgrm == "" || r.dir == "" {
+		return nil, nil
+	}
+	f, err := os.Open(filepath.Join(r.dir, rr.Hgrm))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, total, err := ParseHgrm(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rr.Hgrm, err)
+	}
+	for _, row := range rows {
+		add(row.Percentile, row.Value, total)
+	}
+	return pts, nil
+}
+
+// headroom raises a log Y axis's top so that the legend, n entries at
+// the top of the plot, clears the lines: the data keep the axis's lower
+// part, the legend's share of the height is added above them.
+func headroom(p *plot.Plot, n int) {
+	if p.Y.Min <= 0 || p.Y.Max <= p.Y.Min {
+		return
+	}
+	share := math.Min(0.6, float64(n)*11/420) // ~11 pt a line, ~420 pt of axis
+	decades := math.Log10(p.Y.Max / p.Y.Min)
+	p.Y.Max *= math.Pow(10, decades*share/(1-share))
 }
 
 // rateTicks label 1, 2 and 5 of each decade on a log axis.
@@ -208,7 +259,7 @@ func (r *Report) ratePlot(k Kind, title, xlabel string, x func(Cell) float64) (*
 	if n == 0 {
 		return nil, nil
 	}
-	headroom(p, 6)
+	headroom(p, n)
 	return p, nil
 }
 

@@ -3,6 +3,7 @@ package matrix
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -23,6 +24,7 @@ type Report struct {
 	Results    []Result        `json:"results"`
 
 	hists map[string]*hdrhistogram.Histogram // by contender|cell
+	dir   string                             // where ReadJSON found it (for its .hgrm files)
 }
 
 // ContenderInfo is a row.
@@ -115,5 +117,6 @@ func ReadJSON(path string) (*Report, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, err
 	}
+	r.dir = filepath.Dir(path)
 	return &r, nil
 }

@@ -158,6 +158,9 @@ func (r *Report) entry(name string, c Cell, m Metric, n *notes) string {
 		return n.ref(rr.Status)
 	}
 	s := spread(rr.Summary[m.Name])
+	if sp := rr.Summary[m.Name]; m.Name == "rate" && sp.Max == 0 {
+		s = fmt.Sprintf("< %d", minRate) // no rate passed, down to the lowest probed
+	}
 	if rr.VsBaseline != nil {
 		s += " " + ratio("base", *rr.VsBaseline)
 	}

@@ -3,6 +3,7 @@
 //
 //	go run ./cmd/bench run [flags]        run the matrix, write results
 //	go run ./cmd/bench compare OLD NEW    which differences are significant
+//	go run ./cmd/bench plot DIR           redraw DIR's plots from its files
 package main
 
 import (
@@ -28,6 +29,8 @@ func run(ctx context.Context, args []string) int {
 		return cmdRun(ctx, args[1:])
 	case "compare":
 		return cmdCompare(args[1:])
+	case "plot":
+		return cmdPlot(args[1:])
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return 0
@@ -40,4 +43,5 @@ const usage = `usage:
   bench run [flags]          run the matrix; bench run -h lists the flags
   bench compare OLD.json NEW.json
                              benchstat-style: which figures changed significantly
+  bench plot DIR             draw DIR's plots again from its results.json and hgrm/
 `
