@@ -82,10 +82,12 @@ func (r *runner) pingPong(ctx context.Context, c Contender, cell Cell, round int
 			}
 		}
 	}
-	// Ready: a ping came back.
+	// Ready: a ping came back, waiting twice as long each time (from
+	// 20 ms up to a second: a slow transport, or a slow build such as
+	// -race, answers later than the first pings wait).
 	deadline := time.Now().Add(r.set.ReadyTimeout)
-	for {
-		_, ok, err := ping(20 * time.Millisecond)
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		_, ok, err := ping(wait)
 		if err != nil {
 			return outcome{}, err
 		}
