@@ -47,6 +47,12 @@ type Config struct {
 	// when 0). A dynamic member's restart waits for the lesser of the two
 	// timeouts; a static member's does not wait.
 	RebalanceTimeout time.Duration
+	// Linger is how long a Publisher's client holds a partition's
+	// records to fill a batch before it sends them. Default 0: records
+	// go at once, and what arrives while requests are in flight is
+	// batched into the next (kgo's own default, 10 ms, would add up to
+	// 10 ms to every message of a paced feed).
+	Linger time.Duration
 	// LeaderAcks has produces answered once the broker has written them,
 	// not once they are durable (acks=all, the default). It turns the
 	// idempotent producer off: a retry can then store a record twice.
@@ -74,6 +80,8 @@ func (c *Config) validate() error {
 		return &ConfigError{"Topic", `""`, "required"}
 	case c.From.kind == posOffset && c.From.offset < 0:
 		return &ConfigError{"From", c.From.offset, "an offset must be >= 0"}
+	case c.Linger < 0:
+		return &ConfigError{"Linger", c.Linger, "must be >= 0"}
 	case c.LogFetchBytes < 0:
 		return &ConfigError{"LogFetchBytes", c.LogFetchBytes, "must be >= 0 (0: the default)"}
 	case c.Group != "" && len(c.Partitions) > 0:

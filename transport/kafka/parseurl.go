@@ -13,10 +13,10 @@ import (
 )
 
 // urlParams are the query parameters ParseURL knows.
-var urlParams = []string{"acks", "from", "group", "instance", "partition", "rebalance", "session"}
+var urlParams = []string{"acks", "from", "group", "instance", "linger", "partition", "rebalance", "session"}
 
 // ParseURL turns a logd:// (or kafka://) URL into a Config:
-// logd://HOST:PORT[,HOST:PORT…]/TOPIC[?from=…&partition=…&group=…&instance=…&session=…&rebalance=…&acks=…].
+// logd://HOST:PORT[,HOST:PORT…]/TOPIC[?from=…&partition=…&group=…&instance=…&session=…&rebalance=…&acks=…&linger=…].
 // Every error wraps transport.ErrBadURL.
 func ParseURL(u *url.URL) (Config, error) {
 	var cfg Config
@@ -87,6 +87,13 @@ func ParseURL(u *url.URL) (Config, error) {
 			return bad("%s=%q: want a duration > 0 (such as 30s), with group", p.name, q.Get(p.name))
 		}
 		*p.to = d
+	}
+	if q.Has("linger") {
+		d, err := time.ParseDuration(q.Get("linger"))
+		if err != nil || d < 0 {
+			return bad("linger=%q: want a duration >= 0 (such as 5ms)", q.Get("linger"))
+		}
+		cfg.Linger = d
 	}
 	switch acks := q.Get("acks"); acks {
 	case "", "all":

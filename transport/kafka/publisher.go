@@ -48,7 +48,8 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	}
 	// Brokers that auto-create topics (logd by default, Kafka's
 	// default) create the topic on first produce.
-	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Topic), kgo.AllowAutoTopicCreation()}
+	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Topic), kgo.AllowAutoTopicCreation(),
+		kgo.ProducerLinger(cfg.Linger)}
 	partition := int32(-1)
 	if len(cfg.Partitions) == 1 {
 		partition = cfg.Partitions[0]

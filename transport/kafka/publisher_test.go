@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -175,5 +176,23 @@ func TestMaxBuffered(t *testing.T) {
 	defer cl.Close()
 	if n := maxBuffered(cl); n != 123 {
 		t.Fatalf("maxBuffered %d, want 123", n)
+	}
+}
+
+// TestPublisherLinger: a publisher's client sends a partition's records
+// at once unless Config.Linger says otherwise (kgo's own default would
+// hold each for 10 ms).
+func TestPublisherLinger(t *testing.T) {
+	addr := startLogd(t)
+	ctx := context.Background()
+	for _, want := range []time.Duration{0, 7 * time.Millisecond} {
+		p, err := NewPublisher(ctx, Config{Brokers: []string{addr}, Topic: "t", Linger: want})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.cl.OptValue(kgo.ProducerLinger); got != want {
+			t.Errorf("Linger %v: the client lingers %v", want, got)
+		}
+		p.Close()
 	}
 }

@@ -41,6 +41,8 @@ func TestURL(t *testing.T) {
 		{"logd://h:1/t?group=g&session=soon", `session="soon"`},
 		{"logd://h:1/t?session=1m", `session="1m"`},
 		{"logd://h:1/t?group=g&rebalance=-1s", `rebalance="-1s"`},
+		{"logd://h:1/t?linger=-1ms", `linger="-1ms"`},
+		{"logd://h:1/t?linger=soon", `linger="soon"`},
 	} {
 		_, err := transport.Open(context.Background(), tc.url)
 		switch {
@@ -56,7 +58,7 @@ func TestURL(t *testing.T) {
 
 func TestParseURL(t *testing.T) {
 	u, _ := url.Parse("logd://h:1/t?form=1")
-	if _, err := ParseURL(u); err == nil || !strings.Contains(err.Error(), `unknown parameter "form" (known: acks, from, group, instance, partition, rebalance, session)`) {
+	if _, err := ParseURL(u); err == nil || !strings.Contains(err.Error(), `unknown parameter "form" (known: acks, from, group, instance, linger, partition, rebalance, session)`) {
 		t.Errorf("ParseURL of an unknown parameter: %v", err)
 	}
 
@@ -70,6 +72,7 @@ func TestParseURL(t *testing.T) {
 		{"logd://h:1/t?from=42&partition=3", Config{Brokers: []string{"h:1"}, Topic: "t", From: AtOffset(42), Partitions: []int32{3}}},
 		{"logd://h:1/t?from=2026-01-02T03:04:05Z", Config{Brokers: []string{"h:1"}, Topic: "t", From: AtTime(at)}},
 		{"logd://h:1/t?from=earliest&acks=all", Config{Brokers: []string{"h:1"}, Topic: "t"}},
+		{"logd://h:1/t?linger=5ms", Config{Brokers: []string{"h:1"}, Topic: "t", Linger: 5 * time.Millisecond}},
 		{"logd://h:1/t?group=g&instance=i&session=2m&rebalance=3m", Config{Brokers: []string{"h:1"}, Topic: "t", Group: "g", Instance: "i",
 			SessionTimeout: 2 * time.Minute, RebalanceTimeout: 3 * time.Minute}},
 	} {
@@ -96,6 +99,7 @@ func TestConfigErrors(t *testing.T) {
 		{"SessionTimeout", func(c Config) Config { c.SessionTimeout = time.Minute; return c }},
 		{"SessionTimeout", func(c Config) Config { c.SessionTimeout, c.Group = -1, "g"; return c }},
 		{"RebalanceTimeout", func(c Config) Config { c.RebalanceTimeout = time.Minute; return c }},
+		{"Linger", func(c Config) Config { c.Linger = -time.Millisecond; return c }},
 	} {
 		cfg := tc.cfg(ok)
 		err := cfg.validate()
