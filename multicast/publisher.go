@@ -32,6 +32,9 @@ type Publisher struct {
 	group *net.UDPAddr
 	mtu   int  // the engine's MTU: the largest datagram it builds
 	gso   bool // send runs of datagrams with UDP GSO; owned by the holder of writing
+	// writeBatch is batch.WriteBatch (tests replace it while no write is
+	// in flight); called by the holder of writing.
+	writeBatch func([]ipv4.Message, int) (int, error)
 
 	mu        sync.Mutex
 	eng       *reliable.Sender
@@ -100,6 +103,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
+	p.writeBatch = p.batch.WriteBatch
 	p.stats.GSO = gso
 	_, p.stats.SendBuffer = bufferSizes(conn, cfg.RecvBuffer, cfg.SendBuffer, cfg.Logger)
 	gather := cfg.Batch
