@@ -69,15 +69,15 @@ func (p *Publisher) take(now time.Time, limit int) int {
 }
 
 // put writes the n datagrams take took, with p.mu released, then
-// settles their receipts and wakes waiters. p.mu is held on entry and
-// exit.
-func (p *Publisher) put(n int) {
+// settles their receipts and wakes waiters, and returns when the write
+// ended. p.mu is held on entry and exit.
+func (p *Publisher) put(n int) time.Time {
 	r := p.round
 	p.mu.Unlock()
 	calls, failed, runs := p.write(r.w, r.dgrams[:n], r.dst[:n], r.errs)
+	end := p.cfg.Now()
 	p.mu.Lock()
 	p.writing = false
-	p.lastWrite = p.cfg.Now()
 	p.stats.SendCalls += calls
 	p.stats.SendErrors += failed
 	p.stats.GSO = p.gso
@@ -87,6 +87,7 @@ func (p *Publisher) put(n int) {
 		r.errs[i] = nil
 	}
 	p.madeProgress()
+	return end
 }
 
 // sendLoop hands the engine's datagrams to the kernel, a batch per
