@@ -20,7 +20,7 @@ const (
 	DefaultCloseLinger = time.Second
 	DefaultCloseQuiet  = reliable.DefaultRepairTimeout
 	DefaultQueue       = 64
-	DefaultInlineAfter = 20 * time.Microsecond
+	DefaultInlineAfter = 10 * time.Microsecond
 )
 
 // maxDatagram is the receive buffer per datagram: the largest IPv4 UDP
@@ -59,10 +59,12 @@ type Config struct {
 	// exceed the longest wait of a subscriber between two NACKs
 	// (reliable.ReceiverConfig.RepairTimeout). Defaults 1 s and 100 ms.
 	CloseLinger, CloseQuiet time.Duration
-	// InlineAfter: a message published when the publisher has sent
-	// nothing for this long is written by Publish itself, sparing the
-	// hand-off to the send goroutine (lower latency at low rates); faster
-	// streams are batched by the send goroutine. Default 20 µs.
+	// InlineAfter: Publish writes its message itself, sparing the
+	// hand-off to the send goroutine (lower latency), when no write is in
+	// flight and its caller was away this long since its previous
+	// Publish returned; a caller back sooner is in a tight loop (or
+	// faster than one datagram per message can follow), and its messages
+	// are batched by the send goroutine. Default 10 µs.
 	InlineAfter time.Duration
 	// FlowFail: with flow control (Sender.Flow), Publish returns an
 	// error wrapping reliable.ErrFlowControl at once, instead of

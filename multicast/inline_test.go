@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,8 +19,9 @@ import (
 // waking the send goroutine (and heartbeats are an hour apart), so only
 // Publish can have answered it by the time it returns.
 func TestPublishWritesAndAnswersNacks(t *testing.T) {
+	clock := newManualClock()
 	cfg := testConfig(t)
-	cfg.InlineAfter = time.Nanosecond
+	cfg.Now = clock.Now
 	cfg.Sender.HeartbeatMin, cfg.Sender.HeartbeatMax = time.Hour, time.Hour
 	p := mustPub(t, cfg)
 	ctx := context.Background()
@@ -35,6 +37,7 @@ func TestPublishWritesAndAnswersNacks(t *testing.T) {
 	before := p.Stats()
 	nack := reliable.AppendRanges(nil, reliable.TypeNack, p.Stream(), []reliable.Range{{From: 1, To: 1}})
 	p.inbox.put(nack, netip.MustParseAddrPort("127.0.0.1:9"))
+	clock.Advance(time.Millisecond) // a paced caller
 	if err := p.Publish(ctx, transport.Message{Payload: indexed(10, 64)}); err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +51,73 @@ func TestPublishWritesAndAnswersNacks(t *testing.T) {
 			before.Datagrams, after.Datagrams, before.SendCalls, after.SendCalls)
 	}
 }
+
+// TestPublishInlineWhenPaced: whether Publish writes itself depends on
+// how long its caller was away since its previous Publish returned, not
+// on whether the send goroutine sleeps. A paced caller (the injected
+// clock moves 1 ms between calls) writes even while the send goroutine
+// is awake (marked so here, as when a timer or a NACK has just woken it
+// and the scheduler has not run it yet); a caller in a tight loop (the
+// clock does not move) hands its messages to the send goroutine, which
+// batches them.
+func TestPublishInlineWhenPaced(t *testing.T) {
+	clock := newManualClock()
+	cfg := testConfig(t)
+	cfg.Now = clock.Now
+	cfg.Sender.HeartbeatMin, cfg.Sender.HeartbeatMax = time.Hour, time.Hour
+	p := mustPub(t, cfg)
+	ctx := context.Background()
+	for i := range 10 {
+		for woken := false; !woken; runtime.Gosched() {
+			p.mu.Lock()
+			if p.idle && !p.writing {
+				p.idle, woken = false, true
+			}
+			p.mu.Unlock()
+		}
+		clock.Advance(time.Millisecond)
+		before := p.Stats()
+		if err := p.Publish(ctx, transport.Message{Payload: indexed(i, 64)}); err != nil {
+			t.Fatal(err)
+		}
+		after := p.Stats()
+		p.mu.Lock()
+		p.idle = true // the send goroutine still sleeps: nothing woke it
+		p.mu.Unlock()
+		if after.InlineWrites != before.InlineWrites+1 || after.Datagrams != before.Datagrams+1 {
+			t.Fatalf("paced Publish %d, send goroutine awake: inline writes %d → %d, datagrams %d → %d (want both +1)",
+				i, before.InlineWrites, after.InlineWrites, before.Datagrams, after.Datagrams)
+		}
+	}
+	before := p.Stats()
+	for i := range 100 {
+		if err := p.Publish(ctx, transport.Message{Payload: indexed(10+i, 64)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := p.Stats()
+	if after.InlineWrites != before.InlineWrites {
+		t.Fatalf("a tight loop of 100 Publish calls wrote %d times itself", after.InlineWrites-before.InlineWrites)
+	}
+	if after.Datagrams == before.Datagrams {
+		t.Fatal("the tight loop's messages were not sent")
+	}
+}
+
+// manualClock is an injected clock that moves only when told.
+type manualClock struct{ ns atomic.Int64 }
+
+func newManualClock() *manualClock {
+	c := new(manualClock)
+	c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+
+func (c *manualClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *manualClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // waitSendLoopAsleep waits until p's send goroutine sleeps with nothing
 // to send (it goes to sleep on its own after a Flush).

@@ -4,6 +4,7 @@ package multicast
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"sync"
 	"unsafe"
@@ -101,3 +102,22 @@ func groSegment(oob []byte) int {
 // unsafePointer is the address of *p, to read or write a control
 // message header in place.
 func unsafePointer[T any](p *T) unsafe.Pointer { return unsafe.Pointer(p) }
+
+// gsoRefused reports whether err, from a send of a GSO entry, is the
+// kernel refusing segmentation on this socket or route (EIO: no
+// checksum offload; EINVAL: a segment above the MTU, or no UDP
+// checksums; EOPNOTSUPP, ENOPROTOOPT; EMSGSIZE: a run too long for the
+// path), which the same datagrams sent one by one avoid, rather than a
+// shortage (ENOBUFS, EAGAIN, ENOMEM) or a failure of the destination
+// that they would meet too.
+func gsoRefused(err error) bool {
+	var errno unix.Errno
+	if !errors.As(err, &errno) {
+		return false
+	}
+	switch errno {
+	case unix.EIO, unix.EINVAL, unix.EOPNOTSUPP, unix.ENOPROTOOPT, unix.EMSGSIZE:
+		return true
+	}
+	return false
+}

@@ -18,3 +18,4 @@ func enableGRO(*net.UDPConn) bool { return false }
 func segmentCmsg(int) []byte      { return nil }
 func groSegment([]byte) int       { return 0 }
 func putSegment([]byte, int)      {}
+func gsoRefused(error) bool       { return true }

@@ -1,9 +1,15 @@
 package multicast
 
 import (
+	"net"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
 
@@ -78,5 +84,46 @@ func TestGSOFallback(t *testing.T) {
 	}
 	if st := p.Stats(); st.GSO || st.SendErrors != 0 {
 		t.Fatalf("publisher GSO %v after a refused GSO send, %d datagrams refused", st.GSO, st.SendErrors)
+	}
+}
+
+// TestGSOShortage: a GSO send that fails for want of buffer space
+// (ENOBUFS, injected once) fails that run, as it would fail its
+// datagrams sent one by one, and leaves GSO on: only the kernel
+// refusing segmentation turns it off. Subscribers repair the run.
+func TestGSOShortage(t *testing.T) {
+	if !gsoAvailable() {
+		t.Skip("this kernel has no UDP_SEGMENT (UDP GSO, Linux 4.18)")
+	}
+	cfg := testConfig(t)
+	s := mustSub(t, cfg)
+	p := mustPub(t, cfg)
+	var failed atomic.Bool
+	for set := false; !set; runtime.Gosched() {
+		p.mu.Lock()
+		if !p.writing {
+			write := p.writeBatch
+			p.writeBatch = func(ms []ipv4.Message, flags int) (int, error) {
+				if ms[0].OOB != nil && failed.CompareAndSwap(false, true) {
+					return 0, &net.OpError{Op: "write", Net: "udp", Err: os.NewSyscallError("sendmmsg", syscall.ENOBUFS)}
+				}
+				return write(ms, flags)
+			}
+			set = true
+		}
+		p.mu.Unlock()
+	}
+	const n = 20000
+	go publishN(t, p, 0, n, 64)
+	idx, gaps := collectFrom(t, s, p, n, 30*time.Second)
+	if len(gaps) != 0 || len(idx) != n {
+		t.Fatalf("%d messages, gaps %v", len(idx), gaps)
+	}
+	st := p.Stats()
+	if !failed.Load() {
+		t.Fatal("no GSO entry was sent")
+	}
+	if !st.GSO || st.SendErrors == 0 {
+		t.Fatalf("after ENOBUFS on a GSO entry: GSO %v, %d datagrams refused (want on, the run's)", st.GSO, st.SendErrors)
 	}
 }

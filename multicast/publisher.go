@@ -19,11 +19,13 @@ import (
 // Publisher sends one stream to a multicast group and answers NACKs.
 // It is safe for concurrent use.
 //
-// Publish packs messages into the engine's current datagram and returns;
-// a sender goroutine hands datagrams to the kernel in batches. While it
-// is busy, messages accumulate and go out together ("smart batching"):
-// at low rates each message leaves at once, at high rates datagrams are
-// full. PublishReceipt also tells when a message has been handed to the
+// Publish packs messages into the engine's current datagram. A paced
+// caller's Publish writes it itself (Config.InlineAfter); a caller in a
+// tight loop, or one that finds a write in flight, leaves it to a
+// sender goroutine that hands datagrams to the kernel in batches. While
+// a write is in flight, messages accumulate and go out together ("smart
+// batching"): at low rates each message leaves at once, at high rates
+// datagrams are full. PublishReceipt also tells when a message has been handed to the
 // kernel, and where it landed.
 type Publisher struct {
 	cfg   Config
@@ -32,19 +34,22 @@ type Publisher struct {
 	group *net.UDPAddr
 	mtu   int  // the engine's MTU: the largest datagram it builds
 	gso   bool // send runs of datagrams with UDP GSO; owned by the holder of writing
+	// writeBatch is batch.WriteBatch (tests replace it while no write is
+	// in flight); called by the holder of writing.
+	writeBatch func([]ipv4.Message, int) (int, error)
 
-	mu        sync.Mutex
-	eng       *reliable.Sender
-	idle      bool          // the sender goroutine waits for wake
-	waiters   int           // Publish/Flush calls waiting for progress
-	progress  chan struct{} // closed and replaced when the sender made progress
-	writing   bool          // a datagram or batch is being written outside the lock
-	round     *sendRound    // the scratch of whoever holds writing
-	lastWrite time.Time     // when the last write finished
-	closing   bool
-	lastNack  time.Time
-	stats     PublisherStats
-	rcpt      receipts // messages waiting for their receipt
+	mu       sync.Mutex
+	eng      *reliable.Sender
+	idle     bool          // the sender goroutine waits for wake
+	waiters  int           // Publish/Flush calls waiting for progress
+	progress chan struct{} // closed and replaced when the sender made progress
+	writing  bool          // a datagram or batch is being written outside the lock
+	round    *sendRound    // the scratch of whoever holds writing
+	lastCall time.Time     // when the last Publish call returned (began, when it handed off)
+	closing  bool
+	lastNack time.Time
+	stats    PublisherStats
+	rcpt     receipts // messages waiting for their receipt
 
 	inbox inbox // NACKs read by controlLoop, answered by sendLoop
 
@@ -100,6 +105,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
+	p.writeBatch = p.batch.WriteBatch
 	p.stats.GSO = gso
 	_, p.stats.SendBuffer = bufferSizes(conn, cfg.RecvBuffer, cfg.SendBuffer, cfg.Logger)
 	gather := cfg.Batch
@@ -169,6 +175,7 @@ func (p *Publisher) PublishReceipt(ctx context.Context, m transport.Message, don
 func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func(transport.Receipt, error)) error {
 	p.mu.Lock()
 	now := p.cfg.Now()
+	waited := false
 	for {
 		if p.closing {
 			p.mu.Unlock()
@@ -198,11 +205,17 @@ func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func
 			return err
 		}
 		now = p.cfg.Now()
+		waited = true
 	}
-	if p.idle && !p.writing && now.Sub(p.lastWrite) >= p.cfg.InlineAfter {
-		p.sendInline()
+	// A caller back within InlineAfter is in a tight loop (or faster
+	// than one datagram per message can follow): its messages accumulate
+	// while the send goroutine writes, and leave in full datagrams, in
+	// runs. A paced caller writes at once.
+	if !p.writing && !waited && now.Sub(p.lastCall) >= p.cfg.InlineAfter {
+		p.sendInline(now)
 		return nil
 	}
+	p.lastCall = now
 	wake := p.idle
 	p.idle = false
 	p.mu.Unlock()
@@ -218,17 +231,22 @@ func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func
 // be packing more.
 const inlineGather = 4
 
-// sendInline writes from the calling goroutine, sparing a wake-up of the
-// send goroutine: used when the publisher has been quiet for InlineAfter,
-// so a lone message leaves at once and a burst still goes out in
-// batches. The NACKs waiting are answered first (repairs go out
-// before new data, as the engine orders them), then what is unsent, up
-// to inlineGather datagrams; the send goroutine is woken for the rest.
+// sendInline writes from the calling goroutine, sparing the hand-off to
+// the send goroutine (and the wait for the scheduler to run it, even
+// when it is awake): used when no write is in flight and the caller
+// was away for at least InlineAfter since its last Publish returned, so
+// that a paced message leaves at once and a tight loop still goes out
+// in batches.
+// The NACKs waiting are answered first (repairs go out before new
+// data, as the engine orders them), then what is unsent, up to
+// inlineGather datagrams; the send goroutine is woken for the rest.
 // Called with p.mu held; returns with it released.
-func (p *Publisher) sendInline() {
-	if n := p.take(p.cfg.Now(), inlineGather); n > 0 {
-		p.put(n)
+func (p *Publisher) sendInline(now time.Time) {
+	if n := p.take(now, inlineGather); n > 0 {
+		now = p.put(n)
+		p.stats.InlineWrites++
 	}
+	p.lastCall = now
 	// sendLoop calls the receipts' done.
 	more := !p.eng.Idle() || p.inbox.pending() || p.rcpt.settled > 0
 	wake := more && p.idle

@@ -69,15 +69,15 @@ func (p *Publisher) take(now time.Time, limit int) int {
 }
 
 // put writes the n datagrams take took, with p.mu released, then
-// settles their receipts and wakes waiters. p.mu is held on entry and
-// exit.
-func (p *Publisher) put(n int) {
+// settles their receipts and wakes waiters, and returns when the write
+// ended. p.mu is held on entry and exit.
+func (p *Publisher) put(n int) time.Time {
 	r := p.round
 	p.mu.Unlock()
 	calls, failed, runs := p.write(r.w, r.dgrams[:n], r.dst[:n], r.errs)
+	end := p.cfg.Now()
 	p.mu.Lock()
 	p.writing = false
-	p.lastWrite = p.cfg.Now()
 	p.stats.SendCalls += calls
 	p.stats.SendErrors += failed
 	p.stats.GSO = p.gso
@@ -87,6 +87,7 @@ func (p *Publisher) put(n int) {
 		r.errs[i] = nil
 	}
 	p.madeProgress()
+	return end
 }
 
 // sendLoop hands the engine's datagrams to the kernel, a batch per
@@ -222,12 +223,12 @@ func (p *Publisher) destination(to netip.AddrPort, slot **net.UDPAddr) net.Addr 
 // write sends the datagrams d to dst, retrying partial batches; it
 // returns the system calls made, the datagrams the kernel refused and
 // the GSO runs sent, and sets errs[i] to why it refused d[i]. When the
-// kernel refuses a GSO entry, GSO is off from then on and the rest goes
-// one datagram per entry.
+// kernel refuses segmentation itself (gsoRefused: EIO, EINVAL …), GSO
+// is off from then on and the rest goes one datagram per entry.
 func (p *Publisher) write(w *sendBatch, d [][]byte, dst []netip.AddrPort, errs []error) (calls, failed, runs uint64) {
 	k := w.fill(p, d, dst, p.gso)
 	for i := 0; i < k; {
-		n, err := p.batch.WriteBatch(w.msgs[i:k], 0)
+		n, err := p.writeBatch(w.msgs[i:k], 0)
 		calls++
 		n = max(n, 0) // sendmmsg's -1 on error
 		for _, m := range w.msgs[i : i+n] {
@@ -242,9 +243,11 @@ func (p *Publisher) write(w *sendBatch, d [][]byte, dst []netip.AddrPort, errs [
 				}
 				return calls, failed + uint64(len(d)-w.first[i+n]), runs
 			}
-			if n == 0 && w.msgs[i].OOB != nil {
+			if n == 0 && w.msgs[i].OOB != nil && gsoRefused(err) {
 				// The kernel refused GSO: send the rest, this run
-				// included, a datagram per entry.
+				// included, a datagram per entry. A shortage
+				// (ENOBUFS, EAGAIN) fails the run as it would fail
+				// its datagrams one by one, and leaves GSO on.
 				p.cfg.Logger.Warn("multicast: UDP GSO send failed; sending one datagram per entry", "err", err)
 				p.gso = false
 				from := w.first[i]

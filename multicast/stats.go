@@ -5,9 +5,12 @@ import "github.com/brokerless/brokerless/reliable"
 // PublisherStats is a snapshot of a Publisher's counters.
 type PublisherStats struct {
 	reliable.SenderStats
-	SendCalls  uint64 // sendmmsg calls
-	SendErrors uint64 // datagrams the kernel refused
-	SendBuffer int    // SO_SNDBUF granted by the kernel, bytes
+	SendCalls uint64 // sendmmsg calls
+	// InlineWrites: writes made by a Publish call itself (its caller
+	// paced, see Config.InlineAfter) rather than by the send goroutine.
+	InlineWrites uint64
+	SendErrors   uint64 // datagrams the kernel refused
+	SendBuffer   int    // SO_SNDBUF granted by the kernel, bytes
 	// GSO: runs of equal-size datagrams leave as one UDP GSO entry
 	// (Config.NoOffload unset, the kernel offers UDP_SEGMENT, and no GSO
 	// send has failed).
