@@ -60,11 +60,25 @@ func netnsAvailable() error {
 	if geteuid() != 0 {
 		return fmt.Errorf("%w: %w", ErrUnavailable, errNeedsNetns)
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
+	if _, err := exec.LookPath(ipCmd); err != nil {
 		return fmt.Errorf("%w: %w: no ip command (iproute2)", ErrUnavailable, errNeedsNetns)
 	}
-	return nil
+	// Root may still be refused one (a container without CAP_SYS_ADMIN):
+	// try once.
+	probeOnce.Do(func() {
+		n := &netns{}
+		if err := n.makeNamed(netnsName() + "-probe"); err != nil {
+			probeErr = fmt.Errorf("%w: %w: %s", ErrUnavailable, errNeedsNetns, strings.TrimPrefix(err.Error(), ErrUnavailable.Error()+": "))
+		}
+		n.remove()
+	})
+	return probeErr
 }
+
+var (
+	probeOnce sync.Once
+	probeErr  error
+)
 
 // netns is the namespace of this process's run, made on first use.
 type netns struct {
@@ -73,20 +87,23 @@ type netns struct {
 	err  error
 }
 
-func (n *netns) make() error {
+func (n *netns) make() error { return n.makeNamed(netnsName()) }
+
+func (n *netns) makeNamed(name string) error {
 	n.once.Do(func() {
-		n.name = netnsName()
+		n.name = name
 		for _, args := range [][]string{
 			{"netns", "add", n.name},
 			{"netns", "exec", n.name, "ip", "link", "set", "lo", "up"},
 			{"netns", "exec", n.name, "ip", "link", "set", "lo", "multicast", "on"},
 			{"netns", "exec", n.name, "ip", "route", "add", "239.0.0.0/8", "dev", "lo"},
 		} {
-			if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			if out, err := exec.Command(ipCmd, args...).CombinedOutput(); err != nil {
 				n.err = fmt.Errorf("%w: ip %s: %v: %s", ErrUnavailable, strings.Join(args, " "), err, bytes.TrimSpace(out))
 				if args[1] != "add" {
 					n.remove()
 				}
+				n.name = ""
 				return
 			}
 		}
@@ -97,7 +114,7 @@ func (n *netns) make() error {
 // remove deletes the namespace, if made.
 func (n *netns) remove() {
 	if n.name != "" {
-		_ = exec.Command("ip", "netns", "delete", n.name).Run()
+		_ = exec.Command(ipCmd, "netns", "delete", n.name).Run()
 	}
 }
 
@@ -128,7 +145,7 @@ func (r *runner) inNetns(ctx context.Context, c Contender, cell Cell, round int)
 	if err != nil {
 		return outcome{}, err
 	}
-	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", r.ns.name, self)
+	cmd := exec.CommandContext(ctx, ipCmd, "netns", "exec", r.ns.name, self)
 	cmd.Env = append(os.Environ(), netnsEnv+"="+r.ns.name)
 	cmd.Stdin = bytes.NewReader(job)
 	var stdout, stderr bytes.Buffer
@@ -194,8 +211,12 @@ func netnsContender(name string) Contender {
 	return nil
 }
 
-// geteuid is os.Geteuid (a test pretends not to be root).
-var geteuid = os.Geteuid
+// geteuid is os.Geteuid and ipCmd iproute2's ip (a test pretends not
+// to be root, or ip to fail).
+var (
+	geteuid = os.Geteuid
+	ipCmd   = "ip"
+)
 
 // netnsName is this process's namespace.
 func netnsName() string { return fmt.Sprintf("brokerless-bench-%d", os.Getpid()) }

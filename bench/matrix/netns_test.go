@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -64,5 +65,16 @@ func TestNetnsNeedsRoot(t *testing.T) {
 	// Outside the namespace, they refuse to open (no TTL 1 on the host).
 	if _, err := (libzmqEPGM{}).Open(context.Background(), Options{Subscribers: 1}); err == nil {
 		t.Error("libzmq-epgm opened outside the benchmark's namespace")
+	}
+}
+
+// Root refused a namespace (a container without CAP_SYS_ADMIN): the
+// contenders are not available, with ip's complaint.
+func TestNetnsRefused(t *testing.T) {
+	defer func(f func() int, ip string) { geteuid, ipCmd, probeOnce, probeErr = f, ip, sync.Once{}, nil }(geteuid, ipCmd)
+	geteuid, ipCmd, probeOnce = func() int { return 0 }, "false", sync.Once{}
+	err := (libzmqEPGM{}).Can(Options{})
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, errNeedsNetns) || !strings.Contains(err.Error(), "ip netns add") {
+		t.Errorf("libzmq-epgm with ip failing: %v", err)
 	}
 }
