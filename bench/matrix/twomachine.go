@@ -398,7 +398,7 @@ func (r *runner) remoteMeasure(ctx context.Context, p *pubSide, c Contender, cel
 		return outcome{}, err
 	}
 	rate, err := r.searchWith(ctx, func(rate float64) (bool, error) {
-		return r.remoteProbe(ctx, p, l, buf, rate)
+		return r.remoteProbe(ctx, p, l, buf, rate, r.probeTime(c))
 	})
 	if err != nil {
 		return outcome{}, err
@@ -428,14 +428,14 @@ func (r *runner) waitReady(ctx context.Context, try func(wait time.Duration) (bo
 	}
 }
 
-// remoteProbe sends at rate for Settings.ProbeTime and asks the far
+// remoteProbe sends at rate for probeTime and asks the far
 // side how many arrived: it passes if all did and the publisher kept to
 // the rate (within 10%).
-func (r *runner) remoteProbe(ctx context.Context, p *pubSide, l Link, buf []byte, rate float64) (bool, error) {
+func (r *runner) remoteProbe(ctx context.Context, p *pubSide, l Link, buf []byte, rate float64, probeTime time.Duration) (bool, error) {
 	if _, err := p.ask(ctlMsg{Op: "reset"}); err != nil {
 		return false, err
 	}
-	n := int(rate * r.set.ProbeTime.Seconds())
+	n := int(rate * probeTime.Seconds())
 	n = max(min(n, r.set.MaxProbeMessages, max(r.set.MaxProbeBytes/len(buf), 1)), 20)
 	start := now()
 	for i := range n {
