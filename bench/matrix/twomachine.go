@@ -276,6 +276,7 @@ func RunPub(ctx context.Context, set Settings, control string, progress Progress
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	host, _, _ := net.SplitHostPort(conn.LocalAddr().String())
+	fmt.Fprintf(os.Stderr, "bench pub: connected to the sub side at %s from %s; this side's data sockets listen on %s\n", control, conn.LocalAddr(), host)
 	p := &pubSide{host: host, dec: json.NewDecoder(conn), enc: json.NewEncoder(conn)}
 
 	cs := selectContenders(Contenders(), set.Contenders)

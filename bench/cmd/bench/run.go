@@ -81,7 +81,7 @@ func cmdRun(ctx context.Context, args []string) int {
 			fmt.Fprintln(os.Stderr, "bench run:", err)
 			return 2
 		}
-		fmt.Printf("bench sub: control listening on %s; data sockets listen on its host; stop with Ctrl-C\n", ln.Addr())
+		fmt.Printf("bench sub: control listening on %s; data sockets listen on the address the pub side reaches it at; stop with Ctrl-C\n", ln.Addr())
 		if err := matrix.ServeSub(ctx, ln); err != nil {
 			fmt.Fprintln(os.Stderr, "bench run:", err)
 			return 1
@@ -120,7 +120,6 @@ func cmdRun(ctx context.Context, args []string) int {
 	var rep *matrix.Report
 	var err error
 	if *role == "pub" {
-		fmt.Fprintf(os.Stderr, "bench pub: measuring against the sub side at %s\n", *connect)
 		rep, err = matrix.RunPub(ctx, set, *connect, progress)
 	} else {
 		rep, err = matrix.Run(ctx, set, matrix.Contenders(), requirePeers, progress)
