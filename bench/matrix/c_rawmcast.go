@@ -68,7 +68,11 @@ type rawMcastLink struct {
 	subs  []Sub
 }
 
-func (rawMcast) Open(_ context.Context, o Options) (Link, error) {
+func (rawMcast) Open(_ context.Context, o Options) (Link, error) { return openRawMcast(o, 0) }
+
+// openRawMcast opens the link with multicast TTL ttl: 0, or 1 inside
+// the network namespace this benchmark made (rawMcastNS).
+func openRawMcast(o Options, ttl int) (Link, error) {
 	lo, err := net.InterfaceByName("lo")
 	if err != nil {
 		return nil, err
@@ -82,7 +86,7 @@ func (rawMcast) Open(_ context.Context, o Options) (Link, error) {
 		return nil, err
 	}
 	pc := ipv4.NewPacketConn(l.pub)
-	for _, err := range []error{pc.SetMulticastInterface(lo), pc.SetMulticastTTL(0), pc.SetMulticastLoopback(true)} {
+	for _, err := range []error{pc.SetMulticastInterface(lo), pc.SetMulticastTTL(ttl), pc.SetMulticastLoopback(true)} {
 		if err != nil {
 			l.Close()
 			return nil, err

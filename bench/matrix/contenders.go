@@ -4,7 +4,7 @@ package matrix
 // then ours, each followed by the peers it is measured against.
 func Contenders() []Contender {
 	return []Contender{
-		rawUDP{}, rawMcast{}, rawTCP{},
+		rawUDP{}, rawMcast{}, rawMcastNS{}, rawTCP{},
 		mcast{}, libzmqEPGM{},
 		zmqOurs{}, libzmqTCP{}, &natsCore{},
 		&logdOurs{}, &jetStream{},

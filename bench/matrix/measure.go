@@ -18,6 +18,9 @@ type outcome struct {
 
 // measure opens a link for cell and measures one round.
 func (r *runner) measure(ctx context.Context, c Contender, cell Cell, round int) (outcome, error) {
+	if _, ok := c.(netnsed); ok && r.ns != nil {
+		return r.inNetns(ctx, c, cell, round)
+	}
 	if cell.Kind == PingPong {
 		return r.pingPong(ctx, c, cell, round)
 	}

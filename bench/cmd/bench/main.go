@@ -11,9 +11,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+
+	"github.com/brokerless/brokerless/bench/matrix"
 )
 
 func main() {
+	matrix.MaybeNetnsChild()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:]))

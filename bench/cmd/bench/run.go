@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -20,6 +21,13 @@ func cmdRun(ctx context.Context, args []string) int {
 	out := fs.String("out", "results", "folder for table.md, results.json, hgrm/ and the plots")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	verbose := fs.Bool("v", false, "log each measurement and how long it took, instead of the progress bar")
+	role := fs.String("role", "", "two-machine mode: sub (listens on -listen and answers the pub side) or pub (connects to -connect and measures); empty: one machine")
+	listen := fs.String("listen", "", "-role sub: control address to listen on, host:port (its data sockets listen on the same host)")
+	connect := fs.String("connect", "", "-role pub: the sub side's control address, host:port")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), runUsage)
+		fs.PrintDefaults()
+	}
 	set := matrix.FullSettings()
 	// -smoke picks the defaults the other flags then change, so it is
 	// looked for before they are parsed.
@@ -56,6 +64,30 @@ func cmdRun(ctx context.Context, args []string) int {
 		return 2
 	}
 
+	switch {
+	case *role == "sub" && *listen == "", *role == "pub" && *connect == "":
+		fmt.Fprintf(os.Stderr, "bench run: -role %s needs -%s host:port\n", *role, map[string]string{"sub": "listen", "pub": "connect"}[*role])
+		return 2
+	case *role != "" && *role != "sub" && *role != "pub":
+		fmt.Fprintf(os.Stderr, "bench run: -role %q: want pub or sub\n", *role)
+		return 2
+	case *role != "sub" && *listen != "", *role != "pub" && *connect != "":
+		fmt.Fprintln(os.Stderr, "bench run: -listen goes with -role sub, -connect with -role pub")
+		return 2
+	}
+	if *role == "sub" {
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench run:", err)
+			return 2
+		}
+		fmt.Printf("bench sub: control listening on %s; data sockets listen on the address the pub side reaches it at; stop with Ctrl-C\n", ln.Addr())
+		if err := matrix.ServeSub(ctx, ln); err != nil {
+			fmt.Fprintln(os.Stderr, "bench run:", err)
+			return 1
+		}
+		return 0
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "bench run:", err)
 		return 1
@@ -85,7 +117,13 @@ func cmdRun(ctx context.Context, args []string) int {
 		}
 	}
 	requirePeers := os.Getenv("BROKERLESS_INTEROP") == "1"
-	rep, err := matrix.Run(ctx, set, matrix.Contenders(), requirePeers, progress)
+	var rep *matrix.Report
+	var err error
+	if *role == "pub" {
+		rep, err = matrix.RunPub(ctx, set, *connect, progress)
+	} else {
+		rep, err = matrix.Run(ctx, set, matrix.Contenders(), requirePeers, progress)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench run:", err)
 		return 1
@@ -98,6 +136,26 @@ func cmdRun(ctx context.Context, args []string) int {
 	fmt.Printf("\nWrote %s (table.md, results.json, hgrm/, plots) in %s.\n", *out, time.Since(rep.Started).Round(time.Second))
 	return 0
 }
+
+const runUsage = `usage: bench run [flags]
+
+One machine (default): every contender, publishers and subscribers in
+this process over loopback.
+
+  bench run                         the full matrix (about 15 minutes), into ./results
+  bench run -smoke -out /tmp/r      every scenario on small settings
+  bench run -contenders zmq -scenarios latency,pingpong
+
+Two machines: the sub side listens for the pub side's control connection;
+the pub side drives every scenario that runs across machines (throughput
+counted by the sub side, round trips by ping-pong: no clock sync) for
+raw-udp, raw-tcp and zmq; the other contenders say why not.
+
+  machineB$ bench run -role sub -listen 10.0.0.2:7000
+  machineA$ bench run -role pub -connect 10.0.0.2:7000 -out results-2m
+
+Flags:
+`
 
 func kindNames() string {
 	var s []string
