@@ -130,27 +130,39 @@ type libzmqSub struct {
 }
 
 // Run reads topic and payload frames; the receive timeout (pollEvery)
-// lets it see ctx's end.
+// lets it see ctx's end. The timeout can come between the two frames
+// too (seen with epgm), so each read goes on after it.
 func (s *libzmqSub) Run(ctx context.Context, fn func([]byte)) error {
 	for ctx.Err() == nil {
-		if _, err := s.s.RecvBytes(0); err != nil {
-			if errors.Is(pebbe.AsErrno(err), pebbe.Errno(11)) { // EAGAIN: the timeout
-				continue
-			}
-			if ctx.Err() != nil {
-				return nil
-			}
+		if _, err := s.recv(ctx); err != nil {
 			return err
 		}
-		p, err := s.s.RecvBytes(0)
+		p, err := s.recv(ctx)
 		if err != nil {
 			return err
 		}
-		if !s.d.drop() {
+		if p != nil && !s.d.drop() {
 			fn(p)
 		}
 	}
 	return nil
+}
+
+// recv reads one frame, going on after receive timeouts; nil, nil once
+// ctx has ended.
+func (s *libzmqSub) recv(ctx context.Context) ([]byte, error) {
+	for {
+		b, err := s.s.RecvBytes(0)
+		switch {
+		case err == nil:
+			return b, nil
+		case ctx.Err() != nil:
+			return nil, nil
+		case errors.Is(pebbe.AsErrno(err), pebbe.Errno(11)): // EAGAIN: the timeout
+		default:
+			return nil, err
+		}
+	}
 }
 
 func (s *libzmqSub) Counts() Counts { return Counts{} }
