@@ -54,6 +54,18 @@ var kindTitle = map[Kind]string{
 	Loss:       "Loss injected at each subscriber",
 }
 
+// kindNote says, under a table, what its ratios compare when the two
+// sides do different work.
+var kindNote = map[Kind]string{
+	Throughput: sendsNote,
+	FanOut:     sendsNote,
+}
+
+const sendsNote = "What each side sends: raw-udp and raw-mcast one message a datagram, raw-tcp one message a write; " +
+	"mcast packs what queues while a send is in flight into datagrams of up to 1364 bytes of payload (zmq would with pack=on; this run leaves it off, as libzmq sends), " +
+	"so at small sizes mcast's ×base compares packed datagrams with one-message datagrams: different work. " +
+	"For the same datagrams (count and size) see `go test -run XXX -bench Limit ./multicast/` in the core module."
+
 func (r *Report) wideTable(w io.Writer, k Kind, cells []Cell) {
 	fmt.Fprintf(w, "\n### %s\n", kindTitle[k])
 	var rows strings.Builder
@@ -80,6 +92,9 @@ func (r *Report) wideTable(w io.Writer, k Kind, cells []Cell) {
 		fmt.Fprintf(w, "\n%s", rows.String())
 	}
 	n.write(w)
+	if note := kindNote[k]; note != "" && rows.Len() > 0 {
+		fmt.Fprintf(w, "\n%s\n", note)
+	}
 }
 
 // notes are the reasons a table's contenders have no figure, written
