@@ -38,70 +38,106 @@ func (r *runner) pingPong(ctx context.Context, c Contender, cell Cell, round int
 			}
 		})
 	}()
-	type pong struct {
-		seq uint64
-		at  int64
-	}
-	ch := make(chan pong, 1024)
+	pi := newPinger(fwd, cell.Size)
 	go func() {
 		defer wg.Done()
-		errs[1] = back.Subs()[0].Run(rctx, func(p []byte) {
-			if seq, at, ok := unstamp(p); ok {
-				select {
-				case ch <- pong{seq, at}:
-				default:
-				}
-			}
-		})
+		errs[1] = back.Subs()[0].Run(rctx, pi.receive)
 	}()
 	defer func() { stop(); wg.Wait() }()
+	if ok, err := pi.ready(ctx, r.set.ReadyTimeout); err != nil || !ok {
+		return outcome{}, errors.Join(err, readyErr(ok, r.set.ReadyTimeout), errs[0], errs[1])
+	}
+	return pi.series(ctx, r.set.PingPongs, r.set.PingTimeout)
+}
 
-	buf := make([]byte, cell.Size)
-	var seq uint64
-	ping := func(timeout time.Duration) (int64, bool, error) {
-		seq++
-		stamp(buf, seq, now())
-		if err := fwd.Send(buf); err != nil {
-			return 0, false, err
-		}
-		if err := fwd.Flush(); err != nil {
-			return 0, false, err
-		}
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		for {
-			select {
-			case p := <-ch:
-				if p.seq == seq {
-					return now() - p.at, true, nil
-				}
-			case <-t.C:
-				return 0, false, nil
-			case <-ctx.Done():
-				return 0, false, ctx.Err()
-			}
+// readyErr says that no ping came back, when none did.
+func readyErr(ok bool, within time.Duration) error {
+	if ok {
+		return nil
+	}
+	return fmt.Errorf("no ping came back in %v", within)
+}
+
+// pong is a ping come back: its sequence number and when it was sent.
+type pong struct {
+	seq uint64
+	at  int64
+}
+
+// pinger sends stamped pings through fwd, one at a time, and times
+// them when they come back to receive.
+type pinger struct {
+	fwd Link
+	buf []byte
+	ch  chan pong
+	seq uint64
+}
+
+func newPinger(fwd Link, size int) *pinger {
+	return &pinger{fwd: fwd, buf: make([]byte, size), ch: make(chan pong, 1024)}
+}
+
+// receive takes a message come back (a Sub's callback); a full queue
+// drops it, counted as lost by the ping waiting for it.
+func (p *pinger) receive(b []byte) {
+	if seq, at, ok := unstamp(b); ok {
+		select {
+		case p.ch <- pong{seq, at}:
+		default:
 		}
 	}
-	// Ready: a ping came back, waiting twice as long each time (from
-	// 20 ms up to a second: a slow transport, or a slow build such as
-	// -race, answers later than the first pings wait).
-	deadline := time.Now().Add(r.set.ReadyTimeout)
-	for wait := 20 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		_, ok, err := ping(wait)
-		if err != nil {
-			return outcome{}, err
+}
+
+// ping sends the next ping and waits up to timeout for it: its round
+// trip in ns, or ok false.
+func (p *pinger) ping(ctx context.Context, timeout time.Duration) (rtt int64, ok bool, err error) {
+	p.seq++
+	stamp(p.buf, p.seq, now())
+	if err := p.fwd.Send(p.buf); err != nil {
+		return 0, false, err
+	}
+	if err := p.fwd.Flush(); err != nil {
+		return 0, false, err
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		select {
+		case q := <-p.ch:
+			if q.seq == p.seq {
+				return now() - q.at, true, nil
+			}
+		case <-t.C:
+			return 0, false, nil
+		case <-ctx.Done():
+			return 0, false, ctx.Err()
 		}
-		if ok {
-			break
+	}
+}
+
+// ready pings until one comes back (ok), waiting twice as long each time
+// from 20 ms up to a second (a slow transport, or a slow build such as
+// -race, answers later than the first pings wait), for at most within.
+func (p *pinger) ready(ctx context.Context, within time.Duration) (bool, error) {
+	deadline := time.Now().Add(within)
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		_, ok, err := p.ping(ctx, wait)
+		if err != nil || ok {
+			return ok, err
 		}
 		if time.Now().After(deadline) {
-			return outcome{}, errors.Join(fmt.Errorf("no ping came back in %v", r.set.ReadyTimeout), errs[0], errs[1])
+			return false, nil
 		}
 	}
+}
+
+// series runs n pings, each waiting up to timeout: the round trips'
+// percentiles and how many were lost.
+func (p *pinger) series(ctx context.Context, n int, timeout time.Duration) (outcome, error) {
 	h := newHist()
 	lost := 0
-	for range r.set.PingPongs {
-		rtt, ok, err := ping(r.set.PingTimeout)
+	for range n {
+		rtt, ok, err := p.ping(ctx, timeout)
 		if err != nil {
 			return outcome{}, err
 		}
@@ -112,7 +148,7 @@ func (r *runner) pingPong(ctx context.Context, c Contender, cell Cell, round int
 		_ = h.RecordValue(max(rtt, 1))
 	}
 	if h.TotalCount() == 0 {
-		return outcome{}, fmt.Errorf("all %d pings lost", r.set.PingPongs)
+		return outcome{}, fmt.Errorf("all %d pings lost", n)
 	}
 	m := percentiles(h)
 	m["lost"] = float64(lost)

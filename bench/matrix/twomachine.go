@@ -382,7 +382,7 @@ func (r *runner) remoteMeasure(ctx context.Context, p *pubSide, c Contender, cel
 	defer l.Close()
 	buf := make([]byte, cell.Size)
 	if cell.Kind == PingPong {
-		return r.remotePingPong(ctx, p, c, o, l, buf)
+		return r.remotePingPong(ctx, p, c, o, l, cell.Size)
 	}
 	// Ready: a message of sequence 0 reached the far side.
 	if err := r.waitReady(ctx, func(time.Duration) (bool, error) {
@@ -481,88 +481,23 @@ func (r *runner) remoteProbe(ctx context.Context, p *pubSide, l Link, buf []byte
 	return got == uint64(n) && keptUp, ctx.Err()
 }
 
-func (r *runner) remotePingPong(ctx context.Context, p *pubSide, c Contender, o Options, fwd Link, buf []byte) (outcome, error) {
+func (r *runner) remotePingPong(ctx context.Context, p *pubSide, c Contender, o Options, fwd Link, size int) (outcome, error) {
 	back, cl, err := p.back(ctx, c, o)
 	if err != nil {
 		return outcome{}, err
 	}
 	defer cl.Close()
-	type pong struct {
-		seq uint64
-		at  int64
-	}
-	ch := make(chan pong, 1024)
+	pi := newPinger(fwd, size)
 	rctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = back.Run(rctx, func(b []byte) {
-			if seq, at, ok := unstamp(b); ok {
-				select {
-				case ch <- pong{seq, at}:
-				default:
-				}
-			}
-		})
+		_ = back.Run(rctx, pi.receive)
 	}()
 	defer func() { stop(); wg.Wait() }()
-	var seq uint64
-	ping := func(timeout time.Duration) (int64, bool, error) {
-		seq++
-		stamp(buf, seq, now())
-		if err := fwd.Send(buf); err != nil {
-			return 0, false, err
-		}
-		if err := fwd.Flush(); err != nil {
-			return 0, false, err
-		}
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		for {
-			select {
-			case q := <-ch:
-				if q.seq == seq {
-					return now() - q.at, true, nil
-				}
-			case <-t.C:
-				return 0, false, nil
-			case <-ctx.Done():
-				return 0, false, ctx.Err()
-			}
-		}
+	if ok, err := pi.ready(ctx, r.set.ReadyTimeout); err != nil || !ok {
+		return outcome{}, errors.Join(err, readyErr(ok, r.set.ReadyTimeout))
 	}
-	// Ready: a ping came back (ping waits itself, so no wait between).
-	deadline := time.Now().Add(r.set.ReadyTimeout)
-	for wait := 20 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		_, ok, err := ping(wait)
-		if err != nil {
-			return outcome{}, err
-		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			return outcome{}, fmt.Errorf("no ping came back in %v", r.set.ReadyTimeout)
-		}
-	}
-	h := newHist()
-	lost := 0
-	for range r.set.PingPongs {
-		rtt, ok, err := ping(r.set.PingTimeout)
-		if err != nil {
-			return outcome{}, err
-		}
-		if !ok {
-			lost++
-			continue
-		}
-		_ = h.RecordValue(max(rtt, 1))
-	}
-	if h.TotalCount() == 0 {
-		return outcome{}, fmt.Errorf("all %d pings lost", r.set.PingPongs)
-	}
-	m := percentiles(h)
-	m["lost"] = float64(lost)
-	return outcome{metrics: m, hist: h}, nil
+	return pi.series(ctx, r.set.PingPongs, r.set.PingTimeout)
 }
