@@ -79,6 +79,7 @@ func TestIsolation(t *testing.T) {
 	s := sqliteStore(t)
 	const events, concurrency = 50, 2
 	release := make(chan struct{})
+	arrived := make(chan struct{}, events)
 	var (
 		mu          sync.Mutex
 		hung, worst int
@@ -88,6 +89,10 @@ func TestIsolation(t *testing.T) {
 		hung++
 		worst = max(worst, hung)
 		mu.Unlock()
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -111,6 +116,15 @@ func TestIsolation(t *testing.T) {
 	}
 	stop := run(t, d)
 	fast.await(t, events)
+	// The fast endpoint may be done before the slow one's second attempt
+	// has reached its server: wait for both slots to be taken, then stop.
+	for i := range concurrency {
+		select {
+		case <-arrived:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d of the hanging endpoint's %d attempts reached it in 30s", i, concurrency)
+		}
+	}
 	stop()
 	mu.Lock()
 	defer mu.Unlock()
