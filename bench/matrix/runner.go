@@ -49,11 +49,9 @@ func Run(ctx context.Context, set Settings, cs []Contender, requirePeers bool, p
 	for _, c := range cs {
 		rep.Contenders = append(rep.Contenders, ContenderInfo{Name: c.Name(), Baseline: c.Baseline(), Peer: c.Peer()})
 	}
-	type key struct{ c, cell int }
-	res := map[key]*Result{}
-	hists := map[key]*hdrhistogram.Histogram{}
+	res := make([][]*Result, len(rep.Cells))
 	for ci, cell := range rep.Cells {
-		for i, c := range cs {
+		for _, c := range cs {
 			st := "ok"
 			if err := can(c, cell); err != nil {
 				st = err.Error()
@@ -61,8 +59,29 @@ func Run(ctx context.Context, set Settings, cs []Contender, requirePeers bool, p
 					return nil, fmt.Errorf("%s: %w (BROKERLESS_INTEROP=1 requires every peer)", c.Name(), err)
 				}
 			}
-			res[key{i, ci}] = &Result{Contender: c.Name(), Cell: cell.ID(), Status: st}
+			res[ci] = append(res[ci], &Result{Contender: c.Name(), Cell: cell.ID(), Status: st})
 		}
+	}
+	if err := r.interleave(ctx, rep, cs, res, r.measure, progress, ""); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// measureFunc measures contender c in cell for one round.
+type measureFunc func(ctx context.Context, c Contender, cell Cell, round int) (outcome, error)
+
+// interleave measures every contender whose result res[cell][contender]
+// is "ok" in every cell of rep, round after round, in an order that
+// rotates from round to round and cell to cell; it discards the warm-up
+// rounds, marks a contender that fails a round as failed in that cell,
+// and fills rep's results, histograms, ratios, elapsed time and load.
+// suffix ends each progress line.
+func (r *runner) interleave(ctx context.Context, rep *Report, cs []Contender, res [][]*Result, measure measureFunc, progress Progress, suffix string) error {
+	set := r.set
+	hists := make([][]*hdrhistogram.Histogram, len(rep.Cells))
+	for ci := range hists {
+		hists[ci] = make([]*hdrhistogram.Histogram, len(cs))
 	}
 	total := (set.Warmup + set.Rounds) * len(rep.Cells) * len(cs)
 	done := 0
@@ -70,20 +89,19 @@ func Run(ctx context.Context, set Settings, cs []Contender, requirePeers bool, p
 		for ci, cell := range rep.Cells {
 			for j := range cs {
 				i := (j + round + ci) % len(cs)
-				c, rr := cs[i], res[key{i, ci}]
-				what := fmt.Sprintf("round %d/%d %s %s", round+1, set.Warmup+set.Rounds, cell.ID(), c.Name())
+				c, rr := cs[i], res[ci][i]
 				if progress != nil {
-					progress(done, total, what)
+					progress(done, total, fmt.Sprintf("round %d/%d %s %s%s", round+1, set.Warmup+set.Rounds, cell.ID(), c.Name(), suffix))
 				}
 				done++
 				if rr.Status != "ok" {
 					continue
 				}
 				t0 := time.Now()
-				out, err := r.measure(ctx, c, cell, round)
+				out, err := measure(ctx, c, cell, round)
 				rr.Took += time.Since(t0)
 				if ctx.Err() != nil {
-					return nil, ctx.Err()
+					return ctx.Err()
 				}
 				if err != nil {
 					rr.Status = fmt.Sprintf("failed: round %d: %v", round+1, oneLine(err))
@@ -95,11 +113,10 @@ func Run(ctx context.Context, set Settings, cs []Contender, requirePeers bool, p
 				}
 				rr.Rounds = append(rr.Rounds, out.metrics)
 				if out.hist != nil {
-					k := key{i, ci}
-					if hists[k] == nil {
-						hists[k] = newHist()
+					if hists[ci][i] == nil {
+						hists[ci][i] = newHist()
 					}
-					hists[k].Merge(out.hist)
+					hists[ci][i].Merge(out.hist)
 				}
 			}
 		}
@@ -109,11 +126,10 @@ func Run(ctx context.Context, set Settings, cs []Contender, requirePeers bool, p
 	}
 	rep.hists = map[string]*hdrhistogram.Histogram{}
 	for ci := range rep.Cells {
-		for i := range cs {
-			rr := res[key{i, ci}]
+		for i, rr := range res[ci] {
 			rr.summarise()
 			rep.Results = append(rep.Results, *rr)
-			if h := hists[key{i, ci}]; h != nil && rr.Status == "ok" {
+			if h := hists[ci][i]; h != nil && rr.Status == "ok" {
 				rep.hists[rr.Contender+"|"+rr.Cell] = h
 			}
 		}
@@ -123,7 +139,7 @@ func Run(ctx context.Context, set Settings, cs []Contender, requirePeers bool, p
 	}
 	rep.Elapsed = time.Since(rep.Started)
 	rep.Machine.LoadAtEnd = loadAvg()
-	return rep, nil
+	return nil
 }
 
 func can(c Contender, cell Cell) error {

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // ctlMsg is a request of the publisher side to the subscriber side, or
@@ -298,7 +296,6 @@ func RunPub(ctx context.Context, set Settings, control string, progress Progress
 	}
 	r := &runner{set: set}
 	res := make([][]*Result, len(rep.Cells))
-	hists := make([][]*hdrhistogram.Histogram, len(rep.Cells))
 	for ci, cell := range rep.Cells {
 		for _, c := range cs {
 			st := "ok"
@@ -308,68 +305,18 @@ func RunPub(ctx context.Context, set Settings, control string, progress Progress
 				st = err.Error()
 			}
 			res[ci] = append(res[ci], &Result{Contender: c.Name(), Cell: cell.ID(), Status: st})
-			hists[ci] = append(hists[ci], nil)
 		}
 	}
-	total := (set.Warmup + set.Rounds) * len(rep.Cells) * len(cs)
-	done := 0
-	for round := range set.Warmup + set.Rounds {
-		for ci, cell := range rep.Cells {
-			for j := range cs {
-				i := (j + round + ci) % len(cs)
-				c, rr := cs[i], res[ci][i]
-				if progress != nil {
-					progress(done, total, fmt.Sprintf("round %d/%d %s %s (two machines)", round+1, set.Warmup+set.Rounds, cell.ID(), c.Name()))
-				}
-				done++
-				if rr.Status != "ok" {
-					continue
-				}
-				t0 := time.Now()
-				out, err := r.remoteMeasure(ctx, p, c, cell)
-				rr.Took += time.Since(t0)
-				if _, cerr := p.ask(ctlMsg{Op: "close"}); cerr != nil && err == nil {
-					err = cerr
-				}
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				if err != nil {
-					rr.Status = fmt.Sprintf("failed: round %d: %v", round+1, oneLine(err))
-					rr.Rounds = nil
-					continue
-				}
-				if round < set.Warmup {
-					continue
-				}
-				rr.Rounds = append(rr.Rounds, out.metrics)
-				if out.hist != nil {
-					if hists[ci][i] == nil {
-						hists[ci][i] = newHist()
-					}
-					hists[ci][i].Merge(out.hist)
-				}
-			}
+	measure := func(ctx context.Context, c Contender, cell Cell, _ int) (outcome, error) {
+		out, err := r.remoteMeasure(ctx, p, c, cell)
+		if _, cerr := p.ask(ctlMsg{Op: "close"}); cerr != nil && err == nil {
+			err = cerr
 		}
+		return out, err
 	}
-	if progress != nil {
-		progress(total, total, "done")
+	if err := r.interleave(ctx, rep, cs, res, measure, progress, " (two machines)"); err != nil {
+		return nil, err
 	}
-	rep.hists = map[string]*hdrhistogram.Histogram{}
-	for ci := range rep.Cells {
-		for i, rr := range res[ci] {
-			rr.summarise()
-			rep.Results = append(rep.Results, *rr)
-			if h := hists[ci][i]; h != nil && rr.Status == "ok" {
-				rep.hists[rr.Contender+"|"+rr.Cell] = h
-			}
-		}
-	}
-	for i := range rep.Results {
-		rep.ratios(&rep.Results[i])
-	}
-	rep.Elapsed = time.Since(rep.Started)
-	rep.Machine.LoadAtEnd = loadAvg()
 	return rep, nil
 }
 
