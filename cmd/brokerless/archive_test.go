@@ -307,8 +307,10 @@ func TestArchivePublisherCrash(t *testing.T) {
 // TestArchiveRecorderDown: the recorder is killed and stays down for
 // three of the publisher's windows. The archive holds one gap marker,
 // for exactly what the publisher no longer held when the recorder came
-// back (GapSourceDown), and a late joiner reports exactly that range as
-// a gap, with that reason, and nothing else.
+// back (GapSourceDown), besides any exact marker of what the restarted
+// recorder lost falling behind a publisher without flow control
+// (GapOutpaced), and a late joiner reports exactly those ranges as gaps,
+// with those reasons, and nothing else.
 func TestArchiveRecorderDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 4 s feed")
@@ -336,15 +338,34 @@ func TestArchiveRecorderDown(t *testing.T) {
 	t.Logf("recorder stopped at %v", time.Since(f.start))
 
 	_, markers := archiveSessions(t, f.addr, "down")
-	if len(markers) != 1 || markers[0].Reason != transport.GapSourceDown {
+	var down []transport.Gap
+	for _, m := range markers {
+		switch m.Reason {
+		case transport.GapSourceDown:
+			down = append(down, m)
+		case transport.GapOutpaced:
+			// The restarted recorder catches up from the publisher's
+			// window while the publisher, without flow control, goes on
+			// at full speed: on a loaded machine it can fall behind, and
+			// then marks exactly what it lost. Allowed, if exact.
+		default:
+			t.Fatalf("archive markers %v: %v is neither the recorder down nor outpaced", markers, m)
+		}
+	}
+	if len(down) != 1 {
 		t.Fatalf("archive markers %v, want one, the recorder down", markers)
 	}
-	m := markers[0]
+	m := down[0]
 	l := readSubLog(t, sub.path)
 	s := oneSession(t, l)
 	gaps := s.account(t, n)
-	if s.first != 1 || len(gaps) != 1 || gaps[0].from != m.From || gaps[0].to != m.To || gaps[0].reason != transport.GapSourceDown.String() {
-		t.Fatalf("from %d, gaps %+v: want from 1 and one gap, the archive's %v", s.first, gaps, m)
+	if s.first != 1 || len(gaps) != len(markers) {
+		t.Fatalf("from %d, gaps %+v: want from 1 and the archive's gaps %v", s.first, gaps, markers)
 	}
-	t.Logf("recorder down for %d messages (%v); %s", m.Len(), m, l.summary)
+	for i, g := range gaps {
+		if g.from != markers[i].From || g.to != markers[i].To || g.reason != markers[i].Reason.String() {
+			t.Fatalf("gaps %+v: want exactly the archive's %v", gaps, markers)
+		}
+	}
+	t.Logf("recorder down for %d messages (%v), %d outpaced markers; %s", m.Len(), m, len(markers)-1, l.summary)
 }
