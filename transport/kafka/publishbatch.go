@@ -60,35 +60,23 @@ type recordContext struct {
 func (p *Publisher) newRecordBatch(ms []transport.Message, done func(int, transport.Receipt, error)) *recordBatch {
 	size, nh := 0, 0
 	for i := range ms {
-		m := &ms[i]
-		size += len(m.Key) + len(m.Payload)
-		for _, h := range m.Headers {
-			size += len(h.Value)
-		}
-		nh += len(m.Headers)
+		size += messageBytes(&ms[i])
+		nh += len(ms[i].Headers)
 	}
-	arena := make([]byte, 0, size)
-	take := func(b []byte) []byte {
-		if b == nil {
-			return nil
-		}
-		at := len(arena)
-		arena = append(arena, b...)
-		return arena[at:len(arena):len(arena)]
-	}
+	a := arena(make([]byte, 0, size))
 	hs := make([]kgo.RecordHeader, 0, nh)
 	b := &recordBatch{recs: make([]batchRecord, len(ms)), done: done}
 	for i := range ms {
 		m, br := &ms[i], &b.recs[i]
 		br.ctx = recordContext{Context: context.Background(), b: b, i: i}
-		br.r = kgo.Record{Topic: m.Topic, Key: take(m.Key), Value: take(m.Payload), Timestamp: m.Time, Partition: p.partition, Context: &br.ctx}
+		br.r = kgo.Record{Topic: m.Topic, Key: a.take(m.Key), Value: a.take(m.Payload), Timestamp: m.Time, Partition: p.partition, Context: &br.ctx}
 		if br.r.Topic == "" {
 			br.r.Topic = p.topic
 		}
 		if len(m.Headers) > 0 {
 			at := len(hs)
 			for _, h := range m.Headers {
-				hs = append(hs, kgo.RecordHeader{Key: h.Key, Value: take(h.Value)})
+				hs = append(hs, kgo.RecordHeader{Key: h.Key, Value: a.take(h.Value)})
 			}
 			br.r.Headers = hs[at:len(hs):len(hs)]
 		}

@@ -221,25 +221,36 @@ func (p *Publisher) pending() error {
 // pipe forwarding small messages spent most of its time in per-header
 // copies).
 func newRecord(m transport.Message) *kgo.Record {
+	a := arena(make([]byte, 0, messageBytes(&m)))
+	r := &kgo.Record{Topic: m.Topic, Key: a.take(m.Key), Value: a.take(m.Payload), Timestamp: m.Time}
+	if len(m.Headers) > 0 {
+		r.Headers = make([]kgo.RecordHeader, len(m.Headers))
+		for i, h := range m.Headers {
+			r.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: a.take(h.Value)}
+		}
+	}
+	return r
+}
+
+// messageBytes is what copying m's key, payload and header values takes.
+func messageBytes(m *transport.Message) int {
 	n := len(m.Key) + len(m.Payload)
 	for _, h := range m.Headers {
 		n += len(h.Value)
 	}
-	arena := make([]byte, 0, n)
-	take := func(b []byte) []byte {
-		if b == nil {
-			return nil
-		}
-		at := len(arena)
-		arena = append(arena, b...)
-		return arena[at:len(arena):len(arena)]
+	return n
+}
+
+// arena copies byte slices into one allocation made with room for all.
+type arena []byte
+
+// take copies b into the arena: a slice capped at its end, so that an
+// append to it cannot write over the next; nil stays nil.
+func (a *arena) take(b []byte) []byte {
+	if b == nil {
+		return nil
 	}
-	r := &kgo.Record{Topic: m.Topic, Key: take(m.Key), Value: take(m.Payload), Timestamp: m.Time}
-	if len(m.Headers) > 0 {
-		r.Headers = make([]kgo.RecordHeader, len(m.Headers))
-		for i, h := range m.Headers {
-			r.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: take(h.Value)}
-		}
-	}
-	return r
+	at := len(*a)
+	*a = append(*a, b...)
+	return (*a)[at:len(*a):len(*a)]
 }
