@@ -2,8 +2,8 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,20 +19,24 @@ func (e endpoint) OpenLog(ctx context.Context) (transport.Log, error) {
 var _ transport.LogReader = endpoint{}
 
 // Log reads the partitions of cfg.Topic (or of cfg.Partitions) at any
-// offset: a transport.Log. One client consumes one partition at a time,
-// from where the last Read ended; a Read elsewhere moves it
-// (kgo.Client.SetOffsets, which drops what was fetched ahead).
+// offset: a transport.Log. It sends its own Fetch requests through a
+// kgo client (read_committed, to each partition's leader) and decodes
+// the record batches itself (recordbatch.go), handing records in place;
+// once a read's answer came, the next read's request, from where it
+// ended, is sent before its records are handed on, so that the broker
+// works while they are.
 type Log struct {
 	cl    *kgo.Client
 	topic string
 	parts []int32 // cfg.Partitions; empty: every partition
+	bytes int32   // cfg.LogFetchBytes or its default
 
-	// consuming is the partition the client consumes (-1: none), and
-	// next the offset the next record read from it has.
-	consuming int32
-	next      int64
-	// hdrs is ReadEach's headers, reused record after record.
-	hdrs []transport.Header
+	bg      context.Context // the requests' context, ended by Close
+	stop    context.CancelFunc
+	ahead   *inFlight // the request of the next read, if any
+	dec     *batchDecoder
+	lmu     sync.Mutex // guards leaders: requests look them up too
+	leaders map[int32]leader
 }
 
 var _ transport.Log = (*Log)(nil)
@@ -55,13 +59,7 @@ func OpenLog(ctx context.Context, cfg Config) (*Log, error) {
 	if fetch == 0 {
 		fetch = DefaultLogFetchBytes
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.FetchMaxWait(100 * time.Millisecond),
-		kgo.FetchMaxBytes(fetch),
-		kgo.FetchMaxPartitionBytes(fetch),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-	}, cfg.Options...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...)}, cfg.Options...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}
@@ -69,7 +67,8 @@ func OpenLog(ctx context.Context, cfg Config) (*Log, error) {
 		cl.Close()
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}
-	return &Log{cl: cl, topic: cfg.Topic, parts: cfg.Partitions, consuming: -1}, nil
+	bg, stop := context.WithCancel(context.Background())
+	return &Log{cl: cl, topic: cfg.Topic, parts: cfg.Partitions, bytes: fetch, bg: bg, stop: stop, dec: newBatchDecoder()}, nil
 }
 
 // Streams lists the topic's partitions (those of cfg.Partitions only,
@@ -127,24 +126,12 @@ func (l *Log) PositionAt(ctx context.Context, stream transport.StreamID, t time.
 // Config.LogFetchBytes of them but for a first record batch larger.
 func (l *Log) Read(ctx context.Context, stream transport.StreamID, pos uint64) ([]transport.Message, error) {
 	var out []transport.Message
-	var hs []transport.Header
-	_, err := l.fetch(ctx, stream, pos, func(fetches kgo.Fetches) {
-		// One allocation for the messages and one for their headers, not
-		// a growing slice and one per record: a catch-up reads records
-		// of a few dozen bytes by the tens of thousands a fetch.
-		n, nh := 0, 0
-		fetches.EachRecord(func(r *kgo.Record) { n, nh = n+1, nh+len(r.Headers) })
-		out = make([]transport.Message, 0, n)
-		hs = make([]transport.Header, 0, nh)
-	}, func(m *transport.Message, r *kgo.Record) {
-		if len(r.Headers) > 0 {
-			start := len(hs)
-			for _, h := range r.Headers {
-				hs = append(hs, transport.Header{Key: h.Key, Value: h.Value})
-			}
-			m.Headers = hs[start:len(hs):len(hs)]
+	_, err := l.fetch(ctx, stream, pos, func(m *transport.Message) {
+		c := *m
+		if m.Headers != nil {
+			c.Headers = append([]transport.Header(nil), m.Headers...)
 		}
-		out = append(out, *m)
+		out = append(out, c)
 	})
 	if err != nil {
 		return nil, err
@@ -159,87 +146,66 @@ func (l *Log) Read(ctx context.Context, stream transport.StreamID, pos uint64) (
 // reader of many small records (the archive's, package
 // transport/archive) allocates nothing per record this way.
 func (l *Log) ReadEach(ctx context.Context, stream transport.StreamID, pos uint64, fn func(*transport.Message)) (int, error) {
-	hs := l.hdrs[:0]
-	n, err := l.fetch(ctx, stream, pos, nil, func(m *transport.Message, r *kgo.Record) {
-		if len(r.Headers) > 0 {
-			hs = hs[:0]
-			for _, h := range r.Headers {
-				hs = append(hs, transport.Header{Key: h.Key, Value: h.Value})
-			}
-			m.Headers = hs
-		}
-		fn(m)
-	})
-	l.hdrs = hs[:0]
-	return n, err
+	return l.fetch(ctx, stream, pos, fn)
 }
 
-// fetch polls the partition from offset pos until a fetch holds at
+// fetch fetches the partition from offset pos until a fetch holds at
 // least one of its records, then calls each with every such record, as
-// a message of stream, in order, after fetched with the whole fetch
-// (when not nil). It returns how many records it handed each.
-func (l *Log) fetch(ctx context.Context, stream transport.StreamID, pos uint64, fetched func(kgo.Fetches), each func(*transport.Message, *kgo.Record)) (int, error) {
+// a message of stream, in order. It returns how many records it handed.
+func (l *Log) fetch(ctx context.Context, stream transport.StreamID, pos uint64, each func(*transport.Message)) (int, error) {
 	if err := l.check(stream); err != nil {
 		return 0, err
 	}
-	l.seek(stream.Partition, int64(pos))
-	m := new(transport.Message) // one a call, not one a record
+	if l.bg.Err() != nil {
+		return 0, transport.ErrClosed
+	}
+	p, off, bytes := stream.Partition, int64(pos), l.bytes
+	m := &transport.Message{Stream: stream, Topic: l.topic}
 	for {
-		fetches := l.cl.PollFetches(ctx)
-		if fetches.IsClientClosed() {
-			return 0, transport.ErrClosed
+		f, err := l.take(ctx, p, off, bytes)
+		if err != nil {
+			return 0, err // ctx ended; the request stays in flight
 		}
-		if fetched != nil {
-			fetched(fetches)
+		if f.err != nil {
+			if err := l.recover(ctx, p, &off, f.err); err != nil {
+				return 0, err
+			}
+			bytes = l.bytes
+			continue
 		}
-		n := 0
-		var ferr error
-		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-			if fp.Err != nil && ferr == nil && !errors.Is(fp.Err, context.Canceled) && !errors.Is(fp.Err, context.DeadlineExceeded) {
-				ferr = fmt.Errorf("kafka transport: fetch %s/%d: %w", fp.Topic, fp.Partition, fp.Err)
-			}
-			if fp.Topic != l.topic || fp.Partition != l.consuming {
-				return
-			}
-			for _, r := range fp.Records {
-				if r.Offset < l.next || r.Attrs.IsControl() {
-					continue
-				}
-				l.next = r.Offset + 1
-				*m = transport.Message{
-					Stream: stream, Seq: uint64(r.Offset), Time: r.Timestamp, Topic: r.Topic, Key: r.Key, Payload: r.Value,
-				}
-				each(m, r)
-				n++
-			}
-		})
+		next, whole, first := scanBatches(f.data)
 		switch {
-		case n > 0:
+		case whole && next < f.end:
+			// The next read's request, sent before this one's records
+			// are handed on.
+			l.ahead = l.issue(p, next, l.bytes)
+		case !whole && first > 0:
+			// A batch larger than the fetch size, from a broker that
+			// sends a part of it (brokers since Kafka 0.10.1 send it
+			// whole): ask for all of it.
+			want := max(first, 2*int(bytes))
+			if want > maxBatchBytes {
+				return 0, l.fetchErr(p, fmt.Errorf("%w at offset %d: a batch of %d bytes, more than %d", ErrCorruptBatch, off, first, maxBatchBytes))
+			}
+			bytes = int32(want)
+			continue
+		}
+		n, _, err := l.dec.decode(f.data, off, f.aborted, m, each)
+		if err != nil {
+			l.drop()
+			return n, l.fetchErr(p, err)
+		}
+		if n > 0 {
 			return n, nil
-		case ferr != nil:
-			return 0, ferr
-		case ctx.Err() != nil:
-			return 0, ctx.Err()
+		}
+		if whole {
+			off = next // batches of control records or aborted transactions only
+		}
+		bytes = l.bytes
+		if err := ctx.Err(); err != nil {
+			return 0, err
 		}
 	}
-}
-
-// seek makes the client consume partition p from offset off, unless
-// it does already.
-func (l *Log) seek(p int32, off int64) {
-	switch {
-	case l.consuming == p && l.next == off:
-		return
-	case l.consuming == p:
-		l.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{l.topic: {p: {Epoch: -1, Offset: off}}})
-	default:
-		if l.consuming >= 0 {
-			l.cl.RemoveConsumePartitions(map[string][]int32{l.topic: {l.consuming}})
-		}
-		l.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{l.topic: {p: kgo.NewOffset().At(off)}})
-		l.consuming = p
-	}
-	l.next = off
 }
 
 // check refuses a stream that is not a partition of the log's topic.
@@ -252,6 +218,7 @@ func (l *Log) check(stream transport.StreamID) error {
 
 // Close releases the client.
 func (l *Log) Close() error {
+	l.stop()
 	l.cl.Close()
 	return nil
 }
