@@ -51,7 +51,7 @@ type leader struct {
 func (l *Log) issue(p int32, off int64, bytes int32) *inFlight {
 	ctx, cancel := context.WithCancel(l.bg)
 	f := &inFlight{part: p, offset: off, bytes: bytes, done: make(chan fetched, 1), cancel: cancel}
-	go func() { f.done <- l.request(ctx, p, off, bytes) }()
+	go func() { f.done <- l.send(ctx, p, off, bytes) }()
 	return f
 }
 

@@ -31,9 +31,11 @@ type Log struct {
 	parts []int32 // cfg.Partitions; empty: every partition
 	bytes int32   // cfg.LogFetchBytes or its default
 
-	bg      context.Context // the requests' context, ended by Close
-	stop    context.CancelFunc
-	ahead   *inFlight // the request of the next read, if any
+	bg    context.Context // the requests' context, ended by Close
+	stop  context.CancelFunc
+	ahead *inFlight // the request of the next read, if any
+	// send is request; a test's fake broker in its place.
+	send    func(ctx context.Context, p int32, off int64, bytes int32) fetched
 	dec     *batchDecoder
 	lmu     sync.Mutex // guards leaders: requests look them up too
 	leaders map[int32]leader
@@ -68,7 +70,9 @@ func OpenLog(ctx context.Context, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}
 	bg, stop := context.WithCancel(context.Background())
-	return &Log{cl: cl, topic: cfg.Topic, parts: cfg.Partitions, bytes: fetch, bg: bg, stop: stop, dec: newBatchDecoder()}, nil
+	l := &Log{cl: cl, topic: cfg.Topic, parts: cfg.Partitions, bytes: fetch, bg: bg, stop: stop, dec: newBatchDecoder()}
+	l.send = l.request
+	return l, nil
 }
 
 // Streams lists the topic's partitions (those of cfg.Partitions only,

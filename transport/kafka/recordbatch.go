@@ -1,11 +1,12 @@
 package kafka
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -98,7 +99,9 @@ func scanBatches(data []byte) (next int64, complete bool, firstLen int) {
 // fetch.
 func (d *batchDecoder) decode(data []byte, from int64, aborted []kmsg.FetchResponseTopicPartitionAbortedTransaction, m *transport.Message, fn func(*transport.Message)) (n int, next int64, err error) {
 	d.pending = append(d.pending[:0], aborted...)
-	sort.Slice(d.pending, func(i, j int) bool { return d.pending[i].FirstOffset < d.pending[j].FirstOffset })
+	slices.SortFunc(d.pending, func(a, b kmsg.FetchResponseTopicPartitionAbortedTransaction) int {
+		return cmp.Compare(a.FirstOffset, b.FirstOffset)
+	})
 	clear(d.aborted)
 	next = from
 	for len(data) >= batchHeaderLen {
@@ -109,7 +112,7 @@ func (d *batchDecoder) decode(data []byte, from int64, aborted []kmsg.FetchRespo
 		if size > len(data) {
 			break // cut by the fetch size: fetched again from next
 		}
-		k, last, err := d.batch(data[:size], from, m, fn)
+		k, last, err := d.batch(data[:size], &from, m, fn)
 		n += k
 		if err != nil {
 			return n, next, err
@@ -120,9 +123,12 @@ func (d *batchDecoder) decode(data []byte, from int64, aborted []kmsg.FetchRespo
 	return n, next, nil
 }
 
-// batch hands fn the records of one whole batch b; it returns the
-// batch's last offset.
-func (d *batchDecoder) batch(b []byte, from int64, m *transport.Message, fn func(*transport.Message)) (n int, last int64, err error) {
+// batch hands fn the records of one whole batch b at *from or later,
+// moving *from past each: a record whose offset is not past the last
+// one handed (a broker's mistake) is not handed. It returns the batch's
+// last offset.
+func (d *batchDecoder) batch(b []byte, fromp *int64, m *transport.Message, fn func(*transport.Message)) (n int, last int64, err error) {
+	from := *fromp
 	base := int64(binary.BigEndian.Uint64(b))
 	if magic := b[16]; magic != 2 {
 		return 0, base, fmt.Errorf("%w at offset %d: message format v%d (magic %d); only record batches (v2, Kafka 0.11 and later) are read", ErrCorruptBatch, base, magic, magic)
@@ -133,7 +139,7 @@ func (d *batchDecoder) batch(b []byte, from int64, m *transport.Message, fn func
 	attrs := binary.BigEndian.Uint16(b[21:])
 	lastDelta := int64(int32(binary.BigEndian.Uint32(b[23:])))
 	last = base + lastDelta
-	if lastDelta < 0 {
+	if base < 0 || lastDelta < 0 || last < base {
 		return 0, base, fmt.Errorf("%w at offset %d: last offset delta %d", ErrCorruptBatch, base, lastDelta)
 	}
 	if last < from {
@@ -190,6 +196,8 @@ func (d *batchDecoder) batch(b []byte, from int64, m *transport.Message, fn func
 		m.Seq, m.Time = uint64(off), time.UnixMilli(ts)
 		fn(m)
 		n++
+		from = off + 1
+		*fromp = from
 	}
 	if len(records) != 0 {
 		return n, last, fmt.Errorf("%w at offset %d: %d bytes after its %d records", ErrCorruptBatch, base, len(records), count)
