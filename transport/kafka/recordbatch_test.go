@@ -32,7 +32,6 @@ type testBatch struct {
 	maxTime      int64
 	producer     int64
 	records      []testRecord
-	codec        kgo.CompressionCodec
 	corruptCRC   bool
 	magic        int8 // 0: 2
 	trailing     []byte
