@@ -106,12 +106,12 @@ func (tb testBatch) bytes(t testing.TB) []byte {
 }
 
 // plainBatch is an uncompressed batch of n records from base, record i
-// with value "v<base+i>", key "k<i>" on even ones, a header "h" = i.
+// with value "v<base+i>", key "k<i>" on even ones, a header "hdr" = i.
 func plainBatch(base int64, n int) testBatch {
 	tb := testBatch{base: base, lastDelta: -1, baseTime: 1_700_000_000_000, maxTime: 1_700_000_009_000}
 	for i := range n {
 		r := testRecord{offsetDelta: int32(i), timeDelta: int64(i), value: fmt.Appendf(nil, "v%d", base+int64(i)),
-			headers: []transport.Header{{Key: "h", Value: fmt.Appendf(nil, "%d", i)}}}
+			headers: []transport.Header{{Key: "hdr", Value: fmt.Appendf(nil, "%d", i)}}}
 		if i%2 == 0 {
 			r.key = fmt.Appendf(nil, "k%d", i)
 		}
@@ -164,7 +164,7 @@ func TestBatchDecode(t *testing.T) {
 		}
 		if m.Seq != uint64(off) || string(m.Payload) != fmt.Sprintf("v%d", off) ||
 			!m.Time.Equal(time.UnixMilli(1_700_000_000_000+int64(delta))) ||
-			len(m.Headers) != 1 || m.Headers[0].Key != "h" || string(m.Headers[0].Value) != fmt.Sprint(delta) {
+			len(m.Headers) != 1 || m.Headers[0].Key != "hdr" || string(m.Headers[0].Value) != fmt.Sprint(delta) {
 			t.Fatalf("record %d: %+v", i, m)
 		}
 		if (delta%2 == 0) != (m.Key != nil) || m.Key != nil && string(m.Key) != fmt.Sprintf("k%d", delta) {
