@@ -34,6 +34,8 @@ type Log struct {
 	bg    context.Context // the requests' context, ended by Close
 	stop  context.CancelFunc
 	ahead *inFlight // the request of the next read, if any
+	// held is the rest of the last fetch, when a read stopped in it.
+	held *heldFetch
 	// send is request; a test's fake broker in its place.
 	send    func(ctx context.Context, p int32, off int64, bytes int32) fetched
 	dec     *batchDecoder
@@ -166,50 +168,76 @@ func (l *Log) fetch(ctx context.Context, stream transport.StreamID, pos uint64, 
 	p, off, bytes := stream.Partition, int64(pos), l.bytes
 	m := &transport.Message{Stream: stream, Topic: l.topic}
 	for {
-		f, err := l.take(ctx, p, off, bytes)
-		if err != nil {
-			return 0, err // ctx ended; the request stays in flight
-		}
-		if f.err != nil {
-			if err := l.recover(ctx, p, &off, f.err); err != nil {
-				return 0, err
+		var f fetched
+		if h := l.held; h != nil && h.part == p && h.from <= off && off <= h.next {
+			f = h.f // the rest of the fetch the last read stopped in
+		} else {
+			var err error
+			if f, err = l.take(ctx, p, off, bytes); err != nil {
+				return 0, err // ctx ended; the request stays in flight
 			}
-			bytes = l.bytes
-			continue
-		}
-		next, whole, first := scanBatches(f.data)
-		switch {
-		case whole && next < f.end:
-			// The next read's request, sent before this one's records
-			// are handed on.
-			l.ahead = l.issue(p, next, l.bytes)
-		case !whole && first > 0:
-			// A batch larger than the fetch size, from a broker that
-			// sends a part of it (brokers since Kafka 0.10.1 send it
-			// whole): ask for all of it.
-			want := max(first, 2*int(bytes))
-			if want > maxBatchBytes {
-				return 0, l.fetchErr(p, fmt.Errorf("%w at offset %d: a batch of %d bytes, more than %d", ErrCorruptBatch, off, first, maxBatchBytes))
+			if f.err != nil {
+				if err := l.recover(ctx, p, &off, f.err); err != nil {
+					return 0, err
+				}
+				bytes = l.bytes
+				continue
 			}
-			bytes = int32(want)
-			continue
+			next, whole, first := scanBatches(f.data)
+			switch {
+			case whole && next < f.end:
+				// The next fetch's request, sent before this one's
+				// records are handed on.
+				l.ahead = l.issue(p, next, l.bytes)
+			case !whole && first > 0:
+				// A batch larger than the fetch size, from a broker
+				// that sends a part of it (brokers since Kafka 0.10.1
+				// send it whole): ask for all of it.
+				want := max(first, 2*int(bytes))
+				if want > maxBatchBytes {
+					return 0, l.fetchErr(p, fmt.Errorf("%w at offset %d: a batch of %d bytes, more than %d", ErrCorruptBatch, off, first, maxBatchBytes))
+				}
+				bytes = int32(want)
+				continue
+			}
+			l.dec.begin(f.aborted)
 		}
-		n, _, err := l.dec.decode(f.data, off, f.aborted, m, each)
+		l.held = nil
+		n, after, next, rest, err := l.dec.decode(f.data, off, logReadRecords, m, each)
 		if err != nil {
 			l.drop()
 			return n, l.fetchErr(p, err)
 		}
+		if _, whole, _ := scanBatches(rest); whole {
+			f.data = rest
+			l.held = &heldFetch{part: p, from: after, next: next, f: f}
+		}
 		if n > 0 {
 			return n, nil
 		}
-		if whole {
-			off = next // batches of control records or aborted transactions only
-		}
+		off = next // past batches of control records or aborted transactions only
 		bytes = l.bytes
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
 	}
+}
+
+// logReadRecords is about the most records one read of a Log hands
+// (it stops after the record batch that reaches it): the rest of the
+// fetch is kept for the next read from there. A fetch of 1 MiB of small
+// compressed records holds tens of thousands; a reader that turns each
+// into an event of a few hundred bytes then works on a few hundred KiB
+// at a time rather than on many MiB.
+const logReadRecords = 1024
+
+// heldFetch is the rest of a fetch of partition part whose decoding a
+// read stopped (logReadRecords): the read of any offset from..next
+// goes on with it, no record lying between.
+type heldFetch struct {
+	part       int32
+	from, next int64
+	f          fetched
 }
 
 // check refuses a stream that is not a partition of the log's topic.

@@ -327,3 +327,38 @@ func TestLogFetchLoop(t *testing.T) {
 		t.Errorf("fetches at %v: want the one answered 'not leader' asked again", asked)
 	}
 }
+
+// TestLogReadBounded: a read hands about logReadRecords records at most,
+// stopping after the batch that reaches it; the next read, from there,
+// goes on with the rest of the same fetch without asking the broker.
+func TestLogReadBounded(t *testing.T) {
+	f := &fakeBroker{end: 1800}
+	for base := int64(0); base < 1800; base += 600 {
+		f.batches = append(f.batches, plainBatch(base, 600).bytes(t))
+	}
+	log := fakeLog(t, f, 1<<20)
+	stream := transport.StreamID{Topic: "f"}
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	var got []uint64
+	fn := func(m *transport.Message) { got = append(got, m.Seq) }
+	if n, err := log.ReadEach(ctx, stream, 0, fn); err != nil || n != 1200 {
+		t.Fatalf("first read: %d records, %v: want two batches, 1200", n, err)
+	}
+	asked, _ := f.requests()
+	if n, err := log.ReadEach(ctx, stream, 1200, fn); err != nil || n != 600 {
+		t.Fatalf("second read: %d records, %v: want the last batch, 600", n, err)
+	}
+	if again, _ := f.requests(); len(again) != len(asked) {
+		t.Fatalf("the second read asked the broker again: %v after %v", again, asked)
+	}
+	for i, off := range got {
+		if off != uint64(i) {
+			t.Fatalf("record %d at offset %d", i, off)
+		}
+	}
+	// A read elsewhere drops the rest: fetched again.
+	if n, err := log.ReadEach(ctx, stream, 100, fn); err != nil || n != 1100 {
+		t.Fatalf("read back at 100: %d records, %v: want 1100 (500 of the first batch, the second)", n, err)
+	}
+}

@@ -89,25 +89,33 @@ func scanBatches(data []byte) (next int64, complete bool, firstLen int) {
 	return next, complete, firstLen
 }
 
-// decode hands fn every record of data's whole batches whose offset is
-// from or later, in order, skipping control batches and, given the
-// fetch's aborted transactions (read_committed), the batches of
-// aborted transactions. m's fields other than Seq, Time, Key, Payload
-// and Headers are left as they are. It returns how many records fn was
-// given, and the offset after the last whole batch (from when there is
-// none). A part of a batch at the end of data is left for the next
-// fetch.
-func (d *batchDecoder) decode(data []byte, from int64, aborted []kmsg.FetchResponseTopicPartitionAbortedTransaction, m *transport.Message, fn func(*transport.Message)) (n int, next int64, err error) {
+// begin readies the decoder for the batches of a new fetch, given its
+// aborted transactions (read_committed).
+func (d *batchDecoder) begin(aborted []kmsg.FetchResponseTopicPartitionAbortedTransaction) {
 	d.pending = append(d.pending[:0], aborted...)
 	slices.SortFunc(d.pending, func(a, b kmsg.FetchResponseTopicPartitionAbortedTransaction) int {
 		return cmp.Compare(a.FirstOffset, b.FirstOffset)
 	})
 	clear(d.aborted)
+}
+
+// decode hands fn every record of data's whole batches whose offset is
+// from or later, in order, skipping control batches and the batches of
+// the fetch's aborted transactions (begin). It stops after the batch
+// that brings what it handed to limit records (0: no limit): the rest
+// of the fetch is decoded by another call, from where this one stopped.
+// m's fields other than Seq, Time, Key, Payload and Headers are left
+// as they are. It returns how many records fn was given; the offset
+// after the last one (from when none was), and the offset after the
+// last whole batch (from when there is none): no record lies between
+// them; and the bytes of data not decoded (after a stop, or a part of
+// a batch at the end of data, left for the next fetch).
+func (d *batchDecoder) decode(data []byte, from int64, limit int, m *transport.Message, fn func(*transport.Message)) (n int, after, next int64, rest []byte, err error) {
 	next = from
-	for len(data) >= batchHeaderLen {
+	for len(data) >= batchHeaderLen && (limit == 0 || n < limit) {
 		size := int(int32(binary.BigEndian.Uint32(data[8:]))) + batchLengthAt
 		if size < batchHeaderLen {
-			return n, next, fmt.Errorf("%w at offset %d: length %d", ErrCorruptBatch, int64(binary.BigEndian.Uint64(data)), size-batchLengthAt)
+			return n, from, next, nil, fmt.Errorf("%w at offset %d: length %d", ErrCorruptBatch, int64(binary.BigEndian.Uint64(data)), size-batchLengthAt)
 		}
 		if size > len(data) {
 			break // cut by the fetch size: fetched again from next
@@ -115,12 +123,12 @@ func (d *batchDecoder) decode(data []byte, from int64, aborted []kmsg.FetchRespo
 		k, last, err := d.batch(data[:size], &from, m, fn)
 		n += k
 		if err != nil {
-			return n, next, err
+			return n, from, next, nil, err
 		}
 		next = max(next, last+1)
 		data = data[size:]
 	}
-	return n, next, nil
+	return n, from, next, data, nil
 }
 
 // batch hands fn the records of one whole batch b at *from or later,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"testing"
 	"time"
 
@@ -126,7 +127,8 @@ func decodeAll(t testing.TB, data []byte, from int64, aborted ...kmsg.FetchRespo
 	d := newBatchDecoder()
 	var out []transport.Message
 	m := &transport.Message{Topic: "t"}
-	n, next, err := d.decode(data, from, aborted, m, func(m *transport.Message) {
+	d.begin(aborted)
+	n, _, next, _, err := d.decode(data, from, 0, m, func(m *transport.Message) {
 		c := *m
 		c.Headers = append([]transport.Header(nil), m.Headers...)
 		out = append(out, c)
@@ -198,6 +200,37 @@ func TestBatchDecode(t *testing.T) {
 	bare := testBatch{base: 0, lastDelta: -1, records: []testRecord{{value: []byte{}}}}
 	if ms, _, err = decodeAll(t, bare.bytes(t), 0); err != nil || len(ms) != 1 || ms[0].Headers != nil || ms[0].Payload == nil || ms[0].Key != nil {
 		t.Fatalf("bare record: %+v, %v", ms, err)
+	}
+}
+
+// TestBatchDecodeLimit: with a limit, decoding stops after the batch
+// that reaches it, and goes on from there with the rest, an aborted
+// transaction staying skipped.
+func TestBatchDecodeLimit(t *testing.T) {
+	aborted := plainBatch(3, 2)
+	aborted.attrs, aborted.producer = attrTransactional, 5
+	later := plainBatch(7, 2)
+	later.attrs, later.producer = attrTransactional, 5
+	var data []byte
+	for _, tb := range []testBatch{plainBatch(0, 3), aborted, plainBatch(5, 2), later, plainBatch(9, 1)} {
+		data = append(data, tb.bytes(t)...)
+	}
+	d := newBatchDecoder()
+	d.begin([]kmsg.FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 5, FirstOffset: 3}})
+	var got []uint64
+	fn := func(m *transport.Message) { got = append(got, m.Seq) }
+	m := &transport.Message{}
+	n, after, next, rest, err := d.decode(data, 1, 2, m, fn)
+	if err != nil || n != 2 || after != 3 || next != 3 || fmt.Sprint(got) != "[1 2]" {
+		t.Fatalf("first call: %v (%d), after %d, next %d, %v", got, n, after, next, err)
+	}
+	n, after, next, rest, err = d.decode(rest, after, 2, m, fn)
+	if err != nil || n != 2 || after != 7 || next != 7 || fmt.Sprint(got) != "[1 2 5 6]" {
+		t.Fatalf("second call: %v (%d), after %d, next %d, %v", got, n, after, next, err)
+	}
+	n, _, next, rest, err = d.decode(rest, after, 2, m, fn)
+	if err != nil || n != 1 || next != 10 || len(rest) != 0 || fmt.Sprint(got) != "[1 2 5 6 9]" {
+		t.Fatalf("third call: %v (%d), next %d, %d bytes left, %v", got, n, next, len(rest), err)
 	}
 }
 
@@ -317,10 +350,10 @@ func TestBatchDecodeAllocates(t *testing.T) {
 	m := &transport.Message{}
 	sum := 0
 	fn := func(m *transport.Message) { sum += len(m.Payload) }
-	if _, _, err := d.decode(data, 0, nil, m, fn); err != nil {
+	if _, _, _, _, err := d.decode(data, 0, 0, m, fn); err != nil {
 		t.Fatal(err)
 	}
-	if a := testing.AllocsPerRun(20, func() { d.decode(data, 0, nil, m, fn) }); a != 0 {
+	if a := testing.AllocsPerRun(20, func() { d.begin(nil); d.decode(data, 0, 0, m, fn) }); a != 0 {
 		t.Fatalf("%v allocations a fetch of 1000 records, want 0", a)
 	}
 }
@@ -345,13 +378,15 @@ func FuzzRecordBatches(f *testing.F) {
 		d := newBatchDecoder()
 		m := &transport.Message{}
 		last, handed := int64(-1), 0
-		n, next, err := d.decode(data, from, nil, m, func(m *transport.Message) {
+		var all []uint64
+		n, _, next, _, err := d.decode(data, from, 0, m, func(m *transport.Message) {
 			off := int64(m.Seq)
 			if off < from || off <= last {
 				t.Fatalf("record at %d after %d, asked from %d", off, last, from)
 			}
 			last = off
 			handed++
+			all = append(all, m.Seq)
 		})
 		if n != handed {
 			t.Fatalf("%d records said, %d handed", n, handed)
@@ -361,6 +396,27 @@ func FuzzRecordBatches(f *testing.F) {
 		}
 		if err != nil && !errors.Is(err, ErrCorruptBatch) {
 			t.Fatalf("error %v is not ErrCorruptBatch", err)
+		}
+		if err != nil {
+			return
+		}
+		// A batch at a time, from where the last call stopped: the same
+		// records.
+		var parts []uint64
+		rest, at := data, from
+		for range len(data) {
+			d.begin(nil)
+			_, after, _, r, err := d.decode(rest, at, 1, m, func(m *transport.Message) { parts = append(parts, m.Seq) })
+			if err != nil {
+				t.Fatalf("a batch at a time: %v, at once: none", err)
+			}
+			if len(r) == len(rest) {
+				break
+			}
+			rest, at = r, after
+		}
+		if !slices.Equal(all, parts) {
+			t.Fatalf("a batch at a time %v, at once %v", parts, all)
 		}
 		scanBatches(data)
 	})
