@@ -20,6 +20,10 @@ const archiveRetry = 100 * time.Millisecond
 // ahead of the merger.
 const archiveInFlight = 4
 
+// archiveFirstRead is the room for events of a read of the archive
+// before the reader has read any.
+const archiveFirstRead = 2048
+
 // archiveSide is a Subscriber's archive: the log, the goroutine that
 // reads it when the merger asks, and the merger, which runs on the
 // goroutine that calls Receive.
@@ -162,7 +166,11 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 			select {
 			case buf = <-a.free:
 			default:
-				buf = make([]transport.Event, 0, most)
+				// Room for a read a quarter larger than the largest,
+				// and for a first read of a kafka.Log (about 1024
+				// records and a batch): the reader grows a slice that
+				// fills by copying it.
+				buf = make([]transport.Event, 0, max(most+most/4, archiveFirstRead))
 			}
 		}
 		rctx, cancel := context.WithDeadline(ctx, last.Add(a.cfg.Wait))
@@ -296,13 +304,22 @@ func (a *archiveSide) take(b *archiveBatch) {
 
 // pop returns the merger's next event for the application.
 func (a *archiveSide) pop() (transport.Event, bool) {
+	var ev transport.Event
+	ok := a.popInto(&ev)
+	return ev, ok
+}
+
+// popInto sets *dst to the merger's next event for the application, if
+// there is one. The event is copied before the batch it came from goes
+// back to the reader.
+func (a *archiveSide) popInto(dst *transport.Event) bool {
 	a.mu.Lock()
-	ev, ok := a.m.pop()
+	ok := a.m.popInto(dst)
 	spent := a.m.takeSpent()
 	a.mu.Unlock()
 	a.recycle(spent)
 	a.apply()
-	return ev, ok
+	return ok
 }
 
 // recycle gives the reader back the events slice of a batch merged.
@@ -335,21 +352,21 @@ func (a *archiveSide) close() error {
 
 // receiveArchived is Receive with an archive: the engine's events pass
 // through the merger, which adds the archive's where they fall short.
-func (s *Subscriber) receiveArchived(ctx context.Context) (transport.Event, error) {
+func (s *Subscriber) receiveArchived(ctx context.Context) (ev transport.Event, err error) {
 	a := s.arch
 	for {
 		if s.closed() {
 			return transport.Event{}, transport.ErrClosed
 		}
-		if ev, ok := a.pop(); ok {
+		if a.popInto(&ev) {
 			return ev, nil
 		}
 		if s.cur != nil {
 			if s.next < len(s.cur.events) {
-				ev := &s.cur.events[s.next]
+				live := &s.cur.events[s.next]
 				s.next++
-				if a.live(ev) {
-					return *ev, nil
+				if a.live(live) {
+					return *live, nil
 				}
 				continue
 			}

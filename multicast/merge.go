@@ -190,32 +190,42 @@ func (m *merger) live(ev *transport.Event) bool {
 	return false
 }
 
-// pop returns the next event for the application: what the merger
-// made, then the live events held, once no replay is under way.
+// pop returns the next event for the application (popInto).
 func (m *merger) pop() (transport.Event, bool) {
+	var ev transport.Event
+	ok := m.popInto(&ev)
+	return ev, ok
+}
+
+// popInto sets *dst to the next event for the application, if there is
+// one: what the merger made, then the live events held, once no replay
+// is under way. A message of the archive is copied once, from the
+// reader's batch to dst.
+func (m *merger) popInto(dst *transport.Event) bool {
 	for {
 		if m.outAt < len(m.out) {
-			ev := m.out[m.outAt]
+			*dst = m.out[m.outAt]
 			m.out[m.outAt] = transport.Event{}
 			m.outAt++
-			return ev, true
+			return true
 		}
 		m.out, m.outAt = m.out[:0], 0
 		if m.pendAt < len(m.pend) {
 			if ev := m.step(); ev != nil {
-				return *ev, true
+				*dst = *ev
+				return true
 			}
 			continue
 		}
 		if m.replaying || m.q.len() == 0 {
-			return transport.Event{}, false
+			return false
 		}
 		ev := m.q.front()
 		switch m.apply(ev) {
 		case actDeliver:
-			e := *ev
+			*dst = *ev
 			m.popQueue()
-			return e, true
+			return true
 		case actBlock:
 			m.startRegion(ev)
 		default:
