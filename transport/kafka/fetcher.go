@@ -36,7 +36,6 @@ type inFlight struct {
 	offset int64
 	bytes  int32
 	done   chan fetched // buffered: the request's goroutine never waits
-	cancel context.CancelFunc
 }
 
 // leader is where a partition is read: its leader's broker ID and its
@@ -49,9 +48,13 @@ type leader struct {
 // issue sends a Fetch request for partition p from offset off, of at
 // most bytes, in the background.
 func (l *Log) issue(p int32, off int64, bytes int32) *inFlight {
-	ctx, cancel := context.WithCancel(l.bg)
-	f := &inFlight{part: p, offset: off, bytes: bytes, done: make(chan fetched, 1), cancel: cancel}
-	go func() { f.done <- l.send(ctx, p, off, bytes) }()
+	f := &inFlight{part: p, offset: off, bytes: bytes, done: make(chan fetched, 1)}
+	go func() {
+		ctx, cancel := context.WithCancel(l.bg)
+		r := l.send(ctx, p, off, bytes)
+		cancel()
+		f.done <- r
+	}()
 	return f
 }
 
@@ -60,12 +63,10 @@ func (l *Log) issue(p int32, off int64, bytes int32) *inFlight {
 // one issued now. The request in flight stays so when ctx ends first.
 func (l *Log) take(ctx context.Context, p int32, off int64, bytes int32) (fetched, error) {
 	if f := l.ahead; f == nil || f.part != p || f.offset != off || f.bytes != bytes {
-		l.drop()
 		l.ahead = l.issue(p, off, bytes)
 	}
 	select {
 	case r := <-l.ahead.done:
-		l.ahead.cancel()
 		l.ahead = nil
 		return r, nil
 	case <-ctx.Done():
@@ -73,13 +74,10 @@ func (l *Log) take(ctx context.Context, p int32, off int64, bytes int32) (fetche
 	}
 }
 
-// drop gives up the request in flight, if there is one.
-func (l *Log) drop() {
-	if l.ahead != nil {
-		l.ahead.cancel()
-		l.ahead = nil
-	}
-}
+// drop gives up the request in flight, if there is one. It is not
+// cancelled: kgo would close the connection to cancel a request whose
+// answer it is reading; its answer is left to the garbage collector.
+func (l *Log) drop() { l.ahead = nil }
 
 // request sends one Fetch request for partition p from offset off to the
 // partition's leader (read_committed, no fetch session), and returns

@@ -362,3 +362,34 @@ func TestLogReadBounded(t *testing.T) {
 		t.Fatalf("read back at 100: %d records, %v: want 1100 (500 of the first batch, the second)", n, err)
 	}
 }
+
+// TestLogDropNotCancelled: a read elsewhere than where the request in
+// flight fetches gives that request up without cancelling it (kgo
+// closes the connection to cancel a request whose answer it reads).
+func TestLogDropNotCancelled(t *testing.T) {
+	f := &fakeBroker{end: 30, batches: [][]byte{plainBatch(0, 10).bytes(t), plainBatch(10, 20).bytes(t)}}
+	log := fakeLog(t, f, int32(len(f.batches[0]))) // one batch a fetch
+	release, cancelled := make(chan struct{}), make(chan bool, 1)
+	send := f.send
+	log.send = func(ctx context.Context, p int32, off int64, size int32) fetched {
+		if off == 10 { // the request sent ahead
+			<-release
+			cancelled <- ctx.Err() != nil
+		}
+		return send(ctx, p, off, size)
+	}
+	stream := transport.StreamID{Topic: "f"}
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	for range 2 { // the second read gives up the request sent ahead by the first
+		if n, err := log.ReadEach(ctx, stream, 0, func(*transport.Message) {}); err != nil || n != 10 {
+			t.Fatalf("read at 0: %d records, %v", n, err)
+		}
+	}
+	close(release)
+	for range 2 {
+		if <-cancelled {
+			t.Fatal("the request sent ahead was cancelled when given up")
+		}
+	}
+}
