@@ -187,7 +187,7 @@ func (l *Log) fetchErr(p int32, err error) error {
 func (l *Log) recover(ctx context.Context, p int32, off *int64, err error) error {
 	var ke *kerr.Error
 	switch {
-	case errors.Is(err, kgo.ErrClientClosed):
+	case errors.Is(err, kgo.ErrClientClosed), l.bg.Err() != nil:
 		return transport.ErrClosed
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
