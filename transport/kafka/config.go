@@ -58,8 +58,8 @@ type Config struct {
 	// idempotent producer off: a retry can then store a record twice.
 	LeaderAcks bool
 	// LogFetchBytes bounds what one read of a Log (OpenLog) brings, and
-	// what its client fetches ahead: at most this many bytes of records
-	// a fetch, but always a whole first record batch, however large.
+	// what it fetches ahead: at most this many bytes of records a fetch,
+	// but always a whole first record batch, up to 64 MiB.
 	// Default DefaultLogFetchBytes; kgo's own default, 50 MiB, would be
 	// the most a replay of an archive holds per read.
 	LogFetchBytes int32
