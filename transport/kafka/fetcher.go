@@ -189,8 +189,6 @@ func (l *Log) recover(ctx context.Context, p int32, off *int64, err error) error
 	switch {
 	case errors.Is(err, kgo.ErrClientClosed), l.bg.Err() != nil:
 		return transport.ErrClosed
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
 	case errors.Is(err, kerr.OffsetOutOfRange):
 		starts, lerr := listOffsets(ctx, l.cl, l.topic, []int32{p}, -2)
 		if lerr != nil {

@@ -129,7 +129,9 @@ func (l *Log) PositionAt(ctx context.Context, stream transport.StreamID, t time.
 
 // Read returns the records of the partition from offset pos on: those
 // of one fetch, at least one (see transport.Log), at most
-// Config.LogFetchBytes of them but for a first record batch larger.
+// Config.LogFetchBytes of them but for a first record batch larger, and
+// about logReadRecords of them (the rest of the fetch is kept for the
+// next read from there).
 func (l *Log) Read(ctx context.Context, stream transport.StreamID, pos uint64) ([]transport.Message, error) {
 	var out []transport.Message
 	_, err := l.fetch(ctx, stream, pos, func(m *transport.Message) {

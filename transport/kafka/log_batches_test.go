@@ -204,7 +204,7 @@ func TestLogRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	for _, again := range []error{kerr.NotLeaderForPartition, kerr.UnknownTopicOrPartition, kerr.FencedLeaderEpoch, errors.New("connection reset")} {
+	for _, again := range []error{kerr.NotLeaderForPartition, kerr.UnknownTopicOrPartition, kerr.FencedLeaderEpoch, errors.New("connection reset"), fmt.Errorf("request: %w", context.DeadlineExceeded)} {
 		if _, err := log.leaderOf(ctx, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -228,6 +228,13 @@ func TestLogRecover(t *testing.T) {
 	<-short.Done()
 	if err := log.recover(short, 0, &off, kerr.NotLeaderForPartition); !errors.Is(err, kerr.NotLeaderForPartition) {
 		t.Errorf("leader moved, context ended: %v, want the fetch's error", err)
+	}
+	log.Close()
+	if err := log.recover(ctx, 0, &off, context.Canceled); !errors.Is(err, transport.ErrClosed) {
+		t.Errorf("closed log, its request cancelled: %v, want transport.ErrClosed", err)
+	}
+	if _, err := log.Read(ctx, transport.StreamID{Topic: "rec"}, 0); !errors.Is(err, transport.ErrClosed) {
+		t.Errorf("read of a closed log: %v, want transport.ErrClosed", err)
 	}
 }
 
