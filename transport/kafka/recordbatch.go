@@ -150,9 +150,6 @@ func (d *batchDecoder) batch(b []byte, fromp *int64, m *transport.Message, fn fu
 	if base < 0 || lastDelta < 0 || last < base {
 		return 0, base, fmt.Errorf("%w at offset %d: last offset delta %d", ErrCorruptBatch, base, lastDelta)
 	}
-	if last < from {
-		return 0, last, nil // all before what was asked for
-	}
 	baseTime := int64(binary.BigEndian.Uint64(b[27:]))
 	maxTime := int64(binary.BigEndian.Uint64(b[35:]))
 	producer := int64(binary.BigEndian.Uint64(b[43:]))
@@ -172,7 +169,9 @@ func (d *batchDecoder) batch(b []byte, fromp *int64, m *transport.Message, fn fu
 		}
 		return 0, last, nil
 	}
-	if _, ok := d.aborted[producer]; ok && attrs&attrTransactional != 0 {
+	if _, ok := d.aborted[producer]; ok && attrs&attrTransactional != 0 || last < from {
+		// Aborted, or all before what was asked for (after the
+		// transactions' bookkeeping: a marker there ends one).
 		return 0, last, nil
 	}
 	if codec := attrs & attrCodec; codec != 0 {

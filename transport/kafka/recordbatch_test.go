@@ -340,6 +340,12 @@ func TestBatchDecodeTransactions(t *testing.T) {
 	if err != nil || fmt.Sprint(offsets(ms)) != "[0 1 2 3 6 7 8 10 11]" {
 		t.Fatalf("no aborted transactions: %v, %v: want every record but the markers", offsets(ms), err)
 	}
+	// From after an aborted transaction's marker: the producer's next
+	// transaction, committed, is read.
+	ms, _, err = decodeAll(t, data, 6, aborted...)
+	if err != nil || fmt.Sprint(offsets(ms)) != "[6 7 8 11]" {
+		t.Fatalf("read_committed from 6: %v, %v: want [6 7 8 11]", offsets(ms), err)
+	}
 }
 
 // TestBatchDecodeAllocates: an uncompressed batch is handed with no
