@@ -34,15 +34,17 @@ func (q *inbox) put(b []byte, from netip.AddrPort) bool {
 	return true
 }
 
-// drain calls f for each queued datagram, oldest first, and empties the
-// queue. f must not keep b.
-func (q *inbox) drain(f func(b []byte, from netip.AddrPort)) {
+// drain calls f for each queued datagram, oldest first, empties the
+// queue and returns how many it held. f must not keep b.
+func (q *inbox) drain(f func(b []byte, from netip.AddrPort)) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for i := 0; i < q.n; i++ {
+	n := q.n
+	for i := 0; i < n; i++ {
 		f(q.bufs[i], q.from[i])
 	}
 	q.n = 0
+	return n
 }
 
 func (q *inbox) empty() bool { return !q.pending() }

@@ -42,6 +42,7 @@ type Publisher struct {
 	eng      *reliable.Sender
 	idle     bool          // the sender goroutine waits for wake
 	waiters  int           // Publish/Flush calls waiting for progress
+	flushers int           // of which Flush calls
 	progress chan struct{} // closed and replaced when the sender made progress
 	writing  bool          // a datagram or batch is being written outside the lock
 	round    *sendRound    // the scratch of whoever holds writing
@@ -242,7 +243,7 @@ const inlineGather = 4
 // inlineGather datagrams; the send goroutine is woken for the rest.
 // Called with p.mu held; returns with it released.
 func (p *Publisher) sendInline(now time.Time) {
-	if n := p.take(now, inlineGather); n > 0 {
+	if n, _ := p.take(now, inlineGather); n > 0 {
 		now = p.put(n)
 		p.stats.InlineWrites++
 	}
@@ -274,7 +275,10 @@ func (p *Publisher) Flush(ctx context.Context) error {
 		}
 		p.idle = false
 		p.signal()
-		if err := p.waitProgress(ctx); err != nil {
+		p.flushers++
+		err := p.waitProgress(ctx)
+		p.flushers--
+		if err != nil {
 			return err
 		}
 	}

@@ -43,16 +43,16 @@ func newSendRound(gather, mtu int) *sendRound {
 // take answers the NACKs and STATUS waiting in the inbox, then takes up
 // to limit datagrams (at most a round's) from the engine, in the
 // engine's order (control and repairs before unsent data), and returns
-// how many. With any, it sets p.writing: the caller must then call put.
-// p.mu is held.
-func (p *Publisher) take(now time.Time, limit int) int {
+// how many, and whether it answered any control datagram. With any
+// datagram, it sets p.writing: the caller must then call put. p.mu is
+// held.
+func (p *Publisher) take(now time.Time, limit int) (n int, control bool) {
 	r := p.round
 	nacks := p.eng.Stats().NacksReceived
-	p.inbox.drain(func(b []byte, from netip.AddrPort) { _ = p.eng.HandleControl(now, from, b) })
+	control = p.inbox.drain(func(b []byte, from netip.AddrPort) { _ = p.eng.HandleControl(now, from, b) }) > 0
 	if p.eng.Stats().NacksReceived != nacks {
 		p.lastNack = now // a STATUS is no reason to linger at Close
 	}
-	n := 0
 	for n < min(limit, len(r.bufs)) {
 		l, to, ok := p.eng.NextOutgoing(now, r.bufs[n])
 		if !ok {
@@ -65,7 +65,7 @@ func (p *Publisher) take(now time.Time, limit int) int {
 	if n > 0 {
 		p.writing = true
 	}
-	return n
+	return n, control
 }
 
 // put writes the n datagrams take took, with p.mu released, then
@@ -109,6 +109,7 @@ func (p *Publisher) sendLoop() {
 	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	timedOut := false // the last sleep ended at the engine's deadline
 	for {
 		p.mu.Lock()
 		if p.rcpt.settled > 0 {
@@ -123,23 +124,38 @@ func (p *Publisher) sendLoop() {
 			now := p.cfg.Now()
 			deadline := p.eng.Deadline(now)
 			p.mu.Unlock()
-			if !p.sleep(timer, now, deadline) {
+			ok := false
+			if ok, timedOut = p.sleep(timer, now, deadline); !ok {
 				return
 			}
 			continue
 		}
 		now := p.cfg.Now()
-		n := p.take(now, len(p.round.bufs))
+		n, control := p.take(now, len(p.round.bufs))
 		if n == 0 {
 			p.idle = true
-			p.madeProgress()
+			// Nothing to send. Waiters are woken only for what may let
+			// them on: a STATUS or NACK answered (flow control may have
+			// moved), the engine's deadline (a receiver expired), or,
+			// for a Flush, the engine idle. Woken for nothing, a Publish
+			// held by flow control signalled this loop, which woke it,
+			// which was held again…: the two took turns as fast as the
+			// scheduler ran them, each turn handing the next its time
+			// slice, and starved the process's other goroutines for
+			// hundreds of milliseconds (a recorder's pipe with flow
+			// control: TestFlowHeldSleeps).
+			if control || timedOut || p.flushers > 0 && p.eng.Idle() {
+				p.madeProgress()
+			}
 			deadline := p.eng.Deadline(now)
 			p.mu.Unlock()
-			if !p.sleep(timer, now, deadline) {
+			ok := false
+			if ok, timedOut = p.sleep(timer, now, deadline); !ok {
 				return
 			}
 			continue
 		}
+		timedOut = false
 		p.put(n)
 		due = p.rcpt.takeSettled(due[:0])
 		p.mu.Unlock()
@@ -270,19 +286,20 @@ func (p *Publisher) write(w *sendBatch, d [][]byte, dst []netip.AddrPort, errs [
 }
 
 // sleep waits for a wake-up, the deadline, or stop; it reports false on
-// stop.
-func (p *Publisher) sleep(timer *time.Timer, now, deadline time.Time) bool {
+// stop, and whether the deadline ended it.
+func (p *Publisher) sleep(timer *time.Timer, now, deadline time.Time) (ok, timedOut bool) {
 	if !deadline.IsZero() {
 		timer.Reset(max(deadline.Sub(now), 0))
 		defer timer.Stop()
 	}
 	select {
 	case <-p.wake:
+		return true, false
 	case <-timer.C:
+		return true, true
 	case <-p.stop:
-		return false
+		return false, false
 	}
-	return true
 }
 
 // controlLoop reads NACKs from subscribers, a batch per system call, and

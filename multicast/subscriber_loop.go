@@ -180,7 +180,15 @@ func (s *Subscriber) publishStats() {
 // handOver passes the batch being filled, if it holds anything, to the
 // application and takes an empty one. It waits while the application is
 // Queue batches behind, and reports false when the subscriber closed
-// meanwhile.
+// meanwhile. It is called after each read, and by Deliver when the
+// batch is full: what the reader holds for the application is bounded
+// by Queue+1 full batches, however many messages one read or one call
+// into the engine brings (a read of GRO runs of small messages brings
+// tens of thousands). Before, a full batch grew when the application
+// had no room, each batch keeping its grown size: a recorder behind its
+// logd held hundreds of thousands of events, and a publisher with flow
+// control, which counts what the engine has taken, ran that far ahead
+// of what the application had (TestSubscriberQueueBounded).
 func (s *Subscriber) handOver() bool {
 	if len(s.out.events) == 0 {
 		return true
@@ -209,15 +217,11 @@ type handler Subscriber
 
 func (h *handler) Deliver(ev *transport.Event) {
 	s := (*Subscriber)(h)
-	if s.out.full() && len(s.free) > 0 {
-		// Hand over early if the application has room; if not, the batch
-		// grows, bounded by what one call into the engine can release.
-		// Only this goroutine takes from free, so the take cannot block.
-		select {
-		case s.ready <- s.out:
-			s.out = <-s.free
-		default:
-		}
+	if s.out.full() && !s.handOver() {
+		// Closed while waiting: the batch may be the application's now.
+		// Nothing more is handed over; the rest goes to a batch of its
+		// own.
+		s.out = newBatch()
 	}
 	s.out.add(ev)
 }

@@ -32,6 +32,15 @@ it came back. The feed goes to one partition of the topic, which keeps its
 order: the one --to names with partition=, else partition 0. Several
 recorders, each into its own logd, may record one feed.
 
+Without flow control the feed goes at its own pace, and a recorder stalled
+for longer than the publisher's window (its logd slow to acknowledge, its
+machine busy) loses what left the window, marked as a gap. With
+--flow-tag N the recorder reports tag N, and a feed published with
+--flow tagged --flow-tag N waits for it, as Aeron's archive is a required
+receiver: the archive then misses nothing, and the feed goes no faster
+than the recorder writes (a recorder silent for the publisher's
+--flow-timeout is no longer waited for).
+
 It is 'brokerless pipe' from the feed's mcast:// URL (with join=earliest,
 so that a restart gets the publisher's window) to --to: see its help for
 --max-in-flight, and for how it acknowledges. It runs until interrupted, or
@@ -41,6 +50,10 @@ every --interval if given.`,
 # Record feed 1 of a group into the topic ticks of a logd on this machine.
 brokerless logd --dir /tmp/logd &
 brokerless mcast record --group 239.1.2.3:7000 --to logd://127.0.0.1:9092/ticks
+
+# A feed that waits for its recorder: the archive misses nothing.
+brokerless mcast record --group 239.1.2.3:7000 --to logd://127.0.0.1:9092/ticks --flow-tag 1 &
+brokerless mcast pub --group 239.1.2.3:7000 --ticks --rate 100000 --flow tagged --flow-tag 1 --flow-min 1
 
 # Read it back with any Kafka client, or as the feed it was.
 kcat -C -b 127.0.0.1:9092 -t ticks -f '%h %s\n'
@@ -55,6 +68,7 @@ func runMcastRecord(ctx context.Context, inv *invocation) error {
 		cfg      pipe.Config
 		interval time.Duration
 		duration time.Duration
+		flowTag  uint64
 	)
 	fs := inv.flags()
 	mf.register(fs)
@@ -62,8 +76,12 @@ func runMcastRecord(ctx context.Context, inv *invocation) error {
 	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", pipe.DefaultMaxInFlight, "most messages taken from the feed and not yet accepted by the topic")
 	fs.DurationVar(&interval, "interval", 0, "print the counters this often (0: only at exit)")
 	fs.DurationVar(&duration, "duration", 0, "stop after this long (0: when interrupted)")
+	fs.Uint64Var(&flowTag, "flow-tag", 0, "report this flow-control tag: a feed published with --flow tagged --flow-tag N waits for the recorder, which then loses nothing to the feed's pace (0: none)")
 	if err := inv.parse(fs); err != nil {
 		return err
+	}
+	if fs.Changed("flow-tag") && (flowTag == 0 || flowTag > 1<<63) {
+		return usagef("--flow-tag %d: want 1 to 2^63", flowTag)
 	}
 	mc, err := mf.config()
 	if err != nil {
@@ -87,6 +105,9 @@ func runMcastRecord(ctx context.Context, inv *invocation) error {
 	q.Set("join", "earliest")
 	if mf.keyFile != "" {
 		q.Set("keyfile", mf.keyFile)
+	}
+	if flowTag > 0 {
+		q.Set("flow-tag", fmt.Sprint(flowTag))
 	}
 	from := (&url.URL{Scheme: "mcast", Host: mc.Group.String(), RawQuery: q.Encode()}).String()
 	if to, err = recordTarget(to); err != nil {

@@ -232,8 +232,13 @@ func pipeRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64) 
 // topic of the logd at addr; done gets its Run's result, and stop closes
 // its ends once it has returned.
 func startBenchPipe(b *testing.B, ctx context.Context, group netip.AddrPort, addr, topic string, cfg pipe.Config) (p *pipe.Pipe, done <-chan error, stop func()) {
+	return startBenchPipeURL(b, ctx, fmt.Sprintf("mcast://%v?iface=lo&ttl=0&join=earliest", group), addr, topic, cfg)
+}
+
+// startBenchPipeURL is startBenchPipe from the source URL from.
+func startBenchPipeURL(b *testing.B, ctx context.Context, from, addr, topic string, cfg pipe.Config) (p *pipe.Pipe, done <-chan error, stop func()) {
 	b.Helper()
-	sub, err := transport.OpenSubscriber(ctx, fmt.Sprintf("mcast://%v?iface=lo&ttl=0&join=earliest", group))
+	sub, err := transport.OpenSubscriber(ctx, from)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -257,6 +262,18 @@ func startBenchPipe(b *testing.B, ctx context.Context, group netip.AddrPort, add
 // then stops it and returns how many it marked. what names it in
 // failures.
 func finishRun(b *testing.B, p *pipe.Pipe, done <-chan error, cancel context.CancelFunc, n int, what string) int {
+	waitHandled(b, p, done, n, what)
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	return int(p.Stats().Marked)
+}
+
+// waitHandled waits until the pipe p (running, its Run's result on
+// done) has forwarded or marked n messages with nothing in flight, at
+// most 60 s.
+func waitHandled(b *testing.B, p *pipe.Pipe, done <-chan error, n int, what string) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		s := p.Stats()
@@ -272,9 +289,4 @@ func finishRun(b *testing.B, p *pipe.Pipe, done <-chan error, cancel context.Can
 			b.Fatalf("the %s handled %d of %d messages in 60s", what, s.Forwarded+s.Marked, n)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		b.Fatal(err)
-	}
-	return int(p.Stats().Marked)
 }

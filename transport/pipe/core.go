@@ -63,6 +63,14 @@ type Core struct {
 	// as the gap of the stream it stands for) is written, and not
 	// acknowledged: the source acknowledges it with what follows it.
 	own map[transport.StreamID]bool
+	// cur is the stream of the last message or stream start, one of
+	// own, and curResume its resumed entry (nil if none): a feed's
+	// events come from one stream, and each lookup in the maps above,
+	// keyed by a StreamID, topic string and all, cost about as much as
+	// the rest of an event. curOK says they are set; Resume unsets it.
+	cur       transport.StreamID
+	curResume *resume
+	curOK     bool
 
 	out  []Write
 	hdrs []transport.Header
@@ -135,7 +143,7 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 	switch ev.Kind {
 	case transport.EventMessage:
 		m := &ev.Message
-		c.own[m.Stream] = true
+		c.setOwn(m.Stream)
 		c.checkResume(m.Stream, m.Seq, now)
 		c.flushResume(m.Stream)
 		if c.held(m.Stream, m.Seq) {
@@ -155,14 +163,14 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 			c.skip(g.Stream, g.To)
 			break
 		}
-		if r := c.resumed[g.Stream]; r != nil && g.From <= r.last {
+		if r := c.resumedOf(g.Stream); r != nil && g.From <= r.last {
 			g.From = r.last + 1
 		}
 		c.stats.Markers++
 		c.stats.Marked += g.Len()
 		c.write(g.Stream, g.To, transport.GapMarker(g, now()))
 	case transport.EventStreamStart:
-		c.own[ev.Start.Stream] = true
+		c.setOwn(ev.Start.Stream)
 		c.checkResume(ev.Start.Stream, ev.Start.FirstSeq, now)
 	case transport.EventStreamEnd:
 		c.flushResume(ev.End.Stream)
@@ -177,7 +185,7 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 // the source reports right after, of what left its window while the pipe
 // was joining, joins it (extendResume).
 func (c *Core) checkResume(stream transport.StreamID, first uint64, now func() time.Time) {
-	r := c.resumed[stream]
+	r := c.resumedOf(stream)
 	if r == nil || r.checked {
 		return
 	}
@@ -195,7 +203,7 @@ func (c *Core) checkResume(stream transport.StreamID, first uint64, now func() t
 // without flow control): they too are lost because the pipe was down.
 // It reports whether it took g.
 func (c *Core) extendResume(g *transport.Gap) bool {
-	r := c.resumed[g.Stream]
+	r := c.resumedOf(g.Stream)
 	outside := g.Reason == transport.GapUnrecoverable || g.Reason == transport.GapOutpaced
 	if r == nil || !r.hasPend || !outside || g.From > r.pend.To+1 || g.To <= r.pend.To {
 		return false
@@ -206,7 +214,7 @@ func (c *Core) extendResume(g *transport.Gap) bool {
 
 // flushResume writes a stream's resume gap marker, if one waits.
 func (c *Core) flushResume(stream transport.StreamID) {
-	r := c.resumed[stream]
+	r := c.resumedOf(stream)
 	if r == nil || !r.hasPend {
 		return
 	}
@@ -220,7 +228,7 @@ func (c *Core) flushResume(stream transport.StreamID) {
 // held reports whether the destination held stream's position pos when
 // the pipe started.
 func (c *Core) held(stream transport.StreamID, pos uint64) bool {
-	r := c.resumed[stream]
+	r := c.resumedOf(stream)
 	return r != nil && pos <= r.last
 }
 
@@ -238,8 +246,33 @@ func (c *Core) write(stream transport.StreamID, pos uint64, m transport.Message)
 func (c *Core) push(stream transport.StreamID, pos uint64) uint64 {
 	t := c.next
 	c.next++
-	c.ring[t%uint64(len(c.ring))] = entry{stream: stream, pos: pos, ack: c.own[stream]}
+	c.ring[t%uint64(len(c.ring))] = entry{stream: stream, pos: pos, ack: c.isOwn(stream)}
 	return t
+}
+
+// setOwn records stream as one of the source's, and makes it cur.
+func (c *Core) setOwn(stream transport.StreamID) {
+	if c.curOK && stream == c.cur {
+		return
+	}
+	c.own[stream] = true
+	c.cur, c.curResume, c.curOK = stream, c.resumed[stream], true
+}
+
+// isOwn reports whether stream is one of the source's.
+func (c *Core) isOwn(stream transport.StreamID) bool {
+	if c.curOK && stream == c.cur {
+		return true
+	}
+	return c.own[stream]
+}
+
+// resumedOf is stream's entry in resumed, nil if none.
+func (c *Core) resumedOf(stream transport.StreamID) *resume {
+	if c.curOK && stream == c.cur {
+		return c.curResume
+	}
+	return c.resumed[stream]
 }
 
 // Done records that the destination accepted the write of ticket.
@@ -259,18 +292,32 @@ func (c *Core) Done(ticket uint64) error {
 	return nil
 }
 
-// pop retires the accepted events at the head, in order.
+// pop retires the accepted events at the head, in order. Of a run of
+// one stream's events, only the last acknowledgement goes to acks.
 func (c *Core) pop() {
+	var (
+		last  *entry // the last acknowledging event retired, not yet in acks
+		flush = func() {
+			if last != nil {
+				c.acks[last.stream] = last.pos
+				last = nil
+			}
+		}
+	)
 	for c.head < c.next {
 		e := &c.ring[c.head%uint64(len(c.ring))]
 		if !e.done {
-			return
+			break
 		}
 		if e.ack {
-			c.acks[e.stream] = e.pos
+			if last != nil && last.stream != e.stream {
+				flush()
+			}
+			last = e
 		}
 		c.head++
 	}
+	flush()
 }
 
 // TakeAcks appends to dst the acknowledgements that receipts allowed

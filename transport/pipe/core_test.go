@@ -390,3 +390,35 @@ func TestResumeSplitStream(t *testing.T) {
 		t.Fatalf("two streams in two partitions: %d, %v", n, err)
 	}
 }
+
+// TestResumeStreamsInterleaved: the Core remembers the lookups of the
+// last stream; events of two streams taking turns, one resumed, each
+// keep their own: the resumed one's messages and gap the destination
+// held are dropped, the other's all written; and a Resume after events
+// counts for the stream already seen.
+func TestResumeStreamsInterleaved(t *testing.T) {
+	c := newCore(t, 0)
+	if _, err := c.Resume(tailOf(part0, feedA, 1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	_, ws := feed(t, c, msg(feedA, 9), msg(feedB, 9), gapEv(feedA, 10, 10, transport.GapUnrecoverable), msg(feedB, 10), msg(feedA, 11), msg(feedB, 11))
+	var got []string
+	for _, w := range ws {
+		if w.marker {
+			got = append(got, fmt.Sprintf("gap %x/%d-%d", w.gap.Stream.Session, w.gap.From, w.gap.To))
+			continue
+		}
+		got = append(got, fmt.Sprintf("%x/%d", w.origin.Stream.Session, w.origin.Seq))
+	}
+	if want := []string{"b/9", "b/10", "a/11", "b/11"}; !slices.Equal(got, want) {
+		t.Fatalf("wrote %v, want %v", got, want)
+	}
+	c = newCore(t, 0)
+	feed(t, c, msg(feedB, 1))
+	if _, err := c.Resume(tailOf(part0, feedB, 1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ws := feed(t, c, msg(feedB, 5), msg(feedB, 11)); len(ws) != 1 || ws[0].origin.Seq != 11 {
+		t.Fatalf("after a Resume up to 10, wrote %+v for 5 and 11; want 11 only", ws)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -29,17 +30,32 @@ import (
 //     second; the publisher keeps 0.1 s of it) that it records whole,
 //     with no gap marker, bisected in [0, 1.25 L1], L1 logd alone's
 //     rate measured just before: rate R, the rate the feed reached
-//     (below the pace asked when the publisher cannot keep it); logd
-//     alone is measured again just after (L2), and L is the mean of the
-//     two, so that both sides of the ratio see the same load;
+//     (below the pace asked when the publisher cannot keep it). One
+//     stall of the recorder longer than the window fails a run, so R
+//     measures the recorder's pauses as much as its throughput;
+//   - the recorder as a flow-control receiver (`mcast record
+//     --flow-tag 1`, the feed's publisher `--flow tagged --flow-tag 1`,
+//     as Aeron's archive is a required receiver), which must lose
+//     nothing: the highest rate of the same paced feed that it keeps up
+//     with, the feed reaching at least 95% of the pace asked (flow
+//     control holds the feed while the recorder stalls, and the pacer
+//     catches up after), bisected in [0, 1.25 L1]: rate RF; and the
+//     rate RM of a feed of n messages published as fast as the
+//     recorder lets it, n over the time from the first publish to the
+//     last record acknowledged by logd, as logd alone's;
+//   - logd alone again (L2); L is the mean of L1 and L2, so that both
+//     sides of the ratios see the same load;
 //   - the live feed: the highest rate of the same feed that a plain
 //     subscriber receives whole, with no gap, bisected in [0, 4L]: rate
 //     F, likewise reached.
 //
 // Reported as medians over BROKERLESS_RECORD_ROUNDS rounds (default 3),
-// each round logged: record/logd = R/L (the target is ≥ 0.8) and
-// record/live = R/F. n is BROKERLESS_RECORD_MESSAGES (default 200,000
-// for 64 bytes, 50,000 for 1 KiB).
+// each round logged: record/logd = R/L (the target is ≥ 0.8),
+// record/live = R/F, record-flow/logd = RF/L, record-flow/live = RF/F
+// and record-flow-max/logd = RM/L. n is BROKERLESS_RECORD_MESSAGES (default 200,000 for 64 bytes,
+// 50,000 for 1 KiB). Each phase runs under the profiler label phase
+// (logd, record, record-flow, live): a -cpuprofile of the benchmark
+// splits with go tool pprof -tagfocus phase=record.
 func BenchmarkRecorder(b *testing.B) {
 	for _, size := range []int{64, 1024} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
@@ -52,28 +68,70 @@ func BenchmarkRecorder(b *testing.B) {
 			addr := startLogd(b)
 			payloads := randomPayloads(size)
 			headers := transport.AppendOrigin(nil, transport.Origin{Stream: transport.StreamID{Feed: 1, Session: rand.Uint64()}, Seq: uint64(n), Time: time.Now(), Topic: "AAPL"})
-			var logdRates, recRates, liveRates, recLogd, recLive []float64
+			var logdRates, recRates, liveRates, recLogd, recLive, flowRates, flowLogd, flowLive, maxRates, maxLogd []float64
 			topic := 0
 			next := func(kind string) string { topic++; return fmt.Sprintf("%s-%d", kind, topic) }
 			for r := range rounds {
-				l1 := logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch)
-				rec, recTried := highestWhole(1.25*l1, func(rate float64) (int, float64) { return recordRun(b, addr, next("rec"), payloads, rate) })
-				l2 := logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch)
+				var (
+					l1, l2, rec, live, flow, flowMax float64
+					recTried, liveTried, flowTried   []string
+					flowLost                         int
+					flowHeld                         uint64
+				)
+				phase("logd", func() { l1 = logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch) })
+				phase("record", func() {
+					rec, recTried = highestWhole(1.25*l1, func(rate float64) (int, float64) { return recordRun(b, addr, next("rec"), payloads, rate) })
+				})
+				phase("record-flow", func() {
+					flow, flowTried = highestWhole(1.25*l1, func(rate float64) (int, float64) {
+						marked, reached := recordFlowPaced(b, addr, next("flow"), payloads, rate)
+						flowLost += marked
+						if marked == 0 && reached < 0.95*rate {
+							marked = -1 // held back: the recorder did not keep up
+						}
+						return marked, reached
+					})
+					var lost int
+					flowMax, lost, flowHeld = recordFlowRun(b, addr, next("flow"), payloads, l1, n)
+					flowLost += lost
+				})
+				phase("logd", func() { l2 = logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch) })
 				l := (l1 + l2) / 2 // logd alone on both sides of the recorder's search
-				live, liveTried := highestWhole(4*l, func(rate float64) (int, float64) { return liveRun(b, payloads, rate) })
+				phase("live", func() {
+					live, liveTried = highestWhole(4*l, func(rate float64) (int, float64) { return liveRun(b, payloads, rate) })
+				})
 				logdRates, recRates, liveRates = append(logdRates, l), append(recRates, rec), append(liveRates, live)
 				recLogd, recLive = append(recLogd, rec/l), append(recLive, rec/live)
-				b.Logf("round %d, %d-byte messages, each record %d bytes of payload and a %d-byte origin header, acks=all, logd default config: logd alone (PublishReceipts, %d a call) %.0f records/s (%.0f before the recorder's search, %.0f after); recorder (mcast join=earliest → pipe → PublishReceipts, as far behind as it is a call) %.0f msgs/s whole (%.2f of logd); live feed %.0f msgs/s whole (recorder %.2f of it); rate/reached:lost recorder %v, live %v",
-					r+1, size, size, len(headers[0].Value), recordBatch, l, l1, l2, rec, rec/l, live, rec/live, recTried, liveTried)
+				flowRates, flowLogd, flowLive = append(flowRates, flow), append(flowLogd, flow/l), append(flowLive, flow/live)
+				maxRates, maxLogd = append(maxRates, flowMax), append(maxLogd, flowMax/l)
+				b.Logf("round %d, %d-byte messages, each record %d bytes of payload and a %d-byte origin header, acks=all, logd default config: logd alone (PublishReceipts, %d a call) %.0f records/s (%.0f before the recorder's search, %.0f after); recorder (mcast join=earliest → pipe → PublishReceipts, as far behind as it is a call) %.0f msgs/s whole (%.2f of logd); live feed %.0f msgs/s whole (recorder %.2f of it); recorder with flow control %.0f msgs/s kept (%.2f of logd, %.2f of the live feed), %.0f msgs/s holding back an unpaced feed (%.2f of logd, feed held %d times), %d marked lost; rate/reached:lost (-1: held back) recorder %v, with flow control %v, live %v",
+					r+1, size, size, len(headers[0].Value), recordBatch, l, l1, l2, rec, rec/l, live, rec/live, flow, flow/l, flow/live, flowMax, flowMax/l, flowHeld, flowLost, recTried, flowTried, liveTried)
+				if flowLost > 0 {
+					b.Errorf("round %d: the recorder with flow control marked %d messages lost", r+1, flowLost)
+				}
 			}
 			b.ReportMetric(median(logdRates), "logd-msgs/s")
 			b.ReportMetric(median(recRates), "record-msgs/s")
 			b.ReportMetric(median(liveRates), "live-msgs/s")
 			b.ReportMetric(median(recLogd), "record/logd")
 			b.ReportMetric(median(recLive), "record/live")
+			b.ReportMetric(median(flowRates), "record-flow-msgs/s")
+			b.ReportMetric(median(flowLogd), "record-flow/logd")
+			b.ReportMetric(median(flowLive), "record-flow/live")
+			b.ReportMetric(median(maxRates), "record-flow-max-msgs/s")
+			b.ReportMetric(median(maxLogd), "record-flow-max/logd")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// phase runs f with the profiler label phase=name, inherited by the
+// goroutines f starts (the feed's, the subscriber's, the pipe's, the
+// client's; not logd's, whose connections were accepted before), so
+// that a profile of the benchmark splits by phase: go tool pprof
+// -tagfocus phase=record.
+func phase(name string, f func()) {
+	pprof.Do(context.Background(), pprof.Labels("phase", name), func(context.Context) { f() })
 }
 
 // recordBatch is how many records logd alone writes a call: about what
@@ -139,10 +197,72 @@ func recordRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64
 	group := randomBenchGroup()
 	p, done, stop := startBenchPipe(b, ctx, group, addr, topic, pipe.Config{})
 	defer stop()
-	pub := benchFeedPublisher(b, ctx, group, payloads, rate)
+	pub := benchFeedPublisher(b, ctx, group, payloads, rate, reliable.FlowConfig{})
 	defer pub.Close()
 	reached := paceFeed(b, ctx, pub, payloads, rate, n)
 	return finishRun(b, p, done, cancel, n, "recorder"), reached
+}
+
+// recorderTag is the flow-control tag the recorder reports with flow
+// control (`mcast record --flow-tag`), and the feed waits for.
+const recorderTag = 1
+
+// recordFlowPaced is recordRun with flow control: the feed's publisher
+// waits for the recorder (flow=tagged, for one receiver before the
+// first message), the recorder reporting its tag (flow-tag=1 in its
+// URL, `mcast record --flow-tag 1`). It returns how many messages the
+// recorder marked lost (none, unless it went silent for the flow
+// timeout) and the rate the feed reached.
+func recordFlowPaced(b *testing.B, addr, topic string, payloads [][]byte, rate float64) (int, float64) {
+	b.Helper()
+	n := max(1000, int(rate*feedTime.Seconds()))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	group := randomBenchGroup()
+	p, done, stop := startBenchPipeURL(b, ctx, fmt.Sprintf("mcast://%v?iface=lo&ttl=0&join=earliest&flow-tag=%d", group, recorderTag), addr, topic, pipe.Config{})
+	defer stop()
+	pub := benchFeedPublisher(b, ctx, group, payloads, rate, reliable.FlowConfig{Mode: reliable.FlowTagged, Tag: recorderTag, MinReceivers: 1})
+	defer pub.Close()
+	if err := pub.Publish(ctx, transport.Message{Topic: "AAPL", Payload: payloads[0]}); err != nil {
+		b.Fatal(err)
+	}
+	waitHandled(b, p, done, 1, "recorder") // the recorder reports: the feed may start
+	reached := paceFeed(b, ctx, pub, payloads, rate, n)
+	return finishRun(b, p, done, cancel, n+1, "recorder"), reached
+}
+
+// recordFlowRun records a feed published as fast as the recorder lets
+// it: the feed's publisher waits for the recorder (flow=tagged, its
+// window sized for a feed at rate, as recordRun's), the recorder
+// reporting its tag (flow-tag=1 in its URL, `mcast record --flow-tag
+// 1`). After one message, recorded, to start the flow, it publishes n
+// and returns the rate at which the recorder had them all accepted by
+// logd (as logd alone's rate: from the first publish to the last
+// acknowledgement), how many it marked as gaps (none, unless the
+// recorder went silent for the flow timeout) and how often flow
+// control held the feed.
+func recordFlowRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64, n int) (float64, int, uint64) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	group := randomBenchGroup()
+	p, done, stop := startBenchPipeURL(b, ctx, fmt.Sprintf("mcast://%v?iface=lo&ttl=0&join=earliest&flow-tag=%d", group, recorderTag), addr, topic, pipe.Config{})
+	defer stop()
+	pub := benchFeedPublisher(b, ctx, group, payloads, rate, reliable.FlowConfig{Mode: reliable.FlowTagged, Tag: recorderTag, MinReceivers: 1})
+	defer pub.Close()
+	if err := pub.Publish(ctx, transport.Message{Topic: "AAPL", Payload: payloads[0]}); err != nil {
+		b.Fatal(err)
+	}
+	waitHandled(b, p, done, 1, "recorder")
+	start := time.Now()
+	for i := range n {
+		if err := pub.Publish(ctx, transport.Message{Topic: "AAPL", Payload: payloads[i%len(payloads)]}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitHandled(b, p, done, n+1, "recorder")
+	got := float64(n) / time.Since(start).Seconds()
+	return got, finishRun(b, p, done, cancel, n+1, "recorder"), pub.Stats().FlowHeld
 }
 
 func randomBenchGroup() netip.AddrPort {
@@ -152,12 +272,12 @@ func randomBenchGroup() netip.AddrPort {
 // benchFeedPublisher is the feed's publisher: its window holds
 // windowTime of a feed at rate, packed as many messages to a datagram of
 // the default MTU as fit (each with ~30 bytes of framing and topic).
-func benchFeedPublisher(b *testing.B, ctx context.Context, group netip.AddrPort, payloads [][]byte, rate float64) *multicast.Publisher {
+func benchFeedPublisher(b *testing.B, ctx context.Context, group netip.AddrPort, payloads [][]byte, rate float64, flow reliable.FlowConfig) *multicast.Publisher {
 	b.Helper()
 	perDatagram := max(1, (reliable.DefaultMTU-40)/(len(payloads[0])+30))
 	window := max(1024, int(rate*windowTime.Seconds())/perDatagram)
 	pub, err := multicast.NewPublisher(ctx, multicast.Config{Group: group, Interface: "lo", HostOnly: true,
-		Sender: reliable.SenderConfig{WindowDatagrams: window, WindowBytes: window * reliable.DefaultMTU, MaxQueued: 512, MaxMessageSize: 64 << 10}})
+		Sender: reliable.SenderConfig{WindowDatagrams: window, WindowBytes: window * reliable.DefaultMTU, MaxQueued: 512, MaxMessageSize: 64 << 10, Flow: flow}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -205,7 +325,7 @@ func liveRun(b *testing.B, payloads [][]byte, rate float64) (int, float64) {
 		}
 		done <- r
 	}()
-	pub := benchFeedPublisher(b, ctx, group, payloads, rate)
+	pub := benchFeedPublisher(b, ctx, group, payloads, rate, reliable.FlowConfig{})
 	defer pub.Close()
 	reached := paceFeed(b, ctx, pub, payloads, rate, n)
 	select {

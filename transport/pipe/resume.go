@@ -23,6 +23,7 @@ import (
 // destination holds after all (Kafka's answer, a transactional id that
 // fences the old producer's epoch, is not implemented by logd).
 func (c *Core) Resume(tail []transport.Message) (int, error) {
+	c.curOK = false // resumed changes
 	owner := map[transport.StreamID]transport.StreamID{}
 	for i := range tail {
 		m := &tail[i]
