@@ -78,7 +78,7 @@ type conn struct {
 	sendfile   func(storage.Region) error
 	vec        net.Buffers
 	writeErr   error
-	unwritten  atomic.Int32 // answers handed to the writer and not yet written
+	unwritten  atomic.Int32 // answers handed to the writer and not yet written (0: the writer is idle)
 	writesDone bool         // replies is closed (finishWrites)
 }
 
@@ -333,8 +333,22 @@ func (r *reply) release(bufs *bufPool) {
 }
 
 // send hands r to the writer, waiting while connPipeline answers are
-// already waiting; it fails once the writer has stopped.
+// already waiting; it fails once the writer has stopped. An answer
+// ready to go (not a produce waiting for its fsync) with nothing ahead
+// of it is written here instead: the writer is idle then (it counts an
+// answer written only once its write has returned), and waking it
+// would add a hand-off between goroutines to every round trip of a
+// client that waits for each answer, as a consumer waits for each fetch.
 func (cn *conn) send(r reply) error {
+	if r.barrier == nil && r.finish == nil && cn.unwritten.Load() == 0 && !cn.writesDone {
+		err := cn.writeOne(&r)
+		r.release(&cn.s.bufs)
+		if err != nil {
+			cn.nc.Close()
+			return &writeError{err}
+		}
+		return nil
+	}
 	if r.barrier == nil {
 		cn.unwritten.Add(1)
 	}
@@ -383,8 +397,7 @@ func (cn *conn) writeReplies() {
 		if r.finish != nil {
 			r.out = r.finish()
 		}
-		_ = cn.nc.SetWriteDeadline(time.Now().Add(cn.s.cfg.IdleTimeout))
-		err := cn.write(&r)
+		err := cn.writeOne(&r)
 		r.release(&cn.s.bufs)
 		if err == nil {
 			cn.unwritten.Add(-1) // on failure it stays: the reader waits for writerDone
@@ -395,6 +408,12 @@ func (cn *conn) writeReplies() {
 			return
 		}
 	}
+}
+
+// writeOne writes r within the write deadline (IdleTimeout).
+func (cn *conn) writeOne(r *reply) error {
+	_ = cn.nc.SetWriteDeadline(time.Now().Add(cn.s.cfg.IdleTimeout))
+	return cn.write(r)
 }
 
 // write writes r: out, with its holes filled in order. Bytes go out
