@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/webhook/store/pgtest"
 )
 
 // sqlitePlan returns SQLite's query plan of query, one step a line.
@@ -68,4 +71,51 @@ func TestClaimReadsOnlyUnskippedEndpoints(t *testing.T) {
 // endpoint, not every delivery ever made.
 func TestNextDueByEndpoint(t *testing.T) {
 	checkByEndpoint(t, sqlitePlan(t, nextDueQuery))
+}
+
+// TestClaimPlanPostgres: PostgreSQL's claim reads the claimed deliveries'
+// events and endpoints by their keys, not by scanning the tables (the
+// claim's rows were once read back in a second statement, by a list of
+// ids whose length the planner guessed at 100: it hashed whole tables,
+// 1 ms a claim at 2,000 deliveries and growing with the outbox).
+func TestClaimPlanPostgres(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, pgtest.Start(t, "fsync=off").NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := st.(*sqlStore)
+	t0 := time.Unix(1_800_000_000, 0)
+	if err := s.CreateEndpoint(ctx, &Endpoint{ID: "ep_p", URL: "http://127.0.0.1:1/", Enabled: true, Secrets: []Secret{{Secret: "whsec_p"}}, Created: t0, Updated: t0}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2000 {
+		if _, err := s.InsertEvent(ctx, &Event{ID: NewID("msg", t0), Type: "t", Payload: []byte(`{}`), Created: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := nanos(t0.Add(time.Second))
+	rows, err := s.db.QueryContext(ctx, "EXPLAIN "+s.d.rebind(claimReturningQuery(s.d)), now, now, 36, "[]", 36, "a", now+1e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("plan:\n%s", strings.Join(plan, "\n"))
+	for _, step := range plan {
+		if strings.Contains(step, "Seq Scan on deliveries") || strings.Contains(step, "Seq Scan on events") {
+			t.Errorf("the claim scans a table: %q", strings.TrimSpace(step))
+		}
+	}
 }
