@@ -70,7 +70,7 @@ func TestClaimReadsOnlyUnskippedEndpoints(t *testing.T) {
 // TestNextDueByEndpoint: NextDue reads the pending deliveries endpoint by
 // endpoint, not every delivery ever made.
 func TestNextDueByEndpoint(t *testing.T) {
-	checkByEndpoint(t, sqlitePlan(t, nextDueQuery))
+	checkByEndpoint(t, sqlitePlan(t, nextDueQuery(sqliteDialect), `["ep_1"]`))
 }
 
 // TestClaimPlanPostgres: PostgreSQL's claim reads the claimed deliveries'

@@ -265,13 +265,16 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 
 // nextDueQuery reads the pending deliveries endpoint by endpoint,
 // through the (endpoint_id, status, …) index (CROSS JOIN keeps SQLite's
-// loop order).
-const nextDueQuery = `SELECT MIN(CASE WHEN d.lease_until > d.next_attempt THEN d.lease_until ELSE d.next_attempt END)
-		FROM endpoints e CROSS JOIN deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending' AND e.enabled = 1`
+// loop order), but for the endpoints skipped (a JSON array).
+func nextDueQuery(d dialect) string {
+	return `SELECT MIN(CASE WHEN d.lease_until > d.next_attempt THEN d.lease_until ELSE d.next_attempt END)
+		FROM endpoints e CROSS JOIN deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending' AND e.enabled = 1
+		AND e.id NOT IN ` + d.idSet
+}
 
-func (s *sqlStore) NextDue(ctx context.Context) (time.Time, bool, error) {
+func (s *sqlStore) NextDue(ctx context.Context, skip ...string) (time.Time, bool, error) {
 	var t sql.NullInt64
-	err := s.db.QueryRowContext(ctx, nextDueQuery).Scan(&t)
+	err := s.db.QueryRowContext(ctx, s.d.rebind(nextDueQuery(s.d)), idJSON(skip)).Scan(&t)
 	if err != nil || !t.Valid {
 		return time.Time{}, false, err
 	}
