@@ -239,6 +239,27 @@ func TestResponseCapped(t *testing.T) {
 	}
 }
 
+// TestResponseKept: a short response body with its length given is kept
+// whole with its attempt, and an empty one (204) is kept empty.
+func TestResponseKept(t *testing.T) {
+	s, c := sqliteStore(t), &clock{t: t0}
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", "9")
+		w.WriteHeader(503)
+		w.Write([]byte("try later"))
+	}, status(204))
+	addEndpoint(t, s, "ep_1", rcv.URL, t0)
+	ev := addEvent(t, s, "t", t0)
+	d := newDispatcher(t, s, c)
+	deliverDue(t, d, 1)
+	c.Set(t0.Add(time.Minute))
+	deliverDue(t, d, 1)
+	as, _ := s.ListAttempts(context.Background(), ev.ID)
+	if len(as) != 2 || string(as[0].Response) != "try later" || as[0].StatusCode != 503 || len(as[1].Response) != 0 || as[1].StatusCode != 204 {
+		t.Fatalf("attempts %+v, want the 503's body kept and the 204's empty", as)
+	}
+}
+
 // TestTimeoutAndBlocked: an endpoint that does not answer in time, and
 // one at an address the policy refuses, are failed attempts with an
 // error and no status.
