@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 
 	"github.com/brokerless/brokerless/webhook"
 	"github.com/brokerless/brokerless/webhook/store"
@@ -71,11 +70,12 @@ func (d *Dispatcher) attempt(ctx context.Context, j *store.Job) {
 // It returns the outcome, the start of the response body, and why there
 // was no response (empty when there was one).
 func (d *Dispatcher) send(ctx context.Context, j *store.Job) (Outcome, []byte, string) {
-	u, err := url.Parse(j.Endpoint.URL)
+	// The request parses the URL (once: it used to be parsed here too).
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.Endpoint.URL, bytes.NewReader(j.Event.Payload))
 	if err != nil {
 		return Outcome{}, nil, fmt.Sprintf("bad URL: %v", err)
 	}
-	if err := d.cfg.Addresses.CheckURL(u); err != nil {
+	if err := d.cfg.Addresses.CheckURL(req.URL); err != nil {
 		return Outcome{}, nil, err.Error()
 	}
 	now := d.cfg.Now()
@@ -90,10 +90,6 @@ func (d *Dispatcher) send(ctx context.Context, j *store.Job) (Outcome, []byte, s
 	if len(secrets) == 0 {
 		return Outcome{}, nil, "the endpoint has no active secret"
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(j.Event.Payload))
-	if err != nil {
-		return Outcome{}, nil, err.Error()
-	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "brokerless-webhook")
 	webhook.SetHeaders(req.Header, j.Event.ID, now, j.Event.Payload, secrets...)
@@ -102,7 +98,10 @@ func (d *Dispatcher) send(ctx context.Context, j *store.Job) (Outcome, []byte, s
 		return Outcome{}, nil, err.Error()
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(d.cfg.MaxResponseBody)))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
+	var body []byte
+	if resp.ContentLength != 0 { // (most answers to a webhook are empty)
+		body, _ = io.ReadAll(io.LimitReader(resp.Body, int64(d.cfg.MaxResponseBody)))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
+	}
 	return Outcome{StatusCode: resp.StatusCode, RetryAfter: ParseRetryAfter(resp.Header.Get("Retry-After"), d.cfg.Now())}, body, ""
 }

@@ -18,7 +18,7 @@ import (
 const (
 	DefaultTimeout         = 15 * time.Second
 	DefaultConcurrency     = 4
-	DefaultQueueDepth      = 64
+	DefaultQueueDepth      = 256
 	DefaultMaxInFlight     = 1024
 	DefaultBatchSize       = 100
 	DefaultPollInterval    = time.Second
@@ -72,10 +72,14 @@ type Config struct {
 	// Concurrency is the most attempts in flight to one endpoint (4).
 	Concurrency int
 	// QueueDepth is how many more deliveries of one endpoint are claimed
-	// ahead, waiting for a free slot (64): claims come in batches rather
+	// ahead, waiting for a free slot (256): claims come in batches rather
 	// than one per attempt, and an endpoint is refilled once half its
-	// queue is gone. (16 made claims a third of the store's work in
-	// BenchmarkThroughput.)
+	// queue is gone. An endpoint whose attempts are slow gets a shorter
+	// queue: what its workers get through in half of Lease − Timeout − 5 s
+	// at the pace of its recent attempts. (16 made claims a third of the
+	// store's work in BenchmarkThroughput; with 64 a PostgreSQL claim,
+	// whose commit waits for its log to be flushed, came every 32
+	// deliveries and the workers waited for it.)
 	QueueDepth int
 	// MaxInFlight is the most deliveries claimed and not yet finished, in
 	// all (1024).

@@ -36,6 +36,9 @@ type endpointState struct {
 	// the refill mark) and cleared by the next claim that includes the
 	// endpoint: one wake-up per refill, not one per attempt.
 	wanting bool
+	// pace is how long its attempts take (a moving average; zero before
+	// the first), which bounds its queue (Dispatcher.depth).
+	pace time.Duration
 }
 
 // claimed is a leased delivery and when the lease was taken.
@@ -97,7 +100,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		started, full, wakeAt, err := d.poll(ctx)
+		started, full, wakeAt, working, err := d.poll(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -112,8 +115,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			wait = 0
 		case started == 0:
 			// Nothing to do now: sleep until the next delivery is due
-			// (attempts that finish wake the loop).
-			if next, ok, err := d.cfg.Store.NextDue(ctx); err == nil && ok {
+			// (attempts that finish wake the loop, and the endpoints
+			// working through a backlog, left out, do when their queues
+			// run low).
+			if next, ok, err := d.cfg.Store.NextDue(ctx, working...); err == nil && ok {
 				wait = min(wait, max(0, next.Sub(now)))
 			}
 			if !wakeAt.IsZero() {
@@ -148,7 +153,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 func (d *Dispatcher) DeliverDue(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		started, _, _, err := d.poll(ctx)
+		started, _, _, _, err := d.poll(ctx)
 		d.wg.Wait()
 		total += started
 		if err != nil || started == 0 {
@@ -159,11 +164,12 @@ func (d *Dispatcher) DeliverDue(ctx context.Context) (int, error) {
 
 // poll claims due deliveries of endpoints with room in their queue and
 // a rate token, and queues them, starting workers as slots allow. It
-// returns how many it queued, whether the claim was a full batch, and
-// when a rate-limited endpoint has a token again (zero if none waits).
-func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt time.Time, err error) {
+// returns how many it queued, whether the claim was a full batch, when a
+// rate-limited endpoint has a token again (zero if none waits), and the
+// endpoints it skipped for holding more than their refill mark.
+func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt time.Time, working []string, err error) {
 	now := d.cfg.Now()
-	// An endpoint holds at most Concurrency + QueueDepth deliveries, and
+	// An endpoint holds at most Concurrency + its depth deliveries, and
 	// is refilled once its queue is down to half, so that its workers
 	// find the next deliveries queued while the claim runs rather than
 	// wait for it. A claim skips the endpoints holding more (a hanging
@@ -178,8 +184,9 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		asked []*endpointState
 	)
 	for id, ep := range d.endpoints {
-		if ep.held > d.refillBelow() {
+		if ep.held > d.refillBelow(ep) {
 			skip = append(skip, id)
+			working = append(working, id)
 			continue
 		}
 		if ep.bucket != nil {
@@ -192,17 +199,21 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 			}
 		}
 		asked = append(asked, ep)
-		perEndpoint = min(perEndpoint, d.cfg.Concurrency+d.cfg.QueueDepth-ep.held)
+		if ep.held > 0 {
+			// (An idle endpoint takes what its depth allows of the claim
+			// and releases the rest, rather than shrink every endpoint's.)
+			perEndpoint = min(perEndpoint, d.cfg.Concurrency+d.depth(ep)-ep.held)
+		}
 	}
 	d.mu.Unlock()
 	if room <= 0 {
-		return 0, false, wakeAt, nil
+		return 0, false, wakeAt, working, nil
 	}
 	limit := min(room, d.cfg.BatchSize)
 	jobs, err := d.cfg.Store.Claim(ctx, store.ClaimRequest{Owner: d.cfg.Owner, Now: now, Lease: d.cfg.Lease,
 		Limit: limit, PerEndpoint: perEndpoint, Skip: skip})
 	if err != nil {
-		return 0, false, wakeAt, err
+		return 0, false, wakeAt, working, err
 	}
 	var release []string
 	d.mu.Lock()
@@ -218,13 +229,45 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 	}
 	d.mu.Unlock()
 	d.release(ctx, release)
-	return queued, len(jobs) == limit, wakeAt, nil
+	return queued, len(jobs) == limit, wakeAt, working, nil
 }
 
-// refillBelow is the most deliveries an endpoint holds (queued or being
+// maxPaced is how many idle endpoints a dispatcher remembers the slow
+// pace of (Dispatcher.depth).
+const maxPaced = 1024
+
+// refillBelow is the most deliveries ep holds (queued or being
 // attempted) and still gets refilled: Concurrency and half its queue.
-func (d *Dispatcher) refillBelow() int {
-	return d.cfg.Concurrency + d.cfg.QueueDepth - max(1, d.cfg.QueueDepth/2)
+func (d *Dispatcher) refillBelow(ep *endpointState) int {
+	depth := d.depth(ep)
+	return d.cfg.Concurrency + depth - max(1, depth/2)
+}
+
+// depth is how many deliveries of ep are claimed ahead of its workers:
+// QueueDepth, or fewer for an endpoint whose attempts are slow: no more
+// than its workers get through, at its pace, in half the part of a lease
+// a delivery may wait (Lease − Timeout − 5 s), so that a slow endpoint's
+// queue is attempted before its leases run short rather than released
+// unattempted and claimed again. A deep queue is for fast endpoints: a
+// claim's cost is mostly per claim, not per delivery, and the workers
+// must not run out while the next claim runs.
+func (d *Dispatcher) depth(ep *endpointState) int {
+	if ep.pace <= 0 {
+		return d.cfg.QueueDepth
+	}
+	wait := (d.cfg.Lease - d.cfg.Timeout - leaseMargin) / 2
+	n := int64(d.cfg.Concurrency) * int64(wait/ep.pace)
+	return max(min(1, d.cfg.QueueDepth), int(min(n, int64(d.cfg.QueueDepth))))
+}
+
+// paced adds an attempt that took took to ep's pace (a moving average of
+// the last few). d.mu is held.
+func (ep *endpointState) paced(took time.Duration) {
+	if ep.pace <= 0 {
+		ep.pace = max(took, 1)
+		return
+	}
+	ep.pace = max((7*ep.pace+took)/8, 1)
 }
 
 // admit queues j if its endpoint has room and, when rate limited, a
@@ -236,7 +279,7 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, now time.Time) boo
 		ep = &endpointState{}
 		d.endpoints[id] = ep
 	}
-	if ep.held >= d.cfg.Concurrency+d.cfg.QueueDepth || d.held >= d.cfg.MaxInFlight {
+	if ep.held >= d.cfg.Concurrency+d.depth(ep) || d.held >= d.cfg.MaxInFlight {
 		return false
 	}
 	if rate := j.Endpoint.RateLimit; rate > 0 {
@@ -269,7 +312,9 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		ep := d.endpoints[id]
 		if len(ep.queue) == 0 {
 			ep.running--
-			if ep.running == 0 && ep.held == 0 && ep.bucket == nil {
+			// An idle endpoint is forgotten, unless its pace shortens its
+			// queue (up to maxPaced of those are remembered).
+			if ep.running == 0 && ep.held == 0 && ep.bucket == nil && (d.depth(ep) == d.cfg.QueueDepth || len(d.endpoints) > maxPaced) {
 				delete(d.endpoints, id)
 			}
 			d.mu.Unlock()
@@ -281,16 +326,22 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		d.mu.Unlock()
 		// Start only with time left on the lease to finish and record the
 		// attempt; otherwise another claim may already be attempting it.
-		if d.cfg.Now().After(c.at.Add(d.cfg.Lease - d.cfg.Timeout - leaseMargin)) {
+		start := d.cfg.Now()
+		attempted := !start.After(c.at.Add(d.cfg.Lease - d.cfg.Timeout - leaseMargin))
+		if attempted {
+			d.attempt(ctx, c.job)
+		} else {
 			d.stats.expired.Add(1)
 			d.release(ctx, []string{c.job.Delivery.ID})
-		} else {
-			d.attempt(ctx, c.job)
 		}
+		took := d.cfg.Now().Sub(start)
 		d.mu.Lock()
+		if attempted && ctx.Err() == nil {
+			ep.paced(took)
+		}
 		ep.held--
 		d.held--
-		low := ep.held <= d.refillBelow() && !ep.wanting
+		low := ep.held <= d.refillBelow(ep) && !ep.wanting
 		if low {
 			ep.wanting = true
 		}

@@ -239,6 +239,27 @@ func TestResponseCapped(t *testing.T) {
 	}
 }
 
+// TestResponseKept: a short response body with its length given is kept
+// whole with its attempt, and an empty one (204) is kept empty.
+func TestResponseKept(t *testing.T) {
+	s, c := sqliteStore(t), &clock{t: t0}
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", "9")
+		w.WriteHeader(503)
+		w.Write([]byte("try later"))
+	}, status(204))
+	addEndpoint(t, s, "ep_1", rcv.URL, t0)
+	ev := addEvent(t, s, "t", t0)
+	d := newDispatcher(t, s, c)
+	deliverDue(t, d, 1)
+	c.Set(t0.Add(time.Minute))
+	deliverDue(t, d, 1)
+	as, _ := s.ListAttempts(context.Background(), ev.ID)
+	if len(as) != 2 || string(as[0].Response) != "try later" || as[0].StatusCode != 503 || len(as[1].Response) != 0 || as[1].StatusCode != 204 {
+		t.Fatalf("attempts %+v, want the 503's body kept and the 204's empty", as)
+	}
+}
+
 // TestTimeoutAndBlocked: an endpoint that does not answer in time, and
 // one at an address the policy refuses, are failed attempts with an
 // error and no status.
@@ -348,5 +369,37 @@ func TestQueueLeaseExpiry(t *testing.T) {
 	}
 	if st := d.Stats(); st.Expired != 1 || st.Attempts != 3 {
 		t.Fatalf("stats %+v, want 1 expired", st)
+	}
+}
+
+// TestSlowEndpointShortQueue: an endpoint whose attempts are slow gets a
+// queue its workers get through in half the time a delivery may wait
+// for its attempt (Lease − Timeout − 5 s), so its deliveries are
+// attempted rather than released unattempted when their leases run
+// short, and claimed again. Each attempt takes 5 s, Concurrency 1, a
+// queue of up to 64 and a 60 s lease: a delivery may wait 40 s. The
+// first claim takes all 30 (the pace is not known yet): 9 are attempted
+// in the 40 s, 21 released. From then on the endpoint's queue is 20 s of
+// attempts, 4, so none is released again (with a queue of 64 the next
+// claims took all that were left, and 12 and then 3 more were released).
+func TestSlowEndpointShortQueue(t *testing.T) {
+	s, c := sqliteStore(t), &clock{t: t0}
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		c.Set(c.Now().Add(5 * time.Second))
+		w.WriteHeader(http.StatusNoContent)
+	})
+	addEndpoint(t, s, "ep_1", rcv.URL, t0)
+	for range 30 {
+		addEvent(t, s, "t", t0)
+	}
+	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.Concurrency, cfg.QueueDepth, cfg.Lease = 1, 64, time.Minute })
+	if _, err := d.DeliverDue(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rcv.requests()); n != 30 {
+		t.Fatalf("%d requests, want 30", n)
+	}
+	if st := d.Stats(); st.Expired != 21 || st.Attempts != 30 || st.Succeeded != 30 {
+		t.Fatalf("stats %+v, want 21 expired (all in the first claim) and 30 attempts", st)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -223,6 +224,60 @@ func TestCompletionNamesItsLease(t *testing.T) {
 	for id, lease := range s.written {
 		if want := s.claimed[id]; want.IsZero() || !lease.Equal(want) {
 			t.Errorf("delivery %s: completion's lease %v, claim's %v", id, lease, want)
+		}
+	}
+}
+
+// nextDueSpy reports the endpoints each NextDue skips.
+type nextDueSpy struct {
+	store.Store
+	skips chan []string
+}
+
+func (s *nextDueSpy) NextDue(ctx context.Context, skip ...string) (time.Time, bool, error) {
+	select {
+	case s.skips <- skip:
+	default:
+	}
+	return s.Store.NextDue(ctx, skip...)
+}
+
+// TestNextDueSkipsBusyEndpoints: when a poll finds nothing to claim
+// because the endpoint with a backlog holds a full queue, the
+// dispatcher asks the store when the next delivery is due leaving that
+// endpoint out (its workers wake the dispatcher when its queue runs
+// low): NextDue reads every pending delivery of the endpoints it looks
+// at, the whole backlog otherwise, at every such poll.
+func TestNextDueSkipsBusyEndpoints(t *testing.T) {
+	base := sqliteStore(t)
+	spy := &nextDueSpy{Store: base, skips: make(chan []string, 1)}
+	quit := make(chan struct{})
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		<-quit
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	now := time.Now()
+	addEndpoint(t, base, "ep_1", rcv.URL, now)
+	for range 10 {
+		addEvent(t, base, "t", now)
+	}
+	d, err := New(Config{Store: spy, Addresses: loopback, Concurrency: 1, QueueDepth: 2, PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, d)
+	defer stop()
+	defer close(quit) // (runs before stop: the attempt in flight ends)
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case skip := <-spy.skips:
+			if slices.Contains(skip, "ep_1") {
+				return
+			}
+			t.Logf("NextDue skipping %q", skip)
+		case <-deadline:
+			t.Fatal("NextDue never skipped the endpoint working through its backlog")
 		}
 	}
 }

@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS deliveries (
 	created BIGINT NOT NULL,
 	updated BIGINT NOT NULL,
 	UNIQUE (event_id, endpoint_id)
-);
+){deliveriesWith};
+{deliveriesAlter};
 DROP INDEX IF EXISTS deliveries_due;
 DROP INDEX IF EXISTS deliveries_endpoint;
 CREATE INDEX IF NOT EXISTS deliveries_endpoint_due ON deliveries (endpoint_id, status, next_attempt, id);
@@ -80,11 +81,15 @@ type dialect struct {
 	// transaction, relaxLocal inside it: commits that need not survive a
 	// power failure (see Store.Complete).
 	relax, unrelax, relaxLocal string
-	// durableClaims: claims commit with full durability. On a server
-	// several dispatchers share, a claim lost in a crash of the server
-	// alone would let another dispatcher attempt a delivery whose first
-	// attempt is still running.
-	durableClaims bool
+	// claimReturning: a claim is one statement (claimReturningQuery),
+	// committed on its own with full durability, where SQLite's takes two
+	// in a relaxed transaction. On a server several dispatchers share, a
+	// claim lost in a crash of the server alone would let another
+	// dispatcher attempt a delivery whose first attempt is still running.
+	claimReturning bool
+	// deliveriesWith ends the deliveries table's definition, and
+	// deliveriesAlter sets the same on a table made before it was added.
+	deliveriesWith, deliveriesAlter string
 	// schemaLock, run first in the schema transaction, keeps dispatchers
 	// starting together from creating the tables twice.
 	schemaLock string
@@ -123,8 +128,9 @@ var (
 				ORDER BY x.next_attempt, x.id LIMIT (? + 0))
 			WHERE e.enabled = 1 AND e.id NOT IN {ids} ORDER BY d.next_attempt, d.id LIMIT (? + 0)`}
 	postgresDialect = dialect{name: "postgres", blob: "BYTEA", dollar: true,
-		idSet:      "(SELECT jsonb_array_elements_text(CAST(? AS jsonb)))",
-		relaxLocal: "SET LOCAL synchronous_commit = off", durableClaims: true, schemaLock: "SELECT pg_advisory_xact_lock(7406190209)",
+		idSet:          "(SELECT jsonb_array_elements_text(CAST(? AS jsonb)))",
+		deliveriesWith: " WITH (fillfactor = 70)", deliveriesAlter: "ALTER TABLE deliveries SET (fillfactor = 70)",
+		relaxLocal: "SET LOCAL synchronous_commit = off", claimReturning: true, schemaLock: "SELECT pg_advisory_xact_lock(7406190209)",
 		tokenLock: "SELECT pg_advisory_xact_lock(7406190210)", bulk: true,
 		// Each endpoint's rows are locked as they are read, skipping those
 		// another dispatcher's claim holds, so two claims at once each

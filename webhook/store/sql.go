@@ -32,7 +32,7 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) 
 				return err
 			}
 		}
-		for _, stmt := range strings.Split(strings.ReplaceAll(schema, "{blob}", d.blob), ";") {
+		for _, stmt := range strings.Split(strings.NewReplacer("{blob}", d.blob, "{deliveriesWith}", d.deliveriesWith, "{deliveriesAlter}", d.deliveriesAlter).Replace(schema), ";") {
 			if strings.TrimSpace(stmt) == "" {
 				continue
 			}

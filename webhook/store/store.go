@@ -71,8 +71,10 @@ type Store interface {
 	// stored with full durability.
 	Complete(ctx context.Context, cs ...*Completion) error
 	// NextDue returns when the earliest pending delivery of an enabled
-	// endpoint becomes claimable (ok false when there is none).
-	NextDue(ctx context.Context) (t time.Time, ok bool, err error)
+	// endpoint not in skip becomes claimable (ok false when there is
+	// none). It reads every pending delivery of those endpoints: a
+	// dispatcher skips those whose backlog it is working through.
+	NextDue(ctx context.Context, skip ...string) (t time.Time, ok bool, err error)
 
 	CreateToken(ctx context.Context, t *Token) error
 	// CreateFirstToken stores t only when the store holds no token at

@@ -27,6 +27,7 @@ func Run(t *testing.T, open Open) {
 		{"FanOut", testFanOut},
 		{"Idempotency", testIdempotency},
 		{"ClaimLease", testClaimLease},
+		{"NextDueSkip", testNextDueSkip},
 		{"ClaimPerEndpoint", testClaimPerEndpoint},
 		{"Complete", testComplete},
 		{"CompleteBatch", testCompleteBatch},
@@ -186,6 +187,39 @@ func testIdempotency(t *testing.T, s store.Store) {
 	if n := len(claim(t, s, "a", t0, 100)); n != 3 {
 		t.Errorf("%d deliveries, want 3", n)
 	}
+}
+
+// testNextDueSkip: NextDue leaves out the endpoints it is told to skip
+// (a dispatcher's endpoints whose backlog it is working through).
+func testNextDueSkip(t *testing.T, s store.Store) {
+	endpoint(t, s, "ep_1")
+	event(t, s, "msg_1", "t", t0) // to ep_1 only
+	endpoint(t, s, "ep_2")
+	event(t, s, "msg_2", "t", t0.Add(time.Second)) // to both
+	check := func(when string, skip []string, want time.Time, wantOK bool) {
+		t.Helper()
+		next, ok, err := s.NextDue(ctx(t), skip...)
+		if err != nil || ok != wantOK || !next.Equal(want) {
+			t.Errorf("%s: NextDue(%q) = %v %v %v, want %v %v", when, skip, next, ok, err, want, wantOK)
+		}
+	}
+	check("before", nil, t0, true)
+	check("before", []string{"ep_1"}, t0.Add(time.Second), true)
+	check("before", []string{"ep_2"}, t0, true)
+	check("before", []string{"ep_3"}, t0, true)
+	check("before", []string{"ep_1", "ep_2"}, time.Time{}, false)
+	jobs := claim(t, s, "a", t0, 10)
+	if len(jobs) != 1 || jobs[0].Event.ID != "msg_1" {
+		t.Fatalf("claimed %v, want msg_1 to ep_1", jobIDs(jobs))
+	}
+	j := jobs[0]
+	if err := s.Complete(ctx(t), &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: store.StatusSucceeded, EndpointOK: true,
+		Attempt: store.Attempt{ID: "atmpt_1", DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID, Started: t0, StatusCode: 204}}); err != nil {
+		t.Fatal(err)
+	}
+	check("after msg_1", []string{"ep_2"}, t0.Add(time.Second), true)
+	check("after msg_1", []string{"ep_1"}, t0.Add(time.Second), true)
+	check("after msg_1", []string{"ep_2", "ep_1"}, time.Time{}, false)
 }
 
 func testClaimLease(t *testing.T, s store.Store) {
