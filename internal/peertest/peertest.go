@@ -42,6 +42,12 @@ func Dir() string {
 	}
 }
 
+// Script is the install advice for a peer that .ci/install.d/script
+// builds under Dir: "run .ci/install.d/40-statsd.sh (BROKERLESS_PEERS=…)".
+func Script(script string) string {
+	return "run .ci/install.d/" + script + " (BROKERLESS_PEERS=" + Dir() + ")"
+}
+
 // message is the one form of every report of a missing peer: what is
 // missing (and why it counts as missing), how to install it, and what
 // BROKERLESS_INTEROP=1 does about it.

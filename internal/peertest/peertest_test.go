@@ -180,6 +180,9 @@ func TestDir(t *testing.T) {
 	if d := Dir(); d != "/somewhere/peers" {
 		t.Errorf("Dir() = %q with BROKERLESS_PEERS set", d)
 	}
+	if s, want := Script("40-statsd.sh"), "run .ci/install.d/40-statsd.sh (BROKERLESS_PEERS=/somewhere/peers)"; s != want {
+		t.Errorf("Script = %q, want %q", s, want)
+	}
 	t.Setenv("BROKERLESS_PEERS", "")
 	want, err := filepath.Abs(filepath.Join("..", "..", ".ci", "peers"))
 	if err != nil {
