@@ -3,10 +3,11 @@ package logd
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/brokerless/brokerless/internal/peertest"
 )
 
 // pythonKafka returns Debian's /usr/bin/python3 once it can import
@@ -15,14 +16,7 @@ import (
 // keeps the repository's folders off the module path.
 func pythonKafka(t *testing.T) string {
 	t.Helper()
-	const python = "/usr/bin/python3"
-	if err := exec.Command(python, "-I", "-c", "import kafka").Run(); err != nil {
-		if os.Getenv("BROKERLESS_INTEROP") == "1" {
-			t.Fatalf("python3-kafka is not installed (apt-get install python3-kafka) and BROKERLESS_INTEROP=1: %v", err)
-		}
-		t.Skip("python3-kafka not installed (apt-get install python3-kafka); set BROKERLESS_INTEROP=1 to require it")
-	}
-	return python
+	return peertest.PythonModule(t, "kafka", "apt-get install python3-kafka (.ci/install.d/30-logd.sh)")
 }
 
 // runPython runs a kafka-python script with args, failing the test on

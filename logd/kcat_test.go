@@ -4,25 +4,19 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brokerless/brokerless/internal/peertest"
 )
 
 // kcatPath finds Debian's kcat: the test skips without it, unless
 // BROKERLESS_INTEROP=1, where a missing peer fails.
 func kcatPath(t *testing.T) string {
 	t.Helper()
-	path, err := exec.LookPath("kcat")
-	if err != nil {
-		if os.Getenv("BROKERLESS_INTEROP") == "1" {
-			t.Fatal("kcat is not installed (apt-get install kcat) and BROKERLESS_INTEROP=1")
-		}
-		t.Skip("kcat not installed (apt-get install kcat); set BROKERLESS_INTEROP=1 to require it")
-	}
-	return path
+	return peertest.LookPath(t, "kcat", "apt-get install kcat (.ci/install.d/30-logd.sh)")
 }
 
 // kcat runs kcat against the server with stdin, failing the test on an

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/brokerless/brokerless/internal/peertest"
 )
 
 // carbon is a real carbon-cache (Debian's graphite-carbon) run in the
@@ -53,25 +55,10 @@ func (l *lockedBuffer) String() string {
 	return string(l.b)
 }
 
-// interopTool finds a peer program, skipping the test without it unless
-// BROKERLESS_INTEROP=1.
-func interopTool(t testing.TB, name, pkg string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		msg := fmt.Sprintf("%s not installed (apt-get install %s; .ci/install.d/60-metrics.sh)", name, pkg)
-		if os.Getenv("BROKERLESS_INTEROP") == "1" {
-			t.Fatal(msg + " and BROKERLESS_INTEROP=1")
-		}
-		t.Skip(msg + "; set BROKERLESS_INTEROP=1 to require it")
-	}
-	return path
-}
-
 func startCarbon(t *testing.T) *carbon {
 	t.Helper()
-	bin := interopTool(t, "carbon-cache", "graphite-carbon")
-	interopTool(t, "whisper-fetch", "python3-whisper")
+	bin := peertest.LookPath(t, "carbon-cache", "apt-get install graphite-carbon (.ci/install.d/60-metrics.sh)")
+	peertest.LookPath(t, "whisper-fetch", "apt-get install python3-whisper (.ci/install.d/60-metrics.sh)")
 	c := &carbon{dir: t.TempDir(), log: &lockedBuffer{}, exited: make(chan struct{})}
 	c.data = filepath.Join(c.dir, "whisper")
 	tagdb := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

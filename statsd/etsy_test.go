@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brokerless/brokerless/internal/peertest"
 )
 
 // etsy is a running Etsy statsd 0.9.0 daemon.
@@ -49,11 +51,9 @@ const etsyRcvbufUntouched = -1
 // etsyRcvbufJS). The test's cleanup kills it by PID.
 func startEtsy(t testing.TB, config map[string]any, rcvbuf int) *etsy {
 	t.Helper()
-	statsJS := peer(t, "Etsy statsd 0.9.0", filepath.Join(peersDir(), "statsd", "node_modules", "statsd", "stats.js"))
-	node, err := exec.LookPath("node")
-	if err != nil {
-		peer(t, "node", "/nonexistent/node")
-	}
+	statsJS := peertest.File(t, "Etsy statsd 0.9.0", filepath.Join(peertest.Dir(), "statsd", "node_modules", "statsd", "stats.js"),
+		peertest.Script("40-statsd.sh"))
+	node := peertest.LookPath(t, "node", "apt-get install nodejs npm (.ci/install.d/10-node.sh)")
 	e := &etsy{port: freeUDPPort(t)}
 	config["port"], config["address"] = e.port, "127.0.0.1"
 	config["mgmt_port"], config["mgmt_address"] = freeTCPPort(t), "127.0.0.1"

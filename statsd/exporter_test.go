@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brokerless/brokerless/internal/peertest"
 )
 
 // exporterVersion is the prometheus statsd_exporter the ingest
@@ -28,7 +30,7 @@ type exporter struct {
 
 // exporterPath is where .ci/install.d/65-statsd-exporter.sh puts it.
 func exporterPath() string {
-	return filepath.Join(peersDir(), "statsd_exporter", exporterVersion, "statsd_exporter")
+	return filepath.Join(peertest.Dir(), "statsd_exporter", exporterVersion, "statsd_exporter")
 }
 
 // startExporter runs statsd_exporter on free ports of 127.0.0.1 (UDP
@@ -37,7 +39,7 @@ func exporterPath() string {
 // The test's cleanup kills it by PID.
 func startExporter(t testing.TB, rcvbuf int) *exporter {
 	t.Helper()
-	bin := peerFrom(t, "prometheus statsd_exporter "+exporterVersion, exporterPath(), "65-statsd-exporter.sh")
+	bin := peertest.File(t, "prometheus statsd_exporter "+exporterVersion, exporterPath(), peertest.Script("65-statsd-exporter.sh"))
 	e := &exporter{port: freeUDPPort(t)}
 	webAddr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
 	e.web = "http://" + webAddr + "/metrics"

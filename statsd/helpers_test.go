@@ -5,8 +5,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,36 +105,6 @@ func freeTCPPort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// peer returns the path of an outside peer installed by
-// .ci/install.d/40-statsd.sh, or skips the test (fails it under
-// BROKERLESS_INTEROP=1) when it is missing.
-func peer(t testing.TB, what, path string) string {
-	t.Helper()
-	return peerFrom(t, what, path, "40-statsd.sh")
-}
-
-// peerFrom is peer for a peer that .ci/install.d/script installs.
-func peerFrom(t testing.TB, what, path, script string) string {
-	t.Helper()
-	if _, err := os.Stat(path); err != nil {
-		msg := what + " not found at " + path + "; run .ci/install.d/" + script + " (BROKERLESS_PEERS=" + peersDir() + ")"
-		if os.Getenv("BROKERLESS_INTEROP") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return path
-}
-
-// peersDir is $BROKERLESS_PEERS, or the repository's .ci/peers.
-func peersDir() string {
-	if d := os.Getenv("BROKERLESS_PEERS"); d != "" {
-		return d
-	}
-	abs, _ := filepath.Abs(filepath.Join("..", ".ci", "peers"))
-	return abs
 }
 
 // startServer starts a Server on 127.0.0.1 with free ports, serving

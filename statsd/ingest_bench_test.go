@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/net/ipv4"
+
+	"github.com/brokerless/brokerless/internal/peertest"
 )
 
 // BenchmarkIngest finds, for our server, for Etsy statsd 0.9.0 and for
@@ -79,14 +81,14 @@ func BenchmarkIngest(b *testing.B) {
 				b.Fatalf("SO_RCVBUF: ours %d, Etsy's %d: not the same", ourRcvbuf, e.rcvbuf)
 			}
 			var x *exporter
-			if _, err := os.Stat(exporterPath()); err == nil || os.Getenv("BROKERLESS_INTEROP") == "1" {
+			if _, err := os.Stat(exporterPath()); err == nil {
 				x = startExporter(b, setting.peer)
 				if same && x.rcvbuf != ourRcvbuf {
 					b.Fatalf("SO_RCVBUF: ours %d, statsd_exporter's %d: not the same", ourRcvbuf, x.rcvbuf)
 				}
 			} else {
-				b.Logf("statsd_exporter %s not found at %s: measuring without it; run .ci/install.d/65-statsd-exporter.sh (BROKERLESS_PEERS=%s)",
-					exporterVersion, exporterPath(), peersDir())
+				peertest.Without(b, "prometheus statsd_exporter "+exporterVersion+", not found at "+exporterPath(),
+					peertest.Script("65-statsd-exporter.sh"), "measuring without it")
 			}
 			if same {
 				b.Logf("SO_RCVBUF of every socket: %d bytes", ourRcvbuf)

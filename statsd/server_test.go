@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brokerless/brokerless/internal/peertest"
 )
 
 // snapshotValues flattens a snapshot into "kind key[.stat]" → value.
@@ -44,10 +46,7 @@ func checkValues(t *testing.T, got map[string]float64, want map[string]float64) 
 // TestPythonStatsdClient has Debian's python3-statsd, a client from
 // outside the project, send to the server over UDP and TCP.
 func TestPythonStatsdClient(t *testing.T) {
-	python := peer(t, "Debian's python3 (for python3-statsd)", "/usr/bin/python3")
-	if err := exec.Command(python, "-I", "-c", "import statsd").Run(); err != nil {
-		peer(t, "python3-statsd", "/nonexistent/python3-statsd")
-	}
+	python := peertest.PythonModule(t, "statsd", "apt-get install python3-statsd (.ci/install.d/40-statsd.sh)")
 	cfg := Config{UDP: []string{"127.0.0.1:0"}, TCP: []string{"127.0.0.1:0"}}
 	cfg.FlushInterval = time.Hour
 	s := startServer(t, cfg)

@@ -21,22 +21,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/brokerless/brokerless/internal/peertest"
 )
 
-// interopTool finds a peer program, skipping the test without it unless
-// BROKERLESS_INTEROP=1.
-func interopTool(t *testing.T, name, pkg string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		msg := fmt.Sprintf("%s not installed (apt-get install %s; .ci/install.d/60-metrics.sh)", name, pkg)
-		if os.Getenv("BROKERLESS_INTEROP") == "1" {
-			t.Fatal(msg + " and BROKERLESS_INTEROP=1")
-		}
-		t.Skip(msg + "; set BROKERLESS_INTEROP=1 to require it")
-	}
-	return path
-}
+// installPrometheus installs promtool and prometheus, the peers here.
+const installPrometheus = "apt-get install prometheus (.ci/install.d/60-metrics.sh)"
 
 // metricsPeers are a statsd command serving Prometheus' /metrics (1 s
 // flushes, at most maxKeys keys, a mapping from statsd_exporter's
@@ -163,7 +153,7 @@ func scrapeText(t *testing.T, u string) []byte {
 // nothing.
 func promtool(t *testing.T, name string, page []byte) {
 	t.Helper()
-	cmd := exec.Command(interopTool(t, "promtool", "prometheus"), "check", "metrics")
+	cmd := exec.Command(peertest.LookPath(t, "promtool", installPrometheus), "check", "metrics")
 	cmd.Stdin = bytes.NewReader(page)
 	out, err := cmd.CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(out)) > 0 {
@@ -174,7 +164,7 @@ func promtool(t *testing.T, name string, page []byte) {
 // TestPromtoolPages: `promtool check metrics` is clean on statsd's and
 // logd's pages, also after keys whose names collide on the page.
 func TestPromtoolPages(t *testing.T) {
-	interopTool(t, "promtool", "prometheus")
+	peertest.LookPath(t, "promtool", installPrometheus)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p := startMetricsPeers(t, ctx, 1000)
@@ -217,7 +207,7 @@ type prometheus struct {
 
 func startPrometheus(t *testing.T, targets map[string]string) *prometheus {
 	t.Helper()
-	bin := interopTool(t, "prometheus", "prometheus")
+	bin := peertest.LookPath(t, "prometheus", installPrometheus)
 	dir := t.TempDir()
 	var cfg strings.Builder
 	cfg.WriteString("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n")
@@ -336,7 +326,7 @@ func (p *prometheus) waitQuery(t *testing.T, q string, ok func([]promSample) boo
 // the right bucket, logd's group lag is there under kafka_exporter's
 // name, and no scrape failed.
 func TestRealPrometheus(t *testing.T) {
-	interopTool(t, "prometheus", "prometheus")
+	peertest.LookPath(t, "prometheus", installPrometheus)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	peers := startMetricsPeers(t, ctx, 4)

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -17,21 +15,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-)
 
-// chromiumPath finds Debian's chromium; it skips the test (fails it
-// under BROKERLESS_INTEROP=1) when chromium is missing.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("BROKERLESS_INTEROP") == "1" {
-			t.Fatal("chromium is not installed (apt-get install chromium, see .ci/install.d/80-chromium.sh) and BROKERLESS_INTEROP=1")
-		}
-		t.Skip("chromium not installed (apt-get install chromium, see .ci/install.d/80-chromium.sh); set BROKERLESS_INTEROP=1 to require it")
-	}
-	return p
-}
+	"github.com/brokerless/brokerless/internal/peertest"
+)
 
 // apiCall sends a JSON request to the dispatcher's API and decodes the answer into out.
 func apiCall(t *testing.T, base, token, method, path string, in, out any) int {
@@ -76,7 +62,7 @@ type consoleDelivery struct {
 // console's login form, the events page showing the 500, the "Resend"
 // button pressed, and the new attempt (200, succeeded) on the page.
 func TestWebhookConsoleBrowser(t *testing.T) {
-	chromium := chromiumPath(t)
+	chromium := peertest.LookPath(t, "chromium", "apt-get install chromium (.ci/install.d/80-chromium.sh)")
 	var failing atomic.Bool
 	failing.Store(true)
 	var hits atomic.Int64

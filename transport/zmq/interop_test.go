@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -12,27 +11,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brokerless/brokerless/internal/peertest"
 	"github.com/brokerless/brokerless/transport"
 )
 
-// python is Debian's interpreter: python3-zmq (pyzmq on libzmq 4.3)
-// belongs to it. -I keeps the test's directories off its path.
-const python = "/usr/bin/python3"
-
-// needPyzmq skips the test when python3-zmq is missing, or fails it when
-// BROKERLESS_INTEROP=1 (CI installs it: .ci/install.d/50-zmq.sh).
-func needPyzmq(t *testing.T) {
+// needPyzmq returns Debian's interpreter once it imports python3-zmq
+// (pyzmq on libzmq 4.3), and logs libzmq's version; the test skips
+// without it, unless BROKERLESS_INTEROP=1, where it fails.
+func needPyzmq(t *testing.T) string {
 	t.Helper()
+	python := peertest.PythonModule(t, "zmq", "apt-get install python3-zmq (.ci/install.d/50-zmq.sh)")
 	out, err := exec.Command(python, "-I", "-c", "import zmq; print(zmq.zmq_version())").CombinedOutput()
-	if err == nil {
-		t.Logf("libzmq %s (python3-zmq)", bytes.TrimSpace(out))
-		return
+	if err != nil {
+		t.Fatalf("python3-zmq imports but zmq.zmq_version() fails: %v: %s", err, bytes.TrimSpace(out))
 	}
-	msg := "python3-zmq is not installed (apt-get install python3-zmq, or run .ci/install.d/50-zmq.sh): " + string(bytes.TrimSpace(out))
-	if os.Getenv("BROKERLESS_INTEROP") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	t.Logf("libzmq %s (python3-zmq)", bytes.TrimSpace(out))
+	return python
 }
 
 // pyPeer is a running testdata/pyzmq_peer.py.
@@ -65,8 +59,7 @@ func (l *lockedBuffer) String() string {
 // startPy runs the peer in mode with args; it is killed at cleanup.
 func startPy(t *testing.T, args ...string) *pyPeer {
 	t.Helper()
-	needPyzmq(t)
-	cmd := exec.Command(python, append([]string{"-I", "testdata/pyzmq_peer.py"}, args...)...)
+	cmd := exec.Command(needPyzmq(t), append([]string{"-I", "testdata/pyzmq_peer.py"}, args...)...)
 	p := &pyPeer{t: t, cmd: cmd, lines: make(chan map[string]any, 1024), stderr: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()
