@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brokerless/brokerless/internal/peertest"
+	"github.com/brokerless/brokerless/transport/peertest"
 )
 
 // pythonKafka returns Debian's /usr/bin/python3 once it can import

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brokerless/brokerless/internal/peertest"
+	"github.com/brokerless/brokerless/transport/peertest"
 )
 
 // kcatPath finds Debian's kcat: the test skips without it, unless

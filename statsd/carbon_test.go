@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brokerless/brokerless/internal/peertest"
+	"github.com/brokerless/brokerless/transport/peertest"
 )
 
 // carbon is a real carbon-cache (Debian's graphite-carbon) run in the

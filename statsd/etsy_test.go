@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brokerless/brokerless/internal/peertest"
+	"github.com/brokerless/brokerless/transport/peertest"
 )
 
 // etsy is a running Etsy statsd 0.9.0 daemon.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brokerless/brokerless/internal/peertest"
+	"github.com/brokerless/brokerless/transport/peertest"
 )
 
 // exporterVersion is the prometheus statsd_exporter the ingest

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/net/ipv4"
 
-	"github.com/brokerless/brokerless/internal/peertest"
+	"github.com/brokerless/brokerless/transport/peertest"
 )
 
 // BenchmarkIngest finds, for our server, for Etsy statsd 0.9.0 and for

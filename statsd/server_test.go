@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brokerless/brokerless/internal/peertest"
+	"github.com/brokerless/brokerless/transport/peertest"
 )
 
 // snapshotValues flattens a snapshot into "kind key[.stat]" → value.

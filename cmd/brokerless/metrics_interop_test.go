@@ -22,7 +22,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/brokerless/brokerless/internal/peertest"
+	"github.com/brokerless/brokerless/transport/peertest"
 )
 
 // installPrometheus installs promtool and prometheus, the peers here.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/brokerless/brokerless/internal/peertest"
+	"github.com/brokerless/brokerless/transport/peertest"
 )
 
 // apiCall sends a JSON request to the dispatcher's API and decodes the answer into out.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brokerless/brokerless/internal/peertest"
 	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/peertest"
 )
 
 // needPyzmq returns Debian's interpreter once it imports python3-zmq
