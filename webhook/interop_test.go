@@ -5,22 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// peersDir is $BROKERLESS_PEERS, or the repository's .ci/peers.
-func peersDir() string {
-	if d := os.Getenv("BROKERLESS_PEERS"); d != "" {
-		return d
-	}
-	abs, _ := filepath.Abs(filepath.Join("..", ".ci", "peers"))
-	return abs
-}
+	"github.com/brokerless/brokerless/transport/peertest"
+)
 
 // standardWebhooks returns node's path and the directory of the npm
 // standardwebhooks package installed by .ci/install.d/70-webhook.sh, or
@@ -28,21 +20,9 @@ func peersDir() string {
 // missing.
 func standardWebhooks(t *testing.T) (node, module string) {
 	t.Helper()
-	missing := func(msg string) {
-		msg += "; run .ci/install.d/70-webhook.sh (BROKERLESS_PEERS=" + peersDir() + ")"
-		if os.Getenv("BROKERLESS_INTEROP") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node not found on PATH")
-	}
-	module = filepath.Join(peersDir(), "webhook", "node_modules", "standardwebhooks")
-	if _, err := os.Stat(filepath.Join(module, "package.json")); err != nil {
-		missing("npm standardwebhooks not found at " + module)
-	}
+	node = peertest.LookPath(t, "node", "apt-get install nodejs npm (.ci/install.d/10-node.sh)")
+	module = filepath.Join(peertest.Dir(), "webhook", "node_modules", "standardwebhooks")
+	peertest.File(t, "npm standardwebhooks", filepath.Join(module, "package.json"), peertest.Script("70-webhook.sh"))
 	return node, module
 }
 
