@@ -87,21 +87,7 @@ func (l *Log) request(ctx context.Context, p int32, off int64, bytes int32) fetc
 	if err != nil {
 		return fetched{err: err}
 	}
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = -1
-	req.MaxWaitMillis = int32(logMaxWait / time.Millisecond)
-	req.MinBytes = 1
-	req.MaxBytes = bytes
-	req.IsolationLevel = 1
-	req.SessionEpoch = -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = l.topic, ld.topicID
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, off, bytes
-	rp.CurrentLeaderEpoch, rp.LogStartOffset, rp.LastFetchedEpoch = -1, -1, -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := l.cl.Broker(int(ld.broker)).RetriableRequest(ctx, req)
+	resp, err := l.cl.Broker(int(ld.broker)).RetriableRequest(ctx, fetchRequest(l.topic, ld, p, off, bytes))
 	if err != nil {
 		return fetched{err: err}
 	}
@@ -123,6 +109,26 @@ func (l *Log) request(ctx context.Context, p int32, off int64, bytes int32) fetc
 		}
 	}
 	return fetched{err: fmt.Errorf("the broker's answer lacks partition %d", p)}
+}
+
+// fetchRequest is the Fetch request of partition p of topic, led by ld,
+// from offset off, of at most bytes.
+func fetchRequest(topic string, ld leader, p int32, off int64, bytes int32) kmsg.Request {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(logMaxWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = bytes
+	req.IsolationLevel = 1
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic, ld.topicID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, off, bytes
+	rp.CurrentLeaderEpoch, rp.LogStartOffset, rp.LastFetchedEpoch = -1, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
 }
 
 // leaderOf returns partition p's leader, asking for the topic's metadata
