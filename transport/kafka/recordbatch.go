@@ -32,6 +32,11 @@ const batchHeaderLen = 61
 // the bytes after it.
 const batchLengthAt = 12
 
+// batchMagicAt is where a batch's magic byte is: the message format
+// version, 2 for a record batch. The message sets of the formats before
+// (0 and 1) have theirs there too (offset int64, size int32, CRC int32).
+const batchMagicAt = 16
+
 // Batch attributes (Kafka's DefaultRecordBatch).
 const (
 	attrCodec         = 0x07
@@ -71,15 +76,19 @@ func newBatchDecoder() *batchDecoder {
 
 // scanBatches returns the offset after the last batch that data holds
 // whole (0, false when it holds none) and the length of the first
-// batch (0 when data is too short to tell): a fetch's bytes end with a
-// part of a batch when the fetch size cut it.
+// batch (0 when data is too short to tell, or does not start with a
+// record batch: decode says why): a fetch's bytes end with a part of a
+// batch when the fetch size cut it.
 func scanBatches(data []byte) (next int64, complete bool, firstLen int) {
-	for len(data) >= batchHeaderLen {
+	for len(data) > batchMagicAt && data[batchMagicAt] == 2 {
 		size := int(int32(binary.BigEndian.Uint32(data[8:]))) + batchLengthAt
-		if firstLen == 0 {
-			firstLen = max(size, 1)
+		if size < batchHeaderLen {
+			break
 		}
-		if size < batchHeaderLen || size > len(data) {
+		if firstLen == 0 {
+			firstLen = size
+		}
+		if size > len(data) {
 			break
 		}
 		next = int64(binary.BigEndian.Uint64(data)) + int64(int32(binary.BigEndian.Uint32(data[23:]))) + 1
@@ -112,10 +121,16 @@ func (d *batchDecoder) begin(aborted []kmsg.FetchResponseTopicPartitionAbortedTr
 // a batch at the end of data, left for the next fetch).
 func (d *batchDecoder) decode(data []byte, from int64, limit int, m *transport.Message, fn func(*transport.Message)) (n int, after, next int64, rest []byte, err error) {
 	next = from
-	for len(data) >= batchHeaderLen && (limit == 0 || n < limit) {
+	for len(data) > batchMagicAt && (limit == 0 || n < limit) {
+		base := int64(binary.BigEndian.Uint64(data))
+		if magic := data[batchMagicAt]; magic != 2 {
+			// Read before the length: a message of the formats before
+			// is shorter than a batch header.
+			return n, from, next, nil, fmt.Errorf("%w at offset %d: message format v%d (magic %d); only record batches (v2, Kafka 0.11 and later) are read", ErrCorruptBatch, base, magic, magic)
+		}
 		size := int(int32(binary.BigEndian.Uint32(data[8:]))) + batchLengthAt
 		if size < batchHeaderLen {
-			return n, from, next, nil, fmt.Errorf("%w at offset %d: length %d", ErrCorruptBatch, int64(binary.BigEndian.Uint64(data)), size-batchLengthAt)
+			return n, from, next, nil, fmt.Errorf("%w at offset %d: length %d", ErrCorruptBatch, base, size-batchLengthAt)
 		}
 		if size > len(data) {
 			break // cut by the fetch size: fetched again from next
@@ -138,9 +153,6 @@ func (d *batchDecoder) decode(data []byte, from int64, limit int, m *transport.M
 func (d *batchDecoder) batch(b []byte, fromp *int64, m *transport.Message, fn func(*transport.Message)) (n int, last int64, err error) {
 	from := *fromp
 	base := int64(binary.BigEndian.Uint64(b))
-	if magic := b[16]; magic != 2 {
-		return 0, base, fmt.Errorf("%w at offset %d: message format v%d (magic %d); only record batches (v2, Kafka 0.11 and later) are read", ErrCorruptBatch, base, magic, magic)
-	}
 	if got, want := crc32.Checksum(b[21:], castagnoli), binary.BigEndian.Uint32(b[17:]); got != want {
 		return 0, base, fmt.Errorf("%w at offset %d: CRC-32C %08x, the batch says %08x", ErrCorruptBatch, base, got, want)
 	}
