@@ -166,6 +166,9 @@ func (d *batchDecoder) batch(b []byte, fromp *int64, m *transport.Message, fn fu
 	maxTime := int64(binary.BigEndian.Uint64(b[35:]))
 	producer := int64(binary.BigEndian.Uint64(b[43:]))
 	count := int(int32(binary.BigEndian.Uint32(b[57:])))
+	if count < 0 {
+		return 0, last, fmt.Errorf("%w at offset %d: record count %d", ErrCorruptBatch, base, count)
+	}
 	records := b[batchHeaderLen:]
 	if attrs&attrTransactional != 0 {
 		for len(d.pending) > 0 && d.pending[0].FirstOffset <= last {
@@ -201,10 +204,11 @@ func (d *batchDecoder) batch(b []byte, fromp *int64, m *transport.Message, fn fu
 			return n, last, fmt.Errorf("%w at offset %d: record %d of %d cannot be read", ErrCorruptBatch, base, i, count)
 		}
 		records = rest
-		off := base + int64(r.offsetDelta)
-		if r.offsetDelta < 0 || off > last {
+		if r.offsetDelta < 0 || r.offsetDelta > lastDelta { // base+delta may overflow
+
 			return n, last, fmt.Errorf("%w at offset %d: record %d has offset delta %d, past the last %d", ErrCorruptBatch, base, i, r.offsetDelta, lastDelta)
 		}
+		off := base + r.offsetDelta
 		if off < from {
 			continue
 		}

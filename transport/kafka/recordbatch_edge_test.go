@@ -45,3 +45,15 @@ func TestBatchDecodeOldFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestBatchDecodeOffsetDeltas(t *testing.T) {
+	tb := testBatch{base: math.MaxInt64 - 10, lastDelta: 2, records: []testRecord{
+		{offsetDelta: 0, value: []byte("a")}, {offsetDelta: math.MaxInt32, value: []byte("b")}}}
+	if ms, _, err := decodeAll(t, tb.bytes(t), math.MaxInt64-10); !errors.Is(err, ErrCorruptBatch) {
+		t.Errorf("offset delta past the last, overflowing: %v, %v: want ErrCorruptBatch", offsets(ms), err)
+	}
+	tb = testBatch{base: 0, lastDelta: 4, wrongCount: -1}
+	if ms, _, err := decodeAll(t, tb.bytes(t), 0); !errors.Is(err, ErrCorruptBatch) {
+		t.Errorf("record count -1: %v, %v: want ErrCorruptBatch", offsets(ms), err)
+	}
+}
