@@ -23,8 +23,9 @@ const logMaxWait = 100 * time.Millisecond
 type fetched struct {
 	data    []byte // the partition's record batches
 	aborted []kmsg.FetchResponseTopicPartitionAbortedTransaction
-	end     int64 // the last stable offset (read_committed), else the high watermark
-	err     error // a request or partition error
+	end     int64         // the last stable offset (read_committed), else the high watermark
+	err     error         // a request or partition error
+	took    time.Duration // from the request's sending to its answer
 }
 
 // inFlight is a Fetch request a Log issued and has not taken the answer
@@ -51,7 +52,9 @@ func (l *Log) issue(p int32, off int64, bytes int32) *inFlight {
 	f := &inFlight{part: p, offset: off, bytes: bytes, done: make(chan fetched, 1)}
 	go func() {
 		ctx, cancel := context.WithCancel(l.bg)
+		start := time.Now()
 		r := l.send(ctx, p, off, bytes)
+		r.took = time.Since(start)
 		cancel()
 		f.done <- r
 	}()

@@ -191,10 +191,10 @@ func (l *Log) fetch(ctx context.Context, stream transport.StreamID, pos uint64, 
 				// The next fetch's request, sent before this one's
 				// records are handed on.
 				l.ahead = l.issue(p, next, l.bytes)
-			case !whole && first > 0:
+			case !whole && len(f.data) >= int(bytes) && (first > 0 || len(f.data) <= batchMagicAt):
 				// A batch larger than the fetch size, from a broker
-				// that sends a part of it (brokers since Kafka 0.10.1
-				// send it whole): ask for all of it.
+				// that cuts it there (brokers since Kafka 0.10.1 send
+				// it whole): ask for all of it.
 				want := max(first, 2*int(bytes))
 				if want > maxBatchBytes {
 					return 0, l.fetchErr(p, fmt.Errorf("%w at offset %d: a batch of %d bytes, more than %d", ErrCorruptBatch, off, first, maxBatchBytes))
@@ -216,6 +216,12 @@ func (l *Log) fetch(ctx context.Context, stream transport.StreamID, pos uint64, 
 		}
 		if n > 0 {
 			return n, nil
+		}
+		if next == off && f.took < logMaxWait && !pause(ctx, logMaxWait-f.took) {
+			// Nothing past off, answered before the broker's wait
+			// was up: asked again after it, as kgo's consumer backs
+			// off a fetch that makes no progress, not in a loop.
+			return 0, ctx.Err()
 		}
 		off = next // past batches of control records or aborted transactions only
 		bytes = l.bytes

@@ -11,6 +11,33 @@ import (
 	"github.com/brokerless/brokerless/transport"
 )
 
+func TestLogNoProgressPaces(t *testing.T) {
+	for name, data := range map[string][]byte{
+		"nothing":        nil,
+		"batches before": plainBatch(0, 10).bytes(t),
+		"a header cut":   plainBatch(10, 10).bytes(t)[:40],
+	} {
+		t.Run(name, func(t *testing.T) {
+			var asked atomic.Int64
+			log := fakeLog(t, &fakeBroker{}, 1<<20)
+			log.send = func(context.Context, int32, int64, int32) fetched {
+				asked.Add(1)
+				return fetched{data: data, end: 100}
+			}
+			const wait = 500 * time.Millisecond
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			n, err := log.ReadEach(ctx, transport.StreamID{Topic: "f"}, 10, func(*transport.Message) {})
+			if n != 0 || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("%d records, %v: want none, the context's deadline", n, err)
+			}
+			if most := int64(wait/logMaxWait) + 3; asked.Load() > most {
+				t.Fatalf("%d fetches in %v: want about one per %v, %d at most", asked.Load(), wait, logMaxWait, most)
+			}
+		})
+	}
+}
+
 func TestLogOldFormat(t *testing.T) {
 	for name, data := range map[string][]byte{
 		"one small message": messageSet(0, 10, "a"),
