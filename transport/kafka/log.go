@@ -63,7 +63,7 @@ func OpenLog(ctx context.Context, cfg Config) (*Log, error) {
 	if fetch == 0 {
 		fetch = DefaultLogFetchBytes
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...)}, cfg.Options...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.MaxDecompressBatchBytes(logMaxDecompress)}, cfg.Options...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}
@@ -71,8 +71,16 @@ func OpenLog(ctx context.Context, cfg Config) (*Log, error) {
 		cl.Close()
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}
+	// The client's decompressor: bounded by kgo.MaxDecompressBatchBytes
+	// (logMaxDecompress unless cfg.Options says otherwise), or the
+	// one kgo.WithDecompressor gave in cfg.Options.
+	dec, ok := cl.OptValue(kgo.WithDecompressor).(kgo.Decompressor)
+	if !ok {
+		cl.Close()
+		return nil, fmt.Errorf("kafka transport: the kgo client has no decompressor")
+	}
 	bg, stop := context.WithCancel(context.Background())
-	l := &Log{cl: cl, topic: cfg.Topic, parts: cfg.Partitions, bytes: fetch, bg: bg, stop: stop, dec: newBatchDecoder()}
+	l := &Log{cl: cl, topic: cfg.Topic, parts: cfg.Partitions, bytes: fetch, bg: bg, stop: stop, dec: newBatchDecoder(dec)}
 	l.send = l.request
 	return l, nil
 }

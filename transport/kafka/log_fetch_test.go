@@ -11,6 +11,12 @@ import (
 	"github.com/brokerless/brokerless/transport"
 )
 
+// TestLogNoProgressPaces: a broker that answers at once with nothing
+// past the offset asked for (no bytes; batches that all end before it;
+// a part of a batch too short to read), though its high watermark says
+// there is more, is asked again at most about once per logMaxWait, as
+// kgo's consumer backs off a fetch that makes no progress, not in a
+// loop as fast as it answers.
 func TestLogNoProgressPaces(t *testing.T) {
 	for name, data := range map[string][]byte{
 		"nothing":        nil,
@@ -38,6 +44,10 @@ func TestLogNoProgressPaces(t *testing.T) {
 	}
 }
 
+// TestLogOldFormat: a fetch that answers a message set of the formats
+// before record batches is an error that says so, at once: not a wait
+// for records that never come, nor fetches ever larger, up to 64 MiB,
+// for a batch that is not one.
 func TestLogOldFormat(t *testing.T) {
 	for name, data := range map[string][]byte{
 		"one small message": messageSet(0, 10, "a"),

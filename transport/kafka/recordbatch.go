@@ -50,6 +50,12 @@ const (
 // allow (message.max.bytes is 1 MiB) many times over.
 const maxBatchBytes = 64 << 20
 
+// logMaxDecompress bounds what one record batch a Log reads may
+// decompress to, unless Config.Options sets kgo.MaxDecompressBatchBytes:
+// a few KiB from a broker could otherwise make a Log allocate GiBs. A
+// batch that decompresses to more is ErrCorruptBatch (kgo.ErrMaxDecompress).
+const logMaxDecompress = 256 << 20
+
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // batchDecoder reads the record batches of a partition's fetch and hands
@@ -70,8 +76,10 @@ type batchDecoder struct {
 	pending []kmsg.FetchResponseTopicPartitionAbortedTransaction
 }
 
-func newBatchDecoder() *batchDecoder {
-	return &batchDecoder{dec: kgo.DefaultDecompressor(), aborted: map[int64]struct{}{}}
+// newBatchDecoder returns a decoder that decompresses with dec, which
+// must bound what a batch decompresses to (kgo.MaxDecompressBatchBytes).
+func newBatchDecoder(dec kgo.Decompressor) *batchDecoder {
+	return &batchDecoder{dec: dec, aborted: map[int64]struct{}{}}
 }
 
 // scanBatches returns the offset after the last batch that data holds

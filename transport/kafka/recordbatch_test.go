@@ -124,7 +124,7 @@ func plainBatch(base int64, n int) testBatch {
 // decoded is what decode handed: copies of the messages.
 func decodeAll(t testing.TB, data []byte, from int64, aborted ...kmsg.FetchResponseTopicPartitionAbortedTransaction) ([]transport.Message, int64, error) {
 	t.Helper()
-	d := newBatchDecoder()
+	d := newBatchDecoder(kgo.DefaultDecompressor())
 	var out []transport.Message
 	m := &transport.Message{Topic: "t"}
 	d.begin(aborted)
@@ -215,7 +215,7 @@ func TestBatchDecodeLimit(t *testing.T) {
 	for _, tb := range []testBatch{plainBatch(0, 3), aborted, plainBatch(5, 2), later, plainBatch(9, 1)} {
 		data = append(data, tb.bytes(t)...)
 	}
-	d := newBatchDecoder()
+	d := newBatchDecoder(kgo.DefaultDecompressor())
 	d.begin([]kmsg.FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 5, FirstOffset: 3}})
 	var got []uint64
 	fn := func(m *transport.Message) { got = append(got, m.Seq) }
@@ -352,7 +352,7 @@ func TestBatchDecodeTransactions(t *testing.T) {
 // allocation per record (nor per fetch, once the header keys are known).
 func TestBatchDecodeAllocates(t *testing.T) {
 	data := plainBatch(0, 1000).bytes(t)
-	d := newBatchDecoder()
+	d := newBatchDecoder(kgo.DefaultDecompressor())
 	m := &transport.Message{}
 	sum := 0
 	fn := func(m *transport.Message) { sum += len(m.Payload) }
@@ -381,7 +381,7 @@ func FuzzRecordBatches(f *testing.F) {
 		f.Add(seed, int64(21))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, from int64) {
-		d := newBatchDecoder()
+		d := newBatchDecoder(kgo.DefaultDecompressor())
 		m := &transport.Message{}
 		last, handed := int64(-1), 0
 		var all []uint64
