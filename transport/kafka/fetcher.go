@@ -115,7 +115,10 @@ func (l *Log) request(ctx context.Context, p int32, off int64, bytes int32) fetc
 }
 
 // fetchRequest is the Fetch request of partition p of topic, led by ld,
-// from offset off, of at most bytes.
+// from offset off, of at most bytes. Without the topic's ID (a broker
+// whose metadata has none), it is kept to version 12, which names the
+// topic, as kgo's consumer does: kgo sends the highest version both
+// sides speak, and from 13 on a request names the topic by ID only.
 func fetchRequest(topic string, ld leader, p int32, off int64, bytes int32) kmsg.Request {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
@@ -131,8 +134,21 @@ func fetchRequest(topic string, ld leader, p int32, off int64, bytes int32) kmsg
 	rp.CurrentLeaderEpoch, rp.LogStartOffset, rp.LastFetchedEpoch = -1, -1, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
+	if ld.topicID == ([16]byte{}) {
+		return fetchByName{req}
+	}
 	return req
 }
+
+// fetchByName is a Fetch request of a version that names topics (12 at
+// most).
+type fetchByName struct{ *kmsg.FetchRequest }
+
+func (fetchByName) MaxVersion() int16 { return 12 }
+
+// Timeout is the broker's wait, which kgo adds to its read timeout (as
+// for a *kmsg.FetchRequest).
+func (r fetchByName) Timeout() int32 { return r.MaxWaitMillis }
 
 // leaderOf returns partition p's leader, asking for the topic's metadata
 // when it is not known.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/brokerless/brokerless/transport"
 )
 
@@ -73,4 +75,17 @@ func TestLogOldFormat(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFetchRequestVersions: with no topic ID (a broker whose metadata
+// has none), the Fetch request is kept to version 12, which names the
+// topic, as kgo's consumer does: from 13 on, a zero ID names no topic.
+func TestFetchRequestVersions(t *testing.T) {
+	if v := fetchRequest("t", leader{}, 0, 0, 1).MaxVersion(); v > 12 {
+		t.Errorf("no topic ID: Fetch up to version %d, want 12 at most", v)
+	}
+	if v := fetchRequest("t", leader{topicID: [16]byte{1}}, 0, 0, 1).MaxVersion(); v < 13 {
+		t.Errorf("a topic ID: Fetch up to version %d, want 13 or later", v)
+	}
+	var _ kmsg.Request = fetchRequest("t", leader{}, 0, 0, 1)
 }
