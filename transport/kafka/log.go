@@ -216,7 +216,12 @@ func (l *Log) fetch(ctx context.Context, stream transport.StreamID, pos uint64, 
 		n, after, next, rest, err := l.dec.decode(f.data, off, logReadRecords, m, each)
 		if err != nil {
 			l.drop()
-			return n, l.fetchErr(p, err)
+			if n > 0 {
+				// The records before what cannot be read are the
+				// read's; the read from there on reports it.
+				return n, nil
+			}
+			return 0, l.fetchErr(p, err)
 		}
 		if _, whole, _ := scanBatches(rest); whole {
 			f.data = rest

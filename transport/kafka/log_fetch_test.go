@@ -89,3 +89,36 @@ func TestFetchRequestVersions(t *testing.T) {
 	}
 	var _ kmsg.Request = fetchRequest("t", leader{}, 0, 0, 1)
 }
+
+// TestLogCorruptAfterRecords: the records of a fetch before a batch that
+// cannot be read are the read's, without an error; the read from the
+// bad batch on reports it. Read returned none of them, with the error,
+// so that they could never be read.
+func TestLogCorruptAfterRecords(t *testing.T) {
+	bad := plainBatch(10, 10)
+	bad.corruptCRC = true
+	f := &fakeBroker{end: 20, batches: [][]byte{plainBatch(0, 10).bytes(t), bad.bytes(t)}}
+	log := fakeLog(t, f, 1<<20)
+	stream := transport.StreamID{Topic: "f"}
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	ms, err := log.Read(ctx, stream, 0)
+	if err != nil || len(ms) != 10 || ms[9].Seq != 9 {
+		t.Fatalf("read at 0: %v, %v: want 0..9", offsets(ms), err)
+	}
+	if ms, err = log.Read(ctx, stream, 10); !errors.Is(err, ErrCorruptBatch) {
+		t.Fatalf("read at 10: %v, %v: want ErrCorruptBatch", offsets(ms), err)
+	}
+	// A record cut inside a batch: those before it are read first.
+	cut := plainBatch(0, 5)
+	cut.wrongCount, cut.trailing, cut.lastDelta = 6, []byte{9}, 5
+	f = &fakeBroker{end: 6, batches: [][]byte{cut.bytes(t)}}
+	log = fakeLog(t, f, 1<<20)
+	n, err := log.ReadEach(ctx, stream, 0, func(*transport.Message) {})
+	if err != nil || n != 5 {
+		t.Fatalf("read of a batch with a bad 6th record: %d records, %v: want the 5 before it", n, err)
+	}
+	if n, err := log.ReadEach(ctx, stream, 5, func(*transport.Message) {}); !errors.Is(err, ErrCorruptBatch) || n != 0 {
+		t.Fatalf("read at the bad record: %d records, %v: want ErrCorruptBatch", n, err)
+	}
+}
