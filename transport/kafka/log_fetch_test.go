@@ -77,6 +77,45 @@ func TestLogOldFormat(t *testing.T) {
 	}
 }
 
+// TestLogCloseEndsPrefetch: the request a Log sent ahead, in flight when
+// the Log closes, ends with it: no goroutine is left waiting.
+func TestLogCloseEndsPrefetch(t *testing.T) {
+	f := &fakeBroker{end: 30, batches: [][]byte{plainBatch(0, 10).bytes(t), plainBatch(10, 20).bytes(t)}}
+	log := fakeLog(t, f, int32(len(f.batches[0])))
+	started, ended := make(chan struct{}), make(chan struct{})
+	send := f.send
+	log.send = func(ctx context.Context, p int32, off int64, size int32) fetched {
+		if off == 10 { // the request sent ahead: answered when the Log closes
+			close(started)
+			<-ctx.Done()
+			defer close(ended)
+			return fetched{err: ctx.Err()}
+		}
+		return send(ctx, p, off, size)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	if n, err := log.ReadEach(ctx, transport.StreamID{Topic: "f"}, 0, func(*transport.Message) {}); err != nil || n != 10 {
+		t.Fatalf("read at 0: %d records, %v", n, err)
+	}
+	<-started
+	// A read waiting for it ends with its context, the request staying.
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancelShort()
+	if _, err := log.ReadEach(short, transport.StreamID{Topic: "f"}, 10, func(*transport.Message) {}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read at 10, its context ending: %v", err)
+	}
+	log.stop() // Close, but for the client a fake Log has none of
+	select {
+	case <-ended:
+	case <-ctx.Done():
+		t.Fatal("the request sent ahead still runs after the Log closed")
+	}
+	if _, err := log.ReadEach(ctx, transport.StreamID{Topic: "f"}, 10, func(*transport.Message) {}); !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("read after close: %v, want transport.ErrClosed", err)
+	}
+}
+
 // TestFetchRequestVersions: with no topic ID (a broker whose metadata
 // has none), the Fetch request is kept to version 12, which names the
 // topic, as kgo's consumer does: from 13 on, a zero ID names no topic.
