@@ -161,3 +161,56 @@ func TestLogCorruptAfterRecords(t *testing.T) {
 		t.Fatalf("read at the bad record: %d records, %v: want ErrCorruptBatch", n, err)
 	}
 }
+
+// FuzzLogFetch: whatever a broker answers (bytes cut at the size asked
+// for, from the first batch that holds the offset on), a Log's read
+// never panics, hands records in order from the offset asked for only,
+// returns by its context's end, and does not ask the broker in a loop.
+func FuzzLogFetch(f *testing.F) {
+	var two []byte
+	for _, tb := range []testBatch{plainBatch(0, 3), plainBatch(3, 2)} {
+		two = append(two, tb.bytes(f)...)
+	}
+	f.Add(two, int64(5), uint64(0), int32(64))
+	f.Add(two, int64(5), uint64(4), int32(1<<20))
+	f.Add(messageSet(1, 0, "a", "b"), int64(2), uint64(0), int32(64))
+	f.Add(two[:70], int64(5), uint64(0), int32(40))
+	f.Fuzz(func(t *testing.T, data []byte, end int64, pos uint64, size int32) {
+		if size <= 0 || pos > 1<<40 {
+			return
+		}
+		var asked atomic.Int64
+		log := fakeLog(t, &fakeBroker{}, size)
+		log.send = func(_ context.Context, _ int32, _ int64, n int32) fetched {
+			asked.Add(1)
+			return fetched{data: data[:min(len(data), int(n))], end: end}
+		}
+		const wait = 20 * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		next := pos
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			n, err := log.ReadEach(ctx, transport.StreamID{Topic: "f"}, pos, func(m *transport.Message) {
+				if m.Seq < next {
+					t.Errorf("record at %d, after %d, read from %d", m.Seq, next, pos)
+				}
+				next = m.Seq + 1
+			})
+			if err != nil && n != 0 {
+				t.Errorf("%d records with an error: %v", n, err)
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(testDeadline):
+			t.Fatal("the read did not return after its context ended")
+		}
+		// Growing a cut first batch to 64 MiB takes at most 21 fetches
+		// from 64 bytes; one more a logMaxWait.
+		if n := asked.Load(); n > 24 {
+			t.Fatalf("%d fetches in %v", n, wait)
+		}
+	})
+}
