@@ -2,13 +2,16 @@ package kafka
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
-	"strings"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,45 +19,116 @@ import (
 	"github.com/brokerless/brokerless/transport"
 )
 
+// legacyMsg is a message of the formats before record batches (magic 0
+// or 1) at offset off: attributes attrs, timestamp ts (magic 1), key
+// and value (nil: null).
+func legacyMsg(magic, attrs byte, off, ts int64, key, value []byte) []byte {
+	msg := []byte{magic, attrs}
+	if magic == 1 {
+		msg = binary.BigEndian.AppendUint64(msg, uint64(ts))
+	}
+	for _, v := range [][]byte{key, value} {
+		if v == nil {
+			msg = binary.BigEndian.AppendUint32(msg, math.MaxUint32)
+			continue
+		}
+		msg = append(binary.BigEndian.AppendUint32(msg, uint32(len(v))), v...)
+	}
+	b := binary.BigEndian.AppendUint64(nil, uint64(off))
+	b = binary.BigEndian.AppendUint32(b, uint32(4+len(msg)))
+	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(msg))
+	return append(b, msg...)
+}
+
 // messageSet is a message set of the formats before record batches
 // (magic 0 or 1), one uncompressed message a value, from offset base.
 func messageSet(magic byte, base int64, values ...string) []byte {
 	var b []byte
 	for i, v := range values {
-		var msg []byte
-		msg = append(msg, magic, 0) // magic, attributes
-		if magic == 1 {
-			msg = binary.BigEndian.AppendUint64(msg, 1_700_000_000_000)
-		}
-		msg = binary.BigEndian.AppendUint32(msg, math.MaxUint32) // null key
-		msg = binary.BigEndian.AppendUint32(msg, uint32(len(v)))
-		msg = append(msg, v...)
-		b = binary.BigEndian.AppendUint64(b, uint64(base+int64(i)))
-		b = binary.BigEndian.AppendUint32(b, uint32(4+len(msg)))
-		b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(msg))
-		b = append(b, msg...)
+		b = append(b, legacyMsg(magic, 0, base+int64(i), 1_700_000_000_000+int64(i), nil, []byte(v))...)
 	}
 	return b
 }
 
-// TestBatchDecodeOldFormat: a message set of the formats before record
-// batches (Kafka may answer one for data written by old producers) is
-// refused as such, whatever the size of its messages, not taken for a
-// batch cut by the fetch size nor for a batch of a wrong length.
-func TestBatchDecodeOldFormat(t *testing.T) {
+// valuePastSize is a message (magic 0) whose value length says more
+// bytes than it holds, its CRC right.
+func valuePastSize() []byte {
+	b := legacyMsg(0, 0, 0, 0, nil, []byte("abc"))
+	binary.BigEndian.PutUint32(b[22:], 10)
+	binary.BigEndian.PutUint32(b[12:], crc32.ChecksumIEEE(b[16:]))
+	return b
+}
+
+// gzipped is b compressed with gzip.
+func gzipped(t testing.TB, b []byte) []byte {
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	w.Write(b)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestBatchDecodeMessageSets: the message sets of the formats before
+// record batches (magic 0 and 1, which a broker answers as it holds
+// them for data written before Kafka 0.11), are read as kgo's consumer
+// reads them, the Log's reader before it decoded batches itself: whatever
+// the size of their messages, compressed or not (offsets absolute in a
+// compressed magic 0 set, relative to the wrapper's in magic 1, with
+// gaps left by compaction), log append time from the wrapper, mixed
+// with record batches; what cannot be read is refused.
+func TestBatchDecodeMessageSets(t *testing.T) {
 	for _, magic := range []byte{0, 1} {
-		for name, data := range map[string][]byte{
-			"one small message":  messageSet(magic, 5, "a"),
-			"small messages":     messageSet(magic, 5, "a", "b", "c", "d"),
-			"one larger message": messageSet(magic, 5, strings.Repeat("x", 100)),
-		} {
-			ms, _, err := decodeAll(t, data, 5)
-			if !errors.Is(err, ErrCorruptBatch) || !strings.Contains(err.Error(), "magic") {
-				t.Errorf("magic %d, %s: %d records, %v: want ErrCorruptBatch naming the message format", magic, name, len(ms), err)
-			}
-			if _, whole, first := scanBatches(data); whole || first != 0 {
-				t.Errorf("magic %d, %s: scan says whole %v, first batch of %d bytes: want none (not a batch to fetch whole)", magic, name, whole, first)
-			}
+		data := messageSet(magic, 5, "a", "b", "c", "d")
+		ms, next, err := decodeAll(t, data, 5)
+		if err != nil || next != 9 || fmt.Sprint(offsets(ms)) != "[5 6 7 8]" || string(ms[3].Payload) != "d" || ms[3].Key != nil {
+			t.Fatalf("magic %d: %v, next %d, %v", magic, offsets(ms), next, err)
+		}
+		if want := time.UnixMilli(1_700_000_000_003); magic == 1 && !ms[3].Time.Equal(want) || magic == 0 && !ms[3].Time.IsZero() {
+			t.Errorf("magic %d: time %v", magic, ms[3].Time)
+		}
+		if ms, next, err = decodeAll(t, data[:len(data)-3], 7); err != nil || next != 8 || fmt.Sprint(offsets(ms)) != "[7]" {
+			t.Errorf("magic %d, the last message cut, from 7: %v, next %d, %v: want [7], next 8", magic, offsets(ms), next, err)
+		}
+		if next, whole, first := scanBatches(data[:len(data)-3]); next != 8 || !whole || first != 26+8*int(magic)+1 {
+			t.Errorf("magic %d, scan of a cut set: next %d, whole %v, first %d", magic, next, whole, first)
+		}
+	}
+	// Compressed, magic 1: inner offsets relative, 2 compacted away;
+	// the wrapper (at the last one's offset) has the log append time.
+	var inner []byte
+	for i, rel := range []int64{0, 1, 3} {
+		inner = append(inner, legacyMsg(1, 0, rel, 5, []byte{'k', byte('0' + i)}, []byte{'v', byte('0' + i)})...)
+	}
+	v1 := legacyMsg(1, byte(kgo.CodecGzip)|attrLogAppendTime, 23, 1_700_000_009_000, nil, gzipped(t, inner))
+	// Compressed, magic 0: inner offsets absolute.
+	inner = append(legacyMsg(0, 0, 30, 0, nil, []byte("x")), legacyMsg(0, 0, 31, 0, nil, []byte("y"))...)
+	v0 := legacyMsg(0, byte(kgo.CodecGzip), 31, 0, nil, gzipped(t, inner))
+	data := slices.Concat(v1, v0, plainBatch(32, 2).bytes(t))
+	ms, next, err := decodeAll(t, data, 21)
+	if err != nil || next != 34 || fmt.Sprint(offsets(ms)) != "[21 23 30 31 32 33]" {
+		t.Fatalf("compressed sets and a batch, from 21: %v, next %d, %v: want [21 23 30 31 32 33], next 34", offsets(ms), next, err)
+	}
+	if string(ms[1].Key) != "k2" || string(ms[1].Payload) != "v2" || !ms[1].Time.Equal(time.UnixMilli(1_700_000_009_000)) || string(ms[3].Payload) != "y" {
+		t.Fatalf("compressed sets: %+v", ms)
+	}
+	bad := map[string][]byte{
+		"crc":             slices.Concat(messageSet(1, 0, "a")[:len(messageSet(1, 0, "a"))-1], []byte("b")),
+		"magic 3":         slices.Concat(messageSet(1, 0, "a")[:16], []byte{3}, messageSet(1, 0, "a")[17:]),
+		"nested":          legacyMsg(1, byte(kgo.CodecGzip), 0, 0, nil, gzipped(t, legacyMsg(1, byte(kgo.CodecGzip), 0, 0, nil, gzipped(t, messageSet(1, 0, "a"))))),
+		"wrapper before":  legacyMsg(1, byte(kgo.CodecGzip), 1, 0, nil, gzipped(t, messageSet(1, 0, "a", "b", "c"))),
+		"not gzip":        legacyMsg(1, byte(kgo.CodecGzip), 0, 0, nil, []byte("not gzip")),
+		"codec 4":         legacyMsg(1, 4, 0, 0, nil, gzipped(t, messageSet(1, 0, "a"))),
+		"a length short":  slices.Concat(binary.BigEndian.AppendUint32(messageSet(0, 0, "a")[:8], 10), messageSet(0, 0, "a")[12:]),
+		"inner cut":       legacyMsg(1, byte(kgo.CodecGzip), 0, 0, nil, gzipped(t, messageSet(1, 0, "a")[:20])),
+		"value past size": valuePastSize(),
+	}
+	for name, data := range bad {
+		ms, _, err := decodeAll(t, data, 0)
+		t.Logf("%s: %v", name, err)
+		if !errors.Is(err, ErrCorruptBatch) {
+			t.Errorf("%s: %v, %v: want ErrCorruptBatch", name, offsets(ms), err)
 		}
 	}
 }

@@ -256,7 +256,7 @@ func TestBatchDecodeCompressed(t *testing.T) {
 }
 
 // TestBatchDecodeRefuses: a batch that cannot be read is an error, not
-// records made up: a CRC that does not match, an old message format,
+// records made up: a CRC that does not match, an unknown message format,
 // an unknown codec, a record count or length that disagrees with the
 // bytes, a compressed batch that does not decompress.
 func TestBatchDecodeRefuses(t *testing.T) {
@@ -265,8 +265,8 @@ func TestBatchDecodeRefuses(t *testing.T) {
 	tb.corruptCRC = true
 	bad["crc"] = tb
 	tb = plainBatch(0, 3)
-	tb.magic = 1
-	bad["magic 1"] = tb
+	tb.magic = 3
+	bad["magic 3"] = tb
 	tb = plainBatch(0, 3)
 	tb.attrs = 5
 	bad["codec 5"] = tb
@@ -376,6 +376,8 @@ func FuzzRecordBatches(f *testing.F) {
 		append(plainBatch(0, 2).bytes(f), plainBatch(2, 2).bytes(f)...),
 		c.bytes(f),
 		plainBatch(0, 3).bytes(f)[:70],
+		messageSet(0, 0, "a", "b"),
+		legacyMsg(1, byte(kgo.CodecGzip)|attrLogAppendTime, 22, 5, nil, gzipped(f, messageSet(1, 0, "a", "b", "c"))),
 	} {
 		f.Add(seed, int64(0))
 		f.Add(seed, int64(21))
