@@ -131,7 +131,11 @@ func TestFetchRequestVersions(t *testing.T) {
 	if v := fetchRequest("t", leader{topicID: [16]byte{1}}, 0, 0, 1).MaxVersion(); v < 13 {
 		t.Errorf("a topic ID: Fetch up to version %d, want 13 or later", v)
 	}
-	var _ kmsg.Request = fetchRequest("t", leader{}, 0, 0, 1)
+	// kgo adds a request's Timeout to its read timeout, as it adds a
+	// *kmsg.FetchRequest's MaxWaitMillis.
+	if r, ok := fetchRequest("t", leader{}, 0, 0, 1).(kmsg.TimeoutRequest); !ok || r.Timeout() != int32(logMaxWait/time.Millisecond) {
+		t.Errorf("no topic ID: the request's timeout is not the broker's wait")
+	}
 }
 
 // TestLogCorruptAfterRecords: the records of a fetch before a batch that
