@@ -231,3 +231,34 @@ func TestLogDecompressBound(t *testing.T) {
 		t.Log(err)
 	}
 }
+
+// TestBatchDecodeCompacted: a batch compaction emptied (no records, its
+// last offset delta kept) moves the next offset past it, handing
+// nothing; one it thinned hands what is left, at their offsets, the
+// next offset past its last delta; and a Log read there moves on past
+// an empty one to the records after it.
+func TestBatchDecodeCompacted(t *testing.T) {
+	empty := testBatch{base: 0, lastDelta: 9}
+	thinned := testBatch{base: 10, lastDelta: 9, records: []testRecord{{offsetDelta: 2, value: []byte("a")}, {offsetDelta: 7, value: []byte("b")}}}
+	data := slices.Concat(empty.bytes(t), thinned.bytes(t))
+	ms, next, err := decodeAll(t, data, 0)
+	if err != nil || next != 20 || fmt.Sprint(offsets(ms)) != "[12 17]" {
+		t.Fatalf("%v, next %d, %v: want [12 17], next 20", offsets(ms), next, err)
+	}
+	if ms, next, err = decodeAll(t, empty.bytes(t), 3); err != nil || next != 10 || len(ms) != 0 {
+		t.Fatalf("the empty batch alone, from 3: %v, next %d, %v: want none, next 10", offsets(ms), next, err)
+	}
+	f := &fakeBroker{end: 21, batches: [][]byte{empty.bytes(t), thinned.bytes(t), plainBatch(20, 1).bytes(t)}}
+	log := fakeLog(t, f, int32(len(f.batches[0]))) // the empty batch alone first
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	var got []uint64
+	for pos := uint64(3); pos < 21; {
+		if _, err := log.ReadEach(ctx, transport.StreamID{Topic: "f"}, pos, func(m *transport.Message) { got = append(got, m.Seq); pos = m.Seq + 1 }); err != nil {
+			t.Fatalf("read at %d: %v", pos, err)
+		}
+	}
+	if fmt.Sprint(got) != "[12 17 20]" {
+		t.Fatalf("reads from 3: %v, want [12 17 20]", got)
+	}
+}
