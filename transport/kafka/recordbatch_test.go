@@ -429,3 +429,34 @@ func FuzzRecordBatches(f *testing.F) {
 		scanBatches(data)
 	})
 }
+
+// BenchmarkBatchDecode: a fetch of 1000-record batches, uncompressed and
+// snappy, decoded record by record.
+func BenchmarkBatchDecode(b *testing.B) {
+	comp, _ := kgo.DefaultCompressor(kgo.SnappyCompression())
+	for _, c := range []struct {
+		name string
+		comp kgo.Compressor
+	}{{"none", nil}, {"snappy", comp}} {
+		b.Run(c.name, func(b *testing.B) {
+			var data []byte
+			for base := int64(0); base < 8000; base += 1000 {
+				tb := plainBatch(base, 1000)
+				tb.compressWith = c.comp
+				data = append(data, tb.bytes(b)...)
+			}
+			d := newBatchDecoder(kgo.DefaultDecompressor())
+			m := &transport.Message{}
+			sum := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				d.begin(nil)
+				if _, _, _, _, err := d.decode(data, 0, 0, m, func(m *transport.Message) { sum += len(m.Payload) }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*8000), "ns/record")
+		})
+	}
+}
