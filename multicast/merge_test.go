@@ -572,3 +572,38 @@ func TestMergeGiveUpCaughtUp(t *testing.T) {
 	r.live(msgs(sA, 8, 10)...)
 	account(t, r.got, span{sA, 1, 10})
 }
+
+// TestMergeSpentAfterCopy: the events slice of an archive batch goes back
+// to the reader (takeSpent) only once every event of it was copied out
+// (popInto, or the merger's own output): the reader, refilling it at
+// once, overwrites none that the application has yet to get.
+func TestMergeSpentAfterCopy(t *testing.T) {
+	r := newMergeRig(t, JoinEarliest(), 0)
+	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
+	var got []transport.Event
+	scribble := func() {
+		spent := r.m.takeSpent()
+		spent = spent[:cap(spent)]
+		for i := range spent {
+			spent[i] = msg(sA, 999_999) // the reader's next read
+		}
+	}
+	for _, evs := range [][]transport.Event{cat(msgs(sA, 1, 50), msgs(sB, 1, 40)), msgs(sB, 41, 105)} {
+		r.m.archive(&archiveBatch{gen: r.cur.gen, events: evs, seeked: !r.sent})
+		r.sent = true
+		r.commands()
+		for {
+			var ev transport.Event
+			ok := r.m.popInto(&ev)
+			r.commands()
+			scribble()
+			if !ok {
+				break
+			}
+			got = append(got, copyEvent(&ev))
+		}
+	}
+	r.live(msgs(sB, 111, 115)...)
+	got = append(got, r.got...)
+	account(t, got, span{sA, 1, 50}, span{sB, 1, 115})
+}

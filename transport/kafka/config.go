@@ -61,7 +61,9 @@ type Config struct {
 	// what it fetches ahead: at most this many bytes of records a fetch,
 	// but always a whole first record batch, up to 64 MiB.
 	// Default DefaultLogFetchBytes; kgo's own default, 50 MiB, would be
-	// the most a replay of an archive holds per read.
+	// the most a replay of an archive holds per read. A batch a Log
+	// reads may decompress to 256 MiB at most (ErrCorruptBatch past
+	// that); kgo.MaxDecompressBatchBytes in Options sets another bound.
 	LogFetchBytes int32
 	// Logger receives what a subscriber skips or cannot read (a
 	// malformed gap marker). Default: discard.

@@ -23,8 +23,9 @@ const logMaxWait = 100 * time.Millisecond
 type fetched struct {
 	data    []byte // the partition's record batches
 	aborted []kmsg.FetchResponseTopicPartitionAbortedTransaction
-	end     int64 // the last stable offset (read_committed), else the high watermark
-	err     error // a request or partition error
+	end     int64         // the last stable offset (read_committed), else the high watermark
+	err     error         // a request or partition error
+	took    time.Duration // from the request's sending to its answer
 }
 
 // inFlight is a Fetch request a Log issued and has not taken the answer
@@ -51,7 +52,9 @@ func (l *Log) issue(p int32, off int64, bytes int32) *inFlight {
 	f := &inFlight{part: p, offset: off, bytes: bytes, done: make(chan fetched, 1)}
 	go func() {
 		ctx, cancel := context.WithCancel(l.bg)
+		start := time.Now()
 		r := l.send(ctx, p, off, bytes)
+		r.took = time.Since(start)
 		cancel()
 		f.done <- r
 	}()
@@ -87,21 +90,7 @@ func (l *Log) request(ctx context.Context, p int32, off int64, bytes int32) fetc
 	if err != nil {
 		return fetched{err: err}
 	}
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = -1
-	req.MaxWaitMillis = int32(logMaxWait / time.Millisecond)
-	req.MinBytes = 1
-	req.MaxBytes = bytes
-	req.IsolationLevel = 1
-	req.SessionEpoch = -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = l.topic, ld.topicID
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, off, bytes
-	rp.CurrentLeaderEpoch, rp.LogStartOffset, rp.LastFetchedEpoch = -1, -1, -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := l.cl.Broker(int(ld.broker)).RetriableRequest(ctx, req)
+	resp, err := l.cl.Broker(int(ld.broker)).RetriableRequest(ctx, fetchRequest(l.topic, ld, p, off, bytes))
 	if err != nil {
 		return fetched{err: err}
 	}
@@ -124,6 +113,42 @@ func (l *Log) request(ctx context.Context, p int32, off int64, bytes int32) fetc
 	}
 	return fetched{err: fmt.Errorf("the broker's answer lacks partition %d", p)}
 }
+
+// fetchRequest is the Fetch request of partition p of topic, led by ld,
+// from offset off, of at most bytes. Without the topic's ID (a broker
+// whose metadata has none), it is kept to version 12, which names the
+// topic, as kgo's consumer does: kgo sends the highest version both
+// sides speak, and from 13 on a request names the topic by ID only.
+func fetchRequest(topic string, ld leader, p int32, off int64, bytes int32) kmsg.Request {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(logMaxWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = bytes
+	req.IsolationLevel = 1
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic, ld.topicID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, off, bytes
+	rp.CurrentLeaderEpoch, rp.LogStartOffset, rp.LastFetchedEpoch = -1, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	if ld.topicID == ([16]byte{}) {
+		return fetchByName{req}
+	}
+	return req
+}
+
+// fetchByName is a Fetch request of a version that names topics (12 at
+// most).
+type fetchByName struct{ *kmsg.FetchRequest }
+
+func (fetchByName) MaxVersion() int16 { return 12 }
+
+// Timeout is the broker's wait, which kgo adds to its read timeout (as
+// for a *kmsg.FetchRequest).
+func (r fetchByName) Timeout() int32 { return r.MaxWaitMillis }
 
 // leaderOf returns partition p's leader, asking for the topic's metadata
 // when it is not known.

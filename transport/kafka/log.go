@@ -63,7 +63,7 @@ func OpenLog(ctx context.Context, cfg Config) (*Log, error) {
 	if fetch == 0 {
 		fetch = DefaultLogFetchBytes
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...)}, cfg.Options...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.MaxDecompressBatchBytes(logMaxDecompress)}, cfg.Options...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}
@@ -71,8 +71,16 @@ func OpenLog(ctx context.Context, cfg Config) (*Log, error) {
 		cl.Close()
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}
+	// The client's decompressor: bounded by kgo.MaxDecompressBatchBytes
+	// (logMaxDecompress unless cfg.Options says otherwise), or the
+	// one kgo.WithDecompressor gave in cfg.Options.
+	dec, ok := cl.OptValue(kgo.WithDecompressor).(kgo.Decompressor)
+	if !ok {
+		cl.Close()
+		return nil, fmt.Errorf("kafka transport: the kgo client has no decompressor")
+	}
 	bg, stop := context.WithCancel(context.Background())
-	l := &Log{cl: cl, topic: cfg.Topic, parts: cfg.Partitions, bytes: fetch, bg: bg, stop: stop, dec: newBatchDecoder()}
+	l := &Log{cl: cl, topic: cfg.Topic, parts: cfg.Partitions, bytes: fetch, bg: bg, stop: stop, dec: newBatchDecoder(dec)}
 	l.send = l.request
 	return l, nil
 }
@@ -191,10 +199,10 @@ func (l *Log) fetch(ctx context.Context, stream transport.StreamID, pos uint64, 
 				// The next fetch's request, sent before this one's
 				// records are handed on.
 				l.ahead = l.issue(p, next, l.bytes)
-			case !whole && first > 0:
+			case !whole && len(f.data) >= int(bytes) && (first > 0 || len(f.data) <= batchMagicAt):
 				// A batch larger than the fetch size, from a broker
-				// that sends a part of it (brokers since Kafka 0.10.1
-				// send it whole): ask for all of it.
+				// that cuts it there (brokers since Kafka 0.10.1 send
+				// it whole): ask for all of it.
 				want := max(first, 2*int(bytes))
 				if want > maxBatchBytes {
 					return 0, l.fetchErr(p, fmt.Errorf("%w at offset %d: a batch of %d bytes, more than %d", ErrCorruptBatch, off, first, maxBatchBytes))
@@ -208,7 +216,12 @@ func (l *Log) fetch(ctx context.Context, stream transport.StreamID, pos uint64, 
 		n, after, next, rest, err := l.dec.decode(f.data, off, logReadRecords, m, each)
 		if err != nil {
 			l.drop()
-			return n, l.fetchErr(p, err)
+			if n > 0 {
+				// The records before what cannot be read are the
+				// read's; the read from there on reports it.
+				return n, nil
+			}
+			return 0, l.fetchErr(p, err)
 		}
 		if _, whole, _ := scanBatches(rest); whole {
 			f.data = rest
@@ -216,6 +229,12 @@ func (l *Log) fetch(ctx context.Context, stream transport.StreamID, pos uint64, 
 		}
 		if n > 0 {
 			return n, nil
+		}
+		if next == off && f.took < logMaxWait && !pause(ctx, logMaxWait-f.took) {
+			// Nothing past off, answered before the broker's wait
+			// was up: asked again after it, as kgo's consumer backs
+			// off a fetch that makes no progress, not in a loop.
+			return 0, ctx.Err()
 		}
 		off = next // past batches of control records or aborted transactions only
 		bytes = l.bytes

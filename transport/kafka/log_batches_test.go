@@ -278,7 +278,7 @@ func (f *fakeBroker) requests() ([]int64, []int32) {
 func fakeLog(t *testing.T, f *fakeBroker, bytes int32) *Log {
 	bg, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
-	return &Log{topic: "f", bytes: bytes, bg: bg, stop: stop, dec: newBatchDecoder(), send: f.send}
+	return &Log{topic: "f", bytes: bytes, bg: bg, stop: stop, dec: newBatchDecoder(kgo.DefaultDecompressor()), send: f.send}
 }
 
 // TestLogFetchLoop: against a broker that cuts fetches at the fetch size

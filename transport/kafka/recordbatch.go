@@ -16,9 +16,9 @@ import (
 )
 
 // ErrCorruptBatch is a record batch of a fetch that cannot be read: a
-// CRC-32C that does not match, a length or count that disagrees with
-// its bytes, a message format before v2 (magic 0 or 1), a compression
-// codec that is unknown or fails.
+// CRC that does not match, a length or count that disagrees with its
+// bytes, an unknown message format (magic past 2), a compression codec
+// that is unknown or fails, a batch that decompresses past the bound.
 var ErrCorruptBatch = errors.New("kafka transport: corrupt record batch")
 
 // batchHeaderLen is the fixed part of a record batch (v2): base offset
@@ -32,6 +32,26 @@ const batchHeaderLen = 61
 // the bytes after it.
 const batchLengthAt = 12
 
+// batchMagicAt is where a batch's magic byte is: the message format
+// version, 2 for a record batch. The message sets of the formats before
+// (0 and 1) have theirs there too (offset int64, size int32, CRC int32).
+const batchMagicAt = 16
+
+// legacyLen is the least length of a message of the formats before
+// record batches, magic 0 and 1 (Kafka before 0.11, whose data a broker
+// may still hold and answer as it is): offset int64, size int32, CRC
+// uint32, magic int8, attributes int8, a timestamp int64 from magic 1,
+// key and value lengths int32.
+var legacyLen = [2]int{26, 34}
+
+// minLen is the least length of an entry of magic magic (2: a batch).
+func minLen(magic byte) int {
+	if magic < 2 {
+		return legacyLen[magic]
+	}
+	return batchHeaderLen
+}
+
 // Batch attributes (Kafka's DefaultRecordBatch).
 const (
 	attrCodec         = 0x07
@@ -44,6 +64,12 @@ const (
 // when it is larger than the fetch size: what Kafka's own defaults
 // allow (message.max.bytes is 1 MiB) many times over.
 const maxBatchBytes = 64 << 20
+
+// logMaxDecompress bounds what one record batch a Log reads may
+// decompress to, unless Config.Options sets kgo.MaxDecompressBatchBytes:
+// a few KiB from a broker could otherwise make a Log allocate GiBs. A
+// batch that decompresses to more is ErrCorruptBatch (kgo.ErrMaxDecompress).
+const logMaxDecompress = 256 << 20
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -63,26 +89,38 @@ type batchDecoder struct {
 	// transactions of the fetch not reached yet, by first offset.
 	aborted map[int64]struct{}
 	pending []kmsg.FetchResponseTopicPartitionAbortedTransaction
+	// legacyMsgs are the messages of a compressed message of the
+	// formats before record batches, reused.
+	legacyMsgs []legacyMessage
 }
 
-func newBatchDecoder() *batchDecoder {
-	return &batchDecoder{dec: kgo.DefaultDecompressor(), aborted: map[int64]struct{}{}}
+// newBatchDecoder returns a decoder that decompresses with dec, which
+// must bound what a batch decompresses to (kgo.MaxDecompressBatchBytes).
+func newBatchDecoder(dec kgo.Decompressor) *batchDecoder {
+	return &batchDecoder{dec: dec, aborted: map[int64]struct{}{}}
 }
 
 // scanBatches returns the offset after the last batch that data holds
 // whole (0, false when it holds none) and the length of the first
-// batch (0 when data is too short to tell): a fetch's bytes end with a
-// part of a batch when the fetch size cut it.
+// batch (0 when data is too short to tell, or does not start with a
+// record batch: decode says why): a fetch's bytes end with a part of a
+// batch when the fetch size cut it.
 func scanBatches(data []byte) (next int64, complete bool, firstLen int) {
-	for len(data) >= batchHeaderLen {
+	for len(data) > batchMagicAt && data[batchMagicAt] <= 2 {
 		size := int(int32(binary.BigEndian.Uint32(data[8:]))) + batchLengthAt
-		if firstLen == 0 {
-			firstLen = max(size, 1)
-		}
-		if size < batchHeaderLen || size > len(data) {
+		if size < minLen(data[batchMagicAt]) {
 			break
 		}
-		next = int64(binary.BigEndian.Uint64(data)) + int64(int32(binary.BigEndian.Uint32(data[23:]))) + 1
+		if firstLen == 0 {
+			firstLen = size
+		}
+		if size > len(data) {
+			break
+		}
+		next = int64(binary.BigEndian.Uint64(data)) + 1 // a compressed message's offset is its last one's
+		if data[batchMagicAt] == 2 {
+			next += int64(int32(binary.BigEndian.Uint32(data[23:])))
+		}
 		complete = true
 		data = data[size:]
 	}
@@ -99,9 +137,10 @@ func (d *batchDecoder) begin(aborted []kmsg.FetchResponseTopicPartitionAbortedTr
 	clear(d.aborted)
 }
 
-// decode hands fn every record of data's whole batches whose offset is
-// from or later, in order, skipping control batches and the batches of
-// the fetch's aborted transactions (begin). It stops after the batch
+// decode hands fn every record of data's whole batches (record batches,
+// or messages of the formats before, legacy) whose offset is from or
+// later, in order, skipping control batches and the batches of the
+// fetch's aborted transactions (begin). It stops after the batch
 // that brings what it handed to limit records (0: no limit): the rest
 // of the fetch is decoded by another call, from where this one stopped.
 // m's fields other than Seq, Time, Key, Payload and Headers are left
@@ -112,15 +151,26 @@ func (d *batchDecoder) begin(aborted []kmsg.FetchResponseTopicPartitionAbortedTr
 // a batch at the end of data, left for the next fetch).
 func (d *batchDecoder) decode(data []byte, from int64, limit int, m *transport.Message, fn func(*transport.Message)) (n int, after, next int64, rest []byte, err error) {
 	next = from
-	for len(data) >= batchHeaderLen && (limit == 0 || n < limit) {
+	for len(data) > batchMagicAt && (limit == 0 || n < limit) {
+		base := int64(binary.BigEndian.Uint64(data))
+		magic := data[batchMagicAt]
+		if magic > 2 {
+			return n, from, next, nil, fmt.Errorf("%w at offset %d: unknown message format (magic %d)", ErrCorruptBatch, base, magic)
+		}
 		size := int(int32(binary.BigEndian.Uint32(data[8:]))) + batchLengthAt
-		if size < batchHeaderLen {
-			return n, from, next, nil, fmt.Errorf("%w at offset %d: length %d", ErrCorruptBatch, int64(binary.BigEndian.Uint64(data)), size-batchLengthAt)
+		if size < minLen(magic) {
+			return n, from, next, nil, fmt.Errorf("%w at offset %d: length %d (magic %d)", ErrCorruptBatch, base, size-batchLengthAt, magic)
 		}
 		if size > len(data) {
 			break // cut by the fetch size: fetched again from next
 		}
-		k, last, err := d.batch(data[:size], &from, m, fn)
+		var k int
+		var last int64
+		if magic < 2 {
+			k, last, err = d.legacy(data[:size], &from, m, fn)
+		} else {
+			k, last, err = d.batch(data[:size], &from, m, fn)
+		}
 		n += k
 		if err != nil {
 			return n, from, next, nil, err
@@ -138,9 +188,6 @@ func (d *batchDecoder) decode(data []byte, from int64, limit int, m *transport.M
 func (d *batchDecoder) batch(b []byte, fromp *int64, m *transport.Message, fn func(*transport.Message)) (n int, last int64, err error) {
 	from := *fromp
 	base := int64(binary.BigEndian.Uint64(b))
-	if magic := b[16]; magic != 2 {
-		return 0, base, fmt.Errorf("%w at offset %d: message format v%d (magic %d); only record batches (v2, Kafka 0.11 and later) are read", ErrCorruptBatch, base, magic, magic)
-	}
 	if got, want := crc32.Checksum(b[21:], castagnoli), binary.BigEndian.Uint32(b[17:]); got != want {
 		return 0, base, fmt.Errorf("%w at offset %d: CRC-32C %08x, the batch says %08x", ErrCorruptBatch, base, got, want)
 	}
@@ -154,6 +201,9 @@ func (d *batchDecoder) batch(b []byte, fromp *int64, m *transport.Message, fn fu
 	maxTime := int64(binary.BigEndian.Uint64(b[35:]))
 	producer := int64(binary.BigEndian.Uint64(b[43:]))
 	count := int(int32(binary.BigEndian.Uint32(b[57:])))
+	if count < 0 {
+		return 0, last, fmt.Errorf("%w at offset %d: record count %d", ErrCorruptBatch, base, count)
+	}
 	records := b[batchHeaderLen:]
 	if attrs&attrTransactional != 0 {
 		for len(d.pending) > 0 && d.pending[0].FirstOffset <= last {
@@ -189,10 +239,11 @@ func (d *batchDecoder) batch(b []byte, fromp *int64, m *transport.Message, fn fu
 			return n, last, fmt.Errorf("%w at offset %d: record %d of %d cannot be read", ErrCorruptBatch, base, i, count)
 		}
 		records = rest
-		off := base + int64(r.offsetDelta)
-		if r.offsetDelta < 0 || off > last {
+		if r.offsetDelta < 0 || r.offsetDelta > lastDelta { // base+delta may overflow
+
 			return n, last, fmt.Errorf("%w at offset %d: record %d has offset delta %d, past the last %d", ErrCorruptBatch, base, i, r.offsetDelta, lastDelta)
 		}
+		off := base + r.offsetDelta
 		if off < from {
 			continue
 		}
@@ -303,4 +354,131 @@ func isAbortMarker(records []byte) bool {
 	var m transport.Message
 	_, _, ok := d.record(records, &m)
 	return ok && len(m.Key) >= 4 && binary.BigEndian.Uint16(m.Key[2:]) == 0
+}
+
+// legacyMessage is a message of the formats before record batches.
+type legacyMessage struct {
+	offset     int64
+	magic      byte
+	attrs      byte
+	time       int64 // magic 1 only
+	key, value []byte
+}
+
+// parseLegacy reads the whole message b (magic 0 or 1).
+func parseLegacy(b []byte) (lm legacyMessage, err error) {
+	lm.offset = int64(binary.BigEndian.Uint64(b))
+	if len(b) < batchMagicAt+1 || b[batchMagicAt] > 1 || len(b) < legacyLen[b[batchMagicAt]] {
+		return lm, fmt.Errorf("%w at offset %d: a message of %d bytes", ErrCorruptBatch, lm.offset, len(b))
+	}
+	if got, want := crc32.ChecksumIEEE(b[batchMagicAt:]), binary.BigEndian.Uint32(b[12:]); got != want {
+		return lm, fmt.Errorf("%w at offset %d: CRC-32 %08x, the message says %08x", ErrCorruptBatch, lm.offset, got, want)
+	}
+	lm.magic, lm.attrs = b[batchMagicAt], b[batchMagicAt+1]
+	b = b[batchMagicAt+2:]
+	if lm.magic == 1 {
+		lm.time, b = int64(binary.BigEndian.Uint64(b)), b[8:]
+	}
+	var ok bool
+	if lm.key, b, ok = legacyBytes(b); ok {
+		lm.value, b, ok = legacyBytes(b)
+	}
+	if !ok || len(b) != 0 {
+		return lm, fmt.Errorf("%w at offset %d: a message whose key or value length disagrees with its size", ErrCorruptBatch, lm.offset)
+	}
+	return lm, nil
+}
+
+// legacyBytes reads an int32 length and that many bytes (nil for -1).
+func legacyBytes(b []byte) (v, rest []byte, ok bool) {
+	if len(b) < 4 {
+		return nil, nil, false
+	}
+	n := int64(int32(binary.BigEndian.Uint32(b)))
+	switch {
+	case n < -1 || n > int64(len(b)-4):
+		return nil, nil, false
+	case n == -1:
+		return nil, b[4:], true
+	}
+	return b[4 : 4+n : 4+n], b[4+n:], true
+}
+
+// legacy hands fn the messages of one whole message b of the formats
+// before record batches (magic 0 or 1) at *from or later, moving *from
+// past each, as kgo's consumer reads them: a compressed message holds a
+// message set, whose offsets are absolute in magic 0 and relative in
+// magic 1 (the wrapper's offset is its last message's; 0 there means
+// they are absolute). It returns the last offset.
+func (d *batchDecoder) legacy(b []byte, fromp *int64, m *transport.Message, fn func(*transport.Message)) (n int, last int64, err error) {
+	w, err := parseLegacy(b)
+	if err != nil {
+		return 0, w.offset, err
+	}
+	codec := w.attrs & attrCodec
+	if codec == 0 {
+		return d.handLegacy(w, w, fromp, m, fn), w.offset, nil
+	}
+	if codec > 3 {
+		return 0, w.offset, fmt.Errorf("%w at offset %d: compression codec %d in message format v%d", ErrCorruptBatch, w.offset, codec, w.magic)
+	}
+	inner, err := d.dec.Decompress(w.value, kgo.CompressionCodecType(codec))
+	if err != nil {
+		return 0, w.offset, fmt.Errorf("%w at offset %d: %w", ErrCorruptBatch, w.offset, err)
+	}
+	msgs := d.legacyMsgs[:0]
+	for len(inner) > 0 {
+		size := 0
+		if len(inner) >= batchLengthAt {
+			size = int(int32(binary.BigEndian.Uint32(inner[8:]))) + batchLengthAt
+		}
+		if size < batchLengthAt || size > len(inner) {
+			return 0, w.offset, fmt.Errorf("%w at offset %d: a compressed message set cut", ErrCorruptBatch, w.offset)
+		}
+		lm, err := parseLegacy(inner[:size])
+		if err != nil {
+			return 0, w.offset, err
+		}
+		if lm.attrs&attrCodec != 0 {
+			return 0, w.offset, fmt.Errorf("%w at offset %d: a compressed message inside a compressed one", ErrCorruptBatch, w.offset)
+		}
+		msgs = append(msgs, lm)
+		inner = inner[size:]
+	}
+	d.legacyMsgs = msgs
+	var base int64
+	if w.magic == 1 && w.offset != 0 && len(msgs) > 0 {
+		lastInner := msgs[len(msgs)-1].offset
+		if w.offset < lastInner {
+			return 0, w.offset, fmt.Errorf("%w at offset %d: the last message of the compressed set is at %d", ErrCorruptBatch, w.offset, lastInner)
+		}
+		base = w.offset - lastInner
+	}
+	last = w.offset
+	for _, lm := range msgs {
+		lm.offset += base
+		last = max(last, lm.offset)
+		n += d.handLegacy(w, lm, fromp, m, fn)
+	}
+	return n, last, nil
+}
+
+// handLegacy hands fn message lm of wrapper w (lm itself when not
+// compressed) if it is at *from or later; 1 if it did.
+func (d *batchDecoder) handLegacy(w, lm legacyMessage, fromp *int64, m *transport.Message, fn func(*transport.Message)) int {
+	if lm.offset < *fromp {
+		return 0
+	}
+	m.Seq, m.Key, m.Payload, m.Headers = uint64(lm.offset), lm.key, lm.value, nil
+	switch {
+	case lm.magic == 0:
+		m.Time = time.Time{} // magic 0 has no timestamp
+	case w.attrs&attrLogAppendTime != 0:
+		m.Time = time.UnixMilli(w.time) // the broker's, on the wrapper
+	default:
+		m.Time = time.UnixMilli(lm.time)
+	}
+	fn(m)
+	*fromp = lm.offset + 1
+	return 1
 }

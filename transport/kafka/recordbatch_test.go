@@ -124,7 +124,7 @@ func plainBatch(base int64, n int) testBatch {
 // decoded is what decode handed: copies of the messages.
 func decodeAll(t testing.TB, data []byte, from int64, aborted ...kmsg.FetchResponseTopicPartitionAbortedTransaction) ([]transport.Message, int64, error) {
 	t.Helper()
-	d := newBatchDecoder()
+	d := newBatchDecoder(kgo.DefaultDecompressor())
 	var out []transport.Message
 	m := &transport.Message{Topic: "t"}
 	d.begin(aborted)
@@ -215,7 +215,7 @@ func TestBatchDecodeLimit(t *testing.T) {
 	for _, tb := range []testBatch{plainBatch(0, 3), aborted, plainBatch(5, 2), later, plainBatch(9, 1)} {
 		data = append(data, tb.bytes(t)...)
 	}
-	d := newBatchDecoder()
+	d := newBatchDecoder(kgo.DefaultDecompressor())
 	d.begin([]kmsg.FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 5, FirstOffset: 3}})
 	var got []uint64
 	fn := func(m *transport.Message) { got = append(got, m.Seq) }
@@ -256,7 +256,7 @@ func TestBatchDecodeCompressed(t *testing.T) {
 }
 
 // TestBatchDecodeRefuses: a batch that cannot be read is an error, not
-// records made up: a CRC that does not match, an old message format,
+// records made up: a CRC that does not match, an unknown message format,
 // an unknown codec, a record count or length that disagrees with the
 // bytes, a compressed batch that does not decompress.
 func TestBatchDecodeRefuses(t *testing.T) {
@@ -265,8 +265,8 @@ func TestBatchDecodeRefuses(t *testing.T) {
 	tb.corruptCRC = true
 	bad["crc"] = tb
 	tb = plainBatch(0, 3)
-	tb.magic = 1
-	bad["magic 1"] = tb
+	tb.magic = 3
+	bad["magic 3"] = tb
 	tb = plainBatch(0, 3)
 	tb.attrs = 5
 	bad["codec 5"] = tb
@@ -352,7 +352,7 @@ func TestBatchDecodeTransactions(t *testing.T) {
 // allocation per record (nor per fetch, once the header keys are known).
 func TestBatchDecodeAllocates(t *testing.T) {
 	data := plainBatch(0, 1000).bytes(t)
-	d := newBatchDecoder()
+	d := newBatchDecoder(kgo.DefaultDecompressor())
 	m := &transport.Message{}
 	sum := 0
 	fn := func(m *transport.Message) { sum += len(m.Payload) }
@@ -376,12 +376,14 @@ func FuzzRecordBatches(f *testing.F) {
 		append(plainBatch(0, 2).bytes(f), plainBatch(2, 2).bytes(f)...),
 		c.bytes(f),
 		plainBatch(0, 3).bytes(f)[:70],
+		messageSet(0, 0, "a", "b"),
+		legacyMsg(1, byte(kgo.CodecGzip)|attrLogAppendTime, 22, 5, nil, gzipped(f, messageSet(1, 0, "a", "b", "c"))),
 	} {
 		f.Add(seed, int64(0))
 		f.Add(seed, int64(21))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, from int64) {
-		d := newBatchDecoder()
+		d := newBatchDecoder(kgo.DefaultDecompressor())
 		m := &transport.Message{}
 		last, handed := int64(-1), 0
 		var all []uint64
@@ -426,4 +428,35 @@ func FuzzRecordBatches(f *testing.F) {
 		}
 		scanBatches(data)
 	})
+}
+
+// BenchmarkBatchDecode: a fetch of 1000-record batches, uncompressed and
+// snappy, decoded record by record.
+func BenchmarkBatchDecode(b *testing.B) {
+	comp, _ := kgo.DefaultCompressor(kgo.SnappyCompression())
+	for _, c := range []struct {
+		name string
+		comp kgo.Compressor
+	}{{"none", nil}, {"snappy", comp}} {
+		b.Run(c.name, func(b *testing.B) {
+			var data []byte
+			for base := int64(0); base < 8000; base += 1000 {
+				tb := plainBatch(base, 1000)
+				tb.compressWith = c.comp
+				data = append(data, tb.bytes(b)...)
+			}
+			d := newBatchDecoder(kgo.DefaultDecompressor())
+			m := &transport.Message{}
+			sum := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				d.begin(nil)
+				if _, _, _, _, err := d.decode(data, 0, 0, m, func(m *transport.Message) { sum += len(m.Payload) }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*8000), "ns/record")
+		})
+	}
 }
