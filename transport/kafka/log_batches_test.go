@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/peertest"
 )
 
 // readLog reads stream from pos with ReadEach until want records came,
@@ -95,24 +95,10 @@ func TestLogReadsProducedBatches(t *testing.T) {
 	}
 }
 
-// kcatPath finds Debian's kcat: the test skips without it, unless
-// BROKERLESS_INTEROP=1, where a missing peer fails.
-func kcatPath(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("kcat")
-	if err != nil {
-		if os.Getenv("BROKERLESS_INTEROP") == "1" {
-			t.Fatal("kcat is not installed (apt-get install kcat) and BROKERLESS_INTEROP=1")
-		}
-		t.Skip("kcat not installed (apt-get install kcat); set BROKERLESS_INTEROP=1 to require it")
-	}
-	return path
-}
-
 // TestLogReadsKcatBatches: what librdkafka (kcat -P) produced, with
 // each codec it has, reads back line for line.
 func TestLogReadsKcatBatches(t *testing.T) {
-	kcat := kcatPath(t)
+	kcat := peertest.LookPath(t, "kcat", "apt-get install kcat (.ci/install.d/30-logd.sh)")
 	addr := startLogd(t)
 	var in strings.Builder
 	for i := range 3000 {
