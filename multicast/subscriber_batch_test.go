@@ -120,3 +120,69 @@ func TestReceiveBatchDelivers(t *testing.T) {
 		t.Errorf("largest batch %d events: ReceiveBatch handed over one event at a time", largest)
 	}
 }
+
+// benchReceiving returns a subscriber whose reader hands back every
+// batch of 512 message events at once, as it gets it, doing nothing
+// else: the cost of handing events to the application alone.
+func benchReceiving(b *testing.B) *Subscriber {
+	s := &Subscriber{ready: make(chan *batch, 2), free: make(chan *batch, 3), stop: make(chan struct{})}
+	seqs := make([]uint64, batchEvents)
+	for i := range seqs {
+		seqs[i] = uint64(i)
+	}
+	for range 2 {
+		s.ready <- eventsBatch(seqs...)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case bt := <-s.free:
+				bt.events = bt.events[:batchEvents] // the same events again
+				s.ready <- bt
+			case <-s.stop:
+				return
+			}
+		}
+	}()
+	b.Cleanup(func() { close(s.stop); <-done })
+	return s
+}
+
+// BenchmarkReceive and BenchmarkReceiveBatch: the cost per event of
+// handing events to the application, with Receive and with
+// ReceiveBatch(ctx, 256).
+//
+//	go test -run XXX -bench 'Receive(Batch)?$' ./multicast/
+func BenchmarkReceive(b *testing.B) {
+	s := benchReceiving(b)
+	ctx := context.Background()
+	var sum uint64
+	for b.Loop() {
+		ev, err := s.Receive(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum += ev.Message.Seq
+	}
+	_ = sum
+}
+
+func BenchmarkReceiveBatch(b *testing.B) {
+	s := benchReceiving(b)
+	ctx := context.Background()
+	var sum uint64
+	n := 0
+	for n < b.N {
+		evs, err := s.ReceiveBatch(ctx, 256)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range evs {
+			sum += evs[i].Message.Seq
+		}
+		n += len(evs)
+	}
+	_ = sum
+}
