@@ -39,6 +39,8 @@ type Publisher struct {
 	writeBatch func([]ipv4.Message, int) (int, error)
 
 	mu       sync.Mutex
+	clock    pubClock // Publish's clock when Config.Now is time.Now by default
+	fastNow  bool     // use clock, not Config.Now
 	eng      *reliable.Sender
 	idle     bool          // the sender goroutine waits for wake
 	waiters  int           // Publish/Flush calls waiting for progress
@@ -69,6 +71,7 @@ var (
 // NewPublisher opens the publisher's socket on cfg.Interface and starts
 // its goroutines.
 func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
+	defaultClock := cfg.Now == nil
 	ifi, addr, err := cfg.prepare()
 	if err != nil {
 		return nil, err
@@ -107,6 +110,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 		stop:     make(chan struct{}),
 	}
 	p.writeBatch = p.batch.WriteBatch
+	p.fastNow = defaultClock
 	p.stats.GSO = gso
 	_, p.stats.SendBuffer = bufferSizes(conn, cfg.RecvBuffer, cfg.SendBuffer, cfg.Logger)
 	gather := cfg.Batch
@@ -175,7 +179,7 @@ func (p *Publisher) PublishReceipt(ctx context.Context, m transport.Message, don
 
 func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func(transport.Receipt, error)) error {
 	p.mu.Lock()
-	now := p.cfg.Now()
+	now := p.publishNow()
 	waited := false
 	for {
 		if p.closing {
@@ -205,7 +209,7 @@ func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func
 			p.mu.Unlock()
 			return err
 		}
-		now = p.cfg.Now()
+		now = p.publishNow()
 		waited = true
 	}
 	// A caller back within InlineAfter is in a tight loop (or faster
@@ -224,6 +228,15 @@ func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func
 		p.signal()
 	}
 	return nil
+}
+
+// publishNow is Publish's clock: one clock read a message (pubClock)
+// unless Config.Now was injected. Called with p.mu held.
+func (p *Publisher) publishNow() time.Time {
+	if p.fastNow {
+		return p.clock.now()
+	}
+	return p.cfg.Now()
 }
 
 // inlineGather bounds the datagrams a Publish call writes itself: its

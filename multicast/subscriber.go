@@ -43,6 +43,7 @@ type Subscriber struct {
 	free  chan *batch // batches the application is done with
 	cur   *batch      // batch being read by Receive
 	next  int
+	one   [1]transport.Event // ReceiveBatch's result from the archive path
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -162,26 +163,70 @@ func (s *Subscriber) Receive(ctx context.Context) (transport.Event, error) {
 		if s.closed() {
 			return transport.Event{}, transport.ErrClosed
 		}
-		if s.cur != nil {
-			if s.next < len(s.cur.events) {
-				s.next++
-				return s.cur.events[s.next-1], nil
-			}
-			s.cur.reset()
-			s.free <- s.cur
-			s.cur = nil
+		if s.cur != nil && s.next < len(s.cur.events) {
+			s.next++
+			return s.cur.events[s.next-1], nil
 		}
-		if err := ctx.Err(); err != nil {
+		if err := s.refill(ctx); err != nil {
 			return transport.Event{}, err
 		}
-		select {
-		case s.cur = <-s.ready:
-			s.next = 0
-		case <-ctx.Done():
-			return transport.Event{}, ctx.Err()
-		case <-s.stop:
-			return transport.Event{}, transport.ErrClosed
+	}
+}
+
+// ReceiveBatch is Receive for many events at once, for a caller that
+// handles events in a loop (package transport/pipe finds it by type
+// assertion): it blocks as Receive does until an event is ready, then
+// returns the events ready, at least one and at most maxEvents (below 1
+// counts as 1), in the order Receive would return them. It spares a copy of
+// each event and the checks of a Receive call per event.
+//
+// The events and the slices they point to stay valid until the next call
+// to Receive or ReceiveBatch; the caller must not modify them. It returns
+// the errors Receive returns, and no events with them. Receive and
+// ReceiveBatch may be mixed, from one goroutine, as Receive is called.
+func (s *Subscriber) ReceiveBatch(ctx context.Context, maxEvents int) ([]transport.Event, error) {
+	if s.arch != nil {
+		ev, err := s.receiveArchived(ctx)
+		if err != nil {
+			return nil, err
 		}
+		s.one[0] = ev
+		return s.one[:], nil
+	}
+	for {
+		if s.closed() {
+			return nil, transport.ErrClosed
+		}
+		if s.cur != nil && s.next < len(s.cur.events) {
+			from := s.next
+			s.next += min(len(s.cur.events)-from, max(maxEvents, 1))
+			return s.cur.events[from:s.next:s.next], nil
+		}
+		if err := s.refill(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// refill hands the batch Receive has read back to the reader, and waits
+// for the next one.
+func (s *Subscriber) refill(ctx context.Context) error {
+	if s.cur != nil {
+		s.cur.reset()
+		s.free <- s.cur
+		s.cur = nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case s.cur = <-s.ready:
+		s.next = 0
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.stop:
+		return transport.ErrClosed
 	}
 }
 

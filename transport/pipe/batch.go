@@ -100,9 +100,10 @@ func (b *batch) reset() {
 }
 
 // handoff passes batches from the receiving goroutine to the publishing
-// one: the receiver adds to the current batch, which the publisher swaps
-// for an empty one whenever it is free, so the batches are as large as
-// the publisher is behind (at most MaxInFlight writes).
+// one: the receiver adds to the current batch (Pipe.take, holding mu),
+// which the publisher swaps for an empty one whenever it is free, so the
+// batches are as large as the publisher is behind (at most MaxInFlight
+// writes).
 type handoff struct {
 	mu    sync.Mutex
 	cur   *batch
@@ -110,18 +111,6 @@ type handoff struct {
 }
 
 func newHandoff() *handoff { return &handoff{cur: &batch{}, ready: make(chan struct{}, 1)} }
-
-func (h *handoff) add(ws []Write) {
-	if len(ws) == 0 {
-		return
-	}
-	h.mu.Lock()
-	for i := range ws {
-		h.cur.add(&ws[i])
-	}
-	h.mu.Unlock()
-	signal(h.ready)
-}
 
 // take returns the current batch and puts spare, reset, in its place.
 func (h *handoff) take(spare *batch) *batch {

@@ -15,7 +15,10 @@
 // durably where the destination is durable), cumulatively and in order,
 // so a pipe killed at any moment loses nothing: what it had not
 // acknowledged is delivered again. Many messages are in flight at once
-// (Config.MaxInFlight), so the pipe keeps up with its source.
+// (Config.MaxInFlight), so the pipe keeps up with its source. A source
+// that hands over many events at once (a ReceiveBatch method, as
+// multicast.Subscriber has) is read that way, one call and one lock hold
+// for the events ready.
 //
 // A source that cannot be acknowledged (multicast) is resumed from the
 // destination instead: on start the pipe reads the destination's last

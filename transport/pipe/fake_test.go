@@ -235,3 +235,38 @@ func (d *dest) Publish(ctx context.Context, m transport.Message) error {
 func (d *dest) Flush(context.Context) error    { return nil }
 func (d *dest) Semantics() transport.Semantics { return transport.Durable }
 func (d *dest) Close() error                   { return nil }
+
+// batchingSource is an ackingSource that hands over many events at once
+// (batchSource): what its channel holds, up to maxEvents, in a buffer it
+// overwrites with zero events at its next call, so that a pipe using
+// events past that call sees them gone. Called from one goroutine; its
+// counters are read after Run returned.
+type batchingSource struct {
+	*ackingSource
+	buf            []transport.Event
+	calls, largest int
+}
+
+func (s *batchingSource) ReceiveBatch(ctx context.Context, maxEvents int) ([]transport.Event, error) {
+	clear(s.buf)
+	s.calls++
+	ev, err := s.Receive(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.buf = append(s.buf[:0], ev)
+	for len(s.buf) < maxEvents {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				return s.buf, nil
+			}
+			s.buf = append(s.buf, ev)
+			continue
+		default:
+		}
+		break
+	}
+	s.largest = max(s.largest, len(s.buf))
+	return s.buf, nil
+}

@@ -22,8 +22,10 @@ const (
 
 // Config configures a Pipe. Zero fields take the documented defaults.
 type Config struct {
-	// MaxInFlight bounds the events taken from the source and not yet
-	// accepted by the destination: what a killed pipe may write twice.
+	// MaxInFlight bounds the events passed on to the destination and not
+	// yet accepted by it: what a killed pipe may write twice. (Events
+	// received when none more may be in flight, at most one batch of a
+	// source that hands over many at once, wait unwritten.)
 	// Default DefaultMaxInFlight.
 	MaxInFlight int
 	// FlushInterval: a destination without receipts (no
@@ -74,7 +76,9 @@ type Pipe struct {
 	acker transport.Acknowledger // nil when the source cannot be acknowledged
 	to    transport.ReceiptPublisher
 	batch batchPublisher // to, when it takes many messages at once
-	flush *flushReceipts // non-nil when to adapts a publisher without receipts
+	// batchFrom is from, when it hands over many events at once.
+	batchFrom batchSource
+	flush     *flushReceipts // non-nil when to adapts a publisher without receipts
 
 	mu     sync.Mutex
 	core   *Core
@@ -105,6 +109,7 @@ func New(from transport.Subscriber, to transport.Publisher, cfg Config) (*Pipe, 
 	}
 	p := &Pipe{cfg: cfg, from: from, core: core, room: make(chan struct{}, 1), acks: make(chan struct{}, 1), batches: newHandoff()}
 	p.acker = Acknowledger(from)
+	p.batchFrom, _ = from.(batchSource)
 	if rp, ok := to.(transport.ReceiptPublisher); ok {
 		p.to = rp
 		p.batch, _ = to.(batchPublisher)
@@ -203,26 +208,89 @@ func (p *Pipe) Run(ctx context.Context) error {
 }
 
 // forward takes events from the source while there is room in flight,
-// and hands what the core makes of them to publishLoop.
+// and hands what the core makes of them to publishLoop. It receives
+// before it looks for room, so that one lock hold checks the room and
+// passes the events on; events received when there is none (at most one
+// batch of the source's) wait in evs, not in flight, until there is.
 func (p *Pipe) forward(ctx context.Context) error {
+	var one [1]transport.Event
+	var evs []transport.Event // received, not yet taken by the core
 	for {
-		if err := p.waitRoom(ctx, false); err != nil {
-			return err
+		if len(evs) == 0 {
+			var err error
+			if evs, err = p.receive(ctx, one[:]); err != nil {
+				return err
+			}
 		}
-		ev, err := p.from.Receive(ctx)
-		if err != nil {
-			return err
-		}
-		p.mu.Lock()
-		ws := p.core.Event(&ev, p.cfg.Now)
-		p.mu.Unlock()
-		// ws stays valid until the next Event, which only this goroutine
-		// calls.
-		p.batches.add(ws)
-		if len(ws) == 0 {
+		n, held := p.take(evs)
+		// The events stay valid until the next receive, which only this
+		// goroutine calls.
+		evs = evs[n:]
+		if held {
 			signal(p.acks) // a message the destination held may be acknowledged at once
 		}
+		if len(evs) > 0 {
+			if err := p.waitRoom(ctx, false); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// forwardBatch bounds the events forward takes from a batchSource at
+// once, and so how long it holds the pipe's lock.
+const forwardBatch = 256
+
+// batchSource is a source that hands over many events at once
+// (multicast.Subscriber.ReceiveBatch): the events ready, at least one and
+// at most maxEvents, valid until its next call, with Receive's errors.
+// The pipe uses it, when the source offers it, to spare a Receive call
+// and a copy of each event, and takes the lock once for all of them.
+type batchSource interface {
+	ReceiveBatch(ctx context.Context, maxEvents int) ([]transport.Event, error)
+}
+
+// receive returns the next events from the source: a batch from a
+// batchSource, else one event, in one.
+func (p *Pipe) receive(ctx context.Context, one []transport.Event) ([]transport.Event, error) {
+	if p.batchFrom != nil {
+		return p.batchFrom.ReceiveBatch(ctx, forwardBatch)
+	}
+	ev, err := p.from.Receive(ctx)
+	if err != nil {
+		return nil, err
+	}
+	one[0] = ev
+	return one, nil
+}
+
+// take passes events to the core while it has room and nothing failed,
+// and adds what the core makes of them to the batch publishLoop takes,
+// holding each lock once. It returns how many events it took (none once
+// the pipe failed: forward's waitRoom returns the failure), and whether
+// one of them was held by the destination already (no write: it may be
+// acknowledged at once).
+func (p *Pipe) take(evs []transport.Event) (n int, held bool) {
+	h := p.batches
+	added := false
+	p.mu.Lock()
+	h.mu.Lock()
+	for n < len(evs) && !p.core.Full() && p.failed == nil {
+		// ws stays valid until the next Event.
+		ws := p.core.Event(&evs[n], p.cfg.Now)
+		for i := range ws {
+			h.cur.add(&ws[i])
+		}
+		added = added || len(ws) > 0
+		held = held || len(ws) == 0
+		n++
+	}
+	h.mu.Unlock()
+	p.mu.Unlock()
+	if added {
+		signal(h.ready)
+	}
+	return n, held
 }
 
 // batchPublisher is a destination that takes many messages at once

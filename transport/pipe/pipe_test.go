@@ -53,13 +53,17 @@ func waitAcked(t *testing.T, src *ackingSource, stream transport.StreamID, seq u
 // with their origin, and every acknowledgement comes after the
 // destination held everything it covers.
 func TestPipeForwardsAtLeastOnce(t *testing.T) {
-	t.Run("one at a time", func(t *testing.T) { pipeForwardsAtLeastOnce(t, false) })
-	t.Run("batches", func(t *testing.T) { pipeForwardsAtLeastOnce(t, true) })
+	t.Run("one at a time", func(t *testing.T) { pipeForwardsAtLeastOnce(t, false, false) })
+	t.Run("batches", func(t *testing.T) { pipeForwardsAtLeastOnce(t, true, false) })
+	t.Run("batch source", func(t *testing.T) { pipeForwardsAtLeastOnce(t, false, true) })
+	t.Run("batch source, batches", func(t *testing.T) { pipeForwardsAtLeastOnce(t, true, true) })
 }
 
 // pipeForwardsAtLeastOnce is TestPipeForwardsAtLeastOnce, into a
-// destination that takes many messages at once when batched.
-func pipeForwardsAtLeastOnce(t *testing.T, batched bool) {
+// destination that takes many messages at once when batched, from a
+// source that hands over many events at once (batchSource) when
+// batchSrc.
+func pipeForwardsAtLeastOnce(t *testing.T, batched, batchSrc bool) {
 	const n = 5000
 	d := &dest{}
 	var to transport.Publisher = d
@@ -85,7 +89,12 @@ func pipeForwardsAtLeastOnce(t *testing.T, batched bool) {
 	}
 	src.events <- transport.Event{Kind: transport.EventStreamEnd, End: transport.StreamEnd{Stream: feedA, LastSeq: n, Reason: transport.EndClosed}}
 
-	p, err := New(src, to, Config{MaxInFlight: 256})
+	var from transport.Subscriber = src
+	bs := &batchingSource{ackingSource: src}
+	if batchSrc {
+		from = bs
+	}
+	p, err := New(from, to, Config{MaxInFlight: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,6 +158,9 @@ func pipeForwardsAtLeastOnce(t *testing.T, batched bool) {
 	}
 	if s := p.Stats(); s.Forwarded != uint64(len(d.held)-1) || s.Markers != 1 || s.InFlight != 0 || s.Acks == 0 {
 		t.Errorf("stats %+v", s)
+	}
+	if bs.calls == 0 != !batchSrc || batchSrc && bs.largest < 2 {
+		t.Errorf("batch source %v: %d ReceiveBatch calls, the largest batch %d events", batchSrc, bs.calls, bs.largest)
 	}
 }
 

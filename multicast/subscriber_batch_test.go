@@ -1,0 +1,188 @@
+package multicast
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// eventsBatch is a batch of message events whose Seq are seqs.
+func eventsBatch(seqs ...uint64) *batch {
+	b := newBatch()
+	for _, s := range seqs {
+		b.add(&transport.Event{Kind: transport.EventMessage, Message: transport.Message{Seq: s, Payload: indexed(int(s), 8)}})
+	}
+	return b
+}
+
+// TestReceiveBatch: ReceiveBatch hands over the rest of the current
+// batch, at most maxEvents of it, in order, mixed with Receive; a batch
+// read to its end goes back to the reader; a closed subscriber returns
+// ErrClosed even with events queued, and a done context its error.
+func TestReceiveBatch(t *testing.T) {
+	s := &Subscriber{ready: make(chan *batch, 4), free: make(chan *batch, 5), stop: make(chan struct{})}
+	s.ready <- eventsBatch(1, 2, 3, 4, 5)
+	s.ready <- eventsBatch(6, 7)
+	ctx := context.Background()
+	var got []uint64
+	take := func(maxEvents, want int) {
+		t.Helper()
+		evs, err := s.ReceiveBatch(ctx, maxEvents)
+		if err != nil || len(evs) != want {
+			t.Fatalf("ReceiveBatch(%d): %d events, %v; want %d", maxEvents, len(evs), err, want)
+		}
+		for _, ev := range evs {
+			if indexOf(ev.Message.Payload) != int(ev.Message.Seq) {
+				t.Fatalf("event %d carries payload %d", ev.Message.Seq, indexOf(ev.Message.Payload))
+			}
+			got = append(got, ev.Message.Seq)
+		}
+	}
+	take(3, 3)
+	ev, err := s.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, ev.Message.Seq)
+	take(100, 1) // the rest of the first batch
+	if len(s.free) != 0 {
+		t.Fatalf("%d batches back to the reader while the first is still valid", len(s.free))
+	}
+	take(0, 1) // below 1 counts as 1
+	if len(s.free) != 1 {
+		t.Fatalf("%d batches back to the reader after the first was read to its end, want 1", len(s.free))
+	}
+	take(100, 1)
+	if want := []uint64{1, 2, 3, 4, 5, 6, 7}; !equalSeqs(got, want) {
+		t.Fatalf("received %v, want %v", got, want)
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	if evs, err := s.ReceiveBatch(cctx, 10); !errors.Is(err, context.DeadlineExceeded) || evs != nil {
+		t.Fatalf("nothing ready, context done: %d events, %v", len(evs), err)
+	}
+	s.ready <- eventsBatch(8)
+	close(s.stop)
+	if evs, err := s.ReceiveBatch(ctx, 10); !errors.Is(err, transport.ErrClosed) || evs != nil {
+		t.Fatalf("closed with an event queued: %d events, %v", len(evs), err)
+	}
+}
+
+func equalSeqs(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestReceiveBatchDelivers: a feed read with ReceiveBatch arrives whole
+// and in order, in batches of more than one event.
+func TestReceiveBatchDelivers(t *testing.T) {
+	cfg := testConfig(t)
+	s := mustSub(t, cfg)
+	p := mustPub(t, cfg)
+	const n = 5000
+	publishN(t, p, 0, n, 32)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	next, largest := 0, 0
+	for next < n {
+		evs, err := s.ReceiveBatch(ctx, 64)
+		if err != nil {
+			t.Fatalf("after %d messages: %v", next, err)
+		}
+		if len(evs) > 64 {
+			t.Fatalf("%d events, asked for at most 64", len(evs))
+		}
+		largest = max(largest, len(evs))
+		for _, ev := range evs {
+			switch ev.Kind {
+			case transport.EventMessage:
+				if i := indexOf(ev.Message.Payload); i != next {
+					t.Fatalf("message %d, want %d", i, next)
+				}
+				next++
+			case transport.EventGap:
+				t.Fatalf("gap %v", ev.Gap)
+			}
+		}
+	}
+	if largest < 2 {
+		t.Errorf("largest batch %d events: ReceiveBatch handed over one event at a time", largest)
+	}
+}
+
+// benchReceiving returns a subscriber whose reader hands back every
+// batch of 512 message events at once, as it gets it, doing nothing
+// else: the cost of handing events to the application alone.
+func benchReceiving(b *testing.B) *Subscriber {
+	s := &Subscriber{ready: make(chan *batch, 2), free: make(chan *batch, 3), stop: make(chan struct{})}
+	seqs := make([]uint64, batchEvents)
+	for i := range seqs {
+		seqs[i] = uint64(i)
+	}
+	for range 2 {
+		s.ready <- eventsBatch(seqs...)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case bt := <-s.free:
+				bt.events = bt.events[:batchEvents] // the same events again
+				s.ready <- bt
+			case <-s.stop:
+				return
+			}
+		}
+	}()
+	b.Cleanup(func() { close(s.stop); <-done })
+	return s
+}
+
+// BenchmarkReceive and BenchmarkReceiveBatch: the cost per event of
+// handing events to the application, with Receive and with
+// ReceiveBatch(ctx, 256).
+//
+//	go test -run XXX -bench 'Receive(Batch)?$' ./multicast/
+func BenchmarkReceive(b *testing.B) {
+	s := benchReceiving(b)
+	ctx := context.Background()
+	var sum uint64
+	for b.Loop() {
+		ev, err := s.Receive(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum += ev.Message.Seq
+	}
+	_ = sum
+}
+
+func BenchmarkReceiveBatch(b *testing.B) {
+	s := benchReceiving(b)
+	ctx := context.Background()
+	var sum uint64
+	n := 0
+	for n < b.N {
+		evs, err := s.ReceiveBatch(ctx, 256)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range evs {
+			sum += evs[i].Message.Seq
+		}
+		n += len(evs)
+	}
+	_ = sum
+}
