@@ -171,7 +171,7 @@ func BenchmarkFlowCost(b *testing.B) {
 	run := func(mode reliable.FlowMode) rateResult {
 		cfg := testConfig(b)
 		cfg.Sender.Flow.Mode = mode
-		return transportRateConfig(b, b.N, cfg, cfg, false)
+		return transportRateConfig(b, b.N, cfg, cfg, false, false)
 	}
 	flow, none := pairedCost(b, "flow", "none",
 		func() rateResult { return run(reliable.FlowMin) },
@@ -261,12 +261,13 @@ func transportRate(b *testing.B, n int, loss float64, key []byte) rateResult {
 func transportRateReceipts(b *testing.B, n int, loss float64, key []byte, receipts bool) rateResult {
 	cfg := testConfig(b)
 	cfg.Key = key
-	return transportRateConfig(b, n, cfg, withFaults(cfg, faultnet.Faults{Loss: loss, Seed: 1}), receipts)
+	return transportRateConfig(b, n, cfg, withFaults(cfg, faultnet.Faults{Loss: loss, Seed: 1}), receipts, false)
 }
 
 // transportRateConfig is transportRateReceipts with the publisher's and
-// the subscriber's Config.
-func transportRateConfig(b *testing.B, n int, cfg, scfg Config, receipts bool) rateResult {
+// the subscriber's Config; with batch, the subscriber is read with
+// ReceiveBatch (up to 1024 events a call) instead of Receive.
+func transportRateConfig(b *testing.B, n int, cfg, scfg Config, receipts, batch bool) rateResult {
 	s := mustSub(b, scfg)
 	p := mustPub(b, cfg)
 	payload := make([]byte, benchPayload)
@@ -300,17 +301,30 @@ func transportRateConfig(b *testing.B, n int, cfg, scfg Config, receipts bool) r
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var got, lost uint64
-	for got+lost < uint64(n) {
-		ev, err := s.Receive(rctx)
-		if err != nil {
-			b.Fatalf("after %d messages: %v", got, err)
-		}
+	count := func(ev *transport.Event) {
 		switch ev.Kind {
 		case transport.EventMessage:
 			got++
 		case transport.EventGap:
 			lost += ev.Gap.Len()
 		}
+	}
+	for got+lost < uint64(n) {
+		if batch {
+			evs, err := s.ReceiveBatch(rctx, 1024)
+			if err != nil {
+				b.Fatalf("after %d messages: %v", got, err)
+			}
+			for i := range evs {
+				count(&evs[i])
+			}
+			continue
+		}
+		ev, err := s.Receive(rctx)
+		if err != nil {
+			b.Fatalf("after %d messages: %v", got, err)
+		}
+		count(&ev)
 	}
 	rate := float64(got) / time.Since(start).Seconds()
 	if receipts {

@@ -38,20 +38,28 @@ import (
 //     where it can: what the wire allows with them;
 //   - nooffload-dgrams/s, nooffload-x-raw: the transport with
 //     Config.NoOffload (one datagram per sendmmsg and recvmmsg entry,
-//     no padding), run after the raw sides: what the offloads gave.
+//     no padding), run after the raw sides: what the offloads gave;
+//   - batch-dgrams/s, batch-x-raw (-min, -max): the transport read with
+//     Subscriber.ReceiveBatch instead of Receive, as the raw receiver
+//     reads its datagrams in batches (the publisher's side unchanged),
+//     against the same round's raw run.
 func BenchmarkLimit(b *testing.B) {
 	if b.N < 1000 {
 		return // the testing package's first, calibration call
 	}
-	var ours, plain, raw, rawOff, ratio, ratioPlain, ratioOff, perDgram, msgs []float64
+	var ours, plain, batched, raw, rawOff, ratio, ratioPlain, ratioBatch, ratioOff, perDgram, msgs []float64
 	var lost, rawLost, rawOffLost uint64
 	var size, rcvbuf, rawRcvbuf int
 	for round := range limitRounds {
-		o := limitOurs(b, false)
+		o := limitOurs(b, false, false)
 		size = int(o.bytes / o.datagrams)
 		r := rawUDP(b, int(o.datagrams), size)
 		ro := rawUDPOffload(b, int(o.datagrams), size)
-		np := limitOurs(b, true)
+		np := limitOurs(b, true, false)
+		ob := limitOurs(b, false, true)
+		obDg := ob.msgs * float64(ob.datagrams) / float64(b.N)
+		batched, ratioBatch = append(batched, obDg), append(ratioBatch, obDg/r.rate)
+		lost += ob.lost
 		npDg := np.msgs * float64(np.datagrams) / float64(b.N)
 		plain, ratioPlain = append(plain, npDg), append(ratioPlain, npDg/r.rate)
 		lost += np.lost
@@ -65,8 +73,8 @@ func BenchmarkLimit(b *testing.B) {
 		rawLost += uint64(int(o.datagrams) - r.got)
 		rawOffLost += uint64(int(o.datagrams) - ro.got)
 		rcvbuf, rawRcvbuf = o.recvBuf, r.recvBuffer
-		b.Logf("round %d: transport %.0f dgrams/s (%d of %d B, %.1f msgs each, %.0f msgs/s, %d lost, rcvbuf %d, GSO %v, GRO %v); raw %.0f dgrams/s (%d of %d received, rcvbuf %d), x-raw %.2f; raw with GSO/GRO %.0f dgrams/s (%d received), x-raw-offload %.2f; transport with NoOffload %.0f dgrams/s (%d of %d B), x-raw %.2f",
-			round+1, dg, o.datagrams, size, perDgram[round], o.msgs, o.lost, o.recvBuf, o.gso, o.gro, r.rate, r.got, o.datagrams, r.recvBuffer, ratio[round], ro.rate, ro.got, ratioOff[round], npDg, np.datagrams, np.bytes/np.datagrams, ratioPlain[round])
+		b.Logf("round %d: transport %.0f dgrams/s (%d of %d B, %.1f msgs each, %.0f msgs/s, %d lost, rcvbuf %d, GSO %v, GRO %v); raw %.0f dgrams/s (%d of %d received, rcvbuf %d), x-raw %.2f; raw with GSO/GRO %.0f dgrams/s (%d received), x-raw-offload %.2f; transport with NoOffload %.0f dgrams/s (%d of %d B), x-raw %.2f; transport read with ReceiveBatch %.0f dgrams/s, x-raw %.2f",
+			round+1, dg, o.datagrams, size, perDgram[round], o.msgs, o.lost, o.recvBuf, o.gso, o.gro, r.rate, r.got, o.datagrams, r.recvBuffer, ratio[round], ro.rate, ro.got, ratioOff[round], npDg, np.datagrams, np.bytes/np.datagrams, ratioPlain[round], obDg, ratioBatch[round])
 	}
 	b.ReportMetric(median(ours), "dgrams/s")
 	b.ReportMetric(median(raw), "raw-dgrams/s")
@@ -77,6 +85,10 @@ func BenchmarkLimit(b *testing.B) {
 	b.ReportMetric(slices.Max(ratio), "x-raw-max")
 	b.ReportMetric(median(plain), "nooffload-dgrams/s")
 	b.ReportMetric(median(ratioPlain), "nooffload-x-raw")
+	b.ReportMetric(median(batched), "batch-dgrams/s")
+	b.ReportMetric(median(ratioBatch), "batch-x-raw")
+	b.ReportMetric(slices.Min(ratioBatch), "batch-x-raw-min")
+	b.ReportMetric(slices.Max(ratioBatch), "batch-x-raw-max")
 	b.ReportMetric(median(rawOff), "raw-offload-dgrams/s")
 	b.ReportMetric(median(ratioOff), "x-raw-offload")
 	b.ReportMetric(slices.Min(ratioOff), "x-raw-offload-min")
@@ -94,10 +106,11 @@ func BenchmarkLimit(b *testing.B) {
 const limitRounds = 7
 
 // limitOurs is the transport's side of BenchmarkLimit, with or without
-// the kernel's UDP offloads.
-func limitOurs(b *testing.B, noOffload bool) rateResult {
+// the kernel's UDP offloads, its subscriber read with Receive or (batch)
+// ReceiveBatch.
+func limitOurs(b *testing.B, noOffload, batch bool) rateResult {
 	cfg := testConfig(b)
 	cfg.Sender.Flow.Mode = reliable.FlowMin
 	cfg.NoOffload = noOffload
-	return transportRateConfig(b, b.N, cfg, cfg, false)
+	return transportRateConfig(b, b.N, cfg, cfg, false, batch)
 }
