@@ -38,8 +38,8 @@ func fastReceiver(b *testing.B, got chan<- struct{}) *httptest.Server {
 }
 
 // run is how long a throughput run took and the CPU time the process
-// used meanwhile (receiver included).
-type benchRun struct{ el, cpu time.Duration }
+// used meanwhile (receiver included), and the PostgreSQL server's.
+type benchRun struct{ el, cpu, server time.Duration }
 
 // rate is deliveries per second.
 func (r benchRun) rate(n int) float64 { return float64(n) / r.el.Seconds() }
@@ -63,12 +63,14 @@ func plainLoop(b *testing.B, url string, n int, got <-chan struct{}) benchRun {
 		resp.Body.Close()
 		<-got
 	}
-	return benchRun{time.Since(start), processCPU() - cpu}
+	return benchRun{el: time.Since(start), cpu: processCPU() - cpu}
 }
 
 // drain fills a fresh store's outbox with n events to one endpoint, then
-// runs a dispatcher until all are delivered and returns how long that took.
-func drain(b *testing.B, s store.Store, url string, n int, got <-chan struct{}) benchRun {
+// runs a dispatcher until all are delivered and returns how long that
+// took, and the CPU time used meanwhile by this process and by the
+// PostgreSQL server whose postmaster is pg (0: none).
+func drain(b *testing.B, s store.Store, url string, n int, got <-chan struct{}, pg int) benchRun {
 	ctx := context.Background()
 	now := time.Now()
 	sec, _ := webhook.NewSecret(bytes.NewReader(bytes.Repeat([]byte{7}, 32)))
@@ -86,12 +88,12 @@ func drain(b *testing.B, s store.Store, url string, n int, got <-chan struct{}) 
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	start, cpu := time.Now(), processCPU()
+	start, cpu, server := time.Now(), processCPU(), serverCPU(pg)
 	go func() { d.Run(runCtx); close(done) }()
 	for range n {
 		<-got
 	}
-	r := benchRun{time.Since(start), processCPU() - cpu}
+	r := benchRun{time.Since(start), processCPU() - cpu, serverCPU(pg) - server}
 	cancel()
 	<-done
 	return r
@@ -115,41 +117,45 @@ func sqliteBench(b *testing.B) store.Store {
 // after it (the machine's load changes within seconds, and the loop after
 // PostgreSQL's drain runs beside its background writes). Reported: the
 // median ratio over the rounds, and the CPU time per delivery of each
-// (this process's, receiver included; PostgreSQL's own is not counted).
+// (this process's, receiver included), and the PostgreSQL server's CPU
+// time per delivery (Linux only: its processes' times in /proc).
 // One endpoint, the default Config.
 func BenchmarkThroughput(b *testing.B) {
 	n := benchEvents()
 	got := make(chan struct{}, 1<<16)
 	srv := fastReceiver(b, got)
 	cluster := pgtest.Start(b)
-	var liteRatios, pgRatios, loopCPU, liteCPU, pgCPU []float64
+	var liteRatios, pgRatios, loopCPU, liteCPU, pgCPU, pgServer []float64
 	us := func(r benchRun) float64 { return float64(r.cpu.Microseconds()) / float64(n) }
+	serverUS := func(r benchRun) float64 { return float64(r.server.Microseconds()) / float64(n) }
 	for i := 0; i < b.N; i++ {
 		loop1 := plainLoop(b, srv.URL, n, got)
-		lite := drain(b, sqliteBench(b), srv.URL, n, got)
+		lite := drain(b, sqliteBench(b), srv.URL, n, got, 0)
 		loop2 := plainLoop(b, srv.URL, n, got)
 		ps, err := store.Open(context.Background(), cluster.NewDatabase(b))
 		if err != nil {
 			b.Fatal(err)
 		}
-		pg := drain(b, ps, srv.URL, n, got)
+		pg := drain(b, ps, srv.URL, n, got, cluster.PID(b))
 		ps.Close()
 		loop3 := plainLoop(b, srv.URL, n, got)
 		lr := lite.rate(n) / max(loop1.rate(n), loop2.rate(n))
 		pr := pg.rate(n) / max(loop2.rate(n), loop3.rate(n))
-		b.Logf("round %d: plain loop %.0f, %.0f, %.0f/s (CPU %.0f µs/request); SQLite %.0f/s (ratio %.2f, CPU %.0f µs/delivery); PostgreSQL %.0f/s (ratio %.2f, CPU %.0f µs/delivery)",
-			i+1, loop1.rate(n), loop2.rate(n), loop3.rate(n), us(loop2), lite.rate(n), lr, us(lite), pg.rate(n), pr, us(pg))
+		b.Logf("round %d: plain loop %.0f, %.0f, %.0f/s (CPU %.0f µs/request); SQLite %.0f/s (ratio %.2f, CPU %.0f µs/delivery); PostgreSQL %.0f/s (ratio %.2f, CPU %.0f µs/delivery, server %.0f µs/delivery)",
+			i+1, loop1.rate(n), loop2.rate(n), loop3.rate(n), us(loop2), lite.rate(n), lr, us(lite), pg.rate(n), pr, us(pg), serverUS(pg))
 		liteRatios, pgRatios = append(liteRatios, lr), append(pgRatios, pr)
 		loopCPU, liteCPU, pgCPU = append(loopCPU, us(loop1), us(loop2), us(loop3)), append(liteCPU, us(lite)), append(pgCPU, us(pg))
+		pgServer = append(pgServer, serverUS(pg))
 	}
 	b.ReportMetric(median(liteRatios), "sqlite-ratio")
 	b.ReportMetric(median(pgRatios), "postgres-ratio")
 	b.ReportMetric(median(loopCPU), "loop-cpu-µs/op")
 	b.ReportMetric(median(liteCPU), "sqlite-cpu-µs/op")
 	b.ReportMetric(median(pgCPU), "postgres-cpu-µs/op")
-	b.Logf("ratio to the plain loop, median [min–max] over %d rounds: SQLite %.2f [%.2f–%.2f], PostgreSQL %.2f [%.2f–%.2f]; CPU per delivery (median): loop %.0f µs, SQLite %.0f µs, PostgreSQL %.0f µs",
+	b.ReportMetric(median(pgServer), "postgres-server-cpu-µs/op")
+	b.Logf("ratio to the plain loop, median [min–max] over %d rounds: SQLite %.2f [%.2f–%.2f], PostgreSQL %.2f [%.2f–%.2f]; CPU per delivery (median): loop %.0f µs, SQLite %.0f µs, PostgreSQL %.0f µs (and its server's %.0f µs [%.0f–%.0f])",
 		len(liteRatios), median(liteRatios), slices.Min(liteRatios), slices.Max(liteRatios), median(pgRatios), slices.Min(pgRatios), slices.Max(pgRatios),
-		median(loopCPU), median(liteCPU), median(pgCPU))
+		median(loopCPU), median(liteCPU), median(pgCPU), median(pgServer), slices.Min(pgServer), slices.Max(pgServer))
 }
 
 func median(v []float64) float64 {

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -98,6 +99,21 @@ func (c *Cluster) run(t testing.TB, name string, args ...string) {
 		log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
 		t.Fatalf("%s: %v\n%s\n%s", name, err, out, log)
 	}
+}
+
+// PID is the cluster's postmaster's process id (the parent of its
+// server processes).
+func (c *Cluster) PID(t testing.TB) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.data(), "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if err != nil {
+		t.Fatalf("postmaster.pid: %v", err)
+	}
+	return pid
 }
 
 // URL returns the address of database name.
