@@ -11,13 +11,11 @@ import (
 func (l *Log) syncLoop() {
 	defer l.wg.Done()
 	for {
-		l.syncIdle.Store(true)
 		select {
 		case <-l.done:
 			return
 		case <-l.kick:
 		}
-		l.syncIdle.Store(false)
 		l.sync()
 	}
 }

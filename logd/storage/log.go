@@ -3,7 +3,6 @@ package storage
 import (
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,10 +75,9 @@ type Log struct {
 	compactedTo  int64
 	tombstoneDue int64
 
-	kick     chan struct{}
-	syncIdle atomic.Bool // syncLoop waits for a kick
-	done     chan struct{}
-	wg       sync.WaitGroup
+	kick chan struct{}
+	done chan struct{}
+	wg   sync.WaitGroup
 }
 
 // AppendResult reports where an appended batch went.
@@ -157,39 +155,26 @@ func (l *Log) Size() int64 {
 //
 // Append does not wait for the disk: call WaitDurable with LastOffset.
 func (l *Log) Append(batch []byte) (AppendResult, error) {
-	res, woke, err := l.append(batch)
-	if woke {
-		// The group commit was idle and is now runnable: let it start
-		// its fdatasync before this goroutine goes on to read the next
-		// request (see syncLoop).
-		runtime.Gosched()
-	}
-	return res, err
-}
-
-// append is Append under mu; woke reports that it woke the idle group
-// commit.
-func (l *Log) append(batch []byte) (_ AppendResult, woke bool, _ error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
-		return AppendResult{}, false, err
+		return AppendResult{}, err
 	}
 	h := &l.hdr
 	if err := checkProduced(batch, h, l.cfg.MaxBatchBytes); err != nil {
-		return AppendResult{}, false, err
+		return AppendResult{}, err
 	}
 	now := l.env.now()
 	if dup, err := l.producers.check(h, now); err != nil || dup != nil {
 		if dup != nil {
-			return AppendResult{BaseOffset: dup.first, LastOffset: dup.last, LogStartOffset: l.start.Load(), Duplicate: true}, false, nil
+			return AppendResult{BaseOffset: dup.first, LastOffset: dup.last, LogStartOffset: l.start.Load(), Duplicate: true}, nil
 		}
-		return AppendResult{}, false, err
+		return AppendResult{}, err
 	}
 	seg := l.segs[len(l.segs)-1]
 	if l.shouldRoll(seg, len(batch), h.LastOffsetDelta, now) {
 		if err := l.roll(); err != nil {
-			return AppendResult{}, false, l.fail(opRoll, err)
+			return AppendResult{}, l.fail(opRoll, err)
 		}
 		seg = l.segs[len(l.segs)-1]
 	}
@@ -197,7 +182,7 @@ func (l *Log) append(batch []byte) (_ AppendResult, woke bool, _ error) {
 	setBaseOffset(batch, base)
 	pos := seg.size
 	if _, err := seg.log.WriteAt(batch, pos); err != nil {
-		return AppendResult{}, false, l.fail(opWrite, err)
+		return AppendResult{}, l.fail(opWrite, err)
 	}
 	p := peek{base: base, size: int64(len(batch)), lastDelta: h.LastOffsetDelta}
 	l.idxMu.Lock()
@@ -209,7 +194,6 @@ func (l *Log) append(batch []byte) (_ AppendResult, woke bool, _ error) {
 	if l.env.fsync == FsyncAlways {
 		select {
 		case l.kick <- struct{}{}:
-			woke = l.syncIdle.Load()
 		default:
 		}
 	} else {
@@ -217,7 +201,7 @@ func (l *Log) append(batch []byte) (_ AppendResult, woke bool, _ error) {
 		l.publishHWM(l.end)
 	}
 	l.env.hooks.append(l.topic, l.partition, int(h.NumRecords), len(batch))
-	return AppendResult{BaseOffset: base, LastOffset: l.end - 1, LogStartOffset: l.start.Load()}, woke, nil
+	return AppendResult{BaseOffset: base, LastOffset: l.end - 1, LogStartOffset: l.start.Load()}, nil
 }
 
 func (l *Log) writable() error {
