@@ -63,7 +63,11 @@ const (
 // this process, on the same cores;
 // disk-B/rec is on-disk bytes per record; fdatasyncs and raw-fdatasyncs
 // are per round (logd's count every file sync: segments, indexes, state
-// files); fsync-busy and raw-fsync-busy are the shares of each side's
+// files; a round crosses one or two segment rolls, each of which syncs
+// the old segment, its two index files, the producer snapshot and the
+// recovery point); dir-syncs are logd's directory syncs per round (three
+// per roll), which the raw side does not make, and dir-sync-busy the
+// share of logd's time in them; fsync-busy and raw-fsync-busy are the shares of each side's
 // time spent in file syncs (summed, per round, median): the raw side
 // spends the rest writing into the page cache, logd's writes can run
 // while it syncs, so time logd spends outside fsyncs is time its disk
@@ -114,8 +118,12 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 	var disk, n int64    // logd's on-disk bytes and file syncs in the last round
 	var syncBusy float64 // the share of the last round's time logd spent in file syncs
 	var syncWait, requestWait float64
+	var dirN int64          // directory syncs in the last round
+	var dirBusy float64     // the share of the last round's time in them
+	var dirNs, dirBusys []float64
 	produce := func() float64 {
 		before, syncs0, nanos0 := dirBytes(b, partDir, ".log"), cfs.syncs.Load(), cfs.syncNanos.Load()
+		dirs0, dirNanos0 := cfs.dirSyncs.Load(), cfs.dirSyncNanos.Load()
 		cfs.takeTimeline()
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -139,6 +147,7 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 		took := time.Since(start).Seconds()
 		disk, n = dirBytes(b, partDir, ".log")-before, cfs.syncs.Load()-syncs0
 		syncBusy = float64(cfs.syncNanos.Load()-nanos0) / 1e9 / took
+		dirN, dirBusy = cfs.dirSyncs.Load()-dirs0, float64(cfs.dirSyncNanos.Load()-dirNanos0)/1e9/took
 		sw, rw := diskIdle(cfs.takeTimeline())
 		syncWait, requestWait = sw.Seconds()/took, rw.Seconds()/took
 		return took
@@ -168,8 +177,9 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 		syncs, rawSyncs = append(syncs, float64(n)), append(rawSyncs, float64(rawN))
 		busy, rawBusy = append(busy, syncBusy), append(rawBusy, rawSynced/rawTook)
 		syncWaits, requestWaits = append(syncWaits, syncWait), append(requestWaits, requestWait)
-		b.Logf("round %d: logd %.0f disk-MiB/s (%d B, %d fdatasyncs, in fdatasync %.0f%% of the time, disk idle with appended data waiting for its fdatasync %.0f%%, waiting for requests %.0f%%), raw %.0f MiB/s (%d B, %d fdatasyncs, %.0f%%), x%.2f",
-			round, diskRates[round]/(1<<20), disk, n, 100*syncBusy, 100*syncWait, 100*requestWait, raws[round]/(1<<20), rawBytes, rawN, 100*rawSynced/rawTook, ratios[round])
+		dirNs, dirBusys = append(dirNs, float64(dirN)), append(dirBusys, dirBusy)
+		b.Logf("round %d: logd %.0f disk-MiB/s (%d B, %d fdatasyncs, in fdatasync %.0f%% of the time, disk idle with appended data waiting for its fdatasync %.0f%%, waiting for requests %.0f%%; %d directory syncs, %.1f%%), raw %.0f MiB/s (%d B, %d fdatasyncs, %.0f%%), x%.2f",
+			round, diskRates[round]/(1<<20), disk, n, 100*syncBusy, 100*syncWait, 100*requestWait, dirN, 100*dirBusy, raws[round]/(1<<20), rawBytes, rawN, 100*rawSynced/rawTook, ratios[round])
 	}
 	b.ReportMetric(median(rates)/(1<<20), "MiB/s")
 	b.ReportMetric(median(diskRates)/(1<<20), "disk-MiB/s")
@@ -182,6 +192,8 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 	b.ReportMetric(median(rawBusy), "raw-fsync-busy")
 	b.ReportMetric(median(syncWaits), "sync-wait")
 	b.ReportMetric(median(requestWaits), "request-wait")
+	b.ReportMetric(median(dirNs), "dir-syncs")
+	b.ReportMetric(median(dirBusys), "dir-sync-busy")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -248,6 +260,11 @@ type countingFS struct {
 	vfs.FS
 	syncs     atomic.Int64
 	syncNanos atomic.Int64 // time spent in file syncs
+	// Directory syncs (a segment roll makes three: the new segment's
+	// entry, the producer snapshot's and the recovery point's), which
+	// the raw side has no counterpart for.
+	dirSyncs     atomic.Int64
+	dirSyncNanos atomic.Int64
 
 	mu         sync.Mutex
 	syncedDirs map[string]bool
@@ -306,7 +323,11 @@ func (c *countingFS) SyncDir(name string) error {
 	}
 	c.syncedDirs[filepath.Clean(name)] = true
 	c.mu.Unlock()
-	return c.FS.SyncDir(name)
+	c.dirSyncs.Add(1)
+	start := time.Now()
+	err := c.FS.SyncDir(name)
+	c.dirSyncNanos.Add(int64(time.Since(start)))
+	return err
 }
 
 // dirSynced reports whether directory name was synced.
