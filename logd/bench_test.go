@@ -118,8 +118,8 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 	var disk, n int64    // logd's on-disk bytes and file syncs in the last round
 	var syncBusy float64 // the share of the last round's time logd spent in file syncs
 	var syncWait, requestWait float64
-	var dirN int64          // directory syncs in the last round
-	var dirBusy float64     // the share of the last round's time in them
+	var dirN int64      // directory syncs in the last round
+	var dirBusy float64 // the share of the last round's time in them
 	var dirNs, dirBusys []float64
 	produce := func() float64 {
 		before, syncs0, nanos0 := dirBytes(b, partDir, ".log"), cfs.syncs.Load(), cfs.syncNanos.Load()

@@ -184,12 +184,8 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 	if _, err := seg.log.WriteAt(batch, pos); err != nil {
 		return AppendResult{}, l.fail(opWrite, err)
 	}
-	if wb, ok := seg.log.(vfs.WriteBehinder); ok && l.env.fsync == FsyncAlways {
-		// The disk starts on the batch now, while the group commit may
-		// still be syncing earlier ones or waiting to be scheduled: its
-		// fdatasync then has less left to write. Only a hint: nothing
-		// is acknowledged before that fdatasync.
-		wb.WriteBehind(pos, int64(len(batch)))
+	if l.env.fsync == FsyncAlways {
+		seg.writeBehind(pos + int64(len(batch)))
 	}
 	p := peek{base: base, size: int64(len(batch)), lastDelta: h.LastOffsetDelta}
 	l.idxMu.Lock()

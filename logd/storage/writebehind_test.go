@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,42 +39,52 @@ func (f writeBehindFile) WriteBehind(off, n int64) {
 	f.fs.mu.Unlock()
 }
 
-// TestAppendStartsWriteOut: under FsyncAlways each appended batch's
-// bytes are handed to the disk at once (sync_file_range), so the group
-// commit's fdatasync finds them written or on their way; under the
-// other policies, where no one waits for the disk, they are not.
+// bigBatch is one record of a size-byte value.
+func bigBatch(t testing.TB, size int, ts int64) []byte {
+	return makeBatch(t, batchSpec{ts: ts, pid: -1, epoch: -1, firstSeq: -1, recs: []rec{{value: make([]byte, size)}}})
+}
+
+// TestAppendStartsWriteOut: under FsyncAlways, once writeBehindBytes
+// have been appended since the last write-out started, the whole pages
+// among them are handed to the disk at once (sync_file_range), so the
+// group commit's fdatasync finds them written or on their way; the page
+// still being filled is left for later. Under the other policies, where
+// no one waits for the disk, nothing is.
 func TestAppendStartsWriteOut(t *testing.T) {
 	for _, policy := range []FsyncPolicy{FsyncAlways, FsyncInterval, FsyncNever} {
 		t.Run(policy.String(), func(t *testing.T) {
 			clk := newClock()
 			fsys := &writeBehindFS{FS: vfs.OS}
 			cfg := testConfig(t, clk)
-			cfg.FS, cfg.Fsync = fsys, policy
+			cfg.FS, cfg.Fsync, cfg.SegmentBytes = fsys, policy, 64<<20
 			s, l := openPartition(t, cfg)
 			defer s.Close()
 			var want [][2]int64
-			var pos int64
-			for range 3 {
-				b := simpleBatch(t, "a", 2, clk.ms())
+			var end, behind int64
+			// Small batches first (no write-out until they add up),
+			// then large ones (one each).
+			for _, size := range []int{40 << 10, 40 << 10, 40 << 10, 40 << 10, 40 << 10, 40 << 10, 40 << 10, 300 << 10, 900 << 10, 10} {
+				b := bigBatch(t, size, clk.ms())
 				if _, err := l.Append(b); err != nil {
 					t.Fatal(err)
 				}
-				want = append(want, [2]int64{pos, int64(len(b))})
-				pos += int64(len(b))
+				end += int64(len(b))
+				if to := end &^ (writeBehindPage - 1); to-behind >= writeBehindBytes {
+					want = append(want, [2]int64{behind, to - behind})
+					behind = to
+				}
+			}
+			if len(want) != 3 {
+				t.Fatalf("the test expects 3 write-outs, not %v", want)
+			}
+			if policy != FsyncAlways {
+				want = nil
 			}
 			fsys.mu.Lock()
 			got := fsys.ranges
 			fsys.mu.Unlock()
-			if policy != FsyncAlways {
-				want = nil
-			}
-			if len(got) != len(want) {
+			if !slices.Equal(got, want) {
 				t.Fatalf("write-out started for %v, want %v", got, want)
-			}
-			for i := range got {
-				if got[i] != want[i] {
-					t.Fatalf("write-out started for %v, want %v", got, want)
-				}
 			}
 		})
 	}
