@@ -384,12 +384,6 @@ func (f *countingFile) Readahead(off, n int64) {
 	}
 }
 
-func (f *countingFile) WriteBehind(off, n int64) {
-	if w, ok := f.File.(vfs.WriteBehinder); ok {
-		w.WriteBehind(off, n)
-	}
-}
-
 // BenchmarkReplay1KiB: b.N random 1 KiB records, uncompressed (the
 // segments hold about 1 KiB per record, MiB-on-disk), fetched from
 // offset 0 (Fetch requests

@@ -18,10 +18,7 @@
 // default) one goroutine per partition fdatasyncs the active segment
 // whenever batches are waiting, so every append that arrives during an
 // fsync shares the next one (group commit), and the waiter returns once
-// its offset is on disk. Appended bytes are also handed to the disk as
-// they accumulate (each 256 KiB of whole pages, sync_file_range on
-// Linux, [vfs.WriteBehinder]), so the disk works while the next
-// fdatasync waits its turn; that makes nothing durable by itself. Readers see a batch only once it is durable:
+// its offset is on disk. Readers see a batch only once it is durable:
 // the high watermark ([Log.HighWatermark]) is the durable end, so no
 // consumer ever reads a record that a crash could take back and whose
 // offset would then be reused. Under FsyncInterval and FsyncNever the high

@@ -184,9 +184,6 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 	if _, err := seg.log.WriteAt(batch, pos); err != nil {
 		return AppendResult{}, l.fail(opWrite, err)
 	}
-	if l.env.fsync == FsyncAlways {
-		seg.writeBehind(pos + int64(len(batch)))
-	}
 	p := peek{base: base, size: int64(len(batch)), lastDelta: h.LastOffsetDelta}
 	l.idxMu.Lock()
 	seg.noteBatch(pos, p, h.MaxTimestamp, l.cfg.IndexIntervalBytes)

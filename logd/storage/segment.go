@@ -42,7 +42,6 @@ type segment struct {
 	idxTs     int64 // timestamp of the last time-index entry
 	sealed    bool
 	synced    int64        // bytes covered by the last completed fdatasync of the log
-	behind    int64        // the log's bytes whose write-out was started (writeBehind)
 	visible   atomic.Int64 // bytes readers may read: size, or the durable part under FsyncAlways
 	// checked is the prefix of the file whose batches this process has
 	// CRC-checked: on append, in recovery, or on a first read. Reads
@@ -104,34 +103,6 @@ func (s *segment) noteBatch(pos int64, p peek, maxTs int64, interval int) {
 	s.checked.Store(s.size)
 	s.next = p.last() + 1
 	s.maxTs = max(s.maxTs, maxTs)
-}
-
-// Write-behind: once writeBehindBytes have been appended since the last
-// write-out started, the whole pages among them are handed to the disk.
-const (
-	writeBehindBytes = 256 << 10
-	writeBehindPage  = 4 << 10
-)
-
-// writeBehind starts writing the log's bytes below end to the disk,
-// without waiting, when enough whole pages have been appended since it
-// last did: the disk works on them while the group commit's fdatasync
-// waits its turn, and that fdatasync then has less left to write. A
-// page still being filled is left alone (its write-out would be redone
-// by the fdatasync), and small appends do not each cost a system call.
-// Only a hint: nothing is durable before the fdatasync.
-func (s *segment) writeBehind(end int64) {
-	wb, ok := s.log.(vfs.WriteBehinder)
-	if !ok {
-		return
-	}
-	to := end &^ (writeBehindPage - 1)
-	s.behind = min(s.behind, to) // the log was cut back (fence)
-	if to-s.behind < writeBehindBytes {
-		return
-	}
-	wb.WriteBehind(s.behind, to-s.behind)
-	s.behind = to
 }
 
 // sealEntry is the time-index entry that closes the segment as it is.

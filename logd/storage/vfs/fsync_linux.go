@@ -23,9 +23,3 @@ func fdatasync(f *os.File) error {
 func readahead(f *os.File, off, n int64) {
 	_ = unix.Fadvise(int(f.Fd()), off, n, unix.FADV_WILLNEED)
 }
-
-// writeBehind starts writing a file range's dirty pages to the disk
-// without waiting for them (sync_file_range SYNC_FILE_RANGE_WRITE).
-func writeBehind(f *os.File, off, n int64) {
-	_ = unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
-}

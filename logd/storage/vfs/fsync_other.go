@@ -9,6 +9,3 @@ func fdatasync(f *os.File) error { return f.Sync() }
 
 // readahead is a hint; without posix_fadvise it does nothing.
 func readahead(*os.File, int64, int64) {}
-
-// writeBehind is a hint; without sync_file_range it does nothing.
-func writeBehind(*os.File, int64, int64) {}
