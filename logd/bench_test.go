@@ -63,11 +63,19 @@ const (
 // this process, on the same cores;
 // disk-B/rec is on-disk bytes per record; fdatasyncs and raw-fdatasyncs
 // are per round (logd's count every file sync: segments, indexes, state
-// files); fsync-busy and raw-fsync-busy are the shares of each side's
+// files; a round crosses one or two segment rolls, each of which syncs
+// the old segment, its two index files, the producer snapshot and the
+// recovery point); dir-syncs are logd's directory syncs per round (three
+// per roll), which the raw side does not make, and dir-sync-busy the
+// share of logd's time in them; fsync-busy and raw-fsync-busy are the shares of each side's
 // time spent in file syncs (summed, per round, median): the raw side
 // spends the rest writing into the page cache, logd's writes can run
 // while it syncs, so time logd spends outside fsyncs is time its disk
-// waited for requests.
+// waited: sync-wait is the share of logd's time its disk was idle while
+// appended data waited for the group commit to start its fdatasync,
+// request-wait the share it was idle with nothing appended to sync
+// (logd waiting for the clients' next requests), both between logd's
+// first and last file sync of the round (medians).
 func BenchmarkProduce1KiB(b *testing.B) {
 	b.Run("none", func(b *testing.B) { benchProduce(b, kgo.NoCompression(), 1, 1) })
 	b.Run("none-4producers", func(b *testing.B) { benchProduce(b, kgo.NoCompression(), 1, 4) })
@@ -95,7 +103,7 @@ func randomValues(zeroFraction int) [][]byte {
 
 func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, producers int) {
 	dir := b.TempDir()
-	cfs := &countingFS{FS: vfs.OS}
+	cfs := &countingFS{FS: vfs.OS, timeline: true}
 	ts := startServer(b, filepath.Join(dir, "logd"), func(c *Config) { c.Storage.FS = cfs })
 	clients := make([]*kgo.Client, producers)
 	for i := range clients {
@@ -106,10 +114,17 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 	values := randomValues(zeroFraction)
 	ctx := context.Background()
 	var rates, diskRates, raws, ratios, perRec, syncs, rawSyncs, busy, rawBusy []float64
+	var syncWaits, requestWaits []float64
 	var disk, n int64    // logd's on-disk bytes and file syncs in the last round
 	var syncBusy float64 // the share of the last round's time logd spent in file syncs
+	var syncWait, requestWait float64
+	var dirN int64      // directory syncs in the last round
+	var dirBusy float64 // the share of the last round's time in them
+	var dirNs, dirBusys []float64
 	produce := func() float64 {
 		before, syncs0, nanos0 := dirBytes(b, partDir, ".log"), cfs.syncs.Load(), cfs.syncNanos.Load()
+		dirs0, dirNanos0 := cfs.dirSyncs.Load(), cfs.dirSyncNanos.Load()
+		cfs.takeTimeline()
 		start := time.Now()
 		var wg sync.WaitGroup
 		for p, cl := range clients {
@@ -132,6 +147,9 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 		took := time.Since(start).Seconds()
 		disk, n = dirBytes(b, partDir, ".log")-before, cfs.syncs.Load()-syncs0
 		syncBusy = float64(cfs.syncNanos.Load()-nanos0) / 1e9 / took
+		dirN, dirBusy = cfs.dirSyncs.Load()-dirs0, float64(cfs.dirSyncNanos.Load()-dirNanos0)/1e9/took
+		sw, rw := diskIdle(cfs.takeTimeline())
+		syncWait, requestWait = sw.Seconds()/took, rw.Seconds()/took
 		return took
 	}
 	for round := range benchRounds {
@@ -158,8 +176,10 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 		perRec = append(perRec, float64(disk)/float64(b.N))
 		syncs, rawSyncs = append(syncs, float64(n)), append(rawSyncs, float64(rawN))
 		busy, rawBusy = append(busy, syncBusy), append(rawBusy, rawSynced/rawTook)
-		b.Logf("round %d: logd %.0f disk-MiB/s (%d B, %d fdatasyncs, in fdatasync %.0f%% of the time), raw %.0f MiB/s (%d B, %d fdatasyncs, %.0f%%), x%.2f",
-			round, diskRates[round]/(1<<20), disk, n, 100*syncBusy, raws[round]/(1<<20), rawBytes, rawN, 100*rawSynced/rawTook, ratios[round])
+		syncWaits, requestWaits = append(syncWaits, syncWait), append(requestWaits, requestWait)
+		dirNs, dirBusys = append(dirNs, float64(dirN)), append(dirBusys, dirBusy)
+		b.Logf("round %d: logd %.0f disk-MiB/s (%d B, %d fdatasyncs, in fdatasync %.0f%% of the time, disk idle with appended data waiting for its fdatasync %.0f%%, waiting for requests %.0f%%; %d directory syncs, %.1f%%), raw %.0f MiB/s (%d B, %d fdatasyncs, %.0f%%), x%.2f",
+			round, diskRates[round]/(1<<20), disk, n, 100*syncBusy, 100*syncWait, 100*requestWait, dirN, 100*dirBusy, raws[round]/(1<<20), rawBytes, rawN, 100*rawSynced/rawTook, ratios[round])
 	}
 	b.ReportMetric(median(rates)/(1<<20), "MiB/s")
 	b.ReportMetric(median(diskRates)/(1<<20), "disk-MiB/s")
@@ -170,6 +190,10 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 	b.ReportMetric(median(rawSyncs), "raw-fdatasyncs")
 	b.ReportMetric(median(busy), "fsync-busy")
 	b.ReportMetric(median(rawBusy), "raw-fsync-busy")
+	b.ReportMetric(median(syncWaits), "sync-wait")
+	b.ReportMetric(median(requestWaits), "request-wait")
+	b.ReportMetric(median(dirNs), "dir-syncs")
+	b.ReportMetric(median(dirBusys), "dir-sync-busy")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -230,14 +254,66 @@ func dirBytes(b *testing.B, dir, suffix string) int64 {
 }
 
 // countingFS counts the file syncs (fdatasync) the store makes, and
-// records the directories it syncs.
+// records the directories it syncs; when timeline is set, also when
+// each file sync ran and when each write to a segment (.log) ended.
 type countingFS struct {
 	vfs.FS
 	syncs     atomic.Int64
 	syncNanos atomic.Int64 // time spent in file syncs
+	// Directory syncs (a segment roll makes three: the new segment's
+	// entry, the producer snapshot's and the recovery point's), which
+	// the raw side has no counterpart for.
+	dirSyncs     atomic.Int64
+	dirSyncNanos atomic.Int64
 
 	mu         sync.Mutex
 	syncedDirs map[string]bool
+	timeline   bool
+	spans      []span      // file syncs
+	logWrites  []time.Time // ends of segment writes
+}
+
+// span is when something ran.
+type span struct{ start, end time.Time }
+
+// takeTimeline returns the file syncs and segment writes recorded since
+// the last call, and forgets them.
+func (c *countingFS) takeTimeline() (syncs []span, writes []time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	syncs, writes = c.spans, c.logWrites
+	c.spans, c.logWrites = nil, nil
+	return syncs, writes
+}
+
+// diskIdle splits the time between consecutive file syncs (the disk
+// idle, as far as logd's syncs go) in two: syncWait, while a segment
+// write that no sync started yet covers had ended (appended data
+// waiting for the group commit to start its fdatasync), and
+// requestWait, while there was none (logd waiting for requests).
+func diskIdle(syncs []span, writes []time.Time) (syncWait, requestWait time.Duration) {
+	slices.SortFunc(syncs, func(a, b span) int { return a.start.Compare(b.start) })
+	slices.SortFunc(writes, func(a, b time.Time) int { return a.Compare(b) })
+	for i := 1; i < len(syncs); i++ {
+		prev, next := syncs[i-1], syncs[i].start
+		if !next.After(prev.end) {
+			continue
+		}
+		// The first write to end after the previous sync started.
+		j, _ := slices.BinarySearchFunc(writes, prev.start, func(w, t time.Time) int { return w.Compare(t) })
+		if j == len(writes) || !writes[j].Before(next) {
+			requestWait += next.Sub(prev.end)
+			continue
+		}
+		first := writes[j]
+		if first.After(prev.end) {
+			requestWait += first.Sub(prev.end)
+			syncWait += next.Sub(first)
+		} else {
+			syncWait += next.Sub(prev.end)
+		}
+	}
+	return syncWait, requestWait
 }
 
 func (c *countingFS) SyncDir(name string) error {
@@ -247,7 +323,11 @@ func (c *countingFS) SyncDir(name string) error {
 	}
 	c.syncedDirs[filepath.Clean(name)] = true
 	c.mu.Unlock()
-	return c.FS.SyncDir(name)
+	c.dirSyncs.Add(1)
+	start := time.Now()
+	err := c.FS.SyncDir(name)
+	c.dirSyncNanos.Add(int64(time.Since(start)))
+	return err
 }
 
 // dirSynced reports whether directory name was synced.
@@ -262,20 +342,40 @@ func (c *countingFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File
 	if err != nil {
 		return nil, err
 	}
-	return &countingFile{File: f, fs: c}, nil
+	return &countingFile{File: f, fs: c, log: strings.HasSuffix(name, ".log")}, nil
 }
 
 type countingFile struct {
 	vfs.File
-	fs *countingFS
+	fs  *countingFS
+	log bool // a segment
 }
 
 func (f *countingFile) Sync() error {
 	f.fs.syncs.Add(1)
 	start := time.Now()
 	err := f.File.Sync()
-	f.fs.syncNanos.Add(int64(time.Since(start)))
+	end := time.Now()
+	f.fs.syncNanos.Add(int64(end.Sub(start)))
+	f.fs.mu.Lock()
+	if f.fs.timeline {
+		f.fs.spans = append(f.fs.spans, span{start, end})
+	}
+	f.fs.mu.Unlock()
 	return err
+}
+
+func (f *countingFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(p, off)
+	if f.log {
+		end := time.Now()
+		f.fs.mu.Lock()
+		if f.fs.timeline {
+			f.fs.logWrites = append(f.fs.logWrites, end)
+		}
+		f.fs.mu.Unlock()
+	}
+	return n, err
 }
 
 func (f *countingFile) Readahead(off, n int64) {
