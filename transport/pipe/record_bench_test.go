@@ -207,6 +207,35 @@ func recordRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64
 // control (`mcast record --flow-tag`), and the feed waits for.
 const recorderTag = 1
 
+// startFlowRecording starts a recorder reporting flow-control tag
+// recorderTag (flow-tag=1 in its URL) and a feed publisher at rate
+// that waits for it (flow=tagged, for one receiver before the first
+// message), and returns once the recorder has recorded the feed's
+// first message: the feed may start. stop closes the publisher, then
+// the recorder.
+func startFlowRecording(b *testing.B, ctx context.Context, addr, topic string, payloads [][]byte, rate float64) (p *pipe.Pipe, done <-chan error, pub *multicast.Publisher, stop func()) {
+	b.Helper()
+	group := randomBenchGroup()
+	p, done, stopPipe := startBenchPipeURL(b, ctx, fmt.Sprintf("mcast://%v?iface=lo&ttl=0&join=earliest&flow-tag=%d", group, recorderTag), addr, topic, pipe.Config{})
+	pub = benchFeedPublisher(b, ctx, group, payloads, rate, reliable.FlowConfig{Mode: reliable.FlowTagged, Tag: recorderTag, MinReceivers: 1})
+	stop = func() {
+		pub.Close()
+		stopPipe()
+	}
+	started := false
+	defer func() {
+		if !started { // b.Fatal below
+			stop()
+		}
+	}()
+	if err := pub.Publish(ctx, transport.Message{Topic: "AAPL", Payload: payloads[0]}); err != nil {
+		b.Fatal(err)
+	}
+	waitHandled(b, p, done, 1, "recorder")
+	started = true
+	return p, done, pub, stop
+}
+
 // recordFlowPaced is recordRun with flow control: the feed's publisher
 // waits for the recorder (flow=tagged, for one receiver before the
 // first message), the recorder reporting its tag (flow-tag=1 in its
@@ -218,15 +247,8 @@ func recordFlowPaced(b *testing.B, addr, topic string, payloads [][]byte, rate f
 	n := max(1000, int(rate*feedTime.Seconds()))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	group := randomBenchGroup()
-	p, done, stop := startBenchPipeURL(b, ctx, fmt.Sprintf("mcast://%v?iface=lo&ttl=0&join=earliest&flow-tag=%d", group, recorderTag), addr, topic, pipe.Config{})
+	p, done, pub, stop := startFlowRecording(b, ctx, addr, topic, payloads, rate)
 	defer stop()
-	pub := benchFeedPublisher(b, ctx, group, payloads, rate, reliable.FlowConfig{Mode: reliable.FlowTagged, Tag: recorderTag, MinReceivers: 1})
-	defer pub.Close()
-	if err := pub.Publish(ctx, transport.Message{Topic: "AAPL", Payload: payloads[0]}); err != nil {
-		b.Fatal(err)
-	}
-	waitHandled(b, p, done, 1, "recorder") // the recorder reports: the feed may start
 	reached := paceFeed(b, ctx, pub, payloads, rate, n)
 	return finishRun(b, p, done, cancel, n+1, "recorder"), reached
 }
@@ -245,15 +267,8 @@ func recordFlowRun(b *testing.B, addr, topic string, payloads [][]byte, rate flo
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	group := randomBenchGroup()
-	p, done, stop := startBenchPipeURL(b, ctx, fmt.Sprintf("mcast://%v?iface=lo&ttl=0&join=earliest&flow-tag=%d", group, recorderTag), addr, topic, pipe.Config{})
+	p, done, pub, stop := startFlowRecording(b, ctx, addr, topic, payloads, rate)
 	defer stop()
-	pub := benchFeedPublisher(b, ctx, group, payloads, rate, reliable.FlowConfig{Mode: reliable.FlowTagged, Tag: recorderTag, MinReceivers: 1})
-	defer pub.Close()
-	if err := pub.Publish(ctx, transport.Message{Topic: "AAPL", Payload: payloads[0]}); err != nil {
-		b.Fatal(err)
-	}
-	waitHandled(b, p, done, 1, "recorder")
 	start := time.Now()
 	for i := range n {
 		if err := pub.Publish(ctx, transport.Message{Topic: "AAPL", Payload: payloads[i%len(payloads)]}); err != nil {
