@@ -437,7 +437,7 @@ func benchReplay(b *testing.B, partitions int) {
 				evict(b, d)
 			}
 			ts.noZeroCopy.Store(side == cp)
-			cpu0 := cpuTime(b)
+			cpu0 := latency.ProcessCPU()
 			var rate, bytes float64
 			if side == raw {
 				rate, bytes = rawReadRate(b, dirs...)
@@ -448,7 +448,7 @@ func benchReplay(b *testing.B, partitions int) {
 			if side == raw {
 				sizes = append(sizes, bytes)
 			}
-			cpus[side] = append(cpus[side], (cpuTime(b)-cpu0).Seconds()*1e3/(bytes/(1<<30)))
+			cpus[side] = append(cpus[side], (latency.ProcessCPU()-cpu0).Seconds()*1e3/(bytes/(1<<30)))
 		}
 		for _, side := range []int{zc, cp} {
 			ratios[side] = append(ratios[side], rates[side][round]/rates[raw][round])
@@ -466,15 +466,6 @@ func benchReplay(b *testing.B, partitions int) {
 	b.ReportMetric(median(cpus[cp]), "copy-cpu-ms/GiB")
 	b.ReportMetric(median(cpus[raw]), "raw-cpu-ms/GiB")
 	b.ReportMetric(0, "ns/op")
-}
-
-// cpuTime is the process's CPU time so far, user and system.
-func cpuTime(b *testing.B) time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // fetchBytes is the size of one fetch: franz-go's default per partition.

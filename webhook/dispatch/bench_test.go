@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brokerless/brokerless/transport/latency"
 	"github.com/brokerless/brokerless/webhook"
 	"github.com/brokerless/brokerless/webhook/store"
 	"github.com/brokerless/brokerless/webhook/store/pgtest"
@@ -51,7 +52,7 @@ func plainLoop(b *testing.B, url string, n int, got <-chan struct{}) benchRun {
 	ev := NewEvent("bench", json.RawMessage(`{"n":1}`), "", time.Now())
 	c := &http.Client{}
 	defer c.CloseIdleConnections()
-	start, cpu := time.Now(), processCPU()
+	start, cpu := time.Now(), latency.ProcessCPU()
 	for range n {
 		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(ev.Payload))
 		req.Header.Set("Content-Type", "application/json")
@@ -63,7 +64,7 @@ func plainLoop(b *testing.B, url string, n int, got <-chan struct{}) benchRun {
 		resp.Body.Close()
 		<-got
 	}
-	return benchRun{el: time.Since(start), cpu: processCPU() - cpu}
+	return benchRun{el: time.Since(start), cpu: latency.ProcessCPU() - cpu}
 }
 
 // drain fills a fresh store's outbox with n events to one endpoint, then
@@ -88,12 +89,12 @@ func drain(b *testing.B, s store.Store, url string, n int, got <-chan struct{}, 
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	start, cpu, server := time.Now(), processCPU(), serverCPU(pg)
+	start, cpu, server := time.Now(), latency.ProcessCPU(), serverCPU(pg)
 	go func() { d.Run(runCtx); close(done) }()
 	for range n {
 		<-got
 	}
-	r := benchRun{time.Since(start), processCPU() - cpu, serverCPU(pg) - server}
+	r := benchRun{time.Since(start), latency.ProcessCPU() - cpu, serverCPU(pg) - server}
 	cancel()
 	<-done
 	return r

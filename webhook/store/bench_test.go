@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/brokerless/brokerless/transport/latency"
 )
 
 // BenchmarkClaimComplete: the store's side of one delivery on SQLite, as
@@ -49,7 +51,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 		}
 	}
 	b.ResetTimer()
-	cpu, off := processCPU(), time.Duration(0)
+	cpu, off := latency.ProcessCPU(), time.Duration(0)
 	for done := 0; done < b.N; {
 		now = now.Add(time.Millisecond)
 		jobs, err := s.Claim(ctx, ClaimRequest{Owner: "a", Now: now, Lease: time.Minute, Limit: batch, PerEndpoint: batch})
@@ -66,14 +68,14 @@ func BenchmarkClaimComplete(b *testing.B) {
 			queue, done = queue[n:], done+n
 			if len(jobs) == 0 && n == 0 {
 				b.StopTimer()
-				c := processCPU()
+				c := latency.ProcessCPU()
 				if _, err := s.Recover(ctx, "ep_b", t0, t0.Add(time.Second), now); err != nil {
 					b.Fatal(err)
 				}
-				off += processCPU() - c
+				off += latency.ProcessCPU() - c
 				b.StartTimer()
 			}
 		}
 	}
-	b.ReportMetric(float64((processCPU()-cpu-off).Nanoseconds())/float64(b.N)/1e3, "cpu-µs/op")
+	b.ReportMetric(float64((latency.ProcessCPU()-cpu-off).Nanoseconds())/float64(b.N)/1e3, "cpu-µs/op")
 }

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package dispatch
-
-import "time"
-
-// processCPU is unknown here: the benchmarks report CPU per delivery as 0.
-func processCPU() time.Duration { return 0 }
