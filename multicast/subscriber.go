@@ -50,7 +50,10 @@ type Subscriber struct {
 	once sync.Once
 }
 
-var _ transport.Subscriber = (*Subscriber)(nil)
+var (
+	_ transport.Subscriber      = (*Subscriber)(nil)
+	_ transport.BatchSubscriber = (*Subscriber)(nil)
+)
 
 // NewSubscriber joins cfg.Group on cfg.Interface and starts reading.
 // Streams that start from now on are delivered from their first message.
@@ -174,8 +177,8 @@ func (s *Subscriber) Receive(ctx context.Context) (transport.Event, error) {
 }
 
 // ReceiveBatch is Receive for many events at once, for a caller that
-// handles events in a loop (package transport/pipe finds it by type
-// assertion): it blocks as Receive does until an event is ready, then
+// handles events in a loop (transport.BatchSubscriber: a pipe finds it by
+// type assertion): it blocks as Receive does until an event is ready, then
 // returns the events ready, at least one and at most maxEvents (below 1
 // counts as 1), in the order Receive would return them. It spares a copy of
 // each event and the checks of a Receive call per event.

@@ -24,8 +24,9 @@
 // is registered, as with database/sql drivers.
 //
 // Beyond the two interfaces, a transport may offer at-least-once
-// consumption ([Acknowledger], claimed as [AtLeastOnce]) and publish
-// receipts ([ReceiptPublisher]), found by type assertion. Pipes and
+// consumption ([Acknowledger], claimed as [AtLeastOnce]), publish
+// receipts ([ReceiptPublisher]) and events handed over in batches
+// ([BatchSubscriber]), found by type assertion. Pipes and
 // recorders carry a message's [Origin] across in one binary header
 // ([HeaderOrigin], its layout documented there), and a [Gap] of their
 // source as a gap marker ([GapMarker]), so the destination's readers see

@@ -237,7 +237,7 @@ func (d *dest) Semantics() transport.Semantics { return transport.Durable }
 func (d *dest) Close() error                   { return nil }
 
 // batchingSource is an ackingSource that hands over many events at once
-// (batchSource): what its channel holds, up to maxEvents, in a buffer it
+// (transport.BatchSubscriber): what its channel holds, up to maxEvents, in a buffer it
 // overwrites with zero events at its next call, so that a pipe using
 // events past that call sees them gone. Called from one goroutine; its
 // counters are read after Run returned.

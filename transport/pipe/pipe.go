@@ -77,7 +77,7 @@ type Pipe struct {
 	to    transport.ReceiptPublisher
 	batch batchPublisher // to, when it takes many messages at once
 	// batchFrom is from, when it hands over many events at once.
-	batchFrom batchSource
+	batchFrom transport.BatchSubscriber
 	flush     *flushReceipts // non-nil when to adapts a publisher without receipts
 
 	mu     sync.Mutex
@@ -109,7 +109,7 @@ func New(from transport.Subscriber, to transport.Publisher, cfg Config) (*Pipe, 
 	}
 	p := &Pipe{cfg: cfg, from: from, core: core, room: make(chan struct{}, 1), acks: make(chan struct{}, 1), batches: newHandoff()}
 	p.acker = Acknowledger(from)
-	p.batchFrom, _ = from.(batchSource)
+	p.batchFrom, _ = from.(transport.BatchSubscriber)
 	if rp, ok := to.(transport.ReceiptPublisher); ok {
 		p.to = rp
 		p.batch, _ = to.(batchPublisher)
@@ -237,21 +237,14 @@ func (p *Pipe) forward(ctx context.Context) error {
 	}
 }
 
-// forwardBatch bounds the events forward takes from a batchSource at
+// forwardBatch bounds the events forward takes from a transport.BatchSubscriber at
 // once, and so how long it holds the pipe's lock.
 const forwardBatch = 256
 
-// batchSource is a source that hands over many events at once
-// (multicast.Subscriber.ReceiveBatch): the events ready, at least one and
-// at most maxEvents, valid until its next call, with Receive's errors.
-// The pipe uses it, when the source offers it, to spare a Receive call
-// and a copy of each event, and takes the lock once for all of them.
-type batchSource interface {
-	ReceiveBatch(ctx context.Context, maxEvents int) ([]transport.Event, error)
-}
-
 // receive returns the next events from the source: a batch from a
-// batchSource, else one event, in one.
+// transport.BatchSubscriber (which spares a Receive call and a copy of
+// each event, and lets take hold the lock once for all of them), else
+// one event, in one.
 func (p *Pipe) receive(ctx context.Context, one []transport.Event) ([]transport.Event, error) {
 	if p.batchFrom != nil {
 		return p.batchFrom.ReceiveBatch(ctx, forwardBatch)

@@ -61,7 +61,7 @@ func TestPipeForwardsAtLeastOnce(t *testing.T) {
 
 // pipeForwardsAtLeastOnce is TestPipeForwardsAtLeastOnce, into a
 // destination that takes many messages at once when batched, from a
-// source that hands over many events at once (batchSource) when
+// source that hands over many events at once (transport.BatchSubscriber) when
 // batchSrc.
 func pipeForwardsAtLeastOnce(t *testing.T, batched, batchSrc bool) {
 	const n = 5000
