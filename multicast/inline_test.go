@@ -19,11 +19,7 @@ import (
 // waking the send goroutine (and heartbeats are an hour apart), so only
 // Publish can have answered it by the time it returns.
 func TestPublishWritesAndAnswersNacks(t *testing.T) {
-	clock := newManualClock()
-	cfg := testConfig(t)
-	cfg.Now = clock.Now
-	cfg.Sender.HeartbeatMin, cfg.Sender.HeartbeatMax = time.Hour, time.Hour
-	p := mustPub(t, cfg)
+	p, clock := quietPublisher(t)
 	ctx := context.Background()
 	for i := range 10 {
 		if err := p.Publish(ctx, transport.Message{Payload: indexed(i, 64)}); err != nil {
@@ -61,11 +57,7 @@ func TestPublishWritesAndAnswersNacks(t *testing.T) {
 // clock does not move) hands its messages to the send goroutine, which
 // batches them.
 func TestPublishInlineWhenPaced(t *testing.T) {
-	clock := newManualClock()
-	cfg := testConfig(t)
-	cfg.Now = clock.Now
-	cfg.Sender.HeartbeatMin, cfg.Sender.HeartbeatMax = time.Hour, time.Hour
-	p := mustPub(t, cfg)
+	p, clock := quietPublisher(t)
 	ctx := context.Background()
 	for i := range 10 {
 		for woken := false; !woken; runtime.Gosched() {
@@ -136,4 +128,15 @@ func waitSendLoopAsleep(t *testing.T, p *Publisher) {
 		}
 		runtime.Gosched()
 	}
+}
+
+// quietPublisher is a publisher on an injected clock whose heartbeats
+// are an hour apart: its send goroutine wakes only for what a test does.
+func quietPublisher(t *testing.T) (*Publisher, *manualClock) {
+	t.Helper()
+	clock := newManualClock()
+	cfg := testConfig(t)
+	cfg.Now = clock.Now
+	cfg.Sender.HeartbeatMin, cfg.Sender.HeartbeatMax = time.Hour, time.Hour
+	return mustPub(t, cfg), clock
 }
