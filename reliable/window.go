@@ -21,13 +21,33 @@ func (d *sent) last() uint64 { return d.first + uint64(d.count) - 1 }
 // window is the ring of datagrams a Sender keeps: the oldest ones are
 // sent and kept for repair; the newest `unsent` ones still wait for the
 // network; one more slot past them is the open datagram being filled.
+//
+// The datagrams' bytes lie back to back in one arena, used as a ring: a
+// datagram takes its length, not an MTU, and the arena is one
+// allocation. Before, each slot had a buffer of its own, of MTU bytes,
+// made the first time the slot was used: a new publisher allocated one
+// per datagram for its first WindowDatagrams datagrams (16,384 by
+// default, 23 MB, where datagrams of one small message use 110 bytes),
+// and those first-touch page faults and the collections they caused
+// fell on Publish (TestWindowArena, BenchmarkLatency).
+//
+// The arena holds the byte bound of the window plus one MTU, which is
+// always enough: open makes room for the new datagram (bytes + MTU ≤
+// the bound) before it takes arena space, and what it keeps is then at
+// most the bound less an MTU. If the held bytes are one run [old, tail)
+// and the MTU does not fit after tail, the datagrams start over at 0,
+// where old > arena − MTU − held ≥ MTU bytes are free. If the held
+// bytes wrap, the free run [tail, old) is the arena less the held bytes
+// less the unused end (under an MTU): more than an MTU.
 type window struct {
 	slots    []sent
-	head     int // index of the oldest closed datagram
-	n        int // closed datagrams held
-	unsent   int // the newest closed datagrams not yet handed out
-	bytes    int // bytes of the closed datagrams
-	total    int // bytes of every datagram ever closed (sent.total)
+	arena    []byte // the datagrams' bytes; made by the first open
+	tail     int    // arena offset where the next datagram opens
+	head     int    // index of the oldest closed datagram
+	n        int    // closed datagrams held
+	unsent   int    // the newest closed datagrams not yet handed out
+	bytes    int    // bytes of the closed datagrams
+	total    int    // bytes of every datagram ever closed (sent.total)
 	maxBytes int
 	mtu      int
 }
@@ -48,11 +68,14 @@ func (w *window) open() *sent {
 		}
 		w.evict()
 	}
-	d := w.at(w.n)
-	if d.buf == nil {
-		d.buf = make([]byte, 0, w.mtu)
+	if w.arena == nil {
+		w.arena = make([]byte, min(w.maxBytes, len(w.slots)*w.mtu)+w.mtu)
 	}
-	d.buf, d.count, d.queued = d.buf[:0], 0, false
+	if w.n == 0 || w.tail+w.mtu > len(w.arena) {
+		w.tail = 0
+	}
+	d := w.at(w.n)
+	d.buf, d.count, d.queued = w.arena[w.tail:w.tail:w.tail+w.mtu], 0, false
 	return d
 }
 
@@ -66,6 +89,7 @@ func (w *window) evict() {
 // close adds the open slot to the closed datagrams, unsent.
 func (w *window) close() {
 	d := w.at(w.n)
+	w.tail += len(d.buf)
 	w.bytes += len(d.buf)
 	w.total += len(d.buf)
 	d.total = w.total
