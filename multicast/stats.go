@@ -23,9 +23,13 @@ type PublisherStats struct {
 // SubscriberStats is a snapshot of a Subscriber's counters.
 type SubscriberStats struct {
 	reliable.ReceiverStats
-	RecvBuffer   int    // SO_RCVBUF granted by the kernel, bytes
-	GRO          bool   // the kernel hands runs of datagrams as one buffer (UDP_GRO)
-	Reads        uint64 // recvmmsg calls on the group socket
+	RecvBuffer int    // SO_RCVBUF granted by the kernel, bytes
+	GRO        bool   // the kernel hands runs of datagrams as one buffer (UDP_GRO)
+	Reads      uint64 // recvmmsg calls on the group socket
+	// OwnReads: of Reads, those made by the application's goroutine in
+	// Receive (it reads itself when nobody else reads), not by the
+	// reader goroutine.
+	OwnReads     uint64
 	GROReads     uint64 // entries read that held a run of datagrams (GRO)
 	ReadErrors   uint64 // socket read errors
 	NackErrors   uint64 // NACKs the kernel refused to send

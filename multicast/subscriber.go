@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
@@ -15,22 +16,27 @@ import (
 // carries: messages in order, NACKing what it lost, and a Gap for what
 // cannot be recovered.
 //
-// One reader goroutine owns the group socket and the recovery engine; a
-// second reads the unicast socket (unicast repairs) and passes what it
-// gets to the first. Events reach Receive in batches. When the
-// application falls behind by Queue batches the reader stops reading:
-// the kernel buffer absorbs the burst, and what it drops is NACKed later
-// or reported as a Gap.
+// Whoever holds the reading role owns the group socket and the recovery
+// engine: a Receive that finds nothing ready and nobody reading reads
+// itself, and a reader goroutine reads while the application is away
+// (subscriber_read.go); a second goroutine reads the unicast socket
+// (unicast repairs) and passes what it gets to the holder. The reader
+// goroutine hands events to Receive in batches. When the application
+// falls behind by Queue batches it stops reading: the kernel buffer
+// absorbs the burst, and what it drops is NACKed later or reported as a
+// Gap.
 type Subscriber struct {
 	cfg  Config
 	data *net.UDPConn // bound to the group's port, joined
 	ctrl *net.UDPConn // unicast: NACKs out, unicast repairs in
 
-	// Owned by the reader goroutine.
-	eng    *reliable.Receiver
-	filter DatagramFilter // nil without Config.Filter
-	out    *batch         // batch being filled
-	local  SubscriberStats
+	// Owned by the holder of the reading role (subscriber_read.go).
+	rd       *reader
+	appReads bool // the holder is the application, in Receive
+	eng      *reliable.Receiver
+	filter   DatagramFilter // nil without Config.Filter
+	out      *batch         // batch being filled
+	local    SubscriberStats
 
 	inbox inbox // datagrams from the unicast socket
 
@@ -44,6 +50,17 @@ type Subscriber struct {
 	cur   *batch      // batch being read by Receive
 	next  int
 	one   [1]transport.Event // ReceiveBatch's result from the archive path
+
+	// The reading role (subscriber_read.go).
+	rmu        sync.Mutex
+	role       int             // roleBg (first), roleIdle or roleApp; under rmu
+	appWaiting bool            // a Receive waits for the reader goroutine to give the role up; under rmu
+	roleFree   chan struct{}   // the reader goroutine gave the role up to a waiting Receive
+	away       *time.Timer     // wakes the reader goroutine when the application stays away
+	awayArmed  bool            // away is pending; under rmu
+	kicked     chan struct{}   // wakes the reader goroutine: a unicast datagram came
+	hooked     <-chan struct{} // Done of the context whose end wakes reads (hook)
+	unhook     func() bool     // undoes that registration
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -86,12 +103,15 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 		return nil, engineConfigError(err, "Receiver.")
 	}
 	s := &Subscriber{
-		cfg:   cfg,
-		eng:   eng,
-		inbox: newInbox(256),
-		ready: make(chan *batch, cfg.Queue),
-		free:  make(chan *batch, cfg.Queue+1),
-		stop:  make(chan struct{}),
+		cfg:      cfg,
+		eng:      eng,
+		inbox:    newInbox(256),
+		ready:    make(chan *batch, cfg.Queue),
+		free:     make(chan *batch, cfg.Queue+1),
+		roleFree: make(chan struct{}, 1),
+		kicked:   make(chan struct{}, 1),
+		away:     time.NewTimer(time.Hour),
+		stop:     make(chan struct{}),
 	}
 	if cfg.Filter != nil {
 		if s.filter, err = cfg.Filter(); err != nil {
@@ -135,6 +155,7 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 		s.closeArchive()
 		return nil, err
 	}
+	s.rd = s.newReader()
 	s.wg.Add(2)
 	go s.readLoop()
 	go s.controlLoop()
@@ -211,28 +232,6 @@ func (s *Subscriber) ReceiveBatch(ctx context.Context, maxEvents int) ([]transpo
 	}
 }
 
-// refill hands the batch Receive has read back to the reader, and waits
-// for the next one.
-func (s *Subscriber) refill(ctx context.Context) error {
-	if s.cur != nil {
-		s.cur.reset()
-		s.free <- s.cur
-		s.cur = nil
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	select {
-	case s.cur = <-s.ready:
-		s.next = 0
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.stop:
-		return transport.ErrClosed
-	}
-}
-
 func (s *Subscriber) closed() bool {
 	select {
 	case <-s.stop:
@@ -250,6 +249,7 @@ func (s *Subscriber) Close() error {
 		s.data.Close()
 		s.ctrl.Close()
 		s.wg.Wait()
+		s.away.Stop()
 		err = s.closeArchive()
 	})
 	return err

@@ -3,6 +3,7 @@ package multicast
 import (
 	"context"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -23,7 +24,14 @@ func eventsBatch(seqs ...uint64) *batch {
 // read to its end goes back to the reader; a closed subscriber returns
 // ErrClosed even with events queued, and a done context its error.
 func TestReceiveBatch(t *testing.T) {
-	s := &Subscriber{ready: make(chan *batch, 4), free: make(chan *batch, 5), stop: make(chan struct{})}
+	// The reader goroutine holds the reading role (it has none here);
+	// Receive waits for it, as for one that is slow to read.
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s := &Subscriber{data: conn, ready: make(chan *batch, 4), free: make(chan *batch, 5), roleFree: make(chan struct{}, 1), stop: make(chan struct{})}
 	s.ready <- eventsBatch(1, 2, 3, 4, 5)
 	s.ready <- eventsBatch(6, 7)
 	ctx := context.Background()

@@ -10,87 +10,105 @@ import (
 	"github.com/brokerless/brokerless/transport"
 )
 
-// readLoop owns the engine: it reads the group socket, takes what the
-// unicast socket received, runs the engine's timers (waking for them
-// through the read deadline) and hands events to the application.
-func (s *Subscriber) readLoop() {
-	defer s.wg.Done()
-	rb := newReadBatch(s.data, s.cfg.Batch, maxDatagram, s.local.GRO)
-	var now time.Time // of the datagrams being handled
-	handle := func(b []byte, from netip.AddrPort) { s.handle(now, from, b) }
-	var (
-		deadline  time.Time
-		catchUpTo time.Time // reading what waits in the socket, timers held, until then
-		caughtUp  bool      // a datagram was read since the catch-up began
-	)
-	h := (*handler)(s)
-	for {
-		if !catchUpTo.IsZero() {
-			deadline = s.cfg.Now().Add(catchUpRead)
-			_ = s.data.SetReadDeadline(deadline)
-		} else if d := s.deadline(); !d.Equal(deadline) {
-			deadline = d
-			_ = s.data.SetReadDeadline(d)
+// reader is the state of the loop that owns the engine: it reads the
+// group socket, takes what the unicast socket received, runs the
+// engine's timers (waking for them through the read deadline) and fills
+// the batch of events for the application. One goroutine at a time runs
+// it, the holder of the reading role (subscriber_read.go): the
+// application's, in Receive, or the reader goroutine's, readLoop.
+type reader struct {
+	rb        *readBatch
+	now       time.Time // of the datagrams being handled
+	handle    func(b []byte, from netip.AddrPort)
+	deadline  time.Time // the socket's read deadline, as last set
+	catchUpTo time.Time // reading what waits in the socket, timers held, until then
+	caughtUp  bool      // a datagram was read since the catch-up began
+}
+
+func (s *Subscriber) newReader() *reader {
+	r := &reader{rb: newReadBatch(s.data, s.cfg.Batch, maxDatagram, s.local.GRO)}
+	r.handle = func(b []byte, from netip.AddrPort) { s.handle(r.now, from, b) }
+	return r
+}
+
+// step reads once, waiting until a datagram comes, the engine's next
+// timer, or a wake-up (controlLoop, a Receive whose context ended, one
+// that wants the role), and passes what came to the engine, whose
+// events go to s.out. It reports false once the socket is closed.
+func (s *Subscriber) step() bool {
+	r := s.rd
+	if !r.catchUpTo.IsZero() {
+		r.deadline = s.cfg.Now().Add(catchUpRead)
+		_ = s.data.SetReadDeadline(r.deadline)
+	} else if d := s.deadline(); r.deadline == expired || !d.IsZero() && (r.deadline.IsZero() || d.Before(r.deadline)) {
+		// Only an earlier deadline is set: the engine's moves later with
+		// every datagram (the silence timer), and a read that wakes
+		// early costs a turn, while setting the deadline cost one per
+		// datagram.
+		r.deadline = d
+		_ = s.data.SetReadDeadline(d)
+	}
+	n := 0
+	if s.inbox.empty() {
+		var err error
+		n, err = r.rb.read()
+		s.local.Reads++
+		if s.appReads {
+			s.local.OwnReads++
 		}
-		n := 0
-		if s.inbox.empty() {
-			var err error
-			n, err = rb.read()
-			s.local.Reads++
-			switch {
-			case err == nil:
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				switch now := s.cfg.Now(); {
-				case !catchUpTo.IsZero() && !caughtUp && now.Before(catchUpTo):
-					// Nothing read yet: the timeout may be the read's
-					// own, its deadline passed before it started (a
-					// loaded machine), without looking at the socket.
-					// Try again, until catchUpTo.
-					continue
-				case !catchUpTo.IsZero():
-					catchUpTo = time.Time{} // nothing more waits
-				case deadline != expired && now.Sub(deadline) > overslept:
-					// The process was stopped (SIGSTOP, a frozen VM)
-					// past the deadline, which, expired, kept the read
-					// from seeing what waits in the socket: read it
-					// before the timers judge the publisher silent.
-					s.local.Oversleeps++
-					catchUpTo, caughtUp = now.Add(catchUpFor), false
-					deadline = expired
-					continue
-				}
-				// A timer, or a wake-up from controlLoop that moved the
-				// deadline behind our back: set it again next time.
-				deadline = expired
-			case errors.Is(err, net.ErrClosed):
-				return
-			default:
-				s.local.ReadErrors++
-				continue
+		switch {
+		case err == nil:
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			switch now := s.cfg.Now(); {
+			case !r.catchUpTo.IsZero() && !r.caughtUp && now.Before(r.catchUpTo):
+				// Nothing read yet: the timeout may be the read's
+				// own, its deadline passed before it started (a
+				// loaded machine), without looking at the socket.
+				// Try again, until catchUpTo.
+				return true
+			case !r.catchUpTo.IsZero():
+				r.catchUpTo = time.Time{} // nothing more waits
+			case !r.deadline.IsZero() && r.deadline != expired && now.Sub(r.deadline) > overslept:
+				// The process was stopped (SIGSTOP, a frozen VM)
+				// past the deadline, which, expired, kept the read
+				// from seeing what waits in the socket: read it
+				// before the timers judge the publisher silent.
+				s.local.Oversleeps++
+				r.catchUpTo, r.caughtUp = now.Add(catchUpFor), false
+				r.deadline = expired
+				return true
 			}
-		}
-		now = s.cfg.Now()
-		caughtUp = caughtUp || n > 0
-		if !catchUpTo.IsZero() && !now.Before(catchUpTo) {
-			catchUpTo = time.Time{}
-		}
-		for i := 0; i < n; i++ {
-			if rb.each(i, handle) {
-				s.local.GROReads++
-			}
-		}
-		s.inbox.drain(func(b []byte, from netip.AddrPort) { s.handle(now, from, b) })
-		if s.filter != nil {
-			s.popFiltered(now)
-		}
-		if d := s.eng.Deadline(); !d.IsZero() && !now.Before(d) && catchUpTo.IsZero() {
-			s.eng.Poll(now, h)
-		}
-		s.publishStats()
-		if !s.handOver() {
-			return
+			// A timer, or a wake-up that moved the deadline behind our
+			// back (a read without a deadline, the zero one, times out
+			// only so): set it again next time.
+			r.deadline = expired
+		case errors.Is(err, net.ErrClosed):
+			return false
+		default:
+			s.local.ReadErrors++
+			return true
 		}
 	}
+	r.now = s.cfg.Now()
+	now := r.now
+	r.caughtUp = r.caughtUp || n > 0
+	if !r.catchUpTo.IsZero() && !now.Before(r.catchUpTo) {
+		r.catchUpTo = time.Time{}
+	}
+	for i := 0; i < n; i++ {
+		if r.rb.each(i, r.handle) {
+			s.local.GROReads++
+		}
+	}
+	s.inbox.drain(func(b []byte, from netip.AddrPort) { s.handle(now, from, b) })
+	if s.filter != nil {
+		s.popFiltered(now)
+	}
+	if d := s.eng.Deadline(); !d.IsZero() && !now.Before(d) && r.catchUpTo.IsZero() {
+		s.eng.Poll(now, (*handler)(s))
+	}
+	s.publishStats()
+	return true
 }
 
 // expired marks the socket's read deadline as unknown.
@@ -115,7 +133,7 @@ const (
 	catchUpFor  = 100 * time.Millisecond
 )
 
-// controlLoop reads the unicast socket and wakes readLoop.
+// controlLoop reads the unicast socket and wakes the reader.
 func (s *Subscriber) controlLoop() {
 	defer s.wg.Done()
 	buf := make([]byte, maxDatagram)
@@ -129,11 +147,12 @@ func (s *Subscriber) controlLoop() {
 		}
 		if s.inbox.put(buf[:n], from) {
 			_ = s.data.SetReadDeadline(time.Now())
+			s.kick()
 		}
 	}
 }
 
-// deadline is when readLoop must wake: the engine's next timer or a
+// deadline is when the reader must wake: the engine's next timer or a
 // datagram the filter holds.
 func (s *Subscriber) deadline() time.Time {
 	d := s.eng.Deadline()
@@ -212,16 +231,20 @@ func (s *Subscriber) handOver() bool {
 }
 
 // handler is the Subscriber seen as the engine's reliable.Handler. Its
-// methods run on readLoop.
+// methods run on the holder of the reading role.
 type handler Subscriber
 
 func (h *handler) Deliver(ev *transport.Event) {
 	s := (*Subscriber)(h)
-	if s.out.full() && !s.handOver() {
-		// Closed while waiting: the batch may be the application's now.
-		// Nothing more is handed over; the rest goes to a batch of its
-		// own.
-		s.out = newBatch()
+	if s.out.full() {
+		if s.appReads {
+			s.handOverOwn()
+		} else if !s.handOver() {
+			// Closed while waiting: the batch may be the application's
+			// now. Nothing more is handed over; the rest goes to a
+			// batch of its own.
+			s.out = newBatch()
+		}
 	}
 	s.out.add(ev)
 }

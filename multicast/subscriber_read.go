@@ -1,0 +1,222 @@
+package multicast
+
+import (
+	"context"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// Who reads the group socket (runs the reader): the application's
+// goroutine while it waits in Receive, the reader goroutine while the
+// application is away.
+//
+// A Receive that finds nothing ready and nobody reading reads itself,
+// as a raw UDP receiver would: a datagram then reaches the application
+// without a hand-off between goroutines. Handing each datagram from a
+// reader goroutine to the one in Receive woke a second thread per
+// datagram (the runtime starts an idle P's thread for the goroutine it
+// readies), which spun, found nothing, and slept again: a third of the
+// subscriber's CPU at 30k msgs/s, and, on a two-core machine, the
+// publisher's CPU too (BenchmarkLatency).
+//
+// When the application stays away longer than awayFor, or the engine's
+// next timer, or a unicast datagram comes (controlLoop), the reader
+// goroutine takes the role, so that the socket is drained and NACKs,
+// STATUS and silence timers run while the application is busy, and
+// hands its events over in batches, as before; a Receive that then
+// finds nothing ready asks for the role back and waits for the reader
+// goroutine to give it up. With an archive (Config.Archive) the reader
+// goroutine reads always.
+const (
+	roleBg   = iota // the reader goroutine reads (as it does first)
+	roleIdle        // nobody reads: the application is away from Receive
+	roleApp         // the application reads, in Receive
+)
+
+// awayFor is how long the application may stay away from Receive before
+// the reader goroutine reads in its place. The timer is armed when the
+// application leaves Receive and no earlier arming is pending, not
+// moved at every leave: moving it woke a thread of the runtime's
+// network poller each time (the timer was the poller's earliest), per
+// datagram; so the reader goroutine may take the role from an
+// application that left less than awayFor ago, at most once per
+// awayFor.
+const awayFor = time.Millisecond
+
+// readLoop is the reader goroutine: it reads while it holds the role,
+// handing events to the application in batches, and gives the role up
+// when a Receive asks for it.
+func (s *Subscriber) readLoop() {
+	defer s.wg.Done()
+	if !s.readBg() {
+		return
+	}
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.away.C:
+			s.rmu.Lock()
+			s.awayArmed = false
+			s.rmu.Unlock()
+		case <-s.kicked:
+		}
+		s.rmu.Lock()
+		if s.role != roleIdle {
+			s.rmu.Unlock()
+			continue
+		}
+		s.role = roleBg
+		s.rmu.Unlock()
+		if !s.readBg() {
+			return
+		}
+	}
+}
+
+// readBg reads until a Receive asks for the role, which it then gives
+// up; it reports false once the subscriber closed.
+func (s *Subscriber) readBg() bool {
+	for {
+		if !s.step() || !s.handOver() {
+			return false
+		}
+		if s.arch != nil {
+			continue // the archive's Receive never reads itself
+		}
+		s.rmu.Lock()
+		if s.appWaiting {
+			s.role, s.appWaiting = roleIdle, false
+			s.rmu.Unlock()
+			select {
+			case s.roleFree <- struct{}{}:
+			default:
+			}
+			return true
+		}
+		s.rmu.Unlock()
+	}
+}
+
+// kick wakes the reader goroutine to read if nobody does.
+func (s *Subscriber) kick() {
+	select {
+	case s.kicked <- struct{}{}:
+	default:
+	}
+}
+
+// refill hands the batch Receive has read back, and takes the next:
+// one the reader goroutine handed over, or what it reads itself when
+// nobody reads.
+func (s *Subscriber) refill(ctx context.Context) error {
+	if s.cur != nil {
+		s.cur.reset()
+		s.free <- s.cur
+		s.cur = nil
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		select {
+		case s.cur = <-s.ready:
+			s.next = 0
+			return nil
+		default:
+		}
+		s.rmu.Lock()
+		if s.role == roleIdle {
+			s.role = roleApp
+			s.rmu.Unlock()
+			return s.readSelf(ctx)
+		}
+		s.appWaiting = true
+		s.rmu.Unlock()
+		// Wake the reader goroutine from its read to give the role up.
+		_ = s.data.SetReadDeadline(time.Now())
+		select {
+		case s.cur = <-s.ready:
+			s.next = 0
+			return nil
+		case <-s.roleFree:
+		case <-ctx.Done():
+			s.rmu.Lock()
+			s.appWaiting = false
+			s.rmu.Unlock()
+			return ctx.Err()
+		case <-s.stop:
+			return transport.ErrClosed
+		}
+	}
+}
+
+// readSelf reads, holding the role, until events are ready or ctx ends,
+// then gives the role up and takes the oldest batch of them.
+func (s *Subscriber) readSelf(ctx context.Context) error {
+	s.appReads = true
+	var err error
+	for len(s.out.events) == 0 && len(s.ready) == 0 {
+		s.hook(ctx)
+		if !s.step() {
+			err = transport.ErrClosed
+			break
+		}
+		if err = ctx.Err(); err != nil {
+			break
+		}
+	}
+	s.appReads = false
+	if err == nil {
+		// Taken before the role goes: s.out is the holder's.
+		select {
+		case s.cur = <-s.ready: // batches filled before s.out came first
+		default:
+			s.cur, s.out = s.out, <-s.free
+		}
+		s.next = 0
+	}
+	wait := awayFor
+	if d := s.deadline(); !d.IsZero() {
+		wait = max(min(wait, d.Sub(s.cfg.Now())), 0)
+	}
+	s.rmu.Lock()
+	s.role = roleIdle
+	arm := !s.awayArmed
+	s.awayArmed = true
+	s.rmu.Unlock()
+	if arm {
+		s.away.Reset(wait)
+	}
+	return err
+}
+
+// handOverOwn is handOver on the application's goroutine, reading for
+// itself: the full batch goes to the ready queue if it has room, or
+// else grows (a read of GRO runs can bring tens of thousands of
+// events), since the application it would wait for is itself. It reads
+// again only once it has taken them all.
+func (s *Subscriber) handOverOwn() {
+	select {
+	case s.ready <- s.out:
+		s.out = <-s.free
+	default:
+	}
+}
+
+// hook makes the end of ctx wake a read, so that a Receive reading for
+// itself returns when ctx ends. The registration stays for the next
+// Receive with a ctx of the same Done channel (registering costs
+// allocations, per read); a late wake-up costs a reader one turn.
+func (s *Subscriber) hook(ctx context.Context) {
+	done := ctx.Done()
+	if done == nil || done == s.hooked {
+		return
+	}
+	if s.unhook != nil {
+		s.unhook()
+	}
+	s.hooked = done
+	s.unhook = context.AfterFunc(ctx, func() { _ = s.data.SetReadDeadline(time.Now()) })
+}
