@@ -91,42 +91,11 @@ func TestPublishInlineWhenPaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := p.Stats()
-	if n := after.InlineWrites - before.InlineWrites; n > 8 {
-		t.Fatalf("a tight loop of 100 Publish calls wrote %d times itself (at most 8: Config.InlineAfter)", n)
+	if after.InlineWrites != before.InlineWrites {
+		t.Fatalf("a tight loop of 100 Publish calls wrote %d times itself", after.InlineWrites-before.InlineWrites)
 	}
 	if after.Datagrams == before.Datagrams {
 		t.Fatal("the tight loop's messages were not sent")
-	}
-	if n := after.Datagrams - before.Datagrams; n > 20 {
-		t.Fatalf("a tight loop of 100 Publish calls made %d datagrams: not batched", n)
-	}
-}
-
-// TestPublishInlineCatchUp: a paced caller that was held (by its
-// previous write, a preemption) calls Publish for the few messages that
-// came due meanwhile back to back; each of them is written by its own
-// call, at once, not left for the send goroutine to batch later. Here
-// the injected clock does not move during the burst, and the send
-// goroutine sleeps (heartbeats an hour apart): only the calls
-// themselves can have sent the messages by the time they return.
-func TestPublishInlineCatchUp(t *testing.T) {
-	p, clock := quietPublisher(t)
-	ctx := context.Background()
-	const catchUp = 6 // messages due at once; fewer than Config.InlineAfter's 8
-	for burst := range 3 {
-		waitSendLoopAsleep(t, p)
-		clock.Advance(time.Millisecond) // paced: away for long
-		for i := range catchUp {
-			before := p.Stats()
-			if err := p.Publish(ctx, transport.Message{Payload: indexed(i, 64)}); err != nil {
-				t.Fatal(err)
-			}
-			after := p.Stats()
-			if after.InlineWrites != before.InlineWrites+1 || after.Datagrams != before.Datagrams+1 {
-				t.Fatalf("burst %d, message %d of %d back to back: inline writes %d → %d, datagrams %d → %d (want both +1: it left at once)",
-					burst, i, catchUp, before.InlineWrites, after.InlineWrites, before.Datagrams, after.Datagrams)
-			}
-		}
 	}
 }
 

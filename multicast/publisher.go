@@ -49,7 +49,6 @@ type Publisher struct {
 	writing  bool          // a datagram or batch is being written outside the lock
 	round    *sendRound    // the scratch of whoever holds writing
 	lastCall time.Time     // when the last Publish call returned (began, when it handed off)
-	quick    int           // Publish calls in a row that came within InlineAfter of lastCall
 	closing  bool
 	lastNack time.Time
 	stats    PublisherStats
@@ -181,11 +180,6 @@ func (p *Publisher) PublishReceipt(ctx context.Context, m transport.Message, don
 func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func(transport.Receipt, error)) error {
 	p.mu.Lock()
 	now := p.publishNow()
-	if now.Sub(p.lastCall) < p.cfg.InlineAfter {
-		p.quick++
-	} else {
-		p.quick = 0
-	}
 	waited := false
 	for {
 		if p.closing {
@@ -218,16 +212,11 @@ func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func
 		now = p.publishNow()
 		waited = true
 	}
-	// A caller back within InlineAfter inlineBurst times in a row is in
-	// a tight loop (or faster than one datagram per message can follow):
-	// its messages accumulate while the send goroutine writes, and leave
-	// in full datagrams, in runs. A paced caller writes at once, and so
-	// does one catching up on a few messages that came due while it was
-	// held (its previous write, a preemption): handed off, they waited
-	// for the scheduler to run the send goroutine, longer than the next
-	// paced message took to come and take them (at 30k msgs/s half the
-	// messages went that way, p50 4.8× raw UDP's).
-	if !p.writing && !waited && p.quick < inlineBurst {
+	// A caller back within InlineAfter is in a tight loop (or faster
+	// than one datagram per message can follow): its messages accumulate
+	// while the send goroutine writes, and leave in full datagrams, in
+	// runs. A paced caller writes at once.
+	if !p.writing && !waited && now.Sub(p.lastCall) >= p.cfg.InlineAfter {
 		p.sendInline(now)
 		return nil
 	}
@@ -249,15 +238,6 @@ func (p *Publisher) publishNow() time.Time {
 	}
 	return p.cfg.Now()
 }
-
-// inlineBurst is how many Publish calls in a row, each back within
-// Config.InlineAfter of the previous one's return, still write
-// themselves: a paced caller held for a while catches up on the
-// messages that came due meanwhile, each leaving at once, as they
-// would through raw UDP; a caller back sooner more often is taken for
-// a tight loop and batched. A tight loop pays for it with inlineBurst
-// datagrams of one message each time it starts.
-const inlineBurst = 8
 
 // inlineGather bounds the datagrams a Publish call writes itself: its
 // own, and repairs for the NACKs waiting. A longer backlog goes to the
