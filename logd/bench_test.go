@@ -329,8 +329,8 @@ func benchProduceWith(b *testing.B, codec kgo.CompressionCodec, zeroFraction, pr
 // fsyncs; the writer has a P of its own), alternating. fsync-slowdown is the median over rounds of the
 // busy run's time in fdatasync over the idle run's, MiB/s-idle and
 // MiB/s-busy the throughputs. On the 2-core VM this was written on,
-// the fdatasyncs took 2.0-2.8 times as long with the CPU busy (load
-// 2-4): the thread waiting in fdatasync is woken after each of its
+// the fdatasyncs took 1.4-4.3 times as long with the CPU busy (6 runs,
+// load 4-8, median 2.2): the thread waiting in fdatasync is woken after each of its
 // I/Os (data, inode, cache flush) and then waits for a core. The
 // raw side of BenchmarkProduce1KiB syncs with the CPU idle; logd's
 // group commit cannot, since overlapping the next requests with the
