@@ -1,6 +1,7 @@
 package logd
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -9,7 +10,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -52,7 +55,13 @@ const (
 //   - none-4producers: the same from 4 clients (4 connections) at once,
 //     b.N records in all;
 //   - snappy-compressed: franz-go's default codec with values half
-//     random, half zeros, which snappy roughly halves.
+//     random, half zeros, which snappy roughly halves;
+//   - clientprocess-none, clientprocess-none-4producers: none and
+//     none-4producers with the clients (the same franz-go defaults, the
+//     same records) in a child process instead of this one: the same
+//     work on the same two cores, but logd's goroutines no longer wait
+//     for a P behind the clients' (one of the two Ps runs the producing
+//     loop almost without a break).
 //
 // Rounds alternate which side goes first. Metrics: MiB/s is record
 // values produced per second; disk-MiB/s is logd's on-disk bytes per
@@ -75,11 +84,77 @@ const (
 // appended data waited for the group commit to start its fdatasync,
 // request-wait the share it was idle with nothing appended to sync
 // (logd waiting for the clients' next requests), both between logd's
-// first and last file sync of the round (medians).
+// first and last file sync of the round (medians); fsync-x-raw is
+// logd's time in file syncs over the raw side's, for the same bytes and
+// count (median of the rounds): above 1 when logd's fsyncs are slower
+// than raw's, as they are while the CPU is busy (see
+// BenchmarkRawFsyncBusyCPU); x-raw-bound is the x-raw logd would reach
+// if its disk never waited (its time in file syncs only: the raw
+// side's time over logd's time in syncs, median of the rounds), so
+// x-raw cannot pass it without faster fsyncs; cpu is this process's CPU time per second
+// of the round and per core (the clients' included unless they run in
+// their own process).
 func BenchmarkProduce1KiB(b *testing.B) {
 	b.Run("none", func(b *testing.B) { benchProduce(b, kgo.NoCompression(), 1, 1) })
 	b.Run("none-4producers", func(b *testing.B) { benchProduce(b, kgo.NoCompression(), 1, 4) })
 	b.Run("snappy-compressed", func(b *testing.B) { benchProduce(b, kgo.SnappyCompression(), 2, 1) })
+	b.Run("clientprocess-none", func(b *testing.B) { benchProduceWith(b, kgo.NoCompression(), 1, 1, true) })
+	b.Run("clientprocess-none-4producers", func(b *testing.B) { benchProduceWith(b, kgo.NoCompression(), 1, 4, true) })
+}
+
+// envBenchClient makes this test binary the producing clients of
+// BenchmarkProduce1KiB's clientprocess variants: "addr|producers|records".
+const envBenchClient = "BROKERLESS_LOGD_BENCH_CLIENT"
+
+// runBenchClient produces a round of records (as benchProduceWith's
+// in-process clients do, with franz-go's defaults and no compression)
+// each time a line arrives on stdin, and answers "done" once they are
+// all acknowledged ("failed" if one was not).
+func runBenchClient(spec string) int {
+	parts := strings.Split(spec, "|")
+	var producers, n int
+	fmt.Sscan(parts[1], &producers)
+	fmt.Sscan(parts[2], &n)
+	clients := make([]*kgo.Client, producers)
+	for i := range clients {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(parts[0]), kgo.DefaultProduceTopic("bench"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer cl.Close()
+		clients[i] = cl
+	}
+	values := randomValues(1)
+	ctx := context.Background()
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var wg sync.WaitGroup
+		var failed atomic.Bool
+		for p, cl := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := p; i < n; i += producers {
+					cl.Produce(ctx, &kgo.Record{Value: values[i%len(values)]}, func(_ *kgo.Record, err error) {
+						if err != nil {
+							failed.Store(true)
+						}
+					})
+				}
+				if err := cl.Flush(ctx); err != nil {
+					failed.Store(true)
+				}
+			}()
+		}
+		wg.Wait()
+		if failed.Load() {
+			fmt.Println("failed")
+		} else {
+			fmt.Println("done")
+		}
+	}
+	return 0
 }
 
 // benchValues is how many distinct values the benchmarks cycle through
@@ -102,6 +177,15 @@ func randomValues(zeroFraction int) [][]byte {
 }
 
 func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, producers int) {
+	benchProduceWith(b, codec, zeroFraction, producers, false)
+}
+
+// benchProduceWith runs BenchmarkProduce1KiB's rounds; with proc the
+// producing clients run in a child process (this test binary again, see
+// runBenchClient), as a Kafka client does in production, instead of
+// sharing this process's goroutine scheduler with logd; the cpu metric
+// is then logd's alone.
+func benchProduceWith(b *testing.B, codec kgo.CompressionCodec, zeroFraction, producers int, proc bool) {
 	dir := b.TempDir()
 	cfs := &countingFS{FS: vfs.OS, timeline: true}
 	ts := startServer(b, filepath.Join(dir, "logd"), func(c *Config) { c.Storage.FS = cfs })
@@ -110,6 +194,26 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 		clients[i] = newClient(b, ts.addr, kgo.DefaultProduceTopic("bench"), kgo.ProducerBatchCompression(codec))
 	}
 	createTopic(b, clients[0], "bench", 1)
+	var toChild io.Writer
+	var fromChild *bufio.Reader
+	if proc {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d", envBenchClient, ts.addr, producers, b.N))
+		cmd.Stderr = os.Stderr
+		w, err := cmd.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { w.Close(); cmd.Wait() })
+		toChild, fromChild = w, bufio.NewReader(r)
+	}
 	partDir := filepath.Join(ts.dir, "bench-0")
 	values := randomValues(zeroFraction)
 	ctx := context.Background()
@@ -121,13 +225,27 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 	var dirN int64      // directory syncs in the last round
 	var dirBusy float64 // the share of the last round's time in them
 	var dirNs, dirBusys []float64
+	var cpuShare float64 // the process's CPU time in the last round, per second and core
+	var cpuShares []float64
+	var fsyncRatios []float64 // logd's seconds in file syncs over the raw side's, per round
+	var bounds []float64      // the x-raw logd would reach with its disk never idle, per round
 	produce := func() float64 {
+		cpu0 := latency.ProcessCPU()
 		before, syncs0, nanos0 := dirBytes(b, partDir, ".log"), cfs.syncs.Load(), cfs.syncNanos.Load()
 		dirs0, dirNanos0 := cfs.dirSyncs.Load(), cfs.dirSyncNanos.Load()
 		cfs.takeTimeline()
 		start := time.Now()
 		var wg sync.WaitGroup
+		if proc {
+			fmt.Fprintln(toChild, "go")
+			if line, err := fromChild.ReadString('\n'); line != "done\n" {
+				b.Fatalf("client process: %q %v", line, err)
+			}
+		}
 		for p, cl := range clients {
+			if proc {
+				break
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -150,6 +268,7 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 		dirN, dirBusy = cfs.dirSyncs.Load()-dirs0, float64(cfs.dirSyncNanos.Load()-dirNanos0)/1e9/took
 		sw, rw := diskIdle(cfs.takeTimeline())
 		syncWait, requestWait = sw.Seconds()/took, rw.Seconds()/took
+		cpuShare = (latency.ProcessCPU() - cpu0).Seconds() / took / float64(runtime.NumCPU())
 		return took
 	}
 	for round := range benchRounds {
@@ -178,8 +297,11 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 		busy, rawBusy = append(busy, syncBusy), append(rawBusy, rawSynced/rawTook)
 		syncWaits, requestWaits = append(syncWaits, syncWait), append(requestWaits, requestWait)
 		dirNs, dirBusys = append(dirNs, float64(dirN)), append(dirBusys, dirBusy)
-		b.Logf("round %d: logd %.0f disk-MiB/s (%d B, %d fdatasyncs, in fdatasync %.0f%% of the time, disk idle with appended data waiting for its fdatasync %.0f%%, waiting for requests %.0f%%; %d directory syncs, %.1f%%), raw %.0f MiB/s (%d B, %d fdatasyncs, %.0f%%), x%.2f",
-			round, diskRates[round]/(1<<20), disk, n, 100*syncBusy, 100*syncWait, 100*requestWait, dirN, 100*dirBusy, raws[round]/(1<<20), rawBytes, rawN, 100*rawSynced/rawTook, ratios[round])
+		cpuShares = append(cpuShares, cpuShare)
+		fsyncRatios = append(fsyncRatios, syncBusy*took/rawSynced)
+		bounds = append(bounds, rawTook/(syncBusy*took))
+		b.Logf("round %d: logd %.0f disk-MiB/s (%d B, %d fdatasyncs, in fdatasync %.0f%% of the time, disk idle with appended data waiting for its fdatasync %.0f%%, waiting for requests %.0f%%; %d directory syncs, %.1f%%; CPU %.0f%% of the cores), raw %.0f MiB/s (%d B, %d fdatasyncs, %.0f%%), x%.2f",
+			round, diskRates[round]/(1<<20), disk, n, 100*syncBusy, 100*syncWait, 100*requestWait, dirN, 100*dirBusy, 100*cpuShare, raws[round]/(1<<20), rawBytes, rawN, 100*rawSynced/rawTook, ratios[round])
 	}
 	b.ReportMetric(median(rates)/(1<<20), "MiB/s")
 	b.ReportMetric(median(diskRates)/(1<<20), "disk-MiB/s")
@@ -194,6 +316,71 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 	b.ReportMetric(median(requestWaits), "request-wait")
 	b.ReportMetric(median(dirNs), "dir-syncs")
 	b.ReportMetric(median(dirBusys), "dir-sync-busy")
+	b.ReportMetric(median(cpuShares), "cpu")
+	b.ReportMetric(median(fsyncRatios), "fsync-x-raw")
+	b.ReportMetric(median(bounds), "x-raw-bound")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkRawFsyncBusyCPU: the raw side of BenchmarkProduce1KiB alone
+// (b.N KiB written in 100 chunks, each followed by fdatasync), with the
+// CPU idle and with one goroutine per core spinning meanwhile (as
+// logd's clients and reader keep the CPU busy while its group commit
+// fsyncs; the writer has a P of its own), alternating. fsync-slowdown is the median over rounds of the
+// busy run's time in fdatasync over the idle run's, MiB/s-idle and
+// MiB/s-busy the throughputs. On the 2-core VM this was written on,
+// the fdatasyncs took 1.4-4.3 times as long with the CPU busy (6 runs,
+// load 4-8, median 2.2): the thread waiting in fdatasync is woken after each of its
+// I/Os (data, inode, cache flush) and then waits for a core. The
+// raw side of BenchmarkProduce1KiB syncs with the CPU idle; logd's
+// group commit cannot, since overlapping the next requests with the
+// fsync is the point of it.
+func BenchmarkRawFsyncBusyCPU(b *testing.B) {
+	dir := b.TempDir()
+	n := int64(b.N) * benchRecord
+	var slow, idleRates, busyRates []float64
+	for round := range benchRounds {
+		var idle, busy, idleTook, busyTook float64
+		run := func(spin bool) {
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			if spin {
+				// One more P than spinners: the writer never waits for
+				// a P, only for a core, as a thread in the kernel does.
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(runtime.NumCPU() + 1))
+				for range runtime.NumCPU() {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for x := 0; ; x++ {
+							if x%4096 == 0 {
+								select {
+								case <-stop:
+									return
+								default:
+								}
+							}
+						}
+					}()
+				}
+			}
+			took, _, synced := rawWrite(b, filepath.Join(dir, fmt.Sprint("raw", round, spin)), n, 100)
+			close(stop)
+			wg.Wait()
+			if spin {
+				busy, busyTook = synced, took
+			} else {
+				idle, idleTook = synced, took
+			}
+		}
+		run(round%2 == 1)
+		run(round%2 == 0)
+		slow = append(slow, busy/idle)
+		idleRates, busyRates = append(idleRates, float64(n)/idleTook), append(busyRates, float64(n)/busyTook)
+	}
+	b.ReportMetric(median(slow), "fsync-slowdown")
+	b.ReportMetric(median(idleRates)/(1<<20), "MiB/s-idle")
+	b.ReportMetric(median(busyRates)/(1<<20), "MiB/s-busy")
 	b.ReportMetric(0, "ns/op")
 }
 

@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(envChild); spec != "" {
 		os.Exit(runChild(spec))
 	}
+	if spec := os.Getenv(envBenchClient); spec != "" {
+		os.Exit(runBenchClient(spec))
+	}
 	os.Exit(m.Run())
 }
 
