@@ -23,11 +23,14 @@ func (p *Publisher) PublishReceipts(ctx context.Context, ms []transport.Message,
 	}
 	b := p.newRecordBatch(ms, done)
 	keep := context.WithoutCancel(ctx) // see produce
-	for i := range b.recs {
-		if err := p.slot(ctx); err != nil {
+	for i := 0; i < len(b.recs); {
+		k, err := p.slots.take(ctx, p.closing, len(b.recs)-i)
+		if err != nil {
 			return i, err
 		}
-		p.cl.Produce(keep, &b.recs[i].r, p.promise)
+		for end := i + k; i < end; i++ {
+			p.cl.Produce(keep, &b.recs[i].r, p.promise)
+		}
 	}
 	return len(ms), nil
 }
@@ -87,7 +90,7 @@ func (p *Publisher) newRecordBatch(ms []transport.Message, done func(int, transp
 // batchPromise is the promise of every record of PublishReceipts.
 func (p *Publisher) batchPromise(r *kgo.Record, err error) {
 	c := r.Context.(*recordContext)
-	<-p.slots
+	p.slots.put(1)
 	if err != nil {
 		c.b.done(c.i, transport.Receipt{}, fmt.Errorf("kafka transport: produce: %w", err))
 		return
