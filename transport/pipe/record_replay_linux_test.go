@@ -203,9 +203,10 @@ func signal(c chan struct{}) {
 // runs of equal-size datagrams as one UDP GSO entry each (as our
 // publisher sends them; one datagram an entry when the kernel refuses
 // GSO, or when gso is false). It answers NACKs as the publisher's
-// window of window datagrams would: a datagram sent in the last window
-// goes to the group again, its repair flag set; older ones are
-// announced LOST. Then, until stop is called, a heartbeat every 10 ms
+// window of window datagrams would, with the publisher's default repair
+// limits: a datagram sent in the last window goes to the group again,
+// its repair flag set, unless it went within the repair linger, at
+// most at the repair rate; older ones are announced LOST. Then, until stop is called, a heartbeat every 10 ms
 // announces the next sequence number and the window's low edge. It
 // returns the rate reached and stop.
 func (c *feedCapture) replay(b testing.TB, group netip.AddrPort, rate float64, n, window int, gso bool) (float64, func()) {
@@ -226,7 +227,7 @@ func (c *feedCapture) replay(b testing.TB, group netip.AddrPort, rate float64, n
 		b.Fatal(err)
 	}
 	to := &net.UDPAddr{IP: group.Addr().AsSlice(), Port: int(group.Port())}
-	r := &replayRepairs{c: c, conn: conn, to: to, window: window}
+	r := &replayRepairs{c: c, conn: conn, to: to, window: window, repaired: make([]time.Time, len(c.ends)), tokens: reliable.DefaultRepairBurst}
 	var wg sync.WaitGroup
 	wg.Go(r.serve)
 	stop := func() {
@@ -293,6 +294,27 @@ type replayRepairs struct {
 	to     *net.UDPAddr
 	window int          // datagrams
 	sent   atomic.Int64 // datagrams sent so far
+	// repaired is when each datagram was last sent again; tokens are the
+	// repair bytes that may go at once (a token bucket), at tokensAt.
+	repaired []time.Time
+	tokens   float64
+	tokensAt time.Time
+}
+
+// spend takes n bytes from the repair budget, waiting for them: the
+// publisher's default rate and burst (reliable.DefaultRepairRate and
+// DefaultRepairBurst).
+func (r *replayRepairs) spend(n int) {
+	now := time.Now()
+	if !r.tokensAt.IsZero() {
+		r.tokens = min(reliable.DefaultRepairBurst, r.tokens+now.Sub(r.tokensAt).Seconds()*reliable.DefaultRepairRate)
+	}
+	r.tokensAt = now
+	if short := float64(n) - r.tokens; short > 0 {
+		time.Sleep(time.Duration(short / reliable.DefaultRepairRate * float64(time.Second))) // the repair rate
+		r.tokens, r.tokensAt = float64(n), time.Now()
+	}
+	r.tokens -= float64(n)
 }
 
 // low is the oldest sequence number in the window once sent datagrams
@@ -334,10 +356,15 @@ func (r *replayRepairs) serve() {
 			// The datagrams holding g.From…g.To, of those sent.
 			first, _ := slices.BinarySearch(r.c.next[:sent], g.From+1)
 			for j := first; j < sent && g.From <= g.To; j++ {
+				g.From = r.c.next[j]
+				if now := time.Now(); now.Sub(r.repaired[j]) < reliable.DefaultRepairLinger {
+					continue // it went again just now: the NACK crossed it
+				}
+				r.spend(len(r.c.datagram(j)))
+				r.repaired[j] = time.Now()
 				repair = append(repair[:0], r.c.datagram(j)...)
 				repair[dataFlags] |= dataFlagRepair
 				_, _ = r.conn.WriteTo(repair, r.to)
-				g.From = r.c.next[j]
 			}
 		}
 		if len(lost) > 0 {
