@@ -224,10 +224,11 @@ func messageBytes(m *transport.Message) int {
 type arena []byte
 
 // take copies b into the arena: a slice capped at its end, so that an
-// append to it cannot write over the next; nil stays nil.
+// append to it cannot write over the next; nil stays nil. A nil arena
+// copies nothing: take returns b itself.
 func (a *arena) take(b []byte) []byte {
-	if b == nil {
-		return nil
+	if b == nil || *a == nil {
+		return b
 	}
 	at := len(*a)
 	*a = append(*a, b...)

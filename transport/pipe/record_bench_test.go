@@ -12,6 +12,7 @@ import (
 	"github.com/brokerless/brokerless/multicast"
 	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/latency"
 	"github.com/brokerless/brokerless/transport/pipe"
 )
 
@@ -78,7 +79,10 @@ import (
 // each round logged: record/logd = R/L (the target is ≥ 0.8),
 // record/live = R/F, record-replay/logd = RR/L, record-replay/live-replay
 // = RR/FR, record-flow/logd = RF/L, record-flow/live = RF/F and
-// record-flow-max/logd = RM/L. n is BROKERLESS_RECORD_MESSAGES (default
+// record-flow-max/logd = RM/L; and the process's CPU time a message
+// (logd, in the process, included): of logd alone (L1), and of the
+// recorder's run that reached R (live: the publisher's included) and
+// RR (replayed). n is BROKERLESS_RECORD_MESSAGES (default
 // 200,000 for 64 bytes, 50,000 for 1 KiB). Each phase runs under the
 // profiler label phase (capture, logd, record, record-replay,
 // record-flow, live, live-replay): a -cpuprofile of the benchmark splits
@@ -101,22 +105,28 @@ func BenchmarkRecorder(b *testing.B) {
 			live := liveFeed(payloads)
 			var logdRates, recRates, liveRates, recLogd, recLive, flowRates, flowLogd, flowLive, maxRates, maxLogd []float64
 			var replayRates, liveReplayRates, replayLogd, replayLive []float64
+			var cpuLogds, cpuRecs, cpuReplays []float64
 			topic := 0
 			next := func(kind string) string { topic++; return fmt.Sprintf("%s-%d", kind, topic) }
 			for r := range rounds {
 				var (
 					l1, l2, rec, feedRate, flow, flowMax, recReplay, feedReplay  float64
+					cpuLogd, cpuRec, cpuReplay                                   float64 // CPU µs a message: logd alone (L1), the recorder's best runs
 					recTried, liveTried, flowTried, replayTried, liveReplayTried []string
 					flowLost                                                     int
 					flowHeld                                                     uint64
 				)
-				phase("logd", func() { l1 = logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch) })
+				phase("logd", func() {
+					c := cpuPer(n)
+					l1 = logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch)
+					cpuLogd = c()
+				})
 				phase("record", func() {
-					rec, recTried = highestWhole(1.25*l1, func(rate float64) (int, float64) { return recordRun(b, addr, next("rec"), live, rate) })
+					rec, recTried = highestWhole(1.25*l1, cpuAtBest(&cpuRec, live, func(rate float64) (int, float64) { return recordRun(b, addr, next("rec"), live, rate) }))
 				})
 				if capture != nil {
 					phase("record-replay", func() {
-						recReplay, replayTried = highestWhole(1.25*l1, func(rate float64) (int, float64) { return recordRun(b, addr, next("replay"), replay, rate) })
+						recReplay, replayTried = highestWhole(1.25*l1, cpuAtBest(&cpuReplay, replay, func(rate float64) (int, float64) { return recordRun(b, addr, next("replay"), replay, rate) }))
 					})
 				}
 				phase("record-flow", func() {
@@ -143,22 +153,26 @@ func BenchmarkRecorder(b *testing.B) {
 					})
 				}
 				logdRates, recRates, liveRates = append(logdRates, l), append(recRates, rec), append(liveRates, feedRate)
+				cpuLogds, cpuRecs = append(cpuLogds, cpuLogd), append(cpuRecs, cpuRec)
 				recLogd, recLive = append(recLogd, rec/l), append(recLive, rec/feedRate)
 				flowRates, flowLogd, flowLive = append(flowRates, flow), append(flowLogd, flow/l), append(flowLive, flow/feedRate)
 				maxRates, maxLogd = append(maxRates, flowMax), append(maxLogd, flowMax/l)
-				b.Logf("round %d, %d-byte messages, each record %d bytes of payload and a %d-byte origin header, acks=all, logd default config: logd alone (PublishReceipts, %d a call) %.0f records/s (%.0f before the recorder's search, %.0f after); LIVE FEED (our publisher in this process): recorder (mcast join=earliest → pipe → PublishReceipts, as far behind as it is a call) %.0f msgs/s whole (%.2f of logd); a plain subscriber %.0f msgs/s whole (recorder %.2f of it); recorder with flow control %.0f msgs/s kept (%.2f of logd, %.2f of the live feed), %.0f msgs/s holding back an unpaced feed (%.2f of logd, feed held %d times), %d marked lost; rate/reached:lost (-1: held back) recorder %v, with flow control %v, plain subscriber %v",
-					r+1, size, size, len(headers[0].Value), recordBatch, l, l1, l2, rec, rec/l, feedRate, rec/feedRate, flow, flow/l, flow/feedRate, flowMax, flowMax/l, flowHeld, flowLost, recTried, flowTried, liveTried)
+				b.Logf("round %d, %d-byte messages, each record %d bytes of payload and a %d-byte origin header, acks=all, logd default config: logd alone (PublishReceipts, %d a call) %.0f records/s (%.0f before the recorder's search, %.0f after; %.2f µs CPU a record before); LIVE FEED (our publisher in this process): recorder (mcast join=earliest → pipe → PublishReceipts, as far behind as it is a call) %.0f msgs/s whole (%.2f of logd; %.2f µs CPU a message); a plain subscriber %.0f msgs/s whole (recorder %.2f of it); recorder with flow control %.0f msgs/s kept (%.2f of logd, %.2f of the live feed), %.0f msgs/s holding back an unpaced feed (%.2f of logd, feed held %d times), %d marked lost; rate/reached:lost (-1: held back) recorder %v, with flow control %v, plain subscriber %v",
+					r+1, size, size, len(headers[0].Value), recordBatch, l, l1, l2, cpuLogd, rec, rec/l, cpuRec, feedRate, rec/feedRate, flow, flow/l, flow/feedRate, flowMax, flowMax/l, flowHeld, flowLost, recTried, flowTried, liveTried)
 				if capture != nil {
 					replayRates, liveReplayRates = append(replayRates, recReplay), append(liveReplayRates, feedReplay)
+					cpuReplays = append(cpuReplays, cpuReplay)
 					replayLogd, replayLive = append(replayLogd, recReplay/l), append(replayLive, recReplay/feedReplay)
-					b.Logf("round %d, %d-byte messages: REPLAYED FEED (%d datagrams of our publisher holding %d messages, replayed with no publisher running, NACKs answered from a window as the live one; a run at a rate r lasts min(1 s, %d/r)): recorder %.0f msgs/s whole (%.2f of logd alone); a plain subscriber %.0f msgs/s whole (recorder %.2f of it); rate/reached:lost recorder %v, plain subscriber %v",
-						r+1, size, capture.datagrams(), capture.messages(), capture.messages(), recReplay, recReplay/l, feedReplay, recReplay/feedReplay, replayTried, liveReplayTried)
+					b.Logf("round %d, %d-byte messages: REPLAYED FEED (%d datagrams of our publisher holding %d messages, replayed with no publisher running, NACKs answered from a window as the live one; a run at a rate r lasts min(1 s, %d/r)): recorder %.0f msgs/s whole (%.2f of logd alone; %.2f µs CPU a message); a plain subscriber %.0f msgs/s whole (recorder %.2f of it); rate/reached:lost recorder %v, plain subscriber %v",
+						r+1, size, capture.datagrams(), capture.messages(), capture.messages(), recReplay, recReplay/l, cpuReplay, feedReplay, recReplay/feedReplay, replayTried, liveReplayTried)
 				}
 				if flowLost > 0 {
 					b.Errorf("round %d: the recorder with flow control marked %d messages lost", r+1, flowLost)
 				}
 			}
 			b.ReportMetric(median(logdRates), "logd-msgs/s")
+			b.ReportMetric(median(cpuLogds), "logd-cpu-µs/msg")
+			b.ReportMetric(median(cpuRecs), "record-cpu-µs/msg")
 			b.ReportMetric(median(recRates), "record-msgs/s")
 			b.ReportMetric(median(liveRates), "live-msgs/s")
 			b.ReportMetric(median(recLogd), "record/logd")
@@ -173,9 +187,32 @@ func BenchmarkRecorder(b *testing.B) {
 				b.ReportMetric(median(liveReplayRates), "live-replay-msgs/s")
 				b.ReportMetric(median(replayLogd), "record-replay/logd")
 				b.ReportMetric(median(replayLive), "record-replay/live-replay")
+				b.ReportMetric(median(cpuReplays), "record-replay-cpu-µs/msg")
 			}
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// cpuPer starts counting the process's CPU time; the function it
+// returns gives the time since, in µs, over n messages.
+func cpuPer(n int) func() float64 {
+	at := latency.ProcessCPU()
+	return func() float64 { return float64(latency.ProcessCPU()-at) / float64(time.Microsecond) / float64(n) }
+}
+
+// cpuAtBest wraps a run of feed f for highestWhole: it sets *cpu to the
+// process's CPU time a message (µs) of the whole run with no loss that
+// reached the highest rate.
+func cpuAtBest(cpu *float64, f feed, run func(rate float64) (int, float64)) func(float64) (int, float64) {
+	best := 0.0
+	return func(rate float64) (int, float64) {
+		c := cpuPer(f.messages(rate))
+		lost, reached := run(rate)
+		if lost == 0 && reached > best {
+			best, *cpu = reached, c()
+		}
+		return lost, reached
 	}
 }
 
