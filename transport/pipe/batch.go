@@ -11,75 +11,105 @@ import (
 // the source to the one that publishes to the destination, so that each
 // has a core of its own, and on until the destination's receipts. A
 // received message's slices are valid only until the next Receive, so
-// the batch copies them into chunks of memory that never move (a full
-// chunk is followed by another, never regrown): its messages point into
-// them, and a destination that keeps them until its receipts (one that
-// publishes in place) needs no copy of its own. A batch is reused, its
-// chunks and slices with it, once every write in it has its receipt: no
-// allocation per message once the batches have grown.
+// the batch copies them into the pipe's chunks (see arena), which never
+// move: its messages point into them, and a destination that keeps them
+// until its receipts (one that publishes in place) needs no copy of its
+// own. Once every write in it has its receipt, the batch gives its
+// chunks back and is reused: no allocation per message once the pipe
+// has warmed up.
 type batch struct {
 	msgs    []transport.Message
 	tickets []uint64 // tickets[i] is the ticket of msgs[i]
 	hdrs    []transport.Header
-	chunks  [][]byte
-	cur     int // the chunk being filled
+	chunks  []*chunk // the chunks its messages point into, each holding a reference
 	// left counts the writes whose receipt has not come; the receipt
-	// that takes it to 0 gives the batch back to the pool.
+	// that takes it to 0 retires the batch.
 	left atomic.Int64
 }
 
-// Chunk sizes: the first chunk of a batch holds minChunk bytes, each
-// next one twice its predecessor, up to maxChunk (a larger value gets a
-// chunk of its own size), so that a batch of a few small messages, many
-// of which may wait for receipts at once, holds little memory.
-const (
-	minChunk = 4 << 10
-	maxChunk = 1 << 20
-)
+// chunk is a piece of memory messages are copied into: filled from the
+// start, never regrown, so that what it holds stays where it is. refs
+// counts the batches that point into it, and the arena while it fills
+// it; at 0 it is empty again.
+type chunk struct {
+	buf  []byte
+	refs atomic.Int32
+}
 
-// keep copies p into the batch's chunks: a slice capped at its end, so
-// that an append to it cannot write over the next; nil stays nil.
-func (b *batch) keep(p []byte) []byte {
+// chunkSize is the size of the arena's chunks; a value larger than a
+// quarter of it gets a chunk of its own.
+const chunkSize = 256 << 10
+
+// arena hands out the room batches copy messages into: consecutive
+// batches fill the same chunk, so a small batch holds no more than its
+// bytes, and a chunk is reused once no batch points into it. Used by
+// the receiving goroutine only (holding the handoff's mu); chunks come
+// back from any goroutine, through free.
+type arena struct {
+	cur  *chunk
+	free chan *chunk
+}
+
+// freeChunks bounds the chunks kept for reuse (16 MiB of them); more
+// are let go.
+const freeChunks = 64
+
+// keep copies p into b's room: a slice capped at its end, so that an
+// append to it cannot write over the next; nil stays nil.
+func (a *arena) keep(b *batch, p []byte) []byte {
 	if p == nil {
 		return nil
 	}
-	if len(b.chunks) == 0 || cap(b.chunks[b.cur])-len(b.chunks[b.cur]) < len(p) {
-		b.nextChunk(len(p))
+	c := a.cur
+	if len(p) > chunkSize/4 {
+		c = &chunk{buf: make([]byte, 0, len(p))} // its own, not reused
+	} else if c == nil || cap(c.buf)-len(c.buf) < len(p) {
+		c = a.next()
 	}
-	c := b.chunks[b.cur]
-	at := len(c)
-	c = append(c, p...)
-	b.chunks[b.cur] = c
-	return c[at:len(c):len(c)]
+	if n := len(b.chunks); n == 0 || b.chunks[n-1] != c {
+		c.refs.Add(1)
+		b.chunks = append(b.chunks, c)
+	}
+	at := len(c.buf)
+	c.buf = append(c.buf, p...)
+	return c.buf[at:len(c.buf):len(c.buf)]
 }
 
-// nextChunk makes the next chunk, one with room for n bytes, current.
-func (b *batch) nextChunk(n int) {
-	if len(b.chunks) > 0 {
-		b.cur++
+// next makes an empty chunk current, letting the last one go.
+func (a *arena) next() *chunk {
+	if a.cur != nil {
+		a.release(a.cur)
 	}
-	for ; b.cur < len(b.chunks); b.cur++ { // one kept from an earlier use
-		if cap(b.chunks[b.cur]) >= n {
-			b.chunks[b.cur] = b.chunks[b.cur][:0]
-			return
-		}
+	select {
+	case a.cur = <-a.free:
+	default:
+		a.cur = &chunk{buf: make([]byte, 0, chunkSize)}
 	}
-	size := minChunk
-	if len(b.chunks) > 0 {
-		size = min(maxChunk, 2*cap(b.chunks[len(b.chunks)-1]))
-	}
-	b.chunks = append(b.chunks, make([]byte, 0, max(size, n)))
-	b.cur = len(b.chunks) - 1
+	a.cur.refs.Store(1)
+	return a.cur
 }
 
-// add copies w's message into the batch.
-func (b *batch) add(w *Write) {
+// release drops a reference to c; the last empties c and keeps it for
+// reuse.
+func (a *arena) release(c *chunk) {
+	if c.refs.Add(-1) != 0 || cap(c.buf) != chunkSize {
+		return
+	}
+	c.buf = c.buf[:0]
+	select {
+	case a.free <- c:
+	default:
+	}
+}
+
+// add copies w's message into the batch, its bytes into a.
+func (b *batch) add(a *arena, w *Write) {
 	m := &w.Message
-	c := transport.Message{Time: m.Time, Key: b.keep(m.Key), Payload: b.keep(m.Payload)}
+	c := transport.Message{Time: m.Time, Key: a.keep(b, m.Key), Payload: a.keep(b, m.Payload)}
 	if len(m.Headers) > 0 {
 		at := len(b.hdrs)
 		for _, h := range m.Headers {
-			b.hdrs = append(b.hdrs, transport.Header{Key: h.Key, Value: b.keep(h.Value)})
+			b.hdrs = append(b.hdrs, transport.Header{Key: h.Key, Value: a.keep(b, h.Value)})
 		}
 		// An append that moved hdrs left the headers of earlier
 		// messages where they were, unchanged.
@@ -89,32 +119,28 @@ func (b *batch) add(w *Write) {
 	b.tickets = append(b.tickets, w.Ticket)
 }
 
-func (b *batch) reset() {
-	b.msgs, b.tickets, b.hdrs = b.msgs[:0], b.tickets[:0], b.hdrs[:0]
-	b.cur = 0
-	if len(b.chunks) > 0 {
-		b.chunks[0] = b.chunks[0][:0]
-	}
-}
-
 // handoff passes batches from the receiving goroutine to the publishing
 // one: the receiver adds to the current batch (Pipe.take, holding mu),
 // which the publisher swaps for an empty one whenever it is free, so the
 // batches are as large as the publisher is behind (at most MaxInFlight
-// writes). Batches whose receipts have all come wait in free for reuse.
+// writes). Retired batches wait in free for reuse.
 type handoff struct {
 	mu    sync.Mutex
 	cur   *batch
+	arena arena // used holding mu
 	ready chan struct{}
 	free  chan *batch
 }
 
 // freeBatches bounds the batches kept for reuse; more are let go.
-const freeBatches = 4
+const freeBatches = 64
 
 func newHandoff() *handoff {
-	return &handoff{cur: &batch{}, ready: make(chan struct{}, 1), free: make(chan *batch, freeBatches)}
+	return &handoff{cur: &batch{}, arena: arena{free: make(chan *chunk, freeChunks)}, ready: make(chan struct{}, 1), free: make(chan *batch, freeBatches)}
 }
+
+// add adds w to the current batch; call it holding mu.
+func (h *handoff) add(w *Write) { h.cur.add(&h.arena, w) }
 
 // take returns the current batch and puts an empty one in its place.
 func (h *handoff) take() *batch {
@@ -131,13 +157,18 @@ func (h *handoff) take() *batch {
 	return b
 }
 
-// done records the receipt of one of b's writes; after the last, b is
-// reset and kept for reuse.
+// done records the receipt of one of b's writes; after the last, b
+// gives its chunks back and is kept for reuse.
 func (h *handoff) done(b *batch) {
 	if b.left.Add(-1) != 0 {
 		return
 	}
-	b.reset()
+	for i, c := range b.chunks {
+		h.arena.release(c)
+		b.chunks[i] = nil
+	}
+	clear(b.msgs) // let go of what they point into
+	b.msgs, b.tickets, b.hdrs, b.chunks = b.msgs[:0], b.tickets[:0], b.hdrs[:0], b.chunks[:0]
 	select {
 	case h.free <- b:
 	default:

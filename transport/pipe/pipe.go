@@ -274,7 +274,7 @@ func (p *Pipe) take(evs []transport.Event) (n int, held bool) {
 		// ws stays valid until the next Event.
 		ws := p.core.Event(&evs[n], p.cfg.Now)
 		for i := range ws {
-			h.cur.add(&ws[i])
+			h.add(&ws[i])
 		}
 		added = added || len(ws) > 0
 		held = held || len(ws) == 0
