@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/brokerless/brokerless/transport"
 )
@@ -11,19 +12,24 @@ import (
 // Publisher waits for room itself, honouring its context, and kgo's
 // Produce never blocks. A publish takes as many places as it has
 // records (all that are free, when fewer: it produces those and takes
-// again), and each record's promise gives its place back. A publish
-// that finds none free waits until a sixteenth of the buffer is free
-// (or what it asked for, if less), so that a publisher held back by a
-// full buffer wakes once for many records, not once a record.
+// again), and each record's promise gives its place back: one atomic
+// addition, unless a publish waits. A publish that finds none free
+// waits until a sixteenth of the buffer is free, so that a publisher
+// held back by a full buffer wakes once for many records, not once a
+// record.
 type slots struct {
-	mu     sync.Mutex
-	free   int
-	wakeAt int           // the free places that wake a waiting publish
-	room   chan struct{} // closed when free reaches wakeAt; nil when none waits
+	free    atomic.Int64
+	waiting atomic.Bool // a take waits (set and cleared holding mu)
+	wakeAt  int64       // the free places that wake a waiting take
+
+	mu   sync.Mutex
+	room chan struct{} // closed when free reaches wakeAt; nil when none waits
 }
 
 func newSlots(n int) *slots {
-	return &slots{free: n, wakeAt: max(1, n/16)}
+	s := &slots{wakeAt: int64(max(1, n/16))}
+	s.free.Store(int64(n))
+	return s
 }
 
 // take takes at least one and at most n places, waiting while none is
@@ -33,12 +39,21 @@ func (s *slots) take(ctx context.Context, closing <-chan struct{}, n int) (int, 
 		return 0, err
 	}
 	for {
+		if f := s.free.Load(); f > 0 {
+			k := min(f, int64(n))
+			if s.free.CompareAndSwap(f, f-k) {
+				return int(k), nil
+			}
+			continue
+		}
 		s.mu.Lock()
-		if s.free > 0 {
-			k := min(s.free, n)
-			s.free -= k
+		s.waiting.Store(true)
+		if s.free.Load() > 0 { // a put saw no waiter: take it now
+			if s.room == nil { // nor does any other take wait
+				s.waiting.Store(false)
+			}
 			s.mu.Unlock()
-			return k, nil
+			continue
 		}
 		if s.room == nil {
 			s.room = make(chan struct{})
@@ -57,11 +72,14 @@ func (s *slots) take(ctx context.Context, closing <-chan struct{}, n int) (int, 
 
 // put gives n places back.
 func (s *slots) put(n int) {
+	if f := s.free.Add(int64(n)); f < s.wakeAt || !s.waiting.Load() {
+		return
+	}
 	s.mu.Lock()
-	s.free += n
-	if s.room != nil && s.free >= s.wakeAt {
+	if s.room != nil && s.free.Load() >= s.wakeAt {
 		close(s.room)
 		s.room = nil
+		s.waiting.Store(false)
 	}
 	s.mu.Unlock()
 }

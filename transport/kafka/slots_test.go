@@ -51,8 +51,13 @@ func TestSlots(t *testing.T) {
 		t.Fatal("3 places back woke the take (it waits for 4)")
 	}
 	s.put(1)
-	if k := <-got; k != 4 {
-		t.Fatalf("woken take got %d, want 4", k)
+	select {
+	case k := <-got:
+		if k != 4 {
+			t.Fatalf("woken take got %d, want 4", k)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("4 places back did not wake the take")
 	}
 
 	cancelled, cancel := context.WithCancel(ctx)
