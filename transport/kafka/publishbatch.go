@@ -18,16 +18,34 @@ import (
 // will be called), and why not all when it took fewer: ctx ended, the
 // publisher was closed, or an earlier Publish failed.
 func (p *Publisher) PublishReceipts(ctx context.Context, ms []transport.Message, done func(int, transport.Receipt, error)) (int, error) {
+	return p.publishReceipts(ctx, ms, done, true)
+}
+
+// PublishReceiptsInPlace is PublishReceipts without the copy: the
+// records point at the keys, payloads and header values of ms, which
+// the caller must leave unchanged until done has been called for each
+// message taken (ms itself, and its Headers slices, it may reuse once
+// PublishReceiptsInPlace returns). A pipe, which keeps what it forwards
+// until the receipts, spares a copy of every message this way.
+func (p *Publisher) PublishReceiptsInPlace(ctx context.Context, ms []transport.Message, done func(int, transport.Receipt, error)) (int, error) {
+	return p.publishReceipts(ctx, ms, done, false)
+}
+
+// publishReceipts is PublishReceipts, copying ms's bytes when copyBytes.
+func (p *Publisher) publishReceipts(ctx context.Context, ms []transport.Message, done func(int, transport.Receipt, error), copyBytes bool) (int, error) {
 	if err := p.pending(); err != nil {
 		return 0, err
 	}
-	b := p.newRecordBatch(ms, done)
+	b := p.newRecordBatch(ms, done, copyBytes)
 	keep := context.WithoutCancel(ctx) // see produce
-	for i := range b.recs {
-		if err := p.slot(ctx); err != nil {
+	for i := 0; i < len(b.recs); {
+		k, err := p.slots.take(ctx, p.closing, len(b.recs)-i)
+		if err != nil {
 			return i, err
 		}
-		p.cl.Produce(keep, &b.recs[i].r, p.promise)
+		for end := i + k; i < end; i++ {
+			p.cl.Produce(keep, &b.recs[i].r, p.promise)
+		}
 	}
 	return len(ms), nil
 }
@@ -56,14 +74,20 @@ type recordContext struct {
 	i int
 }
 
-// newRecordBatch copies ms into records, as newRecord does each.
-func (p *Publisher) newRecordBatch(ms []transport.Message, done func(int, transport.Receipt, error)) *recordBatch {
+// newRecordBatch makes ms into records: copies, as newRecord makes
+// each, when copyBytes; else pointing at ms's bytes.
+func (p *Publisher) newRecordBatch(ms []transport.Message, done func(int, transport.Receipt, error), copyBytes bool) *recordBatch {
 	size, nh := 0, 0
 	for i := range ms {
-		size += messageBytes(&ms[i])
+		if copyBytes {
+			size += messageBytes(&ms[i])
+		}
 		nh += len(ms[i].Headers)
 	}
-	a := arena(make([]byte, 0, size))
+	var a arena // nil: take keeps its argument
+	if copyBytes {
+		a = make([]byte, 0, size)
+	}
 	hs := make([]kgo.RecordHeader, 0, nh)
 	b := &recordBatch{recs: make([]batchRecord, len(ms)), done: done}
 	for i := range ms {
@@ -87,7 +111,7 @@ func (p *Publisher) newRecordBatch(ms []transport.Message, done func(int, transp
 // batchPromise is the promise of every record of PublishReceipts.
 func (p *Publisher) batchPromise(r *kgo.Record, err error) {
 	c := r.Context.(*recordContext)
-	<-p.slots
+	p.slots.put(1)
 	if err != nil {
 		c.b.done(c.i, transport.Receipt{}, fmt.Errorf("kafka transport: produce: %w", err))
 		return

@@ -118,3 +118,63 @@ func TestPublishReceipts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPublishReceiptsInPlace: in place, the records point at the
+// messages' own bytes (PublishReceipts' copy them), and what is
+// delivered is what was published though the caller reused ms and its
+// header slices once the call returned.
+func TestPublishReceiptsInPlace(t *testing.T) {
+	ms := []transport.Message{{Key: []byte("k"), Payload: []byte("p0"), Headers: []transport.Header{{Key: "h", Value: []byte("v0")}}}}
+	pub := &Publisher{topic: "t", partition: -1}
+	for _, copied := range []bool{true, false} {
+		r := &pub.newRecordBatch(ms, nil, copied).recs[0].r
+		shared := &r.Value[0] == &ms[0].Payload[0] || &r.Key[0] == &ms[0].Key[0] || &r.Headers[0].Value[0] == &ms[0].Headers[0].Value[0]
+		apart := &r.Value[0] != &ms[0].Payload[0] && &r.Key[0] != &ms[0].Key[0] && &r.Headers[0].Value[0] != &ms[0].Headers[0].Value[0]
+		if copied && shared || !copied && apart {
+			t.Errorf("copied %v: the record shares the message's bytes: %v, want %v", copied, shared, !copied)
+		}
+	}
+
+	addr := startLogd(t)
+	ctx := context.Background()
+	p, err := NewPublisher(ctx, parse(t, "logd://"+addr+"/inplace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const n = 50
+	payloads := make([][]byte, n)
+	batch := make([]transport.Message, 0, 10)
+	hs := make([]transport.Header, 0, 10)
+	for i := range n {
+		payloads[i] = fmt.Appendf(nil, "m%d", i)
+		hs = append(hs, transport.Header{Key: "i", Value: payloads[i]})
+		batch = append(batch, transport.Message{Payload: payloads[i], Headers: hs[len(hs)-1:]})
+		if len(batch) < cap(batch) {
+			continue
+		}
+		if took, err := p.PublishReceiptsInPlace(ctx, batch, func(_ int, _ transport.Receipt, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		}); took != len(batch) || err != nil {
+			t.Fatalf("took %d of %d: %v", took, len(batch), err)
+		}
+		clear(hs) // the caller's again
+		clear(batch)
+		batch, hs = batch[:0], hs[:0]
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := NewSubscriber(ctx, parse(t, "logd://"+addr+"/inplace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	for i, m := range messages(receiveUntil(t, sub, untilMessages(n))) {
+		if string(m.Payload) != fmt.Sprintf("m%d", i) || len(m.Headers) != 1 || string(m.Headers[0].Value) != string(m.Payload) {
+			t.Errorf("message %d: %q, headers %v", i, m.Payload, m.Headers)
+		}
+	}
+}

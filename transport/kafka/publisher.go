@@ -21,11 +21,11 @@ type Publisher struct {
 	partition int32 // -1: by key hash
 	sem       transport.Semantics
 
-	// slots holds one token per record in the client's buffer, so
-	// Publish waits for room here, honouring its context, and kgo's
-	// Produce never blocks: a record Publish accepted is then never
-	// failed by the caller's context ending later.
-	slots   chan struct{}
+	// slots counts the free places in the client's buffer, so Publish
+	// waits for room here, honouring its context, and kgo's Produce
+	// never blocks: a record Publish accepted is then never failed by
+	// the caller's context ending later.
+	slots   *slots
 	closing chan struct{}
 	// promise is batchPromise, made once: the promise of every record
 	// of PublishReceipts.
@@ -68,7 +68,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	}
 	p := &Publisher{
 		cl: cl, topic: cfg.Topic, partition: partition, sem: cfg.Semantics(),
-		slots: make(chan struct{}, maxBuffered(cl)), closing: make(chan struct{}),
+		slots: newSlots(maxBuffered(cl)), closing: make(chan struct{}),
 	}
 	p.promise = p.batchPromise
 	return p, nil
@@ -95,7 +95,7 @@ func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
 
 // published is the promise of a record given to Publish.
 func (p *Publisher) published(_ *kgo.Record, err error) {
-	<-p.slots
+	p.slots.put(1)
 	if err != nil {
 		p.fail(err)
 	}
@@ -110,7 +110,7 @@ func (p *Publisher) published(_ *kgo.Record, err error) {
 // only, not to a later Publish or Flush.
 func (p *Publisher) PublishReceipt(ctx context.Context, m transport.Message, done func(transport.Receipt, error)) error {
 	return p.produce(ctx, m, func(r *kgo.Record, err error) {
-		<-p.slots
+		p.slots.put(1)
 		if err != nil {
 			done(transport.Receipt{}, fmt.Errorf("kafka transport: produce: %w", err))
 			return
@@ -120,7 +120,7 @@ func (p *Publisher) PublishReceipt(ctx context.Context, m transport.Message, don
 }
 
 // produce waits for a slot in the client's buffer and hands m to it;
-// promise, which must give the slot back (<-p.slots), is called once the
+// promise, which must give the slot back (p.slots.put(1)), is called once the
 // record is acknowledged or failed, unless produce returns an error.
 func (p *Publisher) produce(ctx context.Context, m transport.Message, promise func(*kgo.Record, error)) error {
 	if err := p.pending(); err != nil {
@@ -131,7 +131,7 @@ func (p *Publisher) produce(ctx context.Context, m transport.Message, promise fu
 	if r.Topic == "" {
 		r.Topic = p.topic
 	}
-	if err := p.slot(ctx); err != nil {
+	if _, err := p.slots.take(ctx, p.closing, 1); err != nil {
 		return err
 	}
 	// With a slot held, the buffer has room and Produce does not block.
@@ -139,27 +139,6 @@ func (p *Publisher) produce(ctx context.Context, m transport.Message, promise fu
 	// do but the client's own close.
 	p.cl.Produce(context.WithoutCancel(ctx), r, promise)
 	return nil
-}
-
-// slot waits for a slot in the client's buffer, honouring ctx; the
-// record's promise gives it back (<-p.slots).
-func (p *Publisher) slot(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	select {
-	case p.slots <- struct{}{}: // room: no three-way select
-		return nil
-	default:
-	}
-	select {
-	case p.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-p.closing:
-		return transport.ErrClosed
-	}
 }
 
 // Flush waits until every record published so far is acknowledged.
@@ -245,10 +224,11 @@ func messageBytes(m *transport.Message) int {
 type arena []byte
 
 // take copies b into the arena: a slice capped at its end, so that an
-// append to it cannot write over the next; nil stays nil.
+// append to it cannot write over the next; nil stays nil. A nil arena
+// copies nothing: take returns b itself.
 func (a *arena) take(b []byte) []byte {
-	if b == nil {
-		return nil
+	if b == nil || *a == nil {
+		return b
 	}
 	at := len(*a)
 	*a = append(*a, b...)

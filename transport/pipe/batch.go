@@ -1,123 +1,176 @@
 package pipe
 
 import (
-	"slices"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/brokerless/brokerless/transport"
 )
 
 // batch holds writes on their way from the goroutine that receives from
 // the source to the one that publishes to the destination, so that each
-// has a core of its own. A received message's slices are valid only
-// until the next Receive, so the batch copies them into one arena, kept
-// and reused: no allocation per message once it has grown.
+// has a core of its own, and on until the destination's receipts. A
+// received message's slices are valid only until the next Receive, so
+// the batch copies them into the pipe's chunks (see arena), which never
+// move: its messages point into them, and a destination that keeps them
+// until its receipts (one that publishes in place) needs no copy of its
+// own. Once every write in it has its receipt, the batch gives its
+// chunks back and is reused: no allocation per message once the pipe
+// has warmed up.
 type batch struct {
-	items []item
-	hdrs  []hdr
-	arena []byte
+	msgs    []transport.Message
+	tickets []uint64 // tickets[i] is the ticket of msgs[i]
+	hdrs    []transport.Header
+	chunks  []*chunk // the chunks its messages point into, each holding a reference
+	// left counts the writes whose receipt has not come; the receipt
+	// that takes it to 0 retires the batch.
+	left atomic.Int64
 }
 
-// item is one write, its slices as spans of the arena.
-type item struct {
-	ticket           uint64
-	time             time.Time
-	key, payload     span
-	hdrFrom, hdrTill int // its headers, hdrs[hdrFrom:hdrTill]
+// chunk is a piece of memory messages are copied into: filled from the
+// start, never regrown, so that what it holds stays where it is. refs
+// counts the batches that point into it, and the arena while it fills
+// it; at 0 it is empty again.
+type chunk struct {
+	buf  []byte
+	refs atomic.Int32
 }
 
-type hdr struct {
-	key string
-	val span
+// chunkSize is the size of the arena's chunks; a value larger than a
+// quarter of it gets a chunk of its own.
+const chunkSize = 256 << 10
+
+// arena hands out the room batches copy messages into: consecutive
+// batches fill the same chunk, so a small batch holds no more than its
+// bytes, and a chunk is reused once no batch points into it. Used by
+// the receiving goroutine only (holding the handoff's mu); chunks come
+// back from any goroutine, through free.
+type arena struct {
+	cur  *chunk
+	free chan *chunk
 }
 
-// span is a slice of the arena; nil when !set.
-type span struct {
-	off, n int
-	set    bool
-}
+// freeChunks bounds the chunks kept for reuse (16 MiB of them); more
+// are let go.
+const freeChunks = 64
 
-func (b *batch) keep(p []byte) span {
+// keep copies p into b's room: a slice capped at its end, so that an
+// append to it cannot write over the next; nil stays nil.
+func (a *arena) keep(b *batch, p []byte) []byte {
 	if p == nil {
-		return span{}
-	}
-	s := span{off: len(b.arena), n: len(p), set: true}
-	b.arena = append(b.arena, p...)
-	return s
-}
-
-func (b *batch) slice(s span) []byte {
-	if !s.set {
 		return nil
 	}
-	return b.arena[s.off : s.off+s.n : s.off+s.n]
+	c := a.cur
+	if len(p) > chunkSize/4 {
+		c = &chunk{buf: make([]byte, 0, len(p))} // its own, not reused
+	} else if c == nil || cap(c.buf)-len(c.buf) < len(p) {
+		c = a.next()
+	}
+	if n := len(b.chunks); n == 0 || b.chunks[n-1] != c {
+		c.refs.Add(1)
+		b.chunks = append(b.chunks, c)
+	}
+	at := len(c.buf)
+	c.buf = append(c.buf, p...)
+	return c.buf[at:len(c.buf):len(c.buf)]
 }
 
-func (b *batch) add(w *Write) {
+// next makes an empty chunk current, letting the last one go.
+func (a *arena) next() *chunk {
+	if a.cur != nil {
+		a.release(a.cur)
+	}
+	select {
+	case a.cur = <-a.free:
+	default:
+		a.cur = &chunk{buf: make([]byte, 0, chunkSize)}
+	}
+	a.cur.refs.Store(1)
+	return a.cur
+}
+
+// release drops a reference to c; the last empties c and keeps it for
+// reuse.
+func (a *arena) release(c *chunk) {
+	if c.refs.Add(-1) != 0 || cap(c.buf) != chunkSize {
+		return
+	}
+	c.buf = c.buf[:0]
+	select {
+	case a.free <- c:
+	default:
+	}
+}
+
+// add copies w's message into the batch, its bytes into a.
+func (b *batch) add(a *arena, w *Write) {
 	m := &w.Message
-	it := item{ticket: w.Ticket, time: m.Time, key: b.keep(m.Key), payload: b.keep(m.Payload), hdrFrom: len(b.hdrs)}
-	for _, h := range m.Headers {
-		b.hdrs = append(b.hdrs, hdr{key: h.Key, val: b.keep(h.Value)})
-	}
-	it.hdrTill = len(b.hdrs)
-	b.items = append(b.items, it)
-}
-
-// message is item i as a message; its headers are appended to hs[:0],
-// returned for reuse. It stays valid until the batch is reset.
-func (b *batch) message(i int, hs []transport.Header) (transport.Message, []transport.Header) {
-	it := &b.items[i]
-	hs = hs[:0]
-	for _, h := range b.hdrs[it.hdrFrom:it.hdrTill] {
-		hs = append(hs, transport.Header{Key: h.key, Value: b.slice(h.val)})
-	}
-	return transport.Message{Time: it.time, Key: b.slice(it.key), Payload: b.slice(it.payload), Headers: hs}, hs
-}
-
-// messages appends the batch's items as messages to ms, their headers
-// to hs, and returns both for reuse. They stay valid until the batch is
-// reset.
-func (b *batch) messages(ms []transport.Message, hs []transport.Header) ([]transport.Message, []transport.Header) {
-	hs = slices.Grow(hs, len(b.hdrs))
-	for i := range b.items {
-		it := &b.items[i]
-		at := len(hs)
-		for _, h := range b.hdrs[it.hdrFrom:it.hdrTill] {
-			hs = append(hs, transport.Header{Key: h.key, Value: b.slice(h.val)})
+	c := transport.Message{Time: m.Time, Key: a.keep(b, m.Key), Payload: a.keep(b, m.Payload)}
+	if len(m.Headers) > 0 {
+		at := len(b.hdrs)
+		for _, h := range m.Headers {
+			b.hdrs = append(b.hdrs, transport.Header{Key: h.Key, Value: a.keep(b, h.Value)})
 		}
-		m := transport.Message{Time: it.time, Key: b.slice(it.key), Payload: b.slice(it.payload)}
-		if len(hs) > at {
-			m.Headers = hs[at:len(hs):len(hs)]
-		}
-		ms = append(ms, m)
+		// An append that moved hdrs left the headers of earlier
+		// messages where they were, unchanged.
+		c.Headers = b.hdrs[at:len(b.hdrs):len(b.hdrs)]
 	}
-	return ms, hs
-}
-
-func (b *batch) reset() {
-	b.items, b.hdrs, b.arena = b.items[:0], b.hdrs[:0], b.arena[:0]
+	b.msgs = append(b.msgs, c)
+	b.tickets = append(b.tickets, w.Ticket)
 }
 
 // handoff passes batches from the receiving goroutine to the publishing
 // one: the receiver adds to the current batch (Pipe.take, holding mu),
 // which the publisher swaps for an empty one whenever it is free, so the
 // batches are as large as the publisher is behind (at most MaxInFlight
-// writes).
+// writes). Retired batches wait in free for reuse.
 type handoff struct {
 	mu    sync.Mutex
 	cur   *batch
+	arena arena // used holding mu
 	ready chan struct{}
+	free  chan *batch
 }
 
-func newHandoff() *handoff { return &handoff{cur: &batch{}, ready: make(chan struct{}, 1)} }
+// freeBatches bounds the batches kept for reuse; more are let go.
+const freeBatches = 64
 
-// take returns the current batch and puts spare, reset, in its place.
-func (h *handoff) take(spare *batch) *batch {
-	spare.reset()
+func newHandoff() *handoff {
+	return &handoff{cur: &batch{}, arena: arena{free: make(chan *chunk, freeChunks)}, ready: make(chan struct{}, 1), free: make(chan *batch, freeBatches)}
+}
+
+// add adds w to the current batch; call it holding mu.
+func (h *handoff) add(w *Write) { h.cur.add(&h.arena, w) }
+
+// take returns the current batch and puts an empty one in its place.
+func (h *handoff) take() *batch {
+	var spare *batch
+	select {
+	case spare = <-h.free:
+	default:
+		spare = &batch{}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b := h.cur
 	h.cur = spare
 	return b
+}
+
+// done records the receipt of one of b's writes; after the last, b
+// gives its chunks back and is kept for reuse.
+func (h *handoff) done(b *batch) {
+	if b.left.Add(-1) != 0 {
+		return
+	}
+	for i, c := range b.chunks {
+		h.arena.release(c)
+		b.chunks[i] = nil
+	}
+	clear(b.msgs) // let go of what they point into
+	b.msgs, b.tickets, b.hdrs, b.chunks = b.msgs[:0], b.tickets[:0], b.hdrs[:0], b.chunks[:0]
+	select {
+	case h.free <- b:
+	default:
+	}
 }

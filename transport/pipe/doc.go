@@ -18,7 +18,10 @@
 // (Config.MaxInFlight), so the pipe keeps up with its source. A source
 // that hands over many events at once (a ReceiveBatch method, as
 // multicast.Subscriber has) is read that way, one call and one lock hold
-// for the events ready.
+// for the events ready. The pipe copies each message once, into memory
+// it keeps until the destination's receipt, so a destination that
+// publishes in place (package transport/kafka's Publisher, through
+// PublishReceiptsInPlace) writes from that copy without one of its own.
 //
 // A source that cannot be acknowledged (multicast) is resumed from the
 // destination instead: on start the pipe reads the destination's last

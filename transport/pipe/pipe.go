@@ -71,11 +71,12 @@ func (c *Config) validate() error {
 // Pipe forwards the events of a subscriber to a publisher, at least
 // once (see the package documentation).
 type Pipe struct {
-	cfg   Config
-	from  transport.Subscriber
-	acker transport.Acknowledger // nil when the source cannot be acknowledged
-	to    transport.ReceiptPublisher
-	batch batchPublisher // to, when it takes many messages at once
+	cfg     Config
+	from    transport.Subscriber
+	acker   transport.Acknowledger // nil when the source cannot be acknowledged
+	to      transport.ReceiptPublisher
+	batch   batchPublisher   // to, when it takes many messages at once
+	inPlace inPlacePublisher // to, when it takes them without a copy
 	// batchFrom is from, when it hands over many events at once.
 	batchFrom transport.BatchSubscriber
 	flush     *flushReceipts // non-nil when to adapts a publisher without receipts
@@ -113,6 +114,7 @@ func New(from transport.Subscriber, to transport.Publisher, cfg Config) (*Pipe, 
 	if rp, ok := to.(transport.ReceiptPublisher); ok {
 		p.to = rp
 		p.batch, _ = to.(batchPublisher)
+		p.inPlace, _ = to.(inPlacePublisher)
 	} else {
 		p.flush = newFlushReceipts(to)
 		p.to = p.flush
@@ -272,7 +274,7 @@ func (p *Pipe) take(evs []transport.Event) (n int, held bool) {
 		// ws stays valid until the next Event.
 		ws := p.core.Event(&evs[n], p.cfg.Now)
 		for i := range ws {
-			h.cur.add(&ws[i])
+			h.add(&ws[i])
 		}
 		added = added || len(ws) > 0
 		held = held || len(ws) == 0
@@ -294,14 +296,17 @@ type batchPublisher interface {
 	PublishReceipts(ctx context.Context, ms []transport.Message, done func(int, transport.Receipt, error)) (int, error)
 }
 
+// inPlacePublisher is a batchPublisher that can also publish without
+// copying the messages' bytes (package transport/kafka's Publisher):
+// they must stay unchanged until done has been called for each, which
+// a batch's do, as it is reused only then.
+type inPlacePublisher interface {
+	PublishReceiptsInPlace(ctx context.Context, ms []transport.Message, done func(int, transport.Receipt, error)) (int, error)
+}
+
 // publishLoop publishes the batches forward hands over, until received
 // is closed and the last batch is published, or ctx ends.
 func (p *Pipe) publishLoop(ctx context.Context, received <-chan struct{}) {
-	spare := &batch{}
-	var (
-		hs []transport.Header
-		ms []transport.Message
-	)
 	for {
 		last := false
 		select {
@@ -311,16 +316,18 @@ func (p *Pipe) publishLoop(ctx context.Context, received <-chan struct{}) {
 		case <-ctx.Done():
 			return
 		}
-		b := p.batches.take(spare)
+		b := p.batches.take()
+		b.left.Store(int64(len(b.msgs)) + 1) // one more, given back below: b is ours until then
 		var err error
-		if p.batch != nil && len(b.items) > 0 {
-			ms, hs = b.messages(ms[:0], hs[:0])
-			err = p.publishBatch(ctx, b, ms)
-		} else {
-			for i := range b.items {
-				var m transport.Message
-				m, hs = b.message(i, hs)
-				if err = p.to.PublishReceipt(ctx, m, p.receipt(b.items[i].ticket)); err != nil {
+		switch {
+		case len(b.msgs) == 0:
+		case p.inPlace != nil:
+			_, err = p.inPlace.PublishReceiptsInPlace(ctx, b.msgs, p.batchReceipt(b))
+		case p.batch != nil:
+			_, err = p.batch.PublishReceipts(ctx, b.msgs, p.batchReceipt(b))
+		default:
+			for i := range b.msgs {
+				if err = p.to.PublishReceipt(ctx, b.msgs[i], p.receipt(b, i)); err != nil {
 					break
 				}
 			}
@@ -329,21 +336,19 @@ func (p *Pipe) publishLoop(ctx context.Context, received <-chan struct{}) {
 			p.fail(fmt.Errorf("pipe: writing to the destination: %w", err))
 			return
 		}
-		spare = b
+		p.batches.done(b)
 		if last {
 			return
 		}
 	}
 }
 
-// publishBatch publishes the messages ms of batch b in one call.
-func (p *Pipe) publishBatch(ctx context.Context, b *batch, ms []transport.Message) error {
-	tickets := make([]uint64, len(b.items)) // b is reused before the receipts come
-	for i := range b.items {
-		tickets[i] = b.items[i].ticket
+// batchReceipt is the done callback of a batch's writes.
+func (p *Pipe) batchReceipt(b *batch) func(int, transport.Receipt, error) {
+	return func(i int, _ transport.Receipt, err error) {
+		p.accepted(b.tickets[i], err)
+		p.batches.done(b)
 	}
-	_, err := p.batch.PublishReceipts(ctx, ms, func(i int, _ transport.Receipt, err error) { p.accepted(tickets[i], err) })
-	return err
 }
 
 // waitRoom waits until the core has room for an event or, with empty,
@@ -371,9 +376,12 @@ func (p *Pipe) waitRoom(ctx context.Context, empty bool) error {
 	}
 }
 
-// receipt is the done callback of one write.
-func (p *Pipe) receipt(ticket uint64) func(transport.Receipt, error) {
-	return func(_ transport.Receipt, err error) { p.accepted(ticket, err) }
+// receipt is the done callback of write i of batch b.
+func (p *Pipe) receipt(b *batch, i int) func(transport.Receipt, error) {
+	return func(_ transport.Receipt, err error) {
+		p.accepted(b.tickets[i], err)
+		p.batches.done(b)
+	}
 }
 
 // accepted takes the destination's answer for the write of ticket.

@@ -12,13 +12,37 @@ import (
 	"github.com/brokerless/brokerless/multicast"
 	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/latency"
 	"github.com/brokerless/brokerless/transport/pipe"
 )
 
 // BenchmarkRecorder: the recording rate of a feed's archive (`brokerless
 // mcast record` is this pipe, mcast:// with join=earliest → logd://), for
-// 64-byte and 1 KiB messages. Each round, on one logd in the process
-// (its default configuration: group commit), in this order:
+// 64-byte and 1 KiB messages, fed two ways:
+//
+//   - live: our multicast publisher runs in this process, on the same
+//     two cores as the recorder and logd, framing every message,
+//     keeping its retransmit window (0.1 s of the feed) and answering
+//     the recorder's NACKs from it;
+//   - replayed: no publisher runs. Once per message size, before the
+//     rounds, the datagrams that publisher sends for n' messages
+//     (BROKERLESS_RECORD_REPLAY_MESSAGES, default 3,000,000 for 64
+//     bytes, 400,000 for 1 KiB) are captured byte for byte by a plain
+//     socket joined to its group on lo; each run sends the first of
+//     them again, unchanged, paced, with sendmmsg, runs of equal-size
+//     datagrams as one UDP GSO entry each as the publisher sends them
+//     (BROKERLESS_RECORD_REPLAY_GSO=0: one datagram an entry), then a
+//     heartbeat every 10 ms announcing its end. It answers NACKs as the
+//     publisher would from a window as large as the live one's
+//     (feedWindow): it sends the datagram again, its repair flag set, or
+//     announces it LOST when older. The benchmark's cores pay what a feed from another machine costs the
+//     recorder's: the kernel's path of the datagrams (on lo the sender's
+//     system call also runs the receiver's side) and the recorder; not
+//     the publisher's work, which is the exchange's machine's. A run at
+//     rate r sends at most n' messages: it lasts min(feedTime, n'/r).
+//
+// Each round, on one logd in the process (its default configuration:
+// group commit), in this order:
 //
 //   - logd alone (L1): one publisher (logd://, acks=all, idempotent, as the
 //     recorder's) writing n records as the recorder writes them (the
@@ -26,62 +50,85 @@ import (
 //     value), as fast as it can, through the same client call as the
 //     recorder (kafka.Publisher.PublishReceipts, batches of
 //     recordBatch);
-//   - the recorder: the highest rate of a feed (lo, TTL 0, paced, one
-//     second; the publisher keeps 0.1 s of it) that it records whole,
-//     with no gap marker, bisected in [0, 1.25 L1], L1 logd alone's
-//     rate measured just before: rate R, the rate the feed reached
-//     (below the pace asked when the publisher cannot keep it). One
-//     stall of the recorder longer than the window fails a run, so R
-//     measures the recorder's pauses as much as its throughput;
-//   - the recorder as a flow-control receiver (`mcast record
-//     --flow-tag 1`, the feed's publisher `--flow tagged --flow-tag 1`,
-//     as Aeron's archive is a required receiver), which must lose
-//     nothing: the highest rate of the same paced feed that it keeps up
-//     with, the feed reaching at least 95% of the pace asked (flow
-//     control holds the feed while the recorder stalls, and the pacer
-//     catches up after), bisected in [0, 1.25 L1]: rate RF; and the
-//     rate RM of a feed of n messages published as fast as the
+//   - the recorder: the highest rate of the live feed (lo, TTL 0, paced,
+//     one second) that it records whole, with no gap marker, bisected
+//     in [0, 1.25 L1], L1 logd alone's rate measured just before: rate
+//     R, the rate the feed reached (below the pace asked when the
+//     publisher cannot keep it). One stall of the recorder longer than
+//     the window fails a run, so R measures the recorder's pauses as
+//     much as its throughput;
+//   - the recorder of the replayed feed: likewise, rate RR;
+//   - the recorder as a flow-control receiver of the live feed (`mcast
+//     record --flow-tag 1`, the feed's publisher `--flow tagged
+//     --flow-tag 1`, as Aeron's archive is a required receiver), which
+//     must lose nothing: the highest rate of the same paced feed that
+//     it keeps up with, the feed reaching at least 95% of the pace asked
+//     (flow control holds the feed while the recorder stalls, and the
+//     pacer catches up after), bisected in [0, 1.25 L1]: rate RF; and
+//     the rate RM of a feed of n messages published as fast as the
 //     recorder lets it, n over the time from the first publish to the
-//     last record acknowledged by logd, as logd alone's;
+//     last record acknowledged by logd, as logd alone's (a replay cannot
+//     be held back: flow control is measured live only);
 //   - logd alone again (L2); L is the mean of L1 and L2, so that both
 //     sides of the ratios see the same load;
-//   - the live feed: the highest rate of the same feed that a plain
+//   - the live feed: the highest rate of the live feed that a plain
 //     subscriber receives whole, with no gap, bisected in [0, 4L]: rate
-//     F, likewise reached.
+//     F, likewise reached; and of the replayed feed: rate FR.
 //
 // Reported as medians over BROKERLESS_RECORD_ROUNDS rounds (default 3),
 // each round logged: record/logd = R/L (the target is ≥ 0.8),
-// record/live = R/F, record-flow/logd = RF/L, record-flow/live = RF/F
-// and record-flow-max/logd = RM/L. n is BROKERLESS_RECORD_MESSAGES (default 200,000 for 64 bytes,
-// 50,000 for 1 KiB). Each phase runs under the profiler label phase
-// (logd, record, record-flow, live): a -cpuprofile of the benchmark
-// splits with go tool pprof -tagfocus phase=record.
+// record/live = R/F, record-replay/logd = RR/L, record-replay/live-replay
+// = RR/FR, record-flow/logd = RF/L, record-flow/live = RF/F and
+// record-flow-max/logd = RM/L; and the process's CPU time a message
+// (logd, in the process, included): of logd alone (L1), and of the
+// recorder's run that reached R (live: the publisher's included) and
+// RR (replayed). n is BROKERLESS_RECORD_MESSAGES (default
+// 200,000 for 64 bytes, 50,000 for 1 KiB). Each phase runs under the
+// profiler label phase (capture, logd, record, record-replay,
+// record-flow, live, live-replay): a -cpuprofile of the benchmark splits
+// with go tool pprof -tagfocus phase=record.
 func BenchmarkRecorder(b *testing.B) {
 	for _, size := range []int{64, 1024} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
 			rounds := benchEnv("BROKERLESS_RECORD_ROUNDS", 3)
-			def := 200_000
+			def, defReplay := 200_000, 3_000_000
 			if size > 64 {
-				def = 50_000
+				def, defReplay = 50_000, 400_000
 			}
 			n := benchEnv("BROKERLESS_RECORD_MESSAGES", def)
 			addr := startLogd(b)
 			payloads := randomPayloads(size)
 			headers := transport.AppendOrigin(nil, transport.Origin{Stream: transport.StreamID{Feed: 1, Session: rand.Uint64()}, Seq: uint64(n), Time: time.Now(), Topic: "AAPL"})
+			var capture *feedCapture
+			phase("capture", func() { capture = captureFeed(b, payloads, benchEnv("BROKERLESS_RECORD_REPLAY_MESSAGES", defReplay)) })
+			replay := replayFeed(capture, size, benchEnv("BROKERLESS_RECORD_REPLAY_GSO", 1) == 1)
+			live := liveFeed(payloads)
 			var logdRates, recRates, liveRates, recLogd, recLive, flowRates, flowLogd, flowLive, maxRates, maxLogd []float64
+			var replayRates, liveReplayRates, replayLogd, replayLive []float64
+			var cpuLogds, cpuRecs, cpuReplays []float64
 			topic := 0
 			next := func(kind string) string { topic++; return fmt.Sprintf("%s-%d", kind, topic) }
 			for r := range rounds {
 				var (
-					l1, l2, rec, live, flow, flowMax float64
-					recTried, liveTried, flowTried   []string
-					flowLost                         int
-					flowHeld                         uint64
+					l1, l2, rec, feedRate, flow, flowMax, recReplay, feedReplay  float64
+					cpuLogd, cpuRec, cpuReplay                                   float64 // CPU µs a message: logd alone (L1), the recorder's best runs
+					recTried, liveTried, flowTried, replayTried, liveReplayTried []string
+					flowLost                                                     int
+					flowHeld                                                     uint64
 				)
-				phase("logd", func() { l1 = logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch) })
-				phase("record", func() {
-					rec, recTried = highestWhole(1.25*l1, func(rate float64) (int, float64) { return recordRun(b, addr, next("rec"), payloads, rate) })
+				phase("logd", func() {
+					c := cpuPer(n)
+					l1 = logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch)
+					cpuLogd = c()
 				})
+				phase("record", func() {
+					rec, recTried = highestWhole(1.25*l1, cpuAtBest(&cpuRec, live, func(rate float64) (int, float64) { return recordRun(b, addr, next("rec"), live, rate) }))
+				})
+				if capture != nil {
+					phase("record-replay", func() {
+						recReplay, replayTried = highestWhole(1.25*l1, cpuAtBest(&cpuReplay, replay, func(rate float64) (int, float64) { return recordRun(b, addr, next("replay"), replay, rate) }))
+					})
+				}
 				phase("record-flow", func() {
 					flow, flowTried = highestWhole(1.25*l1, func(rate float64) (int, float64) {
 						marked, reached := recordFlowPaced(b, addr, next("flow"), payloads, rate)
@@ -98,19 +145,34 @@ func BenchmarkRecorder(b *testing.B) {
 				phase("logd", func() { l2 = logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch) })
 				l := (l1 + l2) / 2 // logd alone on both sides of the recorder's search
 				phase("live", func() {
-					live, liveTried = highestWhole(4*l, func(rate float64) (int, float64) { return liveRun(b, payloads, rate) })
+					feedRate, liveTried = highestWhole(4*l, func(rate float64) (int, float64) { return liveRun(b, live, rate) })
 				})
-				logdRates, recRates, liveRates = append(logdRates, l), append(recRates, rec), append(liveRates, live)
-				recLogd, recLive = append(recLogd, rec/l), append(recLive, rec/live)
-				flowRates, flowLogd, flowLive = append(flowRates, flow), append(flowLogd, flow/l), append(flowLive, flow/live)
+				if capture != nil {
+					phase("live-replay", func() {
+						feedReplay, liveReplayTried = highestWhole(4*l, func(rate float64) (int, float64) { return liveRun(b, replay, rate) })
+					})
+				}
+				logdRates, recRates, liveRates = append(logdRates, l), append(recRates, rec), append(liveRates, feedRate)
+				cpuLogds, cpuRecs = append(cpuLogds, cpuLogd), append(cpuRecs, cpuRec)
+				recLogd, recLive = append(recLogd, rec/l), append(recLive, rec/feedRate)
+				flowRates, flowLogd, flowLive = append(flowRates, flow), append(flowLogd, flow/l), append(flowLive, flow/feedRate)
 				maxRates, maxLogd = append(maxRates, flowMax), append(maxLogd, flowMax/l)
-				b.Logf("round %d, %d-byte messages, each record %d bytes of payload and a %d-byte origin header, acks=all, logd default config: logd alone (PublishReceipts, %d a call) %.0f records/s (%.0f before the recorder's search, %.0f after); recorder (mcast join=earliest → pipe → PublishReceipts, as far behind as it is a call) %.0f msgs/s whole (%.2f of logd); live feed %.0f msgs/s whole (recorder %.2f of it); recorder with flow control %.0f msgs/s kept (%.2f of logd, %.2f of the live feed), %.0f msgs/s holding back an unpaced feed (%.2f of logd, feed held %d times), %d marked lost; rate/reached:lost (-1: held back) recorder %v, with flow control %v, live %v",
-					r+1, size, size, len(headers[0].Value), recordBatch, l, l1, l2, rec, rec/l, live, rec/live, flow, flow/l, flow/live, flowMax, flowMax/l, flowHeld, flowLost, recTried, flowTried, liveTried)
+				b.Logf("round %d, %d-byte messages, each record %d bytes of payload and a %d-byte origin header, acks=all, logd default config: logd alone (PublishReceipts, %d a call) %.0f records/s (%.0f before the recorder's search, %.0f after; %.2f µs CPU a record before); LIVE FEED (our publisher in this process): recorder (mcast join=earliest → pipe → PublishReceipts, as far behind as it is a call) %.0f msgs/s whole (%.2f of logd; %.2f µs CPU a message); a plain subscriber %.0f msgs/s whole (recorder %.2f of it); recorder with flow control %.0f msgs/s kept (%.2f of logd, %.2f of the live feed), %.0f msgs/s holding back an unpaced feed (%.2f of logd, feed held %d times), %d marked lost; rate/reached:lost (-1: held back) recorder %v, with flow control %v, plain subscriber %v",
+					r+1, size, size, len(headers[0].Value), recordBatch, l, l1, l2, cpuLogd, rec, rec/l, cpuRec, feedRate, rec/feedRate, flow, flow/l, flow/feedRate, flowMax, flowMax/l, flowHeld, flowLost, recTried, flowTried, liveTried)
+				if capture != nil {
+					replayRates, liveReplayRates = append(replayRates, recReplay), append(liveReplayRates, feedReplay)
+					cpuReplays = append(cpuReplays, cpuReplay)
+					replayLogd, replayLive = append(replayLogd, recReplay/l), append(replayLive, recReplay/feedReplay)
+					b.Logf("round %d, %d-byte messages: REPLAYED FEED (%d datagrams of our publisher holding %d messages, replayed with no publisher running, NACKs answered from a window as the live one; a run at a rate r lasts min(1 s, %d/r)): recorder %.0f msgs/s whole (%.2f of logd alone; %.2f µs CPU a message); a plain subscriber %.0f msgs/s whole (recorder %.2f of it); rate/reached:lost recorder %v, plain subscriber %v",
+						r+1, size, capture.datagrams(), capture.messages(), capture.messages(), recReplay, recReplay/l, cpuReplay, feedReplay, recReplay/feedReplay, replayTried, liveReplayTried)
+				}
 				if flowLost > 0 {
 					b.Errorf("round %d: the recorder with flow control marked %d messages lost", r+1, flowLost)
 				}
 			}
 			b.ReportMetric(median(logdRates), "logd-msgs/s")
+			b.ReportMetric(median(cpuLogds), "logd-cpu-µs/msg")
+			b.ReportMetric(median(cpuRecs), "record-cpu-µs/msg")
 			b.ReportMetric(median(recRates), "record-msgs/s")
 			b.ReportMetric(median(liveRates), "live-msgs/s")
 			b.ReportMetric(median(recLogd), "record/logd")
@@ -120,8 +182,37 @@ func BenchmarkRecorder(b *testing.B) {
 			b.ReportMetric(median(flowLive), "record-flow/live")
 			b.ReportMetric(median(maxRates), "record-flow-max-msgs/s")
 			b.ReportMetric(median(maxLogd), "record-flow-max/logd")
+			if capture != nil {
+				b.ReportMetric(median(replayRates), "record-replay-msgs/s")
+				b.ReportMetric(median(liveReplayRates), "live-replay-msgs/s")
+				b.ReportMetric(median(replayLogd), "record-replay/logd")
+				b.ReportMetric(median(replayLive), "record-replay/live-replay")
+				b.ReportMetric(median(cpuReplays), "record-replay-cpu-µs/msg")
+			}
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// cpuPer starts counting the process's CPU time; the function it
+// returns gives the time since, in µs, over n messages.
+func cpuPer(n int) func() float64 {
+	at := latency.ProcessCPU()
+	return func() float64 { return float64(latency.ProcessCPU()-at) / float64(time.Microsecond) / float64(n) }
+}
+
+// cpuAtBest wraps a run of feed f for highestWhole: it sets *cpu to the
+// process's CPU time a message (µs) of the whole run with no loss that
+// reached the highest rate.
+func cpuAtBest(cpu *float64, f feed, run func(rate float64) (int, float64)) func(float64) (int, float64) {
+	best := 0.0
+	return func(rate float64) (int, float64) {
+		c := cpuPer(f.messages(rate))
+		lost, reached := run(rate)
+		if lost == 0 && reached > best {
+			best, *cpu = reached, c()
+		}
+		return lost, reached
 	}
 }
 
@@ -185,22 +276,68 @@ func paceFeed(b *testing.B, ctx context.Context, pub transport.Publisher, payloa
 	return float64(n) / time.Since(start).Seconds()
 }
 
-// recordRun records a feed paced at rate for feedTime, its publisher
-// keeping windowTime of it, into topic, as `brokerless mcast record`
-// does, and returns how many messages the recorder wrote gap markers
-// for and the rate the feed reached.
-func recordRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64) (int, float64) {
+// recordRun records the feed f paced at rate for feedTime into topic,
+// as `brokerless mcast record` does, and returns how many messages the
+// recorder wrote gap markers for and the rate the feed reached.
+func recordRun(b *testing.B, addr, topic string, f feed, rate float64) (int, float64) {
 	b.Helper()
-	n := max(1000, int(rate*feedTime.Seconds()))
+	n := f.messages(rate)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	group := randomBenchGroup()
 	p, done, stop := startBenchPipe(b, ctx, group, addr, topic, pipe.Config{})
 	defer stop()
-	pub := benchFeedPublisher(b, ctx, group, payloads, rate, reliable.FlowConfig{})
-	defer pub.Close()
-	reached := paceFeed(b, ctx, pub, payloads, rate, n)
+	reached, stopFeed := f.send(b, ctx, group, rate, n)
+	defer stopFeed()
 	return finishRun(b, p, done, cancel, n, "recorder"), reached
+}
+
+// feed is a feed of BenchmarkRecorder. send sends n messages to group,
+// paced at rate, and returns the rate it reached and stop, to call once
+// the receivers have accounted for every message (until then a
+// publisher keeps answering NACKs, a replay keeps announcing its end).
+// limit, when not 0, is the most messages it has.
+type feed struct {
+	send  func(b *testing.B, ctx context.Context, group netip.AddrPort, rate float64, n int) (reached float64, stop func())
+	limit int
+}
+
+// messages is how many messages a run of f at rate sends: feedTime of
+// it, at least 1000, at most f.limit (the run is then shorter).
+func (f feed) messages(rate float64) int {
+	n := max(1000, int(rate*feedTime.Seconds()))
+	if f.limit > 0 {
+		n = min(n, f.limit)
+	}
+	return n
+}
+
+// liveFeed is the feed of our publisher running in the benchmark
+// (benchFeedPublisher, its window holding windowTime of the feed),
+// paced by paceFeed.
+func liveFeed(payloads [][]byte) feed {
+	return feed{send: func(b *testing.B, ctx context.Context, group netip.AddrPort, rate float64, n int) (float64, func()) {
+		pub := benchFeedPublisher(b, ctx, group, payloads, rate, reliable.FlowConfig{})
+		paced := false
+		defer func() {
+			if !paced { // b.Fatal in paceFeed
+				pub.Close()
+			}
+		}()
+		reached := paceFeed(b, ctx, pub, payloads, rate, n)
+		paced = true
+		return reached, func() { pub.Close() }
+	}}
+}
+
+// replayFeed is the replay of the datagrams c, captured from our
+// publisher of size-byte messages: no publisher runs; NACKs are
+// answered from a window of the datagrams sent as large as the live
+// publisher's (feedWindow).
+func replayFeed(c *feedCapture, size int, gso bool) feed {
+	return feed{send: func(b *testing.B, _ context.Context, group netip.AddrPort, rate float64, n int) (float64, func()) {
+		return c.replay(b, group, rate, n, feedWindow(rate, size), gso)
+	}, limit: c.messages()}
 }
 
 // recorderTag is the flow-control tag the recorder reports with flow
@@ -284,13 +421,11 @@ func randomBenchGroup() netip.AddrPort {
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{239, 255, byte(rand.IntN(256)), byte(1 + rand.IntN(254))}), uint16(20000+rand.IntN(12768)))
 }
 
-// benchFeedPublisher is the feed's publisher: its window holds
-// windowTime of a feed at rate, packed as many messages to a datagram of
-// the default MTU as fit (each with ~30 bytes of framing and topic).
-func benchFeedPublisher(b *testing.B, ctx context.Context, group netip.AddrPort, payloads [][]byte, rate float64, flow reliable.FlowConfig) *multicast.Publisher {
+// benchFeedPublisher is the feed's publisher, its window feedWindow
+// datagrams.
+func benchFeedPublisher(b testing.TB, ctx context.Context, group netip.AddrPort, payloads [][]byte, rate float64, flow reliable.FlowConfig) *multicast.Publisher {
 	b.Helper()
-	perDatagram := max(1, (reliable.DefaultMTU-40)/(len(payloads[0])+30))
-	window := max(1024, int(rate*windowTime.Seconds())/perDatagram)
+	window := feedWindow(rate, len(payloads[0]))
 	pub, err := multicast.NewPublisher(ctx, multicast.Config{Group: group, Interface: "lo", HostOnly: true,
 		Sender: reliable.SenderConfig{WindowDatagrams: window, WindowBytes: window * reliable.DefaultMTU, MaxQueued: 512, MaxMessageSize: 64 << 10, Flow: flow}})
 	if err != nil {
@@ -299,13 +434,21 @@ func benchFeedPublisher(b *testing.B, ctx context.Context, group netip.AddrPort,
 	return pub
 }
 
-// liveRun publishes a feed paced at rate for feedTime, its publisher
-// keeping windowTime of it, to one plain subscriber, and returns how
-// many messages the subscriber reported lost and the rate the feed
-// reached.
-func liveRun(b *testing.B, payloads [][]byte, rate float64) (int, float64) {
+// feedWindow is the publisher's window, in datagrams, for a feed of
+// size-byte messages at rate: windowTime of it, packed as many messages
+// to a datagram of the default MTU as fit (each with ~30 bytes of
+// framing and topic), at least 1024.
+func feedWindow(rate float64, size int) int {
+	perDatagram := max(1, (reliable.DefaultMTU-40)/(size+30))
+	return max(1024, int(rate*windowTime.Seconds())/perDatagram)
+}
+
+// liveRun sends the feed f paced at rate for feedTime to one plain
+// subscriber, and returns how many messages the subscriber reported
+// lost and the rate the feed reached.
+func liveRun(b *testing.B, f feed, rate float64) (int, float64) {
 	b.Helper()
-	n := max(1000, int(rate*feedTime.Seconds()))
+	n := f.messages(rate)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	group := randomBenchGroup()
@@ -340,9 +483,8 @@ func liveRun(b *testing.B, payloads [][]byte, rate float64) (int, float64) {
 		}
 		done <- r
 	}()
-	pub := benchFeedPublisher(b, ctx, group, payloads, rate, reliable.FlowConfig{})
-	defer pub.Close()
-	reached := paceFeed(b, ctx, pub, payloads, rate, n)
+	reached, stopFeed := f.send(b, ctx, group, rate, n)
+	defer stopFeed()
 	select {
 	case r := <-done:
 		if r.err != nil {

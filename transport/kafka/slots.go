@@ -1,0 +1,85 @@
+package kafka
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// slots counts the free places in the client's record buffer, so that a
+// Publisher waits for room itself, honouring its context, and kgo's
+// Produce never blocks. A publish takes as many places as it has
+// records (all that are free, when fewer: it produces those and takes
+// again), and each record's promise gives its place back: one atomic
+// addition, unless a publish waits. A publish that finds none free
+// waits until a sixteenth of the buffer is free, so that a publisher
+// held back by a full buffer wakes once for many records, not once a
+// record.
+type slots struct {
+	free    atomic.Int64
+	waiting atomic.Bool // a take waits (set and cleared holding mu)
+	wakeAt  int64       // the free places that wake a waiting take
+
+	mu   sync.Mutex
+	room chan struct{} // closed when free reaches wakeAt; nil when none waits
+}
+
+func newSlots(n int) *slots {
+	s := &slots{wakeAt: int64(max(1, n/16))}
+	s.free.Store(int64(n))
+	return s
+}
+
+// take takes at least one and at most n places, waiting while none is
+// free; it fails when ctx ends or closing is closed first.
+func (s *slots) take(ctx context.Context, closing <-chan struct{}, n int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	for {
+		if f := s.free.Load(); f > 0 {
+			k := min(f, int64(n))
+			if s.free.CompareAndSwap(f, f-k) {
+				return int(k), nil
+			}
+			continue
+		}
+		s.mu.Lock()
+		s.waiting.Store(true)
+		if s.free.Load() > 0 { // a put saw no waiter: take it now
+			if s.room == nil { // nor does any other take wait
+				s.waiting.Store(false)
+			}
+			s.mu.Unlock()
+			continue
+		}
+		if s.room == nil {
+			s.room = make(chan struct{})
+		}
+		room := s.room
+		s.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-closing:
+			return 0, transport.ErrClosed
+		}
+	}
+}
+
+// put gives n places back.
+func (s *slots) put(n int) {
+	if f := s.free.Add(int64(n)); f < s.wakeAt || !s.waiting.Load() {
+		return
+	}
+	s.mu.Lock()
+	if s.room != nil && s.free.Load() >= s.wakeAt {
+		close(s.room)
+		s.room = nil
+		s.waiting.Store(false)
+	}
+	s.mu.Unlock()
+}
