@@ -106,6 +106,42 @@ func BenchmarkProduce1KiB(b *testing.B) {
 // BenchmarkProduce1KiB's clientprocess variants: "addr|producers|records".
 const envBenchClient = "BROKERLESS_LOGD_BENCH_CLIENT"
 
+// produceRound produces n records of values through clients, record i
+// through client i mod len(clients), each client from its own goroutine,
+// and waits until all are acknowledged; it returns the first error.
+func produceRound(ctx context.Context, clients []*kgo.Client, values [][]byte, n int) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first == nil {
+			first = err
+		}
+	}
+	for p, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := p; i < n; i += len(clients) {
+				cl.Produce(ctx, &kgo.Record{Value: values[i%len(values)]}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						fail(err)
+					}
+				})
+			}
+			if err := cl.Flush(ctx); err != nil {
+				fail(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
 // runBenchClient produces a round of records (as benchProduceWith's
 // in-process clients do, with franz-go's defaults and no compression)
 // each time a line arrives on stdin, and answers "done" once they are
@@ -129,26 +165,7 @@ func runBenchClient(spec string) int {
 	ctx := context.Background()
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		var wg sync.WaitGroup
-		var failed atomic.Bool
-		for p, cl := range clients {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := p; i < n; i += producers {
-					cl.Produce(ctx, &kgo.Record{Value: values[i%len(values)]}, func(_ *kgo.Record, err error) {
-						if err != nil {
-							failed.Store(true)
-						}
-					})
-				}
-				if err := cl.Flush(ctx); err != nil {
-					failed.Store(true)
-				}
-			}()
-		}
-		wg.Wait()
-		if failed.Load() {
+		if err := produceRound(ctx, clients, values, n); err != nil {
 			fmt.Println("failed")
 		} else {
 			fmt.Println("done")
@@ -235,33 +252,14 @@ func benchProduceWith(b *testing.B, codec kgo.CompressionCodec, zeroFraction, pr
 		dirs0, dirNanos0 := cfs.dirSyncs.Load(), cfs.dirSyncNanos.Load()
 		cfs.takeTimeline()
 		start := time.Now()
-		var wg sync.WaitGroup
 		if proc {
 			fmt.Fprintln(toChild, "go")
 			if line, err := fromChild.ReadString('\n'); line != "done\n" {
 				b.Fatalf("client process: %q %v", line, err)
 			}
+		} else if err := produceRound(ctx, clients, values, b.N); err != nil {
+			b.Error(err)
 		}
-		for p, cl := range clients {
-			if proc {
-				break
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := p; i < b.N; i += producers {
-					cl.Produce(ctx, &kgo.Record{Value: values[i%len(values)]}, func(_ *kgo.Record, err error) {
-						if err != nil {
-							b.Error(err)
-						}
-					})
-				}
-				if err := cl.Flush(ctx); err != nil {
-					b.Error(err)
-				}
-			}()
-		}
-		wg.Wait()
 		took := time.Since(start).Seconds()
 		disk, n = dirBytes(b, partDir, ".log")-before, cfs.syncs.Load()-syncs0
 		syncBusy = float64(cfs.syncNanos.Load()-nanos0) / 1e9 / took
