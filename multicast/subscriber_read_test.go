@@ -92,14 +92,7 @@ func TestReceiveReadingHonoursContext(t *testing.T) {
 			_, err := s.Receive(ctx)
 			done <- err
 		}()
-		select {
-		case err := <-done:
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("Receive with nothing to read: %v, want the context's deadline", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("Receive still reading 5 s after its context ended")
-		}
+		waitReceiveErr(t, done, 5*time.Second, context.DeadlineExceeded, "Receive with nothing to read")
 		cancel()
 	}
 	if s.Stats().OwnReads == 0 {
@@ -113,21 +106,31 @@ func TestReceiveReadingHonoursContext(t *testing.T) {
 		t.Fatalf("got index %d, want 7", got)
 	}
 
+	reads := s.Stats().OwnReads
 	done := make(chan error, 1)
 	go func() {
 		_, err := s.Receive(context.Background())
 		done <- err
 	}()
-	for s.Stats().OwnReads == 0 {
-		runtime.Gosched()
+	for deadline := time.Now().Add(10 * time.Second); s.Stats().OwnReads == reads; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the last Receive did not read itself within 10 s")
+		}
 	}
 	s.Close()
+	waitReceiveErr(t, done, 10*time.Second, transport.ErrClosed, "Receive reading for itself, after Close")
+}
+
+// waitReceiveErr waits up to within for the error of a Receive on done
+// and fails unless it is want.
+func waitReceiveErr(t *testing.T, done <-chan error, within time.Duration, want error, what string) {
+	t.Helper()
 	select {
 	case err := <-done:
-		if !errors.Is(err, transport.ErrClosed) {
-			t.Fatalf("Receive after Close: %v, want ErrClosed", err)
+		if !errors.Is(err, want) {
+			t.Fatalf("%s: %v, want %v", what, err, want)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close did not end a Receive reading for itself")
+	case <-time.After(within):
+		t.Fatalf("%s: still waiting %v later", what, within)
 	}
 }
