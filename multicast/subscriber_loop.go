@@ -100,7 +100,7 @@ func (s *Subscriber) step() bool {
 			s.local.GROReads++
 		}
 	}
-	s.inbox.drain(func(b []byte, from netip.AddrPort) { s.handle(now, from, b) })
+	s.inbox.drain(r.handle) // r.handle reads r.now
 	if s.filter != nil {
 		s.popFiltered(now)
 	}
