@@ -30,6 +30,12 @@ import (
 // sender's limit only when the sender falls 10% short of a rate twice in
 // a row; once, it was not scheduled.
 //
+// Beside them runs the same search against a raw receiver
+// (ingest_raw_test.go): a socket with our server's receive buffer, read
+// as ours reads, that only counts lines. Its rate is the ceiling that
+// the buffer and this machine put on any server; x-raw is ours against
+// it.
+//
 // All servers get the same socket receive buffer, in two settings (one
 // sub-benchmark each): the kernel's default (net.core.rmem_default; Etsy
 // and the exporter ask for nothing, ours is told RecvBuffer -1), and 4
@@ -80,6 +86,14 @@ func BenchmarkIngest(b *testing.B) {
 			if same && e.rcvbuf != ourRcvbuf {
 				b.Fatalf("SO_RCVBUF: ours %d, Etsy's %d: not the same", ourRcvbuf, e.rcvbuf)
 			}
+			rawBuf := 0 // the stick gets our socket's buffer
+			if setting.ours != -1 {
+				rawBuf = recvBuffer(s.udp[0].conn)
+			}
+			raw := startRaw(b, rawBuf)
+			if raw.rcvbuf != ourRcvbuf {
+				b.Fatalf("SO_RCVBUF: ours %d, the raw receiver's %d: not the same", ourRcvbuf, raw.rcvbuf)
+			}
 			var x *exporter
 			if _, err := os.Stat(exporterPath()); err == nil {
 				x = startExporter(b, setting.peer)
@@ -98,11 +112,12 @@ func BenchmarkIngest(b *testing.B) {
 					b.Logf("SO_RCVBUF: statsd_exporter's %d bytes", x.rcvbuf)
 				}
 			}
-			var oursMax, etsyMax, xMax, ratios, xRatios []float64
+			var oursMax, etsyMax, xMax, rawMax, ratios, xRatios, rawRatios []float64
 			for r := range rounds {
 				ours := &zeroLossSearch{who: "ours", port: s.UDPAddrs()[0].(*net.UDPAddr).Port, counter: &flushCounter{sink: ourSink}}
 				etsy := &zeroLossSearch{who: "etsy", port: e.port, counter: &flushCounter{sink: etsySink}}
-				searches := []*zeroLossSearch{ours, etsy}
+				rs := &zeroLossSearch{who: "raw", port: raw.port, counter: &rawCounter{r: raw}}
+				searches := []*zeroLossSearch{ours, etsy, rs}
 				var xs *zeroLossSearch
 				if x != nil {
 					xs = &zeroLossSearch{who: "exporter", port: x.port, counter: &scrapeCounter{e: x}}
@@ -117,6 +132,10 @@ func BenchmarkIngest(b *testing.B) {
 					"kernel drops in the round: ours %d datagrams in %d trials, Etsy %d in %d",
 					r+1, ours.lo, etsy.lo, ours.lo/etsy.lo, ours.overDrops, etsy.overDrops, ours.drops, ours.trials, etsy.drops, etsy.trials)
 				oursMax, etsyMax, ratios = append(oursMax, ours.lo), append(etsyMax, etsy.lo), append(ratios, ours.lo/etsy.lo)
+				b.Logf("round %d: raw receiver %.0f lines/s: ours %.2f× raw, Etsy %.2f× raw; first rate over: %d kernel drops; "+
+					"kernel drops in the round: %d datagrams in %d trials",
+					r+1, rs.lo, ours.lo/rs.lo, etsy.lo/rs.lo, rs.overDrops, rs.drops, rs.trials)
+				rawMax, rawRatios = append(rawMax, rs.lo), append(rawRatios, ours.lo/rs.lo)
 				if xs != nil {
 					b.Logf("round %d: statsd_exporter %.0f lines/s: ours %.2f× the exporter; first rate over: %d kernel drops; "+
 						"kernel drops in the round: %d datagrams in %d trials",
@@ -127,6 +146,8 @@ func BenchmarkIngest(b *testing.B) {
 			b.ReportMetric(median(oursMax), "ours-lines/s")
 			b.ReportMetric(median(etsyMax), "etsy-lines/s")
 			b.ReportMetric(median(ratios), "x-etsy")
+			b.ReportMetric(median(rawMax), "raw-lines/s")
+			b.ReportMetric(median(rawRatios), "x-raw")
 			if x != nil {
 				b.ReportMetric(median(xMax), "exporter-lines/s")
 				b.ReportMetric(median(xRatios), "x-exporter")
