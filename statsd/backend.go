@@ -13,7 +13,8 @@ type Backend interface {
 
 // PacketBackend is a Backend that also sees every packet as received
 // (the repeater). Packet is called from the reading goroutines, possibly
-// at once; p is valid only during the call.
+// at once, and sometimes with the aggregator locked: it must not block.
+// p is valid only during the call.
 type PacketBackend interface {
 	Backend
 	Packet(p []byte)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"net"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/net/ipv4"
@@ -17,6 +18,9 @@ type udpReader struct {
 	conn  *net.UDPConn
 	inode uint64
 	cfg   *Config
+	q     *udpQueue // from the reading goroutine to the parsing one
+	// ownReads counts the reads the reading goroutine aggregated itself.
+	ownReads atomic.Uint64
 }
 
 // listenUDP opens cfg.UDPReaders sockets on addr: one plain socket, or
@@ -101,7 +105,7 @@ func bindUDP(ctx context.Context, addr string, cfg *Config, shared bool) ([]*udp
 		if i == 0 {
 			addr = c.LocalAddr().String() // the others share the chosen port
 		}
-		r := &udpReader{conn: c, cfg: cfg, inode: socketInode(c)}
+		r := &udpReader{conn: c, cfg: cfg, inode: socketInode(c), q: newUDPQueue()}
 		if cfg.RecvBuffer > 0 {
 			_ = c.SetReadBuffer(cfg.RecvBuffer)
 			if got := recvBuffer(c); got < cfg.RecvBuffer {
@@ -150,12 +154,20 @@ func socketInode(c syscall.Conn) uint64 {
 
 // run reads batches of datagrams until the socket is closed and hands
 // them to a parsing goroutine, which aggregates them, one lock per
-// batch. The reading goroutine only reads and copies: while the parser
-// waits for the aggregator (a flush holds it) or parses, the socket
-// keeps being drained into the queue, so a pause of the parser costs
-// no datagram until the queue is full.
-// It closes q.full when it returns.
-func (r *udpReader) run(s *Server, q *udpQueue) {
+// batch. The reading goroutine mostly only reads and copies: while the
+// parser waits for the aggregator (a flush holds it) or parses, the
+// socket keeps being drained into the queue, so a pause of the parser
+// costs no datagram until the queue is full.
+//
+// A read that took less than half a batch, while the parser has
+// nothing queued and the aggregator is free, is aggregated by the
+// reader itself: at such rates the hand-off (waking the parser, often
+// on the other core) costs more than the parsing, and the reader is
+// back at the socket sooner without it. Order is kept: the reader only
+// does so when every slab it queued before has been aggregated.
+// It closes r.q.full when it returns.
+func (r *udpReader) run(s *Server) {
+	q := r.q
 	defer s.wg.Done()
 	defer close(q.full)
 	n := r.cfg.ReadBatch
@@ -170,6 +182,7 @@ func (r *udpReader) run(s *Server, q *udpQueue) {
 		return
 	}
 	defer done()
+	own := newBatch(r.cfg.NoSanitize)
 	for {
 		k, err := read()
 		if err != nil {
@@ -183,26 +196,46 @@ func (r *udpReader) run(s *Server, q *udpQueue) {
 			continue // nothing arrived for a while
 		}
 		s.counters.datagrams.Add(uint64(k))
-		sl := q.get()
-		for i := 0; i < k; i++ {
-			m := &ms[i]
-			if m.Flags&unix.MSG_TRUNC != 0 {
-				s.counters.truncated.Add(1)
+		if k < n/2 && q.pending.Load() == 0 && s.mu.TryLock() {
+			for i := range k {
+				p := datagram(s, &ms[i])
+				s.repeat(p)
+				own.addPacket(p)
 			}
-			p := m.Buffers[0][:m.N]
+			logBad := s.ingestLocked(own)
+			s.mu.Unlock()
+			r.ownReads.Add(1)
+			if logBad {
+				s.logBad(own)
+			}
+			continue
+		}
+		sl := q.get()
+		for i := range k {
+			p := datagram(s, &ms[i])
 			if !sl.fits(len(p)) {
-				q.full <- sl
+				q.put(sl)
 				sl = q.get()
 			}
 			sl.add(p)
 		}
-		q.full <- sl
+		q.put(sl)
 	}
 }
 
-// parse parses the slabs of q and hands them to the aggregator until q
-// is closed.
-func (r *udpReader) parse(s *Server, q *udpQueue) {
+// datagram returns what a read put in m, counting it if the kernel cut
+// it short.
+func datagram(s *Server, m *ipv4.Message) []byte {
+	if m.Flags&unix.MSG_TRUNC != 0 {
+		s.counters.truncated.Add(1)
+	}
+	return m.Buffers[0][:m.N]
+}
+
+// parse parses the slabs of r.q and hands them to the aggregator until
+// r.q is closed.
+func (r *udpReader) parse(s *Server) {
+	q := r.q
 	defer s.wg.Done()
 	b := newBatch(r.cfg.NoSanitize)
 	for sl := range q.full {
@@ -214,7 +247,6 @@ func (r *udpReader) parse(s *Server, q *udpQueue) {
 			b.addPacket(p)
 		}
 		s.ingest(b) // the batch no longer refers to the slab
-		sl.reset()
-		q.free <- sl
+		q.done(sl)
 	}
 }

@@ -74,9 +74,8 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	for _, r := range s.udp {
 		s.wg.Add(2)
-		q := newUDPQueue()
-		go r.run(s, q)
-		go r.parse(s, q)
+		go r.run(s)
+		go r.parse(s)
 	}
 	for _, l := range s.tcp {
 		s.wg.Add(1)
@@ -149,8 +148,17 @@ func (s *Server) ingest(b *batch) {
 	if b.empty() && len(b.metrics) == 0 {
 		return
 	}
-	var logBad bool
 	s.mu.Lock()
+	logBad := s.ingestLocked(b)
+	s.mu.Unlock()
+	if logBad {
+		s.logBad(b)
+	}
+}
+
+// ingestLocked is ingest with s.mu held; it reports whether the
+// batch's first bad line is to be logged (logBad, after unlocking).
+func (s *Server) ingestLocked(b *batch) (logBad bool) {
 	if b.bad > 0 {
 		if now := s.cfg.Now(); now.Sub(s.lastLog) >= s.cfg.BadLineLogGap {
 			s.lastLog, logBad = now, true
@@ -160,11 +168,13 @@ func (s *Server) ingest(b *batch) {
 	s.received[1] += uint64(b.lines + b.seq)
 	b.applyTo(s.agg)
 	s.arrived.Broadcast()
-	s.mu.Unlock()
-	if logBad {
-		s.log.Warn("statsd: bad line (more are counted, not logged, for a while)",
-			"line", quoteLine(string(b.badLine)), "reason", b.badWhy.String())
-	}
+	return logBad
+}
+
+// logBad logs the first bad line of a batch that ingestLocked applied.
+func (s *Server) logBad(b *batch) {
+	s.log.Warn("statsd: bad line (more are counted, not logged, for a while)",
+		"line", quoteLine(string(b.badLine)), "reason", b.badWhy.String())
 }
 
 // Received returns the packets and the lines (sequence lines included)

@@ -1,5 +1,7 @@
 package statsd
 
+import "sync/atomic"
+
 // udpQueueSlabs and udpSlabBytes bound what one UDP reader holds in
 // user space between the socket and the aggregator: up to
 // udpQueueSlabs slabs of udpSlabBytes of datagrams (4 MiB), on top of
@@ -41,6 +43,10 @@ func (sl *slab) reset() {
 type udpQueue struct {
 	full, free chan *slab
 	made       int // slabs allocated so far, by the reading goroutine
+	// pending counts the slabs put in full and not yet aggregated: while
+	// it is above 0 the reader must not aggregate what it reads itself,
+	// or it would pass them.
+	pending atomic.Int64
 }
 
 func newUDPQueue() *udpQueue {
@@ -61,4 +67,17 @@ func (q *udpQueue) get() *slab {
 		return &slab{data: make([]byte, 0, udpSlabBytes), ends: make([]int, 0, 256)}
 	}
 	return <-q.free
+}
+
+// put hands a filled slab to the parser.
+func (q *udpQueue) put(sl *slab) {
+	q.pending.Add(1)
+	q.full <- sl
+}
+
+// done returns a slab the parser has aggregated.
+func (q *udpQueue) done(sl *slab) {
+	sl.reset()
+	q.pending.Add(-1)
+	q.free <- sl
 }

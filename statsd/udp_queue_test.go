@@ -6,6 +6,7 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -99,5 +100,81 @@ func TestUDPReadAfterIdle(t *testing.T) {
 	checkValues(t, snapshotValues(snap), map[string]float64{"c idle.c": 3})
 	if n := snap.Server.Listen.ReadErrors; n != 0 {
 		t.Errorf("read errors %d, want 0", n)
+	}
+}
+
+// TestUDPReaderAggregatesItself: at a low rate (one datagram in the
+// socket at a time, the aggregator free) the reading goroutine
+// aggregates each read itself instead of handing it to the parser.
+func TestUDPReaderAggregatesItself(t *testing.T) {
+	cfg := Config{UDPReaders: 1}
+	cfg.FlushInterval = time.Hour // nothing else takes the aggregator
+	s := startServer(t, cfg)
+	r := s.udp[0]
+	const n = 5
+	for i := range n {
+		sendUDP(t, s.UDPAddrs()[0].String(), "self.c:1|c")
+		waitFor(t, func() bool { return r.ownReads.Load() == uint64(i+1) },
+			func() string { return fmt.Sprintf("the reader aggregated %d of %d reads itself", r.ownReads.Load(), i+1) })
+	}
+	snap := s.Flush(context.Background())
+	checkValues(t, snapshotValues(snap), map[string]float64{"c self.c": n})
+}
+
+// TestUDPOwnAndQueuedInOrder: a reader does not aggregate a read itself
+// while a datagram it queued before is still on its way to the
+// aggregator, or it would pass it: a gauge's last value wins whichever
+// path each datagram took.
+func TestUDPOwnAndQueuedInOrder(t *testing.T) {
+	hold := &holdFirstPacket{entered: make(chan struct{}), release: make(chan struct{})}
+	cfg := Config{UDPReaders: 1, Backends: []Backend{hold}}
+	cfg.FlushInterval = time.Hour
+	s := startServer(t, cfg)
+	r, addr := s.udp[0], s.UDPAddrs()[0].String()
+	s.mu.Lock() // the reader cannot aggregate the first datagram: it queues it
+	sendUDP(t, addr, "order.g:1|g")
+	<-hold.entered // the parser has it and is held before the aggregator
+	s.mu.Unlock()
+	sendUDP(t, addr, "order.g:2|g")
+	// Queued behind the first, or (wrongly) aggregated at once.
+	waitFor(t, func() bool {
+		p, _ := s.Received()
+		return r.q.pending.Load() == 2 || p > 0
+	}, func() string { return "the reader neither queued nor aggregated the second datagram" })
+	close(hold.release)
+	waitReceived(t, s, 2, 2)
+	snap := s.Flush(context.Background())
+	checkValues(t, snapshotValues(snap), map[string]float64{"g order.g": 2})
+	if got := r.ownReads.Load(); got != 0 {
+		t.Errorf("the reader aggregated %d reads itself, want 0", got)
+	}
+}
+
+// holdFirstPacket is a PacketBackend whose first Packet call waits for
+// release, after closing entered.
+type holdFirstPacket struct {
+	entered, release chan struct{}
+	calls            atomic.Int32
+}
+
+func (h *holdFirstPacket) Name() string                           { return "hold" }
+func (h *holdFirstPacket) Flush(context.Context, *Snapshot) error { return nil }
+func (h *holdFirstPacket) Packet([]byte) {
+	if h.calls.Add(1) == 1 {
+		close(h.entered)
+		<-h.release
+	}
+}
+
+// waitFor waits up to 10 s for cond, polling; past that it fails with
+// what says.
+func waitFor(t *testing.T, cond func() bool, what func() string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s: %s", what())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
