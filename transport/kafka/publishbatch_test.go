@@ -178,3 +178,70 @@ func TestPublishReceiptsInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordBatchReused: once every receipt of a PublishReceipts has
+// come, the publisher keeps the batch, and the next PublishReceipts
+// builds its records in the same memory; what each call published is
+// delivered intact (the reuse overwrote nothing the client still held).
+func TestRecordBatchReused(t *testing.T) {
+	addr := startLogd(t)
+	ctx := context.Background()
+	pub, err := NewPublisher(ctx, parse(t, "logd://"+addr+"/reuse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	const rounds, per = 4, 50
+	var first *batchRecord
+	for r := range rounds {
+		ms := make([]transport.Message, per)
+		for j := range ms {
+			ms[j] = transport.Message{Payload: fmt.Appendf(nil, "r%d-%d", r, j), Headers: []transport.Header{{Key: "r", Value: fmt.Appendf(nil, "%d", r)}}}
+		}
+		var wg sync.WaitGroup
+		wg.Add(per)
+		if took, err := pub.PublishReceipts(ctx, ms, func(j int, _ transport.Receipt, err error) {
+			if err != nil {
+				t.Errorf("r%d-%d: %v", r, j, err)
+			}
+			wg.Done()
+		}); took != per || err != nil {
+			t.Fatalf("took %d of %d: %v", took, per, err)
+		}
+		wg.Wait()
+		// Kept once the last promise has returned, just after its done.
+		deadline := time.Now().Add(10 * time.Second)
+		for len(pub.spare) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the batch was not kept for reuse", r)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		b := <-pub.spare
+		if r == 0 {
+			first = &b.recs[0]
+		} else if &b.recs[0] != first {
+			t.Errorf("round %d: its records were not made in the first batch's memory", r)
+		}
+		if b.done != nil || b.recs[0].r.Value != nil {
+			t.Errorf("round %d: a kept batch still refers to its messages or receipts", r)
+		}
+		pub.spare <- b
+	}
+	sub, err := NewSubscriber(ctx, parse(t, "logd://"+addr+"/reuse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	seen := map[string]bool{}
+	for _, m := range messages(receiveUntil(t, sub, untilMessages(rounds*per))) {
+		var r, j int
+		if _, err := fmt.Sscanf(string(m.Payload), "r%d-%d", &r, &j); err != nil || len(m.Headers) != 1 || string(m.Headers[0].Value) != fmt.Sprint(r) || seen[string(m.Payload)] {
+			t.Errorf("delivered %q with headers %v", m.Payload, m.Headers)
+		}
+		seen[string(m.Payload)] = true
+	}
+	if len(seen) != rounds*per {
+		t.Errorf("%d distinct messages delivered, want %d", len(seen), rounds*per)
+	}
+}
