@@ -30,8 +30,6 @@ type Publisher struct {
 	// promise is batchPromise, made once: the promise of every record
 	// of PublishReceipts.
 	promise func(*kgo.Record, error)
-	// spare holds retired record batches for PublishReceipts to reuse.
-	spare chan *recordBatch
 
 	mu     sync.Mutex
 	err    error // first asynchronous produce error not yet returned
@@ -71,7 +69,6 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	p := &Publisher{
 		cl: cl, topic: cfg.Topic, partition: partition, sem: cfg.Semantics(),
 		slots: newSlots(maxBuffered(cl)), closing: make(chan struct{}),
-		spare: make(chan *recordBatch, spareBatches),
 	}
 	p.promise = p.batchPromise
 	return p, nil
