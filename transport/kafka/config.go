@@ -53,6 +53,13 @@ type Config struct {
 	// batched into the next (kgo's own default, 10 ms, would add up to
 	// 10 ms to every message of a paced feed).
 	Linger time.Duration
+	// Compression is the codec a Publisher compresses its record
+	// batches with: "none", "gzip", "snappy", "lz4" or "zstd" (Kafka's
+	// compression.type). Default "snappy", kgo's own default. Every
+	// Kafka client, logd and our subscribers read all five. Data that
+	// does not compress (random or already compressed values) costs the
+	// client CPU for nothing with a codec; "none" spares it.
+	Compression string
 	// LeaderAcks has produces answered once the broker has written them,
 	// not once they are durable (acks=all, the default). It turns the
 	// idempotent producer off: a retry can then store a record twice.
@@ -82,6 +89,8 @@ func (c *Config) validate() error {
 		return &ConfigError{"Topic", `""`, "required"}
 	case c.From.kind == posOffset && c.From.offset < 0:
 		return &ConfigError{"From", c.From.offset, "an offset must be >= 0"}
+	case c.Compression != "" && codec(c.Compression) == nil:
+		return &ConfigError{"Compression", c.Compression, "one of none, gzip, snappy, lz4, zstd"}
 	case c.Linger < 0:
 		return &ConfigError{"Linger", c.Linger, "must be >= 0"}
 	case c.LogFetchBytes < 0:
@@ -143,4 +152,21 @@ func (c Config) Semantics() transport.Semantics {
 		s |= transport.Deduplicated
 	}
 	return s
+}
+
+// codec is kgo's codec of a Compression name, nil for an unknown name.
+func codec(name string) []kgo.CompressionCodec {
+	switch name {
+	case "none":
+		return []kgo.CompressionCodec{kgo.NoCompression()}
+	case "gzip":
+		return []kgo.CompressionCodec{kgo.GzipCompression()}
+	case "snappy":
+		return []kgo.CompressionCodec{kgo.SnappyCompression()}
+	case "lz4":
+		return []kgo.CompressionCodec{kgo.Lz4Compression()}
+	case "zstd":
+		return []kgo.CompressionCodec{kgo.ZstdCompression()}
+	}
+	return nil
 }

@@ -13,10 +13,10 @@ import (
 )
 
 // urlParams are the query parameters ParseURL knows.
-var urlParams = []string{"acks", "from", "group", "instance", "linger", "partition", "rebalance", "session"}
+var urlParams = []string{"acks", "compression", "from", "group", "instance", "linger", "partition", "rebalance", "session"}
 
 // ParseURL turns a logd:// (or kafka://) URL into a Config:
-// logd://HOST:PORT[,HOST:PORT…]/TOPIC[?from=…&partition=…&group=…&instance=…&session=…&rebalance=…&acks=…&linger=…].
+// logd://HOST:PORT[,HOST:PORT…]/TOPIC[?from=…&partition=…&group=…&instance=…&session=…&rebalance=…&acks=…&linger=…&compression=…].
 // Every error wraps transport.ErrBadURL.
 func ParseURL(u *url.URL) (Config, error) {
 	var cfg Config
@@ -94,6 +94,11 @@ func ParseURL(u *url.URL) (Config, error) {
 			return bad("linger=%q: want a duration >= 0 (such as 5ms)", q.Get("linger"))
 		}
 		cfg.Linger = d
+	}
+	if q.Has("compression") {
+		if cfg.Compression = q.Get("compression"); codec(cfg.Compression) == nil {
+			return bad("compression=%q: want none, gzip, snappy, lz4 or zstd", cfg.Compression)
+		}
 	}
 	switch acks := q.Get("acks"); acks {
 	case "", "all":

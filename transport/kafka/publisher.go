@@ -50,6 +50,9 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	// default) create the topic on first produce.
 	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Topic), kgo.AllowAutoTopicCreation(),
 		kgo.ProducerLinger(cfg.Linger)}
+	if cfg.Compression != "" {
+		opts = append(opts, kgo.ProducerBatchCompression(codec(cfg.Compression)...))
+	}
 	partition := int32(-1)
 	if len(cfg.Partitions) == 1 {
 		partition = cfg.Partitions[0]

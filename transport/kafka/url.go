@@ -38,6 +38,7 @@ answers before the write is durable and turns deduplication off.`,
 				{Name: "rebalance", Value: "DURATION", Doc: "with group: how long a rebalance waits for the members to join again (default 60s)"},
 				{Name: "acks", Value: "all|leader", Doc: "a publish is done once durable (all, the default) or once the leader wrote it"},
 				{Name: "linger", Value: "DURATION", Doc: "publisher: how long a partition's records wait to fill a batch (default 0: sent at once, what arrives while a request is in flight goes in the next)"},
+				{Name: "compression", Value: "none|gzip|snappy|lz4|zstd", Doc: "publisher: the codec of its record batches (default snappy; none for values that do not compress)"},
 			},
 			Examples: []transport.Example{
 				{URL: name + "://127.0.0.1:9092/prices", Doc: "the topic prices, read from its start"},

@@ -16,7 +16,7 @@ func TestURL(t *testing.T) {
 	for _, good := range []string{
 		"logd://127.0.0.1:9092/t", "kafka://a:1,b:2/t?from=latest&group=g&acks=leader",
 		"logd://h:1/t?from=42&partition=3", "logd://h:1/t?from=2026-01-02T03:04:05Z",
-		"logd://h:1/t?group=g&instance=i&session=2m&rebalance=3m",
+		"logd://h:1/t?group=g&instance=i&session=2m&rebalance=3m", "logd://h:1/t?compression=none",
 	} {
 		if _, err := transport.Open(context.Background(), good); err != nil {
 			t.Errorf("%s: %v", good, err)
@@ -43,6 +43,8 @@ func TestURL(t *testing.T) {
 		{"logd://h:1/t?group=g&rebalance=-1s", `rebalance="-1s"`},
 		{"logd://h:1/t?linger=-1ms", `linger="-1ms"`},
 		{"logd://h:1/t?linger=soon", `linger="soon"`},
+		{"logd://h:1/t?compression=brotli", `compression="brotli"`},
+		{"logd://h:1/t?compression=", `compression=""`},
 	} {
 		_, err := transport.Open(context.Background(), tc.url)
 		switch {
@@ -58,7 +60,7 @@ func TestURL(t *testing.T) {
 
 func TestParseURL(t *testing.T) {
 	u, _ := url.Parse("logd://h:1/t?form=1")
-	if _, err := ParseURL(u); err == nil || !strings.Contains(err.Error(), `unknown parameter "form" (known: acks, from, group, instance, linger, partition, rebalance, session)`) {
+	if _, err := ParseURL(u); err == nil || !strings.Contains(err.Error(), `unknown parameter "form" (known: acks, compression, from, group, instance, linger, partition, rebalance, session)`) {
 		t.Errorf("ParseURL of an unknown parameter: %v", err)
 	}
 
@@ -73,6 +75,7 @@ func TestParseURL(t *testing.T) {
 		{"logd://h:1/t?from=2026-01-02T03:04:05Z", Config{Brokers: []string{"h:1"}, Topic: "t", From: AtTime(at)}},
 		{"logd://h:1/t?from=earliest&acks=all", Config{Brokers: []string{"h:1"}, Topic: "t"}},
 		{"logd://h:1/t?linger=5ms", Config{Brokers: []string{"h:1"}, Topic: "t", Linger: 5 * time.Millisecond}},
+		{"logd://h:1/t?compression=zstd", Config{Brokers: []string{"h:1"}, Topic: "t", Compression: "zstd"}},
 		{"logd://h:1/t?group=g&instance=i&session=2m&rebalance=3m", Config{Brokers: []string{"h:1"}, Topic: "t", Group: "g", Instance: "i",
 			SessionTimeout: 2 * time.Minute, RebalanceTimeout: 3 * time.Minute}},
 	} {
@@ -100,6 +103,7 @@ func TestConfigErrors(t *testing.T) {
 		{"SessionTimeout", func(c Config) Config { c.SessionTimeout, c.Group = -1, "g"; return c }},
 		{"RebalanceTimeout", func(c Config) Config { c.RebalanceTimeout = time.Minute; return c }},
 		{"Linger", func(c Config) Config { c.Linger = -time.Millisecond; return c }},
+		{"Compression", func(c Config) Config { c.Compression = "brotli"; return c }},
 	} {
 		cfg := tc.cfg(ok)
 		err := cfg.validate()
