@@ -10,14 +10,24 @@ import "unicode/utf8"
 // JavaScript's \s is matched on the UTF-8 decoded text (invalid bytes
 // decode to U+FFFD, which is dropped like any other character outside
 // the allowed set).
+//
+// A run of bytes kept as they are (the whole of most keys) is appended
+// in one copy.
 func appendSanitized(b, key []byte) []byte {
 	for i := 0; i < len(key); {
 		c := key[i]
 		if c < utf8.RuneSelf {
+			if keyByte[c] {
+				j := i + 1
+				for j < len(key) && key[j] < utf8.RuneSelf && keyByte[key[j]] {
+					j++
+				}
+				b = append(b, key[i:j]...)
+				i = j
+				continue
+			}
 			i++
 			switch {
-			case keyByte[c]:
-				b = append(b, c)
 			case c == '/':
 				b = append(b, '-')
 			case asciiSpace[c]:
