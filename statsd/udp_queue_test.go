@@ -115,7 +115,9 @@ func TestUDPReaderAggregatesItself(t *testing.T) {
 	for i := range n {
 		sendUDP(t, s.UDPAddrs()[0].String(), "self.c:1|c")
 		waitFor(t, func() bool { return r.ownReads.Load() == uint64(i+1) },
-			func() string { return fmt.Sprintf("the reader aggregated %d of %d reads itself", r.ownReads.Load(), i+1) })
+			func() string {
+				return fmt.Sprintf("the reader aggregated %d of %d reads itself", r.ownReads.Load(), i+1)
+			})
 	}
 	snap := s.Flush(context.Background())
 	checkValues(t, snapshotValues(snap), map[string]float64{"c self.c": n})
