@@ -27,8 +27,8 @@ func FuzzSanitize(f *testing.F) {
 
 // sanitizeLiterally is Etsy 0.9.0's sanitizeKeyName step by step on the
 // key's characters (an invalid byte decodes to U+FFFD, as in Node):
-// key.replace(/\s+/g, '_'), then .replace(/\//g, '-'), then
-// .replace(/[^a-zA-Z_\-0-9\.;=]/g, ”).
+//
+//	key.replace(/\s+/g, '_').replace(/\//g, '-').replace(/[^a-zA-Z_\-0-9\.;=]/g, '')
 func sanitizeLiterally(b, key []byte) []byte {
 	var rs []rune
 	for i := 0; i < len(key); {
