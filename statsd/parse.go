@@ -52,11 +52,12 @@ func (p *Parser) AppendLine(dst []Metric, line []byte) (out []Metric, bad int, w
 	first := len(dst)
 	var (
 		s       = scanner{b: line, i: colon + 1}
+		seg     segment
 		tags    []byte
 		hasTags bool
 	)
 	for !s.done() {
-		seg := s.next(&tags, &hasTags)
+		s.next(&seg, &tags, &hasTags)
 		if seg.why != ReasonNone {
 			if why == ReasonNone {
 				why = seg.why
