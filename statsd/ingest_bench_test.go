@@ -328,17 +328,24 @@ func (c *scrapeCounter) start(b *testing.B) { c.base = c.scrape(b) }
 // apart: the exporter works through its queue of datagrams after the
 // sender is done.
 func (c *scrapeCounter) counted(b *testing.B) uint64 {
-	last, same := c.scrape(b), 0
-	for same < 3 {
-		time.Sleep(100 * time.Millisecond) // another process's queue draining: no event to wait on
-		n := c.scrape(b)
+	return untilStill(func() uint64 { return c.scrape(b) }, 3, 100*time.Millisecond) - c.base
+}
+
+// untilStill reads a growing count until it has not moved for looks
+// reads gap apart, and returns it: a queue draining elsewhere, with no
+// event to wait on.
+func untilStill(read func() uint64, looks int, gap time.Duration) uint64 {
+	last, same := read(), 0
+	for same < looks {
+		time.Sleep(gap)
+		n := read()
 		if n == last {
 			same++
 		} else {
 			last, same = n, 0
 		}
 	}
-	return last - c.base
+	return last
 }
 
 func (c *scrapeCounter) scrape(b *testing.B) uint64 {

@@ -86,17 +86,7 @@ func (c *rawCounter) start(*testing.B) { c.base = c.r.lines.Load() }
 
 // counted waits until the count has not moved for two looks 20 ms
 // apart: the reading goroutine empties the socket's buffer after the
-// sender is done, and nothing signals when it has.
+// sender is done.
 func (c *rawCounter) counted(*testing.B) uint64 {
-	last, same := c.r.lines.Load(), 0
-	for same < 2 {
-		time.Sleep(20 * time.Millisecond)
-		n := c.r.lines.Load()
-		if n == last {
-			same++
-		} else {
-			last, same = n, 0
-		}
-	}
-	return last - c.base
+	return untilStill(c.r.lines.Load, 2, 20*time.Millisecond) - c.base
 }
