@@ -100,7 +100,10 @@ func BenchmarkRecorder(b *testing.B) {
 			payloads := randomPayloads(size)
 			headers := transport.AppendOrigin(nil, transport.Origin{Stream: transport.StreamID{Feed: 1, Session: rand.Uint64()}, Seq: uint64(n), Time: time.Now(), Topic: "AAPL"})
 			var capture *feedCapture
-			phase("capture", func() { capture = captureFeed(b, payloads, benchEnv("BROKERLESS_RECORD_REPLAY_MESSAGES", defReplay)) })
+			phase("capture", func() {
+				m := benchEnv("BROKERLESS_RECORD_REPLAY_MESSAGES", defReplay)
+				capture = captureFeed(b, payloads, m, feedWindow(float64(m), size))
+			})
 			replay := replayFeed(capture, size, benchEnv("BROKERLESS_RECORD_REPLAY_GSO", 1) == 1)
 			live := liveFeed(payloads)
 			var logdRates, recRates, liveRates, recLogd, recLive, flowRates, flowLogd, flowLive, maxRates, maxLogd []float64
@@ -425,7 +428,13 @@ func randomBenchGroup() netip.AddrPort {
 // datagrams.
 func benchFeedPublisher(b testing.TB, ctx context.Context, group netip.AddrPort, payloads [][]byte, rate float64, flow reliable.FlowConfig) *multicast.Publisher {
 	b.Helper()
-	window := feedWindow(rate, len(payloads[0]))
+	return windowFeedPublisher(b, ctx, group, feedWindow(rate, len(payloads[0])), flow)
+}
+
+// windowFeedPublisher is benchFeedPublisher with a window of window
+// datagrams.
+func windowFeedPublisher(b testing.TB, ctx context.Context, group netip.AddrPort, window int, flow reliable.FlowConfig) *multicast.Publisher {
+	b.Helper()
 	pub, err := multicast.NewPublisher(ctx, multicast.Config{Group: group, Interface: "lo", HostOnly: true,
 		Sender: reliable.SenderConfig{WindowDatagrams: window, WindowBytes: window * reliable.DefaultMTU, MaxQueued: 512, MaxMessageSize: 64 << 10, Flow: flow}})
 	if err != nil {

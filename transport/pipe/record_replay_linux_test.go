@@ -64,13 +64,14 @@ func (c *feedCapture) messages() int {
 }
 
 // captureFeed publishes n messages (payloads in turn, topic AAPL) with
-// benchFeedPublisher, as the live feed's runs do, and returns the DATA
+// a publisher as the live feed's (windowFeedPublisher, whose window of
+// window datagrams its DATA headers announce), and returns the DATA
 // datagrams it sent, read by a plain UDP socket joined to its group on
 // lo (no GRO: one datagram a read). The publisher runs in a tight loop
 // (its datagrams leave full, in GSO runs, as at the live feed's high
 // rates), held back only so that the capture socket's buffer never
 // overflows: a capture with a hole fails the benchmark.
-func captureFeed(b testing.TB, payloads [][]byte, n int) *feedCapture {
+func captureFeed(b testing.TB, payloads [][]byte, n, window int) *feedCapture {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -97,7 +98,7 @@ func captureFeed(b testing.TB, payloads [][]byte, n int) *feedCapture {
 	go func() { read <- c.read(pc, n, &got, progress) }()
 
 	perDatagram := max(1, (reliable.DefaultMTU-40)/(len(payloads[0])+30))
-	pub := benchFeedPublisher(b, ctx, group, payloads, float64(n), reliable.FlowConfig{})
+	pub := windowFeedPublisher(b, ctx, group, window, reliable.FlowConfig{})
 	defer pub.Close()
 	chunk, ahead := 64*perDatagram, 512*perDatagram // the socket's 4 MiB hold ~1,800 datagrams
 	deadline := time.Now().Add(2 * time.Minute)

@@ -14,7 +14,7 @@ import (
 // benchmark measures the live feed only.
 type feedCapture struct{ stream transport.StreamID }
 
-func captureFeed(testing.TB, [][]byte, int) *feedCapture { return nil }
+func captureFeed(testing.TB, [][]byte, int, int) *feedCapture { return nil }
 
 func (c *feedCapture) messages() int { return 0 }
 
