@@ -202,12 +202,8 @@ func (r *udpReader) run(s *Server) {
 				s.repeat(p)
 				own.addPacket(p)
 			}
-			logBad := s.ingestLocked(own)
-			s.mu.Unlock()
+			s.ingestUnlock(own)
 			r.ownReads.Add(1)
-			if logBad {
-				s.logBad(own)
-			}
 			continue
 		}
 		sl := q.get()

@@ -149,16 +149,13 @@ func (s *Server) ingest(b *batch) {
 		return
 	}
 	s.mu.Lock()
-	logBad := s.ingestLocked(b)
-	s.mu.Unlock()
-	if logBad {
-		s.logBad(b)
-	}
+	s.ingestUnlock(b)
 }
 
-// ingestLocked is ingest with s.mu held; it reports whether the
-// batch's first bad line is to be logged (logBad, after unlocking).
-func (s *Server) ingestLocked(b *batch) (logBad bool) {
+// ingestUnlock is ingest once s.mu is held: it applies b, unlocks, and
+// logs b's first bad line when the last log is old enough.
+func (s *Server) ingestUnlock(b *batch) {
+	var logBad bool
 	if b.bad > 0 {
 		if now := s.cfg.Now(); now.Sub(s.lastLog) >= s.cfg.BadLineLogGap {
 			s.lastLog, logBad = now, true
@@ -168,13 +165,11 @@ func (s *Server) ingestLocked(b *batch) (logBad bool) {
 	s.received[1] += uint64(b.lines + b.seq)
 	b.applyTo(s.agg)
 	s.arrived.Broadcast()
-	return logBad
-}
-
-// logBad logs the first bad line of a batch that ingestLocked applied.
-func (s *Server) logBad(b *batch) {
-	s.log.Warn("statsd: bad line (more are counted, not logged, for a while)",
-		"line", quoteLine(string(b.badLine)), "reason", b.badWhy.String())
+	s.mu.Unlock()
+	if logBad {
+		s.log.Warn("statsd: bad line (more are counted, not logged, for a while)",
+			"line", quoteLine(string(b.badLine)), "reason", b.badWhy.String())
+	}
 }
 
 // Received returns the packets and the lines (sequence lines included)
