@@ -385,15 +385,14 @@ func rawUDP(b *testing.B, n, size int) rawResult {
 			sent += k
 		}
 	}()
-	r := ipv4.NewPacketConn(rc)
-	msgs := make([]ipv4.Message, batch)
-	for i := range msgs {
-		msgs[i].Buffers = [][]byte{make([]byte, maxDatagram)}
+	r, err := newReadBatch(rc, batch, maxDatagram, false)
+	if err != nil {
+		b.Fatal(err)
 	}
 	last := time.Now()
 	_ = rc.SetReadDeadline(time.Now().Add(time.Minute))
 	for res.got < n {
-		k, err := r.ReadBatch(msgs, 0)
+		k, err := r.read()
 		if err != nil {
 			break // the sender is done and the rest was dropped
 		}
@@ -452,7 +451,10 @@ func rawUDPOffload(b *testing.B, n, size int) rawResult {
 			}
 		}
 	}()
-	rb := newReadBatch(rc, batch, maxDatagram, true)
+	rb, err := newReadBatch(rc, batch, maxDatagram, true)
+	if err != nil {
+		b.Fatal(err)
+	}
 	last := time.Now()
 	_ = rc.SetReadDeadline(time.Now().Add(time.Minute))
 	count := func([]byte, netip.AddrPort) { res.got++ }

@@ -118,9 +118,14 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 		gather *= gsoGather
 	}
 	p.round = newSendRound(gather, p.mtu)
+	rb, err := newReadBatch(conn, cfg.Batch, reliable.MaxControlLen, false)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
 	p.wg.Add(2)
 	go p.sendLoop()
-	go p.controlLoop()
+	go p.controlLoop(rb)
 	return p, nil
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/net/ipv4"
 
-	"github.com/brokerless/brokerless/reliable"
 )
 
 // sendRound is the scratch of one round of writing: the datagrams
@@ -307,9 +306,8 @@ func (p *Publisher) sleep(timer *time.Timer, now, deadline time.Time) (ok, timed
 // lock: one wake-up per batch, however many NACKs a flood brings. Its
 // buffers hold the longest NACK; anything longer is cut short, and
 // refused as no NACK can be.
-func (p *Publisher) controlLoop() {
+func (p *Publisher) controlLoop(rb *readBatch) {
 	defer p.wg.Done()
-	rb := newReadBatch(p.conn, p.cfg.Batch, reliable.MaxControlLen, false)
 	for {
 		n, err := rb.read()
 		if err != nil {

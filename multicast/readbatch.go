@@ -11,7 +11,7 @@ import (
 // (recvmmsg), into buffers it reuses. With GRO, an entry may hold a run
 // of datagrams the kernel merged (see offload_linux.go).
 type readBatch struct {
-	pc   *ipv4.PacketConn
+	sys  *sysBatch // readbatch_linux.go, readbatch_other.go
 	msgs []ipv4.Message
 	gro  bool
 }
@@ -19,8 +19,8 @@ type readBatch struct {
 // newReadBatch reads n entries a call into buffers of size bytes; gro
 // says the socket has UDP_GRO on, and makes room for merged runs and
 // their control message.
-func newReadBatch(c *net.UDPConn, n, size int, gro bool) *readBatch {
-	rb := &readBatch{pc: ipv4.NewPacketConn(c), msgs: make([]ipv4.Message, n), gro: gro}
+func newReadBatch(c *net.UDPConn, n, size int, gro bool) (*readBatch, error) {
+	rb := &readBatch{msgs: make([]ipv4.Message, n), gro: gro}
 	if gro {
 		size = max(size, groBuffer)
 	}
@@ -30,21 +30,22 @@ func newReadBatch(c *net.UDPConn, n, size int, gro bool) *readBatch {
 			rb.msgs[i].OOB = make([]byte, groOOB)
 		}
 	}
-	return rb
+	sys, err := newSysBatch(c, rb.msgs)
+	if err != nil {
+		return nil, err
+	}
+	rb.sys = sys
+	return rb, nil
 }
 
 // read waits for at least one datagram and returns how many entries it
 // got.
-func (rb *readBatch) read() (int, error) { return rb.pc.ReadBatch(rb.msgs, 0) }
+func (rb *readBatch) read() (int, error) { return rb.sys.read(rb.msgs) }
 
 // datagram returns entry i of the last read and its source.
 func (rb *readBatch) datagram(i int) ([]byte, netip.AddrPort) {
 	m := &rb.msgs[i]
-	var from netip.AddrPort
-	if a, ok := m.Addr.(*net.UDPAddr); ok {
-		from = a.AddrPort()
-	}
-	return m.Buffers[0][:m.N], from
+	return m.Buffers[0][:m.N], rb.sys.from(i)
 }
 
 // each calls f with every datagram of entry i of the last read: the

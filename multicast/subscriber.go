@@ -155,7 +155,12 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 		s.closeArchive()
 		return nil, err
 	}
-	s.rd = s.newReader()
+	if s.rd, err = s.newReader(); err != nil {
+		s.data.Close()
+		s.ctrl.Close()
+		s.closeArchive()
+		return nil, err
+	}
 	s.wg.Add(2)
 	go s.readLoop()
 	go s.controlLoop()

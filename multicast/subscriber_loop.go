@@ -25,10 +25,14 @@ type reader struct {
 	caughtUp  bool      // a datagram was read since the catch-up began
 }
 
-func (s *Subscriber) newReader() *reader {
-	r := &reader{rb: newReadBatch(s.data, s.cfg.Batch, maxDatagram, s.local.GRO)}
+func (s *Subscriber) newReader() (*reader, error) {
+	rb, err := newReadBatch(s.data, s.cfg.Batch, maxDatagram, s.local.GRO)
+	if err != nil {
+		return nil, err
+	}
+	r := &reader{rb: rb}
 	r.handle = func(b []byte, from netip.AddrPort) { s.handle(r.now, from, b) }
-	return r
+	return r, nil
 }
 
 // step reads once, waiting until a datagram comes, the engine's next

@@ -1,0 +1,30 @@
+//go:build !linux
+
+package multicast
+
+import (
+	"net"
+	"net/netip"
+
+	"golang.org/x/net/ipv4"
+)
+
+// sysBatch reads a batch through x/net's ReadBatch (one datagram a call
+// where the system has no recvmmsg).
+type sysBatch struct {
+	pc *ipv4.PacketConn
+	ms []ipv4.Message
+}
+
+func newSysBatch(c *net.UDPConn, ms []ipv4.Message) (*sysBatch, error) {
+	return &sysBatch{pc: ipv4.NewPacketConn(c), ms: ms}, nil
+}
+
+func (s *sysBatch) read(ms []ipv4.Message) (int, error) { return s.pc.ReadBatch(ms, 0) }
+
+func (s *sysBatch) from(i int) netip.AddrPort {
+	if a, ok := s.ms[i].Addr.(*net.UDPAddr); ok {
+		return a.AddrPort()
+	}
+	return netip.AddrPort{}
+}
