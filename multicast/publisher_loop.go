@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"golang.org/x/net/ipv4"
-
 )
 
 // sendRound is the scratch of one round of writing: the datagrams
