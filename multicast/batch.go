@@ -26,8 +26,9 @@ func (b *batch) reset() {
 }
 
 // full reports whether the batch should be handed over before taking
-// another event.
-func (b *batch) full() bool { return len(b.events) == cap(b.events) || len(b.arena) >= batchBytes }
+// another event: by what it was made for, not by its capacity, which
+// grows when an application reading for itself has no room (handOverOwn).
+func (b *batch) full() bool { return len(b.events) >= batchEvents || len(b.arena) >= batchBytes }
 
 // add copies ev, and the bytes it points to, into the batch.
 func (b *batch) add(ev *transport.Event) {

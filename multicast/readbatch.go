@@ -9,11 +9,16 @@ import (
 
 // readBatch reads up to a batch of datagrams per system call
 // (recvmmsg), into buffers it reuses. With GRO, an entry may hold a run
-// of datagrams the kernel merged (see offload_linux.go).
+// of datagrams the kernel merged (see offload_linux.go). It keeps its
+// place in the last read, so that its datagrams can be handled over
+// several turns (handle).
 type readBatch struct {
 	sys  *sysBatch // readbatch_linux.go, readbatch_other.go
 	msgs []ipv4.Message
 	gro  bool
+	n    int // entries the last read filled
+	next int // the entry to handle next
+	off  int // bytes of entry next handled already (a GRO run)
 }
 
 // newReadBatch reads n entries a call into buffers of size bytes; gro
@@ -39,8 +44,12 @@ func newReadBatch(c *net.UDPConn, n, size int, gro bool) (*readBatch, error) {
 }
 
 // read waits for at least one datagram and returns how many entries it
-// got.
-func (rb *readBatch) read() (int, error) { return rb.sys.read(rb.msgs) }
+// got. What the last read brought must have been handled first.
+func (rb *readBatch) read() (int, error) {
+	n, err := rb.sys.read(rb.msgs)
+	rb.n, rb.next, rb.off = n, 0, 0
+	return n, err
+}
 
 // datagram returns entry i of the last read and its source.
 func (rb *readBatch) datagram(i int) ([]byte, netip.AddrPort) {
@@ -48,23 +57,40 @@ func (rb *readBatch) datagram(i int) ([]byte, netip.AddrPort) {
 	return m.Buffers[0][:m.N], rb.sys.from(i)
 }
 
-// each calls f with every datagram of entry i of the last read: the
-// entry itself, or each segment of a GRO run (the last may be shorter),
-// and reports whether it was a run.
-func (rb *readBatch) each(i int, f func(b []byte, from netip.AddrPort)) bool {
-	b, from := rb.datagram(i)
-	seg := 0
-	if rb.gro {
-		seg = groSegment(rb.msgs[i].OOB[:rb.msgs[i].NN])
+// pending reports whether datagrams of the last read wait to be handled.
+func (rb *readBatch) pending() bool { return rb.next < rb.n }
+
+// handle calls f with each datagram of the last read not handled yet,
+// in order: each entry, or each segment of a GRO run (the last may be
+// shorter). Before each, it asks pause (when not nil) and returns if
+// told to: the next call goes on from there. It returns how many GRO
+// runs it started.
+func (rb *readBatch) handle(f func(b []byte, from netip.AddrPort), pause func() bool) (runs int) {
+	for ; rb.next < rb.n; rb.next, rb.off = rb.next+1, 0 {
+		b, from := rb.datagram(rb.next)
+		seg := 0
+		if rb.gro {
+			m := &rb.msgs[rb.next]
+			seg = groSegment(m.OOB[:m.NN])
+		}
+		if seg <= 0 || seg >= len(b) {
+			if pause != nil && pause() {
+				return runs
+			}
+			f(b, from)
+			continue
+		}
+		if rb.off == 0 {
+			runs++
+		}
+		for rb.off < len(b) {
+			if pause != nil && pause() {
+				return runs
+			}
+			k := min(seg, len(b)-rb.off)
+			f(b[rb.off:rb.off+k], from)
+			rb.off += k
+		}
 	}
-	if seg <= 0 || seg >= len(b) {
-		f(b, from)
-		return false
-	}
-	for len(b) > 0 {
-		k := min(seg, len(b))
-		f(b[:k], from)
-		b = b[k:]
-	}
-	return true
+	return runs
 }

@@ -20,6 +20,7 @@ type reader struct {
 	rb        *readBatch
 	now       time.Time // of the datagrams being handled
 	handle    func(b []byte, from netip.AddrPort)
+	pause     func() bool // Subscriber.mustPause
 	deadline  time.Time // the socket's read deadline, as last set
 	catchUpTo time.Time // reading what waits in the socket, timers held, until then
 	caughtUp  bool      // a datagram was read since the catch-up began
@@ -32,6 +33,7 @@ func (s *Subscriber) newReader() (*reader, error) {
 	}
 	r := &reader{rb: rb}
 	r.handle = func(b []byte, from netip.AddrPort) { s.handle(r.now, from, b) }
+	r.pause = s.mustPause
 	return r, nil
 }
 
@@ -53,7 +55,7 @@ func (s *Subscriber) step() bool {
 		_ = s.data.SetReadDeadline(d)
 	}
 	n := 0
-	if s.inbox.empty() {
+	if s.inbox.empty() && !r.rb.pending() {
 		var err error
 		n, err = r.rb.read()
 		s.local.Reads++
@@ -99,11 +101,7 @@ func (s *Subscriber) step() bool {
 	if !r.catchUpTo.IsZero() && !now.Before(r.catchUpTo) {
 		r.catchUpTo = time.Time{}
 	}
-	for i := 0; i < n; i++ {
-		if r.rb.each(i, r.handle) {
-			s.local.GROReads++
-		}
-	}
+	s.local.GROReads += uint64(r.rb.handle(r.handle, r.pause))
 	s.inbox.drain(r.handle) // r.handle reads r.now
 	if s.filter != nil {
 		s.popFiltered(now)
@@ -198,6 +196,18 @@ func (s *Subscriber) publishStats() {
 	s.statsMu.Lock()
 	s.stats = st
 	s.statsMu.Unlock()
+}
+
+// mustPause reports whether the application, reading for itself, must
+// take events before more datagrams are handled: the batch being filled
+// is full and the queue behind it too. What the last read brought then
+// waits in the read's buffers for the next step, instead of in batches
+// grown to hold it: one read of GRO runs of small messages can bring
+// tens of thousands of events (at 336 bytes each), more than Queue
+// batches hold, and a batch once grown kept its size, each of the
+// Queue+2 (TestSubscriberOwnReadBounded).
+func (s *Subscriber) mustPause() bool {
+	return s.appReads && s.out.full() && len(s.ready) == cap(s.ready)
 }
 
 // handOver passes the batch being filled, if it holds anything, to the

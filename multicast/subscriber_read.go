@@ -194,9 +194,11 @@ func (s *Subscriber) readSelf(ctx context.Context) error {
 
 // handOverOwn is handOver on the application's goroutine, reading for
 // itself: the full batch goes to the ready queue if it has room, or
-// else grows (a read of GRO runs can bring tens of thousands of
-// events), since the application it would wait for is itself. It reads
-// again only once it has taken them all.
+// else grows, since the application it would wait for is itself. The
+// step pauses before a datagram when both are full (mustPause), so a
+// batch grows only by what one datagram releases (a repair that fills
+// a gap releases what waited behind it). It reads again only once it
+// has taken them all.
 func (s *Subscriber) handOverOwn() {
 	select {
 	case s.ready <- s.out:
