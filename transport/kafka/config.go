@@ -13,6 +13,10 @@ import (
 // offset commits.
 const closeFlush = 5 * time.Second
 
+// DefaultMaxBuffered is Config.MaxBuffered's default: librdkafka's
+// queue.buffering.max.messages.
+const DefaultMaxBuffered = 100_000
+
 // Config configures a Publisher, a Subscriber or a GroupSubscriber.
 type Config struct {
 	// Brokers are the seed brokers, host:port. Required.
@@ -60,6 +64,15 @@ type Config struct {
 	// does not compress (random or already compressed values) costs the
 	// client CPU for nothing with a codec; "none" spares it.
 	Compression string
+	// MaxBuffered is how many records a Publisher holds, sent or not,
+	// before a Publish waits for the broker to acknowledge some.
+	// Default DefaultMaxBuffered, librdkafka's default; kgo's own,
+	// 10,000, is 8 ms of a 1.2 M msgs/s feed, so that a recorder of a
+	// multicast feed whose logd pauses for longer (an fsync, a
+	// segment roll) stops reading the feed and may fall behind the
+	// publisher's window. What it costs is memory: at most this many
+	// records' bytes.
+	MaxBuffered int
 	// LeaderAcks has produces answered once the broker has written them,
 	// not once they are durable (acks=all, the default). It turns the
 	// idempotent producer off: a retry can then store a record twice.
@@ -91,6 +104,8 @@ func (c *Config) validate() error {
 		return &ConfigError{"From", c.From.offset, "an offset must be >= 0"}
 	case c.Compression != "" && codec(c.Compression) == nil:
 		return &ConfigError{"Compression", c.Compression, "one of none, gzip, snappy, lz4, zstd"}
+	case c.MaxBuffered < 0:
+		return &ConfigError{"MaxBuffered", c.MaxBuffered, "must be >= 0 (0: the default)"}
 	case c.Linger < 0:
 		return &ConfigError{"Linger", c.Linger, "must be >= 0"}
 	case c.LogFetchBytes < 0:

@@ -13,10 +13,10 @@ import (
 )
 
 // urlParams are the query parameters ParseURL knows.
-var urlParams = []string{"acks", "compression", "from", "group", "instance", "linger", "partition", "rebalance", "session"}
+var urlParams = []string{"acks", "buffer", "compression", "from", "group", "instance", "linger", "partition", "rebalance", "session"}
 
 // ParseURL turns a logd:// (or kafka://) URL into a Config:
-// logd://HOST:PORT[,HOST:PORT…]/TOPIC[?from=…&partition=…&group=…&instance=…&session=…&rebalance=…&acks=…&linger=…&compression=…].
+// logd://HOST:PORT[,HOST:PORT…]/TOPIC[?from=…&partition=…&group=…&instance=…&session=…&rebalance=…&acks=…&linger=…&compression=…&buffer=…].
 // Every error wraps transport.ErrBadURL.
 func ParseURL(u *url.URL) (Config, error) {
 	var cfg Config
@@ -99,6 +99,13 @@ func ParseURL(u *url.URL) (Config, error) {
 		if cfg.Compression = q.Get("compression"); codec(cfg.Compression) == nil {
 			return bad("compression=%q: want none, gzip, snappy, lz4 or zstd", cfg.Compression)
 		}
+	}
+	if q.Has("buffer") {
+		n, err := strconv.Atoi(q.Get("buffer"))
+		if err != nil || n < 1 {
+			return bad("buffer=%q: want a number of records >= 1", q.Get("buffer"))
+		}
+		cfg.MaxBuffered = n
 	}
 	switch acks := q.Get("acks"); acks {
 	case "", "all":

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -49,7 +50,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	// Brokers that auto-create topics (logd by default, Kafka's
 	// default) create the topic on first produce.
 	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Topic), kgo.AllowAutoTopicCreation(),
-		kgo.ProducerLinger(cfg.Linger)}
+		kgo.ProducerLinger(cfg.Linger), kgo.MaxBufferedRecords(cmp.Or(cfg.MaxBuffered, DefaultMaxBuffered))}
 	if cfg.Compression != "" {
 		opts = append(opts, kgo.ProducerBatchCompression(codec(cfg.Compression)...))
 	}

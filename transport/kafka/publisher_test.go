@@ -196,3 +196,24 @@ func TestPublisherLinger(t *testing.T) {
 		p.Close()
 	}
 }
+
+// TestPublisherMaxBuffered: a publisher buffers Config.MaxBuffered
+// records, librdkafka's 100,000 by default (kgo's own is 10,000), and
+// its slots count as many.
+func TestPublisherMaxBuffered(t *testing.T) {
+	addr := startLogd(t)
+	ctx := context.Background()
+	for _, tc := range []struct{ cfg, want int }{{0, DefaultMaxBuffered}, {250, 250}} {
+		p, err := NewPublisher(ctx, Config{Brokers: []string{addr}, Topic: "t", MaxBuffered: tc.cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.cl.OptValue(kgo.MaxBufferedRecords); got != int64(tc.want) {
+			t.Errorf("MaxBuffered %d: the client buffers %v records", tc.cfg, got)
+		}
+		if got := p.slots.free.Load(); got != int64(tc.want) {
+			t.Errorf("MaxBuffered %d: %d slots", tc.cfg, got)
+		}
+		p.Close()
+	}
+}

@@ -39,6 +39,7 @@ answers before the write is durable and turns deduplication off.`,
 				{Name: "acks", Value: "all|leader", Doc: "a publish is done once durable (all, the default) or once the leader wrote it"},
 				{Name: "linger", Value: "DURATION", Doc: "publisher: how long a partition's records wait to fill a batch (default 0: sent at once, what arrives while a request is in flight goes in the next)"},
 				{Name: "compression", Value: "none|gzip|snappy|lz4|zstd", Doc: "publisher: the codec of its record batches (default snappy; none for values that do not compress)"},
+				{Name: "buffer", Value: "N", Doc: "publisher: the records it holds before a publish waits for acknowledgements (default 100000, librdkafka's; more rides out longer broker pauses at the cost of memory)"},
 			},
 			Examples: []transport.Example{
 				{URL: name + "://127.0.0.1:9092/prices", Doc: "the topic prices, read from its start"},

@@ -16,7 +16,7 @@ func TestURL(t *testing.T) {
 	for _, good := range []string{
 		"logd://127.0.0.1:9092/t", "kafka://a:1,b:2/t?from=latest&group=g&acks=leader",
 		"logd://h:1/t?from=42&partition=3", "logd://h:1/t?from=2026-01-02T03:04:05Z",
-		"logd://h:1/t?group=g&instance=i&session=2m&rebalance=3m", "logd://h:1/t?compression=none",
+		"logd://h:1/t?group=g&instance=i&session=2m&rebalance=3m", "logd://h:1/t?compression=none", "logd://h:1/t?buffer=500000",
 	} {
 		if _, err := transport.Open(context.Background(), good); err != nil {
 			t.Errorf("%s: %v", good, err)
@@ -45,6 +45,8 @@ func TestURL(t *testing.T) {
 		{"logd://h:1/t?linger=soon", `linger="soon"`},
 		{"logd://h:1/t?compression=brotli", `compression="brotli"`},
 		{"logd://h:1/t?compression=", `compression=""`},
+		{"logd://h:1/t?buffer=0", `buffer="0"`},
+		{"logd://h:1/t?buffer=lots", `buffer="lots"`},
 	} {
 		_, err := transport.Open(context.Background(), tc.url)
 		switch {
@@ -60,7 +62,7 @@ func TestURL(t *testing.T) {
 
 func TestParseURL(t *testing.T) {
 	u, _ := url.Parse("logd://h:1/t?form=1")
-	if _, err := ParseURL(u); err == nil || !strings.Contains(err.Error(), `unknown parameter "form" (known: acks, compression, from, group, instance, linger, partition, rebalance, session)`) {
+	if _, err := ParseURL(u); err == nil || !strings.Contains(err.Error(), `unknown parameter "form" (known: acks, buffer, compression, from, group, instance, linger, partition, rebalance, session)`) {
 		t.Errorf("ParseURL of an unknown parameter: %v", err)
 	}
 
@@ -76,6 +78,7 @@ func TestParseURL(t *testing.T) {
 		{"logd://h:1/t?from=earliest&acks=all", Config{Brokers: []string{"h:1"}, Topic: "t"}},
 		{"logd://h:1/t?linger=5ms", Config{Brokers: []string{"h:1"}, Topic: "t", Linger: 5 * time.Millisecond}},
 		{"logd://h:1/t?compression=zstd", Config{Brokers: []string{"h:1"}, Topic: "t", Compression: "zstd"}},
+		{"logd://h:1/t?buffer=500000", Config{Brokers: []string{"h:1"}, Topic: "t", MaxBuffered: 500_000}},
 		{"logd://h:1/t?group=g&instance=i&session=2m&rebalance=3m", Config{Brokers: []string{"h:1"}, Topic: "t", Group: "g", Instance: "i",
 			SessionTimeout: 2 * time.Minute, RebalanceTimeout: 3 * time.Minute}},
 	} {
