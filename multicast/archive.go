@@ -370,8 +370,7 @@ func (s *Subscriber) receiveArchived(ctx context.Context) (ev transport.Event, e
 				}
 				continue
 			}
-			s.cur.reset()
-			s.free <- s.cur
+			s.recycle(s.cur)
 			s.cur = nil
 		}
 		select {

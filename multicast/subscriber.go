@@ -36,6 +36,7 @@ type Subscriber struct {
 	eng      *reliable.Receiver
 	filter   DatagramFilter // nil without Config.Filter
 	out      *batch         // batch being filled
+	over     []*batch       // full batches, older than out, that found ready full while the application read for itself (handOverOwn)
 	local    SubscriberStats
 
 	inbox inbox // datagrams from the unicast socket

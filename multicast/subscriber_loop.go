@@ -21,9 +21,9 @@ type reader struct {
 	now       time.Time // of the datagrams being handled
 	handle    func(b []byte, from netip.AddrPort)
 	pause     func() bool // Subscriber.mustPause
-	deadline  time.Time // the socket's read deadline, as last set
-	catchUpTo time.Time // reading what waits in the socket, timers held, until then
-	caughtUp  bool      // a datagram was read since the catch-up began
+	deadline  time.Time   // the socket's read deadline, as last set
+	catchUpTo time.Time   // reading what waits in the socket, timers held, until then
+	caughtUp  bool        // a datagram was read since the catch-up began
 }
 
 func (s *Subscriber) newReader() (*reader, error) {
@@ -199,15 +199,14 @@ func (s *Subscriber) publishStats() {
 }
 
 // mustPause reports whether the application, reading for itself, must
-// take events before more datagrams are handled: the batch being filled
-// is full and the queue behind it too. What the last read brought then
-// waits in the read's buffers for the next step, instead of in batches
-// grown to hold it: one read of GRO runs of small messages can bring
-// tens of thousands of events (at 336 bytes each), more than Queue
-// batches hold, and a batch once grown kept its size, each of the
-// Queue+2 (TestSubscriberOwnReadBounded).
+// take events before more datagrams are handled: batches wait in
+// s.over, or the batch being filled is full and the queue too. What
+// the last read brought then waits in the read's buffers for the next
+// step: one read of GRO runs of small messages can bring tens of
+// thousands of events (at 336 bytes each), more than Queue batches
+// hold (TestSubscriberOwnReadBounded).
 func (s *Subscriber) mustPause() bool {
-	return s.appReads && s.out.full() && len(s.ready) == cap(s.ready)
+	return s.appReads && (len(s.over) > 0 || s.out.full() && len(s.ready) == cap(s.ready))
 }
 
 // handOver passes the batch being filled, if it holds anything, to the
@@ -223,6 +222,15 @@ func (s *Subscriber) mustPause() bool {
 // control, which counts what the engine has taken, ran that far ahead
 // of what the application had (TestSubscriberQueueBounded).
 func (s *Subscriber) handOver() bool {
+	for len(s.over) > 0 { // older than s.out: the application's, reading for itself, left them
+		select {
+		case s.ready <- s.over[0]:
+			s.over[0] = nil
+			s.over = s.over[1:]
+		case <-s.stop:
+			return false
+		}
+	}
 	if len(s.out.events) == 0 {
 		return true
 	}

@@ -13,10 +13,12 @@ import (
 // TestSubscriberOwnReadBounded: an application reading for itself
 // (Receive with nothing ready and nobody reading) reads GRO runs of
 // small messages, each read bringing more events than Queue batches
-// hold; what its batches cannot take waits in the read's buffers, and no
-// batch grows past one datagram's events. Before, the batch being filled
-// grew to hold the whole read, and each of the Queue+2 batches kept its
-// grown size: hundreds of megabytes for a recorder of a fast feed.
+// hold; what its batches cannot take waits in the read's buffers, no
+// batch grows, and no more batches remain than the free ones' room
+// (Queue+1), s.out and s.cur. Before, the
+// batch being filled grew to hold the whole read, and each of the
+// Queue+2 batches kept its grown size: hundreds of megabytes for a
+// recorder of a fast feed.
 func TestSubscriberOwnReadBounded(t *testing.T) {
 	const n = 200_000
 	cfg := testConfig(t)
@@ -47,7 +49,7 @@ func TestSubscriberOwnReadBounded(t *testing.T) {
 		t.Fatalf("the application never read GRO runs for itself (own reads %d, GRO runs %d): the test shows nothing", st.OwnReads, st.GROReads)
 	}
 	s.Close()
-	batches := []*batch{s.out, s.cur}
+	batches := append([]*batch{s.out, s.cur}, s.over...)
 	for len(s.free) > 0 {
 		batches = append(batches, <-s.free)
 	}
@@ -55,8 +57,54 @@ func TestSubscriberOwnReadBounded(t *testing.T) {
 		batches = append(batches, <-s.ready)
 	}
 	for _, b := range batches {
-		if b != nil && cap(b.events) > 2*batchEvents {
+		if b != nil && cap(b.events) > batchEvents {
 			t.Fatalf("a batch grew to %d events (made for %d); stats %+v", cap(b.events), batchEvents, st)
+		}
+	}
+	if len(batches) > cap(s.free)+2 { // the free ones, s.out and s.cur
+		t.Fatalf("%d batches remain, at most %d may", len(batches), cap(s.free)+2)
+	}
+}
+
+// TestSubscriberOwnOverflow: the application, reading for itself, is
+// its own consumer and cannot wait for room: when one call into the
+// engine releases far more events than the queue holds (a heartbeat
+// moving the window past a gap, with a backlog held behind it), the
+// full batches wait in order in s.over, none grows, and the application
+// takes them all in order.
+func TestSubscriberOwnOverflow(t *testing.T) {
+	const queue, n = 2, 10*batchEvents + 7
+	s := &Subscriber{ready: make(chan *batch, queue), free: make(chan *batch, queue+1), stop: make(chan struct{}), appReads: true}
+	for range queue {
+		s.free <- newBatch()
+	}
+	s.out = newBatch()
+	h := (*handler)(s)
+	for i := range n {
+		h.Deliver(&transport.Event{Kind: transport.EventMessage, Message: transport.Message{Payload: indexed(i, 8)}})
+	}
+	if len(s.over) == 0 {
+		t.Fatal("nothing overflowed: the test shows nothing")
+	}
+	if !s.mustPause() {
+		t.Fatal("the step would go on reading with batches waiting in s.over")
+	}
+	for got := 0; got < n; {
+		if s.cur != nil {
+			s.recycle(s.cur)
+		}
+		s.takeOwn()
+		if cap(s.cur.events) > batchEvents {
+			t.Fatalf("a batch grew to %d events", cap(s.cur.events))
+		}
+		if len(s.cur.events) == 0 {
+			t.Fatalf("nothing to take after %d of %d", got, n)
+		}
+		for _, ev := range s.cur.events {
+			if i := indexOf(ev.Message.Payload); i != got {
+				t.Fatalf("event %d where %d was next", i, got)
+			}
+			got++
 		}
 	}
 }

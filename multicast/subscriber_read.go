@@ -112,8 +112,7 @@ func (s *Subscriber) kick() {
 // nobody reads.
 func (s *Subscriber) refill(ctx context.Context) error {
 	if s.cur != nil {
-		s.cur.reset()
-		s.free <- s.cur
+		s.recycle(s.cur)
 		s.cur = nil
 	}
 	for {
@@ -157,7 +156,7 @@ func (s *Subscriber) refill(ctx context.Context) error {
 func (s *Subscriber) readSelf(ctx context.Context) error {
 	s.appReads = true
 	var err error
-	for len(s.out.events) == 0 && len(s.ready) == 0 {
+	for len(s.out.events) == 0 && len(s.ready) == 0 && len(s.over) == 0 {
 		s.hook(ctx)
 		if !s.step() {
 			err = transport.ErrClosed
@@ -169,13 +168,7 @@ func (s *Subscriber) readSelf(ctx context.Context) error {
 	}
 	s.appReads = false
 	if err == nil {
-		// Taken before the role goes: s.out is the holder's.
-		select {
-		case s.cur = <-s.ready: // batches filled before s.out came first
-		default:
-			s.cur, s.out = s.out, <-s.free
-		}
-		s.next = 0
+		s.takeOwn() // before the role goes: s.over and s.out are the holder's
 	}
 	wait := awayFor
 	if d := s.deadline(); !d.IsZero() {
@@ -193,16 +186,75 @@ func (s *Subscriber) readSelf(ctx context.Context) error {
 }
 
 // handOverOwn is handOver on the application's goroutine, reading for
-// itself: the full batch goes to the ready queue if it has room, or
-// else grows, since the application it would wait for is itself. The
-// step pauses before a datagram when both are full (mustPause), so a
-// batch grows only by what one datagram releases (a repair that fills
-// a gap releases what waited behind it). It reads again only once it
-// has taken them all.
+// itself: full batches go to the ready queue, oldest first, while it
+// has room; the rest wait in s.over, and s.out is a spare batch, since
+// the application it would wait for is itself. The step pauses before
+// a datagram when the application has that much to take (mustPause),
+// so s.over holds only what one datagram released: a heartbeat that
+// moves the publisher's window past a gap releases everything the
+// engine held behind it, hundreds of thousands of events for a
+// subscriber far behind a fast feed. Before, the batch being filled
+// grew to hold them, copied at each doubling (a third of an overloaded
+// recorder's CPU) and kept its grown size.
 func (s *Subscriber) handOverOwn() {
+	for len(s.over) > 0 {
+		select {
+		case s.ready <- s.over[0]:
+			s.over[0] = nil
+			s.over = s.over[1:]
+			continue
+		default:
+		}
+		break
+	}
+	if len(s.over) == 0 {
+		select {
+		case s.ready <- s.out:
+			s.out = s.spare()
+			return
+		default:
+		}
+	}
+	s.over = append(s.over, s.out)
+	s.out = s.spare()
+}
+
+// takeOwn makes the oldest filled batch the application's (s.cur): of
+// the ready queue, s.over, s.out, in that order.
+func (s *Subscriber) takeOwn() {
 	select {
-	case s.ready <- s.out:
-		s.out = <-s.free
+	case s.cur = <-s.ready:
+	default:
+		if len(s.over) > 0 {
+			s.cur = s.over[0]
+			s.over[0] = nil
+			s.over = s.over[1:]
+		} else {
+			s.cur, s.out = s.out, s.spare()
+		}
+	}
+	s.next = 0
+}
+
+// spare returns a free batch, or a new one when none is (s.over holds
+// some). Those the free ones have no room for go (recycle): no more
+// than two beyond the Queue+1 made at the start remain.
+func (s *Subscriber) spare() *batch {
+	select {
+	case b := <-s.free:
+		return b
+	default:
+		return newBatch()
+	}
+}
+
+// recycle gives a batch the application is done with back to the free
+// ones, or to the garbage collector when they are all there (one made
+// by spare).
+func (s *Subscriber) recycle(b *batch) {
+	b.reset()
+	select {
+	case s.free <- b:
 	default:
 	}
 }
