@@ -225,8 +225,7 @@ func (s *Subscriber) handOver() bool {
 	for len(s.over) > 0 { // older than s.out: the application's, reading for itself, left them
 		select {
 		case s.ready <- s.over[0]:
-			s.over[0] = nil
-			s.over = s.over[1:]
+			s.popOver()
 		case <-s.stop:
 			return false
 		}

@@ -197,15 +197,8 @@ func (s *Subscriber) readSelf(ctx context.Context) error {
 // grew to hold them, copied at each doubling (a third of an overloaded
 // recorder's CPU) and kept its grown size.
 func (s *Subscriber) handOverOwn() {
-	for len(s.over) > 0 {
-		select {
-		case s.ready <- s.over[0]:
-			s.over[0] = nil
-			s.over = s.over[1:]
-			continue
-		default:
-		}
-		break
+	for len(s.over) > 0 && len(s.ready) < cap(s.ready) { // only the holder fills ready
+		s.ready <- s.popOver()
 	}
 	if len(s.over) == 0 {
 		select {
@@ -226,14 +219,20 @@ func (s *Subscriber) takeOwn() {
 	case s.cur = <-s.ready:
 	default:
 		if len(s.over) > 0 {
-			s.cur = s.over[0]
-			s.over[0] = nil
-			s.over = s.over[1:]
+			s.cur = s.popOver()
 		} else {
 			s.cur, s.out = s.out, s.spare()
 		}
 	}
 	s.next = 0
+}
+
+// popOver takes the oldest batch of s.over.
+func (s *Subscriber) popOver() *batch {
+	b := s.over[0]
+	s.over[0] = nil
+	s.over = s.over[1:]
+	return b
 }
 
 // spare returns a free batch, or a new one when none is (s.over holds
