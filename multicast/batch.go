@@ -26,8 +26,9 @@ func (b *batch) reset() {
 }
 
 // full reports whether the batch should be handed over before taking
-// another event: by what it was made for, not by its capacity, which
-// grows when an application reading for itself has no room (handOverOwn).
+// another event: it holds the events it was made for, or its arena's
+// bytes. Batches never grow past that: an application reading for
+// itself with no room left keeps full batches in Subscriber.over.
 func (b *batch) full() bool { return len(b.events) >= batchEvents || len(b.arena) >= batchBytes }
 
 // add copies ev, and the bytes it points to, into the batch.
