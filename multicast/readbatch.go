@@ -46,7 +46,7 @@ func newReadBatch(c *net.UDPConn, n, size int, gro bool) (*readBatch, error) {
 // read waits for at least one datagram and returns how many entries it
 // got. What the last read brought must have been handled first.
 func (rb *readBatch) read() (int, error) {
-	n, err := rb.sys.read(rb.msgs)
+	n, err := rb.sys.read()
 	rb.n, rb.next, rb.off = n, 0, 0
 	return n, err
 }

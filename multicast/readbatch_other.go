@@ -20,7 +20,7 @@ func newSysBatch(c *net.UDPConn, ms []ipv4.Message) (*sysBatch, error) {
 	return &sysBatch{pc: ipv4.NewPacketConn(c), ms: ms}, nil
 }
 
-func (s *sysBatch) read(ms []ipv4.Message) (int, error) { return s.pc.ReadBatch(ms, 0) }
+func (s *sysBatch) read() (int, error) { return s.pc.ReadBatch(s.ms, 0) }
 
 func (s *sysBatch) from(i int) netip.AddrPort {
 	if a, ok := s.ms[i].Addr.(*net.UDPAddr); ok {

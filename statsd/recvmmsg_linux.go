@@ -4,18 +4,19 @@ import (
 	"errors"
 	"net"
 	"runtime"
-	"unsafe"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
+
+	"github.com/brokerless/brokerless/transport/udpbatch"
 )
 
 // newBatchReader returns a function that reads up to len(ms) datagrams
-// from c into the buffers of ms with one recvmmsg, setting their N and
-// Flags, and a function to call once reading is over. It asks for no
-// source address: x/net's ReadBatch parses one into a new net.UDPAddr
-// for every datagram, two allocations a datagram that the server never
-// reads, and the garbage collections that follow.
+// from c into the buffers of ms with one recvmmsg (udpbatch), setting
+// their N and Flags, and a function to call once reading is over. It
+// asks for no source address: x/net's ReadBatch parses one into a new
+// net.UDPAddr for every datagram, two allocations a datagram that the
+// server never reads, and the garbage collections that follow.
 //
 // The calling goroutine keeps its own OS thread until done is called,
 // and when the socket is empty it waits in poll(2) on that thread, not
@@ -31,15 +32,7 @@ func newBatchReader(c *net.UDPConn, ms []ipv4.Message) (read func() (int, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	hs := make([]unix.Mmsghdr, len(ms))
-	iovs := make([]unix.Iovec, len(ms))
-	for i := range ms {
-		b := ms[i].Buffers[0]
-		iovs[i].Base = &b[0]
-		iovs[i].SetLen(len(b))
-		hs[i].Hdr.Iov = &iovs[i]
-		hs[i].Hdr.SetIovlen(1)
-	}
+	h := udpbatch.NewHeaders(ms, false)
 	var (
 		n     int
 		errno unix.Errno
@@ -47,25 +40,19 @@ func newBatchReader(c *net.UDPConn, ms []ipv4.Message) (read func() (int, error)
 	)
 	recv := func(fd uintptr) bool {
 		for {
-			r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(len(hs)),
-				unix.MSG_DONTWAIT, 0, 0)
-			switch e {
-			case unix.EINTR:
-				continue
-			case unix.EAGAIN:
-				pfd[0].Fd = int32(fd)
-				k, perr := unix.Poll(pfd, readerPollMillis)
-				if perr == unix.EINTR || k > 0 {
-					continue
-				}
-				// Timed out, or poll failed: nothing read.
-				n, errno = 0, 0
-				if perr != nil && !errors.As(perr, &errno) {
-					errno = unix.EIO
-				}
+			if n, errno = h.Recv(fd, ms); errno != unix.EAGAIN {
 				return true
 			}
-			n, errno = int(r), e
+			pfd[0].Fd = int32(fd)
+			k, perr := unix.Poll(pfd, readerPollMillis)
+			if perr == unix.EINTR || k > 0 {
+				continue
+			}
+			// Timed out, or poll failed: nothing read.
+			n, errno = 0, 0
+			if perr != nil && !errors.As(perr, &errno) {
+				errno = unix.EIO
+			}
 			return true
 		}
 	}
@@ -76,10 +63,6 @@ func newBatchReader(c *net.UDPConn, ms []ipv4.Message) (read func() (int, error)
 		}
 		if errno != 0 {
 			return 0, errno
-		}
-		for i := 0; i < n; i++ {
-			ms[i].N = int(hs[i].Len)
-			ms[i].Flags = int(hs[i].Hdr.Flags)
 		}
 		return n, nil
 	}, runtime.UnlockOSThread, nil
