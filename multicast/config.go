@@ -108,6 +108,11 @@ type Config struct {
 	// randomly seeded generator.
 	Now  func() time.Time
 	Rand reliable.Rand
+
+	// awayFor replaces defaultAwayFor (subscriber_read.go) when set: the
+	// package's tests lengthen it so that a machine loaded by -race
+	// cannot make a paced application look away.
+	awayFor time.Duration
 }
 
 func (c *Config) setDefaults() {

@@ -20,7 +20,7 @@ import (
 // subscriber's CPU at 30k msgs/s, and, on a two-core machine, the
 // publisher's CPU too (BenchmarkLatency).
 //
-// When the application stays away longer than awayFor, or the engine's
+// When the application stays away longer than defaultAwayFor, or the engine's
 // next timer, or a unicast datagram comes (controlLoop), the reader
 // goroutine takes the role, so that the socket is drained and NACKs,
 // STATUS and silence timers run while the application is busy, and
@@ -34,15 +34,15 @@ const (
 	roleApp         // the application reads, in Receive
 )
 
-// awayFor is how long the application may stay away from Receive before
+// defaultAwayFor is how long the application may stay away from Receive before
 // the reader goroutine reads in its place. The timer is armed when the
 // application leaves Receive and no earlier arming is pending, not
 // moved at every leave: moving it woke a thread of the runtime's
 // network poller each time (the timer was the poller's earliest), per
 // datagram; so the reader goroutine may take the role from an
-// application that left less than awayFor ago, at most once per
-// awayFor.
-const awayFor = time.Millisecond
+// application that left less than defaultAwayFor ago, at most once
+// per defaultAwayFor.
+const defaultAwayFor = time.Millisecond
 
 // readLoop is the reader goroutine: it reads while it holds the role,
 // handing events to the application in batches, and gives the role up
@@ -170,7 +170,10 @@ func (s *Subscriber) readSelf(ctx context.Context) error {
 	if err == nil {
 		s.takeOwn() // before the role goes: s.over and s.out are the holder's
 	}
-	wait := awayFor
+	wait := defaultAwayFor
+	if s.cfg.awayFor > 0 {
+		wait = s.cfg.awayFor
+	}
 	if d := s.deadline(); !d.IsZero() {
 		wait = max(min(wait, d.Sub(s.cfg.Now())), 0)
 	}
