@@ -34,6 +34,7 @@ const (
 	DefaultMaxStreams      = 16
 	DefaultReorderFrames   = 1 << 18
 	DefaultReorderBytes    = 32 << 20
+	DefaultHoldBytes       = 4 << 20
 	DefaultMaxGaps         = 1024
 	DefaultNackBackoffMax  = 500 * time.Microsecond
 	DefaultGroupSize       = 10
@@ -228,6 +229,14 @@ type ReceiverConfig struct {
 	// (a power of two) and 32 MiB.
 	ReorderFrames int
 	ReorderBytes  int
+	// HoldBytes bounds, per stream, the datagrams of a new session of
+	// its feed held while the stream is still alive (the restart is
+	// believed only once it has been silent for ConfirmTime, see the
+	// package documentation); they are handed to the new session's
+	// stream once it is, so a quick restart loses nothing. Beyond it
+	// they are dropped (RestartsDeferred) and recovered by NACK from the
+	// new publisher's window, if it still has them. Default 4 MiB.
+	HoldBytes int
 	// MaxMessageSize bounds a reassembled message. Default 1 MiB.
 	MaxMessageSize int
 	// MaxGaps bounds, per stream, the separate missing ranges tracked.
@@ -316,6 +325,7 @@ func (c *ReceiverConfig) setDefaults() {
 	setDefault(&c.MaxStreams, DefaultMaxStreams)
 	setDefault(&c.ReorderFrames, DefaultReorderFrames)
 	setDefault(&c.ReorderBytes, DefaultReorderBytes)
+	setDefault(&c.HoldBytes, DefaultHoldBytes)
 	setDefault(&c.MaxMessageSize, DefaultMaxMessageSize)
 	setDefault(&c.MaxGaps, DefaultMaxGaps)
 	setDefault(&c.NackBackoffMax, DefaultNackBackoffMax)
@@ -340,6 +350,8 @@ func (c *ReceiverConfig) validate() error {
 		return badConfig("ReorderFrames", c.ReorderFrames, "must be a power of two ≥ 2")
 	case c.ReorderBytes < MinMTU:
 		return badConfig("ReorderBytes", c.ReorderBytes, "must be ≥ %d", MinMTU)
+	case c.HoldBytes < 0:
+		return badConfig("HoldBytes", c.HoldBytes, "must be ≥ 0")
 	case c.MaxMessageSize < 1:
 		return badConfig("MaxMessageSize", c.MaxMessageSize, "must be ≥ 1")
 	case c.MaxGaps < 1:

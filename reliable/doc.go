@@ -69,10 +69,12 @@
 //     at once. Everything up to the END's last sequence number is
 //     delivered or reported in a Gap before StreamEnd.
 //   - Another session of a feed replaces its stream only once that
-//     stream has been silent for ConfirmTime (RestartsDeferred counts the
-//     datagrams held back meanwhile; the new stream recovers them by NACK
-//     from its start). A session that ended or was replaced never comes
-//     back (Stale).
+//     stream has been silent for ConfirmTime. The new session's
+//     datagrams that came meanwhile are held, up to HoldBytes
+//     (RestartsHeld), and handed to its stream once it is believed, in
+//     the order they came; what did not fit (RestartsDeferred) is
+//     recovered by NACK. A session that ended or was replaced never
+//     comes back (Stale).
 //
 // A forger who also spoofs the publisher's source address can still be
 // believed while the publisher is silent, and can always forge

@@ -48,9 +48,11 @@ type Receiver struct {
 	status []byte
 	ranges []Range
 
-	h     Handler
-	now   time.Time
-	stats ReceiverStats
+	h        Handler
+	now      time.Time
+	datagram []byte       // the datagram being handled, after its tag (successor.go)
+	released []*successor // held datagrams to hand on once the current one is done
+	stats    ReceiverStats
 
 	sealer *sealer // tags NACKs; nil without a key
 	opener *opener // checks datagrams; nil without a key
@@ -100,13 +102,21 @@ var errUnexpectedNack = &DecodeError{ErrForeign, "NACK sent to a receiver"}
 // NACK timer that expired while the caller was not running fires.
 func (r *Receiver) HandleDatagram(now time.Time, from netip.AddrPort, b []byte, h Handler) error {
 	r.h, r.now = h, now
-	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 	defer r.finish()
-	b, hd, err := r.opener.header(now, b)
+	err := r.handle(netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), b)
+	r.releaseHeld()
+	return err
+}
+
+// handle is HandleDatagram's work, also done for the datagrams a
+// stream held for its successor (successor.go).
+func (r *Receiver) handle(from netip.AddrPort, b []byte) error {
+	b, hd, err := r.opener.header(r.now, b)
 	if err != nil {
 		r.countBad(err)
 		return err
 	}
+	r.datagram = b
 	if len(r.cfg.Feeds) > 0 && !slices.Contains(r.cfg.Feeds, hd.Stream.Feed) {
 		r.stats.Filtered++
 		return nil
@@ -194,6 +204,7 @@ func (r *Receiver) Poll(now time.Time, h Handler) {
 	r.h, r.now = h, now
 	defer r.finish()
 	r.poll()
+	r.releaseHeld()
 }
 
 func (r *Receiver) poll() {
@@ -221,8 +232,8 @@ func (r *Receiver) poll() {
 	}
 }
 
-// finish forgets the handler.
-func (r *Receiver) finish() { r.h = nil }
+// finish forgets the handler and the datagram.
+func (r *Receiver) finish() { r.h, r.datagram = nil, nil }
 
 // Deadline is when Poll next has work, or the zero Time when there are
 // no streams.
@@ -265,7 +276,7 @@ func (r *Receiver) lookup(id transport.StreamID, from netip.AddrPort, reach uint
 			return nil
 		case !r.keyed() && !st.silent():
 			if id.Session > st.id.Session {
-				r.stats.RestartsDeferred++
+				st.hold(id, from, r.datagram)
 			} else {
 				r.stats.Stale++
 			}
@@ -274,6 +285,15 @@ func (r *Receiver) lookup(id transport.StreamID, from netip.AddrPort, reach uint
 		st.end(transport.EndReplaced)
 		r.stats.Restarts++
 		r.streams[i] = r.newStream(id, st.id, from)
+		if h := st.succ; h != nil && h.id == id {
+			// The new stream takes what was held of it, then this
+			// datagram, in the order they came (successor.go).
+			h.add(from, r.datagram)
+			r.stats.RestartsHeld++
+			st.release()
+			return nil
+		}
+		st.release()
 		return r.streams[i]
 	}
 	switch {
@@ -317,7 +337,10 @@ func (r *Receiver) newStream(id, replaces transport.StreamID, from netip.AddrPor
 	}
 }
 
+// removeStream forgets the stream at i; what it held for a new session
+// of its feed is handed on (successor.go).
 func (r *Receiver) removeStream(i int) {
+	r.streams[i].release()
 	r.streams = slices.Delete(r.streams, i, i+1)
 }
 

@@ -126,7 +126,7 @@ func TestSimForgedRestartNotBelieved(t *testing.T) {
 
 	live := n.rcvs[0]
 	checkExactlyOnce(t, live, 2000)
-	if st := live.r.Stats(); st.RestartsDeferred != 1 || st.Restarts != 0 {
+	if st := live.r.Stats(); st.RestartsHeld != 1 || st.RestartsDeferred != 0 || st.Restarts != 0 {
 		t.Fatalf("live receiver: %+v", st)
 	}
 	// The late receiver met the forged session first: its one message

@@ -186,6 +186,58 @@ func TestSimPublisherRestart(t *testing.T) {
 	}
 }
 
+// TestSimQuickRestartHeld: a publisher restarted at once after a crash,
+// sending a datagram a message for longer than ConfirmTime with a window
+// far shorter than that: the receiver holds the new session's datagrams
+// until the restart is believed, then delivers the new session from its
+// first message with no gap. With HoldBytes at two datagrams it reports
+// the Gap the new window could no longer repair, as before holding.
+func TestSimQuickRestartHeld(t *testing.T) {
+	for _, hold := range []int{0, 200} {
+		scfg := SenderConfig{Feed: 5, MaxMessageSize: 4096, MaxQueued: 16, WindowDatagrams: 64, WindowBytes: 64 * DefaultMTU}
+		n := newSim(t, 36, scfg, ReceiverConfig{ListenSince: simEpoch.Add(-time.Second), HoldBytes: hold}, 1, simFaults{})
+		rc := n.rcvs[0]
+		n.publish(0, 100, 1, 100*time.Microsecond, 32)
+		old := n.sender.Stream()
+		scfg.Rand = fixedRand(9)
+		var err error
+		if n.sender, err = NewSender(scfg, n.now); err != nil {
+			t.Fatal(err)
+		}
+		const count = 4000 // 400 ms of the new session, a datagram each
+		n.publish(0, count, 1, 100*time.Microsecond, 32)
+		n.settle(100 * time.Millisecond)
+
+		checkAccounting(t, rc, true)
+		var idx []int
+		var gaps []transport.Gap
+		for _, e := range rc.events {
+			switch {
+			case e.Kind == transport.EventMessage && e.Message.Stream == n.sender.Stream():
+				idx = append(idx, int(binary.BigEndian.Uint64(e.Message.Payload)))
+			case e.Kind == transport.EventGap:
+				gaps = append(gaps, e.Gap)
+			}
+		}
+		st := rc.r.Stats()
+		if st.Restarts != 1 {
+			t.Fatalf("HoldBytes %d: %d restarts, want 1 (old %v)", hold, st.Restarts, old)
+		}
+		if hold != 0 {
+			if len(gaps) == 0 || st.RestartsDeferred == 0 {
+				t.Fatalf("HoldBytes %d: the new session's start was recovered without being held: %d gaps, stats %+v", hold, len(gaps), st)
+			}
+			continue
+		}
+		if len(gaps) > 0 || st.RestartsHeld < 2000 || st.RestartsDeferred != 0 {
+			t.Fatalf("%d gaps (first %v), stats %+v", len(gaps), gaps, st)
+		}
+		if len(idx) != count || idx[0] != 0 || idx[count-1] != count-1 {
+			t.Fatalf("the new session delivered %d messages (want %d), first %v", len(idx), count, idx[:min(len(idx), 3)])
+		}
+	}
+}
+
 // TestSimNackSuppression: ten receivers lose the same datagram; NCFs
 // and the repair suppress their NACKs so that at most two repairs of it
 // are sent.

@@ -71,7 +71,8 @@ type ReceiverStats struct {
 	Jumps            uint64 // datagrams dropped: more than MaxJump past the highest sequence seen, unconfirmed
 	JumpsConfirmed   uint64 // jumps past MaxJump believed: the publisher fell silent, then reappeared further on
 	EndsRejected     uint64 // END datagrams not believed: contradicted by later data, or inconsistent
-	RestartsDeferred uint64 // datagrams of a new session held back while the feed's current stream was alive
+	RestartsHeld     uint64 // datagrams of a new session held while the feed's current stream was alive, handed to it once believed (successor.go)
+	RestartsDeferred uint64 // datagrams of a new session dropped while the feed's current stream was alive: beyond HoldBytes, or of a session another one displaced; recovered by NACK
 	Filtered         uint64 // datagrams of feeds not in ReceiverConfig.Feeds
 	Malformed        uint64 // datagrams that failed to decode
 	Foreign          uint64 // datagrams that are not ours

@@ -26,8 +26,9 @@ type stream struct {
 	highest   uint64 // highest sequence number known to exist
 	low       uint64 // highest window low edge the publisher announced
 	lastHeard time.Time
-	lastLive  time.Time // last original DATA or heartbeat at the known position (admit.go)
-	jump      jumpClaim // a jump past MaxJump awaiting confirmation
+	lastLive  time.Time  // last original DATA or heartbeat at the known position (admit.go)
+	jump      jumpClaim  // a jump past MaxJump awaiting confirmation
+	succ      *successor // a new session of the feed, held while this one is alive (successor.go)
 
 	ending   bool      // an END is held until endAt+ConfirmTime
 	endNext  uint64    // the held END's next sequence number
