@@ -55,11 +55,14 @@ func TestPublishWritesAndAnswersNacks(t *testing.T) {
 // is awake (marked so here, as when a timer or a NACK has just woken it
 // and the scheduler has not run it yet); a caller in a tight loop (the
 // clock does not move) hands its messages to the send goroutine, which
-// batches them.
+// batches them, from its inlineRun-th call on. Before that, a paced
+// caller that fell behind, back at once for the messages due while its
+// last write took long, still writes them itself.
 func TestPublishInlineWhenPaced(t *testing.T) {
 	p, clock := quietPublisher(t)
 	ctx := context.Background()
-	for i := range 10 {
+	const paced, catchUp = 10, 3 // catchUp < inlineRun
+	for i := range paced + catchUp {
 		for woken := false; !woken; runtime.Gosched() {
 			p.mu.Lock()
 			if p.idle && !p.writing {
@@ -67,7 +70,9 @@ func TestPublishInlineWhenPaced(t *testing.T) {
 			}
 			p.mu.Unlock()
 		}
-		clock.Advance(time.Millisecond)
+		if i < paced {
+			clock.Advance(time.Millisecond) // paced; then catching up, back at once
+		}
 		before := p.Stats()
 		if err := p.Publish(ctx, transport.Message{Payload: indexed(i, 64)}); err != nil {
 			t.Fatal(err)
@@ -83,7 +88,7 @@ func TestPublishInlineWhenPaced(t *testing.T) {
 	}
 	before := p.Stats()
 	for i := range 100 {
-		if err := p.Publish(ctx, transport.Message{Payload: indexed(10+i, 64)}); err != nil {
+		if err := p.Publish(ctx, transport.Message{Payload: indexed(paced+catchUp+i, 64)}); err != nil {
 			t.Fatal(err)
 		}
 	}

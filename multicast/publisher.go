@@ -49,6 +49,7 @@ type Publisher struct {
 	writing  bool          // a datagram or batch is being written outside the lock
 	round    *sendRound    // the scratch of whoever holds writing
 	lastCall time.Time     // when the last Publish call returned (began, when it handed off)
+	quick    int           // Publish calls in a row back within InlineAfter of the last
 	closing  bool
 	lastNack time.Time
 	stats    PublisherStats
@@ -217,11 +218,21 @@ func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func
 		now = p.publishNow()
 		waited = true
 	}
-	// A caller back within InlineAfter is in a tight loop (or faster
-	// than one datagram per message can follow): its messages accumulate
-	// while the send goroutine writes, and leave in full datagrams, in
-	// runs. A paced caller writes at once.
-	if !p.writing && !waited && now.Sub(p.lastCall) >= p.cfg.InlineAfter {
+	// A caller back within InlineAfter, inlineRun times in a row, is in
+	// a tight loop (or faster than one datagram per message can
+	// follow): its messages accumulate while the send goroutine writes,
+	// and leave in full datagrams, in runs. A paced caller writes at
+	// once, also when one write took longer than its pace and it comes
+	// back at once for the messages that fell due meanwhile: handed to
+	// the send goroutine, they waited for the scheduler to run it (at
+	// 30,000 msgs/s on lo, 43% of the messages, and the p50 latency was
+	// 2.5–3× raw UDP's).
+	if away := now.Sub(p.lastCall); away >= p.cfg.InlineAfter {
+		p.quick = 0
+	} else {
+		p.quick++
+	}
+	if !p.writing && !waited && p.quick < inlineRun {
 		p.sendInline(now)
 		return nil
 	}
@@ -243,6 +254,12 @@ func (p *Publisher) publishNow() time.Time {
 	}
 	return p.cfg.Now()
 }
+
+// inlineRun is how many Publish calls in a row, each back within
+// InlineAfter of the last, still write themselves: a paced caller that
+// fell behind by a few messages catches up inline; a tight loop hands
+// off from the next on.
+const inlineRun = 4
 
 // inlineGather bounds the datagrams a Publish call writes itself: its
 // own, and repairs for the NACKs waiting. A longer backlog goes to the
