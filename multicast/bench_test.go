@@ -505,7 +505,7 @@ func rawReceiver(b testing.TB, cfg Config) *net.UDPConn {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rc, err := listenUDP(context.Background(), cfg.Group, true)
+	rc, err := listenUDP(context.Background(), cfg.Group, reuseAddr)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -128,3 +128,32 @@ func publishAt(t testing.TB, p *Publisher, from, n, size, rate int) {
 }
 
 func indexOf(payload []byte) int { return int(binary.BigEndian.Uint64(payload)) }
+
+// sendControl runs f on the socket p sends through: its send socket
+// (sendsock_linux.go), or its NACK socket where it has none.
+func sendControl(t testing.TB, p *Publisher, f func(fd uintptr)) {
+	t.Helper()
+	if p.send != nil {
+		if err := p.send.control(f); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	rc, err := p.conn.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Control(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// closeSending closes the socket p sends through: every write fails
+// from then on.
+func closeSending(p *Publisher) {
+	if p.send != nil {
+		_ = p.send.close()
+		return
+	}
+	_ = p.conn.Close()
+}

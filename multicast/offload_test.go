@@ -68,13 +68,10 @@ func TestGSOFallback(t *testing.T) {
 	cfg := testConfig(t)
 	s := mustSub(t, cfg)
 	p := mustPub(t, cfg)
-	rc, err := p.conn.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_NO_CHECK, 1) }); err != nil || serr != nil {
-		t.Fatal(err, serr)
+	sendControl(t, p, func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_NO_CHECK, 1) })
+	if serr != nil {
+		t.Fatal(serr)
 	}
 	const n = 20000
 	go publishN(t, p, 0, n, 64)

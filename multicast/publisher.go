@@ -37,6 +37,7 @@ type Publisher struct {
 	// writeBatch is batch.WriteBatch (tests replace it while no write is
 	// in flight); called by the holder of writing.
 	writeBatch func([]ipv4.Message, int) (int, error)
+	send       *sendSocket // what writeBatch sends through, when not conn (sendsock_linux.go)
 
 	mu       sync.Mutex
 	clock    pubClock // Publish's clock when Config.Now is time.Now by default
@@ -89,7 +90,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	if err != nil {
 		return nil, engineConfigError(err, "Sender.")
 	}
-	conn, err := listenUDP(ctx, netip.AddrPortFrom(addr, 0), false)
+	conn, err := listenUDP(ctx, netip.AddrPortFrom(addr, 0), reusePort)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +115,11 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	p.fastNow = defaultClock
 	p.stats.GSO = gso
 	_, p.stats.SendBuffer = bufferSizes(conn, cfg.RecvBuffer, cfg.SendBuffer, cfg.Logger)
+	if ss, granted, err := openSendSocket(conn, ifi, &cfg); err == nil {
+		p.send, p.writeBatch, p.stats.SendBuffer = ss, ss.writeBatch, granted
+	} else if !errors.Is(err, errors.ErrUnsupported) {
+		cfg.Logger.Warn("multicast: sending through the NACK socket", "err", err)
+	}
 	gather := cfg.Batch
 	if gso {
 		gather *= gsoGather
@@ -392,6 +398,9 @@ func (p *Publisher) close() error {
 	close(p.stop)
 	err := p.conn.Close()
 	p.wg.Wait()
+	if p.send != nil {
+		err = errors.Join(err, p.send.close())
+	}
 	if flushErr != nil && !errors.Is(flushErr, context.DeadlineExceeded) {
 		return flushErr
 	}

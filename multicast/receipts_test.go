@@ -174,7 +174,7 @@ func TestReceiptNotSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.conn.Close() // every write now fails
+	closeSending(p) // every write now fails
 	got := make(chan error, 100)
 	done := func(_ transport.Receipt, err error) { got <- err }
 	ctx := context.Background()

@@ -32,27 +32,28 @@ func iface(name string) (*net.Interface, netip.Addr, error) {
 	return nil, netip.Addr{}, badConfig("Interface", name, "has no IPv4 address to send and join on")
 }
 
-// listenUDP opens a UDP socket on addr; reuse lets several subscribers
-// on one host bind the same group and port.
-func listenUDP(ctx context.Context, addr netip.AddrPort, reuse bool) (*net.UDPConn, error) {
-	lc := net.ListenConfig{}
-	if reuse {
-		lc.Control = func(_, _ string, c syscall.RawConn) error {
-			var serr error
-			err := c.Control(func(fd uintptr) {
-				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
-			})
-			if err != nil {
-				return err
-			}
-			return serr
-		}
-	}
+// listenUDP opens a UDP socket on addr, with control (nil: none) run on
+// it before it binds: reuseAddr lets several subscribers of a group
+// share its port, reusePort joins the port's reuseport group
+// (sendsock_linux.go).
+func listenUDP(ctx context.Context, addr netip.AddrPort, control func(network, address string, c syscall.RawConn) error) (*net.UDPConn, error) {
+	lc := net.ListenConfig{Control: control}
 	pc, err := lc.ListenPacket(ctx, "udp4", addr.String())
 	if err != nil {
 		return nil, fmt.Errorf("multicast: listen %v: %w", addr, err)
 	}
 	return pc.(*net.UDPConn), nil
+}
+
+// reuseAddr sets SO_REUSEADDR.
+func reuseAddr(_, _ string, c syscall.RawConn) error {
+	var serr error
+	if err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
 }
 
 // bufferSizes sets SO_RCVBUF and SO_SNDBUF, reads back what the kernel

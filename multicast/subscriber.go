@@ -128,7 +128,7 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 		s.free <- newBatch()
 	}
 	s.out = newBatch()
-	if s.data, err = listenUDP(ctx, cfg.Group, true); err != nil {
+	if s.data, err = listenUDP(ctx, cfg.Group, reuseAddr); err != nil {
 		s.closeArchive()
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 			return nil, engineConfigError(err, "Receiver.")
 		}
 	}
-	if s.ctrl, err = listenUDP(ctx, netip.AddrPortFrom(addr, 0), false); err != nil {
+	if s.ctrl, err = listenUDP(ctx, netip.AddrPortFrom(addr, 0), nil); err != nil {
 		s.data.Close()
 		s.closeArchive()
 		return nil, err
