@@ -1,10 +1,10 @@
 // Package udpbatch reads and sends batches of UDP datagrams with one
-// recvmmsg(2) or sendmmsg(2) call (Linux). It reads into the buffers of
-// x/net's ipv4.Message entries without allocating per datagram: x/net's ReadBatch parses each
-// source address into a new net.UDPAddr, two allocations a datagram
-// and the garbage collections that follow. [Headers] keeps the source
-// addresses as raw socket addresses and turns them into a
-// netip.AddrPort only when asked ([Headers.From]).
+// recvmmsg(2) or sendmmsg(2) call (Linux). It reads into the buffers
+// of x/net's ipv4.Message entries without allocating per datagram:
+// x/net's ReadBatch parses each source address into a new net.UDPAddr,
+// two allocations a datagram and the garbage collections that follow.
+// [Headers] keeps the source addresses as raw socket addresses and
+// turns them into a netip.AddrPort only when asked ([Headers.From]).
 //
 // It makes the system call and nothing else: how to wait when the
 // socket is empty is the caller's choice (Go's netpoller through
