@@ -12,7 +12,7 @@ import (
 // testTimeout bounds every wait of a test.
 const testTimeout = 20 * time.Second
 
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	t.Cleanup(cancel)
 	return ctx
@@ -20,7 +20,7 @@ func testCtx(t *testing.T) context.Context {
 
 // bound starts a publisher bound to a free port on 127.0.0.1 and returns
 // it with its endpoint.
-func bound(t *testing.T, cfg Config) (*Publisher, string) {
+func bound(t testing.TB, cfg Config) (*Publisher, string) {
 	t.Helper()
 	cfg.Bind = []string{"tcp://127.0.0.1:0"}
 	p, err := NewPublisher(context.Background(), cfg)
@@ -32,7 +32,7 @@ func bound(t *testing.T, cfg Config) (*Publisher, string) {
 }
 
 // connected starts a subscriber connected to ep.
-func connected(t *testing.T, ep string, cfg Config) *Subscriber {
+func connected(t testing.TB, ep string, cfg Config) *Subscriber {
 	t.Helper()
 	cfg.Connect = []string{ep}
 	s, err := NewSubscriber(context.Background(), cfg)
