@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"sync"
-	"syscall"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
@@ -38,15 +37,7 @@ type sendSocket struct {
 // reusePort is listenUDP's control for the NACK socket: it joins the
 // port's reuseport group first, so it is the member the group's program
 // picks.
-func reusePort(_, _ string, c syscall.RawConn) error {
-	var serr error
-	if err := c.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-	}); err != nil {
-		return err
-	}
-	return serr
-}
+var reusePort = socketOption(unix.SO_REUSEPORT)
 
 // openSendSocket opens the send socket beside nack (made with
 // reusePort), set up as setupSender sets a sender, with the send buffer

@@ -46,14 +46,20 @@ func listenUDP(ctx context.Context, addr netip.AddrPort, control func(network, a
 }
 
 // reuseAddr sets SO_REUSEADDR.
-func reuseAddr(_, _ string, c syscall.RawConn) error {
-	var serr error
-	if err := c.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
-	}); err != nil {
-		return err
+var reuseAddr = socketOption(unix.SO_REUSEADDR)
+
+// socketOption is a listenUDP control that turns on the SOL_SOCKET
+// option opt.
+func socketOption(opt int) func(network, address string, c syscall.RawConn) error {
+	return func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
 	}
-	return serr
 }
 
 // bufferSizes sets SO_RCVBUF and SO_SNDBUF, reads back what the kernel

@@ -20,11 +20,7 @@ import (
 func TestRecvSources(t *testing.T) {
 	for _, local := range []string{"127.0.0.1:0", "[::1]:0"} {
 		t.Run(local, func(t *testing.T) {
-			rc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(local)))
-			if err != nil {
-				t.Skipf("no %s: %v", local, err)
-			}
-			defer rc.Close()
+			rc := listenLocal(t, local)
 			ms := make([]ipv4.Message, 4)
 			for i := range ms {
 				ms[i].Buffers = [][]byte{make([]byte, 64)}
@@ -91,4 +87,17 @@ func TestRecvSources(t *testing.T) {
 			}
 		})
 	}
+}
+
+// listenLocal opens a UDP socket on local (an address of this host with
+// port 0), closed when the test ends; it skips the test when the host
+// has no such address (no IPv6).
+func listenLocal(t *testing.T, local string) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(local)))
+	if err != nil {
+		t.Skipf("no %s: %v", local, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }

@@ -4,7 +4,6 @@ package udpbatch
 
 import (
 	"net"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -19,21 +18,11 @@ import (
 func TestSendBatch(t *testing.T) {
 	for _, local := range []string{"127.0.0.1:0", "[::1]:0"} {
 		t.Run(local, func(t *testing.T) {
-			var rcs []*net.UDPConn
-			for range 2 {
-				rc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(local)))
-				if err != nil {
-					t.Skipf("no %s: %v", local, err)
-				}
-				defer rc.Close()
+			rcs := []*net.UDPConn{listenLocal(t, local), listenLocal(t, local)}
+			for _, rc := range rcs {
 				_ = rc.SetReadDeadline(time.Now().Add(10 * time.Second))
-				rcs = append(rcs, rc)
 			}
-			sc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(local)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sc.Close()
+			sc := listenLocal(t, local)
 			raw, err := sc.SyscallConn()
 			if err != nil {
 				t.Fatal(err)
