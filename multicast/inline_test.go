@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/ipv4"
+
 	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
 )
@@ -53,11 +55,12 @@ func TestPublishWritesAndAnswersNacks(t *testing.T) {
 // on whether the send goroutine sleeps. A paced caller (the injected
 // clock moves 1 ms between calls) writes even while the send goroutine
 // is awake (marked so here, as when a timer or a NACK has just woken it
-// and the scheduler has not run it yet); a caller in a tight loop (the
-// clock does not move) hands its messages to the send goroutine, which
-// batches them, from its inlineRun-th call on. Before that, a paced
-// caller that fell behind, back at once for the messages due while its
-// last write took long, still writes them itself.
+// and the scheduler has not run it yet). When its last write took
+// longer than its pace (2 ms here), it still writes itself the
+// messages it comes back for at once, fewer than inlineRun. A burst
+// after a pause, whose first write was quick, and a tight loop (the
+// clock does not move) hand their messages to the send goroutine, which
+// batches them, from their second call on.
 func TestPublishInlineWhenPaced(t *testing.T) {
 	p, clock := quietPublisher(t)
 	ctx := context.Background()
@@ -73,6 +76,15 @@ func TestPublishInlineWhenPaced(t *testing.T) {
 		if i < paced {
 			clock.Advance(time.Millisecond) // paced; then catching up, back at once
 		}
+		write := p.writeBatch
+		if i == paced-1 {
+			// This write takes longer than the pace: the caller falls
+			// behind. (No write is in flight: see the loop above.)
+			p.writeBatch = func(ms []ipv4.Message, flags int) (int, error) {
+				clock.Advance(2 * time.Millisecond)
+				return write(ms, flags)
+			}
+		}
 		before := p.Stats()
 		if err := p.Publish(ctx, transport.Message{Payload: indexed(i, 64)}); err != nil {
 			t.Fatal(err)
@@ -80,15 +92,29 @@ func TestPublishInlineWhenPaced(t *testing.T) {
 		after := p.Stats()
 		p.mu.Lock()
 		p.idle = true // the send goroutine still sleeps: nothing woke it
+		p.writeBatch = write
 		p.mu.Unlock()
 		if after.InlineWrites != before.InlineWrites+1 || after.Datagrams != before.Datagrams+1 {
 			t.Fatalf("paced Publish %d, send goroutine awake: inline writes %d → %d, datagrams %d → %d (want both +1)",
 				i, before.InlineWrites, after.InlineWrites, before.Datagrams, after.Datagrams)
 		}
 	}
+	// A burst after a pause: its first message is written inline, and
+	// quickly, so the second is not.
+	waitSendLoopAsleep(t, p)
+	clock.Advance(time.Millisecond)
 	before := p.Stats()
-	for i := range 100 {
+	for i := range 2 {
 		if err := p.Publish(ctx, transport.Message{Payload: indexed(paced+catchUp+i, 64)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.Stats().InlineWrites - before.InlineWrites; got != 1 {
+		t.Fatalf("a burst's first two messages after a pause: %d inline writes, want 1", got)
+	}
+	before = p.Stats()
+	for i := range 100 {
+		if err := p.Publish(ctx, transport.Message{Payload: indexed(paced+catchUp+2+i, 64)}); err != nil {
 			t.Fatal(err)
 		}
 	}

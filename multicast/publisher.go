@@ -51,6 +51,7 @@ type Publisher struct {
 	round    *sendRound    // the scratch of whoever holds writing
 	lastCall time.Time     // when the last Publish call returned (began, when it handed off)
 	quick    int           // Publish calls in a row back within InlineAfter of the last
+	behind   bool          // the last inline write took at least as long as its caller had been away before it
 	closing  bool
 	lastNack time.Time
 	stats    PublisherStats
@@ -224,22 +225,25 @@ func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func
 		now = p.publishNow()
 		waited = true
 	}
-	// A caller back within InlineAfter, inlineRun times in a row, is in
-	// a tight loop (or faster than one datagram per message can
-	// follow): its messages accumulate while the send goroutine writes,
-	// and leave in full datagrams, in runs. A paced caller writes at
-	// once, also when one write took longer than its pace and it comes
-	// back at once for the messages that fell due meanwhile: handed to
-	// the send goroutine, they waited for the scheduler to run it (at
+	// A caller back within InlineAfter is in a tight loop (or faster
+	// than one datagram per message can follow): its messages
+	// accumulate while the send goroutine writes, and leave in full
+	// datagrams, in runs. A paced caller writes at once, also when its
+	// last write took longer than it had been away before it (longer
+	// than its pace) and it comes back at once, for up to inlineRun
+	// calls, for the messages that fell due meanwhile: handed to the
+	// send goroutine, they waited for the scheduler to run it (at
 	// 30,000 msgs/s on lo, 43% of the messages, and the p50 latency was
-	// 2.5–3× raw UDP's).
-	if away := now.Sub(p.lastCall); away >= p.cfg.InlineAfter {
+	// 2.5–3× raw UDP's). A burst after a pause, whose first write was
+	// short, is handed off from its second message, as a tight loop.
+	away := now.Sub(p.lastCall)
+	if away >= p.cfg.InlineAfter {
 		p.quick = 0
 	} else {
 		p.quick++
 	}
-	if !p.writing && !waited && p.quick < inlineRun {
-		p.sendInline(now)
+	if !p.writing && !waited && (p.quick == 0 || p.behind && p.quick < inlineRun) {
+		p.sendInline(now, away)
 		return nil
 	}
 	p.lastCall = now
@@ -261,10 +265,10 @@ func (p *Publisher) publishNow() time.Time {
 	return p.cfg.Now()
 }
 
-// inlineRun is how many Publish calls in a row, each back within
-// InlineAfter of the last, still write themselves: a paced caller that
-// fell behind by a few messages catches up inline; a tight loop hands
-// off from the next on.
+// inlineRun bounds the Publish calls in a row, each back within
+// InlineAfter of the last, that still write themselves when their
+// caller fell behind (Publisher.behind): a paced caller catches up a
+// few messages inline; a longer run hands off from the next on.
 const inlineRun = 4
 
 // inlineGather bounds the datagrams a Publish call writes itself: its
@@ -283,11 +287,13 @@ const inlineGather = 4
 // data, as the engine orders them), then what is unsent, up to
 // inlineGather datagrams; the send goroutine is woken for the rest.
 // Called with p.mu held; returns with it released.
-func (p *Publisher) sendInline(now time.Time) {
+func (p *Publisher) sendInline(now time.Time, away time.Duration) {
+	start := now
 	if n, _ := p.take(now, inlineGather); n > 0 {
 		now = p.put(n)
 		p.stats.InlineWrites++
 	}
+	p.behind = now.Sub(start) >= away
 	p.lastCall = now
 	// sendLoop calls the receipts' done.
 	more := !p.eng.Idle() || p.inbox.pending() || p.rcpt.settled > 0
