@@ -52,7 +52,6 @@ func openSendSocket(nack *net.UDPConn, ifi *net.Interface, cfg *Config) (*sendSo
 		unix.Close(fd)
 		return nil, 0, fmt.Errorf("multicast: send socket: %s: %w", op, err)
 	}
-	ttl := cfg.TTL
 	loop := 1
 	if cfg.NoLoopback {
 		loop = 0
@@ -73,15 +72,14 @@ func openSendSocket(nack *net.UDPConn, ifi *net.Interface, cfg *Config) (*sendSo
 	if err := unix.SetsockoptIPMreqn(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF, &unix.IPMreqn{Ifindex: int32(ifi.Index)}); err != nil {
 		return fail("IP_MULTICAST_IF "+ifi.Name, err)
 	}
-	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_TTL, ttl); err != nil {
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_TTL, cfg.TTL); err != nil {
 		return fail("IP_MULTICAST_TTL", err)
 	}
 	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_LOOP, loop); err != nil {
 		return fail("IP_MULTICAST_LOOP", err)
 	}
-	send := cfg.SendBuffer
-	if send > 0 {
-		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, send)
+	if cfg.SendBuffer > 0 {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, cfg.SendBuffer)
 	}
 	got, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
 	if err != nil {
