@@ -51,6 +51,15 @@ func (rb *readBatch) read() (int, error) {
 	return n, err
 }
 
+// readNow is read without waiting, looking at the socket even past its
+// read deadline: 0 entries when it is empty (or where the system cannot
+// read without waiting).
+func (rb *readBatch) readNow() (int, error) {
+	n, err := rb.sys.readNow()
+	rb.n, rb.next, rb.off = n, 0, 0
+	return n, err
+}
+
 // datagram returns entry i of the last read and its source.
 func (rb *readBatch) datagram(i int) ([]byte, netip.AddrPort) {
 	m := &rb.msgs[i]

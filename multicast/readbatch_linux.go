@@ -20,6 +20,7 @@ import (
 type sysBatch struct {
 	rc    syscall.RawConn
 	h     *udpbatch.Headers
+	ms    []ipv4.Message
 	n     int
 	errno unix.Errno
 	recv  func(fd uintptr) bool
@@ -30,9 +31,9 @@ func newSysBatch(c *net.UDPConn, ms []ipv4.Message) (*sysBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sysBatch{rc: rc, h: udpbatch.NewHeaders(ms, true)}
+	s := &sysBatch{rc: rc, h: udpbatch.NewHeaders(ms, true), ms: ms}
 	s.recv = func(fd uintptr) bool {
-		s.n, s.errno = s.h.Recv(fd, ms)
+		s.n, s.errno = s.h.Recv(fd, s.ms)
 		return s.errno != unix.EAGAIN // else the netpoller waits for the socket
 	}
 	return s, nil
@@ -48,6 +49,24 @@ func (s *sysBatch) read() (int, error) {
 		return 0, &net.OpError{Op: "recvmmsg", Net: "udp", Err: s.errno}
 	}
 	return s.n, nil
+}
+
+// readNow is read without waiting: it returns 0 when the socket is
+// empty. It looks at the socket even when the read deadline has passed
+// (read then returns at once without a look).
+func (s *sysBatch) readNow() (int, error) {
+	var n int
+	var errno unix.Errno
+	if err := s.rc.Control(func(fd uintptr) { n, errno = s.h.Recv(fd, s.ms) }); err != nil {
+		return 0, err
+	}
+	switch errno {
+	case 0:
+		return n, nil
+	case unix.EAGAIN:
+		return 0, nil
+	}
+	return 0, &net.OpError{Op: "recvmmsg", Net: "udp", Err: errno}
 }
 
 // from returns the source address of entry i of the last read.

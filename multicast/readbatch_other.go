@@ -22,6 +22,9 @@ func newSysBatch(c *net.UDPConn, ms []ipv4.Message) (*sysBatch, error) {
 
 func (s *sysBatch) read() (int, error) { return s.pc.ReadBatch(s.ms, 0) }
 
+// readNow reads nothing here: ReadBatch cannot be told not to wait.
+func (s *sysBatch) readNow() (int, error) { return 0, nil }
+
 func (s *sysBatch) from(i int) netip.AddrPort {
 	if a, ok := s.ms[i].Addr.(*net.UDPAddr); ok {
 		return a.AddrPort()

@@ -88,6 +88,14 @@ func (s *Subscriber) step() bool {
 			// back (a read without a deadline, the zero one, times out
 			// only so): set it again next time.
 			r.deadline = expired
+			// The read, its deadline passed, returned without looking
+			// at the socket. What came while this goroutine waited to
+			// run (a loaded machine) goes to the engine before its
+			// timers: a NACK confirmation waiting there cancels the
+			// NACK it answers (suppression).
+			if n, err = r.rb.readNow(); err != nil && !errors.Is(err, net.ErrClosed) {
+				s.local.ReadErrors++
+			}
 		case errors.Is(err, net.ErrClosed):
 			return false
 		default:
