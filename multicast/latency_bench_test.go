@@ -35,7 +35,11 @@ import (
 //
 // The rate is 10,000 msgs/s; BROKERLESS_LATENCY_RATES=10000,30000,100000
 // runs one sub-benchmark per rate.
-func BenchmarkLatency(b *testing.B) {
+func BenchmarkLatency(b *testing.B) { perRate(b, benchLatency) }
+
+// perRate runs bench at 10,000 msgs/s, or once per rate that
+// BROKERLESS_LATENCY_RATES lists (a sub-benchmark each when several).
+func perRate(b *testing.B, bench func(b *testing.B, rate int)) {
 	rates := []int{10_000}
 	if s := os.Getenv("BROKERLESS_LATENCY_RATES"); s != "" {
 		rates = rates[:0]
@@ -48,11 +52,11 @@ func BenchmarkLatency(b *testing.B) {
 		}
 	}
 	if len(rates) == 1 {
-		benchLatency(b, rates[0])
+		bench(b, rates[0])
 		return
 	}
 	for _, rate := range rates {
-		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) { benchLatency(b, rate) })
+		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) { bench(b, rate) })
 	}
 }
 
@@ -179,16 +183,8 @@ func receiveLatency(b *testing.B, kind string, n, rate int) latencyRun {
 			}
 		}
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envSender+"="+kind, envGroup+"="+cfg.Group.String(),
-		envFeed+"="+strconv.Itoa(int(cfg.Feed)), envCount+"="+strconv.Itoa(n), envRate+"="+strconv.Itoa(rate))
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); close(exited) }()
-	defer func() { <-exited }()
-	defer cmd.Process.Kill()
+	stop := startSender(b, kind, cfg, n, rate, exited)
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	run := latencyRun{h: latency.New()}
@@ -208,6 +204,24 @@ func receiveLatency(b *testing.B, kind string, n, rate int) latencyRun {
 		run.h.Record(time.Since(sent))
 	}
 	return run
+}
+
+// startSender starts the sender process of kind (raw or mcast), to send
+// n messages at rate to cfg's group and feed; exited is closed when it
+// has exited. stop kills it and waits for it.
+func startSender(b *testing.B, kind string, cfg Config, n, rate int, exited chan struct{}) (stop func()) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envSender+"="+kind, envGroup+"="+cfg.Group.String(),
+		envFeed+"="+strconv.Itoa(int(cfg.Feed)), envCount+"="+strconv.Itoa(n), envRate+"="+strconv.Itoa(rate))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(exited) }()
+	return func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}
 }
 
 // latencyIdle: a raw receiver that got nothing for this long after its
