@@ -30,6 +30,18 @@ func benchEnv(name string, def int) int {
 	return def
 }
 
+// benchLogdURL is the URL the benchmarks publish to topic on the logd at
+// addr with: the publisher's defaults, or the codec
+// BROKERLESS_BENCH_COMPRESSION names (compression=none for payloads
+// that do not compress), the same for every side of a run.
+func benchLogdURL(addr, topic string) string {
+	u := "logd://" + addr + "/" + topic
+	if c := os.Getenv("BROKERLESS_BENCH_COMPRESSION"); c != "" {
+		u += "?compression=" + c
+	}
+	return u
+}
+
 // BenchmarkPipeMcastToLogd: does a pipe from a multicast feed into logd
 // sustain the rate logd alone sustains for the same messages? Each round,
 // on one logd (in the process, default fsync: group commit), measures:
@@ -127,7 +139,7 @@ func startLogd(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	go srv.Serve(ln)
+	phase("server", func() { go srv.Serve(ln) }) // its connections' goroutines inherit the label
 	b.Cleanup(func() { srv.Close() })
 	return ln.Addr().String()
 }
@@ -140,7 +152,7 @@ func startLogd(b *testing.B) string {
 func logdAlone(b *testing.B, addr, topic string, n int, payloads [][]byte, headers []transport.Header, batch int) float64 {
 	b.Helper()
 	ctx := context.Background()
-	pub, err := transport.OpenPublisher(ctx, "logd://"+addr+"/"+topic)
+	pub, err := transport.OpenPublisher(ctx, benchLogdURL(addr, topic))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -242,7 +254,7 @@ func startBenchPipeURL(b *testing.B, ctx context.Context, from, addr, topic stri
 	if err != nil {
 		b.Fatal(err)
 	}
-	to, err := transport.OpenPublisher(ctx, "logd://"+addr+"/"+topic)
+	to, err := transport.OpenPublisher(ctx, benchLogdURL(addr, topic))
 	if err != nil {
 		sub.Close()
 		b.Fatal(err)

@@ -83,10 +83,13 @@ import (
 // (logd, in the process, included): of logd alone (L1), and of the
 // recorder's run that reached R (live: the publisher's included) and
 // RR (replayed). n is BROKERLESS_RECORD_MESSAGES (default
-// 200,000 for 64 bytes, 50,000 for 1 KiB). Each phase runs under the
-// profiler label phase (capture, logd, record, record-replay,
-// record-flow, live, live-replay): a -cpuprofile of the benchmark splits
-// with go tool pprof -tagfocus phase=record.
+// 200,000 for 64 bytes, 50,000 for 1 KiB). Every side writes with the
+// publisher's default codec (snappy), or with the one
+// BROKERLESS_BENCH_COMPRESSION names (none: the random payloads do not
+// compress). Each phase runs under the profiler label phase (capture,
+// logd, record, record-replay, record-flow, live, live-replay; logd's
+// own goroutines server): a -cpuprofile of the benchmark splits with go
+// tool pprof -tagfocus 'phase=record$' (a regular expression).
 func BenchmarkRecorder(b *testing.B) {
 	for _, size := range []int{64, 1024} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
@@ -221,9 +224,8 @@ func cpuAtBest(cpu *float64, f feed, run func(rate float64) (int, float64)) func
 
 // phase runs f with the profiler label phase=name, inherited by the
 // goroutines f starts (the feed's, the subscriber's, the pipe's, the
-// client's; not logd's, whose connections were accepted before), so
-// that a profile of the benchmark splits by phase: go tool pprof
-// -tagfocus phase=record.
+// client's; logd's are phase=server, startLogd), so that a profile of
+// the benchmark splits by phase: go tool pprof -tagfocus phase=record.
 func phase(name string, f func()) {
 	pprof.Do(context.Background(), pprof.Labels("phase", name), func(context.Context) { f() })
 }
