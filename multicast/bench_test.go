@@ -226,6 +226,14 @@ func median(v []float64) float64 {
 	return s[len(s)/2]
 }
 
+// reportSpread reports the median of the rounds' values v as unit, and
+// their least and greatest as unit-min and unit-max.
+func reportSpread(b *testing.B, v []float64, unit string) {
+	b.ReportMetric(median(v), unit)
+	b.ReportMetric(slices.Min(v), unit+"-min")
+	b.ReportMetric(slices.Max(v), unit+"-max")
+}
+
 // medianRatio is the median of the per-round ratios a[i]/b[i]: the
 // rounds are interleaved, so each ratio compares like moments.
 func medianRatio(a, b []float64) float64 {

@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,12 +94,8 @@ func benchLatency(b *testing.B, rate int) {
 		b.ReportMetric(median(ours[i]), q.name+"-µs")
 		b.ReportMetric(median(raw[i]), "raw-"+q.name+"-µs")
 	}
-	b.ReportMetric(median(p50x), "p50-x-raw")
-	b.ReportMetric(slices.Min(p50x), "p50-x-raw-min")
-	b.ReportMetric(slices.Max(p50x), "p50-x-raw-max")
-	b.ReportMetric(median(p99x), "p99-x-raw")
-	b.ReportMetric(slices.Min(p99x), "p99-x-raw-min")
-	b.ReportMetric(slices.Max(p99x), "p99-x-raw-max")
+	reportSpread(b, p50x, "p50-x-raw")
+	reportSpread(b, p99x, "p99-x-raw")
 	b.ReportMetric(float64(lost), "lost")
 	b.ReportMetric(float64(rawLost), "raw-lost")
 	b.ReportMetric(0, "ns/op")

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
@@ -55,9 +54,7 @@ func benchLatencySender(b *testing.B, rate int) {
 	}
 	b.ReportMetric(median(ours), "send-p50-µs")
 	b.ReportMetric(median(raw), "raw-send-p50-µs")
-	b.ReportMetric(median(x), "send-p50-x-raw")
-	b.ReportMetric(slices.Min(x), "send-p50-x-raw-min")
-	b.ReportMetric(slices.Max(x), "send-p50-x-raw-max")
+	reportSpread(b, x, "send-p50-x-raw")
 	b.ReportMetric(median(oursWake), "wake-p50-µs")
 	b.ReportMetric(median(rawWake), "raw-wake-p50-µs")
 	b.ReportMetric(0, "ns/op")

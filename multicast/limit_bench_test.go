@@ -1,7 +1,6 @@
 package multicast
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/brokerless/brokerless/reliable"
@@ -80,19 +79,13 @@ func BenchmarkLimit(b *testing.B) {
 	b.ReportMetric(median(raw), "raw-dgrams/s")
 	b.ReportMetric(median(perDgram), "msgs/dgram")
 	b.ReportMetric(median(msgs), "msgs/s")
-	b.ReportMetric(median(ratio), "x-raw")
-	b.ReportMetric(slices.Min(ratio), "x-raw-min")
-	b.ReportMetric(slices.Max(ratio), "x-raw-max")
+	reportSpread(b, ratio, "x-raw")
 	b.ReportMetric(median(plain), "nooffload-dgrams/s")
 	b.ReportMetric(median(ratioPlain), "nooffload-x-raw")
 	b.ReportMetric(median(batched), "batch-dgrams/s")
-	b.ReportMetric(median(ratioBatch), "batch-x-raw")
-	b.ReportMetric(slices.Min(ratioBatch), "batch-x-raw-min")
-	b.ReportMetric(slices.Max(ratioBatch), "batch-x-raw-max")
+	reportSpread(b, ratioBatch, "batch-x-raw")
 	b.ReportMetric(median(rawOff), "raw-offload-dgrams/s")
-	b.ReportMetric(median(ratioOff), "x-raw-offload")
-	b.ReportMetric(slices.Min(ratioOff), "x-raw-offload-min")
-	b.ReportMetric(slices.Max(ratioOff), "x-raw-offload-max")
+	reportSpread(b, ratioOff, "x-raw-offload")
 	b.ReportMetric(float64(rawOffLost), "raw-offload-lost")
 	b.ReportMetric(float64(size), "bytes/dgram")
 	b.ReportMetric(float64(rcvbuf), "rcvbuf")
