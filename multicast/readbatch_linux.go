@@ -23,7 +23,8 @@ type sysBatch struct {
 	ms    []ipv4.Message
 	n     int
 	errno unix.Errno
-	recv  func(fd uintptr) bool
+	recv  func(fd uintptr) bool // read's: the netpoller waits on EAGAIN
+	look  func(fd uintptr)      // readNow's
 }
 
 func newSysBatch(c *net.UDPConn, ms []ipv4.Message) (*sysBatch, error) {
@@ -32,8 +33,9 @@ func newSysBatch(c *net.UDPConn, ms []ipv4.Message) (*sysBatch, error) {
 		return nil, err
 	}
 	s := &sysBatch{rc: rc, h: udpbatch.NewHeaders(ms, true), ms: ms}
+	s.look = func(fd uintptr) { s.n, s.errno = s.h.Recv(fd, s.ms) }
 	s.recv = func(fd uintptr) bool {
-		s.n, s.errno = s.h.Recv(fd, s.ms)
+		s.look(fd)
 		return s.errno != unix.EAGAIN // else the netpoller waits for the socket
 	}
 	return s, nil
@@ -55,18 +57,16 @@ func (s *sysBatch) read() (int, error) {
 // empty. It looks at the socket even when the read deadline has passed
 // (read then returns at once without a look).
 func (s *sysBatch) readNow() (int, error) {
-	var n int
-	var errno unix.Errno
-	if err := s.rc.Control(func(fd uintptr) { n, errno = s.h.Recv(fd, s.ms) }); err != nil {
+	if err := s.rc.Control(s.look); err != nil {
 		return 0, err
 	}
-	switch errno {
+	switch s.errno {
 	case 0:
-		return n, nil
+		return s.n, nil
 	case unix.EAGAIN:
 		return 0, nil
 	}
-	return 0, &net.OpError{Op: "recvmmsg", Net: "udp", Err: errno}
+	return 0, &net.OpError{Op: "recvmmsg", Net: "udp", Err: s.errno}
 }
 
 // from returns the source address of entry i of the last read.
