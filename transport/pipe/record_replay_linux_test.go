@@ -304,18 +304,24 @@ type replayRepairs struct {
 
 // spend takes n bytes from the repair budget, waiting for them: the
 // publisher's default rate and burst (reliable.DefaultRepairRate and
-// DefaultRepairBurst).
+// DefaultRepairBurst), as its token bucket counts them. What accrues
+// while it sleeps is kept (up to the burst): a sleep here lasts longer
+// than asked, and the publisher, woken late, sends what accrued
+// meanwhile.
 func (r *replayRepairs) spend(n int) {
-	now := time.Now()
-	if !r.tokensAt.IsZero() {
-		r.tokens = min(reliable.DefaultRepairBurst, r.tokens+now.Sub(r.tokensAt).Seconds()*reliable.DefaultRepairRate)
-	}
-	r.tokensAt = now
-	if short := float64(n) - r.tokens; short > 0 {
+	for {
+		now := time.Now()
+		if !r.tokensAt.IsZero() {
+			r.tokens = min(reliable.DefaultRepairBurst, r.tokens+now.Sub(r.tokensAt).Seconds()*reliable.DefaultRepairRate)
+		}
+		r.tokensAt = now
+		short := float64(n) - r.tokens
+		if short <= 0 {
+			r.tokens -= float64(n)
+			return
+		}
 		time.Sleep(time.Duration(short / reliable.DefaultRepairRate * float64(time.Second))) // the repair rate
-		r.tokens, r.tokensAt = float64(n), time.Now()
 	}
-	r.tokens -= float64(n)
 }
 
 // low is the oldest sequence number in the window once sent datagrams
