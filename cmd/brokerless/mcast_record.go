@@ -73,7 +73,7 @@ func runMcastRecord(ctx context.Context, inv *invocation) error {
 	fs := inv.flags()
 	mf.register(fs)
 	fs.StringVar(&to, "to", "", "the log topic to record into: logd://HOST:PORT/TOPIC or kafka://… (required)")
-	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", pipe.DefaultMaxInFlight, "most messages taken from the feed and not yet accepted by the topic")
+	inFlightFlags(fs, &cfg, "the feed", "the topic")
 	fs.DurationVar(&interval, "interval", 0, "print the counters this often (0: only at exit)")
 	fs.DurationVar(&duration, "duration", 0, "stop after this long (0: when interrupted)")
 	fs.Uint64Var(&flowTag, "flow-tag", 0, "report this flow-control tag: a feed published with --flow tagged --flow-tag N waits for the recorder, which then loses nothing to the feed's pace (0: none)")
@@ -90,8 +90,9 @@ func runMcastRecord(ctx context.Context, inv *invocation) error {
 	switch {
 	case to == "":
 		return usagef("--to is required, e.g. --to logd://127.0.0.1:9092/ticks")
-	case cfg.MaxInFlight < 1:
-		return usagef("--max-in-flight %d: want at least 1", cfg.MaxInFlight)
+	}
+	if err := checkInFlight(cfg); err != nil {
+		return err
 	}
 	if err := nonNegative("interval", interval); err != nil {
 		return err

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/brokerless/brokerless/transport"
 	"github.com/brokerless/brokerless/transport/pipe"
 )
@@ -31,9 +33,10 @@ brokerless.gap header "FROM-TO REASON", so TO's readers see the hole too.
 FROM is acknowledged only once TO has accepted the message — durably where
 TO is durable (a logd or Kafka topic with acks=all) — cumulatively and in
 order, so a pipe killed at any moment loses nothing: what it had not
-acknowledged is delivered to it again. Up to --max-in-flight messages are
-on their way at once, so the pipe keeps up with its source; that is also
-the most a killed pipe can write twice.
+acknowledged is delivered to it again. Up to --max-in-flight messages
+(and --max-in-flight-bytes of them) are on their way at once, so the
+pipe keeps up with its source through TO's round trips and pauses; that
+is also the most a killed pipe can write twice.
 
 A FROM that cannot be acknowledged (a multicast feed) is resumed from TO
 instead: on start the pipe reads TO's last records, drops what FROM sends
@@ -74,15 +77,15 @@ func runPipe(ctx context.Context, inv *invocation) error {
 		duration time.Duration
 	)
 	fs := inv.flags()
-	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", pipe.DefaultMaxInFlight, "most messages taken from FROM and not yet accepted by TO")
+	inFlightFlags(fs, &cfg, "FROM", "TO")
 	fs.DurationVar(&interval, "interval", 0, "print the counters this often (0: only at exit)")
 	fs.DurationVar(&duration, "duration", 0, "stop after this long (0: when interrupted)")
 	args, err := inv.parseArgs(fs, "FROM", "TO")
 	if err != nil {
 		return err
 	}
-	if cfg.MaxInFlight < 1 {
-		return usagef("--max-in-flight %d: want at least 1", cfg.MaxInFlight)
+	if err := checkInFlight(cfg); err != nil {
+		return err
 	}
 	if err := nonNegative("interval", interval); err != nil {
 		return err
@@ -91,6 +94,24 @@ func runPipe(ctx context.Context, inv *invocation) error {
 		return err
 	}
 	return runPipeURLs(ctx, inv, args[0], args[1], cfg, interval, duration)
+}
+
+// inFlightFlags registers --max-in-flight and --max-in-flight-bytes,
+// the bounds of what a pipe from from to to holds in flight.
+func inFlightFlags(fs *pflag.FlagSet, cfg *pipe.Config, from, to string) {
+	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", pipe.DefaultMaxInFlight, "most messages taken from "+from+" and not yet accepted by "+to)
+	fs.IntVar(&cfg.MaxInFlightBytes, "max-in-flight-bytes", pipe.DefaultMaxInFlightBytes, "most bytes of messages (payload, key, headers) taken from "+from+" and not yet accepted by "+to)
+}
+
+// checkInFlight checks the values of inFlightFlags.
+func checkInFlight(cfg pipe.Config) error {
+	switch {
+	case cfg.MaxInFlight < 1:
+		return usagef("--max-in-flight %d: want at least 1", cfg.MaxInFlight)
+	case cfg.MaxInFlightBytes < 1:
+		return usagef("--max-in-flight-bytes %d: want at least 1", cfg.MaxInFlightBytes)
+	}
+	return nil
 }
 
 // runPipeURLs runs a pipe from the URL from to the URL to, printing its
@@ -130,7 +151,7 @@ func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe
 	defer closeFrom()
 	p, err := pipe.New(src, dest, cfg)
 	if err != nil {
-		return configError(err, map[string]string{"MaxInFlight": "max-in-flight"})
+		return configError(err, map[string]string{"MaxInFlight": "max-in-flight", "MaxInFlightBytes": "max-in-flight-bytes"})
 	}
 	switch {
 	case p.Acknowledges():

@@ -37,11 +37,7 @@ func startEv(s transport.StreamID, first uint64) *transport.Event {
 
 func newCore(t *testing.T, max int) *Core {
 	t.Helper()
-	c, err := NewCore(max)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return newCoreBytes(t, max, 0)
 }
 
 // written is what a destination holds, read back: a gap marker as its
@@ -196,6 +192,50 @@ func TestGapOfAnotherStream(t *testing.T) {
 	}
 }
 
+// TestFullAtMaxInFlightBytes: the pipe takes no more events once those
+// in flight hold MaxInFlightBytes (the event that reaches it is taken),
+// and takes them again once receipts retire enough; a skipped event
+// holds nothing.
+func TestFullAtMaxInFlightBytes(t *testing.T) {
+	big := func(seq uint64, n int) *transport.Event {
+		ev := msg(part0, seq)
+		ev.Message.Payload = make([]byte, n)
+		return ev
+	}
+	first := newCoreBytes(t, 100, 0)
+	feed(t, first, big(1, 1000))
+	size := first.Stats().InFlightBytes // the payload and the origin headers
+	if size < 1000 {
+		t.Fatalf("in flight %d bytes, want at least the payload's 1000", size)
+	}
+	c := newCoreBytes(t, 100, 2*size)
+	tk, _ := feed(t, c, big(1, 1000))
+	if c.Full() {
+		t.Fatal("full at half its bytes")
+	}
+	tk2, _ := feed(t, c, big(2, 1000))
+	tk = append(tk, tk2...)
+	if !c.Full() || c.Stats().InFlightBytes != 2*size {
+		t.Fatalf("full %v with %d bytes in flight, want full at %d", c.Full(), c.Stats().InFlightBytes, 2*size)
+	}
+	if err := c.Done(tk[1]); err != nil || !c.Full() {
+		t.Fatalf("a receipt out of order frees nothing: full %v, %v", c.Full(), err)
+	}
+	if err := c.Done(tk[0]); err != nil || c.Full() || c.Stats().InFlightBytes != 0 {
+		t.Fatalf("full %v, %d bytes in flight, %v", c.Full(), c.Stats().InFlightBytes, err)
+	}
+}
+
+// newCoreBytes is NewCore, failing t on an error.
+func newCoreBytes(t *testing.T, max, maxBytes int) *Core {
+	t.Helper()
+	c, err := NewCore(max, maxBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestFullAtMaxInFlight(t *testing.T) {
 	c := newCore(t, 3)
 	tk, _ := feed(t, c, msg(feedA, 1), msg(feedA, 2), msg(feedA, 3))
@@ -208,8 +248,11 @@ func TestFullAtMaxInFlight(t *testing.T) {
 	if err := c.Done(tk[0]); err != nil || c.Full() || c.InFlight() != 1 {
 		t.Fatalf("full %v in flight %d, %v", c.Full(), c.InFlight(), err)
 	}
-	if _, err := NewCore(-1); !errors.Is(err, ErrBadConfig) {
-		t.Errorf("NewCore(-1): %v", err)
+	if _, err := NewCore(-1, 0); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("NewCore(-1, 0): %v", err)
+	}
+	if _, err := NewCore(0, -1); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("NewCore(0, -1): %v", err)
 	}
 }
 

@@ -28,6 +28,10 @@ type Config struct {
 	// source that hands over many at once, wait unwritten.)
 	// Default DefaultMaxInFlight.
 	MaxInFlight int
+	// MaxInFlightBytes bounds them by size (payload, key and headers):
+	// no more events are taken once those in flight hold this much.
+	// Default DefaultMaxInFlightBytes.
+	MaxInFlightBytes int
 	// FlushInterval: a destination without receipts (no
 	// transport.ReceiptPublisher) is flushed this often, and what was
 	// published before a flush that succeeded counts as accepted.
@@ -45,6 +49,9 @@ func (c *Config) setDefaults() {
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
 	}
+	if c.MaxInFlightBytes == 0 {
+		c.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
 	if c.FlushInterval == 0 {
 		c.FlushInterval = DefaultFlushInterval
 	}
@@ -60,6 +67,8 @@ func (c *Config) validate() error {
 	switch {
 	case c.MaxInFlight < 1:
 		return &ConfigError{Field: "MaxInFlight", Value: c.MaxInFlight, Want: "must be ≥ 1"}
+	case c.MaxInFlightBytes < 1:
+		return &ConfigError{Field: "MaxInFlightBytes", Value: c.MaxInFlightBytes, Want: "must be ≥ 1"}
 	case c.FlushInterval < 0:
 		return &ConfigError{Field: "FlushInterval", Value: c.FlushInterval, Want: "must be > 0"}
 	case c.DrainTimeout < 0:
@@ -104,7 +113,7 @@ func New(from transport.Subscriber, to transport.Publisher, cfg Config) (*Pipe, 
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	core, err := NewCore(cfg.MaxInFlight)
+	core, err := NewCore(cfg.MaxInFlight, cfg.MaxInFlightBytes)
 	if err != nil {
 		return nil, err
 	}
