@@ -34,8 +34,9 @@ import (
 //     (BROKERLESS_RECORD_REPLAY_GSO=0: one datagram an entry), then a
 //     heartbeat every 10 ms announcing its end. It answers NACKs as the
 //     publisher would from a window as large as the live one's
-//     (feedWindow): it sends the datagram again, its repair flag set, or
-//     announces it LOST when older. The benchmark's cores pay what a feed from another machine costs the
+//     (feedWindow): an NCF for what it will repair, then the datagrams
+//     again, their repair flag set, at the publisher's repair rate, or a
+//     LOST notice for what is older. The benchmark's cores pay what a feed from another machine costs the
 //     recorder's: the kernel's path of the datagrams (on lo the sender's
 //     system call also runs the receiver's side) and the recorder; not
 //     the publisher's work, which is the exchange's machine's. A run at

@@ -353,13 +353,27 @@ func (r *replayRepairs) serve() {
 		}
 		sent := int(r.sent.Load())
 		low := r.low(sent)
-		var lost []reliable.Range
+		var lost, coming []reliable.Range
 		for i := range rs.Len() {
 			g := rs.At(i)
 			if g.From < low {
 				lost = append(lost, reliable.Range{From: g.From, To: min(g.To, low-1)})
 				g.From = low
 			}
+			if sent > 0 && g.From <= g.To && g.From < r.c.next[sent-1] {
+				coming = append(coming, reliable.Range{From: g.From, To: min(g.To, r.c.next[sent-1]-1)})
+			}
+		}
+		if len(coming) > 0 {
+			// The NCF first, as the publisher's goes out ahead of its
+			// repairs: it tells the subscriber the NACK was heard, so
+			// that it waits one round trip before asking again rather
+			// than doubling its wait each time (an unanswered NACK).
+			_, _ = r.conn.WriteTo(reliable.AppendRanges(nil, reliable.TypeNcf, r.c.stream, coming), r.to)
+		}
+		for i := range rs.Len() {
+			g := rs.At(i)
+			g.From = max(g.From, low)
 			// The datagrams holding g.From…g.To, of those sent.
 			first, _ := slices.BinarySearch(r.c.next[:sent], g.From+1)
 			for j := first; j < sent && g.From <= g.To; j++ {
