@@ -13,10 +13,11 @@ import (
 // Kafka producer's rule) a pipe forwards at most MaxInFlight messages a
 // round trip, fsync included, and a source that does not wait (a
 // multicast feed) loses what comes while the destination is slower than
-// that, beyond what the socket holds. 8,192 capped a recorder of 64-byte
-// messages at 1.0–1.2M msgs/s on a 2-core machine where logd alone took
-// 1.5–2.1M (BenchmarkRecorder, record/logd 0.62 and 0.63 against 0.84
-// and 0.57 with 65,536, interleaved). The byte bound keeps large
+// that, beyond what the socket holds. With 8,192 a recorder of 64-byte
+// messages sampled every 5 ms sat at the cap, forwarding 8,192 a round
+// trip, its reads stalling until its socket overflowed; with flow
+// control it kept 0.88–1.07M msgs/s against 1.27–1.58M with 65,536
+// (BenchmarkRecorder, 4 interleaved rounds, 2 cores). The byte bound keeps large
 // messages from holding MaxInFlight times their size: about what a
 // Kafka producer buffers (buffer.memory, 32 MiB) and librdkafka's
 // message count (queue.buffering.max.messages, 100,000) allow.
