@@ -46,7 +46,9 @@ func BenchmarkLatency(b *testing.B) { perRate(b, benchLatency) }
 // perRate runs bench at 10,000 msgs/s, or once per rate that
 // BROKERLESS_LATENCY_RATES lists (a sub-benchmark each when several).
 func perRate(b *testing.B, bench func(b *testing.B, rate int)) {
-	if recv, _, ok := latencyPin(b); ok {
+	if recv, _, ok, err := latencyPin(); err != nil {
+		b.Fatal(err)
+	} else if ok {
 		if err := pinProcess(recv); err != nil {
 			b.Fatal(err)
 		}
@@ -216,18 +218,18 @@ func receiveLatency(b *testing.B, kind string, n, rate int) latencyRun {
 
 // latencyPin returns the CPUs that BROKERLESS_LATENCY_PIN=R,S names for
 // the receivers and the senders, ok false when it is not set.
-func latencyPin(tb testing.TB) (recv, send int, ok bool) {
+func latencyPin() (recv, send int, ok bool, err error) {
 	v := os.Getenv(envPin)
 	if v == "" {
-		return 0, 0, false
+		return 0, 0, false, nil
 	}
 	r, s, found := strings.Cut(v, ",")
 	recv, err1 := strconv.Atoi(r)
 	send, err2 := strconv.Atoi(s)
 	if !found || err1 != nil || err2 != nil || recv < 0 || send < 0 {
-		tb.Fatalf("%s=%q: want the receivers' CPU and the senders', such as 1,0", envPin, v)
+		return 0, 0, false, fmt.Errorf("%s=%q: want the receivers' CPU and the senders', such as 1,0", envPin, v)
 	}
-	return recv, send, true
+	return recv, send, true, nil
 }
 
 // startSender starts the sender process of kind (raw or mcast), to send
@@ -264,13 +266,10 @@ func runSender(kind string) error {
 	feed, _ := strconv.Atoi(os.Getenv(envFeed))
 	n, _ := strconv.Atoi(os.Getenv(envCount))
 	rate, _ := strconv.Atoi(os.Getenv(envRate))
-	if v := os.Getenv(envPin); v != "" {
-		_, s, _ := strings.Cut(v, ",")
-		cpu, err := strconv.Atoi(s)
-		if err != nil {
-			return fmt.Errorf("%s=%q: %w", envPin, v, err)
-		}
-		if err := pinProcess(cpu); err != nil {
+	if _, send, ok, err := latencyPin(); err != nil {
+		return err
+	} else if ok {
+		if err := pinProcess(send); err != nil {
 			return err
 		}
 	}
