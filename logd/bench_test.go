@@ -22,7 +22,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sys/unix"
 
 	"github.com/brokerless/brokerless/logd/storage/vfs"
 	"github.com/brokerless/brokerless/transport/latency"
@@ -409,7 +408,7 @@ func rawWrite(b *testing.B, path string, n, syncs int64) (took float64, made int
 			left -= int64(k)
 		}
 		t := time.Now()
-		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		if err := rawDatasync(f); err != nil {
 			b.Fatal(err)
 		}
 		inSync += time.Since(t)
@@ -755,8 +754,7 @@ func evict(b *testing.B, dir string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		_ = unix.Fdatasync(int(f.Fd()))
-		_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+		dropCache(f)
 		f.Close()
 	}
 }
