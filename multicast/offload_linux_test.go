@@ -14,9 +14,7 @@ import (
 // refuses with EINVAL), the publisher turns GSO off and sends the same
 // datagrams one per entry: nothing is lost or counted as refused.
 func TestGSOFallback(t *testing.T) {
-	if !gsoAvailable() {
-		t.Skip("this kernel has no UDP_SEGMENT (UDP GSO, Linux 4.18)")
-	}
+	skipWithoutGSO(t)
 	cfg := testConfig(t)
 	s := mustSub(t, cfg)
 	p := mustPub(t, cfg)

@@ -12,15 +12,21 @@ import (
 	"golang.org/x/net/ipv4"
 )
 
+// skipWithoutGSO skips t where the kernel offers no UDP GSO.
+func skipWithoutGSO(t *testing.T) {
+	t.Helper()
+	if !gsoAvailable() {
+		t.Skip("this kernel has no UDP_SEGMENT (UDP GSO, Linux 4.18)")
+	}
+}
+
 // TestOffload: a publisher sending runs of datagrams with UDP GSO
 // reaches a subscriber reading them merged (GRO) and one reading them
 // one by one (NoOffload): both get every message, in order, and the
 // counters show that runs went out and came in merged. Skipped where
 // the kernel offers no UDP GSO.
 func TestOffload(t *testing.T) {
-	if !gsoAvailable() {
-		t.Skip("this kernel has no UDP_SEGMENT (UDP GSO, Linux 4.18)")
-	}
+	skipWithoutGSO(t)
 	cfg := testConfig(t)
 	plainCfg := cfg
 	plainCfg.NoOffload = true
@@ -61,9 +67,7 @@ func TestOffload(t *testing.T) {
 // datagrams sent one by one, and leaves GSO on: only the kernel
 // refusing segmentation turns it off. Subscribers repair the run.
 func TestGSOShortage(t *testing.T) {
-	if !gsoAvailable() {
-		t.Skip("this kernel has no UDP_SEGMENT (UDP GSO, Linux 4.18)")
-	}
+	skipWithoutGSO(t)
 	cfg := testConfig(t)
 	s := mustSub(t, cfg)
 	p := mustPub(t, cfg)
