@@ -52,9 +52,9 @@ import (
 //     recorder (kafka.Publisher.PublishReceipts, batches of
 //     recordBatch);
 //   - the recorder: the highest rate of the live feed (lo, TTL 0, paced,
-//     one second) that it records whole, with no gap marker, bisected
-//     in [0, 1.25 L1], L1 logd alone's rate measured just before: rate
-//     R, the rate the feed reached (below the pace asked when the
+//     one second) that it records whole, with no gap marker, searched
+//     from 1.25 L1 (highestWhole), L1 logd alone's rate measured just
+//     before: rate R, the rate the feed reached (below the pace asked when the
 //     publisher cannot keep it). One stall of the recorder longer than
 //     the window fails a run, so R measures the recorder's pauses as
 //     much as its throughput;
@@ -65,7 +65,7 @@ import (
 //     must lose nothing: the highest rate of the same paced feed that
 //     it keeps up with, the feed reaching at least 95% of the pace asked
 //     (flow control holds the feed while the recorder stalls, and the
-//     pacer catches up after), bisected in [0, 1.25 L1]: rate RF; and
+//     pacer catches up after), searched from 1.25 L1: rate RF; and
 //     the rate RM of a feed of n messages published as fast as the
 //     recorder lets it, n over the time from the first publish to the
 //     last record acknowledged by logd, as logd alone's (a replay cannot
@@ -73,7 +73,7 @@ import (
 //   - logd alone again (L2); L is the mean of L1 and L2, so that both
 //     sides of the ratios see the same load;
 //   - the live feed: the highest rate of the live feed that a plain
-//     subscriber receives whole, with no gap, bisected in [0, 4L]: rate
+//     subscriber receives whole, with no gap, searched from 4L: rate
 //     F, likewise reached; and of the replayed feed: rate FR.
 //
 // Reported as medians over BROKERLESS_RECORD_ROUNDS rounds (default 3),
@@ -235,29 +235,34 @@ func phase(name string, f func()) {
 // a recorder behind its feed hands its destination at once.
 const recordBatch = 1024
 
-// highestWhole bisects, in six runs, for the highest rate in [0, hi] at
-// which run loses nothing: hi first, then halves. run paces a feed at
-// the rate it is given and returns what it lost and the rate the feed
-// reached (lower when the publisher could not keep the pace). It returns
-// the highest rate reached with no loss, and each run's
-// asked/reached:lost.
+// highestWhole searches, in six runs, for the highest rate at which run
+// loses nothing: hi first; while a run loses nothing and its feed keeps
+// the pace, twice the rate (hi is a guess, and a guess too low must not
+// cap the result); then it halves the interval between the highest
+// rate whole and the lowest that lost. run paces a feed at the rate it
+// is given and returns what it lost and the rate the feed reached
+// (lower when the publisher could not keep the pace). It returns the
+// highest rate reached with no loss, and each run's asked/reached:lost.
 func highestWhole(hi float64, run func(rate float64) (lost int, reached float64)) (float64, []string) {
 	lo, best := 0.0, 0.0
+	rising := true // no run has lost yet
 	var tried []string
-	for step := range 6 {
+	for range 6 {
 		rate := hi
-		if step > 0 {
+		if !rising {
 			rate = (lo + hi) / 2
 		}
 		lost, reached := run(rate)
 		tried = append(tried, fmt.Sprintf("%.0f/%.0f:%d", rate, reached, lost))
-		if lost == 0 {
+		switch {
+		case lost != 0:
+			hi, rising = rate, false
+		case rising && reached < 0.95*rate:
+			return max(best, reached), tried // the feed, not the receiver, is the limit
+		case rising:
+			lo, best, hi = rate, max(best, reached), 2*rate
+		default:
 			lo, best = rate, max(best, reached)
-			if step == 0 {
-				break
-			}
-		} else {
-			hi = rate
 		}
 	}
 	return best, tried
