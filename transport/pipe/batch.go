@@ -120,41 +120,74 @@ func (b *batch) add(a *arena, w *Write) {
 }
 
 // handoff passes batches from the receiving goroutine to the publishing
-// one: the receiver adds to the current batch (Pipe.take, holding mu),
-// which the publisher swaps for an empty one whenever it is free, so the
-// batches are as large as the publisher is behind (at most MaxInFlight
-// writes). Retired batches wait in free for reuse.
+// one: the receiver adds to the current batch (Pipe.take, holding mu);
+// a batch of batchMessages writes is full and queues in full for the
+// publisher, which takes the oldest full batch, or else swaps the
+// current one for an empty one, whenever it is free. So a publisher
+// behind its source gets batchMessages writes a call, as many calls as
+// it is behind (at most MaxInFlight writes in all), and one that keeps
+// up gets what arrived while it published. Retired batches wait in free
+// for reuse: their slices keep their room, so that a pipe that has
+// warmed up allocates nothing for them, not even while it catches up.
 type handoff struct {
 	mu    sync.Mutex
 	cur   *batch
-	arena arena // used holding mu
+	full  []*batch // full batches, oldest first
+	arena arena    // used holding mu
 	ready chan struct{}
 	free  chan *batch
 }
 
-// freeBatches bounds the batches kept for reuse; more are let go.
-const freeBatches = 64
+// batchMessages is the most writes a batch holds: what a destination
+// is given at once when it is behind (as a Kafka client's batch), and
+// the room every batch is made with.
+const batchMessages = 1024
+
+// freeBatches bounds the batches kept for reuse (DefaultMaxInFlight
+// writes of them); more are let go.
+const freeBatches = DefaultMaxInFlight / batchMessages
 
 func newHandoff() *handoff {
-	return &handoff{cur: &batch{}, arena: arena{free: make(chan *chunk, freeChunks)}, ready: make(chan struct{}, 1), free: make(chan *batch, freeBatches)}
+	h := &handoff{arena: arena{free: make(chan *chunk, freeChunks)}, ready: make(chan struct{}, 1), free: make(chan *batch, freeBatches)}
+	h.cur = h.spare()
+	return h
 }
 
-// add adds w to the current batch; call it holding mu.
-func (h *handoff) add(w *Write) { h.cur.add(&h.arena, w) }
-
-// take returns the current batch and puts an empty one in its place.
-func (h *handoff) take() *batch {
-	var spare *batch
+// spare returns an empty batch: a retired one, or a new one with room
+// for batchMessages writes of one header each.
+func (h *handoff) spare() *batch {
 	select {
-	case spare = <-h.free:
+	case b := <-h.free:
+		return b
 	default:
-		spare = &batch{}
+		return &batch{msgs: make([]transport.Message, 0, batchMessages), tickets: make([]uint64, 0, batchMessages), hdrs: make([]transport.Header, 0, batchMessages)}
 	}
+}
+
+// add adds w to the current batch, queueing it first if it is full;
+// call it holding mu.
+func (h *handoff) add(w *Write) {
+	if len(h.cur.msgs) == batchMessages {
+		h.full = append(h.full, h.cur)
+		h.cur = h.spare()
+	}
+	h.cur.add(&h.arena, w)
+}
+
+// take returns the oldest full batch, or else the current one, putting
+// an empty one in its place, and whether more writes wait after it.
+func (h *handoff) take() (b *batch, more bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	b := h.cur
-	h.cur = spare
-	return b
+	if len(h.full) == 0 {
+		b, h.cur = h.cur, h.spare()
+		return b, false
+	}
+	b = h.full[0]
+	n := copy(h.full, h.full[1:])
+	h.full[n] = nil
+	h.full = h.full[:n]
+	return b, true
 }
 
 // done records the receipt of one of b's writes; after the last, b

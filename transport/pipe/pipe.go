@@ -325,31 +325,41 @@ func (p *Pipe) publishLoop(ctx context.Context, received <-chan struct{}) {
 		case <-ctx.Done():
 			return
 		}
-		b := p.batches.take()
-		b.left.Store(int64(len(b.msgs)) + 1) // one more, given back below: b is ours until then
-		var err error
-		switch {
-		case len(b.msgs) == 0:
-		case p.inPlace != nil:
-			_, err = p.inPlace.PublishReceiptsInPlace(ctx, b.msgs, p.batchReceipt(b))
-		case p.batch != nil:
-			_, err = p.batch.PublishReceipts(ctx, b.msgs, p.batchReceipt(b))
-		default:
-			for i := range b.msgs {
-				if err = p.to.PublishReceipt(ctx, b.msgs[i], p.receipt(b, i)); err != nil {
-					break
-				}
+		for more := true; more; {
+			var b *batch
+			b, more = p.batches.take()
+			if err := p.publish(ctx, b); err != nil {
+				p.fail(fmt.Errorf("pipe: writing to the destination: %w", err))
+				return
 			}
 		}
-		if err != nil {
-			p.fail(fmt.Errorf("pipe: writing to the destination: %w", err))
-			return
-		}
-		p.batches.done(b)
 		if last {
 			return
 		}
 	}
+}
+
+// publish hands b's writes to the destination, their receipts to come.
+func (p *Pipe) publish(ctx context.Context, b *batch) error {
+	b.left.Store(int64(len(b.msgs)) + 1) // one more, given back below: b is ours until then
+	var err error
+	switch {
+	case len(b.msgs) == 0:
+	case p.inPlace != nil:
+		_, err = p.inPlace.PublishReceiptsInPlace(ctx, b.msgs, p.batchReceipt(b))
+	case p.batch != nil:
+		_, err = p.batch.PublishReceipts(ctx, b.msgs, p.batchReceipt(b))
+	default:
+		for i := range b.msgs {
+			if err = p.to.PublishReceipt(ctx, b.msgs[i], p.receipt(b, i)); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		p.batches.done(b)
+	}
+	return err
 }
 
 // batchReceipt is the done callback of a batch's writes.
