@@ -130,6 +130,52 @@ func TestPublishInlineWhenPaced(t *testing.T) {
 	}
 }
 
+// TestPublishInlineWhenAwayLongerThanAWrite: a caller away for less
+// than InlineAfter but longer than a write takes (each write moves the
+// injected clock 2 µs; the caller comes back 5 µs later, as a feed paced
+// at 100,000 msgs/s) writes every message itself: the last write is
+// over when it comes back, so the send goroutine would batch nothing.
+// One back sooner than a write takes (1 µs) hands its messages to the
+// send goroutine from its second call.
+func TestPublishInlineWhenAwayLongerThanAWrite(t *testing.T) {
+	p, clock := quietPublisher(t)
+	ctx := context.Background()
+	write := p.writeBatch
+	p.writeBatch = func(ms []ipv4.Message, flags int) (int, error) {
+		clock.Advance(2 * time.Microsecond)
+		return write(ms, flags)
+	}
+	publish := func(away time.Duration, n int) (inline uint64) {
+		t.Helper()
+		waitSendLoopAsleep(t, p)
+		before := p.Stats()
+		for i := range n {
+			clock.Advance(away)
+			if err := p.Publish(ctx, transport.Message{Payload: indexed(i, 64)}); err != nil {
+				t.Fatal(err)
+			}
+			p.mu.Lock()
+			for p.writing { // the send goroutine's write, if any, ends before the next call
+				p.mu.Unlock()
+				runtime.Gosched()
+				p.mu.Lock()
+			}
+			p.mu.Unlock()
+		}
+		if err := p.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return p.Stats().InlineWrites - before.InlineWrites
+	}
+	publish(time.Millisecond, 1) // a first inline write: its time is known
+	if got := publish(5*time.Microsecond, 20); got != 20 {
+		t.Fatalf("away 5 µs, writes of 2 µs: %d of 20 messages written inline, want all", got)
+	}
+	if got := publish(time.Microsecond, 20); got > 1 {
+		t.Fatalf("away 1 µs, writes of 2 µs: %d of 20 messages written inline, want the first at most", got)
+	}
+}
+
 // manualClock is an injected clock that moves only when told.
 type manualClock struct{ ns atomic.Int64 }
 

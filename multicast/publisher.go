@@ -39,23 +39,24 @@ type Publisher struct {
 	writeBatch func([]ipv4.Message, int) (int, error)
 	send       *sendSocket // what writeBatch sends through, when not conn (sendsock_linux.go)
 
-	mu       sync.Mutex
-	clock    pubClock // Publish's clock when Config.Now is time.Now by default
-	fastNow  bool     // use clock, not Config.Now
-	eng      *reliable.Sender
-	idle     bool          // the sender goroutine waits for wake
-	waiters  int           // Publish/Flush calls waiting for progress
-	flushers int           // of which Flush calls
-	progress chan struct{} // closed and replaced when the sender made progress
-	writing  bool          // a datagram or batch is being written outside the lock
-	round    *sendRound    // the scratch of whoever holds writing
-	lastCall time.Time     // when the last Publish call returned (began, when it handed off)
-	quick    int           // Publish calls in a row back within InlineAfter of the last
-	behind   bool          // the last inline write took at least as long as its caller had been away before it
-	closing  bool
-	lastNack time.Time
-	stats    PublisherStats
-	rcpt     receipts // messages waiting for their receipt
+	mu         sync.Mutex
+	clock      pubClock // Publish's clock when Config.Now is time.Now by default
+	fastNow    bool     // use clock, not Config.Now
+	eng        *reliable.Sender
+	idle       bool          // the sender goroutine waits for wake
+	waiters    int           // Publish/Flush calls waiting for progress
+	flushers   int           // of which Flush calls
+	progress   chan struct{} // closed and replaced when the sender made progress
+	writing    bool          // a datagram or batch is being written outside the lock
+	round      *sendRound    // the scratch of whoever holds writing
+	lastCall   time.Time     // when the last Publish call returned (began, when it handed off)
+	quick      int           // Publish calls in a row back sooner than inlineAfter() after the last
+	lastInline time.Duration // how long the last inline write took (0: none yet)
+	behind     bool          // the last inline write took at least as long as its caller had been away before it
+	closing    bool
+	lastNack   time.Time
+	stats      PublisherStats
+	rcpt       receipts // messages waiting for their receipt
 
 	inbox inbox // NACKs read by controlLoop, answered by sendLoop
 
@@ -237,7 +238,7 @@ func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func
 	// 2.5–3× raw UDP's). A burst after a pause, whose first write was
 	// short, is handed off from its second message, as a tight loop.
 	away := now.Sub(p.lastCall)
-	if away >= p.cfg.InlineAfter {
+	if away >= p.inlineAfter() {
 		p.quick = 0
 	} else {
 		p.quick++
@@ -254,6 +255,21 @@ func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func
 		p.signal()
 	}
 	return nil
+}
+
+// inlineAfter is how long a caller must have been away since its last
+// Publish for this one to write itself: Config.InlineAfter, or less,
+// the time the last inline write took. A caller away longer than a
+// write takes finds it done when it comes back: handed to the send
+// goroutine, its messages would leave one a datagram all the same, each
+// later by the goroutine's wake-up (at 100,000 msgs/s on lo, paced every
+// 10 µs and away 6 µs of them, 12 µs at the median from Publish to the
+// kernel against raw sendto's 0.8 µs). Called with p.mu held.
+func (p *Publisher) inlineAfter() time.Duration {
+	if p.lastInline > 0 {
+		return min(p.cfg.InlineAfter, p.lastInline)
+	}
+	return p.cfg.InlineAfter
 }
 
 // publishNow is Publish's clock: one clock read a message (pubClock)
@@ -291,6 +307,7 @@ func (p *Publisher) sendInline(now time.Time, away time.Duration) {
 	start := now
 	if n, _ := p.take(now, inlineGather); n > 0 {
 		now = p.put(n)
+		p.lastInline = now.Sub(start)
 		p.stats.InlineWrites++
 	}
 	p.behind = now.Sub(start) >= away
