@@ -62,9 +62,11 @@ type Config struct {
 	// InlineAfter: Publish writes its message itself, sparing the
 	// hand-off to the send goroutine (lower latency), when no write is in
 	// flight and its caller was away this long since its previous
-	// Publish returned; a caller back sooner is in a tight loop (or
-	// faster than one datagram per message can follow), and its messages
-	// are batched by the send goroutine. Default 10 µs.
+	// Publish returned, or longer than the last such write took (its
+	// messages would leave one a datagram anyway); a caller back sooner
+	// is in a tight loop (or faster than one datagram per message can
+	// follow), and its messages are batched by the send goroutine.
+	// Default 10 µs.
 	InlineAfter time.Duration
 	// FlowFail: with flow control (Sender.Flow), Publish returns an
 	// error wrapping reliable.ErrFlowControl at once, instead of
