@@ -164,7 +164,7 @@ func BenchmarkRecorder(b *testing.B) {
 				recLogd, recLive = append(recLogd, rec/l), append(recLive, rec/feedRate)
 				flowRates, flowLogd, flowLive = append(flowRates, flow), append(flowLogd, flow/l), append(flowLive, flow/feedRate)
 				maxRates, maxLogd = append(maxRates, flowMax), append(maxLogd, flowMax/l)
-				b.Logf("round %d, %d-byte messages, each record %d bytes of payload and a %d-byte origin header, acks=all, logd default config: logd alone (PublishReceipts, %d a call) %.0f records/s (%.0f before the recorder's search, %.0f after; %.2f µs CPU a record before); LIVE FEED (our publisher in this process): recorder (mcast join=earliest → pipe → PublishReceipts, as far behind as it is a call) %.0f msgs/s whole (%.2f of logd; %.2f µs CPU a message); a plain subscriber %.0f msgs/s whole (recorder %.2f of it); recorder with flow control %.0f msgs/s kept (%.2f of logd, %.2f of the live feed), %.0f msgs/s holding back an unpaced feed (%.2f of logd, feed held %d times), %d marked lost; rate/reached:lost (-1: held back) recorder %v, with flow control %v, plain subscriber %v",
+				b.Logf("round %d, %d-byte messages, each record %d bytes of payload and a %d-byte origin header, acks=all, logd default config: logd alone (PublishReceipts, %d a call) %.0f records/s (%.0f before the recorder's search, %.0f after; %.2f µs CPU a record before); LIVE FEED (our publisher in this process): recorder (mcast join=earliest → pipe → PublishReceipts, up to 1024 a call) %.0f msgs/s whole (%.2f of logd; %.2f µs CPU a message); a plain subscriber %.0f msgs/s whole (recorder %.2f of it); recorder with flow control %.0f msgs/s kept (%.2f of logd, %.2f of the live feed), %.0f msgs/s holding back an unpaced feed (%.2f of logd, feed held %d times), %d marked lost; rate/reached:lost (-1: held back) recorder %v, with flow control %v, plain subscriber %v",
 					r+1, size, size, len(headers[0].Value), recordBatch, l, l1, l2, cpuLogd, rec, rec/l, cpuRec, feedRate, rec/feedRate, flow, flow/l, flow/feedRate, flowMax, flowMax/l, flowHeld, flowLost, recTried, flowTried, liveTried)
 				if capture != nil {
 					replayRates, liveReplayRates = append(replayRates, recReplay), append(liveReplayRates, feedReplay)
@@ -231,8 +231,9 @@ func phase(name string, f func()) {
 	pprof.Do(context.Background(), pprof.Labels("phase", name), func(context.Context) { f() })
 }
 
-// recordBatch is how many records logd alone writes a call: about what
-// a recorder behind its feed hands its destination at once.
+// recordBatch is how many records logd alone writes a call: what a
+// recorder behind its feed hands its destination at once (the pipe's
+// batches hold up to 1024 writes).
 const recordBatch = 1024
 
 // highestWhole searches, in six runs, for the highest rate at which run
