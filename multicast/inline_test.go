@@ -140,10 +140,17 @@ func TestPublishInlineWhenPaced(t *testing.T) {
 func TestPublishInlineWhenAwayLongerThanAWrite(t *testing.T) {
 	p, clock := quietPublisher(t)
 	ctx := context.Background()
-	write := p.writeBatch
-	p.writeBatch = func(ms []ipv4.Message, flags int) (int, error) {
-		clock.Advance(2 * time.Microsecond)
-		return write(ms, flags)
+	for set := false; !set; runtime.Gosched() {
+		p.mu.Lock() // a write in flight reads writeBatch: replace it between writes
+		if !p.writing {
+			write := p.writeBatch
+			p.writeBatch = func(ms []ipv4.Message, flags int) (int, error) {
+				clock.Advance(2 * time.Microsecond)
+				return write(ms, flags)
+			}
+			set = true
+		}
+		p.mu.Unlock()
 	}
 	publish := func(away time.Duration, n int) (inline uint64) {
 		t.Helper()
