@@ -135,17 +135,20 @@ func TestPublishInlineWhenPaced(t *testing.T) {
 // injected clock 2 µs; the caller comes back 5 µs later, as a feed paced
 // at 100,000 msgs/s) writes every message itself: the last write is
 // over when it comes back, so the send goroutine would batch nothing.
-// One back sooner than a write takes (1 µs) hands its messages to the
-// send goroutine from its second call.
+// One back sooner than the last inline write took (1 µs; the send
+// goroutine's writes then leave the clock alone, so that they do not
+// lengthen the caller's time away) hands its messages to the send
+// goroutine.
 func TestPublishInlineWhenAwayLongerThanAWrite(t *testing.T) {
 	p, clock := quietPublisher(t)
 	ctx := context.Background()
+	var writeTakes atomic.Int64 // ns a write moves the clock
 	for set := false; !set; runtime.Gosched() {
 		p.mu.Lock() // a write in flight reads writeBatch: replace it between writes
 		if !p.writing {
 			write := p.writeBatch
 			p.writeBatch = func(ms []ipv4.Message, flags int) (int, error) {
-				clock.Advance(2 * time.Microsecond)
+				clock.Advance(time.Duration(writeTakes.Load()))
 				return write(ms, flags)
 			}
 			set = true
@@ -161,25 +164,20 @@ func TestPublishInlineWhenAwayLongerThanAWrite(t *testing.T) {
 			if err := p.Publish(ctx, transport.Message{Payload: indexed(i, 64)}); err != nil {
 				t.Fatal(err)
 			}
-			p.mu.Lock()
-			for p.writing { // the send goroutine's write, if any, ends before the next call
-				p.mu.Unlock()
-				runtime.Gosched()
-				p.mu.Lock()
-			}
-			p.mu.Unlock()
 		}
 		if err := p.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 		return p.Stats().InlineWrites - before.InlineWrites
 	}
+	writeTakes.Store(int64(2 * time.Microsecond))
 	publish(time.Millisecond, 1) // a first inline write: its time is known
 	if got := publish(5*time.Microsecond, 20); got != 20 {
 		t.Fatalf("away 5 µs, writes of 2 µs: %d of 20 messages written inline, want all", got)
 	}
-	if got := publish(time.Microsecond, 20); got > 1 {
-		t.Fatalf("away 1 µs, writes of 2 µs: %d of 20 messages written inline, want the first at most", got)
+	writeTakes.Store(0)
+	if got := publish(time.Microsecond, 20); got != 0 {
+		t.Fatalf("away 1 µs, the last inline write 2 µs: %d of 20 messages written inline, want none", got)
 	}
 }
 
