@@ -187,7 +187,7 @@ func (h *handoff) take() (b *batch, more bool) {
 	n := copy(h.full, h.full[1:])
 	h.full[n] = nil
 	h.full = h.full[:n]
-	return b, true
+	return b, true // a batch queues only as a write comes for the next: cur is not empty
 }
 
 // done records the receipt of one of b's writes; after the last, b
