@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/brokerless/brokerless/reliable"
@@ -64,6 +65,7 @@ type Subscriber struct {
 	unhook     func() bool     // undoes that registration
 
 	stop chan struct{}
+	shut atomic.Bool // set as Close begins, before stop closes
 	wg   sync.WaitGroup
 	once sync.Once
 }
@@ -238,19 +240,15 @@ func (s *Subscriber) ReceiveBatch(ctx context.Context, maxEvents int) ([]transpo
 	}
 }
 
-func (s *Subscriber) closed() bool {
-	select {
-	case <-s.stop:
-		return true
-	default:
-		return false
-	}
-}
+// closed reports whether Close has begun: an atomic load, cheaper than
+// polling s.stop, as Receive asks once per event.
+func (s *Subscriber) closed() bool { return s.shut.Load() }
 
 // Close leaves the group and stops the readers.
 func (s *Subscriber) Close() error {
 	var err error
 	s.once.Do(func() {
+		s.shut.Store(true)
 		close(s.stop)
 		s.data.Close()
 		s.ctrl.Close()

@@ -74,6 +74,7 @@ func TestReceiveBatch(t *testing.T) {
 		t.Fatalf("nothing ready, context done: %d events, %v", len(evs), err)
 	}
 	s.ready <- eventsBatch(8)
+	s.shut.Store(true) // as Close begins
 	close(s.stop)
 	if evs, err := s.ReceiveBatch(ctx, 10); !errors.Is(err, transport.ErrClosed) || evs != nil {
 		t.Fatalf("closed with an event queued: %d events, %v", len(evs), err)
