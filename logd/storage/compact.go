@@ -306,7 +306,8 @@ func (c *compaction) swap(old, tmp *segment) error {
 		}
 	}
 	ns := newSegmentStruct(l.env.fs, base, old.base)
-	ns.next, ns.size, ns.synced, ns.maxTs = tmp.next, tmp.size, tmp.size, tmp.maxTs
+	ns.next, ns.size, ns.maxTs = tmp.next, tmp.size, tmp.maxTs
+	ns.synced.Store(tmp.size)
 	ns.checked.Store(tmp.size) // written by this pass from checked batches
 	f, err := l.env.fs.OpenFile(base+logSuffix, os.O_RDWR, 0)
 	if err != nil {

@@ -20,48 +20,49 @@ func (l *Log) syncLoop() {
 	}
 }
 
-// sync makes everything appended so far durable.
+// sync makes everything appended so far durable: everything whose
+// append had completed when it started. It takes only ackMu, never mu,
+// so an append's write in progress does not hold the fsync back.
 func (l *Log) sync() {
-	l.mu.Lock()
-	if l.failed != nil || l.closed || l.end <= l.durable {
-		l.mu.Unlock()
+	l.ackMu.Lock()
+	w, from, loads := l.written, l.durable, l.loads
+	if l.failed != nil || l.closed || w.end <= from {
+		l.ackMu.Unlock()
 		return
 	}
-	target, from, loads := l.end, l.durable, l.loads
-	seg := l.segs[len(l.segs)-1]
-	pos := seg.size
-	l.mu.Unlock()
+	l.ackMu.Unlock()
 
 	start := time.Now()
 	l.segMu.RLock()
 	var err error
-	if seg.log != nil {
-		err = seg.log.Sync()
+	if w.seg.log != nil {
+		err = w.seg.log.Sync()
 	}
 	l.segMu.RUnlock()
 	took := time.Since(start)
 
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	if err != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.loads == loads { // else fenced and reloaded meanwhile: see below
+			l.fail(opFsync, err)
+		}
+		return
+	}
+	l.ackMu.Lock()
+	defer l.ackMu.Unlock()
 	if l.loads != loads {
 		// Fenced and reloaded meanwhile (Unfence): seg is closed, and
 		// its offsets were cut or checked again; this fsync counts for
 		// nothing, its error included.
 		return
 	}
-	if err != nil {
-		l.fail(opFsync, err)
-		return
-	}
 	if l.failed != nil {
 		return // another fsync failed meanwhile: what this one covered is not known
 	}
-	seg.synced = max(seg.synced, pos)
-	if pos > seg.visible.Load() {
-		seg.visible.Store(pos)
-	}
-	l.markDurable(target)
-	l.env.hooks.fsync(l.topic, l.partition, took, target-from)
+	w.seg.noteSynced(w.pos)
+	l.markDurable(w.end)
+	l.env.hooks.fsync(l.topic, l.partition, took, w.end-from)
 }
 
 // WaitDurable returns once every offset up to and including offset is
@@ -72,27 +73,27 @@ func (l *Log) sync() {
 // the offset was made durable.
 func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 	for {
-		l.mu.Lock()
+		l.ackMu.Lock()
 		switch {
 		case l.durable > offset:
-			l.mu.Unlock()
+			l.ackMu.Unlock()
 			return nil
 		case l.failed != nil:
 			err := l.failed
-			l.mu.Unlock()
+			l.ackMu.Unlock()
 			return err
 		case l.closed:
-			l.mu.Unlock()
+			l.ackMu.Unlock()
 			return ErrClosed
 		case l.env.fsync != FsyncAlways:
-			l.mu.Unlock()
+			l.ackMu.Unlock()
 			return nil
 		}
 		if l.durableCh == nil {
 			l.durableCh = make(chan struct{})
 		}
 		ch := l.durableCh
-		l.mu.Unlock()
+		l.ackMu.Unlock()
 		select {
 		case l.kick <- struct{}{}:
 		default:

@@ -3,8 +3,12 @@ package storage
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // fsyncSignal reports each fsync on a channel.
@@ -106,5 +110,67 @@ func TestClosedLog(t *testing.T) {
 	}
 	if _, err := s.Partition("t", 0); !errors.Is(err, ErrClosed) {
 		t.Errorf("partition: %v", err)
+	}
+}
+
+// TestFsyncDoesNotWaitForAWriteInProgress: the group commit's fsync
+// ends while a later append's write is still in progress, and marks
+// what it covered durable without waiting for that write (which holds
+// the log's writer lock): it did wait, the disk idle meanwhile.
+func TestFsyncDoesNotWaitForAWriteInProgress(t *testing.T) {
+	faults := vfs.NewFaults(vfs.NewLazy())
+	clk := newClock()
+	var (
+		mu             sync.Mutex
+		writes, syncs  int // of segment files
+		held, released = make(chan struct{}), make(chan struct{})
+	)
+	s, l := openPartition(t, Config{Dir: "/data", FS: faults, Fsync: FsyncAlways, MaintenanceInterval: -1, Now: clk.now})
+	defer s.Close()
+	// From here, the first fsync waits until the second write is in
+	// progress; the second write waits for released.
+	faults.SetRule(func(op vfs.Op, name string) error {
+		if !strings.HasSuffix(name, logSuffix) {
+			return nil
+		}
+		mu.Lock()
+		var n int
+		switch op {
+		case vfs.OpWrite:
+			writes++
+			n = writes
+		case vfs.OpSync:
+			syncs++
+			n = -syncs
+		}
+		mu.Unlock()
+		switch n {
+		case 2:
+			close(held)
+			<-released
+		case -1:
+			<-held
+		}
+		return nil
+	})
+	first, err := l.Append(simpleBatch(t, "a", 2, clk.ms()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	appended := make(chan error, 1)
+	go func() {
+		_, err := l.Append(simpleBatch(t, "b", 2, clk.ms()))
+		appended <- err
+	}()
+	<-held
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err = l.WaitDurable(ctx, first.LastOffset)
+	close(released)
+	if err != nil {
+		t.Fatalf("the first append, fsynced while the second one writes: %v", err)
+	}
+	if err := <-appended; err != nil {
+		t.Fatal(err)
 	}
 }

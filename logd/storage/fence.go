@@ -75,8 +75,10 @@ func (l *Log) Unfence() error {
 	}
 	l.env.logger.Info("storage: partition unfenced", "topic", l.topic, "partition", l.partition,
 		"after", l.failedOp, "end", l.end, "was", l.failed)
+	l.ackMu.Lock()
 	l.failed, l.failedOp = nil, ""
 	l.publishHWM(l.end)
+	l.ackMu.Unlock()
 	return nil
 }
 
@@ -90,7 +92,7 @@ func (l *Log) cutToSynced() error {
 	if active.log == nil {
 		return nil
 	}
-	keep := active.synced
+	keep := active.synced.Load()
 	if l.failedOp == opWrite && active.size > keep {
 		if err := active.log.Truncate(active.size); err != nil {
 			return err
@@ -99,7 +101,8 @@ func (l *Log) cutToSynced() error {
 			l.failedOp = opFsync // from now on the cache is suspect
 			return err
 		}
-		active.synced, keep = active.size, active.size
+		active.synced.Store(active.size)
+		keep = active.size
 	}
 	if err := active.log.Truncate(keep); err != nil {
 		return err

@@ -227,7 +227,9 @@ func TestUnfenceDuringFsync(t *testing.T) {
 	}
 	<-inFlight // its error, if any, is the fence it found
 	l.mu.Lock()
+	l.ackMu.Lock()
 	end, durable := l.end, l.durable
+	l.ackMu.Unlock()
 	l.mu.Unlock()
 	if durable > end {
 		t.Fatalf("durable up to %d, past the log end %d", durable, end)

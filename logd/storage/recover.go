@@ -50,7 +50,9 @@ func (l *Log) load() error {
 	if err != nil {
 		return err
 	}
+	l.ackMu.Lock()
 	l.loads++
+	l.ackMu.Unlock()
 	l.segs = nil
 	l.producers = newProducers(e.maxProducers, e.producerExpiry)
 	l.compactedTo, l.tombstoneDue = -1, 0
@@ -94,8 +96,12 @@ func (l *Log) load() error {
 	}
 	l.recoverProducers(r.buf)
 	l.start.Store(l.segs[0].base)
-	l.end = l.segs[len(l.segs)-1].next
+	active := l.segs[len(l.segs)-1]
+	l.end = active.next
+	l.ackMu.Lock()
 	l.durable = l.end
+	l.written = written{end: l.end, seg: active, pos: active.size}
+	l.ackMu.Unlock()
 	l.endA.Store(l.end)
 	l.hwm.Store(l.end)
 	return nil
@@ -241,7 +247,8 @@ func (r *recovery) trust(s *segment, size, nextBase int64) bool {
 	if err != nil {
 		return false
 	}
-	s.size, s.synced, s.next, s.maxTs = size, size, next, seal.ts
+	s.size, s.next, s.maxTs = size, next, seal.ts
+	s.synced.Store(size)
 	s.visible.Store(size)
 	s.off.mem, s.off.n = off, len(off)/offEntryLen
 	s.times.mem, s.times.n = times[:len(times)-timeEntryLen], len(times)/timeEntryLen-1
@@ -319,7 +326,7 @@ func (r *recovery) verify(s *segment, size, expect, nextBase int64, last bool) (
 	if err := s.log.Sync(); err != nil {
 		return cut, err
 	}
-	s.synced = s.size
+	s.synced.Store(s.size)
 	return cut, nil
 }
 

@@ -23,7 +23,9 @@ func crash(s *Store) {
 	for _, t := range s.topics {
 		for _, l := range t.parts {
 			l.mu.Lock()
+			l.ackMu.Lock()
 			l.closed = true
+			l.ackMu.Unlock()
 			l.isClosed.Store(true)
 			close(l.done)
 			l.mu.Unlock()

@@ -41,8 +41,12 @@ type segment struct {
 	sinceIdx  int64 // bytes appended since the last offset-index entry
 	idxTs     int64 // timestamp of the last time-index entry
 	sealed    bool
-	synced    int64        // bytes covered by the last completed fdatasync of the log
-	visible   atomic.Int64 // bytes readers may read: size, or the durable part under FsyncAlways
+	// synced is the bytes covered by the last completed fdatasync of the
+	// log; visible the bytes readers may read: size, or the durable part
+	// under FsyncAlways. The group commit advances both holding only
+	// Log.ackMu, appends and seals holding Log.mu.
+	synced  atomic.Int64
+	visible atomic.Int64
 	// checked is the prefix of the file whose batches this process has
 	// CRC-checked: on append, in recovery, or on a first read. Reads
 	// check every batch past it.
@@ -116,7 +120,7 @@ func (s *segment) writeIndexes() error {
 	if err := s.log.Sync(); err != nil {
 		return err
 	}
-	s.synced = s.size
+	s.synced.Store(s.size)
 	times := append(s.times.mem[:len(s.times.mem):len(s.times.mem)], s.sealEntry()...)
 	for _, w := range []struct {
 		suffix string
@@ -161,6 +165,23 @@ func (s *segment) openSealedIndexes() error {
 	s.sealed = true
 	s.visible.Store(s.size)
 	return nil
+}
+
+// noteSynced records that an fdatasync covered the log's first pos
+// bytes: neither synced nor visible ever moves back.
+func (s *segment) noteSynced(pos int64) {
+	storeMax(&s.synced, pos)
+	storeMax(&s.visible, pos)
+}
+
+// storeMax raises v to x unless it is already at least x.
+func storeMax(v *atomic.Int64, x int64) {
+	for {
+		old := v.Load()
+		if x <= old || v.CompareAndSwap(old, x) {
+			return
+		}
+	}
 }
 
 func (s *segment) close() {
