@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -172,5 +174,62 @@ func TestFsyncDoesNotWaitForAWriteInProgress(t *testing.T) {
 	}
 	if err := <-appended; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// behindFS records the write-behind hints its segment files get.
+type behindFS struct {
+	*vfs.Lazy
+	mu    sync.Mutex
+	hints [][2]int64 // offset, length
+}
+
+func (b *behindFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	f, err := b.Lazy.OpenFile(name, flag, perm)
+	if err != nil || !strings.HasSuffix(name, logSuffix) {
+		return f, err
+	}
+	return behindFile{f, b}, nil
+}
+
+type behindFile struct {
+	vfs.File
+	fs *behindFS
+}
+
+func (f behindFile) WriteBehind(off, n int64) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	f.fs.hints = append(f.fs.hints, [2]int64{off, n})
+}
+
+// TestWriteBehind: under FsyncAlways each appended batch is handed to
+// the file as a write-behind hint, at the place it was written; under
+// FsyncInterval (the kernel writes back on its own schedule) none is.
+func TestWriteBehind(t *testing.T) {
+	for _, policy := range []FsyncPolicy{FsyncAlways, FsyncInterval} {
+		bfs := &behindFS{Lazy: vfs.NewLazy()}
+		clk := newClock()
+		s, l := openPartition(t, Config{Dir: "/data", FS: bfs, Fsync: policy, FsyncInterval: time.Hour, MaintenanceInterval: -1, Now: clk.now})
+		var want [][2]int64
+		var pos int64
+		for _, v := range []string{"a", "bb"} {
+			b := simpleBatch(t, v, 3, clk.ms())
+			if _, err := l.Append(b); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, [2]int64{pos, int64(len(b))})
+			pos += int64(len(b))
+		}
+		if policy != FsyncAlways {
+			want = nil
+		}
+		bfs.mu.Lock()
+		got := bfs.hints
+		bfs.mu.Unlock()
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: write-behind hints %v, want %v", policy, got, want)
+		}
+		s.Close()
 	}
 }

@@ -171,27 +171,45 @@ func (l *Log) Size() int64 {
 // ErrInvalidProducerEpoch.
 //
 // Append does not wait for the disk: call WaitDurable with LastOffset.
+// Under FsyncAlways it starts writing the batch to the device (a hint,
+// vfs.WriteBehinder), so that the disk works while the group commit
+// waits for its next fsync, which then has less to write.
 func (l *Log) Append(batch []byte) (AppendResult, error) {
+	res, behind, err := l.append(batch)
+	if behind != nil {
+		behind.WriteBehind(res.pos, int64(len(batch))) // outside l.mu: it may wait for the device's queue
+	}
+	return res.AppendResult, err
+}
+
+// appended is append's result: where the batch went, and the file it
+// was written to when that file takes write-behind hints.
+type appended struct {
+	AppendResult
+	pos int64
+}
+
+func (l *Log) append(batch []byte) (appended, vfs.WriteBehinder, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
-		return AppendResult{}, err
+		return appended{}, nil, err
 	}
 	h := &l.hdr
 	if err := checkProduced(batch, h, l.cfg.MaxBatchBytes); err != nil {
-		return AppendResult{}, err
+		return appended{}, nil, err
 	}
 	now := l.env.now()
 	if dup, err := l.producers.check(h, now); err != nil || dup != nil {
 		if dup != nil {
-			return AppendResult{BaseOffset: dup.first, LastOffset: dup.last, LogStartOffset: l.start.Load(), Duplicate: true}, nil
+			return appended{AppendResult: AppendResult{BaseOffset: dup.first, LastOffset: dup.last, LogStartOffset: l.start.Load(), Duplicate: true}}, nil, nil
 		}
-		return AppendResult{}, err
+		return appended{}, nil, err
 	}
 	seg := l.segs[len(l.segs)-1]
 	if l.shouldRoll(seg, len(batch), h.LastOffsetDelta, now) {
 		if err := l.roll(); err != nil {
-			return AppendResult{}, l.fail(opRoll, err)
+			return appended{}, nil, l.fail(opRoll, err)
 		}
 		seg = l.segs[len(l.segs)-1]
 	}
@@ -199,7 +217,7 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 	setBaseOffset(batch, base)
 	pos := seg.size
 	if _, err := seg.log.WriteAt(batch, pos); err != nil {
-		return AppendResult{}, l.fail(opWrite, err)
+		return appended{}, nil, l.fail(opWrite, err)
 	}
 	p := peek{base: base, size: int64(len(batch)), lastDelta: h.LastOffsetDelta}
 	l.idxMu.Lock()
@@ -224,7 +242,12 @@ func (l *Log) Append(batch []byte) (AppendResult, error) {
 		}
 	}
 	l.env.hooks.append(l.topic, l.partition, int(h.NumRecords), len(batch))
-	return AppendResult{BaseOffset: base, LastOffset: l.end - 1, LogStartOffset: l.start.Load()}, nil
+	res := appended{AppendResult{BaseOffset: base, LastOffset: l.end - 1, LogStartOffset: l.start.Load()}, pos}
+	behind, _ := seg.log.(vfs.WriteBehinder)
+	if l.env.fsync != FsyncAlways {
+		behind = nil
+	}
+	return res, behind, nil
 }
 
 func (l *Log) writable() error {

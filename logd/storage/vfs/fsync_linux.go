@@ -18,6 +18,20 @@ func fdatasync(f *os.File) error {
 	}
 }
 
+// writeBehind starts writing a range of dirty pages to the device
+// without waiting for it (sync_file_range(2) with WRITE alone: no
+// durability, no metadata; it may wait for the device's queue). A file
+// closed meanwhile is skipped: the raw connection holds its descriptor.
+func writeBehind(f *os.File, off, n int64) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		_ = unix.SyncFileRange(int(fd), off, n, unix.SYNC_FILE_RANGE_WRITE)
+	})
+}
+
 // readahead asks the kernel to start reading a file range into the page
 // cache without waiting for it.
 func readahead(f *os.File, off, n int64) {

@@ -44,6 +44,7 @@ func (f osFile) Sync() error                              { return fdatasync(f.f
 func (f osFile) Truncate(size int64) error                { return f.f.Truncate(size) }
 func (f osFile) Close() error                             { return f.f.Close() }
 func (f osFile) Readahead(off, n int64)                   { readahead(f.f, off, n) }
+func (f osFile) WriteBehind(off, n int64)                 { writeBehind(f.f, off, n) }
 
 func (f osFile) Size() (int64, error) {
 	st, err := f.f.Stat()

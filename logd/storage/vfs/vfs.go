@@ -42,6 +42,12 @@ type Readaheader interface {
 	Readahead(off, n int64)
 }
 
+// WriteBehinder is implemented by files that can start writing a range
+// of written data to the device ahead of a sync (a hint).
+type WriteBehinder interface {
+	WriteBehind(off, n int64)
+}
+
 // Duper is implemented by files that live in the operating system's
 // file system, where data can be sent from them without a copy
 // (sendfile(2); Linux only). Dup returns a new descriptor of the open
