@@ -18,7 +18,11 @@
 // default) one goroutine per partition fdatasyncs the active segment
 // whenever batches are waiting, so every append that arrives during an
 // fsync shares the next one (group commit), and the waiter returns once
-// its offset is on disk. Readers see a batch only once it is durable:
+// its offset is on disk. An fsync covers every append completed when it
+// starts and never waits for one in progress. Each append also starts
+// writing its batch to the device at once ([vfs.WriteBehinder], a hint),
+// so the disk works while the next fsync waits. Readers see a batch only
+// once it is durable:
 // the high watermark ([Log.HighWatermark]) is the durable end, so no
 // consumer ever reads a record that a crash could take back and whose
 // offset would then be reused. Under FsyncInterval and FsyncNever the high
