@@ -60,7 +60,12 @@ const (
 //     same records) in a child process instead of this one: the same
 //     work on the same two cores, but logd's goroutines no longer wait
 //     for a P behind the clients' (one of the two Ps runs the producing
-//     loop almost without a break).
+//     loop almost without a break);
+//   - none-5inflight: none with franz-go allowed 5 produce requests in
+//     flight on its connection (idempotence off: franz-go keeps one in
+//     flight when producing idempotently), acks=all still, to show
+//     whether the disk's wait for the next request is the client's
+//     single request in flight.
 //
 // logd also asks the kernel to start writing each appended batch to the
 // device at once (sync_file_range with WRITE alone, Log.Append's
@@ -106,6 +111,9 @@ func BenchmarkProduce1KiB(b *testing.B) {
 	b.Run("snappy-compressed", func(b *testing.B) { benchProduce(b, kgo.SnappyCompression(), 2, 1) })
 	b.Run("clientprocess-none", func(b *testing.B) { benchProduceWith(b, kgo.NoCompression(), 1, 1, true) })
 	b.Run("clientprocess-none-4producers", func(b *testing.B) { benchProduceWith(b, kgo.NoCompression(), 1, 4, true) })
+	b.Run("none-5inflight", func(b *testing.B) {
+		benchProduceWith(b, kgo.NoCompression(), 1, 1, false, kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(5))
+	})
 }
 
 // envBenchClient makes this test binary the producing clients of
@@ -208,13 +216,13 @@ func benchProduce(b *testing.B, codec kgo.CompressionCodec, zeroFraction, produc
 // runBenchClient), as a Kafka client does in production, instead of
 // sharing this process's goroutine scheduler with logd; the cpu metric
 // is then logd's alone.
-func benchProduceWith(b *testing.B, codec kgo.CompressionCodec, zeroFraction, producers int, proc bool) {
+func benchProduceWith(b *testing.B, codec kgo.CompressionCodec, zeroFraction, producers int, proc bool, opts ...kgo.Opt) {
 	dir := b.TempDir()
 	cfs := &countingFS{FS: vfs.OS, timeline: true}
 	ts := startServer(b, filepath.Join(dir, "logd"), func(c *Config) { c.Storage.FS = cfs })
 	clients := make([]*kgo.Client, producers)
 	for i := range clients {
-		clients[i] = newClient(b, ts.addr, kgo.DefaultProduceTopic("bench"), kgo.ProducerBatchCompression(codec))
+		clients[i] = newClient(b, ts.addr, append([]kgo.Opt{kgo.DefaultProduceTopic("bench"), kgo.ProducerBatchCompression(codec)}, opts...)...)
 	}
 	createTopic(b, clients[0], "bench", 1)
 	var toChild io.Writer
