@@ -658,6 +658,8 @@ func benchReplay(b *testing.B, partitions int) {
 		for _, side := range []int{zc, cp} {
 			ratios[side] = append(ratios[side], rates[side][round]/rates[raw][round])
 		}
+		b.Logf("round %d (first: %s): raw %.0f MiB/s, sendfile %.0f MiB/s (x%.2f), copy %.0f MiB/s (x%.2f)", round,
+			[]string{"raw", "sendfile", "copy"}[round%3], rates[raw][round]/(1<<20), rates[zc][round]/(1<<20), ratios[zc][round], rates[cp][round]/(1<<20), ratios[cp][round])
 	}
 	b.ReportMetric(median(sizes)/(1<<20), "MiB-on-disk")
 	b.ReportMetric(median(rates[zc])/(1<<20), "MiB/s")
