@@ -603,7 +603,12 @@ func (f *countingFile) Readahead(off, n int64) {
 //
 //   - 1partition: one partition, 1 MiB per round trip;
 //   - 4partitions: the same bytes in 4 partitions, each fetch asking
-//     for all 4 (up to 4 MiB per round trip).
+//     for all 4 (up to 4 MiB per round trip);
+//   - clientprocess-1partition, clientprocess-4partitions: the same
+//     with the fetching client in a child process (this test binary
+//     again, runBenchFetcher), as a consumer runs, so that the Go
+//     scheduler cannot put it and logd's connection on one P; the
+//     cpu metrics are then logd's alone.
 //
 // Metrics: MiB/s (sendfile), copy-MiB/s and raw-MiB/s are medians of
 // the rounds; x-raw and copy-x-raw the medians of the rounds' ratios to
@@ -612,11 +617,67 @@ func (f *countingFile) Readahead(off, n int64) {
 // the fetching client included) per GiB fetched, raw-cpu-ms/GiB the
 // raw read's.
 func BenchmarkReplay1KiB(b *testing.B) {
-	b.Run("1partition", func(b *testing.B) { benchReplay(b, 1) })
-	b.Run("4partitions", func(b *testing.B) { benchReplay(b, 4) })
+	b.Run("1partition", func(b *testing.B) { benchReplay(b, 1, false) })
+	b.Run("4partitions", func(b *testing.B) { benchReplay(b, 4, false) })
+	b.Run("clientprocess-1partition", func(b *testing.B) { benchReplay(b, 1, true) })
+	b.Run("clientprocess-4partitions", func(b *testing.B) { benchReplay(b, 4, true) })
 }
 
-func benchReplay(b *testing.B, partitions int) {
+// envBenchFetcher makes this test binary the fetching client of
+// BenchmarkReplay1KiB's clientprocess variants: "addr|topic|partitions".
+const envBenchFetcher = "BROKERLESS_LOGD_BENCH_FETCHER"
+
+// runBenchFetcher fetches the partitions whole (fetchAll) each time a
+// line arrives on stdin, and answers "<record bytes> <seconds>", or
+// "failed: <error>".
+func runBenchFetcher(spec string) int {
+	parts := strings.Split(spec, "|")
+	var partitions int
+	fmt.Sscan(parts[2], &partitions)
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		start := time.Now()
+		bytes, err := fetchAll(parts[0], parts[1], partitions)
+		if err != nil {
+			fmt.Println("failed:", err)
+			continue
+		}
+		fmt.Println(bytes, time.Since(start).Seconds())
+	}
+	return 0
+}
+
+// fetcherProcess starts runBenchFetcher in a child process (this test
+// binary again) and returns fetchRate's equivalent through it.
+func fetcherProcess(b *testing.B, addr, topic string, partitions int) func() (float64, float64) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%d", envBenchFetcher, addr, topic, partitions))
+	cmd.Stderr = os.Stderr
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { w.Close(); cmd.Wait() })
+	out := bufio.NewReader(r)
+	return func() (float64, float64) {
+		fmt.Fprintln(w, "go")
+		line, err := out.ReadString('\n')
+		var bytes, secs float64
+		if _, serr := fmt.Sscan(line, &bytes, &secs); err != nil || serr != nil || secs <= 0 {
+			b.Fatalf("fetching process: %q %v", line, err)
+		}
+		return bytes / secs, bytes
+	}
+}
+
+func benchReplay(b *testing.B, partitions int, proc bool) {
 	ts := startServer(b, b.TempDir())
 	cl := newClient(b, ts.addr, kgo.DefaultProduceTopic("replay"), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	createTopic(b, cl, "replay", int32(partitions))
@@ -627,6 +688,10 @@ func benchReplay(b *testing.B, partitions int) {
 	}
 	if err := cl.Flush(ctx); err != nil {
 		b.Fatal(err)
+	}
+	fetch := func() (float64, float64) { return fetchRate(b, ts.addr, "replay", partitions) }
+	if proc {
+		fetch = fetcherProcess(b, ts.addr, "replay", partitions)
 	}
 	var dirs []string
 	for p := range partitions {
@@ -647,7 +712,7 @@ func benchReplay(b *testing.B, partitions int) {
 			if side == raw {
 				rate, bytes = rawReadRate(b, dirs...)
 			} else {
-				rate, bytes = fetchRate(b, ts.addr, "replay", partitions)
+				rate, bytes = fetch()
 			}
 			rates[side] = append(rates[side], rate)
 			if side == raw {
@@ -685,14 +750,23 @@ const fetchBytes = 1 << 20
 // per-record decoding a consumer library adds), and returns record
 // bytes per second, and record bytes.
 func fetchRate(b *testing.B, addr, topic string, partitions int) (float64, float64) {
-	c, err := net.Dial("tcp", addr)
+	start := time.Now()
+	bytes, err := fetchAll(addr, topic, partitions)
 	if err != nil {
 		b.Fatal(err)
+	}
+	return float64(bytes) / time.Since(start).Seconds(), float64(bytes)
+}
+
+// fetchAll is fetchRate's work: it returns the record bytes fetched.
+func fetchAll(addr, topic string, partitions int) (int64, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return 0, err
 	}
 	defer c.Close()
 	r := c // unbuffered: each response is read once, straight into frame
 	var frame, out []byte
-	start := time.Now()
 	offsets := make([]int64, partitions)
 	done := make([]bool, partitions)
 	var bytes int64
@@ -715,11 +789,11 @@ func fetchRate(b *testing.B, addr, topic string, partitions int) (float64, float
 		out = req.AppendTo(out)
 		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
 		if _, err := c.Write(out); err != nil {
-			b.Fatal(err)
+			return bytes, err
 		}
 		var size [4]byte
 		if _, err := io.ReadFull(r, size[:]); err != nil {
-			b.Fatal(err)
+			return bytes, err
 		}
 		n := int(binary.BigEndian.Uint32(size[:]))
 		if cap(frame) < n {
@@ -727,16 +801,16 @@ func fetchRate(b *testing.B, addr, topic string, partitions int) (float64, float
 		}
 		frame = frame[:n]
 		if _, err := io.ReadFull(r, frame); err != nil {
-			b.Fatal(err)
+			return bytes, err
 		}
 		resp := kmsg.NewPtrFetchResponse()
 		resp.SetVersion(11)
 		if err := resp.ReadFrom(frame[4:]); err != nil {
-			b.Fatal(err)
+			return bytes, err
 		}
 		for _, p := range resp.Topics[0].Partitions {
 			if p.ErrorCode != 0 {
-				b.Fatalf("fetch error %d", p.ErrorCode)
+				return bytes, fmt.Errorf("fetch error %d", p.ErrorCode)
 			}
 			bytes += int64(len(p.RecordBatches))
 			if len(p.RecordBatches) > 0 {
@@ -748,7 +822,7 @@ func fetchRate(b *testing.B, addr, topic string, partitions int) (float64, float
 			}
 		}
 	}
-	return float64(bytes) / time.Since(start).Seconds(), float64(bytes)
+	return bytes, nil
 }
 
 // nextOffset is the offset after the last record batch in a record set.

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(envBenchClient); spec != "" {
 		os.Exit(runBenchClient(spec))
 	}
+	if spec := os.Getenv(envBenchFetcher); spec != "" {
+		os.Exit(runBenchFetcher(spec))
+	}
 	os.Exit(m.Run())
 }
 
