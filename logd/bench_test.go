@@ -228,22 +228,7 @@ func benchProduceWith(b *testing.B, codec kgo.CompressionCodec, zeroFraction, pr
 	var toChild io.Writer
 	var fromChild *bufio.Reader
 	if proc {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d", envBenchClient, ts.addr, producers, b.N))
-		cmd.Stderr = os.Stderr
-		w, err := cmd.StdinPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { w.Close(); cmd.Wait() })
-		toChild, fromChild = w, bufio.NewReader(r)
+		toChild, fromChild = benchChild(b, fmt.Sprintf("%s=%s|%d|%d", envBenchClient, ts.addr, producers, b.N))
 	}
 	partDir := filepath.Join(ts.dir, "bench-0")
 	values := randomValues(zeroFraction)
@@ -647,11 +632,12 @@ func runBenchFetcher(spec string) int {
 	return 0
 }
 
-// fetcherProcess starts runBenchFetcher in a child process (this test
-// binary again) and returns fetchRate's equivalent through it.
-func fetcherProcess(b *testing.B, addr, topic string, partitions int) func() (float64, float64) {
+// benchChild starts this test binary again with env (NAME=value) added
+// to its environment, stopped when b ends, and returns its stdin and
+// stdout.
+func benchChild(b *testing.B, env string) (io.Writer, *bufio.Reader) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%d", envBenchFetcher, addr, topic, partitions))
+	cmd.Env = append(os.Environ(), env)
 	cmd.Stderr = os.Stderr
 	w, err := cmd.StdinPipe()
 	if err != nil {
@@ -665,7 +651,13 @@ func fetcherProcess(b *testing.B, addr, topic string, partitions int) func() (fl
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { w.Close(); cmd.Wait() })
-	out := bufio.NewReader(r)
+	return w, bufio.NewReader(r)
+}
+
+// fetcherProcess starts runBenchFetcher in a child process (this test
+// binary again) and returns fetchRate's equivalent through it.
+func fetcherProcess(b *testing.B, addr, topic string, partitions int) func() (float64, float64) {
+	w, out := benchChild(b, fmt.Sprintf("%s=%s|%s|%d", envBenchFetcher, addr, topic, partitions))
 	return func() (float64, float64) {
 		fmt.Fprintln(w, "go")
 		line, err := out.ReadString('\n')
