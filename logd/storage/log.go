@@ -226,28 +226,24 @@ func (l *Log) append(batch []byte) (appended, vfs.WriteBehinder, error) {
 	l.end = p.last() + 1
 	l.endA.Store(l.end)
 	l.producers.record(h, base, l.end-1, now, l.env.hooks, l.topic, l.partition)
-	if l.env.fsync != FsyncAlways {
-		seg.visible.Store(seg.size)
-	}
+	always := l.env.fsync == FsyncAlways
 	l.ackMu.Lock()
 	l.written = written{end: l.end, seg: seg, pos: seg.size}
-	if l.env.fsync != FsyncAlways {
+	if !always { // else the group commit moves both once it fsynced
+		seg.visible.Store(seg.size)
 		l.publishHWM(l.end)
 	}
 	l.ackMu.Unlock()
-	if l.env.fsync == FsyncAlways {
+	var behind vfs.WriteBehinder
+	if always {
 		select {
 		case l.kick <- struct{}{}:
 		default:
 		}
+		behind, _ = seg.log.(vfs.WriteBehinder)
 	}
 	l.env.hooks.append(l.topic, l.partition, int(h.NumRecords), len(batch))
-	res := appended{AppendResult{BaseOffset: base, LastOffset: l.end - 1, LogStartOffset: l.start.Load()}, pos}
-	behind, _ := seg.log.(vfs.WriteBehinder)
-	if l.env.fsync != FsyncAlways {
-		behind = nil
-	}
-	return res, behind, nil
+	return appended{AppendResult{BaseOffset: base, LastOffset: l.end - 1, LogStartOffset: l.start.Load()}, pos}, behind, nil
 }
 
 func (l *Log) writable() error {
