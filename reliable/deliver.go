@@ -99,7 +99,14 @@ func (st *stream) deliver(seq uint64, t int64, topic string, key []byte, hr Head
 	if len(key) == 0 {
 		key = nil
 	}
-	r.ev = transport.Event{Kind: transport.EventMessage, Message: transport.Message{
+	// Only the message's part of the event is written (the whole
+	// event is 336 bytes, most of them pointers for the write barrier)
+	// once the event holds a message already: the other parts are then
+	// zero.
+	if r.ev.Kind != transport.EventMessage {
+		r.ev = transport.Event{Kind: transport.EventMessage}
+	}
+	r.ev.Message = transport.Message{
 		Stream:  st.id,
 		Seq:     seq,
 		Time:    time.Unix(0, t),
@@ -107,7 +114,7 @@ func (st *stream) deliver(seq uint64, t int64, topic string, key []byte, hr Head
 		Key:     key,
 		Headers: hdrs,
 		Payload: payload,
-	}}
+	}
 	r.stats.Delivered++
 	r.h.Deliver(&r.ev)
 }

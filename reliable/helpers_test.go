@@ -1,7 +1,9 @@
 package reliable
 
 import (
+	"fmt"
 	"net/netip"
+	"reflect"
 
 	"github.com/brokerless/brokerless/transport"
 )
@@ -29,3 +31,21 @@ func (h *countHandler) SendNack(netip.AddrPort, []byte)   { h.nacks++ }
 func (h *countHandler) SendStatus(netip.AddrPort, []byte) { h.statuses++ }
 
 func mustAddrPort(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
+
+// onePart checks that an event holds only the part its Kind names: a
+// handler that keeps the event whole must not find an earlier event's
+// gap or stream in it.
+func onePart(ev *transport.Event) error {
+	parts := map[transport.EventKind]any{
+		transport.EventMessage:     ev.Message,
+		transport.EventGap:         ev.Gap,
+		transport.EventStreamStart: ev.Start,
+		transport.EventStreamEnd:   ev.End,
+	}
+	for kind, part := range parts {
+		if kind != ev.Kind && !reflect.ValueOf(part).IsZero() {
+			return fmt.Errorf("a %v event holds a %v part: %+v", ev.Kind, kind, part)
+		}
+	}
+	return nil
+}

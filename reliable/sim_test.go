@@ -137,6 +137,9 @@ type simHandler struct {
 }
 
 func (h simHandler) Deliver(ev *transport.Event) {
+	if err := onePart(ev); err != nil {
+		h.n.t.Fatal(err)
+	}
 	e := *ev
 	if e.Kind == transport.EventMessage {
 		h.r.msgs++

@@ -233,6 +233,9 @@ func (h *orderHandler) Deliver(ev *transport.Event) {
 	}
 	var id transport.StreamID
 	var from, to uint64
+	if err := onePart(ev); err != nil {
+		h.t.Fatal(err)
+	}
 	switch ev.Kind {
 	case transport.EventMessage:
 		id, from, to = ev.Message.Stream, ev.Message.Seq, ev.Message.Seq
