@@ -3,6 +3,8 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -11,8 +13,8 @@ import (
 
 // PublishReceipts is PublishReceipt of each message of ms in turn, done
 // called with its index, at a fraction of the cost for small messages:
-// the records of ms, their headers and their bytes are three
-// allocations, not three each, and share one promise. done is called on
+// the records of ms and their headers come from a pool, their bytes are
+// one allocation, and they share one promise. done is called on
 // the client's promise goroutine, in publish order for each partition,
 // and must not block. It returns how many of ms it took (their done
 // will be called), and why not all when it took fewer: ctx ended, the
@@ -41,6 +43,7 @@ func (p *Publisher) publishReceipts(ctx context.Context, ms []transport.Message,
 	for i := 0; i < len(b.recs); {
 		k, err := p.slots.take(ctx, p.closing, len(b.recs)-i)
 		if err != nil {
+			b.finished(len(b.recs) - i) // never produced: no promise
 			return i, err
 		}
 		for end := i + k; i < end; i++ {
@@ -51,10 +54,30 @@ func (p *Publisher) publishReceipts(ctx context.Context, ms []transport.Message,
 }
 
 // recordBatch is the records of one PublishReceipts, and where their
-// receipts go.
+// receipts go. It goes back to recordBatches once every record's
+// promise has run (the client leaves a record alone from then on), so
+// that its records, about 200 bytes each, are not allocated, zeroed and
+// collected again for every call.
 type recordBatch struct {
 	recs []batchRecord
+	hs   []kgo.RecordHeader
 	done func(int, transport.Receipt, error)
+	left atomic.Int64 // records whose promise has not run
+}
+
+// recordBatches holds the recordBatches no record of which is in the
+// client any more.
+var recordBatches sync.Pool
+
+// finished counts n records of b done with, and gives b back to
+// recordBatches after the last. The records keep pointing at what they
+// were given until b is reused or the pool is emptied, as a pool's
+// buffer keeps its old bytes.
+func (b *recordBatch) finished(n int) {
+	if b.left.Add(-int64(n)) == 0 {
+		b.done = nil
+		recordBatches.Put(b)
+	}
 }
 
 // batchRecord is a record and its context, which leads its promise
@@ -88,8 +111,19 @@ func (p *Publisher) newRecordBatch(ms []transport.Message, done func(int, transp
 	if copyBytes {
 		a = make([]byte, 0, size)
 	}
-	hs := make([]kgo.RecordHeader, 0, nh)
-	b := &recordBatch{recs: make([]batchRecord, len(ms)), done: done}
+	b, _ := recordBatches.Get().(*recordBatch)
+	if b == nil {
+		b = new(recordBatch)
+	}
+	if cap(b.recs) < len(ms) {
+		b.recs = make([]batchRecord, len(ms))
+	}
+	if cap(b.hs) < nh {
+		b.hs = make([]kgo.RecordHeader, 0, nh)
+	}
+	b.recs, b.done = b.recs[:len(ms)], done
+	b.left.Store(int64(len(ms)))
+	hs := b.hs[:0]
 	for i := range ms {
 		m, br := &ms[i], &b.recs[i]
 		br.ctx = recordContext{Context: context.Background(), b: b, i: i}
@@ -111,10 +145,12 @@ func (p *Publisher) newRecordBatch(ms []transport.Message, done func(int, transp
 // batchPromise is the promise of every record of PublishReceipts.
 func (p *Publisher) batchPromise(r *kgo.Record, err error) {
 	c := r.Context.(*recordContext)
+	b := c.b
 	p.slots.put(1)
 	if err != nil {
-		c.b.done(c.i, transport.Receipt{}, fmt.Errorf("kafka transport: produce: %w", err))
-		return
+		b.done(c.i, transport.Receipt{}, fmt.Errorf("kafka transport: produce: %w", err))
+	} else {
+		b.done(c.i, transport.Receipt{Stream: transport.StreamID{Topic: r.Topic, Partition: r.Partition}, Seq: uint64(r.Offset)}, nil)
 	}
-	c.b.done(c.i, transport.Receipt{Stream: transport.StreamID{Topic: r.Topic, Partition: r.Partition}, Seq: uint64(r.Offset)}, nil)
+	b.finished(1) // r and c may be reused from here
 }
