@@ -205,24 +205,34 @@ func (f behindFile) WriteBehind(off, n int64) {
 
 // TestWriteBehind: under FsyncAlways each appended batch is handed to
 // the file as a write-behind hint, at the place it was written; under
-// FsyncInterval (the kernel writes back on its own schedule) none is.
+// FsyncInterval and FsyncNever (the kernel writes back on its own
+// schedule) none is until writeBehindBytes of whole pages have
+// accumulated, and then those pages, from where the last hint ended.
 func TestWriteBehind(t *testing.T) {
-	for _, policy := range []FsyncPolicy{FsyncAlways, FsyncInterval} {
+	for _, policy := range []FsyncPolicy{FsyncAlways, FsyncInterval, FsyncNever} {
 		bfs := &behindFS{Lazy: vfs.NewLazy()}
 		clk := newClock()
 		s, l := openPartition(t, Config{Dir: "/data", FS: bfs, Fsync: policy, FsyncInterval: time.Hour, MaintenanceInterval: -1, Now: clk.now})
 		var want [][2]int64
-		var pos int64
-		for _, v := range []string{"a", "bb"} {
+		var pos, hinted int64
+		big := strings.Repeat("x", 100<<10) // 3 records: the 4th such batch passes writeBehindBytes
+		for _, v := range []string{"a", "bb", big, big, big, big, "c"} {
 			b := simpleBatch(t, v, 3, clk.ms())
 			if _, err := l.Append(b); err != nil {
 				t.Fatal(err)
 			}
-			want = append(want, [2]int64{pos, int64(len(b))})
 			pos += int64(len(b))
+			switch {
+			case policy == FsyncAlways:
+				want = append(want, [2]int64{pos - int64(len(b)), int64(len(b))})
+			case pos&^(4<<10-1)-hinted >= 1<<20:
+				end := pos &^ (4<<10 - 1)
+				want = append(want, [2]int64{hinted, end - hinted})
+				hinted = end
+			}
 		}
-		if policy != FsyncAlways {
-			want = nil
+		if policy != FsyncAlways && len(want) != 1 {
+			t.Fatalf("%v: the test expects one hint, not %v", policy, want)
 		}
 		bfs.mu.Lock()
 		got := bfs.hints

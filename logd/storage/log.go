@@ -173,20 +173,34 @@ func (l *Log) Size() int64 {
 // Append does not wait for the disk: call WaitDurable with LastOffset.
 // Under FsyncAlways it starts writing the batch to the device (a hint,
 // vfs.WriteBehinder), so that the disk works while the group commit
-// waits for its next fsync, which then has less to write.
+// waits for its next fsync, which then has less to write. Under the
+// other policies it does so once every writeBehindBytes of whole pages
+// (RocksDB's bytes_per_sync), so that dirty pages do not pile up until
+// the kernel's writeback and a segment roll's fsync has little left to
+// write while appends wait for it.
 func (l *Log) Append(batch []byte) (AppendResult, error) {
 	res, behind, err := l.append(batch)
 	if behind != nil {
-		behind.WriteBehind(res.pos, int64(len(batch))) // outside l.mu: it may wait for the device's queue
+		behind.WriteBehind(res.behindAt, res.behindLen) // outside l.mu: it may wait for the device's queue
 	}
 	return res.AppendResult, err
 }
 
-// appended is append's result: where the batch went, and the file it
-// was written to when that file takes write-behind hints.
+// writeBehindBytes is how many bytes of whole pages accumulate before
+// Append hands them to the kernel to write back under FsyncInterval and
+// FsyncNever (each batch at once under FsyncAlways).
+const writeBehindBytes = 1 << 20
+
+// writeBehindPage is the page size write-behind ranges end on under
+// FsyncInterval and FsyncNever, so that a page is not written back
+// while later batches still fill it.
+const writeBehindPage = 4 << 10
+
+// appended is append's result and the range of the segment file to
+// hint for write-behind (behindLen 0: none).
 type appended struct {
 	AppendResult
-	pos int64
+	behindAt, behindLen int64
 }
 
 func (l *Log) append(batch []byte) (appended, vfs.WriteBehinder, error) {
@@ -234,16 +248,23 @@ func (l *Log) append(batch []byte) (appended, vfs.WriteBehinder, error) {
 		l.publishHWM(l.end)
 	}
 	l.ackMu.Unlock()
-	var behind vfs.WriteBehinder
+	res := appended{AppendResult: AppendResult{BaseOffset: base, LastOffset: l.end - 1, LogStartOffset: l.start.Load()}}
 	if always {
 		select {
 		case l.kick <- struct{}{}:
 		default:
 		}
+		res.behindAt, res.behindLen = pos, int64(len(batch))
+	} else if end := seg.size &^ (writeBehindPage - 1); end-seg.behindAt >= writeBehindBytes {
+		res.behindAt, res.behindLen = seg.behindAt, end-seg.behindAt
+		seg.behindAt = end
+	}
+	var behind vfs.WriteBehinder
+	if res.behindLen > 0 {
 		behind, _ = seg.log.(vfs.WriteBehinder)
 	}
 	l.env.hooks.append(l.topic, l.partition, int(h.NumRecords), len(batch))
-	return appended{AppendResult{BaseOffset: base, LastOffset: l.end - 1, LogStartOffset: l.start.Load()}, pos}, behind, nil
+	return res, behind, nil
 }
 
 func (l *Log) writable() error {

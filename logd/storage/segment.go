@@ -41,6 +41,9 @@ type segment struct {
 	sinceIdx  int64 // bytes appended since the last offset-index entry
 	idxTs     int64 // timestamp of the last time-index entry
 	sealed    bool
+	// behindAt is how far the log was handed to the kernel to write
+	// back (write-behind) under FsyncInterval and FsyncNever; Log.mu.
+	behindAt int64
 	// synced is the bytes covered by the last completed fdatasync of the
 	// log; visible the bytes readers may read: size, or the durable part
 	// under FsyncAlways. The group commit advances both holding only
