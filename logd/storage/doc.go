@@ -28,6 +28,9 @@
 // offset would then be reused. Under FsyncInterval and FsyncNever the high
 // watermark is the log end and WaitDurable returns at once: acknowledged
 // and consumed data can be lost to a power failure (see FsyncPolicy).
+// Appends then start the device writing every 1 MiB of whole pages (as
+// RocksDB's bytes_per_sync), so a segment roll, whose fsync appends wait
+// for, does not find the whole segment still to write.
 //
 // # The file layer
 //
