@@ -24,14 +24,7 @@ func eventsBatch(seqs ...uint64) *batch {
 // read to its end goes back to the reader; a closed subscriber returns
 // ErrClosed even with events queued, and a done context its error.
 func TestReceiveBatch(t *testing.T) {
-	// The reader goroutine holds the reading role (it has none here);
-	// Receive waits for it, as for one that is slow to read.
-	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	s := &Subscriber{data: conn, ready: make(chan *batch, 4), free: make(chan *batch, 5), roleFree: make(chan struct{}, 1), stop: make(chan struct{})}
+	s := readerHeldSubscriber(t, 4)
 	s.ready <- eventsBatch(1, 2, 3, 4, 5)
 	s.ready <- eventsBatch(6, 7)
 	ctx := context.Background()
@@ -130,11 +123,25 @@ func TestReceiveBatchDelivers(t *testing.T) {
 	}
 }
 
+// readerHeldSubscriber returns a subscriber with room for ready
+// batches whose reader goroutine holds the reading role (it has none
+// here): a Receive with nothing ready waits for it, as for one that is
+// slow to read, on a socket of its own.
+func readerHeldSubscriber(tb testing.TB, ready int) *Subscriber {
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	return &Subscriber{data: conn, ready: make(chan *batch, ready), free: make(chan *batch, ready+1), roleFree: make(chan struct{}, 1), stop: make(chan struct{})}
+}
+
 // benchReceiving returns a subscriber whose reader hands back every
 // batch of 512 message events at once, as it gets it, doing nothing
-// else: the cost of handing events to the application alone.
+// else: the cost of handing events to the application alone. A Receive
+// that finds nothing ready waits for it.
 func benchReceiving(b *testing.B) *Subscriber {
-	s := &Subscriber{ready: make(chan *batch, 2), free: make(chan *batch, 3), stop: make(chan struct{})}
+	s := readerHeldSubscriber(b, 2)
 	seqs := make([]uint64, batchEvents)
 	for i := range seqs {
 		seqs[i] = uint64(i)
