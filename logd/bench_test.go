@@ -101,7 +101,9 @@ const (
 // appended data waited for the group commit to start its fdatasync,
 // request-wait the share it was idle with nothing appended to sync
 // (logd waiting for the clients' next requests), both between logd's
-// first and last file sync of the round (medians); fsync-x-raw is
+// first and last file sync of the round (medians; under fsync always
+// only, 0 otherwise: without a group commit no append waits for an
+// fsync); fsync-x-raw is
 // logd's time in file syncs over the raw side's, for the same bytes and
 // count (median of the rounds): above 1 when logd's fsyncs are slower
 // than raw's, as they are while the CPU is busy (see
@@ -272,8 +274,10 @@ func benchProduceWith(b *testing.B, codec kgo.CompressionCodec, zeroFraction, pr
 		disk, n = dirBytes(b, partDir, ".log")-before, cfs.syncs.Load()-syncs0
 		syncBusy = float64(cfs.syncNanos.Load()-nanos0) / 1e9 / took
 		dirN, dirBusy = cfs.dirSyncs.Load()-dirs0, float64(cfs.dirSyncNanos.Load()-dirNanos0)/1e9/took
-		sw, rw := diskIdle(cfs.takeTimeline())
-		syncWait, requestWait = sw.Seconds()/took, rw.Seconds()/took
+		syncWait, requestWait = 0, 0
+		if sw, rw := diskIdle(cfs.takeTimeline()); fsync == storage.FsyncAlways {
+			syncWait, requestWait = sw.Seconds()/took, rw.Seconds()/took
+		}
 		cpuShare = (latency.ProcessCPU() - cpu0).Seconds() / took / float64(runtime.NumCPU())
 		return took
 	}
