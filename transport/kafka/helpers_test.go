@@ -54,6 +54,18 @@ func parse(t testing.TB, raw string) Config {
 	return cfg
 }
 
+// newPublisher is a Publisher for a URL the test wrote, closed when the
+// test ends.
+func newPublisher(t testing.TB, raw string) *Publisher {
+	t.Helper()
+	pub, err := NewPublisher(context.Background(), parse(t, raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pub.Close() })
+	return pub
+}
+
 func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)

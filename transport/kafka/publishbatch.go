@@ -90,8 +90,8 @@ type batchRecord struct {
 
 // recordContext is a record's context: never done (the record is
 // cancelled only by the client's close, as produce's), and its place
-// in its batch. It is written once, when its slot is made, and stays
-// the same while its batch is reused: the client may call its Done after
+// in its batch. It is written once, when its batch's records are made,
+// and stays the same while the batch is reused: the client may call its Done after
 // the record's promise (a goroutine waiting for the metadata of a topic
 // new to it keeps the first record's context), so a reused batch must
 // not write it again.
@@ -121,6 +121,9 @@ func (p *Publisher) newRecordBatch(ms []transport.Message, done func(int, transp
 	}
 	if cap(b.recs) < len(ms) {
 		b.recs = make([]batchRecord, len(ms))
+		for i := range b.recs { // once: see recordContext
+			b.recs[i].ctx = recordContext{Context: context.Background(), b: b, i: i}
+		}
 	}
 	if cap(b.hs) < nh {
 		b.hs = make([]kgo.RecordHeader, 0, nh)
@@ -130,9 +133,6 @@ func (p *Publisher) newRecordBatch(ms []transport.Message, done func(int, transp
 	hs := b.hs[:0]
 	for i := range ms {
 		m, br := &ms[i], &b.recs[i]
-		if br.ctx.b != b { // a new slot; a reused one holds this already
-			br.ctx = recordContext{Context: context.Background(), b: b, i: i}
-		}
 		br.r = kgo.Record{Topic: m.Topic, Key: a.take(m.Key), Value: a.take(m.Payload), Timestamp: m.Time, Partition: p.partition, Context: &br.ctx}
 		if br.r.Topic == "" {
 			br.r.Topic = p.topic

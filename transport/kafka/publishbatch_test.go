@@ -20,11 +20,7 @@ func TestPublishReceipts(t *testing.T) {
 	addr := startLogd(t)
 	createTopic(t, addr, "batch", 3)
 	ctx := context.Background()
-	pub, err := NewPublisher(ctx, parse(t, "logd://"+addr+"/batch"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
+	pub := newPublisher(t, "logd://"+addr+"/batch")
 
 	const n, per = 300, 100
 	var (
@@ -137,11 +133,7 @@ func TestPublishReceiptsInPlace(t *testing.T) {
 
 	addr := startLogd(t)
 	ctx := context.Background()
-	p, err := NewPublisher(ctx, parse(t, "logd://"+addr+"/inplace"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := newPublisher(t, "logd://"+addr+"/inplace")
 	const n = 50
 	payloads := make([][]byte, n)
 	batch := make([]transport.Message, 0, 10)
@@ -189,11 +181,7 @@ func TestPublishReceiptsReusesBatches(t *testing.T) {
 	addr := startLogd(t)
 	createTopic(t, addr, "reuse", 1)
 	ctx := context.Background()
-	pub, err := NewPublisher(ctx, parse(t, "logd://"+addr+"/reuse"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
+	pub := newPublisher(t, "logd://"+addr+"/reuse")
 	for i := range 20 {
 		got := make(chan error, 2)
 		ms := []transport.Message{{Payload: fmt.Appendf(nil, "m%d", i)}, {Payload: fmt.Appendf(nil, "n%d", i)}}

@@ -24,11 +24,7 @@ func TestPublishReceipt(t *testing.T) {
 	addr := startLogd(t)
 	createTopic(t, addr, "rcpt", 3)
 	ctx := context.Background()
-	pub, err := NewPublisher(ctx, parse(t, "logd://"+addr+"/rcpt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
+	pub := newPublisher(t, "logd://"+addr+"/rcpt")
 
 	const n = 300
 	var (
