@@ -274,10 +274,11 @@ func benchProduceWith(b *testing.B, codec kgo.CompressionCodec, zeroFraction, pr
 		disk, n = dirBytes(b, partDir, ".log")-before, cfs.syncs.Load()-syncs0
 		syncBusy = float64(cfs.syncNanos.Load()-nanos0) / 1e9 / took
 		dirN, dirBusy = cfs.dirSyncs.Load()-dirs0, float64(cfs.dirSyncNanos.Load()-dirNanos0)/1e9/took
-		syncWait, requestWait = 0, 0
-		if sw, rw := diskIdle(cfs.takeTimeline()); fsync == storage.FsyncAlways {
-			syncWait, requestWait = sw.Seconds()/took, rw.Seconds()/took
+		sw, rw := diskIdle(cfs.takeTimeline())
+		if fsync != storage.FsyncAlways {
+			sw, rw = 0, 0 // no group commit: no append waits for an fsync
 		}
+		syncWait, requestWait = sw.Seconds()/took, rw.Seconds()/took
 		cpuShare = (latency.ProcessCPU() - cpu0).Seconds() / took / float64(runtime.NumCPU())
 		return took
 	}
