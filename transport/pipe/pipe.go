@@ -98,9 +98,14 @@ type Pipe struct {
 	stopForward context.CancelCauseFunc
 	stopPublish context.CancelFunc
 	batches     *handoff
-	acked       uint64
-	room        chan struct{} // signalled when events retire or a failure is recorded
-	acks        chan struct{} // signalled when acknowledgements are ready
+	// acceptedQ holds receipts until the core takes them (lock); spare
+	// is the slice it takes them in.
+	acceptedQ    acceptedQueue
+	spare        []uint64
+	failOnUnlock bool // failed was set by lock: unlock stops the pipe
+	acked        uint64
+	room         chan struct{} // signalled when events retire or a failure is recorded
+	acks         chan struct{} // signalled when acknowledgements are ready
 }
 
 // New returns a Pipe from from to to. It acknowledges from when from is
@@ -157,8 +162,8 @@ func (p *Pipe) Resume(tail []transport.Message) (int, error) {
 
 // Stats returns the counters.
 func (p *Pipe) Stats() Stats {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.lock()
+	defer p.unlock()
 	s := p.core.Stats()
 	s.Acks = p.acked
 	return s
@@ -226,7 +231,16 @@ func (p *Pipe) Run(ctx context.Context) error {
 func (p *Pipe) forward(ctx context.Context) error {
 	var one [1]transport.Event
 	var evs []transport.Event // received, not yet taken by the core
+	done := ctx.Done()
 	for {
+		// A source that always has events never blocks in Receive,
+		// and a destination that keeps up leaves room: only this
+		// notices the end.
+		select {
+		case <-done:
+			return ctx.Err()
+		default:
+		}
 		if len(evs) == 0 {
 			var err error
 			if evs, err = p.receive(ctx, one[:]); err != nil {
@@ -277,7 +291,7 @@ func (p *Pipe) receive(ctx context.Context, one []transport.Event) ([]transport.
 func (p *Pipe) take(evs []transport.Event) (n int, held bool) {
 	h := p.batches
 	added := false
-	p.mu.Lock()
+	p.lock()
 	h.mu.Lock()
 	for n < len(evs) && !p.core.Full() && p.failed == nil {
 		// ws stays valid until the next Event.
@@ -290,7 +304,7 @@ func (p *Pipe) take(evs []transport.Event) (n int, held bool) {
 		n++
 	}
 	h.mu.Unlock()
-	p.mu.Unlock()
+	p.unlock()
 	if added {
 		signal(h.ready)
 	}
@@ -374,13 +388,13 @@ func (p *Pipe) batchReceipt(b *batch) func(int, transport.Receipt, error) {
 // until nothing is in flight.
 func (p *Pipe) waitRoom(ctx context.Context, empty bool) error {
 	for {
-		p.mu.Lock()
+		p.lock()
 		ready := !p.core.Full()
 		if empty {
 			ready = p.core.InFlight() == 0
 		}
 		err := p.failed
-		p.mu.Unlock()
+		p.unlock()
 		switch {
 		case err != nil:
 			return err
@@ -403,17 +417,13 @@ func (p *Pipe) receipt(b *batch, i int) func(transport.Receipt, error) {
 	}
 }
 
-// accepted takes the destination's answer for the write of ticket.
+// accepted takes the destination's answer for the write of ticket: a
+// receipt waits in acceptedQ for the core, a refusal fails the pipe.
 func (p *Pipe) accepted(ticket uint64, err error) {
-	p.mu.Lock()
 	if err == nil {
-		err = p.core.Done(ticket)
+		p.acceptedQ.add(ticket)
 	} else {
-		err = fmt.Errorf("pipe: the destination did not accept a message: %w", err)
-	}
-	p.mu.Unlock()
-	if err != nil {
-		p.fail(err)
+		p.fail(fmt.Errorf("pipe: the destination did not accept a message: %w", err))
 	}
 	signal(p.room)
 	signal(p.acks)
@@ -423,9 +433,9 @@ func (p *Pipe) accepted(ticket uint64, err error) {
 func (p *Pipe) drain(ctx context.Context) error {
 	err := p.waitRoom(ctx, true)
 	if errors.Is(err, context.DeadlineExceeded) {
-		p.mu.Lock()
+		p.lock()
 		n := p.core.InFlight()
-		p.mu.Unlock()
+		p.unlock()
 		return fmt.Errorf("pipe: %d messages still not accepted by the destination after %v", n, p.cfg.DrainTimeout)
 	}
 	return err
@@ -442,9 +452,9 @@ func (p *Pipe) ackLoop(ctx context.Context, stop <-chan struct{}) {
 		case <-stop:
 			last = true
 		}
-		p.mu.Lock()
+		p.lock()
 		buf = p.core.TakeAcks(buf[:0])
-		p.mu.Unlock()
+		p.unlock()
 		if p.acker != nil {
 			for _, a := range buf {
 				if err := p.acker.Ack(ctx, a.Stream, a.Seq); err != nil {

@@ -386,3 +386,40 @@ func lastWritten(t *testing.T, held []transport.Message) uint64 {
 	}
 	return last
 }
+
+// TestPipeRefusedReceipt: a receipt the core refuses (for a write not in
+// flight: a destination's bug) fails the pipe, though the core takes it
+// only when the pipe's lock is next held.
+func TestPipeRefusedReceipt(t *testing.T) {
+	p, err := New(newSource(1), &dest{}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.accepted(99, nil)
+	if err := p.failure(); err != nil {
+		t.Fatalf("failed before the core took the receipt: %v", err)
+	}
+	p.Stats() // holds the lock
+	if err := p.failure(); !errors.Is(err, ErrBadTicket) {
+		t.Errorf("failure: %v, want %v", err, ErrBadTicket)
+	}
+}
+
+// TestPipeStopsUnderLoad: a pipe whose source always has events (its
+// Receive never blocks) and whose destination keeps up still stops when
+// its context ends.
+func TestPipeStopsUnderLoad(t *testing.T) {
+	d := &instantDest{n: 100000, reached: make(chan struct{})}
+	reached := d.reached
+	p, err := New(newGenSource(), d, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := runPipe(ctx, p)
+	<-reached
+	cancel()
+	if err := waitRun(t, done); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}
