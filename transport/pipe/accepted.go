@@ -1,6 +1,9 @@
 package pipe
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // acceptedQueue collects the tickets of the writes the destination
 // accepted, from whichever goroutine its receipts come on, until the
@@ -16,12 +19,14 @@ type acceptedQueue struct {
 	_       [64]byte
 	mu      sync.Mutex
 	tickets []uint64
+	n       atomic.Int32 // len(tickets), read without mu
 	_       [64]byte
 }
 
 func (q *acceptedQueue) add(ticket uint64) {
 	q.mu.Lock()
 	q.tickets = append(q.tickets, ticket)
+	q.n.Store(int32(len(q.tickets)))
 	q.mu.Unlock()
 }
 
@@ -31,6 +36,7 @@ func (q *acceptedQueue) take(spare []uint64) []uint64 {
 	q.mu.Lock()
 	got := q.tickets
 	q.tickets = spare[:0]
+	q.n.Store(0)
 	q.mu.Unlock()
 	return got
 }

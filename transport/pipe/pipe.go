@@ -262,6 +262,11 @@ func (p *Pipe) forward(ctx context.Context) error {
 	}
 }
 
+// applyBatch is how many receipts take lets wait for the ack loop
+// while there is room: taking them costs it a lock shared with the
+// destination's receipts, so it does not for every event.
+const applyBatch = 64
+
 // forwardBatch bounds the events forward takes from a transport.BatchSubscriber at
 // once, and so how long it holds the pipe's lock.
 const forwardBatch = 256
@@ -291,9 +296,17 @@ func (p *Pipe) receive(ctx context.Context, one []transport.Event) ([]transport.
 func (p *Pipe) take(evs []transport.Event) (n int, held bool) {
 	h := p.batches
 	added := false
-	p.lock()
+	p.mu.Lock()
+	if p.acceptedQ.n.Load() >= applyBatch {
+		p.applyReceipts()
+	}
 	h.mu.Lock()
-	for n < len(evs) && !p.core.Full() && p.failed == nil {
+	for n < len(evs) && p.failed == nil {
+		if p.core.Full() {
+			if p.applyReceipts(); p.core.Full() {
+				break
+			}
+		}
 		// ws stays valid until the next Event.
 		ws := p.core.Event(&evs[n], p.cfg.Now)
 		for i := range ws {
