@@ -15,7 +15,8 @@ import (
 // accepted once.
 type acceptedQueue struct {
 	// The padding keeps it off the cache lines of the pipe's other
-	// fields, which the receiving goroutine writes for every event.
+	// fields (its lock above all), which the receiving goroutine
+	// writes each time it takes events.
 	_       [64]byte
 	mu      sync.Mutex
 	tickets []uint64
