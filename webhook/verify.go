@@ -101,12 +101,14 @@ func (v *Verifier) VerifyValues(id, timestamp, signature string, body []byte) er
 	if tol == 0 {
 		tol = DefaultTolerance
 	}
-	d := now().Sub(time.Unix(sec, 0))
-	if d > tol {
-		return fmt.Errorf("%w: %s is %s before now, tolerance %s", ErrTimestampTooOld, timestamp, d.Truncate(time.Second), tol)
+	// Times are compared, not a Duration between them: one saturates
+	// ~292 years away, and negating the saturated minimum overflows.
+	at, t := now(), time.Unix(sec, 0)
+	if t.Before(at.Add(-tol)) {
+		return fmt.Errorf("%w: %s is %s before now, tolerance %s", ErrTimestampTooOld, timestamp, at.Sub(t).Truncate(time.Second), tol)
 	}
-	if -d > tol {
-		return fmt.Errorf("%w: %s is %s after now, tolerance %s", ErrTimestampTooNew, timestamp, (-d).Truncate(time.Second), tol)
+	if t.After(at.Add(tol)) {
+		return fmt.Errorf("%w: %s is %s after now, tolerance %s", ErrTimestampTooNew, timestamp, t.Sub(at).Truncate(time.Second), tol)
 	}
 	if v.match(id, timestamp, body, sigs) {
 		return nil

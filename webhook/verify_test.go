@@ -173,6 +173,29 @@ func TestVerifyTolerance(t *testing.T) {
 	}
 }
 
+// TestVerifyFarTimestamps: timestamps so far from now that the Duration
+// between them saturates are refused too (the negated minimum Duration
+// overflowed, and a signed message ~292 years ahead verified forever).
+func TestVerifyFarTimestamps(t *testing.T) {
+	s := newSecret(t, 1)
+	now := time.Unix(1_700_000_000, 0)
+	body := []byte(`{}`)
+	v := &Verifier{Secrets: []Secret{s}, Now: func() time.Time { return now }}
+	for _, c := range []struct {
+		sent int64
+		want error
+	}{
+		{now.Unix() + 301, ErrTimestampTooNew},
+		{20_000_000_000, ErrTimestampTooNew},
+		{999_999_999_999_999_999, ErrTimestampTooNew},
+		{0, ErrTimestampTooOld},
+	} {
+		if err := v.Verify(headers("msg_1", time.Unix(c.sent, 0), body, s), body); !errors.Is(err, c.want) {
+			t.Errorf("timestamp %d: Verify = %v, want %v", c.sent, err, c.want)
+		}
+	}
+}
+
 func TestVerifyTampering(t *testing.T) {
 	s := newSecret(t, 1)
 	now := time.Unix(1_700_000_000, 0)
