@@ -40,8 +40,9 @@ type Config struct {
 	// ReadBatch is how many datagrams one read takes (recvmmsg).
 	// Default 64.
 	ReadBatch int
-	// MaxDatagram is the longest datagram read whole; longer ones are
-	// cut and counted (Truncated). Default 8192, DogStatsD's.
+	// MaxDatagram is the longest datagram read whole; of a longer one
+	// only the whole lines within it are taken, and it is counted
+	// (Truncated). Default 8192, DogStatsD's.
 	MaxDatagram int
 	// RecvBuffer is the SO_RCVBUF requested for UDP and unix datagram
 	// sockets; the kernel may clamp it (net.core.rmem_max), which is

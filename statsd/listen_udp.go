@@ -1,6 +1,7 @@
 package statsd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"maps"
@@ -219,13 +220,23 @@ func (r *udpReader) run(s *Server) {
 	}
 }
 
-// datagram returns what a read put in m, counting it if the kernel cut
-// it short.
+// datagram returns what a read put in m: all of it, or its whole lines
+// when the kernel cut it short (cutShort).
 func datagram(s *Server, m *ipv4.Message) []byte {
+	p := m.Buffers[0][:m.N]
 	if m.Flags&unix.MSG_TRUNC != 0 {
-		s.counters.truncated.Add(1)
+		p = s.cutShort(p)
 	}
-	return m.Buffers[0][:m.N]
+	return p
+}
+
+// cutShort counts a datagram the kernel cut to the read buffer
+// (Truncated) and returns its whole lines: its cut last line would
+// parse as another metric, "a:1|c|@0.125" cut to "a:1|c|@0.1" or a tag
+// cut short a new series. Etsy reads datagrams of up to 64 KiB whole.
+func (s *Server) cutShort(p []byte) []byte {
+	s.counters.truncated.Add(1)
+	return p[:bytes.LastIndexByte(p, '\n')+1]
 }
 
 // parse parses the slabs of r.q and hands them to the aggregator until

@@ -55,11 +55,12 @@ func (r *unixReader) run(s *Server) {
 			s.counters.readErrors.Add(1)
 			continue
 		}
+		p := buf[:n]
 		if flags&unix.MSG_TRUNC != 0 {
-			s.counters.truncated.Add(1)
+			p = s.cutShort(p)
 		}
-		s.repeat(buf[:n])
-		b.addPacket(buf[:n])
+		s.repeat(p)
+		b.addPacket(p)
 		s.ingest(b)
 	}
 }

@@ -64,20 +64,28 @@ func TestUDPDrainedWhileAggregatorBusy(t *testing.T) {
 }
 
 // TestUDPTruncated: a datagram longer than MaxDatagram is cut, counted
-// as Truncated, and what fits of it is still read; the next datagram is
-// read whole.
+// as Truncated, and its whole lines are still read but not the one cut
+// short (here "cut.c:1|c|@0.125" cut to "cut.c:1|c|@0.1", which would
+// count 10 instead of 8); the next datagram is read whole.
 func TestUDPTruncated(t *testing.T) {
 	cfg := Config{MaxDatagram: 512, UDPReaders: 1}
 	cfg.FlushInterval = time.Hour
 	s := startServer(t, cfg)
-	long := "long.c:1|c\n" + strings.Repeat("x", 600) + ":1|c"
+	cut := "cut.c:1|c|@0.125"
+	kept := len(cut) - 2
+	pad := strings.Repeat("p", cfg.MaxDatagram-kept-len("long.c:1|c\n")-len(":1|c\n"))
+	long := "long.c:1|c\n" + pad + ":1|c\n" + cut
 	sendUDP(t, s.UDPAddrs()[0].String(), long, "short.c:2|c")
 	waitReceived(t, s, 2, 3)
 	snap := s.Flush(context.Background())
 	if got := snap.Server.Listen.Truncated; got != 1 {
 		t.Errorf("Truncated = %d, want 1", got)
 	}
-	checkValues(t, snapshotValues(snap), map[string]float64{"c long.c": 1, "c short.c": 2})
+	got := snapshotValues(snap)
+	checkValues(t, got, map[string]float64{"c long.c": 1, "c " + pad: 1, "c short.c": 2})
+	if v, ok := got["c cut.c"]; ok {
+		t.Errorf("cut.c = %v from the line cut short", v)
+	}
 }
 
 // TestUDPReadAfterIdle: a reader whose socket stays empty for several of
