@@ -190,7 +190,11 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 // checkHandshake checks the peer's handshake command: a READY's
 // metadata must be well formed and name a socket type zmq4 knows, as
 // zmq4 reads it without checking (a truncated property, or a missing or
-// unknown Socket-Type, makes it panic).
+// unknown Socket-Type, makes it panic). Property names must be what
+// ZMTP allows (ASCII letters, digits, "-_.+"): zmq4 title-cases them
+// with Unicode rules, under which other names can become "Socket-Type"
+// too. The socket type is then read with zmq4's own parser, so that it
+// is the one zmq4 will see.
 func checkHandshake(body []byte) error {
 	if len(body) == 0 || int(body[0]) > len(body)-1 {
 		return fmt.Errorf("%w: handshake command without a name", ErrBadFrame)
@@ -199,34 +203,47 @@ func checkHandshake(body []byte) error {
 	if name != "READY" {
 		return nil
 	}
-	typ := ""
-	for len(props) > 0 {
-		k := int(props[0])
-		if k == 0 || len(props) < 1+k+4 {
+	for rest := props; len(rest) > 0; {
+		k := int(rest[0])
+		if k == 0 || len(rest) < 1+k+4 {
 			return fmt.Errorf("%w: READY property truncated", ErrBadFrame)
 		}
-		key := string(props[1 : 1+k])
-		v := binary.BigEndian.Uint32(props[1+k:])
-		props = props[1+k+4:]
-		if uint64(v) > uint64(len(props)) {
+		if !isPropertyName(rest[1 : 1+k]) {
+			return fmt.Errorf("%w: READY property name %q", ErrBadFrame, rest[1:1+k])
+		}
+		v := binary.BigEndian.Uint32(rest[1+k:])
+		rest = rest[1+k+4:]
+		if uint64(v) > uint64(len(rest)) {
 			return fmt.Errorf("%w: READY property value truncated", ErrBadFrame)
 		}
-		if isSocketTypeKey(key) {
-			typ = string(props[:v])
-		}
-		props = props[v:]
+		rest = rest[v:]
 	}
-	if !slices.Contains(socketTypes, zmq4.SocketType(typ)) {
+	md := zmq4.Metadata{}
+	if err := md.UnmarshalZMTP(props); err != nil {
+		return fmt.Errorf("%w: READY metadata: %v", ErrBadFrame, err)
+	}
+	if typ := md[zmtpSocketType]; !slices.Contains(socketTypes, zmq4.SocketType(typ)) {
 		return fmt.Errorf("%w: READY names socket type %q", ErrBadFrame, typ)
 	}
 	return nil
 }
 
-// isSocketTypeKey reports whether zmq4 reads key as "Socket-Type": it
-// upper-cases the first letter of each word and keeps the rest.
-func isSocketTypeKey(key string) bool {
-	return len(key) == 11 && (key[0] == 's' || key[0] == 'S') && key[1:7] == "ocket-" &&
-		(key[7] == 't' || key[7] == 'T') && key[8:] == "ype"
+// zmtpSocketType is the property name under which zmq4 keeps the
+// peer's socket type.
+const zmtpSocketType = "Socket-Type"
+
+// isPropertyName reports whether name is made of the characters ZMTP
+// allows in a property name: ALPHA, DIGIT, "-", "_", ".", "+".
+func isPropertyName(name []byte) bool {
+	for _, b := range name {
+		switch {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9',
+			b == '-', b == '_', b == '.', b == '+':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // socketTypes are the socket types zmq4 knows.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -88,25 +89,63 @@ func TestHugeFrameRefused(t *testing.T) {
 	}
 }
 
-// TestBadReadyRefused: a READY whose property is cut short is refused
-// (zmq4 alone panics on it) and counted.
+// property is one ZMTP metadata property.
+func property(k, v string) []byte {
+	b := append([]byte{byte(len(k))}, k...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+	return append(b, v...)
+}
+
+// TestBadReadyRefused: a READY that would make zmq4 panic is refused and
+// counted: a property cut short, or a second socket type under a name
+// that zmq4's Unicode title-casing turns into "Socket-Type" ("\u017f" is
+// the long s, whose title case is "S").
 func TestBadReadyRefused(t *testing.T) {
-	pub, ep := bound(t, Config{})
-	e, _ := parseEndpoint(ep)
-	c, err := net.Dial(e.network, e.addr)
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name  string
+		ready []byte
+	}{
+		{"property cut short", command("READY", []byte{11, 'S', 'o'})},
+		{"long s socket type", command("READY", append(property("Socket-Type", "SUB"), property("\u017focket-type", "NOPE")...))},
+		{"non-ASCII name", command("READY", append(property("Socket-Type", "SUB"), property("X-\u00e9", "v")...))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pub, ep := bound(t, Config{})
+			e, _ := parseEndpoint(ep)
+			c, err := net.Dial(e.network, e.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Write(append(greeting(), tc.ready...)); err != nil {
+				t.Fatal(err)
+			}
+			if !closedSoon(c) {
+				t.Fatal("a malformed READY did not close the connection")
+			}
+			if st := pub.Stats(); st.HandshakeFailed != 1 {
+				t.Errorf("HandshakeFailed %d, want 1", st.HandshakeFailed)
+			}
+		})
 	}
-	defer c.Close()
-	bad := command("READY", []byte{11, 'S', 'o'}) // name cut short
-	if _, err := c.Write(append(greeting(), bad...)); err != nil {
-		t.Fatal(err)
-	}
-	if !closedSoon(c) {
-		t.Fatal("a malformed READY did not close the connection")
-	}
-	if st := pub.Stats(); st.HandshakeFailed != 1 {
-		t.Errorf("HandshakeFailed %d, want 1", st.HandshakeFailed)
+}
+
+// TestHandshakeCheckAgreesWithZmq4: checkHandshake accepts a READY only
+// if zmq4, reading the same metadata its own way, sees a socket type it
+// knows, whatever the spelling of the property names.
+func TestHandshakeCheckAgreesWithZmq4(t *testing.T) {
+	for _, key := range []string{"Socket-Type", "socket-type", "Socket-type", "SOCKET-TYPE", "socket_type", "\u017focket-type", "\u017focket-\u0074ype", "Identity"} {
+		for _, typ := range []string{"SUB", "NOPE"} {
+			props := append(property("Socket-Type", "PUB"), property(key, typ)...)
+			var md zmq4.Metadata = map[string]string{}
+			if err := md.UnmarshalZMTP(props); err != nil {
+				t.Fatal(err)
+			}
+			zmq4OK := slices.Contains(socketTypes, zmq4.SocketType(md["Socket-Type"]))
+			if err := checkHandshake(append([]byte{5}, append([]byte("READY"), props...)...)); err == nil && !zmq4OK {
+				t.Errorf("%q=%q accepted, but zmq4 reads socket type %q", key, typ, md["Socket-Type"])
+			}
+		}
 	}
 }
 
