@@ -36,6 +36,9 @@ type inConn struct {
 	// frames, per connection; n is how many it sent.
 	session uint64
 	n       uint64
+	// queued is set once a message of the connection is queued for
+	// the application (by its reader).
+	queued bool
 	// closed is closed when the connection ends.
 	closed <-chan struct{}
 }

@@ -67,10 +67,20 @@ func (q *inq) put(it inItem, cancel <-chan struct{}) bool {
 }
 
 // putEnded queues word that connection c closed, behind its last
-// message, whether the queue is full or not: one per connection.
+// message, whether the queue is full or not: one per connection, and
+// only for a connection that queued a message (of one that did not,
+// the subscriber has nothing to tell). The word holds the connection's
+// number only, not the connection and its buffers. So ended words are
+// bounded without a drop: those in the queue are of connections that
+// had a message in it (at most maxItems) or were open when the oldest
+// item in it was queued (at most MaxPeers and one per connected
+// endpoint).
 func (q *inq) putEnded(c *inConn) {
+	if !c.queued {
+		return
+	}
 	q.mu.Lock()
-	q.items = append(q.items, inItem{conn: c, ended: true})
+	q.items = append(q.items, inItem{conn: &inConn{id: c.id}, ended: true})
 	q.mu.Unlock()
 	signal(q.notEmpty)
 }

@@ -2,9 +2,11 @@ package zmq
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/go-zeromq/zmq4"
 	"go.uber.org/goleak"
 
 	"github.com/brokerless/brokerless/transport"
@@ -113,5 +115,78 @@ func TestNoGoroutineLeft(t *testing.T) {
 			t.Fatalf("goroutines left after Close: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitCount waits until counter reaches n, failing the test after a
+// while.
+func waitCount(t *testing.T, what string, counter func() uint64, n uint64) {
+	t.Helper()
+	ctx := testCtx(t)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for counter() < n {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("%s: %d, want %d", what, counter(), n)
+		}
+	}
+}
+
+// queuedItems lists what s's receive queue holds.
+func queuedItems(s *Subscriber) []inItem {
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	return append([]inItem(nil), s.q.items[s.q.head:]...)
+}
+
+// TestEndedConnectionsBounded: publishers that connect and leave while
+// the application is not receiving leave nothing in the receive queue
+// unless they queued a message (the word that a connection ended was
+// queued past the queue's bounds, one per connection, each holding the
+// connection's buffers); and the word that a connection which did queue
+// messages ended is still delivered, holding no buffers, so its stream
+// ends.
+func TestEndedConnectionsBounded(t *testing.T) {
+	s, err := NewSubscriber(t.Context(), Config{Bind: []string{"tcp://127.0.0.1:0"}, ReceiveQueue: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ep := "tcp://" + s.Addrs()[0].String()
+	disconnected := s.sock.stats.disconnected.Load
+	const n = 200
+	for range n {
+		c, _ := rawPeer(t, ep, zmq4.Pub)
+		c.Close()
+	}
+	waitCount(t, "disconnected", disconnected, n)
+	if q := queuedItems(s); len(q) != 0 {
+		t.Fatalf("%d connections that sent nothing left %d items in the receive queue (ReceiveQueue 10)", n, len(q))
+	}
+
+	c, zc := rawPeer(t, ep, zmq4.Pub)
+	for _, p := range []string{"p1", "p2"} {
+		if err := zc.SendMsg(zmq4.NewMsgFrom([]byte("t"), []byte(p))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	waitCount(t, "disconnected", disconnected, n+1)
+	q := queuedItems(s)
+	if len(q) != 3 || !q[2].ended {
+		t.Fatalf("receive queue holds %d items, want 2 messages and the end of their connection", len(q))
+	}
+	if q[2].conn.peer != nil {
+		t.Error("the word that a connection ended holds the connection")
+	}
+	var got []transport.EventKind
+	for len(got) < 4 {
+		got = append(got, receive(t, s).Kind)
+	}
+	want := []transport.EventKind{transport.EventStreamStart, transport.EventMessage, transport.EventMessage, transport.EventStreamEnd}
+	if !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
 	}
 }

@@ -86,6 +86,7 @@ func (s *Subscriber) sink(c *inConn, frames [][]byte) error {
 	if !s.q.put(inItem{frames: frames, size: memCost(frames), conn: c}, c.closed) {
 		return errClosedSocket
 	}
+	c.queued = true
 	return nil
 }
 
