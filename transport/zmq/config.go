@@ -38,6 +38,8 @@ const (
 	DefaultReceiveQueue         = 1000 // libzmq's default RCVHWM
 	DefaultReceiveQueueBytes    = 16 << 20
 	DefaultMaxMessageBytes      = 8 << 20
+	DefaultMaxPendingBytes      = 64 << 20
+	DefaultFrameTimeout         = 10 * time.Second
 	DefaultMaxPeers             = 1024
 	DefaultMaxSubscriptions     = 1024
 	DefaultMaxStreams           = 4096
@@ -122,6 +124,17 @@ type Config struct {
 	// MaxMessageBytes bounds a ZMTP message a peer may send; a larger
 	// one closes the connection.
 	MaxMessageBytes int
+	// MaxPendingBytes bounds, across a socket's connections, the bytes of
+	// frames over 64 KiB whose header has arrived and whose body has
+	// not (memory is allocated for a frame at its header); a frame waits
+	// for room before it is read. Default: DefaultMaxPendingBytes, or
+	// MaxMessageBytes if larger; it must be at least MaxMessageBytes.
+	MaxPendingBytes int
+	// FrameTimeout bounds how long the body of a frame over 64 KiB may
+	// take to arrive after its header, the wait for room in
+	// MaxPendingBytes included; the connection fails beyond
+	// (ErrFrameTimeout).
+	FrameTimeout time.Duration
 	// MaxPeers bounds the connections a bound socket accepts.
 	MaxPeers int
 	// MaxSubscriptions bounds the topic prefixes one subscriber may hold
@@ -173,6 +186,7 @@ func (c *Config) setDefaults() {
 	def(&c.MaxStreams, DefaultMaxStreams)
 	def(&c.MaxStreamBytes, DefaultMaxStreamBytes)
 	def(&c.MaxMessageBytes, DefaultMaxMessageBytes)
+	def(&c.MaxPendingBytes, max(DefaultMaxPendingBytes, c.MaxMessageBytes))
 	def(&c.MaxPeers, DefaultMaxPeers)
 	def(&c.MaxSubscriptions, DefaultMaxSubscriptions)
 	defDur(&c.Heartbeat, DefaultHeartbeat)
@@ -180,6 +194,7 @@ func (c *Config) setDefaults() {
 	defDur(&c.Reconnect, DefaultReconnect)
 	defDur(&c.ReconnectMax, DefaultReconnectMax)
 	defDur(&c.HandshakeTimeout, DefaultHandshakeTimeout)
+	defDur(&c.FrameTimeout, DefaultFrameTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -202,7 +217,7 @@ func (c *Config) validate() error {
 		{"SubscriberQueueBytes", c.SubscriberQueueBytes}, {"SendQueueBytes", c.SendQueueBytes},
 		{"MaxTopics", c.MaxTopics}, {"ReceiveQueue", c.ReceiveQueue},
 		{"ReceiveQueueBytes", c.ReceiveQueueBytes}, {"MaxStreams", c.MaxStreams}, {"MaxStreamBytes", c.MaxStreamBytes},
-		{"MaxMessageBytes", c.MaxMessageBytes}, {"MaxPeers", c.MaxPeers},
+		{"MaxMessageBytes", c.MaxMessageBytes}, {"MaxPendingBytes", c.MaxPendingBytes}, {"MaxPeers", c.MaxPeers},
 		{"MaxSubscriptions", c.MaxSubscriptions}, {"Credit", c.Credit},
 	} {
 		if f.v < 0 {
@@ -215,12 +230,15 @@ func (c *Config) validate() error {
 	if c.MaxMessageBytes < headerFixed+64 {
 		return badConfig("MaxMessageBytes", c.MaxMessageBytes, "must be at least 96")
 	}
+	if c.MaxPendingBytes < c.MaxMessageBytes {
+		return badConfig("MaxPendingBytes", c.MaxPendingBytes, "must be at least MaxMessageBytes")
+	}
 	for _, f := range []struct {
 		name string
 		v    time.Duration
 	}{
 		{"Linger", c.Linger}, {"Reconnect", c.Reconnect}, {"ReconnectMax", c.ReconnectMax},
-		{"HandshakeTimeout", c.HandshakeTimeout},
+		{"HandshakeTimeout", c.HandshakeTimeout}, {"FrameTimeout", c.FrameTimeout},
 	} {
 		if f.v < 0 {
 			return badConfig(f.name, f.v, "must be > 0")
@@ -252,6 +270,8 @@ func (c *Config) validate() error {
 func (c *Config) socketConfig() socketConfig {
 	return socketConfig{
 		maxMessage: c.MaxMessageBytes,
+		pending:    c.MaxPendingBytes,
+		frameTime:  c.FrameTimeout,
 		queueItems: c.SubscriberQueue,
 		queueBytes: c.SubscriberQueueBytes,
 		maxPeers:   c.MaxPeers,

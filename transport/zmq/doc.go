@@ -19,7 +19,10 @@
 // Receive honours a context; Close ends every goroutine. Beneath zmq4,
 // each connection reads through a checker that refuses a frame or
 // message larger than MaxMessageBytes before zmq4 allocates it (zmq4
-// allocates whatever length a peer announces), refuses a malformed
+// allocates whatever length a peer announces), lets a frame over 64 KiB
+// through only once its size fits in the socket's MaxPendingBytes and
+// fails its connection if its body then takes over FrameTimeout (so
+// headers alone cannot make zmq4 allocate more), refuses a malformed
 // READY (zmq4 panics on one), and takes PINGs out of the stream so that
 // they are answered by the connection's one writer (zmq4 answers from
 // the reader, which may interleave with a write).

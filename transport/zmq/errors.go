@@ -18,6 +18,11 @@ var (
 	// sends a frame or message larger than Config.MaxMessageBytes, or a
 	// message of more than MaxFrames frames.
 	ErrFrameTooLarge = errors.New("zmq: frame or message larger than allowed")
+	// ErrFrameTimeout is the error a connection fails with when the
+	// body of a frame over 64 KiB does not arrive within
+	// Config.FrameTimeout of its header (waiting for room in
+	// Config.MaxPendingBytes included).
+	ErrFrameTimeout = errors.New("zmq: a large frame's body did not arrive in time")
 	// ErrBadFrame is the error a connection fails with when its peer
 	// breaks the ZMTP framing (a command where none may be).
 	ErrBadFrame = errors.New("zmq: bad ZMTP framing")

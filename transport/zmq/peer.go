@@ -40,6 +40,7 @@ func newPeer(s *socket, c net.Conn) *peer {
 		writerDone: make(chan struct{}),
 	}
 	p.wc = newWireConn(c, s.maxMessage, p.onPing)
+	p.wc.limitPending(s.pending, s.frameTime, p.closing, func() { s.stats.frameTimeouts.Add(1) })
 	return p
 }
 

@@ -486,6 +486,9 @@ type PublisherStats struct {
 	// Accepted, Refused (beyond MaxPeers) and HandshakeFailed count
 	// incoming connections; Dialed and DialFailed outgoing ones.
 	Accepted, Refused, HandshakeFailed, Dialed, DialFailed uint64
+	// FrameTimeouts counts connections failed because a frame over
+	// 64 KiB did not arrive within FrameTimeout (ErrFrameTimeout).
+	FrameTimeouts uint64
 }
 
 // Stats returns the publisher's counters.
@@ -497,6 +500,6 @@ func (p *Publisher) Stats() PublisherStats {
 		Discarded: s.discarded.Load(), DiscardedZMTP: s.discardedZMTP.Load(),
 		RefusedSubscriptions: f.refusedSubscriptions.Load(), Heartbeats: p.heartbeat.Load(),
 		Accepted: s.accepted.Load(), Refused: s.refused.Load(), HandshakeFailed: s.handshakeFailed.Load(),
-		Dialed: s.dialed.Load(), DialFailed: s.dialFailed.Load(),
+		Dialed: s.dialed.Load(), DialFailed: s.dialFailed.Load(), FrameTimeouts: s.frameTimeouts.Load(),
 	}
 }

@@ -34,6 +34,8 @@ type socketConfig struct {
 	typ        zmq4.SocketType
 	role       role
 	maxMessage int
+	pending    int           // MaxPendingBytes
+	frameTime  time.Duration // FrameTimeout
 	queueItems int
 	queueBytes int
 	maxPeers   int
@@ -70,12 +72,18 @@ type socket struct {
 	// peersChanged is notified when a peer comes or goes.
 	peersChanged broadcast
 
+	// pending bounds the large frames announced and not yet received.
+	pending *pendingBudget
+
 	stats socketStats
 }
 
 // socketStats are a socket's connection counters.
 type socketStats struct {
 	accepted, dialed, refused, handshakeFailed, dialFailed, disconnected atomic.Uint64
+	// frameTimeouts counts connections failed for a large frame whose
+	// body, or room in the pending budget, did not come in time.
+	frameTimeouts atomic.Uint64
 	// discarded counts transport messages queued for a peer and not
 	// written when its connection closed; discardedZMTP the ZMTP
 	// messages they were in.
@@ -100,6 +108,7 @@ func newSocket(cfg socketConfig) *socket {
 		cancel:       cancel,
 		conns:        map[net.Conn]struct{}{},
 		peers:        map[*peer]struct{}{},
+		pending:      newPendingBudget(cfg.pending),
 	}
 }
 
@@ -230,8 +239,7 @@ func (s *socket) serve(c net.Conn, server bool) bool {
 		c.Close()
 		return false
 	}
-	c.SetDeadline(time.Time{})
-	p.wc.buffer()
+	p.wc.handshakeDone()
 	p.zc = zc
 	p.typ = zmq4.SocketType(zc.Peer.Meta[zmtpSocketType])
 	if err := s.role.attach(p); err != nil {

@@ -324,6 +324,9 @@ type SubscriberStats struct {
 	// Accepted, Refused and HandshakeFailed count connections.
 	Publishers                                       int
 	Dialed, DialFailed, Accepted, Refused, Handshake uint64
+	// FrameTimeouts counts connections failed because a frame over
+	// 64 KiB did not arrive within FrameTimeout (ErrFrameTimeout).
+	FrameTimeouts uint64
 }
 
 // Stats returns the subscriber's counters. Duplicates, Late and Evicted
@@ -337,6 +340,6 @@ func (s *Subscriber) Stats() SubscriberStats {
 		Received: s.received.Load(), Plain: s.plain.Load(), BadHeaders: s.badHeaders.Load(), BadPacks: s.badPacks.Load(),
 		Duplicates: d, Late: l, Evicted: e, Publishers: s.Publishers(),
 		Dialed: k.dialed.Load(), DialFailed: k.dialFailed.Load(), Accepted: k.accepted.Load(), Refused: k.refused.Load(),
-		Handshake: k.handshakeFailed.Load(),
+		Handshake: k.handshakeFailed.Load(), FrameTimeouts: k.frameTimeouts.Load(),
 	}
 }

@@ -3,9 +3,13 @@ package zmq
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-zeromq/zmq4"
 )
@@ -41,6 +45,16 @@ type wireConn struct {
 	maxMessage uint64
 	onPing     func(context []byte)
 
+	// pending is the socket's budget for large frames' bodies; reserved
+	// what this connection holds of it (its current frame's size), given
+	// back when the body has arrived or the connection closes.
+	pending      *pendingBudget
+	frameTimeout time.Duration
+	closing      <-chan struct{}
+	reserved     atomic.Int64
+	bodyDeadline time.Time
+	onTimeout    func()
+
 	buf     []byte
 	r, ok   int   // buf[r:ok] checked, ready for zmq4; buf[ok:w] not yet
 	w       int   // end of the bytes read from the network
@@ -63,6 +77,59 @@ func newWireConn(c net.Conn, maxMessage int, onPing func([]byte)) *wireConn {
 		onPing:     onPing,
 		buf:        make([]byte, readBufSize),
 		greeting:   greetingLen,
+	}
+}
+
+// limitPending makes frames over largeFrame bytes wait for room in b,
+// and their bodies arrive within timeout; onTimeout is called when one
+// does not. closing cancels a wait for room.
+func (c *wireConn) limitPending(b *pendingBudget, timeout time.Duration, closing <-chan struct{}, onTimeout func()) {
+	c.pending, c.frameTimeout, c.closing, c.onTimeout = b, timeout, closing, onTimeout
+}
+
+// Close closes the connection and gives back what it reserved.
+func (c *wireConn) Close() error {
+	c.release()
+	return c.Conn.Close()
+}
+
+// release gives back the reservation of the current frame, if any.
+func (c *wireConn) release() {
+	if n := c.reserved.Swap(0); n > 0 {
+		c.pending.give(n)
+	}
+}
+
+// reserve takes size bytes of the pending budget for the frame whose
+// header is next, and sets the deadline of its body.
+func (c *wireConn) reserve(size uint64) error {
+	deadline := time.Now().Add(c.frameTimeout)
+	if !c.pending.take(int64(size), deadline, c.closing) {
+		select {
+		case <-c.closing:
+			return net.ErrClosed
+		default:
+		}
+		c.onTimeout()
+		return fmt.Errorf("%w: no room for a %d-byte frame within %v", ErrFrameTimeout, size, c.frameTimeout)
+	}
+	c.reserved.Store(int64(size))
+	select {
+	case <-c.closing: // Close may have run before the reservation
+		c.release()
+		return net.ErrClosed
+	default:
+	}
+	c.bodyDeadline = deadline
+	c.Conn.SetReadDeadline(deadline)
+	return nil
+}
+
+// bodyDone ends the reservation of a large frame whose body arrived.
+func (c *wireConn) bodyDone() {
+	if c.reserved.Load() > 0 {
+		c.release()
+		c.Conn.SetReadDeadline(time.Time{})
 	}
 }
 
@@ -99,6 +166,10 @@ func (c *wireConn) fill() {
 	n, err := c.Conn.Read(c.buf[c.w:])
 	c.w += n
 	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) && c.reserved.Load() > 0 {
+			c.onTimeout()
+			err = fmt.Errorf("%w: the body of a frame did not arrive within %v: %v", ErrFrameTimeout, c.frameTimeout, err)
+		}
 		c.readErr = err
 	}
 }
@@ -117,6 +188,9 @@ func (c *wireConn) check() error {
 			n := min(c.body, uint64(len(avail)))
 			c.body -= n
 			c.ok += int(n)
+			if c.body == 0 {
+				c.bodyDone()
+			}
 		default:
 			done, err := c.checkFrame(avail)
 			if err != nil || !done {
@@ -177,6 +251,11 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 	}
 	if c.msgFrames > maxFrames {
 		return false, fmt.Errorf("%w: more than %d frames", ErrFrameTooLarge, maxFrames)
+	}
+	if size > largeFrame && c.pending != nil {
+		if err := c.reserve(size); err != nil {
+			return false, err
+		}
 	}
 	c.msgBytes += size
 	if flags&flagMore == 0 {
@@ -262,8 +341,15 @@ func (c *wireConn) ping(ttlContext []byte, n int) {
 	c.w -= n
 }
 
-// buffer makes later writes buffered: called once the handshake is done.
-func (c *wireConn) buffer() { c.bw = bufio.NewWriterSize(c.Conn, writeBufSize) }
+// handshakeDone lifts the handshake's deadline, but for the body of a
+// large frame read ahead meanwhile, and makes later writes buffered.
+func (c *wireConn) handshakeDone() {
+	c.Conn.SetDeadline(time.Time{})
+	if c.reserved.Load() > 0 {
+		c.Conn.SetReadDeadline(c.bodyDeadline)
+	}
+	c.bw = bufio.NewWriterSize(c.Conn, writeBufSize)
+}
 
 // Write buffers p once the handshake is done.
 func (c *wireConn) Write(p []byte) (int, error) {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 	"github.com/go-zeromq/zmq4/security/null"
+
+	"github.com/brokerless/brokerless/transport"
 )
 
 // greeting is a ZMTP 3.0 greeting with the NULL mechanism.
@@ -196,7 +198,7 @@ func FuzzWire(f *testing.F) {
 		if err != nil {
 			return
 		}
-		wc.buffer()
+		wc.handshakeDone()
 		for range 1000 {
 			msg, err := zc.RecvMsg()
 			if err != nil {
@@ -211,4 +213,79 @@ func FuzzWire(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAnnouncedFramesBounded: frame headers announcing large frames
+// whose bodies never come make zmq4 allocate at most MaxPendingBytes
+// across the connections (it allocates a frame at its header), each
+// such connection fails after FrameTimeout and is counted, and a large
+// message that really comes is still received. The headers come once
+// the handshake is done, then (second round) with the handshake, read
+// ahead during it.
+func TestAnnouncedFramesBounded(t *testing.T) {
+	const maxMsg, budget, n = 1 << 20, 2 << 20, 4
+	sub, err := NewSubscriber(t.Context(), Config{Bind: []string{"tcp://127.0.0.1:0"}, MaxMessageBytes: maxMsg,
+		MaxPendingBytes: budget, FrameTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	ep := "tcp://" + sub.Addrs()[0].String()
+	hdr := append(binary.BigEndian.AppendUint64([]byte{flagLong}, maxMsg-1), 'x')
+	for round, afterHandshake := range []bool{true, false} {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		var conns []net.Conn
+		for range n {
+			c, _ := rawPeer(t, ep, zmq4.Pub)
+			conns = append(conns, c)
+			if !afterHandshake {
+				if _, err := c.Write(hdr); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if afterHandshake {
+			if err := sub.WaitPublishers(testCtx(t), n); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range conns {
+				if _, err := c.Write(hdr); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		waitCount(t, "budget taken", func() uint64 { return uint64(budget - sub.sock.pending.available()) }, budget-2)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > budget+1<<20 {
+			t.Errorf("round %d: %d frame headers of %d bytes made the heap grow by %d bytes; MaxPendingBytes is %d", round, n, maxMsg-1, grew, budget)
+		}
+		for i, c := range conns {
+			if !closedSoon(c) {
+				t.Fatalf("round %d: connection %d, whose frame's body never came, was not closed", round, i)
+			}
+		}
+		waitCount(t, "FrameTimeouts", func() uint64 { return sub.Stats().FrameTimeouts }, uint64(n*(round+1)))
+		if got := sub.sock.pending.available(); got != budget {
+			t.Errorf("round %d: pending budget %d after every connection closed, want %d", round, got, budget)
+		}
+	}
+
+	pub, err := NewPublisher(t.Context(), Config{Connect: []string{ep}, MaxMessageBytes: maxMsg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	if err := pub.WaitSubscribers(testCtx(t), "t", 1); err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("b"), maxMsg-1024)
+	if err := pub.Publish(testCtx(t), transport.Message{Topic: "t", Payload: big}); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextMessage(t, sub); len(m.Payload) != len(big) {
+		t.Errorf("got %d bytes, want %d", len(m.Payload), len(big))
+	}
 }
