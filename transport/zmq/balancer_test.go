@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/go-zeromq/zmq4"
+	"github.com/go-zeromq/zmq4/security/null"
+
 	"github.com/brokerless/brokerless/transport"
 )
 
@@ -218,5 +221,73 @@ func TestBalancerWaitReadyClosed(t *testing.T) {
 	}
 	if err := b.WaitReady(ctx, 1); !errors.Is(err, transport.ErrClosed) {
 		t.Fatalf("WaitReady after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestWorkerRefusesTasksBeyondCredit: a balancer that sends more tasks
+// than the worker's credit asked for (the worker held every one, up to
+// MaxCredit+1 of MaxMessageBytes each) has its connection closed and
+// counted; the tasks within the credit are delivered, and one said done
+// makes room for one more.
+func TestWorkerRefusesTasksBeyondCredit(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	w, err := NewWorker(t.Context(), Config{Connect: []string{"tcp://" + l.Addr().String()}, Credit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	zc, err := zmq4.Open(c, null.Security(), zmq4.Router, nil, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := zc.RecvMsg(); err != nil || string(msg.Frames[0]) != "ready" || string(msg.Frames[1]) != "2" {
+		t.Fatalf("worker asked %q (%v), want ready 2", msg.Frames, err)
+	}
+	task := func(seq uint64) zmq4.Msg {
+		h := header{kind: kindMessage, feed: 1, session: 1, seq: seq}
+		return zmq4.NewMsgFrom([]byte("t"), appendHeader(nil, &h), []byte("task"))
+	}
+	for seq := range uint64(2) {
+		if err := zc.SendMsg(task(seq + 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := nextMessage(t, w)
+	if err := w.Ack(testCtx(t), m.Stream, m.Seq); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := zc.RecvMsg(); err != nil || string(msg.Frames[0]) != "done" {
+		t.Fatalf("worker sent %q (%v), want done", msg.Frames, err)
+	}
+	for _, seq := range []uint64{3, 4} { // 3 is owed credit, 4 is not
+		if err := zc.SendMsg(task(seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !closedSoon(c) {
+		t.Fatal("a balancer that sent a task beyond the credit was not disconnected")
+	}
+	if st := w.Stats(); st.OverCredit != 1 || st.Received != 1 {
+		t.Errorf("stats %+v, want OverCredit 1, Received 1", st)
+	}
+	for _, want := range []uint64{2, 3} {
+		if m := nextMessage(t, w); m.Seq != want {
+			t.Fatalf("got task %d, want %d", m.Seq, want)
+		}
+	}
+	w.q.mu.Lock()
+	left := len(w.q.items) - w.q.head
+	w.q.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d tasks beyond the credit were kept", left)
 	}
 }

@@ -3,6 +3,7 @@ package zmq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -32,8 +33,11 @@ type Worker struct {
 	hs      []transport.Header
 	mu      sync.Mutex
 	pending map[transport.StreamID][]held // received, not acknowledged, in order
+	// owed counts, per balancer, the tasks received and not yet said
+	// done: never more than Credit, which is all the worker asked for.
+	owed map[*peer]int
 
-	tasks, badTasks atomic.Uint64
+	tasks, badTasks, overCredit atomic.Uint64
 }
 
 // held is a task received and not yet acknowledged.
@@ -49,7 +53,11 @@ func NewWorker(ctx context.Context, cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, q: newInq(MaxCredit+1, 1<<62), closed: make(chan struct{}), pending: map[transport.StreamID][]held{}}
+	// A balancer sends at most Credit tasks before a "done": the
+	// queue's count holds what every balancer may send, and its bytes
+	// bound what several of them send at once.
+	w := &Worker{cfg: cfg, q: newInq(MaxCredit+1, cfg.ReceiveQueueBytes), closed: make(chan struct{}),
+		pending: map[transport.StreamID][]held{}, owed: map[*peer]int{}}
 	sc := cfg.socketConfig()
 	sc.typ = zmq4.Dealer
 	sc.role = w
@@ -77,6 +85,7 @@ func (w *Worker) attach(p *peer) error {
 func (w *Worker) detach(p *peer) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	delete(w.owed, p)
 	for id, hs := range w.pending {
 		kept := hs[:0]
 		for _, h := range hs {
@@ -95,6 +104,18 @@ func (w *Worker) detach(p *peer) {
 func (w *Worker) received(p *peer, frames [][]byte) error {
 	if len(frames) != 3 || !isHeader(frames[1]) {
 		return errors.New("zmq: a balancer sent a task that is not [topic, header, payload]")
+	}
+	w.mu.Lock()
+	over := w.owed[p] >= w.cfg.Credit
+	if !over {
+		w.owed[p]++
+	}
+	w.mu.Unlock()
+	if over {
+		// The task is not taken: the balancer hands it, and what else
+		// this worker held of it, to another worker.
+		w.overCredit.Add(1)
+		return fmt.Errorf("zmq: balancer %s sent a task beyond the worker's credit of %d", p.remote, w.cfg.Credit)
 	}
 	size := len(frames[0]) + len(frames[1]) + len(frames[2])
 	if !w.q.put(inItem{frames: frames, size: size, conn: &inConn{peer: p}}, p.closing) {
@@ -135,6 +156,7 @@ func (w *Worker) Receive(ctx context.Context) (transport.Event, error) {
 			// Not a task this worker can read: said done at once, so
 			// that its credit returns to the balancer, and counted.
 			w.badTasks.Add(1)
+			w.said(it.conn.peer)
 			if p := it.conn.peer; !p.out.tryPut(zmsg{frames: [][]byte{[]byte("done"), it.frames[1]}}) {
 				p.close()
 			}
@@ -164,6 +186,11 @@ func (w *Worker) Ack(ctx context.Context, stream transport.StreamID, seq uint64)
 		}
 	}
 	done := append([]held(nil), hs[:n]...)
+	for _, h := range done {
+		if w.owed[h.peer] > 0 {
+			w.owed[h.peer]--
+		}
+	}
 	if n == len(hs) {
 		delete(w.pending, stream)
 	} else if n > 0 {
@@ -178,16 +205,29 @@ func (w *Worker) Ack(ctx context.Context, stream transport.StreamID, seq uint64)
 	return nil
 }
 
+// said is told that a task of balancer p is said done.
+func (w *Worker) said(p *peer) {
+	w.mu.Lock()
+	if w.owed[p] > 0 {
+		w.owed[p]--
+	}
+	w.mu.Unlock()
+}
+
 // WorkerStats are a worker's counters.
 type WorkerStats struct {
 	// Received counts tasks received; BadTasks those whose header frame
 	// could not be read, said done at once without being delivered.
 	Received, BadTasks uint64
+	// OverCredit counts balancer connections closed for sending a task
+	// beyond the worker's Credit (the task is not taken: the balancer
+	// hands it to another worker).
+	OverCredit uint64
 }
 
 // Stats returns the worker's counters.
 func (w *Worker) Stats() WorkerStats {
-	return WorkerStats{Received: w.tasks.Load(), BadTasks: w.badTasks.Load()}
+	return WorkerStats{Received: w.tasks.Load(), BadTasks: w.badTasks.Load(), OverCredit: w.overCredit.Load()}
 }
 
 // Close waits up to Linger for the acknowledgements to be written, then
