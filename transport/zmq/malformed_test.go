@@ -16,7 +16,7 @@ type offline struct {
 }
 
 func newOffline() offline {
-	s := &Subscriber{q: newInq(100, 1<<20), closed: make(chan struct{}), tr: newTracker(16, 1<<20)}
+	s := &Subscriber{q: newInq(100, 1<<20), closed: make(chan struct{}), tr: newTracker(16, 1<<20), filter: newPrefixFilter([]string{""})}
 	return offline{s, &inConn{closed: make(chan struct{})}}
 }
 

@@ -22,6 +22,9 @@ type Subscriber struct {
 	sock *socket
 	in   *inbound
 	q    *inq
+	// filter is the subscriber's own subscriptions: what a publisher
+	// sends outside them is not delivered (libzmq's SUB filters too).
+	filter *prefixFilter
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -40,7 +43,7 @@ type Subscriber struct {
 	hs       []transport.Header
 	faults   *faults
 
-	received, badHeaders, badPacks, plain atomic.Uint64
+	received, badHeaders, badPacks, plain, filtered atomic.Uint64
 }
 
 // NewSubscriber binds and connects the endpoints of cfg and subscribes
@@ -64,6 +67,7 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 	if len(subs) == 0 {
 		subs = []string{""}
 	}
+	s.filter = newPrefixFilter(subs)
 	s.in = newInbound(subs)
 	s.in.sink = s.sink
 	s.in.ended = s.q.putEnded
@@ -109,13 +113,17 @@ func (s *Subscriber) Subscribe(prefix string) error {
 	if len(prefix) > maxPrefix {
 		return badConfig("Subscribe", prefix, "a prefix is at most 255 bytes")
 	}
+	s.filter.change(prefix, true)
 	s.in.subscribe(prefix, true)
 	return nil
 }
 
 // Unsubscribe removes a topic prefix Subscribe added (once per
 // Subscribe), and tells every publisher.
-func (s *Subscriber) Unsubscribe(prefix string) { s.in.subscribe(prefix, false) }
+func (s *Subscriber) Unsubscribe(prefix string) {
+	s.in.subscribe(prefix, false)
+	s.filter.change(prefix, false)
+}
 
 // Receive returns the next event. Slices in it stay valid until the
 // next call.
@@ -185,6 +193,10 @@ func (s *Subscriber) decode(it inItem) (transport.Event, bool) {
 	s.received.Add(1)
 	f := it.frames
 	if len(f) < 2 || !isHeader(f[1]) {
+		if !s.filter.match(f[0]) {
+			s.filtered.Add(1) // not numbered: no gap for it
+			return transport.Event{}, false
+		}
 		return s.plainMessage(it)
 	}
 	h, err := parseHeader(f[1], s.hs)
@@ -194,6 +206,25 @@ func (s *Subscriber) decode(it inItem) (transport.Event, bool) {
 	}
 	id := transport.StreamID{Feed: h.feed, Session: h.session}
 	topic := f[0]
+	if !s.filter.match(topic) {
+		// Not subscribed (any more): what it numbers was not this
+		// subscriber's to get, so it is not a gap if the stream is
+		// subscribed again.
+		last := h.seq
+		switch h.kind {
+		case kindPacked:
+			if checkPack(f[2], h.count) != nil {
+				s.badPacks.Add(1) // its count cannot move the stream
+				return transport.Event{}, false
+			}
+			last = h.seq + h.count - 1
+		case kindHeartbeat, kindEnd:
+			last = h.seq - 1
+		}
+		s.filtered.Add(1)
+		s.tr.skip(id, last)
+		return transport.Event{}, false
+	}
 	switch h.kind {
 	case kindHeartbeat, kindEnd:
 		s.evs = s.tr.mark(id, topic, it.conn.id, h.seq, h.kind == kindEnd, s.evs)
@@ -310,6 +341,10 @@ type SubscriberStats struct {
 	// Received counts ZMTP messages received (a pack once); Plain those
 	// of publishers without header frames.
 	Received, Plain uint64
+	// Filtered counts ZMTP messages dropped because their topic (first
+	// frame) matches none of the subscriber's subscriptions, as libzmq's
+	// SUB drops them; they are not reported as gaps.
+	Filtered uint64
 	// BadHeaders counts messages dropped for a header frame that could
 	// not be read (a sequence number 0 among them); BadPacks packs
 	// dropped whole because their body does not hold the count of
@@ -337,7 +372,7 @@ func (s *Subscriber) Stats() SubscriberStats {
 	s.rmu.Unlock()
 	k := &s.sock.stats
 	return SubscriberStats{
-		Received: s.received.Load(), Plain: s.plain.Load(), BadHeaders: s.badHeaders.Load(), BadPacks: s.badPacks.Load(),
+		Received: s.received.Load(), Plain: s.plain.Load(), Filtered: s.filtered.Load(), BadHeaders: s.badHeaders.Load(), BadPacks: s.badPacks.Load(),
 		Duplicates: d, Late: l, Evicted: e, Publishers: s.Publishers(),
 		Dialed: k.dialed.Load(), DialFailed: k.dialFailed.Load(), Accepted: k.accepted.Load(), Refused: k.refused.Load(),
 		Handshake: k.handshakeFailed.Load(), FrameTimeouts: k.frameTimeouts.Load(),

@@ -204,6 +204,15 @@ func (t *tracker) mark(id transport.StreamID, topic []byte, conn, next uint64, e
 	return evs
 }
 
+// skip is told that stream id's messages up to last arrived and were not
+// for this subscriber (filtered out): none of them is a gap. A stream
+// not tracked stays so.
+func (t *tracker) skip(id transport.StreamID, last uint64) {
+	if st, ok := t.streams[id]; ok && !st.ended && last > st.last {
+		st.last = last
+	}
+}
+
 // disconnected is told that connection conn closed, after its last
 // message: the streams that last came on it may be replaced, and those
 // of a publisher without header frames (Feed 0), one per connection,
