@@ -34,6 +34,9 @@ type fanout struct {
 
 type fanoutStats struct {
 	dropped, droppedZMTP, slowDisconnects, refusedSubscriptions, ignored atomic.Uint64
+	// droppedEnds counts stream ends not queued for a subscriber
+	// whose queue held nothing but ends beyond endReserve.
+	droppedEnds atomic.Uint64
 }
 
 // subscriber is what fanout keeps about one peer.
@@ -144,6 +147,19 @@ func (f *fanout) offer(m zmsg, topic []byte) {
 	f.sock.eachPeer(func(p *peer) {
 		s := p.state.(*subscriber)
 		if !s.matches(topic) {
+			return
+		}
+		if m.end {
+			// An end is not dropped like data: the subscriber would
+			// never learn where the stream stopped, nor report its
+			// lost tail.
+			ok, msgs, zmtp := p.out.putEnd(m)
+			s.dropped.Add(uint64(msgs))
+			f.stats.dropped.Add(uint64(msgs))
+			f.stats.droppedZMTP.Add(uint64(zmtp))
+			if !ok && !p.out.isClosed() {
+				f.stats.droppedEnds.Add(1)
+			}
 			return
 		}
 		if p.out.tryPut(m) || p.out.isClosed() {

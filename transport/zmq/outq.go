@@ -13,7 +13,14 @@ type zmsg struct {
 	msgs int
 	// mark orders a publisher's messages, for Flush.
 	mark uint64
+	// end: a stream's end, which putEnd queues even into a full queue.
+	end bool
 }
+
+// endReserve is how many ends a queue takes beyond its bounds when
+// nothing queued can make room for them (every item an end, or held by
+// the writer).
+const endReserve = 64
 
 // memCost is what a message of frames costs in memory: its bytes, and
 // the slice headers and queue entry around them, so that byte bounds
@@ -68,6 +75,54 @@ func (q *outq) tryPut(m zmsg) bool {
 	default:
 	}
 	return true
+}
+
+// putEnd queues m, a stream's end, even into a full queue, which it
+// makes room in by dropping, newest first, queued messages that are
+// not ends: data (reported lost by the end that follows, which says
+// where the stream stopped), then heartbeats. If that is not enough it
+// goes beyond the bounds by up to endReserve ends. It returns false if
+// the queue is closed, or would go beyond that; and what it dropped, in
+// transport messages and ZMTP messages.
+func (q *outq) putEnd(m zmsg) (ok bool, msgs, zmtp int) {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false, 0, 0
+	}
+	full := func() bool { return q.count >= q.maxItems || q.count > 0 && q.bytes+m.size > q.maxBytes }
+	for _, data := range []bool{true, false} {
+		for i := len(q.items) - 1; i >= 0 && full(); i-- {
+			it := q.items[i]
+			if it.end || data != (it.msgs > 0) {
+				continue
+			}
+			last := len(q.items) - 1
+			copy(q.items[i:], q.items[i+1:])
+			q.items[last] = zmsg{}
+			q.items = q.items[:last]
+			q.count--
+			q.bytes -= it.size
+			msgs += it.msgs
+			if it.msgs > 0 {
+				zmtp++
+			}
+		}
+	}
+	if full() && q.count >= q.maxItems+endReserve {
+		q.mu.Unlock()
+		return false, msgs, zmtp
+	}
+	q.items = append(q.items, m)
+	q.count++
+	q.bytes += m.size
+	q.queued = m.mark
+	q.mu.Unlock()
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+	return true, msgs, zmtp
 }
 
 // take moves every queued message to dst[:0] and returns it. They count

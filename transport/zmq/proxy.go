@@ -92,7 +92,9 @@ func (p *Proxy) forward(_ *inConn, frames [][]byte) error {
 	size := memCost(frames)
 	p.forwarded.Add(1)
 	p.forwardedBytes.Add(uint64(size - 64 - 24*len(frames)))
-	p.fan.offer(zmsg{frames: frames, size: size, msgs: 1}, frames[0])
+	// A stream's end is not dropped for a full queue, here either.
+	end := len(frames) == 2 && isHeader(frames[1]) && kind(frames[1][3]) == kindEnd
+	p.fan.offer(zmsg{frames: frames, size: size, msgs: 1, end: end}, frames[0])
 	return nil
 }
 

@@ -313,8 +313,7 @@ func (p *Publisher) enqueueMark(st *pubStream, k kind) {
 	h := header{kind: k, feed: p.cfg.Feed, session: st.session, seq: st.next, time: time.Now().UnixNano()}
 	hdr := appendHeader(nil, &h)
 	frames := [][]byte{st.topic, hdr}
-	p.enqueue(zmsg{frames: frames, size: memCost(frames)}, st, 0, nil)
-
+	p.enqueue(zmsg{frames: frames, size: memCost(frames), end: k == kindEnd}, st, 0, nil)
 }
 
 func (p *Publisher) kickSender() {
@@ -481,8 +480,13 @@ type PublisherStats struct {
 	// RefusedSubscriptions counts subscriptions beyond
 	// MaxSubscriptions, or with too long a prefix.
 	RefusedSubscriptions uint64
-	// Heartbeats counts heartbeats queued.
-	Heartbeats uint64
+	// Heartbeats counts heartbeats queued. A heartbeat that finds a
+	// subscriber's queue full is dropped (the next one says the same);
+	// a stream's end makes room by dropping queued data and heartbeats,
+	// counted in Dropped, and DroppedEnds counts ends not queued even
+	// so (a queue holding nothing but ends, endReserve beyond its
+	// bounds).
+	Heartbeats, DroppedEnds uint64
 	// Accepted, Refused (beyond MaxPeers) and HandshakeFailed count
 	// incoming connections; Dialed and DialFailed outgoing ones.
 	Accepted, Refused, HandshakeFailed, Dialed, DialFailed uint64
@@ -498,7 +502,7 @@ func (p *Publisher) Stats() PublisherStats {
 		Published: p.published.Load(), Subscribers: p.Subscribers(),
 		Dropped: f.dropped.Load(), DroppedZMTP: f.droppedZMTP.Load(), SlowDisconnects: f.slowDisconnects.Load(),
 		Discarded: s.discarded.Load(), DiscardedZMTP: s.discardedZMTP.Load(),
-		RefusedSubscriptions: f.refusedSubscriptions.Load(), Heartbeats: p.heartbeat.Load(),
+		RefusedSubscriptions: f.refusedSubscriptions.Load(), Heartbeats: p.heartbeat.Load(), DroppedEnds: f.droppedEnds.Load(),
 		Accepted: s.accepted.Load(), Refused: s.refused.Load(), HandshakeFailed: s.handshakeFailed.Load(),
 		Dialed: s.dialed.Load(), DialFailed: s.dialFailed.Load(), FrameTimeouts: s.frameTimeouts.Load(),
 	}

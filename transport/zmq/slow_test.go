@@ -292,3 +292,86 @@ func median(xs []float64) float64 {
 	slices.Sort(xs)
 	return xs[len(xs)/2]
 }
+
+// TestLostTailReportedAtClose: a publisher that drops messages for a
+// slow subscriber and then closes still gets its stream's end to the
+// subscriber (the end used to be dropped like data, so the lost tail
+// was reported as nothing: no gap, no end); the subscriber reports
+// every message either delivered or lost, and the end.
+func TestLostTailReportedAtClose(t *testing.T) {
+	pub, ep := bound(t, Config{SubscriberQueue: 4, Heartbeat: -1, Linger: testTimeout})
+	sub := connected(t, ep, Config{ReceiveQueue: 1, ReceiveQueueBytes: 1})
+	ctx := testCtx(t)
+	if err := pub.WaitSubscribers(ctx, "t", 1); err != nil {
+		t.Fatal(err)
+	}
+	payload := make([]byte, 64<<10)
+	const n = 300
+	for range n {
+		if err := pub.Publish(ctx, transport.Message{Topic: "t", Payload: payload}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed := make(chan struct{})
+	go func() { // Close lingers until the subscriber has read the end
+		pub.Close()
+		close(closed)
+	}()
+	var delivered, lost uint64
+	for {
+		ev := receive(t, sub)
+		switch ev.Kind {
+		case transport.EventMessage:
+			delivered++
+		case transport.EventGap:
+			lost += ev.Gap.To - ev.Gap.From + 1
+		}
+		if ev.Kind == transport.EventStreamEnd {
+			if ev.End.LastSeq != n {
+				t.Errorf("stream ended at %d, want %d", ev.End.LastSeq, n)
+			}
+			break
+		}
+	}
+	if delivered+lost != n {
+		t.Errorf("%d delivered, %d reported lost, of %d", delivered, lost, n)
+	}
+	<-closed
+	if st := pub.Stats(); st.Dropped == 0 || st.DroppedEnds != 0 || st.Discarded != 0 {
+		t.Errorf("publisher stats %+v: want messages dropped for the slow subscriber, no end dropped, nothing discarded", st)
+	}
+}
+
+// TestOutqEndMakesRoom: an end finds room in a full queue by dropping
+// queued data, newest first, then heartbeats, never another end; with
+// only ends queued it goes endReserve beyond the bounds, and no further.
+func TestOutqEndMakesRoom(t *testing.T) {
+	data := func(i int) zmsg { return zmsg{frames: [][]byte{{byte(i)}}, size: 1, msgs: 1} }
+	q := newOutq(3, 1<<20)
+	q.tryPut(data(1))
+	q.tryPut(zmsg{size: 1}) // a heartbeat
+	q.tryPut(data(2))
+	if ok, msgs, zmtp := q.putEnd(zmsg{size: 1, end: true}); !ok || msgs != 1 || zmtp != 1 {
+		t.Fatalf("putEnd into a full queue: %v, dropped %d in %d; want true, 1 in 1", ok, msgs, zmtp)
+	}
+	if ok, msgs, _ := q.putEnd(zmsg{size: 1, end: true}); !ok || msgs != 1 {
+		t.Fatalf("second putEnd: %v, dropped %d; want true, 1", ok, msgs)
+	}
+	if ok, msgs, _ := q.putEnd(zmsg{size: 1, end: true}); !ok || msgs != 0 {
+		t.Fatalf("third putEnd: %v, dropped %d; want true, 0 (the heartbeat goes)", ok, msgs)
+	}
+	for _, m := range q.take(nil) {
+		if !m.end {
+			t.Fatalf("queue kept %+v, want only ends", m)
+		}
+	}
+	q = newOutq(1, 1<<20)
+	for i := range endReserve + 1 {
+		if ok, _, _ := q.putEnd(zmsg{size: 1, end: true}); !ok {
+			t.Fatalf("end %d refused, want %d ends taken beyond a bound of 1", i+1, endReserve)
+		}
+	}
+	if ok, _, _ := q.putEnd(zmsg{size: 1, end: true}); ok {
+		t.Fatalf("end %d taken beyond endReserve", endReserve+2)
+	}
+}
