@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -116,6 +117,10 @@ func newSocket(cfg socketConfig) *socket {
 func (s *socket) listen(e endpoint) (net.Addr, error) {
 	var lc net.ListenConfig
 	l, err := lc.Listen(s.ctx, e.network, e.addr)
+	if err != nil && e.network == "unix" && errors.Is(err, syscall.EADDRINUSE) && removeStaleSocket(e.addr) {
+		s.log.Debug("zmq: removed a stale socket file", "path", e.addr)
+		l, err = lc.Listen(s.ctx, e.network, e.addr)
+	}
 	if err != nil {
 		return nil, err
 	}
