@@ -13,7 +13,6 @@ import (
 // takes — on connect, and on every change — and hands what they send to
 // sink.
 type inbound struct {
-	sock *socket
 	// sink takes a message a publisher sent; it may block (the peer then
 	// stops reading). An error closes the connection.
 	sink func(c *inConn, frames [][]byte) error
@@ -25,6 +24,10 @@ type inbound struct {
 
 	mu   sync.Mutex
 	subs map[string]int // libzmq counts a prefix subscribed twice
+	// peers are the publishers told the set, from attach to detach:
+	// a change reaches every peer that got the set before it, even one
+	// the socket does not list yet.
+	peers map[*peer]struct{}
 }
 
 // inConn is what inbound keeps about one publisher connection.
@@ -46,7 +49,7 @@ type inConn struct {
 var errTooManySubscriptions = errors.New("zmq: more subscriptions than the connection's queue holds")
 
 func newInbound(subscribe []string) *inbound {
-	in := &inbound{subs: map[string]int{}}
+	in := &inbound{subs: map[string]int{}, peers: map[*peer]struct{}{}}
 	for _, s := range subscribe {
 		in.subs[s]++
 	}
@@ -73,10 +76,14 @@ func (in *inbound) attach(p *peer) error {
 			return errTooManySubscriptions
 		}
 	}
+	in.peers[p] = struct{}{}
 	return nil
 }
 
 func (in *inbound) detach(p *peer) {
+	in.mu.Lock()
+	delete(in.peers, p)
+	in.mu.Unlock()
 	if in.ended != nil {
 		in.ended(p.state.(*inConn))
 	}
@@ -106,10 +113,10 @@ func (in *inbound) subscribe(prefix string, add bool) {
 		// A publisher that cannot take the change is disconnected: it
 		// gets the whole set again when the socket reconnects.
 		m := subscription(add, prefix)
-		in.sock.eachPeer(func(p *peer) {
+		for p := range in.peers {
 			if !p.out.tryPut(m) {
 				p.close()
 			}
-		})
+		}
 	}
 }

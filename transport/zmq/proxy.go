@@ -73,7 +73,6 @@ func NewProxy(ctx context.Context, cfg ProxyConfig) (*Proxy, error) {
 	// may hold, else the connection is reset and sent the whole set.
 	uc.queueItems = c.MaxPeers*c.MaxSubscriptions + 16
 	p.up = newSocket(uc)
-	p.in.sock = p.up
 	p.in.sink = p.forward
 
 	if err := p.down.start(cfg.XPubBind, cfg.XPubConnect); err != nil {

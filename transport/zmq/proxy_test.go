@@ -83,3 +83,46 @@ func pubSees(pub *Publisher, topic string) bool {
 	pub.sock.eachPeer(func(p *peer) { seen = seen || p.state.(*subscriber).matches([]byte(topic)) })
 	return seen
 }
+
+// pausedAttach holds a subscribing socket's new peers between their
+// attach (which sends them the subscription set) and the socket listing
+// them, until proceed closes.
+type pausedAttach struct {
+	*inbound
+	attached, proceed chan struct{}
+}
+
+func (r pausedAttach) attach(p *peer) error {
+	err := r.inbound.attach(p)
+	close(r.attached)
+	<-r.proceed
+	return err
+}
+
+// TestSubscribeDuringAttachReachesPeer: a Subscribe made after a new
+// publisher connection got the subscription set, but before the socket
+// lists it among its peers, reaches that publisher too (it used to be
+// sent only to the peers listed).
+func TestSubscribeDuringAttachReachesPeer(t *testing.T) {
+	sub, err := NewSubscriber(t.Context(), Config{Bind: []string{"tcp://127.0.0.1:0"}, Subscribe: []string{"a."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	r := pausedAttach{sub.in, make(chan struct{}), make(chan struct{})}
+	sub.sock.role = r
+	pub, err := NewPublisher(t.Context(), Config{Connect: []string{"tcp://" + sub.Addrs()[0].String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	<-r.attached
+	if err := sub.Subscribe("b."); err != nil {
+		t.Fatal(err)
+	}
+	close(r.proceed)
+	ctx := testCtx(t)
+	if err := pub.WaitSubscribers(ctx, "b.x", 1); err != nil {
+		t.Errorf("Subscribe(b.) made while the publisher was attaching never reached it: %v", err)
+	}
+}

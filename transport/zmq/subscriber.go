@@ -76,7 +76,6 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 	sc.role = s.in
 	sc.queueItems = 2*cfg.MaxSubscriptions + 16
 	s.sock = newSocket(sc)
-	s.in.sock = s.sock
 	if err := s.sock.start(cfg.Bind, cfg.Connect); err != nil {
 		s.sock.close()
 		return nil, err
