@@ -1,7 +1,6 @@
 package zmq
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -40,18 +39,18 @@ type fanoutStats struct {
 }
 
 // subscriber is what fanout keeps about one peer.
+// A change of its prefixes costs one map entry, whatever it holds; a
+// match looks up the topic's own prefixes, of the lengths held.
 type subscriber struct {
-	mu     sync.Mutex
+	mu     sync.RWMutex
 	counts map[string]int // libzmq counts a prefix subscribed twice
-	// prefixes is a snapshot of counts' keys, read without a lock.
-	prefixes atomic.Pointer[[][]byte]
-	dropped  atomic.Uint64
+	// lens counts the prefixes held per length.
+	lens    [maxPrefix + 1]int32
+	dropped atomic.Uint64
 }
 
 func (f *fanout) attach(p *peer) error {
-	s := &subscriber{counts: map[string]int{}}
-	s.prefixes.Store(new([][]byte))
-	p.state = s
+	p.state = &subscriber{counts: map[string]int{}}
 	return nil
 }
 
@@ -87,6 +86,9 @@ func (f *fanout) received(p *peer, frames [][]byte) error {
 		return fmt.Errorf("zmq: subscriber %s holds %d subscriptions, the most allowed", p.remote, f.maxSubscriptions)
 	case add:
 		s.counts[string(prefix)] = n + 1
+		if !had {
+			s.lens[len(prefix)]++
+		}
 	case !had:
 		s.mu.Unlock()
 		return nil
@@ -94,15 +96,9 @@ func (f *fanout) received(p *peer, frames [][]byte) error {
 		s.counts[string(prefix)] = n - 1
 	default:
 		delete(s.counts, string(prefix))
+		s.lens[len(prefix)]--
 	}
 	first, last := add && !had, !add && n == 1
-	if first || last {
-		snap := make([][]byte, 0, len(s.counts))
-		for k := range s.counts {
-			snap = append(snap, []byte(k))
-		}
-		s.prefixes.Store(&snap)
-	}
 	s.mu.Unlock()
 	if first || last {
 		f.total1(string(prefix), add)
@@ -133,9 +129,13 @@ func (f *fanout) total1(prefix string, add bool) {
 
 // matches reports whether the subscriber takes topic.
 func (s *subscriber) matches(topic []byte) bool {
-	for _, pre := range *s.prefixes.Load() {
-		if bytes.HasPrefix(topic, pre) {
-			return true
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for n := range min(len(topic), maxPrefix) + 1 {
+		if s.lens[n] > 0 {
+			if _, ok := s.counts[string(topic[:n])]; ok {
+				return true
+			}
 		}
 	}
 	return false
