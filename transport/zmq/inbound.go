@@ -23,7 +23,7 @@ type inbound struct {
 	conns atomic.Uint64
 
 	mu   sync.Mutex
-	subs map[string]int // libzmq counts a prefix subscribed twice
+	subs map[string]*subEntry
 	// peers are the publishers told the set, from attach to detach:
 	// a change reaches every peer that got the set before it, even one
 	// the socket does not list yet.
@@ -46,12 +46,21 @@ type inConn struct {
 	closed <-chan struct{}
 }
 
+// subEntry is a prefix subscribed, and how many times (libzmq counts a
+// prefix subscribed twice), with its subscription message, whose frame
+// every publisher's queue shares: a new connection's copy of the set
+// costs a queue entry per prefix, not the prefixes again.
+type subEntry struct {
+	n   int
+	msg zmsg
+}
+
 var errTooManySubscriptions = errors.New("zmq: more subscriptions than the connection's queue holds")
 
 func newInbound(subscribe []string) *inbound {
-	in := &inbound{subs: map[string]int{}, peers: map[*peer]struct{}{}}
+	in := &inbound{subs: map[string]*subEntry{}, peers: map[*peer]struct{}{}}
 	for _, s := range subscribe {
-		in.subs[s]++
+		in.add(s)
 	}
 	return in
 }
@@ -67,12 +76,23 @@ func subscription(add bool, prefix string) zmsg {
 	return m
 }
 
+// add counts prefix subscribed once more. in.mu is held (or in is not
+// shared yet).
+func (in *inbound) add(prefix string) {
+	e := in.subs[prefix]
+	if e == nil {
+		e = &subEntry{msg: subscription(true, prefix)}
+		in.subs[prefix] = e
+	}
+	e.n++
+}
+
 func (in *inbound) attach(p *peer) error {
 	p.state = &inConn{peer: p, id: in.conns.Add(1), session: newSession(), closed: p.closing}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for _, s := range slices.Sorted(maps.Keys(in.subs)) {
-		if !p.out.tryPut(subscription(true, s)) {
+		if !p.out.tryPut(in.subs[s].msg) {
 			return errTooManySubscriptions
 		}
 	}
@@ -98,14 +118,17 @@ func (in *inbound) received(p *peer, frames [][]byte) error {
 func (in *inbound) subscribe(prefix string, add bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	n := in.subs[prefix]
+	var n int
+	if e := in.subs[prefix]; e != nil {
+		n = e.n
+	}
 	switch {
 	case add:
-		in.subs[prefix] = n + 1
+		in.add(prefix)
 	case n == 0:
 		return
 	case n > 1:
-		in.subs[prefix] = n - 1
+		in.subs[prefix].n--
 	default:
 		delete(in.subs, prefix)
 	}
@@ -113,6 +136,9 @@ func (in *inbound) subscribe(prefix string, add bool) {
 		// A publisher that cannot take the change is disconnected: it
 		// gets the whole set again when the socket reconnects.
 		m := subscription(add, prefix)
+		if add {
+			m = in.subs[prefix].msg
+		}
 		for p := range in.peers {
 			if !p.out.tryPut(m) {
 				p.close()

@@ -70,8 +70,12 @@ func NewProxy(ctx context.Context, cfg ProxyConfig) (*Proxy, error) {
 	uc.typ = zmq4.XSub
 	uc.role = p.in
 	// Subscriptions only go up: room for every prefix the subscribers
-	// may hold, else the connection is reset and sent the whole set.
+	// may hold, by count and by bytes, else a publisher could never be
+	// sent the whole set and would be refused. The set's frames are
+	// shared by every publisher's queue (subEntry), so a queue costs an
+	// entry per prefix.
 	uc.queueItems = c.MaxPeers*c.MaxSubscriptions + 16
+	uc.queueBytes = max(c.SubscriberQueueBytes, uc.queueItems*memCost([][]byte{make([]byte, 1+maxPrefix)}))
 	p.up = newSocket(uc)
 	p.in.sink = p.forward
 
@@ -127,6 +131,9 @@ type ProxyStats struct {
 	Prefixes                 int
 	// RefusedSubscriptions counts subscriptions beyond MaxSubscriptions.
 	RefusedSubscriptions uint64
+	// RefusedPublishers counts publisher connections refused after
+	// their handshake (the subscription set did not fit their queue).
+	RefusedPublishers uint64
 }
 
 // Stats returns the proxy's counters.
@@ -140,6 +147,7 @@ func (p *Proxy) Stats() ProxyStats {
 		Dropped: p.fan.stats.droppedZMTP.Load(), SlowDisconnects: p.fan.stats.slowDisconnects.Load(),
 		Subscribed: p.subscribed.Load(), Unsubscribed: p.unsubscribed.Load(), Prefixes: prefixes,
 		RefusedSubscriptions: p.fan.stats.refusedSubscriptions.Load(),
+		RefusedPublishers:    p.up.stats.attachRefused.Load(),
 	}
 }
 

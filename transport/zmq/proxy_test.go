@@ -2,8 +2,12 @@ package zmq
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"strings"
 	"testing"
+
+	"github.com/go-zeromq/zmq4"
 
 	"github.com/brokerless/brokerless/transport"
 )
@@ -124,5 +128,55 @@ func TestSubscribeDuringAttachReachesPeer(t *testing.T) {
 	ctx := testCtx(t)
 	if err := pub.WaitSubscribers(ctx, "b.x", 1); err != nil {
 		t.Errorf("Subscribe(b.) made while the publisher was attaching never reached it: %v", err)
+	}
+}
+
+// TestProxyTakesPublishersWhateverTheSubscriptions: subscribers holding
+// together more prefixes than SubscriberQueueBytes holds (each within
+// MaxSubscriptions) do not lock publishers out of the proxy: a publisher
+// that connects is sent the whole set (it used to be refused, again and
+// again, with nothing counted).
+func TestProxyTakesPublishersWhateverTheSubscriptions(t *testing.T) {
+	ctx := testCtx(t)
+	px, xsub, xpub := startProxy(t, Config{SubscriberQueueBytes: 64 << 10, MaxSubscriptions: 64})
+	prefix := func(i, j int) string { return fmt.Sprintf("%03d.%04d.", i, j) + strings.Repeat("x", maxPrefix-9) }
+	const subs = 4
+	for i := range subs {
+		_, zc := rawPeer(t, xpub, zmq4.Sub)
+		for j := range 64 {
+			if err := zc.SendMsg(zmq4.NewMsg(append([]byte{1}, prefix(i, j)...))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitCount(t, "proxy prefixes", func() uint64 { return uint64(px.Stats().Prefixes) }, subs*64)
+	pub, err := NewPublisher(ctx, Config{Connect: []string{xsub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	for _, topic := range []string{prefix(0, 0), prefix(subs-1, 63)} {
+		if err := pub.WaitSubscribers(ctx, topic, 1); err != nil {
+			t.Fatalf("the publisher never got the subscription %.12q...: %v (proxy %+v)", topic, err, px.Stats())
+		}
+	}
+	if st := px.Stats(); st.RefusedPublishers != 0 {
+		t.Errorf("proxy refused %d publishers", st.RefusedPublishers)
+	}
+}
+
+// TestRefusedPublisherCounted: a publisher connection refused after its
+// handshake, because the subscription set does not fit its queue, is
+// counted.
+func TestRefusedPublisherCounted(t *testing.T) {
+	_, ep := bound(t, Config{})
+	var prefixes []string
+	for i := range 40 {
+		prefixes = append(prefixes, fmt.Sprintf("p%d.", i))
+	}
+	sub := connected(t, ep, Config{MaxSubscriptions: 1, Subscribe: prefixes}) // a queue of 18
+	waitCount(t, "RefusedPublishers", func() uint64 { return sub.Stats().RefusedPublishers }, 1)
+	if n := sub.Publishers(); n != 0 {
+		t.Errorf("%d publishers connected", n)
 	}
 }

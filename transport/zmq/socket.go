@@ -85,6 +85,10 @@ type socketStats struct {
 	// frameTimeouts counts connections failed for a large frame whose
 	// body, or room in the pending budget, did not come in time.
 	frameTimeouts atomic.Uint64
+	// attachRefused counts peers refused after their handshake by the
+	// socket's role (a subscription set their queue cannot hold, a
+	// worker's peer that is not a balancer).
+	attachRefused atomic.Uint64
 	// discarded counts transport messages queued for a peer and not
 	// written when its connection closed; discardedZMTP the ZMTP
 	// messages they were in.
@@ -232,7 +236,7 @@ func (s *socket) track(c net.Conn, accepted bool) bool {
 }
 
 // serve does the handshake on c and runs the peer until it ends. It
-// reports whether the handshake succeeded.
+// reports whether the handshake succeeded and the role took the peer.
 func (s *socket) serve(c net.Conn, server bool) bool {
 	defer s.untrack(c)
 	p := newPeer(s, c)
@@ -248,9 +252,12 @@ func (s *socket) serve(c net.Conn, server bool) bool {
 	p.zc = zc
 	p.typ = zmq4.SocketType(zc.Peer.Meta[zmtpSocketType])
 	if err := s.role.attach(p); err != nil {
+		// Not a success: a connected endpoint backs off, as from a
+		// failed handshake, instead of redialling at once.
+		s.stats.attachRefused.Add(1)
 		s.log.Debug("zmq: peer refused", "remote", p.remote, "err", err)
 		c.Close()
-		return true
+		return false
 	}
 	s.addPeer(p)
 	go p.writeLoop()
