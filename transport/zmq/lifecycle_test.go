@@ -2,6 +2,7 @@ package zmq
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -188,5 +189,16 @@ func TestEndedConnectionsBounded(t *testing.T) {
 	want := []transport.EventKind{transport.EventStreamStart, transport.EventMessage, transport.EventMessage, transport.EventStreamEnd}
 	if !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
+	}
+}
+
+// TestWaitPublishersAfterClose: WaitPublishers on a closed subscriber
+// returns transport.ErrClosed, as the transport contract says, not an
+// internal error.
+func TestWaitPublishersAfterClose(t *testing.T) {
+	sub := connected(t, "tcp://127.0.0.1:1", Config{})
+	sub.Close()
+	if err := sub.WaitPublishers(testCtx(t), 1); !errors.Is(err, transport.ErrClosed) {
+		t.Errorf("WaitPublishers after Close: %v, want transport.ErrClosed", err)
 	}
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 	"github.com/go-zeromq/zmq4/security/null"
+
+	"github.com/brokerless/brokerless/transport"
 )
 
 // role is what a socket type does with its peers: a publisher tracks
@@ -322,7 +324,8 @@ func (s *socket) numPeers() int {
 	return len(s.peers)
 }
 
-// waitPeers waits until the socket has at least n peers.
+// waitPeers waits until the socket has at least n peers, or returns
+// transport.ErrClosed once the socket is closed.
 func (s *socket) waitPeers(ctx context.Context, n int) error {
 	for {
 		ch := s.peersChanged.wait()
@@ -334,7 +337,7 @@ func (s *socket) waitPeers(ctx context.Context, n int) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.ctx.Done():
-			return errClosedSocket
+			return transport.ErrClosed
 		}
 	}
 }

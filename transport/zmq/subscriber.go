@@ -102,7 +102,8 @@ func (s *Subscriber) Addrs() []net.Addr { return s.sock.addrs() }
 // Publishers is the number of publishers connected.
 func (s *Subscriber) Publishers() int { return s.sock.numPeers() }
 
-// WaitPublishers waits until n publishers are connected.
+// WaitPublishers waits until n publishers are connected; after Close it
+// returns transport.ErrClosed.
 func (s *Subscriber) WaitPublishers(ctx context.Context, n int) error {
 	return s.sock.waitPeers(ctx, n)
 }
