@@ -16,7 +16,8 @@ var (
 	ErrBadPack = errors.New("zmq: bad packed message")
 	// ErrFrameTooLarge is the error a connection fails with when its peer
 	// sends a frame or message larger than Config.MaxMessageBytes, or a
-	// message of more than MaxFrames frames.
+	// message of more frames than the larger of 1024 and one per 64
+	// bytes of MaxMessageBytes.
 	ErrFrameTooLarge = errors.New("zmq: frame or message larger than allowed")
 	// ErrFrameTimeout is the error a connection fails with when the
 	// body of a frame over 64 KiB does not arrive within

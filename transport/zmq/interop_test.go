@@ -217,3 +217,24 @@ func TestInteropProxy(t *testing.T) {
 		t.Errorf("proxy stats %+v", st)
 	}
 }
+
+// TestInteropPyzmqManyFrames: a libzmq PUB's message of 65 one-byte
+// frames (libzmq sets no limit on frames) is received, its middle frames
+// as "zmq.frame" headers, and the connection goes on (a limit of 64
+// frames used to close it, with nothing counted).
+func TestInteropPyzmqManyFrames(t *testing.T) {
+	py := startPy(t, "wide", "65")
+	sub := connected(t, py.next()["endpoint"].(string), Config{})
+	m := nextMessage(t, sub)
+	if m.Topic != "t" || string(m.Payload) != "x" || len(m.Headers) != 63 {
+		t.Fatalf("got topic %q payload %q with %d headers, want t, x and 63", m.Topic, m.Payload, len(m.Headers))
+	}
+	for i := range 3 {
+		if m := nextMessage(t, sub); string(m.Payload) != strconv.Itoa(i) || m.Seq != uint64(i+2) {
+			t.Fatalf("got %q seq %d, want %d seq %d", m.Payload, m.Seq, i, i+2)
+		}
+	}
+	if st := sub.Stats(); st.TooLarge != 0 || st.Dialed != 1 {
+		t.Errorf("stats %+v: want one connection, none failed", st)
+	}
+}

@@ -493,6 +493,10 @@ type PublisherStats struct {
 	// FrameTimeouts counts connections failed because a frame over
 	// 64 KiB did not arrive within FrameTimeout (ErrFrameTimeout).
 	FrameTimeouts uint64
+	// TooLarge counts connections failed because their peer sent a
+	// message over MaxMessageBytes, or of too many frames
+	// (ErrFrameTooLarge).
+	TooLarge uint64
 }
 
 // Stats returns the publisher's counters.
@@ -504,6 +508,6 @@ func (p *Publisher) Stats() PublisherStats {
 		Discarded: s.discarded.Load(), DiscardedZMTP: s.discardedZMTP.Load(),
 		RefusedSubscriptions: f.refusedSubscriptions.Load(), Heartbeats: p.heartbeat.Load(), DroppedEnds: f.droppedEnds.Load(),
 		Accepted: s.accepted.Load(), Refused: s.refused.Load(), HandshakeFailed: s.handshakeFailed.Load(),
-		Dialed: s.dialed.Load(), DialFailed: s.dialFailed.Load(), FrameTimeouts: s.frameTimeouts.Load(),
+		Dialed: s.dialed.Load(), DialFailed: s.dialFailed.Load(), FrameTimeouts: s.frameTimeouts.Load(), TooLarge: s.tooLarge.Load(),
 	}
 }

@@ -87,6 +87,9 @@ type socketStats struct {
 	// frameTimeouts counts connections failed for a large frame whose
 	// body, or room in the pending budget, did not come in time.
 	frameTimeouts atomic.Uint64
+	// tooLarge counts connections failed for a message over
+	// MaxMessageBytes or of too many frames (ErrFrameTooLarge).
+	tooLarge atomic.Uint64
 	// attachRefused counts peers refused after their handshake by the
 	// socket's role (a subscription set their queue cannot hold, a
 	// worker's peer that is not a balancer).
@@ -264,6 +267,9 @@ func (s *socket) serve(c net.Conn, server bool) bool {
 	s.addPeer(p)
 	go p.writeLoop()
 	err = p.readLoop()
+	if errors.Is(err, ErrFrameTooLarge) {
+		s.stats.tooLarge.Add(1)
+	}
 	p.close()
 	<-p.writerDone
 	s.removePeer(p)

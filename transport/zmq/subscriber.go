@@ -362,6 +362,11 @@ type SubscriberStats struct {
 	// FrameTimeouts counts connections failed because a frame over
 	// 64 KiB did not arrive within FrameTimeout (ErrFrameTimeout).
 	FrameTimeouts uint64
+	// TooLarge counts connections failed because their publisher sent
+	// a message over MaxMessageBytes, or of too many frames
+	// (ErrFrameTooLarge): what it sent after is lost with the
+	// connection, reported as a gap only if it numbers its messages.
+	TooLarge uint64
 	// RefusedPublishers counts publisher connections refused after
 	// their handshake (the subscription set did not fit their queue).
 	RefusedPublishers uint64
@@ -378,6 +383,6 @@ func (s *Subscriber) Stats() SubscriberStats {
 		Received: s.received.Load(), Plain: s.plain.Load(), Filtered: s.filtered.Load(), BadHeaders: s.badHeaders.Load(), BadPacks: s.badPacks.Load(),
 		Duplicates: d, Late: l, Evicted: e, Publishers: s.Publishers(),
 		Dialed: k.dialed.Load(), DialFailed: k.dialFailed.Load(), Accepted: k.accepted.Load(), Refused: k.refused.Load(),
-		Handshake: k.handshakeFailed.Load(), FrameTimeouts: k.frameTimeouts.Load(), RefusedPublishers: k.attachRefused.Load(),
+		Handshake: k.handshakeFailed.Load(), FrameTimeouts: k.frameTimeouts.Load(), TooLarge: k.tooLarge.Load(), RefusedPublishers: k.attachRefused.Load(),
 	}
 }

@@ -25,9 +25,18 @@ const (
 	maxCommandLen = 1 << 10 // after the handshake: PING, PONG, SUBSCRIBE...
 	// maxHandshakeLen bounds the peer's READY command (its metadata).
 	maxHandshakeLen = 16 << 10
-	// maxFrames bounds the frames of one message.
-	maxFrames = 64
+	// minFrames is the most frames a message may have at any
+	// MaxMessageBytes; beyond, a message may have one frame per
+	// frameCost bytes of MaxMessageBytes (about what zmq4 spends on a
+	// frame beside its bytes), so that a message of many empty frames
+	// costs at most about twice MaxMessageBytes, or 64 KiB.
+	minFrames = 1024
+	frameCost = 64
 )
+
+// maxFrames is how many frames a message may have, at most maxMessage
+// bytes: libzmq sets no such limit.
+func maxFrames(maxMessage int) int { return max(minFrames, maxMessage/frameCost) }
 
 // wireConn is the net.Conn that go-zeromq/zmq4's Conn reads and writes
 // through. zmq4 allocates a frame's whole length, as its peer announced
@@ -43,6 +52,7 @@ const (
 type wireConn struct {
 	net.Conn
 	maxMessage uint64
+	maxFrames  int
 	onPing     func(context []byte)
 
 	// pending is the socket's budget for large frames' bodies; reserved
@@ -74,6 +84,7 @@ func newWireConn(c net.Conn, maxMessage int, onPing func([]byte)) *wireConn {
 	return &wireConn{
 		Conn:       c,
 		maxMessage: uint64(maxMessage),
+		maxFrames:  maxFrames(maxMessage),
 		onPing:     onPing,
 		buf:        make([]byte, readBufSize),
 		greeting:   greetingLen,
@@ -249,8 +260,8 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 	if size > c.maxMessage || c.msgBytes+size > c.maxMessage {
 		return false, fmt.Errorf("%w: message of %d bytes or more, at most %d allowed", ErrFrameTooLarge, c.msgBytes, c.maxMessage)
 	}
-	if c.msgFrames > maxFrames {
-		return false, fmt.Errorf("%w: more than %d frames", ErrFrameTooLarge, maxFrames)
+	if c.msgFrames > c.maxFrames {
+		return false, fmt.Errorf("%w: more than %d frames", ErrFrameTooLarge, c.maxFrames)
 	}
 	if size > largeFrame && c.pending != nil {
 		if err := c.reserve(size); err != nil {

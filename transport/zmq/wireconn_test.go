@@ -67,7 +67,7 @@ func closedSoon(c net.Conn) bool {
 
 // TestHugeFrameRefused: a frame announcing far more than MaxMessageBytes
 // closes the connection before anything is allocated for it (zmq4 alone
-// would allocate the announced length).
+// would allocate the announced length), and is counted.
 func TestHugeFrameRefused(t *testing.T) {
 	pub, ep := bound(t, Config{MaxMessageBytes: 4096})
 	for _, size := range []uint64{4097, 1 << 40} {
@@ -88,6 +88,9 @@ func TestHugeFrameRefused(t *testing.T) {
 	}
 	if err := pub.sock.waitPeersBelow(testCtx(t), 1); err != nil {
 		t.Errorf("%d subscribers left: %v", pub.Subscribers(), err)
+	}
+	if st := pub.Stats(); st.TooLarge != 2 {
+		t.Errorf("TooLarge %d, want 2", st.TooLarge)
 	}
 }
 
@@ -208,7 +211,7 @@ func FuzzWire(f *testing.F) {
 			for _, fr := range msg.Frames {
 				n += len(fr)
 			}
-			if n > 1024 || len(msg.Frames) > maxFrames {
+			if n > 1024 || len(msg.Frames) > maxFrames(1024) {
 				t.Fatalf("a message of %d bytes in %d frames got through a limit of 1024", n, len(msg.Frames))
 			}
 		}

@@ -12,6 +12,11 @@ prints JSON lines on stdout; the Go test reads them.
     forward XSUB XPUB          a publisher (XPUB) behind a proxy and a SUB in
                                front of it: a subscription made after
                                start-up must reach the publisher
+    wide FRAMES                bind an XPUB on a free port, print it, wait for
+                               a subscription, then send one message of
+                               FRAMES frames (topic "t", one byte each) and
+                               three two-frame ones; then wait for stdin to
+                               close
     worker ENDPOINT NAME DELAY a load-balancing worker (REQ): ready, then for
                                each task print it, take DELAY seconds and
                                answer done + header
@@ -137,6 +142,22 @@ def worker(endpoint, name, delay):
         s.send_multipart([b"done", hdr])
 
 
+def wide(frames):
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.XPUB)
+    port = s.bind_to_random_port("tcp://127.0.0.1")
+    out(endpoint="tcp://127.0.0.1:%d" % port)
+    while s.recv()[:1] != b"\x01":
+        pass
+    s.send_multipart([b"t"] + [b"x"] * (frames - 1))
+    for i in range(3):
+        s.send_multipart([b"t", b"%d" % i])
+    out(sent=4)
+    sys.stdin.read()
+    s.close(linger=1000)
+    ctx.term()
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "sub":
@@ -145,6 +166,8 @@ def main():
         pub(int(args[0]), args[1:])
     elif mode == "forward":
         forward(args[0], args[1])
+    elif mode == "wide":
+        wide(int(args[0]))
     elif mode == "worker":
         worker(args[0], args[1], float(args[2]))
     else:
