@@ -189,7 +189,7 @@ func TestInteropBalancerPyzmqWorkers(t *testing.T) {
 // read is said done at once, so that the balancer's credit comes back,
 // and counted; the next good task is delivered.
 func TestWorkerAnswersBadTask(t *testing.T) {
-	w := &Worker{q: newInq(10, 1<<20), closed: make(chan struct{}), pending: map[transport.StreamID][]held{}}
+	w := &Worker{q: newInq(10, 1<<20), closed: make(chan struct{}), pending: map[transport.StreamID][]held{}, sock: newSocket(socketConfig{})}
 	p := &peer{out: newOutq(10, 1<<20), closing: make(chan struct{})}
 	bad := appendHeader(nil, &header{kind: kindHeartbeat, feed: 1, session: 2, seq: 1}) // not a task
 	good := appendHeader(nil, &header{kind: kindMessage, feed: 1, session: 2, seq: 2})

@@ -134,6 +134,9 @@ type ProxyStats struct {
 	// RefusedPublishers counts publisher connections refused after
 	// their handshake (the subscription set did not fit their queue).
 	RefusedPublishers uint64
+	// FrameTimeouts and TooLarge count connections, of either side,
+	// failed with ErrFrameTimeout and ErrFrameTooLarge.
+	FrameTimeouts, TooLarge uint64
 }
 
 // Stats returns the proxy's counters.
@@ -148,6 +151,8 @@ func (p *Proxy) Stats() ProxyStats {
 		Subscribed: p.subscribed.Load(), Unsubscribed: p.unsubscribed.Load(), Prefixes: prefixes,
 		RefusedSubscriptions: p.fan.stats.refusedSubscriptions.Load(),
 		RefusedPublishers:    p.up.stats.attachRefused.Load(),
+		FrameTimeouts:        p.up.stats.frameTimeouts.Load() + p.down.stats.frameTimeouts.Load(),
+		TooLarge:             p.up.stats.tooLarge.Load() + p.down.stats.tooLarge.Load(),
 	}
 }
 

@@ -2,6 +2,7 @@ package zmq
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"strings"
@@ -178,5 +179,22 @@ func TestRefusedPublisherCounted(t *testing.T) {
 	waitCount(t, "RefusedPublishers", func() uint64 { return sub.Stats().RefusedPublishers }, 1)
 	if n := sub.Publishers(); n != 0 {
 		t.Errorf("%d publishers connected", n)
+	}
+}
+
+// TestProxyCountsFailedConnections: a connection of either side of a
+// proxy failed for a frame over MaxMessageBytes is counted in its stats.
+func TestProxyCountsFailedConnections(t *testing.T) {
+	px, xsub, xpub := startProxy(t, Config{MaxMessageBytes: 4096})
+	for i, ep := range []string{xsub, xpub} {
+		typ := map[bool]zmq4.SocketType{true: zmq4.Pub, false: zmq4.Sub}[ep == xsub]
+		c, _ := rawPeer(t, ep, typ)
+		if _, err := c.Write(append(binary.BigEndian.AppendUint64([]byte{flagLong}, 4097), "some"...)); err != nil {
+			t.Fatal(err)
+		}
+		if !closedSoon(c) {
+			t.Fatalf("%s: a frame over MaxMessageBytes did not close the connection", ep)
+		}
+		waitCount(t, "TooLarge", func() uint64 { return px.Stats().TooLarge }, uint64(i+1))
 	}
 }

@@ -223,11 +223,15 @@ type WorkerStats struct {
 	// beyond the worker's Credit (the task is not taken: the balancer
 	// hands it to another worker).
 	OverCredit uint64
+	// FrameTimeouts and TooLarge count balancer connections failed with
+	// ErrFrameTimeout and ErrFrameTooLarge.
+	FrameTimeouts, TooLarge uint64
 }
 
 // Stats returns the worker's counters.
 func (w *Worker) Stats() WorkerStats {
-	return WorkerStats{Received: w.tasks.Load(), BadTasks: w.badTasks.Load(), OverCredit: w.overCredit.Load()}
+	return WorkerStats{Received: w.tasks.Load(), BadTasks: w.badTasks.Load(), OverCredit: w.overCredit.Load(),
+		FrameTimeouts: w.sock.stats.frameTimeouts.Load(), TooLarge: w.sock.stats.tooLarge.Load()}
 }
 
 // Close waits up to Linger for the acknowledgements to be written, then
