@@ -245,6 +245,9 @@ func (s *socket) track(c net.Conn, accepted bool) bool {
 func (s *socket) serve(c net.Conn, server bool) bool {
 	defer s.untrack(c)
 	p := newPeer(s, c)
+	// A large frame read ahead during the handshake may hold some of
+	// the pending budget, whatever becomes of the connection.
+	defer p.wc.release()
 	c.SetDeadline(time.Now().Add(s.handshake))
 	zc, err := openZMTP(p.wc, s.typ, server)
 	if err != nil {

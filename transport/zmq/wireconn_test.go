@@ -292,3 +292,51 @@ func TestAnnouncedFramesBounded(t *testing.T) {
 		t.Errorf("got %d bytes, want %d", len(m.Payload), len(big))
 	}
 }
+
+// TestPendingBudgetReturned: a large frame read ahead with a handshake
+// that then fails (a socket type that does not fit) gives its room in
+// MaxPendingBytes back (it used to hold it for ever); and a socket
+// closed while a connection waits for room closes.
+func TestPendingBudgetReturned(t *testing.T) {
+	const maxMsg = 1 << 20
+	sub, err := NewSubscriber(t.Context(), Config{Bind: []string{"tcp://127.0.0.1:0"}, MaxMessageBytes: maxMsg,
+		MaxPendingBytes: maxMsg, FrameTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	e, _ := parseEndpoint("tcp://" + sub.Addrs()[0].String())
+	dial := func(typ string) net.Conn {
+		c, err := net.Dial(e.network, e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		hdr := append(binary.BigEndian.AppendUint64([]byte{flagLong}, maxMsg-1), 'x')
+		if _, err := c.Write(append(append(greeting(), ready(typ)...), hdr...)); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	avail := func() uint64 { return uint64(maxMsg - sub.sock.pending.available()) }
+	for range 3 {
+		c := dial("SUB") // a SUB does not talk to a SUB
+		if !closedSoon(c) {
+			t.Fatal("a SUB peer of a SUB was not refused")
+		}
+		waitCount(t, "budget back", func() uint64 { return uint64(sub.sock.pending.available()) }, maxMsg)
+	}
+	dial("PUB")
+	waitCount(t, "budget taken", avail, maxMsg-1)
+	dial("PUB") // waits for room
+	closed := make(chan struct{})
+	go func() {
+		sub.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-testCtx(t).Done():
+		t.Fatal("Close waited for a connection waiting for room in MaxPendingBytes")
+	}
+}
