@@ -265,7 +265,12 @@ type ReceiverConfig struct {
 	// bounds head-of-line blocking. Default 2 s.
 	RecoveryTimeout time.Duration
 	// IdleTimeout: a stream that sends nothing, not even a heartbeat,
-	// this long has ended. Default 5 s.
+	// this long has ended (EndIdle). If its publisher is heard again
+	// (an outage, not a crash), the stream resumes where it left off,
+	// and what it missed is repaired or reported as a Gap. It should
+	// exceed the publisher's longest heartbeat interval (SenderConfig.
+	// HeartbeatMax, 100 ms by default), or an idle publisher's stream
+	// ends and resumes with each message. Default 5 s.
 	IdleTimeout time.Duration
 	// NackRanges bounds the ranges in one NACK. Default 64.
 	NackRanges int

@@ -73,8 +73,13 @@
 //     datagrams that came meanwhile are held, up to HoldBytes
 //     (RestartsHeld), and handed to its stream once it is believed, in
 //     the order they came; what did not fit (RestartsDeferred) is
-//     recovered by NACK. A session that ended or was replaced never
-//     comes back (Stale).
+//     recovered by NACK. A session that ended with an END or was
+//     replaced never comes back (Stale). One that ended only because
+//     nothing came from it for IdleTimeout (an outage looks the same as
+//     a publisher gone) resumes where it left off when new data or a
+//     heartbeat reaching past that position comes from its source
+//     (Resumed): what it sent meanwhile is repaired or reported as a
+//     Gap; a replay of its older datagrams stays stale (resume.go).
 //
 // A forger who also spoofs the publisher's source address can still be
 // believed while the publisher is silent, and can always forge

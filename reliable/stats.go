@@ -67,6 +67,7 @@ type ReceiverStats struct {
 	Restarts         uint64 // streams replaced by a new session of their feed
 	StreamDrops      uint64 // datagrams of new feeds refused: MaxStreams reached
 	Stale            uint64 // datagrams of a replaced or ended session
+	Resumed          uint64 // streams ended for silence (IdleTimeout) started again by new data of their session from their source: the publisher outlived an outage
 	WrongSource      uint64 // datagrams of a session from another address than its source (the one that started it); with a key, only NCF and LOST are checked, against the last address to send new sequence numbers
 	Jumps            uint64 // datagrams dropped: more than MaxJump past the highest sequence seen, unconfirmed
 	JumpsConfirmed   uint64 // jumps past MaxJump believed: the publisher fell silent, then reappeared further on

@@ -383,5 +383,9 @@ func (st *stream) end(why transport.EndReason) {
 		}}
 		st.r.h.Deliver(&st.r.ev)
 	}
-	st.r.retire(st.id)
+	rs := retiredSession{id: st.id}
+	if why == transport.EndIdle && st.synced {
+		rs.source, rs.next, rs.low, rs.lastLive, rs.noFlow = st.source, st.next, st.low, st.lastLive, st.noFlow
+	}
+	st.r.retire(rs)
 }
