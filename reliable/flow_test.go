@@ -172,3 +172,63 @@ func TestFlowReceiverWindow(t *testing.T) {
 		t.Fatal("nothing more sent")
 	}
 }
+
+// TestEndNamesMessagesFlowControlHeld: Close while flow control holds
+// published messages. The END names the last message published, not
+// the last one sent, so a receiver reports the unsent ones as a Gap;
+// the Sender counts them and goes idle.
+func TestEndNamesMessagesFlowControlHeld(t *testing.T) {
+	now := simEpoch
+	s, err := NewSender(SenderConfig{Session: 1, Flow: FlowConfig{Mode: FlowMin}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReceiver(ReceiverConfig{Rand: fixedRand(0), ListenSince: SessionStart(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &recordHandler{}
+	from := mustAddrPort("127.0.0.1:5000")
+	// One receiver, at the start, that can take one byte past it.
+	st := AppendStatus(nil, s.Stream(), Status{Receiver: 9, Next: 1, Window: 1})
+	if err := s.HandleControl(now, mustAddrPort("127.0.0.1:9"), st); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 65536)
+	drain := func() {
+		for {
+			n, _, ok := s.NextOutgoing(now, buf)
+			if !ok {
+				return
+			}
+			_ = r.HandleDatagram(now, from, buf[:n], h)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := s.Publish(now, &transport.Message{Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		s.Flush()
+		drain()
+	}
+	if from, to, msgs := s.Unsent(); from != 2 || to != 3 || msgs != 2 {
+		t.Fatalf("Unsent %d..%d (%d messages), want 2..3 (2)", from, to, msgs)
+	}
+	s.Close()
+	for i := 0; i < 20; i++ {
+		drain()
+		now = now.Add(time.Millisecond)
+	}
+	if !s.Idle() || s.Stats().UnsentAtClose != 2 {
+		t.Fatalf("after Close: idle %v, stats %+v", s.Idle(), s.Stats())
+	}
+	r.Poll(now.Add(DefaultConfirmTime), h)
+	gaps := h.gapsOf()
+	if len(h.msgs) != 1 || len(gaps) != 1 || gaps[0].From != 2 || gaps[0].To != 3 {
+		t.Fatalf("receiver: %d messages, gaps %+v; want 1 message and a Gap for 2..3", len(h.msgs), gaps)
+	}
+	last := h.evs[len(h.evs)-1]
+	if last.Kind != transport.EventStreamEnd || last.End.LastSeq != 3 || last.End.Reason != transport.EndClosed {
+		t.Fatalf("last event %+v, want the stream closed at 3", last)
+	}
+}

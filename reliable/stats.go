@@ -7,6 +7,7 @@ type SenderStats struct {
 	Datagrams     uint64 // original DATA datagrams handed out
 	Bytes         uint64 // bytes of those datagrams
 	Heartbeats    uint64 // HEARTBEAT datagrams
+	UnsentAtClose uint64 // sequence numbers published but never sent: flow control still held them when Close's END went (the END names them, so receivers report them lost)
 	Backpressure  uint64 // Publish calls refused with ErrBackpressure
 	NacksReceived uint64 // NACK datagrams accepted
 	NackRanges    uint64 // ranges in them
