@@ -47,6 +47,10 @@ type Sender struct {
 	budgets budgets // per NACK source (budget.go)
 	flow    flow    // receivers waited for (flow.go)
 
+	// nackVisits counts the window's datagrams NACKs walked: a NACK's
+	// work, which tests bound.
+	nackVisits uint64
+
 	mtu    int     // MTU less the authentication trailer, if any
 	sealer *sealer // nil without a key
 	opener *opener // checks NACKs; nil without a key
