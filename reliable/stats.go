@@ -83,4 +83,8 @@ type ReceiverStats struct {
 	// a valid tag: missing, wrong, or from a new sender while too many
 	// new senders came at once.
 	Unauthenticated uint64
+	// MalformedMessages counts fragmented messages dropped, reported
+	// as GapUnrecoverable, because their fragments carry more or fewer
+	// bytes than their first one announced.
+	MalformedMessages uint64
 }
