@@ -89,7 +89,10 @@ func (r *Receiver) keyed() bool { return r.opener != nil }
 // Stats returns the counters.
 func (r *Receiver) Stats() ReceiverStats { return r.stats }
 
-var errUnexpectedNack = &DecodeError{ErrForeign, "NACK sent to a receiver"}
+var (
+	errUnexpectedNack   = &DecodeError{ErrForeign, "NACK sent to a receiver"}
+	errUnexpectedStatus = &DecodeError{ErrForeign, "STATUS sent to a receiver"}
+)
 
 // HandleDatagram processes one datagram from the network. from is its
 // source: the publisher's address, where NACKs go. Errors say why a
@@ -190,6 +193,10 @@ func (r *Receiver) handle(from netip.AddrPort, b []byte) error {
 		}
 	case TypeNack:
 		err = errUnexpectedNack
+	case TypeStatus:
+		err = errUnexpectedStatus
+	default:
+		err = errNotForUs
 	}
 	if err != nil {
 		r.countBad(err)
