@@ -47,11 +47,13 @@
 //     datagram that created it; datagrams of its session from another
 //     source are dropped (WrongSource), and NACKs go to that source only.
 //   - A datagram whose last sequence number is more than MaxJump past
-//     the highest seen is dropped (Jumps), unless the jump is confirmed:
-//     a second datagram agrees with it (within MaxJump of it) and no
-//     datagram at the known position (an original DATA, or a heartbeat,
-//     which an idle publisher sends at least every HeartbeatMax) has
-//     arrived for ConfirmTime. That is what a real outage looks like:
+//     the highest seen (or, for a stream that joined at the window's
+//     low edge with JoinEarliest, past the publisher's position when
+//     the stream met it, if higher) is dropped (Jumps), unless the jump
+//     is confirmed: a second datagram agrees with it (within MaxJump of
+//     it) and no datagram at the known position (an original DATA, or
+//     a heartbeat, which an idle publisher sends at least every
+//     HeartbeatMax) has arrived for ConfirmTime. That is what a real outage looks like:
 //     the publisher's datagrams stop, then reappear further on; a forged
 //     jump is contradicted by the live stream. As in PGM, where a
 //     receiver takes nothing outside the window its source advertises,

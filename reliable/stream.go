@@ -25,6 +25,7 @@ type stream struct {
 	next      uint64 // next sequence number to deliver
 	highest   uint64 // highest sequence number known to exist
 	low       uint64 // highest window low edge the publisher announced
+	met       uint64 // the publisher's position when the stream was placed (its live edge less one) when it joined at the window's low edge: admit judges jumps from here or highest
 	lastHeard time.Time
 	lastLive  time.Time  // last original DATA or heartbeat at the known position (admit.go)
 	jump      jumpClaim  // a jump past MaxJump awaiting confirmation
@@ -70,6 +71,11 @@ func (st *stream) sync(liveEdge, low uint64) {
 		st.next = 1
 	case cfg.Join == JoinEarliest:
 		st.next = low
+		// Placed at the window's low edge, the stream is behind the
+		// publisher's live position by up to a window, which may span
+		// more than MaxJump: its live datagrams are judged from where
+		// it met them, not from the low edge.
+		st.met = liveEdge - 1
 	default:
 		st.next = liveEdge
 	}
