@@ -210,7 +210,10 @@ const (
 	// JoinLive starts at the first message seen: the live edge.
 	JoinLive JoinPolicy = iota
 	// JoinEarliest asks the publisher for everything still in its
-	// retransmit window; older messages are reported as a Gap.
+	// retransmit window; older messages are reported as a Gap (from 1,
+	// GapUnrecoverable; StreamStart.FirstSeq is then 1). Its live
+	// datagrams are judged for jumps from where the stream met the
+	// publisher, not from the window's low edge.
 	JoinEarliest
 )
 

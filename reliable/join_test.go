@@ -103,3 +103,37 @@ func TestJoinEarliestWindowWiderThanMaxJump(t *testing.T) {
 		t.Fatalf("%d of %d messages delivered, %d live datagrams dropped as jumps, gaps %v", st.Delivered, history+400, st.Jumps, j.h.gapsOf())
 	}
 }
+
+// TestJoinEarliestReportsOlderThanWindow: a JoinEarliest receiver
+// starts at the oldest message the publisher's window still holds and,
+// as documented, reports every older one as a Gap (unrecoverable: the
+// publisher no longer holds them); its StreamStart names the first
+// sequence number an event covers.
+func TestJoinEarliestReportsOlderThanWindow(t *testing.T) {
+	j := newJoinRig(t, SenderConfig{WindowDatagrams: 2048, MaxQueued: 1024}, ReceiverConfig{}, 3000, true)
+	low := j.s.win.low(j.s.SentNext())
+	if low <= 1 {
+		t.Fatalf("window low %d: nothing left it", low)
+	}
+	j.live(10 * time.Millisecond)
+	evs := j.h.evs
+	if len(evs) < 2 || evs[0].Kind != transport.EventStreamStart || evs[0].Start.FirstSeq != 1 {
+		t.Fatalf("first event %+v, want StreamStart at 1", evs[0])
+	}
+	// The window moves on while the receiver meets the stream: its low
+	// edge is then at low or a little past it.
+	g := evs[1]
+	if g.Kind != transport.EventGap || g.Gap.From != 1 || g.Gap.To < low-1 || g.Gap.To > low+10 || g.Gap.Reason != transport.GapUnrecoverable {
+		t.Fatalf("second event %v %v, want a Gap 1..%d or a little further, unrecoverable", g.Kind, g.Gap, low-1)
+	}
+	want := g.Gap.To + 1
+	for _, e := range evs[2:] {
+		if e.Kind != transport.EventMessage || e.Message.Seq != want {
+			t.Fatalf("after the Gap, %+v; want message %d", e, want)
+		}
+		want++
+	}
+	if want != 3011 {
+		t.Fatalf("delivered up to %d, want 3010", want-1)
+	}
+}

@@ -62,7 +62,8 @@ func (st *stream) capacity() uint64 { return uint64(st.held.maxFrames) }
 
 // sync places a new stream's start: its first message when it began
 // after we started listening, else the live edge (first message start
-// seen) or, when asked for history, the publisher's window low edge.
+// seen) or, when asked for history, the publisher's window low edge,
+// reporting what is older as a Gap.
 func (st *stream) sync(liveEdge, low uint64) {
 	cfg := &st.r.cfg
 	st.synced = true
@@ -80,6 +81,11 @@ func (st *stream) sync(liveEdge, low uint64) {
 		st.next = liveEdge
 	}
 	st.highest = st.next - 1
+	if st.next > 1 && cfg.Join == JoinEarliest && st.next == low {
+		// What the window no longer holds is reported, as JoinEarliest
+		// promises: the publisher said it is gone. StreamStart names 1.
+		st.emitGap(1, st.next-1, transport.GapUnrecoverable)
+	}
 }
 
 // syncData places a new stream from its first DATA datagram: the live
