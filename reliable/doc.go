@@ -18,7 +18,12 @@
 // slowest receiver that reports with STATUS, nor sends further past
 // that receiver than its announced window: Publish is held instead
 // (ErrFlowControl), and a receiver silent for ReceiverTimeout is no
-// longer waited for.
+// longer waited for. Without a key, flow control believes any STATUS
+// (any address, any receiver id) that names a position the window
+// still holds: a forger can hold the publisher as a slow receiver
+// would, renewing it every ReceiverTimeout; a STATUS naming a position
+// the window no longer holds is ignored (FlowBehind). With a key only
+// key holders' STATUS counts.
 //
 // A [Receiver] detects gaps, waits a randomized back-off (RFC 5401) and
 // NACKs them as ranges, holds back when an NCF or the repair arrives

@@ -232,3 +232,58 @@ func TestEndNamesMessagesFlowControlHeld(t *testing.T) {
 		t.Fatalf("last event %+v, want the stream closed at 3", last)
 	}
 }
+
+// TestFlowIgnoresReceiverBehindWindow: a STATUS naming a position the
+// retransmit window no longer holds (from any address, any receiver id:
+// one forged datagram) does not hold a FlowMin publisher: waiting could
+// not help that receiver, whose subscriber reports its own Gap. It is
+// counted and ignored, also when it names a receiver already waited for
+// (a replay must not move it back).
+func TestFlowIgnoresReceiverBehindWindow(t *testing.T) {
+	now := simEpoch
+	s, err := NewSender(SenderConfig{Session: 1, Flow: FlowConfig{Mode: FlowMin}, WindowDatagrams: 2048, MaxQueued: 1024}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := mustAddrPort("127.0.0.1:9")
+	buf := make([]byte, 65536)
+	pub := func() error {
+		_, err := s.Publish(now, &transport.Message{Payload: []byte("x")})
+		s.Flush()
+		for {
+			if _, _, ok := s.NextOutgoing(now, buf); !ok {
+				break
+			}
+		}
+		// The real receiver keeps up.
+		_ = s.HandleControl(now, real, AppendStatus(nil, s.Stream(), Status{Receiver: 1, Next: s.SentNext(), Window: 1 << 20}))
+		return err
+	}
+	for i := 0; i < 5000; i++ {
+		if err := pub(); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(10 * time.Microsecond)
+	}
+	low := s.win.low(s.SentNext())
+	forged := AppendStatus(nil, s.Stream(), Status{Receiver: 0xbad, Next: low - 1, Window: 0})
+	if err := s.HandleControl(now, mustAddrPort("10.6.6.6:6666"), forged); err != nil {
+		t.Fatal(err)
+	}
+	// An old STATUS of the real receiver, replayed: ignored too.
+	behind := AppendStatus(nil, s.Stream(), Status{Receiver: 1, Next: 1, Window: 0})
+	if err := s.HandleControl(now, real, behind); err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for i := 0; i < 5000; i++ {
+		now = now.Add(100 * time.Microsecond)
+		if err := pub(); err != nil {
+			held++
+		}
+	}
+	st := s.Stats()
+	if held > 0 || st.FlowBehind != 2 || st.FlowReceivers != 1 {
+		t.Fatalf("STATUS behind the window (low %d): %d of 5000 publishes held; stats %+v", low, held, st)
+	}
+}

@@ -28,7 +28,7 @@ func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) err
 			s.countBad(err)
 			return err
 		}
-		s.flow.status(now, from, st, s.sentNext)
+		s.flow.status(now, from, st, s.sentNext, s.win.low(s.sentNext))
 		return nil
 	}
 	if h.Type != TypeNack || h.Stream != s.id {

@@ -33,12 +33,16 @@ type SenderStats struct {
 	// flow control started waiting for; FlowTimeouts, receivers it
 	// stopped waiting for after ReceiverTimeout of silence;
 	// FlowReceiversFull, STATUS from new receivers dropped because
-	// MaxReceivers were tracked.
+	// MaxReceivers were tracked; FlowBehind, STATUS ignored because it
+	// named a position the retransmit window no longer holds (waiting
+	// could not help that receiver; a forged one must not hold the
+	// publisher).
 	StatusReceived    uint64
 	FlowHeld          uint64
 	FlowReceivers     uint64
 	FlowTimeouts      uint64
 	FlowReceiversFull uint64
+	FlowBehind        uint64
 	Malformed         uint64 // control datagrams that failed to decode
 	Foreign           uint64 // datagrams that are not ours, or for another stream
 	// Unauthenticated counts datagrams dropped, with a key, for want of
