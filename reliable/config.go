@@ -100,7 +100,10 @@ type SenderConfig struct {
 	// it are dropped (and counted), receivers ask again. Default 1024.
 	MaxPendingRepairs int
 	// UnicastRepairs sends repairs only to the receiver that asked
-	// instead of to the whole group.
+	// instead of to the whole group. Without a Key, an address is sent
+	// at most three times the bytes of the NACKs it sent, and the rest
+	// of its repairs go to the group (RepairsToGroup): a NACK's source
+	// address can be forged (budget.go, antiAmplification).
 	UnicastRepairs bool
 	// MaxNackSources bounds the source addresses whose NACK budgets are
 	// kept; SourceNackRate (NACKs per second) and SourceNackBurst bound

@@ -11,19 +11,25 @@
 // sends heartbeats when idle so tail loss is noticed, and answers NACKs
 // with an NCF to the group, rate-limited repairs, and an explicit LOST
 // notice for anything that has left its window. What each address that
-// sends NACKs may cost it, in NACKs and in repair bytes, is bounded, so
-// forged NACKs cannot turn it into an amplifier (SenderConfig.
-// SourceNackRate and the fields after it). With flow control
-// (SenderConfig.Flow, flow.go), it never lets its window pass the
-// slowest receiver that reports with STATUS, nor sends further past
-// that receiver than its announced window: Publish is held instead
-// (ErrFlowControl), and a receiver silent for ReceiverTimeout is no
-// longer waited for. Without a key, flow control believes any STATUS
-// (any address, any receiver id) that names a position the window
-// still holds: a forger can hold the publisher as a slow receiver
-// would, renewing it every ReceiverTimeout; a STATUS naming a position
-// the window no longer holds is ignored (FlowBehind). With a key only
-// key holders' STATUS counts.
+// sends NACKs may cost it, in NACKs and in repair bytes, is bounded
+// (SenderConfig.SourceNackRate and the fields after it), and, with
+// UnicastRepairs, a repair goes to a NACK's source address only while
+// that address has sent at least a third of the bytes sent to it, or a
+// key vouches for it (otherwise it goes to the group): forged NACKs
+// cannot turn it into an amplifier against a third party. What they
+// can still cause on the group is bounded by those budgets: per source
+// address, at most twice the feed's own bandwidth plus twice the window
+// saved up (budget.go). With flow control (SenderConfig.Flow, flow.go),
+// it never lets its window pass the slowest receiver that reports with
+// STATUS, nor sends further past that receiver than its announced
+// window: Publish is held instead (ErrFlowControl), and a receiver
+// silent for ReceiverTimeout is no longer waited for. Without a key,
+// flow control believes any STATUS (any address, any receiver id) that
+// names a position the window still holds: a forger can hold the
+// publisher as a slow receiver would, renewing it every
+// ReceiverTimeout; a STATUS naming a position the window no longer
+// holds is ignored (FlowBehind). With a key only key holders' STATUS
+// counts.
 //
 // A [Receiver] detects gaps, waits a randomized back-off (RFC 5401) and
 // NACKs them as ranges, holds back when an NCF or the repair arrives

@@ -447,7 +447,10 @@ func (s *Sender) nextRepair(now time.Time, buf []byte) (int, netip.AddrPort, boo
 		n := copy(buf, d.buf)
 		buf[headerLen] |= dataFlagRepair
 		if job.unicast {
-			return n, job.asker, true
+			if s.budgets.mayUnicast(job.asker, n) {
+				return n, job.asker, true
+			}
+			s.stats.RepairsToGroup++ // see antiAmplification
 		}
 		return n, netip.AddrPort{}, true
 	}

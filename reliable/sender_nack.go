@@ -17,6 +17,7 @@ import (
 // RepairLinger), and a LOST notice for any part that has left the
 // window, so receivers report the loss at once instead of asking again.
 func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) error {
+	size := len(b)
 	b, h, err := s.opener.header(now, b)
 	if err != nil {
 		s.countBad(err)
@@ -50,6 +51,10 @@ func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) err
 		return ErrOverBudget
 	}
 	s.stats.NacksReceived++
+	if !full {
+		src.got += uint64(size)
+		src.keyed = src.keyed || s.opener != nil // its tag checked: a key holder
+	}
 	s.ranges, s.lost = s.ranges[:0], s.lost[:0]
 	low := s.win.low(s.sentNext)
 	for i := 0; i < rr.Len(); i++ {

@@ -24,10 +24,15 @@ type SenderStats struct {
 	// sent more than its NACK budget; RepairsOverBudget, repairs not
 	// sent because their source had caused more than its repair budget;
 	// NackSourcesFull, NACKs charged to the shared overflow budget
-	// because the table of sources was full (budget.go).
+	// because the table of sources was full (budget.go);
+	// RepairsToGroup, repairs that UnicastRepairs would have sent to the
+	// receiver that asked, sent to the group instead: no key vouched for
+	// its address, and it had been sent three times the bytes it sent
+	// (budget.go, antiAmplification).
 	NacksOverBudget   uint64
 	RepairsOverBudget uint64
 	NackSourcesFull   uint64
+	RepairsToGroup    uint64
 	// StatusReceived counts STATUS datagrams accepted; FlowHeld, Publish
 	// calls refused with ErrFlowControl; FlowReceivers, receivers that
 	// flow control started waiting for; FlowTimeouts, receivers it
