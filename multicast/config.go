@@ -52,6 +52,9 @@ type Config struct {
 	// Default 32.
 	Batch int
 	// UnicastRepairs sends repairs only to the subscriber that asked.
+	// Without a Key, a subscriber's address is sent at most three times
+	// the bytes of its NACKs (which anyone could send with its address),
+	// the rest of its repairs going to the group.
 	UnicastRepairs bool
 	// CloseLinger bounds how long Publisher.Close keeps answering NACKs
 	// after the last message, so subscribers can repair a lost tail; it

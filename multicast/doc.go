@@ -9,7 +9,9 @@
 // socket's address, the source of the DATA they receive. Repairs go to
 // the whole group by default (one repair serves every receiver that lost
 // the datagram) or, with UnicastRepairs, only to the receiver that
-// asked.
+// asked: with a Key; without one, an address gets at most three times
+// the bytes of the NACKs it sent (a NACK's source address can be
+// forged), and the rest of its repairs go to the group.
 //
 // Importing the package registers the "mcast" URL scheme with package
 // transport:

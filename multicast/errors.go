@@ -43,3 +43,21 @@ func engineConfigError(err error, prefix string) error {
 	}
 	return err
 }
+
+// ErrUnsent is wrapped by the *UnsentError Publisher.Close returns.
+var ErrUnsent = errors.New("multicast: published messages not sent")
+
+// UnsentError is returned by Publisher.Close when messages Publish
+// accepted could not be sent within CloseLinger: flow control held them
+// (a receiver did not make room). They are never sent; the END names
+// them, so subscribers report them as a Gap. It wraps ErrUnsent.
+type UnsentError struct {
+	From, To uint64 // their sequence numbers
+	Messages int    // how many messages they are
+}
+
+func (e *UnsentError) Error() string {
+	return fmt.Sprintf("multicast: %d published messages (sequence %d..%d) not sent before Close's linger ran out", e.Messages, e.From, e.To)
+}
+
+func (e *UnsentError) Unwrap() error { return ErrUnsent }

@@ -106,6 +106,10 @@ type merger struct {
 	started, ended bool
 	next           uint64
 	open           bool
+	// idleEnded: cur ended for silence (EndIdle). The engine starts
+	// such a session again when its publisher is heard again (an
+	// outage, not a crash: reliable's resume.go); so does the merger.
+	idleEnded bool
 
 	out   []transport.Event
 	outAt int
@@ -271,6 +275,15 @@ func (m *merger) apply(ev *transport.Event) action {
 		return actEmitted
 	case transport.EventStreamStart:
 		st := ev.Start
+		if m.resumes(st.Stream) {
+			// Resumed after an outage: it goes on after what the
+			// application has of it.
+			m.ended, m.idleEnded = false, false
+			m.out = append(m.out, transport.Event{Kind: transport.EventStreamStart, Start: transport.StreamStart{
+				Stream: m.cur, FirstSeq: m.next,
+			}})
+			return actEmitted
+		}
 		if st.Stream.Session < m.cur.Session || m.started && st.Stream.Session == m.cur.Session {
 			m.stats.Duplicates++
 			return actDrop
@@ -308,10 +321,17 @@ func (m *merger) behind(ev *transport.Event) bool {
 	case transport.EventGap:
 		return m.past(ev.Gap.Stream.Session, ev.Gap.To)
 	case transport.EventStreamStart:
-		return m.past(ev.Start.Stream.Session, ev.Start.FirstSeq)
+		return !m.resumes(ev.Start.Stream) && m.past(ev.Start.Stream.Session, ev.Start.FirstSeq)
 	}
 	s := ev.End.Stream.Session
 	return s < m.cur.Session || m.started && s == m.cur.Session && m.ended
+}
+
+// resumes reports whether a live StreamStart of s starts the current
+// session again: it ended for silence, and its publisher was heard
+// again.
+func (m *merger) resumes(s transport.StreamID) bool {
+	return m.started && m.ended && m.idleEnded && s == m.cur
 }
 
 // blocking reports whether the archive stands in for a live event: a
@@ -638,6 +658,7 @@ func (m *merger) switchTo(s transport.StreamID, first uint64, replaces transport
 		replaces = m.cur
 	}
 	m.cur, m.started, m.ended, m.next, m.open = s, true, false, first, false
+	m.idleEnded = false
 	m.out = append(m.out, transport.Event{Kind: transport.EventStreamStart, Start: transport.StreamStart{
 		Stream: s, Replaces: replaces, FirstSeq: first,
 	}})
@@ -646,7 +667,7 @@ func (m *merger) switchTo(s transport.StreamID, first uint64, replaces transport
 // endCur ends the current session; its last position is what the
 // engine said or what was delivered, whichever is later.
 func (m *merger) endCur(why transport.EndReason, last uint64) {
-	m.ended = true
+	m.ended, m.idleEnded = true, why == transport.EndIdle
 	m.out = append(m.out, transport.Event{Kind: transport.EventStreamEnd, End: transport.StreamEnd{
 		Stream: m.cur, LastSeq: max(last, m.next-1), Reason: why,
 	}})

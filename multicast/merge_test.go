@@ -386,6 +386,31 @@ func TestMergeTail(t *testing.T) {
 	}
 }
 
+// TestMergeResumesAfterIdleEnd: a session that fell silent longer than
+// the engine's IdleTimeout (an outage) ended, its tail read from the
+// archive; when its publisher is heard again the engine starts it again
+// (a StreamStart of the same session, then a Gap for what it missed),
+// and so does the merger: a new StreamStart after what the application
+// has, then what it missed from the archive, then the live feed. Before,
+// the resumed session was dropped as delivered already: deaf for good.
+func TestMergeResumesAfterIdleEnd(t *testing.T) {
+	r := newMergeRig(t, JoinLive(), 0)
+	r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 50), endEv(sA, 50, transport.EndIdle))...)
+	r.arch(archive.Pos{Session: 100, Seq: 51}, false, msgs(sA, 51, 55)...)
+	r.idle(nil)
+	if n := len(r.got); n != 57 || r.got[n-1].Kind != transport.EventStreamEnd {
+		t.Fatalf("before the publisher is heard again: %s", show(r.got))
+	}
+	r.live(cat(startEv(sA, transport.StreamID{}, 51), gapEv(sA, 51, 100, transport.GapTimeout), msgs(sA, 101, 110))...)
+	if c := r.cmds[len(r.cmds)-1]; c.stop || c.start.String() != archive.At(archive.Pos{Session: 100, Seq: 56}).String() {
+		t.Fatalf("orders %+v: want a replay from 56", r.cmds)
+	}
+	r.arch(archive.Pos{Session: 100, Seq: 56}, false, msgs(sA, 56, 104)...)
+	r.live(msgs(sA, 111, 115)...)
+	account(t, r.got[:56], span{sA, 1, 55})
+	account(t, r.got[57:], span{sA, 56, 115})
+}
+
 // TestMergeOverflow: a buffer of 8 live events cannot hold what arrives
 // while the archive is read: the oldest are dropped, the replay reads
 // past them, and the switch waits until it catches up; nothing is lost.

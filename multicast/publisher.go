@@ -395,6 +395,10 @@ func (p *Publisher) closed() bool {
 
 // Close flushes, keeps answering NACKs until subscribers go quiet (at
 // most CloseLinger), tells subscribers the stream ended, and stops.
+// Messages Publish accepted that could not be sent within CloseLinger
+// (flow control held them) are never sent: Close returns an
+// *UnsentError naming them, and the END names them too, so subscribers
+// report them as a Gap.
 func (p *Publisher) Close() error {
 	p.once.Do(func() { p.err = p.close() })
 	return p.err
@@ -410,13 +414,22 @@ func (p *Publisher) close() error {
 	p.linger(ctx)
 
 	p.mu.Lock()
+	var unsent error
+	if from, to, n := p.eng.Unsent(); n > 0 {
+		// Flow control held them past CloseLinger: the END names
+		// them, so subscribers report them as a Gap; so does Close.
+		unsent = &UnsentError{From: from, To: to, Messages: n}
+	}
 	p.eng.Close()
 	p.idle = false
 	p.mu.Unlock()
 	p.signal()
 	endCtx, endCancel := context.WithTimeout(context.Background(), time.Second)
 	defer endCancel()
-	_ = p.Flush(endCtx)
+	endErr := p.Flush(endCtx)
+	if endErr != nil {
+		endErr = fmt.Errorf("multicast: sending END: %w", endErr)
+	}
 
 	close(p.stop)
 	err := p.conn.Close()
@@ -425,9 +438,9 @@ func (p *Publisher) close() error {
 		err = errors.Join(err, p.send.close())
 	}
 	if flushErr != nil && !errors.Is(flushErr, context.DeadlineExceeded) {
-		return flushErr
+		err = errors.Join(flushErr, err)
 	}
-	return err
+	return errors.Join(unsent, endErr, err)
 }
 
 // linger answers NACKs until none has come for CloseQuiet, or ctx ends.

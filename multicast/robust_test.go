@@ -215,8 +215,10 @@ func (a *accountant) add(t *testing.T, ev *transport.Event) {
 	}
 }
 
-// TestUnicastRepairs: repairs go only to the subscriber that asked, on
-// its unicast socket; every subscriber still gets every message.
+// TestUnicastRepairs: repairs go to the subscriber that asked, on its
+// unicast socket (without a key, only up to three times the bytes of
+// its NACKs; the rest to the group); every subscriber still gets every
+// message.
 func TestUnicastRepairs(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.UnicastRepairs = true

@@ -48,11 +48,13 @@ func (st *stream) sourceOK(from netip.AddrPort, reach uint64) bool {
 func (st *stream) silent() bool { return st.r.now.Sub(st.lastLive) >= st.r.cfg.ConfirmTime }
 
 // admit reports whether a datagram claiming sequence numbers up to top
-// is believed; live is set for an original DATA or a heartbeat (not a
+// is believed: within MaxJump of the highest sequence number seen, or
+// of the publisher's position when the stream was met (see sync); live is set for an original DATA or a heartbeat (not a
 // repair), which show where the publisher is now.
 func (st *stream) admit(top uint64, live bool) bool {
 	r := st.r
-	if top <= st.highest || top-st.highest <= r.cfg.MaxJump || r.keyed() {
+	known := max(st.highest, st.met)
+	if top <= known || top-known <= r.cfg.MaxJump || r.keyed() {
 		if live {
 			st.lastLive = r.now
 			st.jump = jumpClaim{}

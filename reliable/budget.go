@@ -57,6 +57,39 @@ type nackSource struct {
 	sent   uint64    // the sender's new-data bytes when repair was last refilled
 	at     time.Time // when repair was last refilled
 	last   time.Time // its last NACK
+
+	// Unicast repairs (antiAmplification): bytes of NACKs taken from
+	// it, bytes of repairs sent to it, and whether a key vouched for
+	// it.
+	got, unicast uint64
+	keyed        bool
+}
+
+// antiAmplification bounds the unicast repair bytes an address no key
+// vouches for may be sent, per byte of NACK it sent: QUIC's limit for
+// an address it has not validated (RFC 9000, section 8). A NACK's
+// source address is not checked by anything: with UnicastRepairs, a
+// forged NACK naming a victim's address would otherwise have the
+// publisher send the victim a window's worth of repairs (one 34-byte
+// NACK: 1.4 MB). Past the limit the repairs go to the group, which the
+// subscriber that asked reads anyway (RepairsToGroup). Without a key no
+// datagram proves where it came from (a STATUS is as easily forged as a
+// NACK), so only a key lifts the limit.
+const antiAmplification = 3
+
+// mayUnicast reports whether a repair of n bytes may be sent to addr,
+// charging it if so.
+func (b *budgets) mayUnicast(addr netip.AddrPort, n int) bool {
+	i, ok := b.index[addr]
+	if !ok {
+		return false // its budget is gone or shared: nothing vouches for it
+	}
+	src := &b.srcs[i]
+	if !src.keyed && src.unicast+uint64(n) > antiAmplification*src.got {
+		return false
+	}
+	src.unicast += uint64(n)
+	return true
 }
 
 // budgets is the bounded table of sources.

@@ -114,3 +114,81 @@ func TestNcfsCoalesced(t *testing.T) {
 		t.Fatalf("first datagram %v with %d ranges (%v); %d NCFs", h.Type, rr.Len(), err, s.Stats().Ncfs)
 	}
 }
+
+// TestUnicastRepairsBoundedForUnvalidatedSource: with UnicastRepairs,
+// one forged 34-byte NACK for the whole window, from an address never
+// seen (spoofed: the victim's), made the publisher send it ~1.4 MB of
+// repairs. An address no key vouches for now gets at most three times
+// the bytes it sent (QUIC's anti-amplification limit); the other
+// repairs go to the group, which every subscriber reads, and are
+// counted. A NACK authenticated with the key vouches for its address:
+// its repairs go to it.
+func TestUnicastRepairsBoundedForUnvalidatedSource(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		name := "unkeyed"
+		if keyed {
+			name = "keyed"
+		}
+		t.Run(name, func(t *testing.T) {
+			now := simEpoch
+			cfg := SenderConfig{Rand: fixedRand(7), UnicastRepairs: true}
+			if keyed {
+				cfg.Key = testKey
+			}
+			s, err := NewSender(cfg, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 65536)
+			payload := make([]byte, 1300)
+			for i := 0; i < 4000; i++ {
+				if _, err := s.Publish(now, &transport.Message{Payload: payload}); err != nil {
+					t.Fatal(err)
+				}
+				for {
+					if _, _, ok := s.NextOutgoing(now, buf); !ok {
+						break
+					}
+				}
+			}
+			victim := mustAddrPort("192.0.2.7:53")
+			nack := AppendRanges(make([]byte, 0, 1024), TypeNack, s.Stream(), []Range{{1, s.SentNext() - 1}})
+			if keyed {
+				nack = nack[:newSealer(testKey).seal(nack[:cap(nack)], len(nack))]
+			}
+			if err := s.HandleControl(now, victim, nack); err != nil {
+				t.Fatal(err)
+			}
+			var toVictim, toGroup int
+			for i := 0; i < 1000; i++ { // one second
+				now = now.Add(time.Millisecond)
+				for {
+					n, to, ok := s.NextOutgoing(now, buf)
+					if !ok {
+						break
+					}
+					if h, _ := ParseHeader(buf[:n]); h.Type != TypeData {
+						continue
+					}
+					switch to {
+					case victim:
+						toVictim += n
+					case netip.AddrPort{}:
+						toGroup += n
+					}
+				}
+			}
+			st := s.Stats()
+			t.Logf("one %d-byte NACK: %d bytes of repairs to its address, %d to the group; stats %+v", len(nack), toVictim, toGroup, st)
+			if keyed {
+				if toVictim < 100*len(nack) || toGroup != 0 || st.RepairsToGroup != 0 {
+					t.Fatalf("keyed NACK: %d bytes to its address, %d to the group (RepairsToGroup %d): want its repairs unicast", toVictim, toGroup, st.RepairsToGroup)
+				}
+				return
+			}
+			if toVictim > 3*len(nack) || toGroup == 0 || st.RepairsToGroup == 0 {
+				t.Fatalf("forged NACK of %d bytes: %d bytes sent to its address (limit %d), %d to the group (RepairsToGroup %d)", len(nack), toVictim, 3*len(nack), toGroup, st.RepairsToGroup)
+			}
+		})
+	}
+}

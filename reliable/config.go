@@ -100,7 +100,10 @@ type SenderConfig struct {
 	// it are dropped (and counted), receivers ask again. Default 1024.
 	MaxPendingRepairs int
 	// UnicastRepairs sends repairs only to the receiver that asked
-	// instead of to the whole group.
+	// instead of to the whole group. Without a Key, an address is sent
+	// at most three times the bytes of the NACKs it sent, and the rest
+	// of its repairs go to the group (RepairsToGroup): a NACK's source
+	// address can be forged (budget.go, antiAmplification).
 	UnicastRepairs bool
 	// MaxNackSources bounds the source addresses whose NACK budgets are
 	// kept; SourceNackRate (NACKs per second) and SourceNackBurst bound
@@ -210,7 +213,10 @@ const (
 	// JoinLive starts at the first message seen: the live edge.
 	JoinLive JoinPolicy = iota
 	// JoinEarliest asks the publisher for everything still in its
-	// retransmit window; older messages are reported as a Gap.
+	// retransmit window; older messages are reported as a Gap (from 1,
+	// GapUnrecoverable; StreamStart.FirstSeq is then 1). Its live
+	// datagrams are judged for jumps from where the stream met the
+	// publisher, not from the window's low edge.
 	JoinEarliest
 )
 
@@ -265,7 +271,12 @@ type ReceiverConfig struct {
 	// bounds head-of-line blocking. Default 2 s.
 	RecoveryTimeout time.Duration
 	// IdleTimeout: a stream that sends nothing, not even a heartbeat,
-	// this long has ended. Default 5 s.
+	// this long has ended (EndIdle). If its publisher is heard again
+	// (an outage, not a crash), the stream resumes where it left off,
+	// and what it missed is repaired or reported as a Gap. It should
+	// exceed the publisher's longest heartbeat interval (SenderConfig.
+	// HeartbeatMax, 100 ms by default), or an idle publisher's stream
+	// ends and resumes with each message. Default 5 s.
 	IdleTimeout time.Duration
 	// NackRanges bounds the ranges in one NACK. Default 64.
 	NackRanges int

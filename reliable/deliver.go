@@ -9,7 +9,8 @@ import (
 // assembly collects the fragments of one message.
 type assembly struct {
 	active  bool
-	skip    bool   // too large: drop the fragments, report a gap
+	skip    bool   // too large or malformed: drop the fragments, report a gap
+	bad     bool   // malformed: the fragments carry more bytes than the total announced
 	start   uint64 // sequence of the first fragment
 	time    int64
 	topic   string
@@ -21,7 +22,7 @@ type assembly struct {
 }
 
 func (a *assembly) reset() {
-	a.active, a.skip = false, false
+	a.active, a.skip, a.bad = false, false, false
 	a.payload = a.payload[:0]
 }
 
@@ -45,8 +46,9 @@ func (st *stream) deliverFrame(seq uint64, f *Frame) {
 	switch {
 	case a.active && !a.skip && len(a.payload)+len(f.Chunk) <= a.total:
 		a.payload = append(a.payload, f.Chunk...)
+	case a.active && !a.skip:
+		a.skip, a.bad = true, true // more bytes than its BEGIN announced
 	case a.active:
-		a.skip = true
 	case st.joining:
 		return
 	default:
@@ -60,13 +62,27 @@ func (st *stream) deliverFrame(seq uint64, f *Frame) {
 	if !f.End() {
 		return
 	}
-	if a.skip {
+	switch {
+	case a.bad || !a.skip && len(a.payload) != a.total:
+		st.malformed(a.start, seq)
+		return
+	case a.skip:
 		st.r.stats.TooLarge++
 		st.emitGap(a.start, seq, transport.GapTooLarge)
 		return
 	}
 	st.deliver(a.start, a.time, a.topic, a.key, HeaderReader{b: a.headers, n: a.nhdrs}, a.payload)
 	a.reset()
+}
+
+// malformed drops the message of sequence numbers from..to, whose
+// fragments disagree with the total length its first one announced: a
+// faulty or forged publisher. It is reported as GapUnrecoverable (a
+// repair would bring the same bytes; transport has no reason closer to
+// "malformed") and counted (MalformedMessages).
+func (st *stream) malformed(from, to uint64) {
+	st.r.stats.MalformedMessages++
+	st.emitGap(from, to, transport.GapUnrecoverable)
 }
 
 func (st *stream) beginAssembly(seq uint64, f *Frame) {

@@ -11,14 +11,25 @@
 // sends heartbeats when idle so tail loss is noticed, and answers NACKs
 // with an NCF to the group, rate-limited repairs, and an explicit LOST
 // notice for anything that has left its window. What each address that
-// sends NACKs may cost it, in NACKs and in repair bytes, is bounded, so
-// forged NACKs cannot turn it into an amplifier (SenderConfig.
-// SourceNackRate and the fields after it). With flow control
-// (SenderConfig.Flow, flow.go), it never lets its window pass the
-// slowest receiver that reports with STATUS, nor sends further past
-// that receiver than its announced window: Publish is held instead
-// (ErrFlowControl), and a receiver silent for ReceiverTimeout is no
-// longer waited for.
+// sends NACKs may cost it, in NACKs and in repair bytes, is bounded
+// (SenderConfig.SourceNackRate and the fields after it), and, with
+// UnicastRepairs, a repair goes to a NACK's source address only while
+// that address has sent at least a third of the bytes sent to it, or a
+// key vouches for it (otherwise it goes to the group): forged NACKs
+// cannot turn it into an amplifier against a third party. What they
+// can still cause on the group is bounded by those budgets: per source
+// address, at most twice the feed's own bandwidth plus twice the window
+// saved up (budget.go). With flow control (SenderConfig.Flow, flow.go),
+// it never lets its window pass the slowest receiver that reports with
+// STATUS, nor sends further past that receiver than its announced
+// window: Publish is held instead (ErrFlowControl), and a receiver
+// silent for ReceiverTimeout is no longer waited for. Without a key,
+// flow control believes any STATUS (any address, any receiver id) that
+// names a position the window still holds: a forger can hold the
+// publisher as a slow receiver would, renewing it every
+// ReceiverTimeout; a STATUS naming a position the window no longer
+// holds is ignored (FlowBehind). With a key only key holders' STATUS
+// counts.
 //
 // A [Receiver] detects gaps, waits a randomized back-off (RFC 5401) and
 // NACKs them as ranges, holds back when an NCF or the repair arrives
@@ -47,11 +58,13 @@
 //     datagram that created it; datagrams of its session from another
 //     source are dropped (WrongSource), and NACKs go to that source only.
 //   - A datagram whose last sequence number is more than MaxJump past
-//     the highest seen is dropped (Jumps), unless the jump is confirmed:
-//     a second datagram agrees with it (within MaxJump of it) and no
-//     datagram at the known position (an original DATA, or a heartbeat,
-//     which an idle publisher sends at least every HeartbeatMax) has
-//     arrived for ConfirmTime. That is what a real outage looks like:
+//     the highest seen (or, for a stream that joined at the window's
+//     low edge with JoinEarliest, past the publisher's position when
+//     the stream met it, if higher) is dropped (Jumps), unless the jump
+//     is confirmed: a second datagram agrees with it (within MaxJump of
+//     it) and no datagram at the known position (an original DATA, or
+//     a heartbeat, which an idle publisher sends at least every
+//     HeartbeatMax) has arrived for ConfirmTime. That is what a real outage looks like:
 //     the publisher's datagrams stop, then reappear further on; a forged
 //     jump is contradicted by the live stream. As in PGM, where a
 //     receiver takes nothing outside the window its source advertises,
@@ -73,8 +86,13 @@
 //     datagrams that came meanwhile are held, up to HoldBytes
 //     (RestartsHeld), and handed to its stream once it is believed, in
 //     the order they came; what did not fit (RestartsDeferred) is
-//     recovered by NACK. A session that ended or was replaced never
-//     comes back (Stale).
+//     recovered by NACK. A session that ended with an END or was
+//     replaced never comes back (Stale). One that ended only because
+//     nothing came from it for IdleTimeout (an outage looks the same as
+//     a publisher gone) resumes where it left off when new data or a
+//     heartbeat reaching past that position comes from its source
+//     (Resumed): what it sent meanwhile is repaired or reported as a
+//     Gap; a replay of its older datagrams stays stale (resume.go).
 //
 // A forger who also spoofs the publisher's source address can still be
 // believed while the publisher is silent, and can always forge

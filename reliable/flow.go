@@ -109,10 +109,26 @@ type flow struct {
 
 func (f *flow) on() bool { return f.cfg.Mode != FlowNone }
 
-// status records a receiver's STATUS. sentNext bounds what it may claim.
-func (f *flow) status(now time.Time, from netip.AddrPort, st Status, sentNext uint64) {
+// status records a receiver's STATUS. sentNext bounds what it may
+// claim; low is the window's low edge: a receiver that needs less is
+// not waited for.
+//
+// Without a key a STATUS is believed as it comes, from any address: its
+// receiver id, its position and its window. So anyone who can send to
+// the publisher can hold it as a slow receiver would, naming a position
+// the window holds and a small window, for ReceiverTimeout after each
+// STATUS, as one of MaxReceivers receivers. What it cannot do is hold
+// it with a position the window no longer holds: waiting could not help
+// such a receiver (its subscriber reports its own Gap), so that STATUS
+// is counted (FlowBehind) and ignored, whatever receiver it names. With
+// a key, only key holders' STATUS is taken.
+func (f *flow) status(now time.Time, from netip.AddrPort, st Status, sentNext, low uint64) {
 	f.stats.StatusReceived++
 	if !f.on() || f.cfg.Mode == FlowTagged && st.Tag != f.cfg.Tag {
+		return
+	}
+	if st.Next < low {
+		f.stats.FlowBehind++
 		return
 	}
 	next := min(st.Next, sentNext)

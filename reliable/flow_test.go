@@ -172,3 +172,118 @@ func TestFlowReceiverWindow(t *testing.T) {
 		t.Fatal("nothing more sent")
 	}
 }
+
+// TestEndNamesMessagesFlowControlHeld: Close while flow control holds
+// published messages. The END names the last message published, not
+// the last one sent, so a receiver reports the unsent ones as a Gap;
+// the Sender counts them and goes idle.
+func TestEndNamesMessagesFlowControlHeld(t *testing.T) {
+	now := simEpoch
+	s, err := NewSender(SenderConfig{Session: 1, Flow: FlowConfig{Mode: FlowMin}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReceiver(ReceiverConfig{Rand: fixedRand(0), ListenSince: SessionStart(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &recordHandler{}
+	from := mustAddrPort("127.0.0.1:5000")
+	// One receiver, at the start, that can take one byte past it.
+	st := AppendStatus(nil, s.Stream(), Status{Receiver: 9, Next: 1, Window: 1})
+	if err := s.HandleControl(now, mustAddrPort("127.0.0.1:9"), st); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 65536)
+	drain := func() {
+		for {
+			n, _, ok := s.NextOutgoing(now, buf)
+			if !ok {
+				return
+			}
+			_ = r.HandleDatagram(now, from, buf[:n], h)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := s.Publish(now, &transport.Message{Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		s.Flush()
+		drain()
+	}
+	if from, to, msgs := s.Unsent(); from != 2 || to != 3 || msgs != 2 {
+		t.Fatalf("Unsent %d..%d (%d messages), want 2..3 (2)", from, to, msgs)
+	}
+	s.Close()
+	for i := 0; i < 20; i++ {
+		drain()
+		now = now.Add(time.Millisecond)
+	}
+	if !s.Idle() || s.Stats().UnsentAtClose != 2 {
+		t.Fatalf("after Close: idle %v, stats %+v", s.Idle(), s.Stats())
+	}
+	r.Poll(now.Add(DefaultConfirmTime), h)
+	gaps := h.gapsOf()
+	if len(h.msgs) != 1 || len(gaps) != 1 || gaps[0].From != 2 || gaps[0].To != 3 {
+		t.Fatalf("receiver: %d messages, gaps %+v; want 1 message and a Gap for 2..3", len(h.msgs), gaps)
+	}
+	last := h.evs[len(h.evs)-1]
+	if last.Kind != transport.EventStreamEnd || last.End.LastSeq != 3 || last.End.Reason != transport.EndClosed {
+		t.Fatalf("last event %+v, want the stream closed at 3", last)
+	}
+}
+
+// TestFlowIgnoresReceiverBehindWindow: a STATUS naming a position the
+// retransmit window no longer holds (from any address, any receiver id:
+// one forged datagram) does not hold a FlowMin publisher: waiting could
+// not help that receiver, whose subscriber reports its own Gap. It is
+// counted and ignored, also when it names a receiver already waited for
+// (a replay must not move it back).
+func TestFlowIgnoresReceiverBehindWindow(t *testing.T) {
+	now := simEpoch
+	s, err := NewSender(SenderConfig{Session: 1, Flow: FlowConfig{Mode: FlowMin}, WindowDatagrams: 2048, MaxQueued: 1024}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := mustAddrPort("127.0.0.1:9")
+	buf := make([]byte, 65536)
+	pub := func() error {
+		_, err := s.Publish(now, &transport.Message{Payload: []byte("x")})
+		s.Flush()
+		for {
+			if _, _, ok := s.NextOutgoing(now, buf); !ok {
+				break
+			}
+		}
+		// The real receiver keeps up.
+		_ = s.HandleControl(now, real, AppendStatus(nil, s.Stream(), Status{Receiver: 1, Next: s.SentNext(), Window: 1 << 20}))
+		return err
+	}
+	for i := 0; i < 5000; i++ {
+		if err := pub(); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(10 * time.Microsecond)
+	}
+	low := s.win.low(s.SentNext())
+	forged := AppendStatus(nil, s.Stream(), Status{Receiver: 0xbad, Next: low - 1, Window: 0})
+	if err := s.HandleControl(now, mustAddrPort("10.6.6.6:6666"), forged); err != nil {
+		t.Fatal(err)
+	}
+	// An old STATUS of the real receiver, replayed: ignored too.
+	behind := AppendStatus(nil, s.Stream(), Status{Receiver: 1, Next: 1, Window: 0})
+	if err := s.HandleControl(now, real, behind); err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for i := 0; i < 5000; i++ {
+		now = now.Add(100 * time.Microsecond)
+		if err := pub(); err != nil {
+			held++
+		}
+	}
+	st := s.Stats()
+	if held > 0 || st.FlowBehind != 2 || st.FlowReceivers != 1 {
+		t.Fatalf("STATUS behind the window (low %d): %d of 5000 publishes held; stats %+v", low, held, st)
+	}
+}

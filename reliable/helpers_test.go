@@ -49,3 +49,40 @@ func onePart(ev *transport.Event) error {
 	}
 	return nil
 }
+
+// recordHandler keeps every event (payloads copied) and counts NACKs.
+type recordHandler struct {
+	evs    []transport.Event
+	msgs   [][]byte
+	nacks  int
+	onNack func([]byte)
+}
+
+func (h *recordHandler) Deliver(ev *transport.Event) {
+	e := *ev
+	if ev.Kind == transport.EventMessage {
+		e.Message.Payload = append([]byte(nil), ev.Message.Payload...)
+		h.msgs = append(h.msgs, e.Message.Payload)
+	}
+	h.evs = append(h.evs, e)
+}
+
+func (h *recordHandler) SendNack(_ netip.AddrPort, b []byte) {
+	h.nacks++
+	if h.onNack != nil {
+		h.onNack(b)
+	}
+}
+
+func (h *recordHandler) SendStatus(netip.AddrPort, []byte) {}
+
+// gapsOf returns the Gap events h got.
+func (h *recordHandler) gapsOf() []transport.Gap {
+	var gs []transport.Gap
+	for _, e := range h.evs {
+		if e.Kind == transport.EventGap {
+			gs = append(gs, e.Gap)
+		}
+	}
+	return gs
+}

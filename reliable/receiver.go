@@ -37,7 +37,7 @@ type Handler interface {
 type Receiver struct {
 	cfg     ReceiverConfig
 	streams []*stream
-	retired [64]transport.StreamID
+	retired [64]retiredSession
 	nretire int
 
 	frames []Frame
@@ -89,7 +89,10 @@ func (r *Receiver) keyed() bool { return r.opener != nil }
 // Stats returns the counters.
 func (r *Receiver) Stats() ReceiverStats { return r.stats }
 
-var errUnexpectedNack = &DecodeError{ErrForeign, "NACK sent to a receiver"}
+var (
+	errUnexpectedNack   = &DecodeError{ErrForeign, "NACK sent to a receiver"}
+	errUnexpectedStatus = &DecodeError{ErrForeign, "STATUS sent to a receiver"}
+)
 
 // HandleDatagram processes one datagram from the network. from is its
 // source: the publisher's address, where NACKs go. Errors say why a
@@ -190,6 +193,10 @@ func (r *Receiver) handle(from netip.AddrPort, b []byte) error {
 		}
 	case TypeNack:
 		err = errUnexpectedNack
+	case TypeStatus:
+		err = errUnexpectedStatus
+	default:
+		err = errNotForUs
 	}
 	if err != nil {
 		r.countBad(err)
@@ -296,15 +303,24 @@ func (r *Receiver) lookup(id transport.StreamID, from netip.AddrPort, reach uint
 		st.release()
 		return r.streams[i]
 	}
+	var resume *retiredSession
+	if create {
+		resume = r.resumable(id, from, reach)
+	}
 	switch {
-	case !create || r.isRetired(id):
+	case !create || (resume == nil && r.isRetired(id)):
 		r.stats.Stale++
 		return nil
 	case len(r.streams) >= r.cfg.MaxStreams:
 		r.stats.StreamDrops++
 		return nil
 	}
-	st := r.newStream(id, r.lastEnded(id), from)
+	var st *stream
+	if resume != nil {
+		st = r.resumeStream(resume, from)
+	} else {
+		st = r.newStream(id, r.lastEnded(id), from)
+	}
 	r.streams = append(r.streams, st)
 	return st
 }
@@ -313,7 +329,7 @@ func (r *Receiver) lookup(id transport.StreamID, from netip.AddrPort, reach uint
 // which a new session of the feed replaces.
 func (r *Receiver) lastEnded(id transport.StreamID) transport.StreamID {
 	for i := r.nretire - 1; i >= max(0, r.nretire-len(r.retired)); i-- {
-		old := r.retired[i%len(r.retired)]
+		old := r.retired[i%len(r.retired)].id
 		if old.Feed == id.Feed && old.Session < id.Session {
 			return old
 		}
@@ -345,19 +361,26 @@ func (r *Receiver) removeStream(i int) {
 }
 
 // retire remembers a session that ended, so its late datagrams are
-// dropped instead of starting it again.
-func (r *Receiver) retire(id transport.StreamID) {
-	r.retired[r.nretire%len(r.retired)] = id
+// dropped instead of starting it again (see resume.go for the one
+// exception: a session that ended only because it fell silent).
+func (r *Receiver) retire(rs retiredSession) {
+	if old := r.findRetired(rs.id); old != nil {
+		*old = rs
+		return
+	}
+	r.retired[r.nretire%len(r.retired)] = rs
 	r.nretire++
 }
 
-func (r *Receiver) isRetired(id transport.StreamID) bool {
-	for _, old := range r.retired[:min(r.nretire, len(r.retired))] {
-		if old == id {
-			return true
+func (r *Receiver) isRetired(id transport.StreamID) bool { return r.findRetired(id) != nil }
+
+func (r *Receiver) findRetired(id transport.StreamID) *retiredSession {
+	for i := range r.retired[:min(r.nretire, len(r.retired))] {
+		if r.retired[i].id == id {
+			return &r.retired[i]
 		}
 	}
-	return false
+	return nil
 }
 
 func (r *Receiver) countBad(err error) {

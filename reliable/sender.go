@@ -28,6 +28,7 @@ type Sender struct {
 	next   uint64
 	closed bool
 	ends   int       // END datagrams still to send
+	ended  bool      // the first END went: no new data goes after it
 	endAt  time.Time // when the next END is due
 	endGap time.Duration
 
@@ -45,6 +46,10 @@ type Sender struct {
 
 	budgets budgets // per NACK source (budget.go)
 	flow    flow    // receivers waited for (flow.go)
+
+	// nackVisits counts the window's datagrams NACKs walked: a NACK's
+	// work, which tests bound.
+	nackVisits uint64
 
 	mtu    int     // MTU less the authentication trailer, if any
 	sealer *sealer // nil without a key
@@ -114,7 +119,7 @@ func (s *Sender) SentNext() uint64 { return s.sentNext }
 // messages, NCF and LOST notices, and the END datagrams after Close.
 // Repairs waiting for the rate limit do not count.
 func (s *Sender) Idle() bool {
-	return s.win.unsent == 0 && s.open == nil && s.control.len() == 0 && len(s.ncf) == 0 && s.ends == 0
+	return (s.win.unsent == 0 || s.ended) && s.open == nil && s.control.len() == 0 && len(s.ncf) == 0 && s.ends == 0
 }
 
 // Publish packs m into datagrams and returns its sequence number (the
@@ -296,7 +301,7 @@ const EndRepeats = 5
 // else happens first; it is at or before the last now seen when there is
 // something to send already.
 func (s *Sender) Deadline(now time.Time) time.Time {
-	sendable := (s.win.unsent > 0 || s.open != nil) && !s.flow.sendHeld
+	sendable := (s.win.unsent > 0 && !s.ended || s.open != nil) && !s.flow.sendHeld
 	if s.control.len() > 0 || len(s.ncf) > 0 || sendable || s.ends > 0 && !now.Before(s.endAt) {
 		return now
 	}
@@ -354,7 +359,7 @@ func (s *Sender) nextOutgoing(now time.Time, buf []byte) (n int, to netip.AddrPo
 	if s.win.unsent == 0 && s.open != nil {
 		s.closeOpen()
 	}
-	if s.win.unsent > 0 && s.mayHandOut(now, len(s.win.at(s.win.n-s.win.unsent).buf)) {
+	if s.win.unsent > 0 && !s.ended && s.mayHandOut(now, len(s.win.at(s.win.n-s.win.unsent).buf)) {
 		d := s.win.takeUnsent()
 		s.sentNext = d.first + uint64(d.count)
 		s.stats.Datagrams++
@@ -364,6 +369,12 @@ func (s *Sender) nextOutgoing(now time.Time, buf []byte) (n int, to netip.AddrPo
 		return copy(buf, d.buf), netip.AddrPort{}, true
 	}
 	if s.ends > 0 && !now.Before(s.endAt) {
+		if !s.ended {
+			// What flow control still holds is never sent: the END
+			// names it, so receivers report it as a Gap.
+			s.ended = true
+			s.stats.UnsentAtClose = s.next - s.sentNext
+		}
 		s.ends--
 		s.endAt, s.endGap = now.Add(s.endGap), 2*s.endGap
 		return s.beat(buf, TypeEnd), netip.AddrPort{}, true
@@ -378,8 +389,41 @@ func (s *Sender) nextOutgoing(now time.Time, buf []byte) (n int, to netip.AddrPo
 }
 
 func (s *Sender) beat(buf []byte, t PacketType) int {
-	b := AppendBeat(buf[:0], t, s.id, Beat{Next: s.sentNext, Low: s.win.low(s.sentNext)})
+	next := s.sentNext
+	if t == TypeEnd {
+		// The END names every message published, sent or not.
+		next = s.next
+	}
+	b := AppendBeat(buf[:0], t, s.id, Beat{Next: next, Low: s.win.low(s.sentNext)})
 	return len(b)
+}
+
+// Unsent reports the messages published but not handed out (held by
+// flow control, or not yet sent): their sequence numbers from..to and
+// how many messages they are; messages is 0 when there are none. After
+// Close, once the END has gone, they never will be.
+func (s *Sender) Unsent() (from, to uint64, messages int) {
+	if s.next == s.sentNext {
+		return 0, 0, 0
+	}
+	var frames []Frame
+	count := func(b []byte) {
+		_, frames, _ = ParseData(b, frames)
+		for j := range frames {
+			if frames[j].Begin() {
+				messages++
+			}
+		}
+	}
+	for i := s.win.n - s.win.unsent; i < s.win.n; i++ {
+		count(s.win.at(i).buf)
+	}
+	if s.open != nil {
+		b := append([]byte(nil), s.open.buf...)
+		putDataCount(b, s.open.count)
+		count(b)
+	}
+	return s.sentNext, s.next - 1, messages
 }
 
 func (s *Sender) nextRepair(now time.Time, buf []byte) (int, netip.AddrPort, bool) {
@@ -403,7 +447,10 @@ func (s *Sender) nextRepair(now time.Time, buf []byte) (int, netip.AddrPort, boo
 		n := copy(buf, d.buf)
 		buf[headerLen] |= dataFlagRepair
 		if job.unicast {
-			return n, job.asker, true
+			if s.budgets.mayUnicast(job.asker, n) {
+				return n, job.asker, true
+			}
+			s.stats.RepairsToGroup++ // see antiAmplification
 		}
 		return n, netip.AddrPort{}, true
 	}

@@ -17,6 +17,7 @@ import (
 // RepairLinger), and a LOST notice for any part that has left the
 // window, so receivers report the loss at once instead of asking again.
 func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) error {
+	size := len(b)
 	b, h, err := s.opener.header(now, b)
 	if err != nil {
 		s.countBad(err)
@@ -28,7 +29,7 @@ func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) err
 			s.countBad(err)
 			return err
 		}
-		s.flow.status(now, from, st, s.sentNext)
+		s.flow.status(now, from, st, s.sentNext, s.win.low(s.sentNext))
 		return nil
 	}
 	if h.Type != TypeNack || h.Stream != s.id {
@@ -50,6 +51,10 @@ func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) err
 		return ErrOverBudget
 	}
 	s.stats.NacksReceived++
+	if !full {
+		src.got += uint64(size)
+		src.keyed = src.keyed || s.opener != nil // its tag checked: a key holder
+	}
 	s.ranges, s.lost = s.ranges[:0], s.lost[:0]
 	low := s.win.low(s.sentNext)
 	for i := 0; i < rr.Len(); i++ {
@@ -80,9 +85,17 @@ func (s *Sender) HandleControl(now time.Time, from netip.AddrPort, b []byte) err
 // receiver within RepairLinger of it most likely crossed it on the way
 // and is ignored. A NACK from the receiver that caused the repair is
 // not: it waited for the repair and did not get it.
+//
+// Its work is bounded by what it can queue, not by r: it stops at a
+// full repair queue or a spent budget, and counts the datagrams of r it
+// did not reach as refused (RepairsQueue, RepairsOverBudget). Otherwise
+// each NACK for the whole window, within its source's NACK budget,
+// walked every datagram of it while the publisher waited.
 func (s *Sender) queueRepairs(now time.Time, from netip.AddrPort, src *nackSource, r Range) {
 	uni := s.cfg.UnicastRepairs
-	for i := s.win.find(r.From); i >= 0 && i < s.win.n-s.win.unsent; i++ {
+	sent := s.win.n - s.win.unsent
+	for i := s.win.find(r.From); i >= 0 && i < sent; i++ {
+		s.nackVisits++
 		d := s.win.at(i)
 		if d.first > r.To {
 			break
@@ -95,16 +108,28 @@ func (s *Sender) queueRepairs(now time.Time, from netip.AddrPort, src *nackSourc
 		case s.repairs.size == len(s.repairs.buf):
 			// In the NCF all the same: the publisher is busy, not the
 			// source over its budget, so it should ask again soon.
-			s.stats.RepairsQueue++
+			s.stats.RepairsQueue += s.refused(i, sent, r.To)
+			s.ranges = appendRange(s.ranges, Range{max(d.first, r.From), r.To}, s.maxWire)
+			return
 		case !s.budgets.takeRepair(src, now, s.stats.Bytes, s.win.bytes, len(d.buf)):
-			s.stats.RepairsOverBudget++
-			continue
+			s.stats.RepairsOverBudget += s.refused(i, sent, r.To)
+			return
 		default:
 			s.repairs.push(repairJob{first: d.first, asker: from, unicast: uni})
 			d.queued = !uni
 		}
 		s.ranges = appendRange(s.ranges, Range{max(d.first, r.From), min(d.last(), r.To)}, s.maxWire)
 	}
+}
+
+// refused is how many of the sent datagrams from index i on hold
+// sequence numbers up to to: the part of a NACKed range not queued.
+func (s *Sender) refused(i, sent int, to uint64) uint64 {
+	j := s.win.find(to)
+	if j < 0 || j >= sent {
+		j = sent - 1
+	}
+	return uint64(j - i + 1)
 }
 
 // addNcf adds rs to the NCF that the next datagram out will carry, so

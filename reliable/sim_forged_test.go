@@ -3,6 +3,7 @@ package reliable
 import (
 	"container/heap"
 	"encoding/binary"
+	"errors"
 	"net/netip"
 	"testing"
 	"time"
@@ -171,5 +172,25 @@ func TestSimOutageConfirmsJump(t *testing.T) {
 	idx, gaps := rc.indexes()
 	if len(gaps) == 0 || gaps[0].From > 101 || idx[len(idx)-1] != 100099 {
 		t.Fatalf("gaps %v, last message %d", gaps, idx[len(idx)-1])
+	}
+}
+
+// TestControlForPublisherAtReceiverCounted: a NACK or a STATUS sent to
+// a receiver (they are for a publisher) is dropped, with an error and
+// counted as Foreign, never ignored silently.
+func TestControlForPublisherAtReceiverCounted(t *testing.T) {
+	id := transport.StreamID{Feed: 1, Session: 5}
+	for name, b := range map[string][]byte{
+		"STATUS": AppendStatus(nil, id, Status{Receiver: 3, Next: 1, Window: 1}),
+		"NACK":   AppendRanges(nil, TypeNack, id, []Range{{1, 2}}),
+	} {
+		r, err := NewReceiver(ReceiverConfig{Rand: fixedRand(0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = r.HandleDatagram(simEpoch, mustAddrPort("127.0.0.1:1"), b, &countHandler{})
+		if st := r.Stats(); !errors.Is(err, ErrForeign) || st.Foreign != 1 || st.Datagrams != 0 {
+			t.Fatalf("%s at a receiver: error %v, stats %+v", name, err, st)
+		}
 	}
 }

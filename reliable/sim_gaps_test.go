@@ -80,3 +80,76 @@ func dataFrame(id transport.StreamID, seq, low uint64, payload []byte) []byte {
 	putDataCount(b, 1)
 	return b
 }
+
+// fragSpec is one frame of a hand-built DATA datagram.
+type fragSpec struct {
+	flags uint8
+	total int
+	chunk []byte
+}
+
+// dataFrames is a DATA datagram of the frames fs, the first with
+// sequence first.
+func dataFrames(id transport.StreamID, first, low uint64, fs ...fragSpec) []byte {
+	m := transport.Message{}
+	b := appendDataHead(nil, id, first, low, simEpoch.UnixNano())
+	for _, f := range fs {
+		b = appendFrame(b, f.flags, &m, 0, f.total, f.chunk)
+	}
+	putDataCount(b, len(fs))
+	return b
+}
+
+// TestFragmentsDisagreeingWithTotalAreMalformed: a fragmented message
+// whose fragments carry fewer or more bytes than its first fragment
+// announced is malformed. It is neither delivered (truncated, or
+// padded) nor taken for a message too large for the subscriber: it is
+// dropped, counted, and reported as a Gap; the next message is
+// delivered.
+func TestFragmentsDisagreeingWithTotalAreMalformed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		total int
+	}{{"shorter", 1000}, {"longer", 100}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewReceiver(ReceiverConfig{Rand: fixedRand(0), ListenSince: simEpoch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := transport.StreamID{Feed: 1, Session: NewSession(simEpoch, fixedRand(1))}
+			from := mustAddrPort("127.0.0.1:5000")
+			h := &recordHandler{}
+			b := dataFrames(id, 1, 1,
+				fragSpec{frameBegin, tc.total, make([]byte, 100)},
+				fragSpec{0, 0, make([]byte, 100)},
+				fragSpec{frameEnd, 0, make([]byte, 100)},
+			)
+			if err := r.HandleDatagram(simEpoch, from, b, h); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.HandleDatagram(simEpoch, from, dataFrame(id, 4, 1, []byte("next")), h); err != nil {
+				t.Fatal(err)
+			}
+			r.Poll(simEpoch.Add(time.Second), h)
+			gaps := h.gapsOf()
+			st := r.Stats()
+			if len(h.msgs) != 1 || string(h.msgs[0]) != "next" {
+				t.Fatalf("delivered %d messages (sizes %v), want only the next one", len(h.msgs), lens(h.msgs))
+			}
+			if len(gaps) != 1 || gaps[0].From != 1 || gaps[0].To != 3 || gaps[0].Reason != transport.GapUnrecoverable {
+				t.Fatalf("gaps %v, want 1..3 unrecoverable", gaps)
+			}
+			if st.MalformedMessages != 1 || st.TooLarge != 0 {
+				t.Fatalf("MalformedMessages %d, TooLarge %d: want 1, 0", st.MalformedMessages, st.TooLarge)
+			}
+		})
+	}
+}
+
+func lens(bs [][]byte) []int {
+	var n []int
+	for _, b := range bs {
+		n = append(n, len(b))
+	}
+	return n
+}

@@ -7,6 +7,7 @@ type SenderStats struct {
 	Datagrams     uint64 // original DATA datagrams handed out
 	Bytes         uint64 // bytes of those datagrams
 	Heartbeats    uint64 // HEARTBEAT datagrams
+	UnsentAtClose uint64 // sequence numbers published but never sent: flow control still held them when Close's END went (the END names them, so receivers report them lost)
 	Backpressure  uint64 // Publish calls refused with ErrBackpressure
 	NacksReceived uint64 // NACK datagrams accepted
 	NackRanges    uint64 // ranges in them
@@ -23,21 +24,30 @@ type SenderStats struct {
 	// sent more than its NACK budget; RepairsOverBudget, repairs not
 	// sent because their source had caused more than its repair budget;
 	// NackSourcesFull, NACKs charged to the shared overflow budget
-	// because the table of sources was full (budget.go).
+	// because the table of sources was full (budget.go);
+	// RepairsToGroup, repairs that UnicastRepairs would have sent to the
+	// receiver that asked, sent to the group instead: no key vouched for
+	// its address, and it had been sent three times the bytes it sent
+	// (budget.go, antiAmplification).
 	NacksOverBudget   uint64
 	RepairsOverBudget uint64
 	NackSourcesFull   uint64
+	RepairsToGroup    uint64
 	// StatusReceived counts STATUS datagrams accepted; FlowHeld, Publish
 	// calls refused with ErrFlowControl; FlowReceivers, receivers that
 	// flow control started waiting for; FlowTimeouts, receivers it
 	// stopped waiting for after ReceiverTimeout of silence;
 	// FlowReceiversFull, STATUS from new receivers dropped because
-	// MaxReceivers were tracked.
+	// MaxReceivers were tracked; FlowBehind, STATUS ignored because it
+	// named a position the retransmit window no longer holds (waiting
+	// could not help that receiver; a forged one must not hold the
+	// publisher).
 	StatusReceived    uint64
 	FlowHeld          uint64
 	FlowReceivers     uint64
 	FlowTimeouts      uint64
 	FlowReceiversFull uint64
+	FlowBehind        uint64
 	Malformed         uint64 // control datagrams that failed to decode
 	Foreign           uint64 // datagrams that are not ours, or for another stream
 	// Unauthenticated counts datagrams dropped, with a key, for want of
@@ -67,6 +77,7 @@ type ReceiverStats struct {
 	Restarts         uint64 // streams replaced by a new session of their feed
 	StreamDrops      uint64 // datagrams of new feeds refused: MaxStreams reached
 	Stale            uint64 // datagrams of a replaced or ended session
+	Resumed          uint64 // streams ended for silence (IdleTimeout) started again by new data of their session from their source: the publisher outlived an outage
 	WrongSource      uint64 // datagrams of a session from another address than its source (the one that started it); with a key, only NCF and LOST are checked, against the last address to send new sequence numbers
 	Jumps            uint64 // datagrams dropped: more than MaxJump past the highest sequence seen, unconfirmed
 	JumpsConfirmed   uint64 // jumps past MaxJump believed: the publisher fell silent, then reappeared further on
@@ -81,4 +92,8 @@ type ReceiverStats struct {
 	// a valid tag: missing, wrong, or from a new sender while too many
 	// new senders came at once.
 	Unauthenticated uint64
+	// MalformedMessages counts fragmented messages dropped, reported
+	// as GapUnrecoverable, because their fragments carry more or fewer
+	// bytes than their first one announced.
+	MalformedMessages uint64
 }

@@ -25,6 +25,7 @@ type stream struct {
 	next      uint64 // next sequence number to deliver
 	highest   uint64 // highest sequence number known to exist
 	low       uint64 // highest window low edge the publisher announced
+	met       uint64 // the publisher's position when the stream was placed (its live edge less one) when it joined at the window's low edge: admit judges jumps from here or highest
 	lastHeard time.Time
 	lastLive  time.Time  // last original DATA or heartbeat at the known position (admit.go)
 	jump      jumpClaim  // a jump past MaxJump awaiting confirmation
@@ -61,7 +62,8 @@ func (st *stream) capacity() uint64 { return uint64(st.held.maxFrames) }
 
 // sync places a new stream's start: its first message when it began
 // after we started listening, else the live edge (first message start
-// seen) or, when asked for history, the publisher's window low edge.
+// seen) or, when asked for history, the publisher's window low edge,
+// reporting what is older as a Gap.
 func (st *stream) sync(liveEdge, low uint64) {
 	cfg := &st.r.cfg
 	st.synced = true
@@ -70,10 +72,20 @@ func (st *stream) sync(liveEdge, low uint64) {
 		st.next = 1
 	case cfg.Join == JoinEarliest:
 		st.next = low
+		// Placed at the window's low edge, the stream is behind the
+		// publisher's live position by up to a window, which may span
+		// more than MaxJump: its live datagrams are judged from where
+		// it met them, not from the low edge.
+		st.met = liveEdge - 1
 	default:
 		st.next = liveEdge
 	}
 	st.highest = st.next - 1
+	if st.next > 1 && cfg.Join == JoinEarliest && st.next == low {
+		// What the window no longer holds is reported, as JoinEarliest
+		// promises: the publisher said it is gone. StreamStart names 1.
+		st.emitGap(1, st.next-1, transport.GapUnrecoverable)
+	}
 }
 
 // syncData places a new stream from its first DATA datagram: the live
@@ -383,5 +395,9 @@ func (st *stream) end(why transport.EndReason) {
 		}}
 		st.r.h.Deliver(&st.r.ev)
 	}
-	st.r.retire(st.id)
+	rs := retiredSession{id: st.id}
+	if why == transport.EndIdle && st.synced {
+		rs.source, rs.next, rs.low, rs.lastLive, rs.noFlow = st.source, st.next, st.low, st.lastLive, st.noFlow
+	}
+	st.r.retire(rs)
 }
