@@ -116,6 +116,8 @@ func TestAccessAndBadInput(t *testing.T) {
 		{"unknown field", "ok", "/v1/events", `{"type":"t","data":{},"extra":1}`, 400, "unknown field"},
 		{"no type", "ok", "/v1/events", `{"data":{}}`, 400, "type"},
 		{"null data", "ok", "/v1/events", `{"type":"t","data":null}`, 400, "data"},
+		{"type with NUL", "ok", "/v1/events", `{"type":"t\u0000","data":{}}`, 400, "type: want valid UTF-8 without NUL"},
+		{"type too long", "ok", "/v1/events", `{"type":"` + strings.Repeat("t", 257) + `","data":{}}`, 400, "type: want 1 to 256 bytes"},
 		{"oversized", "ok", "/v1/events", `{"type":"t","data":"` + strings.Repeat("x", 5000) + `"}`, 413, "larger than 4096"},
 		{"endpoint without url", "ok", "/v1/endpoints", `{}`, 400, "url: required"},
 		{"blocked url", "ok", "/v1/endpoints", `{"url":"http://10.0.0.1/"}`, 400, "url"},

@@ -12,7 +12,6 @@ import (
 
 // Limits on event fields.
 const (
-	maxTypeLen      = 256
 	maxKeyLen       = 256
 	defaultListSize = 50
 	maxListSize     = 500
@@ -46,8 +45,10 @@ func (s *Server) createEvent(r *http.Request) (int, any, error) {
 		in.IdempotencyKey = h
 	}
 	switch {
-	case in.Type == "" || len(in.Type) > maxTypeLen:
-		return 0, nil, badRequest("type: want 1 to %d bytes", maxTypeLen)
+	case in.Type == "" || len(in.Type) > dispatch.MaxTypeLen:
+		return 0, nil, badRequest("type: want 1 to %d bytes", dispatch.MaxTypeLen)
+	case dispatch.CheckType(in.Type) != nil:
+		return 0, nil, badRequest("type: want valid UTF-8 without NUL")
 	case len(in.Data) == 0 || string(in.Data) == "null":
 		return 0, nil, badRequest("data: required (any JSON value but null)")
 	case len(in.IdempotencyKey) > maxKeyLen:
