@@ -116,6 +116,7 @@ func TestAccessAndBadInput(t *testing.T) {
 		{"unknown field", "ok", "/v1/events", `{"type":"t","data":{},"extra":1}`, 400, "unknown field"},
 		{"no type", "ok", "/v1/events", `{"data":{}}`, 400, "type"},
 		{"null data", "ok", "/v1/events", `{"type":"t","data":null}`, 400, "data"},
+		{"data not UTF-8", "ok", "/v1/events", "{\"type\":\"t\",\"data\":{\"name\":\"caf\xe9\"}}", 400, "data: not valid UTF-8"},
 		{"type with NUL", "ok", "/v1/events", `{"type":"t\u0000","data":{}}`, 400, "type: want valid UTF-8 without NUL"},
 		{"type too long", "ok", "/v1/events", `{"type":"` + strings.Repeat("t", 257) + `","data":{}}`, 400, "type: want 1 to 256 bytes"},
 		{"oversized", "ok", "/v1/events", `{"type":"t","data":"` + strings.Repeat("x", 5000) + `"}`, 413, "larger than 4096"},

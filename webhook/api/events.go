@@ -51,6 +51,8 @@ func (s *Server) createEvent(r *http.Request) (int, any, error) {
 		return 0, nil, badRequest("type: want valid UTF-8 without NUL")
 	case len(in.Data) == 0 || string(in.Data) == "null":
 		return 0, nil, badRequest("data: required (any JSON value but null)")
+	case dispatch.CheckData(in.Data) != nil:
+		return 0, nil, badRequest("data: not valid UTF-8 (Standard Webhooks receivers hash the body as UTF-8 text: it could never verify)")
 	case len(in.IdempotencyKey) > maxKeyLen:
 		return 0, nil, badRequest("idempotency_key: longer than %d bytes", maxKeyLen)
 	}

@@ -40,6 +40,17 @@ func CheckType(typ string) error {
 	return nil
 }
 
+// CheckData returns an error wrapping ErrBadEvent when data, an event's
+// payload, is not valid UTF-8: the official Standard Webhooks library
+// hashes the body as a UTF-8 string, so a body that is not valid UTF-8
+// could never verify there.
+func CheckData(data []byte) error {
+	if !utf8.Valid(data) {
+		return fmt.Errorf("%w: data: not valid UTF-8", ErrBadEvent)
+	}
+	return nil
+}
+
 // NewEvent returns an event with a new msg_ id whose payload is the
 // delivered body: {"type": typ, "timestamp": now, "data": data}. data
 // must be valid JSON.

@@ -8,8 +8,10 @@
 // outbox, so a crash between the two loses nothing, and the record read
 // again after the crash finds its event already stored: no duplicate.
 // A record of which no event can be made (its type header not valid
-// UTF-8, holding a NUL or longer than dispatch.MaxTypeLen) is skipped:
-// logged, counted and acknowledged, so it cannot stop the source.
+// UTF-8, holding a NUL or longer than dispatch.MaxTypeLen; its payload,
+// JSON or not, not valid UTF-8, which no Standard Webhooks receiver
+// could verify) is skipped: logged, counted and acknowledged, so it
+// cannot stop the source.
 package source
 
 import (
@@ -145,8 +147,8 @@ func insert(ctx context.Context, cfg Config, m transport.Message, e *store.Event
 // Event is the event of record m: type from header typeHeader (else
 // typ), data the payload (a JSON string when it is not JSON), and
 // idempotency key TOPIC/PARTITION/OFFSET. A record of which no event can
-// be made (a type refused by dispatch.CheckType) is an error wrapping
-// dispatch.ErrBadEvent.
+// be made (a type refused by dispatch.CheckType, a payload not valid
+// UTF-8) is an error wrapping dispatch.ErrBadEvent.
 func Event(m transport.Message, typ, typeHeader string, now time.Time) (*store.Event, error) {
 	for _, h := range m.Headers {
 		if h.Key == typeHeader && len(h.Value) > 0 {
@@ -154,6 +156,9 @@ func Event(m transport.Message, typ, typeHeader string, now time.Time) (*store.E
 		}
 	}
 	if err := dispatch.CheckType(typ); err != nil {
+		return nil, err
+	}
+	if err := dispatch.CheckData(m.Payload); err != nil {
 		return nil, err
 	}
 	data := json.RawMessage(m.Payload)

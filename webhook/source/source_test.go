@@ -192,3 +192,36 @@ func TestRunTypeNotUTF8Postgres(t *testing.T) {
 		t.Errorf("acknowledged %v, want [1 2 3]", acked)
 	}
 }
+
+// TestRunSkipsRecordWithPayloadNotUTF8: a payload that is not valid
+// UTF-8, JSON or not, is a bad record (skipped, counted, acknowledged):
+// the official Standard Webhooks library hashes the body as a UTF-8
+// string, so a delivery of it could never verify there.
+func TestRunSkipsRecordWithPayloadNotUTF8(t *testing.T) {
+	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	f := &fakeLog{t: t, st: st, acked: make(chan uint64, 10), events: []transport.Event{
+		record(1, "{\"name\":\"caf\xe9\"}"),
+		record(2, "caf\xe9, not JSON"),
+		record(3, `{"name":"café"}`),
+	}}
+	f.ackUnstored = map[uint64]bool{1: true, 2: true}
+	var stats Stats
+	if acked := run(t, f, Config{Subscriber: f, Store: st, Stats: &stats}, 3); !slices.Equal(acked, []uint64{1, 2, 3}) {
+		t.Errorf("acknowledged %v, want [1 2 3]", acked)
+	}
+	evs, _ := st.ListEvents(context.Background(), time.Time{}, 100)
+	if len(evs) != 1 || evs[0].IdempotencyKey != "orders/0/3" {
+		t.Errorf("stored %d events, want only record 3's", len(evs))
+	}
+	if stats.Bad.Load() != 2 || stats.Events.Load() != 1 {
+		t.Errorf("stats bad %d events %d, want 2 1", stats.Bad.Load(), stats.Events.Load())
+	}
+	_, err = Event(transport.Message{Stream: transport.StreamID{Topic: "orders"}, Seq: 1, Payload: []byte("{\"name\":\"caf\xe9\"}")}, "t", "type", time.Now())
+	if !errors.Is(err, dispatch.ErrBadEvent) {
+		t.Errorf("Event of a payload not valid UTF-8: %v, want dispatch.ErrBadEvent", err)
+	}
+}
