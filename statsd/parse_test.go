@@ -79,6 +79,24 @@ func TestParseLine(t *testing.T) {
 		{"a!@b#c$:1|c", "abc counter 1", 0, 0},
 		{"x\u00a0\u3000y\u00e9:1|c", "x_y counter 1", 0, 0},
 		{"k;t=v:1|c", "k;t=v counter 1", 0, 0},
+		// White space around the type or after the rate: Etsy trims the
+		// type (stats.js fields[1].trim()), but checks the value against
+		// the untrimmed one (helpers.js is_valid_packet: as a counter's,
+		// so "-1|ms " is a timer and "abc|s " a bad line), and its rate
+		// check is Number(), which ignores trailing white space.
+		{"t:1|ms ", "t timer 1", 0, 0},
+		{"c:2|c\t", "c counter 2", 0, 0},
+		{"g:3|g ", "g gauge 3", 0, 0},
+		{"g:+3| g", "g gauge 3 delta", 0, 0},
+		{"a:1| c\u00a0", "a counter 1", 0, 0},
+		{"r:1|c|@0.5 ", "r counter 1 @0.5", 0, 0},
+		{"r:1|c |@0.5\t", "r counter 1 @0.5", 0, 0},
+		{"t:-1|ms ", "t timer -1", 0, 0},
+		{"u:5|s ", `u set "5"`, 0, 0},
+		{"u:abc|s ", "", 1, ReasonBadValue},
+		{"u:|s ", "", 1, ReasonBadValue},
+		{"a:1|c|@ 0.5", "", 1, ReasonBadRate},
+		{"a:1|c|@0.5 x", "", 1, ReasonBadRate},
 		// Bad lines, counted per value as Etsy's bad_lines_seen.
 		{"a", "", 1, ReasonNoColon},
 		{"a:1", "", 1, ReasonNoType},
