@@ -51,12 +51,12 @@ func (p *Parser) AppendLine(dst []Metric, line []byte) (out []Metric, bad int, w
 	}
 	first := len(dst)
 	var (
-		s       = scanner{b: line, i: colon + 1}
+		s       = scanner{b: line, i: colon + 1, more: true}
 		seg     segment
 		tags    []byte
 		hasTags bool
 	)
-	for !s.done() {
+	for s.more {
 		s.next(&seg, &tags, &hasTags)
 		if seg.why != ReasonNone {
 			if why == ReasonNone {

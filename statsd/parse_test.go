@@ -118,6 +118,13 @@ func TestParseLine(t *testing.T) {
 		{":1|c", "", 1, ReasonEmptyName},
 		{"!!:1|c", "", 1, ReasonEmptyName},
 		{"a:1|c:x|c", "a counter 1", 1, ReasonBadValue},
+		// Etsy splits on ':' and counts each empty piece as a bad line,
+		// one left by a ':' ending the line too.
+		{"a:1|c:", "a counter 1", 1, ReasonNoType},
+		{"a:1|c::", "a counter 1", 2, ReasonNoType},
+		{"a:1|c|@0.5:", "a counter 1 @0.5", 1, ReasonNoType},
+		{"a:", "", 1, ReasonNoType},
+		{"a:1|c|#k:", "a counter 1", 0, 0},
 		{"a:1:x:3|c", "a counter 1 ; a counter 3", 1, ReasonBadValue},
 		{"a:1|q:2|c", "a counter 2", 1, ReasonUnknownType},
 		{"_bl.seq:c1/9|seq", "c1 sequence 9", 0, 0},

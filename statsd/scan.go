@@ -13,9 +13,11 @@ import (
 type scanner struct {
 	b []byte
 	i int
+	// more: a ':' ended the last segment (or the name), so another
+	// follows, even an empty one at the end of the line: Etsy splits on
+	// ':' and counts an empty piece as a bad line.
+	more bool
 }
-
-func (s *scanner) done() bool { return s.i >= len(s.b) }
 
 // segment is one parsed segment: its values and what applies to them.
 type segment struct {
@@ -34,6 +36,7 @@ type segment struct {
 // that took a tenth of BenchmarkAggregatePacket's profile.)
 func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 	*seg = segment{}
+	s.more = false
 	start := s.i
 	bar := bytes.IndexByte(s.b[start:], '|')
 	if bar < 0 {
@@ -111,6 +114,7 @@ func (s *scanner) token() (tok []byte, end bool) {
 			return s.b[start:j], j+1 > len(s.b)
 		case ':':
 			s.i = j + 1
+			s.more = true
 			return s.b[start:j], true
 		}
 	}
