@@ -64,6 +64,14 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|@0.5|#env:prod,env:prod,,x", "a;env=prod;x counter 1 @0.5", 0, 0},
 		{"a:1|c|#k:v:w", "a;k=vw counter 1", 0, 0},
 		{"a:1|c|#t;u", "a;t_u counter 1", 0, 0},
+		// Every ';' of a tag becomes '_' (Etsy turns only the first),
+		// so a tag never splits into two in the key and the key's tags
+		// stay sorted: one tag set, one key.
+		{"x:1|c|#b;c;a", "x;b_c_a counter 1", 0, 0},
+		{"x:1|c|#d,b;c;a", "x;b_c_a;d counter 1", 0, 0},
+		{"x:1|c|#b;c;a,d", "x;b_c_a;d counter 1", 0, 0},
+		{"x:1|c|#a,b;c", "x;a;b_c counter 1", 0, 0},
+		{"x:1|c|#k;;v:w;", "x;k__v=w_ counter 1", 0, 0},
 		{"a:1|c|#a b", "a;a_b counter 1", 0, 0},
 		{"a:1|c|#b,a|@0.5", "a;a;b counter 1 @0.5", 0, 0},
 		// A tag with an empty value or name is no tag: the key is the
