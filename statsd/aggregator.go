@@ -24,6 +24,8 @@ type Aggregator struct {
 	// flushes counts the flushes so far: a key's seen is the value it
 	// had when the key last received a value.
 	flushes uint64
+	// negativeCounters counts the counter values below zero this interval.
+	negativeCounters uint64
 
 	// Between two flushes:
 	samples, members int
@@ -33,8 +35,10 @@ type Aggregator struct {
 
 type counterState struct {
 	value float64
-	seen  uint64
-	own   bool
+	// negative is the part of value from values below zero.
+	negative float64
+	seen     uint64
+	own      bool
 }
 
 type gaugeState struct {
@@ -124,7 +128,12 @@ func (a *Aggregator) Add(m *Metric) bool {
 			c = &counterState{}
 			a.counters[string(m.Key)] = c
 		}
-		c.value += m.Value * (1 / m.Rate)
+		v := m.Value * (1 / m.Rate)
+		c.value += v
+		if v < 0 {
+			c.negative += v
+			a.negativeCounters++
+		}
 		c.seen = a.flushes
 	case Gauge:
 		g := a.gauges[string(m.Key)]

@@ -191,10 +191,17 @@ func appendClientMillis(b []byte, d time.Duration) []byte {
 	return append(append(b, '.'), digits[:n]...)
 }
 
-// appendClientRate appends "|@rate" for a sampled metric.
+// appendClientRate appends "|@rate" for a sampled metric, in plain
+// decimal however small the rate: servers read digits and '.' only
+// (Etsy: /^@([\d\.]+)/), so an exponent would be a bad line or a wrong
+// rate.
 func appendClientRate(b []byte, rate float64) []byte {
 	if rate >= 1 {
 		return b
 	}
-	return appendClientNumber(append(b, "|@"...), rate)
+	b = append(b, "|@"...)
+	if rate < 1e-6 {
+		return strconv.AppendFloat(b, rate, 'f', -1, 64)
+	}
+	return appendClientNumber(b, rate)
 }

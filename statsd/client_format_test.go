@@ -41,6 +41,31 @@ func TestClientMillisFormat(t *testing.T) {
 	}
 }
 
+// TestClientRateFormat: a sample rate is written in plain decimal,
+// however small: this server's parser and Etsy's /^@([\d\.]+)/ take only
+// digits and '.', so "|@5e-07" was a bad line here and rate 5 at Etsy.
+func TestClientRateFormat(t *testing.T) {
+	for _, tc := range []struct {
+		rate float64
+		want string
+	}{
+		{1, ""}, {0.5, "|@0.5"}, {0.1, "|@0.1"}, {0.000001, "|@0.000001"},
+		{5e-7, "|@0.0000005"}, {1e-7, "|@0.0000001"}, {1.25e-10, "|@0.000000000125"},
+	} {
+		if got := string(appendClientRate(nil, tc.rate)); got != tc.want {
+			t.Errorf("appendClientRate(%v) = %q, want %q", tc.rate, got, tc.want)
+		}
+	}
+	for _, rate := range []float64{0.5, 1.0 / 3, 1e-6, 5e-7, 1e-7, 3.3e-15, 5e-324} {
+		line := appendClientRate([]byte("tiny.c:1|c"), rate)
+		var p Parser
+		ms, bad, why := p.AppendLine(nil, line)
+		if bad != 0 || len(ms) != 1 || ms[0].Rate != rate {
+			t.Errorf("client line %q: %d metrics, %d bad (%v); want one counter at rate %v", line, len(ms), bad, why, rate)
+		}
+	}
+}
+
 // Every finite number parses back to itself and fits the scratch buffer.
 func FuzzClientNumber(f *testing.F) {
 	for _, v := range []float64{0, 1, -1, 17.25, 0.1, 1e-6, 9.999999e-7, 1e21, 1 << 53, 1<<53/1e6 + 0.5, math.SmallestNonzeroFloat64, math.MaxFloat64} {

@@ -76,7 +76,7 @@ func TestClientWire(t *testing.T) {
 		{name: "count sampled out", rand: sampledOut, call: func(c *Client) { c.Count("hits", 5, 0.5) }},
 		{name: "count rate 0", rand: sampledIn, call: func(c *Client) { c.Count("hits", 5, 0) }},
 		{name: "count rate NaN", rand: sampledIn, call: func(c *Client) { c.Count("hits", 5, math.NaN()) }},
-		{name: "count tiny rate", rand: sampledIn, call: func(c *Client) { c.Count("hits", 1, 1e-7) }, want: "hits:1|c|@1e-07"},
+		{name: "count tiny rate", rand: sampledIn, call: func(c *Client) { c.Count("hits", 1, 1e-7) }, want: "hits:1|c|@0.0000001"},
 		{name: "gauge", call: func(c *Client) { c.Gauge("temp", 21.5) }, want: "temp:21.5|g"},
 		{name: "gauge integer", call: func(c *Client) { c.Gauge("temp", 3) }, want: "temp:3|g"},
 		{name: "gauge huge", call: func(c *Client) { c.Gauge("temp", 1e21) }, want: "temp:1e+21|g"},

@@ -35,8 +35,12 @@
 // becomes '-', and characters outside [a-zA-Z0-9_\-.;=] are dropped.
 // Tags are appended to the key as ";k=v" (Etsy 0.9.0's layout, which
 // Graphite reads as tags), sorted, so the same tags in another order are
-// the same series. A bad line is counted (bad_lines_seen) and never
-// stops the rest of its packet.
+// the same series; every ';' within a tag becomes '_' (Etsy turns only
+// the first), so that a tag never reads as two. A bad line is counted (bad_lines_seen) and never
+// stops the rest of its packet. White space around a type or after a
+// sample rate is ignored, as Etsy ignores it; a value whose type had it
+// is checked as Etsy then checks it, as a counter's ("-1|ms " is a
+// timer value, "abc|s " a bad line).
 //
 // Where this server differs from Etsy 0.9.0 on input Etsy mishandles:
 // unknown metric types (Etsy counts them as counters) and values Etsy

@@ -38,6 +38,9 @@ func equivSteps() [][]string {
 			packet([]string{"s.one:a|s", "s.one:b|s", "s.one:a|s", "s.two:x|s"}),
 			packet([]string{"multi:1|c:2|ms:3|g", "a b/c!d:1|c", "tagged:1|c|#env:prod", "tagged:2|c|#env:prod"}),
 			packet([]string{"bad.value:abc|c", "bad.rate:1|c|@x", "nocolon", "neg.timer:-1|ms", "", "c.one:2|c"}),
+			packet([]string{"ws.t:1|ms ", "ws.c:2|c\t", "ws.g:3|g ", "ws.r:1|c|@0.5 ", "ws.r:1|c |@0.25\t", "ws.tneg:-1|ms ",
+				"ws.s:5|s ", "ws.sbad:abc|s ", "ws.lead:1| c", "ws.g:+4| g\t|@0.5", "ws.nbsp:1|c\u00a0"}),
+			packet([]string{"colon.end:1|c:", "colon.two:2|c::", "colon.rate:1|c|@0.5:", "colon.only:"}),
 		},
 		{
 			packet(timer("t.many", 100, 1.1, ""), timer("t.two", 2, 3, "|@0.25")),

@@ -51,12 +51,12 @@ func (p *Parser) AppendLine(dst []Metric, line []byte) (out []Metric, bad int, w
 	}
 	first := len(dst)
 	var (
-		s       = scanner{b: line, i: colon + 1}
+		s       = scanner{b: line, i: colon + 1, more: true}
 		seg     segment
 		tags    []byte
 		hasTags bool
 	)
-	for !s.done() {
+	for s.more {
 		s.next(&seg, &tags, &hasTags)
 		if seg.why != ReasonNone {
 			if why == ReasonNone {
@@ -156,8 +156,10 @@ func (p *Parser) sanitize(b, s []byte) []byte {
 	return appendSanitized(b, s)
 }
 
-// appendTag appends a tag as Etsy 0.9.0 puts it in a key: its first ';'
-// becomes '_' and its first ':' becomes '=', then it is sanitized.
+// appendTag appends a tag as Etsy 0.9.0 puts it in a key, its first
+// ':' becoming '=', then sanitized; but every ';' becomes '_' where Etsy
+// turns only the first, so that a tag never reads as two in the key and
+// the key's tags stay sorted (one tag set, one key).
 func (p *Parser) appendTag(b, tag []byte) []byte {
 	semi, colon := bytes.IndexByte(tag, ';'), bytes.IndexByte(tag, ':')
 	if semi < 0 && colon < 0 {
@@ -168,7 +170,11 @@ func (p *Parser) appendTag(b, tag []byte) []byte {
 	b = append(b, tag...)
 	raw := b[at:]
 	if semi >= 0 {
-		raw[semi] = '_'
+		for i := semi; i < len(raw); i++ {
+			if raw[i] == ';' {
+				raw[i] = '_'
+			}
+		}
 	}
 	if colon >= 0 {
 		raw[colon] = '='

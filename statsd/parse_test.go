@@ -64,6 +64,14 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|@0.5|#env:prod,env:prod,,x", "a;env=prod;x counter 1 @0.5", 0, 0},
 		{"a:1|c|#k:v:w", "a;k=vw counter 1", 0, 0},
 		{"a:1|c|#t;u", "a;t_u counter 1", 0, 0},
+		// Every ';' of a tag becomes '_' (Etsy turns only the first),
+		// so a tag never splits into two in the key and the key's tags
+		// stay sorted: one tag set, one key.
+		{"x:1|c|#b;c;a", "x;b_c_a counter 1", 0, 0},
+		{"x:1|c|#d,b;c;a", "x;b_c_a;d counter 1", 0, 0},
+		{"x:1|c|#b;c;a,d", "x;b_c_a;d counter 1", 0, 0},
+		{"x:1|c|#a,b;c", "x;a;b_c counter 1", 0, 0},
+		{"x:1|c|#k;;v:w;", "x;k__v=w_ counter 1", 0, 0},
 		{"a:1|c|#a b", "a;a_b counter 1", 0, 0},
 		{"a:1|c|#b,a|@0.5", "a;a;b counter 1 @0.5", 0, 0},
 		// A tag with an empty value or name is no tag: the key is the
@@ -79,6 +87,24 @@ func TestParseLine(t *testing.T) {
 		{"a!@b#c$:1|c", "abc counter 1", 0, 0},
 		{"x\u00a0\u3000y\u00e9:1|c", "x_y counter 1", 0, 0},
 		{"k;t=v:1|c", "k;t=v counter 1", 0, 0},
+		// White space around the type or after the rate: Etsy trims the
+		// type (stats.js fields[1].trim()), but checks the value against
+		// the untrimmed one (helpers.js is_valid_packet: as a counter's,
+		// so "-1|ms " is a timer and "abc|s " a bad line), and its rate
+		// check is Number(), which ignores trailing white space.
+		{"t:1|ms ", "t timer 1", 0, 0},
+		{"c:2|c\t", "c counter 2", 0, 0},
+		{"g:3|g ", "g gauge 3", 0, 0},
+		{"g:+3| g", "g gauge 3 delta", 0, 0},
+		{"a:1| c\u00a0", "a counter 1", 0, 0},
+		{"r:1|c|@0.5 ", "r counter 1 @0.5", 0, 0},
+		{"r:1|c |@0.5\t", "r counter 1 @0.5", 0, 0},
+		{"t:-1|ms ", "t timer -1", 0, 0},
+		{"u:5|s ", `u set "5"`, 0, 0},
+		{"u:abc|s ", "", 1, ReasonBadValue},
+		{"u:|s ", "", 1, ReasonBadValue},
+		{"a:1|c|@ 0.5", "", 1, ReasonBadRate},
+		{"a:1|c|@0.5 x", "", 1, ReasonBadRate},
 		// Bad lines, counted per value as Etsy's bad_lines_seen.
 		{"a", "", 1, ReasonNoColon},
 		{"a:1", "", 1, ReasonNoType},
@@ -100,6 +126,13 @@ func TestParseLine(t *testing.T) {
 		{":1|c", "", 1, ReasonEmptyName},
 		{"!!:1|c", "", 1, ReasonEmptyName},
 		{"a:1|c:x|c", "a counter 1", 1, ReasonBadValue},
+		// Etsy splits on ':' and counts each empty piece as a bad line,
+		// one left by a ':' ending the line too.
+		{"a:1|c:", "a counter 1", 1, ReasonNoType},
+		{"a:1|c::", "a counter 1", 2, ReasonNoType},
+		{"a:1|c|@0.5:", "a counter 1 @0.5", 1, ReasonNoType},
+		{"a:", "", 1, ReasonNoType},
+		{"a:1|c|#k:", "a counter 1", 0, 0},
 		{"a:1:x:3|c", "a counter 1 ; a counter 3", 1, ReasonBadValue},
 		{"a:1|q:2|c", "a counter 2", 1, ReasonUnknownType},
 		{"_bl.seq:c1/9|seq", "c1 sequence 9", 0, 0},

@@ -73,7 +73,10 @@ type PrometheusConfig struct {
 // (version 0.0.4) over HTTP, named as statsd_exporter names the same
 // metrics (see naming), every family with HELP and TYPE lines:
 //
-//   - counters are cumulative "<name>_total" counters;
+//   - counters are cumulative "<name>_total" counters; a value below
+//     zero is left out (a Prometheus counter never decreases), as
+//     statsd_exporter refuses it, and counted in
+//     statsd_server_negative_counter_values_total;
 //   - gauges are gauges, sets the gauge of the unique members of the
 //     last interval;
 //   - timers are histograms (or summaries, PrometheusConfig.Timers) in

@@ -207,7 +207,9 @@ func (p *Prometheus) collect(pg *page, s *Snapshot) {
 	}
 	for _, c := range s.Counters {
 		if !c.Own {
-			add(kindCounter, c.Key, c.Count, nil)
+			// A Prometheus counter never decreases: negative values are
+			// left out, as statsd_exporter refuses them.
+			add(kindCounter, c.Key, c.Count-c.Negative, nil)
 		}
 	}
 	for _, g := range s.Gauges {

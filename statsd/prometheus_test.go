@@ -577,3 +577,46 @@ func waitMetrics(t testing.TB, s *Server, n int) {
 		s.arrived.Wait()
 	}
 }
+
+// TestPrometheusCounterNeverDecreases: a counter value below zero is
+// left out of the Prometheus counter (a decrease reads as a reset to
+// rate() and increase()), as statsd_exporter refuses it
+// (illegal_negative_counter), and counted; the snapshot keeps Etsy's
+// arithmetic for the other outputs.
+func TestPrometheusCounterNeverDecreases(t *testing.T) {
+	a, err := NewAggregator(AggregatorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := newPrometheus(PrometheusConfig{})
+	pr.cfg.setDefaults()
+	var p Parser
+	for i, step := range []struct {
+		lines                       []string
+		etsyCount, total, negatives float64
+	}{
+		{[]string{"c:5|c"}, 5, 5, 0},
+		{[]string{"c:-3|c"}, -3, 5, 1},
+		{[]string{"c:4|c", "c:-1|c|@0.5", "c:-0|c"}, 2, 9, 2},
+	} {
+		for _, line := range step.lines {
+			ms, _, _ := p.AppendLine(nil, []byte(line))
+			for j := range ms {
+				a.Add(&ms[j])
+			}
+		}
+		snap := a.Flush(time.Unix(int64(1000+10*i), 0))
+		for _, c := range snap.Counters {
+			if c.Key == "c" && c.Count != step.etsyCount {
+				t.Errorf("step %d: snapshot count %v, want Etsy's %v", i, c.Count, step.etsyCount)
+			}
+		}
+		fams := parsePage(t, pr.Render(snap))
+		if v := value(t, fams, "c_total", nil); v != step.total {
+			t.Errorf("step %d %q: c_total = %v, want %v", i, step.lines, v, step.total)
+		}
+		if v := value(t, fams, "statsd_server_negative_counter_values_total", nil); v != step.negatives {
+			t.Errorf("step %d: statsd_server_negative_counter_values_total = %v, want %v", i, v, step.negatives)
+		}
+	}
+}

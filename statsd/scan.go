@@ -1,6 +1,9 @@
 package statsd
 
-import "bytes"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // scanner walks the values of a line after the name's ':'. A segment is
 // "value[:value...]|type[|field...]"; segments follow each other after a
@@ -10,9 +13,11 @@ import "bytes"
 type scanner struct {
 	b []byte
 	i int
+	// more: a ':' ended the last segment (or the name), so another
+	// follows, even an empty one at the end of the line: Etsy splits on
+	// ':' and counts an empty piece as a bad line.
+	more bool
 }
-
-func (s *scanner) done() bool { return s.i >= len(s.b) }
 
 // segment is one parsed segment: its values and what applies to them.
 type segment struct {
@@ -20,6 +25,9 @@ type segment struct {
 	typ    Type
 	rate   float64
 	why    Reason
+	// padded: the type had white space around it, so its values are
+	// checked as a counter's (see next).
+	padded bool
 }
 
 // next scans the next segment into seg, and a tags field it holds into
@@ -28,6 +36,7 @@ type segment struct {
 // that took a tenth of BenchmarkAggregatePacket's profile.)
 func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 	*seg = segment{}
+	s.more = false
 	start := s.i
 	bar := bytes.IndexByte(s.b[start:], '|')
 	if bar < 0 {
@@ -38,6 +47,15 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 	s.i = start + bar + 1
 	typ, end := s.token()
 	seg.typ = parseType(typ)
+	if seg.typ == 0 {
+		// Etsy trims the type (stats.js fields[1].trim()), but checks
+		// the values against the untrimmed one first (helpers.js
+		// is_valid_packet), which matches none of "s", "g", "ms": they
+		// are checked as a counter's.
+		if t := trimJSSpace(typ); len(t) < len(typ) {
+			seg.typ, seg.padded = parseType(t), true
+		}
+	}
 	if seg.typ == 0 {
 		seg.why = ReasonUnknownType
 	}
@@ -96,6 +114,7 @@ func (s *scanner) token() (tok []byte, end bool) {
 			return s.b[start:j], j+1 > len(s.b)
 		case ':':
 			s.i = j + 1
+			s.more = true
 			return s.b[start:j], true
 		}
 	}
@@ -134,8 +153,10 @@ func parseType(b []byte) Type {
 }
 
 // parseRate reads a sample rate after its '@': a positive decimal
-// without sign or exponent.
+// without sign or exponent, then maybe white space (Etsy checks the
+// rate with Number(), which ignores it).
 func parseRate(b []byte) (float64, bool) {
+	b = trimJSSpaceRight(b)
 	digits, dots := 0, 0
 	for _, c := range b {
 		switch {
@@ -175,7 +196,7 @@ func (seg *segment) appendValues(dst []Metric) (out []Metric, bad int, why Reaso
 			one, v = v, nil
 		}
 		m := Metric{Type: seg.typ, Rate: seg.rate}
-		r := m.setValue(one)
+		r := m.setValue(one, seg.padded)
 		if r == ReasonNone {
 			dst = append(dst, m)
 		} else {
@@ -191,9 +212,10 @@ func (seg *segment) appendValues(dst []Metric) (out []Metric, bad int, why Reaso
 }
 
 // setValue reads one value into m, checked as Etsy's is_valid_packet
-// does for its type.
-func (m *Metric) setValue(v []byte) Reason {
-	if m.Type == Set {
+// does for its type, or for a counter's when the type was padded with
+// white space (any number, for a set too, and a negative timer value).
+func (m *Metric) setValue(v []byte, padded bool) Reason {
+	if m.Type == Set && !padded {
 		if len(v) == 0 {
 			v = zeroMember
 		}
@@ -204,7 +226,11 @@ func (m *Metric) setValue(v []byte) Reason {
 	if !ok {
 		return ReasonBadValue
 	}
-	if m.Type == Timer && f < 0 {
+	if m.Type == Set {
+		m.Member = v
+		return ReasonNone
+	}
+	if m.Type == Timer && f < 0 && !padded {
 		return ReasonNegativeTimer
 	}
 	m.Value = f
@@ -218,3 +244,34 @@ var zeroMember = []byte("0")
 
 // count is how many values the segment holds.
 func (seg *segment) count() int { return bytes.Count(seg.values, []byte{':'}) + 1 }
+
+// trimJSSpace trims JavaScript's white space (String.prototype.trim)
+// from both ends of b.
+func trimJSSpace(b []byte) []byte {
+	for {
+		n := spaceLen(b)
+		if n == 0 {
+			return trimJSSpaceRight(b)
+		}
+		b = b[n:]
+	}
+}
+
+// trimJSSpaceRight trims JavaScript's white space from the end of b.
+func trimJSSpaceRight(b []byte) []byte {
+	for len(b) > 0 {
+		if c := b[len(b)-1]; c < utf8.RuneSelf {
+			if !asciiSpace[c] {
+				return b
+			}
+			b = b[:len(b)-1]
+			continue
+		}
+		r, n := utf8.DecodeLastRune(b)
+		if !jsSpace(r) {
+			return b
+		}
+		b = b[:len(b)-n]
+	}
+	return b
+}

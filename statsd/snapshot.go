@@ -27,6 +27,10 @@ type Snapshot struct {
 type CounterValue struct {
 	Key         string
 	Count, Rate float64
+	// Negative is the part of Count from values below zero (0 or
+	// less): the Prometheus output leaves it out, a Prometheus counter
+	// never decreasing; the other outputs count it, as Etsy does.
+	Negative float64
 	// Own marks Etsy's counters of the server itself:
 	// <prefixStats>.packets_received, metrics_received, bad_lines_seen.
 	Own bool
@@ -92,6 +96,9 @@ type ServerStats struct {
 	Dropped Drops
 	// SeqLines counts the sequence lines received over the interval.
 	SeqLines uint64
+	// NegativeCounterValues counts the counter values below zero
+	// received over the interval (in CounterValue.Negative).
+	NegativeCounterValues uint64
 	// Clients is the loss accounting of the clients that number their
 	// packets.
 	Clients []ClientLoss

@@ -9,19 +9,21 @@ import (
 // fixed time, with no I/O and no clock of its own (every call takes
 // now). An id is first "in flight" (begin), then either remembered as
 // done (finish ok) until it expires, or forgotten (finish not ok) so the
-// sender's retry is processed.
+// sender's retry is processed. When the cache is full, the oldest done id
+// is evicted; an id in flight never is (its retry would be handled
+// concurrently), so with every entry in flight begin refuses a new id.
 type dedup struct {
 	max     int
 	ttl     time.Duration
-	byID    map[string]*list.Element
-	order   list.List // of *dedupEntry, oldest first; all share ttl, so expiry order too
-	evicted uint64    // removed before their time because the cache was full
+	byID    map[string]*dedupEntry // in flight and done
+	done    list.List              // of *dedupEntry, oldest first; all share ttl, so expiry order too
+	evicted uint64                 // done ids removed before their time because the cache was full
 }
 
 type dedupEntry struct {
-	id       string
-	expires  time.Time
-	inFlight bool
+	id      string
+	expires time.Time
+	elem    *list.Element // in done; nil while in flight
 }
 
 // seen is what begin found.
@@ -31,61 +33,65 @@ const (
 	seenNew      seen = iota // not known: now in flight
 	seenInFlight             // another request with this id is being handled
 	seenDone                 // handled successfully before
+	seenFull                 // not known, and every entry is in flight: not recorded
 )
 
 func newDedup(max int, ttl time.Duration) *dedup {
-	return &dedup{max: max, ttl: ttl, byID: make(map[string]*list.Element)}
+	return &dedup{max: max, ttl: ttl, byID: make(map[string]*dedupEntry)}
 }
 
-// expire drops entries whose time has come.
+// expire drops done entries whose time has come.
 func (d *dedup) expire(now time.Time) {
-	for e := d.order.Front(); e != nil; e = d.order.Front() {
+	for e := d.done.Front(); e != nil; e = d.done.Front() {
 		ent := e.Value.(*dedupEntry)
 		if ent.expires.After(now) {
 			return
 		}
-		d.remove(e)
+		d.removeDone(ent)
 	}
 }
 
-func (d *dedup) remove(e *list.Element) {
-	delete(d.byID, e.Value.(*dedupEntry).id)
-	d.order.Remove(e)
+func (d *dedup) removeDone(ent *dedupEntry) {
+	delete(d.byID, ent.id)
+	d.done.Remove(ent.elem)
 }
 
 // begin looks id up and, when it is new, records it as in flight,
-// evicting the oldest entry if the cache is full.
+// evicting the oldest done entry if the cache is full; with no done
+// entry to evict it records nothing and returns seenFull.
 func (d *dedup) begin(id string, now time.Time) seen {
 	d.expire(now)
-	if e, ok := d.byID[id]; ok {
-		if e.Value.(*dedupEntry).inFlight {
+	if ent, ok := d.byID[id]; ok {
+		if ent.elem == nil {
 			return seenInFlight
 		}
 		return seenDone
 	}
-	for d.order.Len() >= d.max {
-		d.remove(d.order.Front())
+	for len(d.byID) >= d.max {
+		e := d.done.Front()
+		if e == nil {
+			return seenFull
+		}
+		d.removeDone(e.Value.(*dedupEntry))
 		d.evicted++
 	}
-	d.byID[id] = d.order.PushBack(&dedupEntry{id: id, expires: now.Add(d.ttl), inFlight: true})
+	d.byID[id] = &dedupEntry{id: id}
 	return seenNew
 }
 
 // finish ends the in-flight id: remembered until now+ttl when ok,
 // forgotten otherwise.
 func (d *dedup) finish(id string, ok bool, now time.Time) {
-	e, found := d.byID[id]
-	if !found || !e.Value.(*dedupEntry).inFlight {
+	ent, found := d.byID[id]
+	if !found || ent.elem != nil {
 		return
 	}
 	if !ok {
-		d.remove(e)
+		delete(d.byID, id)
 		return
 	}
-	ent := e.Value.(*dedupEntry)
-	ent.inFlight = false
 	ent.expires = now.Add(d.ttl)
-	d.order.MoveToBack(e)
+	ent.elem = d.done.PushBack(ent)
 }
 
-func (d *dedup) len() int { return d.order.Len() }
+func (d *dedup) len() int { return len(d.byID) }

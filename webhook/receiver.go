@@ -28,9 +28,11 @@ type ReceiverConfig struct {
 	// MaxBodyBytes caps the body read; a larger one gets 413. Default
 	// DefaultMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
-	// DedupSize bounds how many webhook-ids are remembered; past it the
-	// oldest is evicted (counted in ReceiverStats.Evicted). Default
-	// DefaultDedupSize.
+	// DedupSize bounds how many webhook-ids are remembered, being
+	// handled or handled; past it the oldest handled id is evicted
+	// (counted in ReceiverStats.Evicted). An id being handled is never
+	// evicted: when all DedupSize ids are, a new id is refused with 503
+	// (ReceiverStats.Busy). Default DefaultDedupSize.
 	DedupSize int
 	// DedupTTL is how long a successfully handled webhook-id is
 	// remembered. Senders retry for hours (Svix: about a day), so the
@@ -72,6 +74,8 @@ func (c *ReceiverConfig) validate() error {
 //	200 a webhook-id already handled successfully (next is not called)
 //	409 a webhook-id being handled by another request right now (the
 //	    sender retries later)
+//	503 a new webhook-id while DedupSize ids are all being handled (the
+//	    sender retries later)
 //
 // An id is remembered only once next answers 2xx: when next fails, the
 // sender's retry (same webhook-id) is handed on again.
@@ -83,7 +87,7 @@ type Receiver struct {
 	mu    sync.Mutex
 	seen  *dedup
 	stats struct {
-		accepted, duplicates, inFlight, failed, badRequest, unauthorized, tooLarge, badMethod atomic.Uint64
+		accepted, duplicates, inFlight, busy, failed, badRequest, unauthorized, tooLarge, badMethod atomic.Uint64
 	}
 }
 
@@ -97,7 +101,8 @@ type ReceiverStats struct {
 	Unauthorized uint64 // 401: timestamp out of tolerance or no matching signature
 	TooLarge     uint64 // 413
 	BadMethod    uint64 // 405
-	Evicted      uint64 // ids dropped from the dedup cache early because it was full
+	Busy         uint64 // verified, every remembered id in flight, no room for another: 503
+	Evicted      uint64 // handled ids dropped from the dedup cache early because it was full
 	Remembered   int    // ids in the dedup cache now
 }
 
@@ -155,6 +160,7 @@ func (rc *Receiver) Stats() ReceiverStats {
 		Failed:       rc.stats.failed.Load(),
 		Duplicates:   rc.stats.duplicates.Load(),
 		InFlight:     rc.stats.inFlight.Load(),
+		Busy:         rc.stats.busy.Load(),
 		BadRequest:   rc.stats.badRequest.Load(),
 		Unauthorized: rc.stats.unauthorized.Load(),
 		TooLarge:     rc.stats.tooLarge.Load(),
@@ -236,6 +242,11 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.stats.inFlight.Add(1)
 		w.Header().Set("Retry-After", "1")
 		rc.refuse(w, r, http.StatusConflict, "webhook: webhook-id being handled by another request")
+		return
+	case seenFull:
+		rc.stats.busy.Add(1)
+		w.Header().Set("Retry-After", "1")
+		rc.refuse(w, r, http.StatusServiceUnavailable, "webhook: every remembered webhook-id is being handled, no room to remember another (DedupSize)")
 		return
 	}
 	ts, _ := strconv.ParseInt(r.Header.Get(HeaderTimestamp), 10, 64)

@@ -251,3 +251,76 @@ func TestReceiverConfig(t *testing.T) {
 type failingReader struct{}
 
 func (failingReader) Read([]byte) (int, error) { panic("body read") }
+
+// TestReceiverDedupFullKeepsInFlight: a full dedup cache evicts the
+// oldest handled id, never one being handled, so a retry of an id still
+// in flight gets 409 and is not handed on a second time; when every
+// remembered id is in flight, a new id gets 503 with Retry-After
+// (counted in Busy) rather than pushing one out.
+func TestReceiverDedupFullKeepsInFlight(t *testing.T) {
+	secret := newSecret(t, 1)
+	release := make(chan struct{})
+	entered := make(chan string, 8)
+	rc, err := NewReceiver(ReceiverConfig{Verifier: &Verifier{Secrets: []Secret{secret}}, DedupSize: 2},
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			d, _ := DeliveryFrom(r)
+			entered <- d.ID
+			if strings.HasPrefix(d.ID, "msg_slow") {
+				<-release
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(id string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader([]byte("{}")))
+		SetHeaders(r.Header, id, time.Now(), []byte("{}"), secret)
+		w := httptest.NewRecorder()
+		rc.ServeHTTP(w, r)
+		return w
+	}
+	done := make(chan int, 2)
+	go func() { done <- post("msg_slow").Code }()
+	if id := <-entered; id != "msg_slow" {
+		t.Fatalf("handed on %s", id)
+	}
+	for _, id := range []string{"msg_a", "msg_b", "msg_c"} {
+		if w := post(id); w.Code != http.StatusOK {
+			t.Fatalf("%s: %d", id, w.Code)
+		}
+		<-entered
+	}
+	retry := make(chan int, 1)
+	go func() { retry <- post("msg_slow").Code }()
+	select {
+	case id := <-entered:
+		close(release)
+		t.Fatalf("%s handed on again while its first request is still handled", id)
+	case code := <-retry:
+		if code != http.StatusConflict {
+			t.Errorf("retry of msg_slow while it is handled: %d, want 409", code)
+		}
+	}
+	go func() { done <- post("msg_slow2").Code }()
+	if id := <-entered; id != "msg_slow2" {
+		t.Fatalf("handed on %s", id)
+	}
+	// Both remembered ids are in flight: no room for a new one.
+	if w := post("msg_d"); w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Errorf("new id with every remembered id in flight: %d (Retry-After %q), want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"))
+	}
+	close(release)
+	for range 2 {
+		if code := <-done; code != http.StatusOK {
+			t.Errorf("slow request: %d", code)
+		}
+	}
+	select {
+	case id := <-entered:
+		t.Errorf("%s handed on once too often", id)
+	default:
+	}
+	if s := rc.Stats(); s.Remembered != 2 || s.InFlight != 1 || s.Busy != 1 || s.Evicted != 3 || s.Accepted != 5 {
+		t.Errorf("Stats = %+v, want 2 remembered, 1 in flight, 1 busy, 3 evicted, 5 accepted", s)
+	}
+}

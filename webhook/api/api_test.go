@@ -116,6 +116,10 @@ func TestAccessAndBadInput(t *testing.T) {
 		{"unknown field", "ok", "/v1/events", `{"type":"t","data":{},"extra":1}`, 400, "unknown field"},
 		{"no type", "ok", "/v1/events", `{"data":{}}`, 400, "type"},
 		{"null data", "ok", "/v1/events", `{"type":"t","data":null}`, 400, "data"},
+		{"data not UTF-8", "ok", "/v1/events", "{\"type\":\"t\",\"data\":{\"name\":\"caf\xe9\"}}", 400, "data: not valid UTF-8"},
+		{"type with NUL", "ok", "/v1/events", `{"type":"t\u0000","data":{}}`, 400, "type: want valid UTF-8 without NUL"},
+		{"type too long", "ok", "/v1/events", `{"type":"` + strings.Repeat("t", 257) + `","data":{}}`, 400, "type: want 1 to 256 bytes"},
+		{"idempotency key with NUL", "ok", "/v1/events", `{"type":"t","data":{},"idempotency_key":"k\u0000"}`, 400, "idempotency_key: want valid UTF-8 without NUL"},
 		{"oversized", "ok", "/v1/events", `{"type":"t","data":"` + strings.Repeat("x", 5000) + `"}`, 413, "larger than 4096"},
 		{"endpoint without url", "ok", "/v1/endpoints", `{}`, 400, "url: required"},
 		{"blocked url", "ok", "/v1/endpoints", `{"url":"http://10.0.0.1/"}`, 400, "url"},
@@ -145,6 +149,11 @@ func TestAccessAndBadInput(t *testing.T) {
 		if tc.code == 401 && resp.Header.Get("WWW-Authenticate") == "" {
 			t.Errorf("%s: no WWW-Authenticate", tc.name)
 		}
+	}
+	// Header values are bytes: a key not valid UTF-8 (refused by
+	// PostgreSQL's TEXT column) is refused with the reason.
+	if code, b := f.do("POST", "/v1/events", event, "Idempotency-Key", "k\xff"); code != 400 || !strings.Contains(string(b), "idempotency_key: want valid UTF-8") {
+		t.Errorf("Idempotency-Key not valid UTF-8: %d %s, want 400", code, b)
 	}
 	f.nothingStored()
 	// A revoked token is refused too.

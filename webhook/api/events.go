@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/brokerless/brokerless/webhook/dispatch"
 	"github.com/brokerless/brokerless/webhook/store"
@@ -12,7 +14,6 @@ import (
 
 // Limits on event fields.
 const (
-	maxTypeLen      = 256
 	maxKeyLen       = 256
 	defaultListSize = 50
 	maxListSize     = 500
@@ -46,12 +47,20 @@ func (s *Server) createEvent(r *http.Request) (int, any, error) {
 		in.IdempotencyKey = h
 	}
 	switch {
-	case in.Type == "" || len(in.Type) > maxTypeLen:
-		return 0, nil, badRequest("type: want 1 to %d bytes", maxTypeLen)
+	case in.Type == "" || len(in.Type) > dispatch.MaxTypeLen:
+		return 0, nil, badRequest("type: want 1 to %d bytes", dispatch.MaxTypeLen)
+	case dispatch.CheckType(in.Type) != nil:
+		return 0, nil, badRequest("type: want valid UTF-8 without NUL")
 	case len(in.Data) == 0 || string(in.Data) == "null":
 		return 0, nil, badRequest("data: required (any JSON value but null)")
+	case dispatch.CheckData(in.Data) != nil:
+		return 0, nil, badRequest("data: not valid UTF-8 (Standard Webhooks receivers hash the body as UTF-8 text: it could never verify)")
 	case len(in.IdempotencyKey) > maxKeyLen:
 		return 0, nil, badRequest("idempotency_key: longer than %d bytes", maxKeyLen)
+	case !utf8.ValidString(in.IdempotencyKey) || strings.IndexByte(in.IdempotencyKey, 0) >= 0:
+		// A header is bytes, and JSON may hold \u0000: PostgreSQL's TEXT
+		// column refuses both.
+		return 0, nil, badRequest("idempotency_key: want valid UTF-8 without NUL")
 	}
 	ev := dispatch.NewEvent(in.Type, in.Data, in.IdempotencyKey, s.cfg.Now())
 	created, err := s.cfg.Store.InsertEvent(r.Context(), ev)

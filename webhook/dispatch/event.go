@@ -2,7 +2,11 @@ package dispatch
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/brokerless/brokerless/webhook/store"
 )
@@ -13,6 +17,38 @@ type envelope struct {
 	Type      string          `json:"type"`
 	Timestamp time.Time       `json:"timestamp"`
 	Data      json.RawMessage `json:"data"`
+}
+
+// MaxTypeLen is the longest event type, in bytes.
+const MaxTypeLen = 256
+
+// ErrBadEvent is an event that cannot be stored or delivered as it is.
+var ErrBadEvent = errors.New("dispatch: bad event")
+
+// CheckType returns an error wrapping ErrBadEvent when typ cannot be an
+// event type: empty, longer than MaxTypeLen, not valid UTF-8 or holding
+// a NUL (a PostgreSQL TEXT column refuses the last two).
+func CheckType(typ string) error {
+	switch {
+	case typ == "" || len(typ) > MaxTypeLen:
+		return fmt.Errorf("%w: type: want 1 to %d bytes, got %d", ErrBadEvent, MaxTypeLen, len(typ))
+	case !utf8.ValidString(typ):
+		return fmt.Errorf("%w: type %q: not valid UTF-8", ErrBadEvent, typ)
+	case strings.IndexByte(typ, 0) >= 0:
+		return fmt.Errorf("%w: type %q: holds a NUL", ErrBadEvent, typ)
+	}
+	return nil
+}
+
+// CheckData returns an error wrapping ErrBadEvent when data, an event's
+// payload, is not valid UTF-8: the official Standard Webhooks library
+// hashes the body as a UTF-8 string, so a body that is not valid UTF-8
+// could never verify there.
+func CheckData(data []byte) error {
+	if !utf8.Valid(data) {
+		return fmt.Errorf("%w: data: not valid UTF-8", ErrBadEvent)
+	}
+	return nil
 }
 
 // NewEvent returns an event with a new msg_ id whose payload is the

@@ -7,6 +7,11 @@
 // acknowledged (its offset committed) only after its event is in the
 // outbox, so a crash between the two loses nothing, and the record read
 // again after the crash finds its event already stored: no duplicate.
+// A record of which no event can be made (its type header not valid
+// UTF-8, holding a NUL or longer than dispatch.MaxTypeLen; its payload,
+// JSON or not, not valid UTF-8, which no Standard Webhooks receiver
+// could verify) is skipped: logged, counted and acknowledged, so it
+// cannot stop the source.
 package source
 
 import (
@@ -48,20 +53,23 @@ type Config struct {
 	Notify func()
 	// Now is the clock (time.Now).
 	Now func() time.Time
-	// Logger gets gaps in the log (discarded by default).
+	// Logger gets gaps in the log and bad records (discarded by default).
 	Logger *slog.Logger
 	// Stats, if set, counts what Run did.
 	Stats *Stats
 }
 
 // Stats counts records read, events created, records whose event was
-// already stored (read again after a crash) and gaps in the log.
+// already stored (read again after a crash), bad records (skipped: no
+// event can be made of them) and gaps in the log.
 type Stats struct {
-	Records, Events, Duplicates, Gaps atomic.Int64
+	Records, Events, Duplicates, Bad, Gaps atomic.Int64
 }
 
 // Run reads records and stores their events until ctx is done (it
-// returns nil then) or the subscriber or store fails.
+// returns nil then) or the subscriber or store fails. A bad record, of
+// which no event can be made (see Event), is logged, counted
+// (Stats.Bad) and acknowledged: it is skipped, and Run goes on.
 func Run(ctx context.Context, cfg Config) error {
 	ack, ok := cfg.Subscriber.(transport.Acknowledger)
 	if !ok {
@@ -69,6 +77,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.Type == "" {
 		cfg.Type = DefaultType
+	}
+	if err := dispatch.CheckType(cfg.Type); err != nil {
+		return fmt.Errorf("source: Config.Type: %w", err)
 	}
 	if cfg.TypeHeader == "" {
 		cfg.TypeHeader = DefaultTypeHeader
@@ -94,20 +105,17 @@ func Run(ctx context.Context, cfg Config) error {
 		case transport.EventMessage:
 			m := ev.Message
 			cfg.Stats.Records.Add(1)
-			created, err := cfg.Store.InsertEvent(ctx, Event(m, cfg.Type, cfg.TypeHeader, cfg.Now()))
+			e, err := Event(m, cfg.Type, cfg.TypeHeader, cfg.Now())
 			if err != nil {
+				// Stored or not, it would be refused again on every
+				// restart: skip it, or it stops the source for good.
+				cfg.Stats.Bad.Add(1)
+				cfg.Logger.Warn("webhook source: bad record skipped, no event for it", "stream", m.Stream.String(), "offset", m.Seq, "err", err)
+			} else if err := insert(ctx, cfg, m, e); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
-				return fmt.Errorf("source: storing the event of %s offset %d: %w", m.Stream, m.Seq, err)
-			}
-			if created {
-				cfg.Stats.Events.Add(1)
-				if cfg.Notify != nil {
-					cfg.Notify()
-				}
-			} else {
-				cfg.Stats.Duplicates.Add(1)
+				return err
 			}
 			if err := ack.Ack(ctx, m.Stream, m.Seq); err != nil && ctx.Err() == nil {
 				return fmt.Errorf("source: acknowledging %s offset %d: %w", m.Stream, m.Seq, err)
@@ -119,19 +127,44 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 }
 
+// insert stores event e of record m and counts it.
+func insert(ctx context.Context, cfg Config, m transport.Message, e *store.Event) error {
+	created, err := cfg.Store.InsertEvent(ctx, e)
+	if err != nil {
+		return fmt.Errorf("source: storing the event of %s offset %d: %w", m.Stream, m.Seq, err)
+	}
+	if created {
+		cfg.Stats.Events.Add(1)
+		if cfg.Notify != nil {
+			cfg.Notify()
+		}
+	} else {
+		cfg.Stats.Duplicates.Add(1)
+	}
+	return nil
+}
+
 // Event is the event of record m: type from header typeHeader (else
 // typ), data the payload (a JSON string when it is not JSON), and
-// idempotency key TOPIC/PARTITION/OFFSET.
-func Event(m transport.Message, typ, typeHeader string, now time.Time) *store.Event {
+// idempotency key TOPIC/PARTITION/OFFSET. A record of which no event can
+// be made (a type refused by dispatch.CheckType, a payload not valid
+// UTF-8) is an error wrapping dispatch.ErrBadEvent.
+func Event(m transport.Message, typ, typeHeader string, now time.Time) (*store.Event, error) {
 	for _, h := range m.Headers {
 		if h.Key == typeHeader && len(h.Value) > 0 {
 			typ = string(h.Value)
 		}
+	}
+	if err := dispatch.CheckType(typ); err != nil {
+		return nil, err
+	}
+	if err := dispatch.CheckData(m.Payload); err != nil {
+		return nil, err
 	}
 	data := json.RawMessage(m.Payload)
 	if !json.Valid(m.Payload) {
 		data, _ = json.Marshal(string(m.Payload))
 	}
 	key := fmt.Sprintf("%s/%d/%d", m.Stream.Topic, m.Stream.Partition, m.Seq)
-	return dispatch.NewEvent(typ, data, key, now)
+	return dispatch.NewEvent(typ, data, key, now), nil
 }

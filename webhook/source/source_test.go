@@ -6,11 +6,14 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/webhook/dispatch"
 	"github.com/brokerless/brokerless/webhook/store"
+	"github.com/brokerless/brokerless/webhook/store/pgtest"
 )
 
 // fakeLog is a subscriber replaying events, then blocking until ctx is
@@ -20,6 +23,8 @@ type fakeLog struct {
 	st     store.Store
 	events []transport.Event
 	acked  chan uint64
+	// ackUnstored are offsets expected acknowledged with no event (bad records).
+	ackUnstored map[uint64]bool
 }
 
 func (f *fakeLog) Receive(ctx context.Context) (transport.Event, error) {
@@ -44,7 +49,7 @@ func (f *fakeLog) Ack(ctx context.Context, s transport.StreamID, seq uint64) err
 	for _, ev := range evs {
 		found = found || ev.IdempotencyKey == s.Topic+"/0/"+string(rune('0'+seq))
 	}
-	if !found {
+	if !found && !f.ackUnstored[seq] {
 		f.t.Errorf("offset %d acknowledged before its event was stored", seq)
 	}
 	f.acked <- seq
@@ -132,5 +137,91 @@ func TestRunNeedsAcknowledger(t *testing.T) {
 	type onlySub struct{ transport.Subscriber }
 	if err := Run(context.Background(), Config{Subscriber: onlySub{}}); !errors.Is(err, ErrNotAcknowledging) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestRunSkipsRecordWithUnstorableType: a record whose type header
+// cannot be an event type (not valid UTF-8, a NUL, longer than
+// dispatch.MaxTypeLen: headers are bytes) is a bad record: skipped,
+// counted and acknowledged, and the records after it are stored.
+func TestRunSkipsRecordWithUnstorableType(t *testing.T) {
+	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	typ := func(v string) transport.Header { return transport.Header{Key: "type", Value: []byte(v)} }
+	f := &fakeLog{t: t, st: st, acked: make(chan uint64, 10), events: []transport.Event{
+		record(1, `{"id":1}`, typ("order.\xff")),
+		record(2, `{"id":2}`, typ("order.\x00")),
+		record(3, `{"id":3}`, typ(strings.Repeat("t", dispatch.MaxTypeLen+1))),
+		record(4, `{"id":4}`, typ(strings.Repeat("t", dispatch.MaxTypeLen))),
+	}}
+	f.ackUnstored = map[uint64]bool{1: true, 2: true, 3: true}
+	var stats Stats
+	acked := run(t, f, Config{Subscriber: f, Store: st, Stats: &stats}, 4)
+	if want := []uint64{1, 2, 3, 4}; !slices.Equal(acked, want) {
+		t.Errorf("acknowledged %v, want %v", acked, want)
+	}
+	evs, _ := st.ListEvents(context.Background(), time.Time{}, 100)
+	if len(evs) != 1 || evs[0].IdempotencyKey != "orders/0/4" {
+		t.Errorf("stored %d events, want only record 4's", len(evs))
+	}
+	if stats.Records.Load() != 4 || stats.Bad.Load() != 3 || stats.Events.Load() != 1 {
+		t.Errorf("stats records %d bad %d events %d, want 4 3 1", stats.Records.Load(), stats.Bad.Load(), stats.Events.Load())
+	}
+}
+
+// TestRunTypeNotUTF8Postgres: PostgreSQL's TEXT column refuses a type
+// that is not valid UTF-8; such a record once stopped Run for good (the
+// record never acknowledged, read again and refused again on restart).
+func TestRunTypeNotUTF8Postgres(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, pgtest.Start(t, "fsync=off").NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	f := &fakeLog{t: t, st: st, acked: make(chan uint64, 10), events: []transport.Event{
+		record(1, `{"id":1}`, transport.Header{Key: "type", Value: []byte("order.\xff")}),
+		record(2, `{"id":2}`, transport.Header{Key: "type", Value: []byte("order.\x00")}),
+		record(3, `{"id":3}`),
+	}}
+	f.ackUnstored = map[uint64]bool{1: true, 2: true}
+	if acked := run(t, f, Config{Subscriber: f, Store: st}, 3); !slices.Equal(acked, []uint64{1, 2, 3}) {
+		t.Errorf("acknowledged %v, want [1 2 3]", acked)
+	}
+}
+
+// TestRunSkipsRecordWithPayloadNotUTF8: a payload that is not valid
+// UTF-8, JSON or not, is a bad record (skipped, counted, acknowledged):
+// the official Standard Webhooks library hashes the body as a UTF-8
+// string, so a delivery of it could never verify there.
+func TestRunSkipsRecordWithPayloadNotUTF8(t *testing.T) {
+	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	f := &fakeLog{t: t, st: st, acked: make(chan uint64, 10), events: []transport.Event{
+		record(1, "{\"name\":\"caf\xe9\"}"),
+		record(2, "caf\xe9, not JSON"),
+		record(3, `{"name":"café"}`),
+	}}
+	f.ackUnstored = map[uint64]bool{1: true, 2: true}
+	var stats Stats
+	if acked := run(t, f, Config{Subscriber: f, Store: st, Stats: &stats}, 3); !slices.Equal(acked, []uint64{1, 2, 3}) {
+		t.Errorf("acknowledged %v, want [1 2 3]", acked)
+	}
+	evs, _ := st.ListEvents(context.Background(), time.Time{}, 100)
+	if len(evs) != 1 || evs[0].IdempotencyKey != "orders/0/3" {
+		t.Errorf("stored %d events, want only record 3's", len(evs))
+	}
+	if stats.Bad.Load() != 2 || stats.Events.Load() != 1 {
+		t.Errorf("stats bad %d events %d, want 2 1", stats.Bad.Load(), stats.Events.Load())
+	}
+	_, err = Event(transport.Message{Stream: transport.StreamID{Topic: "orders"}, Seq: 1, Payload: []byte("{\"name\":\"caf\xe9\"}")}, "t", "type", time.Now())
+	if !errors.Is(err, dispatch.ErrBadEvent) {
+		t.Errorf("Event of a payload not valid UTF-8: %v, want dispatch.ErrBadEvent", err)
 	}
 }
