@@ -72,6 +72,8 @@ var (
 	errLength       = &BatchError{ErrCorruptBatch, "length field does not match the bytes"}
 	errCRC          = &BatchError{ErrCorruptBatch, "CRC-32C mismatch"}
 	errRecordsFrame = &BatchError{ErrCorruptBatch, "records do not fill the batch exactly"}
+	errRecordsShort = &BatchError{ErrCorruptBatch, "records end before the record count"}
+	errBadRecord    = &BatchError{ErrCorruptBatch, "a record does not decode"}
 	errOffsetOrder  = &BatchError{ErrCorruptBatch, "offsets do not ascend"}
 	errMagic        = &BatchError{ErrInvalidBatch, "magic is not 2"}
 	errCount        = &BatchError{ErrInvalidBatch, "record count does not match last offset delta"}

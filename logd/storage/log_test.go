@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -292,5 +293,30 @@ func TestTopics(t *testing.T) {
 	l, _ = s.Partition("a", 2)
 	if l.EndOffset() != 1 {
 		t.Fatalf("end offset after reopen: %d", l.EndOffset())
+	}
+}
+
+// TestOffsetForTimeStreamsCompressedRecords: looking a timestamp up in a
+// compressed batch streams its records through a small buffer: a 16 MiB
+// record before the one looked for is read past, not kept.
+func TestOffsetForTimeStreamsCompressedRecords(t *testing.T) {
+	clk := newClock()
+	for _, codec := range []int{codecGzip, codecLZ4, codecZstd} {
+		s, l := openPartition(t, testConfig(t, clk))
+		base := clk.ms()
+		appendDurable(t, l, makeBatch(t, batchSpec{ts: base, pid: -1, epoch: -1, firstSeq: -1, codec: codec,
+			recs: []rec{{value: make([]byte, 16<<20)}, {value: []byte("v"), tsDelta: 5}}}))
+		l.OffsetForTime(base + 5) // warms the pooled decoders (their window: up to 8 MiB)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		off, at, err := l.OffsetForTime(base + 5)
+		runtime.ReadMemStats(&after)
+		if err != nil || off != 1 || at != base+5 {
+			t.Errorf("codec %d: OffsetForTime(base+5) = %d at %d, %v; want 1 at base+5", codec, off, at-base, err)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+			t.Errorf("codec %d: looking past a 16 MiB record allocated %d KiB", codec, n>>10) // was 16-64 MiB
+		}
+		s.Close()
 	}
 }
