@@ -18,6 +18,7 @@ const (
 	DefaultFetchMaxWait      = 500 * time.Millisecond
 	DefaultIdleTimeout       = 10 * time.Minute
 	DefaultMaxFetchBytes     = 50 << 20
+	DefaultMaxFetchFiles     = 256
 	DefaultMinSessionTimeout = 6 * time.Second
 	DefaultMaxSessionTimeout = 30 * time.Minute
 	DefaultMaxTopics         = 10000
@@ -73,6 +74,11 @@ type Config struct {
 	MaxConnectionsPerIP int
 	// MaxFetchBytes bounds one Fetch response. Default 50 MiB.
 	MaxFetchBytes int
+	// MaxFetchFiles bounds the segment file descriptors held by Fetch
+	// answers not yet written (each record set sent with sendfile holds
+	// one until written, a connection at most 16); past it record sets
+	// are copied instead. Default 256.
+	MaxFetchFiles int
 	// IdleTimeout closes connections that send nothing between requests
 	// for this long. Default 10 min (Kafka's connections.max.idle.ms). A
 	// new connection must instead send its first request whole within
@@ -115,6 +121,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.MaxConnections, DefaultMaxConnections)
 	setDefault(&c.MaxConnectionsPerIP, max(c.MaxConnections/4, 1))
 	setDefault(&c.MaxFetchBytes, DefaultMaxFetchBytes)
+	setDefault(&c.MaxFetchFiles, DefaultMaxFetchFiles)
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.MinSessionTimeout, DefaultMinSessionTimeout)
 	setDefault(&c.MaxSessionTimeout, DefaultMaxSessionTimeout)
@@ -160,6 +167,8 @@ func (c *Config) validate() error {
 		return bad("MaxConnectionsPerIP", c.MaxConnectionsPerIP, "must be ≥ 1")
 	case c.MaxFetchBytes < 1:
 		return bad("MaxFetchBytes", c.MaxFetchBytes, "must be ≥ 1")
+	case c.MaxFetchFiles < 1:
+		return bad("MaxFetchFiles", c.MaxFetchFiles, "must be ≥ 1")
 	case c.IdleTimeout <= 0:
 		return bad("IdleTimeout", c.IdleTimeout, "must be > 0")
 	case c.MinSessionTimeout <= 0:

@@ -10,7 +10,8 @@ import (
 	"github.com/brokerless/brokerless/logd/storage"
 )
 
-// fetch reads whole record batches from each partition asked for,
+// fetch reads whole record batches from each partition asked for (a
+// partition named twice is answered once, as by Kafka),
 // bounded by the request's partition and response byte limits (always at
 // least one batch, so a batch larger than the limits still gets through),
 // and long-polls: while fewer than MinBytes are ready it waits for
@@ -19,6 +20,9 @@ import (
 func (s *Server) fetch(cl *client, req *kmsg.FetchRequest) kmsg.Response {
 	// Long-poll timing is real time, whatever clock the store is given.
 	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	if n := foldFetchPartitions(req); n > 0 {
+		s.metrics.fetchRepeated.Add(uint64(n))
+	}
 	for {
 		// Take the wake-up channels before reading, so that an advance
 		// between the read and the wait is not missed.
@@ -88,9 +92,16 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (*kmsg.FetchRespo
 				if limit > 0 && p.FetchOffset < rp.HighWatermark {
 					start := len(buf)
 					var r storage.Region
-					if cl.zeroCopy {
+					switch {
+					case !cl.zeroCopy:
+						buf, err = log.ReadAppend(buf, p.FetchOffset, limit)
+					case cl.files.take():
 						buf, r, err = log.ReadRegion(buf, p.FetchOffset, limit)
-					} else {
+						if r.File == nil {
+							cl.files.put(1)
+						}
+					default:
+						s.metrics.fetchFilesRefused.Add(1)
 						buf, err = log.ReadAppend(buf, p.FetchOffset, limit)
 					}
 					if r.File != nil {
@@ -131,14 +142,13 @@ func (cl *client) setRegion(i int, r storage.Region) {
 
 // closeRegions closes the files of cl.regions and forgets them.
 func (cl *client) closeRegions() {
-	closeRegions(cl.regions)
-	cl.regions = cl.regions[:0]
-}
-
-func closeRegions(rs []storage.Region) {
-	for _, r := range rs {
+	n := 0
+	for _, r := range cl.regions {
 		if r.File != nil {
 			r.File.Close()
+			n++
 		}
 	}
+	cl.files.put(n)
+	cl.regions = cl.regions[:0]
 }

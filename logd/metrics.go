@@ -28,8 +28,13 @@ type metrics struct {
 	fetchedBytes    atomic.Uint64
 	fetchZeroCopy   atomic.Uint64 // of fetchedBytes, those sent from files (sendfile)
 	fetchOutOfRange atomic.Uint64
-	truncations     atomic.Uint64
-	topicsRefused   atomic.Uint64
+	// fetchRepeated counts partition mentions folded into an earlier
+	// one of the same Fetch; fetchFilesRefused, record sets copied
+	// because their answer would have held too many descriptors.
+	fetchRepeated     atomic.Uint64
+	fetchFilesRefused atomic.Uint64
+	truncations       atomic.Uint64
+	topicsRefused     atomic.Uint64
 
 	mu       sync.Mutex
 	requests map[int16]*apiStats
