@@ -1,6 +1,7 @@
 package logd
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"hash/crc32"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -82,5 +84,34 @@ func TestListOffsetsByTimeCompressionBomb(t *testing.T) {
 	t.Logf("ListOffsets: error %d, %d KiB allocated", resp.Topics[0].Partitions[0].ErrorCode, allocated>>10)
 	if allocated > 32<<20 {
 		t.Errorf("one ListOffsets made the server allocate %d MiB (request memory bound: 2 MiB)", allocated>>20)
+	}
+}
+
+// TestProduceRefusesUndecodableRecords: Produce reads every record, as
+// Kafka's LogValidator does, and answers CORRUPT_MESSAGE for records
+// that do not decode: a batch flagged gzip that is not gzip was once
+// stored and then failed every compaction pass of its partition and
+// every ListOffsets by time; a record of one byte was stored too.
+func TestProduceRefusesUndecodableRecords(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	cl := newClient(t, ts.addr)
+	createTopic(t, cl, "t", 1)
+	now := time.Now().UnixMilli()
+	enc, _ := zstd.NewWriter(nil)
+	frame := enc.EncodeAll(make([]byte, 1<<20), nil)
+	for _, c := range []struct {
+		name  string
+		batch []byte
+	}{
+		{"gzip that is not", rawBatch(1 /* gzip */, 1, []byte("this is not gzip data at all"), now)},
+		{"record of one byte", rawBatch(0, 1, []byte{0x02, 0x00}, now)},
+		{"250 zstd frames of zeros", rawBatch(4 /* zstd */, 1, bytes.Repeat(frame, 250), now)},
+	} {
+		if p := produceRaw(t, cl, "t", c.batch); p.ErrorCode != kerr.CorruptMessage.Code {
+			t.Errorf("%s: error %d, want %d (CORRUPT_MESSAGE)", c.name, p.ErrorCode, kerr.CorruptMessage.Code)
+		}
+	}
+	if p := produceRaw(t, cl, "t", recordBatch([]byte("good"))); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Errorf("a good batch after them: error %d at offset %d, want 0 at 0", p.ErrorCode, p.BaseOffset)
 	}
 }

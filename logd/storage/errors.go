@@ -74,6 +74,7 @@ var (
 	errRecordsFrame = &BatchError{ErrCorruptBatch, "records do not fill the batch exactly"}
 	errRecordsShort = &BatchError{ErrCorruptBatch, "records end before the record count"}
 	errBadRecord    = &BatchError{ErrCorruptBatch, "a record does not decode"}
+	errRecordOffset = &BatchError{ErrInvalidBatch, "record offset deltas are not 0, 1, 2…"}
 	errOffsetOrder  = &BatchError{ErrCorruptBatch, "offsets do not ascend"}
 	errMagic        = &BatchError{ErrInvalidBatch, "magic is not 2"}
 	errCount        = &BatchError{ErrInvalidBatch, "record count does not match last offset delta"}

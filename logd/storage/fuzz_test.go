@@ -17,13 +17,24 @@ import (
 
 // FuzzAppend: arbitrary bytes offered as a produced batch are refused
 // with an error or stored and read back byte for byte (base offset
-// aside); decoding their records never panics.
+// aside), their records all decoding; decoding records never panics.
 func FuzzAppend(f *testing.F) {
 	for codec := range 5 {
 		f.Add(makeBatch(f, batchSpec{ts: 1, pid: 7, epoch: 1, firstSeq: 0, codec: codec,
 			recs: []rec{{key: []byte("k"), value: []byte("v")}, {value: bytes.Repeat([]byte("x"), 300)}}}))
 	}
 	f.Add(simpleBatch(f, "s", 3, 5)[:70])
+	// Records that do not decode: gzip that is not, a record of one byte.
+	for _, c := range []struct {
+		codec int
+		recs  []byte
+	}{{codecGzip, []byte("this is not gzip data at all")}, {codecNone, []byte{0x02, 0x00}}} {
+		h := kmsg.RecordBatch{NumRecords: 1, ProducerID: -1, FirstSequence: -1}
+		b, _ := buildBatch(nil, &h, c.recs)
+		b[batchCRCStart+1] |= byte(c.codec)
+		binary.BigEndian.PutUint32(b[batchCRCPos:], crc32Castagnoli(b[batchCRCStart:]))
+		f.Add(b)
+	}
 	clk := newClock()
 	cfg := testConfig(f, clk)
 	cfg.Fsync = FsyncNever
@@ -38,6 +49,10 @@ func FuzzAppend(f *testing.F) {
 		res, err := l.Append(b)
 		if err != nil {
 			return
+		}
+		n := int32(0)
+		if _, err := forEachRecord(&h, nil, func(*kmsg.Record) bool { n++; return true }); err != nil || n != h.NumRecords {
+			t.Fatalf("appended a batch whose records do not decode: %d of %d, %v", n, h.NumRecords, err)
 		}
 		got, err := l.Read(res.BaseOffset, 1)
 		if err != nil {
