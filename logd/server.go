@@ -109,6 +109,7 @@ func (s *Server) open() error {
 		PartitionExists:   s.partitionExists,
 		MinSessionTimeout: cfg.MinSessionTimeout,
 		MaxSessionTimeout: cfg.MaxSessionTimeout,
+		MaxRetainedBytes:  cfg.MaxGroupBytes,
 		Now:               cfg.Now,
 		Logger:            cfg.Logger,
 	})
