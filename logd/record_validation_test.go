@@ -115,3 +115,31 @@ func TestProduceRefusesUndecodableRecords(t *testing.T) {
 		t.Errorf("a good batch after them: error %d at offset %d, want 0 at 0", p.ErrorCode, p.BaseOffset)
 	}
 }
+
+// TestProduceRefusesTwoBatchesInAPartition: a partition's records in a
+// Produce are exactly one batch, as Kafka requires (INVALID_RECORD),
+// so an answer with an error never follows an append of some of them:
+// a good batch then a corrupt one was once answered CORRUPT_MESSAGE
+// with the good one appended, and the producer's retry stored it twice.
+func TestProduceRefusesTwoBatchesInAPartition(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	cl := newClient(t, ts.addr)
+	createTopic(t, cl, "t", 1)
+	good := recordBatch([]byte("a"))
+	bad := recordBatch([]byte("b"))
+	bad[len(bad)-1] ^= 0xff // CRC mismatch
+	for _, c := range []struct {
+		name    string
+		records []byte
+	}{
+		{"good then corrupt", append(append([]byte{}, good...), bad...)},
+		{"two good", append(append([]byte{}, good...), good...)},
+	} {
+		if p := produceRaw(t, cl, "t", c.records); p.ErrorCode != kerr.InvalidRecord.Code {
+			t.Errorf("%s: error %d, want %d (INVALID_RECORD)", c.name, p.ErrorCode, kerr.InvalidRecord.Code)
+		}
+	}
+	if p := produceRaw(t, cl, "t", good); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Errorf("the next batch: error %d at offset %d, want 0 at 0: refused batches were appended", p.ErrorCode, p.BaseOffset)
+	}
+}
