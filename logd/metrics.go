@@ -24,6 +24,7 @@ type metrics struct {
 	badFrames       atomic.Uint64
 	slowRequests    atomic.Uint64
 	produceErrors   atomic.Uint64
+	acksZeroHangUps atomic.Uint64 // connections closed on a failed acks=0 produce
 	producedBytes   atomic.Uint64
 	fetchedBytes    atomic.Uint64
 	fetchZeroCopy   atomic.Uint64 // of fetchedBytes, those sent from files (sendfile)

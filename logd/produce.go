@@ -17,7 +17,9 @@ import (
 // answered only once the batches are durable under the store's fsync
 // policy (group commit: concurrent producers share fsyncs): produce
 // leaves that wait in cl.durable, for the connection's writer; acks=1
-// is answered once written; acks=0 gets no response at all, as in Kafka.
+// is answered once written; acks=0 gets no response at all, as in Kafka,
+// and when a partition of it fails the connection is closed, as by Kafka,
+// so that the producer notices.
 func (s *Server) produce(cl *client, req *kmsg.ProduceRequest) kmsg.Response {
 	resp := kmsg.NewPtrProduceResponse()
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
@@ -32,6 +34,7 @@ func (s *Server) produce(cl *client, req *kmsg.ProduceRequest) kmsg.Response {
 		return resp
 	}
 	var waits []durablePartition
+	failed := 0
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
@@ -51,6 +54,7 @@ func (s *Server) produce(cl *client, req *kmsg.ProduceRequest) kmsg.Response {
 			rp.ErrorCode = errorCode(err)
 			if err != nil {
 				s.metrics.produceErrors.Add(1)
+				failed++
 				msg := err.Error()
 				rp.ErrorMessage = &msg
 			}
@@ -62,6 +66,13 @@ func (s *Server) produce(cl *client, req *kmsg.ProduceRequest) kmsg.Response {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if req.Acks == 0 {
+		if failed > 0 {
+			// No answer can say so: as Kafka does, the connection is
+			// closed, so that the producer notices.
+			s.metrics.acksZeroHangUps.Add(1)
+			s.warn(&s.warnings.acksZeroFailed, "logd: closing connection: an acks=0 produce failed", "client", cl.id, "host", cl.host, "partitions", failed)
+			cl.hangUp = true
+		}
 		return nil
 	}
 	if len(waits) > 0 {

@@ -170,3 +170,39 @@ func TestMaxTopics(t *testing.T) {
 	}
 	produceN(t, cl, "t1", "still", 3)
 }
+
+// TestAcksZeroFailureClosesConnection: an acks=0 produce gets no answer,
+// so when a partition of it fails the connection is closed, as Kafka
+// does, for the producer to notice (it was once dropped silently and
+// the connection served on); one that succeeds leaves it open.
+func TestAcksZeroFailureClosesConnection(t *testing.T) {
+	ts := startServer(t, t.TempDir(), func(c *Config) { c.DisableAutoCreateTopics = true })
+	createTopic(t, newClient(t, ts.addr), "t", 1)
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("acks0"))
+	for _, c := range []struct {
+		topic  string
+		closed bool
+	}{{"t", false}, {"no-such-topic", true}} {
+		conn := dial(t, ts.addr)
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(7)
+		req.Acks, req.TimeoutMillis = 0, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = c.topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = 0, recordBatch([]byte("v"))
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		av := kmsg.NewPtrApiVersionsRequest()
+		av.SetVersion(0)
+		if _, err := conn.Write(append(f.AppendRequest(nil, req, 1), f.AppendRequest(nil, av, 2)...)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readFrame(conn); (err != nil) != c.closed {
+			t.Errorf("acks=0 produce to %s, then ApiVersions: answer error %v, want the connection closed: %v", c.topic, err, c.closed)
+		}
+	}
+	if n := ts.metrics.acksZeroHangUps.Load(); n != 1 {
+		t.Errorf("acksZeroHangUps = %d, want 1", n)
+	}
+}
