@@ -15,7 +15,8 @@ import (
 // bounded by the request's partition and response byte limits (always at
 // least one batch, so a batch larger than the limits still gets through),
 // and long-polls: while fewer than MinBytes are ready it waits for
-// appends, up to MaxWait. Fetch sessions (KIP-227) are not kept: every
+// appends, up to MaxWait, unless a partition has an error, which is
+// answered at once (as Kafka's ReplicaManager does). Fetch sessions (KIP-227) are not kept: every
 // answer is a full one with session id 0, which clients accept.
 func (s *Server) fetch(cl *client, req *kmsg.FetchRequest) kmsg.Response {
 	// Long-poll timing is real time, whatever clock the store is given.
@@ -27,9 +28,9 @@ func (s *Server) fetch(cl *client, req *kmsg.FetchRequest) kmsg.Response {
 		// Take the wake-up channels before reading, so that an advance
 		// between the read and the wait is not missed.
 		woken := s.updates(req)
-		resp, n := s.fetchOnce(cl, req)
+		resp, n, failed := s.fetchOnce(cl, req)
 		wait := time.Until(deadline)
-		if n >= int(req.MinBytes) || n > 0 && req.MinBytes <= 0 || wait <= 0 {
+		if n >= int(req.MinBytes) || n > 0 && req.MinBytes <= 0 || failed || wait <= 0 {
 			return resp
 		}
 		t := time.NewTimer(wait)
@@ -60,14 +61,14 @@ func (s *Server) updates(req *kmsg.FetchRequest) []reflect.SelectCase {
 
 // fetchOnce builds a fetch response from what is in the logs now, read
 // into the connection's buffer, and returns it with the number of record
-// bytes it carries. When the connection can send from files
+// bytes it carries and whether a partition has an error. When the connection can send from files
 // (cl.zeroCopy), checked record sets are not read: they are left in
 // cl.regions for the writer to send from the segment files.
-func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int) {
+func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, n int, failed bool) {
 	buf := cl.fetch[:0]
 	defer func() { cl.fetch = buf }() // its length: what this fetch used
 	cl.closeRegions()                 // those of an earlier pass of a long poll
-	resp := kmsg.NewPtrFetchResponse()
+	resp = kmsg.NewPtrFetchResponse()
 	budget := s.cfg.MaxFetchBytes
 	if req.MaxBytes > 0 {
 		budget = min(budget, int(req.MaxBytes))
@@ -118,6 +119,7 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (*kmsg.FetchRespo
 				s.metrics.fetchOutOfRange.Add(1)
 			}
 			rp.ErrorCode = errorCode(err)
+			failed = failed || err != nil
 			if rp.RecordBatches == nil {
 				rp.RecordBatches = []byte{} // an empty set, not null: librdkafka rejects size -1
 			}
@@ -128,7 +130,7 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (*kmsg.FetchRespo
 		resp.Topics = append(resp.Topics, rt)
 	}
 	s.metrics.fetchedBytes.Add(uint64(total))
-	return resp, total
+	return resp, total, failed
 }
 
 // setRegion records r as the record set of the i-th partition of the

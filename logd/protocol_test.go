@@ -206,3 +206,37 @@ func TestAcksZeroFailureClosesConnection(t *testing.T) {
 		t.Errorf("acksZeroHangUps = %d, want 1", n)
 	}
 }
+
+// TestFetchErrorAnsweredAtOnce: a Fetch with a partition in error
+// (OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION) is answered at once,
+// as Kafka's ReplicaManager does, not after MaxWait (30 s here; the
+// bound, 10 s, only tells at once from MaxWait).
+func TestFetchErrorAnsweredAtOnce(t *testing.T) {
+	ts := startServer(t, t.TempDir(), func(c *Config) { c.DisableAutoCreateTopics = true })
+	cl := newClient(t, ts.addr)
+	createTopic(t, cl, "t", 1)
+	for _, c := range []struct {
+		topic  string
+		offset int64
+		want   int16
+	}{{"t", 1000, kerr.OffsetOutOfRange.Code}, {"missing", 0, kerr.UnknownTopicOrPartition.Code}} {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(11)
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 30000, 1, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = c.topic
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, c.offset, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := req.RequestWith(ctx, cl)
+		cancel()
+		if err != nil {
+			t.Fatalf("fetch of %s at %d: no answer within 10 s (MaxWait 30 s): %v", c.topic, c.offset, err)
+		}
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != c.want {
+			t.Errorf("fetch of %s at %d: error %d, want %d", c.topic, c.offset, code, c.want)
+		}
+	}
+}
