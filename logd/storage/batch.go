@@ -93,7 +93,7 @@ func decodeHeader(b []byte, h *kmsg.RecordBatch) error {
 
 // checkProduced validates a batch as a producer sent it, beyond what
 // decodeHeader checks: at least one record, offsets deltas 0..n-1, a
-// known codec, not transactional, and that its records section is
+// known codec, not transactional, a sequence ≥ 0 with a producer ID, and that its records section is
 // exactly NumRecords well-formed records (decompressed as a stream, at
 // most maxDecompressed bytes, for a compressed batch), as Kafka's
 // LogValidator reads every record.
@@ -113,6 +113,8 @@ func checkProduced(b []byte, h *kmsg.RecordBatch, maxBytes int) error {
 		return errTxn
 	case h.Attributes&attrCodecMask > codecZstd:
 		return errCodec
+	case h.ProducerID >= 0 && h.FirstSequence < 0:
+		return errSequence
 	}
 	if h.Attributes&attrCodecMask == codecNone {
 		return validateRecords(h.Records, h.NumRecords)

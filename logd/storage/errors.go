@@ -81,6 +81,7 @@ var (
 	errNoRecords    = &BatchError{ErrInvalidBatch, "no records"}
 	errTxn          = &BatchError{ErrInvalidBatch, "transactional and control batches are not supported"}
 	errCodec        = &BatchError{ErrInvalidBatch, "unknown compression codec"}
+	errSequence     = &BatchError{ErrInvalidBatch, "negative base sequence with a producer ID"}
 	errTooLarge     = &BatchError{ErrBatchTooLarge, "over MaxBatchBytes"}
 )
 

@@ -218,6 +218,8 @@ func TestAppendRejects(t *testing.T) {
 		{"no records", makeBatchRaw(t, 0), ErrInvalidBatch},
 		{"transactional", mod(func(b []byte) []byte { b[batchCRCStart+1] |= attrTransactional; return reCRC(b) }), ErrInvalidBatch},
 		{"codec", mod(func(b []byte) []byte { b[batchCRCStart+1] |= 7; return reCRC(b) }), ErrInvalidBatch},
+		// Kafka's LogValidator.validateBatch: "Invalid sequence number".
+		{"negative sequence", makeBatch(t, batchSpec{pid: 7, epoch: 0, firstSeq: -1, recs: []rec{{value: []byte("v")}}}), ErrInvalidBatch},
 		{"too large", simpleBatch(t, string(make([]byte, 1<<20)), 1, 0), ErrBatchTooLarge},
 	}
 	for _, c := range cases {
