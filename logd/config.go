@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/brokerless/brokerless/logd/auth"
+	"github.com/brokerless/brokerless/logd/groups"
 	"github.com/brokerless/brokerless/logd/storage"
 	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
@@ -18,6 +19,7 @@ const (
 	DefaultFetchMaxWait      = 500 * time.Millisecond
 	DefaultIdleTimeout       = 10 * time.Minute
 	DefaultMaxFetchBytes     = 50 << 20
+	DefaultMaxFetchFiles     = 256
 	DefaultMinSessionTimeout = 6 * time.Second
 	DefaultMaxSessionTimeout = 30 * time.Minute
 	DefaultMaxTopics         = 10000
@@ -73,6 +75,18 @@ type Config struct {
 	MaxConnectionsPerIP int
 	// MaxFetchBytes bounds one Fetch response. Default 50 MiB.
 	MaxFetchBytes int
+	// MaxGroupBytes bounds the consumer-group metadata held in memory:
+	// the JoinGroup protocol metadata and SyncGroup assignments of all
+	// members (each up to 1 MiB, kept up to the member's session
+	// timeout). A join or sync past it is refused with
+	// COORDINATOR_NOT_AVAILABLE, which clients retry. At least 1 MiB.
+	// Default 64 MiB.
+	MaxGroupBytes int
+	// MaxFetchFiles bounds the segment file descriptors held by Fetch
+	// answers not yet written (each record set sent with sendfile holds
+	// one until written, a connection at most 16); past it record sets
+	// are copied instead. Default 256.
+	MaxFetchFiles int
 	// IdleTimeout closes connections that send nothing between requests
 	// for this long. Default 10 min (Kafka's connections.max.idle.ms). A
 	// new connection must instead send its first request whole within
@@ -115,6 +129,8 @@ func (c *Config) setDefaults() {
 	setDefault(&c.MaxConnections, DefaultMaxConnections)
 	setDefault(&c.MaxConnectionsPerIP, max(c.MaxConnections/4, 1))
 	setDefault(&c.MaxFetchBytes, DefaultMaxFetchBytes)
+	setDefault(&c.MaxFetchFiles, DefaultMaxFetchFiles)
+	setDefault(&c.MaxGroupBytes, groups.DefaultMaxRetainedBytes)
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.MinSessionTimeout, DefaultMinSessionTimeout)
 	setDefault(&c.MaxSessionTimeout, DefaultMaxSessionTimeout)
@@ -160,6 +176,10 @@ func (c *Config) validate() error {
 		return bad("MaxConnectionsPerIP", c.MaxConnectionsPerIP, "must be ≥ 1")
 	case c.MaxFetchBytes < 1:
 		return bad("MaxFetchBytes", c.MaxFetchBytes, "must be ≥ 1")
+	case c.MaxGroupBytes < groups.DefaultMaxMemberBytes:
+		return bad("MaxGroupBytes", c.MaxGroupBytes, fmt.Sprintf("must be ≥ %d", groups.DefaultMaxMemberBytes))
+	case c.MaxFetchFiles < 1:
+		return bad("MaxFetchFiles", c.MaxFetchFiles, "must be ≥ 1")
 	case c.IdleTimeout <= 0:
 		return bad("IdleTimeout", c.IdleTimeout, "must be > 0")
 	case c.MinSessionTimeout <= 0:

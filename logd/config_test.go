@@ -26,6 +26,8 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.RequestTimeout = -time.Second }, "logd: bad config: RequestTimeout -1s: must be > 0"},
 		{func(c *Config) { c.MaxConnections = -1 }, "logd: bad config: MaxConnections -1: must be ≥ 1"},
 		{func(c *Config) { c.MaxConnectionsPerIP = -1 }, "logd: bad config: MaxConnectionsPerIP -1: must be ≥ 1"},
+		{func(c *Config) { c.MaxGroupBytes = 1 }, "logd: bad config: MaxGroupBytes 1: must be ≥ 1048576"},
+		{func(c *Config) { c.MaxFetchFiles = -1 }, "logd: bad config: MaxFetchFiles -1: must be ≥ 1"},
 		{func(c *Config) { c.IdleTimeout = -time.Second }, "logd: bad config: IdleTimeout -1s: must be > 0"},
 		{func(c *Config) { c.WarnLogGap = -time.Second }, "logd: bad config: WarnLogGap -1s: must be > 0"},
 		{func(c *Config) { c.MaxTopics = -1 }, "logd: bad config: MaxTopics -1: must be ≥ 1"},

@@ -28,6 +28,7 @@ type client struct {
 	// partition of its response in order (File nil: read into fetch).
 	zeroCopy bool
 	regions  []storage.Region
+	files    *fetchFiles // the descriptors regions and unwritten answers hold
 	// auth is the connection's authentication state, nil when the
 	// server requires none; hangUp closes the connection once the
 	// current request is answered (or at once if it has no answer).
@@ -100,7 +101,7 @@ func (s *Server) serveConn(nc net.Conn, ip string, accepted time.Time) {
 		nc:         nc,
 		r:          bufio.NewReaderSize(nc, connReadBuffer),
 		log:        s.cfg.Logger.With("remote", nc.RemoteAddr().String()),
-		cl:         client{host: ip},
+		cl:         client{host: ip, files: &fetchFiles{all: &s.fetchFiles, limit: int64(s.cfg.MaxFetchFiles)}},
 		accepted:   accepted,
 		replies:    make(chan reply, connPipeline),
 		writerDone: make(chan struct{}),
@@ -279,6 +280,7 @@ func (cn *conn) answer(req *request) error {
 			// writes them from the fetch buffer (which it gives back
 			// once written) or sends them from the segment files.
 			r.out, r.holes = appendFetchResponse(out, req.correlation, f, cn.cl.regions, nil)
+			r.files = cn.cl.files
 			cn.cl.regions = cn.cl.regions[:0]
 			if cn.cl.fetch != nil {
 				cn.fetchSize = sizeOf(len(cn.cl.fetch))
@@ -314,6 +316,7 @@ type reply struct {
 	barrier chan struct{}
 	holes   []hole
 	fetch   []byte
+	files   *fetchFiles // counts the descriptors of holes
 }
 
 // release gives back what r holds: its buffers and files.
@@ -324,10 +327,15 @@ func (r *reply) release(bufs *bufPool) {
 	if r.fetch != nil {
 		bufs.put(r.fetch)
 	}
+	n := 0
 	for _, h := range r.holes {
 		if h.file.File != nil {
 			h.file.File.Close()
+			n++
 		}
+	}
+	if n > 0 {
+		r.files.put(n)
 	}
 	*r = reply{}
 }

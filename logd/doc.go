@@ -26,7 +26,10 @@
 // with sendfile(2), as Kafka serves fetches (Linux, plain TCP; a batch
 // is checked the first time it is read, so a batch that fails its check
 // is never sent); the rest are written from the buffer they were read
-// into. Connections are bounded in all (MaxConnections) and per client
+// into. An answer holds a descriptor per file-sent record set until
+// written: at most 16 per connection and Config.MaxFetchFiles in all,
+// past which record sets are copied (counted). A partition named twice
+// in a Fetch is answered once, as by Kafka. Connections are bounded in all (MaxConnections) and per client
 // address (MaxConnectionsPerIP); a new connection must send its first
 // request within RequestTimeout, and an idle one is closed after
 // IdleTimeout. /healthz answers 503 with the reasons while clients are

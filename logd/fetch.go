@@ -10,22 +10,27 @@ import (
 	"github.com/brokerless/brokerless/logd/storage"
 )
 
-// fetch reads whole record batches from each partition asked for,
+// fetch reads whole record batches from each partition asked for (a
+// partition named twice is answered once, as by Kafka),
 // bounded by the request's partition and response byte limits (always at
 // least one batch, so a batch larger than the limits still gets through),
 // and long-polls: while fewer than MinBytes are ready it waits for
-// appends, up to MaxWait. Fetch sessions (KIP-227) are not kept: every
+// appends, up to MaxWait, unless a partition has an error, which is
+// answered at once (as Kafka's ReplicaManager does). Fetch sessions (KIP-227) are not kept: every
 // answer is a full one with session id 0, which clients accept.
 func (s *Server) fetch(cl *client, req *kmsg.FetchRequest) kmsg.Response {
 	// Long-poll timing is real time, whatever clock the store is given.
 	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	if n := foldFetchPartitions(req); n > 0 {
+		s.metrics.fetchRepeated.Add(uint64(n))
+	}
 	for {
 		// Take the wake-up channels before reading, so that an advance
 		// between the read and the wait is not missed.
 		woken := s.updates(req)
-		resp, n := s.fetchOnce(cl, req)
+		resp, n, failed := s.fetchOnce(cl, req)
 		wait := time.Until(deadline)
-		if n >= int(req.MinBytes) || n > 0 && req.MinBytes <= 0 || wait <= 0 {
+		if n >= int(req.MinBytes) || n > 0 && req.MinBytes <= 0 || failed || wait <= 0 {
 			return resp
 		}
 		t := time.NewTimer(wait)
@@ -56,14 +61,14 @@ func (s *Server) updates(req *kmsg.FetchRequest) []reflect.SelectCase {
 
 // fetchOnce builds a fetch response from what is in the logs now, read
 // into the connection's buffer, and returns it with the number of record
-// bytes it carries. When the connection can send from files
+// bytes it carries and whether a partition has an error. When the connection can send from files
 // (cl.zeroCopy), checked record sets are not read: they are left in
 // cl.regions for the writer to send from the segment files.
-func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int) {
+func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, n int, failed bool) {
 	buf := cl.fetch[:0]
 	defer func() { cl.fetch = buf }() // its length: what this fetch used
 	cl.closeRegions()                 // those of an earlier pass of a long poll
-	resp := kmsg.NewPtrFetchResponse()
+	resp = kmsg.NewPtrFetchResponse()
 	budget := s.cfg.MaxFetchBytes
 	if req.MaxBytes > 0 {
 		budget = min(budget, int(req.MaxBytes))
@@ -88,9 +93,16 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (*kmsg.FetchRespo
 				if limit > 0 && p.FetchOffset < rp.HighWatermark {
 					start := len(buf)
 					var r storage.Region
-					if cl.zeroCopy {
+					switch {
+					case !cl.zeroCopy:
+						buf, err = log.ReadAppend(buf, p.FetchOffset, limit)
+					case cl.files.take():
 						buf, r, err = log.ReadRegion(buf, p.FetchOffset, limit)
-					} else {
+						if r.File == nil {
+							cl.files.put(1)
+						}
+					default:
+						s.metrics.fetchFilesRefused.Add(1)
 						buf, err = log.ReadAppend(buf, p.FetchOffset, limit)
 					}
 					if r.File != nil {
@@ -107,6 +119,7 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (*kmsg.FetchRespo
 				s.metrics.fetchOutOfRange.Add(1)
 			}
 			rp.ErrorCode = errorCode(err)
+			failed = failed || err != nil
 			if rp.RecordBatches == nil {
 				rp.RecordBatches = []byte{} // an empty set, not null: librdkafka rejects size -1
 			}
@@ -117,7 +130,7 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (*kmsg.FetchRespo
 		resp.Topics = append(resp.Topics, rt)
 	}
 	s.metrics.fetchedBytes.Add(uint64(total))
-	return resp, total
+	return resp, total, failed
 }
 
 // setRegion records r as the record set of the i-th partition of the
@@ -131,14 +144,13 @@ func (cl *client) setRegion(i int, r storage.Region) {
 
 // closeRegions closes the files of cl.regions and forgets them.
 func (cl *client) closeRegions() {
-	closeRegions(cl.regions)
-	cl.regions = cl.regions[:0]
-}
-
-func closeRegions(rs []storage.Region) {
-	for _, r := range rs {
+	n := 0
+	for _, r := range cl.regions {
 		if r.File != nil {
 			r.File.Close()
+			n++
 		}
 	}
+	cl.files.put(n)
+	cl.regions = cl.regions[:0]
 }

@@ -59,7 +59,10 @@ func (s *Server) writeMetrics(w io.Writer) {
 	p.counter("logd_produced_bytes_total", "Record batch bytes appended.", m.producedBytes.Load())
 	p.counter("logd_fetched_bytes_total", "Record batch bytes served to fetchers.", m.fetchedBytes.Load())
 	p.counter("logd_fetch_zero_copy_bytes_total", "Of the record batch bytes served, those sent from the segment files without a copy (sendfile).", m.fetchZeroCopy.Load())
+	p.counter("logd_produce_acks0_closed_total", "Connections closed because an acks=0 produce, which gets no answer, failed (as Kafka does).", m.acksZeroHangUps.Load())
 	p.counter("logd_fetch_out_of_range_total", "Fetches for offsets outside the log.", m.fetchOutOfRange.Load())
+	p.counter("logd_fetch_repeated_partitions_total", "Partitions named again in the same Fetch, answered once.", m.fetchRepeated.Load())
+	p.counter("logd_fetch_files_refused_total", "Record sets copied instead of sent from the segment file, their connection (16) or the server (MaxFetchFiles) holding too many descriptors for unwritten answers.", m.fetchFilesRefused.Load())
 	p.counter("logd_log_truncations_total", "Torn or corrupt log tails cut by recovery.", m.truncations.Load())
 	p.counter("logd_topics_refused_total", "Topic creations refused: MaxTopics reached.", m.topicsRefused.Load())
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"os"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestIdempotentRetryAfterLostAck: the connection is cut after logd
@@ -264,4 +267,35 @@ func readKafkaFrame(r io.Reader) ([]byte, error) {
 	copy(frame, size[:])
 	_, err := io.ReadFull(r, frame[4:])
 	return frame, err
+}
+
+// TestProduceRefusesNegativeSequence: a batch with a producer ID and a
+// negative base sequence is refused with INVALID_RECORD, as Kafka's
+// LogValidator does. It was once stored with sequence -1 remembered, and
+// the producer's next, different batch with the same header was answered
+// as a duplicate: success, its records dropped.
+func TestProduceRefusesNegativeSequence(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	cl := newClient(t, ts.addr)
+	createTopic(t, cl, "t", 1)
+	for i := range 2 {
+		b := kmsg.RecordBatch{
+			Magic: 2, FirstTimestamp: int64(i), MaxTimestamp: int64(i),
+			ProducerID: 7, ProducerEpoch: 0, FirstSequence: -1,
+			NumRecords: 1, Records: rawRecord(fmt.Sprint(i)),
+		}
+		b.Length = int32(61 - 12 + len(b.Records))
+		raw := b.AppendTo(nil)
+		binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+		if p := produceRaw(t, cl, "t", raw); p.ErrorCode != kerr.InvalidRecord.Code {
+			t.Errorf("batch %d of producer 7 with base sequence -1: error %d at offset %d, want %d (INVALID_RECORD)", i, p.ErrorCode, p.BaseOffset, kerr.InvalidRecord.Code)
+		}
+	}
+}
+
+// rawRecord encodes one uncompressed record with value v.
+func rawRecord(v string) []byte {
+	r := kmsg.Record{Value: []byte(v)}
+	body := r.AppendTo(nil)[1:] // AppendTo writes Length (0, one byte) first
+	return append(binary.AppendVarint(nil, int64(len(body))), body...)
 }

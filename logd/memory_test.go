@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -160,5 +162,59 @@ func TestFetchBufferFollowsUse(t *testing.T) {
 	t.Logf("%d empty fetches after a %d KiB one allocated %d KiB", empty, records*len(value)>>10, allocated>>10)
 	if allocated > 4<<20 {
 		t.Fatalf("%d empty fetches allocated %d MiB: each still takes a buffer as large as the big fetch's", empty, allocated>>20)
+	}
+}
+
+// TestGroupMetadataBounded: JoinGroup protocol metadata (up to 1 MiB a
+// member, kept up to the session timeout) is held within MaxGroupBytes
+// over all groups; joins past it are refused with
+// COORDINATOR_NOT_AVAILABLE. One connection's 256 joins once held
+// 260 MiB on a server whose request memory is bounded at 4 MiB.
+func TestGroupMetadataBounded(t *testing.T) {
+	ts := startServer(t, t.TempDir(), func(c *Config) {
+		c.MaxRequestBytes = 2 << 20
+		c.MaxInFlightRequestBytes = 4 << 20
+		c.MaxGroupBytes = 8 << 20
+	})
+	c := dial(t, ts.addr)
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("joiner"))
+	meta := make([]byte, 1<<20-64)
+	joined, refused := 0, 0
+	for i := range 16 {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.SetVersion(1)
+		req.Group = fmt.Sprintf("g%d", i)
+		req.SessionTimeoutMillis = 30 * 60 * 1000
+		req.RebalanceTimeoutMillis = 60000
+		req.ProtocolType = "consumer"
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name, p.Metadata = "x", meta
+		req.Protocols = append(req.Protocols, p)
+		if _, err := c.Write(f.AppendRequest(nil, req, int32(i))); err != nil {
+			t.Fatal(err)
+		}
+		frame, err := readFrame(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := kmsg.NewPtrJoinGroupResponse()
+		resp.SetVersion(1)
+		if err := resp.ReadFrom(frame[4:]); err != nil {
+			t.Fatal(err)
+		}
+		switch resp.ErrorCode {
+		case 0:
+			joined++
+		case kerr.CoordinatorNotAvailable.Code:
+			refused++
+		default:
+			t.Fatalf("join %d: error %d", i, resp.ErrorCode)
+		}
+	}
+	if joined != 8 || refused != 8 {
+		t.Errorf("%d joins of 1 MiB taken, %d refused; want 8 and 8 (MaxGroupBytes 8 MiB)", joined, refused)
+	}
+	if st := ts.groups.Stats(); st.OverBudget != uint64(refused) {
+		t.Errorf("OverBudget %d, want %d", st.OverBudget, refused)
 	}
 }

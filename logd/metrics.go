@@ -24,12 +24,18 @@ type metrics struct {
 	badFrames       atomic.Uint64
 	slowRequests    atomic.Uint64
 	produceErrors   atomic.Uint64
+	acksZeroHangUps atomic.Uint64 // connections closed on a failed acks=0 produce
 	producedBytes   atomic.Uint64
 	fetchedBytes    atomic.Uint64
 	fetchZeroCopy   atomic.Uint64 // of fetchedBytes, those sent from files (sendfile)
 	fetchOutOfRange atomic.Uint64
-	truncations     atomic.Uint64
-	topicsRefused   atomic.Uint64
+	// fetchRepeated counts partition mentions folded into an earlier
+	// one of the same Fetch; fetchFilesRefused, record sets copied
+	// because their answer would have held too many descriptors.
+	fetchRepeated     atomic.Uint64
+	fetchFilesRefused atomic.Uint64
+	truncations       atomic.Uint64
+	topicsRefused     atomic.Uint64
 
 	mu       sync.Mutex
 	requests map[int16]*apiStats

@@ -12,11 +12,14 @@ import (
 	"github.com/brokerless/brokerless/logd/storage"
 )
 
-// produce appends each partition's record batches. acks=-1 (all) is
+// produce appends each partition's record batch (one per partition, as
+// Kafka requires). acks=-1 (all) is
 // answered only once the batches are durable under the store's fsync
 // policy (group commit: concurrent producers share fsyncs): produce
 // leaves that wait in cl.durable, for the connection's writer; acks=1
-// is answered once written; acks=0 gets no response at all, as in Kafka.
+// is answered once written; acks=0 gets no response at all, as in Kafka,
+// and when a partition of it fails the connection is closed, as by Kafka,
+// so that the producer notices.
 func (s *Server) produce(cl *client, req *kmsg.ProduceRequest) kmsg.Response {
 	resp := kmsg.NewPtrProduceResponse()
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
@@ -31,6 +34,7 @@ func (s *Server) produce(cl *client, req *kmsg.ProduceRequest) kmsg.Response {
 		return resp
 	}
 	var waits []durablePartition
+	failed := 0
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
@@ -44,12 +48,13 @@ func (s *Server) produce(cl *client, req *kmsg.ProduceRequest) kmsg.Response {
 			log, err := s.store.Partition(t.Topic, p.Partition)
 			var last int64
 			if err == nil {
-				rp.BaseOffset, last, err = s.appendBatches(log, p.Records)
+				rp.BaseOffset, last, err = s.appendBatch(log, p.Records)
 				rp.LogStartOffset = log.StartOffset()
 			}
 			rp.ErrorCode = errorCode(err)
 			if err != nil {
 				s.metrics.produceErrors.Add(1)
+				failed++
 				msg := err.Error()
 				rp.ErrorMessage = &msg
 			}
@@ -61,6 +66,13 @@ func (s *Server) produce(cl *client, req *kmsg.ProduceRequest) kmsg.Response {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if req.Acks == 0 {
+		if failed > 0 {
+			// No answer can say so: as Kafka does, the connection is
+			// closed, so that the producer notices.
+			s.metrics.acksZeroHangUps.Add(1)
+			s.warn(&s.warnings.acksZeroFailed, "logd: closing connection: an acks=0 produce failed", "client", cl.id, "host", cl.host, "partitions", failed)
+			cl.hangUp = true
+		}
 		return nil
 	}
 	if len(waits) > 0 {
@@ -103,34 +115,32 @@ func (w *durableWait) finish(ctx context.Context) {
 	}
 }
 
-// appendBatches appends every record batch in records (a producer sends
-// one per partition, but the format allows several) and returns the
-// first batch's base offset and the last offset written.
-func (s *Server) appendBatches(log *storage.Log, records []byte) (base, last int64, err error) {
-	base = -1
-	for len(records) > 0 {
-		if len(records) < 12 {
-			return base, last, storage.ErrCorruptBatch
-		}
-		n := 12 + int(binary.BigEndian.Uint32(records[8:12]))
-		if n < 12 || n > len(records) {
-			return base, last, storage.ErrCorruptBatch
-		}
-		res, err := log.Append(records[:n])
-		if err != nil {
-			return base, last, err
-		}
-		if base < 0 {
-			base = res.BaseOffset
-		}
-		last = res.LastOffset
-		s.metrics.producedBytes.Add(uint64(n))
-		records = records[n:]
+// errNotOneBatch refuses a partition's records that are not exactly one
+// batch: Kafka allows one RecordBatch v2 per partition in a Produce
+// (v3 and later; ProduceRequest.validateRecords, INVALID_RECORD), so a
+// request is never answered with an error after some of its batches
+// were appended.
+var errNotOneBatch = &storage.BatchError{Kind: storage.ErrInvalidBatch, Reason: "a produce carries exactly one record batch per partition"}
+
+// appendBatch appends a partition's records, one record batch, and
+// returns its base and last offsets.
+func (s *Server) appendBatch(log *storage.Log, records []byte) (base, last int64, err error) {
+	if len(records) < 12 {
+		return -1, 0, storage.ErrCorruptBatch
 	}
-	if base < 0 {
-		return base, last, storage.ErrCorruptBatch
+	n := 12 + int64(int32(binary.BigEndian.Uint32(records[8:12])))
+	switch {
+	case n < 12 || n > int64(len(records)):
+		return -1, 0, storage.ErrCorruptBatch
+	case n < int64(len(records)):
+		return -1, 0, errNotOneBatch
 	}
-	return base, last, nil
+	res, err := log.Append(records)
+	if err != nil {
+		return -1, 0, err
+	}
+	s.metrics.producedBytes.Add(uint64(n))
+	return res.BaseOffset, res.LastOffset, nil
 }
 
 func produceError(partition int32, code int16) kmsg.ProduceResponseTopicPartition {

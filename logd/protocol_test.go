@@ -170,3 +170,73 @@ func TestMaxTopics(t *testing.T) {
 	}
 	produceN(t, cl, "t1", "still", 3)
 }
+
+// TestAcksZeroFailureClosesConnection: an acks=0 produce gets no answer,
+// so when a partition of it fails the connection is closed, as Kafka
+// does, for the producer to notice (it was once dropped silently and
+// the connection served on); one that succeeds leaves it open.
+func TestAcksZeroFailureClosesConnection(t *testing.T) {
+	ts := startServer(t, t.TempDir(), func(c *Config) { c.DisableAutoCreateTopics = true })
+	createTopic(t, newClient(t, ts.addr), "t", 1)
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("acks0"))
+	for _, c := range []struct {
+		topic  string
+		closed bool
+	}{{"t", false}, {"no-such-topic", true}} {
+		conn := dial(t, ts.addr)
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(7)
+		req.Acks, req.TimeoutMillis = 0, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = c.topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = 0, recordBatch([]byte("v"))
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		av := kmsg.NewPtrApiVersionsRequest()
+		av.SetVersion(0)
+		if _, err := conn.Write(append(f.AppendRequest(nil, req, 1), f.AppendRequest(nil, av, 2)...)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readFrame(conn); (err != nil) != c.closed {
+			t.Errorf("acks=0 produce to %s, then ApiVersions: answer error %v, want the connection closed: %v", c.topic, err, c.closed)
+		}
+	}
+	if n := ts.metrics.acksZeroHangUps.Load(); n != 1 {
+		t.Errorf("acksZeroHangUps = %d, want 1", n)
+	}
+}
+
+// TestFetchErrorAnsweredAtOnce: a Fetch with a partition in error
+// (OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION) is answered at once,
+// as Kafka's ReplicaManager does, not after MaxWait (30 s here; the
+// bound, 10 s, only tells at once from MaxWait).
+func TestFetchErrorAnsweredAtOnce(t *testing.T) {
+	ts := startServer(t, t.TempDir(), func(c *Config) { c.DisableAutoCreateTopics = true })
+	cl := newClient(t, ts.addr)
+	createTopic(t, cl, "t", 1)
+	for _, c := range []struct {
+		topic  string
+		offset int64
+		want   int16
+	}{{"t", 1000, kerr.OffsetOutOfRange.Code}, {"missing", 0, kerr.UnknownTopicOrPartition.Code}} {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(11)
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 30000, 1, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = c.topic
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, c.offset, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := req.RequestWith(ctx, cl)
+		cancel()
+		if err != nil {
+			t.Fatalf("fetch of %s at %d: no answer within 10 s (MaxWait 30 s): %v", c.topic, c.offset, err)
+		}
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != c.want {
+			t.Errorf("fetch of %s at %d: error %d, want %d", c.topic, c.offset, code, c.want)
+		}
+	}
+}

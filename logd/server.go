@@ -35,6 +35,8 @@ type Server struct {
 	// from memory, as on a socket that cannot send from files (tests
 	// compare the two ways).
 	noZeroCopy atomic.Bool
+	// fetchFiles counts the segment descriptors Fetch answers hold.
+	fetchFiles atomic.Int64
 
 	lock *dirLock // on the data directory, until Close
 
@@ -107,6 +109,7 @@ func (s *Server) open() error {
 		PartitionExists:   s.partitionExists,
 		MinSessionTimeout: cfg.MinSessionTimeout,
 		MaxSessionTimeout: cfg.MaxSessionTimeout,
+		MaxRetainedBytes:  cfg.MaxGroupBytes,
 		Now:               cfg.Now,
 		Logger:            cfg.Logger,
 	})

@@ -41,6 +41,8 @@ type connWarnings struct {
 	// authFailed: refused SASL exchanges; unauthenticated: requests
 	// before authentication.
 	authFailed, unauthenticated warnLimiter
+	// acksZeroFailed: connections closed on a failed acks=0 produce.
+	acksZeroFailed warnLimiter
 }
 
 // warn logs through one of s.warnings' limiters.

@@ -3,6 +3,7 @@ package logd
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/brokerless/brokerless/logd/storage"
@@ -224,5 +226,117 @@ func TestZeroCopyFetchMatchesCopy(t *testing.T) {
 		if !bytes.Equal(zc[i], copied[i]) {
 			t.Fatalf("response %d differs:\nsendfile %x\n    copy %x", i, zc[i], copied[i])
 		}
+	}
+}
+
+// fetchPartitions is a Fetch v11 of the given partitions of topic, each from
+// the offset given, that waits for nothing.
+func fetchPartitions(topic string, offsets map[int32]int64, order []int32) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(11)
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 0, 1, 1<<30
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	for _, p := range order {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, offsets[p], 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// TestFetchRepeatedPartitionAnsweredOnce: a partition named several
+// times in one Fetch is answered once, where it first appears, from the
+// offset of its last mention (Kafka keys the request by partition); a
+// 100 KB request naming one partition 5000 times once got 5000 copies
+// of its records.
+func TestFetchRepeatedPartitionAnsweredOnce(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	cl := newClient(t, ts.addr, kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "t", 2)
+	for i := range 3 {
+		for p := range int32(2) {
+			r := &kgo.Record{Topic: "t", Partition: p, Value: fmt.Appendf(nil, "v%d", i)}
+			if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	req := fetchPartitions("t", nil, []int32{1, 0, 1, 1, 0})
+	req.Topics[0].Partitions[3].FetchOffset = 2 // partition 1's last mention
+	extra := kmsg.NewFetchRequestTopic()        // the topic again, naming partition 0 again
+	extra.Topic = "t"
+	p0 := kmsg.NewFetchRequestTopicPartition()
+	p0.Partition, p0.FetchOffset, p0.PartitionMaxBytes = 0, 1, 1<<20
+	extra.Partitions = append(extra.Partitions, p0)
+	req.Topics = append(req.Topics, extra)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			first := int64(-1)
+			if len(rp.RecordBatches) >= 8 {
+				first = int64(binary.BigEndian.Uint64(rp.RecordBatches))
+			}
+			got = append(got, fmt.Sprintf("%s/%d@%d", rt.Topic, rp.Partition, first))
+		}
+	}
+	if want := "[t/1@2 t/0@1]"; fmt.Sprint(got) != want {
+		t.Errorf("answered %v, want %s", got, want)
+	}
+	if n := ts.metrics.fetchRepeated.Load(); n != 4 {
+		t.Errorf("fetchRepeated = %d, want 4", n)
+	}
+}
+
+// TestFetchUnreadAnswerPinsFewDescriptors: a client that sends a Fetch
+// of many partitions and never reads the answer holds at most
+// maxFetchFilesPerConn segment descriptors (each record set sent with
+// sendfile holds one until written, up to IdleTimeout); the rest are
+// copied into the answer, counted.
+func TestFetchUnreadAnswerPinsFewDescriptors(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	const partitions = 48
+	ts := startServer(t, t.TempDir())
+	cl := newClient(t, ts.addr, kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "t", partitions)
+	val := make([]byte, 512<<10)
+	var order []int32
+	for p := range int32(partitions) {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "t", Partition: p, Value: val}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, p)
+	}
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("slow")).AppendRequest(nil, fetchPartitions("t", nil, order), 1)
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.(*net.TCPConn).SetReadBuffer(4096)
+	fetched := ts.metrics.fetchedBytes.Load()
+	if _, err := c.Write(frame); err != nil { // the answer (24 MiB) is never read
+		t.Fatal(err)
+	}
+	waitUntil(t, "the fetch to be read", func() bool { return ts.metrics.fetchedBytes.Load()-fetched >= partitions*uint64(len(val)) })
+	pinned := fds() - before - 2 // the client's socket, the server's
+	t.Logf("a connection not reading its answer holds %d descriptors; %d record sets copied", pinned, ts.metrics.fetchFilesRefused.Load())
+	if pinned > maxFetchFilesPerConn {
+		t.Errorf("a connection not reading its Fetch answer holds %d segment descriptors, want ≤ %d", pinned, maxFetchFilesPerConn)
 	}
 }

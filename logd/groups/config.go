@@ -21,6 +21,7 @@ const (
 	DefaultMaxGroups         = 4096
 	DefaultMaxMembers        = 1024
 	DefaultMaxMemberBytes    = 1 << 20
+	DefaultMaxRetainedBytes  = 64 << 20
 	DefaultMaxOffsetMetadata = 4096 // Kafka's offset.metadata.max.bytes
 	DefaultTickInterval      = 100 * time.Millisecond
 )
@@ -53,6 +54,12 @@ type Config struct {
 	// MaxMemberBytes bounds one member's protocol names and metadata in
 	// JoinGroup, and each assignment in SyncGroup. Default 1 MiB.
 	MaxMemberBytes int
+	// MaxRetainedBytes bounds the protocol names and metadata and the
+	// assignments of all members of all groups held in memory (each
+	// kept up to the member's session timeout); a JoinGroup or SyncGroup
+	// that would hold more is refused with COORDINATOR_NOT_AVAILABLE,
+	// which clients retry. At least MaxMemberBytes. Default 64 MiB.
+	MaxRetainedBytes int
 	// MaxOffsetMetadata bounds the metadata string of one committed
 	// offset, in bytes. Default 4096.
 	MaxOffsetMetadata int
@@ -73,6 +80,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.MaxGroups, DefaultMaxGroups)
 	setDefault(&c.MaxMembers, DefaultMaxMembers)
 	setDefault(&c.MaxMemberBytes, DefaultMaxMemberBytes)
+	setDefault(&c.MaxRetainedBytes, max(DefaultMaxRetainedBytes, c.MaxMemberBytes))
 	setDefault(&c.MaxOffsetMetadata, DefaultMaxOffsetMetadata)
 	setDefault(&c.TickInterval, DefaultTickInterval)
 	if c.PartitionExists == nil {
@@ -101,6 +109,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: MaxGroups %d and MaxMembers %d must be ≥ 1", ErrBadConfig, c.MaxGroups, c.MaxMembers)
 	case c.MaxMemberBytes < 1 || c.MaxOffsetMetadata < 0:
 		return fmt.Errorf("%w: MaxMemberBytes %d < 1 or negative MaxOffsetMetadata", ErrBadConfig, c.MaxMemberBytes)
+	case c.MaxRetainedBytes < c.MaxMemberBytes:
+		return fmt.Errorf("%w: MaxRetainedBytes %d < MaxMemberBytes %d", ErrBadConfig, c.MaxRetainedBytes, c.MaxMemberBytes)
 	case c.TickInterval < 0:
 		return fmt.Errorf("%w: negative TickInterval", ErrBadConfig)
 	}

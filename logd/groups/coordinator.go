@@ -16,6 +16,9 @@ type Coordinator struct {
 	mu     sync.Mutex
 	groups map[string]*group
 	stats  Stats
+	// retained counts the bytes of members' protocols and assignments
+	// held (retained.go).
+	retained int64
 }
 
 // New returns a Coordinator, or an error wrapping ErrBadConfig.

@@ -14,10 +14,17 @@ func (c *Coordinator) checkInvariants() error {
 	if len(c.groups) > c.cfg.MaxGroups {
 		return fmt.Errorf("%d groups, max %d", len(c.groups), c.cfg.MaxGroups)
 	}
+	var held int64
 	for name, g := range c.groups {
 		if err := c.checkGroup(g); err != nil {
 			return fmt.Errorf("group %s (%v, generation %d): %w", name, g.state, g.generation, err)
 		}
+		for _, m := range g.members {
+			held += m.bytes()
+		}
+	}
+	if held != c.retained || held > int64(c.cfg.MaxRetainedBytes) {
+		return fmt.Errorf("members hold %d bytes of metadata, counted %d, max %d", held, c.retained, c.cfg.MaxRetainedBytes)
 	}
 	return nil
 }

@@ -73,6 +73,10 @@ func (c *Coordinator) startJoin(req *kmsg.JoinGroupRequest, clientID, clientHost
 		resp.ErrorCode = codeInconsistent
 		return resp, nil
 	}
+	if !c.retains(g.joinGrowth(j), g.name, "join") {
+		resp.ErrorCode = codeUnavailable
+		return resp, nil
+	}
 	if j.memberID == "" {
 		return c.joinNew(now, g, j, resp)
 	}
@@ -200,6 +204,7 @@ func (c *Coordinator) addMember(now time.Time, g *group, id string, j *joinReque
 	m := j.member(id, now, g.nextSeq)
 	g.nextSeq++
 	g.members[id] = m
+	c.retained += m.bytes()
 	g.addSupport(m, 1)
 	if m.instanceID != "" {
 		g.static[m.instanceID] = id
@@ -217,7 +222,7 @@ func (c *Coordinator) addMember(now time.Time, g *group, id string, j *joinReque
 // A join it was already waiting in is answered REBALANCE_IN_PROGRESS.
 func (c *Coordinator) updateMember(now time.Time, g *group, m *member, j *joinRequest, resp *kmsg.JoinGroupResponse) *joinWaiter {
 	g.addSupport(m, -1)
-	m.protocols = j.protocols
+	c.setProtocols(m, j.protocols)
 	g.addSupport(m, 1)
 	m.session, m.rebalance, m.lastSeen = j.session, j.rebalance, now
 	if m.join != nil {

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -370,5 +371,43 @@ func TestRebalanceTimeout(t *testing.T) {
 	h.mustHeartbeat(ids[1], gen, kerr.UnknownMemberID)
 	if got := h.c.Stats().NotRejoined; got != 1 {
 		t.Fatalf("NotRejoined %d", got)
+	}
+}
+
+// TestRetainedMetadataBudget: the protocol metadata and assignments held
+// by all groups are bounded in bytes (MaxRetainedBytes); a join or a
+// leader's sync that would hold more is refused with
+// COORDINATOR_NOT_AVAILABLE, counted, and what members leave frees it.
+// Without a bound 256 joins of 1 MiB metadata held 260 MiB.
+func TestRetainedMetadataBudget(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxMemberBytes, c.MaxRetainedBytes = 100, 300 })
+	join := func(group string, metadata int) *joinCall {
+		r := joinReq(3, "")
+		r.Group = group
+		r.Protocols[0].Name, r.Protocols[0].Metadata = "p", make([]byte, metadata-1)
+		return h.join(r)
+	}
+	var members []*kmsg.JoinGroupResponse
+	for i := range 3 {
+		members = append(members, join(fmt.Sprintf("g%d", i), 90).must(nil))
+	}
+	join("g3", 90).must(kerr.CoordinatorNotAvailable)
+	join("g3", 30).must(nil) // 300 bytes held: full
+	if err := h.c.checkInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	// The leader of g0 assigns: 10 more bytes do not fit.
+	sync := syncReq(3, members[0].MemberID, members[0].Generation, map[string]string{members[0].MemberID: "0123456789"})
+	sync.Group = "g0"
+	h.sync(sync).must(kerr.CoordinatorNotAvailable)
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Group, leave.MemberID = "g1", members[1].MemberID
+	checkCode(t, "LeaveGroup", h.c.LeaveGroup(leave).ErrorCode, nil)
+	h.sync(sync).must(nil)
+	if st := h.c.Stats(); st.OverBudget != 2 {
+		t.Errorf("OverBudget %d, want 2", st.OverBudget)
+	}
+	if err := h.c.checkInvariants(); err != nil {
+		t.Fatal(err)
 	}
 }

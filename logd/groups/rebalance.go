@@ -24,7 +24,7 @@ func (c *Coordinator) rebalance(g *group, now time.Time, reason string) {
 // their next heartbeat, and the group waits for everyone to join again.
 func (c *Coordinator) prepareRebalance(g *group, now time.Time, reason string) {
 	for _, m := range g.members {
-		m.assignment = nil
+		c.setAssignment(m, nil)
 		if w := m.sync; w != nil {
 			m.sync = nil
 			w.resp.ErrorCode = codeRebalancing
@@ -113,10 +113,11 @@ func (c *Coordinator) completeJoin(g *group, now time.Time) {
 // out get an empty assignment.
 func (c *Coordinator) completeSync(g *group, assignments map[string][]byte) {
 	for _, m := range g.members {
-		m.assignment = assignments[m.id]
-		if len(m.assignment) == 0 && g.protocolType == consumerProtocol {
-			m.assignment = emptyConsumerAssignment
+		a := assignments[m.id]
+		if len(a) == 0 && g.protocolType == consumerProtocol {
+			a = emptyConsumerAssignment
 		}
+		c.setAssignment(m, a)
 	}
 	g.state = StateStable
 	for _, m := range g.members {
@@ -146,6 +147,7 @@ func (c *Coordinator) removeMember(g *group, m *member, code int16) {
 	}
 	g.addSupport(m, -1)
 	delete(g.members, m.id)
+	c.retained -= m.bytes()
 	delete(g.pendingSync, m.id)
 	if m.instanceID != "" && g.static[m.instanceID] == m.id {
 		delete(g.static, m.instanceID)

@@ -20,6 +20,7 @@ func (c *Coordinator) replaceStatic(now time.Time, g *group, old *member, j *joi
 	_, syncDue := g.pendingSync[old.id]
 	c.removeMember(g, old, codeFenced)
 	g.members[m.id] = m
+	c.retained += m.bytes()
 	g.addSupport(m, 1)
 	g.static[m.instanceID] = m.id
 	if wasLeader {

@@ -15,5 +15,6 @@ type Stats struct {
 	GroupsRejected  uint64 // joins refused: MaxGroups groups, none Empty
 	MembersRejected uint64 // joins refused: MaxMembers reached in the group
 	TooLarge        uint64 // joins and syncs refused: more than MaxMemberBytes
+	OverBudget      uint64 // joins and syncs refused: MaxRetainedBytes of metadata held
 	CommitErrors    uint64 // OffsetCommit requests the store failed
 }

@@ -64,6 +64,10 @@ func (c *Coordinator) startSync(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResp
 		fillSync(g, m, resp)
 		return resp, nil
 	}
+	if m.id == g.leader && !c.retains(g.syncGrowth(assignments), g.name, "sync") {
+		resp.ErrorCode = codeUnavailable
+		return resp, nil
+	}
 	if old := m.sync; old != nil {
 		m.sync = nil
 		old.resp.ErrorCode = codeRebalancing

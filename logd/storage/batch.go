@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"io"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -92,8 +93,10 @@ func decodeHeader(b []byte, h *kmsg.RecordBatch) error {
 
 // checkProduced validates a batch as a producer sent it, beyond what
 // decodeHeader checks: at least one record, offsets deltas 0..n-1, a
-// known codec, not transactional, and for an uncompressed batch that the
-// records' length prefixes tile the records section exactly.
+// known codec, not transactional, a sequence ≥ 0 with a producer ID, and that its records section is
+// exactly NumRecords well-formed records (decompressed as a stream, at
+// most maxDecompressed bytes, for a compressed batch), as Kafka's
+// LogValidator reads every record.
 func checkProduced(b []byte, h *kmsg.RecordBatch, maxBytes int) error {
 	if len(b) > maxBytes {
 		return errTooLarge
@@ -110,27 +113,66 @@ func checkProduced(b []byte, h *kmsg.RecordBatch, maxBytes int) error {
 		return errTxn
 	case h.Attributes&attrCodecMask > codecZstd:
 		return errCodec
+	case h.ProducerID >= 0 && h.FirstSequence < 0:
+		return errSequence
 	}
 	if h.Attributes&attrCodecMask == codecNone {
-		if n, ok := countRecords(h.Records); !ok || n != int(h.NumRecords) {
+		return validateRecords(h.Records, h.NumRecords)
+	}
+	return validateCompressedRecords(h)
+}
+
+// validateRecords checks, in one pass that does not allocate, that the
+// uncompressed records section b is exactly n well-formed records whose
+// offset deltas are 0..n-1.
+func validateRecords(b []byte, n int32) error {
+	i := int32(0)
+	for ; len(b) > 0; i++ {
+		l, k := binary.Varint(b)
+		if k <= 0 || l < 0 || l > int64(len(b)-k) || i == n {
 			return errRecordsFrame
 		}
+		rh, ok := parseRecord(b[k : k+int(l)])
+		if !ok {
+			return errBadRecord
+		}
+		if rh.offsetDelta != i {
+			return errRecordOffset
+		}
+		b = b[k+int(l):]
+	}
+	if i != n {
+		return errRecordsFrame
 	}
 	return nil
 }
 
-// countRecords walks the varint length prefixes of uncompressed records;
-// ok is false unless they tile b exactly.
-func countRecords(b []byte) (n int, ok bool) {
-	for len(b) > 0 {
-		l, k := binary.Varint(b)
-		if k <= 0 || l < 0 || l > int64(len(b)-k) {
-			return n, false
-		}
-		b = b[k+int(l):]
-		n++
+// validateCompressedRecords is validateRecords for a compressed batch: its
+// records are decompressed as a stream and kept no further than a small
+// buffer; bytes past the last record are refused.
+func validateCompressedRecords(h *kmsg.RecordBatch) error {
+	in, err := openInflater(h.Records, int(h.Attributes&attrCodecMask))
+	if err != nil {
+		return inflateError(err)
 	}
-	return n, true
+	defer in.release()
+	st := recordStream{br: in.br}
+	for i := int32(0); i < h.NumRecords; i++ {
+		rh, err := st.next()
+		if err != nil {
+			return err
+		}
+		if rh.offsetDelta != i {
+			return errRecordOffset
+		}
+	}
+	if _, err := in.br.ReadByte(); err != io.EOF {
+		if err == nil {
+			return errRecordsFrame
+		}
+		return inflateError(err)
+	}
+	return nil
 }
 
 // setBaseOffset rewrites a batch's base offset; the CRC does not cover

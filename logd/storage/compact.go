@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 	"hash/maphash"
 	"io"
 	"os"
@@ -24,8 +25,12 @@ type CompactStats struct {
 	BatchesRemoved    int64 // batches that lost every record and went
 	BatchesEmptied    int64 // ... and were kept empty, carrying their producer's last sequence
 	SegmentsRemoved   int   // sealed segments that lost every batch and went
-	BytesBefore       int64 // of the rewritten segments
-	BytesAfter        int64
+	// Unreadable counts batches whose records could not be read (stored
+	// before records were checked on append, or past a decoding bound
+	// since): kept as they are, their keys unmapped.
+	Unreadable  int64
+	BytesBefore int64 // of the rewritten segments
+	BytesAfter  int64
 }
 
 // keyHash is a 128-bit hash of a record key: two seeded 64-bit hashes,
@@ -105,6 +110,12 @@ func (l *Log) Compact(now time.Time) (CompactStats, error) {
 	if st.Rewritten > 0 {
 		l.env.logger.Info("storage: compacted", "topic", l.topic, "partition", l.partition, "segments", st.Rewritten,
 			"dropped", st.Dropped, "tombstones", st.TombstonesDropped, "before", st.BytesBefore, "after", st.BytesAfter)
+	}
+	if st.Unreadable > 0 {
+		l.env.logger.Warn("storage: compaction kept batches whose records cannot be read as they are", "topic", l.topic,
+			"partition", l.partition, "batches", st.Unreadable)
+	}
+	if st.Rewritten > 0 || st.Unreadable > 0 {
 		l.env.hooks.compact(l.topic, l.partition, st)
 	}
 	return st, nil
@@ -141,6 +152,9 @@ func (c *compaction) mapKeys(segs []*segment) error {
 				}
 				return true
 			})
+			if errors.As(err, new(*BatchError)) {
+				return nil // kept whole by rewrite: the keys it maps stay live
+			}
 			return err
 		})
 		if err != nil {
@@ -222,6 +236,7 @@ func (c *compaction) rewrite(s *segment, st *CompactStats) error {
 	err = c.eachBatch(s, func(h *kmsg.RecordBatch) error {
 		recs = recs[:0]
 		kept, total := int32(0), int32(0)
+		before := *st
 		var err error
 		c.scratch, err = forEachRecord(h, c.scratch, func(r *kmsg.Record) bool {
 			total++
@@ -231,6 +246,13 @@ func (c *compaction) rewrite(s *segment, st *CompactStats) error {
 			}
 			return true
 		})
+		if errors.As(err, new(*BatchError)) {
+			// Its records cannot be read, its frame and CRC are good:
+			// kept as it is, so no data goes and the pass goes on.
+			*st = before
+			st.Unreadable++
+			return w.batch(h, nil)
+		}
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -214,5 +216,54 @@ func TestCompactionCrashSafety(t *testing.T) {
 				t.Errorf("%s: %s left behind", c.stage, n)
 			}
 		}
+	}
+}
+
+// TestCompactionKeepsUnreadableBatch: a stored batch whose frame and
+// CRC are good but whose records cannot be read (stored before appends
+// checked records) is kept as it is, counted, and the pass goes on: it
+// once failed every compaction pass of its partition, forever.
+// Dropping it would lose whatever a reader can make of it; keeping it
+// unmapped only keeps more.
+func TestCompactionKeepsUnreadableBatch(t *testing.T) {
+	clk := newClock()
+	s := mustOpen(t, testConfig(t, clk))
+	defer s.Close()
+	if err := s.CreateTopic("c", 1, TopicConfig{Cleanup: CleanupCompact}); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := s.Partition("c", 0)
+	appendDurable(t, l, makeBatch(t, batchSpec{ts: clk.ms(), pid: -1, epoch: -1, firstSeq: -1, codec: codecGzip,
+		recs: []rec{{key: []byte("a"), value: []byte("old")}}}))
+	// Its records become bytes gzip cannot read, its CRC made good.
+	f := l.segs[0].log
+	b := make([]byte, l.segs[0].size)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	copy(b[batchHeaderLen:], bytes.Repeat([]byte{'x'}, len(b)-batchHeaderLen))
+	binary.BigEndian.PutUint32(b[batchCRCPos:], crc32Castagnoli(b[batchCRCStart:]))
+	if _, err := f.WriteAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	for pass := range 2 {
+		for i := range 100 {
+			spec := batchSpec{ts: clk.ms(), pid: -1, epoch: -1, firstSeq: -1}
+			for j := range 4 {
+				spec.recs = append(spec.recs, rec{key: fmt.Appendf(nil, "k%d", j), value: bytes.Repeat([]byte{byte(i)}, 100)})
+			}
+			appendDurable(t, l, makeBatch(t, spec))
+		}
+		st, err := l.Compact(clk.t)
+		if err != nil {
+			t.Fatalf("pass %d: %v", pass, err)
+		}
+		if st.Unreadable != 1 || st.Rewritten == 0 {
+			t.Errorf("pass %d: %+v, want 1 unreadable batch and segments rewritten", pass, st)
+		}
+	}
+	got, err := l.Read(0, 1)
+	if err != nil || !bytes.Equal(got, b) {
+		t.Errorf("the unreadable batch: read %d bytes, %v; want it as it was", len(got), err)
 	}
 }

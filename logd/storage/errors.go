@@ -72,12 +72,16 @@ var (
 	errLength       = &BatchError{ErrCorruptBatch, "length field does not match the bytes"}
 	errCRC          = &BatchError{ErrCorruptBatch, "CRC-32C mismatch"}
 	errRecordsFrame = &BatchError{ErrCorruptBatch, "records do not fill the batch exactly"}
+	errRecordsShort = &BatchError{ErrCorruptBatch, "records end before the record count"}
+	errBadRecord    = &BatchError{ErrCorruptBatch, "a record does not decode"}
+	errRecordOffset = &BatchError{ErrInvalidBatch, "record offset deltas are not 0, 1, 2…"}
 	errOffsetOrder  = &BatchError{ErrCorruptBatch, "offsets do not ascend"}
 	errMagic        = &BatchError{ErrInvalidBatch, "magic is not 2"}
 	errCount        = &BatchError{ErrInvalidBatch, "record count does not match last offset delta"}
 	errNoRecords    = &BatchError{ErrInvalidBatch, "no records"}
 	errTxn          = &BatchError{ErrInvalidBatch, "transactional and control batches are not supported"}
 	errCodec        = &BatchError{ErrInvalidBatch, "unknown compression codec"}
+	errSequence     = &BatchError{ErrInvalidBatch, "negative base sequence with a producer ID"}
 	errTooLarge     = &BatchError{ErrBatchTooLarge, "over MaxBatchBytes"}
 )
 

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/brokerless/brokerless/logd/storage/vfs"
@@ -15,13 +17,24 @@ import (
 
 // FuzzAppend: arbitrary bytes offered as a produced batch are refused
 // with an error or stored and read back byte for byte (base offset
-// aside); decoding their records never panics.
+// aside), their records all decoding; decoding records never panics.
 func FuzzAppend(f *testing.F) {
 	for codec := range 5 {
 		f.Add(makeBatch(f, batchSpec{ts: 1, pid: 7, epoch: 1, firstSeq: 0, codec: codec,
 			recs: []rec{{key: []byte("k"), value: []byte("v")}, {value: bytes.Repeat([]byte("x"), 300)}}}))
 	}
 	f.Add(simpleBatch(f, "s", 3, 5)[:70])
+	// Records that do not decode: gzip that is not, a record of one byte.
+	for _, c := range []struct {
+		codec int
+		recs  []byte
+	}{{codecGzip, []byte("this is not gzip data at all")}, {codecNone, []byte{0x02, 0x00}}} {
+		h := kmsg.RecordBatch{NumRecords: 1, ProducerID: -1, FirstSequence: -1}
+		b, _ := buildBatch(nil, &h, c.recs)
+		b[batchCRCStart+1] |= byte(c.codec)
+		binary.BigEndian.PutUint32(b[batchCRCPos:], crc32Castagnoli(b[batchCRCStart:]))
+		f.Add(b)
+	}
 	clk := newClock()
 	cfg := testConfig(f, clk)
 	cfg.Fsync = FsyncNever
@@ -36,6 +49,10 @@ func FuzzAppend(f *testing.F) {
 		res, err := l.Append(b)
 		if err != nil {
 			return
+		}
+		n := int32(0)
+		if _, err := forEachRecord(&h, nil, func(*kmsg.Record) bool { n++; return true }); err != nil || n != h.NumRecords {
+			t.Fatalf("appended a batch whose records do not decode: %d of %d, %v", n, h.NumRecords, err)
 		}
 		got, err := l.Read(res.BaseOffset, 1)
 		if err != nil {
@@ -150,5 +167,60 @@ func FuzzTopicsFile(f *testing.F) {
 			t.Fatal(err)
 		}
 		s.Close()
+	})
+}
+
+// FuzzRecordWalk: arbitrary records sections, as they are and
+// compressed with each codec, walked record by record (forEachHead: a
+// stream, forEachRecord: whole records) never panic, and every codec
+// gives the walk of the uncompressed records. Raw compressed sections
+// (the first seed: 250 zstd frames of zeros, a bomb) are walked too.
+func FuzzRecordWalk(f *testing.F) {
+	enc, _ := zstd.NewWriter(nil)
+	frame := enc.EncodeAll(make([]byte, 1<<20), nil)
+	f.Add(bytes.Repeat(frame, 250), int32(1), uint8(codecZstd), true)
+	var recs []byte
+	for i := range 3 {
+		recs = appendRecord(recs, &kmsg.Record{OffsetDelta: int32(i), Key: []byte("k"), Value: []byte("v"),
+			Headers: []kmsg.Header{{Key: "h", Value: nil}}})
+	}
+	f.Add(recs, int32(3), uint8(codecNone), false)
+	f.Add([]byte{0x02, 0x00}, int32(1), uint8(codecNone), false)
+	f.Fuzz(func(t *testing.T, b []byte, n int32, codec uint8, raw bool) {
+		n = max(0, min(n, 1000))
+		heads := func(h *kmsg.RecordBatch) ([]recordHead, error) {
+			var out []recordHead
+			err := forEachHead(h, func(r recordHead) bool { out = append(out, r); return true })
+			return out, err
+		}
+		h := kmsg.RecordBatch{NumRecords: n, Records: b, Attributes: int16(codec % 5)}
+		if raw {
+			heads(&h)
+			forEachRecord(&h, nil, func(*kmsg.Record) bool { return true })
+			return
+		}
+		h.Attributes = codecNone
+		want, wantErr := heads(&h)
+		var whole int
+		_, wholeErr := forEachRecord(&h, nil, func(*kmsg.Record) bool { whole++; return true })
+		if wantErr == nil && (wholeErr != nil || whole != len(want)) {
+			t.Fatalf("records parse, yet decoding them whole: %d records, %v", whole, wholeErr)
+		}
+		for c := codecGzip; c <= codecZstd; c++ {
+			z, err := compress(nil, b, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hc := kmsg.RecordBatch{NumRecords: n, Records: z, Attributes: int16(c)}
+			got, gotErr := heads(&hc)
+			if (gotErr == nil) != (wantErr == nil) || !slices.Equal(got, want) {
+				t.Fatalf("codec %d: %v %v, uncompressed: %v %v", c, got, gotErr, want, wantErr)
+			}
+			var k int
+			_, err = forEachRecord(&hc, nil, func(*kmsg.Record) bool { k++; return true })
+			if (err == nil) != (wholeErr == nil) || k != whole {
+				t.Fatalf("codec %d: whole records %d %v, uncompressed %d %v", c, k, err, whole, wholeErr)
+			}
+		}
 	})
 }

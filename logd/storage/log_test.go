@@ -1,14 +1,17 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -215,6 +218,8 @@ func TestAppendRejects(t *testing.T) {
 		{"no records", makeBatchRaw(t, 0), ErrInvalidBatch},
 		{"transactional", mod(func(b []byte) []byte { b[batchCRCStart+1] |= attrTransactional; return reCRC(b) }), ErrInvalidBatch},
 		{"codec", mod(func(b []byte) []byte { b[batchCRCStart+1] |= 7; return reCRC(b) }), ErrInvalidBatch},
+		// Kafka's LogValidator.validateBatch: "Invalid sequence number".
+		{"negative sequence", makeBatch(t, batchSpec{pid: 7, epoch: 0, firstSeq: -1, recs: []rec{{value: []byte("v")}}}), ErrInvalidBatch},
 		{"too large", simpleBatch(t, string(make([]byte, 1<<20)), 1, 0), ErrBatchTooLarge},
 	}
 	for _, c := range cases {
@@ -292,5 +297,105 @@ func TestTopics(t *testing.T) {
 	l, _ = s.Partition("a", 2)
 	if l.EndOffset() != 1 {
 		t.Fatalf("end offset after reopen: %d", l.EndOffset())
+	}
+}
+
+// TestOffsetForTimeStreamsCompressedRecords: looking a timestamp up in a
+// compressed batch streams its records through a small buffer: a 16 MiB
+// record before the one looked for is read past, not kept.
+func TestOffsetForTimeStreamsCompressedRecords(t *testing.T) {
+	clk := newClock()
+	for _, codec := range []int{codecGzip, codecLZ4, codecZstd} {
+		s, l := openPartition(t, testConfig(t, clk))
+		base := clk.ms()
+		appendDurable(t, l, makeBatch(t, batchSpec{ts: base, pid: -1, epoch: -1, firstSeq: -1, codec: codec,
+			recs: []rec{{value: make([]byte, 16<<20)}, {value: []byte("v"), tsDelta: 5}}}))
+		l.OffsetForTime(base + 5) // warms the pooled decoders (their window: up to 8 MiB)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		off, at, err := l.OffsetForTime(base + 5)
+		runtime.ReadMemStats(&after)
+		if err != nil || off != 1 || at != base+5 {
+			t.Errorf("codec %d: OffsetForTime(base+5) = %d at %d, %v; want 1 at base+5", codec, off, at-base, err)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+			t.Errorf("codec %d: looking past a 16 MiB record allocated %d KiB", codec, n>>10) // was 16-64 MiB
+		}
+		s.Close()
+	}
+}
+
+// TestAppendRejectsUndecodableRecords: every record of a produced batch
+// is read (decompressed as a stream for a compressed batch), as Kafka's
+// LogValidator reads them: a batch whose records do not decode is
+// refused, never stored (it once poisoned every compaction pass of its
+// partition and every ListOffsets by time).
+func TestAppendRejectsUndecodableRecords(t *testing.T) {
+	clk := newClock()
+	s, l := openPartition(t, testConfig(t, clk))
+	defer s.Close()
+	// batch builds a batch of n records from a records section,
+	// compressed with codec (raw: attributes say codec, records as given).
+	batch := func(codec int, raw bool, n int32, recs []byte) []byte {
+		h := kmsg.RecordBatch{LastOffsetDelta: n - 1, NumRecords: n, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, Attributes: int16(codec)}
+		if raw {
+			h.Attributes = 0
+		}
+		b, err := buildBatch(nil, &h, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if raw {
+			b[batchCRCStart+1] |= byte(codec)
+			binary.BigEndian.PutUint32(b[batchCRCPos:], crc32Castagnoli(b[batchCRCStart:]))
+		}
+		return b
+	}
+	records := func(rs ...kmsg.Record) []byte {
+		var out []byte
+		for i := range rs {
+			out = appendRecord(out, &rs[i])
+		}
+		return out
+	}
+	good := records(kmsg.Record{Key: []byte("k"), Value: []byte("v")}, kmsg.Record{OffsetDelta: 1, Value: []byte("w")})
+	oneByteBody := []byte{0x02, 0x00}
+	// attributes, timestamp and offset deltas 0, key and value null, one
+	// header whose key is null (Kafka: "Invalid negative header key size")
+	nullHeaderKey := []byte{0x10, 0, 0, 0, 0x01, 0x01, 0x02, 0x01, 0x01}
+	enc, _ := zstd.NewWriter(nil)
+	frame := enc.EncodeAll(make([]byte, 1<<20), nil)
+	type refusal struct {
+		name  string
+		batch []byte
+		want  error
+	}
+	cases := []refusal{
+		{"record of one byte", batch(codecNone, false, 1, oneByteBody), ErrCorruptBatch},
+		{"fewer records than counted", batch(codecNone, false, 3, good), ErrCorruptBatch},
+		{"more records than counted", batch(codecNone, false, 1, good), ErrCorruptBatch},
+		{"offset deltas", batch(codecNone, false, 2, records(kmsg.Record{Value: []byte("v")}, kmsg.Record{Value: []byte("w")})), ErrInvalidBatch},
+		{"gzip that is not", batch(codecGzip, true, 1, []byte("this is not gzip data at all")), ErrCorruptBatch},
+		{"zstd frames of zeros", batch(codecZstd, true, 1, bytes.Repeat(frame, 250)), ErrCorruptBatch},
+		{"over maxDecompressed", batch(codecZstd, false, 1, records(kmsg.Record{Value: make([]byte, maxDecompressed)})), ErrCorruptBatch},
+		{"header key null", batch(codecNone, false, 1, nullHeaderKey), ErrCorruptBatch},
+	}
+	for codec := codecGzip; codec <= codecZstd; codec++ {
+		cases = append(cases,
+			refusal{fmt.Sprintf("codec %d: record of one byte", codec), batch(codec, false, 1, oneByteBody), ErrCorruptBatch},
+			refusal{fmt.Sprintf("codec %d: bytes after the last record", codec), batch(codec, false, 1, append(records(kmsg.Record{Value: []byte("v")}), 0)), ErrCorruptBatch})
+	}
+	for _, c := range cases {
+		if _, err := l.Append(c.batch); !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
+		}
+	}
+	if l.EndOffset() != 0 || l.Size() != 0 {
+		t.Fatalf("refused batches were written: end %d, size %d", l.EndOffset(), l.Size())
+	}
+	for codec := codecNone; codec <= codecZstd; codec++ {
+		if _, err := l.Append(batch(codec, false, 2, good)); err != nil {
+			t.Errorf("codec %d: a good batch: %v", codec, err)
+		}
 	}
 }

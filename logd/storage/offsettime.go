@@ -49,7 +49,6 @@ func (l *Log) scanForTime(s *segment, pos, hwm, ts int64) (int64, int64, error) 
 	defer scanBufs.Put(bp)
 	sc := newScanner(s.log, pos, s.visible.Load(), true, (*bp)[:0])
 	var h kmsg.RecordBatch
-	var scratch []byte
 	for {
 		at, b, err := sc.next()
 		if err == io.EOF {
@@ -71,9 +70,9 @@ func (l *Log) scanForTime(s *segment, pos, hwm, ts int64) (int64, int64, error) 
 			return h.FirstOffset, h.MaxTimestamp, nil
 		}
 		found, foundTs := int64(-1), int64(-1)
-		scratch, err = forEachRecord(&h, scratch, func(r *kmsg.Record) bool {
-			if t := h.FirstTimestamp + r.TimestampDelta64; t >= ts {
-				found, foundTs = h.FirstOffset+int64(r.OffsetDelta), t
+		err = forEachHead(&h, func(r recordHead) bool {
+			if t := h.FirstTimestamp + r.timestampDelta; t >= ts {
+				found, foundTs = h.FirstOffset+int64(r.offsetDelta), t
 				return false
 			}
 			return true

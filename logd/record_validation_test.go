@@ -1,0 +1,145 @@
+package logd
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// rawBatch encodes a RecordBatch v2 with the given attributes, record
+// count and records section (as is: not compressed here), with a valid
+// CRC-32C.
+func rawBatch(attrs int16, n int32, records []byte, ts int64) []byte {
+	b := kmsg.RecordBatch{
+		Magic: 2, Attributes: attrs, LastOffsetDelta: n - 1,
+		FirstTimestamp: ts, MaxTimestamp: ts,
+		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
+		NumRecords: n, Records: records,
+	}
+	b.Length = int32(61 - 12 + len(records))
+	out := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return out
+}
+
+// produceRaw sends one partition's records as they are (acks=all) and
+// returns the partition's answer.
+func produceRaw(t *testing.T, cl *kgo.Client, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = 0, records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0].Partitions[0]
+}
+
+// TestListOffsetsByTimeCompressionBomb: a 29 KB zstd batch of 250
+// frames of 1 MiB of zeros each, looked into by a ListOffsets by
+// timestamp, is read as a stream, never inflated whole (it once made
+// the server allocate 31 GiB for one ~100-byte request).
+func TestListOffsetsByTimeCompressionBomb(t *testing.T) {
+	ts := startServer(t, t.TempDir(), func(c *Config) {
+		c.MaxRequestBytes = 1 << 20
+		c.MaxInFlightRequestBytes = 2 << 20
+	})
+	cl := newClient(t, ts.addr)
+	createTopic(t, cl, "t", 1)
+	enc, _ := zstd.NewWriter(nil)
+	frame := enc.EncodeAll(make([]byte, 1<<20), nil)
+	var bomb []byte
+	for i := 0; i < 250; i++ {
+		bomb = append(bomb, frame...)
+	}
+	now := time.Now().UnixMilli()
+	if p := produceRaw(t, cl, "t", rawBatch(4 /* zstd */, 1, bomb, now)); p.ErrorCode != 0 {
+		t.Logf("produce refused the bomb: error %d", p.ErrorCode)
+	}
+	req := newListOffsets("t")
+	req.Topics[0].Partitions[0].Timestamp = now - 1000
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	resp, err := req.RequestWith(context.Background(), cl)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("ListOffsets: error %d, %d KiB allocated", resp.Topics[0].Partitions[0].ErrorCode, allocated>>10)
+	if allocated > 32<<20 {
+		t.Errorf("one ListOffsets made the server allocate %d MiB (request memory bound: 2 MiB)", allocated>>20)
+	}
+}
+
+// TestProduceRefusesUndecodableRecords: Produce reads every record, as
+// Kafka's LogValidator does, and answers CORRUPT_MESSAGE for records
+// that do not decode: a batch flagged gzip that is not gzip was once
+// stored and then failed every compaction pass of its partition and
+// every ListOffsets by time; a record of one byte was stored too.
+func TestProduceRefusesUndecodableRecords(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	cl := newClient(t, ts.addr)
+	createTopic(t, cl, "t", 1)
+	now := time.Now().UnixMilli()
+	enc, _ := zstd.NewWriter(nil)
+	frame := enc.EncodeAll(make([]byte, 1<<20), nil)
+	for _, c := range []struct {
+		name  string
+		batch []byte
+	}{
+		{"gzip that is not", rawBatch(1 /* gzip */, 1, []byte("this is not gzip data at all"), now)},
+		{"record of one byte", rawBatch(0, 1, []byte{0x02, 0x00}, now)},
+		{"250 zstd frames of zeros", rawBatch(4 /* zstd */, 1, bytes.Repeat(frame, 250), now)},
+	} {
+		if p := produceRaw(t, cl, "t", c.batch); p.ErrorCode != kerr.CorruptMessage.Code {
+			t.Errorf("%s: error %d, want %d (CORRUPT_MESSAGE)", c.name, p.ErrorCode, kerr.CorruptMessage.Code)
+		}
+	}
+	if p := produceRaw(t, cl, "t", recordBatch([]byte("good"))); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Errorf("a good batch after them: error %d at offset %d, want 0 at 0", p.ErrorCode, p.BaseOffset)
+	}
+}
+
+// TestProduceRefusesTwoBatchesInAPartition: a partition's records in a
+// Produce are exactly one batch, as Kafka requires (INVALID_RECORD),
+// so an answer with an error never follows an append of some of them:
+// a good batch then a corrupt one was once answered CORRUPT_MESSAGE
+// with the good one appended, and the producer's retry stored it twice.
+func TestProduceRefusesTwoBatchesInAPartition(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	cl := newClient(t, ts.addr)
+	createTopic(t, cl, "t", 1)
+	good := recordBatch([]byte("a"))
+	bad := recordBatch([]byte("b"))
+	bad[len(bad)-1] ^= 0xff // CRC mismatch
+	for _, c := range []struct {
+		name    string
+		records []byte
+	}{
+		{"good then corrupt", append(append([]byte{}, good...), bad...)},
+		{"two good", append(append([]byte{}, good...), good...)},
+	} {
+		if p := produceRaw(t, cl, "t", c.records); p.ErrorCode != kerr.InvalidRecord.Code {
+			t.Errorf("%s: error %d, want %d (INVALID_RECORD)", c.name, p.ErrorCode, kerr.InvalidRecord.Code)
+		}
+	}
+	if p := produceRaw(t, cl, "t", good); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Errorf("the next batch: error %d at offset %d, want 0 at 0: refused batches were appended", p.ErrorCode, p.BaseOffset)
+	}
+}
