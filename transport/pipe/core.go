@@ -184,7 +184,15 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 		c.write(m.Stream, m.Seq, c.forward(m))
 	case transport.EventGap:
 		g := ev.Gap
-		c.checkResume(g.Stream, g.From, now)
+		first := g.From
+		if lostOutside(g.Reason) {
+			// A loss out of the source's window at once is, for a
+			// stream the pipe resumes, what left it while the pipe was
+			// down (a JoinEarliest receiver's history older than the
+			// publisher's window): the resume gap runs to its end.
+			first = g.To + 1
+		}
+		c.checkResume(g.Stream, first, now)
 		if c.extendResume(&g) {
 			break
 		}
@@ -201,15 +209,21 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 		c.write(g.Stream, g.To, transport.GapMarker(g, now()))
 	case transport.EventStreamStart:
 		c.setOwn(ev.Start.Stream)
-		c.checkResume(ev.Start.Stream, ev.Start.FirstSeq, now)
+		if r := c.resumedOf(ev.Start.Stream); r == nil || ev.Start.FirstSeq > r.last+1 {
+			// A start at or before the position after the last written
+			// says nothing yet: the event after it does (a message,
+			// or a Gap of what the source no longer held).
+			c.checkResume(ev.Start.Stream, ev.Start.FirstSeq, now)
+		}
 	case transport.EventStreamEnd:
 		c.flushResume(ev.End.Stream)
 	}
 	return c.out
 }
 
-// checkResume finds, at the first event (at position first) of a stream
-// that the destination held up to r.last, the positions between them:
+// checkResume finds, at the first event (at position first; a start at
+// or before r.last+1 is not one) of a stream that the destination held
+// up to r.last, the positions between them:
 // the source no longer held them when the pipe came back. Their gap
 // marker waits for the stream's next event (flushResume), so that a loss
 // the source reports right after, of what left its window while the pipe
@@ -234,12 +248,18 @@ func (c *Core) checkResume(stream transport.StreamID, first uint64, now func() t
 // It reports whether it took g.
 func (c *Core) extendResume(g *transport.Gap) bool {
 	r := c.resumedOf(g.Stream)
-	outside := g.Reason == transport.GapUnrecoverable || g.Reason == transport.GapOutpaced
-	if r == nil || !r.hasPend || !outside || g.From > r.pend.To+1 || g.To <= r.pend.To {
+	if r == nil || !r.hasPend || !lostOutside(g.Reason) || g.From > r.pend.To+1 {
 		return false
 	}
-	r.pend.To = g.To
+	r.pend.To = max(r.pend.To, g.To)
 	return true
+}
+
+// lostOutside reports whether a gap of reason is a loss of positions
+// that left the source's window before they could be had: unrecoverable,
+// or outpaced by a publisher without flow control.
+func lostOutside(reason transport.GapReason) bool {
+	return reason == transport.GapUnrecoverable || reason == transport.GapOutpaced
 }
 
 // flushResume writes a stream's resume gap marker, if one waits.

@@ -348,6 +348,9 @@ func TestResumeMarksWhatTheSourceLost(t *testing.T) {
 			[]written{down(101, 160), data(161)}},
 		{"then another loss", []*transport.Event{startEv(feedA, 120), gapEv(feedA, 120, 160, transport.GapTimeout), msg(feedA, 161)},
 			[]written{down(101, 119), {marker: true, gap: transport.Gap{Stream: feedA, From: 120, To: 160, Reason: transport.GapTimeout}}, data(161)}},
+		{"joined at the window's edge", []*transport.Event{startEv(feedA, 1), gapEv(feedA, 1, 160, transport.GapUnrecoverable), gapEv(feedA, 161, 170, transport.GapOutpaced), msg(feedA, 171)},
+			[]written{down(101, 170), data(171)}},
+		{"window's edge held", []*transport.Event{startEv(feedA, 1), gapEv(feedA, 1, 80, transport.GapUnrecoverable), msg(feedA, 81), msg(feedA, 101)}, []written{data(101)}},
 		{"then the end", []*transport.Event{startEv(feedA, 150), end}, []written{down(101, 149)}},
 		{"next message", []*transport.Event{msg(feedA, 101)}, []written{data(101)}},
 		{"gap overlapping", []*transport.Event{gapEv(feedA, 90, 110, transport.GapTimeout)}, []written{
