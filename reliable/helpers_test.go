@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"testing"
 
 	"github.com/brokerless/brokerless/transport"
 )
@@ -85,4 +86,16 @@ func (h *recordHandler) gapsOf() []transport.Gap {
 		}
 	}
 	return gs
+}
+
+// listeningReceiver is a Receiver listening since simEpoch, the id of a
+// stream that began then, the address it comes from and a handler
+// recording the Receiver's events.
+func listeningReceiver(t *testing.T) (*Receiver, transport.StreamID, netip.AddrPort, *recordHandler) {
+	t.Helper()
+	r, err := NewReceiver(ReceiverConfig{Rand: fixedRand(0), ListenSince: simEpoch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, transport.StreamID{Feed: 1, Session: NewSession(simEpoch, fixedRand(1))}, mustAddrPort("127.0.0.1:5000"), &recordHandler{}
 }

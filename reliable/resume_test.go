@@ -14,13 +14,7 @@ import (
 // the session sent before it ended, or its data from another address,
 // does not bring it back.
 func TestIdleEndedStreamResumesWhenPublisherHeardAgain(t *testing.T) {
-	r, err := NewReceiver(ReceiverConfig{Rand: fixedRand(0), ListenSince: simEpoch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := transport.StreamID{Feed: 1, Session: NewSession(simEpoch, fixedRand(1))}
-	from := mustAddrPort("127.0.0.1:5000")
-	h := &recordHandler{}
+	r, id, from, h := listeningReceiver(t)
 	now := simEpoch
 	seq := uint64(1)
 	send := func() {
@@ -86,13 +80,7 @@ func TestIdleEndedStreamResumesWhenPublisherHeardAgain(t *testing.T) {
 // A session that ended with an END stays ended: its late datagrams are
 // stale.
 func TestClosedStreamDoesNotResume(t *testing.T) {
-	r, err := NewReceiver(ReceiverConfig{Rand: fixedRand(0), ListenSince: simEpoch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := transport.StreamID{Feed: 1, Session: NewSession(simEpoch, fixedRand(1))}
-	from := mustAddrPort("127.0.0.1:5000")
-	h := &recordHandler{}
+	r, id, from, h := listeningReceiver(t)
 	now := simEpoch
 	_ = r.HandleDatagram(now, from, dataFrame(id, 1, 1, []byte("x")), h)
 	_ = r.HandleDatagram(now, from, AppendBeat(nil, TypeEnd, id, Beat{Next: 2, Low: 1}), h)

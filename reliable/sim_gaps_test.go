@@ -112,13 +112,7 @@ func TestFragmentsDisagreeingWithTotalAreMalformed(t *testing.T) {
 		total int
 	}{{"shorter", 1000}, {"longer", 100}} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := NewReceiver(ReceiverConfig{Rand: fixedRand(0), ListenSince: simEpoch})
-			if err != nil {
-				t.Fatal(err)
-			}
-			id := transport.StreamID{Feed: 1, Session: NewSession(simEpoch, fixedRand(1))}
-			from := mustAddrPort("127.0.0.1:5000")
-			h := &recordHandler{}
+			r, id, from, h := listeningReceiver(t)
 			b := dataFrames(id, 1, 1,
 				fragSpec{frameBegin, tc.total, make([]byte, 100)},
 				fragSpec{0, 0, make([]byte, 100)},

@@ -228,8 +228,8 @@ func runWebhookServe(ctx context.Context, inv *invocation) error {
 		}
 	}
 	if sub != nil {
-		fmt.Fprintf(inv.err, "webhook serve: %d records read, %d events from them, %d already stored\n",
-			srcStats.Records.Load(), srcStats.Events.Load(), srcStats.Duplicates.Load())
+		fmt.Fprintf(inv.err, "webhook serve: %d records read, %d events from them, %d already stored, %d skipped as not storable\n",
+			srcStats.Records.Load(), srcStats.Events.Load(), srcStats.Duplicates.Load(), srcStats.Bad.Load())
 	}
 	s := d.Stats()
 	fmt.Fprintf(inv.err, "webhook serve: %d attempts, %d succeeded, %d failed, %d deliveries exhausted, %d endpoints disabled\n",
