@@ -76,7 +76,7 @@ type PrometheusConfig struct {
 //   - counters are cumulative "<name>_total" counters; a value below
 //     zero is left out (a Prometheus counter never decreases), as
 //     statsd_exporter refuses it, and counted in
-//     statsd_server_negative_counter_values_total;
+//     statsd_server_negative_increments_total;
 //   - gauges are gauges, sets the gauge of the unique members of the
 //     last interval;
 //   - timers are histograms (or summaries, PrometheusConfig.Timers) in

@@ -23,7 +23,7 @@ var promLoss = []struct {
 	{"repeated", "Packets the repeaters forwarded.", func(s *ServerStats) uint64 { return s.Listen.Repeated }},
 	{"repeat_dropped", "Packets the repeaters dropped (queue full or send failed).", func(s *ServerStats) uint64 { return s.Listen.RepeatDropped }},
 	{"seq_lines", "Sequence lines received from clients that number their packets.", func(s *ServerStats) uint64 { return s.SeqLines }},
-	{"negative_counter_values", "Counter values below zero: left out of the Prometheus counters, which never decrease (statsd_exporter's illegal_negative_counter); the other outputs add them, as Etsy does.", func(s *ServerStats) uint64 { return s.NegativeCounterValues }},
+	{"negative_increments", "StatsD counter values below zero: left out of the Prometheus counters, which never decrease (statsd_exporter's illegal_negative_counter); the other outputs add them, as Etsy does.", func(s *ServerStats) uint64 { return s.NegativeCounterValues }},
 	{"clients_rejected", "Sequence lines of new clients dropped because MaxClients were tracked.", func(s *ServerStats) uint64 { return s.Dropped.Clients }},
 }
 

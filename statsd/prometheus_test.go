@@ -615,8 +615,8 @@ func TestPrometheusCounterNeverDecreases(t *testing.T) {
 		if v := value(t, fams, "c_total", nil); v != step.total {
 			t.Errorf("step %d %q: c_total = %v, want %v", i, step.lines, v, step.total)
 		}
-		if v := value(t, fams, "statsd_server_negative_counter_values_total", nil); v != step.negatives {
-			t.Errorf("step %d: statsd_server_negative_counter_values_total = %v, want %v", i, v, step.negatives)
+		if v := value(t, fams, "statsd_server_negative_increments_total", nil); v != step.negatives {
+			t.Errorf("step %d: statsd_server_negative_increments_total = %v, want %v", i, v, step.negatives)
 		}
 	}
 }
