@@ -77,12 +77,11 @@ func (st *stream) deliverFrame(seq uint64, f *Frame) {
 
 // malformed drops the message of sequence numbers from..to, whose
 // fragments disagree with the total length its first one announced: a
-// faulty or forged publisher. It is reported as GapUnrecoverable (a
-// repair would bring the same bytes; transport has no reason closer to
-// "malformed") and counted (MalformedMessages).
+// faulty or forged publisher. It is reported as a Gap (GapMalformed)
+// and counted (MalformedMessages).
 func (st *stream) malformed(from, to uint64) {
 	st.r.stats.MalformedMessages++
-	st.emitGap(from, to, transport.GapUnrecoverable)
+	st.emitGap(from, to, transport.GapMalformed)
 }
 
 func (st *stream) beginAssembly(seq uint64, f *Frame) {

@@ -130,8 +130,8 @@ func TestFragmentsDisagreeingWithTotalAreMalformed(t *testing.T) {
 			if len(h.msgs) != 1 || string(h.msgs[0]) != "next" {
 				t.Fatalf("delivered %d messages (sizes %v), want only the next one", len(h.msgs), lens(h.msgs))
 			}
-			if len(gaps) != 1 || gaps[0].From != 1 || gaps[0].To != 3 || gaps[0].Reason != transport.GapUnrecoverable {
-				t.Fatalf("gaps %v, want 1..3 unrecoverable", gaps)
+			if len(gaps) != 1 || gaps[0].From != 1 || gaps[0].To != 3 || gaps[0].Reason != transport.GapMalformed {
+				t.Fatalf("gaps %v, want 1..3 malformed", gaps)
 			}
 			if st.MalformedMessages != 1 || st.TooLarge != 0 {
 				t.Fatalf("MalformedMessages %d, TooLarge %d: want 1, 0", st.MalformedMessages, st.TooLarge)

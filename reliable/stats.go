@@ -93,7 +93,7 @@ type ReceiverStats struct {
 	// new senders came at once.
 	Unauthenticated uint64
 	// MalformedMessages counts fragmented messages dropped, reported
-	// as GapUnrecoverable, because their fragments carry more or fewer
+	// as GapMalformed, because their fragments carry more or fewer
 	// bytes than their first one announced.
 	MalformedMessages uint64
 }

@@ -107,6 +107,11 @@ const (
 	// record of them either: no message and no gap marker, and none was
 	// appended while the subscriber waited.
 	GapNotArchived
+	// GapMalformed: the messages arrived, but malformed (a fragmented
+	// message whose fragments carry more or fewer bytes than its first
+	// one announced): a faulty or forged publisher. A repair would bring
+	// the same bytes, so none is asked for.
+	GapMalformed
 )
 
 func (r GapReason) String() string {
@@ -133,6 +138,8 @@ func (r GapReason) String() string {
 		return "the pipe feeding this stream was down longer than its source kept the messages"
 	case GapNotArchived:
 		return "not in the archive either"
+	case GapMalformed:
+		return "malformed: its fragments disagree with the length it announced"
 	}
 	return fmt.Sprintf("GapReason(%d)", uint8(r))
 }
