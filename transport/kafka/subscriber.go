@@ -119,6 +119,13 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 		}
 		opts = []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: ps})}
 	}
+	if cfg.From.kind == posOffset {
+		// An offset out of the log resets to the same offset, which the
+		// client bounds within the log: past the end starts at the end
+		// (not at the start, the client's default), below the start at
+		// the start (the records deleted then reported as a Gap).
+		opts = append(opts, kgo.ConsumeResetOffset(cfg.From.kgo()))
+	}
 	if err := s.connect(ctx, cfg, opts); err != nil {
 		return nil, err
 	}
