@@ -227,4 +227,8 @@ func printPipeStats(w io.Writer, p *pipe.Pipe, interval time.Duration, stop <-ch
 func writePipeStats(w io.Writer, s pipe.Stats) {
 	fmt.Fprintf(w, "forwarded %d messages, %d gap markers (%d for what the source no longer held), skipped %d already written; %d accepted, %d in flight; acknowledged the source %d times\n",
 		s.Forwarded, s.Markers, s.ResumeGaps, s.Skipped, s.Accepted, s.InFlight, s.Acks)
+	if s.Unresumed > 0 {
+		fmt.Fprintf(w, "warning: %d source streams came back past their start and were not in the last %d records of a destination stream read at start: if this pipe wrote them before, what they sent while it was down has no gap marker\n",
+			s.Unresumed, pipe.DefaultTailRecords)
+	}
 }

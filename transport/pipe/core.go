@@ -62,6 +62,14 @@ type Stats struct {
 	// Acks counts the acknowledgements a Pipe sent to the source (a
 	// Core sends none).
 	Acks uint64
+	// Unresumed counts the source streams that Resume did not find,
+	// whose first event came past their first position, when the tail
+	// it read was full (DefaultTailRecords of a destination stream):
+	// the pipe may have written them before the tail's reach, and what
+	// they sent while it was down is then unmarked. (A multicast
+	// source joined with join=earliest, a pipe's default, reports what
+	// it no longer holds as a Gap from position 1, which is written.)
+	Unresumed uint64
 }
 
 // Core is what a pipe decides, without I/O: which messages and gap
@@ -91,6 +99,10 @@ type Core struct {
 	cur       transport.StreamID
 	curResume *resume
 	curOK     bool
+	// tailFull: a destination stream's tail given to Resume held
+	// DefaultTailRecords records, so a source stream older than them
+	// was not seen (Stats.Unresumed).
+	tailFull bool
 
 	out  []Write
 	hdrs []transport.Header
@@ -173,7 +185,7 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 	switch ev.Kind {
 	case transport.EventMessage:
 		m := &ev.Message
-		c.setOwn(m.Stream)
+		c.setOwn(m.Stream, m.Seq)
 		c.checkResume(m.Stream, m.Seq, now)
 		c.flushResume(m.Stream)
 		if c.held(m.Stream, m.Seq) {
@@ -208,7 +220,7 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 		c.stats.Marked += g.Len()
 		c.write(g.Stream, g.To, transport.GapMarker(g, now()))
 	case transport.EventStreamStart:
-		c.setOwn(ev.Start.Stream)
+		c.setOwn(ev.Start.Stream, ev.Start.FirstSeq)
 		if r := c.resumedOf(ev.Start.Stream); r == nil || ev.Start.FirstSeq > r.last+1 {
 			// A start at or before the position after the last written
 			// says nothing yet: the event after it does (a message,
@@ -310,10 +322,14 @@ func msgBytes(m *transport.Message) int {
 	return n
 }
 
-// setOwn records stream as one of the source's, and makes it cur.
-func (c *Core) setOwn(stream transport.StreamID) {
+// setOwn records stream, whose event at position pos is at hand, as one
+// of the source's, and makes it cur.
+func (c *Core) setOwn(stream transport.StreamID, pos uint64) {
 	if c.curOK && stream == c.cur {
 		return
+	}
+	if !c.own[stream] && c.tailFull && pos > 1 && c.resumed[stream] == nil {
+		c.stats.Unresumed++
 	}
 	c.own[stream] = true
 	c.cur, c.curResume, c.curOK = stream, c.resumed[stream], true

@@ -468,3 +468,35 @@ func TestResumeStreamsInterleaved(t *testing.T) {
 		t.Fatalf("after a Resume up to 10, wrote %+v for 5 and 11; want 11 only", ws)
 	}
 }
+
+// TestResumeCountsStreamsBeyondTheTail: a destination stream holds
+// source stream A up to 40, then DefaultTailRecords records of B: the
+// tail Resume reads holds only B's. A coming back at 50 may have been
+// written before the tail's reach, its 41..49 then unmarked: it is
+// counted (Stats.Unresumed). A stream starting at its first position,
+// and any stream after a tail that was not full, are not.
+func TestResumeCountsStreamsBeyondTheTail(t *testing.T) {
+	dst := transport.StreamID{Topic: "dest"}
+	a := transport.StreamID{Feed: 1, Session: 1}
+	b := transport.StreamID{Feed: 1, Session: 2}
+	n := transport.StreamID{Feed: 1, Session: 3}
+	for _, c := range []struct {
+		name string
+		tail []transport.Message
+		want uint64
+	}{
+		{"full tail", tailOf(dst, b, 11, DefaultTailRecords+10), 1},
+		{"short tail", tailOf(dst, b, 12, DefaultTailRecords+10), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			core := newCore(t, 0)
+			if _, err := core.Resume(c.tail); err != nil {
+				t.Fatal(err)
+			}
+			feed(t, core, startEv(a, 50), msg(a, 50), startEv(n, 1), msg(n, 1), msg(b, DefaultTailRecords+11))
+			if s := core.Stats(); s.Unresumed != c.want {
+				t.Fatalf("Unresumed %d, want %d", s.Unresumed, c.want)
+			}
+		})
+	}
+}

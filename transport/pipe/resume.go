@@ -13,7 +13,10 @@ import (
 // dropped, and a gap marker is written where a stream's first event
 // comes later than the position after it (transport.GapSourceDown).
 // Records without origin headers were not written by a pipe and are
-// ignored. Call it before the first Event. It returns how many source
+// ignored. A destination stream's tail of DefaultTailRecords records may
+// not reach back to every source stream: one not found, whose first
+// event comes past its first position, is counted (Stats.Unresumed).
+// Call it before the first Event. It returns how many source
 // streams it found, and ErrSplitStream when one source stream is spread
 // over several destination streams.
 //
@@ -25,8 +28,12 @@ import (
 func (c *Core) Resume(tail []transport.Message) (int, error) {
 	c.curOK = false // resumed changes
 	owner := map[transport.StreamID]transport.StreamID{}
+	held := map[transport.StreamID]int{}
 	for i := range tail {
 		m := &tail[i]
+		if held[m.Stream]++; held[m.Stream] >= DefaultTailRecords {
+			c.tailFull = true
+		}
 		src, pos, ok := position(m)
 		if !ok {
 			continue
