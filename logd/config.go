@@ -131,6 +131,9 @@ func (c *Config) setDefaults() {
 	setDefault(&c.MaxFetchBytes, DefaultMaxFetchBytes)
 	setDefault(&c.MaxFetchFiles, DefaultMaxFetchFiles)
 	setDefault(&c.MaxGroupBytes, groups.DefaultMaxRetainedBytes)
+	// The group coordinator refuses (OFFSET_METADATA_TOO_LARGE) what the
+	// store would: one limit for both.
+	setDefault(&c.Storage.MaxOffsetMetadata, storage.DefaultMaxOffsetMetadata)
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.MinSessionTimeout, DefaultMinSessionTimeout)
 	setDefault(&c.MaxSessionTimeout, DefaultMaxSessionTimeout)

@@ -93,14 +93,22 @@ func (s *Server) autoCreate(topic string) error {
 
 // newTopic creates a topic unless MaxTopics are there already.
 func (s *Server) newTopic(name string, partitions int, tc storage.TopicConfig) error {
-	if len(s.store.Topics()) >= s.cfg.MaxTopics {
+	if err := s.checkTopicRoom(); err != nil {
 		s.metrics.topicsRefused.Add(1)
-		return fmt.Errorf("%w: %d topics, the most this server holds (MaxTopics)", kerr.PolicyViolation, s.cfg.MaxTopics)
+		return err
 	}
 	if err := s.store.CreateTopic(name, partitions, tc); err != nil {
 		return err
 	}
 	s.topicsAdded.wake()
+	return nil
+}
+
+// checkTopicRoom: the server holds fewer than MaxTopics topics.
+func (s *Server) checkTopicRoom() error {
+	if len(s.store.Topics()) >= s.cfg.MaxTopics {
+		return fmt.Errorf("%w: %d topics, the most this server holds (MaxTopics)", kerr.PolicyViolation, s.cfg.MaxTopics)
+	}
 	return nil
 }
 

@@ -57,6 +57,7 @@ func (s *Server) produce(cl *client, req *kmsg.ProduceRequest) kmsg.Response {
 				failed++
 				msg := err.Error()
 				rp.ErrorMessage = &msg
+				rp.ErrorRecords = recordErrors(err)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 			if err == nil && req.Acks == -1 {
@@ -147,4 +148,22 @@ func produceError(partition int32, code int16) kmsg.ProduceResponseTopicPartitio
 	p := kmsg.NewProduceResponseTopicPartition()
 	p.Partition, p.ErrorCode, p.BaseOffset, p.LogAppendTime = partition, code, -1, -1
 	return p
+}
+
+// recordErrors names the records a *storage.RecordsError refused, as
+// Kafka's Produce v8+ record errors do. The reason goes with the first
+// only (the partition's error message says it too), so that a batch of
+// many refused records is not answered with as many copies of it.
+func recordErrors(err error) []kmsg.ProduceResponseTopicPartitionErrorRecord {
+	var re *storage.RecordsError
+	if !errors.As(err, &re) {
+		return nil
+	}
+	out := make([]kmsg.ProduceResponseTopicPartitionErrorRecord, len(re.Records))
+	for i, index := range re.Records {
+		out[i] = kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		out[i].RelativeOffset = index
+	}
+	out[0].ErrorMessage = &re.Reason
+	return out
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,5 +143,41 @@ func TestProduceRefusesTwoBatchesInAPartition(t *testing.T) {
 	}
 	if p := produceRaw(t, cl, "t", good); p.ErrorCode != 0 || p.BaseOffset != 0 {
 		t.Errorf("the next batch: error %d at offset %d, want 0 at 0: refused batches were appended", p.ErrorCode, p.BaseOffset)
+	}
+}
+
+// TestProduceCompactedTopicNeedsKeys: a compacted topic refuses a batch
+// with records without a key as Kafka does — INVALID_RECORD, the keyless
+// records named in the record errors (Produce v8+), the reason given —
+// and appends nothing of it; keyed records are taken after it. A topic
+// that deletes takes keyless records.
+func TestProduceCompactedTopicNeedsKeys(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	cl := newClient(t, ts.addr, kgo.RecordRetries(0))
+	createTopic(t, cl, "kv", 1, "cleanup.policy", "compact")
+	createTopic(t, cl, "plain", 1)
+
+	p := produceRaw(t, cl, "kv", recordBatch([]byte("a"), []byte("b")))
+	if p.ErrorCode != kerr.InvalidRecord.Code {
+		t.Fatalf("keyless batch: error %d, want %d (INVALID_RECORD)", p.ErrorCode, kerr.InvalidRecord.Code)
+	}
+	if len(p.ErrorRecords) != 2 || p.ErrorRecords[0].RelativeOffset != 0 || p.ErrorRecords[1].RelativeOffset != 1 ||
+		p.ErrorRecords[0].ErrorMessage == nil || !strings.Contains(*p.ErrorRecords[0].ErrorMessage, "without key") {
+		t.Errorf("keyless batch: record errors %+v, want records 0 and 1, the first saying why", p.ErrorRecords)
+	}
+	if p.ErrorMessage == nil || !strings.Contains(*p.ErrorMessage, "without key") {
+		t.Errorf("keyless batch: error message %v, want the reason", p.ErrorMessage)
+	}
+
+	ctx := context.Background()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "kv", Value: []byte("no key")}).FirstErr(); !errors.Is(err, kerr.InvalidRecord) {
+		t.Errorf("franz-go keyless record: %v, want INVALID_RECORD", err)
+	}
+	r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: "kv", Key: []byte("k"), Value: []byte("v")}).First()
+	if err != nil || r.Offset != 0 {
+		t.Fatalf("keyed record after the refused ones: offset %v, %v; want offset 0 (nothing appended before)", r, err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "plain", Value: []byte("no key")}).FirstErr(); err != nil {
+		t.Errorf("keyless record on a topic that deletes: %v", err)
 	}
 }

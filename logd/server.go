@@ -110,6 +110,7 @@ func (s *Server) open() error {
 		MinSessionTimeout: cfg.MinSessionTimeout,
 		MaxSessionTimeout: cfg.MaxSessionTimeout,
 		MaxRetainedBytes:  cfg.MaxGroupBytes,
+		MaxOffsetMetadata: cfg.Storage.MaxOffsetMetadata,
 		Now:               cfg.Now,
 		Logger:            cfg.Logger,
 	})

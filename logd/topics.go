@@ -14,7 +14,8 @@ import (
 
 // createTopics creates topics with their partition counts and config
 // overrides. A replication factor other than 1 (or -1, the default) is
-// refused: this is a single node.
+// refused: this is a single node. With validate_only each topic is
+// checked exactly as for a real create, and nothing is created.
 func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := kmsg.NewPtrCreateTopicsResponse()
 	for _, t := range req.Topics {
@@ -50,8 +51,15 @@ func (s *Server) createTopic(t kmsg.CreateTopicsRequestTopic, partitions int32, 
 		entries[c.Name] = c.Value
 	}
 	tc, err := parseTopicConfig(entries)
-	if err != nil || validateOnly {
+	if err != nil {
 		return err
+	}
+	if validateOnly {
+		// Kafka validates as for a real create and creates nothing.
+		if err := s.checkTopicRoom(); err != nil {
+			return err
+		}
+		return s.store.CheckCreateTopic(t.Topic, int(partitions), tc)
 	}
 	kept := s.newlyKeptConfigs(tc)
 	if err := s.newTopic(t.Topic, int(partitions), tc); err != nil {

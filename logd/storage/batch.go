@@ -96,8 +96,10 @@ func decodeHeader(b []byte, h *kmsg.RecordBatch) error {
 // known codec, not transactional, a sequence ≥ 0 with a producer ID, and that its records section is
 // exactly NumRecords well-formed records (decompressed as a stream, at
 // most maxDecompressed bytes, for a compressed batch), as Kafka's
-// LogValidator reads every record.
-func checkProduced(b []byte, h *kmsg.RecordBatch, maxBytes int) error {
+// LogValidator reads every record. With needKeys (a compacted topic)
+// every record must have a key, else the batch is refused with a
+// *RecordsError naming the keyless records.
+func checkProduced(b []byte, h *kmsg.RecordBatch, maxBytes int, needKeys bool) error {
 	if len(b) > maxBytes {
 		return errTooLarge
 	}
@@ -116,16 +118,46 @@ func checkProduced(b []byte, h *kmsg.RecordBatch, maxBytes int) error {
 	case h.ProducerID >= 0 && h.FirstSequence < 0:
 		return errSequence
 	}
-	if h.Attributes&attrCodecMask == codecNone {
-		return validateRecords(h.Records, h.NumRecords)
+	var keys keyCheck
+	if needKeys {
+		keys = keyCheck{on: true}
 	}
-	return validateCompressedRecords(h)
+	var err error
+	if h.Attributes&attrCodecMask == codecNone {
+		err = validateRecords(h.Records, h.NumRecords, &keys)
+	} else {
+		err = validateCompressedRecords(h, &keys)
+	}
+	if err != nil {
+		return err
+	}
+	return keys.err()
 }
 
-// validateRecords checks, in one pass that does not allocate, that the
-// uncompressed records section b is exactly n well-formed records whose
-// offset deltas are 0..n-1.
-func validateRecords(b []byte, n int32) error {
+// keyCheck collects the records without a key of a batch for a
+// compacted topic (when on), as Kafka's LogValidator.validateKey does.
+type keyCheck struct {
+	on      bool
+	keyless []int32
+}
+
+func (k *keyCheck) note(i int32, rh recordHead) {
+	if k.on && rh.keyless {
+		k.keyless = append(k.keyless, i)
+	}
+}
+
+func (k *keyCheck) err() error {
+	if len(k.keyless) == 0 {
+		return nil
+	}
+	return &RecordsError{Records: k.keyless, Reason: reasonKeyless}
+}
+
+// validateRecords checks, in one pass that does not allocate (but for
+// keys' list of keyless records), that the uncompressed records section
+// b is exactly n well-formed records whose offset deltas are 0..n-1.
+func validateRecords(b []byte, n int32, keys *keyCheck) error {
 	i := int32(0)
 	for ; len(b) > 0; i++ {
 		l, k := binary.Varint(b)
@@ -139,6 +171,7 @@ func validateRecords(b []byte, n int32) error {
 		if rh.offsetDelta != i {
 			return errRecordOffset
 		}
+		keys.note(i, rh)
 		b = b[k+int(l):]
 	}
 	if i != n {
@@ -150,7 +183,7 @@ func validateRecords(b []byte, n int32) error {
 // validateCompressedRecords is validateRecords for a compressed batch: its
 // records are decompressed as a stream and kept no further than a small
 // buffer; bytes past the last record are refused.
-func validateCompressedRecords(h *kmsg.RecordBatch) error {
+func validateCompressedRecords(h *kmsg.RecordBatch, keys *keyCheck) error {
 	in, err := openInflater(h.Records, int(h.Attributes&attrCodecMask))
 	if err != nil {
 		return inflateError(err)
@@ -165,6 +198,7 @@ func validateCompressedRecords(h *kmsg.RecordBatch) error {
 		if rh.offsetDelta != i {
 			return errRecordOffset
 		}
+		keys.note(i, rh)
 	}
 	if _, err := in.br.ReadByte(); err != io.EOF {
 		if err == nil {

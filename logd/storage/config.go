@@ -198,7 +198,9 @@ type Config struct {
 	// Default 65536.
 	MaxGroups int
 	// MaxOffsetMetadata bounds the metadata of one committed offset.
-	// Default 4096 (Kafka's offset.metadata.max.bytes).
+	// Default 4096 (Kafka's offset.metadata.max.bytes). logd's group
+	// coordinator takes the same limit: an OffsetCommit partition over
+	// it is answered OFFSET_METADATA_TOO_LARGE and not committed.
 	MaxOffsetMetadata int
 
 	// FS is the file layer. Default vfs.OS; tests put a disk that fails

@@ -105,8 +105,10 @@
 // never the active one: those whose newest timestamp is older than
 // RetentionAge, and those that take the partition over RetentionBytes.
 // Compaction ([Log.Compact], cleanup policy compact) rewrites the sealed
-// segments keeping the latest record of each key; offsets never change
-// (a rewritten batch keeps its base and last offset, its surviving
+// segments keeping the latest record of each key. A compacted partition
+// refuses, as Kafka does, a batch with a record without a key (a
+// [RecordsError] naming them; nothing of the batch is appended). Offsets
+// never change (a rewritten batch keeps its base and last offset, its surviving
 // records their offset deltas), a batch left with no record is dropped
 // (leaving a gap in the offsets; a read from inside one gets the next
 // batch) unless it is an idempotent producer's last, whose header is kept
@@ -143,7 +145,8 @@
 // # Errors
 //
 // Append's errors map to Kafka's codes: ErrCorruptBatch to
-// CORRUPT_MESSAGE, ErrInvalidBatch to INVALID_RECORD, ErrBatchTooLarge
+// CORRUPT_MESSAGE, ErrInvalidBatch (a *RecordsError among them: Kafka's
+// record errors) to INVALID_RECORD, ErrBatchTooLarge
 // to MESSAGE_TOO_LARGE, ErrOutOfOrderSequence and
 // ErrInvalidProducerEpoch to theirs, ErrLogFailed to
 // KAFKA_STORAGE_ERROR; Read's ErrOffsetOutOfRange to

@@ -65,6 +65,25 @@ func (e *BatchError) Error() string { return fmt.Sprintf("%v: %s", e.Kind, e.Rea
 
 func (e *BatchError) Unwrap() error { return e.Kind }
 
+// RecordsError refuses a well-formed batch for some of its records, as
+// Kafka's record errors do (INVALID_RECORD, each record named by its
+// position in the batch): the whole batch is refused, nothing of it
+// appended. Unwrap gives ErrInvalidBatch.
+type RecordsError struct {
+	Records []int32 // positions in the batch, from 0, ascending
+	Reason  string  // why each of them is refused
+}
+
+func (e *RecordsError) Error() string {
+	return fmt.Sprintf("%v: %d of its records refused: %s", ErrInvalidBatch, len(e.Records), e.Reason)
+}
+
+func (e *RecordsError) Unwrap() error { return ErrInvalidBatch }
+
+// reasonKeyless is Kafka's reason for a record without a key on a
+// compacted topic.
+const reasonKeyless = "compacted topic cannot accept message without key"
+
 // Batch errors are values made once, so a flood of bad batches does not
 // allocate.
 var (

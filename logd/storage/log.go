@@ -210,7 +210,7 @@ func (l *Log) append(batch []byte) (appended, vfs.WriteBehinder, error) {
 		return appended{}, nil, err
 	}
 	h := &l.hdr
-	if err := checkProduced(batch, h, l.cfg.MaxBatchBytes); err != nil {
+	if err := checkProduced(batch, h, l.cfg.MaxBatchBytes, l.cfg.Cleanup.compacts()); err != nil {
 		return appended{}, nil, err
 	}
 	now := l.env.now()

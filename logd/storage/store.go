@@ -215,22 +215,13 @@ func (s *Store) syncAll() {
 // would refuse, ErrTopicExists if it exists, ErrInvalidPartitions for a
 // count outside [1, MaxPartitions], ErrBadConfig for bad overrides.
 func (s *Store) CreateTopic(name string, partitions int, overrides TopicConfig) error {
-	if !ValidTopicName(name) {
-		return fmt.Errorf("%w: %q", ErrInvalidTopic, name)
-	}
-	if partitions < 1 || partitions > s.cfg.MaxPartitions {
-		return fmt.Errorf("%w: %d", ErrInvalidPartitions, partitions)
-	}
-	if err := overrides.over(s.cfg.topicDefaults()).validate(); err != nil {
+	if err := s.checkTopicArgs(name, partitions, overrides); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if _, ok := s.topics[name]; ok {
-		return fmt.Errorf("%w: %q", ErrTopicExists, name)
+	if err := s.checkTopicAbsent(name); err != nil {
+		return err
 	}
 	m := topicMeta{Name: name, Partitions: partitions, Overrides: overrides}
 	// Metadata first: a crash before the directories exist leaves a
@@ -246,6 +237,42 @@ func (s *Store) CreateTopic(name string, partitions int, overrides TopicConfig) 
 		return err
 	}
 	s.topics[name] = t
+	return nil
+}
+
+// CheckCreateTopic returns the error CreateTopic would return for the
+// same arguments now, and creates nothing: what Kafka's CreateTopics
+// answers with validate_only.
+func (s *Store) CheckCreateTopic(name string, partitions int, overrides TopicConfig) error {
+	if err := s.checkTopicArgs(name, partitions, overrides); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checkTopicAbsent(name)
+}
+
+// checkTopicArgs checks a new topic's name, partition count and
+// overrides.
+func (s *Store) checkTopicArgs(name string, partitions int, overrides TopicConfig) error {
+	if !ValidTopicName(name) {
+		return fmt.Errorf("%w: %q", ErrInvalidTopic, name)
+	}
+	if partitions < 1 || partitions > s.cfg.MaxPartitions {
+		return fmt.Errorf("%w: %d", ErrInvalidPartitions, partitions)
+	}
+	return overrides.over(s.cfg.topicDefaults()).validate()
+}
+
+// checkTopicAbsent: the Store is open and holds no topic name. s.mu is
+// held.
+func (s *Store) checkTopicAbsent(name string) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if _, ok := s.topics[name]; ok {
+		return fmt.Errorf("%w: %q", ErrTopicExists, name)
+	}
 	return nil
 }
 
