@@ -145,6 +145,18 @@ type Config struct {
 	Reconnect, ReconnectMax time.Duration
 	// HandshakeTimeout bounds the ZMTP handshake of a new connection.
 	HandshakeTimeout time.Duration
+	// PingInterval, PingTimeout and PingTTL are ZMTP 3.1 heartbeats
+	// (libzmq's ZMQ_HEARTBEAT_IVL, _TIMEOUT and _TTL): every
+	// PingInterval each connection sends a PING asking the peer to
+	// close it if the peer hears nothing from us within PingTTL, and
+	// closes it if nothing at all arrives within PingTimeout of a PING
+	// written (anything counts, not only the PONG; while our reader is
+	// held up by a full receive queue, the silence is ours and does
+	// not count). PingInterval 0 sends no PINGs (libzmq's default);
+	// PingTimeout 0 is PingInterval; PingTTL 0 asks for none, and is at
+	// most 6553.5s. A peer's PINGs are always answered, and the TTL
+	// they ask for honoured. PINGs and PONGs bypass the queue bounds.
+	PingInterval, PingTimeout, PingTTL time.Duration
 
 	// Logger receives debug logs (default: discarded).
 	Logger *slog.Logger
@@ -195,6 +207,7 @@ func (c *Config) setDefaults() {
 	defDur(&c.ReconnectMax, DefaultReconnectMax)
 	defDur(&c.HandshakeTimeout, DefaultHandshakeTimeout)
 	defDur(&c.FrameTimeout, DefaultFrameTimeout)
+	defDur(&c.PingTimeout, c.PingInterval)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -239,10 +252,14 @@ func (c *Config) validate() error {
 	}{
 		{"Linger", c.Linger}, {"Reconnect", c.Reconnect}, {"ReconnectMax", c.ReconnectMax},
 		{"HandshakeTimeout", c.HandshakeTimeout}, {"FrameTimeout", c.FrameTimeout},
+		{"PingInterval", c.PingInterval}, {"PingTimeout", c.PingTimeout}, {"PingTTL", c.PingTTL},
 	} {
 		if f.v < 0 {
 			return badConfig(f.name, f.v, "must be > 0")
 		}
+	}
+	if c.PingTTL > maxPingTTL {
+		return badConfig("PingTTL", c.PingTTL, "must be at most 6553.5s")
 	}
 	if c.ReconnectMax < c.Reconnect {
 		return badConfig("ReconnectMax", c.ReconnectMax, "must be at least Reconnect")
@@ -269,15 +286,18 @@ func (c *Config) validate() error {
 // socketConfig is the part of c a socket of type typ, doing role, needs.
 func (c *Config) socketConfig() socketConfig {
 	return socketConfig{
-		maxMessage: c.MaxMessageBytes,
-		pending:    c.MaxPendingBytes,
-		frameTime:  c.FrameTimeout,
-		queueItems: c.SubscriberQueue,
-		queueBytes: c.SubscriberQueueBytes,
-		maxPeers:   c.MaxPeers,
-		handshake:  c.HandshakeTimeout,
-		reconnect:  c.Reconnect,
-		reconnMax:  c.ReconnectMax,
-		log:        c.Logger,
+		maxMessage:   c.MaxMessageBytes,
+		pending:      c.MaxPendingBytes,
+		frameTime:    c.FrameTimeout,
+		pingInterval: c.PingInterval,
+		pingTimeout:  c.PingTimeout,
+		pingTTL:      c.PingTTL,
+		queueItems:   c.SubscriberQueue,
+		queueBytes:   c.SubscriberQueueBytes,
+		maxPeers:     c.MaxPeers,
+		handshake:    c.HandshakeTimeout,
+		reconnect:    c.Reconnect,
+		reconnMax:    c.ReconnectMax,
+		log:          c.Logger,
 	}
 }

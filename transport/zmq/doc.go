@@ -25,7 +25,13 @@
 // headers alone cannot make zmq4 allocate more), refuses a malformed
 // READY (zmq4 panics on one), and takes PINGs out of the stream so that
 // they are answered by the connection's one writer (zmq4 answers from
-// the reader, which may interleave with a write).
+// the reader, which may interleave with a write). ZMTP 3.1 heartbeats
+// are libzmq's: a PONG (one owed at most, echoing the latest PING's
+// context, 16 bytes at most) and our own PINGs (Config.PingInterval)
+// bypass the queue bounds and go before the next batch; anything that
+// arrives counts as liveness, a peer's TTL is honoured, and
+// PingTimeout does not count silence while our reader waits for the
+// application.
 //
 // # Messages and streams
 //

@@ -4,6 +4,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zeromq/zmq4"
 )
@@ -19,8 +20,8 @@ type peer struct {
 	typ    zmq4.SocketType // the peer's socket type
 	remote string
 	out    *outq
-	// pongs carries the context of each PING to the writer.
-	pongs      chan []byte
+	// ctl is what the writer sends beside out: PONGs and PINGs.
+	ctl        control
 	closing    chan struct{}
 	closeOnce  sync.Once
 	writerDone chan struct{}
@@ -32,31 +33,28 @@ type peer struct {
 
 func newPeer(s *socket, c net.Conn) *peer {
 	p := &peer{
-		sock:       s,
-		remote:     c.RemoteAddr().String(),
-		out:        newOutq(s.queueItems, s.queueBytes),
-		pongs:      make(chan []byte, 4),
+		sock:   s,
+		remote: c.RemoteAddr().String(),
+		out:    newOutq(s.queueItems, s.queueBytes),
+		ctl: control{
+			live: newLiveness(time.Now(), s.pingInterval, s.pingTimeout),
+			ttl:  s.pingTTL,
+			wake: make(chan struct{}, 1),
+		},
 		closing:    make(chan struct{}),
 		writerDone: make(chan struct{}),
 	}
 	p.wc = newWireConn(c, s.maxMessage, p.onPing)
+	p.wc.onRecv = p.onRecv
 	p.wc.limitPending(s.pending, s.frameTime, p.closing, func() { s.stats.frameTimeouts.Add(1) })
 	return p
-}
-
-// onPing queues a PONG; a peer that pings faster than it is answered
-// loses the extra PONGs.
-func (p *peer) onPing(context []byte) {
-	select {
-	case p.pongs <- context:
-	default:
-	}
 }
 
 // close ends the connection; the reader and the writer return.
 func (p *peer) close() {
 	p.closeOnce.Do(func() {
 		close(p.closing)
+		p.ctl.stop()
 		msgs, zmtp := p.out.close()
 		p.sock.stats.discarded.Add(uint64(msgs))
 		p.sock.stats.discardedZMTP.Add(uint64(zmtp))
@@ -81,23 +79,24 @@ func (p *peer) readLoop() error {
 	}
 }
 
-// writeLoop writes what is queued, flushing once the queue is empty.
+// writeLoop writes what is queued, flushing once the queue is empty,
+// and before each batch the commands due (writeControl).
 func (p *peer) writeLoop() {
 	defer close(p.writerDone)
 	defer p.close()
+	p.startHeartbeat()
 	var batch []zmsg
 	for {
 		select {
 		case <-p.out.notify:
-		case c := <-p.pongs:
-			if p.zc.SendCmd(zmq4.CmdPong, c) != nil || p.wc.Flush() != nil {
-				return
-			}
-			continue
+		case <-p.ctl.wake:
 		case <-p.closing:
 			return
 		}
 		for {
+			if p.writeControl() != nil {
+				return
+			}
 			batch = p.out.take(batch)
 			if len(batch) == 0 {
 				break

@@ -497,6 +497,11 @@ type PublisherStats struct {
 	// message over MaxMessageBytes, or of too many frames
 	// (ErrFrameTooLarge).
 	TooLarge uint64
+	// HeartbeatTimeouts counts connections closed because the peer sent
+	// nothing within PingTimeout of our PING, or within the TTL of its
+	// own PING; PongsCoalesced counts PINGs answered by a later PONG
+	// (the peer sent them faster than they could be answered).
+	HeartbeatTimeouts, PongsCoalesced uint64
 }
 
 // Stats returns the publisher's counters.
@@ -509,5 +514,6 @@ func (p *Publisher) Stats() PublisherStats {
 		RefusedSubscriptions: f.refusedSubscriptions.Load(), Heartbeats: p.heartbeat.Load(), DroppedEnds: f.droppedEnds.Load(),
 		Accepted: s.accepted.Load(), Refused: s.refused.Load(), HandshakeFailed: s.handshakeFailed.Load(),
 		Dialed: s.dialed.Load(), DialFailed: s.dialFailed.Load(), FrameTimeouts: s.frameTimeouts.Load(), TooLarge: s.tooLarge.Load(),
+		HeartbeatTimeouts: s.heartbeatTimeouts.Load(), PongsCoalesced: s.pongsCoalesced.Load(),
 	}
 }

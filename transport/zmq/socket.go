@@ -39,13 +39,16 @@ type socketConfig struct {
 	maxMessage int
 	pending    int           // MaxPendingBytes
 	frameTime  time.Duration // FrameTimeout
-	queueItems int
-	queueBytes int
-	maxPeers   int
-	handshake  time.Duration
-	reconnect  time.Duration
-	reconnMax  time.Duration
-	log        *slog.Logger
+	// pingInterval, pingTimeout and pingTTL are PingInterval,
+	// PingTimeout and PingTTL.
+	pingInterval, pingTimeout, pingTTL time.Duration
+	queueItems                         int
+	queueBytes                         int
+	maxPeers                           int
+	handshake                          time.Duration
+	reconnect                          time.Duration
+	reconnMax                          time.Duration
+	log                                *slog.Logger
 	// onIdle, if set, is called when a peer's writer has written
 	// everything queued for it.
 	onIdle func()
@@ -87,6 +90,11 @@ type socketStats struct {
 	// frameTimeouts counts connections failed for a large frame whose
 	// body, or room in the pending budget, did not come in time.
 	frameTimeouts atomic.Uint64
+	// heartbeatTimeouts counts connections closed because the peer sent
+	// nothing within PingTimeout of our PING, or within the TTL of its
+	// own; pongsCoalesced the PINGs answered by a later PONG, as the
+	// peer sent them faster than they could be answered.
+	heartbeatTimeouts, pongsCoalesced atomic.Uint64
 	// tooLarge counts connections failed for a message over
 	// MaxMessageBytes or of too many frames (ErrFrameTooLarge).
 	tooLarge atomic.Uint64

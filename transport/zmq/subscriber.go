@@ -370,6 +370,11 @@ type SubscriberStats struct {
 	// RefusedPublishers counts publisher connections refused after
 	// their handshake (the subscription set did not fit their queue).
 	RefusedPublishers uint64
+	// HeartbeatTimeouts counts connections closed because the peer sent
+	// nothing within PingTimeout of our PING, or within the TTL of its
+	// own PING; PongsCoalesced counts PINGs answered by a later PONG
+	// (the peer sent them faster than they could be answered).
+	HeartbeatTimeouts, PongsCoalesced uint64
 }
 
 // Stats returns the subscriber's counters. Duplicates, Late and Evicted
@@ -384,5 +389,6 @@ func (s *Subscriber) Stats() SubscriberStats {
 		Duplicates: d, Late: l, Evicted: e, Publishers: s.Publishers(),
 		Dialed: k.dialed.Load(), DialFailed: k.dialFailed.Load(), Accepted: k.accepted.Load(), Refused: k.refused.Load(),
 		Handshake: k.handshakeFailed.Load(), FrameTimeouts: k.frameTimeouts.Load(), TooLarge: k.tooLarge.Load(), RefusedPublishers: k.attachRefused.Load(),
+		HeartbeatTimeouts: k.heartbeatTimeouts.Load(), PongsCoalesced: k.pongsCoalesced.Load(),
 	}
 }

@@ -1,6 +1,7 @@
 package zmq
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -57,6 +58,9 @@ func init() {
 				{Name: "slow", Value: "drop|disconnect", Doc: "publisher: what a full subscriber queue does: drop and count, or disconnect the subscriber (default drop)"},
 				{Name: "heartbeat", Value: "DURATION|off", Doc: "publisher: how soon a quiet stream says where it is, so a lost tail is reported (default 1s)"},
 				{Name: "maxmsg", Value: "BYTES", Doc: "largest ZMTP message accepted from a peer; a larger one closes the connection (default 8 MiB)"},
+				{Name: "maxpending", Value: "BYTES", Doc: "bytes of frames over 64 KiB announced and not yet received, across the socket's connections; a frame waits for room before it is read (default 64 MiB, at least maxmsg)"},
+				{Name: "frametimeout", Value: "DURATION", Doc: "how long the body of a frame over 64 KiB may take after its header, waiting for room in maxpending included; the connection fails beyond (default 10s)"},
+				{Name: "maxstreambytes", Value: "BYTES", Doc: "subscriber: memory of the streams it tracks, topics included; the least recently seen is forgotten beyond (default 16 MiB)"},
 				{Name: "linger", Value: "DURATION", Doc: "publisher: how long Close waits for queued messages to be written (default 1s)"},
 				{Name: "reconnect", Value: "DURATION", Doc: "first wait before redialling; doubles up to 5s (default 100ms)"},
 				{Name: "loss", Value: "0..1", Doc: "subscriber: drop this fraction of received messages on purpose (rehearsing gaps)"},
@@ -75,7 +79,7 @@ func init() {
 }
 
 // urlParams are the query parameters a zmq URL takes.
-var urlParams = []string{"mode", "subscribe", "feed", "pack", "hwm", "slow", "heartbeat", "maxmsg", "linger", "reconnect", "loss", "dup", "reorder", "seed"}
+var urlParams = []string{"mode", "subscribe", "feed", "pack", "hwm", "slow", "heartbeat", "maxmsg", "maxpending", "frametimeout", "maxstreambytes", "linger", "reconnect", "loss", "dup", "reorder", "seed"}
 
 // URLConfig is what a zmq+tcp:// or zmq+ipc:// URL says.
 type URLConfig struct {
@@ -205,7 +209,7 @@ func ParseURL(u *url.URL) (URLConfig, error) {
 		}
 		return f, nil
 	}
-	var feed, hwm, maxmsg uint64
+	var feed, hwm, maxmsg, maxpending, streamBytes uint64
 	if feed, err = uintIn("feed", 1, 1<<32-1); err != nil {
 		return URLConfig{}, err
 	}
@@ -218,6 +222,17 @@ func ParseURL(u *url.URL) (URLConfig, error) {
 		return URLConfig{}, err
 	}
 	c.MaxMessageBytes = int(maxmsg)
+	if maxpending, err = uintIn("maxpending", 256, 1<<40); err != nil {
+		return URLConfig{}, err
+	}
+	if msgMax := cmp.Or(c.MaxMessageBytes, DefaultMaxMessageBytes); maxpending != 0 && int(maxpending) < msgMax {
+		return bad("maxpending=%q: must be at least maxmsg (%d)", q.Get("maxpending"), msgMax)
+	}
+	c.MaxPendingBytes = int(maxpending)
+	if streamBytes, err = uintIn("maxstreambytes", 1<<10, 1<<40); err != nil {
+		return URLConfig{}, err
+	}
+	c.MaxStreamBytes = int(streamBytes)
 	if c.Seed, err = uintIn("seed", 0, 1<<64-1); err != nil {
 		return URLConfig{}, err
 	}
@@ -239,7 +254,9 @@ func ParseURL(u *url.URL) (URLConfig, error) {
 		name string
 		off  bool
 		v    *time.Duration
-	}{{"heartbeat", true, &c.Heartbeat}, {"linger", false, &c.Linger}, {"reconnect", false, &c.Reconnect}} {
+	}{{"heartbeat", true, &c.Heartbeat}, {"linger", false, &c.Linger}, {"reconnect", false, &c.Reconnect},
+		{"frametimeout", false, &c.FrameTimeout},
+	} {
 		if *d.v, err = dur(d.name, d.off); err != nil {
 			return URLConfig{}, err
 		}

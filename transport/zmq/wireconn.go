@@ -45,15 +45,20 @@ func maxFrames(maxMessage int) int { return max(minFrames, maxMessage/frameCost)
 // checks the framing before zmq4 sees it: a frame or message over
 // maxMessage bytes, or of more than maxFrames frames, fails the
 // connection with ErrFrameTooLarge before anything is allocated; and it
-// takes PING commands out of the stream, handing their context to
-// onPing, so that the connection's one writer answers them. Writes are
+// takes PING commands out of the stream, handing their TTL and context
+// to onPing, so that the connection's one writer answers them; onRecv is
+// called whenever bytes arrive. Writes are
 // buffered once the handshake is done (Flush sends them); during it they
 // go straight out.
 type wireConn struct {
 	net.Conn
 	maxMessage uint64
 	maxFrames  int
-	onPing     func(context []byte)
+	onPing     func(ttl time.Duration, context []byte)
+	onRecv     func()
+	// netWait is set while the reader waits for the network (not for
+	// our application to take what it read).
+	netWait atomic.Bool
 
 	// pending is the socket's budget for large frames' bodies; reserved
 	// what this connection holds of it (its current frame's size), given
@@ -80,7 +85,7 @@ type wireConn struct {
 	bw *bufio.Writer
 }
 
-func newWireConn(c net.Conn, maxMessage int, onPing func([]byte)) *wireConn {
+func newWireConn(c net.Conn, maxMessage int, onPing func(time.Duration, []byte)) *wireConn {
 	return &wireConn{
 		Conn:       c,
 		maxMessage: uint64(maxMessage),
@@ -174,8 +179,13 @@ func (c *wireConn) fill() {
 		c.w -= c.r
 		c.r = 0
 	}
+	c.netWait.Store(true)
 	n, err := c.Conn.Read(c.buf[c.w:])
+	c.netWait.Store(false)
 	c.w += n
+	if n > 0 && c.onRecv != nil {
+		c.onRecv()
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) && c.reserved.Load() > 0 {
 			c.onTimeout()
@@ -342,11 +352,11 @@ var socketTypes = []zmq4.SocketType{
 	zmq4.Pull, zmq4.Push, zmq4.XPub, zmq4.XSub,
 }
 
-// ping hands a PING's context (after its 2-byte TTL) to onPing and
-// takes the n bytes of its frame out of the buffer.
+// ping hands a PING's TTL and context to onPing and takes the n bytes
+// of its frame out of the buffer.
 func (c *wireConn) ping(ttlContext []byte, n int) {
-	if c.onPing != nil && len(ttlContext) >= 2 {
-		c.onPing(append([]byte(nil), ttlContext[2:]...))
+	if ttl, ctx, ok := parsePing(ttlContext); ok && c.onPing != nil {
+		c.onPing(ttl, append([]byte(nil), ctx...))
 	}
 	copy(c.buf[c.ok:], c.buf[c.ok+n:c.w])
 	c.w -= n

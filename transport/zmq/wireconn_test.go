@@ -196,7 +196,7 @@ func FuzzWire(f *testing.F) {
 	f.Add(append(ready("PUB"), flagMore, 1, 'a', flagCommand, 0))
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		var pings int
-		wc := newWireConn(newPipeConn(append(greeting(), stream...)), 1024, func([]byte) { pings++ })
+		wc := newWireConn(newPipeConn(append(greeting(), stream...)), 1024, func(time.Duration, []byte) { pings++ })
 		zc, err := zmq4.Open(wc, null.Security(), zmq4.Sub, nil, false, nil)
 		if err != nil {
 			return
