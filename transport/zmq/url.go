@@ -61,6 +61,9 @@ func init() {
 				{Name: "maxpending", Value: "BYTES", Doc: "bytes of frames over 64 KiB announced and not yet received, across the socket's connections; a frame waits for room before it is read (default 64 MiB, at least maxmsg)"},
 				{Name: "frametimeout", Value: "DURATION", Doc: "how long the body of a frame over 64 KiB may take after its header, waiting for room in maxpending included; the connection fails beyond (default 10s)"},
 				{Name: "maxstreambytes", Value: "BYTES", Doc: "subscriber: memory of the streams it tracks, topics included; the least recently seen is forgotten beyond (default 16 MiB)"},
+				{Name: "ping", Value: "DURATION", Doc: "ZMTP 3.1 heartbeats: send a PING this often on every connection (default: none, as libzmq's ZMQ_HEARTBEAT_IVL)"},
+				{Name: "pingtimeout", Value: "DURATION", Doc: "close a connection that sends nothing within this of a PING (default: the ping interval)"},
+				{Name: "pingttl", Value: "DURATION", Doc: "ask peers to close the connection when they hear nothing from us within this, at most 6553.5s (default: none)"},
 				{Name: "linger", Value: "DURATION", Doc: "publisher: how long Close waits for queued messages to be written (default 1s)"},
 				{Name: "reconnect", Value: "DURATION", Doc: "first wait before redialling; doubles up to 5s (default 100ms)"},
 				{Name: "loss", Value: "0..1", Doc: "subscriber: drop this fraction of received messages on purpose (rehearsing gaps)"},
@@ -79,7 +82,7 @@ func init() {
 }
 
 // urlParams are the query parameters a zmq URL takes.
-var urlParams = []string{"mode", "subscribe", "feed", "pack", "hwm", "slow", "heartbeat", "maxmsg", "maxpending", "frametimeout", "maxstreambytes", "linger", "reconnect", "loss", "dup", "reorder", "seed"}
+var urlParams = []string{"mode", "subscribe", "feed", "pack", "hwm", "slow", "heartbeat", "maxmsg", "maxpending", "frametimeout", "maxstreambytes", "ping", "pingtimeout", "pingttl", "linger", "reconnect", "loss", "dup", "reorder", "seed"}
 
 // URLConfig is what a zmq+tcp:// or zmq+ipc:// URL says.
 type URLConfig struct {
@@ -255,11 +258,15 @@ func ParseURL(u *url.URL) (URLConfig, error) {
 		off  bool
 		v    *time.Duration
 	}{{"heartbeat", true, &c.Heartbeat}, {"linger", false, &c.Linger}, {"reconnect", false, &c.Reconnect},
-		{"frametimeout", false, &c.FrameTimeout},
+		{"frametimeout", false, &c.FrameTimeout}, {"ping", false, &c.PingInterval}, {"pingtimeout", false, &c.PingTimeout},
+		{"pingttl", false, &c.PingTTL},
 	} {
 		if *d.v, err = dur(d.name, d.off); err != nil {
 			return URLConfig{}, err
 		}
+	}
+	if c.PingTTL > maxPingTTL {
+		return bad("pingttl=%q: must be at most 6553.5s (ZMTP's TTL is in tenths of a second, 16 bits)", q.Get("pingttl"))
 	}
 	if c.Reconnect > DefaultReconnectMax {
 		c.ReconnectMax = c.Reconnect

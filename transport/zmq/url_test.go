@@ -10,8 +10,9 @@ import (
 	"github.com/brokerless/brokerless/transport"
 )
 
-// TestParseURLLimits: maxpending, frametimeout and maxstreambytes set
-// Config.MaxPendingBytes, FrameTimeout and MaxStreamBytes, with the
+// TestParseURLLimits: maxpending, frametimeout, maxstreambytes and the
+// ping parameters set Config.MaxPendingBytes, FrameTimeout,
+// MaxStreamBytes, PingInterval, PingTimeout and PingTTL, with the
 // same parsing and errors as the older parameters, and the Config they
 // make passes validate.
 func TestParseURLLimits(t *testing.T) {
@@ -27,6 +28,10 @@ func TestParseURLLimits(t *testing.T) {
 		{"frametimeout=250ms", func(c Config) bool { return c.FrameTimeout == 250*time.Millisecond }},
 		{"frametimeout=1m", func(c Config) bool { return c.FrameTimeout == time.Minute }},
 		{"maxstreambytes=1048576", func(c Config) bool { return c.MaxStreamBytes == 1<<20 }},
+		{"ping=5s&pingtimeout=10s&pingttl=30s", func(c Config) bool {
+			return c.PingInterval == 5*time.Second && c.PingTimeout == 10*time.Second && c.PingTTL == 30*time.Second
+		}},
+		{"pingttl=6553.5s", func(c Config) bool { return c.PingTTL == 6553500*time.Millisecond }},
 	} {
 		u, _ := url.Parse(base + "?" + tt.query)
 		uc, err := ParseURL(u)
@@ -55,6 +60,9 @@ func TestParseURLLimits(t *testing.T) {
 		{"frametimeout=-1s", `frametimeout="-1s": want a positive duration such as 500ms`},
 		{"frametimeout=10", `frametimeout="10": want a positive duration such as 500ms`},
 		{"frametimeout=off", `frametimeout="off": want a positive duration such as 500ms`},
+		{"ping=0s", `ping="0s": want a positive duration such as 500ms`},
+		{"pingtimeout=soon", `pingtimeout="soon": want a positive duration such as 500ms`},
+		{"pingttl=2h", `pingttl="2h": must be at most 6553.5s`},
 		{"maxstreambytes=100", `maxstreambytes="100": want 1024..1099511627776`},
 		{"maxstreambytes=lots", `maxstreambytes="lots": want 1024..1099511627776`},
 	} {
