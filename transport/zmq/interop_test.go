@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -34,7 +35,7 @@ type pyPeer struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	lines  chan map[string]any
-	stdin  interface{ Close() error }
+	stdin  io.WriteCloser
 	stderr *lockedBuffer
 	done   chan struct{}
 }
@@ -98,6 +99,12 @@ func startPy(t *testing.T, args ...string) *pyPeer {
 // says nothing for a while.
 func (p *pyPeer) next() map[string]any {
 	p.t.Helper()
+	return p.nextWithin(testTimeout)
+}
+
+// nextWithin is next, failing the test if the peer says nothing for d.
+func (p *pyPeer) nextWithin(d time.Duration) map[string]any {
+	p.t.Helper()
 	select {
 	case m, ok := <-p.lines:
 		if !ok {
@@ -105,8 +112,8 @@ func (p *pyPeer) next() map[string]any {
 			p.t.Fatalf("python peer %v ended: %s", p.cmd.Args[2:], p.stderr)
 		}
 		return m
-	case <-time.After(testTimeout):
-		p.t.Fatalf("python peer %v silent for %v: %s", p.cmd.Args[2:], testTimeout, p.stderr)
+	case <-time.After(d):
+		p.t.Fatalf("python peer %v silent for %v: %s", p.cmd.Args[2:], d.Round(time.Millisecond), p.stderr)
 	}
 	return nil
 }

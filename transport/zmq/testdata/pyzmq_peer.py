@@ -20,14 +20,26 @@ prints JSON lines on stdout; the Go test reads them.
     worker ENDPOINT NAME DELAY a load-balancing worker (REQ): ready, then for
                                each task print it, take DELAY seconds and
                                answer done + header
+    hbsub ENDPOINT IVL TIMEOUT TTL
+                               a SUB of every topic with ZMQ_HEARTBEAT_IVL,
+                               _TIMEOUT and _TTL (milliseconds; 0 leaves the
+                               option unset) connected to ENDPOINT; prints
+                               each payload received and each event of its
+                               socket monitor, until stdin closes
+    hbpub IVL TIMEOUT TTL      an XPUB with those options bound on a free
+                               port: prints it, each subscription and each
+                               monitor event; sends [b"t", PAYLOAD] for each
+                               line "send PAYLOAD" of stdin, until it closes
 """
 
 import json
+import os
 import struct
 import sys
 import time
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 HEADER = struct.Struct(">BBBBIQQq")  # magic x2, version, kind, feed, session, seq, time
 
@@ -158,6 +170,84 @@ def wide(frames):
     ctx.term()
 
 
+EVENTS = {
+    getattr(zmq, "EVENT_" + name): name.lower()
+    for name in (
+        "CONNECTED", "CONNECT_DELAYED", "CONNECT_RETRIED", "LISTENING",
+        "BIND_FAILED", "ACCEPTED", "ACCEPT_FAILED", "CLOSED", "CLOSE_FAILED",
+        "DISCONNECTED", "MONITOR_STOPPED", "HANDSHAKE_FAILED_NO_DETAIL",
+        "HANDSHAKE_SUCCEEDED", "HANDSHAKE_FAILED_PROTOCOL",
+        "HANDSHAKE_FAILED_AUTH",
+    )
+    if hasattr(zmq, "EVENT_" + name)
+}
+
+
+def heartbeats(s, ivl, timeout, ttl):
+    """Set the ZMTP 3.1 heartbeat options given (milliseconds, 0: unset)."""
+    for opt, ms in ((zmq.HEARTBEAT_IVL, ivl), (zmq.HEARTBEAT_TIMEOUT, timeout), (zmq.HEARTBEAT_TTL, ttl)):
+        if ms:
+            s.setsockopt(opt, ms)
+
+
+def watch(s, on_message, on_line):
+    """Print s's monitor events and hand its messages and stdin's lines
+    on, until stdin closes."""
+    start = time.monotonic()
+    pending = b""
+    mon = s.get_monitor_socket()
+    poller = zmq.Poller()
+    poller.register(s, zmq.POLLIN)
+    poller.register(mon, zmq.POLLIN)
+    poller.register(sys.stdin.fileno(), zmq.POLLIN)
+    while True:
+        ready = dict(poller.poll())
+        if mon in ready:
+            ev = recv_monitor_message(mon)
+            out(event=EVENTS.get(ev["event"], str(ev["event"])), ms=round((time.monotonic() - start) * 1000))
+        if s in ready:
+            on_message(s.recv_multipart())
+        if sys.stdin.fileno() in ready:
+            data = os.read(sys.stdin.fileno(), 4096)  # not readline: its buffer hides lines from poll
+            if not data:
+                break
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                on_line(line.decode())
+    s.disable_monitor()
+    mon.close(linger=0)
+    s.close(linger=0)
+
+
+def hbsub(endpoint, ivl, timeout, ttl):
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.SUB)
+    heartbeats(s, ivl, timeout, ttl)
+    s.setsockopt(zmq.SUBSCRIBE, b"")
+    s.connect(endpoint)
+    watch(s, lambda frames: out(msg=frames[-1].decode("latin-1")), lambda line: None)
+    ctx.term()
+
+
+def hbpub(ivl, timeout, ttl):
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.XPUB)
+    heartbeats(s, ivl, timeout, ttl)
+    port = s.bind_to_random_port("tcp://127.0.0.1")
+    out(endpoint="tcp://127.0.0.1:%d" % port)
+
+    def send(line):
+        cmd, _, payload = line.partition(" ")
+        if cmd != "send":
+            raise SystemExit("unknown command %r" % line)
+        s.send_multipart([b"t", payload.encode()])
+        out(sent=payload)
+
+    watch(s, lambda frames: out(subscribed=frames[0][1:].decode("latin-1")) if frames[0][:1] == b"\x01" else None, send)
+    ctx.term()
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "sub":
@@ -170,6 +260,10 @@ def main():
         wide(int(args[0]))
     elif mode == "worker":
         worker(args[0], args[1], float(args[2]))
+    elif mode == "hbsub":
+        hbsub(args[0], *map(int, args[1:4]))
+    elif mode == "hbpub":
+        hbpub(*map(int, args[0:3]))
     else:
         raise SystemExit("unknown mode " + mode)
 
