@@ -350,3 +350,28 @@ func TestInteropPingTTLHonouredByPyzmq(t *testing.T) {
 		t.Errorf("%d heartbeat timeouts: libzmq, not us, was to close it", st.HeartbeatTimeouts)
 	}
 }
+
+// TestInteropPyzmqTTLHonoured: a libzmq SUB whose PINGs (every 50 ms)
+// ask for a TTL of 500 ms, on our publisher that sends no PINGs of its
+// own: once the python process is stopped (SIGSTOP), we close the
+// connection when the TTL of its last PING runs out.
+func TestInteropPyzmqTTLHonoured(t *testing.T) {
+	ctx := testCtx(t)
+	pub, ep := bound(t, Config{Heartbeat: -1})
+	py := startPy(t, "hbsub", ep, "50", "200", "500")
+	py.waitFor("event", "handshake_succeeded")
+	if err := pub.WaitSubscribers(ctx, "t", 1); err != nil {
+		t.Fatal(err)
+	}
+	py.hold(hbHold/2, func() error {
+		if st := pub.Stats(); st.HeartbeatTimeouts != 0 || pub.Subscribers() != 1 {
+			return fmt.Errorf("stats %+v, %d subscribers", st, pub.Subscribers())
+		}
+		return nil
+	})
+	py.freeze()
+	start := time.Now()
+	waitCount(t, "HeartbeatTimeouts", func() uint64 { return pub.Stats().HeartbeatTimeouts }, 1)
+	within(t, "we closed the connection past libzmq's TTL", time.Since(start), 300*time.Millisecond, 500*time.Millisecond+hbLimit)
+	waitTrue(t, "no subscriber", func() bool { return pub.Subscribers() == 0 })
+}
