@@ -51,7 +51,9 @@ lease (--timeout + 10s) expires.
 With --source, each record of a logd or Kafka topic, read by a consumer
 group, becomes an event: its type from the --source-type-header header
 (else --source-type), its data the record's payload (a JSON string when
-the payload is not JSON), its idempotency key TOPIC/PARTITION/OFFSET. The
+the payload is not JSON), its idempotency key
+brokerless:source:TOPIC/PARTITION/OFFSET/HASH (API clients cannot take
+keys beginning brokerless:). The
 record's offset is committed only after its event is stored, so a crash
 in between loses nothing and makes no duplicate event. With a SQLite
 database the dispatcher is a static member of the group (instance

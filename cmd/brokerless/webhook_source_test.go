@@ -19,7 +19,7 @@ import (
 // TestWebhookServeSourceCrash: with --source logd://…, every record of
 // the topic becomes exactly one event, even though the dispatcher is
 // SIGKILLed while it reads them and restarted: the records it read again
-// found their events stored (idempotency key topic/partition/offset),
+// found their events stored (idempotency key brokerless:source:topic/partition/offset/hash),
 // and every event is delivered. The group's session and rebalance
 // timeouts are 20 minutes, past the test's deadline: the restarted
 // dispatcher gets the partition at once only because it is the same
@@ -124,7 +124,7 @@ func TestWebhookServeSourceCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := map[string]bool{}
-	keyRE := regexp.MustCompile(`^orders/0/\d+$`)
+	keyRE := regexp.MustCompile(`^brokerless:source:orders/0/\d+/[0-9a-f]{16}$`)
 	for _, e := range list.Data {
 		if e.Type != "order.placed" || !keyRE.MatchString(e.IdempotencyKey) || keys[e.IdempotencyKey] {
 			t.Errorf("event %+v", e)

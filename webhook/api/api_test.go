@@ -120,6 +120,7 @@ func TestAccessAndBadInput(t *testing.T) {
 		{"type with NUL", "ok", "/v1/events", `{"type":"t\u0000","data":{}}`, 400, "type: want valid UTF-8 without NUL"},
 		{"type too long", "ok", "/v1/events", `{"type":"` + strings.Repeat("t", 257) + `","data":{}}`, 400, "type: want 1 to 256 bytes"},
 		{"idempotency key with NUL", "ok", "/v1/events", `{"type":"t","data":{},"idempotency_key":"k\u0000"}`, 400, "idempotency_key: want valid UTF-8 without NUL"},
+		{"reserved idempotency key", "ok", "/v1/events", `{"type":"t","data":{},"idempotency_key":"brokerless:source:orders/0/1"}`, 400, "idempotency_key: the prefix \"brokerless:\" is reserved"},
 		{"oversized", "ok", "/v1/events", `{"type":"t","data":"` + strings.Repeat("x", 5000) + `"}`, 413, "larger than 4096"},
 		{"endpoint without url", "ok", "/v1/endpoints", `{}`, 400, "url: required"},
 		{"blocked url", "ok", "/v1/endpoints", `{"url":"http://10.0.0.1/"}`, 400, "url"},
@@ -154,6 +155,10 @@ func TestAccessAndBadInput(t *testing.T) {
 	// PostgreSQL's TEXT column) is refused with the reason.
 	if code, b := f.do("POST", "/v1/events", event, "Idempotency-Key", "k\xff"); code != 400 || !strings.Contains(string(b), "idempotency_key: want valid UTF-8") {
 		t.Errorf("Idempotency-Key not valid UTF-8: %d %s, want 400", code, b)
+	}
+	// The source's keys are out of clients' reach, by header too.
+	if code, b := f.do("POST", "/v1/events", event, "Idempotency-Key", "brokerless:x"); code != 400 || !strings.Contains(string(b), "reserved") {
+		t.Errorf("reserved Idempotency-Key: %d %s, want 400", code, b)
 	}
 	f.nothingStored()
 	// A revoked token is refused too.

@@ -61,6 +61,10 @@ func (s *Server) createEvent(r *http.Request) (int, any, error) {
 		// A header is bytes, and JSON may hold \u0000: PostgreSQL's TEXT
 		// column refuses both.
 		return 0, nil, badRequest("idempotency_key: want valid UTF-8 without NUL")
+	case strings.HasPrefix(in.IdempotencyKey, dispatch.ReservedKeyPrefix):
+		// The source's keys: one taken here would make a log record a
+		// silent duplicate, acknowledged and never stored.
+		return 0, nil, badRequest("idempotency_key: the prefix %q is reserved for keys brokerless makes", dispatch.ReservedKeyPrefix)
 	}
 	ev := dispatch.NewEvent(in.Type, in.Data, in.IdempotencyKey, s.cfg.Now())
 	created, err := s.cfg.Store.InsertEvent(r.Context(), ev)

@@ -22,6 +22,12 @@ type envelope struct {
 // MaxTypeLen is the longest event type, in bytes.
 const MaxTypeLen = 256
 
+// ReservedKeyPrefix begins the idempotency keys brokerless makes itself
+// (package source's, one per log record). The API refuses keys with this
+// prefix, so no client can take a key the source will need, and the
+// source's keys never stand for a client's event.
+const ReservedKeyPrefix = "brokerless:"
+
 // ErrBadEvent is an event that cannot be stored or delivered as it is.
 var ErrBadEvent = errors.New("dispatch: bad event")
 

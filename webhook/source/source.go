@@ -3,7 +3,15 @@
 //
 // Each record becomes one event: its type from a header (or a default),
 // its data the record's payload (as it is when it is JSON, else as a JSON
-// string), and its idempotency key "TOPIC/PARTITION/OFFSET". A record is
+// string), and its idempotency key KeyPrefix+"TOPIC/PARTITION/OFFSET/HASH"
+// (HASH: of the event's type and data). The API refuses keys beginning
+// dispatch.ReservedKeyPrefix, so no client's event can take a record's
+// key and make the record a silent duplicate. HASH keeps a topic deleted
+// and re-created (its offsets starting again at 0) from having its
+// records taken for the old topic's: a record of the new topic is a
+// duplicate only if it has the same offset, type and data as one of the
+// old. (Two clusters with a same-named topic sharing one database are
+// alike.) A record is
 // acknowledged (its offset committed) only after its event is in the
 // outbox, so a crash between the two loses nothing, and the record read
 // again after the crash finds its event already stored: no duplicate.
@@ -16,6 +24,7 @@ package source
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +36,9 @@ import (
 	"github.com/brokerless/brokerless/webhook/dispatch"
 	"github.com/brokerless/brokerless/webhook/store"
 )
+
+// KeyPrefix begins the idempotency key of every event made of a record.
+const KeyPrefix = dispatch.ReservedKeyPrefix + "source:"
 
 // DefaultType is the event type of a record without a type header.
 const DefaultType = "log.record"
@@ -146,7 +158,7 @@ func insert(ctx context.Context, cfg Config, m transport.Message, e *store.Event
 
 // Event is the event of record m: type from header typeHeader (else
 // typ), data the payload (a JSON string when it is not JSON), and
-// idempotency key TOPIC/PARTITION/OFFSET. A record of which no event can
+// idempotency key Key(m, type, data). A record of which no event can
 // be made (a type refused by dispatch.CheckType, a payload not valid
 // UTF-8) is an error wrapping dispatch.ErrBadEvent.
 func Event(m transport.Message, typ, typeHeader string, now time.Time) (*store.Event, error) {
@@ -165,6 +177,18 @@ func Event(m transport.Message, typ, typeHeader string, now time.Time) (*store.E
 	if !json.Valid(m.Payload) {
 		data, _ = json.Marshal(string(m.Payload))
 	}
-	key := fmt.Sprintf("%s/%d/%d", m.Stream.Topic, m.Stream.Partition, m.Seq)
-	return dispatch.NewEvent(typ, data, key, now), nil
+	return dispatch.NewEvent(typ, data, Key(m, typ, data), now), nil
+}
+
+// Key is the idempotency key of the event of record m, of type typ and
+// data data: KeyPrefix+"TOPIC/PARTITION/OFFSET/HASH", HASH the first 64
+// bits of SHA-256 over typ, a NUL and data, in hexadecimal. A record read
+// again has the same key; a record at the same offset of a re-created
+// topic has another unless its type and data are the same.
+func Key(m transport.Message, typ string, data []byte) string {
+	h := sha256.New()
+	h.Write([]byte(typ))
+	h.Write([]byte{0})
+	h.Write(data)
+	return fmt.Sprintf("%s%s/%d/%d/%x", KeyPrefix, m.Stream.Topic, m.Stream.Partition, m.Seq, h.Sum(nil)[:8])
 }

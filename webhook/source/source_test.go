@@ -47,13 +47,24 @@ func (f *fakeLog) Ack(ctx context.Context, s transport.StreamID, seq uint64) err
 	}
 	found := false
 	for _, ev := range evs {
-		found = found || ev.IdempotencyKey == s.Topic+"/0/"+string(rune('0'+seq))
+		found = found || recordOf(ev.IdempotencyKey) == s.Topic+"/0/"+string(rune('0'+seq))
 	}
 	if !found && !f.ackUnstored[seq] {
 		f.t.Errorf("offset %d acknowledged before its event was stored", seq)
 	}
 	f.acked <- seq
 	return nil
+}
+
+// recordOf is "TOPIC/PARTITION/OFFSET" of a source event's key, "" for
+// another key.
+func recordOf(key string) string {
+	rest, ok := strings.CutPrefix(key, KeyPrefix)
+	i := strings.LastIndexByte(rest, '/')
+	if !ok || i < 0 || len(rest)-i-1 != 16 {
+		return ""
+	}
+	return rest[:i]
 }
 
 func record(seq uint64, payload string, headers ...transport.Header) transport.Event {
@@ -63,7 +74,7 @@ func record(seq uint64, payload string, headers ...transport.Header) transport.E
 
 // TestRun: each record becomes one event (type from its header or the
 // default, JSON data kept, other payloads as a JSON string, key
-// topic/partition/offset), acknowledged after the event is stored; a
+// brokerless:source:topic/partition/offset/hash), acknowledged after the event is stored; a
 // record read again stores nothing new; gaps are counted.
 func TestRun(t *testing.T) {
 	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "w.db"))
@@ -87,7 +98,7 @@ func TestRun(t *testing.T) {
 	evs, _ := st.ListEvents(context.Background(), time.Time{}, 100)
 	byKey := map[string]*store.Event{}
 	for _, ev := range evs {
-		byKey[ev.IdempotencyKey] = ev
+		byKey[recordOf(ev.IdempotencyKey)] = ev
 	}
 	if len(evs) != 3 || byKey["orders/0/1"].Type != "order.placed" || byKey["orders/0/2"].Type != "default.type" {
 		t.Fatalf("events %+v", byKey)
@@ -164,7 +175,7 @@ func TestRunSkipsRecordWithUnstorableType(t *testing.T) {
 		t.Errorf("acknowledged %v, want %v", acked, want)
 	}
 	evs, _ := st.ListEvents(context.Background(), time.Time{}, 100)
-	if len(evs) != 1 || evs[0].IdempotencyKey != "orders/0/4" {
+	if len(evs) != 1 || recordOf(evs[0].IdempotencyKey) != "orders/0/4" {
 		t.Errorf("stored %d events, want only record 4's", len(evs))
 	}
 	if stats.Records.Load() != 4 || stats.Bad.Load() != 3 || stats.Events.Load() != 1 {
@@ -214,7 +225,7 @@ func TestRunSkipsRecordWithPayloadNotUTF8(t *testing.T) {
 		t.Errorf("acknowledged %v, want [1 2 3]", acked)
 	}
 	evs, _ := st.ListEvents(context.Background(), time.Time{}, 100)
-	if len(evs) != 1 || evs[0].IdempotencyKey != "orders/0/3" {
+	if len(evs) != 1 || recordOf(evs[0].IdempotencyKey) != "orders/0/3" {
 		t.Errorf("stored %d events, want only record 3's", len(evs))
 	}
 	if stats.Bad.Load() != 2 || stats.Events.Load() != 1 {
@@ -223,5 +234,43 @@ func TestRunSkipsRecordWithPayloadNotUTF8(t *testing.T) {
 	_, err = Event(transport.Message{Stream: transport.StreamID{Topic: "orders"}, Seq: 1, Payload: []byte("{\"name\":\"caf\xe9\"}")}, "t", "type", time.Now())
 	if !errors.Is(err, dispatch.ErrBadEvent) {
 		t.Errorf("Event of a payload not valid UTF-8: %v, want dispatch.ErrBadEvent", err)
+	}
+}
+
+// TestRunKeysOutOfClientsReach: an event a client stored with key
+// "orders/0/1" (what the source's keys once were) does not make record
+// orders/0/1 a duplicate: the source's keys carry the reserved prefix the
+// API refuses. A re-created topic (offsets from 0 again) with other data
+// at an offset gets its own event; the same record read again does not.
+func TestRunKeysOutOfClientsReach(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.InsertEvent(ctx, dispatch.NewEvent("client.event", json.RawMessage(`{}`), "orders/0/1", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeLog{t: t, st: st, acked: make(chan uint64, 10), events: []transport.Event{
+		record(1, `{"order":1}`),
+		record(1, `{"order":1}`),       // read again after a crash
+		record(1, `{"order":"new-1"}`), // the topic re-created
+	}}
+	var stats Stats
+	run(t, f, Config{Subscriber: f, Store: st, Stats: &stats}, 3)
+	evs, _ := st.ListEvents(ctx, time.Time{}, 100)
+	var keys []string
+	for _, ev := range evs {
+		if ev.Type == DefaultType {
+			if !strings.HasPrefix(ev.IdempotencyKey, dispatch.ReservedKeyPrefix) {
+				t.Errorf("key %q outside the reserved prefix", ev.IdempotencyKey)
+			}
+			keys = append(keys, ev.IdempotencyKey)
+		}
+	}
+	if len(keys) != 2 || stats.Events.Load() != 2 || stats.Duplicates.Load() != 1 {
+		t.Errorf("record events %q (stats events %d duplicates %d), want 2 events and 1 duplicate",
+			keys, stats.Events.Load(), stats.Duplicates.Load())
 	}
 }
