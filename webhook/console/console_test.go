@@ -463,6 +463,26 @@ func TestPagesShowHealthAndAttempts(t *testing.T) {
 	}
 }
 
+// TestPagesRedactURLUserinfo: an endpoint URL's userinfo (a basic-auth
+// password, a token as the user name) is shown as xxxxx on the endpoints
+// page and the endpoint's page.
+func TestPagesRedactURLUserinfo(t *testing.T) {
+	f := newFixture(t)
+	e := f.endpoint("ep_a", "")
+	e.URL = "https://alice:pw-in-url@hooks.example/in"
+	if err := f.st.UpdateEndpoint(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	c := f.client()
+	f.login(c)
+	for _, path := range []string{"/", "/endpoints/ep_a"} {
+		_, _, page := f.do(c, "GET", path, nil)
+		if strings.Contains(page, "pw-in-url") || strings.Contains(page, "alice") || !strings.Contains(page, "https://xxxxx@hooks.example/in") {
+			t.Errorf("GET %s: want the URL with userinfo xxxxx:\n%s", path, page)
+		}
+	}
+}
+
 func TestConfig(t *testing.T) {
 	var ce *console.ConfigError
 	if _, err := console.New(console.Config{}); !errors.As(err, &ce) || ce.Field != "Store" || !errors.Is(err, console.ErrBadConfig) {

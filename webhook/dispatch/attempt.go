@@ -3,9 +3,11 @@ package dispatch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 
 	"github.com/brokerless/brokerless/webhook"
 	"github.com/brokerless/brokerless/webhook/store"
@@ -37,9 +39,9 @@ func (d *Dispatcher) attempt(ctx context.Context, j *store.Job) {
 	notify := d.cfg.NoticeEndpoint != "" && j.Endpoint.ID != d.cfg.NoticeEndpoint
 	if dec.Disable != "" && j.Endpoint.Enabled {
 		d.stats.disabled.Add(1)
-		d.cfg.Logger.Warn("webhook dispatcher: endpoint disabled", "endpoint", j.Endpoint.ID, "url", j.Endpoint.URL, "reason", dec.Disable)
+		d.cfg.Logger.Warn("webhook dispatcher: endpoint disabled", "endpoint", j.Endpoint.ID, "url", j.Endpoint.DisplayURL(), "reason", dec.Disable)
 		if notify {
-			ev := endpointDisabled{EndpointID: j.Endpoint.ID, URL: j.Endpoint.URL, Reason: dec.Disable}
+			ev := endpointDisabled{EndpointID: j.Endpoint.ID, URL: j.Endpoint.DisplayURL(), Reason: dec.Disable}
 			if !j.Endpoint.FailingSince.IsZero() {
 				fs := j.Endpoint.FailingSince.UTC()
 				ev.FailingSince = &fs
@@ -73,7 +75,7 @@ func (d *Dispatcher) send(ctx context.Context, j *store.Job) (Outcome, []byte, s
 	// The request parses the URL (once: it used to be parsed here too).
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.Endpoint.URL, bytes.NewReader(j.Event.Payload))
 	if err != nil {
-		return Outcome{}, nil, fmt.Sprintf("bad URL: %v", err)
+		return Outcome{}, nil, "bad URL: " + redactURLError(err, &j.Endpoint)
 	}
 	if err := d.cfg.Addresses.CheckURL(req.URL); err != nil {
 		return Outcome{}, nil, err.Error()
@@ -95,7 +97,7 @@ func (d *Dispatcher) send(ctx context.Context, j *store.Job) (Outcome, []byte, s
 	webhook.SetHeaders(req.Header, j.Event.ID, now, j.Event.Payload, secrets...)
 	resp, err := d.cfg.Client.Do(req)
 	if err != nil {
-		return Outcome{}, nil, err.Error()
+		return Outcome{}, nil, redactURLError(err, &j.Endpoint)
 	}
 	defer resp.Body.Close()
 	var body []byte
@@ -104,4 +106,15 @@ func (d *Dispatcher) send(ctx context.Context, j *store.Job) (Outcome, []byte, s
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
 	}
 	return Outcome{StatusCode: resp.StatusCode, RetryAfter: ParseRetryAfter(resp.Header.Get("Retry-After"), d.cfg.Now())}, body, ""
+}
+
+// redactURLError is err's text with the URL it names shown as
+// e.DisplayURL(): the attempt's error is kept, shown by the API and the
+// console, and net/http's own redaction keeps the user name.
+func redactURLError(err error, e *store.Endpoint) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = e.DisplayURL()
+	}
+	return err.Error()
 }

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,6 +144,62 @@ func TestGoneDisables(t *testing.T) {
 	if len(notices) != 1 || !bytes.Contains(notices[0].body, []byte(`"type":"endpoint.disabled"`)) || !bytes.Contains(notices[0].body, []byte(`"endpointId":"ep_gone"`)) {
 		t.Fatalf("notices %q", notices)
 	}
+}
+
+// TestCredentialsRedacted: an endpoint URL's userinfo (user name and
+// password: a receiver protected by basic auth, or a token as the user
+// name) is in neither the log line nor the endpoint.disabled notice of a
+// 410, nor in the error kept with an attempt that could not connect.
+func TestCredentialsRedacted(t *testing.T) {
+	s, c := sqliteStore(t), &clock{t: t0}
+	gone := newReceiver(t, status(http.StatusGone))
+	ops := newReceiver(t, status(200))
+	withUser := func(u, userinfo string) string { return strings.Replace(u, "http://", "http://"+userinfo+"@", 1) }
+	addEndpoint(t, s, "ep_gone", withUser(gone.URL, "alice:pw-in-url"), t0)
+	addEvent(t, s, "t", t0)
+	addEndpoint(t, s, "ep_ops", ops.URL, t0)
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	d := newDispatcher(t, s, c, func(cfg *Config) {
+		cfg.NoticeEndpoint = "ep_ops"
+		cfg.Concurrency = 1
+		cfg.BatchSize = 1
+		cfg.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	})
+	deliverDue(t, d, 2) // the 410, then the notice
+	mu.Lock()
+	log := logs.String()
+	mu.Unlock()
+	if !strings.Contains(log, "endpoint disabled") || strings.Contains(log, "pw-in-url") || strings.Contains(log, "alice") {
+		t.Errorf("log %q: want the endpoint disabled, without its userinfo", log)
+	}
+	notices := ops.requests()
+	if len(notices) != 1 || bytes.Contains(notices[0].body, []byte("pw-in-url")) || bytes.Contains(notices[0].body, []byte("alice")) ||
+		!bytes.Contains(notices[0].body, []byte("xxxxx@127.0.0.1")) {
+		t.Errorf("notices %q: want one, its url with userinfo xxxxx", notices)
+	}
+	// An attempt that cannot connect keeps net/http's error, which names
+	// the URL (with the user name, net/http redacting only the password).
+	gone.Close()
+	addEndpoint(t, s, "ep_down", withUser(gone.URL, "tok-as-user"), t0)
+	ev := addEvent(t, s, "t2", t0)
+	deliverDue(t, d, 2) // to ep_down and ep_ops
+	as, _ := s.ListAttempts(context.Background(), ev.ID)
+	as = slices.DeleteFunc(as, func(a *store.Attempt) bool { return a.EndpointID != "ep_down" })
+	if len(as) != 1 || as[0].Error == "" || strings.Contains(as[0].Error, "tok-as-user") || !strings.Contains(as[0].Error, "xxxxx@127.0.0.1") {
+		t.Errorf("attempts %+v: want one failed, its error naming the URL without the user name", as)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // TestAutoDisable: an endpoint that fails for DisableAfter is disabled
