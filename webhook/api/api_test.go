@@ -305,6 +305,51 @@ func TestEndpointsAndEvents(t *testing.T) {
 // TestOpenAPI: the served document is an OpenAPI 3 document naming
 // every route of the server and nothing else, each operation with its
 // responses, every $ref resolving.
+// TestRotationKeepsFewSecrets: many rotations within the grace period
+// keep at most store.MaxSecrets signing (the current one and the newest
+// previous ones, the oldest expired), so an attempt's webhook-signature
+// stays within what a Verifier accepts, and the newest secret alone
+// verifies it.
+func TestRotationKeepsFewSecrets(t *testing.T) {
+	f := newFixture(t)
+	var ep struct{ ID, Secret string }
+	f.must(http.StatusCreated, "POST", "/v1/endpoints", `{"url":"http://127.0.0.1:9/hooks"}`, &ep)
+	all := []string{ep.Secret}
+	var sec secretOut
+	for range 40 {
+		f.must(http.StatusOK, "POST", "/v1/endpoints/"+ep.ID+"/secret/rotate", `{}`, &sec)
+		all = append(all, sec.Secret)
+	}
+	var prev []string
+	for _, p := range sec.Previous {
+		prev = append(prev, p.Secret)
+	}
+	if want := all[len(all)-store.MaxSecrets : len(all)-1]; !slices.Equal(prev, want) {
+		t.Errorf("previous secrets after 40 rotations: %d, want the %d newest", len(prev), len(want))
+	}
+	e, err := f.st.GetEndpoint(context.Background(), ep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	active := e.Active(now)
+	if !slices.Equal(active, all[len(all)-store.MaxSecrets:]) {
+		t.Fatalf("%d secrets sign, want the %d newest", len(active), store.MaxSecrets)
+	}
+	var secrets []webhook.Secret
+	for _, s := range active {
+		ps, _ := webhook.ParseSecret(s)
+		secrets = append(secrets, ps)
+	}
+	body := []byte(`{"type":"t","data":{}}`)
+	h := http.Header{}
+	webhook.SetHeaders(h, "msg_1", now, body, secrets...)
+	newest, _ := webhook.ParseSecret(sec.Secret)
+	if err := (&webhook.Verifier{Secrets: []webhook.Secret{newest}}).Verify(h, body); err != nil {
+		t.Errorf("the newest secret does not verify an attempt signed by the active secrets: %v", err)
+	}
+}
+
 func TestOpenAPI(t *testing.T) {
 	f := newFixture(t)
 	req, _ := http.NewRequest("GET", f.http.URL+"/v1/openapi.json", nil) // no token needed

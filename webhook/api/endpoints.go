@@ -259,6 +259,11 @@ func (s *Server) rotateSecret(r *http.Request) (int, any, error) {
 			keep = append(keep, old)
 		}
 	}
+	// At most store.MaxSecrets sign an attempt: the oldest rotated-out
+	// secrets expire now (Svix keeps only the previous one).
+	if n := len(keep) - (store.MaxSecrets - 1); n > 0 {
+		keep = keep[n:]
+	}
 	e.Secrets = append(keep, store.Secret{Secret: sec.String()})
 	e.Updated = now
 	if err := s.cfg.Store.UpdateEndpoint(r.Context(), e); err != nil {

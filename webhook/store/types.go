@@ -48,13 +48,25 @@ type Secret struct {
 	Expires time.Time `json:"expires,omitzero"`
 }
 
-// Active returns the secrets that still sign at now.
+// MaxSecrets is the most secrets that sign one attempt: the current one
+// and up to MaxSecrets-1 rotated out and still in their grace period. A
+// receiver refuses a webhook-signature of too many entries (package
+// webhook's Verifier more than MaxSignatureEntries, 32), and each entry
+// costs every receiver an HMAC: the API expires the oldest secret when a
+// rotation would keep more.
+const MaxSecrets = 4
+
+// Active returns the secrets that still sign at now: the last MaxSecrets
+// of them, in their order (the newest last), when more are unexpired.
 func (e *Endpoint) Active(now time.Time) []string {
 	var s []string
 	for _, sec := range e.Secrets {
 		if sec.Expires.IsZero() || now.Before(sec.Expires) {
 			s = append(s, sec.Secret)
 		}
+	}
+	if len(s) > MaxSecrets {
+		s = s[len(s)-MaxSecrets:]
 	}
 	return s
 }
