@@ -72,6 +72,10 @@ func (d *Dispatcher) attempt(ctx context.Context, j *store.Job) {
 // It returns the outcome, the start of the response body, and why there
 // was no response (empty when there was one).
 func (d *Dispatcher) send(ctx context.Context, j *store.Job) (Outcome, []byte, string) {
+	// Timeout bounds the attempt, response body included, whatever the
+	// Client (one given in Config may have no Timeout of its own).
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
 	// The request parses the URL (once: it used to be parsed here too).
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.Endpoint.URL, bytes.NewReader(j.Event.Payload))
 	if err != nil {

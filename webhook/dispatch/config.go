@@ -58,7 +58,8 @@ type Config struct {
 	// which checks every address at connect time and never follows a
 	// redirect. A Client given here should do the same.
 	Client *http.Client
-	// Timeout bounds one attempt, response body included (15 s).
+	// Timeout bounds one attempt, response body included (15 s), with
+	// the given Client too (the request's context ends then).
 	Timeout time.Duration
 	// Policy decides retries and disabling; zero fields take
 	// DefaultSchedule, DefaultJitter, DefaultDisableAfter and

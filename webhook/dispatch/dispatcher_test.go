@@ -342,6 +342,33 @@ func TestTimeoutAndBlocked(t *testing.T) {
 	}
 }
 
+// TestTimeoutWithGivenClient: Timeout bounds an attempt made with a
+// Client given in Config that has no Timeout of its own: an endpoint that
+// never answers fails at Timeout, with the error kept.
+func TestTimeoutWithGivenClient(t *testing.T) {
+	s, c := sqliteStore(t), &clock{t: t0}
+	release := make(chan struct{})
+	hang := newReceiver(t, func(http.ResponseWriter, *http.Request) { <-release })
+	defer close(release)
+	addEndpoint(t, s, "ep_hang", hang.URL, t0)
+	ev := addEvent(t, s, "t", t0)
+	d := newDispatcher(t, s, c, func(cfg *Config) {
+		cfg.Timeout = 100 * time.Millisecond
+		cfg.Client = &http.Client{Transport: loopback.Transport(),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	if n, err := d.DeliverDue(ctx); n != 1 || err != nil || ctx.Err() != nil {
+		t.Fatalf("DeliverDue: %d attempts, %v (after %v), want 1 ended by Timeout", n, err, time.Since(start))
+	}
+	as, _ := s.ListAttempts(context.Background(), ev.ID)
+	if len(as) != 1 || !strings.Contains(as[0].Error, "deadline exceeded") {
+		t.Errorf("attempts %+v, want one failed at the deadline", as)
+	}
+}
+
 // TestRateLimit: an endpoint limited to 2 deliveries a second gets 2 at
 // once, then 2 more a second later.
 func TestRateLimit(t *testing.T) {
