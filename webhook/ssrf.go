@@ -267,20 +267,27 @@ func (p AddressPolicy) Dialer() *net.Dialer {
 	}
 }
 
+// MaxResponseHeaderBytes caps the response headers Transport reads (a
+// receiver is an untrusted party; net/http's default is 10 MB): a
+// response with more fails the request.
+const MaxResponseHeaderBytes = 64 << 10
+
 // Transport is an http.Transport that dials through Dialer (so every
 // connection is checked after resolution), uses no proxy (a proxy from
 // the environment would connect on the dispatcher's behalf, unchecked),
-// and speaks HTTP/1.1 and HTTP/2.
+// reads at most MaxResponseHeaderBytes of response headers, and speaks
+// HTTP/1.1 and HTTP/2.
 func (p AddressPolicy) Transport() *http.Transport {
 	return &http.Transport{
-		Proxy:                 nil,
-		DialContext:           p.Dialer().DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   8,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: 1 * time.Second,
+		Proxy:                  nil,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
+		DialContext:            p.Dialer().DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    8,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  1 * time.Second,
 	}
 }
 

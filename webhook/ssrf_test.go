@@ -294,3 +294,41 @@ func TestClientAllowListAndRedirects(t *testing.T) {
 		t.Fatal("Transport uses a proxy")
 	}
 }
+
+// TestClientCapsResponseHeaders: Client reads at most
+// MaxResponseHeaderBytes of response headers, over HTTP/1.1 and HTTP/2: a
+// receiver sending more makes the request fail; one just under is read.
+func TestClientCapsResponseHeaders(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		w.Header().Set("X-Big", strings.Repeat("a", n))
+	})
+	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
+		srv := httptest.NewUnstartedServer(h)
+		if proto == "HTTP/2.0" {
+			srv.EnableHTTP2 = true
+			srv.StartTLS()
+		} else {
+			srv.Start()
+		}
+		p := AddressPolicy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+		c := p.Client(5 * time.Second)
+		if proto == "HTTP/2.0" {
+			tr := c.Transport.(*http.Transport)
+			tr.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
+		}
+		resp, err := c.Get(srv.URL + "?n=" + strconv.Itoa(MaxResponseHeaderBytes/2))
+		if err != nil || resp.Proto != proto || len(resp.Header.Get("X-Big")) != MaxResponseHeaderBytes/2 {
+			t.Errorf("%s: headers of %d bytes: %v, %+v", proto, MaxResponseHeaderBytes/2, err, resp)
+		}
+		if err == nil {
+			resp.Body.Close()
+		}
+		resp, err = c.Get(srv.URL + "?n=" + strconv.Itoa(2*MaxResponseHeaderBytes))
+		if err == nil {
+			resp.Body.Close()
+			t.Errorf("%s: headers of %d bytes read, want the request to fail", proto, 2*MaxResponseHeaderBytes)
+		}
+		srv.Close()
+	}
+}

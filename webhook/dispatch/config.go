@@ -55,8 +55,9 @@ type Config struct {
 	// Addresses is the SSRF policy of the default Client.
 	Addresses webhook.AddressPolicy
 	// Client makes the attempts; nil means Addresses.Client(Timeout),
-	// which checks every address at connect time and never follows a
-	// redirect. A Client given here should do the same.
+	// which checks every address at connect time, never follows a
+	// redirect and reads at most webhook.MaxResponseHeaderBytes of
+	// response headers. A Client given here should do the same.
 	Client *http.Client
 	// Timeout bounds one attempt, response body included (15 s), with
 	// the given Client too (the request's context ends then).

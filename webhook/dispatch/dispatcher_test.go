@@ -298,6 +298,22 @@ func TestResponseCapped(t *testing.T) {
 	}
 }
 
+// TestResponseHeadersCapped: an attempt whose response headers exceed
+// webhook.MaxResponseHeaderBytes fails (the default Client reads no more).
+func TestResponseHeadersCapped(t *testing.T) {
+	s, c := sqliteStore(t), &clock{t: t0}
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-Big", strings.Repeat("a", 2*webhook.MaxResponseHeaderBytes))
+	})
+	addEndpoint(t, s, "ep_1", rcv.URL, t0)
+	ev := addEvent(t, s, "t", t0)
+	deliverDue(t, newDispatcher(t, s, c), 1)
+	as, _ := s.ListAttempts(context.Background(), ev.ID)
+	if len(as) != 1 || as[0].StatusCode != 0 || as[0].Outcome == store.StatusSucceeded || !strings.Contains(as[0].Error, "header") {
+		t.Errorf("attempts %+v, want one failed on its headers", as)
+	}
+}
+
 // TestResponseKept: a short response body with its length given is kept
 // whole with its attempt, and an empty one (204) is kept empty.
 func TestResponseKept(t *testing.T) {
