@@ -148,7 +148,10 @@ func (s *Server) serveConn(nc net.Conn, ip string, accepted time.Time) {
 // readRequest waits up to IdleTimeout for a request to start, then reads
 // and decodes it; from its first byte the whole request must arrive
 // within RequestTimeout. The first request must arrive whole within
-// RequestTimeout of the connection's acceptance. After a SaslHandshake
+// RequestTimeout of the connection's acceptance. Until the connection
+// authenticates (when the server requires it), a request may be at most
+// MaxUnauthenticatedRequestBytes: a larger size closes the connection
+// before any request memory is taken. After a SaslHandshake
 // v0 the next frame is a bare SASL token: it is answered here, and
 // readRequest returns no request and no error.
 func (cn *conn) readRequest() (*request, error) {
@@ -180,6 +183,10 @@ func (cn *conn) readRequest() (*request, error) {
 	}
 	if n < 8 || n > int64(cfg.MaxRequestBytes) {
 		return nil, &FrameError{Reason: fmt.Sprintf("request size %d outside [8, %d]", n, cfg.MaxRequestBytes), noHeader: true}
+	}
+	if a := cn.cl.auth; a != nil && n > int64(cfg.MaxUnauthenticatedRequestBytes) && !cn.s.authenticated(a) {
+		cn.s.auth.oversized.Add(1)
+		return nil, &FrameError{Reason: fmt.Sprintf("request size %d before authentication, more than %d", n, cfg.MaxUnauthenticatedRequestBytes), noHeader: true}
 	}
 	if err := cn.readFrame(int(n), deadline); err != nil {
 		return nil, &slowError{err}
