@@ -13,16 +13,19 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultMaxRequestBytes   = 100 << 20
-	DefaultPartitions        = 1
-	DefaultMaxConnections    = 1024
-	DefaultFetchMaxWait      = 500 * time.Millisecond
-	DefaultIdleTimeout       = 10 * time.Minute
-	DefaultMaxFetchBytes     = 50 << 20
-	DefaultMaxFetchFiles     = 256
-	DefaultMinSessionTimeout = 6 * time.Second
-	DefaultMaxSessionTimeout = 30 * time.Minute
-	DefaultMaxTopics         = 10000
+	DefaultMaxRequestBytes = 100 << 20
+	// DefaultMaxUnauthenticatedRequestBytes is Kafka's
+	// sasl.server.max.receive.size.
+	DefaultMaxUnauthenticatedRequestBytes = 512 << 10
+	DefaultPartitions                     = 1
+	DefaultMaxConnections                 = 1024
+	DefaultFetchMaxWait                   = 500 * time.Millisecond
+	DefaultIdleTimeout                    = 10 * time.Minute
+	DefaultMaxFetchBytes                  = 50 << 20
+	DefaultMaxFetchFiles                  = 256
+	DefaultMinSessionTimeout              = 6 * time.Second
+	DefaultMaxSessionTimeout              = 30 * time.Minute
+	DefaultMaxTopics                      = 10000
 	// DefaultMaxInFlightRequestBytes is the default of
 	// MaxInFlightRequestBytes, raised to twice MaxRequestBytes when that
 	// is larger.
@@ -51,6 +54,18 @@ type Config struct {
 	// MaxRequestBytes bounds one request frame; a larger one closes the
 	// connection. Default 100 MiB (Kafka's socket.request.max.bytes).
 	MaxRequestBytes int
+	// MaxUnauthenticatedRequestBytes bounds one request frame from a
+	// connection that has not authenticated yet, when Auth requires it
+	// (Kafka's sasl.server.max.receive.size): such a connection may only
+	// send ApiVersions and the SASL requests, a few hundred bytes each.
+	// A larger size header closes the connection before any request
+	// memory is taken, and is counted
+	// (logd_unauthenticated_oversized_requests_total), so connections
+	// that never authenticate cannot hold the request memory that
+	// authenticated clients need. Default 512 KiB (Kafka's), or
+	// MaxRequestBytes when that is smaller; at least 1024, at most
+	// MaxRequestBytes.
+	MaxUnauthenticatedRequestBytes int
 	// MaxInFlightRequestBytes bounds the memory that the request frames
 	// of all connections hold together (Kafka's
 	// queued.max.request.bytes). A connection's frame buffer grows as
@@ -122,6 +137,7 @@ func (c *Config) setDefaults() {
 		c.DefaultPartitions = DefaultPartitions
 	}
 	setDefault(&c.MaxRequestBytes, DefaultMaxRequestBytes)
+	setDefault(&c.MaxUnauthenticatedRequestBytes, min(DefaultMaxUnauthenticatedRequestBytes, c.MaxRequestBytes))
 	setDefault(&c.MaxInFlightRequestBytes, max(DefaultMaxInFlightRequestBytes, 2*c.MaxRequestBytes))
 	setDefault(&c.RequestTimeout, DefaultRequestTimeout)
 	setDefault(&c.WarnLogGap, DefaultWarnLogGap)
@@ -165,6 +181,8 @@ func (c *Config) validate() error {
 		return bad("DefaultPartitions", c.DefaultPartitions, "must be ≥ 1")
 	case c.MaxRequestBytes < 1024:
 		return bad("MaxRequestBytes", c.MaxRequestBytes, "must be ≥ 1024")
+	case c.MaxUnauthenticatedRequestBytes < 1024 || c.MaxUnauthenticatedRequestBytes > c.MaxRequestBytes:
+		return bad("MaxUnauthenticatedRequestBytes", c.MaxUnauthenticatedRequestBytes, fmt.Sprintf("must be in [1024, MaxRequestBytes (%d)]", c.MaxRequestBytes))
 	case c.MaxInFlightRequestBytes < 2*c.MaxRequestBytes:
 		return bad("MaxInFlightRequestBytes", c.MaxInFlightRequestBytes, fmt.Sprintf("must be ≥ 2 × the largest request (%d)", 2*c.MaxRequestBytes))
 	case c.RequestTimeout <= 0:

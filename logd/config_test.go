@@ -22,6 +22,8 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.Storage.Dir = "" }, `logd: bad config: Storage.Dir "": required`},
 		{func(c *Config) { c.DefaultPartitions = -3 }, "logd: bad config: DefaultPartitions -3: must be ≥ 1"},
 		{func(c *Config) { c.MaxRequestBytes = 100 }, "logd: bad config: MaxRequestBytes 100: must be ≥ 1024"},
+		{func(c *Config) { c.MaxUnauthenticatedRequestBytes = 1000 }, "logd: bad config: MaxUnauthenticatedRequestBytes 1000: must be in [1024, MaxRequestBytes (104857600)]"},
+		{func(c *Config) { c.MaxRequestBytes, c.MaxUnauthenticatedRequestBytes = 4096, 4097 }, "logd: bad config: MaxUnauthenticatedRequestBytes 4097: must be in [1024, MaxRequestBytes (4096)]"},
 		{func(c *Config) { c.MaxRequestBytes, c.MaxInFlightRequestBytes = 4096, 8191 }, "logd: bad config: MaxInFlightRequestBytes 8191: must be ≥ 2 × the largest request (8192)"},
 		{func(c *Config) { c.RequestTimeout = -time.Second }, "logd: bad config: RequestTimeout -1s: must be > 0"},
 		{func(c *Config) { c.MaxConnections = -1 }, "logd: bad config: MaxConnections -1: must be ≥ 1"},

@@ -34,6 +34,9 @@ type client struct {
 	// current request is answered (or at once if it has no answer).
 	auth   *connAuth
 	hangUp bool
+	// peer is the connection's context for handlers that wait, ended
+	// early when the client goes away meanwhile.
+	peer *peerWatch
 	// durable is set by a produce whose answer must wait until its
 	// batches are durable: the connection's writer waits, while the
 	// next request is read and appended (see reply).
@@ -107,6 +110,7 @@ func (s *Server) serveConn(nc net.Conn, ip string, accepted time.Time) {
 		writerDone: make(chan struct{}),
 	}
 	cn.cl.auth = s.newConnAuth(nc)
+	cn.cl.peer = newPeerWatch(s.ctx, nc, cn.r)
 	if !s.noZeroCopy.Load() {
 		cn.sendfile = sendfileTo(nc)
 	}
@@ -148,7 +152,10 @@ func (s *Server) serveConn(nc net.Conn, ip string, accepted time.Time) {
 // readRequest waits up to IdleTimeout for a request to start, then reads
 // and decodes it; from its first byte the whole request must arrive
 // within RequestTimeout. The first request must arrive whole within
-// RequestTimeout of the connection's acceptance. After a SaslHandshake
+// RequestTimeout of the connection's acceptance. Until the connection
+// authenticates (when the server requires it), a request may be at most
+// MaxUnauthenticatedRequestBytes: a larger size closes the connection
+// before any request memory is taken. After a SaslHandshake
 // v0 the next frame is a bare SASL token: it is answered here, and
 // readRequest returns no request and no error.
 func (cn *conn) readRequest() (*request, error) {
@@ -180,6 +187,10 @@ func (cn *conn) readRequest() (*request, error) {
 	}
 	if n < 8 || n > int64(cfg.MaxRequestBytes) {
 		return nil, &FrameError{Reason: fmt.Sprintf("request size %d outside [8, %d]", n, cfg.MaxRequestBytes), noHeader: true}
+	}
+	if a := cn.cl.auth; a != nil && n > int64(cfg.MaxUnauthenticatedRequestBytes) && !cn.s.authenticated(a) {
+		cn.s.auth.oversized.Add(1)
+		return nil, &FrameError{Reason: fmt.Sprintf("request size %d before authentication, more than %d", n, cfg.MaxUnauthenticatedRequestBytes), noHeader: true}
 	}
 	if err := cn.readFrame(int(n), deadline); err != nil {
 		return nil, &slowError{err}
@@ -255,6 +266,12 @@ func (cn *conn) answer(req *request) error {
 	started := s.cfg.Now()
 	cn.cl.id = req.clientID
 	resp, err := s.handle(&cn.cl, req)
+	if cn.cl.peer.stop() {
+		// The client went away while the handler waited: the answer
+		// (if any) is still written, then the connection ends.
+		s.metrics.peerGone.Add(1)
+		cn.cl.hangUp = true
+	}
 	wait := cn.cl.durable
 	cn.cl.durable = nil
 	if wait == nil || err != nil {
@@ -472,6 +489,7 @@ func sizeOf(n int) int {
 // deadline and the write deadline), releases what the connection holds
 // and closes its socket.
 func (cn *conn) close() {
+	cn.cl.peer.end()
 	cn.finishWrites()
 	for r := range cn.replies { // left by a writer that failed
 		r.release(&cn.s.bufs)
@@ -571,13 +589,13 @@ func (s *Server) dispatch(cl *client, req *request) (kmsg.Response, error) {
 	case *kmsg.FindCoordinatorRequest:
 		resp = s.findCoordinator(body)
 	case *kmsg.JoinGroupRequest:
-		resp = s.groups.JoinGroup(s.ctx, body, cl.id, cl.host)
+		resp = s.groups.JoinGroup(cl.peer.context(), body, cl.id, cl.host)
 	case *kmsg.HeartbeatRequest:
 		resp = s.groups.Heartbeat(body)
 	case *kmsg.LeaveGroupRequest:
 		resp = s.groups.LeaveGroup(body)
 	case *kmsg.SyncGroupRequest:
-		resp = s.groups.SyncGroup(s.ctx, body)
+		resp = s.groups.SyncGroup(cl.peer.context(), body)
 	case *kmsg.DescribeGroupsRequest:
 		resp = s.groups.DescribeGroups(body)
 	case *kmsg.ListGroupsRequest:

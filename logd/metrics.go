@@ -25,6 +25,7 @@ type metrics struct {
 	slowRequests    atomic.Uint64
 	produceErrors   atomic.Uint64
 	acksZeroHangUps atomic.Uint64 // connections closed on a failed acks=0 produce
+	peerGone        atomic.Uint64 // connections whose client went away while a request waited
 	producedBytes   atomic.Uint64
 	fetchedBytes    atomic.Uint64
 	fetchZeroCopy   atomic.Uint64 // of fetchedBytes, those sent from files (sendfile)

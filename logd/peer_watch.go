@@ -1,0 +1,75 @@
+package logd
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// peerWatch is a connection's context, and what ends it early: the
+// client going away while a handler waits. Requests are read one at a
+// time, so while a handler waits (a JoinGroup for its rebalance, a
+// SyncGroup for its leader, a Fetch for records) nobody reads the
+// socket, and a client that closed it would go unnoticed until the
+// wait ended — up to a rebalance timeout the client chose, holding the
+// connection's goroutine and its MaxConnections and MaxConnectionsPerIP
+// slots. A handler about to wait calls context: from then until the
+// handler returns, a goroutine peeks at the socket, and cancels the
+// context when it reads the end of the stream or an error. Bytes that
+// arrive meanwhile (a pipelined request) stay in the read buffer for
+// the next request, and end the watch without cancelling. The context
+// also ends when the connection does, and when the server closes.
+type peerWatch struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	nc     net.Conn
+	r      *bufio.Reader
+	done   chan struct{} // while watching: closed when the watching goroutine ends
+	gone   atomic.Bool   // the peer closed the connection (or it failed) while watched
+}
+
+func newPeerWatch(parent context.Context, nc net.Conn, r *bufio.Reader) *peerWatch {
+	ctx, cancel := context.WithCancel(parent)
+	return &peerWatch{ctx: ctx, cancel: cancel, nc: nc, r: r}
+}
+
+// context returns the connection's context, watching the socket until
+// stop if it is not watched yet. Only the connection's reader calls it
+// (from a handler), and it reads nothing itself until stop.
+func (w *peerWatch) context() context.Context {
+	if w.done == nil {
+		// Cleared here, not in the goroutine, so stop's deadline cannot
+		// be overwritten.
+		_ = w.nc.SetReadDeadline(time.Time{})
+		w.done = make(chan struct{})
+		go w.watch(w.done)
+	}
+	return w.ctx
+}
+
+func (w *peerWatch) watch(done chan struct{}) {
+	defer close(done)
+	if _, err := w.r.Peek(1); err != nil && !isTimeout(err) {
+		w.gone.Store(true)
+		w.cancel()
+	}
+}
+
+// stop ends the watch, if there is one, once the handler has returned,
+// so that the reader can read again; it reports whether the peer went
+// away meanwhile. The read deadline it leaves is in the past: the
+// reader sets its own before reading.
+func (w *peerWatch) stop() (gone bool) {
+	if w.done == nil {
+		return false
+	}
+	_ = w.nc.SetReadDeadline(time.Unix(1, 0))
+	<-w.done
+	w.done = nil
+	return w.gone.Load()
+}
+
+// end cancels the context: the connection is over.
+func (w *peerWatch) end() { w.cancel() }

@@ -1,0 +1,162 @@
+package logd
+
+import (
+	"math"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// joinBody is a JoinGroup v3 of group g for member (empty: new) with
+// the given rebalance timeout.
+func joinBody(g, member string, rebalance time.Duration) []byte {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.SetVersion(3)
+	req.Group, req.MemberID = g, member
+	req.SessionTimeoutMillis = int32(time.Minute / time.Millisecond)
+	req.RebalanceTimeoutMillis = int32(min(rebalance/time.Millisecond, math.MaxInt32))
+	req.ProtocolType = "consumer"
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", []byte{0, 0, 0, 0, 0, 0, 0, 0}
+	req.Protocols = append(req.Protocols, p)
+	return req.AppendTo(nil)
+}
+
+// readJoin reads a JoinGroup v3 response from c.
+func readJoin(t *testing.T, c net.Conn) *kmsg.JoinGroupResponse {
+	t.Helper()
+	frame, err := readFrame(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := kmsg.NewPtrJoinGroupResponse()
+	resp.SetVersion(3)
+	if err := resp.ReadFrom(frame[4:]); err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// syncBody is a SyncGroup v2 of member in generation gen.
+func syncBody(g, member string, gen int32) []byte {
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.SetVersion(2)
+	req.Group, req.MemberID, req.Generation = g, member, gen
+	return req.AppendTo(nil)
+}
+
+// stableGroup makes a group g of one member, on its own connection,
+// with a rebalance timeout of days; it returns the connection and the
+// member id.
+func stableGroup(t *testing.T, ts *testServer, g string) (net.Conn, string) {
+	t.Helper()
+	a := dial(t, ts.addr)
+	if err := writeRequest(a, kmsg.JoinGroup.Int16(), 3, joinBody(g, "", 24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	jr := readJoin(t, a)
+	if jr.ErrorCode != 0 {
+		t.Fatalf("first join: error %d", jr.ErrorCode)
+	}
+	if _, err := rawRequest(t, a, kmsg.SyncGroup.Int16(), 2, syncBody(g, jr.MemberID, jr.Generation)); err != nil {
+		t.Fatal(err)
+	}
+	return a, jr.MemberID
+}
+
+func groupMembers(ts *testServer, g string) int {
+	for _, info := range ts.groups.Groups() {
+		if info.Group == g {
+			return info.Members
+		}
+	}
+	return 0
+}
+
+// TestJoinGroupAbandonedWhenClientCloses: a JoinGroup waiting for a
+// rebalance (here for a member with a rebalance timeout of a day) whose
+// client closes its socket is abandoned at once — the group no longer
+// waits for it, and its connection (goroutine, MaxConnections and
+// MaxConnectionsPerIP slots) is released — rather than at the end of
+// the rebalance timeout.
+func TestJoinGroupAbandonedWhenClientCloses(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	stableGroup(t, ts, "g")
+	b := dial(t, ts.addr)
+	if err := writeRequest(b, kmsg.JoinGroup.Int16(), 3, joinBody("g", "", time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the second member waiting in JoinGroup", func() bool { return groupMembers(ts, "g") == 2 })
+	b.Close()
+	waitUntil(t, "the closed client's JoinGroup abandoned and its connection ended", func() bool {
+		return ts.groups.Stats().Abandoned == 1 && ts.metrics.connections.Load() == 1 && ts.metrics.peerGone.Load() == 1
+	})
+}
+
+// TestSyncGroupAbandonedWhenClientCloses: likewise a follower's
+// SyncGroup waiting for its leader's assignment.
+func TestSyncGroupAbandonedWhenClientCloses(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	a, aID := stableGroup(t, ts, "g")
+	b := dial(t, ts.addr)
+	if err := writeRequest(b, kmsg.JoinGroup.Int16(), 3, joinBody("g", "", 24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the second member waiting in JoinGroup", func() bool { return groupMembers(ts, "g") == 2 })
+	if err := writeRequest(a, kmsg.JoinGroup.Int16(), 3, joinBody("g", aID, 24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	ja, jb := readJoin(t, a), readJoin(t, b)
+	if ja.ErrorCode != 0 || jb.ErrorCode != 0 {
+		t.Fatalf("rejoin: errors %d and %d", ja.ErrorCode, jb.ErrorCode)
+	}
+	follower, j := b, jb
+	if jb.LeaderID == jb.MemberID {
+		follower, j = a, ja
+	}
+	if err := writeRequest(follower, kmsg.SyncGroup.Int16(), 2, syncBody("g", j.MemberID, j.Generation)); err != nil {
+		t.Fatal(err)
+	}
+	// The follower's sync waits for the leader's, which never comes;
+	// the request is read before the end of the stream, whenever the
+	// server gets to it.
+	follower.Close()
+	waitUntil(t, "the closed client's SyncGroup abandoned and its connection ended", func() bool {
+		return ts.groups.Stats().Abandoned == 1 && ts.metrics.connections.Load() == 1 && ts.metrics.peerGone.Load() == 1
+	})
+}
+
+// TestPipelinedRequestKeepsJoinWaiting: bytes that arrive while a
+// JoinGroup waits (the client's next request) do not end the wait: the
+// join is answered when the rebalance completes, then the next
+// request, in order.
+func TestPipelinedRequestKeepsJoinWaiting(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	a, aID := stableGroup(t, ts, "g")
+	b := dial(t, ts.addr)
+	if err := writeRequest(b, kmsg.JoinGroup.Int16(), 3, joinBody("g", "", time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the second member waiting in JoinGroup", func() bool { return groupMembers(ts, "g") == 2 })
+	if err := writeRequestCorr(b, 7, kmsg.ApiVersions.Int16(), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeRequest(a, kmsg.JoinGroup.Int16(), 3, joinBody("g", aID, 24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if jr := readJoin(t, a); jr.ErrorCode != 0 {
+		t.Fatalf("A's rejoin: error %d", jr.ErrorCode)
+	}
+	if jr := readJoin(t, b); jr.ErrorCode != 0 || jr.Generation != 2 {
+		t.Fatalf("B's join: error %d, generation %d", jr.ErrorCode, jr.Generation)
+	}
+	frame, err := readFrame(b)
+	if err != nil || len(frame) < 4 || frame[3] != 7 {
+		t.Fatalf("the pipelined ApiVersions: %v (%x)", err, frame[:min(len(frame), 8)])
+	}
+	if n := ts.groups.Stats().Abandoned + ts.metrics.peerGone.Load(); n != 0 {
+		t.Fatalf("%d waits abandoned", n)
+	}
+}
