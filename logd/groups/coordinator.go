@@ -8,7 +8,8 @@ import (
 
 // Coordinator runs the consumer groups of one logd. It is safe for
 // concurrent use; one lock guards every group, and no call holds it
-// while waiting or while the OffsetStore works.
+// while waiting or while the OffsetStore works. A per-group lock
+// (commitlock.go) orders each group's OffsetCommits.
 type Coordinator struct {
 	cfg Config
 	log *slog.Logger
@@ -19,6 +20,9 @@ type Coordinator struct {
 	// retained counts the bytes of members' protocols and assignments
 	// held (retained.go).
 	retained int64
+	// commitLocks holds the commit lock of each group with a commit in
+	// flight (commitlock.go).
+	commitLocks map[string]*commitLock
 }
 
 // New returns a Coordinator, or an error wrapping ErrBadConfig.
@@ -27,7 +31,7 @@ func New(cfg Config) (*Coordinator, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Coordinator{cfg: cfg, log: cfg.Logger, groups: make(map[string]*group)}, nil
+	return &Coordinator{cfg: cfg, log: cfg.Logger, groups: make(map[string]*group), commitLocks: make(map[string]*commitLock)}, nil
 }
 
 // Stats returns a snapshot of the counters.

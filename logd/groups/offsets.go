@@ -10,7 +10,8 @@ import (
 
 // OffsetStore keeps committed offsets. logd's storage implements it
 // durably; MemoryStore keeps them in memory. Its methods may be called
-// concurrently, never under the Coordinator's lock.
+// concurrently, never under the Coordinator's lock; Commit is called
+// for one group at a time.
 type OffsetStore interface {
 	// Commit stores the offsets one OffsetCommit request commits, all or
 	// none, and returns once they are as durable as the store makes
@@ -48,8 +49,12 @@ type Committed struct {
 // counts as a heartbeat. Partitions that do not exist get
 // UNKNOWN_TOPIC_OR_PARTITION, metadata over MaxOffsetMetadata
 // OFFSET_METADATA_TOO_LARGE; the rest go to the store in one Commit.
+// The check and the Commit happen under the group's commit lock, so the
+// store receives a group's commits in the order they were checked.
 func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	l := c.lockCommits(req.Group)
+	defer c.unlockCommits(req.Group, l)
 	code := c.checkCommitter(req)
 	type at struct{ t, p int }
 	var batch []Committed
