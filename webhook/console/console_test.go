@@ -361,10 +361,19 @@ func TestButtons(t *testing.T) {
 		if f.notified.Load() == before {
 			t.Error("enabling did not notify the dispatcher")
 		}
-		// The redirect never leaves the console.
-		_, hdr, _ = f.do(c, "POST", "/endpoints/ep_a/enable", url.Values{"csrf": {csrf}, "back": {"//evil.example/"}})
-		if hdr.Get("Location") != "/endpoints/ep_a" {
-			t.Errorf("back //evil.example/ redirected to %q", hdr.Get("Location"))
+		// The redirect never leaves the console: browsers drop TAB, CR and
+		// LF from a URL ("/\t/evil.example/" is "//evil.example/" to them)
+		// and read a backslash as a slash.
+		for _, back := range []string{"//evil.example/", "/\t/evil.example/", "/\r\n/evil.example/", "/\\evil.example/",
+			"/\x00/evil.example/", "/\x7f/evil.example/", "https://evil.example/", "evil.example/", ""} {
+			_, hdr, _ = f.do(c, "POST", "/endpoints/ep_a/enable", url.Values{"csrf": {csrf}, "back": {back}})
+			if hdr.Get("Location") != "/endpoints/ep_a" {
+				t.Errorf("back %q redirected to %q", back, hdr.Get("Location"))
+			}
+		}
+		_, hdr, _ = f.do(c, "POST", "/endpoints/ep_a/enable", url.Values{"csrf": {csrf}, "back": {"/events?before=2026-01-01T00:00:00Z"}})
+		if hdr.Get("Location") != "/events?before=2026-01-01T00:00:00Z" {
+			t.Errorf("back /events?before=… redirected to %q", hdr.Get("Location"))
 		}
 	})
 

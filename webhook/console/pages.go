@@ -343,10 +343,26 @@ func (c *Console) resend(w http.ResponseWriter, r *http.Request, v *visit) {
 func (c *Console) done(w http.ResponseWriter, r *http.Request, v *visit, def, msg string) {
 	c.setFlash(v, msg)
 	to := def
-	if b := r.PostForm.Get("back"); strings.HasPrefix(b, "/") && !strings.HasPrefix(b, "//") && !strings.ContainsAny(b, "\\\r\n") {
+	if b := r.PostForm.Get("back"); localPath(b) {
 		to = b
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// localPath reports whether back is a path of this site: one leading
+// '/', no backslash (browsers read it as '/') and no control character
+// (browsers drop TAB, CR and LF, so "/\t/evil.example/" reads as
+// "//evil.example/").
+func localPath(back string) bool {
+	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.Contains(back, "\\") {
+		return false
+	}
+	for i := 0; i < len(back); i++ {
+		if back[i] < 0x20 || back[i] == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // Rendering.
