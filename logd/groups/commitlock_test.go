@@ -78,7 +78,11 @@ func TestCommitOfRemovedMemberNeverOverwritesNextGeneration(t *testing.T) {
 
 	// Either the new commit is done (the stale one will then overwrite
 	// it), or it waits behind the stale one.
+	deadline := time.Now().Add(10 * time.Second)
 	for done := false; !done; {
+		if time.Now().After(deadline) {
+			t.Fatal("the next generation's commit neither done nor waiting")
+		}
 		select {
 		case resp := <-newDone:
 			newDone <- resp

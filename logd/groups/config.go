@@ -16,14 +16,15 @@ type Rand interface {
 
 // Defaults of Config.
 const (
-	DefaultMinSessionTimeout = 6 * time.Second  // Kafka's group.min.session.timeout.ms
-	DefaultMaxSessionTimeout = 30 * time.Minute // Kafka's group.max.session.timeout.ms
-	DefaultMaxGroups         = 4096
-	DefaultMaxMembers        = 1024
-	DefaultMaxMemberBytes    = 1 << 20
-	DefaultMaxRetainedBytes  = 64 << 20
-	DefaultMaxOffsetMetadata = 4096 // Kafka's offset.metadata.max.bytes
-	DefaultTickInterval      = 100 * time.Millisecond
+	DefaultMinSessionTimeout   = 6 * time.Second  // Kafka's group.min.session.timeout.ms
+	DefaultMaxSessionTimeout   = 30 * time.Minute // Kafka's group.max.session.timeout.ms
+	DefaultMaxRebalanceTimeout = 5 * time.Minute  // Kafka clients' max.poll.interval.ms default
+	DefaultMaxGroups           = 4096
+	DefaultMaxMembers          = 1024
+	DefaultMaxMemberBytes      = 1 << 20
+	DefaultMaxRetainedBytes    = 64 << 20
+	DefaultMaxOffsetMetadata   = 4096 // Kafka's offset.metadata.max.bytes
+	DefaultTickInterval        = 100 * time.Millisecond
 )
 
 // Config configures a Coordinator. Zero fields take the documented
@@ -39,6 +40,13 @@ type Config struct {
 	// a member may ask for (INVALID_SESSION_TIMEOUT outside). Defaults
 	// 6 s and 30 min, as Kafka's.
 	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// MaxRebalanceTimeout bounds the rebalance timeout a member asks for
+	// in JoinGroup: a larger one is lowered to it (not refused: Kafka
+	// Streams asks for up to 2^31-1 ms), so one member that never rejoins
+	// cannot hold the group in a rebalance for weeks. Kafka's broker
+	// does not bound it; 5 min is its clients' max.poll.interval.ms
+	// default. At least MinSessionTimeout. Default 5 min.
+	MaxRebalanceTimeout time.Duration
 	// InitialRebalanceDelay holds the first rebalance of an Empty group
 	// open this long (extended by the same again for each member that
 	// joins meanwhile, up to the rebalance timeout), so members starting
@@ -77,6 +85,7 @@ type Config struct {
 func (c *Config) setDefaults() {
 	setDefault(&c.MinSessionTimeout, DefaultMinSessionTimeout)
 	setDefault(&c.MaxSessionTimeout, DefaultMaxSessionTimeout)
+	setDefault(&c.MaxRebalanceTimeout, DefaultMaxRebalanceTimeout)
 	setDefault(&c.MaxGroups, DefaultMaxGroups)
 	setDefault(&c.MaxMembers, DefaultMaxMembers)
 	setDefault(&c.MaxMemberBytes, DefaultMaxMemberBytes)
@@ -103,6 +112,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: Offsets is required", ErrBadConfig)
 	case c.MinSessionTimeout < 0 || c.MaxSessionTimeout < c.MinSessionTimeout:
 		return fmt.Errorf("%w: session timeouts [%v, %v] are not a range", ErrBadConfig, c.MinSessionTimeout, c.MaxSessionTimeout)
+	case c.MaxRebalanceTimeout < c.MinSessionTimeout:
+		return fmt.Errorf("%w: MaxRebalanceTimeout %v < MinSessionTimeout %v", ErrBadConfig, c.MaxRebalanceTimeout, c.MinSessionTimeout)
 	case c.InitialRebalanceDelay < 0:
 		return fmt.Errorf("%w: negative InitialRebalanceDelay", ErrBadConfig)
 	case c.MaxGroups < 1 || c.MaxMembers < 1:

@@ -97,6 +97,7 @@ func (c *Coordinator) parseJoin(req *kmsg.JoinGroupRequest, clientID, clientHost
 	if req.Version == 0 || rebalance <= 0 {
 		rebalance = session
 	}
+	rebalance = min(rebalance, c.cfg.MaxRebalanceTimeout)
 	size := 0
 	for _, p := range req.Protocols {
 		size += len(p.Name) + len(p.Metadata)

@@ -3,6 +3,7 @@ package groups
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -409,5 +410,23 @@ func TestRetainedMetadataBudget(t *testing.T) {
 	}
 	if err := h.c.checkInvariants(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A rebalance timeout above MaxRebalanceTimeout is lowered to it: a
+// member that asks for 2^31-1 ms and never rejoins holds a rebalance
+// only MaxRebalanceTimeout.
+func TestRebalanceTimeoutClamped(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxRebalanceTimeout = time.Minute })
+	ids, _ := h.stable(1)
+	big := joinReq(4, ids[0])
+	big.RebalanceTimeoutMillis = math.MaxInt32
+	h.join(big).must(nil) // same member, new rebalance timeout
+	h.mustState(StateCompletingRebalance)
+	h.c.mu.Lock()
+	got := h.c.groups[testGroup].members[ids[0]].rebalance
+	h.c.mu.Unlock()
+	if got != time.Minute {
+		t.Fatalf("rebalance timeout %v, want clamped to 1m", got)
 	}
 }
