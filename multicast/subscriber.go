@@ -62,7 +62,13 @@ type Subscriber struct {
 	awayArmed  bool            // away is pending; under rmu
 	kicked     chan struct{}   // wakes the reader goroutine: a unicast datagram came
 	hooked     <-chan struct{} // Done of the context whose end wakes reads (hook)
-	unhook     func() bool     // undoes that registration
+	// woken is set by a wake-up (wakeRead) before it moves the read
+	// deadline to now; step, having set its own deadline, takes it and
+	// sets now again, so that a wake-up its deadline overwrote is not
+	// lost (a Receive whose context ended while step set the deadline
+	// slept in the read until a datagram came: for good on a quiet feed).
+	woken  atomic.Bool
+	unhook func() bool // undoes that registration
 
 	stop chan struct{}
 	shut atomic.Bool // set as Close begins, before stop closes

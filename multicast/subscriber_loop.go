@@ -54,6 +54,12 @@ func (s *Subscriber) step() bool {
 		r.deadline = d
 		_ = s.data.SetReadDeadline(d)
 	}
+	if s.woken.Swap(false) {
+		// A wake-up may have come before the deadline above replaced
+		// its own: the read returns at once.
+		r.deadline = expired
+		_ = s.data.SetReadDeadline(time.Now())
+	}
 	n := 0
 	if s.inbox.empty() && !r.rb.pending() {
 		var err error

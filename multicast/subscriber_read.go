@@ -134,7 +134,7 @@ func (s *Subscriber) refill(ctx context.Context) error {
 		s.appWaiting = true
 		s.rmu.Unlock()
 		// Wake the reader goroutine from its read to give the role up.
-		_ = s.data.SetReadDeadline(time.Now())
+		s.wakeRead()
 		select {
 		case s.cur = <-s.ready:
 			s.next = 0
@@ -274,5 +274,11 @@ func (s *Subscriber) hook(ctx context.Context) {
 		s.unhook()
 	}
 	s.hooked = done
-	s.unhook = context.AfterFunc(ctx, func() { _ = s.data.SetReadDeadline(time.Now()) })
+	s.unhook = context.AfterFunc(ctx, s.wakeRead)
+}
+
+// wakeRead wakes the read under way, or the next one (see woken).
+func (s *Subscriber) wakeRead() {
+	s.woken.Store(true)
+	_ = s.data.SetReadDeadline(time.Now())
 }

@@ -3,6 +3,7 @@ package multicast
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -135,5 +136,25 @@ func waitReceiveErr(t *testing.T, done <-chan error, within time.Duration, want 
 		}
 	case <-time.After(within):
 		t.Fatalf("%s: still waiting %v later", what, within)
+	}
+}
+
+// TestReceiveContextEndNeverLost: a context that ends while a Receive
+// reading for itself sets its read deadline (no stream, so no timer:
+// the deadline it sets is none) still ends that Receive. Many Receives
+// with contexts ending after a few microseconds hit that moment; the
+// wake-up was once overwritten there, and the Receive slept in the read
+// until a datagram came — for good on a quiet group.
+func TestReceiveContextEndNeverLost(t *testing.T) {
+	s := mustSub(t, testConfig(t))
+	for i := range 2000 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%50)*time.Microsecond)
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Receive(ctx)
+			done <- err
+		}()
+		waitReceiveErr(t, done, 5*time.Second, context.DeadlineExceeded, fmt.Sprintf("Receive %d, its context ended", i))
+		cancel()
 	}
 }
