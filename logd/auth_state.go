@@ -22,8 +22,9 @@ type serverAuth struct {
 	denied          atomic.Uint64 // topics, partitions or groups refused to an authenticated user
 }
 
-// setup takes the Config after its defaults are set. A bad field of
-// Config.Auth is named as Config reaches it ("Auth.Mechanisms").
+// setup takes the Config after its defaults are set, before the data
+// directory is locked (keepDecoySecret completes it after). A bad field
+// of Config.Auth is named as Config reaches it ("Auth.Mechanisms").
 func (a *serverAuth) setup(cfg Config) error {
 	if cfg.Auth.Users == nil {
 		return nil

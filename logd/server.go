@@ -76,6 +76,10 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.auth.keepDecoySecret(s.cfg); err != nil {
+		lock.unlock()
+		return nil, err
+	}
 	if err := s.open(); err != nil {
 		lock.unlock()
 		return nil, err

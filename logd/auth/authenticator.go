@@ -1,9 +1,7 @@
 package auth
 
 import (
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"slices"
@@ -17,11 +15,24 @@ type Config struct {
 	// Mechanisms are the SASL mechanisms offered, from Mechanisms.
 	// Default: all of them.
 	Mechanisms []string
-	// Rand supplies SCRAM nonces and the secret behind unknown users'
-	// decoy credentials. Default crypto/rand.Reader; tests inject a
-	// seeded one.
+	// Rand supplies SCRAM nonces, and the decoy secret when
+	// DecoySecret is nil and no user has a SCRAM credential. Default
+	// crypto/rand.Reader; tests inject a seeded one.
 	Rand io.Reader
+	// DecoySecret keys the decoy credentials of users who do not exist
+	// (see the package doc): at least MinDecoySecretBytes, kept secret,
+	// and the same on every start, so that a decoy's salt is as stable
+	// across restarts as a real user's. logd keeps one in its data
+	// directory. Default: derived from the users' stored keys, which
+	// are as secret as the users file and as stable as its users (a
+	// change of the users changes every decoy, though, while real
+	// salts stay: give a kept secret); when no user has a SCRAM
+	// credential, read from Rand, new each time New is called.
+	DecoySecret []byte
 }
+
+// MinDecoySecretBytes is the least length of Config.DecoySecret.
+const MinDecoySecretBytes = 32
 
 func (c *Config) setDefaults() {
 	if c.Mechanisms == nil {
@@ -35,6 +46,10 @@ func (c *Config) setDefaults() {
 func (c *Config) validate() error {
 	if c.Users == nil {
 		return &ConfigError{"Users", nil, "required"}
+	}
+	if c.DecoySecret != nil && len(c.DecoySecret) < MinDecoySecretBytes {
+		// The secret itself is never put in an error.
+		return &ConfigError{"DecoySecret", fmt.Sprintf("of %d bytes", len(c.DecoySecret)), fmt.Sprintf("at least %d bytes", MinDecoySecretBytes)}
 	}
 	if len(c.Mechanisms) == 0 {
 		return &ConfigError{"Mechanisms", c.Mechanisms, "at least one of " + fmt.Sprint(Mechanisms)}
@@ -56,6 +71,10 @@ type Authenticator struct {
 	users  *Users
 	mechs  []string
 	secret []byte // keys the decoy credentials of unknown users
+	// decoys are, per SCRAM mechanism, the iteration counts and salt
+	// lengths of the users' credentials, by user name: an unknown
+	// user's decoy copies one of them, chosen by its name.
+	decoys map[string][]decoyShape
 	nonce  func() (string, error)
 
 	mu   sync.Mutex // guards rand
@@ -68,9 +87,15 @@ func New(cfg Config) (*Authenticator, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	a := &Authenticator{users: cfg.Users, mechs: slices.Clone(cfg.Mechanisms), rand: cfg.Rand, secret: make([]byte, 32)}
-	if err := a.read(a.secret); err != nil {
-		return nil, err
+	a := &Authenticator{users: cfg.Users, mechs: slices.Clone(cfg.Mechanisms), rand: cfg.Rand, secret: slices.Clone(cfg.DecoySecret), decoys: decoyShapes(cfg.Users)}
+	if a.secret == nil {
+		a.secret = usersSecret(cfg.Users)
+	}
+	if a.secret == nil {
+		a.secret = make([]byte, MinDecoySecretBytes)
+		if err := a.read(a.secret); err != nil {
+			return nil, err
+		}
 	}
 	a.nonce = a.randomNonce
 	return a, nil
@@ -148,33 +173,4 @@ func (s *Session) User() *User {
 		return s.plain.user
 	}
 	return s.scram.user
-}
-
-// credential returns name's stored credential for mechanism, or, when
-// the user does not exist or has none, a decoy: a salt and keys derived
-// from the Authenticator's secret, the same on every attempt, that no
-// password matches. real says which.
-func (a *Authenticator) credential(name, mechanism string) (c Credential, real bool) {
-	if u, ok := a.users.Lookup(name); ok {
-		if c, ok := u.SCRAM[mechanism]; ok {
-			return c, true
-		}
-	}
-	derive := func(label string, n int) []byte {
-		m := hmac.New(sha256.New, a.secret)
-		fmt.Fprintf(m, "%s\x00%s\x00%s", label, mechanism, name)
-		out := m.Sum(nil)
-		for len(out) < n {
-			m.Write(out)
-			out = m.Sum(out)
-		}
-		return out[:n]
-	}
-	size := hashOf(mechanism)().Size()
-	return Credential{
-		Salt:       derive("salt", DefaultSaltBytes),
-		Iterations: DefaultIterations,
-		StoredKey:  derive("stored", size),
-		ServerKey:  derive("server", size),
-	}, false
 }

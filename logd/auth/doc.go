@@ -16,9 +16,15 @@
 //
 // SCRAM conversations run on github.com/xdg-go/scram's server, given
 // these stored credentials. A user who does not exist gets decoy
-// credentials derived from a per-process secret, so the conversation
-// fails only at the proof, exactly as a wrong password does: a client
-// cannot tell which user names exist (RFC 5802 §5.1 suggests this).
+// credentials, so the conversation fails only at the proof, exactly as
+// a wrong password does: a client cannot tell which user names exist
+// (RFC 5802 §5.1 suggests this). A decoy's salt and keys are derived
+// from a secret and the name, the same on every attempt and across
+// restarts: Config.DecoySecret (logd keeps one in its data directory),
+// else a secret derived from the users' stored keys. Its iteration
+// count and salt length are those of one of the users' credentials for
+// the mechanism, chosen by the name, so decoys show the counts real
+// users have, in the same proportions.
 //
 // PLAIN (RFC 4616) carries the password itself, so use it only over
 // TLS. It is checked against the user's stored SCRAM-SHA-256 credential

@@ -204,8 +204,9 @@ func TestClientsAuthenticate(t *testing.T) {
 }
 
 // TestScramUnknownUserLooksKnown: an unknown user gets a server-first
-// message like a real user's (a salt and the default iteration count),
-// the same salt on every attempt, and fails only at the proof.
+// message like a real user's (a salt and the users' iteration count,
+// 4096 here), the same salt on every attempt, and fails only at the
+// proof.
 func TestScramUnknownUserLooksKnown(t *testing.T) {
 	a := newAuth(t, testUsers(t))
 	first := func(user string) string {
@@ -221,8 +222,8 @@ func TestScramUnknownUserLooksKnown(t *testing.T) {
 		return salt
 	}
 	s1, s2 := first("mallory"), first("mallory")
-	if s1 != s2 || !strings.HasSuffix(s1, ",i=8192") {
-		t.Fatalf("decoy salts %q and %q: want equal, with i=8192", s1, s2)
+	if s1 != s2 || !strings.HasSuffix(s1, ",i=4096") {
+		t.Fatalf("decoy salts %q and %q: want equal, with i=4096", s1, s2)
 	}
 	if first("trudy") == s1 {
 		t.Fatal("two unknown users got the same decoy salt")
@@ -271,6 +272,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Users: us, Mechanisms: []string{}}, "Mechanisms"},
 		{Config{Users: us, Mechanisms: []string{"SCRAM-SHA-1"}}, "Mechanisms"},
 		{Config{Users: us, Mechanisms: []string{Plain, Plain}}, "Mechanisms"},
+		{Config{Users: us, DecoySecret: make([]byte, MinDecoySecretBytes-1)}, "DecoySecret"},
+		{Config{Users: us, DecoySecret: []byte{}}, "DecoySecret"},
 	} {
 		_, err := New(c.cfg)
 		var ce *ConfigError
