@@ -118,10 +118,7 @@ func checkProduced(b []byte, h *kmsg.RecordBatch, maxBytes int, needKeys bool) e
 	case h.ProducerID >= 0 && h.FirstSequence < 0:
 		return errSequence
 	}
-	var keys keyCheck
-	if needKeys {
-		keys = keyCheck{on: true}
-	}
+	keys := keyCheck{on: needKeys}
 	var err error
 	if h.Attributes&attrCodecMask == codecNone {
 		err = validateRecords(h.Records, h.NumRecords, &keys)
