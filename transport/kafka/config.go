@@ -24,8 +24,9 @@ type Config struct {
 	// Topic is the topic published to and consumed. Required.
 	Topic string
 	// From is where a Subscriber starts, and where a GroupSubscriber
-	// starts a partition its group has committed no offset for. Default
-	// Earliest.
+	// starts a partition its group has committed no offset for (a
+	// committed offset wins). An offset past a partition's end starts
+	// at the end, for both. Default Earliest.
 	From Position
 	// Partitions, when not empty, restricts a Subscriber to these
 	// partitions; a Publisher given exactly one publishes to it. Default:

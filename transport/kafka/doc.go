@@ -40,7 +40,13 @@
 // A subscriber that starts at an exact offset, or a group member that
 // resumes at a committed one, reports what it cannot have from there as
 // a Gap before the first record; one that starts at the earliest record
-// expects the log start. Transaction markers take offsets without being
+// expects the log start. An offset past a partition's end (a saved
+// offset of a log since recreated) starts at the end: a from= offset,
+// for a Subscriber and for a group member's partitions its group
+// committed nothing for, starts there; a committed offset, which wins
+// over from=, is reset to the log start, as Kafka's
+// auto.offset.reset=earliest does. Either way the partition's first
+// record, below the offset asked, is logged as a warning (Config.Logger). Transaction markers take offsets without being
 // messages; they are skipped silently.
 //
 // A record that is a gap marker (transport.GapMarker, written by a pipe

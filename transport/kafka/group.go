@@ -14,7 +14,9 @@ import (
 // GroupSubscriber is a member of a consumer group (Config.Group): the
 // group's members share the topic's partitions, and each partition
 // starts at the offset the group committed (Config.From where there is
-// none). It commits only what the application acknowledged with Ack:
+// none: an offset past the partition's end starts at the end, as for a
+// Subscriber; a committed offset past it is reset to the log start,
+// as Kafka's auto.offset.reset=earliest does). It commits only what the application acknowledged with Ack:
 //
 //   - Ack(stream, seq) marks every offset of the partition up to seq as
 //     processed; marks are committed every 5 s (kgo's autocommit
@@ -38,6 +40,10 @@ import (
 type GroupSubscriber struct {
 	*Subscriber
 	groupName string
+	// atEnd, for a From offset, holds the partitions of the last offset
+	// fetch the group committed nothing for and whose end is below
+	// From, with that end: adjustStarts starts them there. Under mu.
+	atEnd map[int32]int64
 }
 
 var (
@@ -93,7 +99,7 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 		return nil, &ConfigError{"Group", `""`, "a group member needs a group"}
 	}
 	s := newSubscriber(cfg)
-	g := &GroupSubscriber{s, cfg.Group}
+	g := &GroupSubscriber{Subscriber: s, groupName: cfg.Group}
 	opts := []kgo.Opt{
 		kgo.ConsumerGroup(cfg.Group), kgo.ConsumeTopics(cfg.Topic), kgo.ConsumeStartOffset(cfg.From.kgo()),
 		kgo.AutoCommitMarks(),
@@ -104,6 +110,14 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 		kgo.OnOffsetsFetched(g.offsetsFetched),
 		kgo.OnPartitionsRevoked(g.revoked),
 		kgo.OnPartitionsLost(g.lost),
+	}
+	if cfg.From.kind == posOffset {
+		// A From offset past a partition's end would be out of range,
+		// which the client resets to the log start, replaying it all:
+		// such a partition starts at its end instead, as a Subscriber's
+		// does. The client's reset is left alone: it also serves a
+		// committed offset out of the log.
+		opts = append(opts, kgo.AdjustFetchOffsetsFn(g.adjustStarts))
 	}
 	if cfg.Instance != "" {
 		opts = append(opts, kgo.InstanceID(cfg.Instance))
@@ -164,24 +178,69 @@ func (g *GroupSubscriber) assigned(_ context.Context, _ *kgo.Client, ps map[stri
 }
 
 // offsetsFetched learns where the group committed each partition, where
-// the next record is expected: a record past it follows a Gap.
-func (g *GroupSubscriber) offsetsFetched(_ context.Context, _ *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+// the next record is expected: a record past it follows a Gap. A
+// committed offset wins over From; a partition that comes back to this
+// member resumes after what it delivered, if that is further. For a
+// From offset, it also asks where the partitions without a commit end
+// (see adjustStarts); an error there ends the group session, and the
+// client joins again.
+func (g *GroupSubscriber) offsetsFetched(ctx context.Context, cl *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+	var uncommitted []int32
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	for _, t := range resp.Topics {
 		if t.Topic != g.topic {
 			continue
 		}
 		for _, p := range t.Partitions {
-			if p.ErrorCode != 0 || p.Offset < 0 {
+			switch {
+			case p.ErrorCode != 0:
+				continue
+			case p.Offset < 0:
+				uncommitted = append(uncommitted, p.Partition)
 				continue
 			}
-			if st := g.part(p.Partition); p.Offset > st.next {
+			if st := g.part(p.Partition); !st.started || p.Offset > st.next {
 				st.next = p.Offset
 			}
 		}
 	}
+	g.atEnd = nil
+	g.mu.Unlock()
+	if g.start < 0 || len(uncommitted) == 0 {
+		return nil
+	}
+	ends, err := listOffsets(ctx, cl, g.topic, uncommitted, -1)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for p, end := range ends {
+		if end >= 0 && g.start > end {
+			if g.atEnd == nil {
+				g.atEnd = map[int32]int64{}
+			}
+			g.atEnd[p] = end
+		}
+	}
 	return nil
+}
+
+// adjustStarts starts the partitions offsetsFetched found without a
+// commit and ending below From at their end, where the client would
+// start them at From, out of range, and then reset them to the log
+// start. The partition's events say so: its StreamStart is at the end,
+// below From, and the Subscriber logs it (see emit).
+func (g *GroupSubscriber) adjustStarts(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for p, end := range g.atEnd {
+		if _, ok := offsets[g.topic][p]; ok {
+			offsets[g.topic][p] = kgo.NewOffset().At(end)
+		}
+	}
+	g.atEnd = nil
+	return offsets, nil
 }
 
 // revoked: a rebalance takes ps away. What was acknowledged is committed

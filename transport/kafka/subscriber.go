@@ -341,6 +341,9 @@ func (s *Subscriber) emit(q queued) {
 	next := s.expected(st, q)
 	if !st.started {
 		st.started = true
+		if next > r.Offset {
+			s.warnBelowStart(id, next, r.Offset)
+		}
 		first := r.Offset
 		if next >= 0 && next < first {
 			first = next // the stream starts with a gap
@@ -376,6 +379,17 @@ func (s *Subscriber) emit(q queued) {
 		s.warnMalformed(id, r.Offset, err)
 	}
 	s.pending = append(s.pending, transport.Event{Kind: transport.EventMessage, Message: m})
+}
+
+// warnBelowStart logs a partition whose first record is below the
+// offset it was to start at (From, or its group's commit): that offset
+// was past the partition's end — a log recreated since, or an offset of
+// another log — and the partition starts where the client put it
+// instead: at its end (From), or at the reset offset, the log start (a
+// commit, as Kafka's auto.offset.reset=earliest).
+func (s *Subscriber) warnBelowStart(id transport.StreamID, asked, first int64) {
+	s.log.Warn("kafka transport: the offset to start at is past the partition's end: the partition starts below it",
+		"stream", id, "asked", asked, "first", first)
 }
 
 // warnMalformed logs the 1st, 2nd, 4th, 8th… malformed marker: a stream
