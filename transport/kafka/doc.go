@@ -30,12 +30,18 @@
 //     retention, or by DeleteRecords, before the subscriber read them, or
 //     passed by a reset to the log start. Lost.
 //   - GapCompacted: holes above the log start in a topic whose
-//     cleanup.policy compacts (learned once, with a DescribeConfigs
-//     request): each record removed was superseded by a later one with
-//     its key. Not lost (Gap.Lost is false). A hole in a topic that does
-//     not compact, which only a compaction under an earlier policy
-//     leaves, or a broker that refuses DescribeConfigs, is reported as
-//     GapRetention: as loss, since nothing says it is not.
+//     cleanup.policy compacts (learned at the first hole, with a
+//     DescribeConfigs request, and kept): each record removed was
+//     superseded by a later one with its key. Not lost (Gap.Lost is
+//     false). A hole in a topic that does not compact, which only a
+//     compaction under an earlier policy leaves, or a broker that
+//     refuses DescribeConfigs (an authorization error), is reported as
+//     GapRetention: as loss, since nothing says it is not. A request
+//     that fails in a way that may pass (a broker not ready, a timeout)
+//     settles nothing: it is made again at the first hole 1 s later,
+//     then after twice as long each time up to a minute, and the holes
+//     met meanwhile are reported as GapRetention — a false alarm if they
+//     were compaction's, where the other reading would hide a loss.
 //
 // A subscriber that starts at an exact offset, or a group member that
 // resumes at a committed one, reports what it cannot have from there as

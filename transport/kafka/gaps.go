@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -13,10 +14,37 @@ import (
 
 // cleanupPolicy is what a subscriber knows of its topic's cleanup.policy.
 type cleanupPolicy struct {
-	known bool // asked (an answer, or a refusal: then neither is set)
+	// known: the broker answered, or refused in a way asking again
+	// would not change (then neither compact nor delete is set).
+	known bool
 	// compact and delete say what the policy includes.
 	compact, delete bool
+	// failures counts the requests in a row that failed in a way that
+	// may pass (a broker not ready, a timeout); while it is not known,
+	// the policy is asked again from retryAt on, not before.
+	failures int
+	retryAt  time.Time
 }
+
+// Backoff of a policy request that failed in a way that may pass: the
+// first retry after policyRetryMin, then twice as long each time, up to
+// policyRetryMax.
+const (
+	policyRetryMin = time.Second
+	policyRetryMax = time.Minute
+)
+
+// policyBackoff is how long to wait after the nth failure in a row.
+func policyBackoff(n int) time.Duration {
+	d := policyRetryMin
+	for i := 1; i < n && d < policyRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, policyRetryMax)
+}
+
+// errNoPolicy: a DescribeConfigs answer without cleanup.policy.
+var errNoPolicy = errors.New("no cleanup.policy in the answer")
 
 // skipped classifies offsets from..to of stream id, which the broker
 // skipped, given the log start offset of the fetch that skipped them
@@ -25,9 +53,11 @@ type cleanupPolicy struct {
 // the subscriber was reset past them: GapRetention. Offsets at or above
 // it are holes inside the log, which only compaction makes:
 // GapCompacted in a topic whose cleanup.policy compacts. Without that
-// policy, or with a log start unknown in a topic that also deletes, the
-// hole is reported as GapRetention, as loss: nothing says it is not.
-// Called with mu held.
+// policy, with the policy not (yet) known, or with a log start unknown
+// in a topic that also deletes, the hole is reported as GapRetention,
+// as loss: nothing says it is not. That is the safe reading: a hole of
+// compaction reported as loss is a false alarm, where a real hole taken
+// for compaction would hide a loss. Called with mu held.
 func (s *Subscriber) skipped(id transport.StreamID, from, to, logStart int64) []transport.Gap {
 	var gaps []transport.Gap
 	gap := func(a, b int64, reason transport.GapReason) {
@@ -63,21 +93,51 @@ func (s *Subscriber) holeAboveStart(q queued) bool {
 
 // learnPolicy asks the broker for the topic's cleanup.policy
 // (DescribeConfigs) and keeps the answer for the subscriber's life. A
-// broker that refuses (an authorization error, an old broker) leaves the
-// policy known and not compacting; only ctx ending leaves it unknown.
+// broker that refuses in a way asking again would not change (an error
+// code that is not retriable: authorization, an invalid request; an
+// answer without the policy) leaves the policy known and not
+// compacting. Any other failure (a broker not ready, a timeout, a
+// connection lost) leaves it unknown, to be asked again at the first
+// hole after a backoff (policyBackoff); the holes met meanwhile are
+// reported as GapRetention. Only ctx ending is returned.
 func (s *Subscriber) learnPolicy(ctx context.Context) error {
-	policy, err := describeCleanup(ctx, s.cl, s.topic)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		s.log.Warn("kafka transport: cleanup.policy unknown: holes in the log are reported as retention", "topic", s.topic, "err", err)
+	policy, err := describeCleanup(ctx, s.admin, s.topic)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
 	}
 	s.mu.Lock()
-	policy.known = true
-	s.policy = policy
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	switch {
+	case err == nil:
+		policy.known = true
+		s.policy = policy
+	case policyRefused(err):
+		s.policy = cleanupPolicy{known: true}
+		s.log.Warn("kafka transport: cleanup.policy refused: holes in the log are reported as retention", "topic", s.topic, "err", err)
+	default:
+		s.policy.failures++
+		wait := policyBackoff(s.policy.failures)
+		s.policy.retryAt = s.now().Add(wait)
+		s.log.Warn("kafka transport: cleanup.policy unknown for now: holes in the log are reported as retention until it is known",
+			"topic", s.topic, "err", err, "failures", s.policy.failures, "retry_in", wait)
+	}
 	return nil
+}
+
+// askPolicy reports whether the cleanup policy is to be asked now: it
+// is not known, and no backoff is running. Called with mu held.
+func (s *Subscriber) askPolicy() bool {
+	return !s.policy.known && !s.now().Before(s.policy.retryAt)
+}
+
+// policyRefused reports whether a failed policy request is a refusal
+// that asking again would not change.
+func policyRefused(err error) bool {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return !ke.Retriable
+	}
+	return errors.Is(err, errNoPolicy)
 }
 
 // requester is the part of a kgo.Client describeCleanup needs.
@@ -107,7 +167,7 @@ func describeCleanup(ctx context.Context, cl requester, topic string) (cleanupPo
 			}
 		}
 	}
-	return cleanupPolicy{}, errors.New("no cleanup.policy in the answer")
+	return cleanupPolicy{}, errNoPolicy
 }
 
 // parsePolicy reads a cleanup.policy value: "delete", "compact",

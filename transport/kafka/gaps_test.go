@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -338,5 +340,151 @@ func TestMalformedMarkersLogBounded(t *testing.T) {
 	}
 	if lines := strings.Count(logged.String(), "\n"); lines != 10 { // 1, 2, 4, … 512
 		t.Errorf("%d warnings logged for %d malformed records, want 10:\n%s", lines, n, logged.String())
+	}
+}
+
+// flakyRequester fails the first requests with the errors of fail, in
+// turn, and hands the others to next, counting them all.
+type flakyRequester struct {
+	next  requester
+	fail  []error
+	calls int
+}
+
+func (f *flakyRequester) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	f.calls++
+	if f.calls <= len(f.fail) {
+		return nil, f.fail[f.calls-1]
+	}
+	return f.next.Request(ctx, req)
+}
+
+// compactedWithHoles creates a compacted topic whose log, once
+// compacted, has several holes: rounds of updates of three keys, each
+// followed by a record of a key of its own, which compaction keeps. It
+// returns the last offset.
+func compactedWithHoles(t *testing.T, addr, topic string) int64 {
+	t.Helper()
+	createTopic(t, addr, topic, 1, "cleanup.policy", "compact", "segment.bytes", "1024")
+	cl := newClient(t, addr)
+	const rounds, updates = 5, 60
+	for r := range rounds {
+		for i := range updates {
+			produce(t, cl, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i%3), Value: fmt.Appendf(nil, "v%d", i)})
+		}
+		produce(t, cl, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "u%d", r), Value: []byte("kept")})
+	}
+	n := rounds * (updates + 1)
+	waitCompacted(t, addr, topic, n)
+	return int64(n - 1)
+}
+
+// untilGaps stops receiveUntil after n more gaps than evs had.
+func untilGaps(n int) func([]transport.Event) bool {
+	return func(evs []transport.Event) bool {
+		got := 0
+		for _, ev := range evs {
+			if ev.Kind == transport.EventGap {
+				got++
+			}
+		}
+		return got >= n
+	}
+}
+
+// gapReasons lists the reasons of the gaps of evs.
+func gapReasons(evs []transport.Event) []transport.GapReason {
+	var rs []transport.GapReason
+	for _, ev := range evs {
+		if ev.Kind == transport.EventGap {
+			rs = append(rs, ev.Gap.Reason)
+		}
+	}
+	return rs
+}
+
+// TestPolicyRetriedAfterTransientFailure: a DescribeConfigs that fails in
+// a way that may pass (here a connection refused) does not settle the
+// cleanup policy: the holes met until it is asked again are reported as
+// retention — the safe reading, a false alarm at worst — and it is
+// asked again at the first hole once the backoff (on the subscriber's
+// clock) has passed, not before; the holes after the answer are
+// compaction's. A refusal that asking again would not change (an
+// authorization error) settles it: holes are retention, and it is not
+// asked again.
+func TestPolicyRetriedAfterTransientFailure(t *testing.T) {
+	addr := startLogd(t, func(c *logd.Config) { c.Storage.MaintenanceInterval = 10 * time.Millisecond })
+	last := compactedWithHoles(t, addr, "kv")
+	untilLast := func(evs []transport.Event) bool {
+		ms := messages(evs)
+		return len(ms) > 0 && ms[len(ms)-1].Seq == uint64(last)
+	}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+
+	t.Run("transient", func(t *testing.T) {
+		sub, err := NewSubscriber(context.Background(), Config{Brokers: []string{addr}, Topic: "kv"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		flaky := &flakyRequester{next: sub.admin, fail: []error{refused}}
+		clock := time.Unix(1000, 0)
+		sub.admin, sub.now = flaky, func() time.Time { return clock }
+
+		evs := receiveUntil(t, sub, untilGaps(2))
+		if rs := gapReasons(evs); fmt.Sprint(rs) != fmt.Sprint([]transport.GapReason{transport.GapRetention, transport.GapRetention}) || flaky.calls != 1 {
+			t.Fatalf("before the backoff passed: gaps %v, %d requests; want 2 retention, 1 request: %s", rs, flaky.calls, describe(evs))
+		}
+		clock = clock.Add(policyRetryMin)
+		evs = receiveUntil(t, sub, untilLast)
+		rs := gapReasons(evs)
+		if len(rs) == 0 || flaky.calls != 2 {
+			t.Fatalf("after the backoff: gaps %v, %d requests; want some, 2 requests: %s", rs, flaky.calls, describe(evs))
+		}
+		for _, r := range rs {
+			if r != transport.GapCompacted {
+				t.Fatalf("after the policy was learned: gaps %v, want all compacted: %s", rs, describe(evs))
+			}
+		}
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		sub, err := NewSubscriber(context.Background(), Config{Brokers: []string{addr}, Topic: "kv"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		flaky := &flakyRequester{next: sub.admin, fail: []error{kerr.TopicAuthorizationFailed}}
+		clock := time.Unix(1000, 0)
+		sub.admin, sub.now = flaky, func() time.Time { return clock }
+		evs := receiveUntil(t, sub, untilGaps(1))
+		clock = clock.Add(policyRetryMax)
+		evs = append(evs, receiveUntil(t, sub, untilLast)...)
+		rs := gapReasons(evs)
+		if len(rs) < 2 || flaky.calls != 1 {
+			t.Fatalf("gaps %v, %d requests; want several, 1 request", rs, flaky.calls)
+		}
+		for _, r := range rs {
+			if r != transport.GapRetention {
+				t.Fatalf("gaps %v, want all retention: %s", rs, describe(evs))
+			}
+		}
+	})
+}
+
+// TestPolicyBackoff: the wait after each failure in a row doubles from
+// policyRetryMin up to policyRetryMax, and stays there.
+func TestPolicyBackoff(t *testing.T) {
+	var got []time.Duration
+	for n := 1; n <= 9; n++ {
+		got = append(got, policyBackoff(n))
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second,
+		32 * time.Second, time.Minute, time.Minute, time.Minute}
+	if !slices.Equal(got, want) {
+		t.Fatalf("backoffs %v, want %v", got, want)
+	}
+	if d := policyBackoff(1 << 30); d != policyRetryMax {
+		t.Fatalf("backoff after very many failures %v, want %v", d, policyRetryMax)
 	}
 }

@@ -28,7 +28,13 @@ import (
 // record that is a gap marker (transport.GapMarker, written by a pipe)
 // is delivered as the Gap it stands for, of the marker's origin stream.
 type Subscriber struct {
-	cl    *kgo.Client
+	cl *kgo.Client
+	// admin sends the subscriber's own requests (DescribeConfigs): cl,
+	// or what a test puts in its place.
+	admin requester
+	// now is the clock of the policy requests' backoff: time.Now, or a
+	// test's.
+	now   func() time.Time
 	topic string
 	sem   transport.Semantics
 	log   *slog.Logger
@@ -41,7 +47,7 @@ type Subscriber struct {
 
 	mu sync.Mutex
 	// policy is the topic's cleanup policy, learned on the first hole
-	// that needs it.
+	// that needs it (see learnPolicy).
 	policy  cleanupPolicy
 	queue   []queued // records fetched, not yet turned into events
 	pending []transport.Event
@@ -136,7 +142,7 @@ func newSubscriber(cfg Config) *Subscriber {
 	return &Subscriber{
 		topic: cfg.Topic, sem: cfg.Semantics(), log: cfg.logger(), group: cfg.Group != "",
 		parts: map[int32]*partition{}, start: cfg.From.exact(), earliest: cfg.From.kind == posEarliest,
-		closed: make(chan struct{}),
+		now: time.Now, closed: make(chan struct{}),
 	}
 }
 
@@ -158,7 +164,7 @@ func (s *Subscriber) connect(ctx context.Context, cfg Config, opts []kgo.Opt) er
 		cl.Close()
 		return fmt.Errorf("kafka transport: %w", err)
 	}
-	s.cl = cl
+	s.cl, s.admin = cl, cl
 	return nil
 }
 
@@ -208,7 +214,7 @@ func (s *Subscriber) step(ctx context.Context) (transport.Event, bool, error) {
 	s.mu.Lock()
 	for len(s.pending) == 0 && len(s.queue) > 0 {
 		q := s.queue[0]
-		if !s.policy.known && s.holeAboveStart(q) {
+		if s.holeAboveStart(q) && s.askPolicy() {
 			s.mu.Unlock()
 			if err := s.learnPolicy(ctx); err != nil {
 				return transport.Event{}, false, err
