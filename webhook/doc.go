@@ -25,6 +25,19 @@
 // (ErrMissingHeaders, ErrMalformedHeaders, ErrTimestampTooOld,
 // ErrTimestampTooNew, ErrNoMatchingSignature) for errors.Is.
 //
+// # Receiving
+//
+// A Receiver is an http.Handler that verifies each request with a
+// Verifier and hands a webhook-id to the next handler only once: an id
+// handled with success is remembered (DedupTTL, 24h), so the sender's
+// retries and any replay of a captured request are answered as
+// duplicates. The cache is bounded (DedupSize) but never forgets a
+// handled id while a request seen with it still passes the timestamp
+// check (its webhook-timestamp + Tolerance is not past): when it is full
+// of such ids, or of ids being handled, a new id is refused with 503 and
+// Retry-After, and the sender retries later. DedupTTL may not be shorter
+// than the Tolerance.
+//
 // # SSRF
 //
 // An AddressPolicy refuses connections to loopback, private, link-local,

@@ -29,17 +29,27 @@ type ReceiverConfig struct {
 	// DefaultMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
 	// DedupSize bounds how many webhook-ids are remembered, being
-	// handled or handled; past it the oldest handled id is evicted
-	// (counted in ReceiverStats.Evicted). An id being handled is never
-	// evicted: when all DedupSize ids are, a new id is refused with 503
-	// (ReceiverStats.Busy). Default DefaultDedupSize.
+	// handled or handled. Past it, a handled id is evicted to make room
+	// only once a replay of it would be refused for its timestamp (its
+	// webhook-timestamp + the Verifier's Tolerance is past), the earliest
+	// such first (counted in ReceiverStats.Evicted). An id being handled
+	// is never evicted. With no id that can be, a new id is refused with
+	// 503 (ReceiverStats.Busy): size it above the webhooks handled in
+	// twice the Tolerance (10 minutes by default). Default
+	// DefaultDedupSize.
 	DedupSize int
 	// DedupTTL is how long a successfully handled webhook-id is
-	// remembered. Senders retry for hours (Svix: about a day), so the
-	// default is DefaultDedupTTL (24h).
+	// remembered, so the sender's retries are answered as duplicates;
+	// an id whose webhook-timestamp + Tolerance is later is kept until
+	// then. Senders retry for hours (Svix: about a day), so the default
+	// is DefaultDedupTTL (24h), or the Verifier's Tolerance if that is
+	// longer. It may not be shorter than the Tolerance.
 	DedupTTL time.Duration
 	// Now is the clock of the dedup cache; nil means the Verifier's Now,
-	// or time.Now.
+	// or time.Now. It also refuses (401) a request whose timestamp went
+	// out of Tolerance between its verification and its dedup lookup, so
+	// it should be the Verifier's clock, and it must not go back: a
+	// handled id is forgotten by it.
 	Now func() time.Time
 	// Logger gets one line per refused request (debug level); nil
 	// discards.
@@ -55,9 +65,23 @@ func (c *ReceiverConfig) validate() error {
 	case c.DedupSize < 0:
 		return badConfig("DedupSize", c.DedupSize, "must be >= 0 (0 means 10000)")
 	case c.DedupTTL < 0:
-		return badConfig("DedupTTL", c.DedupTTL, "must be >= 0 (0 means 24h)")
+		return badConfig("DedupTTL", c.DedupTTL, "must be >= 0 (0 means 24h, or the Verifier's Tolerance if longer)")
 	}
-	return c.Verifier.validate()
+	if err := c.Verifier.validate(); err != nil {
+		return err
+	}
+	if tol := tolerance(c.Verifier); c.DedupTTL != 0 && c.DedupTTL < tol {
+		return badConfig("DedupTTL", c.DedupTTL, fmt.Sprintf("must be >= the Verifier's Tolerance %s, or a replay of a handled webhook is handled again once its id expires", tol))
+	}
+	return nil
+}
+
+// tolerance is v's Tolerance, the default for zero.
+func tolerance(v *Verifier) time.Duration {
+	if v.Tolerance == 0 {
+		return DefaultTolerance
+	}
+	return v.Tolerance
 }
 
 // Receiver is an http.Handler for a webhook endpoint. It accepts only
@@ -73,12 +97,19 @@ func (c *ReceiverConfig) validate() error {
 //	401 ErrTimestampTooOld, ErrTimestampTooNew, ErrNoMatchingSignature
 //	200 a webhook-id already handled successfully (next is not called)
 //	409 a webhook-id being handled by another request right now (the
-//	    sender retries later)
-//	503 a new webhook-id while DedupSize ids are all being handled (the
-//	    sender retries later)
+//	    sender retries later; Retry-After: 1)
+//	503 a new webhook-id while the DedupSize ids remembered are all
+//	    being handled or handled with a timestamp still within
+//	    Tolerance (the sender retries later; Retry-After: the seconds
+//	    until one of them can be forgotten)
 //
 // An id is remembered only once next answers 2xx: when next fails, the
-// sender's retry (same webhook-id) is handed on again.
+// sender's retry (same webhook-id) is handed on again. A handled id is
+// remembered at least as long as a request seen with it passes the
+// timestamp check, so a captured request replayed within Tolerance is
+// answered as a duplicate, never handed on twice, however many other ids
+// arrive meanwhile: a full cache refuses new ids (503) rather than forget
+// one too early.
 type Receiver struct {
 	cfg  ReceiverConfig
 	next http.Handler
@@ -101,8 +132,8 @@ type ReceiverStats struct {
 	Unauthorized uint64 // 401: timestamp out of tolerance or no matching signature
 	TooLarge     uint64 // 413
 	BadMethod    uint64 // 405
-	Busy         uint64 // verified, every remembered id in flight, no room for another: 503
-	Evicted      uint64 // handled ids dropped from the dedup cache early because it was full
+	Busy         uint64 // verified, every remembered id in flight or still within Tolerance, no room for another: 503
+	Evicted      uint64 // handled ids, past their timestamp + Tolerance, dropped before DedupTTL because the cache was full
 	Remembered   int    // ids in the dedup cache now
 }
 
@@ -119,7 +150,7 @@ func NewReceiver(cfg ReceiverConfig, next http.Handler) (*Receiver, error) {
 		cfg.DedupSize = DefaultDedupSize
 	}
 	if cfg.DedupTTL == 0 {
-		cfg.DedupTTL = DefaultDedupTTL
+		cfg.DedupTTL = max(DefaultDedupTTL, tolerance(cfg.Verifier))
 	}
 	if cfg.Now == nil {
 		cfg.Now = cfg.Verifier.Now
@@ -230,10 +261,27 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.Header.Get(HeaderID)
+	ts, _ := strconv.ParseInt(r.Header.Get(HeaderTimestamp), 10, 64)
+	at := time.Unix(ts, 0)
+	tol := tolerance(rc.cfg.Verifier)
 	rc.mu.Lock()
-	s := rc.seen.begin(id, rc.cfg.Now())
+	// now is read under the lock, so the dedup cache sees it in order.
+	now := rc.cfg.Now()
+	s := rc.seen.begin(id, at.Add(tol), now)
+	retry := int64(1)
+	if s == seenFull {
+		if room, ok := rc.seen.roomAfter(); ok {
+			// Whole seconds until now is past room, when a done id can go.
+			retry = int64(room.Sub(now)/time.Second) + 1
+		}
+	}
 	rc.mu.Unlock()
 	switch s {
+	case seenStale:
+		rc.stats.unauthorized.Add(1)
+		rc.refuse(w, r, http.StatusUnauthorized, fmt.Sprintf("%v: %d is %s before now, tolerance %s (by the Receiver's clock, after verification)",
+			ErrTimestampTooOld, ts, now.Sub(at).Truncate(time.Second), tol))
+		return
 	case seenDone:
 		rc.stats.duplicates.Add(1)
 		rc.refuse(w, r, http.StatusOK, "webhook: duplicate webhook-id, already handled")
@@ -245,12 +293,13 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case seenFull:
 		rc.stats.busy.Add(1)
-		w.Header().Set("Retry-After", "1")
-		rc.refuse(w, r, http.StatusServiceUnavailable, "webhook: every remembered webhook-id is being handled, no room to remember another (DedupSize)")
+		w.Header().Set("Retry-After", strconv.FormatInt(retry, 10))
+		rc.refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf(
+			"webhook: no room to remember another webhook-id: all %d remembered (DedupSize) are being handled, or were handled with a timestamp still within tolerance %s, so a replay of them must still be recognised",
+			rc.cfg.DedupSize, tol))
 		return
 	}
-	ts, _ := strconv.ParseInt(r.Header.Get(HeaderTimestamp), 10, 64)
-	d := Delivery{ID: id, Timestamp: time.Unix(ts, 0), Body: body}
+	d := Delivery{ID: id, Timestamp: at, Body: body}
 	r2 := r.WithContext(context.WithValue(r.Context(), deliveryKey{}, d))
 	r2.Body = io.NopCloser(bytes.NewReader(body))
 	r2.ContentLength = int64(len(body))

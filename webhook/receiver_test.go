@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -176,9 +177,12 @@ func TestReceiverDedup(t *testing.T) {
 	}
 }
 
+// TestReceiverDedupBounded: past DedupSize, handled ids whose
+// timestamps are out of tolerance are evicted, the earliest first.
 func TestReceiverDedupBounded(t *testing.T) {
 	f := newRecvFixture(t, ReceiverConfig{DedupSize: 3})
 	for i := range 10 {
+		f.clock.Add(DefaultTolerance + time.Second)
 		f.post("msg_"+string(rune('a'+i)), "{}", nil)
 	}
 	s := f.rc.Stats()
@@ -239,11 +243,126 @@ func TestReceiverConfig(t *testing.T) {
 		{Verifier: v, MaxBodyBytes: -1},
 		{Verifier: v, DedupSize: -1},
 		{Verifier: v, DedupTTL: -time.Second},
+		// A handled id forgotten while its timestamp is within tolerance
+		// could be replayed.
+		{Verifier: v, DedupTTL: DefaultTolerance - time.Second},
+		{Verifier: &Verifier{Secrets: v.Secrets, Tolerance: 2 * time.Hour}, DedupTTL: time.Hour},
 	} {
 		var ce *ConfigError
 		if _, err := NewReceiver(c, http.NotFoundHandler()); !errors.As(err, &ce) {
 			t.Errorf("NewReceiver(%+v) = %v, want a ConfigError", c, err)
+		} else if c.DedupTTL > 0 && (ce.Field != "DedupTTL" || !strings.Contains(ce.Want, "Tolerance")) {
+			t.Errorf("NewReceiver(%+v) = %v, want DedupTTL refused for the Tolerance", c, err)
 		}
+	}
+	for _, c := range []struct {
+		cfg  ReceiverConfig
+		want time.Duration
+	}{
+		{ReceiverConfig{Verifier: v, DedupTTL: DefaultTolerance}, DefaultTolerance},
+		{ReceiverConfig{Verifier: v}, DefaultDedupTTL},
+		// Zero is the default or the Tolerance, whichever is longer.
+		{ReceiverConfig{Verifier: &Verifier{Secrets: v.Secrets, Tolerance: 48 * time.Hour}}, 48 * time.Hour},
+	} {
+		rc, err := NewReceiver(c.cfg, http.NotFoundHandler())
+		if err != nil {
+			t.Errorf("NewReceiver(%+v) = %v", c.cfg, err)
+		} else if rc.cfg.DedupTTL != c.want {
+			t.Errorf("NewReceiver(%+v): DedupTTL %s, want %s", c.cfg, rc.cfg.DedupTTL, c.want)
+		}
+	}
+}
+
+// signed is a request signed at ts, kept to be sent again as is (a
+// replay by whoever captured it).
+type signed struct {
+	h    http.Header
+	body string
+}
+
+func (f *recvFixture) sign(id, body string, ts time.Time) signed {
+	h := http.Header{}
+	SetHeaders(h, id, ts, []byte(body), f.secret)
+	return signed{h, body}
+}
+
+func (f *recvFixture) send(s signed) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodPost, "/hook", strings.NewReader(s.body))
+	r.Header = s.h.Clone()
+	w := httptest.NewRecorder()
+	f.rc.ServeHTTP(w, r)
+	return w
+}
+
+// TestReceiverFullRefusesRatherThanForget: with DedupSize handled ids
+// whose timestamps are within tolerance, a new id gets 503 (Busy, with
+// the seconds until one can go in Retry-After) rather than evict one,
+// so a captured request replayed within tolerance is still a duplicate;
+// once their timestamp + tolerance has passed (when the replay is
+// refused as too old), new ids are accepted again.
+func TestReceiverFullRefusesRatherThanForget(t *testing.T) {
+	f := newRecvFixture(t, ReceiverConfig{DedupSize: 3})
+	t0 := f.clock.Now()
+	captured := f.sign("msg_0", `{"n":0}`, t0)
+	if w := f.send(captured); w.Code != http.StatusNoContent {
+		t.Fatalf("msg_0: %d", w.Code)
+	}
+	for _, id := range []string{"msg_1", "msg_2"} {
+		if w := f.post(id, "{}", nil); w.Code != http.StatusNoContent {
+			t.Fatalf("%s: %d", id, w.Code)
+		}
+	}
+	f.clock.Add(time.Minute)
+	for i := range 5 {
+		w := f.post(fmt.Sprint("msg_new", i), "{}", nil)
+		if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "within tolerance") {
+			t.Fatalf("new id on a full cache of ids within tolerance: %d %q, want 503", w.Code, w.Body.String())
+		}
+		if ra := w.Header().Get("Retry-After"); ra != "241" {
+			t.Errorf("Retry-After %q, want 241 (t0 + 5m is 4m away)", ra)
+		}
+	}
+	// Up to the last instant the Verifier accepts its timestamp.
+	for _, at := range []time.Time{t0.Add(time.Minute), t0.Add(DefaultTolerance)} {
+		f.clock.Add(at.Sub(f.clock.Now()))
+		if w := f.post("msg_new", "{}", nil); w.Code != http.StatusServiceUnavailable {
+			t.Fatalf("new id at t0+%s: %d, want 503", at.Sub(t0), w.Code)
+		}
+		if w := f.send(captured); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "duplicate") {
+			t.Fatalf("replay at t0+%s: %d %q, want a duplicate", at.Sub(t0), w.Code, w.Body.String())
+		}
+	}
+	if len(f.got) != 3 {
+		t.Fatalf("handed on %d times, want 3", len(f.got))
+	}
+	if s := f.rc.Stats(); s.Busy != 7 || s.Duplicates != 2 || s.Evicted != 0 || s.Remembered != 3 {
+		t.Fatalf("Stats = %+v, want 7 busy, 2 duplicates, none evicted", s)
+	}
+	f.clock.Add(time.Second)
+	if w := f.send(captured); w.Code != http.StatusUnauthorized {
+		t.Fatalf("replay out of tolerance: %d, want 401", w.Code)
+	}
+	if w := f.post("msg_new", "{}", nil); w.Code != http.StatusNoContent {
+		t.Fatalf("new id once the others are out of tolerance: %d %q", w.Code, w.Body.String())
+	}
+	if s := f.rc.Stats(); s.Evicted != 1 || s.Accepted != 4 || s.Remembered != 3 {
+		t.Fatalf("Stats = %+v, want 1 evicted, 4 accepted", s)
+	}
+}
+
+// TestReceiverStaleAtDedup: a request the Verifier accepted whose
+// timestamp is out of tolerance by the Receiver's clock when it reaches
+// the dedup cache is refused with 401 (else a replay could slip in just
+// as its id is forgotten).
+func TestReceiverStaleAtDedup(t *testing.T) {
+	var f *recvFixture
+	f = newRecvFixture(t, ReceiverConfig{Now: func() time.Time { return f.clock.Now().Add(time.Nanosecond) }})
+	at := f.clock.Now().Add(-DefaultTolerance) // the oldest the Verifier accepts
+	if w := f.send(f.sign("msg_1", "{}", at)); w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), ErrTimestampTooOld.Error()) {
+		t.Fatalf("status %d %q, want 401 too old", w.Code, w.Body.String())
+	}
+	if s := f.rc.Stats(); len(f.got) != 0 || s.Unauthorized != 1 || s.Remembered != 0 {
+		t.Fatalf("handed on %d, Stats = %+v", len(f.got), s)
 	}
 }
 
@@ -252,16 +371,17 @@ type failingReader struct{}
 
 func (failingReader) Read([]byte) (int, error) { panic("body read") }
 
-// TestReceiverDedupFullKeepsInFlight: a full dedup cache evicts the
-// oldest handled id, never one being handled, so a retry of an id still
-// in flight gets 409 and is not handed on a second time; when every
-// remembered id is in flight, a new id gets 503 with Retry-After
+// TestReceiverDedupFullKeepsInFlight: a full dedup cache evicts a
+// handled id out of tolerance, never one being handled, so a retry of an
+// id still in flight gets 409 and is not handed on a second time; when
+// every remembered id is in flight, a new id gets 503 with Retry-After
 // (counted in Busy) rather than pushing one out.
 func TestReceiverDedupFullKeepsInFlight(t *testing.T) {
 	secret := newSecret(t, 1)
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
 	release := make(chan struct{})
 	entered := make(chan string, 8)
-	rc, err := NewReceiver(ReceiverConfig{Verifier: &Verifier{Secrets: []Secret{secret}}, DedupSize: 2},
+	rc, err := NewReceiver(ReceiverConfig{Verifier: &Verifier{Secrets: []Secret{secret}, Now: clock.Now}, DedupSize: 2},
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			d, _ := DeliveryFrom(r)
 			entered <- d.ID
@@ -274,7 +394,7 @@ func TestReceiverDedupFullKeepsInFlight(t *testing.T) {
 	}
 	post := func(id string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader([]byte("{}")))
-		SetHeaders(r.Header, id, time.Now(), []byte("{}"), secret)
+		SetHeaders(r.Header, id, clock.Now(), []byte("{}"), secret)
 		w := httptest.NewRecorder()
 		rc.ServeHTTP(w, r)
 		return w
@@ -285,6 +405,8 @@ func TestReceiverDedupFullKeepsInFlight(t *testing.T) {
 		t.Fatalf("handed on %s", id)
 	}
 	for _, id := range []string{"msg_a", "msg_b", "msg_c"} {
+		// The id handled before is out of tolerance: it can go.
+		clock.Add(DefaultTolerance + time.Second)
 		if w := post(id); w.Code != http.StatusOK {
 			t.Fatalf("%s: %d", id, w.Code)
 		}
@@ -301,6 +423,7 @@ func TestReceiverDedupFullKeepsInFlight(t *testing.T) {
 			t.Errorf("retry of msg_slow while it is handled: %d, want 409", code)
 		}
 	}
+	clock.Add(DefaultTolerance + time.Second)
 	go func() { done <- post("msg_slow2").Code }()
 	if id := <-entered; id != "msg_slow2" {
 		t.Fatalf("handed on %s", id)
