@@ -57,24 +57,14 @@ func (p *peer) onPing(ttl time.Duration, context []byte) {
 		p.sock.stats.pongsCoalesced.Add(1)
 	}
 	c.pong, c.pongDue = context, true
-	c.live.pinged(time.Now(), ttl)
+	c.live.pinged(time.Now(), ttl, &p.wc.traffic)
 	p.armLocked()
 	c.mu.Unlock()
 	c.signal()
 }
 
-// onRecv records that the peer sent something: it is alive.
-func (p *peer) onRecv() {
-	p.ctl.mu.Lock()
-	p.ctl.live.received(time.Now())
-	p.ctl.mu.Unlock()
-}
-
 // tick runs at the liveness deadline: it makes a PING due, or closes
-// the connection of a peer that has gone silent. A reader that is not
-// waiting for the network is busy handing what it read to our
-// application (held up by its receive queue): the silence is ours, and
-// counts as traffic.
+// the connection of a peer that has gone silent (liveness.tick).
 func (p *peer) tick() {
 	select {
 	case <-p.closing:
@@ -83,11 +73,7 @@ func (p *peer) tick() {
 	}
 	c := &p.ctl
 	c.mu.Lock()
-	now := time.Now()
-	if !p.wc.netWait.Load() {
-		c.live.received(now)
-	}
-	ping, dead := c.live.poll(now)
+	ping, dead := c.live.tick(time.Now(), &p.wc.traffic)
 	if dead != alive {
 		c.mu.Unlock()
 		p.sock.stats.heartbeatTimeouts.Add(1)
@@ -131,11 +117,13 @@ func (p *peer) writeControl() error {
 	c.mu.Lock()
 	pong, pongDue, pingDue, ttl := c.pong, c.pongDue, c.pingDue, c.ttl
 	c.pong, c.pongDue, c.pingDue = nil, false, false
+	if pingDue {
+		c.live.pingStarting(&p.wc.traffic)
+	}
 	c.mu.Unlock()
 	if !pongDue && !pingDue {
 		return nil
 	}
-	start := time.Now()
 	if pongDue {
 		if err := p.zc.SendCmd(zmq4.CmdPong, pong); err != nil {
 			return err
@@ -151,7 +139,7 @@ func (p *peer) writeControl() error {
 	}
 	if pingDue {
 		c.mu.Lock()
-		c.live.pingWritten(start, time.Now())
+		c.live.pingWritten(time.Now(), &p.wc.traffic)
 		p.armLocked()
 		c.mu.Unlock()
 	}
