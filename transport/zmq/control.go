@@ -2,6 +2,7 @@ package zmq
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -21,7 +22,11 @@ type control struct {
 	pong    []byte        // the context of the PONG owed
 	pongDue bool
 	pingDue bool
-	timer   *time.Timer
+	// due is pongDue || pingDue, set and cleared with mu held, read
+	// without it: the writer looks before each batch, and most find
+	// nothing due.
+	due   atomic.Bool
+	timer *time.Timer
 	// wake has a token when something became due.
 	wake chan struct{}
 }
@@ -57,6 +62,7 @@ func (p *peer) onPing(ttl time.Duration, context []byte) {
 		p.sock.stats.pongsCoalesced.Add(1)
 	}
 	c.pong, c.pongDue = context, true
+	c.due.Store(true)
 	c.live.pinged(time.Now(), ttl, &p.wc.traffic)
 	p.armLocked()
 	c.mu.Unlock()
@@ -87,6 +93,7 @@ func (p *peer) tick() {
 	}
 	if ping {
 		c.pingDue = true
+		c.due.Store(true)
 	}
 	p.armLocked()
 	c.mu.Unlock()
@@ -114,9 +121,13 @@ func (c *control) stop() {
 // writeControl writes and flushes the commands due, if any.
 func (p *peer) writeControl() error {
 	c := &p.ctl
+	if !c.due.Load() {
+		return nil // no lock: a command made due later signals wake
+	}
 	c.mu.Lock()
 	pong, pongDue, pingDue, ttl := c.pong, c.pongDue, c.pingDue, c.ttl
 	c.pong, c.pongDue, c.pingDue = nil, false, false
+	c.due.Store(false)
 	if pingDue {
 		c.live.pingStarting(&p.wc.traffic)
 	}
