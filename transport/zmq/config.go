@@ -152,7 +152,9 @@ type Config struct {
 	// closes it if nothing at all arrives within PingTimeout of a PING
 	// written (anything counts, not only the PONG; while our reader is
 	// held up by a full receive queue, the silence is ours and does
-	// not count). PingInterval 0 sends no PINGs (libzmq's default);
+	// not count): a peer that falls silent is closed between
+	// PingTimeout and PingInterval + PingTimeout after the last thing it
+	// sent. PingInterval 0 sends no PINGs (libzmq's default);
 	// PingTimeout 0 is PingInterval; PingTTL 0 asks for none, and is at
 	// most 6553.5s. A peer's PINGs are always answered, and the TTL
 	// they ask for honoured. PINGs and PONGs bypass the queue bounds.

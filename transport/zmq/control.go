@@ -2,6 +2,7 @@ package zmq
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -21,7 +22,11 @@ type control struct {
 	pong    []byte        // the context of the PONG owed
 	pongDue bool
 	pingDue bool
-	timer   *time.Timer
+	// due is pongDue || pingDue, set and cleared with mu held, read
+	// without it: the writer looks before each batch, and most find
+	// nothing due.
+	due   atomic.Bool
+	timer *time.Timer
 	// wake has a token when something became due.
 	wake chan struct{}
 }
@@ -57,24 +62,15 @@ func (p *peer) onPing(ttl time.Duration, context []byte) {
 		p.sock.stats.pongsCoalesced.Add(1)
 	}
 	c.pong, c.pongDue = context, true
-	c.live.pinged(time.Now(), ttl)
+	c.due.Store(true)
+	c.live.pinged(time.Now(), ttl, &p.wc.traffic)
 	p.armLocked()
 	c.mu.Unlock()
 	c.signal()
 }
 
-// onRecv records that the peer sent something: it is alive.
-func (p *peer) onRecv() {
-	p.ctl.mu.Lock()
-	p.ctl.live.received(time.Now())
-	p.ctl.mu.Unlock()
-}
-
 // tick runs at the liveness deadline: it makes a PING due, or closes
-// the connection of a peer that has gone silent. A reader that is not
-// waiting for the network is busy handing what it read to our
-// application (held up by its receive queue): the silence is ours, and
-// counts as traffic.
+// the connection of a peer that has gone silent (liveness.tick).
 func (p *peer) tick() {
 	select {
 	case <-p.closing:
@@ -83,11 +79,7 @@ func (p *peer) tick() {
 	}
 	c := &p.ctl
 	c.mu.Lock()
-	now := time.Now()
-	if !p.wc.netWait.Load() {
-		c.live.received(now)
-	}
-	ping, dead := c.live.poll(now)
+	ping, dead := c.live.tick(time.Now(), &p.wc.traffic)
 	if dead != alive {
 		c.mu.Unlock()
 		p.sock.stats.heartbeatTimeouts.Add(1)
@@ -101,6 +93,7 @@ func (p *peer) tick() {
 	}
 	if ping {
 		c.pingDue = true
+		c.due.Store(true)
 	}
 	p.armLocked()
 	c.mu.Unlock()
@@ -128,14 +121,20 @@ func (c *control) stop() {
 // writeControl writes and flushes the commands due, if any.
 func (p *peer) writeControl() error {
 	c := &p.ctl
+	if !c.due.Load() {
+		return nil // no lock: a command made due later signals wake
+	}
 	c.mu.Lock()
 	pong, pongDue, pingDue, ttl := c.pong, c.pongDue, c.pingDue, c.ttl
 	c.pong, c.pongDue, c.pingDue = nil, false, false
+	c.due.Store(false)
+	if pingDue {
+		c.live.pingStarting(&p.wc.traffic)
+	}
 	c.mu.Unlock()
 	if !pongDue && !pingDue {
 		return nil
 	}
-	start := time.Now()
 	if pongDue {
 		if err := p.zc.SendCmd(zmq4.CmdPong, pong); err != nil {
 			return err
@@ -151,7 +150,7 @@ func (p *peer) writeControl() error {
 	}
 	if pingDue {
 		c.mu.Lock()
-		c.live.pingWritten(start, time.Now())
+		c.live.pingWritten(time.Now(), &p.wc.traffic)
 		p.armLocked()
 		c.mu.Unlock()
 	}

@@ -2,6 +2,7 @@ package zmq
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,17 @@ const (
 // all arrives within timeout of a PING written, or within the TTL the
 // peer's last PING asked for; anything that arrives (data, a PONG, a
 // PING) cancels both.
+//
+// What arrives is not dated as it arrives: the reader only raises a
+// flag (traffic), which liveness reads and clears when the timer fires
+// and when a PING is written or arrives, dating the traffic then. Every
+// event that sets a deadline clears the flag, so at a deadline the flag
+// says exactly whether something arrived since that event: the
+// connection is dead at the same moment as if each read were dated,
+// and a silent peer is closed at most PingInterval + PingTimeout after
+// the last thing it sent (plus the time our PING takes to write and the
+// timer's lateness). Only the moment a deadline is cancelled moves, to
+// the next time the flag is read, which is no later than the deadline.
 type liveness struct {
 	interval, timeout time.Duration // interval 0: we send no PINGs
 	nextPing          time.Time
@@ -27,8 +39,6 @@ type liveness struct {
 	// since; ttlAt when the peer's PING asked for a TTL and nothing has
 	// arrived since.
 	timeoutAt, ttlAt time.Time
-	// lastRecv is when something last arrived.
-	lastRecv time.Time
 }
 
 func newLiveness(now time.Time, interval, timeout time.Duration) liveness {
@@ -39,26 +49,59 @@ func newLiveness(now time.Time, interval, timeout time.Duration) liveness {
 	return l
 }
 
+// watched says whether the reader must report traffic from the start:
+// when we send PINGs. A peer's PING asking for a TTL turns it on later.
+func (l *liveness) watched() bool { return l.interval > 0 }
+
 // received records that something arrived from the peer.
-func (l *liveness) received(now time.Time) {
-	l.timeoutAt, l.ttlAt, l.lastRecv = time.Time{}, time.Time{}, now
+func (l *liveness) received() {
+	l.timeoutAt, l.ttlAt = time.Time{}, time.Time{}
 }
 
-// pinged records a PING of the peer asking for ttl (0: none).
-func (l *liveness) pinged(now time.Time, ttl time.Duration) {
-	l.received(now)
+// pinged records a PING of the peer asking for ttl (0: none). It is
+// traffic itself, so what t holds (the bytes of the PING among them) is
+// cleared, and only what arrives after it counts against the TTL.
+func (l *liveness) pinged(now time.Time, ttl time.Duration, t *traffic) {
+	t.take()
+	l.received()
 	if ttl > 0 {
+		t.watch()
 		l.ttlAt = now.Add(ttl)
 	}
 }
 
-// pingWritten records that our PING, whose writing began at start, went
-// out: the peer has timeout to show it is there, unless something
-// arrived since start (its answer may come before the write returns).
-func (l *liveness) pingWritten(start, now time.Time) {
-	if l.timeoutAt.IsZero() && l.lastRecv.Before(start) {
+// pingStarting records that our PING's writing begins: what arrived
+// until now is taken from t, so that only what arrives from now on
+// answers it.
+func (l *liveness) pingStarting(t *traffic) {
+	if seen, _ := t.take(); seen {
+		l.received()
+	}
+}
+
+// pingWritten records that our PING went out at now: the peer has
+// timeout to show it is there, unless something arrived since its
+// writing began (pingStarting; its answer may come before the write
+// returns).
+func (l *liveness) pingWritten(now time.Time, t *traffic) {
+	if seen, _ := t.take(); seen {
+		l.received()
+		return
+	}
+	if l.timeoutAt.IsZero() {
 		l.timeoutAt = now.Add(l.timeout)
 	}
+}
+
+// tick is poll at a deadline, after taking what arrived since t was last
+// read. A reader that is not waiting for the network is busy handing
+// what it read to our application (held up by its receive queue): the
+// silence is ours, and counts as traffic.
+func (l *liveness) tick(now time.Time, t *traffic) (ping bool, dead deathCause) {
+	if seen, waiting := t.take(); seen || !waiting {
+		l.received()
+	}
+	return l.poll(now)
 }
 
 // poll says whether a PING is due (and schedules the next), and whether
@@ -112,4 +155,49 @@ func parsePing(body []byte) (ttl time.Duration, context []byte, ok bool) {
 	ttl = time.Duration(binary.BigEndian.Uint16(body)) * 100 * time.Millisecond
 	context = body[2:]
 	return ttl, context[:min(len(context), maxPingContext)], true
+}
+
+// traffic is what a connection's reader tells its liveness, with no
+// lock and no clock on the reader's path: whether bytes arrived since
+// liveness last looked (take), and whether the reader is waiting for
+// the network now. Until watch, the reader reports nothing: with
+// heartbeats off, and no TTL asked for by the peer, reads cost nothing.
+type traffic struct {
+	on   atomic.Bool
+	bits atomic.Uint32
+}
+
+const (
+	trafficWaiting = 1 << iota // the reader is in a network read
+	trafficSeen                // bytes arrived since the last take
+)
+
+// watch makes the reader report from its next read on.
+func (t *traffic) watch() { t.on.Store(true) }
+
+// reading is called by the reader before a network read; it reports
+// whether the reader reports (watch was called), to tell read.
+func (t *traffic) reading() bool {
+	if !t.on.Load() {
+		return false
+	}
+	t.bits.Or(trafficWaiting)
+	return true
+}
+
+// read is called after a network read that returned n bytes, when
+// reading said true.
+func (t *traffic) read(n int) {
+	if n > 0 {
+		t.bits.Store(trafficSeen) // and no longer waiting
+	} else {
+		t.bits.And(^uint32(trafficWaiting))
+	}
+}
+
+// take reports and clears whether bytes arrived since the last take,
+// and reports whether the reader is waiting for the network.
+func (t *traffic) take() (seen, waiting bool) {
+	b := t.bits.And(^uint32(trafficSeen))
+	return b&trafficSeen != 0, b&trafficWaiting != 0
 }

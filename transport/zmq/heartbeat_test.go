@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,4 +178,73 @@ func TestPingTimeoutNotOurSilence(t *testing.T) {
 		t.Fatalf("%d heartbeat timeouts of a publisher the subscriber did not read", st.HeartbeatTimeouts)
 	}
 	nextMessage(t, sub)
+}
+
+// TestPingTimeoutDataCounts: a peer that sends data but never answers
+// our PINGs (it never reads them) is not taken for dead: anything that
+// arrives counts. Once it falls silent, it is disconnected, no sooner
+// than PingTimeout after the last thing it sent.
+func TestPingTimeoutDataCounts(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	pub, ep := bound(t, Config{Heartbeat: -1, PingInterval: 5 * time.Millisecond, PingTimeout: timeout})
+	c, zc := rawPeer(t, ep, zmq4.Sub)
+	var pinged atomic.Int64 // bytes of PINGs read, 9 each: nothing else comes
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		buf := make([]byte, 1<<10)
+		for {
+			n, err := c.Read(buf)
+			pinged.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}()
+	stop := make(chan struct{})
+	var stopOnce sync.Once
+	t.Cleanup(func() { stopOnce.Do(func() { close(stop) }) })
+	sent := make(chan time.Time, 1) // when the last data began to be sent
+	go func() {
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		var last time.Time
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				sent <- last
+				return
+			case <-tick.C:
+			}
+			last = time.Now()
+			if zc.SendMsg(zmq4.NewMsg([]byte{byte(i % 2), 'x'})) != nil { // (un)subscribe
+				sent <- last
+				return
+			}
+		}
+	}()
+	const pings = 120 // 6 timeouts
+	for pinged.Load()/9 < pings {
+		select {
+		case <-closed:
+			t.Fatalf("a peer sending data every 2ms disconnected after %d PINGs (%d heartbeat timeouts)", pinged.Load()/9, pub.Stats().HeartbeatTimeouts)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	stopOnce.Do(func() { close(stop) })
+	last := <-sent
+	if st := pub.Stats(); st.HeartbeatTimeouts != 0 {
+		t.Fatalf("a peer sending data every 2ms: %d heartbeat timeouts in %d PINGs", st.HeartbeatTimeouts, pings)
+	}
+	waitCount(t, "HeartbeatTimeouts", func() uint64 { return pub.Stats().HeartbeatTimeouts }, 1)
+	select {
+	case <-closed:
+	case <-time.After(testTimeout):
+		t.Fatal("the connection of a silent peer is still open")
+	}
+	if since := time.Since(last); since < timeout {
+		t.Errorf("disconnected %v after its last data, before PingTimeout %v", since, timeout)
+	} else {
+		t.Logf("disconnected %v after its last data", since)
+	}
 }

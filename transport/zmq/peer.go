@@ -45,7 +45,9 @@ func newPeer(s *socket, c net.Conn) *peer {
 		writerDone: make(chan struct{}),
 	}
 	p.wc = newWireConn(c, s.maxMessage, p.onPing)
-	p.wc.onRecv = p.onRecv
+	if p.ctl.live.watched() {
+		p.wc.traffic.watch()
+	}
 	p.wc.limitPending(s.pending, s.frameTime, p.closing, func() { s.stats.frameTimeouts.Add(1) })
 	return p
 }

@@ -46,19 +46,20 @@ func maxFrames(maxMessage int) int { return max(minFrames, maxMessage/frameCost)
 // maxMessage bytes, or of more than maxFrames frames, fails the
 // connection with ErrFrameTooLarge before anything is allocated; and it
 // takes PING commands out of the stream, handing their TTL and context
-// to onPing, so that the connection's one writer answers them; onRecv is
-// called whenever bytes arrive. Writes are
-// buffered once the handshake is done (Flush sends them); during it they
-// go straight out.
+// to onPing, so that the connection's one writer answers them; once
+// the connection's liveness watches it, it reports in traffic when bytes
+// arrive and whether it is waiting for the network. Writes are buffered
+// once the handshake is done (Flush sends them); during it they go
+// straight out.
 type wireConn struct {
 	net.Conn
 	maxMessage uint64
 	maxFrames  int
 	onPing     func(ttl time.Duration, context []byte)
-	onRecv     func()
-	// netWait is set while the reader waits for the network (not for
-	// our application to take what it read).
-	netWait atomic.Bool
+	// traffic is what the reader tells the connection's liveness: that
+	// bytes arrived, and whether it waits for the network (not for our
+	// application to take what it read).
+	traffic traffic
 
 	// pending is the socket's budget for large frames' bodies; reserved
 	// what this connection holds of it (its current frame's size), given
@@ -179,13 +180,12 @@ func (c *wireConn) fill() {
 		c.w -= c.r
 		c.r = 0
 	}
-	c.netWait.Store(true)
+	reporting := c.traffic.reading()
 	n, err := c.Conn.Read(c.buf[c.w:])
-	c.netWait.Store(false)
-	c.w += n
-	if n > 0 && c.onRecv != nil {
-		c.onRecv()
+	if reporting {
+		c.traffic.read(n)
 	}
+	c.w += n
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) && c.reserved.Load() > 0 {
 			c.onTimeout()
