@@ -183,8 +183,8 @@ type Config struct {
 	// 24 h.
 	ProducerExpiry time.Duration
 	// MaintenanceInterval is how often a background goroutine applies
-	// retention and compaction to every partition and unfences the
-	// fenced ones (Store.Maintain). It also compacts a compacted topic's
+	// retention and compaction to every partition, unfences the fenced
+	// ones and expires consumer groups' offsets (Store.Maintain). It also compacts a compacted topic's
 	// partition as soon as a segment of it is sealed. Default 15 s (as
 	// often as Kafka's log cleaner looks for work); -1: never, and no
 	// compaction on sealing either (call Store.Maintain).
