@@ -37,6 +37,16 @@
 // Server locks (and, if need be, durably creates) its data directory:
 // a second one on it, in any process, gets a *DirLockedError.
 //
+// Committed offsets expire as Kafka's do (offsets.retention.minutes):
+// a group's are deleted once it has gone Storage.OffsetsRetention (7
+// days) without a commit and without members; the group coordinator
+// tells the store which groups have members, and forgets an Empty group
+// whose offsets expired. When Storage.MaxGroups groups hold offsets and
+// none has expired, a new group's OffsetCommit is answered
+// POLICY_VIOLATION (not retriable: the client reports it), counted
+// (logd_group_offsets_refused_total) and logged at most once per
+// WarnLogGap; expiries are counted too (logd_group_offsets_expired_total).
+//
 // With Config.Auth.Users set, clients must authenticate (SASL PLAIN,
 // SCRAM-SHA-256/512, or a verified TLS client certificate naming a
 // user; TLS is the listener's) before anything but ApiVersions and the

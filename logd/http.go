@@ -66,6 +66,8 @@ func (s *Server) writeMetrics(w io.Writer) {
 	p.counter("logd_fetch_files_refused_total", "Record sets copied instead of sent from the segment file, their connection (16) or the server (MaxFetchFiles) holding too many descriptors for unwritten answers.", m.fetchFilesRefused.Load())
 	p.counter("logd_log_truncations_total", "Torn or corrupt log tails cut by recovery.", m.truncations.Load())
 	p.counter("logd_topics_refused_total", "Topic creations refused: MaxTopics reached.", m.topicsRefused.Load())
+	p.counter("logd_group_offsets_expired_total", "Consumer groups whose committed offsets were deleted after Storage.OffsetsRetention without a commit and without members.", m.offsetsExpired.Load())
+	p.counter("logd_group_offsets_refused_total", "Offset commits of a new consumer group refused (POLICY_VIOLATION): Storage.MaxGroups groups hold offsets and none has expired.", m.groupsRefused.Load())
 
 	m.mu.Lock()
 	keys := make([]int16, 0, len(m.requests))

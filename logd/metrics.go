@@ -37,6 +37,10 @@ type metrics struct {
 	fetchFilesRefused atomic.Uint64
 	truncations       atomic.Uint64
 	topicsRefused     atomic.Uint64
+	// offsetsExpired counts groups whose offsets expired; groupsRefused,
+	// commits of new groups refused for Storage.MaxGroups.
+	offsetsExpired atomic.Uint64
+	groupsRefused  atomic.Uint64
 
 	mu       sync.Mutex
 	requests map[int16]*apiStats
@@ -95,3 +99,6 @@ func (m *metrics) OnFsync(_ string, _ int32, took time.Duration, _ int64) {
 
 // OnTruncate implements storage.HookTruncate.
 func (m *metrics) OnTruncate(string, int32, int64, int64, string) { m.truncations.Add(1) }
+
+// OnGroupOffsetsExpire implements storage.HookGroupOffsetsExpire.
+func (m *metrics) OnGroupOffsetsExpire(string, int) { m.offsetsExpired.Add(1) }

@@ -24,6 +24,7 @@ type Server struct {
 	cfg         Config
 	store       *storage.Store
 	groups      *groups.Coordinator
+	offsets     *groupOffsets // the coordinator's offset store
 	ids         *producerIDs
 	topicsAdded notifier // woken when a topic is created
 	metrics     *metrics
@@ -71,7 +72,8 @@ func New(cfg Config) (*Server, error) {
 	if err := s.auth.setup(cfg); err != nil {
 		return nil, err
 	}
-	s.cfg.Storage.Hooks = append(s.cfg.Storage.Hooks, s.metrics)
+	s.offsets = &groupOffsets{srv: s}
+	s.cfg.Storage.Hooks = append(s.cfg.Storage.Hooks, s.metrics, s.offsets)
 	lock, err := lockDir(s.cfg.Storage.FS, s.cfg.Storage.Dir)
 	if err != nil {
 		return nil, err
@@ -108,8 +110,9 @@ func (s *Server) open() error {
 		store.Close()
 		return err
 	}
+	s.offsets.s = store.Offsets()
 	s.groups, err = groups.New(groups.Config{
-		Offsets:           groupOffsets{store.Offsets()},
+		Offsets:           s.offsets,
 		PartitionExists:   s.partitionExists,
 		MinSessionTimeout: cfg.MinSessionTimeout,
 		MaxSessionTimeout: cfg.MaxSessionTimeout,
@@ -122,6 +125,9 @@ func (s *Server) open() error {
 		store.Close()
 		return err
 	}
+	// Offsets expire only once their group has no members.
+	s.offsets.coord.Store(s.groups)
+	store.Offsets().SetActive(s.groups.ActiveGroups)
 	return nil
 }
 

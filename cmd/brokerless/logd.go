@@ -31,6 +31,11 @@ power loss can then lose acknowledged records. On start, logd checks
 every batch written after the last synced point, cuts a torn tail and
 rebuilds damaged indexes.
 
+Committed offsets are kept per consumer group and expire as Kafka's
+do: once a group has gone --offsets-retention (default 7 days) without
+a commit and without members. A group with members keeps them however
+long it goes without committing.
+
 Connections are bounded: --max-connections in all, --max-connections-per-ip
 from one address; a new connection must send its first request within
 --request-timeout, and one idle for --idle-timeout is closed. The requests
@@ -61,6 +66,10 @@ kcat -b 127.0.0.1:9092 -t events -C -o beginning -e
 # get UNKNOWN_TOPIC_OR_PARTITION).
 brokerless logd --dir ./data --auto-create=false --retention 24h --retention-bytes 10737418240
 
+# Forget the committed offsets of consumer groups gone for a day (no
+# members, no commits) instead of Kafka's 7 days.
+brokerless logd --dir ./data --offsets-retention 24h
+
 # TLS and SCRAM: only users of ./users.json, each within their grants.
 brokerless logd --dir ./data --tls-cert server.pem --tls-key server.key --users users.json
 kcat -b 127.0.0.1:9092 -t orders.eu -C -X security.protocol=SASL_SSL -X ssl.ca.location=ca.pem \
@@ -78,13 +87,15 @@ func runLogd(ctx context.Context, inv *invocation) error {
 		advertise = fs.String("advertise", "", "host:port clients are told to connect to (default: the listen address)")
 	)
 	cfg.Storage.RetentionAge, cfg.Storage.SegmentAge = 7*24*time.Hour, 7*24*time.Hour
+	cfg.Storage.OffsetsRetention = storage.DefaultOffsetsRetention
 	fs.StringVar(&cfg.Storage.Dir, "dir", "", "data directory (required)")
 	fs.DurationVar(&cfg.Storage.FsyncInterval, "fsync-interval", time.Second, "period of --fsync interval")
 	fs.Var(durationOrNever{&cfg.Storage.RetentionAge}, "retention", "delete segments older than this (negative, e.g. -1: never)")
 	fs.Int64Var(&cfg.Storage.RetentionBytes, "retention-bytes", -1, "delete the oldest segments while a partition is larger (negative: no limit)")
 	fs.Int64Var(&cfg.Storage.SegmentBytes, "segment-bytes", 128<<20, "roll a segment at this size (1 KiB to 1 GiB)")
 	fs.Var(durationOrNever{&cfg.Storage.SegmentAge}, "segment-age", "roll a segment at this age (negative: never)")
-	fs.DurationVar(&cfg.Storage.MaintenanceInterval, "maintenance-interval", storage.DefaultMaintenanceInterval, "how often retention and compaction run and fenced partitions retry (compacted topics also compact when a segment rolls)")
+	fs.Var(durationOrNever{&cfg.Storage.OffsetsRetention}, "offsets-retention", "delete a consumer group's committed offsets once it has gone this long without a commit and without members, as Kafka's offsets.retention.minutes (negative: never)")
+	fs.DurationVar(&cfg.Storage.MaintenanceInterval, "maintenance-interval", storage.DefaultMaintenanceInterval, "how often retention, compaction and offsets expiry run and fenced partitions retry (compacted topics also compact when a segment rolls)")
 	autoCreate := fs.Bool("auto-create", true, "create unknown topics on first produce or metadata request, as Kafka does (false: clients get UNKNOWN_TOPIC_OR_PARTITION)")
 	fs.Int32Var(&cfg.DefaultPartitions, "partitions", 1, "partitions of auto-created topics")
 	fs.IntVar(&cfg.MaxRequestBytes, "max-request-bytes", logd.DefaultMaxRequestBytes, "largest request accepted (at least 1024); larger ones close the connection")

@@ -29,6 +29,7 @@ var logdFlagOf = map[string]string{
 	"Storage.SegmentBytes":        "segment-bytes",
 	"Storage.SegmentAge":          "segment-age",
 	"Storage.MaintenanceInterval": "maintenance-interval",
+	"Storage.OffsetsRetention":    "offsets-retention",
 }
 
 // checkLogdFlags refuses what the libraries cannot: a value of 0, which
@@ -57,6 +58,7 @@ func checkLogdFlags(fs *pflag.FlagSet, cfg *logd.Config) error {
 		{"segment-bytes", st.SegmentBytes == 0, "must be in [1024, 1073741824]"},
 		{"segment-age", st.SegmentAge == 0, "must be > 0, or negative for never"},
 		{"maintenance-interval", st.MaintenanceInterval == 0, "must be > 0"},
+		{"offsets-retention", st.OffsetsRetention == 0, "must be > 0, or negative for never"},
 	} {
 		if z.isZero && fs.Changed(z.flag) {
 			return usagef("--%s %s: %s", z.flag, fs.Lookup(z.flag).Value, z.want)

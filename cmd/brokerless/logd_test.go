@@ -135,6 +135,9 @@ func TestLogdBadFlags(t *testing.T) {
 		{[]string{"--retention-bytes", "0"}, "--retention-bytes 0: must be ≥ 1, or negative for no limit"},
 		{[]string{"--segment-bytes", "0"}, "--segment-bytes 0: must be in [1024, 1073741824]"},
 		{[]string{"--segment-age", "0s"}, "--segment-age 0s: must be > 0, or negative for never"},
+		{[]string{"--offsets-retention", "0"}, "--offsets-retention 0s: must be > 0, or negative for never"},
+		{[]string{"--offsets-retention", "1us"}, "--offsets-retention 1µs: must be ≥ 1ms"},
+		{[]string{"--offsets-retention", "7"}, `invalid argument "7" for "--offsets-retention" flag`},
 		{[]string{"--fsync-interval", "-1s"}, "--fsync-interval -1s"},
 		{[]string{"--segment-bytes", "100"}, "--segment-bytes 100"},
 		{[]string{"--segment-bytes", "2147483648"}, "--segment-bytes 2147483648"},
@@ -180,5 +183,5 @@ func TestLogdNeverValues(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	startLogd(t, ctx, "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
-		"--retention", "-1", "--segment-age", "-1ns", "--retention-bytes", "-7")
+		"--retention", "-1", "--segment-age", "-1ns", "--retention-bytes", "-7", "--offsets-retention", "-1")
 }

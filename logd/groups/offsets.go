@@ -16,7 +16,10 @@ type OffsetStore interface {
 	// Commit stores the offsets one OffsetCommit request commits, all or
 	// none, and returns once they are as durable as the store makes
 	// them. An error wrapping a *kerr.Error answers every partition with
-	// that code; any other error with UNKNOWN_SERVER_ERROR.
+	// that code, and is the store's refusal to log (the Coordinator only
+	// logs it at Debug, so a flood of refused commits does not flood the
+	// log); any other error is a failure, answered with
+	// UNKNOWN_SERVER_ERROR and logged as an Error.
 	Commit(group string, offsets []Committed) error
 	// Fetch returns a partition's committed offset and metadata.
 	Fetch(group, topic string, partition int32) (offset int64, metadata string, ok bool)
@@ -87,7 +90,8 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 	if err := c.cfg.Offsets.Commit(req.Group, batch); err != nil {
 		code := codeUnknownServerError
 		var ke *kerr.Error
-		if errors.As(err, &ke) {
+		refused := errors.As(err, &ke)
+		if refused {
 			code = ke.Code
 		}
 		for _, a := range where {
@@ -96,7 +100,11 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 		c.mu.Lock()
 		c.stats.CommitErrors++
 		c.mu.Unlock()
-		c.log.Error("offset commit failed", "group", req.Group, "partitions", len(batch), "err", err)
+		if refused {
+			c.log.Debug("offset commit refused", "group", req.Group, "partitions", len(batch), "err", err)
+		} else {
+			c.log.Error("offset commit failed", "group", req.Group, "partitions", len(batch), "err", err)
+		}
 	}
 	return resp
 }

@@ -1,8 +1,10 @@
 package groups
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -158,13 +160,18 @@ func (s failingStore) Commit(string, []Committed) error { return s.err }
 
 func TestCommitStoreErrors(t *testing.T) {
 	for _, tt := range []struct {
-		err  error
-		want *kerr.Error
+		err    error
+		want   *kerr.Error
+		logged bool // at Info or above: a failure, not a refusal
 	}{
-		{errors.New("disk on fire"), kerr.UnknownServerError},
-		{fmt.Errorf("append: %w", kerr.CoordinatorNotAvailable), kerr.CoordinatorNotAvailable},
+		{errors.New("disk on fire"), kerr.UnknownServerError, true},
+		{fmt.Errorf("append: %w", kerr.CoordinatorNotAvailable), kerr.CoordinatorNotAvailable, false},
 	} {
-		h := newHarness(t, func(c *Config) { c.Offsets = failingStore{NewMemoryStore(), tt.err} })
+		var log bytes.Buffer
+		h := newHarness(t, func(c *Config) {
+			c.Offsets = failingStore{NewMemoryStore(), tt.err}
+			c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		})
 		req := commitReq(8, "", -1, 1, 2)
 		req.Topics[0].Partitions[1].Partition = -1
 		codes := commitCodes(h.c.OffsetCommit(req))
@@ -173,6 +180,9 @@ func TestCommitStoreErrors(t *testing.T) {
 		}
 		if got := h.c.Stats().CommitErrors; got != 1 {
 			t.Fatalf("CommitErrors %d", got)
+		}
+		if got := strings.Contains(log.String(), "offset commit"); got != tt.logged {
+			t.Fatalf("%v: logged %v: %q", tt.err, got, log.String())
 		}
 	}
 }

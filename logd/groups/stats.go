@@ -16,5 +16,5 @@ type Stats struct {
 	MembersRejected uint64 // joins refused: MaxMembers reached in the group
 	TooLarge        uint64 // joins and syncs refused: more than MaxMemberBytes
 	OverBudget      uint64 // joins and syncs refused: MaxRetainedBytes of metadata held
-	CommitErrors    uint64 // OffsetCommit requests the store failed
+	CommitErrors    uint64 // OffsetCommit requests the store failed or refused
 }

@@ -120,7 +120,8 @@ const (
 	DefaultCompactMaxKeys      = 1 << 20          // ~ log.cleaner.dedupe.buffer.size / 24 bytes
 	DefaultMaxPartitions       = 1024             // per topic
 	DefaultMaxGroups           = 1 << 16
-	DefaultMaxOffsetMetadata   = 4096 // offset.metadata.max.bytes
+	DefaultMaxOffsetMetadata   = 4096               // offset.metadata.max.bytes
+	DefaultOffsetsRetention    = 7 * 24 * time.Hour // offsets.retention.minutes
 )
 
 // Limits of the settings that are not configurable themselves.
@@ -182,8 +183,8 @@ type Config struct {
 	// 24 h.
 	ProducerExpiry time.Duration
 	// MaintenanceInterval is how often a background goroutine applies
-	// retention and compaction to every partition and unfences the
-	// fenced ones (Store.Maintain). It also compacts a compacted topic's
+	// retention and compaction to every partition, unfences the fenced
+	// ones and expires consumer groups' offsets (Store.Maintain). It also compacts a compacted topic's
 	// partition as soon as a segment of it is sealed. Default 15 s (as
 	// often as Kafka's log cleaner looks for work); -1: never, and no
 	// compaction on sealing either (call Store.Maintain).
@@ -194,9 +195,21 @@ type Config struct {
 	CompactMaxKeys int
 	// MaxPartitions bounds the partitions of one topic. Default 1024.
 	MaxPartitions int
-	// MaxGroups bounds the consumer groups with committed offsets.
+	// MaxGroups bounds the consumer groups with committed offsets. A
+	// new group's commit beyond it first expires the groups past
+	// OffsetsRetention, and is refused (ErrTooManyGroups) if none is.
 	// Default 65536.
 	MaxGroups int
+	// OffsetsRetention: a consumer group's committed offsets are deleted
+	// once it has gone this long without a commit and without members
+	// (Kafka's offsets.retention.minutes, with KIP-211's rule: for a
+	// consumer group the time runs from when it last had members; for a
+	// standalone consumer, from its last commit). A group with members
+	// keeps its offsets. Expiry runs at each maintenance pass, and when
+	// a new group would exceed MaxGroups. See OffsetStore.Expire.
+	// Default 7 days, as Kafka's; -1: never (MaxGroups then fills for
+	// good).
+	OffsetsRetention time.Duration
 	// MaxOffsetMetadata bounds the metadata of one committed offset.
 	// Default 4096 (Kafka's offset.metadata.max.bytes). logd's group
 	// coordinator takes the same limit: an OffsetCommit partition over
@@ -208,7 +221,7 @@ type Config struct {
 	FS vfs.FS
 
 	// Now is the clock: segment age, retention, tombstone age, producer
-	// expiry. Default time.Now.
+	// expiry, the time of offset commits. Default time.Now.
 	Now func() time.Time
 	// Logger receives recovery reports, truncations and I/O errors.
 	// Default: discard.
@@ -235,6 +248,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.MaxPartitions, DefaultMaxPartitions)
 	setDefault(&c.MaxGroups, DefaultMaxGroups)
 	setDefault(&c.MaxOffsetMetadata, DefaultMaxOffsetMetadata)
+	setDefault(&c.OffsetsRetention, DefaultOffsetsRetention)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -276,6 +290,8 @@ func (c *Config) validate() error {
 		return &ConfigError{"MaxGroups", c.MaxGroups, "must be >= 1"}
 	case c.MaxOffsetMetadata < 0 || c.MaxOffsetMetadata > 1<<16-1:
 		return &ConfigError{"MaxOffsetMetadata", c.MaxOffsetMetadata, "must be in [0, 65535]"}
+	case c.OffsetsRetention < time.Millisecond && c.OffsetsRetention != -1:
+		return &ConfigError{"OffsetsRetention", c.OffsetsRetention, "must be ≥ 1ms, or -1 for never"}
 	}
 	return c.topicDefaults().validate()
 }

@@ -131,6 +131,11 @@
 // [OffsetStore] (from [Store.Offsets]) keeps committed offsets in an
 // append-only file of CRC'd records, fdatasynced on every Commit,
 // replayed on Open (a torn tail is cut) and rewritten when it doubles.
+// A group's offsets expire as Kafka's do (offsets.retention.minutes):
+// once it has gone OffsetsRetention (7 days) without a commit and
+// without members, at a maintenance pass or when a new group would
+// exceed MaxGroups; a group with members (logd's coordinator tells the
+// store which, [OffsetStore.SetActive]) keeps them.
 //
 // # Resources
 //

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -125,8 +126,9 @@ func FuzzRecovery(f *testing.F) {
 // FuzzOffsetsLog: an arbitrary offsets log opens, keeps a valid prefix
 // and takes commits.
 func FuzzOffsetsLog(f *testing.F) {
-	valid := encodeCommit(nil, "g", []GroupOffset{{"t", 0, 5, "m"}, {"u", 3, 9, ""}})
+	valid := encodeCommit(nil, "g", 1_700_000_000_000, []GroupOffset{{"t", 0, 5, "m"}, {"u", 3, 9, ""}})
 	valid = append(valid, encodeDelete(offRecDelTopic, "u")...)
+	valid = append(valid, encodeCommitV0(nil, "h", []GroupOffset{{"t", 1, 7, ""}})...)
 	f.Add(valid)
 	f.Add(valid[:len(valid)-2])
 	f.Add([]byte{0, 0, 0, 1, 0, 0, 0, 0, 9})
@@ -134,7 +136,8 @@ func FuzzOffsetsLog(f *testing.F) {
 		dir := t.TempDir()
 		os.MkdirAll(filepath.Join(dir, offsetsDir), 0o755)
 		os.WriteFile(filepath.Join(dir, offsetsDir, offsetsFile), b, 0o644)
-		o, err := openOffsetStore(vfs.OS, dir, 100, 100, newTestLogger())
+		clk := newClock()
+		o, err := openOffsetStore(offsetsConfig{vfs.OS, dir, 100, 100, time.Hour, clk.now, newTestLogger(), nil})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,6 +41,13 @@ type HookProducerEvict interface {
 	OnProducerEvict(topic string, partition int32, producerID int64)
 }
 
+// HookGroupOffsetsExpire is told of every consumer group whose offsets
+// (partitions of them) expired (OffsetStore.Expire). It is called with
+// the OffsetStore's lock held.
+type HookGroupOffsetsExpire interface {
+	OnGroupOffsetsExpire(group string, partitions int)
+}
+
 // hooks dispatches to the hooks that implement each event.
 type hooks []Hook
 
@@ -88,6 +95,14 @@ func (h hooks) producerEvict(topic string, p int32, id int64) {
 	for _, x := range h {
 		if f, ok := x.(HookProducerEvict); ok {
 			f.OnProducerEvict(topic, p, id)
+		}
+	}
+}
+
+func (h hooks) groupOffsetsExpire(group string, partitions int) {
+	for _, x := range h {
+		if f, ok := x.(HookGroupOffsetsExpire); ok {
+			f.OnGroupOffsetsExpire(group, partitions)
 		}
 	}
 }

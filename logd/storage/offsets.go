@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
@@ -25,18 +27,30 @@ type GroupOffset struct {
 
 // OffsetStore keeps consumer groups' committed offsets durably: every
 // Commit is appended to a log file and fdatasynced before it returns,
-// and survives restart. All methods are safe for concurrent use.
+// and survives restart. A group's offsets expire after
+// Config.OffsetsRetention without commits and without members (see
+// Expire). All methods are safe for concurrent use.
 //
 // The file, <Dir>/__group-offsets/offsets.log, is a sequence of records:
 //
 //	u32 length of the payload
 //	u32 CRC-32C of the payload
 //	payload: u8 type, then
-//	  1 commit:       group (u16 length, bytes), u32 count, count ×
+//	  1 commit, version 0: group (u16 length, bytes), u32 count, count ×
 //	                  (topic (u16, bytes), i32 partition, i64 offset,
 //	                  metadata (u16, bytes))
 //	  2 delete group: group
 //	  3 delete topic: topic
+//	  4 commit, version 1: i64 time (Unix milliseconds), then as type 1
+//
+// The type says the record's version. Version 0 (type 1) is what logd
+// wrote before offsets expired; it is still read, its commits taken as
+// made when the file is opened, and no longer written. Version 1 (type
+// 4) adds the commit's time, from Config.Now. A type 4 record with no
+// offsets of an existing group says it had members at that time (see
+// Expire). A logd older than version 1 stops reading at the first type
+// 4 record and cuts the file there: downgrading loses the offsets
+// committed since the upgrade.
 //
 // On open the records are replayed; a torn or corrupt tail is truncated.
 // When the file grows past twice what the live offsets need (and at
@@ -48,11 +62,31 @@ type OffsetStore struct {
 	path      string
 	f         vfs.File
 	size      int64
-	groups    map[string]map[groupKey]GroupOffset
+	groups    map[string]*offGroup
 	maxGroups int
 	maxMeta   int
 	closed    bool
 	rewriteAt int64 // file size at which to consider a rewrite
+
+	// Expiry (offsets_expire.go).
+	retention  int64            // ms; ≤ 0: never
+	now        func() time.Time // Config.Now
+	loadedAt   int64            // ms: the time of version 0 commits
+	nextExpiry int64            // ms: no group can expire before
+	active     func() []string  // groups with members; nil: none
+	logger     *slog.Logger
+	hooks      hooks
+}
+
+// offGroup is one group's offsets and times, in Unix milliseconds.
+type offGroup struct {
+	offs map[groupKey]GroupOffset
+	// at is the time of the group's last commit record: its last commit,
+	// or the last time it was recorded as having members.
+	at int64
+	// seen is the last time Expire found the group with members; kept
+	// in memory only.
+	seen int64
 }
 
 type groupKey struct {
@@ -66,6 +100,7 @@ const (
 	offRecCommit    = 1
 	offRecDelGroup  = 2
 	offRecDelTopic  = 3
+	offRecCommitAt  = 4
 	offsetsMinFile  = 1 << 20
 	offRecHeaderLen = 8
 	// maxOffsetRecord bounds one record, so a damaged length cannot make
@@ -80,16 +115,42 @@ var (
 	// ErrMetadataTooLarge is returned by Commit for metadata over
 	// MaxOffsetMetadata (Kafka's OFFSET_METADATA_TOO_LARGE).
 	ErrMetadataTooLarge = errors.New("storage: offset metadata too large")
+	// ErrInvalidGroup is returned by Commit for a group name longer than
+	// MaxGroupBytes (Kafka's INVALID_GROUP_ID).
+	ErrInvalidGroup = errors.New("storage: invalid group name")
 )
 
-func openOffsetStore(fsys vfs.FS, dir string, maxGroups, maxMeta int, logger *slog.Logger) (*OffsetStore, error) {
-	dir = filepath.Join(dir, offsetsDir)
+// MaxGroupBytes bounds a group's name: the records hold it behind a
+// 16-bit length. Kafka sets no bound.
+const MaxGroupBytes = 1<<16 - 1
+
+// offsetsConfig is what an OffsetStore takes from the Store's Config.
+type offsetsConfig struct {
+	fs        vfs.FS
+	dir       string
+	maxGroups int
+	maxMeta   int
+	retention time.Duration // ≤ 0: never
+	now       func() time.Time
+	logger    *slog.Logger
+	hooks     hooks
+}
+
+func (c *Config) offsets() offsetsConfig {
+	return offsetsConfig{c.FS, c.Dir, c.MaxGroups, c.MaxOffsetMetadata, c.OffsetsRetention, c.Now, c.Logger, hooks(c.Hooks)}
+}
+
+func openOffsetStore(cfg offsetsConfig) (*OffsetStore, error) {
+	fsys, logger := cfg.fs, cfg.logger
+	dir := filepath.Join(cfg.dir, offsetsDir)
 	if err := vfs.MkdirAllDurable(fsys, dir); err != nil {
 		return nil, err
 	}
 	fsys.Remove(filepath.Join(dir, offsetsFile+tmpSuffix))
-	o := &OffsetStore{fs: fsys, path: filepath.Join(dir, offsetsFile), groups: map[string]map[groupKey]GroupOffset{},
-		maxGroups: maxGroups, maxMeta: maxMeta}
+	o := &OffsetStore{fs: fsys, path: filepath.Join(dir, offsetsFile), groups: map[string]*offGroup{},
+		maxGroups: cfg.maxGroups, maxMeta: cfg.maxMeta,
+		retention: cfg.retention.Milliseconds(), now: cfg.now, loadedAt: cfg.now().UnixMilli(), nextExpiry: math.MaxInt64,
+		logger: logger, hooks: cfg.hooks}
 	b, err := vfs.ReadFile(fsys, o.path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
@@ -170,7 +231,11 @@ func (o *OffsetStore) apply(p []byte) error {
 	r := &offReader{b: p}
 	typ := r.n(1)[0]
 	switch typ {
-	case offRecCommit:
+	case offRecCommit, offRecCommitAt:
+		at := o.loadedAt
+		if typ == offRecCommitAt {
+			at = int64(binary.BigEndian.Uint64(r.n(8)))
+		}
 		group := r.str()
 		count := binary.BigEndian.Uint32(r.n(4))
 		if uint64(count) > uint64(len(r.b))/16 {
@@ -188,12 +253,14 @@ func (o *OffsetStore) apply(p []byte) error {
 		}
 		g := o.groups[group]
 		if g == nil {
-			g = map[groupKey]GroupOffset{}
+			g = &offGroup{offs: map[groupKey]GroupOffset{}}
 			o.groups[group] = g
 		}
 		for _, x := range offs {
-			g[groupKey{x.Topic, x.Partition}] = x
+			g.offs[groupKey{x.Topic, x.Partition}] = x
 		}
+		g.at = at
+		o.expiresAt(at)
 	case offRecDelGroup, offRecDelTopic:
 		name := r.str()
 		if r.bad || len(r.b) != 0 {
@@ -204,12 +271,12 @@ func (o *OffsetStore) apply(p []byte) error {
 			break
 		}
 		for gname, g := range o.groups {
-			for k := range g {
+			for k := range g.offs {
 				if k.topic == name {
-					delete(g, k)
+					delete(g.offs, k)
 				}
 			}
-			if len(g) == 0 {
+			if len(g.offs) == 0 {
 				delete(o.groups, gname)
 			}
 		}
@@ -224,10 +291,12 @@ func appendStr(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-func encodeCommit(b []byte, group string, offs []GroupOffset) []byte {
+// encodeCommit appends a commit record (version 1) made at ms.
+func encodeCommit(b []byte, group string, ms int64, offs []GroupOffset) []byte {
 	start := len(b)
 	b = append(b, make([]byte, offRecHeaderLen)...)
-	b = append(b, offRecCommit)
+	b = append(b, offRecCommitAt)
+	b = binary.BigEndian.AppendUint64(b, uint64(ms))
 	b = appendStr(b, group)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(offs)))
 	for _, x := range offs {
@@ -253,10 +322,12 @@ func sealRecord(b []byte, start int) []byte {
 }
 
 // Commit stores a group's offsets, all or none, and returns once they
-// are on disk.
+// are on disk. A new group when MaxGroups hold offsets first expires
+// those past retention (see Expire), and gets ErrTooManyGroups if none
+// is.
 func (o *OffsetStore) Commit(group string, offsets []GroupOffset) error {
-	if len(group) > 1<<16-1 {
-		return fmt.Errorf("%w: group name of %d bytes", ErrBadConfig, len(group))
+	if len(group) > MaxGroupBytes {
+		return fmt.Errorf("%w: %d bytes, more than %d", ErrInvalidGroup, len(group), MaxGroupBytes)
 	}
 	for _, x := range offsets {
 		if len(x.Metadata) > o.maxMeta {
@@ -266,11 +337,12 @@ func (o *OffsetStore) Commit(group string, offsets []GroupOffset) error {
 			return fmt.Errorf("%w: %q", ErrInvalidTopic, x.Topic)
 		}
 	}
-	rec := encodeCommit(nil, group, offsets)
+	now := o.now().UnixMilli()
+	rec := encodeCommit(nil, group, now, offsets)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, ok := o.groups[group]; !ok && len(o.groups) >= o.maxGroups {
-		return ErrTooManyGroups
+	if err := o.roomFor(group, now); err != nil {
+		return err
 	}
 	if err := o.write(rec); err != nil {
 		return err
@@ -304,7 +376,7 @@ func (o *OffsetStore) maybeRewrite() error {
 	}
 	var b []byte
 	for _, g := range o.groupNames() {
-		b = encodeCommit(b, g, o.all(g))
+		b = encodeCommit(b, g, o.groups[g].at, o.all(g))
 	}
 	o.rewriteAt = max(offsetsMinFile, 2*o.size)
 	if int64(len(b))*2 > o.size {
@@ -327,7 +399,11 @@ func (o *OffsetStore) maybeRewrite() error {
 func (o *OffsetStore) Fetch(group, topic string, partition int32) (offset int64, metadata string, ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	x, ok := o.groups[group][groupKey{topic, partition}]
+	g := o.groups[group]
+	if g == nil {
+		return 0, "", false
+	}
+	x, ok := g.offs[groupKey{topic, partition}]
 	return x.Offset, x.Metadata, ok
 }
 
@@ -340,8 +416,12 @@ func (o *OffsetStore) All(group string) []GroupOffset {
 }
 
 func (o *OffsetStore) all(group string) []GroupOffset {
-	out := make([]GroupOffset, 0, len(o.groups[group]))
-	for _, x := range o.groups[group] {
+	g := o.groups[group]
+	if g == nil {
+		return []GroupOffset{}
+	}
+	out := make([]GroupOffset, 0, len(g.offs))
+	for _, x := range g.offs {
 		out = append(out, x)
 	}
 	slices.SortFunc(out, func(a, b GroupOffset) int {

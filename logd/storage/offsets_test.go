@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOffsetStore(t *testing.T) {
@@ -73,7 +74,7 @@ func TestOffsetStore(t *testing.T) {
 	must(s.Offsets().Commit("g2", []GroupOffset{{"a", 0, 99, "last"}}))
 	s.Close()
 	full, _ := os.ReadFile(path)
-	last := len(encodeCommit(nil, "g2", []GroupOffset{{"a", 0, 99, "last"}}))
+	last := len(encodeCommit(nil, "g2", clk.ms(), []GroupOffset{{"a", 0, 99, "last"}}))
 	for cut := len(full) - last; cut < len(full); cut++ {
 		os.WriteFile(path, full[:cut], 0o644)
 		s = mustOpen(t, cfg)
@@ -112,12 +113,31 @@ func TestOffsetStoreRewrite(t *testing.T) {
 	if size > 2*offsetsMinFile {
 		t.Fatalf("offsets log is %d bytes for 6 live offsets", size)
 	}
+	// Rewrite now, so that the file holds only rewritten records.
+	o.mu.Lock()
+	o.rewriteAt = 0
+	err := o.maybeRewrite()
+	size = o.size
+	o.mu.Unlock()
+	if err != nil || size > 10<<10 {
+		t.Fatalf("rewrite: %v, %d bytes", err, size)
+	}
 	s.Close()
+	clk.add(10 * time.Minute)
 	s = mustOpen(t, cfg)
 	defer s.Close()
 	for i := 2994; i < 3000; i++ {
 		if off, _, ok := s.Offsets().Fetch(fmt.Sprint("g", i%3), "t", int32(i%2)); !ok || off != int64(i) {
 			t.Fatalf("offset %d: %d %v", i, off, ok)
 		}
+	}
+	// The rewritten records keep the commits' time.
+	clk.add(DefaultOffsetsRetention - 10*time.Minute - time.Millisecond)
+	if n, err := s.Offsets().Expire(clk.now()); n != 0 || err != nil {
+		t.Fatalf("expired before retention: %d, %v", n, err)
+	}
+	clk.add(time.Millisecond)
+	if n, err := s.Offsets().Expire(clk.now()); n != 3 || err != nil {
+		t.Fatalf("expired at retention: %d, %v", n, err)
 	}
 }

@@ -92,7 +92,7 @@ func Open(cfg Config) (*Store, error) {
 			return nil, err
 		}
 	}
-	if s.offsets, err = openOffsetStore(cfg.FS, cfg.Dir, cfg.MaxGroups, cfg.MaxOffsetMetadata, cfg.Logger); err != nil {
+	if s.offsets, err = openOffsetStore(cfg.offsets()); err != nil {
 		return nil, err
 	}
 	for _, m := range metas {
@@ -388,11 +388,15 @@ func (s *Store) closeLogs() error {
 }
 
 // Maintain unfences every fenced partition it can (see Log.Unfence),
-// applies retention and compaction to every partition as of now, and
-// forgets expired idempotent producers. The background goroutine calls
-// it every MaintenanceInterval.
+// applies retention and compaction to every partition as of now,
+// forgets expired idempotent producers and expires consumer groups'
+// offsets (OffsetStore.Expire). The background goroutine calls it every
+// MaintenanceInterval.
 func (s *Store) Maintain(now time.Time) error {
 	var errs []error
+	if _, err := s.offsets.Expire(now); err != nil && !errors.Is(err, ErrClosed) {
+		errs = append(errs, err)
+	}
 	for _, l := range s.logs() {
 		if l.Fenced() {
 			if err := l.Unfence(); err != nil {
