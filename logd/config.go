@@ -105,7 +105,10 @@ type Config struct {
 	// IdleTimeout closes connections that send nothing between requests
 	// for this long. Default 10 min (Kafka's connections.max.idle.ms). A
 	// new connection must instead send its first request whole within
-	// RequestTimeout.
+	// RequestTimeout. It also caps the waits clients ask for (Kafka
+	// does not): a Fetch's MaxWait and an acks=all Produce's timeout,
+	// up to 2^31-1 ms in the protocol; a longer one is answered by then,
+	// as if it had been that long (an empty fetch, REQUEST_TIMED_OUT).
 	IdleTimeout time.Duration
 	// MinSessionTimeout and MaxSessionTimeout bound consumer-group
 	// session timeouts. Defaults 6 s and 30 min, as Kafka.
