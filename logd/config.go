@@ -113,6 +113,12 @@ type Config struct {
 	// MinSessionTimeout and MaxSessionTimeout bound consumer-group
 	// session timeouts. Defaults 6 s and 30 min, as Kafka.
 	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// MaxRebalanceTimeout bounds the rebalance timeout a consumer-group
+	// member asks for in JoinGroup: a larger one is lowered to it, so one
+	// member that never rejoins cannot hold its group in a rebalance for
+	// weeks (groups.Config.MaxRebalanceTimeout). At least
+	// MinSessionTimeout. Default 5 min.
+	MaxRebalanceTimeout time.Duration
 	// WarnLogGap: of each kind of connection trouble (bad requests,
 	// requests too slow to arrive, refused connections, failed
 	// authentications, requests before authentication) at most one
@@ -156,6 +162,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.MinSessionTimeout, DefaultMinSessionTimeout)
 	setDefault(&c.MaxSessionTimeout, DefaultMaxSessionTimeout)
+	setDefault(&c.MaxRebalanceTimeout, groups.DefaultMaxRebalanceTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -210,6 +217,8 @@ func (c *Config) validate() error {
 		return bad("MinSessionTimeout", c.MinSessionTimeout, "must be > 0")
 	case c.MaxSessionTimeout < c.MinSessionTimeout:
 		return bad("MaxSessionTimeout", c.MaxSessionTimeout, fmt.Sprintf("must be ≥ the minimum session timeout (%v)", c.MinSessionTimeout))
+	case c.MaxRebalanceTimeout < c.MinSessionTimeout:
+		return bad("MaxRebalanceTimeout", c.MaxRebalanceTimeout, fmt.Sprintf("must be ≥ the minimum session timeout (%v)", c.MinSessionTimeout))
 	case c.AdvertisedPort < 0 || c.AdvertisedPort > 65535:
 		return bad("AdvertisedPort", c.AdvertisedPort, "must be in [0, 65535]")
 	}

@@ -109,14 +109,15 @@ func (s *Server) open() error {
 		return err
 	}
 	s.groups, err = groups.New(groups.Config{
-		Offsets:           groupOffsets{store.Offsets()},
-		PartitionExists:   s.partitionExists,
-		MinSessionTimeout: cfg.MinSessionTimeout,
-		MaxSessionTimeout: cfg.MaxSessionTimeout,
-		MaxRetainedBytes:  cfg.MaxGroupBytes,
-		MaxOffsetMetadata: cfg.Storage.MaxOffsetMetadata,
-		Now:               cfg.Now,
-		Logger:            cfg.Logger,
+		Offsets:             groupOffsets{store.Offsets()},
+		PartitionExists:     s.partitionExists,
+		MinSessionTimeout:   cfg.MinSessionTimeout,
+		MaxSessionTimeout:   cfg.MaxSessionTimeout,
+		MaxRebalanceTimeout: cfg.MaxRebalanceTimeout,
+		MaxRetainedBytes:    cfg.MaxGroupBytes,
+		MaxOffsetMetadata:   cfg.Storage.MaxOffsetMetadata,
+		Now:                 cfg.Now,
+		Logger:              cfg.Logger,
 	})
 	if err != nil {
 		store.Close()
