@@ -105,11 +105,20 @@ type Config struct {
 	// IdleTimeout closes connections that send nothing between requests
 	// for this long. Default 10 min (Kafka's connections.max.idle.ms). A
 	// new connection must instead send its first request whole within
-	// RequestTimeout.
+	// RequestTimeout. It also caps the waits clients ask for (Kafka
+	// does not): a Fetch's MaxWait and an acks=all Produce's timeout,
+	// up to 2^31-1 ms in the protocol; a longer one is answered by then,
+	// as if it had been that long (an empty fetch, REQUEST_TIMED_OUT).
 	IdleTimeout time.Duration
 	// MinSessionTimeout and MaxSessionTimeout bound consumer-group
 	// session timeouts. Defaults 6 s and 30 min, as Kafka.
 	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// MaxRebalanceTimeout bounds the rebalance timeout a consumer-group
+	// member asks for in JoinGroup: a larger one is lowered to it, so one
+	// member that never rejoins cannot hold its group in a rebalance for
+	// weeks (groups.Config.MaxRebalanceTimeout). At least
+	// MinSessionTimeout. Default 5 min.
+	MaxRebalanceTimeout time.Duration
 	// WarnLogGap: of each kind of connection trouble (bad requests,
 	// requests too slow to arrive, refused connections, failed
 	// authentications, requests before authentication) at most one
@@ -153,6 +162,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.MinSessionTimeout, DefaultMinSessionTimeout)
 	setDefault(&c.MaxSessionTimeout, DefaultMaxSessionTimeout)
+	setDefault(&c.MaxRebalanceTimeout, groups.DefaultMaxRebalanceTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -207,6 +217,8 @@ func (c *Config) validate() error {
 		return bad("MinSessionTimeout", c.MinSessionTimeout, "must be > 0")
 	case c.MaxSessionTimeout < c.MinSessionTimeout:
 		return bad("MaxSessionTimeout", c.MaxSessionTimeout, fmt.Sprintf("must be ≥ the minimum session timeout (%v)", c.MinSessionTimeout))
+	case c.MaxRebalanceTimeout < c.MinSessionTimeout:
+		return bad("MaxRebalanceTimeout", c.MaxRebalanceTimeout, fmt.Sprintf("must be ≥ the minimum session timeout (%v)", c.MinSessionTimeout))
 	case c.AdvertisedPort < 0 || c.AdvertisedPort > 65535:
 		return bad("AdvertisedPort", c.AdvertisedPort, "must be in [0, 65535]")
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/brokerless/brokerless/logd/auth"
 	"github.com/brokerless/brokerless/logd/storage"
 )
@@ -36,6 +38,7 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.MaxFetchBytes = -1 }, "logd: bad config: MaxFetchBytes -1: must be ≥ 1"},
 		{func(c *Config) { c.AdvertisedPort = 70000 }, "logd: bad config: AdvertisedPort 70000: must be in [0, 65535]"},
 		{func(c *Config) { c.MinSessionTimeout, c.MaxSessionTimeout = time.Minute, time.Second }, "logd: bad config: MaxSessionTimeout 1s: must be ≥ the minimum session timeout (1m0s)"},
+		{func(c *Config) { c.MaxRebalanceTimeout = time.Second }, "logd: bad config: MaxRebalanceTimeout 1s: must be ≥ the minimum session timeout (6s)"},
 	}
 	for _, tc := range cases {
 		cfg := Config{Storage: storage.Config{Dir: t.TempDir()}}
@@ -85,5 +88,24 @@ func TestNestConfigError(t *testing.T) {
 	plain := errors.New("disk on fire")
 	if nestConfigError("Storage.", plain) != plain {
 		t.Fatal("an error without Setting was changed")
+	}
+}
+
+// TestMaxRebalanceTimeoutReachesGroups: Config.MaxRebalanceTimeout
+// lowers the rebalance timeouts members ask for. A member asking for a
+// day never rejoins; the rebalance a new member starts completes without
+// it once MaxRebalanceTimeout has passed, not after a day (or the
+// default 5 min).
+func TestMaxRebalanceTimeoutReachesGroups(t *testing.T) {
+	ts := startServer(t, t.TempDir(), func(c *Config) {
+		c.MinSessionTimeout, c.MaxRebalanceTimeout = 100*time.Millisecond, 300*time.Millisecond
+	})
+	stableGroup(t, ts, "g")
+	b := dial(t, ts.addr)
+	if err := writeRequest(b, kmsg.JoinGroup.Int16(), 3, joinBody("g", "", 24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if jr := readJoin(t, b); jr.ErrorCode != 0 || jr.Generation != 2 || len(jr.Members) != 1 {
+		t.Fatalf("the new member's join: error %d, generation %d, %d members; want 0, 2, 1 (the silent member removed)", jr.ErrorCode, jr.Generation, len(jr.Members))
 	}
 }

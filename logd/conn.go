@@ -34,8 +34,9 @@ type client struct {
 	// current request is answered (or at once if it has no answer).
 	auth   *connAuth
 	hangUp bool
-	// peer is the connection's context for handlers that wait, ended
-	// early when the client goes away meanwhile.
+	// peer is the connection's context for handlers that wait and for
+	// the writer's durable waits, ended early when the client goes away
+	// meanwhile.
 	peer *peerWatch
 	// durable is set by a produce whose answer must wait until its
 	// batches are durable: the connection's writer waits, while the
@@ -125,6 +126,13 @@ func (s *Server) serveConn(nc net.Conn, ip string, accepted time.Time) {
 				// connection is busy, not idle; the write has its own
 				// deadline.
 				continue
+			}
+			if peerClosed(err) && cn.unwritten.Load() > 0 {
+				// The client left while answers wait (acks=all produces
+				// waiting for their fsync): no one will read them, so
+				// their waits end now rather than at their deadlines.
+				cn.s.metrics.peerGone.Add(1)
+				cn.cl.peer.end()
 			}
 			// Let the writer finish (each answer bounded by its own
 			// deadline), so that a connection the writer closed ends
@@ -286,7 +294,7 @@ func (cn *conn) answer(req *request) error {
 	case resp == nil: // an acks=0 produce, which gets no response
 	case wait != nil:
 		r.finish = func() []byte {
-			wait.finish(s.ctx)
+			wait.finish(cn.cl.peer.ctx)
 			s.metrics.request(req.key, s.cfg.Now().Sub(started), false)
 			return appendResponse(s.bufs.get(1<<minBufClass), req.correlation, resp)
 		}
@@ -489,8 +497,8 @@ func sizeOf(n int) int {
 // deadline and the write deadline), releases what the connection holds
 // and closes its socket.
 func (cn *conn) close() {
+	cn.finishWrites() // before the context ends: a client still there gets true answers
 	cn.cl.peer.end()
-	cn.finishWrites()
 	for r := range cn.replies { // left by a writer that failed
 		r.release(&cn.s.bufs)
 	}
@@ -546,6 +554,17 @@ func (cn *conn) ended(err error) {
 	default:
 		cn.log.Debug("logd: connection ended", "err", err)
 	}
+}
+
+// peerClosed: a read failed because the client closed the connection
+// or it broke — not a timeout, not a bad request, not the socket
+// closed on this side.
+func peerClosed(err error) bool {
+	var ne net.Error
+	if errors.Is(err, net.ErrClosed) {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) && !ne.Timeout()
 }
 
 func isTimeout(err error) bool {

@@ -77,3 +77,41 @@ func BenchmarkConnLargeRequests(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*benchRecord/time.Since(start).Seconds()/(1<<20), "MiB/s")
 }
+
+// BenchmarkConnFetch: Fetch v11 round trips on one connection of a
+// partition that has records, so each is answered at once (no long-poll
+// wait, no socket watch).
+func BenchmarkConnFetch(b *testing.B) {
+	ts := startServer(b, b.TempDir(), func(c *Config) { c.Storage.Fsync = storage.FsyncNever })
+	if err := ts.autoCreate("f"); err != nil {
+		b.Fatal(err)
+	}
+	log, err := ts.store.Partition("f", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := log.Append(recordBatch([]byte("hello"))); err != nil {
+		b.Fatal(err)
+	}
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(11)
+	if err := req.ReadFrom(fetchBody("f", time.Minute)); err != nil {
+		b.Fatal(err)
+	}
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 42)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.Write(frame); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := readFrame(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

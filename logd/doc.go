@@ -32,7 +32,11 @@
 // in a Fetch is answered once, as by Kafka. Connections are bounded in all (MaxConnections) and per client
 // address (MaxConnectionsPerIP); a new connection must send its first
 // request within RequestTimeout, and an idle one is closed after
-// IdleTimeout. /healthz answers 503 with the reasons while clients are
+// IdleTimeout, which also caps a Fetch's MaxWait and an acks=all
+// Produce's timeout. A client that closes its connection while a
+// request of it waits (a Fetch long-poll, an acks=all Produce's fsync,
+// a JoinGroup or SyncGroup) ends the wait at once, freeing the
+// connection's slots. /healthz answers 503 with the reasons while clients are
 // refused, requests go without memory or a partition is fenced. A
 // Server locks (and, if need be, durably creates) its data directory:
 // a second one on it, in any process, gets a *DirLockedError.

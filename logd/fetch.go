@@ -16,11 +16,14 @@ import (
 // least one batch, so a batch larger than the limits still gets through),
 // and long-polls: while fewer than MinBytes are ready it waits for
 // appends, up to MaxWait, unless a partition has an error, which is
-// answered at once (as Kafka's ReplicaManager does). Fetch sessions (KIP-227) are not kept: every
+// answered at once (as Kafka's ReplicaManager does). MaxWait is capped
+// at IdleTimeout (see clientWait). A wait ends early when the client
+// closes the connection: the socket is watched while the fetch waits
+// (peerWatch), not when it answers at once. Fetch sessions (KIP-227) are not kept: every
 // answer is a full one with session id 0, which clients accept.
 func (s *Server) fetch(cl *client, req *kmsg.FetchRequest) kmsg.Response {
 	// Long-poll timing is real time, whatever clock the store is given.
-	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	deadline := time.Now().Add(s.clientWait(req.MaxWaitMillis))
 	if n := foldFetchPartitions(req); n > 0 {
 		s.metrics.fetchRepeated.Add(uint64(n))
 	}
@@ -33,15 +36,27 @@ func (s *Server) fetch(cl *client, req *kmsg.FetchRequest) kmsg.Response {
 		if n >= int(req.MinBytes) || n > 0 && req.MinBytes <= 0 || failed || wait <= 0 {
 			return resp
 		}
+		ctx := cl.peer.context() // ends with the server, or when the client leaves
 		t := time.NewTimer(wait)
 		cases := append(woken, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)},
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.ctx.Done())})
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
 		reflect.Select(cases)
 		t.Stop()
-		if s.ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return resp
 		}
 	}
+}
+
+// clientWait is how long a request may wait for what it asks (a
+// Fetch's MaxWait, an acks=all Produce's timeout): the client's
+// milliseconds, at most IdleTimeout. Kafka does not bound either, and
+// a client may ask for 2^31-1 ms (24 days); no client needs a wait
+// longer than the server lets a connection go without traffic, and
+// one that asks for it is answered by then (an empty fetch, a produce
+// REQUEST_TIMED_OUT), as by a shorter wait.
+func (s *Server) clientWait(millis int32) time.Duration {
+	return min(time.Duration(max(millis, 0))*time.Millisecond, s.cfg.IdleTimeout)
 }
 
 // updates returns, as select cases, the channels closed when the high

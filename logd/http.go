@@ -45,7 +45,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	p.counter("logd_accept_errors_total", "Accepts that failed for want of file descriptors or memory (retried with backoff).", m.acceptErrors.Load())
 	p.counter("logd_connections_idle_closed_total", "Connections closed after IdleTimeout without a request.", m.idleClosed.Load())
 	p.counter("logd_bad_requests_total", "Connections closed for a bad request: size out of bounds, undecodable, unknown API key or version.", m.badFrames.Load())
-	p.counter("logd_clients_gone_while_waiting_total", "Connections whose client closed them while a JoinGroup or SyncGroup waited; the wait was abandoned at once.", m.peerGone.Load())
+	p.counter("logd_clients_gone_while_waiting_total", "Connections whose client closed them while a JoinGroup, SyncGroup, Fetch long-poll or acks=all Produce waited; the wait was abandoned at once.", m.peerGone.Load())
 	p.counter("logd_slow_requests_total", "Connections closed because a request, or a new connection's first request, did not arrive whole within RequestTimeout (waits for request memory included).", m.slowRequests.Load())
 	mem := s.reqMem.stats()
 	p.family("logd_request_memory_bytes", "gauge", "Request memory held by connections' frames.")

@@ -19,7 +19,14 @@ import (
 // handler returns, a goroutine peeks at the socket, and cancels the
 // context when it reads the end of the stream or an error. Bytes that
 // arrive meanwhile (a pipelined request) stay in the read buffer for
-// the next request, and end the watch without cancelling. The context
+// the next request, and end the watch without cancelling. A Fetch
+// starts the watch only once it has to wait: one answered at once
+// starts nothing.
+//
+// The context is also what the connection's writer waits on for an
+// acks=all produce's durability. The reader is not held up by that
+// wait and goes on reading, so it sees the client leave itself, and
+// ends the context (serveConn); no watch is needed there. The context
 // also ends when the connection does, and when the server closes.
 type peerWatch struct {
 	ctx    context.Context

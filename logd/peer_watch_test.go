@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // joinBody is a JoinGroup v3 of group g for member (empty: new) with
@@ -158,5 +160,117 @@ func TestPipelinedRequestKeepsJoinWaiting(t *testing.T) {
 	}
 	if n := ts.groups.Stats().Abandoned + ts.metrics.peerGone.Load(); n != 0 {
 		t.Fatalf("%d waits abandoned", n)
+	}
+}
+
+// fetchBody is a Fetch v11 of partition 0 of topic from offset 0,
+// waiting up to maxWait for MinBytes 1.
+func fetchBody(topic string, maxWait time.Duration) []byte {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(11)
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, int32(maxWait/time.Millisecond), 1, 1<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes, rp.LogStartOffset = 1<<20, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req.AppendTo(nil)
+}
+
+// TestFetchAbandonedWhenClientCloses: a Fetch long-polling an empty
+// partition (MaxWait 60 s) whose client closes its socket ends at once,
+// and its connection with it: a new connection from the same address
+// fits under MaxConnectionsPerIP=1 again.
+func TestFetchAbandonedWhenClientCloses(t *testing.T) {
+	ts := startServer(t, t.TempDir(), func(c *Config) { c.MaxConnectionsPerIP = 1 })
+	if err := ts.autoCreate("t"); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, ts.addr)
+	if err := writeRequest(c, kmsg.Fetch.Int16(), 11, fetchBody("t", time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the connection accepted", func() bool { return ts.metrics.connections.Load() == 1 })
+	// The fetch waits for records that never come; the request is read
+	// before the end of the stream, whenever the server gets to it.
+	c.Close()
+	waitUntil(t, "the closed client's fetch abandoned and its connection ended", func() bool {
+		return ts.metrics.connections.Load() == 0 && ts.metrics.peerGone.Load() == 1
+	})
+	d := dial(t, ts.addr)
+	if _, err := rawRequest(t, d, kmsg.ApiVersions.Int16(), 0, nil); err != nil {
+		t.Fatalf("a new connection from the same address: %v", err)
+	}
+}
+
+// TestDurableProduceAbandonedWhenClientCloses: an acks=all produce
+// waiting for its fsync (held here) is answered by the connection's
+// writer while the reader reads on; a client that closes its socket
+// meanwhile ends the wait at once, and its connection with it.
+func TestDurableProduceAbandonedWhenClientCloses(t *testing.T) {
+	gate := &gateFS{FS: vfs.OS}
+	ts := startServer(t, t.TempDir(), func(c *Config) { c.Storage.FS = gate; c.MaxConnectionsPerIP = 1 })
+	if err := ts.autoCreate("p"); err != nil {
+		t.Fatal(err)
+	}
+	entered := gate.close() // segment fsyncs block from here on
+	t.Cleanup(gate.open)    // before the server closes (cleanups run last first)
+	c := dial(t, ts.addr)
+	sendProduce(t, c, 1, "p", recordBatch([]byte("a"))) // timeout 30 s
+	<-entered
+	c.Close()
+	waitUntil(t, "the closed client's produce abandoned and its connection ended", func() bool {
+		return ts.metrics.connections.Load() == 0 && ts.metrics.peerGone.Load() == 1
+	})
+	d := dial(t, ts.addr)
+	if _, err := rawRequest(t, d, kmsg.ApiVersions.Int16(), 0, nil); err != nil {
+		t.Fatalf("a new connection from the same address: %v", err)
+	}
+}
+
+// TestDurableProduceAnsweredOnHangUp: a connection the server hangs up
+// on (here after a failed acks=0 produce) while an earlier acks=all
+// produce waits for its fsync still gets that produce's true answer:
+// the wait is not cut short, as it is when the client leaves.
+func TestDurableProduceAnsweredOnHangUp(t *testing.T) {
+	gate := &gateFS{FS: vfs.OS}
+	ts := startServer(t, t.TempDir(), func(c *Config) { c.Storage.FS = gate })
+	if err := ts.autoCreate("p"); err != nil {
+		t.Fatal(err)
+	}
+	entered := gate.close()
+	t.Cleanup(gate.open)
+	c := dial(t, ts.addr)
+	sendProduce(t, c, 1, "p", recordBatch([]byte("a")))
+	<-entered
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(7)
+	req.Acks, req.TimeoutMillis = 0, 30_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "p"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = 5, recordBatch([]byte("b")) // no such partition
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	if err := writeRequestCorr(c, 2, kmsg.Produce.Int16(), 7, req.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the failed acks=0 produce hanging up", func() bool { return ts.metrics.acksZeroHangUps.Load() == 1 })
+	gate.open()
+	b, err := readFrame(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r kmsg.ProduceResponse
+	r.SetVersion(7)
+	if err := r.ReadFrom(b[4:]); err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("the acks=all produce: error %d, base offset %d, want 0, 0", p.ErrorCode, p.BaseOffset)
+	}
+	if n := ts.metrics.peerGone.Load(); n != 0 {
+		t.Fatalf("%d clients counted gone", n)
 	}
 }

@@ -16,7 +16,9 @@ import (
 // Kafka requires). acks=-1 (all) is
 // answered only once the batches are durable under the store's fsync
 // policy (group commit: concurrent producers share fsyncs): produce
-// leaves that wait in cl.durable, for the connection's writer; acks=1
+// leaves that wait in cl.durable, for the connection's writer, bounded
+// by the request's timeout (at most IdleTimeout, see clientWait) and
+// ended early when the client leaves; acks=1
 // is answered once written; acks=0 gets no response at all, as in Kafka,
 // and when a partition of it fails the connection is closed, as by Kafka,
 // so that the producer notices.
@@ -77,7 +79,7 @@ func (s *Server) produce(cl *client, req *kmsg.ProduceRequest) kmsg.Response {
 		return nil
 	}
 	if len(waits) > 0 {
-		timeout := time.Duration(max(req.TimeoutMillis, 1)) * time.Millisecond
+		timeout := s.clientWait(max(req.TimeoutMillis, 1))
 		cl.durable = &durableWait{resp: resp, waits: waits, deadline: time.Now().Add(timeout)}
 	}
 	return resp
@@ -101,19 +103,22 @@ type durablePartition struct {
 
 // finish waits for every partition and writes a partition's error into
 // resp where its batches did not become durable in time (or its log
-// failed).
-func (w *durableWait) finish(ctx context.Context) {
-	ctx, cancel := context.WithDeadline(ctx, w.deadline)
+// failed). It reports whether ctx ended the wait: the connection's
+// context, ended when the client closes it or the server closes.
+func (w *durableWait) finish(ctx context.Context) (cancelled bool) {
+	wctx, cancel := context.WithDeadline(ctx, w.deadline)
 	defer cancel()
 	for _, d := range w.waits {
-		if err := d.log.WaitDurable(ctx, d.last); err != nil {
+		if err := d.log.WaitDurable(wctx, d.last); err != nil {
 			p := &w.resp.Topics[d.ti].Partitions[d.pi]
 			p.ErrorCode = kerr.RequestTimedOut.Code
 			if !errors.Is(err, context.DeadlineExceeded) {
 				p.ErrorCode = errorCode(err)
 			}
+			cancelled = cancelled || ctx.Err() != nil
 		}
 	}
+	return cancelled
 }
 
 // errNotOneBatch refuses a partition's records that are not exactly one

@@ -112,14 +112,15 @@ func (s *Server) open() error {
 	}
 	s.offsets.s = store.Offsets()
 	s.groups, err = groups.New(groups.Config{
-		Offsets:           s.offsets,
-		PartitionExists:   s.partitionExists,
-		MinSessionTimeout: cfg.MinSessionTimeout,
-		MaxSessionTimeout: cfg.MaxSessionTimeout,
-		MaxRetainedBytes:  cfg.MaxGroupBytes,
-		MaxOffsetMetadata: cfg.Storage.MaxOffsetMetadata,
-		Now:               cfg.Now,
-		Logger:            cfg.Logger,
+		Offsets:             s.offsets,
+		PartitionExists:     s.partitionExists,
+		MinSessionTimeout:   cfg.MinSessionTimeout,
+		MaxSessionTimeout:   cfg.MaxSessionTimeout,
+		MaxRebalanceTimeout: cfg.MaxRebalanceTimeout,
+		MaxRetainedBytes:    cfg.MaxGroupBytes,
+		MaxOffsetMetadata:   cfg.Storage.MaxOffsetMetadata,
+		Now:                 cfg.Now,
+		Logger:              cfg.Logger,
 	})
 	if err != nil {
 		store.Close()

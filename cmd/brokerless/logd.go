@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/brokerless/brokerless/logd"
+	"github.com/brokerless/brokerless/logd/groups"
 	"github.com/brokerless/brokerless/logd/storage"
 )
 
@@ -103,7 +104,9 @@ func runLogd(ctx context.Context, inv *invocation) error {
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", logd.DefaultRequestTimeout, "a request, and a new connection's first request, must arrive whole within this time, or the connection is closed")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", logd.DefaultMaxConnections, "open client connections; more are refused and /healthz reports not ready")
 	fs.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", 0, "open connections from one client address; more are refused (default: a quarter of --max-connections)")
-	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", logd.DefaultIdleTimeout, "close a connection that sends no request for this long")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", logd.DefaultIdleTimeout, "close a connection that sends no request for this long; also the longest a Fetch long-poll or an acks=all produce waits, whatever the client asks")
+	fs.IntVar(&cfg.MaxUnauthenticatedRequestBytes, "max-unauthenticated-request-bytes", 0, "with --users, largest request accepted before a connection authenticates, in [1024, --max-request-bytes]; larger ones close it (default: 512 KiB, Kafka's sasl.server.max.receive.size, or --max-request-bytes if smaller)")
+	fs.DurationVar(&cfg.MaxRebalanceTimeout, "max-rebalance-timeout", groups.DefaultMaxRebalanceTimeout, "longest rebalance timeout a consumer-group member may ask for (at least 6s); a longer one is lowered to it, so a member that never rejoins cannot stall its group")
 	authFlags := addLogdAuthFlags(fs)
 	if err := inv.parse(fs); err != nil {
 		return err

@@ -30,6 +30,9 @@ var logdFlagOf = map[string]string{
 	"Storage.SegmentAge":          "segment-age",
 	"Storage.MaintenanceInterval": "maintenance-interval",
 	"Storage.OffsetsRetention":    "offsets-retention",
+
+	"MaxUnauthenticatedRequestBytes": "max-unauthenticated-request-bytes",
+	"MaxRebalanceTimeout":            "max-rebalance-timeout",
 }
 
 // checkLogdFlags refuses what the libraries cannot: a value of 0, which
@@ -52,6 +55,8 @@ func checkLogdFlags(fs *pflag.FlagSet, cfg *logd.Config) error {
 		{"max-connections", cfg.MaxConnections == 0, "must be ≥ 1"},
 		{"max-connections-per-ip", cfg.MaxConnectionsPerIP == 0, "must be ≥ 1"},
 		{"idle-timeout", cfg.IdleTimeout == 0, "must be > 0"},
+		{"max-unauthenticated-request-bytes", cfg.MaxUnauthenticatedRequestBytes == 0, "must be in [1024, --max-request-bytes]"},
+		{"max-rebalance-timeout", cfg.MaxRebalanceTimeout == 0, "must be ≥ 6s"},
 		{"fsync-interval", st.FsyncInterval == 0, "must be > 0"},
 		{"retention", st.RetentionAge == 0, "must be > 0, or negative for never"},
 		{"retention-bytes", st.RetentionBytes == 0, "must be ≥ 1, or negative for no limit"},
