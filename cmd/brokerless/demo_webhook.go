@@ -116,9 +116,12 @@ type demoReceiver struct {
 	accepted  atomic.Int64
 }
 
-func startDemoReceiver(name, about string, failFirst int, sec webhook.Secret, log *slog.Logger) (*demoReceiver, error) {
+// Every event of the run is remembered (DedupSize at least --events): all
+// are sent within the Tolerance, so none could be forgotten safely.
+func startDemoReceiver(name, about string, failFirst, events int, sec webhook.Secret, log *slog.Logger) (*demoReceiver, error) {
 	r := &demoReceiver{name: name, about: about, failFirst: failFirst, seen: map[string]int{}}
-	rc, err := webhook.NewReceiver(webhook.ReceiverConfig{Verifier: &webhook.Verifier{Secrets: []webhook.Secret{sec}}, Logger: log},
+	rc, err := webhook.NewReceiver(webhook.ReceiverConfig{Verifier: &webhook.Verifier{Secrets: []webhook.Secret{sec}},
+		DedupSize: max(webhook.DefaultDedupSize, events), Logger: log},
 		http.HandlerFunc(r.deliver))
 	if err != nil {
 		return nil, err
@@ -239,12 +242,12 @@ func runDemoWebhook(ctx context.Context, o demoWebhookOptions, out io.Writer) (*
 	if err != nil {
 		return nil, err
 	}
-	healthy, err := startDemoReceiver("healthy", "accepts every delivery", 0, sec, o.log)
+	healthy, err := startDemoReceiver("healthy", "accepts every delivery", 0, o.events, sec, o.log)
 	if err != nil {
 		return nil, err
 	}
 	defer healthy.close()
-	flaky, err := startDemoReceiver("flaky", fmt.Sprintf("answers 503 to the first %d attempts of each event", o.failFirst), o.failFirst, sec, o.log)
+	flaky, err := startDemoReceiver("flaky", fmt.Sprintf("answers 503 to the first %d attempts of each event", o.failFirst), o.failFirst, o.events, sec, o.log)
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,9 @@ is checked as package webhook's Receiver does: body at most --max-body
 (else 400), timestamp within --tolerance of this machine's clock and one
 signature entry matching one --secret or --public-key (else 401); a
 webhook-id already answered with success is a duplicate (200, not printed
-as a delivery). A verified delivery is printed on stdout, one line:
+as a delivery). Handled ids are remembered (--dedup-size of them) until
+a replay of their request would fail the timestamp check; when all are
+still replayable, a new id gets 503 rather than forget one. A verified delivery is printed on stdout, one line:
 
   TIME STATUS id=ID age=AGE BYTES BODY
 
@@ -50,6 +52,10 @@ brokerless webhook listen --secret whsec_OLD… --secret whsec_NEW…
 # A receiver that fails its first 3 deliveries with 500, then recovers.
 brokerless webhook listen --secret whsec_… --fail-first 3 --fail-status 500
 
+# A busy sender: remember up to a million webhook-ids (size it above the
+# deliveries in twice --tolerance).
+brokerless webhook listen --secret whsec_… --dedup-size 1000000
+
 # Asymmetric (v1a) signatures, with the sender's public key.
 brokerless webhook listen --public-key whpk_…`,
 	run: runWebhookListen,
@@ -61,6 +67,7 @@ type webhookListenOptions struct {
 	publicKeys []string
 	tolerance  time.Duration
 	maxBody    int64
+	dedupSize  int
 	status     int
 	failFirst  int
 	failStatus int
@@ -75,6 +82,7 @@ func runWebhookListen(ctx context.Context, inv *invocation) error {
 	fs.StringArrayVar(&o.publicKeys, "public-key", nil, "whpk_… ed25519 public key to verify v1a signatures with; repeatable")
 	fs.DurationVar(&o.tolerance, "tolerance", webhook.DefaultTolerance, "how far webhook-timestamp may be from this machine's clock, either way")
 	fs.Int64Var(&o.maxBody, "max-body", webhook.DefaultMaxBodyBytes, "largest body accepted, in bytes (a larger one gets 413)")
+	fs.IntVar(&o.dedupSize, "dedup-size", webhook.DefaultDedupSize, "webhook-ids remembered to answer replays and retries as duplicates (when all are still replayable, a new id gets 503)")
 	fs.IntVar(&o.status, "status", http.StatusNoContent, "status answered to a verified delivery, in [200, 599]")
 	fs.IntVar(&o.failFirst, "fail-first", 0, "answer --fail-status to the first N verified deliveries")
 	fs.IntVar(&o.failStatus, "fail-status", http.StatusServiceUnavailable, "status of the --fail-first answers, in [200, 599]")
@@ -88,7 +96,7 @@ func runWebhookListen(ctx context.Context, inv *invocation) error {
 	}
 	l := &webhookListener{out: inv.out, status: o.status, failStatus: o.failStatus, printMax: o.printMax}
 	l.failLeft.Store(int64(o.failFirst))
-	rc, err := webhook.NewReceiver(webhook.ReceiverConfig{Verifier: v, MaxBodyBytes: o.maxBody, Logger: inv.log}, http.HandlerFunc(l.deliver))
+	rc, err := webhook.NewReceiver(webhook.ReceiverConfig{Verifier: v, MaxBodyBytes: o.maxBody, DedupSize: o.dedupSize, Logger: inv.log}, http.HandlerFunc(l.deliver))
 	if err != nil {
 		return configError(err, map[string]string{"MaxBodyBytes": "max-body", "Tolerance": "tolerance"})
 	}
@@ -116,8 +124,8 @@ func runWebhookListen(ctx context.Context, inv *invocation) error {
 	srv.Shutdown(shut)
 	<-served
 	s := rc.Stats()
-	fmt.Fprintf(inv.err, "webhook listen: %d delivered, %d failed on purpose, %d duplicate(s), %d refused\n",
-		s.Accepted, s.Failed, s.Duplicates+s.InFlight, s.BadRequest+s.Unauthorized+s.TooLarge+s.BadMethod)
+	fmt.Fprintf(inv.err, "webhook listen: %d delivered, %d failed on purpose, %d duplicate(s), %d refused, %d busy (503: no room to remember another id)\n",
+		s.Accepted, s.Failed, s.Duplicates+s.InFlight, s.BadRequest+s.Unauthorized+s.TooLarge+s.BadMethod, s.Busy)
 	return nil
 }
 
@@ -152,6 +160,8 @@ func (o *webhookListenOptions) verifier() (*webhook.Verifier, error) {
 		return nil, usagef("--tolerance %s: must be > 0", o.tolerance)
 	case o.maxBody <= 0:
 		return nil, usagef("--max-body %d: must be > 0", o.maxBody)
+	case o.dedupSize <= 0:
+		return nil, usagef("--dedup-size %d: must be > 0", o.dedupSize)
 	case o.status < 200 || o.status > 599:
 		return nil, usagef("--status %d: must be in [200, 599]", o.status)
 	case o.failStatus < 200 || o.failStatus > 599:

@@ -127,6 +127,7 @@ func TestWebhookListenBadFlags(t *testing.T) {
 		{[]string{"--secret", listenTestSecret, "--tolerance", "0s"}, "--tolerance 0s: must be > 0"},
 		{[]string{"--secret", listenTestSecret, "--tolerance", "soon"}, `invalid argument "soon" for "--tolerance"`},
 		{[]string{"--secret", listenTestSecret, "--max-body", "0"}, "--max-body 0: must be > 0"},
+		{[]string{"--secret", listenTestSecret, "--dedup-size", "0"}, "--dedup-size 0: must be > 0"},
 		{[]string{"--secret", listenTestSecret, "--status", "99"}, "--status 99: must be in [200, 599]"},
 		{[]string{"--secret", listenTestSecret, "--fail-status", "600"}, "--fail-status 600: must be in [200, 599]"},
 		{[]string{"--secret", listenTestSecret, "--fail-first", "-1"}, "--fail-first -1: must be >= 0"},
