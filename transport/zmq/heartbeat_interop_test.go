@@ -3,6 +3,7 @@ package zmq
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"strings"
@@ -51,6 +52,27 @@ func (p *pyPeer) waitForWithin(d time.Duration, key string, want any) map[string
 		}
 		if m["event"] == "disconnected" {
 			p.t.Fatalf("libzmq disconnected (%v) while waiting for %s %v", m, key, want)
+		}
+	}
+}
+
+// waitForAll is waitFor for several lines, in any order: libzmq's
+// monitor events come on a socket of their own, so the connection's
+// handshake_succeeded may be printed before or after what the connection
+// carried.
+func (p *pyPeer) waitForAll(want map[string]any) {
+	p.t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	left := maps.Clone(want)
+	for len(left) > 0 {
+		m := p.nextWithin(max(time.Until(deadline), 0))
+		for k, v := range left {
+			if got, ok := m[k]; ok && got == v {
+				delete(left, k)
+			}
+		}
+		if m["event"] == "disconnected" {
+			p.t.Fatalf("libzmq disconnected (%v) while waiting for %v", m, left)
 		}
 	}
 }
@@ -305,7 +327,7 @@ func TestInteropPingPyzmqSub(t *testing.T) {
 func TestInteropPingPyzmqPub(t *testing.T) {
 	py := startPy(t, "hbpub", "0", "0", "0")
 	sub := connected(t, py.waitFor("endpoint", nil)["endpoint"].(string), urlConfig(t, "ping=50ms&pingtimeout=200ms").SubscriberConfig())
-	py.waitFor("subscribed", "")
+	py.waitForAll(map[string]any{"subscribed": "", "event": "handshake_succeeded"})
 	py.hold(hbHold, func() error {
 		if st := sub.Stats(); st.HeartbeatTimeouts != 0 || st.Dialed != 1 || st.Publishers != 1 {
 			return fmt.Errorf("stats %+v: libzmq answers our PINGs", st)
