@@ -121,6 +121,7 @@ const (
 	DefaultMaxPartitions       = 1024             // per topic
 	DefaultMaxGroups           = 1 << 16
 	DefaultMaxOffsetMetadata   = 4096               // offset.metadata.max.bytes
+	DefaultMaxOffsetBytes      = 64 << 20           // Kafka sets no bound
 	DefaultOffsetsRetention    = 7 * 24 * time.Hour // offsets.retention.minutes
 )
 
@@ -215,6 +216,21 @@ type Config struct {
 	// coordinator takes the same limit: an OffsetCommit partition over
 	// it is answered OFFSET_METADATA_TOO_LARGE and not committed.
 	MaxOffsetMetadata int
+	// MaxOffsetBytes bounds the bytes the committed offsets of all
+	// groups hold, in memory and so in the offsets log and its replay
+	// (OffsetStore.Bytes): each committed partition counts as its topic
+	// and metadata plus 128 bytes, each group as its name plus 256. A
+	// commit that would take them past it first expires the groups past
+	// OffsetsRetention, and is refused (ErrOffsetsFull) if that does not
+	// make room; a commit that adds nothing (the same partitions, no
+	// longer metadata) is accepted even over it, so a store that holds
+	// more, the budget lowered since, still serves. Default 64 MiB:
+	// Kafka clients commit empty metadata unless told otherwise, so that
+	// is some 400 000 committed partitions (a thousand groups of 400),
+	// far more than a single node serves, while MaxGroups groups each
+	// committing thousands of partitions with 4 KiB of metadata could
+	// otherwise hold gigabytes. At least 1.
+	MaxOffsetBytes int64
 
 	// FS is the file layer. Default vfs.OS; tests put a disk that fails
 	// or loses power under the Store (vfs.Faults, vfs.Lazy).
@@ -248,6 +264,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.MaxPartitions, DefaultMaxPartitions)
 	setDefault(&c.MaxGroups, DefaultMaxGroups)
 	setDefault(&c.MaxOffsetMetadata, DefaultMaxOffsetMetadata)
+	setDefault(&c.MaxOffsetBytes, DefaultMaxOffsetBytes)
 	setDefault(&c.OffsetsRetention, DefaultOffsetsRetention)
 	if c.Now == nil {
 		c.Now = time.Now
@@ -290,6 +307,8 @@ func (c *Config) validate() error {
 		return &ConfigError{"MaxGroups", c.MaxGroups, "must be >= 1"}
 	case c.MaxOffsetMetadata < 0 || c.MaxOffsetMetadata > 1<<16-1:
 		return &ConfigError{"MaxOffsetMetadata", c.MaxOffsetMetadata, "must be in [0, 65535]"}
+	case c.MaxOffsetBytes < 1:
+		return &ConfigError{"MaxOffsetBytes", c.MaxOffsetBytes, "must be >= 1"}
 	case c.OffsetsRetention < time.Millisecond && c.OffsetsRetention != -1:
 		return &ConfigError{"OffsetsRetention", c.OffsetsRetention, "must be ≥ 1ms, or -1 for never"}
 	}

@@ -26,6 +26,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"MaxPartitions", -1, func(c *Config) { c.MaxPartitions = -1 }},
 		{"MaxGroups", -1, func(c *Config) { c.MaxGroups = -1 }},
 		{"MaxOffsetMetadata", 70000, func(c *Config) { c.MaxOffsetMetadata = 70000 }},
+		{"MaxOffsetBytes", int64(-1), func(c *Config) { c.MaxOffsetBytes = -1 }},
 		{"SegmentBytes", int64(100), func(c *Config) { c.SegmentBytes = 100 }},
 		{"SegmentAge", -2 * time.Second, func(c *Config) { c.SegmentAge = -2 * time.Second }},
 		{"IndexIntervalBytes", -1, func(c *Config) { c.IndexIntervalBytes = -1 }},

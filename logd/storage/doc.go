@@ -134,8 +134,14 @@
 // A group's offsets expire as Kafka's do (offsets.retention.minutes):
 // once it has gone OffsetsRetention (7 days) without a commit and
 // without members, at a maintenance pass or when a new group would
-// exceed MaxGroups; a group with members (logd's coordinator tells the
-// store which, [OffsetStore.SetActive]) keeps them.
+// exceed MaxGroups or MaxOffsetBytes; a group with members (logd's
+// coordinator tells the store which, [OffsetStore.SetActive]) keeps
+// them. The offsets held are bounded by MaxGroups groups and by
+// MaxOffsetBytes bytes ([OffsetStore.Bytes]; 64 MiB by default): a
+// commit that would pass either is refused (ErrTooManyGroups,
+// ErrOffsetsFull), one that adds nothing never is, so a store over a
+// lowered limit still opens and serves. The file's rewrite and its
+// replay on Open are bounded with them.
 //
 // # Resources
 //
@@ -143,7 +149,8 @@
 // segment's indexes (at most SegmentBytes/IndexIntervalBytes entries),
 // the producer state (at most MaxProducers) and a few words per segment;
 // scans use 1 MiB buffers, compaction a key map bounded by
-// CompactMaxKeys. Each segment holds three open files. Under FsyncAlways
+// CompactMaxKeys; committed offsets, MaxOffsetBytes. Each segment
+// holds three open files. Under FsyncAlways
 // each partition has one goroutine, the group committer; the Store has
 // one for maintenance and, under FsyncInterval, one timer.
 //

@@ -123,8 +123,8 @@ func FuzzRecovery(f *testing.F) {
 	})
 }
 
-// FuzzOffsetsLog: an arbitrary offsets log opens, keeps a valid prefix
-// and takes commits.
+// FuzzOffsetsLog: an arbitrary offsets log opens, keeps a valid prefix,
+// accounts exactly the bytes it holds and takes commits.
 func FuzzOffsetsLog(f *testing.F) {
 	valid := encodeCommit(nil, "g", 1_700_000_000_000, []GroupOffset{{"t", 0, 5, "m"}, {"u", 3, 9, ""}})
 	valid = append(valid, encodeDelete(offRecDelTopic, "u")...)
@@ -137,7 +137,7 @@ func FuzzOffsetsLog(f *testing.F) {
 		os.MkdirAll(filepath.Join(dir, offsetsDir), 0o755)
 		os.WriteFile(filepath.Join(dir, offsetsDir, offsetsFile), b, 0o644)
 		clk := newClock()
-		o, err := openOffsetStore(offsetsConfig{vfs.OS, dir, 100, 100, time.Hour, clk.now, newTestLogger(), nil})
+		o, err := openOffsetStore(offsetsConfig{vfs.OS, dir, 100, 100, 1 << 30, time.Hour, clk.now, newTestLogger(), nil})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,6 +147,9 @@ func FuzzOffsetsLog(f *testing.F) {
 		}
 		if off, _, ok := o.Fetch("g", "t", 1); !ok || off != 2 {
 			t.Fatal("commit lost")
+		}
+		if n, want := o.Bytes(), accounted(o); n != want {
+			t.Fatalf("Bytes() = %d, the offsets held count %d", n, want)
 		}
 	})
 }

@@ -56,6 +56,10 @@ type GroupOffset struct {
 // When the file grows past twice what the live offsets need (and at
 // least 1 MiB) it is rewritten as one commit record per group, to
 // offsets.log.tmp, fsynced and renamed over it.
+//
+// What the offsets hold is bounded in count (Config.MaxGroups) and in
+// bytes (Config.MaxOffsetBytes, see Bytes): a commit that would pass
+// either is refused, so memory, the file and its replay stay bounded.
 type OffsetStore struct {
 	mu        sync.Mutex
 	fs        vfs.FS
@@ -65,6 +69,8 @@ type OffsetStore struct {
 	groups    map[string]*offGroup
 	maxGroups int
 	maxMeta   int
+	maxBytes  int64 // MaxOffsetBytes
+	bytes     int64 // what the offsets are accounted at (offsets_budget.go)
 	closed    bool
 	rewriteAt int64 // file size at which to consider a rewrite
 
@@ -87,6 +93,8 @@ type offGroup struct {
 	// seen is the last time Expire found the group with members; kept
 	// in memory only.
 	seen int64
+	// bytes is the group's share of OffsetStore.bytes.
+	bytes int64
 }
 
 type groupKey struct {
@@ -130,6 +138,7 @@ type offsetsConfig struct {
 	dir       string
 	maxGroups int
 	maxMeta   int
+	maxBytes  int64
 	retention time.Duration // ≤ 0: never
 	now       func() time.Time
 	logger    *slog.Logger
@@ -137,7 +146,7 @@ type offsetsConfig struct {
 }
 
 func (c *Config) offsets() offsetsConfig {
-	return offsetsConfig{c.FS, c.Dir, c.MaxGroups, c.MaxOffsetMetadata, c.OffsetsRetention, c.Now, c.Logger, hooks(c.Hooks)}
+	return offsetsConfig{c.FS, c.Dir, c.MaxGroups, c.MaxOffsetMetadata, c.MaxOffsetBytes, c.OffsetsRetention, c.Now, c.Logger, hooks(c.Hooks)}
 }
 
 func openOffsetStore(cfg offsetsConfig) (*OffsetStore, error) {
@@ -148,7 +157,7 @@ func openOffsetStore(cfg offsetsConfig) (*OffsetStore, error) {
 	}
 	fsys.Remove(filepath.Join(dir, offsetsFile+tmpSuffix))
 	o := &OffsetStore{fs: fsys, path: filepath.Join(dir, offsetsFile), groups: map[string]*offGroup{},
-		maxGroups: cfg.maxGroups, maxMeta: cfg.maxMeta,
+		maxGroups: cfg.maxGroups, maxMeta: cfg.maxMeta, maxBytes: cfg.maxBytes,
 		retention: cfg.retention.Milliseconds(), now: cfg.now, loadedAt: cfg.now().UnixMilli(), nextExpiry: math.MaxInt64,
 		logger: logger, hooks: cfg.hooks}
 	b, err := vfs.ReadFile(fsys, o.path)
@@ -184,6 +193,11 @@ func openOffsetStore(cfg offsetsConfig) (*OffsetStore, error) {
 	}
 	o.size = good
 	o.rewriteAt = max(offsetsMinFile, 2*good)
+	if o.bytes > o.maxBytes || len(o.groups) > o.maxGroups {
+		// Limits lowered since: serve what is held, refuse growth.
+		logger.Warn("storage: committed offsets over their limits; commits that add groups or bytes are refused until expiry or deletion makes room",
+			"groups", len(o.groups), "max_groups", o.maxGroups, "bytes", o.bytes, "max_bytes", o.maxBytes)
+	}
 	return o, nil
 }
 
@@ -253,12 +267,20 @@ func (o *OffsetStore) apply(p []byte) error {
 		}
 		g := o.groups[group]
 		if g == nil {
-			g = &offGroup{offs: map[groupKey]GroupOffset{}}
+			g = &offGroup{offs: map[groupKey]GroupOffset{}, bytes: groupBytes(group)}
 			o.groups[group] = g
+			o.bytes += g.bytes
 		}
+		before := g.bytes
 		for _, x := range offs {
-			g.offs[groupKey{x.Topic, x.Partition}] = x
+			k := groupKey{x.Topic, x.Partition}
+			if old, ok := g.offs[k]; ok {
+				g.bytes -= entryBytes(old)
+			}
+			g.offs[k] = x
+			g.bytes += entryBytes(x)
 		}
+		o.bytes += g.bytes - before
 		g.at = at
 		o.expiresAt(at)
 	case offRecDelGroup, offRecDelTopic:
@@ -267,16 +289,22 @@ func (o *OffsetStore) apply(p []byte) error {
 			return errBadOffsetRecord
 		}
 		if typ == offRecDelGroup {
-			delete(o.groups, name)
+			if g := o.groups[name]; g != nil {
+				o.bytes -= g.bytes
+				delete(o.groups, name)
+			}
 			break
 		}
 		for gname, g := range o.groups {
-			for k := range g.offs {
+			for k, x := range g.offs {
 				if k.topic == name {
 					delete(g.offs, k)
+					g.bytes -= entryBytes(x)
+					o.bytes -= entryBytes(x)
 				}
 			}
 			if len(g.offs) == 0 {
+				o.bytes -= g.bytes
 				delete(o.groups, gname)
 			}
 		}
@@ -322,9 +350,10 @@ func sealRecord(b []byte, start int) []byte {
 }
 
 // Commit stores a group's offsets, all or none, and returns once they
-// are on disk. A new group when MaxGroups hold offsets first expires
-// those past retention (see Expire), and gets ErrTooManyGroups if none
-// is.
+// are on disk. A new group when MaxGroups hold offsets, or a commit that
+// would take the offsets past MaxOffsetBytes, first expires the groups
+// past retention (see Expire), and gets ErrTooManyGroups or
+// ErrOffsetsFull if that does not make room.
 func (o *OffsetStore) Commit(group string, offsets []GroupOffset) error {
 	if len(group) > MaxGroupBytes {
 		return fmt.Errorf("%w: %d bytes, more than %d", ErrInvalidGroup, len(group), MaxGroupBytes)
@@ -341,7 +370,7 @@ func (o *OffsetStore) Commit(group string, offsets []GroupOffset) error {
 	rec := encodeCommit(nil, group, now, offsets)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := o.roomFor(group, now); err != nil {
+	if err := o.roomFor(group, offsets, now); err != nil {
 		return err
 	}
 	if err := o.write(rec); err != nil {

@@ -67,8 +67,8 @@ func (o *OffsetStore) listActive() []string {
 // OffsetsRetention without a commit and without members, as of now, and
 // returns how many groups it deleted. Each is logged and told to the
 // HookGroupOffsetsExpire hooks. The Store's maintenance calls it every
-// MaintenanceInterval; Commit calls it when MaxGroups groups hold
-// offsets and a new one commits. It does nothing when OffsetsRetention
+// MaintenanceInterval; Commit calls it when a commit would pass
+// MaxGroups or MaxOffsetBytes. It does nothing when OffsetsRetention
 // is -1.
 func (o *OffsetStore) Expire(now time.Time) (int, error) {
 	if o.retention <= 0 {
@@ -80,22 +80,19 @@ func (o *OffsetStore) Expire(now time.Time) (int, error) {
 	return o.expire(now.UnixMilli(), active)
 }
 
-// roomFor returns nil when group may commit: it holds offsets, or
-// fewer than MaxGroups groups do, or expiring those past retention
-// makes room. o.mu is held; it is released while the active groups are
-// listed.
-func (o *OffsetStore) roomFor(group string, now int64) error {
+// roomFor returns nil when group may commit offs: they fit the limits
+// (see fits), or do once the groups past retention are expired. o.mu is
+// held; it is released while the active groups are listed.
+func (o *OffsetStore) roomFor(group string, offs []GroupOffset, now int64) error {
 	for tried := false; ; tried = true {
 		if o.closed {
 			return ErrClosed
 		}
-		if _, ok := o.groups[group]; ok || len(o.groups) < o.maxGroups {
-			return nil
-		}
-		// nextExpiry makes a flood of new groups into a full store cost
-		// one scan per expiry due, not one per commit.
-		if tried || o.retention <= 0 || now < o.nextExpiry {
-			return ErrTooManyGroups
+		err := o.fits(group, offs)
+		// nextExpiry makes a flood of commits into a full store cost one
+		// scan per expiry due, not one per commit.
+		if err == nil || tried || o.retention <= 0 || now < o.nextExpiry {
+			return err
 		}
 		o.mu.Unlock()
 		active := o.listActive()
