@@ -149,10 +149,10 @@
 // segment's indexes (at most SegmentBytes/IndexIntervalBytes entries),
 // the producer state (at most MaxProducers) and a few words per segment;
 // scans use 1 MiB buffers, compaction a key map bounded by
-// CompactMaxKeys; committed offsets, MaxOffsetBytes. Each segment
-// holds three open files. Under FsyncAlways
-// each partition has one goroutine, the group committer; the Store has
-// one for maintenance and, under FsyncInterval, one timer.
+// CompactMaxKeys; committed offsets are bounded by MaxOffsetBytes. Each
+// segment holds three open files. Under FsyncAlways each partition has
+// one goroutine, the group committer; the Store has one for
+// maintenance and, under FsyncInterval, one timer.
 //
 // # Errors
 //
