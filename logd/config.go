@@ -159,6 +159,8 @@ func (c *Config) setDefaults() {
 	// The group coordinator refuses (OFFSET_METADATA_TOO_LARGE) what the
 	// store would: one limit for both.
 	setDefault(&c.Storage.MaxOffsetMetadata, storage.DefaultMaxOffsetMetadata)
+	// /metrics shows the budget of committed offsets.
+	setDefault(&c.Storage.MaxOffsetBytes, storage.DefaultMaxOffsetBytes)
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.MinSessionTimeout, DefaultMinSessionTimeout)
 	setDefault(&c.MaxSessionTimeout, DefaultMaxSessionTimeout)
@@ -226,7 +228,7 @@ func (c *Config) validate() error {
 	return nestConfigError("Storage.", c.Storage.Validate())
 }
 
-func setDefault[T int | time.Duration](v *T, d T) {
+func setDefault[T int | int64 | time.Duration](v *T, d T) {
 	if *v == 0 {
 		*v = d
 	}

@@ -50,6 +50,18 @@
 // POLICY_VIOLATION (not retriable: the client reports it), counted
 // (logd_group_offsets_refused_total) and logged at most once per
 // WarnLogGap; expiries are counted too (logd_group_offsets_expired_total).
+// The bytes the offsets hold are bounded too, Storage.MaxOffsetBytes
+// (64 MiB by default; each committed partition counts as its topic and
+// metadata plus 128 bytes): without it MaxGroups groups committing
+// every partition with 4 KiB of metadata would hold gigabytes. A commit
+// that would pass it, none expired, is answered
+// INVALID_COMMIT_OFFSET_SIZE (Kafka's answer to a commit its offsets
+// topic refuses for size; not retriable), counted
+// (logd_group_offsets_over_budget_total; logd_group_offsets_bytes shows
+// what is held) and logged like the MaxGroups refusals. A commit that
+// adds no bytes is always accepted, so a store over a lowered budget
+// starts and serves. Commits for partitions that do not exist are
+// answered UNKNOWN_TOPIC_OR_PARTITION, as by Kafka.
 //
 // With Config.Auth.Users set, clients must authenticate (SASL PLAIN,
 // SCRAM-SHA-256/512, or a verified TLS client certificate naming a

@@ -68,6 +68,11 @@ func (s *Server) writeMetrics(w io.Writer) {
 	p.counter("logd_topics_refused_total", "Topic creations refused: MaxTopics reached.", m.topicsRefused.Load())
 	p.counter("logd_group_offsets_expired_total", "Consumer groups whose committed offsets were deleted after Storage.OffsetsRetention without a commit and without members.", m.offsetsExpired.Load())
 	p.counter("logd_group_offsets_refused_total", "Offset commits of a new consumer group refused (POLICY_VIOLATION): Storage.MaxGroups groups hold offsets and none has expired.", m.groupsRefused.Load())
+	p.counter("logd_group_offsets_over_budget_total", "Offset commits refused (INVALID_COMMIT_OFFSET_SIZE): they would take the committed offsets past Storage.MaxOffsetBytes and none has expired.", m.offsetsOverBudget.Load())
+	p.family("logd_group_offsets_bytes", "gauge", "Bytes the committed offsets of all consumer groups are accounted at (bounded by Storage.MaxOffsetBytes).")
+	p.sample("logd_group_offsets_bytes", nil, float64(s.store.Offsets().Bytes()))
+	p.family("logd_group_offsets_limit_bytes", "gauge", "Bound of the committed offsets' bytes (Storage.MaxOffsetBytes).")
+	p.sample("logd_group_offsets_limit_bytes", nil, float64(s.cfg.Storage.MaxOffsetBytes))
 
 	m.mu.Lock()
 	keys := make([]int16, 0, len(m.requests))

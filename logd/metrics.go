@@ -38,9 +38,11 @@ type metrics struct {
 	truncations       atomic.Uint64
 	topicsRefused     atomic.Uint64
 	// offsetsExpired counts groups whose offsets expired; groupsRefused,
-	// commits of new groups refused for Storage.MaxGroups.
-	offsetsExpired atomic.Uint64
-	groupsRefused  atomic.Uint64
+	// commits of new groups refused for Storage.MaxGroups;
+	// offsetsOverBudget, commits refused for Storage.MaxOffsetBytes.
+	offsetsExpired    atomic.Uint64
+	groupsRefused     atomic.Uint64
+	offsetsOverBudget atomic.Uint64
 
 	mu       sync.Mutex
 	requests map[int16]*apiStats

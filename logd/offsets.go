@@ -20,8 +20,9 @@ type groupOffsets struct {
 	srv   *Server
 	s     *storage.OffsetStore
 	coord atomic.Pointer[groups.Coordinator]
-	// full limits the warnings about commits refused for MaxGroups.
-	full warnLimiter
+	// full and overBudget limit the warnings about commits refused for
+	// MaxGroups and for MaxOffsetBytes.
+	full, overBudget warnLimiter
 }
 
 var (
@@ -42,6 +43,20 @@ var (
 // kerr.PolicyViolation.) Such refusals are counted
 // (logd_group_offsets_refused_total) and logged as a WARN at most once
 // per WarnLogGap.
+//
+// A commit that would take the offsets held past
+// Storage.MaxOffsetBytes, none expired, is answered
+// INVALID_COMMIT_OFFSET_SIZE: what Kafka answers an OffsetCommit whose
+// offsets its offsets topic refuses for their size (a record over the
+// topic's configured max.message.bytes), one of the codes OffsetCommit
+// is documented to return. It is not retriable, and clients name it:
+// Java's consumer raises InvalidCommitOffsetSizeException ("The
+// committing offset data size is not valid.") where it would call
+// POLICY_VIOLATION unexpected, franz-go returns
+// kerr.InvalidCommitOffsetSize, librdkafka "Broker: Invalid commit
+// offset size". Such refusals are counted
+// (logd_group_offsets_over_budget_total) and logged as the MaxGroups
+// ones.
 func (g *groupOffsets) Commit(group string, offsets []groups.Committed) error {
 	out := make([]storage.GroupOffset, len(offsets))
 	for i, o := range offsets {
@@ -54,6 +69,11 @@ func (g *groupOffsets) Commit(group string, offsets []groups.Committed) error {
 		g.srv.warn(&g.full, "logd: offset commit of a new group refused: Storage.MaxGroups groups hold offsets and none has expired (Storage.OffsetsRetention)",
 			"group", clip(group, 256), "max_groups", cmp.Or(g.srv.cfg.Storage.MaxGroups, storage.DefaultMaxGroups))
 		return fmt.Errorf("%w: %w", kerr.PolicyViolation, err)
+	case errors.Is(err, storage.ErrOffsetsFull):
+		g.srv.metrics.offsetsOverBudget.Add(1)
+		g.srv.warn(&g.overBudget, "logd: offset commit refused: the committed offsets would pass Storage.MaxOffsetBytes and none has expired (Storage.OffsetsRetention)",
+			"group", clip(group, 256), "partitions", len(offsets), "err", err)
+		return fmt.Errorf("%w: %w", kerr.InvalidCommitOffsetSize, err)
 	case errors.Is(err, storage.ErrInvalidGroup):
 		return fmt.Errorf("%w: %w", kerr.InvalidGroupID, err)
 	case errors.Is(err, storage.ErrMetadataTooLarge):
