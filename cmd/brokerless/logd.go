@@ -35,7 +35,10 @@ rebuilds damaged indexes.
 Committed offsets are kept per consumer group and expire as Kafka's
 do: once a group has gone --offsets-retention (default 7 days) without
 a commit and without members. A group with members keeps them however
-long it goes without committing.
+long it goes without committing. The offsets of all groups together hold
+at most --max-offset-bytes (64 MiB); a commit that would pass it, none
+expired, is refused with INVALID_COMMIT_OFFSET_SIZE and counted in
+/metrics. Commits for partitions that do not exist are refused.
 
 Connections are bounded: --max-connections in all, --max-connections-per-ip
 from one address; a new connection must send its first request within
@@ -96,6 +99,7 @@ func runLogd(ctx context.Context, inv *invocation) error {
 	fs.Int64Var(&cfg.Storage.SegmentBytes, "segment-bytes", 128<<20, "roll a segment at this size (1 KiB to 1 GiB)")
 	fs.Var(durationOrNever{&cfg.Storage.SegmentAge}, "segment-age", "roll a segment at this age (negative: never)")
 	fs.Var(durationOrNever{&cfg.Storage.OffsetsRetention}, "offsets-retention", "delete a consumer group's committed offsets once it has gone this long without a commit and without members, as Kafka's offsets.retention.minutes (negative: never)")
+	fs.Int64Var(&cfg.Storage.MaxOffsetBytes, "max-offset-bytes", storage.DefaultMaxOffsetBytes, "memory the committed offsets of all consumer groups may hold (each committed partition counts as its topic and metadata plus 128 bytes); a commit past it, none expired, is refused with INVALID_COMMIT_OFFSET_SIZE; set below what a restarted logd holds, it still serves them and refuses only growth")
 	fs.DurationVar(&cfg.Storage.MaintenanceInterval, "maintenance-interval", storage.DefaultMaintenanceInterval, "how often retention, compaction and offsets expiry run and fenced partitions retry (compacted topics also compact when a segment rolls)")
 	autoCreate := fs.Bool("auto-create", true, "create unknown topics on first produce or metadata request, as Kafka does (false: clients get UNKNOWN_TOPIC_OR_PARTITION)")
 	fs.Int32Var(&cfg.DefaultPartitions, "partitions", 1, "partitions of auto-created topics")

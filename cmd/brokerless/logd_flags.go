@@ -30,6 +30,7 @@ var logdFlagOf = map[string]string{
 	"Storage.SegmentAge":          "segment-age",
 	"Storage.MaintenanceInterval": "maintenance-interval",
 	"Storage.OffsetsRetention":    "offsets-retention",
+	"Storage.MaxOffsetBytes":      "max-offset-bytes",
 
 	"MaxUnauthenticatedRequestBytes": "max-unauthenticated-request-bytes",
 	"MaxRebalanceTimeout":            "max-rebalance-timeout",
@@ -64,6 +65,7 @@ func checkLogdFlags(fs *pflag.FlagSet, cfg *logd.Config) error {
 		{"segment-age", st.SegmentAge == 0, "must be > 0, or negative for never"},
 		{"maintenance-interval", st.MaintenanceInterval == 0, "must be > 0"},
 		{"offsets-retention", st.OffsetsRetention == 0, "must be > 0, or negative for never"},
+		{"max-offset-bytes", st.MaxOffsetBytes == 0, "must be ≥ 1"},
 	} {
 		if z.isZero && fs.Changed(z.flag) {
 			return usagef("--%s %s: %s", z.flag, fs.Lookup(z.flag).Value, z.want)

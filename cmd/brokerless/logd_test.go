@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // startLogd runs `brokerless logd` with args until the test ends and
@@ -67,6 +69,44 @@ func TestLogdCommand(t *testing.T) {
 	defer cl.Close()
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "cli", Value: []byte("hi")}).FirstErr(); err != nil {
 		t.Fatal(err)
+	}
+	stopLogd(t, cancel, done)
+}
+
+// TestLogdMaxOffsetBytes: --max-offset-bytes reaches the store: a
+// commit past it is refused with INVALID_COMMIT_OFFSET_SIZE.
+func TestLogdMaxOffsetBytes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, _, done := startLogd(t, ctx, "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--max-offset-bytes", "4096")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "cli", Value: []byte("hi")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(meta string) error {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.Generation = "g", -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "cli"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Offset, rp.Metadata = 1, &meta
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	if err := commit(""); err != nil {
+		t.Fatalf("a small commit: %v", err)
+	}
+	if err := commit(strings.Repeat("m", 4000)); !errors.Is(err, kerr.InvalidCommitOffsetSize) {
+		t.Fatalf("a commit past --max-offset-bytes: %v, want INVALID_COMMIT_OFFSET_SIZE", err)
 	}
 	stopLogd(t, cancel, done)
 }
@@ -142,6 +182,8 @@ func TestLogdBadFlags(t *testing.T) {
 		{[]string{"--offsets-retention", "0"}, "--offsets-retention 0s: must be > 0, or negative for never"},
 		{[]string{"--offsets-retention", "1us"}, "--offsets-retention 1µs: must be ≥ 1ms"},
 		{[]string{"--offsets-retention", "7"}, `invalid argument "7" for "--offsets-retention" flag`},
+		{[]string{"--max-offset-bytes", "0"}, "--max-offset-bytes 0: must be ≥ 1"},
+		{[]string{"--max-offset-bytes", "-1"}, "--max-offset-bytes -1: must be >= 1"},
 		{[]string{"--fsync-interval", "-1s"}, "--fsync-interval -1s"},
 		{[]string{"--segment-bytes", "100"}, "--segment-bytes 100"},
 		{[]string{"--segment-bytes", "2147483648"}, "--segment-bytes 2147483648"},
