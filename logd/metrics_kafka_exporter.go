@@ -19,7 +19,11 @@ func (s *Server) writeKafkaExporterMetrics(p *promWriter) {
 	p.family("kafka_brokers", "gauge", "Number of Brokers in the Kafka Cluster.")
 	p.sample("kafka_brokers", nil, 1)
 	p.family("kafka_broker_info", "gauge", "Information about the Kafka Broker.")
-	p.sample("kafka_broker_info", []string{"address", net.JoinHostPort(s.host, strconv.Itoa(int(s.port))), "id", strconv.Itoa(nodeID)}, 1)
+	// Serve sets the address under s.mu, perhaps while /metrics is read.
+	s.mu.Lock()
+	host, port := s.host, s.port
+	s.mu.Unlock()
+	p.sample("kafka_broker_info", []string{"address", net.JoinHostPort(host, strconv.Itoa(int(port))), "id", strconv.Itoa(nodeID)}, 1)
 
 	type part struct {
 		topic, partition string
