@@ -3,7 +3,9 @@ package statsd
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -285,4 +287,45 @@ func TestAggregatorSnapshotValues(t *testing.T) {
 			t.Errorf("second flush: rt values %v", tv.Values)
 		}
 	}
+}
+
+// TestAggregatorSetMemoryReturned: a set's members are forgotten at each
+// flush, and so is the memory a burst of them took: sets that each once
+// held many members, now idle, hold about what idle sets hold (Go maps
+// keep their size when cleared).
+func TestAggregatorSetMemoryReturned(t *testing.T) {
+	const sets, burst = 40, 20_000
+	a := mustAggregator(t, AggregatorConfig{})
+	heap := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	member := make([]byte, 0, 16)
+	add := func(set, n int) {
+		key := []byte(fmt.Sprintf("s%d", set))
+		for j := range n {
+			member = strconv.AppendInt(member[:0], int64(j), 10)
+			a.Add(&Metric{Key: key, Type: Set, Member: member})
+		}
+	}
+	for i := range sets {
+		add(i, 1)
+	}
+	a.Flush(t0)
+	a.Flush(t0)
+	idle := heap()
+	for i := range sets {
+		add(i, burst) // one set after the other, each for one interval
+		a.Flush(t0)
+	}
+	snap := a.Flush(t0)
+	if len(snap.Sets) != sets {
+		t.Fatalf("%d sets, want %d", len(snap.Sets), sets)
+	}
+	if grew := heap() - idle; grew > 2<<20 {
+		t.Errorf("idle sets hold %d bytes more after a burst of %d members each", grew, burst)
+	}
+	runtime.KeepAlive(a)
 }
