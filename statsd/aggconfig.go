@@ -69,7 +69,8 @@ type AggregatorConfig struct {
 	// MaxTimerSamples bounds the timer values kept between two flushes
 	// (the previous flush's are kept beside them until the next flush,
 	// in its Snapshot: TimerValue.Values); MaxSetMembers the set
-	// members. Beyond them values are dropped and counted. Defaults
+	// members, each held in at most 32 bytes (a longer member as its
+	// SHA-256). Beyond them values are dropped and counted. Defaults
 	// 5,000,000 and 1,000,000.
 	MaxTimerSamples, MaxSetMembers int
 	// MaxClients bounds the clients whose sequence lines are tracked;

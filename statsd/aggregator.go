@@ -1,5 +1,7 @@
 package statsd
 
+import "crypto/sha256"
+
 // Aggregator keeps the metrics between two flushes and computes each
 // flush as Etsy statsd 0.9.0 does (stats.js and lib/process_metrics.js).
 // It does no I/O and reads no clock: the caller passes the flush time.
@@ -182,7 +184,9 @@ func (a *Aggregator) Add(m *Metric) bool {
 			a.sets[string(m.Key)] = s
 		}
 		s.seen = a.flushes
-		if _, ok := s.members[string(m.Member)]; ok {
+		var digest [sha256.Size]byte
+		member := setMember(m.Member, &digest)
+		if _, ok := s.members[string(member)]; ok {
 			return true
 		}
 		if a.members >= a.cfg.MaxSetMembers {
@@ -190,7 +194,7 @@ func (a *Aggregator) Add(m *Metric) bool {
 			return false
 		}
 		a.members++
-		s.members[string(m.Member)] = struct{}{}
+		s.members[string(member)] = struct{}{}
 	case Sequence:
 		if !a.seq.observe(m.Key, m.Seq) {
 			a.dropped.Clients++
@@ -198,6 +202,19 @@ func (a *Aggregator) Add(m *Metric) bool {
 		}
 	}
 	return true
+}
+
+// setMember is what a set keeps of a member: the member itself when
+// shorter than a SHA-256 digest, else its digest (in d). So a member
+// costs at most 32 bytes however long it was (up to a datagram or a TCP
+// line), and distinct members stay distinct: a digest is 32 bytes long,
+// a member kept as it is shorter.
+func setMember(m []byte, d *[sha256.Size]byte) []byte {
+	if len(m) < sha256.Size {
+		return m
+	}
+	*d = sha256.Sum256(m)
+	return d[:]
 }
 
 func (a *Aggregator) newKey() bool {

@@ -1,9 +1,12 @@
 package statsd
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -284,5 +287,89 @@ func TestAggregatorSnapshotValues(t *testing.T) {
 		if tv.Key == "rt" && fmt.Sprint(tv.Values) != "[6 7 8 9]" {
 			t.Errorf("second flush: rt values %v", tv.Values)
 		}
+	}
+}
+
+// TestAggregatorSetMemoryReturned: a set's members are forgotten at each
+// flush, and so is the memory a burst of them took: sets that each once
+// held many members, now idle, hold about what idle sets hold (Go maps
+// keep their size when cleared).
+func TestAggregatorSetMemoryReturned(t *testing.T) {
+	const sets, burst = 40, 20_000
+	a := mustAggregator(t, AggregatorConfig{})
+	heap := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	member := make([]byte, 0, 16)
+	add := func(set, n int) {
+		key := []byte(fmt.Sprintf("s%d", set))
+		for j := range n {
+			member = strconv.AppendInt(member[:0], int64(j), 10)
+			a.Add(&Metric{Key: key, Type: Set, Member: member})
+		}
+	}
+	for i := range sets {
+		add(i, 1)
+	}
+	a.Flush(t0)
+	a.Flush(t0)
+	idle := heap()
+	for i := range sets {
+		add(i, burst) // one set after the other, each for one interval
+		a.Flush(t0)
+	}
+	snap := a.Flush(t0)
+	if len(snap.Sets) != sets {
+		t.Fatalf("%d sets, want %d", len(snap.Sets), sets)
+	}
+	if grew := heap() - idle; grew > 2<<20 {
+		t.Errorf("idle sets hold %d bytes more after a burst of %d members each", grew, burst)
+	}
+	runtime.KeepAlive(a)
+}
+
+// TestAggregatorSetMemberBytes: a set holds a bounded number of bytes
+// per member whatever the members' length (up to a datagram or a TCP
+// line each), and still counts exactly the distinct members: long ones
+// that differ only in their last byte are two, one sent twice is one.
+func TestAggregatorSetMemberBytes(t *testing.T) {
+	const members, size = 200, 60_000
+	a := mustAggregator(t, AggregatorConfig{})
+	heap := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	member := []byte(strings.Repeat("m", size))
+	add := func(key string, m []byte) { a.Add(&Metric{Key: []byte(key), Type: Set, Member: m}) }
+	add("big", []byte("short"))
+	before := heap()
+	for i := range members {
+		copy(member[size-8:], fmt.Sprintf("%08d", i))
+		add("big", member)
+		add("big", member)
+	}
+	grew := heap() - before
+	for _, m := range []string{"", "x", strings.Repeat("y", 31), strings.Repeat("y", 32), strings.Repeat("y", 33)} {
+		add("lengths", []byte(m))
+		add("lengths", []byte(m))
+	}
+	// A member made of a long one's digest is another member.
+	digest := sha256.Sum256(member)
+	add("crafted", member)
+	add("crafted", digest[:])
+	counts := map[string]int{}
+	for _, s := range a.Flush(t0).Sets {
+		counts[s.Key] = s.Count
+	}
+	if counts["big"] != members+1 || counts["lengths"] != 5 || counts["crafted"] != 2 {
+		t.Errorf("counts %v, want big %d, lengths 5, crafted 2", counts, members+1)
+	}
+	if grew > 1<<20 {
+		t.Errorf("%d members of %d bytes took %d bytes", members, size, grew)
 	}
 }

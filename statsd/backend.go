@@ -2,9 +2,11 @@ package statsd
 
 import "context"
 
-// Backend receives every flush. The Server calls Flush from one
-// goroutine, one backend after the other, with a context bounded by
-// Config.BackendTimeout.
+// Backend receives every flush. The Server calls each backend's Flush
+// one flush at a time, all the backends of a flush at once (each from a
+// goroutine of its own, sharing the Snapshot, which they only read),
+// with a context bounded by Config.BackendTimeout and, under Serve, by
+// the next flush.
 type Backend interface {
 	// Name names the backend in logs and self-metrics.
 	Name() string

@@ -59,13 +59,14 @@ type Config struct {
 	// the Graphite backend then sanitizes names itself, as Etsy's does.
 	NoSanitize bool
 
-	// Backends receive every flush, in order. PacketBackends among them
-	// also see every packet.
+	// Backends receive every flush, all at once. PacketBackends among
+	// them also see every packet.
 	Backends []Backend
 	// BadLineLogGap is the least time between two logged bad lines
 	// (they are all counted). Default 1 s.
 	BadLineLogGap time.Duration
-	// BackendTimeout bounds one backend's flush. Default 5 s.
+	// BackendTimeout bounds one backend's flush; under Serve the next
+	// flush bounds it too. Default 5 s.
 	BackendTimeout time.Duration
 	// Logger receives bad lines, clamped buffers and backend failures.
 	// Default: discard.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 )
 
 // Console writes each flush as JSON lines, one object per metric:
@@ -95,13 +96,13 @@ func jsonLine(b []byte, ts int64, typ, key string, values []Stat) []byte {
 	b = append(b, `,"type":"`...)
 	b = append(b, typ...)
 	b = append(b, `","key":`...)
-	b = strconv.AppendQuote(b, key)
+	b = appendJSONString(b, key)
 	b = append(b, `,"values":{`...)
 	for i, v := range values {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendQuote(b, v.Name)
+		b = appendJSONString(b, v.Name)
 		b = append(b, ':')
 		if f := v.Value; f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308 {
 			b = append(b, "null"...)
@@ -110,4 +111,36 @@ func jsonLine(b []byte, ts int64, typ, key string, values []Stat) []byte {
 		}
 	}
 	return append(b, "}}\n"...)
+}
+
+// appendJSONString appends s as a JSON string (RFC 8259): '"', '\\' and
+// the control characters escaped, invalid UTF-8 as U+FFFD. (Go's
+// strconv.Quote is not JSON: it writes "\x01".) Keys not sanitized
+// (keyNameSanitize: false) may hold any byte but '\n'.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				b = append(b, `\ufffd`...)
+			} else {
+				b = append(b, s[i:i+n]...)
+			}
+			i += n
+			continue
+		}
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+		i++
+	}
+	return append(b, '"')
 }

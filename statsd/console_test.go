@@ -78,3 +78,51 @@ func sortLines(s string) string {
 	sort.Strings(lines)
 	return strings.Join(lines, "")
 }
+
+// TestConsoleJSONUnsanitizedKeys: with keyNameSanitize off (Parser.NoSanitize)
+// a key holds any byte but '\n' and ':'; each line is still JSON and its
+// "key" reads back as the key (invalid UTF-8 as U+FFFD), whatever
+// control characters, DEL, quotes or backslashes it has.
+func TestConsoleJSONUnsanitizedKeys(t *testing.T) {
+	a := mustAggregator(t, AggregatorConfig{})
+	p := Parser{NoSanitize: true}
+	want := map[string]bool{}
+	for line, key := range map[string]string{
+		"ctl\x01\x1f\tx:1|c":  "ctl\x01\x1f\tx",
+		"del\x7f:1|g":         "del\x7f",
+		"bad\xff\xfe:1|ms":    "bad\ufffd\ufffd",
+		`q"uote\:1|s`:         `q"uote\`,
+		"tag:1|c|#k:v\x02\rz": "tag;k=v\x02\rz",
+		"cr\rlf:1|c":          "cr\rlf",
+	} {
+		ms, bad, why := p.AppendLine(nil, []byte(line))
+		if bad != 0 {
+			t.Fatalf("%q: bad line (%v)", line, why)
+		}
+		for i := range ms {
+			a.Add(&ms[i])
+		}
+		want[key] = true
+	}
+	var out bytes.Buffer
+	if err := NewConsole(&out, ConsoleConfig{}).Flush(context.Background(), a.Flush(t0)); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var line struct {
+			Key string `json:"key"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Errorf("not JSON: %s: %v", sc.Text(), err)
+			continue
+		}
+		if !want[line.Key] {
+			t.Errorf("key %q is none of those sent: %s", line.Key, sc.Text())
+		}
+		delete(want, line.Key)
+	}
+	if len(want) > 0 {
+		t.Errorf("%d keys missing: %v", len(want), want)
+	}
+}

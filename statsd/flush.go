@@ -123,6 +123,12 @@ func (a *Aggregator) reset() {
 			a.forget(false)
 			continue
 		}
+		if len(set.members) > keepSetMembers {
+			// Go maps keep their size when cleared: a burst's memory
+			// goes back now, not when the key goes.
+			set.members = make(map[string]struct{})
+			continue
+		}
 		clear(set.members)
 	}
 	if a.cfg.DeleteGauges {
@@ -146,8 +152,12 @@ func (a *Aggregator) forget(own bool) {
 }
 
 // keepTimerCap is the largest timer buffer kept from one interval to
-// the next.
-const keepTimerCap = 4096
+// the next, keepSetMembers the most members of a set whose map is
+// cleared and kept rather than made anew.
+const (
+	keepTimerCap   = 4096
+	keepSetMembers = 1024
+)
 
 // keepCounter: with deleteCounters, Etsy still keeps (at 0) every
 // counter whose key contains the name of one of its own counters.

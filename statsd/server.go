@@ -213,27 +213,44 @@ func (s *Server) repeat(p []byte) {
 // ctx ends; then it closes the listeners, makes a final flush, closes
 // the backends and returns nil. It returns ErrClosed if the server was
 // already closed.
+//
+// The backends of a flush have until the next flush at most (and
+// BackendTimeout), so a slow backend never delays or skips a flush: the
+// rates divide by FlushInterval, as Etsy's do, and would be too high
+// over a longer interval.
 func (s *Server) Serve(ctx context.Context) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
 	interval := s.cfg.FlushInterval
+	tick := func(now time.Time) time.Time {
+		return time.UnixMilli((now.UnixMilli()/interval.Milliseconds() + 1) * interval.Milliseconds())
+	}
+	next := tick(s.cfg.Now())
 	for {
-		now := s.cfg.Now()
-		next := time.UnixMilli((now.UnixMilli()/interval.Milliseconds() + 1) * interval.Milliseconds())
-		t := time.NewTimer(next.Sub(now))
+		t := time.NewTimer(next.Sub(s.cfg.Now()))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return s.Close()
 		case <-t.C:
-			s.Flush(context.WithoutCancel(ctx))
+			after := next.Add(interval)
+			fctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), after)
+			s.Flush(fctx)
+			cancel()
+			next = after
+			// A flush that ended a whole interval late (a backend
+			// that ignores its context) leaves the grid's next tick.
+			if now := s.cfg.Now(); now.Sub(next) >= interval {
+				next = tick(now)
+			}
 		}
 	}
 }
 
 // Flush flushes now: it computes the snapshot, hands it to every
-// backend, and returns it.
+// backend at once (each with ctx, bounded by BackendTimeout), waits for
+// them and returns it.
 func (s *Server) Flush(ctx context.Context) *Snapshot {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
@@ -246,13 +263,23 @@ func (s *Server) Flush(ctx context.Context) *Snapshot {
 	snap.Server.Listen = s.listenStats()
 	snap.Server.BackendErrors = s.backErrs
 	s.backErrs = make(map[string]uint64)
-	for _, b := range s.cfg.Backends {
-		bctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
-		err := b.Flush(bctx, snap)
-		cancel()
+	// Each backend in its goroutine, so that a slow one (a logd or a
+	// Carbon down) does not hold the others back.
+	errs := make([]error, len(s.cfg.Backends))
+	var wg sync.WaitGroup
+	for i, b := range s.cfg.Backends {
+		wg.Go(func() {
+			bctx, cancel := context.WithTimeout(ctx, s.cfg.BackendTimeout)
+			defer cancel()
+			errs[i] = b.Flush(bctx, snap)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
 		if err != nil {
-			s.backErrs[b.Name()]++
-			s.log.Warn("statsd: backend flush failed", "backend", b.Name(), "err", err)
+			name := s.cfg.Backends[i].Name()
+			s.backErrs[name]++
+			s.log.Warn("statsd: backend flush failed", "backend", name, "err", err)
 		}
 	}
 	s.lastFlush = s.cfg.Now().Sub(start)

@@ -201,3 +201,97 @@ func TestMillionKeysAgainstTheCap(t *testing.T) {
 	t.Logf("heap %d MiB with %d keys held, %+d bytes after %d rejected", after.HeapAlloc>>20, limit,
 		int64(after.HeapAlloc)-int64(before.HeapAlloc), total-limit)
 }
+
+// funcBackend is a Backend that calls flush.
+type funcBackend struct {
+	name  string
+	flush func(ctx context.Context, s *Snapshot) error
+}
+
+func (b funcBackend) Name() string                                 { return b.name }
+func (b funcBackend) Flush(ctx context.Context, s *Snapshot) error { return b.flush(ctx, s) }
+
+// TestServerSlowBackendDelaysNoOther: a backend that takes its time (a
+// logd or a Carbon that does not answer) does not hold back the other
+// backends of the flush.
+func TestServerSlowBackendDelaysNoOther(t *testing.T) {
+	release, called := make(chan struct{}), make(chan struct{}, 1)
+	slow := funcBackend{"slow", func(ctx context.Context, _ *Snapshot) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}}
+	fast := funcBackend{"fast", func(context.Context, *Snapshot) error {
+		select {
+		case called <- struct{}{}:
+		default:
+		}
+		return nil
+	}}
+	cfg := Config{Backends: []Backend{slow, fast}, BackendTimeout: time.Hour}
+	cfg.FlushInterval = time.Hour
+	s := startServer(t, cfg)
+	flushed := make(chan struct{})
+	go func() {
+		s.Flush(context.Background())
+		close(flushed)
+	}()
+	select {
+	case <-called:
+	case <-time.After(10 * time.Second):
+		t.Error("the second backend was not called while the first was busy")
+	}
+	close(release)
+	<-flushed
+}
+
+// TestServeBackendsEndByNextFlush: Serve gives the backends of a flush
+// until the next flush at most, whatever BackendTimeout, and flushes on
+// every tick of the interval's grid: a slow backend never delays nor
+// skips a flush, so every interval is FlushInterval long, as the rates
+// (count / FlushInterval, Etsy's) assume.
+func TestServeBackendsEndByNextFlush(t *testing.T) {
+	const interval = 200 * time.Millisecond
+	type call struct {
+		at, deadline time.Time
+		ok           bool
+	}
+	calls, stop := make(chan call, 16), make(chan struct{})
+	slow := funcBackend{"slow", func(ctx context.Context, s *Snapshot) error {
+		dl, ok := ctx.Deadline()
+		select {
+		case calls <- call{s.Time, dl, ok}:
+		default:
+		}
+		select {
+		case <-ctx.Done():
+		case <-stop:
+		}
+		return ctx.Err()
+	}}
+	cfg := Config{Backends: []Backend{slow}, BackendTimeout: time.Hour}
+	cfg.FlushInterval = interval
+	startServer(t, cfg)
+	t.Cleanup(func() { close(stop) }) // before the server's final flush
+	var prev time.Time
+	for i := range 3 {
+		var c call
+		select {
+		case c = <-calls:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("flush %d did not come", i)
+		}
+		switch {
+		case !c.ok || c.deadline.Sub(c.at) > interval:
+			t.Fatalf("flush %d at %v: backend deadline %v (set %v), want by the next flush, %v later at most",
+				i, c.at, c.deadline, c.ok, interval)
+		case c.deadline.UnixMilli()%interval.Milliseconds() != 0:
+			t.Fatalf("flush %d: backend deadline %v is not a tick of the flush grid", i, c.deadline)
+		case i > 0 && c.deadline.Sub(prev) != interval:
+			t.Fatalf("flush %d: deadline %v, %v after the previous flush's: a tick was skipped", i, c.deadline, c.deadline.Sub(prev))
+		}
+		prev = c.deadline
+	}
+}
