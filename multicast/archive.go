@@ -196,6 +196,12 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 			if !a.send(ctx, b) {
 				return
 			}
+			if len(b.events) > 0 {
+				// Wait is the archive's silence: the time the merger
+				// took to take the batch (an application slower than
+				// the archive) is not.
+				last = time.Now()
+			}
 			buf = nil // the merger's now
 		} else {
 			buf = evs
