@@ -458,6 +458,12 @@ func (m *merger) record(ev *transport.Event) bool {
 	if isGap {
 		s, from, to = ev.Gap.Stream, ev.Gap.From, ev.Gap.To
 	}
+	if !m.started && m.want.Seq > 0 && posOf(s, to).Less(m.want) {
+		// Before where the history was asked to start: join seq:N
+		// whose reader, N not yet archived, waited at the log's end
+		// for the records the recorder appends next.
+		return false
+	}
 	first := m.first
 	m.first = false
 	switch {
@@ -608,10 +614,14 @@ func (m *merger) giveUp() {
 		if m.started && !m.ended {
 			m.endHeld(why)
 		}
-		if u.Seq > 1 {
+		first := uint64(1)
+		if !m.started && m.want.Session == u.Session && m.want.Seq > 0 {
+			first = m.want.Seq // join seq:N: the history starts there
+		}
+		if first < u.Seq {
 			s := transport.StreamID{Feed: m.feed, Session: u.Session}
-			m.switchTo(s, 1, transport.StreamID{})
-			m.emitGap(s, 1, u.Seq-1, why, true)
+			m.switchTo(s, first, transport.StreamID{})
+			m.emitGap(s, first, u.Seq-1, why, true)
 		}
 	case m.next < u.Seq:
 		m.emitGap(m.cur, m.next, u.Seq-1, why, true)

@@ -632,3 +632,27 @@ func TestMergeSpentAfterCopy(t *testing.T) {
 	got = append(got, r.got...)
 	account(t, got, span{sA, 1, 50}, span{sB, 1, 115})
 }
+
+// TestMergeJoinSeqAhead: join seq:N where the archive has not reached N
+// yet (the recorder lags, or N is the live edge): the reader waits at
+// the log's end and reads the records the recorder appends, which start
+// before N. The history starts at N all the same: those before are not
+// delivered after the StreamStart at N.
+func TestMergeJoinSeqAhead(t *testing.T) {
+	r := newMergeRig(t, JoinSeq(40), 0)
+	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
+	r.arch(archive.Pos{Session: 200, Seq: 40}, false, msgs(sB, 31, 60)...)
+	r.arch(archive.Pos{Session: 200, Seq: 40}, false, msgs(sB, 61, 101)...)
+	if gaps := account(t, r.got, span{sB, 40, 110}); len(gaps) != 0 {
+		t.Errorf("gaps %v, want none", gaps)
+	}
+	// The archive gives nothing more: what is lost starts at N too.
+	r = newMergeRig(t, JoinSeq(40), 0)
+	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
+	r.arch(archive.Pos{Session: 200, Seq: 40}, false)
+	r.idle(nil)
+	gaps := account(t, r.got, span{sB, 40, 110})
+	if len(gaps) != 1 || gaps[0] != (transport.Gap{Stream: sB, From: 40, To: 99, Reason: transport.GapNotArchived}) {
+		t.Errorf("gaps %v, want 40..99 not archived", gaps)
+	}
+}
