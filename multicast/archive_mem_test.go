@@ -163,13 +163,7 @@ func TestArchiveSlowApplication(t *testing.T) {
 	got := feedLive(a, cat(startEv(sA, transport.StreamID{}, 1), msg(sA, 1), gapEv(sA, 2, n-1, transport.GapUnrecoverable), msg(sA, n))...)
 	// The application is busy: the reader fills what it may hand on,
 	// then waits for it, longer than Wait.
-	deadline := time.Now().Add(time.Minute)
-	for len(a.batches) < cap(a.batches) {
-		if time.Now().After(deadline) {
-			t.Fatal("the reader never filled its batches")
-		}
-		time.Sleep(time.Millisecond) // polling a channel's length: no event to wait on
-	}
+	waitFull(t, a)
 	time.Sleep(5 * wait) // the busy application: this is the scenario, not a wait for an event
 	got = append(got, replayAll(t, a)...)
 	if gaps := account(t, got, span{sA, 1, n}); len(gaps) != 0 {
@@ -177,5 +171,40 @@ func TestArchiveSlowApplication(t *testing.T) {
 	}
 	if st := a.stats(); st.GaveUp != 0 || st.FromArchive != n-2 {
 		t.Errorf("stats %+v: want the archive never given up on, %d messages from it", st, n-2)
+	}
+}
+
+// waitFull waits until the reader of a has filled what it may hand on
+// and waits to hand on more.
+func waitFull(t *testing.T, a *archiveSide) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for len(a.batches) < cap(a.batches) {
+		if time.Now().After(deadline) {
+			t.Fatal("the reader never filled its batches")
+		}
+		time.Sleep(time.Millisecond) // polling a channel's length: no event to wait on
+	}
+}
+
+// TestArchiveDeletedUnderReplay: the log's retention deletes records a
+// replay has yet to read; the log then reads on from its new start (as
+// a kafka.Log does). What was deleted is reported, as a Gap with
+// GapRetention, not skipped: the records before and after it are both
+// messages, and a message's record does not say how many sequence
+// numbers (fragments) it stands for, so the merger took the jump for
+// fragments and the hole was silent.
+func TestArchiveDeletedUnderReplay(t *testing.T) {
+	const n = 3000
+	log := &memLog{batch: 100}
+	log.add(msgs(sA, 1, n)...)
+	a := memArchiveSide(t, log, time.Minute)
+	got := feedLive(a, cat(startEv(sA, transport.StreamID{}, 1), msg(sA, 1), gapEv(sA, 2, n-1, transport.GapUnrecoverable), msg(sA, n))...)
+	waitFull(t, a) // the reader has read 2..501 at most: it waits to hand them on
+	log.trim(2000) // records of 2001.. are left
+	got = append(got, replayAll(t, a)...)
+	gaps := account(t, got, span{sA, 1, n})
+	if len(gaps) != 1 || gaps[0].Reason != transport.GapRetention || gaps[0].To != 2000 {
+		t.Errorf("gaps %v, want one up to 2000 deleted by retention", gaps)
 	}
 }

@@ -45,6 +45,10 @@ type archiveBatch struct {
 	seeked  bool
 	want    archive.Pos
 	trimmed bool
+	// deleted: the log deleted records the replay had yet to read, and
+	// read on from its new start: the first record after them does not
+	// follow the last before.
+	deleted bool
 	// idle: nothing of the feed for ArchiveConfig.Wait; err: a read
 	// failed meanwhile.
 	idle bool
@@ -399,6 +403,12 @@ func (m *merger) archive(b *archiveBatch) {
 	}
 	if b.seeked {
 		m.want, m.trimmed, m.first = b.want, b.trimmed, true
+	}
+	if b.deleted {
+		// What lies between the last record and the next is lost to
+		// retention, though the last was a message, which may stand
+		// for further positions (fragments).
+		m.trimmed, m.first, m.open = true, true, false
 	}
 	if b.err != nil {
 		// A read that failed is tried again; the archive is given up
