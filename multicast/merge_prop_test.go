@@ -24,7 +24,9 @@ func recPos(ev *transport.Event) archive.Pos {
 // handing it over in random batches, either as fast as asked or behind
 // the live feed (a recorder that lags: it has only what the live feed
 // reached, less a few records), the subscriber joining live or at the
-// earliest record, with or without a small buffer. Every run must end
+// earliest record, with or without a small buffer; on a quarter of the
+// seeds the archive holds every record twice, out of order (two
+// recorders of the feed writing one topic). Every run must end
 // merged with each position accounted for exactly once; and, with no
 // live event dropped, no Gap may cover a message the live feed
 // delivered.
@@ -98,6 +100,20 @@ func mergeProperty(t *testing.T, seed uint64) {
 	arch = append(arch, msgs(sB, nb+1, nb+3)...)
 	nb += 3
 
+	if seed%4 == 3 {
+		// Two recorders of the feed in one topic, the second d
+		// records behind: every record twice, out of order.
+		dup := rand.New(rand.NewPCG(seed, 13))
+		d := 1 + dup.IntN(8)
+		var two []transport.Event
+		for i := range arch {
+			two = append(two, arch[i])
+			if i >= d {
+				two = append(two, arch[i-d])
+			}
+		}
+		arch = append(two, arch[max(0, len(arch)-d):]...)
+	}
 	join := JoinLive()
 	if rng.IntN(2) == 0 {
 		join = JoinEarliest()
