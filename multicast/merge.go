@@ -554,6 +554,17 @@ func (m *merger) reached(p archive.Pos) bool {
 // is the reason for what of it the archive lacked.
 func (m *merger) merge(why transport.GapReason) {
 	kind, u := m.until()
+	if m.started && !m.ended && kind == untilPos && u.Session == m.cur.Session && m.next < u.Seq {
+		// The archive went past where the live events held take over
+		// without what lies between: the last message's further
+		// fragments, if it was one, else missing. (Left to the held
+		// loss, it would start the same replay again.)
+		if m.open {
+			m.next = u.Seq
+		} else {
+			m.emitGap(m.cur, m.next, u.Seq-1, why, true)
+		}
+	}
 	if m.started && !m.ended && (kind == untilSession && u.Session == m.cur.Session || kind == untilPos && u.Session > m.cur.Session) {
 		m.endHeld(why)
 	}

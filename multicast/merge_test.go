@@ -656,3 +656,63 @@ func TestMergeJoinSeqAhead(t *testing.T) {
 		t.Errorf("gaps %v, want 40..99 not archived", gaps)
 	}
 }
+
+// TestMergeArchiveSkipsToLive: the archive lacks, without a marker,
+// what lies between the last it gave and the live events held — its
+// next record is past where they take over, of the same session or of
+// a later one (the recorder was down when the publisher restarted). The
+// replay merges, and what lies between is reported missing, once.
+// (Before, it was not: the loss held at the queue's front started a
+// replay again, which found the same record, merged, and so on for
+// ever, the live feed held; at a late join, the hole was silent.)
+func TestMergeArchiveSkipsToLive(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		arch []transport.Event
+		gaps []transport.Gap
+	}{
+		{"same session", cat(gapEv(sA, 11, 15, transport.GapSourceDown), msg(sA, 23)),
+			[]transport.Gap{{Stream: sA, From: 11, To: 15, Reason: transport.GapSourceDown}, {Stream: sA, From: 16, To: 20, Reason: transport.GapNotArchived}}},
+		{"later session", msgs(sB, 1, 3),
+			[]transport.Gap{{Stream: sA, From: 11, To: 20, Reason: transport.GapNotArchived}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newMergeRig(t, JoinLive(), 0)
+			r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10), gapEv(sA, 11, 20, transport.GapUnrecoverable), msgs(sA, 21, 25))...)
+			r.arch(archive.Pos{Session: 100, Seq: 11}, false, c.arch...)
+			if r.m.replaying || r.m.Stats().Replays != 1 {
+				t.Fatalf("replaying %v, stats %+v: want one replay, over; orders %+v", r.m.replaying, r.m.Stats(), r.cmds)
+			}
+			r.live(msgs(sA, 26, 30)...)
+			gaps := account(t, r.got, span{sA, 1, 30})
+			if fmt.Sprint(gaps) != fmt.Sprint(c.gaps) {
+				t.Errorf("gaps %v, want %v", gaps, c.gaps)
+			}
+		})
+	}
+	// The archive's last message before them stands for the positions
+	// up to them (fragments of one message): nothing is missing.
+	r := newMergeRig(t, JoinLive(), 0)
+	r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10), gapEv(sA, 11, 20, transport.GapUnrecoverable), msgs(sA, 21, 25))...)
+	r.arch(archive.Pos{Session: 100, Seq: 11}, false, cat(msgs(sA, 11, 18), msg(sA, 21))...)
+	if r.m.replaying || r.m.Stats().Replays != 1 {
+		t.Fatalf("fragments: replaying %v, stats %+v: want one replay, over", r.m.replaying, r.m.Stats())
+	}
+	for _, ev := range r.got {
+		if ev.Kind == transport.EventGap {
+			t.Fatalf("fragments: a gap: %s", show(r.got))
+		}
+	}
+	if n := len(r.got); n != 1+18+5 || r.got[n-1].Message.Seq != 25 {
+		t.Fatalf("fragments: delivered %s", show(r.got))
+	}
+	// A late joiner: the history's last record before the live events
+	// held is a marker, and the next is past them.
+	r = newMergeRig(t, JoinEarliest(), 0)
+	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
+	r.arch(archive.Pos{}, false, cat(msgs(sB, 1, 90), gapEv(sB, 91, 93, transport.GapSourceDown), msg(sB, 100))...)
+	gaps := account(t, r.got, span{sB, 1, 110})
+	if len(gaps) != 2 || gaps[1] != (transport.Gap{Stream: sB, From: 94, To: 99, Reason: transport.GapNotArchived}) {
+		t.Errorf("gaps %v, want 91..93 from the marker, then 94..99 not archived", gaps)
+	}
+}
