@@ -86,9 +86,9 @@ func (l *memLog) Read(ctx context.Context, _ transport.StreamID, pos uint64) ([]
 
 func (l *memLog) Close() error { return nil }
 
-// memArchiveSide is an archive side reading log, as a Subscriber's
+// archiveSideOn is an archive side reading log, as a Subscriber's
 // with Archive.Wait wait.
-func memArchiveSide(t *testing.T, log transport.Log, wait time.Duration) *archiveSide {
+func archiveSideOn(t *testing.T, log transport.Log, wait time.Duration) *archiveSide {
 	t.Helper()
 	cfg := Config{Feed: 1, Now: time.Now, Logger: slog.New(slog.DiscardHandler)}
 	cfg.Archive.URL = "logd://127.0.0.1:1/t"
@@ -159,7 +159,7 @@ func TestArchiveSlowApplication(t *testing.T) {
 	log := &memLog{batch: 100}
 	log.add(msgs(sA, 1, n)...)
 	wait := 20 * time.Millisecond
-	a := memArchiveSide(t, log, wait)
+	a := archiveSideOn(t, log, wait)
 	got := feedLive(a, cat(startEv(sA, transport.StreamID{}, 1), msg(sA, 1), gapEv(sA, 2, n-1, transport.GapUnrecoverable), msg(sA, n))...)
 	// The application is busy: the reader fills what it may hand on,
 	// then waits for it, longer than Wait.
@@ -198,7 +198,7 @@ func TestArchiveDeletedUnderReplay(t *testing.T) {
 	const n = 3000
 	log := &memLog{batch: 100}
 	log.add(msgs(sA, 1, n)...)
-	a := memArchiveSide(t, log, time.Minute)
+	a := archiveSideOn(t, log, time.Minute)
 	got := feedLive(a, cat(startEv(sA, transport.StreamID{}, 1), msg(sA, 1), gapEv(sA, 2, n-1, transport.GapUnrecoverable), msg(sA, n))...)
 	waitFull(t, a) // the reader has read 2..501 at most: it waits to hand them on
 	log.trim(2000) // records of 2001.. are left
