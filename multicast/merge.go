@@ -492,6 +492,15 @@ func (m *merger) record(ev *transport.Event) bool {
 		case m.started:
 			start = 1 // a session after one delivered: wanted whole
 		}
+		if m.started && !m.ended {
+			// The archive shows the current session over: what the
+			// live events held say it had beyond, the archive lacks.
+			why := transport.GapNotArchived
+			if first && m.trimmed {
+				why = transport.GapRetention
+			}
+			m.endHeld(why)
+		}
 		m.switchTo(s, start, transport.StreamID{})
 	}
 	if from > m.next && !m.open {

@@ -716,3 +716,20 @@ func TestMergeArchiveSkipsToLive(t *testing.T) {
 		t.Errorf("gaps %v, want 91..93 from the marker, then 94..99 not archived", gaps)
 	}
 }
+
+// TestMergeDeadTailNotArchivedNextSessionEarlier: the archive lacks
+// the tail of a dead session (the recorder went down with it) and holds
+// the next session from before where the live feed has it. The dead
+// session's lost tail is reported, not swallowed by its end.
+func TestMergeDeadTailNotArchivedNextSessionEarlier(t *testing.T) {
+	r := newMergeRig(t, JoinLive(), 0)
+	r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10),
+		gapEv(sA, 11, 20, transport.GapStreamEnded), endEv(sA, 20, transport.EndReplaced),
+		startEv(sB, sA, 5), msgs(sB, 5, 10))...)
+	r.arch(archive.Pos{Session: 100, Seq: 11}, false, msgs(sB, 1, 6)...)
+	r.live(msgs(sB, 11, 12)...)
+	gaps := account(t, r.got, span{sA, 1, 20}, span{sB, 1, 12})
+	if len(gaps) != 1 || gaps[0] != (transport.Gap{Stream: sA, From: 11, To: 20, Reason: transport.GapNotArchived}) {
+		t.Errorf("gaps %v, want A 11..20 not archived", gaps)
+	}
+}
