@@ -733,3 +733,59 @@ func TestMergeDeadTailNotArchivedNextSessionEarlier(t *testing.T) {
 		t.Errorf("gaps %v, want A 11..20 not archived", gaps)
 	}
 }
+
+// TestMergeDeadTailHeldDelivered: the archive lacks most of a dead
+// session's tail (the recorder went down with the publisher), and goes
+// on with the next session. The live messages held between the
+// engine's losses in that tail, which the replay read past, are
+// delivered; only what neither side has is reported missing. (They were
+// reported lost with the rest: one Gap from the archive's last record
+// to the session's end.)
+func TestMergeDeadTailHeldDelivered(t *testing.T) {
+	r := newMergeRig(t, JoinLive(), 0)
+	r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10),
+		gapEv(sA, 11, 12, transport.GapStreamEnded), msgs(sA, 13, 15),
+		gapEv(sA, 16, 20, transport.GapStreamEnded), endEv(sA, 22, transport.EndReplaced),
+		startEv(sB, sA, 1), msgs(sB, 1, 5))...)
+	r.arch(archive.Pos{Session: 100, Seq: 11}, false, cat(msg(sA, 11), msgs(sB, 1, 3))...)
+	r.live(msgs(sB, 6, 7)...)
+	gaps := account(t, r.got, span{sA, 1, 22}, span{sB, 1, 7})
+	want := []transport.Gap{{Stream: sA, From: 12, To: 12, Reason: transport.GapNotArchived}, {Stream: sA, From: 16, To: 22, Reason: transport.GapNotArchived}}
+	if fmt.Sprint(gaps) != fmt.Sprint(want) {
+		t.Errorf("gaps %v, want %v", gaps, want)
+	}
+	if st := r.m.Stats(); st.Replays != 1 || r.m.replaying {
+		t.Errorf("stats %+v, replaying %v: want one replay, over", st, r.m.replaying)
+	}
+}
+
+// TestMergeArchiveAheadEndsSession: the archive has gone on to the next
+// session, lacking the end of the current one, before the live events
+// the subscriber has seen tell that the current one ended (the
+// engine's events wait to be received). What the live events held say
+// of the current session stands: their messages are delivered, their
+// losses and what lies before them reported missing.
+func TestMergeArchiveAheadEndsSession(t *testing.T) {
+	r := newMergeRig(t, JoinLive(), 0)
+	r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10),
+		gapEv(sA, 11, 12, transport.GapStreamEnded), msgs(sA, 13, 15), gapEv(sA, 16, 20, transport.GapStreamEnded))...)
+	r.arch(archive.Pos{Session: 100, Seq: 11}, false, cat(msg(sA, 11), msgs(sB, 1, 3))...)
+	r.live(endEv(sA, 20, transport.EndReplaced), startEv(sB, sA, 1))
+	r.arch(archive.Pos{Session: 100, Seq: 21}, false, msgs(sB, 1, 3)...)
+	r.live(msgs(sB, 1, 5)...)
+	gaps := account(t, r.got, span{sA, 1, 20}, span{sB, 1, 5})
+	want := []transport.Gap{{Stream: sA, From: 12, To: 12, Reason: transport.GapNotArchived}, {Stream: sA, From: 16, To: 20, Reason: transport.GapNotArchived}}
+	if fmt.Sprint(gaps) != fmt.Sprint(want) {
+		t.Errorf("gaps %v, want %v", gaps, want)
+	}
+	// A late joiner: the archive's last message of the session is not
+	// followed by its fragments up to the live events held, but by the
+	// next session.
+	r = newMergeRig(t, JoinEarliest(), 0)
+	r.live(cat(startEv(sA, transport.StreamID{}, 19), msgs(sA, 19, 25))...)
+	r.arch(archive.Pos{}, false, cat(msgs(sA, 1, 15), msgs(sB, 1, 2))...)
+	gaps = account(t, r.got, span{sA, 1, 25})
+	if len(gaps) != 1 || gaps[0] != (transport.Gap{Stream: sA, From: 16, To: 18, Reason: transport.GapNotArchived}) {
+		t.Errorf("late joiner: gaps %v, want A 16..18 not archived", gaps)
+	}
+}
