@@ -180,6 +180,7 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 			return
 		}
 		b.events, most = evs, max(most, len(evs))
+		b.deleted = b.deleted || a.reader.Deleted()
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			// A failed read is tried again: the archive is given up on
 			// (idle, with the error) only when it has given nothing for
@@ -192,18 +193,26 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 		case now.Sub(last) >= a.cfg.Wait:
 			b.idle, last = true, now
 		}
-		if len(b.events) > 0 || b.idle || b.seeked || b.err != nil {
+		failed := b.err != nil
+		if len(b.events) > 0 || b.idle || b.seeked || failed {
 			if !a.send(ctx, b) {
 				return
 			}
+			if len(b.events) > 0 {
+				// Wait is the archive's silence: the time the merger
+				// took to take the batch (an application slower than
+				// the archive) is not.
+				last = time.Now()
+			}
 			buf = nil // the merger's now
+			b = archiveBatch{gen: c.gen}
 		} else {
 			buf = evs
+			b = archiveBatch{gen: c.gen, deleted: b.deleted} // for the next records of the feed
 		}
-		if b.err != nil && !pause(ctx, archiveRetry) {
+		if failed && !pause(ctx, archiveRetry) {
 			return
 		}
-		b = archiveBatch{gen: c.gen}
 	}
 }
 

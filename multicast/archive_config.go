@@ -35,10 +35,14 @@ type ArchiveConfig struct {
 	// into the live feed with no gap and no duplicate.
 	Join Join
 	// Buffer and BufferBytes bound the live events held while the
-	// archive is read. When they are full the oldest are dropped, to be
-	// read from the archive too (counted: ArchiveStats.LiveDropped), and
-	// the switch to live waits until the archive catches up. Defaults
-	// 262144 and 64 MiB. Besides them the replay holds at most five
+	// archive is read: BufferBytes counts the memory they take, their
+	// copies and the slots of the queue that holds them (a
+	// transport.Event each, 336 bytes on 64-bit platforms), which is let
+	// go when the replay is over. When they are full the oldest are
+	// dropped, to be read from the archive too (counted:
+	// ArchiveStats.LiveDropped), and the switch to live waits until the
+	// archive catches up. Defaults 262144 and 64 MiB (about 130,000
+	// messages of 64 bytes). Besides them the replay holds at most five
 	// reads of the archive (four in flight, one being merged), each
 	// at most one fetch of the log: with logd:// or kafka://, 1 MiB
 	// (kafka.DefaultLogFetchBytes) but for a larger record batch.

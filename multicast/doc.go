@@ -65,9 +65,10 @@
 //     anything is reported; the events that follow wait, in order. A Gap
 //     then means the archive lacks it too, with the archive's reason: the
 //     recorder's own (a gap marker), transport.GapRetention (the log
-//     deleted it), or transport.GapNotArchived (no record of it, nor any
-//     appended within Archive.Wait). If the archive cannot be read, the
-//     engine's reason stands.
+//     deleted it), or transport.GapNotArchived (no record of it: the
+//     archive's next record comes after it, or none is appended within
+//     Archive.Wait). If the archive cannot be read, the engine's reason
+//     stands.
 //   - The tail of a session that ended without closing (its publisher
 //     crashed, and a restarted one replaced it, or it fell silent): the
 //     subscriber reads the session's records after the last it delivered

@@ -45,6 +45,10 @@ type archiveBatch struct {
 	seeked  bool
 	want    archive.Pos
 	trimmed bool
+	// deleted: the log deleted records the replay had yet to read, and
+	// read on from its new start: the first record after them does not
+	// follow the last before.
+	deleted bool
 	// idle: nothing of the feed for ArchiveConfig.Wait; err: a read
 	// failed meanwhile.
 	idle bool
@@ -400,6 +404,12 @@ func (m *merger) archive(b *archiveBatch) {
 	if b.seeked {
 		m.want, m.trimmed, m.first = b.want, b.trimmed, true
 	}
+	if b.deleted {
+		// What lies between the last record and the next is lost to
+		// retention, though the last was a message, which may stand
+		// for further positions (fragments).
+		m.trimmed, m.first, m.open = true, true, false
+	}
 	if b.err != nil {
 		// A read that failed is tried again; the archive is given up
 		// on when it stays so for Wait (idle).
@@ -458,6 +468,12 @@ func (m *merger) record(ev *transport.Event) bool {
 	if isGap {
 		s, from, to = ev.Gap.Stream, ev.Gap.From, ev.Gap.To
 	}
+	if !m.started && m.want.Seq > 0 && posOf(s, to).Less(m.want) {
+		// Before where the history was asked to start: join seq:N
+		// whose reader, N not yet archived, waited at the log's end
+		// for the records the recorder appends next.
+		return false
+	}
 	first := m.first
 	m.first = false
 	switch {
@@ -465,6 +481,13 @@ func (m *merger) record(ev *transport.Event) bool {
 		m.stats.Duplicates++
 		return false
 	case m.reached(posOf(s, from)):
+		if m.started && !m.ended && s.Session > m.cur.Session {
+			// The archive has no more of the current session: what
+			// the live events the replay read past say of it stands,
+			// and what lies between them and the rest held is missing.
+			m.settleHeld(transport.GapNotArchived)
+			m.open = false
+		}
 		m.merge(transport.GapNotArchived)
 		return false
 	}
@@ -475,6 +498,15 @@ func (m *merger) record(ev *transport.Event) bool {
 			start = m.want.Seq
 		case m.started:
 			start = 1 // a session after one delivered: wanted whole
+		}
+		if m.started && !m.ended {
+			// The archive shows the current session over: what the
+			// live events held say it had beyond, the archive lacks.
+			why := transport.GapNotArchived
+			if first && m.trimmed {
+				why = transport.GapRetention
+			}
+			m.endHeld(why)
 		}
 		m.switchTo(s, start, transport.StreamID{})
 	}
@@ -538,6 +570,19 @@ func (m *merger) reached(p archive.Pos) bool {
 // is the reason for what of it the archive lacked.
 func (m *merger) merge(why transport.GapReason) {
 	kind, u := m.until()
+	if m.started && !m.ended && kind == untilPos && u.Session == m.cur.Session && m.next < u.Seq {
+		// The archive went past where the live events held take over
+		// without what lies between: the last message's further
+		// fragments, if it was one, else missing. (Left to the held
+		// losses, they would start the same replay again.)
+		switch {
+		case m.next >= u.Seq:
+		case m.open:
+			m.next = u.Seq
+		default:
+			m.emitGap(m.cur, m.next, u.Seq-1, why, true)
+		}
+	}
 	if m.started && !m.ended && (kind == untilSession && u.Session == m.cur.Session || kind == untilPos && u.Session > m.cur.Session) {
 		m.endHeld(why)
 	}
@@ -608,10 +653,14 @@ func (m *merger) giveUp() {
 		if m.started && !m.ended {
 			m.endHeld(why)
 		}
-		if u.Seq > 1 {
+		first := uint64(1)
+		if !m.started && m.want.Session == u.Session && m.want.Seq > 0 {
+			first = m.want.Seq // join seq:N: the history starts there
+		}
+		if first < u.Seq {
 			s := transport.StreamID{Feed: m.feed, Session: u.Session}
-			m.switchTo(s, 1, transport.StreamID{})
-			m.emitGap(s, 1, u.Seq-1, why, true)
+			m.switchTo(s, first, transport.StreamID{})
+			m.emitGap(s, first, u.Seq-1, why, true)
 		}
 	case m.next < u.Seq:
 		m.emitGap(m.cur, m.next, u.Seq-1, why, true)
@@ -620,33 +669,49 @@ func (m *merger) giveUp() {
 }
 
 // endHeld ends the current session, which the archive, or the live
-// events held, show to be over. What of it the live events the replay
-// reads past stand for beyond what was delivered (a tail the engine
-// lost, up to its StreamEnd) is reported missing first, for why. The
-// end has the engine's reason if its StreamEnd is held, else
-// EndReplaced.
+// events held, show to be over: what the live events held say of it
+// first (settleHeld), then what lies after the last of them up to the
+// end the engine said, reported missing for why. The end has the
+// engine's reason if its StreamEnd is held, else EndReplaced.
 func (m *merger) endHeld(why transport.GapReason) {
-	reason, last := transport.EndReplaced, uint64(0)
-	for i := range m.lead {
-		switch ev := m.q.at(i); {
-		case ev.Kind == transport.EventMessage && ev.Message.Stream == m.cur:
-			last = max(last, ev.Message.Seq)
-		case ev.Kind == transport.EventGap && ev.Gap.Stream == m.cur:
-			last = max(last, ev.Gap.To)
-		case ev.Kind == transport.EventStreamEnd && ev.End.Stream == m.cur:
-			reason, last = ev.End.Reason, max(last, ev.End.LastSeq)
-		}
-	}
-	for len(m.dropped) > 0 && m.dropped[0].Session <= m.cur.Session {
-		if m.dropped[0].Session == m.cur.Session {
-			last = max(last, m.dropped[0].Seq)
-		}
-		m.dropped = m.dropped[1:]
-	}
+	reason, last := m.settleHeld(why)
 	if last >= m.next {
 		m.emitGap(m.cur, m.next, last, why, true)
 	}
 	m.endCur(reason, 0)
+}
+
+// settleHeld accounts for what the live events the replay reads past
+// stand for of the current session beyond what was delivered, when the
+// archive has no more of it: their messages are delivered, the rest
+// (the positions the live events dropped from the queue stood for, the
+// engine's losses, and what lies between, though it may be the last
+// message's fragments) reported missing, for why. It returns the
+// reason and last position of the session's StreamEnd, if one is held.
+func (m *merger) settleHeld(why transport.GapReason) (reason transport.EndReason, last uint64) {
+	for len(m.dropped) > 0 && m.dropped[0].Session <= m.cur.Session {
+		// Dropped from the queue's front: before those held.
+		if d := m.dropped[0]; d.Session == m.cur.Session && d.Seq >= m.next {
+			m.emitGap(m.cur, m.next, d.Seq, why, true)
+		}
+		m.dropped = m.dropped[1:]
+	}
+	reason = transport.EndReplaced
+	for i := range m.lead {
+		switch ev := m.q.at(i); {
+		case ev.Kind == transport.EventMessage && ev.Message.Stream == m.cur && ev.Message.Seq >= m.next:
+			if seq := ev.Message.Seq; seq > m.next {
+				m.emitGap(m.cur, m.next, seq-1, why, true)
+			}
+			m.out = append(m.out, *ev) // the queue's copy: popped as delivered
+			m.next, m.open = ev.Message.Seq+1, true
+		case ev.Kind == transport.EventGap && ev.Gap.Stream == m.cur && ev.Gap.To >= m.next:
+			m.emitGap(m.cur, m.next, ev.Gap.To, why, true)
+		case ev.Kind == transport.EventStreamEnd && ev.End.Stream == m.cur:
+			reason, last = ev.End.Reason, ev.End.LastSeq
+		}
+	}
+	return reason, last
 }
 
 // switchTo starts session s at first, ending the current one first.
@@ -673,9 +738,18 @@ func (m *merger) endCur(why transport.EndReason, last uint64) {
 	}})
 }
 
+// emitGap reports from..to of s missing, for why: one Gap with the
+// one before it, if that one is not taken yet and ends just before for
+// the same reason.
 func (m *merger) emitGap(s transport.StreamID, from, to uint64, why transport.GapReason, fromArchive bool) {
-	m.out = append(m.out, transport.Event{Kind: transport.EventGap, Gap: transport.Gap{Stream: s, From: from, To: to, Reason: why}})
 	m.next, m.open = to+1, false
+	if n := len(m.out); n > m.outAt {
+		if g := &m.out[n-1].Gap; m.out[n-1].Kind == transport.EventGap && g.Stream == s && g.Reason == why && g.To+1 == from {
+			g.To = to
+			return
+		}
+	}
+	m.out = append(m.out, transport.Event{Kind: transport.EventGap, Gap: transport.Gap{Stream: s, From: from, To: to, Reason: why}})
 	if fromArchive {
 		m.stats.ArchiveGaps++
 	}

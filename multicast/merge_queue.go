@@ -1,17 +1,29 @@
 package multicast
 
-import "github.com/brokerless/brokerless/transport"
+import (
+	"unsafe"
 
-// queuedOverhead is what one queued event counts for besides its bytes.
-const queuedOverhead = 64
+	"github.com/brokerless/brokerless/transport"
+)
+
+// slotSize is what one slot of an eventQueue's ring takes, held or not.
+const slotSize = int(unsafe.Sizeof(transport.Event{}))
+
+// headerSize is what one header of a copied event's headers slice takes.
+const headerSize = int(unsafe.Sizeof(transport.Header{}))
+
+// minRing is the ring an eventQueue starts with, and keeps when empty.
+const minRing = 16
 
 // eventQueue is a bounded FIFO of events copied out of the engine's
 // batches: the live events a subscriber holds while it reads its
-// archive. It grows by doubling up to its bound.
+// archive. Its byte bound counts its ring's slots with the copies of
+// the events' bytes; the ring grows by doubling while that fits, and is
+// let go when the queue is empty again.
 type eventQueue struct {
 	buf       []transport.Event
 	head, n   int
-	bytes     int
+	bytes     int // the held events' copies (eventSize)
 	maxEvents int
 	maxBytes  int
 }
@@ -23,16 +35,30 @@ func newEventQueue(maxEvents, maxBytes int) eventQueue {
 func (q *eventQueue) len() int { return q.n }
 
 // at returns the i-th event from the front.
-func (q *eventQueue) at(i int) *transport.Event { return &q.buf[(q.head+i)&(len(q.buf)-1)] }
+func (q *eventQueue) at(i int) *transport.Event {
+	j := q.head + i
+	if j >= len(q.buf) {
+		j -= len(q.buf)
+	}
+	return &q.buf[j]
+}
 
 func (q *eventQueue) front() *transport.Event { return q.at(0) }
 
 func (q *eventQueue) back() *transport.Event { return q.at(q.n - 1) }
 
-// full reports whether an event of size more bytes would exceed a bound.
+// full reports whether an event whose copy takes size more bytes would
+// exceed a bound, with the slots of the ring it then needs.
 func (q *eventQueue) full(size int) bool {
-	return q.n >= q.maxEvents || q.n > 0 && q.bytes+size > q.maxBytes
+	slots := len(q.buf)
+	if q.n == slots {
+		slots = q.grown()
+	}
+	return q.n >= q.maxEvents || q.n > 0 && q.bytes+size+slots*slotSize > q.maxBytes
 }
+
+// grown is the ring's size once grown.
+func (q *eventQueue) grown() int { return min(max(minRing, 2*len(q.buf)), max(q.maxEvents, 1)) }
 
 // push appends a copy of ev; the caller makes room first (full).
 func (q *eventQueue) push(ev *transport.Event) {
@@ -41,7 +67,7 @@ func (q *eventQueue) push(ev *transport.Event) {
 	}
 	c := copyEvent(ev)
 	q.bytes += eventSize(&c)
-	q.buf[(q.head+q.n)&(len(q.buf)-1)] = c
+	*q.at(q.n) = c
 	q.n++
 }
 
@@ -50,28 +76,34 @@ func (q *eventQueue) pop() {
 	e := q.front()
 	q.bytes -= eventSize(e)
 	*e = transport.Event{}
-	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.head++
+	if q.head == len(q.buf) {
+		q.head = 0
+	}
 	q.n--
+	if q.n == 0 && len(q.buf) > minRing {
+		q.buf, q.head = nil, 0 // a replay's ring is not kept
+	}
 }
 
 func (q *eventQueue) grow() {
-	size := max(16, 2*len(q.buf))
-	buf := make([]transport.Event, size)
+	buf := make([]transport.Event, max(q.grown(), q.n+1))
 	for i := range q.n {
 		buf[i] = *q.at(i)
 	}
 	q.buf, q.head = buf, 0
 }
 
-// eventSize is what an event counts for in the queue's byte bound.
+// eventSize is what the copy of an event takes besides its slot: the
+// bytes copyEvent allocates.
 func eventSize(ev *transport.Event) int {
-	n := queuedOverhead
-	if ev.Kind == transport.EventMessage {
-		m := &ev.Message
-		n += len(m.Key) + len(m.Payload)
-		for _, h := range m.Headers {
-			n += len(h.Value) + 16
-		}
+	if ev.Kind != transport.EventMessage {
+		return 0
+	}
+	m := &ev.Message
+	n := len(m.Key) + len(m.Payload)
+	for _, h := range m.Headers {
+		n += len(h.Value) + headerSize
 	}
 	return n
 }

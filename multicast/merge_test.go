@@ -632,3 +632,160 @@ func TestMergeSpentAfterCopy(t *testing.T) {
 	got = append(got, r.got...)
 	account(t, got, span{sA, 1, 50}, span{sB, 1, 115})
 }
+
+// TestMergeJoinSeqAhead: join seq:N where the archive has not reached N
+// yet (the recorder lags, or N is the live edge): the reader waits at
+// the log's end and reads the records the recorder appends, which start
+// before N. The history starts at N all the same: those before are not
+// delivered after the StreamStart at N.
+func TestMergeJoinSeqAhead(t *testing.T) {
+	r := newMergeRig(t, JoinSeq(40), 0)
+	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
+	r.arch(archive.Pos{Session: 200, Seq: 40}, false, msgs(sB, 31, 60)...)
+	r.arch(archive.Pos{Session: 200, Seq: 40}, false, msgs(sB, 61, 101)...)
+	if gaps := account(t, r.got, span{sB, 40, 110}); len(gaps) != 0 {
+		t.Errorf("gaps %v, want none", gaps)
+	}
+	// The archive gives nothing more: what is lost starts at N too.
+	r = newMergeRig(t, JoinSeq(40), 0)
+	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
+	r.arch(archive.Pos{Session: 200, Seq: 40}, false)
+	r.idle(nil)
+	gaps := account(t, r.got, span{sB, 40, 110})
+	if len(gaps) != 1 || gaps[0] != (transport.Gap{Stream: sB, From: 40, To: 99, Reason: transport.GapNotArchived}) {
+		t.Errorf("gaps %v, want 40..99 not archived", gaps)
+	}
+}
+
+// TestMergeArchiveSkipsToLive: the archive lacks, without a marker,
+// what lies between the last it gave and the live events held — its
+// next record is past where they take over, of the same session or of
+// a later one (the recorder was down when the publisher restarted). The
+// replay merges, and what lies between is reported missing, once.
+// (Before, it was not: the loss held at the queue's front started a
+// replay again, which found the same record, merged, and so on for
+// ever, the live feed held; at a late join, the hole was silent.)
+func TestMergeArchiveSkipsToLive(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		arch []transport.Event
+		gaps []transport.Gap
+	}{
+		{"same session", cat(gapEv(sA, 11, 15, transport.GapSourceDown), msg(sA, 23)),
+			[]transport.Gap{{Stream: sA, From: 11, To: 15, Reason: transport.GapSourceDown}, {Stream: sA, From: 16, To: 20, Reason: transport.GapNotArchived}}},
+		{"later session", msgs(sB, 1, 3),
+			[]transport.Gap{{Stream: sA, From: 11, To: 20, Reason: transport.GapNotArchived}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newMergeRig(t, JoinLive(), 0)
+			r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10), gapEv(sA, 11, 20, transport.GapUnrecoverable), msgs(sA, 21, 25))...)
+			r.arch(archive.Pos{Session: 100, Seq: 11}, false, c.arch...)
+			if r.m.replaying || r.m.Stats().Replays != 1 {
+				t.Fatalf("replaying %v, stats %+v: want one replay, over; orders %+v", r.m.replaying, r.m.Stats(), r.cmds)
+			}
+			r.live(msgs(sA, 26, 30)...)
+			gaps := account(t, r.got, span{sA, 1, 30})
+			if fmt.Sprint(gaps) != fmt.Sprint(c.gaps) {
+				t.Errorf("gaps %v, want %v", gaps, c.gaps)
+			}
+		})
+	}
+	// The archive's last message before them stands for the positions
+	// up to them (fragments of one message): nothing is missing.
+	r := newMergeRig(t, JoinLive(), 0)
+	r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10), gapEv(sA, 11, 20, transport.GapUnrecoverable), msgs(sA, 21, 25))...)
+	r.arch(archive.Pos{Session: 100, Seq: 11}, false, cat(msgs(sA, 11, 18), msg(sA, 21))...)
+	if r.m.replaying || r.m.Stats().Replays != 1 {
+		t.Fatalf("fragments: replaying %v, stats %+v: want one replay, over", r.m.replaying, r.m.Stats())
+	}
+	for _, ev := range r.got {
+		if ev.Kind == transport.EventGap {
+			t.Fatalf("fragments: a gap: %s", show(r.got))
+		}
+	}
+	if n := len(r.got); n != 1+18+5 || r.got[n-1].Message.Seq != 25 {
+		t.Fatalf("fragments: delivered %s", show(r.got))
+	}
+	// A late joiner: the history's last record before the live events
+	// held is a marker, and the next is past them.
+	r = newMergeRig(t, JoinEarliest(), 0)
+	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
+	r.arch(archive.Pos{}, false, cat(msgs(sB, 1, 90), gapEv(sB, 91, 93, transport.GapSourceDown), msg(sB, 100))...)
+	gaps := account(t, r.got, span{sB, 1, 110})
+	if len(gaps) != 2 || gaps[1] != (transport.Gap{Stream: sB, From: 94, To: 99, Reason: transport.GapNotArchived}) {
+		t.Errorf("gaps %v, want 91..93 from the marker, then 94..99 not archived", gaps)
+	}
+}
+
+// TestMergeDeadTailNotArchivedNextSessionEarlier: the archive lacks
+// the tail of a dead session (the recorder went down with it) and holds
+// the next session from before where the live feed has it. The dead
+// session's lost tail is reported, not swallowed by its end.
+func TestMergeDeadTailNotArchivedNextSessionEarlier(t *testing.T) {
+	r := newMergeRig(t, JoinLive(), 0)
+	r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10),
+		gapEv(sA, 11, 20, transport.GapStreamEnded), endEv(sA, 20, transport.EndReplaced),
+		startEv(sB, sA, 5), msgs(sB, 5, 10))...)
+	r.arch(archive.Pos{Session: 100, Seq: 11}, false, msgs(sB, 1, 6)...)
+	r.live(msgs(sB, 11, 12)...)
+	gaps := account(t, r.got, span{sA, 1, 20}, span{sB, 1, 12})
+	if len(gaps) != 1 || gaps[0] != (transport.Gap{Stream: sA, From: 11, To: 20, Reason: transport.GapNotArchived}) {
+		t.Errorf("gaps %v, want A 11..20 not archived", gaps)
+	}
+}
+
+// TestMergeDeadTailHeldDelivered: the archive lacks most of a dead
+// session's tail (the recorder went down with the publisher), and goes
+// on with the next session. The live messages held between the
+// engine's losses in that tail, which the replay read past, are
+// delivered; only what neither side has is reported missing. (They were
+// reported lost with the rest: one Gap from the archive's last record
+// to the session's end.)
+func TestMergeDeadTailHeldDelivered(t *testing.T) {
+	r := newMergeRig(t, JoinLive(), 0)
+	r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10),
+		gapEv(sA, 11, 12, transport.GapStreamEnded), msgs(sA, 13, 15),
+		gapEv(sA, 16, 20, transport.GapStreamEnded), endEv(sA, 22, transport.EndReplaced),
+		startEv(sB, sA, 1), msgs(sB, 1, 5))...)
+	r.arch(archive.Pos{Session: 100, Seq: 11}, false, cat(msg(sA, 11), msgs(sB, 1, 3))...)
+	r.live(msgs(sB, 6, 7)...)
+	gaps := account(t, r.got, span{sA, 1, 22}, span{sB, 1, 7})
+	want := []transport.Gap{{Stream: sA, From: 12, To: 12, Reason: transport.GapNotArchived}, {Stream: sA, From: 16, To: 22, Reason: transport.GapNotArchived}}
+	if fmt.Sprint(gaps) != fmt.Sprint(want) {
+		t.Errorf("gaps %v, want %v", gaps, want)
+	}
+	if st := r.m.Stats(); st.Replays != 1 || r.m.replaying {
+		t.Errorf("stats %+v, replaying %v: want one replay, over", st, r.m.replaying)
+	}
+}
+
+// TestMergeArchiveAheadEndsSession: the archive has gone on to the next
+// session, lacking the end of the current one, before the live events
+// the subscriber has seen tell that the current one ended (the
+// engine's events wait to be received). What the live events held say
+// of the current session stands: their messages are delivered, their
+// losses and what lies before them reported missing.
+func TestMergeArchiveAheadEndsSession(t *testing.T) {
+	r := newMergeRig(t, JoinLive(), 0)
+	r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10),
+		gapEv(sA, 11, 12, transport.GapStreamEnded), msgs(sA, 13, 15), gapEv(sA, 16, 20, transport.GapStreamEnded))...)
+	r.arch(archive.Pos{Session: 100, Seq: 11}, false, cat(msg(sA, 11), msgs(sB, 1, 3))...)
+	r.live(endEv(sA, 20, transport.EndReplaced), startEv(sB, sA, 1))
+	r.arch(archive.Pos{Session: 100, Seq: 21}, false, msgs(sB, 1, 3)...)
+	r.live(msgs(sB, 1, 5)...)
+	gaps := account(t, r.got, span{sA, 1, 20}, span{sB, 1, 5})
+	want := []transport.Gap{{Stream: sA, From: 12, To: 12, Reason: transport.GapNotArchived}, {Stream: sA, From: 16, To: 20, Reason: transport.GapNotArchived}}
+	if fmt.Sprint(gaps) != fmt.Sprint(want) {
+		t.Errorf("gaps %v, want %v", gaps, want)
+	}
+	// A late joiner: the archive's last message of the session is not
+	// followed by its fragments up to the live events held, but by the
+	// next session.
+	r = newMergeRig(t, JoinEarliest(), 0)
+	r.live(cat(startEv(sA, transport.StreamID{}, 19), msgs(sA, 19, 25))...)
+	r.arch(archive.Pos{}, false, cat(msgs(sA, 1, 15), msgs(sB, 1, 2))...)
+	gaps = account(t, r.got, span{sA, 1, 25})
+	if len(gaps) != 1 || gaps[0] != (transport.Gap{Stream: sA, From: 16, To: 18, Reason: transport.GapNotArchived}) {
+		t.Errorf("late joiner: gaps %v, want A 16..18 not archived", gaps)
+	}
+}

@@ -25,6 +25,12 @@
 // one sequence number), which is usually exact; otherwise it bisects,
 // using every record a read returns.
 //
+// A log's retention may delete records a Reader has yet to read; the
+// log then reads on from its new first position, and Reader.Deleted
+// says so, since the records on both sides of what was deleted do not
+// show it (a message's record does not say how many sequence numbers,
+// fragments, it stands for).
+//
 // The package knows nothing of multicast or Kafka: it reads any
 // transport.Log (package transport/kafka implements one for logd:// and
 // kafka:// URLs) and names feeds by transport.StreamID.

@@ -75,6 +75,9 @@ type Reader struct {
 	// trimmed: the last Seek to a position landed on the log's first
 	// position, which is past 0: the log deleted what came before.
 	trimmed bool
+	// deleted: the last read started past where the reader was, at the
+	// log's new first position: the log deleted what lay between.
+	deleted bool
 	u       *unwrapper
 	stats   Stats
 	// span is the most records one read returned: a search reads from
@@ -144,6 +147,12 @@ func (r *Reader) Stream() transport.StreamID { return r.stream }
 // retention, or never recorded.
 func (r *Reader) Trimmed() bool { return r.trimmed }
 
+// Deleted reports whether the last Next (or Append) read on after
+// records the log deleted (its retention) since the reader was
+// positioned there: the log read on from its first position, and what
+// the records before and after do not show of the feed is lost.
+func (r *Reader) Deleted() bool { return r.deleted }
+
 // Seek positions the reader at s. It returns ErrEmpty when the log does
 // not exist yet, and ErrNoStream when the log has several streams and
 // none holds the feed. Until a Seek succeeds (after one failed
@@ -191,8 +200,12 @@ func (r *Reader) Append(ctx context.Context, evs []transport.Event) ([]transport
 	if !r.seeked {
 		return evs, ErrNotPositioned
 	}
+	from := r.pos
+	r.deleted = false
 	if each, ok := r.log.(eachReader); ok {
+		skipped := false
 		_, err := each.ReadEach(ctx, r.stream, r.pos, func(m *transport.Message) {
+			skipped = skipped || r.pos == from && m.Seq > from
 			r.pos = m.Seq + 1
 			n := len(evs)
 			if n == cap(evs) {
@@ -206,11 +219,17 @@ func (r *Reader) Append(ctx context.Context, evs []transport.Event) ([]transport
 				evs[n].Message.Headers = slices.Clone(hs)
 			}
 		})
+		if skipped {
+			r.checkDeleted(ctx, from)
+		}
 		return evs, err
 	}
 	ms, err := r.log.Read(ctx, r.stream, r.pos)
 	if err != nil {
 		return evs, err
+	}
+	if len(ms) > 0 && ms[0].Seq > from {
+		r.checkDeleted(ctx, from)
 	}
 	evs = slices.Grow(evs, len(ms))
 	for i := range ms {
@@ -222,6 +241,16 @@ func (r *Reader) Append(ctx context.Context, evs []transport.Event) ([]transport
 		}
 	}
 	return evs, nil
+}
+
+// checkDeleted is called when a read from position from returned a
+// first record past it: the log skipped records it does not hold — a
+// transaction's markers, or records its retention deleted, which only
+// the log's first position, now past from, tells apart. When that
+// cannot be asked, they are taken for deleted.
+func (r *Reader) checkDeleted(ctx context.Context, from uint64) {
+	first, _, err := r.log.Bounds(ctx, r.stream)
+	r.deleted = err != nil || first > from
 }
 
 // take unwraps one record into ev and counts it; false when it is not

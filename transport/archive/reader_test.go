@@ -498,3 +498,30 @@ func TestReadEach(t *testing.T) {
 		}
 	}
 }
+
+// TestReadDeleted: a read that the log starts past where the reader
+// was, because its retention deleted the records between, says so
+// (Deleted), for that read only.
+func TestReadDeleted(t *testing.T) {
+	log := newFakeLog(10)
+	a := sess(1, 7)
+	for seq := uint64(1); seq <= 100; seq++ {
+		log.add(part0, recorded(a, seq, payload(a, seq)))
+	}
+	r := NewReader(log, 1)
+	ctx := context.Background()
+	if err := r.Seek(ctx, Earliest()); err != nil {
+		t.Fatal(err)
+	}
+	next := func(first uint64, deleted bool) {
+		t.Helper()
+		evs, err := r.Next(ctx)
+		if err != nil || len(evs) == 0 || evs[0].Message.Seq != first || r.Deleted() != deleted {
+			t.Fatalf("read: %+v, deleted %v, %v; want from %d, deleted %v", evs, r.Deleted(), err, first, deleted)
+		}
+	}
+	next(1, false)
+	log.first[part0] = 50 // retention: the records of 51.. are left
+	next(51, true)
+	next(61, false)
+}
