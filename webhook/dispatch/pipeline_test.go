@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -279,5 +280,60 @@ func TestNextDueSkipsBusyEndpoints(t *testing.T) {
 		case <-deadline:
 			t.Fatal("NextDue never skipped the endpoint working through its backlog")
 		}
+	}
+}
+
+// flakyStore fails its first fails Complete calls, as a database
+// restarting or a connection lost would, writing nothing.
+type flakyStore struct {
+	store.Store
+	mu    sync.Mutex
+	fails int
+}
+
+var errConnLost = errors.New("connection lost")
+
+func (s *flakyStore) Complete(ctx context.Context, cs ...*store.Completion) error {
+	s.mu.Lock()
+	fail := s.fails > 0
+	s.fails--
+	s.mu.Unlock()
+	if fail {
+		return errConnLost
+	}
+	return s.Store.Complete(ctx, cs...)
+}
+
+// TestRecordRetriedAfterStoreError: a completion whose write fails (the
+// database restarting, a connection lost) is written again while its
+// lease holds, rather than dropped: dropped, every delivery of the batch,
+// though answered 2xx, stayed leased and was attempted again once the
+// lease expired (a PostgreSQL restart in the middle of a drain of 400
+// deliveries delivered 170-240 of them twice).
+func TestRecordRetriedAfterStoreError(t *testing.T) {
+	base, c := sqliteStore(t), &clock{t: t0}
+	s := &flakyStore{Store: base, fails: 2}
+	rcv := newReceiver(t, status(http.StatusNoContent))
+	addEndpoint(t, base, "ep_1", rcv.URL, t0)
+	var evs []*store.Event
+	for range 3 {
+		evs = append(evs, addEvent(t, base, "t", t0))
+	}
+	d := newDispatcher(t, s, c)
+	deliverDue(t, d, 3)
+	for _, ev := range evs {
+		ds, _ := base.ListDeliveries(context.Background(), ev.ID)
+		if len(ds) != 1 || ds[0].Status != store.StatusSucceeded || ds[0].Attempts != 1 {
+			t.Errorf("delivery %+v: want succeeded after 1 attempt", ds[0])
+		}
+	}
+	// Past every lease, nothing is attempted again.
+	c.Set(t0.Add(time.Hour))
+	deliverDue(t, d, 0)
+	if n := len(rcv.requests()); n != 3 {
+		t.Errorf("%d requests for 3 events", n)
+	}
+	if st := d.Stats(); st.StoreErrors != 2 {
+		t.Errorf("stats %+v, want the 2 failed writes counted", st)
 	}
 }
