@@ -21,9 +21,11 @@ const drainLimit = 64 << 10
 func (d *Dispatcher) attempt(ctx context.Context, j *store.Job) {
 	start := d.cfg.Now()
 	o, response, errText := d.send(ctx, j)
-	if ctx.Err() != nil {
-		// Stopping: the attempt does not count; release the delivery so a
-		// restart (or another dispatcher) claims it at once.
+	if ctx.Err() != nil && o.StatusCode == 0 {
+		// Stopping before an answer: the attempt does not count; release
+		// the delivery so a restart (or another dispatcher) claims it at
+		// once. An answer that came (a 2xx above all) is recorded: released,
+		// it would be delivered again.
 		d.release(ctx, []string{j.Delivery.ID})
 		return
 	}

@@ -93,8 +93,9 @@ func (d *Dispatcher) Notify() {
 }
 
 // Run delivers until ctx is done, then waits for the attempts in flight,
-// which are cancelled with ctx and whose deliveries are released
-// unchanged for the next claim.
+// which are cancelled with ctx: those that had no answer yet leave their
+// deliveries released unchanged for the next claim; those answered are
+// recorded.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	defer d.wg.Wait()
 	timer := time.NewTimer(0)

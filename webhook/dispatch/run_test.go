@@ -260,3 +260,52 @@ func TestPostgresRestart(t *testing.T) {
 		}
 	}
 }
+
+// signalTransport signals on got each response it returns.
+type signalTransport struct {
+	http.RoundTripper
+	got chan struct{}
+}
+
+func (s signalTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := s.RoundTripper.RoundTrip(r)
+	if err == nil {
+		s.got <- struct{}{}
+	}
+	return resp, err
+}
+
+// TestStopKeepsAnswer: an attempt answered 2xx as the dispatcher stops
+// (the status received, the body still coming) is recorded as the
+// success it is, not released unrecorded for the next start to deliver
+// again.
+func TestStopKeepsAnswer(t *testing.T) {
+	s := sqliteStore(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // the body never ends
+	}))
+	defer srv.Close()
+	now := time.Now()
+	addEndpoint(t, s, "ep_1", srv.URL, now)
+	ev := addEvent(t, s, "t", now)
+	got := make(chan struct{}, 1)
+	d, err := New(Config{Store: s, Addresses: loopback, Client: &http.Client{Transport: signalTransport{loopback.Transport(), got},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, d)
+	select {
+	case <-got:
+	case <-time.After(time.Minute):
+		stop()
+		t.Fatal("no response in a minute")
+	}
+	stop()
+	ds, _ := s.ListDeliveries(context.Background(), ev.ID)
+	if len(ds) != 1 || ds[0].Status != store.StatusSucceeded || ds[0].Attempts != 1 || ds[0].LastCode != 200 {
+		t.Fatalf("delivery %+v, want succeeded at its first attempt", *ds[0])
+	}
+}
