@@ -72,8 +72,10 @@ type Store interface {
 	Complete(ctx context.Context, cs ...*Completion) error
 	// NextDue returns when the earliest pending delivery of an enabled
 	// endpoint not in skip becomes claimable (ok false when there is
-	// none). It reads every pending delivery of those endpoints: a
-	// dispatcher skips those whose backlog it is working through.
+	// none). Of each endpoint it reads the deliveries due up to its first
+	// unleased one, so its cost is that of the leased deliveries, not of
+	// a backlog waiting for its retries; a dispatcher skips the endpoints
+	// whose backlog it is working through (due, and leased as it claims).
 	NextDue(ctx context.Context, skip ...string) (t time.Time, ok bool, err error)
 
 	CreateToken(ctx context.Context, t *Token) error

@@ -28,6 +28,7 @@ func Run(t *testing.T, open Open) {
 		{"Idempotency", testIdempotency},
 		{"ClaimLease", testClaimLease},
 		{"NextDueSkip", testNextDueSkip},
+		{"NextDueLeases", testNextDueLeases},
 		{"ClaimPerEndpoint", testClaimPerEndpoint},
 		{"Complete", testComplete},
 		{"CompleteBatch", testCompleteBatch},
@@ -220,6 +221,46 @@ func testNextDueSkip(t *testing.T, s store.Store) {
 	check("after msg_1", []string{"ep_2"}, t0.Add(time.Second), true)
 	check("after msg_1", []string{"ep_1"}, t0.Add(time.Second), true)
 	check("after msg_1", []string{"ep_2", "ep_1"}, time.Time{}, false)
+}
+
+// testNextDueLeases: NextDue is the earliest time a pending delivery can
+// be claimed: when it is due, or when its lease ends if later, whether
+// that lease ends before or after the first unleased delivery is due.
+func testNextDueLeases(t *testing.T, s store.Store) {
+	endpoint(t, s, "ep_1")
+	event(t, s, "msg_1", "t", t0)
+	event(t, s, "msg_2", "t", t0.Add(time.Second))
+	event(t, s, "msg_3", "t", t0.Add(10*time.Second))
+	event(t, s, "msg_4", "t", t0.Add(10*time.Second))
+	check := func(when string, want time.Time) {
+		t.Helper()
+		next, ok, err := s.NextDue(ctx(t))
+		if err != nil || !ok || !next.Equal(want) {
+			t.Errorf("%s: NextDue = %v %v %v, want %v", when, next, ok, err, want)
+		}
+	}
+	lease := func(now time.Time, d time.Duration) *store.Job {
+		t.Helper()
+		jobs, err := s.Claim(ctx(t), store.ClaimRequest{Owner: "a", Now: now, Lease: d, Limit: 1})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("claim at %v: %v %v", now, jobs, err)
+		}
+		return jobs[0]
+	}
+	check("nothing leased", t0)
+	lease(t0, time.Minute) // msg_1 until t0+60s
+	check("msg_1 leased for a minute", t0.Add(time.Second))
+	j := lease(t0.Add(time.Second), 5*time.Second) // msg_2 until t0+6s
+	check("msg_2 leased until before msg_3 is due", t0.Add(6*time.Second))
+	if err := s.Release(ctx(t), "a", []string{j.Delivery.ID}); err != nil {
+		t.Fatal(err)
+	}
+	check("msg_2 released", t0.Add(time.Second))
+	lease(t0.Add(time.Second), 20*time.Second) // msg_2 until t0+21s
+	lease(t0.Add(10*time.Second), time.Minute) // msg_3 or msg_4 until t0+70s
+	check("one of two due together leased", t0.Add(10*time.Second))
+	lease(t0.Add(10*time.Second), 30*time.Second) // the other until t0+40s
+	check("every delivery leased", t0.Add(21*time.Second))
 }
 
 func testClaimLease(t *testing.T, s store.Store) {
