@@ -70,6 +70,10 @@ type Config struct {
 	// before another may claim it (2×Timeout + 10 s). An attempt starts
 	// only while Timeout + 5 s of its lease remain; a delivery that waited
 	// longer in its endpoint's queue is released for the next claim.
+	// Leases are measured by the wall clock (Now): this dispatcher's
+	// claims never start a second attempt of a delivery it is attempting,
+	// whatever its clock does, but dispatchers sharing a database need
+	// clocks that agree within 5 s.
 	Lease time.Duration
 	// Concurrency is the most attempts in flight to one endpoint (4).
 	Concurrency int

@@ -19,6 +19,10 @@ type Dispatcher struct {
 	mu        sync.Mutex
 	endpoints map[string]*endpointState
 	held      int // deliveries claimed and not finished, in all
+	// holding is every delivery queued or being attempted, by id: a
+	// claim that takes one again (its lease expired by the wall clock,
+	// which stepped forward) renews its lease rather than queue it twice.
+	holding map[string]*claimed
 
 	stats struct {
 		attempts, succeeded, failed, exhausted, disabled, leaseLost, expired, storeErrors atomic.Int64
@@ -28,7 +32,7 @@ type Dispatcher struct {
 // endpointState is what a dispatcher holds for one endpoint: its queue
 // of claimed deliveries, its workers and its rate limit.
 type endpointState struct {
-	queue   []claimed
+	queue   []*claimed
 	held    int // queued or being attempted
 	running int // workers, at most Concurrency
 	bucket  *bucket
@@ -41,10 +45,12 @@ type endpointState struct {
 	pace time.Duration
 }
 
-// claimed is a leased delivery and when the lease was taken.
+// claimed is a leased delivery, when the lease was taken and when it
+// ends (set again, under Dispatcher.mu, when a claim renews it).
 type claimed struct {
-	job *store.Job
-	at  time.Time
+	job   *store.Job
+	at    time.Time
+	until time.Time
 }
 
 // Stats counts what a Dispatcher did.
@@ -70,7 +76,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), endpoints: map[string]*endpointState{}}
+	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), endpoints: map[string]*endpointState{}, holding: map[string]*claimed{}}
 	d.commits.init(d)
 	return d, nil
 }
@@ -222,6 +228,13 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		ep.wanting = false
 	}
 	for _, j := range jobs {
+		if c := d.holding[j.Delivery.ID]; c != nil {
+			// Held already, queued or being attempted: the claim took it
+			// again because its lease had expired by the clock. The lease
+			// is renewed; the attempt under way or to come records under it.
+			c.at, c.until = now, j.LeaseUntil
+			continue
+		}
 		if !d.admit(ctx, j, now) {
 			release = append(release, j.Delivery.ID)
 			continue
@@ -293,7 +306,9 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, now time.Time) boo
 	} else {
 		ep.bucket = nil
 	}
-	ep.queue = append(ep.queue, claimed{j, now})
+	c := &claimed{job: j, at: now, until: j.LeaseUntil}
+	ep.queue = append(ep.queue, c)
+	d.holding[j.Delivery.ID] = c
 	ep.held++
 	d.held++
 	if ep.running < d.cfg.Concurrency {
@@ -322,21 +337,23 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 			return
 		}
 		c := ep.queue[0]
-		ep.queue[0] = claimed{}
+		ep.queue[0] = nil
 		ep.queue = ep.queue[1:]
+		at := c.at
 		d.mu.Unlock()
 		// Start only with time left on the lease to finish and record the
 		// attempt; otherwise another claim may already be attempting it.
 		start := d.cfg.Now()
-		attempted := !start.After(c.at.Add(d.cfg.Lease - d.cfg.Timeout - leaseMargin))
+		attempted := !start.After(at.Add(d.cfg.Lease - d.cfg.Timeout - leaseMargin))
 		if attempted {
-			d.attempt(ctx, c.job)
+			d.attempt(ctx, c)
 		} else {
 			d.stats.expired.Add(1)
 			d.release(ctx, []string{c.job.Delivery.ID})
 		}
 		took := d.cfg.Now().Sub(start)
 		d.mu.Lock()
+		delete(d.holding, c.job.Delivery.ID)
 		if attempted && ctx.Err() == nil {
 			ep.paced(took)
 		}

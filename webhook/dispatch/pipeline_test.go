@@ -337,3 +337,46 @@ func TestRecordRetriedAfterStoreError(t *testing.T) {
 		t.Errorf("stats %+v, want the 2 failed writes counted", st)
 	}
 }
+
+// TestClockStepKeepsLease: the wall clock stepping forward past the lease
+// of an attempt in flight (NTP, a virtual machine resumed) lets the
+// dispatcher's next claim take the delivery again; it does not attempt
+// it a second time beside the first, and the first attempt's record,
+// under the lease the claim renewed, is written.
+func TestClockStepKeepsLease(t *testing.T) {
+	s, c := sqliteStore(t), &clock{t: t0}
+	arrived, release := make(chan struct{}, 2), make(chan struct{})
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		w.WriteHeader(http.StatusNoContent)
+	})
+	addEndpoint(t, s, "ep_1", rcv.URL, t0)
+	ev := addEvent(t, s, "t", t0)
+	d := newDispatcher(t, s, c)
+	ctx := context.Background()
+	if n, _, _, _, err := d.poll(ctx); err != nil || n != 1 {
+		t.Fatalf("first poll: %d %v", n, err)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(time.Minute):
+		t.Fatal("no attempt in a minute")
+	}
+	c.Set(t0.Add(2 * time.Minute)) // past the lease (40 s)
+	if n, _, _, _, err := d.poll(ctx); err != nil || n != 0 {
+		t.Errorf("poll after the clock step: %d queued, %v; want none", n, err)
+	}
+	close(release)
+	d.wg.Wait()
+	if n := len(rcv.requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+	ds, _ := s.ListDeliveries(ctx, ev.ID)
+	if len(ds) != 1 || ds[0].Status != store.StatusSucceeded || ds[0].Attempts != 1 {
+		t.Errorf("delivery %+v, want succeeded at its first attempt", *ds[0])
+	}
+	if st := d.Stats(); st.LeaseLost != 0 || st.Attempts != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
