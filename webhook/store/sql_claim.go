@@ -11,9 +11,12 @@ import (
 
 // The hot statements: claim, completion and release. A completion
 // with a LeaseUntil is recorded only under that lease (see
-// Completion.LeaseUntil).
+// Completion.LeaseUntil). A delivery left pending by an attempt to an
+// endpoint disabled meanwhile is paused, as UpdateEndpoint paused the
+// endpoint's others (status is its first two arguments).
 const (
-	completeDeliveryQuery = `UPDATE deliveries SET status = ?, attempts = attempts + 1, next_attempt = ?, lease_owner = '', lease_until = 0,
+	completeDeliveryQuery = `UPDATE deliveries SET status = CASE WHEN ? = 'pending' AND (SELECT e.enabled FROM endpoints e WHERE e.id = deliveries.endpoint_id) = 0
+			THEN 'paused' ELSE ? END, attempts = attempts + 1, next_attempt = ?, lease_owner = '', lease_until = 0,
 		last_code = ?, updated = ? WHERE id = ? AND lease_owner = ? AND (CAST(? AS BIGINT) = 0 OR lease_until = ?)`
 	insertAttemptQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -240,7 +243,7 @@ func (s *sqlStore) relaxedTx(ctx context.Context, f func(*sql.Tx) error) error {
 func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, health map[string]bool) (bool, error) {
 	a := &c.Attempt
 	n, err := s.execHot(ctx, tx, completeDeliveryQuery,
-		c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner, nanos(c.LeaseUntil), nanos(c.LeaseUntil))
+		c.Status, c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner, nanos(c.LeaseUntil), nanos(c.LeaseUntil))
 	if err != nil || n == 0 {
 		return false, err
 	}

@@ -68,7 +68,8 @@ type Store interface {
 	// A completion's durability may be relaxed (SQLite synchronous=NORMAL,
 	// PostgreSQL synchronous_commit off): one lost to a power failure is
 	// attempted again, which at-least-once allows; events are always
-	// stored with full durability.
+	// stored with full durability. A delivery a completion leaves pending
+	// is paused if its endpoint was disabled meanwhile.
 	Complete(ctx context.Context, cs ...*Completion) error
 	// NextDue returns when the earliest pending delivery of an enabled
 	// endpoint not in skip becomes claimable (ok false when there is

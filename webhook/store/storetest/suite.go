@@ -33,6 +33,7 @@ func Run(t *testing.T, open Open) {
 		{"Complete", testComplete},
 		{"CompleteBatch", testCompleteBatch},
 		{"CompleteStaleLease", testCompleteStaleLease},
+		{"DisabledMidAttempt", testDisabledMidAttempt},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"Tokens", testTokens},
@@ -738,5 +739,72 @@ func testCompleteStaleLease(t *testing.T, s store.Store) {
 	}
 	if err := s.Complete(c, completion(first[0], "atmpt_6")); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("completion after the delivery was recorded: %v, want ErrLeaseLost", err)
+	}
+}
+
+// testDisabledMidAttempt: an endpoint disabled while attempts to it are
+// under way pauses the deliveries they leave to retry (alone, or in a
+// batch, which PostgreSQL writes in bulk), as it pauses its other pending
+// deliveries; enabled again, they are pending and claimed.
+func testDisabledMidAttempt(t *testing.T, s store.Store) {
+	c := ctx(t)
+	e := endpoint(t, s, "ep_1")
+	endpoint(t, s, "ep_2")
+	for i := range 3 {
+		event(t, s, fmt.Sprint("msg_", i), "t", t0)
+	}
+	jobs := claim(t, s, "a", t0, 10)
+	if len(jobs) != 6 {
+		t.Fatalf("claimed %d, want 6", len(jobs))
+	}
+	e.Enabled, e.DisabledReason = false, "manual"
+	if err := s.UpdateEndpoint(c, e); err != nil {
+		t.Fatal(err)
+	}
+	var ep1 []*store.Completion
+	var cs []*store.Completion
+	for i, j := range jobs {
+		cp := &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: store.StatusPending, NextAttempt: t0.Add(5 * time.Second),
+			Attempt: store.Attempt{ID: fmt.Sprint("atmpt_", i), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID, Started: t0, StatusCode: 503}}
+		if j.Endpoint.ID == "ep_1" {
+			ep1 = append(ep1, cp)
+		}
+		cs = append(cs, cp)
+	}
+	// One completion alone, the others in a batch.
+	if err := s.Complete(c, ep1[0]); err != nil {
+		t.Fatal(err)
+	}
+	var rest []*store.Completion
+	for _, cp := range cs {
+		if cp != ep1[0] {
+			rest = append(rest, cp)
+		}
+	}
+	if err := s.Complete(c, rest...); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		ds, err := s.ListDeliveries(c, fmt.Sprint("msg_", i))
+		if err != nil || len(ds) != 2 {
+			t.Fatalf("deliveries of msg_%d: %+v %v", i, ds, err)
+		}
+		for _, d := range ds {
+			want := store.StatusPending
+			if d.EndpointID == "ep_1" {
+				want = store.StatusPaused
+			}
+			if d.Status != want || d.Attempts != 1 {
+				t.Errorf("delivery to %s after its attempt: %s, %d attempts; want %s, 1", d.EndpointID, d.Status, d.Attempts, want)
+			}
+		}
+	}
+	e.Enabled, e.DisabledReason = true, ""
+	if err := s.UpdateEndpoint(c, e); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"msg_0>ep_1", "msg_0>ep_2", "msg_1>ep_1", "msg_1>ep_2", "msg_2>ep_1", "msg_2>ep_2"}
+	if got := jobIDs(claim(t, s, "a", t0.Add(5*time.Second), 10)); !slices.Equal(got, want) {
+		t.Errorf("claimed after enabling %v, want %v", got, want)
 	}
 }
