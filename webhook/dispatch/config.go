@@ -23,6 +23,9 @@ const (
 	DefaultBatchSize       = 100
 	DefaultPollInterval    = time.Second
 	DefaultMaxResponseBody = 4 << 10
+	// DefaultRetention is how long events are kept, as Svix keeps
+	// message payloads.
+	DefaultRetention = 90 * 24 * time.Hour
 	// leaseMargin is the part of a lease kept for recording an attempt
 	// after its response: an attempt starts only while at least Timeout +
 	// leaseMargin of its lease remain.
@@ -98,6 +101,11 @@ type Config struct {
 	PollInterval time.Duration
 	// MaxResponseBody is how much of a response body an attempt keeps (4 KiB).
 	MaxResponseBody int
+	// Retention is how long events are kept (90 days): older ones are
+	// deleted, with their deliveries and attempts, when Run starts and
+	// every hour after, but for those with a delivery still pending.
+	// Negative keeps every event.
+	Retention time.Duration
 	// NoticeEndpoint, when set, is the endpoint operational events
 	// (endpoint.disabled, message.attempt.exhausted) are delivered to.
 	NoticeEndpoint string
@@ -150,6 +158,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxResponseBody == 0 {
 		c.MaxResponseBody = DefaultMaxResponseBody
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
 	}
 	if c.Client == nil {
 		c.Client = c.Addresses.Client(c.Timeout)

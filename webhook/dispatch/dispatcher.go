@@ -25,7 +25,7 @@ type Dispatcher struct {
 	holding map[string]*claimed
 
 	stats struct {
-		attempts, succeeded, failed, exhausted, disabled, leaseLost, expired, storeErrors atomic.Int64
+		attempts, succeeded, failed, exhausted, disabled, leaseLost, expired, storeErrors, purged atomic.Int64
 	}
 }
 
@@ -66,8 +66,10 @@ type Stats struct {
 	// Expired counts deliveries released unattempted because they waited
 	// in their endpoint's queue until too little of their lease was left.
 	Expired int64
-	// StoreErrors counts failed claims and completions.
+	// StoreErrors counts failed claims, completions and purges.
 	StoreErrors int64
+	// Purged counts events deleted for being older than Retention.
+	Purged int64
 }
 
 // New returns a Dispatcher; Run starts it.
@@ -85,7 +87,8 @@ func New(cfg Config) (*Dispatcher, error) {
 func (d *Dispatcher) Stats() Stats {
 	s := &d.stats
 	return Stats{Attempts: s.attempts.Load(), Succeeded: s.succeeded.Load(), Failed: s.failed.Load(), Exhausted: s.exhausted.Load(),
-		Disabled: s.disabled.Load(), LeaseLost: s.leaseLost.Load(), Expired: s.expired.Load(), StoreErrors: s.storeErrors.Load()}
+		Disabled: s.disabled.Load(), LeaseLost: s.leaseLost.Load(), Expired: s.expired.Load(), StoreErrors: s.storeErrors.Load(),
+		Purged: s.purged.Load()}
 }
 
 // Notify tells the dispatcher that deliveries may be due now (an event
@@ -98,12 +101,17 @@ func (d *Dispatcher) Notify() {
 	}
 }
 
-// Run delivers until ctx is done, then waits for the attempts in flight,
-// which are cancelled with ctx: those that had no answer yet leave their
-// deliveries released unchanged for the next claim; those answered are
-// recorded.
+// Run delivers until ctx is done, and deletes the events older than
+// Retention as it starts and every hour. Then it waits for the attempts
+// in flight, which are cancelled with ctx: those that had no answer yet
+// leave their deliveries released unchanged for the next claim; those
+// answered are recorded.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	defer d.wg.Wait()
+	if d.cfg.Retention > 0 {
+		d.wg.Add(1)
+		go d.purgeEvery(ctx)
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {

@@ -20,4 +20,7 @@
 // killed mid-attempt loses nothing: its leases expire and the
 // deliveries are claimed again. A record of attempts the store fails to
 // write (a database restarting) is written again while its leases hold.
+// Events older than Config.Retention (90 days, as Svix keeps payloads)
+// are deleted with their deliveries and attempts, so the outbox does not
+// grow without bound.
 package dispatch

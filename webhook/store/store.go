@@ -79,6 +79,14 @@ type Store interface {
 	// whose backlog it is working through (due, and leased as it claims).
 	NextDue(ctx context.Context, skip ...string) (t time.Time, ok bool, err error)
 
+	// Purge deletes up to limit events created before before, the
+	// oldest first, with their deliveries and attempts, but not an event
+	// with a delivery still pending (being attempted or waiting for a
+	// retry); it returns how many it deleted. A deleted event's
+	// idempotency key is free again. Dispatchers sharing PostgreSQL purge
+	// at once without waiting for each other (SKIP LOCKED).
+	Purge(ctx context.Context, before time.Time, limit int) (int, error)
+
 	CreateToken(ctx context.Context, t *Token) error
 	// CreateFirstToken stores t only when the store holds no token at
 	// all, atomically: of dispatchers starting together on one new

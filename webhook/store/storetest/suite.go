@@ -34,6 +34,7 @@ func Run(t *testing.T, open Open) {
 		{"CompleteBatch", testCompleteBatch},
 		{"CompleteStaleLease", testCompleteStaleLease},
 		{"DisabledMidAttempt", testDisabledMidAttempt},
+		{"Purge", testPurge},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"Tokens", testTokens},
@@ -806,5 +807,79 @@ func testDisabledMidAttempt(t *testing.T, s store.Store) {
 	want := []string{"msg_0>ep_1", "msg_0>ep_2", "msg_1>ep_1", "msg_1>ep_2", "msg_2>ep_1", "msg_2>ep_2"}
 	if got := jobIDs(claim(t, s, "a", t0.Add(5*time.Second), 10)); !slices.Equal(got, want) {
 		t.Errorf("claimed after enabling %v, want %v", got, want)
+	}
+}
+
+// testPurge: Purge deletes the events created before its time, oldest
+// first and no more than its limit, with their deliveries and attempts,
+// whatever became of them (succeeded, failed, paused, or none made),
+// but keeps an event with a delivery still pending; a deleted event's
+// idempotency key is free again.
+func testPurge(t *testing.T, s store.Store) {
+	c := ctx(t)
+	endpoint(t, s, "ep_1", "t")
+	off := endpoint(t, s, "ep_off", "paused")
+	day := 24 * time.Hour
+	insert := func(id, typ, key string, at time.Time) {
+		t.Helper()
+		if _, err := s.InsertEvent(c, &store.Event{ID: id, Type: typ, Payload: []byte("{}"), IdempotencyKey: key, Created: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert("msg_done", "t", "k_done", t0)
+	insert("msg_failed", "t", "", t0.Add(time.Second))
+	insert("msg_pending", "t", "", t0.Add(2*time.Second))
+	insert("msg_paused", "paused", "", t0.Add(3*time.Second))
+	insert("msg_none", "unmatched", "", t0.Add(4*time.Second))
+	insert("msg_new", "t", "", t0.Add(2*day))
+	off.Enabled = false
+	if err := s.UpdateEndpoint(c, off); err != nil {
+		t.Fatal(err)
+	}
+	outcome := map[string]string{"msg_done": store.StatusSucceeded, "msg_failed": store.StatusFailed, "msg_pending": store.StatusPending, "msg_new": store.StatusSucceeded}
+	for _, j := range claim(t, s, "a", t0.Add(3*day), 10) {
+		err := s.Complete(c, &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: outcome[j.Event.ID], NextAttempt: t0.Add(4 * day),
+			Attempt: store.Attempt{ID: "atmpt_" + j.Event.ID, DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID, Started: t0, StatusCode: 500}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.Purge(c, t0.Add(day), 1)
+	if err != nil || n != 1 {
+		t.Fatalf("Purge with a limit of 1: %d %v", n, err)
+	}
+	if _, err := s.GetEvent(c, "msg_done"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the oldest event after a purge of 1: %v, want ErrNotFound", err)
+	}
+	if n, err := s.Purge(c, t0.Add(day), 100); err != nil || n != 3 {
+		t.Fatalf("Purge: %d %v, want 3 (failed, paused, none)", n, err)
+	}
+	for _, id := range []string{"msg_done", "msg_failed", "msg_paused", "msg_none"} {
+		if _, err := s.GetEvent(c, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s after the purge: %v, want ErrNotFound", id, err)
+		}
+		ds, err1 := s.ListDeliveries(c, id)
+		as, err2 := s.ListAttempts(c, id)
+		if len(ds) != 0 || len(as) != 0 || err1 != nil || err2 != nil {
+			t.Errorf("%s after the purge: deliveries %+v (%v), attempts %+v (%v)", id, ds, err1, as, err2)
+		}
+	}
+	for _, id := range []string{"msg_pending", "msg_new"} {
+		if _, err := s.GetEvent(c, id); err != nil {
+			t.Errorf("%s after the purge: %v", id, err)
+		}
+		if as, _ := s.ListAttempts(c, id); len(as) != 1 {
+			t.Errorf("%s after the purge: attempts %+v", id, as)
+		}
+	}
+	if n, err := s.Purge(c, t0.Add(day), 100); err != nil || n != 0 {
+		t.Errorf("a second purge: %d %v, want 0", n, err)
+	}
+	if got := jobIDs(claim(t, s, "a", t0.Add(4*day), 10)); !slices.Equal(got, []string{"msg_pending>ep_1"}) {
+		t.Errorf("claimed after the purge %v, want msg_pending's retry", got)
+	}
+	again := &store.Event{ID: "msg_again", Type: "t", Payload: []byte("{}"), IdempotencyKey: "k_done", Created: t0.Add(5 * day)}
+	if created, err := s.InsertEvent(c, again); err != nil || !created || again.ID != "msg_again" {
+		t.Errorf("an event with a purged event's idempotency key: created %v, %v, id %s", created, err, again.ID)
 	}
 }
