@@ -16,13 +16,15 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultTimeout         = 15 * time.Second
-	DefaultConcurrency     = 4
-	DefaultQueueDepth      = 256
-	DefaultMaxInFlight     = 1024
-	DefaultBatchSize       = 100
-	DefaultPollInterval    = time.Second
-	DefaultMaxResponseBody = 4 << 10
+	DefaultTimeout     = 15 * time.Second
+	DefaultConcurrency = 4
+	DefaultQueueDepth  = 256
+	DefaultMaxInFlight = 1024
+	// DefaultMaxInFlightBytes bounds the payloads held (64 MiB).
+	DefaultMaxInFlightBytes = 64 << 20
+	DefaultBatchSize        = 100
+	DefaultPollInterval     = time.Second
+	DefaultMaxResponseBody  = 4 << 10
 	// DefaultRetention is how long events are kept, as Svix keeps
 	// message payloads.
 	DefaultRetention = 90 * 24 * time.Hour
@@ -93,6 +95,13 @@ type Config struct {
 	// MaxInFlight is the most deliveries claimed and not yet finished, in
 	// all (1024).
 	MaxInFlight int
+	// MaxInFlightBytes bounds the payloads of the deliveries claimed and
+	// not yet finished, in all (64 MiB): no more are taken once those
+	// held hold this much (the one that reaches it is taken, so a payload
+	// larger than it is still attempted). A claim asks for no more than
+	// the room left at the size of the payloads seen; a delivery beyond
+	// it is released for a later claim.
+	MaxInFlightBytes int
 	// BatchSize is the most deliveries one claim takes (100).
 	BatchSize int
 	// PollInterval is the longest the dispatcher sleeps before looking
@@ -150,6 +159,9 @@ func (c *Config) setDefaults() {
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
 	}
+	if c.MaxInFlightBytes == 0 {
+		c.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
 	}
@@ -199,6 +211,8 @@ func (c *Config) validate() error {
 		return &ConfigError{"QueueDepth", c.QueueDepth, "must be >= 0"}
 	case c.MaxInFlight < c.Concurrency+c.QueueDepth:
 		return &ConfigError{"MaxInFlight", c.MaxInFlight, fmt.Sprintf("must be at least Concurrency + QueueDepth (%d)", c.Concurrency+c.QueueDepth)}
+	case c.MaxInFlightBytes < 0:
+		return &ConfigError{"MaxInFlightBytes", c.MaxInFlightBytes, "must be > 0"}
 	case c.BatchSize < 0:
 		return &ConfigError{"BatchSize", c.BatchSize, "must be > 0"}
 	case c.PollInterval < 0:

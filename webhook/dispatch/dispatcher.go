@@ -19,6 +19,10 @@ type Dispatcher struct {
 	mu        sync.Mutex
 	endpoints map[string]*endpointState
 	held      int // deliveries claimed and not finished, in all
+	heldBytes int // their payloads' bytes
+	// payload is the size of the payloads claimed (a moving average),
+	// which sizes a claim to the bytes left (MaxInFlightBytes).
+	payload int
 	// holding is every delivery queued or being attempted, by id: a
 	// claim that takes one again (its lease expired by the wall clock,
 	// which stepped forward) renews its lease rather than queue it twice.
@@ -194,6 +198,11 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 	perEndpoint := d.cfg.Concurrency + d.cfg.QueueDepth
 	d.mu.Lock()
 	room := d.cfg.MaxInFlight - d.held
+	if d.held > 0 && d.payload > 0 {
+		// As many as take the payloads held to MaxInFlightBytes, at the
+		// size of those seen (none once they hold it).
+		room = min(room, (d.cfg.MaxInFlightBytes-d.heldBytes+d.payload-1)/d.payload)
+	}
 	var (
 		skip  []string
 		asked []*endpointState
@@ -236,6 +245,11 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		ep.wanting = false
 	}
 	for _, j := range jobs {
+		if size := len(j.Event.Payload); d.payload == 0 {
+			d.payload = max(size, 1)
+		} else {
+			d.payload = max((7*d.payload+size)/8, 1)
+		}
 		if c := d.holding[j.Delivery.ID]; c != nil {
 			// Held already, queued or being attempted: the claim took it
 			// again because its lease had expired by the clock. The lease
@@ -301,7 +315,7 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, now time.Time) boo
 		ep = &endpointState{}
 		d.endpoints[id] = ep
 	}
-	if ep.held >= d.cfg.Concurrency+d.depth(ep) || d.held >= d.cfg.MaxInFlight {
+	if ep.held >= d.cfg.Concurrency+d.depth(ep) || d.held >= d.cfg.MaxInFlight || d.heldBytes >= d.cfg.MaxInFlightBytes {
 		return false
 	}
 	if rate := j.Endpoint.RateLimit; rate > 0 {
@@ -319,6 +333,7 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, now time.Time) boo
 	d.holding[j.Delivery.ID] = c
 	ep.held++
 	d.held++
+	d.heldBytes += len(j.Event.Payload)
 	if ep.running < d.cfg.Concurrency {
 		ep.running++
 		d.wg.Add(1)
@@ -367,6 +382,7 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		}
 		ep.held--
 		d.held--
+		d.heldBytes -= len(c.job.Event.Payload)
 		low := ep.held <= d.refillBelow(ep) && !ep.wanting
 		if low {
 			ep.wanting = true

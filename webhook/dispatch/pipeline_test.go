@@ -2,10 +2,12 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -379,4 +381,82 @@ func TestClockStepKeepsLease(t *testing.T) {
 	if st := d.Stats(); st.LeaseLost != 0 || st.Attempts != 1 {
 		t.Errorf("stats %+v", st)
 	}
+}
+
+// TestInFlightBytesBounded: the payloads a dispatcher holds (queued or
+// being attempted) stay within MaxInFlightBytes, whatever their count
+// (a --source record can be a megabyte, and 1,024 of them a gigabyte),
+// and a claim asks for no more than the room left at the size of the
+// payloads seen; the deliveries left out are claimed as room frees up,
+// every one attempted once. Twelve payloads of 1 MiB (and an envelope),
+// a bound of 4 MiB, which the fourth reaches: all 12 were claimed and
+// queued at once.
+func TestInFlightBytesBounded(t *testing.T) {
+	s, c := sqliteStore(t), &clock{t: t0}
+	arrived, release := make(chan struct{}, 16), make(chan struct{})
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		w.WriteHeader(http.StatusNoContent)
+	})
+	addEndpoint(t, s, "ep_1", rcv.URL, t0)
+	data, _ := json.Marshal(strings.Repeat("x", 1<<20))
+	for range 12 {
+		if _, err := s.InsertEvent(context.Background(), NewEvent("t", data, "", t0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spy := &claimSpy{Store: s, claims: make(chan claimSeen, 64)}
+	d := newDispatcher(t, spy, c, func(cfg *Config) { cfg.MaxInFlightBytes = 4 << 20 })
+	ctx := context.Background()
+	if n, _, _, _, err := d.poll(ctx); err != nil || n != 4 {
+		t.Fatalf("first poll queued %d (%v), want 4", n, err)
+	}
+	for range 4 {
+		<-arrived
+	}
+	<-spy.claims
+	if n, _, _, _, err := d.poll(ctx); err != nil || n != 0 {
+		t.Fatalf("second poll, no room: queued %d (%v), want 0", n, err)
+	}
+	select {
+	case c := <-spy.claims:
+		t.Errorf("a claim of %d with no room", c.jobs)
+	default:
+	}
+	close(release)
+	d.wg.Wait()
+	if n, err := d.DeliverDue(ctx); err != nil || n != 8 {
+		t.Fatalf("the 8 left: %d attempted (%v)", n, err)
+	}
+	if n := len(rcv.requests()); n != 12 {
+		t.Errorf("%d requests, want 12", n)
+	}
+	if st := d.Stats(); st.Succeeded != 12 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestInFlightBytesWake: a dispatcher that stopped claiming for the
+// bytes it holds claims again as soon as attempts finish and free room,
+// not at its next poll (an hour here): 12 payloads of 1 MiB, a bound of
+// 4 MiB, all delivered.
+func TestInFlightBytesWake(t *testing.T) {
+	s := sqliteStore(t)
+	rcv, srv := newCounter(t, 0)
+	now := time.Now()
+	addEndpoint(t, s, "ep_1", srv.URL, now)
+	data, _ := json.Marshal(strings.Repeat("x", 1<<20))
+	for range 12 {
+		if _, err := s.InsertEvent(context.Background(), NewEvent("t", data, "", now)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := New(Config{Store: s, Addresses: loopback, MaxInFlightBytes: 4 << 20, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, d)
+	defer stop()
+	rcv.await(t, 12)
 }
