@@ -35,6 +35,7 @@ func Run(t *testing.T, open Open) {
 		{"CompleteStaleLease", testCompleteStaleLease},
 		{"DisabledMidAttempt", testDisabledMidAttempt},
 		{"Purge", testPurge},
+		{"DeleteEndpointPending", testDeleteEndpointPending},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"Tokens", testTokens},
@@ -881,5 +882,65 @@ func testPurge(t *testing.T, s store.Store) {
 	again := &store.Event{ID: "msg_again", Type: "t", Payload: []byte("{}"), IdempotencyKey: "k_done", Created: t0.Add(5 * day)}
 	if created, err := s.InsertEvent(c, again); err != nil || !created || again.ID != "msg_again" {
 		t.Errorf("an event with a purged event's idempotency key: created %v, %v, id %s", created, err, again.ID)
+	}
+}
+
+// testDeleteEndpointPending: deleting an endpoint with deliveries
+// pending, one of them leased with an attempt under way and another with
+// attempts recorded, deletes them and their attempts and nothing of the
+// other endpoints; the attempt under way is then refused (ErrLeaseLost)
+// rather than recorded or failing the batch it is written with.
+func testDeleteEndpointPending(t *testing.T, s store.Store) {
+	c := ctx(t)
+	endpoint(t, s, "ep_1")
+	endpoint(t, s, "ep_2")
+	event(t, s, "msg_1", "t", t0)
+	event(t, s, "msg_2", "t", t0)
+	jobs := claim(t, s, "a", t0, 10)
+	if len(jobs) != 4 {
+		t.Fatalf("claimed %d, want 4", len(jobs))
+	}
+	var cs []*store.Completion
+	for i, j := range jobs {
+		cs = append(cs, &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: store.StatusPending, NextAttempt: t0.Add(time.Second),
+			Attempt: store.Attempt{ID: fmt.Sprint("atmpt_", i), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID, Started: t0, StatusCode: 500}})
+	}
+	if err := s.Complete(c, cs...); err != nil {
+		t.Fatal(err)
+	}
+	jobs = claim(t, s, "a", t0.Add(time.Second), 10)
+	if len(jobs) != 4 {
+		t.Fatalf("claimed %d again, want 4", len(jobs))
+	}
+	if err := s.DeleteEndpoint(c, "ep_1"); err != nil {
+		t.Fatal(err)
+	}
+	cs = cs[:0]
+	for i, j := range jobs {
+		cs = append(cs, &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: store.StatusSucceeded, EndpointOK: true,
+			Attempt: store.Attempt{ID: fmt.Sprint("atmpt_again_", i), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID, Started: t0.Add(time.Second), StatusCode: 200}})
+	}
+	if err := s.Complete(c, cs...); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("completions after the endpoint was deleted: %v, want ErrLeaseLost", err)
+	}
+	for _, cp := range cs {
+		if cp.LeaseLost != (cp.Attempt.EndpointID == "ep_1") {
+			t.Errorf("%s to %s: LeaseLost %v", cp.Attempt.ID, cp.Attempt.EndpointID, cp.LeaseLost)
+		}
+	}
+	for _, ev := range []string{"msg_1", "msg_2"} {
+		ds, _ := s.ListDeliveries(c, ev)
+		as, _ := s.ListAttempts(c, ev)
+		if len(ds) != 1 || ds[0].EndpointID != "ep_2" || ds[0].Status != store.StatusSucceeded || len(as) != 2 {
+			t.Errorf("%s: deliveries %+v, %d attempts; want ep_2's alone, succeeded, with its 2 attempts", ev, ds, len(as))
+		}
+		for _, a := range as {
+			if a.EndpointID != "ep_2" {
+				t.Errorf("%s: an attempt to the deleted endpoint kept: %+v", ev, a)
+			}
+		}
+	}
+	if _, ok, err := s.NextDue(c); ok || err != nil {
+		t.Errorf("NextDue after: %v %v, want nothing pending", ok, err)
 	}
 }
