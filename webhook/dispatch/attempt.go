@@ -32,7 +32,8 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 	}
 	end := d.cfg.Now()
 	n := j.Delivery.Attempts + 1
-	dec := d.cfg.Policy.Decide(start, n, o, j.Endpoint.FailingSince, d.cfg.Rand())
+	// Delays count from the answer (Retry-After's as RFC 9110 has it).
+	dec := d.cfg.Policy.Decide(end, n, o, j.Endpoint.FailingSince, d.cfg.Rand())
 	d.mu.Lock()
 	until := c.until // (a claim may have renewed the lease meanwhile)
 	d.mu.Unlock()
