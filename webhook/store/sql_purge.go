@@ -44,12 +44,16 @@ func (s *sqlStore) Purge(ctx context.Context, before time.Time, limit int) (int,
 			`DELETE FROM deliveries WHERE event_id IN ` + s.d.idSet,
 			`DELETE FROM events WHERE id IN ` + s.d.idSet,
 		} {
-			if _, err := s.exec(ctx, tx, q, list); err != nil {
+			deleted, err := s.exec(ctx, tx, q, list)
+			if err != nil {
 				return err
 			}
+			n = int(deleted) // (the events, last)
 		}
-		n = len(ids)
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
