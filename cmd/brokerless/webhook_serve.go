@@ -46,7 +46,9 @@ The database is a SQLite file (the default, brokerless-webhook.db in the
 working directory) or PostgreSQL, which several dispatchers can share:
 they never attempt the same delivery at the same time. A dispatcher that
 crashes loses nothing; its deliveries are attempted again once their
-lease (--timeout + 10s) expires.
+lease (--timeout + 10s) expires. Events older than --retention (90
+days) are deleted with their deliveries and attempts, unless one is
+still being retried.
 
 With --source, each record of a logd or Kafka topic, read by a consumer
 group, becomes an event: its type from the --source-type-header header
@@ -103,6 +105,7 @@ type webhookServeOptions struct {
 	schedule       string
 	maxBody        int64
 	maxResponse    int
+	retention      time.Duration
 	noticeEndpoint string
 	source         string
 	sourceType     string
@@ -122,6 +125,8 @@ func runWebhookServe(ctx context.Context, inv *invocation) error {
 	fs.StringVar(&o.schedule, "retry-schedule", "0s,5s,5m,30m,2h,5h,10h,10h", "delays of the attempts of a delivery, comma-separated; the first is ignored (a new event goes out at once)")
 	fs.Int64Var(&o.maxBody, "max-body", api.DefaultMaxBodyBytes, "largest API request body, in bytes (larger gets 413)")
 	fs.IntVar(&o.maxResponse, "max-response", dispatch.DefaultMaxResponseBody, "bytes of each response body kept with its attempt")
+	o.retention = dispatch.DefaultRetention
+	fs.Var(durationOrNever{&o.retention}, "retention", "delete events older than this, with their deliveries and attempts, unless one is still being retried (negative, e.g. -1: never)")
 	fs.StringVar(&o.noticeEndpoint, "notice-endpoint", "", "endpoint ID that operational events (endpoint.disabled, message.attempt.exhausted) are delivered to")
 	fs.StringVar(&o.source, "source", "", "also make an event of each record of this log, read by a consumer group: logd://HOST:PORT/TOPIC or kafka://… (group brokerless-webhook unless ?group= names one; with SQLite a static member unless ?instance= names one)")
 	fs.StringVar(&o.sourceType, "source-type", source.DefaultType, "event type of a --source record without a type header")
@@ -157,7 +162,7 @@ func runWebhookServe(ctx context.Context, inv *invocation) error {
 	d, err := dispatch.New(dispatch.Config{
 		Store: st, Addresses: policy, Client: client, Timeout: o.timeout, Concurrency: o.concurrency,
 		MaxInFlight: max(dispatch.DefaultMaxInFlight, o.concurrency+dispatch.DefaultQueueDepth), MaxResponseBody: o.maxResponse, NoticeEndpoint: o.noticeEndpoint,
-		Policy: dispatch.Policy{Schedule: schedule, DisableAfter: disableAfter}, Logger: inv.log,
+		Retention: o.retention, Policy: dispatch.Policy{Schedule: schedule, DisableAfter: disableAfter}, Logger: inv.log,
 	})
 	if err != nil {
 		return configError(err, map[string]string{"Timeout": "timeout", "Concurrency": "concurrency", "MaxResponseBody": "max-response",
@@ -281,6 +286,8 @@ func (o *webhookServeOptions) check() (webhook.AddressPolicy, []time.Duration, e
 		return policy, nil, usagef("--max-body %d: must be > 0", o.maxBody)
 	case o.maxResponse <= 0:
 		return policy, nil, usagef("--max-response %d: must be > 0", o.maxResponse)
+	case o.retention == 0:
+		return policy, nil, usagef("--retention 0s: must be > 0, or negative for never")
 	}
 	return policy, schedule, nil
 }

@@ -39,6 +39,7 @@ func TestWebhookServeBadFlags(t *testing.T) {
 		{[]string{"--max-body", "0"}, "--max-body 0"},
 		{[]string{"--max-response", "-1"}, "--max-response -1"},
 		{[]string{"--disable-after", "-1h"}, "--disable-after -1h"},
+		{[]string{"--retention", "0"}, "--retention 0s"},
 		{[]string{"--timeout", "soon"}, "--timeout"},
 		{[]string{"--bogus"}, "--bogus"},
 		{[]string{"--source", "mcast://239.1.1.1:7000"}, "--source mcast://239.1.1.1:7000"},

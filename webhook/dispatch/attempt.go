@@ -17,21 +17,28 @@ import (
 // (and discarded) so the connection can be reused.
 const drainLimit = 64 << 10
 
-// attempt makes one attempt of j and records it.
-func (d *Dispatcher) attempt(ctx context.Context, j *store.Job) {
+// attempt makes one attempt of c's delivery and records it.
+func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
+	j := c.job
 	start := d.cfg.Now()
 	o, response, errText := d.send(ctx, j)
-	if ctx.Err() != nil {
-		// Stopping: the attempt does not count; release the delivery so a
-		// restart (or another dispatcher) claims it at once.
+	if ctx.Err() != nil && o.StatusCode == 0 {
+		// Stopping before an answer: the attempt does not count; release
+		// the delivery so a restart (or another dispatcher) claims it at
+		// once. An answer that came (a 2xx above all) is recorded: released,
+		// it would be delivered again.
 		d.release(ctx, []string{j.Delivery.ID})
 		return
 	}
 	end := d.cfg.Now()
 	n := j.Delivery.Attempts + 1
-	dec := d.cfg.Policy.Decide(start, n, o, j.Endpoint.FailingSince, d.cfg.Rand())
-	c := &store.Completion{
-		Owner: d.cfg.Owner, LeaseUntil: j.LeaseUntil, // recorded only under the lease it was attempted under
+	// Delays count from the answer (Retry-After's as RFC 9110 has it).
+	dec := d.cfg.Policy.Decide(end, n, o, j.Endpoint.FailingSince, d.cfg.Rand())
+	d.mu.Lock()
+	until := c.until // (a claim may have renewed the lease meanwhile)
+	d.mu.Unlock()
+	cp := &store.Completion{
+		Owner: d.cfg.Owner, LeaseUntil: until, // recorded only under the lease it was attempted under
 		Attempt: store.Attempt{ID: store.NewID("atmpt", start), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID,
 			Started: start, Duration: end.Sub(start), StatusCode: o.StatusCode, Error: errText, Response: response},
 		Status: dec.Status, NextAttempt: dec.NextAttempt, EndpointOK: dec.EndpointOK, Disable: dec.Disable,
@@ -46,18 +53,18 @@ func (d *Dispatcher) attempt(ctx context.Context, j *store.Job) {
 				fs := j.Endpoint.FailingSince.UTC()
 				ev.FailingSince = &fs
 			}
-			c.Notices = append(c.Notices, noticeEvent(NoticeEndpointDisabled, ev, end))
+			cp.Notices = append(cp.Notices, noticeEvent(NoticeEndpointDisabled, ev, end))
 		}
 	}
 	if dec.Exhausted {
 		d.stats.exhausted.Add(1)
 		if notify {
-			c.Notices = append(c.Notices, noticeEvent(NoticeAttemptExhausted, attemptExhausted{EventID: j.Event.ID, EventType: j.Event.Type,
+			cp.Notices = append(cp.Notices, noticeEvent(NoticeAttemptExhausted, attemptExhausted{EventID: j.Event.ID, EventType: j.Event.Type,
 				EndpointID: j.Endpoint.ID, Attempts: n, LastCode: o.StatusCode, LastError: errText}, end))
 		}
 	}
-	if len(c.Notices) > 0 {
-		c.NoticeEndpoint = d.cfg.NoticeEndpoint
+	if len(cp.Notices) > 0 {
+		cp.NoticeEndpoint = d.cfg.NoticeEndpoint
 	}
 	d.stats.attempts.Add(1)
 	if dec.Status == store.StatusSucceeded {
@@ -65,7 +72,7 @@ func (d *Dispatcher) attempt(ctx context.Context, j *store.Job) {
 	} else {
 		d.stats.failed.Add(1)
 	}
-	d.commits.submit(ctx, c)
+	d.commits.submit(ctx, cp)
 }
 
 // send POSTs the event to the endpoint, signed with its active secrets.

@@ -27,13 +27,23 @@ const (
 	lingerFor   = time.Millisecond
 )
 
+// A batch whose write fails (the database restarting, a connection
+// lost) is written again, after retryFirst and then twice as long each
+// time up to retryMax, while the dispatcher runs and the lease of one of
+// its deliveries holds.
+const (
+	retryFirst = 50 * time.Millisecond
+	retryMax   = 2 * time.Second
+)
+
 // committer writes completions in batches (group commit) behind the
 // workers: a worker hands over its completion and goes on to its next
 // attempt, and one writer goroutine at a time (counted in the
 // dispatcher's WaitGroup) writes every completion waiting, in one
 // transaction, until none is. The delivery stays leased until its
 // completion is written, so no claim takes it meanwhile; a completion
-// lost to a crash only means the delivery is attempted again.
+// lost to a crash, or not written before its lease ran out, only means
+// the delivery is attempted again.
 type committer struct {
 	d       *Dispatcher
 	mu      sync.Mutex
@@ -67,12 +77,14 @@ func (cm *committer) submit(ctx context.Context, c *store.Completion) {
 	if !cm.writing {
 		cm.writing = true
 		cm.d.wg.Add(1)
-		go cm.write(context.WithoutCancel(ctx))
+		go cm.write(ctx)
 	}
 	cm.mu.Unlock()
 }
 
-// write writes batches until nothing is pending.
+// write writes batches until nothing is pending. ctx is the
+// dispatcher's: once it is done a failed write is not tried again (the
+// writes themselves are not cancelled).
 func (cm *committer) write(ctx context.Context) {
 	defer cm.d.wg.Done()
 	linger := time.NewTimer(lingerFor)
@@ -94,12 +106,44 @@ func (cm *committer) write(ctx context.Context) {
 		}
 		cm.room.Broadcast()
 		cm.mu.Unlock()
-		cm.d.recorded(batch, cm.d.cfg.Store.Complete(ctx, batch...))
+		cm.writeBatch(ctx, batch)
 		linger.Reset(lingerFor)
 		cm.mu.Lock()
 	}
 	cm.writing = false
 	cm.mu.Unlock()
+}
+
+// writeBatch writes batch, again after a failure while ctx is not done
+// and one of its leases holds: written after the lease, a completion is
+// still recorded unless the delivery was claimed again meanwhile (then
+// it is refused, and the claim's attempt is recorded instead). Writing
+// again is harmless: a completion already written no longer holds its
+// lease, and is refused.
+func (cm *committer) writeBatch(ctx context.Context, batch []*store.Completion) {
+	var until time.Time
+	for _, c := range batch {
+		if c.LeaseUntil.After(until) {
+			until = c.LeaseUntil
+		}
+	}
+	wait := retryFirst
+	for {
+		err := cm.d.cfg.Store.Complete(context.WithoutCancel(ctx), batch...)
+		if err == nil || errors.Is(err, store.ErrLeaseLost) || ctx.Err() != nil || !cm.d.cfg.Now().Before(until) {
+			cm.d.recorded(batch, err)
+			return
+		}
+		cm.d.stats.storeErrors.Add(1)
+		cm.d.cfg.Logger.Warn("webhook dispatcher: recording attempts, trying again", "attempts", len(batch), "in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		wait = min(2*wait, retryMax)
+	}
 }
 
 // recorded counts the outcome of writing batch.

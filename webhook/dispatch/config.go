@@ -16,13 +16,18 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultTimeout         = 15 * time.Second
-	DefaultConcurrency     = 4
-	DefaultQueueDepth      = 256
-	DefaultMaxInFlight     = 1024
-	DefaultBatchSize       = 100
-	DefaultPollInterval    = time.Second
-	DefaultMaxResponseBody = 4 << 10
+	DefaultTimeout     = 15 * time.Second
+	DefaultConcurrency = 4
+	DefaultQueueDepth  = 256
+	DefaultMaxInFlight = 1024
+	// DefaultMaxInFlightBytes bounds the payloads held (64 MiB).
+	DefaultMaxInFlightBytes = 64 << 20
+	DefaultBatchSize        = 100
+	DefaultPollInterval     = time.Second
+	DefaultMaxResponseBody  = 4 << 10
+	// DefaultRetention is how long events are kept, as Svix keeps
+	// message payloads.
+	DefaultRetention = 90 * 24 * time.Hour
 	// leaseMargin is the part of a lease kept for recording an attempt
 	// after its response: an attempt starts only while at least Timeout +
 	// leaseMargin of its lease remain.
@@ -70,6 +75,10 @@ type Config struct {
 	// before another may claim it (2×Timeout + 10 s). An attempt starts
 	// only while Timeout + 5 s of its lease remain; a delivery that waited
 	// longer in its endpoint's queue is released for the next claim.
+	// Leases are measured by the wall clock (Now): this dispatcher's
+	// claims never start a second attempt of a delivery it is attempting,
+	// whatever its clock does, but dispatchers sharing a database need
+	// clocks that agree within 5 s.
 	Lease time.Duration
 	// Concurrency is the most attempts in flight to one endpoint (4).
 	Concurrency int
@@ -86,6 +95,13 @@ type Config struct {
 	// MaxInFlight is the most deliveries claimed and not yet finished, in
 	// all (1024).
 	MaxInFlight int
+	// MaxInFlightBytes bounds the payloads of the deliveries claimed and
+	// not yet finished, in all (64 MiB): no more are taken once those
+	// held hold this much (the one that reaches it is taken, so a payload
+	// larger than it is still attempted). A claim asks for no more than
+	// the room left at the size of the payloads seen; a delivery beyond
+	// it is released for a later claim.
+	MaxInFlightBytes int
 	// BatchSize is the most deliveries one claim takes (100).
 	BatchSize int
 	// PollInterval is the longest the dispatcher sleeps before looking
@@ -94,6 +110,11 @@ type Config struct {
 	PollInterval time.Duration
 	// MaxResponseBody is how much of a response body an attempt keeps (4 KiB).
 	MaxResponseBody int
+	// Retention is how long events are kept (90 days): older ones are
+	// deleted, with their deliveries and attempts, when Run starts and
+	// every hour after, but for those with a delivery still pending.
+	// Negative keeps every event.
+	Retention time.Duration
 	// NoticeEndpoint, when set, is the endpoint operational events
 	// (endpoint.disabled, message.attempt.exhausted) are delivered to.
 	NoticeEndpoint string
@@ -138,6 +159,9 @@ func (c *Config) setDefaults() {
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
 	}
+	if c.MaxInFlightBytes == 0 {
+		c.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
 	}
@@ -146,6 +170,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxResponseBody == 0 {
 		c.MaxResponseBody = DefaultMaxResponseBody
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
 	}
 	if c.Client == nil {
 		c.Client = c.Addresses.Client(c.Timeout)
@@ -184,6 +211,8 @@ func (c *Config) validate() error {
 		return &ConfigError{"QueueDepth", c.QueueDepth, "must be >= 0"}
 	case c.MaxInFlight < c.Concurrency+c.QueueDepth:
 		return &ConfigError{"MaxInFlight", c.MaxInFlight, fmt.Sprintf("must be at least Concurrency + QueueDepth (%d)", c.Concurrency+c.QueueDepth)}
+	case c.MaxInFlightBytes < 0:
+		return &ConfigError{"MaxInFlightBytes", c.MaxInFlightBytes, "must be > 0"}
 	case c.BatchSize < 0:
 		return &ConfigError{"BatchSize", c.BatchSize, "must be > 0"}
 	case c.PollInterval < 0:

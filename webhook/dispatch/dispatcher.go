@@ -19,16 +19,24 @@ type Dispatcher struct {
 	mu        sync.Mutex
 	endpoints map[string]*endpointState
 	held      int // deliveries claimed and not finished, in all
+	heldBytes int // their payloads' bytes
+	// payload is the size of the payloads claimed (a moving average),
+	// which sizes a claim to the bytes left (MaxInFlightBytes).
+	payload int
+	// holding is every delivery queued or being attempted, by id: a
+	// claim that takes one again (its lease expired by the wall clock,
+	// which stepped forward) renews its lease rather than queue it twice.
+	holding map[string]*claimed
 
 	stats struct {
-		attempts, succeeded, failed, exhausted, disabled, leaseLost, expired, storeErrors atomic.Int64
+		attempts, succeeded, failed, exhausted, disabled, leaseLost, expired, storeErrors, purged atomic.Int64
 	}
 }
 
 // endpointState is what a dispatcher holds for one endpoint: its queue
 // of claimed deliveries, its workers and its rate limit.
 type endpointState struct {
-	queue   []claimed
+	queue   []*claimed
 	held    int // queued or being attempted
 	running int // workers, at most Concurrency
 	bucket  *bucket
@@ -41,10 +49,12 @@ type endpointState struct {
 	pace time.Duration
 }
 
-// claimed is a leased delivery and when the lease was taken.
+// claimed is a leased delivery, when the lease was taken and when it
+// ends (set again, under Dispatcher.mu, when a claim renews it).
 type claimed struct {
-	job *store.Job
-	at  time.Time
+	job   *store.Job
+	at    time.Time
+	until time.Time
 }
 
 // Stats counts what a Dispatcher did.
@@ -60,8 +70,10 @@ type Stats struct {
 	// Expired counts deliveries released unattempted because they waited
 	// in their endpoint's queue until too little of their lease was left.
 	Expired int64
-	// StoreErrors counts failed claims and completions.
+	// StoreErrors counts failed claims, completions and purges.
 	StoreErrors int64
+	// Purged counts events deleted for being older than Retention.
+	Purged int64
 }
 
 // New returns a Dispatcher; Run starts it.
@@ -70,7 +82,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), endpoints: map[string]*endpointState{}}
+	d := &Dispatcher{cfg: cfg, wake: make(chan struct{}, 1), endpoints: map[string]*endpointState{}, holding: map[string]*claimed{}}
 	d.commits.init(d)
 	return d, nil
 }
@@ -79,7 +91,8 @@ func New(cfg Config) (*Dispatcher, error) {
 func (d *Dispatcher) Stats() Stats {
 	s := &d.stats
 	return Stats{Attempts: s.attempts.Load(), Succeeded: s.succeeded.Load(), Failed: s.failed.Load(), Exhausted: s.exhausted.Load(),
-		Disabled: s.disabled.Load(), LeaseLost: s.leaseLost.Load(), Expired: s.expired.Load(), StoreErrors: s.storeErrors.Load()}
+		Disabled: s.disabled.Load(), LeaseLost: s.leaseLost.Load(), Expired: s.expired.Load(), StoreErrors: s.storeErrors.Load(),
+		Purged: s.purged.Load()}
 }
 
 // Notify tells the dispatcher that deliveries may be due now (an event
@@ -92,11 +105,17 @@ func (d *Dispatcher) Notify() {
 	}
 }
 
-// Run delivers until ctx is done, then waits for the attempts in flight,
-// which are cancelled with ctx and whose deliveries are released
-// unchanged for the next claim.
+// Run delivers until ctx is done, and deletes the events older than
+// Retention as it starts and every hour. Then it waits for the attempts
+// in flight, which are cancelled with ctx: those that had no answer yet
+// leave their deliveries released unchanged for the next claim; those
+// answered are recorded.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	defer d.wg.Wait()
+	if d.cfg.Retention > 0 {
+		d.wg.Add(1)
+		go d.purgeEvery(ctx)
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -179,6 +198,11 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 	perEndpoint := d.cfg.Concurrency + d.cfg.QueueDepth
 	d.mu.Lock()
 	room := d.cfg.MaxInFlight - d.held
+	if d.held > 0 && d.payload > 0 {
+		// As many as take the payloads held to MaxInFlightBytes, at the
+		// size of those seen (none once they hold it).
+		room = min(room, (d.cfg.MaxInFlightBytes-d.heldBytes+d.payload-1)/d.payload)
+	}
 	var (
 		skip  []string
 		asked []*endpointState
@@ -221,6 +245,18 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		ep.wanting = false
 	}
 	for _, j := range jobs {
+		if size := len(j.Event.Payload); d.payload == 0 {
+			d.payload = max(size, 1)
+		} else {
+			d.payload = max((7*d.payload+size)/8, 1)
+		}
+		if c := d.holding[j.Delivery.ID]; c != nil {
+			// Held already, queued or being attempted: the claim took it
+			// again because its lease had expired by the clock. The lease
+			// is renewed; the attempt under way or to come records under it.
+			c.at, c.until = now, j.LeaseUntil
+			continue
+		}
 		if !d.admit(ctx, j, now) {
 			release = append(release, j.Delivery.ID)
 			continue
@@ -279,7 +315,7 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, now time.Time) boo
 		ep = &endpointState{}
 		d.endpoints[id] = ep
 	}
-	if ep.held >= d.cfg.Concurrency+d.depth(ep) || d.held >= d.cfg.MaxInFlight {
+	if ep.held >= d.cfg.Concurrency+d.depth(ep) || d.held >= d.cfg.MaxInFlight || d.heldBytes >= d.cfg.MaxInFlightBytes {
 		return false
 	}
 	if rate := j.Endpoint.RateLimit; rate > 0 {
@@ -292,9 +328,12 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, now time.Time) boo
 	} else {
 		ep.bucket = nil
 	}
-	ep.queue = append(ep.queue, claimed{j, now})
+	c := &claimed{job: j, at: now, until: j.LeaseUntil}
+	ep.queue = append(ep.queue, c)
+	d.holding[j.Delivery.ID] = c
 	ep.held++
 	d.held++
+	d.heldBytes += len(j.Event.Payload)
 	if ep.running < d.cfg.Concurrency {
 		ep.running++
 		d.wg.Add(1)
@@ -321,26 +360,29 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 			return
 		}
 		c := ep.queue[0]
-		ep.queue[0] = claimed{}
+		ep.queue[0] = nil
 		ep.queue = ep.queue[1:]
+		at := c.at
 		d.mu.Unlock()
 		// Start only with time left on the lease to finish and record the
 		// attempt; otherwise another claim may already be attempting it.
 		start := d.cfg.Now()
-		attempted := !start.After(c.at.Add(d.cfg.Lease - d.cfg.Timeout - leaseMargin))
+		attempted := !start.After(at.Add(d.cfg.Lease - d.cfg.Timeout - leaseMargin))
 		if attempted {
-			d.attempt(ctx, c.job)
+			d.attempt(ctx, c)
 		} else {
 			d.stats.expired.Add(1)
 			d.release(ctx, []string{c.job.Delivery.ID})
 		}
 		took := d.cfg.Now().Sub(start)
 		d.mu.Lock()
+		delete(d.holding, c.job.Delivery.ID)
 		if attempted && ctx.Err() == nil {
 			ep.paced(took)
 		}
 		ep.held--
 		d.held--
+		d.heldBytes -= len(c.job.Event.Payload)
 		low := ep.held <= d.refillBelow(ep) && !ep.wanting
 		if low {
 			ep.wanting = true

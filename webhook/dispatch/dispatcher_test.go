@@ -505,3 +505,33 @@ func TestSlowEndpointShortQueue(t *testing.T) {
 		t.Fatalf("stats %+v, want 21 expired (all in the first claim) and 30 attempts", st)
 	}
 }
+
+// TestRetryCountsFromAnswer: a retry's delay, and a Retry-After's, count
+// from the failed attempt's end, when its answer came (or its timeout
+// fired), not from its start: a first attempt that took 10 s (the
+// timeout is 15 s) was retried at once, 5 s after it began.
+func TestRetryCountsFromAnswer(t *testing.T) {
+	s, c := sqliteStore(t), &clock{t: t0}
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		c.Set(c.Now().Add(10 * time.Second))
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}, func(w http.ResponseWriter, _ *http.Request) {
+		c.Set(c.Now().Add(10 * time.Second))
+		w.Header().Set("Retry-After", "600")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	addEndpoint(t, s, "ep_1", rcv.URL, t0)
+	ev := addEvent(t, s, "t", t0)
+	d := newDispatcher(t, s, c)
+	deliverDue(t, d, 1)
+	ds, _ := s.ListDeliveries(context.Background(), ev.ID)
+	if want := t0.Add(15 * time.Second); !ds[0].NextAttempt.Equal(want) {
+		t.Errorf("retry due %v after the attempt began, want %v (5 s after its answer)", ds[0].NextAttempt.Sub(t0), want.Sub(t0))
+	}
+	c.Set(ds[0].NextAttempt)
+	deliverDue(t, d, 1)
+	ds, _ = s.ListDeliveries(context.Background(), ev.ID)
+	if want := t0.Add(625 * time.Second); !ds[0].NextAttempt.Equal(want) {
+		t.Errorf("retry after Retry-After: 600 due at %v, want %v (600 s after the answer)", ds[0].NextAttempt.Sub(t0), want.Sub(t0))
+	}
+}

@@ -18,5 +18,9 @@
 // the timeout holds only its own slots while the others' deliveries go
 // on. Its backlog waits in the database, not in memory. A dispatcher
 // killed mid-attempt loses nothing: its leases expire and the
-// deliveries are claimed again.
+// deliveries are claimed again. A record of attempts the store fails to
+// write (a database restarting) is written again while its leases hold.
+// Events older than Config.Retention (90 days, as Svix keeps payloads)
+// are deleted with their deliveries and attempts, so the outbox does not
+// grow without bound.
 package dispatch

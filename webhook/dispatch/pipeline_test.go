@@ -2,9 +2,12 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -280,4 +283,180 @@ func TestNextDueSkipsBusyEndpoints(t *testing.T) {
 			t.Fatal("NextDue never skipped the endpoint working through its backlog")
 		}
 	}
+}
+
+// flakyStore fails its first fails Complete calls, as a database
+// restarting or a connection lost would, writing nothing.
+type flakyStore struct {
+	store.Store
+	mu    sync.Mutex
+	fails int
+}
+
+var errConnLost = errors.New("connection lost")
+
+func (s *flakyStore) Complete(ctx context.Context, cs ...*store.Completion) error {
+	s.mu.Lock()
+	fail := s.fails > 0
+	s.fails--
+	s.mu.Unlock()
+	if fail {
+		return errConnLost
+	}
+	return s.Store.Complete(ctx, cs...)
+}
+
+// TestRecordRetriedAfterStoreError: a completion whose write fails (the
+// database restarting, a connection lost) is written again while its
+// lease holds, rather than dropped: dropped, every delivery of the batch,
+// though answered 2xx, stayed leased and was attempted again once the
+// lease expired (a PostgreSQL restart in the middle of a drain of 400
+// deliveries delivered 170-240 of them twice).
+func TestRecordRetriedAfterStoreError(t *testing.T) {
+	base, c := sqliteStore(t), &clock{t: t0}
+	s := &flakyStore{Store: base, fails: 2}
+	rcv := newReceiver(t, status(http.StatusNoContent))
+	addEndpoint(t, base, "ep_1", rcv.URL, t0)
+	var evs []*store.Event
+	for range 3 {
+		evs = append(evs, addEvent(t, base, "t", t0))
+	}
+	d := newDispatcher(t, s, c)
+	deliverDue(t, d, 3)
+	for _, ev := range evs {
+		ds, _ := base.ListDeliveries(context.Background(), ev.ID)
+		if len(ds) != 1 || ds[0].Status != store.StatusSucceeded || ds[0].Attempts != 1 {
+			t.Errorf("delivery %+v: want succeeded after 1 attempt", ds[0])
+		}
+	}
+	// Past every lease, nothing is attempted again.
+	c.Set(t0.Add(time.Hour))
+	deliverDue(t, d, 0)
+	if n := len(rcv.requests()); n != 3 {
+		t.Errorf("%d requests for 3 events", n)
+	}
+	if st := d.Stats(); st.StoreErrors != 2 {
+		t.Errorf("stats %+v, want the 2 failed writes counted", st)
+	}
+}
+
+// TestClockStepKeepsLease: the wall clock stepping forward past the lease
+// of an attempt in flight (NTP, a virtual machine resumed) lets the
+// dispatcher's next claim take the delivery again; it does not attempt
+// it a second time beside the first, and the first attempt's record,
+// under the lease the claim renewed, is written.
+func TestClockStepKeepsLease(t *testing.T) {
+	s, c := sqliteStore(t), &clock{t: t0}
+	arrived, release := make(chan struct{}, 2), make(chan struct{})
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		w.WriteHeader(http.StatusNoContent)
+	})
+	addEndpoint(t, s, "ep_1", rcv.URL, t0)
+	ev := addEvent(t, s, "t", t0)
+	d := newDispatcher(t, s, c)
+	ctx := context.Background()
+	if n, _, _, _, err := d.poll(ctx); err != nil || n != 1 {
+		t.Fatalf("first poll: %d %v", n, err)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(time.Minute):
+		t.Fatal("no attempt in a minute")
+	}
+	c.Set(t0.Add(2 * time.Minute)) // past the lease (40 s)
+	if n, _, _, _, err := d.poll(ctx); err != nil || n != 0 {
+		t.Errorf("poll after the clock step: %d queued, %v; want none", n, err)
+	}
+	close(release)
+	d.wg.Wait()
+	if n := len(rcv.requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+	ds, _ := s.ListDeliveries(ctx, ev.ID)
+	if len(ds) != 1 || ds[0].Status != store.StatusSucceeded || ds[0].Attempts != 1 {
+		t.Errorf("delivery %+v, want succeeded at its first attempt", *ds[0])
+	}
+	if st := d.Stats(); st.LeaseLost != 0 || st.Attempts != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestInFlightBytesBounded: the payloads a dispatcher holds (queued or
+// being attempted) stay within MaxInFlightBytes, whatever their count
+// (a --source record can be a megabyte, and 1,024 of them a gigabyte),
+// and a claim asks for no more than the room left at the size of the
+// payloads seen; the deliveries left out are claimed as room frees up,
+// every one attempted once. Twelve payloads of 1 MiB (and an envelope),
+// a bound of 4 MiB, which the fourth reaches: all 12 were claimed and
+// queued at once.
+func TestInFlightBytesBounded(t *testing.T) {
+	s, c := sqliteStore(t), &clock{t: t0}
+	arrived, release := make(chan struct{}, 16), make(chan struct{})
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		w.WriteHeader(http.StatusNoContent)
+	})
+	addEndpoint(t, s, "ep_1", rcv.URL, t0)
+	data, _ := json.Marshal(strings.Repeat("x", 1<<20))
+	for range 12 {
+		if _, err := s.InsertEvent(context.Background(), NewEvent("t", data, "", t0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spy := &claimSpy{Store: s, claims: make(chan claimSeen, 64)}
+	d := newDispatcher(t, spy, c, func(cfg *Config) { cfg.MaxInFlightBytes = 4 << 20 })
+	ctx := context.Background()
+	if n, _, _, _, err := d.poll(ctx); err != nil || n != 4 {
+		t.Fatalf("first poll queued %d (%v), want 4", n, err)
+	}
+	for range 4 {
+		<-arrived
+	}
+	<-spy.claims
+	if n, _, _, _, err := d.poll(ctx); err != nil || n != 0 {
+		t.Fatalf("second poll, no room: queued %d (%v), want 0", n, err)
+	}
+	select {
+	case c := <-spy.claims:
+		t.Errorf("a claim of %d with no room", c.jobs)
+	default:
+	}
+	close(release)
+	d.wg.Wait()
+	if n, err := d.DeliverDue(ctx); err != nil || n != 8 {
+		t.Fatalf("the 8 left: %d attempted (%v)", n, err)
+	}
+	if n := len(rcv.requests()); n != 12 {
+		t.Errorf("%d requests, want 12", n)
+	}
+	if st := d.Stats(); st.Succeeded != 12 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestInFlightBytesWake: a dispatcher that stopped claiming for the
+// bytes it holds claims again as soon as attempts finish and free room,
+// not at its next poll (an hour here): 12 payloads of 1 MiB, a bound of
+// 4 MiB, all delivered.
+func TestInFlightBytesWake(t *testing.T) {
+	s := sqliteStore(t)
+	rcv, srv := newCounter(t, 0)
+	now := time.Now()
+	addEndpoint(t, s, "ep_1", srv.URL, now)
+	data, _ := json.Marshal(strings.Repeat("x", 1<<20))
+	for range 12 {
+		if _, err := s.InsertEvent(context.Background(), NewEvent("t", data, "", now)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := New(Config{Store: s, Addresses: loopback, MaxInFlightBytes: 4 << 20, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, d)
+	defer stop()
+	rcv.await(t, 12)
 }

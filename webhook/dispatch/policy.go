@@ -62,7 +62,7 @@ type Decision struct {
 }
 
 // Decide returns what follows attempt number attempt (1 for the first)
-// made at now with outcome o, on an endpoint failing since failingSince
+// that ended at now (its answer came, or its timeout fired) with outcome o, on an endpoint failing since failingSince
 // (zero if its last attempt succeeded); rnd is uniform in [0, 1).
 func (p *Policy) Decide(now time.Time, attempt int, o Outcome, failingSince time.Time, rnd float64) Decision {
 	switch {

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -183,5 +184,128 @@ func TestTwoDispatchersPostgres(t *testing.T) {
 	}
 	if ds[0].Stats().Attempts == 0 || ds[1].Stats().Attempts == 0 {
 		t.Errorf("one dispatcher did all the work: %+v %+v", ds[0].Stats(), ds[1].Stats())
+	}
+}
+
+// recordSpy counts the completions written and closes all once want are.
+type recordSpy struct {
+	store.Store
+	mu      sync.Mutex
+	written int
+	want    int
+	all     chan struct{}
+}
+
+func (s *recordSpy) Complete(ctx context.Context, cs ...*store.Completion) error {
+	err := s.Store.Complete(ctx, cs...)
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range cs {
+		if !c.LeaseLost {
+			s.written++
+		}
+	}
+	if s.written == s.want {
+		close(s.all)
+	}
+	return err
+}
+
+// TestPostgresRestart: PostgreSQL restarted in the middle of a drain
+// (every connection ended): the dispatcher carries on once it is back,
+// every event is delivered and its attempt recorded, none twice at once,
+// and none twice at all (the attempts made while the server was down are
+// recorded once it is back, not made again when their leases expire).
+func TestPostgresRestart(t *testing.T) {
+	cluster := pgtest.Start(t, "fsync=off")
+	const events = 400
+	base, err := store.Open(context.Background(), cluster.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	s := &recordSpy{Store: base, want: events, all: make(chan struct{})}
+	rcv, srv := newCounter(t, 5*time.Millisecond)
+	now := time.Now()
+	addEndpoint(t, base, "ep_1", srv.URL, now)
+	for range events {
+		addEvent(t, base, "t", now)
+	}
+	d, err := New(Config{Store: s, Addresses: loopback, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, d)
+	defer stop()
+	rcv.await(t, events/4)
+	cluster.Restart(t, "fast")
+	rcv.await(t, events-events/4)
+	select {
+	case <-s.all:
+	case <-time.After(time.Minute):
+		t.Fatalf("%d of %d attempts recorded a minute after every event was delivered; stats %+v", s.written, events, d.Stats())
+	}
+	if _, pending, err := base.NextDue(context.Background()); err != nil || pending {
+		t.Errorf("deliveries left pending (%v)", err)
+	}
+	t.Logf("stats %+v", d.Stats())
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	for id, n := range rcv.count {
+		if n != 1 {
+			t.Errorf("%s delivered %d times, want once", id, n)
+		}
+	}
+}
+
+// signalTransport signals on got each response it returns.
+type signalTransport struct {
+	http.RoundTripper
+	got chan struct{}
+}
+
+func (s signalTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := s.RoundTripper.RoundTrip(r)
+	if err == nil {
+		s.got <- struct{}{}
+	}
+	return resp, err
+}
+
+// TestStopKeepsAnswer: an attempt answered 2xx as the dispatcher stops
+// (the status received, the body still coming) is recorded as the
+// success it is, not released unrecorded for the next start to deliver
+// again.
+func TestStopKeepsAnswer(t *testing.T) {
+	s := sqliteStore(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // the body never ends
+	}))
+	defer srv.Close()
+	now := time.Now()
+	addEndpoint(t, s, "ep_1", srv.URL, now)
+	ev := addEvent(t, s, "t", now)
+	got := make(chan struct{}, 1)
+	d, err := New(Config{Store: s, Addresses: loopback, Client: &http.Client{Transport: signalTransport{loopback.Transport(), got},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, d)
+	select {
+	case <-got:
+	case <-time.After(time.Minute):
+		stop()
+		t.Fatal("no response in a minute")
+	}
+	stop()
+	ds, _ := s.ListDeliveries(context.Background(), ev.ID)
+	if len(ds) != 1 || ds[0].Status != store.StatusSucceeded || ds[0].Attempts != 1 || ds[0].LastCode != 200 {
+		t.Fatalf("delivery %+v, want succeeded at its first attempt", *ds[0])
 	}
 }

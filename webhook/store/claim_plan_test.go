@@ -69,9 +69,22 @@ func TestClaimReadsOnlyUnskippedEndpoints(t *testing.T) {
 }
 
 // TestNextDueByEndpoint: NextDue reads the pending deliveries endpoint by
-// endpoint, not every delivery ever made.
+// endpoint, not every delivery ever made, and of each endpoint only those
+// due up to its first unleased one (a range of next_attempt), found in
+// the index's order (no sort of them all).
 func TestNextDueByEndpoint(t *testing.T) {
-	checkByEndpoint(t, sqlitePlan(t, nextDueQuery(sqliteDialect), `["ep_1"]`))
+	plan := sqlitePlan(t, nextDueQuery(sqliteDialect), `["ep_1"]`)
+	checkByEndpoint(t, plan)
+	ranged := false
+	for _, step := range plan {
+		if strings.Contains(step, "TEMP B-TREE") {
+			t.Errorf("pending deliveries sorted: %q", step)
+		}
+		ranged = ranged || strings.Contains(step, "deliveries_endpoint_due (endpoint_id=? AND status=? AND next_attempt<")
+	}
+	if !ranged {
+		t.Errorf("every pending delivery of an endpoint read: no range of next_attempt")
+	}
 }
 
 // pgClaimStore is a PostgreSQL store holding 2,000 due deliveries of
@@ -200,5 +213,76 @@ func TestClaimUpdatesInPlacePostgres(t *testing.T) {
 	}
 	if updated != 100 || hot != 100 {
 		t.Fatalf("the claim of 100 updated %d rows, %d of them in place (HOT)", updated, hot)
+	}
+}
+
+// TestNextDueReadsNoBacklogPostgres: NextDue, which an idle dispatcher
+// asks at every poll, reads a few index pages, not every pending
+// delivery of each endpoint (nor, as PostgreSQL planned it, the whole
+// deliveries table): 20,000 deliveries waiting for a retry, 20,000
+// succeeded and 200 of the waiting leased, over 4 endpoints. It read all
+// 40,000 rows (1,144 pages, growing with the table) at every poll.
+func TestNextDueReadsNoBacklogPostgres(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, pgtest.Start(t, "fsync=off").NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s := st.(*sqlStore)
+	t0 := time.Unix(1_800_000_000, 0)
+	for i := range 4 {
+		if err := s.CreateEndpoint(ctx, &Endpoint{ID: fmt.Sprint("ep_", i), URL: "http://127.0.0.1:1/", Enabled: true,
+			Secrets: []Secret{{Secret: "whsec_p"}}, Created: t0, Updated: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO events (id, type, payload, idempotency_key, created) SELECT 'msg_' || g, 't', '', NULL, $1 FROM generate_series(1, 10000) g`,
+		// Each event to each endpoint: the even ones succeeded, the odd
+		// ones waiting for a retry in g seconds, the first 50 of those leased.
+		`INSERT INTO deliveries (id, event_id, endpoint_id, status, attempts, next_attempt, lease_owner, lease_until, last_code, created, updated)
+			SELECT 'dlv_' || g || '_' || e, 'msg_' || g, 'ep_' || e, CASE WHEN g % 2 = 0 THEN 'succeeded' ELSE 'pending' END, 1,
+				$1 + g * 1000000000::bigint, CASE WHEN g < 100 THEN 'a' ELSE '' END, CASE WHEN g < 100 THEN $1 + 3600000000000 ELSE 0 END, 500, $1, $1
+			FROM generate_series(1, 10000) g, generate_series(0, 3) e`,
+		`ANALYZE`,
+	} {
+		var args []any
+		if strings.Contains(q, "$1") {
+			args = append(args, t0.UnixNano())
+		}
+		if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The earliest: the first unleased delivery waiting (g = 101).
+	if next, ok, err := s.NextDue(ctx); err != nil || !ok || !next.Equal(t0.Add(101*time.Second)) {
+		t.Fatalf("NextDue = %v %v %v, want %v", next, ok, err, t0.Add(101*time.Second))
+	}
+	rows, err := s.db.QueryContext(ctx, "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) "+s.d.rebind(nextDueQuery(s.d)), `[]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	pages := -1
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+		if i := strings.Index(line, "Buffers: shared hit="); i >= 0 && pages < 0 {
+			if _, err := fmt.Sscanf(line[i+len("Buffers: shared hit="):], "%d", &pages); err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("plan:\n%s", strings.Join(plan, "\n"))
+	if pages < 0 || pages > 200 {
+		t.Fatalf("NextDue read %d pages", pages)
 	}
 }

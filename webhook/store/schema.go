@@ -104,6 +104,9 @@ type dialect struct {
 	// idSet is a subquery of the strings of one JSON array argument, so
 	// that a list of ids of any length is one statement text.
 	idSet string
+	// skipLocked ends a select that locks the rows it returns, skipping
+	// those another transaction holds (PostgreSQL; SQLite has one writer).
+	skipLocked string
 	// perEndpoint is the claim's candidate select: up to ? (the
 	// per-endpoint cap) of the earliest due deliveries of each enabled
 	// endpoint not in the skip list ({ids}), read from the (endpoint_id, status,
@@ -128,7 +131,7 @@ var (
 				ORDER BY x.next_attempt, x.id LIMIT (? + 0))
 			WHERE e.enabled = 1 AND e.id NOT IN {ids} ORDER BY d.next_attempt, d.id LIMIT (? + 0)`}
 	postgresDialect = dialect{name: "postgres", blob: "BYTEA", dollar: true,
-		idSet: "(SELECT jsonb_array_elements_text(CAST(? AS jsonb)))",
+		idSet: "(SELECT jsonb_array_elements_text(CAST(? AS jsonb)))", skipLocked: " FOR UPDATE SKIP LOCKED",
 		// Half of each page is left free: a claim takes its batch of
 		// deliveries (100) in the order they were stored, and with room
 		// for a new version of every row on its page each claim's update

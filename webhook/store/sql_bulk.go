@@ -47,7 +47,8 @@ type bulkAttempt struct {
 // statements, where the row-by-row path makes two or three round trips
 // per completion, the writer's whole cost against a local server.
 const (
-	bulkDeliveriesQuery = `UPDATE deliveries d SET status = c.status, attempts = d.attempts + 1, next_attempt = c.next,
+	bulkDeliveriesQuery = `UPDATE deliveries d SET status = CASE WHEN c.status = 'pending' AND (SELECT e.enabled FROM endpoints e WHERE e.id = d.endpoint_id) = 0
+			THEN 'paused' ELSE c.status END, attempts = d.attempts + 1, next_attempt = c.next,
 			lease_owner = '', lease_until = 0, last_code = c.code, updated = c.updated
 		FROM jsonb_to_recordset(CAST(? AS jsonb)) AS c(id text, owner text, lease bigint, status text, next bigint, code int, updated bigint)
 		WHERE d.id = c.id AND d.lease_owner = c.owner AND (c.lease = 0 OR d.lease_until = c.lease) RETURNING d.id`

@@ -11,9 +11,12 @@ import (
 
 // The hot statements: claim, completion and release. A completion
 // with a LeaseUntil is recorded only under that lease (see
-// Completion.LeaseUntil).
+// Completion.LeaseUntil). A delivery left pending by an attempt to an
+// endpoint disabled meanwhile is paused, as UpdateEndpoint paused the
+// endpoint's others (status is its first two arguments).
 const (
-	completeDeliveryQuery = `UPDATE deliveries SET status = ?, attempts = attempts + 1, next_attempt = ?, lease_owner = '', lease_until = 0,
+	completeDeliveryQuery = `UPDATE deliveries SET status = CASE WHEN ? = 'pending' AND (SELECT e.enabled FROM endpoints e WHERE e.id = deliveries.endpoint_id) = 0
+			THEN 'paused' ELSE ? END, attempts = attempts + 1, next_attempt = ?, lease_owner = '', lease_until = 0,
 		last_code = ?, updated = ? WHERE id = ? AND lease_owner = ? AND (CAST(? AS BIGINT) = 0 OR lease_until = ?)`
 	insertAttemptQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -240,7 +243,7 @@ func (s *sqlStore) relaxedTx(ctx context.Context, f func(*sql.Tx) error) error {
 func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, health map[string]bool) (bool, error) {
 	a := &c.Attempt
 	n, err := s.execHot(ctx, tx, completeDeliveryQuery,
-		c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner, nanos(c.LeaseUntil), nanos(c.LeaseUntil))
+		c.Status, c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner, nanos(c.LeaseUntil), nanos(c.LeaseUntil))
 	if err != nil || n == 0 {
 		return false, err
 	}
@@ -273,13 +276,23 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 	return true, nil
 }
 
-// nextDueQuery reads the pending deliveries endpoint by endpoint,
-// through the (endpoint_id, status, …) index (CROSS JOIN keeps SQLite's
-// loop order), but for the endpoints skipped (a JSON array).
+// nextDueQuery finds, endpoint by endpoint through the (endpoint_id,
+// status, next_attempt, …) index, but for the endpoints skipped (a JSON
+// array), the earliest time a pending delivery is claimable: when it is
+// due, or when its lease ends if later. Per endpoint it reads the first
+// unleased delivery in order of due time, and the deliveries due no
+// later, leased but for those due at the same time, whose leases may end
+// earlier: every delivery due after that first one is claimable only
+// after it. Leased deliveries are the few that dispatchers hold, so a
+// backlog waiting for its retries is not read, however long (reading
+// every pending delivery, PostgreSQL scanned the whole table at every
+// idle poll).
 func nextDueQuery(d dialect) string {
-	return `SELECT MIN(CASE WHEN d.lease_until > d.next_attempt THEN d.lease_until ELSE d.next_attempt END)
-		FROM endpoints e CROSS JOIN deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending' AND e.enabled = 1
-		AND e.id NOT IN ` + d.idSet
+	return `SELECT MIN((SELECT MIN(CASE WHEN x.lease_until > x.next_attempt THEN x.lease_until ELSE x.next_attempt END) FROM deliveries x
+			WHERE x.endpoint_id = e.id AND x.status = 'pending' AND x.next_attempt <= COALESCE(
+				(SELECT y.next_attempt FROM deliveries y WHERE y.endpoint_id = e.id AND y.status = 'pending' AND y.lease_until = 0
+					ORDER BY y.next_attempt LIMIT 1), 9223372036854775807)))
+		FROM endpoints e WHERE e.enabled = 1 AND e.id NOT IN ` + d.idSet
 }
 
 func (s *sqlStore) NextDue(ctx context.Context, skip ...string) (time.Time, bool, error) {

@@ -68,13 +68,24 @@ type Store interface {
 	// A completion's durability may be relaxed (SQLite synchronous=NORMAL,
 	// PostgreSQL synchronous_commit off): one lost to a power failure is
 	// attempted again, which at-least-once allows; events are always
-	// stored with full durability.
+	// stored with full durability. A delivery a completion leaves pending
+	// is paused if its endpoint was disabled meanwhile.
 	Complete(ctx context.Context, cs ...*Completion) error
 	// NextDue returns when the earliest pending delivery of an enabled
 	// endpoint not in skip becomes claimable (ok false when there is
-	// none). It reads every pending delivery of those endpoints: a
-	// dispatcher skips those whose backlog it is working through.
+	// none). Of each endpoint it reads the deliveries due up to its first
+	// unleased one, so its cost is that of the leased deliveries, not of
+	// a backlog waiting for its retries; a dispatcher skips the endpoints
+	// whose backlog it is working through (due, and leased as it claims).
 	NextDue(ctx context.Context, skip ...string) (t time.Time, ok bool, err error)
+
+	// Purge deletes up to limit events created before before, the
+	// oldest first, with their deliveries and attempts, but not an event
+	// with a delivery still pending (being attempted or waiting for a
+	// retry); it returns how many it deleted. A deleted event's
+	// idempotency key is free again. Dispatchers sharing PostgreSQL purge
+	// at once without waiting for each other (SKIP LOCKED).
+	Purge(ctx context.Context, before time.Time, limit int) (int, error)
 
 	CreateToken(ctx context.Context, t *Token) error
 	// CreateFirstToken stores t only when the store holds no token at

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/brokerless/brokerless/webhook/store"
 	"github.com/brokerless/brokerless/webhook/store/pgtest"
@@ -112,5 +113,65 @@ func TestFirstTokenOncePostgres(t *testing.T) {
 func TestFirstTokenOnceSQLite(t *testing.T) {
 	for i := range 5 {
 		firstTokenOnce(t, "sqlite:"+filepath.Join(t.TempDir(), fmt.Sprint("first", i, ".db")), 4)
+	}
+}
+
+// TestPurgeTogetherPostgres: dispatchers sharing PostgreSQL purging at
+// the same moment take disjoint batches (SKIP LOCKED): between them they
+// delete every old event once, without waiting for each other's locks or
+// deadlocking.
+func TestPurgeTogetherPostgres(t *testing.T) {
+	c := pgtest.Start(t, "fsync=off")
+	addr := c.NewDatabase(t)
+	stores := []store.Store{openT(t, addr), openT(t, addr), openT(t, addr)}
+	ctx := context.Background()
+	t0 := time.Unix(1_800_000_000, 0)
+	if err := stores[0].CreateEndpoint(ctx, &store.Endpoint{ID: "ep_1", URL: "http://127.0.0.1:1/", Enabled: true, Created: t0, Updated: t0}); err != nil {
+		t.Fatal(err)
+	}
+	const events = 600
+	for i := range events {
+		ev := &store.Event{ID: fmt.Sprintf("msg_%04d", i), Type: "t", Payload: []byte("{}"), Created: t0.Add(time.Duration(i) * time.Millisecond)}
+		if _, err := stores[0].InsertEvent(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := stores[0].Claim(ctx, store.ClaimRequest{Owner: "a", Now: t0.Add(time.Hour), Lease: time.Minute, Limit: events})
+	if err != nil || len(jobs) != events {
+		t.Fatalf("claimed %d: %v", len(jobs), err)
+	}
+	var cs []*store.Completion
+	for _, j := range jobs {
+		cs = append(cs, &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: store.StatusSucceeded, EndpointOK: true,
+			Attempt: store.Attempt{ID: "atmpt_" + j.Event.ID, DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: "ep_1", Started: t0, StatusCode: 204}})
+	}
+	if err := stores[0].Complete(ctx, cs...); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		total int
+		wg    sync.WaitGroup
+	)
+	for _, s := range stores {
+		wg.Go(func() {
+			for {
+				n, err := s.Purge(ctx, t0.Add(time.Hour), 50)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				total += n
+				mu.Unlock()
+				if n == 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if evs, err := stores[0].ListEvents(ctx, time.Time{}, 10); total != events || len(evs) != 0 || err != nil {
+		t.Fatalf("%d purged, %d events left (%v); want %d and none", total, len(evs), err, events)
 	}
 }

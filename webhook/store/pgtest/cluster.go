@@ -34,6 +34,7 @@ type Cluster struct {
 	port int
 	bin  string
 	cred *syscall.Credential
+	opts string // the server's options (pg_ctl -o)
 	dbs  atomic.Int64
 }
 
@@ -72,12 +73,22 @@ func Start(t testing.TB, settings ...string) *Cluster {
 	for _, s := range settings {
 		opts += " -c " + s
 	}
+	c.opts = opts
 	c.run(t, "pg_ctl", "start", "-w", "-t", "60", "-D", c.data(), "-l", filepath.Join(dir, "server.log"), "-o", opts)
 	t.Cleanup(func() {
 		cmd := c.command("pg_ctl", "stop", "-m", "immediate", "-D", c.data())
 		_ = cmd.Run()
 	})
 	return c
+}
+
+// Restart stops the server in pg_ctl's mode ("fast": every connection
+// ended, the commits flushed; "immediate": as a crash) and starts it
+// again on the same port and data, waiting until it accepts connections.
+func (c *Cluster) Restart(t testing.TB, mode string) {
+	t.Helper()
+	c.run(t, "pg_ctl", "stop", "-w", "-m", mode, "-D", c.data())
+	c.run(t, "pg_ctl", "start", "-w", "-t", "60", "-D", c.data(), "-l", filepath.Join(c.dir, "server.log"), "-o", c.opts)
 }
 
 func (c *Cluster) data() string { return filepath.Join(c.dir, "data") }

@@ -28,10 +28,14 @@ func Run(t *testing.T, open Open) {
 		{"Idempotency", testIdempotency},
 		{"ClaimLease", testClaimLease},
 		{"NextDueSkip", testNextDueSkip},
+		{"NextDueLeases", testNextDueLeases},
 		{"ClaimPerEndpoint", testClaimPerEndpoint},
 		{"Complete", testComplete},
 		{"CompleteBatch", testCompleteBatch},
 		{"CompleteStaleLease", testCompleteStaleLease},
+		{"DisabledMidAttempt", testDisabledMidAttempt},
+		{"Purge", testPurge},
+		{"DeleteEndpointPending", testDeleteEndpointPending},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"Tokens", testTokens},
@@ -220,6 +224,46 @@ func testNextDueSkip(t *testing.T, s store.Store) {
 	check("after msg_1", []string{"ep_2"}, t0.Add(time.Second), true)
 	check("after msg_1", []string{"ep_1"}, t0.Add(time.Second), true)
 	check("after msg_1", []string{"ep_2", "ep_1"}, time.Time{}, false)
+}
+
+// testNextDueLeases: NextDue is the earliest time a pending delivery can
+// be claimed: when it is due, or when its lease ends if later, whether
+// that lease ends before or after the first unleased delivery is due.
+func testNextDueLeases(t *testing.T, s store.Store) {
+	endpoint(t, s, "ep_1")
+	event(t, s, "msg_1", "t", t0)
+	event(t, s, "msg_2", "t", t0.Add(time.Second))
+	event(t, s, "msg_3", "t", t0.Add(10*time.Second))
+	event(t, s, "msg_4", "t", t0.Add(10*time.Second))
+	check := func(when string, want time.Time) {
+		t.Helper()
+		next, ok, err := s.NextDue(ctx(t))
+		if err != nil || !ok || !next.Equal(want) {
+			t.Errorf("%s: NextDue = %v %v %v, want %v", when, next, ok, err, want)
+		}
+	}
+	lease := func(now time.Time, d time.Duration) *store.Job {
+		t.Helper()
+		jobs, err := s.Claim(ctx(t), store.ClaimRequest{Owner: "a", Now: now, Lease: d, Limit: 1})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("claim at %v: %v %v", now, jobs, err)
+		}
+		return jobs[0]
+	}
+	check("nothing leased", t0)
+	lease(t0, time.Minute) // msg_1 until t0+60s
+	check("msg_1 leased for a minute", t0.Add(time.Second))
+	j := lease(t0.Add(time.Second), 5*time.Second) // msg_2 until t0+6s
+	check("msg_2 leased until before msg_3 is due", t0.Add(6*time.Second))
+	if err := s.Release(ctx(t), "a", []string{j.Delivery.ID}); err != nil {
+		t.Fatal(err)
+	}
+	check("msg_2 released", t0.Add(time.Second))
+	lease(t0.Add(time.Second), 20*time.Second) // msg_2 until t0+21s
+	lease(t0.Add(10*time.Second), time.Minute) // msg_3 or msg_4 until t0+70s
+	check("one of two due together leased", t0.Add(10*time.Second))
+	lease(t0.Add(10*time.Second), 30*time.Second) // the other until t0+40s
+	check("every delivery leased", t0.Add(21*time.Second))
 }
 
 func testClaimLease(t *testing.T, s store.Store) {
@@ -697,5 +741,206 @@ func testCompleteStaleLease(t *testing.T, s store.Store) {
 	}
 	if err := s.Complete(c, completion(first[0], "atmpt_6")); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("completion after the delivery was recorded: %v, want ErrLeaseLost", err)
+	}
+}
+
+// testDisabledMidAttempt: an endpoint disabled while attempts to it are
+// under way pauses the deliveries they leave to retry (alone, or in a
+// batch, which PostgreSQL writes in bulk), as it pauses its other pending
+// deliveries; enabled again, they are pending and claimed.
+func testDisabledMidAttempt(t *testing.T, s store.Store) {
+	c := ctx(t)
+	e := endpoint(t, s, "ep_1")
+	endpoint(t, s, "ep_2")
+	for i := range 3 {
+		event(t, s, fmt.Sprint("msg_", i), "t", t0)
+	}
+	jobs := claim(t, s, "a", t0, 10)
+	if len(jobs) != 6 {
+		t.Fatalf("claimed %d, want 6", len(jobs))
+	}
+	e.Enabled, e.DisabledReason = false, "manual"
+	if err := s.UpdateEndpoint(c, e); err != nil {
+		t.Fatal(err)
+	}
+	var ep1 []*store.Completion
+	var cs []*store.Completion
+	for i, j := range jobs {
+		cp := &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: store.StatusPending, NextAttempt: t0.Add(5 * time.Second),
+			Attempt: store.Attempt{ID: fmt.Sprint("atmpt_", i), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID, Started: t0, StatusCode: 503}}
+		if j.Endpoint.ID == "ep_1" {
+			ep1 = append(ep1, cp)
+		}
+		cs = append(cs, cp)
+	}
+	// One completion alone, the others in a batch.
+	if err := s.Complete(c, ep1[0]); err != nil {
+		t.Fatal(err)
+	}
+	var rest []*store.Completion
+	for _, cp := range cs {
+		if cp != ep1[0] {
+			rest = append(rest, cp)
+		}
+	}
+	if err := s.Complete(c, rest...); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		ds, err := s.ListDeliveries(c, fmt.Sprint("msg_", i))
+		if err != nil || len(ds) != 2 {
+			t.Fatalf("deliveries of msg_%d: %+v %v", i, ds, err)
+		}
+		for _, d := range ds {
+			want := store.StatusPending
+			if d.EndpointID == "ep_1" {
+				want = store.StatusPaused
+			}
+			if d.Status != want || d.Attempts != 1 {
+				t.Errorf("delivery to %s after its attempt: %s, %d attempts; want %s, 1", d.EndpointID, d.Status, d.Attempts, want)
+			}
+		}
+	}
+	e.Enabled, e.DisabledReason = true, ""
+	if err := s.UpdateEndpoint(c, e); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"msg_0>ep_1", "msg_0>ep_2", "msg_1>ep_1", "msg_1>ep_2", "msg_2>ep_1", "msg_2>ep_2"}
+	if got := jobIDs(claim(t, s, "a", t0.Add(5*time.Second), 10)); !slices.Equal(got, want) {
+		t.Errorf("claimed after enabling %v, want %v", got, want)
+	}
+}
+
+// testPurge: Purge deletes the events created before its time, oldest
+// first and no more than its limit, with their deliveries and attempts,
+// whatever became of them (succeeded, failed, paused, or none made),
+// but keeps an event with a delivery still pending; a deleted event's
+// idempotency key is free again.
+func testPurge(t *testing.T, s store.Store) {
+	c := ctx(t)
+	endpoint(t, s, "ep_1", "t")
+	off := endpoint(t, s, "ep_off", "paused")
+	day := 24 * time.Hour
+	insert := func(id, typ, key string, at time.Time) {
+		t.Helper()
+		if _, err := s.InsertEvent(c, &store.Event{ID: id, Type: typ, Payload: []byte("{}"), IdempotencyKey: key, Created: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert("msg_done", "t", "k_done", t0)
+	insert("msg_failed", "t", "", t0.Add(time.Second))
+	insert("msg_pending", "t", "", t0.Add(2*time.Second))
+	insert("msg_paused", "paused", "", t0.Add(3*time.Second))
+	insert("msg_none", "unmatched", "", t0.Add(4*time.Second))
+	insert("msg_new", "t", "", t0.Add(2*day))
+	off.Enabled = false
+	if err := s.UpdateEndpoint(c, off); err != nil {
+		t.Fatal(err)
+	}
+	outcome := map[string]string{"msg_done": store.StatusSucceeded, "msg_failed": store.StatusFailed, "msg_pending": store.StatusPending, "msg_new": store.StatusSucceeded}
+	for _, j := range claim(t, s, "a", t0.Add(3*day), 10) {
+		err := s.Complete(c, &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: outcome[j.Event.ID], NextAttempt: t0.Add(4 * day),
+			Attempt: store.Attempt{ID: "atmpt_" + j.Event.ID, DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID, Started: t0, StatusCode: 500}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.Purge(c, t0.Add(day), 1)
+	if err != nil || n != 1 {
+		t.Fatalf("Purge with a limit of 1: %d %v", n, err)
+	}
+	if _, err := s.GetEvent(c, "msg_done"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the oldest event after a purge of 1: %v, want ErrNotFound", err)
+	}
+	if n, err := s.Purge(c, t0.Add(day), 100); err != nil || n != 3 {
+		t.Fatalf("Purge: %d %v, want 3 (failed, paused, none)", n, err)
+	}
+	for _, id := range []string{"msg_done", "msg_failed", "msg_paused", "msg_none"} {
+		if _, err := s.GetEvent(c, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s after the purge: %v, want ErrNotFound", id, err)
+		}
+		ds, err1 := s.ListDeliveries(c, id)
+		as, err2 := s.ListAttempts(c, id)
+		if len(ds) != 0 || len(as) != 0 || err1 != nil || err2 != nil {
+			t.Errorf("%s after the purge: deliveries %+v (%v), attempts %+v (%v)", id, ds, err1, as, err2)
+		}
+	}
+	for _, id := range []string{"msg_pending", "msg_new"} {
+		if _, err := s.GetEvent(c, id); err != nil {
+			t.Errorf("%s after the purge: %v", id, err)
+		}
+		if as, _ := s.ListAttempts(c, id); len(as) != 1 {
+			t.Errorf("%s after the purge: attempts %+v", id, as)
+		}
+	}
+	if n, err := s.Purge(c, t0.Add(day), 100); err != nil || n != 0 {
+		t.Errorf("a second purge: %d %v, want 0", n, err)
+	}
+	if got := jobIDs(claim(t, s, "a", t0.Add(4*day), 10)); !slices.Equal(got, []string{"msg_pending>ep_1"}) {
+		t.Errorf("claimed after the purge %v, want msg_pending's retry", got)
+	}
+	again := &store.Event{ID: "msg_again", Type: "t", Payload: []byte("{}"), IdempotencyKey: "k_done", Created: t0.Add(5 * day)}
+	if created, err := s.InsertEvent(c, again); err != nil || !created || again.ID != "msg_again" {
+		t.Errorf("an event with a purged event's idempotency key: created %v, %v, id %s", created, err, again.ID)
+	}
+}
+
+// testDeleteEndpointPending: deleting an endpoint with deliveries
+// pending, one of them leased with an attempt under way and another with
+// attempts recorded, deletes them and their attempts and nothing of the
+// other endpoints; the attempt under way is then refused (ErrLeaseLost)
+// rather than recorded or failing the batch it is written with.
+func testDeleteEndpointPending(t *testing.T, s store.Store) {
+	c := ctx(t)
+	endpoint(t, s, "ep_1")
+	endpoint(t, s, "ep_2")
+	event(t, s, "msg_1", "t", t0)
+	event(t, s, "msg_2", "t", t0)
+	jobs := claim(t, s, "a", t0, 10)
+	if len(jobs) != 4 {
+		t.Fatalf("claimed %d, want 4", len(jobs))
+	}
+	var cs []*store.Completion
+	for i, j := range jobs {
+		cs = append(cs, &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: store.StatusPending, NextAttempt: t0.Add(time.Second),
+			Attempt: store.Attempt{ID: fmt.Sprint("atmpt_", i), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID, Started: t0, StatusCode: 500}})
+	}
+	if err := s.Complete(c, cs...); err != nil {
+		t.Fatal(err)
+	}
+	jobs = claim(t, s, "a", t0.Add(time.Second), 10)
+	if len(jobs) != 4 {
+		t.Fatalf("claimed %d again, want 4", len(jobs))
+	}
+	if err := s.DeleteEndpoint(c, "ep_1"); err != nil {
+		t.Fatal(err)
+	}
+	cs = cs[:0]
+	for i, j := range jobs {
+		cs = append(cs, &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: store.StatusSucceeded, EndpointOK: true,
+			Attempt: store.Attempt{ID: fmt.Sprint("atmpt_again_", i), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID, Started: t0.Add(time.Second), StatusCode: 200}})
+	}
+	if err := s.Complete(c, cs...); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("completions after the endpoint was deleted: %v, want ErrLeaseLost", err)
+	}
+	for _, cp := range cs {
+		if cp.LeaseLost != (cp.Attempt.EndpointID == "ep_1") {
+			t.Errorf("%s to %s: LeaseLost %v", cp.Attempt.ID, cp.Attempt.EndpointID, cp.LeaseLost)
+		}
+	}
+	for _, ev := range []string{"msg_1", "msg_2"} {
+		ds, _ := s.ListDeliveries(c, ev)
+		as, _ := s.ListAttempts(c, ev)
+		if len(ds) != 1 || ds[0].EndpointID != "ep_2" || ds[0].Status != store.StatusSucceeded || len(as) != 2 {
+			t.Errorf("%s: deliveries %+v, %d attempts; want ep_2's alone, succeeded, with its 2 attempts", ev, ds, len(as))
+		}
+		for _, a := range as {
+			if a.EndpointID != "ep_2" {
+				t.Errorf("%s: an attempt to the deleted endpoint kept: %+v", ev, a)
+			}
+		}
+	}
+	if _, ok, err := s.NextDue(c); ok || err != nil {
+		t.Errorf("NextDue after: %v %v, want nothing pending", ok, err)
 	}
 }

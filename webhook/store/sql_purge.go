@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// purgeQuery selects the events Purge deletes: created before ?, the
+// oldest first (the events_created index), none with a pending delivery
+// (looked up by the deliveries' (event_id, endpoint_id) key), at most ?.
+func purgeQuery(d dialect) string {
+	return `SELECT ev.id FROM events ev WHERE ev.created < ?
+		AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id AND d.status = 'pending')
+		ORDER BY ev.created LIMIT ?` + d.skipLocked
+}
+
+func (s *sqlStore) Purge(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	n := 0
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, s.d.rebind(purgeQuery(s.d)), nanos(before), limit)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || len(ids) == 0 {
+			return err
+		}
+		list := idJSON(ids)
+		for _, q := range []string{
+			`DELETE FROM attempts WHERE event_id IN ` + s.d.idSet,
+			`DELETE FROM deliveries WHERE event_id IN ` + s.d.idSet,
+			`DELETE FROM events WHERE id IN ` + s.d.idSet,
+		} {
+			deleted, err := s.exec(ctx, tx, q, list)
+			if err != nil {
+				return err
+			}
+			n = int(deleted) // (the events, last)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
