@@ -18,7 +18,12 @@
 // metrics (timers in seconds, as histograms or summaries; its mapping
 // files read by its own pkg/mapper), JSON lines (on a writer, Console, or into a logd or Kafka topic,
 // Log), and a repeater that forwards the raw packets to another
-// StatsD.
+// StatsD. A Prometheus counter never decreases and is always a finite
+// number: a counter value below zero, and an interval's sum that is not
+// finite (x:1e308|c|@0.1), are left out of it and counted
+// (statsd_server_negative_increments_total,
+// statsd_server_nonfinite_increments_total), where the other outputs
+// keep Etsy's arithmetic (NaN or Infinity for that interval).
 //
 // Accepted lines (several per packet, separated by '\n'):
 //

@@ -97,6 +97,8 @@ func (p *Prometheus) renderSelf(pg *page, s *Snapshot) {
 		errs.add(`backend="`+promLabelValue(name)+`"`, p.self["backend\x00"+name])
 	}
 	p.renderClients(pg, v)
+	pg.family("statsd_server_nonfinite_increments_total", promCounter,
+		"Increments of StatsD counters that were not finite numbers (values summing past ±1.8e308 over a flush interval) or would have taken the counter past them: left out of the Prometheus counters, which stay finite; the other outputs show Etsy's sum (Infinity or NaN) for that interval.", true)
 	pg.family("statsd_server_prometheus_dropped_total", promCounter,
 		"Keys left out of this page at a flush, by reason: collision (another family or key has the name), mapping (the mapping file's action: drop), no_name (the mapping made an empty name).", true)
 	pg.family("statsd_server_prometheus_merged_total", promCounter,
@@ -141,6 +143,9 @@ func (p *Prometheus) selfPage(pg *page) {
 		p.self[id] += float64(pg.dropped[r])
 		f.add(`reason="`+r+`"`, p.self[id])
 	}
+	p.self["nonfinite"] += float64(p.nonFinite)
+	p.nonFinite = 0
+	pg.families[famID{"statsd_server_nonfinite_increments_total", promCounter, true}].add("", p.self["nonfinite"])
 	p.self["merged"] += float64(pg.dropped["merged"])
 	pg.families[famID{"statsd_server_prometheus_merged_total", promCounter, true}].add("", p.self["merged"])
 }
