@@ -25,6 +25,14 @@
 // statsd_server_nonfinite_increments_total), where the other outputs
 // keep Etsy's arithmetic (NaN or Infinity for that interval).
 //
+// The backends of a flush run at once, each until the next flush at
+// most. What one fails to write is counted: its failed flushes
+// (ServerStats.BackendErrors) and the JSON lines that never reached
+// their destination (ServerStats.BackendLinesLost): for Log, the lines
+// the log did not take, and those it failed, also after their flush
+// stopped waiting — a late failure is its own flush's, never the next
+// one's.
+//
 // Accepted lines (several per packet, separated by '\n'):
 //
 //	name:value|c[|@rate]     counter: adds value × 1/rate

@@ -241,6 +241,7 @@ func TestPrometheusSelfCountersCumulative(t *testing.T) {
 		if i == 1 {
 			s.Server.BackendErrors["graphite"] = 2
 		}
+		s.Server.BackendLinesLost = map[string]uint64{"kafka": uint64(5 * i)}
 		s.Server.LastFlushDuration = 1500 * time.Millisecond
 		fams = parsePage(t, p.Render(s))
 	}
@@ -252,6 +253,7 @@ func TestPrometheusSelfCountersCumulative(t *testing.T) {
 		{"statsd_server_kernel_drops_total", nil, 7},
 		{"statsd_server_keys_rejected_total", nil, 3},
 		{"statsd_server_backend_errors_total", map[string]string{"backend": "graphite"}, 2},
+		{"statsd_server_backend_lines_lost_total", map[string]string{"backend": "kafka"}, 15},
 		{"statsd_server_flush_duration_seconds", nil, 1.5},
 	} {
 		if got := value(t, fams, c.name, c.labels); got != c.want {

@@ -109,6 +109,11 @@ type ServerStats struct {
 	Listen ListenStats
 	// Backends counts each backend's failures over the interval.
 	BackendErrors map[string]uint64
+	// BackendLinesLost counts, per backend, the JSON lines lost over the
+	// interval (never written, never to be): Log's lines the log did
+	// not take or failed, also those of a flush that had already given
+	// up waiting for them. Only backends that lose lines have an entry.
+	BackendLinesLost map[string]uint64
 }
 
 // ListenStats counts what happened on the sockets over an interval.
