@@ -28,7 +28,7 @@ type Closer interface {
 	Close() error
 }
 
-// lineLoser is a backend that counts the lines it lost (Log): its
+// lineLoser is a backend that counts the lines it lost (Log, Console): its
 // Flush may return before it knows, so the count comes apart, in the
 // next flush's ServerStats.BackendLinesLost.
 type lineLoser interface {

@@ -31,7 +31,11 @@
 // their destination (ServerStats.BackendLinesLost): for Log, the lines
 // the log did not take, and those it failed, also after their flush
 // stopped waiting — a late failure is its own flush's, never the next
-// one's.
+// one's; for Console, which writes from a goroutine of its own so that
+// a blocked writer (a stdout pipe nobody reads) holds no flush past its
+// deadline, the lines of the flushes it dropped, one flush waiting
+// behind the one being written already, and those a failed write did
+// not write.
 //
 // Accepted lines (several per packet, separated by '\n'):
 //

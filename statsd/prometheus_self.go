@@ -84,7 +84,7 @@ func (p *Prometheus) renderSelf(pg *page, s *Snapshot) {
 	}
 	p.byBackend(pg, "statsd_server_backend_errors_total", "Failed flushes, by backend.", "backend\x00", v.BackendErrors)
 	p.byBackend(pg, "statsd_server_backend_lines_lost_total",
-		"JSON lines a backend lost, never written: the log backend's lines the log did not take or failed.", "lines_lost\x00", v.BackendLinesLost)
+		"JSON lines a backend lost, never written: the log backend's lines the log did not take or failed, the console's lines of flushes dropped while its writer was blocked or that failed.", "lines_lost\x00", v.BackendLinesLost)
 	p.renderClients(pg, v)
 	pg.family("statsd_server_nonfinite_increments_total", promCounter,
 		"Increments of StatsD counters that were not finite numbers (values summing past ±1.8e308 over a flush interval) or would have taken the counter past them: left out of the Prometheus counters, which stay finite; the other outputs show Etsy's sum (Infinity or NaN) for that interval.", true)

@@ -15,7 +15,7 @@ import "sort"
 //	server.truncated, server.lines_too_long, server.read_errors, server.conns_rejected
 //	server.repeated, server.repeat_dropped
 //	server.backend_errors.<backend>
-//	server.backend_lines_lost.<backend>  lines a backend lost (Log)
+//	server.backend_lines_lost.<backend>  lines a backend lost (Log, Console)
 //	server.seq_lines, server.clients_rejected
 //	server.clients.<id>.packets_received (packets_lost, reordered, duplicates, restarts)
 //

@@ -112,7 +112,9 @@ type ServerStats struct {
 	// BackendLinesLost counts, per backend, the JSON lines lost over the
 	// interval (never written, never to be): Log's lines the log did
 	// not take or failed, also those of a flush that had already given
-	// up waiting for them. Only backends that lose lines have an entry.
+	// up waiting for them; Console's lines of the flushes it dropped,
+	// its writer blocked, or failed to write. Only backends that lose
+	// lines have an entry.
 	BackendLinesLost map[string]uint64
 }
 
