@@ -62,9 +62,10 @@
 // Where this server differs from Etsy 0.9.0 on input Etsy mishandles:
 // unknown metric types (Etsy counts them as counters) and values Etsy
 // reads as NaN or Infinity (hexadecimal, "Infinity", sample rates such as
-// "@0" or "@1.2.3") are bad lines; h and d are timers, not counters;
-// empty tags, and tags with an empty name or value ("#env:"), are
-// dropped.
+// "@0" or "@1.2.3") are bad lines; so is a line whose name is empty,
+// as sent or once sanitized ("%%:1|c", ":1|c"), which Etsy aggregates
+// under the empty key; h and d are timers, not counters; empty tags,
+// and tags with an empty name or value ("#env:"), are dropped.
 //
 // # Client
 //
