@@ -37,8 +37,10 @@ type Aggregator struct {
 
 type counterState struct {
 	value float64
-	// negative is the part of value from values below zero.
-	negative float64
+	// increase is the sum of the values not below zero (the
+	// Prometheus counter's increment), kept apart from value: value
+	// less the part below zero is NaN once that part is infinite.
+	increase float64
 	seen     uint64
 	own      bool
 }
@@ -133,8 +135,9 @@ func (a *Aggregator) Add(m *Metric) bool {
 		v := m.Value * (1 / m.Rate)
 		c.value += v
 		if v < 0 {
-			c.negative += v
 			a.negativeCounters++
+		} else {
+			c.increase += v
 		}
 		c.seen = a.flushes
 	case Gauge:

@@ -27,3 +27,11 @@ type PacketBackend interface {
 type Closer interface {
 	Close() error
 }
+
+// lineLoser is a backend that counts the lines it lost (Log, Console): its
+// Flush may return before it knows, so the count comes apart, in the
+// next flush's ServerStats.BackendLinesLost.
+type lineLoser interface {
+	// linesLost returns the lines lost since the last call.
+	linesLost() uint64
+}

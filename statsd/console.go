@@ -1,7 +1,9 @@
 package statsd
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"strconv"
 	"sync"
@@ -16,11 +18,37 @@ import (
 // self (the server's own metrics, key "statsd.server.*"). Numbers are
 // written as JavaScript does; NaN and infinities, which JSON lacks, as
 // null.
+//
+// The writes happen on a goroutine of the Console's, so that a writer
+// that blocks (a stdout pipe nobody reads) never holds a flush past its
+// deadline: Flush waits for its lines until its context ends, then
+// leaves them queued. At most one flush waits behind the one being
+// written; a flush that finds that place taken is dropped and fails.
+// The lines of dropped flushes, and those a failed write did not write,
+// are counted in ServerStats.BackendLinesLost.
 type Console struct {
 	cfg ConsoleConfig
-	mu  sync.Mutex
 	w   io.Writer
-	buf []byte
+
+	mu sync.Mutex
+	// queue holds the flushes not written yet, the one being written
+	// first; a goroutine writes them while it is not empty.
+	queue []*consoleFlush
+	// spare is a written flush's buffer, for the next one.
+	spare []byte
+	// lost counts the lines lost since the server last read it.
+	lost uint64
+}
+
+// consoleQueue is the most flushes a Console holds: the one being
+// written and one waiting.
+const consoleQueue = 2
+
+// consoleFlush is one flush's lines, and where its write's outcome goes.
+type consoleFlush struct {
+	b     []byte
+	lines int
+	done  chan error // buffered: the writer never waits for Flush
 }
 
 // ConsoleConfig configures the console backend.
@@ -38,14 +66,73 @@ func NewConsole(w io.Writer, cfg ConsoleConfig) *Console { return &Console{cfg: 
 // Name is "console".
 func (c *Console) Name() string { return "console" }
 
-// Flush writes the snapshot.
-func (c *Console) Flush(_ context.Context, s *Snapshot) error {
+// Flush queues the snapshot's lines and waits until they are written or
+// ctx ends.
+func (c *Console) Flush(ctx context.Context, s *Snapshot) error {
+	c.mu.Lock()
+	buf := c.spare
+	c.spare = nil
+	c.mu.Unlock()
+	f := &consoleFlush{done: make(chan error, 1)}
+	f.b, _ = appendJSONLines(buf[:0], s, c.cfg.Self, func(string, []byte) error {
+		f.lines++
+		return nil
+	})
+	c.mu.Lock()
+	if len(c.queue) >= consoleQueue {
+		c.lost += uint64(f.lines)
+		c.mu.Unlock()
+		return fmt.Errorf("statsd: console: a flush of %d lines dropped: the writer is still blocked on an earlier flush", f.lines)
+	}
+	c.queue = append(c.queue, f)
+	if len(c.queue) == 1 {
+		go c.write()
+	}
+	c.mu.Unlock()
+	select {
+	case err := <-f.done:
+		if err != nil {
+			return fmt.Errorf("statsd: console: writing a flush of %d lines: %w", f.lines, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("statsd: console: a flush of %d lines not written yet (left queued): %w", f.lines, ctx.Err())
+	}
+}
+
+// write writes the queued flushes in order, until none is left.
+func (c *Console) write() {
+	c.mu.Lock()
+	for len(c.queue) > 0 {
+		f := c.queue[0]
+		c.mu.Unlock()
+		n, err := c.w.Write(f.b)
+		c.mu.Lock()
+		if err != nil {
+			// The lines whose newline was not written are lost.
+			c.lost += uint64(bytes.Count(f.b[min(n, len(f.b)):], []byte{'\n'}))
+		}
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		if cap(f.b) <= keepConsoleBuffer {
+			c.spare = f.b
+		}
+		f.done <- err
+	}
+	c.queue = nil
+	c.mu.Unlock()
+}
+
+// keepConsoleBuffer is the largest buffer kept for the next flush.
+const keepConsoleBuffer = 1 << 20
+
+// linesLost returns the lines lost since the last call.
+func (c *Console) linesLost() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b, _ := appendJSONLines(c.buf[:0], s, c.cfg.Self, nil)
-	c.buf = b
-	_, err := c.w.Write(b)
-	return err
+	n := c.lost
+	c.lost = 0
+	return n
 }
 
 // appendJSONLines appends a snapshot's JSON lines to b, one a metric

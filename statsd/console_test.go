@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -124,5 +126,91 @@ func TestConsoleJSONUnsanitizedKeys(t *testing.T) {
 	}
 	if len(want) > 0 {
 		t.Errorf("%d keys missing: %v", len(want), want)
+	}
+}
+
+// TestConsoleBlockedWriter: a console whose writer blocks (a pipe
+// nobody reads) never holds a flush past its deadline: a flush waits,
+// then leaves its lines queued; one more waits behind it; a flush that
+// finds both places taken is dropped, its lines counted as lost. Once
+// the pipe is read, the queued flushes are written and the next flush
+// succeeds.
+func TestConsoleBlockedWriter(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	cfg := Config{TCP: []string{"127.0.0.1:0"}, Backends: []Backend{NewConsole(w, ConsoleConfig{})},
+		BackendTimeout: 200 * time.Millisecond}
+	cfg.FlushInterval = time.Hour
+	s, err := NewServer(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	defer r.Close() // first: a write still blocked fails
+	// 3000 lines of some 70 bytes a flush: more than a pipe holds.
+	const keys = 3000
+	var in strings.Builder
+	for i := range keys {
+		fmt.Fprintf(&in, "blocked.key.%d:1|c\n", i)
+	}
+	sendTCP(t, s, in.String())
+	waitReceived(t, s, 0, keys)
+	flush := func(i int) *Snapshot {
+		t.Helper()
+		done := make(chan *Snapshot, 1)
+		go func() { done <- s.Flush(context.Background()) }()
+		select {
+		case snap := <-done:
+			return snap
+		case <-time.After(20 * time.Second):
+			t.Fatalf("flush %d blocked on a writer nobody reads", i)
+			return nil
+		}
+	}
+	for i, want := range []struct{ errors, lost uint64 }{
+		{0, 0},    // flush 1: the writer blocks in it
+		{1, 0},    // flush 2: waits behind flush 1
+		{1, 0},    // flush 3: dropped
+		{1, keys}, // flush 4: dropped
+	} {
+		snap := flush(i + 1)
+		if got := snap.Server.BackendErrors["console"]; got != want.errors {
+			t.Errorf("flush %d: %d backend errors before it, want %d", i+1, got, want.errors)
+		}
+		if got := snap.Server.BackendLinesLost["console"]; got != want.lost {
+			t.Errorf("flush %d: %d lines lost before it, want %d", i+1, got, want.lost)
+		}
+	}
+	// Read the pipe: flushes 1 and 2 come out; flush 5, made once
+	// flush 2 is being written, is queued and comes out too.
+	read := make(chan int, 2)
+	go func() {
+		sc := bufio.NewScanner(r)
+		n := 0
+		for sc.Scan() {
+			if n++; n%(2*keys) == 0 || n == 3*keys {
+				read <- n
+			}
+		}
+	}()
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-read:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s never came out of the pipe", what)
+		}
+	}
+	wait("flushes 1 and 2")
+	snap := flush(5)
+	if got := snap.Server.BackendLinesLost["console"]; got != keys {
+		t.Errorf("flush 5: %d lines lost before it, want flush 4's %d", got, keys)
+	}
+	wait("flush 5")
+	if lost := flush(6).Server.BackendLinesLost["console"]; lost != 0 {
+		t.Errorf("flush 6, the pipe read: %d lines lost, want none", lost)
 	}
 }

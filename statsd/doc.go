@@ -18,7 +18,24 @@
 // metrics (timers in seconds, as histograms or summaries; its mapping
 // files read by its own pkg/mapper), JSON lines (on a writer, Console, or into a logd or Kafka topic,
 // Log), and a repeater that forwards the raw packets to another
-// StatsD.
+// StatsD. A Prometheus counter never decreases and is always a finite
+// number: a counter value below zero, and an interval's sum that is not
+// finite (x:1e308|c|@0.1), are left out of it and counted
+// (statsd_server_negative_increments_total,
+// statsd_server_nonfinite_increments_total), where the other outputs
+// keep Etsy's arithmetic (NaN or Infinity for that interval).
+//
+// The backends of a flush run at once, each until the next flush at
+// most. What one fails to write is counted: its failed flushes
+// (ServerStats.BackendErrors) and the JSON lines that never reached
+// their destination (ServerStats.BackendLinesLost): for Log, the lines
+// the log did not take, and those it failed, also after their flush
+// stopped waiting — a late failure is its own flush's, never the next
+// one's; for Console, which writes from a goroutine of its own so that
+// a blocked writer (a stdout pipe nobody reads) holds no flush past its
+// deadline, the lines of the flushes it dropped, one flush waiting
+// behind the one being written already, and those a failed write did
+// not write.
 //
 // Accepted lines (several per packet, separated by '\n'):
 //
@@ -45,9 +62,10 @@
 // Where this server differs from Etsy 0.9.0 on input Etsy mishandles:
 // unknown metric types (Etsy counts them as counters) and values Etsy
 // reads as NaN or Infinity (hexadecimal, "Infinity", sample rates such as
-// "@0" or "@1.2.3") are bad lines; h and d are timers, not counters;
-// empty tags, and tags with an empty name or value ("#env:"), are
-// dropped.
+// "@0" or "@1.2.3") are bad lines; so is a line whose name is empty,
+// as sent or once sanitized ("%%:1|c", ":1|c"), which Etsy aggregates
+// under the empty key; h and d are timers, not counters; empty tags,
+// and tags with an empty name or value ("#env:"), are dropped.
 //
 // # Client
 //

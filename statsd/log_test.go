@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,25 +22,38 @@ import (
 // test ends).
 func startLogd(t *testing.T) (string, func()) {
 	t.Helper()
-	srv, err := logd.New(logd.Config{Storage: storage.Config{Dir: t.TempDir()}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ln.Addr().String(), serveLogd(t, t.TempDir(), ln)
+}
+
+// serveLogd runs logd over dir on ln and returns a function that stops
+// it (also called when the test ends).
+func serveLogd(t *testing.T, dir string, ln net.Listener) func() {
+	t.Helper()
+	srv, err := logd.New(logd.Config{Storage: storage.Config{Dir: dir}})
+	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String(), func() { srv.Close() }
+	return func() { srv.Close() }
 }
 
 // logServer is a Server whose only backend is a Log writing to topic of
-// the logd at addr, serving TCP until the test ends.
-func logServer(t *testing.T, addr, topic string, timeout time.Duration) *Server {
+// the logd at addr, serving TCP until the test ends or stop is called;
+// opts change the publisher's configuration.
+func logServer(t *testing.T, addr, topic string, timeout time.Duration, opts ...func(*kafka.Config)) (s *Server, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	pub, err := kafka.NewPublisher(ctx, kafka.Config{Brokers: []string{addr}, Topic: topic})
+	kcfg := kafka.Config{Brokers: []string{addr}, Topic: topic}
+	for _, o := range opts {
+		o(&kcfg)
+	}
+	pub, err := kafka.NewPublisher(ctx, kcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,18 +63,22 @@ func logServer(t *testing.T, addr, topic string, timeout time.Duration) *Server 
 	}
 	cfg := Config{TCP: []string{"127.0.0.1:0"}, Backends: []Backend{l}, BackendTimeout: timeout}
 	cfg.FlushInterval = time.Hour
-	s, err := NewServer(ctx, cfg)
+	s, err = NewServer(ctx, cfg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return s
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	return s, stop
 }
 
 func sendTCP(t *testing.T, s *Server, text string) {
@@ -107,7 +125,7 @@ func readTopic(t *testing.T, addr, topic string, n int) []*kgo.Record {
 // key, stamped with its flush's time; no backend error.
 func TestLogBackend(t *testing.T) {
 	addr, _ := startLogd(t)
-	s := logServer(t, addr, "metrics", 10*time.Second)
+	s, _ := logServer(t, addr, "metrics", 10*time.Second)
 	var want bytes.Buffer
 	var times []time.Time
 	flush := func(text string, lines int) {
@@ -150,21 +168,109 @@ func TestLogBackend(t *testing.T) {
 }
 
 // TestLogBackendDown: a flush the log does not accept (its logd stopped)
-// fails within the backend timeout and is counted as the backend's error.
+// fails within the backend timeout and is counted as the backend's
+// error; the lines the publisher could not take (its buffer of one
+// record full) are counted as lost.
 func TestLogBackendDown(t *testing.T) {
 	addr, stop := startLogd(t)
-	s := logServer(t, addr, "metrics", 300*time.Millisecond)
-	sendTCP(t, s, "a:1|c\n")
-	waitReceived(t, s, 0, 1)
+	s, _ := logServer(t, addr, "metrics", 300*time.Millisecond, func(c *kafka.Config) { c.MaxBuffered = 1 })
+	sendTCP(t, s, "a:1|c\nb:1|c\nc:1|c\n")
+	waitReceived(t, s, 0, 3)
 	if snap := s.Flush(context.Background()); snap.Server.BackendErrors["kafka"] != 0 {
 		t.Fatalf("backend errors %v before logd stopped", snap.Server.BackendErrors)
 	}
 	stop()
-	sendTCP(t, s, "a:1|c\n")
+	// Three lines a flush: the first waits in the buffer, the two
+	// others are lost; at the next flush all three are.
+	snap := s.Flush(context.Background())
+	if snap.Server.BackendLinesLost["kafka"] != 0 {
+		t.Fatalf("lines lost %v before logd stopped", snap.Server.BackendLinesLost)
+	}
+	snap = s.Flush(context.Background())
+	if snap.Server.BackendErrors["kafka"] != 1 || snap.Server.BackendLinesLost["kafka"] != 2 {
+		t.Fatalf("after a flush to a stopped logd: backend errors %v, lines lost %v, want kafka 1 and 2",
+			snap.Server.BackendErrors, snap.Server.BackendLinesLost)
+	}
+	if snap = s.Flush(context.Background()); snap.Server.BackendLinesLost["kafka"] != 3 {
+		t.Fatalf("after a second flush to a stopped logd: lines lost %v, want kafka 3", snap.Server.BackendLinesLost)
+	}
+	stats := map[string]float64{}
+	for _, st := range snap.SelfStats() {
+		stats[st.Name] = st.Value
+	}
+	if stats["server.backend_lines_lost.kafka"] != 3 {
+		t.Errorf("self stats: server.backend_lines_lost.kafka = %v, want 3", stats["server.backend_lines_lost.kafka"])
+	}
+}
+
+// unbufferedHook tells of each record the client gave up on.
+type unbufferedHook chan error
+
+func (h unbufferedHook) OnProduceRecordUnbuffered(_ *kgo.Record, err error) {
+	if err != nil {
+		h <- err
+	}
+}
+
+// TestLogLateFailure: the lines of a flush that gave up waiting (logd
+// down) and fail later (the client's delivery timeout) are that flush's
+// loss, counted as lost lines; the next flush, logd back, is published
+// whole, with no backend error.
+func TestLogLateFailure(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, dir := ln.Addr().String(), t.TempDir()
+	stop := serveLogd(t, dir, ln)
+	failed := make(unbufferedHook, 100)
+	s, stopServer := logServer(t, addr, "metrics", 10*time.Second, func(c *kafka.Config) {
+		// Records time out after 3 s, also in flight; the client
+		// retries every 50 ms, so it is back soon after logd.
+		c.Options = []kgo.Opt{kgo.RecordDeliveryTimeout(3 * time.Second), kgo.AllowIdempotentProduceCancellation(),
+			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }), kgo.MetadataMinAge(50 * time.Millisecond), kgo.WithHooks(failed)}
+	})
+	sendTCP(t, s, "a:1|c\nb:1|c\n")
 	waitReceived(t, s, 0, 2)
-	s.Flush(context.Background())
-	if snap := s.Flush(context.Background()); snap.Server.BackendErrors["kafka"] != 1 {
-		t.Fatalf("backend errors %v after a flush to a stopped logd, want kafka 1", snap.Server.BackendErrors)
+	if snap := s.Flush(context.Background()); snap.Server.BackendErrors["kafka"] != 0 {
+		t.Fatalf("backend errors %v before logd stopped", snap.Server.BackendErrors)
+	}
+	stop()
+	// Flush 1 gives up waiting; its two lines fail seconds later.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	s.Flush(ctx)
+	cancel()
+	for range 2 {
+		select {
+		case <-failed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the client never failed the records of the flush to a stopped logd")
+		}
+	}
+	if ln, err = net.Listen("tcp", addr); err != nil {
+		t.Fatal(err)
+	}
+	serveLogd(t, dir, ln)
+	defer stopServer() // before logd stops
+	sendTCP(t, s, "a:5|c\n")
+	waitReceived(t, s, 0, 3)
+	snap := s.Flush(context.Background()) // flush 2
+	if n := snap.Server.BackendErrors["kafka"]; n != 1 {
+		t.Errorf("flush 1's backend errors: %d, want 1", n)
+	}
+	lost := snap.Server.BackendLinesLost["kafka"]
+	snap = s.Flush(context.Background()) // flush 3
+	if n := snap.Server.BackendErrors["kafka"]; n != 0 {
+		t.Fatalf("flush 2, logd back: %d backend errors, want 0", n)
+	}
+	lost += snap.Server.BackendLinesLost["kafka"]
+	if lost != 2 {
+		t.Errorf("%d lines lost, want flush 1's 2", lost)
+	}
+	// Flushes 0, 2 and 3, two lines each.
+	recs := readTopic(t, addr, "metrics", 6)
+	if a, b := string(recs[2].Value), string(recs[3].Value); !strings.Contains(a+b, `"key":"a","values":{"count":5,`) {
+		t.Errorf("flush 2's lines: %s, %s", a, b)
 	}
 }
 

@@ -125,6 +125,7 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|#a|#b", "", 1, ReasonBadField},
 		{":1|c", "", 1, ReasonEmptyName},
 		{"!!:1|c", "", 1, ReasonEmptyName},
+		{"%%:1|c", "", 1, ReasonEmptyName}, // Etsy: a counter with the empty key
 		{"a:1|c:x|c", "a counter 1", 1, ReasonBadValue},
 		// Etsy splits on ':' and counts each empty piece as a bad line,
 		// one left by a ':' ending the line too.

@@ -76,7 +76,13 @@ type PrometheusConfig struct {
 //   - counters are cumulative "<name>_total" counters; a value below
 //     zero is left out (a Prometheus counter never decreases), as
 //     statsd_exporter refuses it, and counted in
-//     statsd_server_negative_increments_total;
+//     statsd_server_negative_increments_total; so is an interval's
+//     increment that is not a finite number (values summing past
+//     ±1.8e308, as "x:1e308|c|@0.1" does), or that would take the
+//     counter past it, counted in
+//     statsd_server_nonfinite_increments_total: the counter keeps its
+//     value, where the other outputs show Etsy's sum (Infinity, or
+//     NaN) for that interval only;
 //   - gauges are gauges, sets the gauge of the unique members of the
 //     last interval;
 //   - timers are histograms (or summaries, PrometheusConfig.Timers) in
@@ -128,6 +134,9 @@ type Prometheus struct {
 	// those left out since.
 	lastLog  time.Time
 	unlogged int
+	// nonFinite counts the counter increments left out at this flush
+	// because they were not finite.
+	nonFinite uint64
 }
 
 // clientTotals are the cumulative loss counts of one numbered client.

@@ -209,7 +209,7 @@ func (p *Prometheus) collect(pg *page, s *Snapshot) {
 		if !c.Own {
 			// A Prometheus counter never decreases: negative values are
 			// left out, as statsd_exporter refuses them.
-			add(kindCounter, c.Key, c.Count-c.Negative, nil)
+			add(kindCounter, c.Key, c.Increase, nil)
 		}
 	}
 	for _, g := range s.Gauges {
@@ -360,7 +360,14 @@ func (p *Prometheus) accumulate(f *pageFamily, s *pageSeries) {
 	st.gen = p.gen
 	switch f.typ {
 	case promCounter:
-		st.total += s.value
+		// A counter stays a finite number: an increment that is not
+		// (values summing past ±MaxFloat64 over the interval), or that
+		// would take the counter there, is left out and counted.
+		if next := st.total + s.value; math.IsInf(next, 0) || math.IsNaN(next) {
+			p.nonFinite++
+		} else {
+			st.total = next
+		}
 		s.value = st.total
 		return
 	case promHistogram:

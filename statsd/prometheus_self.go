@@ -82,25 +82,35 @@ func (p *Prometheus) renderSelf(pg *page, s *Snapshot) {
 	for _, l := range promLoss {
 		counter("statsd_server_"+l.name+"_total", l.help, "", l.v(v))
 	}
-	for name, n := range v.BackendErrors {
-		p.self["backend\x00"+name] += float64(n)
-	}
-	var names []string
-	for id := range p.self {
-		if name, ok := strings.CutPrefix(id, "backend\x00"); ok {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	errs := pg.family("statsd_server_backend_errors_total", promCounter, "Failed flushes, by backend.", true)
-	for _, name := range names {
-		errs.add(`backend="`+promLabelValue(name)+`"`, p.self["backend\x00"+name])
-	}
+	p.byBackend(pg, "statsd_server_backend_errors_total", "Failed flushes, by backend.", "backend\x00", v.BackendErrors)
+	p.byBackend(pg, "statsd_server_backend_lines_lost_total",
+		"JSON lines a backend lost, never written: the log backend's lines the log did not take or failed, the console's lines of flushes dropped while its writer was blocked or that failed.", "lines_lost\x00", v.BackendLinesLost)
 	p.renderClients(pg, v)
+	pg.family("statsd_server_nonfinite_increments_total", promCounter,
+		"Increments of StatsD counters that were not finite numbers (values summing past ±1.8e308 over a flush interval) or would have taken the counter past them: left out of the Prometheus counters, which stay finite; the other outputs show Etsy's sum (Infinity or NaN) for that interval.", true)
 	pg.family("statsd_server_prometheus_dropped_total", promCounter,
 		"Keys left out of this page at a flush, by reason: collision (another family or key has the name), mapping (the mapping file's action: drop), no_name (the mapping made an empty name).", true)
 	pg.family("statsd_server_prometheus_merged_total", promCounter,
 		"Keys added at a flush into the series of another key with the same name and labels (counters, histograms).", true)
+}
+
+// byBackend adds the counts of one interval to a counter family with a
+// backend label; a backend keeps its series once it has one.
+func (p *Prometheus) byBackend(pg *page, family, help, prefix string, counts map[string]uint64) {
+	for name, n := range counts {
+		p.self[prefix+name] += float64(n)
+	}
+	var names []string
+	for id := range p.self {
+		if name, ok := strings.CutPrefix(id, prefix); ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	f := pg.family(family, promCounter, help, true)
+	for _, name := range names {
+		f.add(`backend="`+promLabelValue(name)+`"`, p.self[prefix+name])
+	}
 }
 
 // renderClients writes the loss of the clients that number their
@@ -141,6 +151,9 @@ func (p *Prometheus) selfPage(pg *page) {
 		p.self[id] += float64(pg.dropped[r])
 		f.add(`reason="`+r+`"`, p.self[id])
 	}
+	p.self["nonfinite"] += float64(p.nonFinite)
+	p.nonFinite = 0
+	pg.families[famID{"statsd_server_nonfinite_increments_total", promCounter, true}].add("", p.self["nonfinite"])
 	p.self["merged"] += float64(pg.dropped["merged"])
 	pg.families[famID{"statsd_server_prometheus_merged_total", promCounter, true}].add("", p.self["merged"])
 }

@@ -241,6 +241,7 @@ func TestPrometheusSelfCountersCumulative(t *testing.T) {
 		if i == 1 {
 			s.Server.BackendErrors["graphite"] = 2
 		}
+		s.Server.BackendLinesLost = map[string]uint64{"kafka": uint64(5 * i)}
 		s.Server.LastFlushDuration = 1500 * time.Millisecond
 		fams = parsePage(t, p.Render(s))
 	}
@@ -252,6 +253,7 @@ func TestPrometheusSelfCountersCumulative(t *testing.T) {
 		{"statsd_server_kernel_drops_total", nil, 7},
 		{"statsd_server_keys_rejected_total", nil, 3},
 		{"statsd_server_backend_errors_total", map[string]string{"backend": "graphite"}, 2},
+		{"statsd_server_backend_lines_lost_total", map[string]string{"backend": "kafka"}, 15},
 		{"statsd_server_flush_duration_seconds", nil, 1.5},
 	} {
 		if got := value(t, fams, c.name, c.labels); got != c.want {
@@ -617,6 +619,59 @@ func TestPrometheusCounterNeverDecreases(t *testing.T) {
 		}
 		if v := value(t, fams, "statsd_server_negative_increments_total", nil); v != step.negatives {
 			t.Errorf("step %d: statsd_server_negative_increments_total = %v, want %v", i, v, step.negatives)
+		}
+	}
+}
+
+// TestPrometheusCounterStaysFinite: an interval whose values sum past
+// ±MaxFloat64 (x:1e308|c|@0.1 is +Inf, with its opposite NaN), or that
+// would take the counter past it, is left out of the Prometheus counter
+// and counted, so the counter stays finite and counts on; the snapshot
+// keeps Etsy's NaN or Infinity, for that interval only.
+func TestPrometheusCounterStaysFinite(t *testing.T) {
+	a, err := NewAggregator(AggregatorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := newPrometheus(PrometheusConfig{})
+	pr.cfg.setDefaults()
+	var p Parser
+	inf, nan := math.Inf(1), math.NaN()
+	for i, step := range []struct {
+		lines                       []string
+		etsyCount, total, nonFinite float64
+	}{
+		{[]string{"c:1|c"}, 1, 1, 0},
+		{[]string{"c:1e308|c|@0.1", "c:-1e308|c|@0.1"}, nan, 1, 1},
+		{[]string{"c:2|c"}, 2, 3, 1},
+		{[]string{"c:1e308|c|@0.1"}, inf, 3, 2},
+		{[]string{"c:-1e308|c|@0.1", "c:5|c"}, -inf, 8, 2},
+		{[]string{"c:1.5e308|c", "c:1.5e308|c"}, inf, 8, 3},
+		{[]string{"c:1.5e308|c"}, 1.5e308, 1.5e308 + 8, 3},
+		{[]string{"c:1.5e308|c"}, 1.5e308, 1.5e308 + 8, 4},
+		{[]string{"c:1|c"}, 1, 1.5e308 + 8 + 1, 4},
+	} {
+		for _, line := range step.lines {
+			ms, bad, why := p.AppendLine(nil, []byte(line))
+			if bad != 0 {
+				t.Fatalf("%q: %v", line, why)
+			}
+			for j := range ms {
+				a.Add(&ms[j])
+			}
+		}
+		snap := a.Flush(time.Unix(int64(1000+10*i), 0))
+		for _, c := range snap.Counters {
+			if c.Key == "c" && !(c.Count == step.etsyCount || math.IsNaN(c.Count) && math.IsNaN(step.etsyCount)) {
+				t.Errorf("step %d: snapshot count %v, want Etsy's %v", i, c.Count, step.etsyCount)
+			}
+		}
+		fams := parsePage(t, pr.Render(snap))
+		if v := value(t, fams, "c_total", nil); v != step.total {
+			t.Errorf("step %d %q: c_total = %v, want %v", i, step.lines, v, step.total)
+		}
+		if v := value(t, fams, "statsd_server_nonfinite_increments_total", nil); v != step.nonFinite {
+			t.Errorf("step %d: statsd_server_nonfinite_increments_total = %v, want %v", i, v, step.nonFinite)
 		}
 	}
 }

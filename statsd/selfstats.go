@@ -15,6 +15,7 @@ import "sort"
 //	server.truncated, server.lines_too_long, server.read_errors, server.conns_rejected
 //	server.repeated, server.repeat_dropped
 //	server.backend_errors.<backend>
+//	server.backend_lines_lost.<backend>  lines a backend lost (Log, Console)
 //	server.seq_lines, server.clients_rejected
 //	server.clients.<id>.packets_received (packets_lost, reordered, duplicates, restarts)
 //
@@ -48,6 +49,14 @@ func (s *Snapshot) SelfStats() []Stat {
 	sort.Strings(names)
 	for _, name := range names {
 		out = append(out, Stat{"server.backend_errors." + name, float64(v.BackendErrors[name])})
+	}
+	names = names[:0]
+	for name := range v.BackendLinesLost {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		out = append(out, Stat{"server.backend_lines_lost." + name, float64(v.BackendLinesLost[name])})
 	}
 	for _, c := range v.Clients {
 		p := "server.clients." + c.ID + "."

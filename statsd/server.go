@@ -262,6 +262,7 @@ func (s *Server) Flush(ctx context.Context) *Snapshot {
 	snap.Server.LastFlushDuration = s.lastFlush
 	snap.Server.Listen = s.listenStats()
 	snap.Server.BackendErrors = s.backErrs
+	snap.Server.BackendLinesLost = s.linesLost()
 	s.backErrs = make(map[string]uint64)
 	// Each backend in its goroutine, so that a slow one (a logd or a
 	// Carbon down) does not hold the others back.
@@ -284,6 +285,20 @@ func (s *Server) Flush(ctx context.Context) *Snapshot {
 	}
 	s.lastFlush = s.cfg.Now().Sub(start)
 	return snap
+}
+
+// linesLost reads the lines the backends lost since the last flush.
+func (s *Server) linesLost() map[string]uint64 {
+	var m map[string]uint64
+	for _, b := range s.cfg.Backends {
+		if l, ok := b.(lineLoser); ok {
+			if m == nil {
+				m = make(map[string]uint64)
+			}
+			m[b.Name()] += l.linesLost()
+		}
+	}
+	return m
 }
 
 func (s *Server) listenStats() ListenStats {

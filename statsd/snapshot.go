@@ -27,10 +27,12 @@ type Snapshot struct {
 type CounterValue struct {
 	Key         string
 	Count, Rate float64
-	// Negative is the part of Count from values below zero (0 or
-	// less): the Prometheus output leaves it out, a Prometheus counter
-	// never decreasing; the other outputs count it, as Etsy does.
-	Negative float64
+	// Increase is the sum of the values not below zero, each times
+	// 1/rate: what the Prometheus output adds to its counter, which
+	// never decreases (and stays finite: an Increase that is not, or
+	// that would make the counter overflow, is left out there). Count
+	// also has the values below zero, as Etsy adds them.
+	Increase float64
 	// Own marks Etsy's counters of the server itself:
 	// <prefixStats>.packets_received, metrics_received, bad_lines_seen.
 	Own bool
@@ -97,7 +99,8 @@ type ServerStats struct {
 	// SeqLines counts the sequence lines received over the interval.
 	SeqLines uint64
 	// NegativeCounterValues counts the counter values below zero
-	// received over the interval (in CounterValue.Negative).
+	// received over the interval (in CounterValue.Count, not in
+	// Increase).
 	NegativeCounterValues uint64
 	// Clients is the loss accounting of the clients that number their
 	// packets.
@@ -106,6 +109,13 @@ type ServerStats struct {
 	Listen ListenStats
 	// Backends counts each backend's failures over the interval.
 	BackendErrors map[string]uint64
+	// BackendLinesLost counts, per backend, the JSON lines lost over the
+	// interval (never written, never to be): Log's lines the log did
+	// not take or failed, also those of a flush that had already given
+	// up waiting for them; Console's lines of the flushes it dropped,
+	// its writer blocked, or failed to write. Only backends that lose
+	// lines have an entry.
+	BackendLinesLost map[string]uint64
 }
 
 // ListenStats counts what happened on the sockets over an interval.

@@ -33,12 +33,15 @@ names the same metrics, timers in seconds as histograms (--prometheus-timers
 summary for summaries), --mapping-config FILE reading statsd_exporter's
 mapping files; --console
 prints JSON lines (the metrics received; --console-self-metrics adds the
-server's own); --kafka writes the same JSON lines to a logd or Kafka
+server's own; while stdout is blocked, one flush waits and later ones are
+dropped, counted in stats.statsd.server.backend_lines_lost.console);
+--kafka writes the same JSON lines to a logd or Kafka
 topic, one record a metric keyed by the metric's key, so the metrics are
 durable and any Kafka client can replay them (a flush the topic has not
 accepted within 5 s counts as the backend's error,
-stats.statsd.server.backend_errors.kafka); --repeat forwards every packet
-to another StatsD.
+stats.statsd.server.backend_errors.kafka, and each line that never
+reaches the topic in stats.statsd.server.backend_lines_lost.kafka);
+--repeat forwards every packet to another StatsD.
 
 Every flush also reports the server itself, as stats.statsd.server.*:
 kernel receive drops on its UDP sockets, keys held, rejected (--max-keys)
