@@ -34,14 +34,15 @@ const (
 	roleApp         // the application reads, in Receive
 )
 
-// defaultAwayFor is how long the application may stay away from Receive before
-// the reader goroutine reads in its place. The timer is armed when the
-// application leaves Receive and no earlier arming is pending, not
-// moved at every leave: moving it woke a thread of the runtime's
-// network poller each time (the timer was the poller's earliest), per
-// datagram; so the reader goroutine may take the role from an
-// application that left less than defaultAwayFor ago, at most once
-// per defaultAwayFor.
+// defaultAwayFor is how long the application may stay away from
+// Receive before the reader goroutine reads in its place. The timer is
+// armed whenever the role goes idle (the application leaves Receive, or
+// the reader goroutine gives the role to a Receive that asked) and no
+// earlier arming is pending, not moved at every leave: moving it woke a
+// thread of the runtime's network poller each time (the timer was the
+// poller's earliest), per datagram; so the reader goroutine may take
+// the role from an application that left less than defaultAwayFor ago,
+// at most once per defaultAwayFor.
 const defaultAwayFor = time.Millisecond
 
 // readLoop is the reader goroutine: it reads while it holds the role,
@@ -87,11 +88,15 @@ func (s *Subscriber) readBg() bool {
 		}
 		s.rmu.Lock()
 		if s.appWaiting {
-			s.role, s.appWaiting = roleIdle, false
+			s.appWaiting = false
+			wait, arm := s.goIdle()
 			s.rmu.Unlock()
 			select {
 			case s.roleFree <- struct{}{}:
 			default:
+			}
+			if arm {
+				s.away.Reset(wait)
 			}
 			return true
 		}
@@ -170,22 +175,37 @@ func (s *Subscriber) readSelf(ctx context.Context) error {
 	if err == nil {
 		s.takeOwn() // before the role goes: s.over and s.out are the holder's
 	}
-	wait := defaultAwayFor
+	s.rmu.Lock()
+	wait, arm := s.goIdle()
+	s.rmu.Unlock()
+	if arm {
+		s.away.Reset(wait)
+	}
+	return err
+}
+
+// goIdle gives the role up; its holder calls it with rmu held. Nobody
+// reads until a Receive takes the role or the away timer wakes the
+// reader goroutine, so the timer must then be pending: goIdle reports
+// whether to arm it (no earlier arming is pending), and with what
+// wait. Both ways of giving the role up come here. The reader
+// goroutine, giving it to a Receive that asked, once did not arm it:
+// that Receive may take the batch handed over just before instead of
+// the role, and return; the application then away, nobody read the
+// socket nor ran the engine's timers until its next Receive
+// (TestRoleGivenBackWhileAway).
+func (s *Subscriber) goIdle() (wait time.Duration, arm bool) {
+	wait = defaultAwayFor
 	if s.cfg.awayFor > 0 {
 		wait = s.cfg.awayFor
 	}
 	if d := s.deadline(); !d.IsZero() {
 		wait = max(min(wait, d.Sub(s.cfg.Now())), 0)
 	}
-	s.rmu.Lock()
 	s.role = roleIdle
-	arm := !s.awayArmed
+	arm = !s.awayArmed
 	s.awayArmed = true
-	s.rmu.Unlock()
-	if arm {
-		s.away.Reset(wait)
-	}
-	return err
+	return wait, arm
 }
 
 // handOverOwn is handOver on the application's goroutine, reading for

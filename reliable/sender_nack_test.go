@@ -1,7 +1,9 @@
 package reliable
 
 import (
+	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/brokerless/brokerless/transport"
 )
@@ -117,5 +119,54 @@ func TestNackWorkStopsWhenBudgetSpent(t *testing.T) {
 	}
 	if got := st.RepairsOverBudget + st.RepairsQueue - refused; got != nacks*uint64(s.win.n) {
 		t.Fatalf("%d NACKs for %d datagrams over budget: %d counted refused, want %d", nacks, s.win.n, got, nacks*s.win.n)
+	}
+}
+
+// TestRepairLinger: a multicast repair reaches every receiver, so a
+// NACK for the same datagram from another receiver within RepairLinger
+// of it (it crossed the repair on the way) is not answered with another
+// repair; the receiver that caused the repair, asking again, is, and so
+// is another receiver once the linger has passed.
+func TestRepairLinger(t *testing.T) {
+	const linger = 10 * time.Millisecond
+	now := simEpoch
+	s, err := NewSender(SenderConfig{Rand: fixedRand(7), RepairLinger: linger}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 65536)
+	drain := func() {
+		for {
+			if _, _, ok := s.NextOutgoing(now, buf); !ok {
+				return
+			}
+		}
+	}
+	if _, err := s.Publish(now, &transport.Message{Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	s.Flush()
+	drain()
+	a, b := mustAddrPort("127.0.0.1:1001"), mustAddrPort("127.0.0.1:1002")
+	nack := AppendRanges(nil, TypeNack, s.Stream(), []Range{{1, 1}})
+	for i, step := range []struct {
+		after         time.Duration
+		from          netip.AddrPort
+		repairs, held uint64
+	}{
+		{0, a, 1, 0},                         // the first NACK: a repair
+		{time.Millisecond, b, 1, 1},          // another receiver, within the linger: none
+		{time.Millisecond, a, 2, 1},          // the receiver that caused it, again: a repair
+		{linger - time.Microsecond, b, 2, 2}, // within the linger of that one
+		{linger, b, 3, 2},                    // past it: a repair
+	} {
+		now = now.Add(step.after)
+		if err := s.HandleControl(now, step.from, nack); err != nil {
+			t.Fatalf("NACK %d: %v", i, err)
+		}
+		drain()
+		if st := s.Stats(); st.Repairs != step.repairs || st.RepairsLinger != step.held {
+			t.Fatalf("after NACK %d: %d repairs, %d held back by the linger; want %d and %d", i, st.Repairs, st.RepairsLinger, step.repairs, step.held)
+		}
 	}
 }
