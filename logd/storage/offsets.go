@@ -325,6 +325,12 @@ func encodeCommit(b []byte, group string, ms int64, offs []GroupOffset) []byte {
 	b = append(b, make([]byte, offRecHeaderLen)...)
 	b = append(b, offRecCommitAt)
 	b = binary.BigEndian.AppendUint64(b, uint64(ms))
+	return sealRecord(appendCommitBody(b, group, offs), start)
+}
+
+// appendCommitBody appends what follows a commit record's type (and
+// time): the group and its offsets.
+func appendCommitBody(b []byte, group string, offs []GroupOffset) []byte {
 	b = appendStr(b, group)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(offs)))
 	for _, x := range offs {
@@ -333,7 +339,7 @@ func encodeCommit(b []byte, group string, ms int64, offs []GroupOffset) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(x.Offset))
 		b = appendStr(b, x.Metadata)
 	}
-	return sealRecord(b, start)
+	return b
 }
 
 func encodeDelete(typ byte, name string) []byte {

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -16,15 +15,7 @@ func encodeCommitV0(b []byte, group string, offs []GroupOffset) []byte {
 	start := len(b)
 	b = append(b, make([]byte, offRecHeaderLen)...)
 	b = append(b, offRecCommit)
-	b = appendStr(b, group)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(offs)))
-	for _, x := range offs {
-		b = appendStr(b, x.Topic)
-		b = binary.BigEndian.AppendUint32(b, uint32(x.Partition))
-		b = binary.BigEndian.AppendUint64(b, uint64(x.Offset))
-		b = appendStr(b, x.Metadata)
-	}
-	return sealRecord(b, start)
+	return sealRecord(appendCommitBody(b, group, offs), start)
 }
 
 // expiredCounter is a HookGroupOffsetsExpire.
