@@ -208,3 +208,28 @@ func TestArchiveDeletedUnderReplay(t *testing.T) {
 		t.Errorf("gaps %v, want one up to 2000 deleted by retention", gaps)
 	}
 }
+
+// TestArchiveDeletedOtherFeeds: the log's retention deletes records a
+// replay has yet to read, and the records the log reads on from are
+// another feed's (two feeds recorded into one topic): the reads that
+// return only them give the merger nothing, and the word that records
+// were deleted must wait, carried over, for the feed's next record. Its
+// jump is then reported as GapRetention, not taken for the last
+// message's fragments (a silent hole).
+func TestArchiveDeletedOtherFeeds(t *testing.T) {
+	const n = 3000
+	other := transport.StreamID{Feed: 2, Session: 100}
+	log := &memLog{batch: 100}
+	log.add(msgs(sA, 1, 2000)...)
+	log.add(msgs(other, 1, 250)...) // log positions 2000..2249
+	log.add(msgs(sA, 2001, n)...)
+	a := archiveSideOn(t, log, time.Minute)
+	got := feedLive(a, cat(startEv(sA, transport.StreamID{}, 1), msg(sA, 1), gapEv(sA, 2, n-1, transport.GapUnrecoverable), msg(sA, n))...)
+	waitFull(t, a) // the reader has read 2..501 at most: it waits to hand them on
+	log.trim(2000) // the next three reads are all feed 2's
+	got = append(got, replayAll(t, a)...)
+	gaps := account(t, got, span{sA, 1, n})
+	if len(gaps) != 1 || gaps[0].Reason != transport.GapRetention || gaps[0].To != 2000 {
+		t.Errorf("gaps %v, want one up to 2000 deleted by retention", gaps)
+	}
+}
