@@ -101,7 +101,10 @@ func JoinLive() Join { return Join{} }
 func JoinEarliest() Join { return Join{kind: joinEarliest} }
 
 // JoinSeq starts at sequence number n of the feed's current session:
-// the session of the archive's last record.
+// the session of the archive's last record (when the archive holds none
+// of the feed, the first session the live feed shows). Nothing before n
+// is delivered, from the archive or live: with n past the live edge the
+// subscriber delivers nothing until the feed reaches n, and starts there.
 func JoinSeq(n uint64) Join { return Join{kind: joinSeq, seq: n} }
 
 // JoinTime starts with the first message published at or after t.

@@ -138,6 +138,15 @@ type merger struct {
 	// sessions not over for the application, at most maxDropped.
 	dropped []archive.Pos
 
+	// joinSeq is join seq:N's N (0 for another join), and join where
+	// it starts the history: N of the session the archive's reader
+	// found (its last record's), once it did (joinGen's seek). Until
+	// the application has anything, what comes before it, live or
+	// archived, is dropped.
+	joinSeq uint64
+	join    archive.Pos
+	joinGen uint64
+
 	replaying bool
 	gen       uint64
 	want      archive.Pos // where this replay was asked to start
@@ -159,6 +168,7 @@ func newMerger(feed uint32, cfg *ArchiveConfig, log *slog.Logger) *merger {
 	case joinSeq:
 		m.startReplay(archive.Earliest())
 		m.cmd.seq = cfg.Join.seq
+		m.joinSeq, m.joinGen = cfg.Join.seq, m.gen
 	}
 	return m
 }
@@ -249,6 +259,8 @@ func (m *merger) apply(ev *transport.Event) action {
 	case transport.EventMessage:
 		msg := &ev.Message
 		switch s := msg.Stream.Session; {
+		case m.beforeJoin(s, msg.Seq):
+			return actDrop
 		case m.past(s, msg.Seq):
 			m.stats.Duplicates++
 			return actDrop
@@ -262,6 +274,9 @@ func (m *merger) apply(ev *transport.Event) action {
 		return actDeliver
 	case transport.EventGap:
 		g := ev.Gap
+		if m.beforeJoin(g.Stream.Session, g.To) {
+			return actDrop
+		}
 		if m.past(g.Stream.Session, g.To) {
 			m.stats.Duplicates++
 			return actDrop
@@ -270,7 +285,7 @@ func (m *merger) apply(ev *transport.Event) action {
 			return actBlock
 		}
 		if !m.started || g.Stream.Session > m.cur.Session {
-			m.switchTo(g.Stream, g.From, transport.StreamID{})
+			m.switchTo(g.Stream, max(g.From, m.joinFirst(g.Stream.Session)), transport.StreamID{})
 		} else if g.From >= m.next {
 			m.next, m.open = g.To+1, false
 			return actDeliver
@@ -287,6 +302,11 @@ func (m *merger) apply(ev *transport.Event) action {
 				Stream: m.cur, FirstSeq: m.next,
 			}})
 			return actEmitted
+		}
+		if m.beforeJoin(st.Stream.Session, st.FirstSeq) {
+			// The history starts at N: the first event at or after it
+			// starts the session there.
+			return actDrop
 		}
 		if st.Stream.Session < m.cur.Session || m.started && st.Stream.Session == m.cur.Session {
 			m.stats.Duplicates++
@@ -331,6 +351,30 @@ func (m *merger) behind(ev *transport.Event) bool {
 	return s < m.cur.Session || m.started && s == m.cur.Session && m.ended
 }
 
+// beforeJoin reports whether position seq of session comes before
+// where join seq:N starts the history, the application having nothing
+// yet: N of the session the archive's reader found, or, when it found
+// none (the archive held nothing), of whichever session comes.
+func (m *merger) beforeJoin(session, seq uint64) bool {
+	switch {
+	case m.started || m.joinSeq == 0:
+		return false
+	case m.join.Session == 0:
+		return seq < m.joinSeq
+	}
+	return archive.Pos{Session: session, Seq: seq}.Less(m.join)
+}
+
+// joinFirst is where the history starts in session, the application
+// having nothing yet: join seq:N's N when it is of that session; else
+// 0.
+func (m *merger) joinFirst(session uint64) uint64 {
+	if m.started || m.joinSeq == 0 || m.join.Session != 0 && m.join.Session != session {
+		return 0
+	}
+	return m.joinSeq
+}
+
 // resumes reports whether a live StreamStart of s starts the current
 // session again: it ended for silence, and its publisher was heard
 // again.
@@ -367,6 +411,7 @@ func (m *merger) startRegion(ev *transport.Event) {
 			from = max(from, m.next)
 			m.next, m.open = from, false
 		}
+		from = max(from, m.joinFirst(g.Stream.Session))
 		m.startReplay(archive.At(posOf(g.Stream, from)))
 		return
 	}
@@ -403,6 +448,9 @@ func (m *merger) archive(b *archiveBatch) {
 	}
 	if b.seeked {
 		m.want, m.trimmed, m.first = b.want, b.trimmed, true
+		if b.gen == m.joinGen {
+			m.join = b.want
+		}
 	}
 	if b.deleted {
 		// What lies between the last record and the next is lost to
@@ -468,7 +516,7 @@ func (m *merger) record(ev *transport.Event) bool {
 	if isGap {
 		s, from, to = ev.Gap.Stream, ev.Gap.From, ev.Gap.To
 	}
-	if !m.started && m.want.Seq > 0 && posOf(s, to).Less(m.want) {
+	if m.beforeJoin(s.Session, to) || !m.started && m.want.Seq > 0 && posOf(s, to).Less(m.want) {
 		// Before where the history was asked to start: join seq:N
 		// whose reader, N not yet archived, waited at the log's end
 		// for the records the recorder appends next.
@@ -654,8 +702,10 @@ func (m *merger) giveUp() {
 			m.endHeld(why)
 		}
 		first := uint64(1)
-		if !m.started && m.want.Session == u.Session && m.want.Seq > 0 {
-			first = m.want.Seq // join seq:N: the history starts there
+		if n := m.joinFirst(u.Session); n > 0 {
+			// join seq:N: the history starts there; live events before
+			// it are dropped (beforeJoin).
+			first = n
 		}
 		if first < u.Seq {
 			s := transport.StreamID{Feed: m.feed, Session: u.Session}

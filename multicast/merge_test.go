@@ -789,3 +789,51 @@ func TestMergeArchiveAheadEndsSession(t *testing.T) {
 		t.Errorf("late joiner: gaps %v, want A 16..18 not archived", gaps)
 	}
 }
+
+// TestMergeJoinSeqPastLive: join seq:N with N past the live edge, and
+// an archive that has nothing more (its last record is before N): the
+// stream starts at N. The live events before N are dropped, as the
+// archive's records before N are (TestMergeJoinSeqAhead); the first
+// delivered is N, after a StreamStart at N. (They were delivered: the
+// history gave up with nothing to report, and the live feed took over
+// from its first event.) A live loss that straddles N is reported
+// from N. With an archive that holds nothing of the feed, N is of the
+// live session.
+func TestMergeJoinSeqPastLive(t *testing.T) {
+	r := newMergeRig(t, JoinSeq(500), 0)
+	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
+	r.arch(archive.Pos{Session: 200, Seq: 500}, false)
+	r.idle(nil)
+	r.live(msgs(sB, 111, 499)...)
+	if len(r.got) != 0 {
+		t.Fatalf("delivered before N: %s", show(r.got[:min(len(r.got), 8)]))
+	}
+	r.live(msgs(sB, 500, 505)...)
+	if gaps := account(t, r.got, span{sB, 500, 505}); len(gaps) != 0 {
+		t.Errorf("gaps %v, want none", gaps)
+	}
+	if st := r.m.Stats(); st.Duplicates != 0 {
+		t.Errorf("stats %+v: the live events before N counted as duplicates", st)
+	}
+
+	r = newMergeRig(t, JoinSeq(500), 0)
+	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
+	r.arch(archive.Pos{Session: 200, Seq: 500}, false)
+	r.idle(nil)
+	r.live(cat(msgs(sB, 111, 497), gapEv(sB, 498, 502, transport.GapTooLarge), msgs(sB, 503, 505))...)
+	gaps := account(t, r.got, span{sB, 500, 505})
+	if len(gaps) != 1 || gaps[0] != (transport.Gap{Stream: sB, From: 500, To: 502, Reason: transport.GapTooLarge}) {
+		t.Errorf("gaps %v, want 500..502 too large", gaps)
+	}
+
+	// An archive that holds nothing of the feed names no session: N is
+	// of the live one, and what it lacks from N is reported missing.
+	r = newMergeRig(t, JoinSeq(40), 0)
+	r.idle(nil)
+	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
+	r.idle(nil)
+	gaps = account(t, r.got, span{sB, 40, 110})
+	if len(gaps) != 1 || gaps[0] != (transport.Gap{Stream: sB, From: 40, To: 99, Reason: transport.GapNotArchived}) {
+		t.Errorf("empty archive: gaps %v, want 40..99 not archived", gaps)
+	}
+}
