@@ -22,8 +22,13 @@ type ArchiveStats struct {
 	// (ArchiveConfig.Buffer) was full: they were read from the archive
 	// instead, and the switch back to live waited.
 	LiveDropped uint64
-	// Duplicates counts events dropped because the archive, or the live
-	// feed, had delivered them already.
+	// Duplicates counts messages received twice, from the live feed
+	// and the archive (or from the archive twice: two recorders writing
+	// one topic), and dropped the second time: their position was
+	// delivered already, or reported in a Gap (a gap marker of one
+	// recorder, then the other's copy). Nothing else is counted: not a
+	// live message the merger delivered itself, nor a gap, a stream's
+	// start or end the archive stood in for.
 	Duplicates uint64
 	// GaveUp counts the times the archive gave nothing more of what was
 	// needed for ArchiveConfig.Wait, and Errors the reads of it that
@@ -132,6 +137,11 @@ type merger struct {
 
 	q    eventQueue
 	lead int // events at q's front a replay reads past
+	// settled is the events at q's front that settleHeld accounted
+	// for: their messages delivered from the queue's copies, or counted
+	// as duplicates then. Dropped from the queue, they are not counted
+	// again.
+	settled int
 	// dropped is, for each session, the last position the live events
 	// dropped from q (its bound reached) stood for: what the live feed
 	// showed of a session that the archive may lack. Oldest first, of
@@ -262,7 +272,7 @@ func (m *merger) apply(ev *transport.Event) action {
 		case m.beforeJoin(s, msg.Seq):
 			return actDrop
 		case m.past(s, msg.Seq):
-			m.stats.Duplicates++
+			m.duplicate()
 			return actDrop
 		case !m.started || s > m.cur.Session:
 			m.switchTo(msg.Stream, msg.Seq, transport.StreamID{})
@@ -278,7 +288,6 @@ func (m *merger) apply(ev *transport.Event) action {
 			return actDrop
 		}
 		if m.past(g.Stream.Session, g.To) {
-			m.stats.Duplicates++
 			return actDrop
 		}
 		if m.blocking(ev) {
@@ -309,7 +318,6 @@ func (m *merger) apply(ev *transport.Event) action {
 			return actDrop
 		}
 		if st.Stream.Session < m.cur.Session || m.started && st.Stream.Session == m.cur.Session {
-			m.stats.Duplicates++
 			return actDrop
 		}
 		m.switchTo(st.Stream, st.FirstSeq, st.Replaces)
@@ -317,7 +325,6 @@ func (m *merger) apply(ev *transport.Event) action {
 	case transport.EventStreamEnd:
 		e := ev.End
 		if e.Stream != m.cur || !m.started || m.ended {
-			m.stats.Duplicates++
 			return actDrop
 		}
 		if m.blocking(ev) {
@@ -526,7 +533,9 @@ func (m *merger) record(ev *transport.Event) bool {
 	m.first = false
 	switch {
 	case m.past(s.Session, to):
-		m.stats.Duplicates++
+		if !isGap {
+			m.stats.Duplicates++
+		}
 		return false
 	case m.reached(posOf(s, from)):
 		if m.started && !m.ended && s.Session > m.cur.Session {
@@ -672,8 +681,7 @@ func (m *merger) readPastLosses() {
 func (m *merger) giveUp() {
 	caught := false
 	for m.q.len() > 0 && m.behind(m.q.front()) {
-		m.popQueue()
-		m.stats.Duplicates++
+		m.dropFront()
 		caught = true
 	}
 	m.readPastLosses()
@@ -747,20 +755,28 @@ func (m *merger) settleHeld(why transport.GapReason) (reason transport.EndReason
 		m.dropped = m.dropped[1:]
 	}
 	reason = transport.EndReplaced
+	settled := m.settled
 	for i := range m.lead {
-		switch ev := m.q.at(i); {
+		ev := m.q.at(i)
+		switch {
 		case ev.Kind == transport.EventMessage && ev.Message.Stream == m.cur && ev.Message.Seq >= m.next:
 			if seq := ev.Message.Seq; seq > m.next {
 				m.emitGap(m.cur, m.next, seq-1, why, true)
 			}
-			m.out = append(m.out, *ev) // the queue's copy: popped as delivered
+			m.out = append(m.out, *ev) // the queue's copy: dropped from it, not counted (settled)
 			m.next, m.open = ev.Message.Seq+1, true
+		case ev.Kind == transport.EventMessage && i >= m.settled && ev.Message.Stream.Session <= m.cur.Session:
+			m.stats.Duplicates++ // the archive delivered it
 		case ev.Kind == transport.EventGap && ev.Gap.Stream == m.cur && ev.Gap.To >= m.next:
 			m.emitGap(m.cur, m.next, ev.Gap.To, why, true)
 		case ev.Kind == transport.EventStreamEnd && ev.End.Stream == m.cur:
 			reason, last = ev.End.Reason, ev.End.LastSeq
 		}
+		if sessionOf(ev) <= m.cur.Session {
+			settled = i + 1
+		}
 	}
+	m.settled = max(m.settled, settled)
 	return reason, last
 }
 
@@ -806,13 +822,20 @@ func (m *merger) emitGap(s transport.StreamID, from, to uint64, why transport.Ga
 }
 
 // enqueue holds a copy of a live event. When the queue is full its
-// oldest events are dropped: the archive stands in for them, so a
-// replay reads on past them (one starts if none is under way).
+// oldest events are dropped: those the application has already (the
+// archive delivered them, or settleHeld did) are no loss; for the
+// others the archive stands in, so a replay reads on past them (one
+// starts if none is under way).
 func (m *merger) enqueue(ev *transport.Event) {
 	size := eventSize(ev)
 	dropped, from := false, archive.Pos{}
 	for m.q.len() > 0 && m.q.full(size) {
 		front := m.q.front()
+		if m.settled > 0 || m.behind(front) {
+			// The application has it already: nothing is lost.
+			m.dropFront()
+			continue
+		}
 		if !dropped {
 			from = startOf(front)
 		}
@@ -862,9 +885,30 @@ func (m *merger) noteDropped(p archive.Pos) {
 	m.dropped = append(m.dropped, p)
 }
 
+// duplicate counts the live message at the queue's front (or at hand,
+// when the queue is empty) dropped as delivered already, unless
+// settleHeld accounted for it.
+func (m *merger) duplicate() {
+	if m.settled == 0 {
+		m.stats.Duplicates++
+	}
+}
+
+// dropFront drops the queue's front event, which the application has
+// already (behind): a message counts as a duplicate.
+func (m *merger) dropFront() {
+	if m.q.front().Kind == transport.EventMessage {
+		m.duplicate()
+	}
+	m.popQueue()
+}
+
 // popQueue drops the queue's front event.
 func (m *merger) popQueue() {
 	m.q.pop()
+	if m.settled > 0 {
+		m.settled--
+	}
 	if m.lead > 0 {
 		m.lead--
 		return
@@ -876,6 +920,19 @@ func (m *merger) popQueue() {
 
 func posOf(s transport.StreamID, seq uint64) archive.Pos {
 	return archive.Pos{Session: s.Session, Seq: seq}
+}
+
+// sessionOf is the session of a live event.
+func sessionOf(ev *transport.Event) uint64 {
+	switch ev.Kind {
+	case transport.EventMessage:
+		return ev.Message.Stream.Session
+	case transport.EventGap:
+		return ev.Gap.Stream.Session
+	case transport.EventStreamStart:
+		return ev.Start.Stream.Session
+	}
+	return ev.End.Stream.Session
 }
 
 // startOf is the first feed position a live event stands for.

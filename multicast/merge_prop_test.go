@@ -169,6 +169,16 @@ func mergeProperty(t *testing.T, seed uint64) {
 		}
 		return max(0, n-lag)
 	}
+	// received counts the messages handed to the merger, live and
+	// archived: each delivered, or dropped as a duplicate, at most once.
+	received := 0
+	countMsgs := func(evs []transport.Event) {
+		for i := range evs {
+			if evs[i].Kind == transport.EventMessage {
+				received++
+			}
+		}
+	}
 	var rd struct {
 		gen  uint64
 		at   int
@@ -197,11 +207,13 @@ func mergeProperty(t *testing.T, seed uint64) {
 		}
 		switch {
 		case li < len(live) && (choice == 0 || !reading):
+			countMsgs(live[li : li+1])
 			r.live(live[li])
 			li++
 		case rd.at < available():
 			k := min(available()-rd.at, 1+rng.IntN(6))
 			want, _ := r.cur.start.Pos()
+			countMsgs(arch[rd.at : rd.at+k])
 			r.m.archive(&archiveBatch{gen: r.cur.gen, events: append([]transport.Event(nil), arch[rd.at:rd.at+k]...), seeked: !rd.sent, want: want})
 			rd.sent, rd.at = true, rd.at+k
 			r.commands()
@@ -231,13 +243,22 @@ func mergeProperty(t *testing.T, seed uint64) {
 		want[0].first = joinAt
 	}
 	gaps := account(t, r.got, want...)
+	delivered := 0
+	for i := range r.got {
+		if r.got[i].Kind == transport.EventMessage {
+			delivered++
+		}
+	}
+	if dups := r.m.Stats().Duplicates; uint64(delivered)+dups > uint64(received) {
+		t.Fatalf("%d messages delivered and %d duplicates of %d received: a message counted twice", delivered, dups, received)
+	}
 	if buffer > 0 {
 		return
 	}
-	delivered := map[archive.Pos]bool{}
+	liveMsgs := map[archive.Pos]bool{}
 	for i := range live {
 		if live[i].Kind == transport.EventMessage {
-			delivered[recPos(&live[i])] = true
+			liveMsgs[recPos(&live[i])] = true
 		}
 	}
 	for _, g := range gaps {
@@ -245,7 +266,7 @@ func mergeProperty(t *testing.T, seed uint64) {
 			continue // the archive's marker
 		}
 		for seq := g.From; seq <= g.To; seq++ {
-			if delivered[posOf(g.Stream, seq)] {
+			if liveMsgs[posOf(g.Stream, seq)] {
 				t.Fatalf("gap %v covers %d, which the live feed delivered: %s", g, seq, show(r.got))
 			}
 		}

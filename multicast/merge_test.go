@@ -837,3 +837,53 @@ func TestMergeJoinSeqPastLive(t *testing.T) {
 		t.Errorf("empty archive: gaps %v, want 40..99 not archived", gaps)
 	}
 }
+
+// TestMergeDuplicatesExact: ArchiveStats.Duplicates counts messages
+// received twice and dropped the second time, and nothing else. The
+// live messages held that the merger delivers itself when the archive
+// lacks the rest of their session (13..15 here) were counted again
+// when their held copies were dropped afterwards, as were the held
+// gaps, StreamEnd and StreamStart the archive or the merger stood in
+// for.
+func TestMergeDuplicatesExact(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		arch []transport.Event
+		dups uint64
+	}{
+		{"none twice", cat(msg(sA, 11), msgs(sB, 1, 3)), 0},
+		{"one twice", cat(msgs(sA, 11, 13), msgs(sB, 1, 3)), 1}, // 13: live and archived
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newMergeRig(t, JoinLive(), 0)
+			r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10),
+				gapEv(sA, 11, 12, transport.GapStreamEnded), msgs(sA, 13, 15),
+				gapEv(sA, 16, 20, transport.GapStreamEnded), endEv(sA, 22, transport.EndReplaced),
+				startEv(sB, sA, 1), msgs(sB, 1, 5))...)
+			r.arch(archive.Pos{Session: 100, Seq: 11}, false, c.arch...)
+			r.live(msgs(sB, 6, 7)...)
+			account(t, r.got, span{sA, 1, 22}, span{sB, 1, 7})
+			if st := r.m.Stats(); st.Duplicates != c.dups {
+				t.Errorf("stats %+v: want %d duplicates", st, c.dups)
+			}
+		})
+	}
+
+	// The buffer overflows while the replay reads past the live events
+	// held: those dropped from its front that the archive delivered
+	// already (a gap, 13 and 14) were not lost, and are not counted as
+	// dropped live events (read from the archive instead); 13..15 were
+	// received twice.
+	r := newMergeRig(t, JoinLive(), 6)
+	r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10),
+		gapEv(sA, 11, 12, transport.GapUnrecoverable), msgs(sA, 13, 15), gapEv(sA, 16, 20, transport.GapUnrecoverable))...)
+	r.arch(archive.Pos{Session: 100, Seq: 11}, false, msgs(sA, 11, 17)...)
+	r.live(msgs(sA, 21, 24)...)
+	r.arch(archive.Pos{Session: 100, Seq: 11}, false, msgs(sA, 18, 22)...)
+	if gaps := account(t, r.got, span{sA, 1, 24}); len(gaps) != 0 {
+		t.Errorf("overflow: gaps %v, want none", gaps)
+	}
+	if st := r.m.Stats(); st.Duplicates != 3 || st.LiveDropped != 0 || st.Replays != 1 {
+		t.Errorf("overflow: stats %+v: want 3 duplicates, no live event dropped, one replay", st)
+	}
+}
