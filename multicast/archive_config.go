@@ -50,7 +50,11 @@ type ArchiveConfig struct {
 	// Wait is how long the archive may give nothing more of the feed,
 	// when the subscriber needs it, before what it lacks is reported as
 	// a Gap (transport.GapNotArchived). It covers a recorder's lag
-	// behind the live feed. Default 3 s.
+	// behind the live feed. It is also how long a late joiner's replay,
+	// come to the next session in the archive before the live feed
+	// showed anything, waits for the live feed to say where the current
+	// session ended (see the package documentation, "Archive"). Default
+	// 3 s.
 	Wait time.Duration
 }
 

@@ -233,3 +233,34 @@ func TestArchiveDeletedOtherFeeds(t *testing.T) {
 		t.Errorf("gaps %v, want one up to 2000 deleted by retention", gaps)
 	}
 }
+
+// TestArchiveAwaitLiveBounded: a late joiner whose archive goes on to
+// the next session before the live feed showed anything waits there for
+// a live event (merger.awaiting) — Archive.Wait at most: on a silent
+// feed (no publisher here) the history goes on, the first session
+// ending where the archive's records of it stop. Receive takes no batch
+// of the reader meanwhile, and wakes when Wait is over.
+func TestArchiveAwaitLiveBounded(t *testing.T) {
+	log := &memLog{batch: 100}
+	log.add(cat(msgs(sA, 1, 15), msgs(sB, 1, 3))...)
+	cfg := testConfig(t)
+	cfg.Feed = 1
+	cfg.Archive.Open = func(context.Context) (transport.Log, error) { return log, nil }
+	cfg.Archive.Join = JoinEarliest()
+	cfg.Archive.Wait = 50 * time.Millisecond
+	s := mustSub(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // fails rather than hangs
+	defer cancel()
+	var got []transport.Event
+	for len(got) == 0 || got[len(got)-1].Kind != transport.EventMessage || got[len(got)-1].Message.Stream != sB || got[len(got)-1].Message.Seq != 3 {
+		ev, err := s.Receive(ctx)
+		if err != nil {
+			t.Fatalf("after %s: %v", show(got), err)
+		}
+		got = append(got, copyEvent(&ev))
+	}
+	account(t, got, span{sA, 1, 15}, span{sB, 1, 3})
+	if st := s.Stats().Archive; st.FromArchive != 18 {
+		t.Errorf("archive stats %+v: want 18 messages from it", st)
+	}
+}

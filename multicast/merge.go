@@ -166,6 +166,16 @@ type merger struct {
 	said      bool        // this replay's buffer overflow was logged
 	cmd       *replayCmd
 	stats     ArchiveStats
+
+	// awaiting: the replay came to a record of a later session with no
+	// live event held; the record would end the current session where
+	// the archive's records of it stop, but the live events on their
+	// way may say it went further (the archive lacks its tail). The
+	// replay waits for one (awaitLive), ArchiveConfig.Wait at most
+	// (awaitOver); waits counts the waits begun. awaited: this replay
+	// waited in vain once (the live feed is silent): it waits no more.
+	awaiting, awaited bool
+	waits             uint64
 }
 
 func newMerger(feed uint32, cfg *ArchiveConfig, log *slog.Logger) *merger {
@@ -206,6 +216,7 @@ func (m *merger) takeCommand() (replayCmd, bool) {
 func (m *merger) live(ev *transport.Event) bool {
 	if m.replaying || m.q.len() > 0 || m.outAt < len(m.out) {
 		m.enqueue(ev)
+		m.awaiting = false // a live event is held: it says what the archive lacks
 		return false
 	}
 	switch m.apply(ev) {
@@ -238,7 +249,7 @@ func (m *merger) popInto(dst *transport.Event) bool {
 			return true
 		}
 		m.out, m.outAt = m.out[:0], 0
-		if m.pendAt < len(m.pend) {
+		if m.pendAt < len(m.pend) && !m.awaiting {
 			if ev := m.step(); ev != nil {
 				*dst = *ev
 				return true
@@ -429,6 +440,7 @@ func (m *merger) startReplay(start archive.Start) {
 	m.readPast()
 	m.gen++
 	m.replaying, m.first, m.failed, m.said = true, true, false, false
+	m.awaiting, m.awaited = false, false
 	m.want, m.trimmed = archive.Pos{}, false
 	m.cmd = &replayCmd{gen: m.gen, start: start}
 	m.stats.Replays++
@@ -436,15 +448,18 @@ func (m *merger) startReplay(start archive.Start) {
 
 func (m *merger) stopReplay() {
 	m.gen++
-	m.replaying = false
+	m.replaying, m.awaiting = false, false
 	m.cmd = &replayCmd{gen: m.gen, stop: true}
 }
 
 // archive takes a batch of the archive's reader. Its events are merged
 // as the application takes them (pop); a batch still pending is merged
-// first.
+// first, whole: the driver hands none while one is pending (popInto
+// merges it to its end before it has nothing to return) or the replay
+// waits for a live event (awaiting), so one handed then ends the wait.
 func (m *merger) archive(b *archiveBatch) {
 	for m.pendAt < len(m.pend) {
+		m.awaitOver()
 		if ev := m.step(); ev != nil {
 			m.out = append(m.out, *ev)
 		}
@@ -483,6 +498,9 @@ func (m *merger) archive(b *archiveBatch) {
 // rest of the batch is dropped: it is the live feed's.
 func (m *merger) step() *transport.Event {
 	ev := &m.pend[m.pendAt]
+	if m.awaitLive(ev) {
+		return nil
+	}
 	m.pendAt++
 	deliver := m.record(ev)
 	if deliver && m.outAt < len(m.out) {
@@ -495,6 +513,43 @@ func (m *merger) step() *transport.Event {
 		return ev
 	}
 	return nil
+}
+
+// awaitLive reports whether the replay must wait, at the archive's
+// record ev, for a live event (awaiting): ev is of a session after the
+// current one, which would end it where the archive's records of it
+// stop, and no live event is held to say whether it went further — the
+// subscriber's engine, if it had the session, ends it before it starts
+// the next, and its events may be on their way. Once one is held, the
+// record ends the session as they say (settleHeld, endHeld); if they
+// are of a later session, the engine never had the current one, and
+// its end is where the archive's records stop.
+func (m *merger) awaitLive(ev *transport.Event) bool {
+	if !m.replaying || m.awaited || !m.started || m.ended || m.q.len() > 0 {
+		return false
+	}
+	s := ev.Message.Stream.Session
+	if ev.Kind == transport.EventGap {
+		s = ev.Gap.Stream.Session
+	}
+	if s <= m.cur.Session {
+		return false
+	}
+	if !m.awaiting {
+		m.awaiting = true
+		m.waits++
+	}
+	return true
+}
+
+// awaitOver ends a wait for a live event (awaiting) that no live event
+// ended within ArchiveConfig.Wait: the live feed is silent, and the
+// replay goes on, the archive's records saying where the session
+// ended.
+func (m *merger) awaitOver() {
+	if m.awaiting {
+		m.awaiting, m.awaited = false, true
+	}
 }
 
 // endPending is the end of the pending batch: the archive is given up

@@ -887,3 +887,44 @@ func TestMergeDuplicatesExact(t *testing.T) {
 		t.Errorf("overflow: stats %+v: want 3 duplicates, no live event dropped, one replay", st)
 	}
 }
+
+// TestMergeAwaitsLiveAtSessionEnd: a late joiner's replay reaches the
+// next session in the archive, which lacks the end of the current one
+// (its recorder went down with the publisher), before any live event
+// was handed to the merger (the engine's events were on their way).
+// Where the current session ended only the live feed can tell: the
+// replay waits at the record of the next session for a live event
+// (ArchiveConfig.Wait at most), and the live events then say the
+// session went on to 20, lost from 16: a Gap, then the end at 20. (The
+// session was ended at 15, the archive's last record of it, and the
+// live events that said more were dropped as of a session over: 16..20
+// neither delivered nor in a Gap.) When no live event comes within
+// Wait, the archive's records say where it ended.
+func TestMergeAwaitsLiveAtSessionEnd(t *testing.T) {
+	r := newMergeRig(t, JoinEarliest(), 0)
+	r.arch(archive.Pos{}, false, cat(msgs(sA, 1, 15), msgs(sB, 1, 3))...)
+	r.live(cat(startEv(sA, transport.StreamID{}, 10), msgs(sA, 10, 15),
+		gapEv(sA, 16, 20, transport.GapStreamEnded), endEv(sA, 20, transport.EndReplaced),
+		startEv(sB, sA, 1), msgs(sB, 1, 5))...)
+	r.arch(archive.Pos{Session: 100, Seq: 16}, false, msgs(sB, 1, 3)...)
+	r.live(msgs(sB, 6, 7)...)
+	gaps := account(t, r.got, span{sA, 1, 20}, span{sB, 1, 7})
+	if len(gaps) != 1 || gaps[0] != (transport.Gap{Stream: sA, From: 16, To: 20, Reason: transport.GapNotArchived}) {
+		t.Errorf("gaps %v, want A 16..20 not archived", gaps)
+	}
+
+	// No live event within Wait: the session ends at the archive's
+	// last record of it, and the replay goes on; it waits no more.
+	r = newMergeRig(t, JoinEarliest(), 0)
+	r.arch(archive.Pos{}, false, cat(msgs(sA, 1, 15), msgs(sB, 1, 3))...)
+	r.m.awaitOver()
+	r.drain()
+	sC := transport.StreamID{Feed: 1, Session: 300}
+	r.arch(archive.Pos{}, false, cat(msgs(sB, 4, 6), msgs(sC, 1, 2))...)
+	if r.m.awaiting {
+		t.Fatal("waiting again after a wait in vain")
+	}
+	r.live(cat(startEv(sC, sB, 2), msgs(sC, 2, 4))...)
+	r.idle(nil) // the archive has no more: the live feed takes over
+	account(t, r.got, span{sA, 1, 15}, span{sB, 1, 6}, span{sC, 1, 4})
+}
