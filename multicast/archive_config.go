@@ -25,7 +25,10 @@ type ArchiveConfig struct {
 	// URL is the log: logd://HOST:PORT/TOPIC, or kafka://…, with
 	// partition=N when the topic has several partitions and the feed's
 	// cannot be told from its last records. Its scheme must be
-	// registered (import transport/kafka). Empty: no archive.
+	// registered (import transport/kafka). Empty: no archive. One
+	// recorder should write it: with two writing one topic, a gap
+	// marker of one is a Gap even where the other's copies follow (see
+	// the package documentation, "Archive").
 	URL string
 	// Open, when set, opens the log instead of URL (tests).
 	Open func(ctx context.Context) (transport.Log, error)

@@ -928,3 +928,24 @@ func TestMergeAwaitsLiveAtSessionEnd(t *testing.T) {
 	r.idle(nil) // the archive has no more: the live feed takes over
 	account(t, r.got, span{sA, 1, 15}, span{sB, 1, 6}, span{sC, 1, 4})
 }
+
+// TestMergeTwoRecordersMarker pins down a documented limitation (doc.go,
+// "Archive"): two recorders writing one topic, the first down for
+// 15..17 (its gap marker), the second, a few records behind, with the
+// messages. The marker is reported as a Gap, though the second
+// recorder's copies follow: nothing in a record says that more are to
+// come. The accounting stays exact: the copies are dropped and counted
+// as duplicates.
+func TestMergeTwoRecordersMarker(t *testing.T) {
+	r := newMergeRig(t, JoinLive(), 0)
+	r.live(cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10), gapEv(sA, 11, 20, transport.GapUnrecoverable), msgs(sA, 21, 25))...)
+	r.arch(archive.Pos{Session: 100, Seq: 11}, false, cat(msgs(sA, 11, 14), gapEv(sA, 15, 17, transport.GapSourceDown), msg(sA, 18),
+		msgs(sA, 13, 18), msgs(sA, 19, 21))...)
+	gaps := account(t, r.got, span{sA, 1, 25})
+	if len(gaps) != 1 || gaps[0] != (transport.Gap{Stream: sA, From: 15, To: 17, Reason: transport.GapSourceDown}) {
+		t.Errorf("gaps %v, want the first recorder's marker 15..17", gaps)
+	}
+	if st := r.m.Stats(); st.Duplicates != 6 {
+		t.Errorf("stats %+v: want the second recorder's 13..18 counted as duplicates", st)
+	}
+}
