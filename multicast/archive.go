@@ -36,6 +36,11 @@ type archiveSide struct {
 	mu sync.Mutex // guards m for Stats
 	m  *merger
 
+	// waitN is the merger's wait for a live event (merger.awaiting)
+	// that Receive saw begin, at waitAt: it ends it Wait after.
+	waitN  uint64
+	waitAt time.Time
+
 	// batches are the reads of the archive in flight, archiveInFlight
 	// at most: with the log's bound on one read
 	// (kafka.Config.LogFetchBytes), what a replay holds besides the live
@@ -342,6 +347,30 @@ func (a *archiveSide) recycle(evs []transport.Event) {
 	}
 }
 
+// awaiting returns, when the merger waits for a live event before the
+// replay goes on (merger.awaiting), when that wait is over: Wait after
+// Receive saw it begin, on the clock of the reader's deadlines.
+func (a *archiveSide) awaiting() (time.Time, bool) {
+	a.mu.Lock()
+	on, n := a.m.awaiting, a.m.waits
+	a.mu.Unlock()
+	if !on {
+		return time.Time{}, false
+	}
+	if n != a.waitN {
+		a.waitN, a.waitAt = n, time.Now()
+	}
+	return a.waitAt.Add(a.cfg.Wait), true
+}
+
+// awaitOver tells the merger its wait for a live event lasted Wait.
+func (a *archiveSide) awaitOver() {
+	a.mu.Lock()
+	a.m.awaitOver()
+	a.mu.Unlock()
+	a.apply()
+}
+
 // stats returns the merger's and the reader's counters.
 func (a *archiveSide) stats() ArchiveStats {
 	a.mu.Lock()
@@ -382,8 +411,15 @@ func (s *Subscriber) receiveArchived(ctx context.Context) (ev transport.Event, e
 			s.recycle(s.cur)
 			s.cur = nil
 		}
+		// While the merger waits for a live event, the reader's
+		// batches wait too, for Wait at most.
+		batches := a.batches
+		until, waiting := a.awaiting()
+		if waiting {
+			batches = nil
+		}
 		select {
-		case b := <-a.batches:
+		case b := <-batches:
 			a.take(&b)
 			continue
 		case s.cur = <-s.ready:
@@ -394,15 +430,28 @@ func (s *Subscriber) receiveArchived(ctx context.Context) (ev transport.Event, e
 		if err := ctx.Err(); err != nil {
 			return transport.Event{}, err
 		}
+		var (
+			timer *time.Timer
+			over  <-chan time.Time
+		)
+		if waiting {
+			timer = time.NewTimer(time.Until(until))
+			over = timer.C
+		}
 		select {
-		case b := <-a.batches:
+		case b := <-batches:
 			a.take(&b)
 		case s.cur = <-s.ready:
 			s.next = 0
+		case <-over:
+			a.awaitOver()
 		case <-ctx.Done():
 			return transport.Event{}, ctx.Err()
 		case <-s.stop:
 			return transport.Event{}, transport.ErrClosed
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
 }

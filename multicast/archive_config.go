@@ -25,7 +25,10 @@ type ArchiveConfig struct {
 	// URL is the log: logd://HOST:PORT/TOPIC, or kafka://…, with
 	// partition=N when the topic has several partitions and the feed's
 	// cannot be told from its last records. Its scheme must be
-	// registered (import transport/kafka). Empty: no archive.
+	// registered (import transport/kafka). Empty: no archive. One
+	// recorder should write it: with two writing one topic, a gap
+	// marker of one is a Gap even where the other's copies follow (see
+	// the package documentation, "Archive").
 	URL string
 	// Open, when set, opens the log instead of URL (tests).
 	Open func(ctx context.Context) (transport.Log, error)
@@ -50,7 +53,11 @@ type ArchiveConfig struct {
 	// Wait is how long the archive may give nothing more of the feed,
 	// when the subscriber needs it, before what it lacks is reported as
 	// a Gap (transport.GapNotArchived). It covers a recorder's lag
-	// behind the live feed. Default 3 s.
+	// behind the live feed. It is also how long a late joiner's replay,
+	// come to the next session in the archive before the live feed
+	// showed anything, waits for the live feed to say where the current
+	// session ended (see the package documentation, "Archive"). Default
+	// 3 s.
 	Wait time.Duration
 }
 
@@ -101,7 +108,10 @@ func JoinLive() Join { return Join{} }
 func JoinEarliest() Join { return Join{kind: joinEarliest} }
 
 // JoinSeq starts at sequence number n of the feed's current session:
-// the session of the archive's last record.
+// the session of the archive's last record (when the archive holds none
+// of the feed, the first session the live feed shows). Nothing before n
+// is delivered, from the archive or live: with n past the live edge the
+// subscriber delivers nothing until the feed reaches n, and starts there.
 func JoinSeq(n uint64) Join { return Join{kind: joinSeq, seq: n} }
 
 // JoinTime starts with the first message published at or after t.

@@ -208,3 +208,59 @@ func TestArchiveDeletedUnderReplay(t *testing.T) {
 		t.Errorf("gaps %v, want one up to 2000 deleted by retention", gaps)
 	}
 }
+
+// TestArchiveDeletedOtherFeeds: the log's retention deletes records a
+// replay has yet to read, and the records the log reads on from are
+// another feed's (two feeds recorded into one topic): the reads that
+// return only them give the merger nothing, and the word that records
+// were deleted must wait, carried over, for the feed's next record. Its
+// jump is then reported as GapRetention, not taken for the last
+// message's fragments (a silent hole).
+func TestArchiveDeletedOtherFeeds(t *testing.T) {
+	const n = 3000
+	other := transport.StreamID{Feed: 2, Session: 100}
+	log := &memLog{batch: 100}
+	log.add(msgs(sA, 1, 2000)...)
+	log.add(msgs(other, 1, 250)...) // log positions 2000..2249
+	log.add(msgs(sA, 2001, n)...)
+	a := archiveSideOn(t, log, time.Minute)
+	got := feedLive(a, cat(startEv(sA, transport.StreamID{}, 1), msg(sA, 1), gapEv(sA, 2, n-1, transport.GapUnrecoverable), msg(sA, n))...)
+	waitFull(t, a) // the reader has read 2..501 at most: it waits to hand them on
+	log.trim(2000) // the next three reads are all feed 2's
+	got = append(got, replayAll(t, a)...)
+	gaps := account(t, got, span{sA, 1, n})
+	if len(gaps) != 1 || gaps[0].Reason != transport.GapRetention || gaps[0].To != 2000 {
+		t.Errorf("gaps %v, want one up to 2000 deleted by retention", gaps)
+	}
+}
+
+// TestArchiveAwaitLiveBounded: a late joiner whose archive goes on to
+// the next session before the live feed showed anything waits there for
+// a live event (merger.awaiting) — Archive.Wait at most: on a silent
+// feed (no publisher here) the history goes on, the first session
+// ending where the archive's records of it stop. Receive takes no batch
+// of the reader meanwhile, and wakes when Wait is over.
+func TestArchiveAwaitLiveBounded(t *testing.T) {
+	log := &memLog{batch: 100}
+	log.add(cat(msgs(sA, 1, 15), msgs(sB, 1, 3))...)
+	cfg := testConfig(t)
+	cfg.Feed = 1
+	cfg.Archive.Open = func(context.Context) (transport.Log, error) { return log, nil }
+	cfg.Archive.Join = JoinEarliest()
+	cfg.Archive.Wait = 50 * time.Millisecond
+	s := mustSub(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // fails rather than hangs
+	defer cancel()
+	var got []transport.Event
+	for len(got) == 0 || got[len(got)-1].Kind != transport.EventMessage || got[len(got)-1].Message.Stream != sB || got[len(got)-1].Message.Seq != 3 {
+		ev, err := s.Receive(ctx)
+		if err != nil {
+			t.Fatalf("after %s: %v", show(got), err)
+		}
+		got = append(got, copyEvent(&ev))
+	}
+	account(t, got, span{sA, 1, 15}, span{sB, 1, 3})
+	if st := s.Stats().Archive; st.FromArchive != 18 {
+		t.Errorf("archive stats %+v: want 18 messages from it", st)
+	}
+}

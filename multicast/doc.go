@@ -74,7 +74,30 @@
 //     subscriber reads the session's records after the last it delivered
 //     until the archive shows the next session (or has nothing more for
 //     Archive.Wait), ends the session, then follows the new one. Sessions
-//     are never mixed.
+//     are never mixed. The session ends where the live events say it did
+//     (what the archive lacks of it is a Gap): a late joiner's replay that
+//     comes to the next session in the archive before the live feed showed
+//     anything waits for the live feed (Archive.Wait at most): the archive
+//     may lack the session's tail (its recorder went down with the
+//     publisher), which only the live events tell. When the live feed shows nothing in that time, or starts
+//     with a later session (the subscriber never heard the current one),
+//     nothing but the archive knows the session: it ends at the archive's
+//     last record of it, which is as far as the subscriber knows
+//     (transport.StreamEnd.LastSeq); a Gap cannot say "to an unknown end".
+//
+// One recorder writes one log. Several recorders of a feed (for
+// redundancy) each write their own (one per logd), and a subscriber
+// reads one of them. Two pointed at one topic work — every record is
+// there twice, and the second copy is dropped (ArchiveStats.Duplicates)
+// — but a gap marker of one (it was down) is reported as a Gap even
+// when the other's copies of those messages follow it in the topic. The
+// subscriber cannot tell: a record does not say which recorder wrote
+// it, and the other's copies may come any number of records later, or
+// never (it was down too); holding every gap marker, and what follows
+// it, until they could no longer come would need a bound no recorder
+// promises, and would delay every marker of the usual single recorder.
+// The accounting stays exact: those positions are in that one Gap, and
+// the copies that follow are dropped as duplicates.
 //
 // The engine (package reliable) is not told: it recovers and gives up
 // as it always does, and the merging of its events with the archive's

@@ -22,8 +22,13 @@ type ArchiveStats struct {
 	// (ArchiveConfig.Buffer) was full: they were read from the archive
 	// instead, and the switch back to live waited.
 	LiveDropped uint64
-	// Duplicates counts events dropped because the archive, or the live
-	// feed, had delivered them already.
+	// Duplicates counts messages received twice, from the live feed
+	// and the archive (or from the archive twice: two recorders writing
+	// one topic), and dropped the second time: their position was
+	// delivered already, or reported in a Gap (a gap marker of one
+	// recorder, then the other's copy). Nothing else is counted: not a
+	// live message the merger delivered itself, nor a gap, a stream's
+	// start or end the archive stood in for.
 	Duplicates uint64
 	// GaveUp counts the times the archive gave nothing more of what was
 	// needed for ArchiveConfig.Wait, and Errors the reads of it that
@@ -132,11 +137,25 @@ type merger struct {
 
 	q    eventQueue
 	lead int // events at q's front a replay reads past
+	// settled is the events at q's front that settleHeld accounted
+	// for: their messages delivered from the queue's copies, or counted
+	// as duplicates then. Dropped from the queue, they are not counted
+	// again.
+	settled int
 	// dropped is, for each session, the last position the live events
 	// dropped from q (its bound reached) stood for: what the live feed
 	// showed of a session that the archive may lack. Oldest first, of
 	// sessions not over for the application, at most maxDropped.
 	dropped []archive.Pos
+
+	// joinSeq is join seq:N's N (0 for another join), and join where
+	// it starts the history: N of the session the archive's reader
+	// found (its last record's), once it did (joinGen's seek). Until
+	// the application has anything, what comes before it, live or
+	// archived, is dropped.
+	joinSeq uint64
+	join    archive.Pos
+	joinGen uint64
 
 	replaying bool
 	gen       uint64
@@ -147,6 +166,16 @@ type merger struct {
 	said      bool        // this replay's buffer overflow was logged
 	cmd       *replayCmd
 	stats     ArchiveStats
+
+	// awaiting: the replay came to a record of a later session with no
+	// live event held; the record would end the current session where
+	// the archive's records of it stop, but the live events on their
+	// way may say it went further (the archive lacks its tail). The
+	// replay waits for one (awaitLive), ArchiveConfig.Wait at most
+	// (awaitOver); waits counts the waits begun. awaited: this replay
+	// waited in vain once (the live feed is silent): it waits no more.
+	awaiting, awaited bool
+	waits             uint64
 }
 
 func newMerger(feed uint32, cfg *ArchiveConfig, log *slog.Logger) *merger {
@@ -159,6 +188,7 @@ func newMerger(feed uint32, cfg *ArchiveConfig, log *slog.Logger) *merger {
 	case joinSeq:
 		m.startReplay(archive.Earliest())
 		m.cmd.seq = cfg.Join.seq
+		m.joinSeq, m.joinGen = cfg.Join.seq, m.gen
 	}
 	return m
 }
@@ -186,6 +216,7 @@ func (m *merger) takeCommand() (replayCmd, bool) {
 func (m *merger) live(ev *transport.Event) bool {
 	if m.replaying || m.q.len() > 0 || m.outAt < len(m.out) {
 		m.enqueue(ev)
+		m.awaiting = false // a live event is held: it says what the archive lacks
 		return false
 	}
 	switch m.apply(ev) {
@@ -218,7 +249,7 @@ func (m *merger) popInto(dst *transport.Event) bool {
 			return true
 		}
 		m.out, m.outAt = m.out[:0], 0
-		if m.pendAt < len(m.pend) {
+		if m.pendAt < len(m.pend) && !m.awaiting {
 			if ev := m.step(); ev != nil {
 				*dst = *ev
 				return true
@@ -249,8 +280,10 @@ func (m *merger) apply(ev *transport.Event) action {
 	case transport.EventMessage:
 		msg := &ev.Message
 		switch s := msg.Stream.Session; {
+		case m.beforeJoin(s, msg.Seq):
+			return actDrop
 		case m.past(s, msg.Seq):
-			m.stats.Duplicates++
+			m.duplicate()
 			return actDrop
 		case !m.started || s > m.cur.Session:
 			m.switchTo(msg.Stream, msg.Seq, transport.StreamID{})
@@ -262,15 +295,17 @@ func (m *merger) apply(ev *transport.Event) action {
 		return actDeliver
 	case transport.EventGap:
 		g := ev.Gap
+		if m.beforeJoin(g.Stream.Session, g.To) {
+			return actDrop
+		}
 		if m.past(g.Stream.Session, g.To) {
-			m.stats.Duplicates++
 			return actDrop
 		}
 		if m.blocking(ev) {
 			return actBlock
 		}
 		if !m.started || g.Stream.Session > m.cur.Session {
-			m.switchTo(g.Stream, g.From, transport.StreamID{})
+			m.switchTo(g.Stream, max(g.From, m.joinFirst(g.Stream.Session)), transport.StreamID{})
 		} else if g.From >= m.next {
 			m.next, m.open = g.To+1, false
 			return actDeliver
@@ -288,8 +323,12 @@ func (m *merger) apply(ev *transport.Event) action {
 			}})
 			return actEmitted
 		}
+		if m.beforeJoin(st.Stream.Session, st.FirstSeq) {
+			// The history starts at N: the first event at or after it
+			// starts the session there.
+			return actDrop
+		}
 		if st.Stream.Session < m.cur.Session || m.started && st.Stream.Session == m.cur.Session {
-			m.stats.Duplicates++
 			return actDrop
 		}
 		m.switchTo(st.Stream, st.FirstSeq, st.Replaces)
@@ -297,7 +336,6 @@ func (m *merger) apply(ev *transport.Event) action {
 	case transport.EventStreamEnd:
 		e := ev.End
 		if e.Stream != m.cur || !m.started || m.ended {
-			m.stats.Duplicates++
 			return actDrop
 		}
 		if m.blocking(ev) {
@@ -329,6 +367,30 @@ func (m *merger) behind(ev *transport.Event) bool {
 	}
 	s := ev.End.Stream.Session
 	return s < m.cur.Session || m.started && s == m.cur.Session && m.ended
+}
+
+// beforeJoin reports whether position seq of session comes before
+// where join seq:N starts the history, the application having nothing
+// yet: N of the session the archive's reader found, or, when it found
+// none (the archive held nothing), of whichever session comes.
+func (m *merger) beforeJoin(session, seq uint64) bool {
+	switch {
+	case m.started || m.joinSeq == 0:
+		return false
+	case m.join.Session == 0:
+		return seq < m.joinSeq
+	}
+	return archive.Pos{Session: session, Seq: seq}.Less(m.join)
+}
+
+// joinFirst is where the history starts in session, the application
+// having nothing yet: join seq:N's N when it is of that session; else
+// 0.
+func (m *merger) joinFirst(session uint64) uint64 {
+	if m.started || m.joinSeq == 0 || m.join.Session != 0 && m.join.Session != session {
+		return 0
+	}
+	return m.joinSeq
 }
 
 // resumes reports whether a live StreamStart of s starts the current
@@ -367,6 +429,7 @@ func (m *merger) startRegion(ev *transport.Event) {
 			from = max(from, m.next)
 			m.next, m.open = from, false
 		}
+		from = max(from, m.joinFirst(g.Stream.Session))
 		m.startReplay(archive.At(posOf(g.Stream, from)))
 		return
 	}
@@ -377,6 +440,7 @@ func (m *merger) startReplay(start archive.Start) {
 	m.readPast()
 	m.gen++
 	m.replaying, m.first, m.failed, m.said = true, true, false, false
+	m.awaiting, m.awaited = false, false
 	m.want, m.trimmed = archive.Pos{}, false
 	m.cmd = &replayCmd{gen: m.gen, start: start}
 	m.stats.Replays++
@@ -384,15 +448,18 @@ func (m *merger) startReplay(start archive.Start) {
 
 func (m *merger) stopReplay() {
 	m.gen++
-	m.replaying = false
+	m.replaying, m.awaiting = false, false
 	m.cmd = &replayCmd{gen: m.gen, stop: true}
 }
 
 // archive takes a batch of the archive's reader. Its events are merged
 // as the application takes them (pop); a batch still pending is merged
-// first.
+// first, whole: the driver hands none while one is pending (popInto
+// merges it to its end before it has nothing to return) or the replay
+// waits for a live event (awaiting), so one handed then ends the wait.
 func (m *merger) archive(b *archiveBatch) {
 	for m.pendAt < len(m.pend) {
+		m.awaitOver()
 		if ev := m.step(); ev != nil {
 			m.out = append(m.out, *ev)
 		}
@@ -403,6 +470,9 @@ func (m *merger) archive(b *archiveBatch) {
 	}
 	if b.seeked {
 		m.want, m.trimmed, m.first = b.want, b.trimmed, true
+		if b.gen == m.joinGen {
+			m.join = b.want
+		}
 	}
 	if b.deleted {
 		// What lies between the last record and the next is lost to
@@ -428,6 +498,9 @@ func (m *merger) archive(b *archiveBatch) {
 // rest of the batch is dropped: it is the live feed's.
 func (m *merger) step() *transport.Event {
 	ev := &m.pend[m.pendAt]
+	if m.awaitLive(ev) {
+		return nil
+	}
 	m.pendAt++
 	deliver := m.record(ev)
 	if deliver && m.outAt < len(m.out) {
@@ -440,6 +513,43 @@ func (m *merger) step() *transport.Event {
 		return ev
 	}
 	return nil
+}
+
+// awaitLive reports whether the replay must wait, at the archive's
+// record ev, for a live event (awaiting): ev is of a session after the
+// current one, which would end it where the archive's records of it
+// stop, and no live event is held to say whether it went further — the
+// subscriber's engine, if it had the session, ends it before it starts
+// the next, and its events may be on their way. Once one is held, the
+// record ends the session as they say (settleHeld, endHeld); if they
+// are of a later session, the engine never had the current one, and
+// its end is where the archive's records stop.
+func (m *merger) awaitLive(ev *transport.Event) bool {
+	if !m.replaying || m.awaited || !m.started || m.ended || m.q.len() > 0 {
+		return false
+	}
+	s := ev.Message.Stream.Session
+	if ev.Kind == transport.EventGap {
+		s = ev.Gap.Stream.Session
+	}
+	if s <= m.cur.Session {
+		return false
+	}
+	if !m.awaiting {
+		m.awaiting = true
+		m.waits++
+	}
+	return true
+}
+
+// awaitOver ends a wait for a live event (awaiting) that no live event
+// ended within ArchiveConfig.Wait: the live feed is silent, and the
+// replay goes on, the archive's records saying where the session
+// ended.
+func (m *merger) awaitOver() {
+	if m.awaiting {
+		m.awaiting, m.awaited = false, true
+	}
 }
 
 // endPending is the end of the pending batch: the archive is given up
@@ -468,7 +578,7 @@ func (m *merger) record(ev *transport.Event) bool {
 	if isGap {
 		s, from, to = ev.Gap.Stream, ev.Gap.From, ev.Gap.To
 	}
-	if !m.started && m.want.Seq > 0 && posOf(s, to).Less(m.want) {
+	if m.beforeJoin(s.Session, to) || !m.started && m.want.Seq > 0 && posOf(s, to).Less(m.want) {
 		// Before where the history was asked to start: join seq:N
 		// whose reader, N not yet archived, waited at the log's end
 		// for the records the recorder appends next.
@@ -478,7 +588,9 @@ func (m *merger) record(ev *transport.Event) bool {
 	m.first = false
 	switch {
 	case m.past(s.Session, to):
-		m.stats.Duplicates++
+		if !isGap {
+			m.stats.Duplicates++
+		}
 		return false
 	case m.reached(posOf(s, from)):
 		if m.started && !m.ended && s.Session > m.cur.Session {
@@ -624,8 +736,7 @@ func (m *merger) readPastLosses() {
 func (m *merger) giveUp() {
 	caught := false
 	for m.q.len() > 0 && m.behind(m.q.front()) {
-		m.popQueue()
-		m.stats.Duplicates++
+		m.dropFront()
 		caught = true
 	}
 	m.readPastLosses()
@@ -654,8 +765,10 @@ func (m *merger) giveUp() {
 			m.endHeld(why)
 		}
 		first := uint64(1)
-		if !m.started && m.want.Session == u.Session && m.want.Seq > 0 {
-			first = m.want.Seq // join seq:N: the history starts there
+		if n := m.joinFirst(u.Session); n > 0 {
+			// join seq:N: the history starts there; live events before
+			// it are dropped (beforeJoin).
+			first = n
 		}
 		if first < u.Seq {
 			s := transport.StreamID{Feed: m.feed, Session: u.Session}
@@ -697,20 +810,28 @@ func (m *merger) settleHeld(why transport.GapReason) (reason transport.EndReason
 		m.dropped = m.dropped[1:]
 	}
 	reason = transport.EndReplaced
+	settled := m.settled
 	for i := range m.lead {
-		switch ev := m.q.at(i); {
+		ev := m.q.at(i)
+		switch {
 		case ev.Kind == transport.EventMessage && ev.Message.Stream == m.cur && ev.Message.Seq >= m.next:
 			if seq := ev.Message.Seq; seq > m.next {
 				m.emitGap(m.cur, m.next, seq-1, why, true)
 			}
-			m.out = append(m.out, *ev) // the queue's copy: popped as delivered
+			m.out = append(m.out, *ev) // the queue's copy: dropped from it, not counted (settled)
 			m.next, m.open = ev.Message.Seq+1, true
+		case ev.Kind == transport.EventMessage && i >= m.settled && ev.Message.Stream.Session <= m.cur.Session:
+			m.stats.Duplicates++ // the archive delivered it
 		case ev.Kind == transport.EventGap && ev.Gap.Stream == m.cur && ev.Gap.To >= m.next:
 			m.emitGap(m.cur, m.next, ev.Gap.To, why, true)
 		case ev.Kind == transport.EventStreamEnd && ev.End.Stream == m.cur:
 			reason, last = ev.End.Reason, ev.End.LastSeq
 		}
+		if sessionOf(ev) <= m.cur.Session {
+			settled = i + 1
+		}
 	}
+	m.settled = max(m.settled, settled)
 	return reason, last
 }
 
@@ -756,13 +877,20 @@ func (m *merger) emitGap(s transport.StreamID, from, to uint64, why transport.Ga
 }
 
 // enqueue holds a copy of a live event. When the queue is full its
-// oldest events are dropped: the archive stands in for them, so a
-// replay reads on past them (one starts if none is under way).
+// oldest events are dropped: those the application has already (the
+// archive delivered them, or settleHeld did) are no loss; for the
+// others the archive stands in, so a replay reads on past them (one
+// starts if none is under way).
 func (m *merger) enqueue(ev *transport.Event) {
 	size := eventSize(ev)
 	dropped, from := false, archive.Pos{}
 	for m.q.len() > 0 && m.q.full(size) {
 		front := m.q.front()
+		if m.settled > 0 || m.behind(front) {
+			// The application has it already: nothing is lost.
+			m.dropFront()
+			continue
+		}
 		if !dropped {
 			from = startOf(front)
 		}
@@ -812,9 +940,30 @@ func (m *merger) noteDropped(p archive.Pos) {
 	m.dropped = append(m.dropped, p)
 }
 
+// duplicate counts the live message at the queue's front (or at hand,
+// when the queue is empty) dropped as delivered already, unless
+// settleHeld accounted for it.
+func (m *merger) duplicate() {
+	if m.settled == 0 {
+		m.stats.Duplicates++
+	}
+}
+
+// dropFront drops the queue's front event, which the application has
+// already (behind): a message counts as a duplicate.
+func (m *merger) dropFront() {
+	if m.q.front().Kind == transport.EventMessage {
+		m.duplicate()
+	}
+	m.popQueue()
+}
+
 // popQueue drops the queue's front event.
 func (m *merger) popQueue() {
 	m.q.pop()
+	if m.settled > 0 {
+		m.settled--
+	}
 	if m.lead > 0 {
 		m.lead--
 		return
@@ -826,6 +975,19 @@ func (m *merger) popQueue() {
 
 func posOf(s transport.StreamID, seq uint64) archive.Pos {
 	return archive.Pos{Session: s.Session, Seq: seq}
+}
+
+// sessionOf is the session of a live event.
+func sessionOf(ev *transport.Event) uint64 {
+	switch ev.Kind {
+	case transport.EventMessage:
+		return ev.Message.Stream.Session
+	case transport.EventGap:
+		return ev.Gap.Stream.Session
+	case transport.EventStreamStart:
+		return ev.Start.Stream.Session
+	}
+	return ev.End.Stream.Session
 }
 
 // startOf is the first feed position a live event stands for.
