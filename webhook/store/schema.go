@@ -107,6 +107,12 @@ type dialect struct {
 	// skipLocked ends a select that locks the rows it returns, skipping
 	// those another transaction holds (PostgreSQL; SQLite has one writer).
 	skipLocked string
+	// forUpdate and forKeyShare end a select that locks the rows it
+	// returns, against their deletion (forUpdate, as DeleteEndpoint
+	// takes an endpoint's row) or not (forKeyShare: the lock a
+	// reference to the row takes). Empty on SQLite, whose writes are one
+	// after the other.
+	forUpdate, forKeyShare string
 	// perEndpoint is the claim's candidate select: up to ? (the
 	// per-endpoint cap) of the earliest due deliveries of each enabled
 	// endpoint not in the skip list ({ids}), read from the (endpoint_id, status,
@@ -132,6 +138,7 @@ var (
 			WHERE e.enabled = 1 AND e.id NOT IN {ids} ORDER BY d.next_attempt, d.id LIMIT (? + 0)`}
 	postgresDialect = dialect{name: "postgres", blob: "BYTEA", dollar: true,
 		idSet: "(SELECT jsonb_array_elements_text(CAST(? AS jsonb)))", skipLocked: " FOR UPDATE SKIP LOCKED",
+		forUpdate: " FOR UPDATE", forKeyShare: " FOR KEY SHARE",
 		// Half of each page is left free: a claim takes its batch of
 		// deliveries (100) in the order they were stored, and with room
 		// for a new version of every row on its page each claim's update

@@ -262,18 +262,33 @@ func (s *sqlStore) UpdateEndpoint(ctx context.Context, e *Endpoint) error {
 	})
 }
 
+// DeleteEndpoint deletes the endpoint's attempts, then its deliveries,
+// then the endpoint. On PostgreSQL it first locks the endpoint's row
+// (FOR UPDATE), which waits for the completions recording attempts to
+// it (each holds a key-share lock on its endpoints' rows, taken before
+// it writes a delivery: see Complete) and keeps new ones from starting
+// until it commits: the attempts they inserted are then committed and
+// deleted here, and those waiting find the endpoint and its deliveries
+// gone (their leases lost). Without it an attempt committed after the
+// attempts were deleted and before its delivery was made the deletion
+// of the delivery fail (a foreign key).
 func (s *sqlStore) DeleteEndpoint(ctx context.Context, id string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
+		var found string
+		err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT id FROM endpoints WHERE id = ?`+s.d.forUpdate), id).Scan(&found)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: endpoint %s", ErrNotFound, id)
+		}
+		if err != nil {
+			return err
+		}
 		if _, err := s.exec(ctx, tx, `DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE endpoint_id = ?)`, id); err != nil {
 			return err
 		}
 		if _, err := s.exec(ctx, tx, `DELETE FROM deliveries WHERE endpoint_id = ?`, id); err != nil {
 			return err
 		}
-		n, err := s.exec(ctx, tx, `DELETE FROM endpoints WHERE id = ?`, id)
-		if err == nil && n == 0 {
-			err = fmt.Errorf("%w: endpoint %s", ErrNotFound, id)
-		}
+		_, err = s.exec(ctx, tx, `DELETE FROM endpoints WHERE id = ?`, id)
 		return err
 	})
 }

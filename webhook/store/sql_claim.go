@@ -188,6 +188,9 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 			lost, err = s.completeBulk(ctx, tx, cs)
 			return err
 		}
+		if err := s.lockEndpoints(ctx, tx, cs); err != nil {
+			return err
+		}
 		health := map[string]bool{}
 		for _, c := range cs {
 			ok, err := s.complete(ctx, tx, c, health)
@@ -204,6 +207,24 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 	if err == nil && lost > 0 {
 		err = fmt.Errorf("%w: %d of %d completions", ErrLeaseLost, lost, len(cs))
 	}
+	return err
+}
+
+// lockEndpoints takes, on PostgreSQL, a key-share lock on the rows of
+// the endpoints of cs, before a delivery of theirs is written: an
+// endpoint being deleted (DeleteEndpoint holds its row FOR UPDATE) is
+// waited for, and its deliveries are then gone (their completions' leases
+// lost); one not yet being deleted is then deleted only after cs commit,
+// attempts included. (completeBulk's statement takes the same locks.)
+func (s *sqlStore) lockEndpoints(ctx context.Context, tx *sql.Tx, cs []*Completion) error {
+	if s.d.forKeyShare == "" {
+		return nil
+	}
+	ids := make([]string, 0, len(cs))
+	for _, c := range cs {
+		ids = append(ids, c.Attempt.EndpointID)
+	}
+	_, err := s.exec(ctx, tx, `SELECT id FROM endpoints WHERE id IN `+s.d.idSet+` ORDER BY id`+s.d.forKeyShare, idJSON(ids))
 	return err
 }
 

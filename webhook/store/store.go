@@ -27,7 +27,10 @@ type Store interface {
 	// endpoint pauses its pending deliveries; enabling it makes them
 	// pending again.
 	UpdateEndpoint(ctx context.Context, e *Endpoint) error
-	// DeleteEndpoint removes the endpoint and its deliveries.
+	// DeleteEndpoint removes the endpoint, its deliveries and their
+	// attempts. Completions of attempts to it recorded meanwhile do not
+	// fail it: each is either recorded first and deleted with the rest,
+	// or refused (its LeaseLost set).
 	DeleteEndpoint(ctx context.Context, id string) error
 
 	// InsertEvent stores ev and one pending delivery, due at ev.Created,

@@ -36,6 +36,7 @@ func Run(t *testing.T, open Open) {
 		{"DisabledMidAttempt", testDisabledMidAttempt},
 		{"Purge", testPurge},
 		{"DeleteEndpointPending", testDeleteEndpointPending},
+		{"DeleteEndpointCompleting", testDeleteEndpointCompleting},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"Tokens", testTokens},
