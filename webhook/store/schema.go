@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
 	last_code INTEGER NOT NULL,
 	created BIGINT NOT NULL,
 	updated BIGINT NOT NULL,
+	resend BIGINT NOT NULL DEFAULT 0,
 	UNIQUE (event_id, endpoint_id)
 ){deliveriesWith};
 {deliveriesAlter};
@@ -70,6 +71,15 @@ CREATE TABLE IF NOT EXISTS tokens (
 );
 `
 
+// columns are the columns added to a table after it was first made: a
+// table made before is given them as the store opens (see addColumns).
+var columns = []struct{ table, name, def string }{
+	// resend is when a Resend asked for another attempt of a delivery
+	// leased meanwhile (0: none): the attempt under way, whatever its
+	// result, then leaves the delivery pending, due at that time.
+	{"deliveries", "resend", "BIGINT NOT NULL DEFAULT 0"},
+}
+
 // dialect is what differs between SQLite and PostgreSQL.
 type dialect struct {
 	name string
@@ -93,6 +103,9 @@ type dialect struct {
 	// schemaLock, run first in the schema transaction, keeps dispatchers
 	// starting together from creating the tables twice.
 	schemaLock string
+	// hasColumn counts the columns of a table (first argument) with a
+	// name (second): 1 when it has it.
+	hasColumn string
 	// tokenLock, run first in CreateFirstToken's transaction, makes
 	// dispatchers starting together take turns.
 	tokenLock string
@@ -127,7 +140,8 @@ type dialect struct {
 
 var (
 	sqliteDialect = dialect{name: "sqlite", blob: "BLOB", prepare: true, idSet: "(SELECT value FROM json_each(?))",
-		relax: "PRAGMA synchronous = NORMAL", unrelax: "PRAGMA synchronous = FULL",
+		hasColumn: "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?",
+		relax:     "PRAGMA synchronous = NORMAL", unrelax: "PRAGMA synchronous = FULL",
 		// SQLite has no LATERAL: the per-endpoint select is a correlated
 		// IN list, run once per endpoint row; CROSS JOIN keeps endpoints
 		// the outer loop (a plain JOIN lets the planner scan every due
@@ -146,6 +160,7 @@ var (
 		// an entry to all three indexes (TestClaimUpdatesInPlacePostgres).
 		deliveriesWith: " WITH (fillfactor = 50)", deliveriesAlter: "ALTER TABLE deliveries SET (fillfactor = 50)",
 		relaxLocal: "SET LOCAL synchronous_commit = off", claimReturning: true, schemaLock: "SELECT pg_advisory_xact_lock(7406190209)",
+		hasColumn: "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?",
 		tokenLock: "SELECT pg_advisory_xact_lock(7406190210)", bulk: true,
 		// Each endpoint's rows are locked as they are read, skipping those
 		// another dispatcher's claim holds, so two claims at once each

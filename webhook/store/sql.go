@@ -40,7 +40,7 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) 
 				return fmt.Errorf("store: creating the schema: %w", err)
 			}
 		}
-		return nil
+		return addColumns(ctx, tx, d)
 	})
 	if err != nil {
 		db.Close()
@@ -59,6 +59,24 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) 
 		}
 	}
 	return s, nil
+}
+
+// addColumns adds to the tables made by an earlier version the columns
+// added since (columns).
+func addColumns(ctx context.Context, tx *sql.Tx, d dialect) error {
+	for _, c := range columns {
+		var n int
+		if err := tx.QueryRowContext(ctx, d.rebind(d.hasColumn), c.table, c.name).Scan(&n); err != nil {
+			return fmt.Errorf("store: reading the schema: %w", err)
+		}
+		if n > 0 {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "ALTER TABLE "+c.table+" ADD COLUMN "+c.name+" "+c.def); err != nil {
+			return fmt.Errorf("store: adding %s.%s: %w", c.table, c.name, err)
+		}
+	}
+	return nil
 }
 
 func (s *sqlStore) Close() error {

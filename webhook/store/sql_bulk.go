@@ -49,14 +49,16 @@ type bulkAttempt struct {
 // per completion, the writer's whole cost against a local server. The
 // first takes a key-share lock on the endpoints' rows (e) before it
 // writes their deliveries, as lockEndpoints does for the row-by-row path:
-// a delivery of an endpoint deleted meanwhile is not matched.
+// a delivery of an endpoint deleted meanwhile is not matched. A resend
+// is honoured as completeDeliveryQuery does.
 const (
 	bulkDeliveriesQuery = `WITH c AS (SELECT * FROM jsonb_to_recordset(CAST(? AS jsonb))
 			AS c(id text, endpoint text, owner text, lease bigint, status text, next bigint, code int, updated bigint)),
 		e AS (SELECT e.id, e.enabled FROM endpoints e WHERE e.id IN (SELECT c.endpoint FROM c) FOR KEY SHARE)
-		UPDATE deliveries d SET status = CASE WHEN c.status = 'pending' AND e.enabled = 0
-			THEN 'paused' ELSE c.status END, attempts = d.attempts + 1, next_attempt = c.next,
-			lease_owner = '', lease_until = 0, last_code = c.code, updated = c.updated
+		UPDATE deliveries d SET status = CASE WHEN d.resend <> 0 OR c.status = 'pending' THEN CASE WHEN e.enabled = 0 THEN 'paused' ELSE 'pending' END
+			ELSE c.status END, attempts = CASE WHEN d.resend <> 0 THEN 0 ELSE d.attempts + 1 END,
+			next_attempt = CASE WHEN d.resend <> 0 THEN d.resend ELSE c.next END,
+			resend = 0, lease_owner = '', lease_until = 0, last_code = c.code, updated = c.updated
 		FROM c JOIN e ON e.id = c.endpoint
 		WHERE d.id = c.id AND d.endpoint_id = e.id AND d.lease_owner = c.owner AND (c.lease = 0 OR d.lease_until = c.lease) RETURNING d.id`
 	bulkAttemptsQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)

@@ -175,6 +175,9 @@ func (s *sqlStore) ListAttempts(ctx context.Context, eventID string) ([]*Attempt
 	return list, rows.Err()
 }
 
+// Resend of a delivery leased, whose attempt may be under way, keeps the
+// lease and sets its resend: the attempt's completion then leaves it
+// pending (see completeDeliveryQuery).
 func (s *sqlStore) Resend(ctx context.Context, eventID, endpointID string, now time.Time) (int, error) {
 	var n int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -188,8 +191,9 @@ func (s *sqlStore) Resend(ctx context.Context, eventID, endpointID string, now t
 		t := nanos(now)
 		var err error
 		if endpointID == "" {
-			n, err = s.exec(ctx, tx, `UPDATE deliveries SET status = ?, attempts = 0, next_attempt = ?, updated = ? WHERE event_id = ?`,
-				StatusPending, t, t, eventID)
+			n, err = s.exec(ctx, tx, `UPDATE deliveries SET status = ?, attempts = 0, next_attempt = ?, updated = ?,
+				resend = CASE WHEN lease_owner <> '' THEN CAST(? AS BIGINT) ELSE 0 END WHERE event_id = ?`,
+				StatusPending, t, t, t, eventID)
 			return err
 		}
 		if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT 1 FROM endpoints WHERE id = ?`), endpointID).Scan(&one); err != nil {
@@ -200,7 +204,8 @@ func (s *sqlStore) Resend(ctx context.Context, eventID, endpointID string, now t
 		}
 		n, err = s.exec(ctx, tx, `INSERT INTO deliveries (id, event_id, endpoint_id, status, attempts, next_attempt, lease_owner, lease_until, last_code, created, updated)
 			VALUES (?, ?, ?, ?, 0, ?, '', 0, 0, ?, ?)
-			ON CONFLICT (event_id, endpoint_id) DO UPDATE SET status = excluded.status, attempts = 0, next_attempt = excluded.next_attempt, updated = excluded.updated`,
+			ON CONFLICT (event_id, endpoint_id) DO UPDATE SET status = excluded.status, attempts = 0, next_attempt = excluded.next_attempt, updated = excluded.updated,
+				resend = CASE WHEN deliveries.lease_owner <> '' THEN excluded.next_attempt ELSE 0 END`,
 			NewID("dlv", now), eventID, endpointID, StatusPending, t, t, t)
 		return err
 	})

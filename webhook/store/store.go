@@ -47,7 +47,10 @@ type Store interface {
 	ListAttempts(ctx context.Context, eventID string) ([]*Attempt, error)
 	// Resend makes the event's deliveries (to endpointID only, if given)
 	// pending and due at now, creating the delivery to endpointID if it
-	// has none; it returns how many deliveries it scheduled.
+	// has none; it returns how many deliveries it scheduled. A delivery
+	// whose attempt is under way (leased) is attempted again after it,
+	// whatever its result: its completion leaves the delivery pending, due
+	// at now, with no attempts (a new schedule).
 	Resend(ctx context.Context, eventID, endpointID string, now time.Time) (int, error)
 	// Recover makes pending again, due at now, every failed delivery to
 	// the endpoint whose event was created in [since, until).

@@ -39,6 +39,7 @@ func Run(t *testing.T, open Open) {
 		{"DeleteEndpointCompleting", testDeleteEndpointCompleting},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
+		{"ResendInFlight", testResendInFlight},
 		{"Tokens", testTokens},
 		{"ConcurrentClaims", testConcurrentClaims},
 	}
