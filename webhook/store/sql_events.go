@@ -181,8 +181,12 @@ func (s *sqlStore) ListAttempts(ctx context.Context, eventID string) ([]*Attempt
 func (s *sqlStore) Resend(ctx context.Context, eventID, endpointID string, now time.Time) (int, error) {
 	var n int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		// The event's row is locked (key share) for the transaction: a
+		// purge holding it (FOR UPDATE) is waited for, and the event is
+		// then gone; a purge not yet holding it skips it (SKIP LOCKED), and
+		// after the commit finds its delivery pending (see Purge).
 		var one int
-		if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT 1 FROM events WHERE id = ?`), eventID).Scan(&one); err != nil {
+		if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT 1 FROM events WHERE id = ?`+s.d.forKeyShare), eventID).Scan(&one); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("%w: event %s", ErrNotFound, eventID)
 			}
@@ -212,10 +216,17 @@ func (s *sqlStore) Resend(ctx context.Context, eventID, endpointID string, now t
 	return int(n), err
 }
 
+// Recover locks (key share) the events of the deliveries it makes
+// pending, as Resend does, against a purge deleting them meanwhile.
 func (s *sqlStore) Recover(ctx context.Context, endpointID string, since, until, now time.Time) (int, error) {
 	t := nanos(now)
+	lock := ""
+	if s.d.forKeyShare != "" {
+		lock = s.d.forKeyShare + " OF ev"
+	}
 	n, err := s.exec(ctx, s.db, `UPDATE deliveries SET status = ?, attempts = 0, next_attempt = ?, updated = ?
-		WHERE endpoint_id = ? AND status = ? AND event_id IN (SELECT id FROM events WHERE created >= ? AND created < ?)`,
-		StatusPending, t, t, endpointID, StatusFailed, since.UnixNano(), until.UnixNano())
+		WHERE endpoint_id = ? AND status = ? AND event_id IN (SELECT ev.id FROM deliveries x JOIN events ev ON ev.id = x.event_id
+			WHERE x.endpoint_id = ? AND x.status = ? AND ev.created >= ? AND ev.created < ?`+lock+`)`,
+		StatusPending, t, t, endpointID, StatusFailed, endpointID, StatusFailed, since.UnixNano(), until.UnixNano())
 	return int(n), err
 }

@@ -88,7 +88,9 @@ type Store interface {
 	// Purge deletes up to limit events created before before, the
 	// oldest first, with their deliveries and attempts, but not an event
 	// with a delivery still pending (being attempted or waiting for a
-	// retry); it returns how many it deleted. A deleted event's
+	// retry), nor one a Resend or Recover is making pending at the same
+	// time (that one finds it deleted, or it stays); it returns how many
+	// it deleted. A deleted event's
 	// idempotency key is free again. Dispatchers sharing PostgreSQL purge
 	// at once without waiting for each other (SKIP LOCKED).
 	Purge(ctx context.Context, before time.Time, limit int) (int, error)

@@ -35,6 +35,7 @@ func Run(t *testing.T, open Open) {
 		{"CompleteStaleLease", testCompleteStaleLease},
 		{"DisabledMidAttempt", testDisabledMidAttempt},
 		{"Purge", testPurge},
+		{"PurgeResend", testPurgeResend},
 		{"DeleteEndpointPending", testDeleteEndpointPending},
 		{"DeleteEndpointCompleting", testDeleteEndpointCompleting},
 		{"Notices", testNotices},
