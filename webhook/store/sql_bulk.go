@@ -110,7 +110,7 @@ func (s *sqlStore) completeBulk(ctx context.Context, tx *sql.Tx, cs []*Completio
 			continue
 		}
 		as = append(as, bulkAttempt{ID: a.ID, DeliveryID: a.DeliveryID, EventID: a.EventID, EndpointID: a.EndpointID, Started: nanos(a.Started),
-			Duration: int64(a.Duration), StatusCode: a.StatusCode, Error: a.Error, Response: nonNil(a.Response), Outcome: c.Status})
+			Duration: int64(a.Duration), StatusCode: a.StatusCode, Error: storedText(a.Error), Response: nonNil(a.Response), Outcome: c.Status})
 		if err := s.writeHealth(ctx, tx, c, health); err != nil {
 			return 0, err
 		}

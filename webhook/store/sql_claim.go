@@ -286,7 +286,7 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 		response = []byte{}
 	}
 	if _, err := s.execHot(ctx, tx, insertAttemptQuery,
-		a.ID, a.DeliveryID, a.EventID, a.EndpointID, nanos(a.Started), int64(a.Duration), a.StatusCode, a.Error, response, c.Status); err != nil {
+		a.ID, a.DeliveryID, a.EventID, a.EndpointID, nanos(a.Started), int64(a.Duration), a.StatusCode, storedText(a.Error), response, c.Status); err != nil {
 		return false, err
 	}
 	if err := s.writeHealth(ctx, tx, c, health); err != nil {
@@ -294,7 +294,7 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 	}
 	if c.Disable != "" {
 		if _, err := s.exec(ctx, tx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated = ? WHERE id = ?`,
-			c.Disable, nanos(a.Started.Add(a.Duration)), a.EndpointID); err != nil {
+			storedText(c.Disable), nanos(a.Started.Add(a.Duration)), a.EndpointID); err != nil {
 			return false, err
 		}
 		if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`,

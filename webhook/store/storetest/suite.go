@@ -32,6 +32,7 @@ func Run(t *testing.T, open Open) {
 		{"ClaimPerEndpoint", testClaimPerEndpoint},
 		{"Complete", testComplete},
 		{"CompleteBatch", testCompleteBatch},
+		{"AttemptText", testAttemptText},
 		{"CompleteStaleLease", testCompleteStaleLease},
 		{"DisabledMidAttempt", testDisabledMidAttempt},
 		{"Purge", testPurge},
