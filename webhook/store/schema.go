@@ -62,6 +62,11 @@ CREATE TABLE IF NOT EXISTS attempts (
 );
 CREATE INDEX IF NOT EXISTS attempts_event ON attempts (event_id, started);
 CREATE INDEX IF NOT EXISTS attempts_delivery ON attempts (delivery_id);
+CREATE TABLE IF NOT EXISTS endpoints_version (
+	id INTEGER PRIMARY KEY,
+	version BIGINT NOT NULL
+);
+INSERT INTO endpoints_version (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
 CREATE TABLE IF NOT EXISTS tokens (
 	id TEXT PRIMARY KEY,
 	name TEXT NOT NULL,
@@ -103,6 +108,9 @@ type dialect struct {
 	// schemaLock, run first in the schema transaction, keeps dispatchers
 	// starting together from creating the tables twice.
 	schemaLock string
+	// pairs is a table x(id, endpoint) of the objects of one JSON array
+	// argument (insertDeliveriesQuery).
+	pairs string
 	// hasColumn counts the columns of a table (first argument) with a
 	// name (second): 1 when it has it.
 	hasColumn string
@@ -141,6 +149,7 @@ type dialect struct {
 var (
 	sqliteDialect = dialect{name: "sqlite", blob: "BLOB", prepare: true, idSet: "(SELECT value FROM json_each(?))",
 		hasColumn: "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?",
+		pairs:     "(SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.endpoint') AS endpoint FROM json_each(?)) x",
 		relax:     "PRAGMA synchronous = NORMAL", unrelax: "PRAGMA synchronous = FULL",
 		// SQLite has no LATERAL: the per-endpoint select is a correlated
 		// IN list, run once per endpoint row; CROSS JOIN keeps endpoints
@@ -161,6 +170,7 @@ var (
 		deliveriesWith: " WITH (fillfactor = 50)", deliveriesAlter: "ALTER TABLE deliveries SET (fillfactor = 50)",
 		relaxLocal: "SET LOCAL synchronous_commit = off", claimReturning: true, schemaLock: "SELECT pg_advisory_xact_lock(7406190209)",
 		hasColumn: "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?",
+		pairs:     "jsonb_to_recordset(CAST(? AS jsonb)) AS x(id text, endpoint text)",
 		tokenLock: "SELECT pg_advisory_xact_lock(7406190210)", bulk: true,
 		// Each endpoint's rows are locked as they are read, skipping those
 		// another dispatcher's claim holds, so two claims at once each

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,10 @@ type sqlStore struct {
 	// would otherwise spend much of their time parsing. PostgreSQL needs
 	// no such cache: pgx keeps its own per connection.
 	stmts map[string]*sql.Stmt
+
+	// endpoints is the enabled endpoints' filters an event's insert
+	// reads (see fanOut), nil before the first.
+	endpoints atomic.Pointer[fanOut]
 }
 
 var _ Store = (*sqlStore)(nil)
@@ -175,11 +180,6 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// placeholders returns "?, ?, …" for n values.
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
-}
-
 // Endpoints.
 
 const endpointColumns = `e.id, e.url, e.description, e.event_types, e.secrets, e.rate_limit, e.enabled, e.disabled_reason, e.failing_since, e.created, e.updated`
@@ -227,10 +227,16 @@ func nonNil[T any](s []T) []T {
 
 func (s *sqlStore) CreateEndpoint(ctx context.Context, e *Endpoint) error {
 	types, secrets := endpointJSON(e)
-	_, err := s.exec(ctx, s.db, `INSERT INTO endpoints (id, url, description, event_types, secrets, rate_limit, enabled, disabled_reason, failing_since, created, updated)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.ID, e.URL, e.Description, types, secrets, e.RateLimit, boolInt(e.Enabled), e.DisabledReason, nanos(e.FailingSince), nanos(e.Created), nanos(e.Updated))
-	return err
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, `INSERT INTO endpoints (id, url, description, event_types, secrets, rate_limit, enabled, disabled_reason, failing_since, created, updated)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, e.URL, e.Description, types, secrets, e.RateLimit, boolInt(e.Enabled), e.DisabledReason, nanos(e.FailingSince), nanos(e.Created), nanos(e.Updated))
+		if err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, tx, bumpEndpointsQuery)
+		return err
+	})
 }
 
 func (s *sqlStore) GetEndpoint(ctx context.Context, id string) (*Endpoint, error) {
@@ -275,7 +281,10 @@ func (s *sqlStore) UpdateEndpoint(ctx context.Context, e *Endpoint) error {
 		if e.Enabled {
 			from, to = to, from
 		}
-		_, err = s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`, to, e.ID, from)
+		if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`, to, e.ID, from); err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, tx, bumpEndpointsQuery)
 		return err
 	})
 }
@@ -306,7 +315,10 @@ func (s *sqlStore) DeleteEndpoint(ctx context.Context, id string) error {
 		if _, err := s.exec(ctx, tx, `DELETE FROM deliveries WHERE endpoint_id = ?`, id); err != nil {
 			return err
 		}
-		_, err = s.exec(ctx, tx, `DELETE FROM endpoints WHERE id = ?`, id)
+		if _, err := s.exec(ctx, tx, `DELETE FROM endpoints WHERE id = ?`, id); err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, tx, bumpEndpointsQuery)
 		return err
 	})
 }

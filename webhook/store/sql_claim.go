@@ -76,7 +76,8 @@ func releaseQuery(d dialect) string {
 
 // hotQueries are the statements kept prepared on SQLite.
 func hotQueries(d dialect) []string {
-	return []string{claimQuery(d), claimJobsQuery(d), releaseQuery(d), completeDeliveryQuery, insertAttemptQuery, endpointOKQuery, endpointFailingQuery}
+	return []string{claimQuery(d), claimJobsQuery(d), releaseQuery(d), completeDeliveryQuery, insertAttemptQuery, endpointOKQuery, endpointFailingQuery,
+		endpointsVersionQuery, insertDeliveriesQuery(d)}
 }
 
 func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
@@ -205,6 +206,7 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 			return err
 		}
 		health := map[string]bool{}
+		disabled := false
 		for _, c := range cs {
 			ok, err := s.complete(ctx, tx, c, health)
 			if err != nil {
@@ -214,6 +216,11 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 			if !ok {
 				lost++
 			}
+			disabled = disabled || ok && c.Disable != ""
+		}
+		if disabled {
+			_, err := s.exec(ctx, tx, bumpEndpointsQuery)
+			return err
 		}
 		return nil
 	})

@@ -33,54 +33,8 @@ func (s *sqlStore) insertEvent(ctx context.Context, tx *sql.Tx, ev *Event, targe
 		row := tx.QueryRowContext(ctx, s.d.rebind(`SELECT id, type, payload, idempotency_key, created FROM events WHERE idempotency_key = ?`), ev.IdempotencyKey)
 		return false, scanEvent(row, ev)
 	}
-	var ids []string
-	if len(targets) > 0 {
-		args := make([]any, len(targets))
-		for i, t := range targets {
-			args[i] = t
-		}
-		rows, err := tx.QueryContext(ctx, s.d.rebind(`SELECT id FROM endpoints WHERE enabled = 1 AND id IN (`+placeholders(len(targets))+`)`), args...)
-		if err != nil {
-			return false, err
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return false, err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return false, err
-		}
-	} else {
-		rows, err := tx.QueryContext(ctx, `SELECT `+endpointColumns+` FROM endpoints e WHERE e.enabled = 1`)
-		if err != nil {
-			return false, err
-		}
-		for rows.Next() {
-			var e Endpoint
-			if err := scanEndpoint(rows, &e); err != nil {
-				rows.Close()
-				return false, err
-			}
-			if e.Accepts(ev.Type) {
-				ids = append(ids, e.ID)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return false, err
-		}
-	}
-	at := nanos(ev.Created)
-	for _, id := range ids {
-		if _, err := s.exec(ctx, tx, `INSERT INTO deliveries (id, event_id, endpoint_id, status, attempts, next_attempt, lease_owner, lease_until, last_code, created, updated)
-			VALUES (?, ?, ?, ?, 0, ?, '', 0, 0, ?, ?)`, NewID("dlv", ev.Created), ev.ID, id, StatusPending, at, at, at); err != nil {
-			return false, err
-		}
+	if err := s.insertDeliveries(ctx, tx, ev, targets); err != nil {
+		return false, err
 	}
 	return true, nil
 }

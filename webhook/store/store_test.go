@@ -226,3 +226,45 @@ func TestAddColumnsPostgres(t *testing.T) {
 	addr := pgtest.Start(t, "fsync=off").NewDatabase(t)
 	reopenWithoutResend(t, addr, "pgx", addr)
 }
+
+// fanOutAcrossStores: an endpoint changed through one store (another
+// dispatcher, or the API in another process) is followed by the next
+// event another store on the same database stores, whose filters were
+// read before.
+func fanOutAcrossStores(t *testing.T, addr string) {
+	ctx := context.Background()
+	a, b := openT(t, addr), openT(t, addr)
+	t0 := time.Unix(1_800_000_000, 0)
+	e := &store.Endpoint{ID: "ep_1", URL: "http://127.0.0.1:1/", EventTypes: []string{"x"}, Enabled: true, Created: t0, Updated: t0}
+	if err := a.CreateEndpoint(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	deliveries := func(when, typ string, want int) {
+		t.Helper()
+		ev := &store.Event{ID: store.NewID("msg", t0), Type: typ, Payload: []byte("{}"), Created: t0}
+		if _, err := a.InsertEvent(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		if ds, err := a.ListDeliveries(ctx, ev.ID); err != nil || len(ds) != want {
+			t.Fatalf("%s: an event of type %s: deliveries %+v %v, want %d", when, typ, ds, err, want)
+		}
+	}
+	deliveries("at first", "y", 0)
+	e.EventTypes = []string{"y"}
+	if err := b.UpdateEndpoint(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	deliveries("filter changed by the other store", "y", 1)
+	if err := b.CreateEndpoint(ctx, &store.Endpoint{ID: "ep_2", URL: "http://127.0.0.1:1/", Enabled: true, Created: t0, Updated: t0}); err != nil {
+		t.Fatal(err)
+	}
+	deliveries("an endpoint created by the other store", "y", 2)
+}
+
+func TestFanOutAcrossStoresSQLite(t *testing.T) {
+	fanOutAcrossStores(t, "sqlite:"+filepath.Join(t.TempDir(), "webhook.db"))
+}
+
+func TestFanOutAcrossStoresPostgres(t *testing.T) {
+	fanOutAcrossStores(t, pgtest.Start(t, "fsync=off").NewDatabase(t))
+}

@@ -25,6 +25,7 @@ func Run(t *testing.T, open Open) {
 	}{
 		{"Endpoints", testEndpoints},
 		{"FanOut", testFanOut},
+		{"FanOutChanges", testFanOutChanges},
 		{"Idempotency", testIdempotency},
 		{"ClaimLease", testClaimLease},
 		{"NextDueSkip", testNextDueSkip},
@@ -39,6 +40,7 @@ func Run(t *testing.T, open Open) {
 		{"PurgeResend", testPurgeResend},
 		{"DeleteEndpointPending", testDeleteEndpointPending},
 		{"DeleteEndpointCompleting", testDeleteEndpointCompleting},
+		{"DeleteEndpointInserting", testDeleteEndpointInserting},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"ResendInFlight", testResendInFlight},
