@@ -9,7 +9,11 @@
 //
 // An event and its deliveries (one per matching, enabled endpoint) are
 // written in one transaction: once InsertEvent returns, the event is
-// delivered at least once, whatever happens to the process. Dispatchers
+// delivered at least once, whatever happens to the process. The
+// deliveries are inserted in one statement, however many endpoints take
+// the event; the endpoints' filters are decoded once and kept until an
+// endpoint changes (a version every change raises, in whichever process
+// makes it). Dispatchers
 // take due deliveries with Claim, which leases them to one owner until
 // the lease expires: on PostgreSQL with SELECT … FOR UPDATE SKIP LOCKED,
 // so dispatchers on one database never hold the same delivery at once;

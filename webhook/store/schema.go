@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
 	last_code INTEGER NOT NULL,
 	created BIGINT NOT NULL,
 	updated BIGINT NOT NULL,
+	resend BIGINT NOT NULL DEFAULT 0,
 	UNIQUE (event_id, endpoint_id)
 ){deliveriesWith};
 {deliveriesAlter};
@@ -61,6 +62,11 @@ CREATE TABLE IF NOT EXISTS attempts (
 );
 CREATE INDEX IF NOT EXISTS attempts_event ON attempts (event_id, started);
 CREATE INDEX IF NOT EXISTS attempts_delivery ON attempts (delivery_id);
+CREATE TABLE IF NOT EXISTS endpoints_version (
+	id INTEGER PRIMARY KEY,
+	version BIGINT NOT NULL
+);
+INSERT INTO endpoints_version (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
 CREATE TABLE IF NOT EXISTS tokens (
 	id TEXT PRIMARY KEY,
 	name TEXT NOT NULL,
@@ -69,6 +75,15 @@ CREATE TABLE IF NOT EXISTS tokens (
 	revoked BIGINT NOT NULL
 );
 `
+
+// columns are the columns added to a table after it was first made: a
+// table made before is given them as the store opens (see addColumns).
+var columns = []struct{ table, name, def string }{
+	// resend is when a Resend asked for another attempt of a delivery
+	// leased meanwhile (0: none): the attempt under way, whatever its
+	// result, then leaves the delivery pending, due at that time.
+	{"deliveries", "resend", "BIGINT NOT NULL DEFAULT 0"},
+}
 
 // dialect is what differs between SQLite and PostgreSQL.
 type dialect struct {
@@ -93,6 +108,12 @@ type dialect struct {
 	// schemaLock, run first in the schema transaction, keeps dispatchers
 	// starting together from creating the tables twice.
 	schemaLock string
+	// pairs is a table x(id, endpoint) of the objects of one JSON array
+	// argument (insertDeliveriesQuery).
+	pairs string
+	// hasColumn counts the columns of a table (first argument) with a
+	// name (second): 1 when it has it.
+	hasColumn string
 	// tokenLock, run first in CreateFirstToken's transaction, makes
 	// dispatchers starting together take turns.
 	tokenLock string
@@ -107,6 +128,12 @@ type dialect struct {
 	// skipLocked ends a select that locks the rows it returns, skipping
 	// those another transaction holds (PostgreSQL; SQLite has one writer).
 	skipLocked string
+	// forUpdate and forKeyShare end a select that locks the rows it
+	// returns, against their deletion (forUpdate, as DeleteEndpoint
+	// takes an endpoint's row) or not (forKeyShare: the lock a
+	// reference to the row takes). Empty on SQLite, whose writes are one
+	// after the other.
+	forUpdate, forKeyShare string
 	// perEndpoint is the claim's candidate select: up to ? (the
 	// per-endpoint cap) of the earliest due deliveries of each enabled
 	// endpoint not in the skip list ({ids}), read from the (endpoint_id, status,
@@ -121,7 +148,9 @@ type dialect struct {
 
 var (
 	sqliteDialect = dialect{name: "sqlite", blob: "BLOB", prepare: true, idSet: "(SELECT value FROM json_each(?))",
-		relax: "PRAGMA synchronous = NORMAL", unrelax: "PRAGMA synchronous = FULL",
+		hasColumn: "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?",
+		pairs:     "(SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.endpoint') AS endpoint FROM json_each(?)) x",
+		relax:     "PRAGMA synchronous = NORMAL", unrelax: "PRAGMA synchronous = FULL",
 		// SQLite has no LATERAL: the per-endpoint select is a correlated
 		// IN list, run once per endpoint row; CROSS JOIN keeps endpoints
 		// the outer loop (a plain JOIN lets the planner scan every due
@@ -132,6 +161,7 @@ var (
 			WHERE e.enabled = 1 AND e.id NOT IN {ids} ORDER BY d.next_attempt, d.id LIMIT (? + 0)`}
 	postgresDialect = dialect{name: "postgres", blob: "BYTEA", dollar: true,
 		idSet: "(SELECT jsonb_array_elements_text(CAST(? AS jsonb)))", skipLocked: " FOR UPDATE SKIP LOCKED",
+		forUpdate: " FOR UPDATE", forKeyShare: " FOR KEY SHARE",
 		// Half of each page is left free: a claim takes its batch of
 		// deliveries (100) in the order they were stored, and with room
 		// for a new version of every row on its page each claim's update
@@ -139,6 +169,8 @@ var (
 		// an entry to all three indexes (TestClaimUpdatesInPlacePostgres).
 		deliveriesWith: " WITH (fillfactor = 50)", deliveriesAlter: "ALTER TABLE deliveries SET (fillfactor = 50)",
 		relaxLocal: "SET LOCAL synchronous_commit = off", claimReturning: true, schemaLock: "SELECT pg_advisory_xact_lock(7406190209)",
+		hasColumn: "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?",
+		pairs:     "jsonb_to_recordset(CAST(? AS jsonb)) AS x(id text, endpoint text)",
 		tokenLock: "SELECT pg_advisory_xact_lock(7406190210)", bulk: true,
 		// Each endpoint's rows are locked as they are read, skipping those
 		// another dispatcher's claim holds, so two claims at once each

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,10 @@ type sqlStore struct {
 	// would otherwise spend much of their time parsing. PostgreSQL needs
 	// no such cache: pgx keeps its own per connection.
 	stmts map[string]*sql.Stmt
+
+	// endpoints is the enabled endpoints' filters an event's insert
+	// reads (see fanOut), nil before the first.
+	endpoints atomic.Pointer[fanOut]
 }
 
 var _ Store = (*sqlStore)(nil)
@@ -40,7 +45,7 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) 
 				return fmt.Errorf("store: creating the schema: %w", err)
 			}
 		}
-		return nil
+		return addColumns(ctx, tx, d)
 	})
 	if err != nil {
 		db.Close()
@@ -59,6 +64,24 @@ func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) 
 		}
 	}
 	return s, nil
+}
+
+// addColumns adds to the tables made by an earlier version the columns
+// added since (columns).
+func addColumns(ctx context.Context, tx *sql.Tx, d dialect) error {
+	for _, c := range columns {
+		var n int
+		if err := tx.QueryRowContext(ctx, d.rebind(d.hasColumn), c.table, c.name).Scan(&n); err != nil {
+			return fmt.Errorf("store: reading the schema: %w", err)
+		}
+		if n > 0 {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "ALTER TABLE "+c.table+" ADD COLUMN "+c.name+" "+c.def); err != nil {
+			return fmt.Errorf("store: adding %s.%s: %w", c.table, c.name, err)
+		}
+	}
+	return nil
 }
 
 func (s *sqlStore) Close() error {
@@ -157,11 +180,6 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// placeholders returns "?, ?, …" for n values.
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
-}
-
 // Endpoints.
 
 const endpointColumns = `e.id, e.url, e.description, e.event_types, e.secrets, e.rate_limit, e.enabled, e.disabled_reason, e.failing_since, e.created, e.updated`
@@ -209,10 +227,16 @@ func nonNil[T any](s []T) []T {
 
 func (s *sqlStore) CreateEndpoint(ctx context.Context, e *Endpoint) error {
 	types, secrets := endpointJSON(e)
-	_, err := s.exec(ctx, s.db, `INSERT INTO endpoints (id, url, description, event_types, secrets, rate_limit, enabled, disabled_reason, failing_since, created, updated)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.ID, e.URL, e.Description, types, secrets, e.RateLimit, boolInt(e.Enabled), e.DisabledReason, nanos(e.FailingSince), nanos(e.Created), nanos(e.Updated))
-	return err
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, `INSERT INTO endpoints (id, url, description, event_types, secrets, rate_limit, enabled, disabled_reason, failing_since, created, updated)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, e.URL, e.Description, types, secrets, e.RateLimit, boolInt(e.Enabled), e.DisabledReason, nanos(e.FailingSince), nanos(e.Created), nanos(e.Updated))
+		if err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, tx, bumpEndpointsQuery)
+		return err
+	})
 }
 
 func (s *sqlStore) GetEndpoint(ctx context.Context, id string) (*Endpoint, error) {
@@ -257,23 +281,44 @@ func (s *sqlStore) UpdateEndpoint(ctx context.Context, e *Endpoint) error {
 		if e.Enabled {
 			from, to = to, from
 		}
-		_, err = s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`, to, e.ID, from)
+		if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`, to, e.ID, from); err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, tx, bumpEndpointsQuery)
 		return err
 	})
 }
 
+// DeleteEndpoint deletes the endpoint's attempts, then its deliveries,
+// then the endpoint. On PostgreSQL it first locks the endpoint's row
+// (FOR UPDATE), which waits for the completions recording attempts to
+// it (each holds a key-share lock on its endpoints' rows, taken before
+// it writes a delivery: see Complete) and keeps new ones from starting
+// until it commits: the attempts they inserted are then committed and
+// deleted here, and those waiting find the endpoint and its deliveries
+// gone (their leases lost). Without it an attempt committed after the
+// attempts were deleted and before its delivery was made the deletion
+// of the delivery fail (a foreign key).
 func (s *sqlStore) DeleteEndpoint(ctx context.Context, id string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
+		var found string
+		err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT id FROM endpoints WHERE id = ?`+s.d.forUpdate), id).Scan(&found)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: endpoint %s", ErrNotFound, id)
+		}
+		if err != nil {
+			return err
+		}
 		if _, err := s.exec(ctx, tx, `DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE endpoint_id = ?)`, id); err != nil {
 			return err
 		}
 		if _, err := s.exec(ctx, tx, `DELETE FROM deliveries WHERE endpoint_id = ?`, id); err != nil {
 			return err
 		}
-		n, err := s.exec(ctx, tx, `DELETE FROM endpoints WHERE id = ?`, id)
-		if err == nil && n == 0 {
-			err = fmt.Errorf("%w: endpoint %s", ErrNotFound, id)
+		if _, err := s.exec(ctx, tx, `DELETE FROM endpoints WHERE id = ?`, id); err != nil {
+			return err
 		}
+		_, err = s.exec(ctx, tx, bumpEndpointsQuery)
 		return err
 	})
 }

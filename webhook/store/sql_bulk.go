@@ -21,13 +21,14 @@ func bulkable(cs []*Completion) bool {
 // bulkDelivery and bulkAttempt are one completion's rows, as the JSON
 // the bulk statements read.
 type bulkDelivery struct {
-	ID      string `json:"id"`
-	Owner   string `json:"owner"`
-	Lease   int64  `json:"lease"` // Completion.LeaseUntil, 0 for any
-	Status  string `json:"status"`
-	Next    int64  `json:"next"`
-	Code    int    `json:"code"`
-	Updated int64  `json:"updated"`
+	ID       string `json:"id"`
+	Endpoint string `json:"endpoint"`
+	Owner    string `json:"owner"`
+	Lease    int64  `json:"lease"` // Completion.LeaseUntil, 0 for any
+	Status   string `json:"status"`
+	Next     int64  `json:"next"`
+	Code     int    `json:"code"`
+	Updated  int64  `json:"updated"`
 }
 
 type bulkAttempt struct {
@@ -45,13 +46,21 @@ type bulkAttempt struct {
 
 // The bulk statements (PostgreSQL): a batch of completions in two
 // statements, where the row-by-row path makes two or three round trips
-// per completion, the writer's whole cost against a local server.
+// per completion, the writer's whole cost against a local server. The
+// first takes a key-share lock on the endpoints' rows (e) before it
+// writes their deliveries, as lockEndpoints does for the row-by-row path:
+// a delivery of an endpoint deleted meanwhile is not matched. A resend
+// is honoured as completeDeliveryQuery does.
 const (
-	bulkDeliveriesQuery = `UPDATE deliveries d SET status = CASE WHEN c.status = 'pending' AND (SELECT e.enabled FROM endpoints e WHERE e.id = d.endpoint_id) = 0
-			THEN 'paused' ELSE c.status END, attempts = d.attempts + 1, next_attempt = c.next,
-			lease_owner = '', lease_until = 0, last_code = c.code, updated = c.updated
-		FROM jsonb_to_recordset(CAST(? AS jsonb)) AS c(id text, owner text, lease bigint, status text, next bigint, code int, updated bigint)
-		WHERE d.id = c.id AND d.lease_owner = c.owner AND (c.lease = 0 OR d.lease_until = c.lease) RETURNING d.id`
+	bulkDeliveriesQuery = `WITH c AS (SELECT * FROM jsonb_to_recordset(CAST(? AS jsonb))
+			AS c(id text, endpoint text, owner text, lease bigint, status text, next bigint, code int, updated bigint)),
+		e AS (SELECT e.id, e.enabled FROM endpoints e WHERE e.id IN (SELECT c.endpoint FROM c) FOR KEY SHARE)
+		UPDATE deliveries d SET status = CASE WHEN d.resend <> 0 OR c.status = 'pending' THEN CASE WHEN e.enabled = 0 THEN 'paused' ELSE 'pending' END
+			ELSE c.status END, attempts = CASE WHEN d.resend <> 0 THEN 0 ELSE d.attempts + 1 END,
+			next_attempt = CASE WHEN d.resend <> 0 THEN d.resend ELSE c.next END,
+			resend = 0, lease_owner = '', lease_until = 0, last_code = c.code, updated = c.updated
+		FROM c JOIN e ON e.id = c.endpoint
+		WHERE d.id = c.id AND d.endpoint_id = e.id AND d.lease_owner = c.owner AND (c.lease = 0 OR d.lease_until = c.lease) RETURNING d.id`
 	bulkAttemptsQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
 		SELECT a.id, a.delivery_id, a.event_id, a.endpoint_id, a.started, a.duration, a.status_code, a.error, decode(a.response, 'base64'), a.outcome
 		FROM jsonb_to_recordset(CAST(? AS jsonb)) AS a(id text, delivery_id text, event_id text, endpoint_id text, started bigint,
@@ -66,7 +75,7 @@ func (s *sqlStore) completeBulk(ctx context.Context, tx *sql.Tx, cs []*Completio
 	ds := make([]bulkDelivery, len(cs))
 	for i, c := range cs {
 		a := &c.Attempt
-		ds[i] = bulkDelivery{ID: a.DeliveryID, Owner: c.Owner, Lease: nanos(c.LeaseUntil), Status: c.Status, Next: nanos(c.NextAttempt), Code: a.StatusCode,
+		ds[i] = bulkDelivery{ID: a.DeliveryID, Endpoint: a.EndpointID, Owner: c.Owner, Lease: nanos(c.LeaseUntil), Status: c.Status, Next: nanos(c.NextAttempt), Code: a.StatusCode,
 			Updated: nanos(a.Started.Add(a.Duration))}
 	}
 	dj, err := json.Marshal(ds)
@@ -101,7 +110,7 @@ func (s *sqlStore) completeBulk(ctx context.Context, tx *sql.Tx, cs []*Completio
 			continue
 		}
 		as = append(as, bulkAttempt{ID: a.ID, DeliveryID: a.DeliveryID, EventID: a.EventID, EndpointID: a.EndpointID, Started: nanos(a.Started),
-			Duration: int64(a.Duration), StatusCode: a.StatusCode, Error: a.Error, Response: nonNil(a.Response), Outcome: c.Status})
+			Duration: int64(a.Duration), StatusCode: a.StatusCode, Error: storedText(a.Error), Response: nonNil(a.Response), Outcome: c.Status})
 		if err := s.writeHealth(ctx, tx, c, health); err != nil {
 			return 0, err
 		}

@@ -11,13 +11,17 @@ import (
 
 // The hot statements: claim, completion and release. A completion
 // with a LeaseUntil is recorded only under that lease (see
-// Completion.LeaseUntil). A delivery left pending by an attempt to an
-// endpoint disabled meanwhile is paused, as UpdateEndpoint paused the
-// endpoint's others (status is its first two arguments).
+// Completion.LeaseUntil). A delivery a Resend asked for again while
+// its attempt was under way (resend, its time) is left pending, due at
+// that time, with a new schedule (no attempts), whatever the attempt's
+// result. A delivery left pending by an attempt to an endpoint disabled
+// meanwhile is paused, as UpdateEndpoint paused the endpoint's others
+// (status is its first two arguments).
 const (
-	completeDeliveryQuery = `UPDATE deliveries SET status = CASE WHEN ? = 'pending' AND (SELECT e.enabled FROM endpoints e WHERE e.id = deliveries.endpoint_id) = 0
-			THEN 'paused' ELSE ? END, attempts = attempts + 1, next_attempt = ?, lease_owner = '', lease_until = 0,
-		last_code = ?, updated = ? WHERE id = ? AND lease_owner = ? AND (CAST(? AS BIGINT) = 0 OR lease_until = ?)`
+	completeDeliveryQuery = `UPDATE deliveries SET status = CASE WHEN resend <> 0 OR ? = 'pending' THEN
+				CASE WHEN (SELECT e.enabled FROM endpoints e WHERE e.id = deliveries.endpoint_id) = 0 THEN 'paused' ELSE 'pending' END
+			ELSE ? END, attempts = CASE WHEN resend <> 0 THEN 0 ELSE attempts + 1 END, next_attempt = CASE WHEN resend <> 0 THEN resend ELSE ? END,
+		resend = 0, lease_owner = '', lease_until = 0, last_code = ?, updated = ? WHERE id = ? AND lease_owner = ? AND (CAST(? AS BIGINT) = 0 OR lease_until = ?)`
 	insertAttemptQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	endpointOKQuery      = `UPDATE endpoints SET failing_since = 0 WHERE id = ? AND failing_since <> 0`
@@ -26,11 +30,18 @@ const (
 
 // claimQuery leases the candidates (see dialect.perEndpoint), returning
 // their ids. Arguments: now, now, per, skip (JSON), limit, owner, lease
-// until.
+// until, owner. A delivery not leased (released), or taken from another
+// owner whose lease expired, is attempted after any Resend made
+// meanwhile: its resend is cleared (the other owner's completion is
+// refused). One its owner takes again keeps it: the attempt under way
+// records under the new lease.
 func claimQuery(d dialect) string {
 	return strings.ReplaceAll(`WITH candidates AS (`+d.perEndpoint+`)
-		UPDATE deliveries SET lease_owner = ?, lease_until = ? WHERE id IN (SELECT id FROM candidates) RETURNING id`, "{ids}", d.idSet)
+		UPDATE deliveries SET `+claimSet+` WHERE id IN (SELECT id FROM candidates) RETURNING id`, "{ids}", d.idSet)
 }
+
+// claimSet is what a claim writes (arguments: owner, lease until, owner).
+const claimSet = `lease_owner = ?, lease_until = ?, resend = CASE WHEN lease_owner = ? THEN resend ELSE 0 END`
 
 // jobColumns are a claimed delivery's, its event's and its endpoint's
 // columns, as scanJobs reads them.
@@ -49,21 +60,24 @@ func claimJobsQuery(d dialect) string {
 // their events and endpoints by their keys. Arguments: claimQuery's.
 func claimReturningQuery(d dialect) string {
 	return strings.ReplaceAll(`WITH candidates AS (`+d.perEndpoint+`),
-		d AS (UPDATE deliveries SET lease_owner = ?, lease_until = ? WHERE id IN (SELECT id FROM candidates)
+		d AS (UPDATE deliveries SET `+claimSet+` WHERE id IN (SELECT id FROM candidates)
 			RETURNING id, event_id, endpoint_id, status, attempts, next_attempt, last_code, created, updated)
 		SELECT `+jobColumns+` FROM d JOIN events ev ON ev.id = d.event_id JOIN endpoints e ON e.id = d.endpoint_id
 		ORDER BY d.next_attempt, d.id`, "{ids}", d.idSet)
 }
 
 // releaseQuery drops the owner's (first argument) leases of the
-// deliveries (a JSON array of ids).
+// deliveries (a JSON array of ids). (A Resend made meanwhile left a
+// delivery pending and due: the next claim, which clears its resend, is
+// the attempt it asked for.)
 func releaseQuery(d dialect) string {
 	return `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE lease_owner = ? AND id IN ` + d.idSet
 }
 
 // hotQueries are the statements kept prepared on SQLite.
 func hotQueries(d dialect) []string {
-	return []string{claimQuery(d), claimJobsQuery(d), releaseQuery(d), completeDeliveryQuery, insertAttemptQuery, endpointOKQuery, endpointFailingQuery}
+	return []string{claimQuery(d), claimJobsQuery(d), releaseQuery(d), completeDeliveryQuery, insertAttemptQuery, endpointOKQuery, endpointFailingQuery,
+		endpointsVersionQuery, insertDeliveriesQuery(d)}
 }
 
 func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
@@ -121,7 +135,7 @@ func claimArgs(r ClaimRequest) ([]any, int64) {
 		per = r.Limit
 	}
 	now, until := nanos(r.Now), nanos(r.Now.Add(r.Lease))
-	return []any{now, now, per, idJSON(r.Skip), r.Limit, r.Owner, until}, until
+	return []any{now, now, per, idJSON(r.Skip), r.Limit, r.Owner, until, r.Owner}, until
 }
 
 // scanJobs reads and closes rows of claimed deliveries (jobColumns),
@@ -188,7 +202,11 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 			lost, err = s.completeBulk(ctx, tx, cs)
 			return err
 		}
+		if err := s.lockEndpoints(ctx, tx, cs); err != nil {
+			return err
+		}
 		health := map[string]bool{}
+		disabled := false
 		for _, c := range cs {
 			ok, err := s.complete(ctx, tx, c, health)
 			if err != nil {
@@ -198,12 +216,35 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 			if !ok {
 				lost++
 			}
+			disabled = disabled || ok && c.Disable != ""
+		}
+		if disabled {
+			_, err := s.exec(ctx, tx, bumpEndpointsQuery)
+			return err
 		}
 		return nil
 	})
 	if err == nil && lost > 0 {
 		err = fmt.Errorf("%w: %d of %d completions", ErrLeaseLost, lost, len(cs))
 	}
+	return err
+}
+
+// lockEndpoints takes, on PostgreSQL, a key-share lock on the rows of
+// the endpoints of cs, before a delivery of theirs is written: an
+// endpoint being deleted (DeleteEndpoint holds its row FOR UPDATE) is
+// waited for, and its deliveries are then gone (their completions' leases
+// lost); one not yet being deleted is then deleted only after cs commit,
+// attempts included. (completeBulk's statement takes the same locks.)
+func (s *sqlStore) lockEndpoints(ctx context.Context, tx *sql.Tx, cs []*Completion) error {
+	if s.d.forKeyShare == "" {
+		return nil
+	}
+	ids := make([]string, 0, len(cs))
+	for _, c := range cs {
+		ids = append(ids, c.Attempt.EndpointID)
+	}
+	_, err := s.exec(ctx, tx, `SELECT id FROM endpoints WHERE id IN `+s.d.idSet+` ORDER BY id`+s.d.forKeyShare, idJSON(ids))
 	return err
 }
 
@@ -252,7 +293,7 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 		response = []byte{}
 	}
 	if _, err := s.execHot(ctx, tx, insertAttemptQuery,
-		a.ID, a.DeliveryID, a.EventID, a.EndpointID, nanos(a.Started), int64(a.Duration), a.StatusCode, a.Error, response, c.Status); err != nil {
+		a.ID, a.DeliveryID, a.EventID, a.EndpointID, nanos(a.Started), int64(a.Duration), a.StatusCode, storedText(a.Error), response, c.Status); err != nil {
 		return false, err
 	}
 	if err := s.writeHealth(ctx, tx, c, health); err != nil {
@@ -260,7 +301,7 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 	}
 	if c.Disable != "" {
 		if _, err := s.exec(ctx, tx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated = ? WHERE id = ?`,
-			c.Disable, nanos(a.Started.Add(a.Duration)), a.EndpointID); err != nil {
+			storedText(c.Disable), nanos(a.Started.Add(a.Duration)), a.EndpointID); err != nil {
 			return false, err
 		}
 		if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`,

@@ -33,54 +33,8 @@ func (s *sqlStore) insertEvent(ctx context.Context, tx *sql.Tx, ev *Event, targe
 		row := tx.QueryRowContext(ctx, s.d.rebind(`SELECT id, type, payload, idempotency_key, created FROM events WHERE idempotency_key = ?`), ev.IdempotencyKey)
 		return false, scanEvent(row, ev)
 	}
-	var ids []string
-	if len(targets) > 0 {
-		args := make([]any, len(targets))
-		for i, t := range targets {
-			args[i] = t
-		}
-		rows, err := tx.QueryContext(ctx, s.d.rebind(`SELECT id FROM endpoints WHERE enabled = 1 AND id IN (`+placeholders(len(targets))+`)`), args...)
-		if err != nil {
-			return false, err
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return false, err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return false, err
-		}
-	} else {
-		rows, err := tx.QueryContext(ctx, `SELECT `+endpointColumns+` FROM endpoints e WHERE e.enabled = 1`)
-		if err != nil {
-			return false, err
-		}
-		for rows.Next() {
-			var e Endpoint
-			if err := scanEndpoint(rows, &e); err != nil {
-				rows.Close()
-				return false, err
-			}
-			if e.Accepts(ev.Type) {
-				ids = append(ids, e.ID)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return false, err
-		}
-	}
-	at := nanos(ev.Created)
-	for _, id := range ids {
-		if _, err := s.exec(ctx, tx, `INSERT INTO deliveries (id, event_id, endpoint_id, status, attempts, next_attempt, lease_owner, lease_until, last_code, created, updated)
-			VALUES (?, ?, ?, ?, 0, ?, '', 0, 0, ?, ?)`, NewID("dlv", ev.Created), ev.ID, id, StatusPending, at, at, at); err != nil {
-			return false, err
-		}
+	if err := s.insertDeliveries(ctx, tx, ev, targets); err != nil {
+		return false, err
 	}
 	return true, nil
 }
@@ -175,11 +129,18 @@ func (s *sqlStore) ListAttempts(ctx context.Context, eventID string) ([]*Attempt
 	return list, rows.Err()
 }
 
+// Resend of a delivery leased, whose attempt may be under way, keeps the
+// lease and sets its resend: the attempt's completion then leaves it
+// pending (see completeDeliveryQuery).
 func (s *sqlStore) Resend(ctx context.Context, eventID, endpointID string, now time.Time) (int, error) {
 	var n int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		// The event's row is locked (key share) for the transaction: a
+		// purge holding it (FOR UPDATE) is waited for, and the event is
+		// then gone; a purge not yet holding it skips it (SKIP LOCKED), and
+		// after the commit finds its delivery pending (see Purge).
 		var one int
-		if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT 1 FROM events WHERE id = ?`), eventID).Scan(&one); err != nil {
+		if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT 1 FROM events WHERE id = ?`+s.d.forKeyShare), eventID).Scan(&one); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("%w: event %s", ErrNotFound, eventID)
 			}
@@ -188,8 +149,9 @@ func (s *sqlStore) Resend(ctx context.Context, eventID, endpointID string, now t
 		t := nanos(now)
 		var err error
 		if endpointID == "" {
-			n, err = s.exec(ctx, tx, `UPDATE deliveries SET status = ?, attempts = 0, next_attempt = ?, updated = ? WHERE event_id = ?`,
-				StatusPending, t, t, eventID)
+			n, err = s.exec(ctx, tx, `UPDATE deliveries SET status = ?, attempts = 0, next_attempt = ?, updated = ?,
+				resend = CASE WHEN lease_owner <> '' THEN CAST(? AS BIGINT) ELSE 0 END WHERE event_id = ?`,
+				StatusPending, t, t, t, eventID)
 			return err
 		}
 		if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT 1 FROM endpoints WHERE id = ?`), endpointID).Scan(&one); err != nil {
@@ -200,17 +162,25 @@ func (s *sqlStore) Resend(ctx context.Context, eventID, endpointID string, now t
 		}
 		n, err = s.exec(ctx, tx, `INSERT INTO deliveries (id, event_id, endpoint_id, status, attempts, next_attempt, lease_owner, lease_until, last_code, created, updated)
 			VALUES (?, ?, ?, ?, 0, ?, '', 0, 0, ?, ?)
-			ON CONFLICT (event_id, endpoint_id) DO UPDATE SET status = excluded.status, attempts = 0, next_attempt = excluded.next_attempt, updated = excluded.updated`,
+			ON CONFLICT (event_id, endpoint_id) DO UPDATE SET status = excluded.status, attempts = 0, next_attempt = excluded.next_attempt, updated = excluded.updated,
+				resend = CASE WHEN deliveries.lease_owner <> '' THEN excluded.next_attempt ELSE 0 END`,
 			NewID("dlv", now), eventID, endpointID, StatusPending, t, t, t)
 		return err
 	})
 	return int(n), err
 }
 
+// Recover locks (key share) the events of the deliveries it makes
+// pending, as Resend does, against a purge deleting them meanwhile.
 func (s *sqlStore) Recover(ctx context.Context, endpointID string, since, until, now time.Time) (int, error) {
 	t := nanos(now)
+	lock := ""
+	if s.d.forKeyShare != "" {
+		lock = s.d.forKeyShare + " OF ev"
+	}
 	n, err := s.exec(ctx, s.db, `UPDATE deliveries SET status = ?, attempts = 0, next_attempt = ?, updated = ?
-		WHERE endpoint_id = ? AND status = ? AND event_id IN (SELECT id FROM events WHERE created >= ? AND created < ?)`,
-		StatusPending, t, t, endpointID, StatusFailed, since.UnixNano(), until.UnixNano())
+		WHERE endpoint_id = ? AND status = ? AND event_id IN (SELECT ev.id FROM deliveries x JOIN events ev ON ev.id = x.event_id
+			WHERE x.endpoint_id = ? AND x.status = ? AND ev.created >= ? AND ev.created < ?`+lock+`)`,
+		StatusPending, t, t, endpointID, StatusFailed, endpointID, StatusFailed, since.UnixNano(), until.UnixNano())
 	return int(n), err
 }

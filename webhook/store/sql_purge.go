@@ -38,6 +38,14 @@ func (s *sqlStore) Purge(ctx context.Context, before time.Time, limit int) (int,
 		if err := rows.Err(); err != nil || len(ids) == 0 {
 			return err
 		}
+		// Checked again now that the events are locked, in a statement
+		// of its own (PostgreSQL's READ COMMITTED: a new snapshot): a
+		// Resend or Recover that made a delivery of one pending after the
+		// select's snapshot, before it was locked, has committed (they lock
+		// the event first), and its event is kept.
+		if ids, err = s.stillPurgeable(ctx, tx, ids); err != nil || len(ids) == 0 {
+			return err
+		}
 		list := idJSON(ids)
 		for _, q := range []string{
 			`DELETE FROM attempts WHERE event_id IN ` + s.d.idSet,
@@ -56,4 +64,23 @@ func (s *sqlStore) Purge(ctx context.Context, before time.Time, limit int) (int,
 		return 0, err
 	}
 	return n, nil
+}
+
+// stillPurgeable returns the events of ids with no pending delivery.
+func (s *sqlStore) stillPurgeable(ctx context.Context, tx *sql.Tx, ids []string) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, s.d.rebind(`SELECT ev.id FROM events ev WHERE ev.id IN `+s.d.idSet+`
+		AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id AND d.status = 'pending')`), idJSON(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keep []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		keep = append(keep, id)
+	}
+	return keep, rows.Err()
 }

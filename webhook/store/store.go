@@ -27,7 +27,10 @@ type Store interface {
 	// endpoint pauses its pending deliveries; enabling it makes them
 	// pending again.
 	UpdateEndpoint(ctx context.Context, e *Endpoint) error
-	// DeleteEndpoint removes the endpoint and its deliveries.
+	// DeleteEndpoint removes the endpoint, its deliveries and their
+	// attempts. Completions of attempts to it recorded meanwhile do not
+	// fail it: each is either recorded first and deleted with the rest,
+	// or refused (its LeaseLost set).
 	DeleteEndpoint(ctx context.Context, id string) error
 
 	// InsertEvent stores ev and one pending delivery, due at ev.Created,
@@ -44,7 +47,10 @@ type Store interface {
 	ListAttempts(ctx context.Context, eventID string) ([]*Attempt, error)
 	// Resend makes the event's deliveries (to endpointID only, if given)
 	// pending and due at now, creating the delivery to endpointID if it
-	// has none; it returns how many deliveries it scheduled.
+	// has none; it returns how many deliveries it scheduled. A delivery
+	// whose attempt is under way (leased) is attempted again after it,
+	// whatever its result: its completion leaves the delivery pending, due
+	// at now, with no attempts (a new schedule).
 	Resend(ctx context.Context, eventID, endpointID string, now time.Time) (int, error)
 	// Recover makes pending again, due at now, every failed delivery to
 	// the endpoint whose event was created in [since, until).
@@ -82,7 +88,9 @@ type Store interface {
 	// Purge deletes up to limit events created before before, the
 	// oldest first, with their deliveries and attempts, but not an event
 	// with a delivery still pending (being attempted or waiting for a
-	// retry); it returns how many it deleted. A deleted event's
+	// retry), nor one a Resend or Recover is making pending at the same
+	// time (that one finds it deleted, or it stays); it returns how many
+	// it deleted. A deleted event's
 	// idempotency key is free again. Dispatchers sharing PostgreSQL purge
 	// at once without waiting for each other (SKIP LOCKED).
 	Purge(ctx context.Context, before time.Time, limit int) (int, error)

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -174,4 +175,96 @@ func TestPurgeTogetherPostgres(t *testing.T) {
 	if evs, err := stores[0].ListEvents(ctx, time.Time{}, 10); total != events || len(evs) != 0 || err != nil {
 		t.Fatalf("%d purged, %d events left (%v); want %d and none", total, len(evs), err, events)
 	}
+}
+
+// reopenWithoutResend makes the database at addr (driver, dsn) as an
+// earlier version left it, without deliveries.resend, and opens it: the
+// store adds the column, and a resend of a leased delivery is kept.
+func reopenWithoutResend(t *testing.T, addr, driver, dsn string) {
+	ctx := context.Background()
+	s := openT(t, addr)
+	s.Close()
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `ALTER TABLE deliveries DROP COLUMN resend`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s = openT(t, addr)
+	t0 := time.Unix(1_800_000_000, 0)
+	if err := s.CreateEndpoint(ctx, &store.Endpoint{ID: "ep_1", URL: "http://127.0.0.1:1/", Enabled: true, Created: t0, Updated: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.InsertEvent(ctx, &store.Event{ID: "msg_1", Type: "t", Payload: []byte("{}"), Created: t0}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.Claim(ctx, store.ClaimRequest{Owner: "a", Now: t0, Lease: time.Minute, Limit: 1})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claimed %d: %v", len(jobs), err)
+	}
+	if _, err := s.Resend(ctx, "msg_1", "", t0); err != nil {
+		t.Fatal(err)
+	}
+	j := jobs[0]
+	if err := s.Complete(ctx, &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: store.StatusSucceeded,
+		Attempt: store.Attempt{ID: "atmpt_1", DeliveryID: j.Delivery.ID, EventID: "msg_1", EndpointID: "ep_1", Started: t0, StatusCode: 200}}); err != nil {
+		t.Fatal(err)
+	}
+	if ds, err := s.ListDeliveries(ctx, "msg_1"); err != nil || len(ds) != 1 || ds[0].Status != store.StatusPending {
+		t.Fatalf("deliveries %+v %v, want the resent one pending", ds, err)
+	}
+}
+
+func TestAddColumnsSQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "webhook.db")
+	reopenWithoutResend(t, "sqlite:"+path, "sqlite", path)
+}
+
+func TestAddColumnsPostgres(t *testing.T) {
+	addr := pgtest.Start(t, "fsync=off").NewDatabase(t)
+	reopenWithoutResend(t, addr, "pgx", addr)
+}
+
+// fanOutAcrossStores: an endpoint changed through one store (another
+// dispatcher, or the API in another process) is followed by the next
+// event another store on the same database stores, whose filters were
+// read before.
+func fanOutAcrossStores(t *testing.T, addr string) {
+	ctx := context.Background()
+	a, b := openT(t, addr), openT(t, addr)
+	t0 := time.Unix(1_800_000_000, 0)
+	e := &store.Endpoint{ID: "ep_1", URL: "http://127.0.0.1:1/", EventTypes: []string{"x"}, Enabled: true, Created: t0, Updated: t0}
+	if err := a.CreateEndpoint(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	deliveries := func(when, typ string, want int) {
+		t.Helper()
+		ev := &store.Event{ID: store.NewID("msg", t0), Type: typ, Payload: []byte("{}"), Created: t0}
+		if _, err := a.InsertEvent(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		if ds, err := a.ListDeliveries(ctx, ev.ID); err != nil || len(ds) != want {
+			t.Fatalf("%s: an event of type %s: deliveries %+v %v, want %d", when, typ, ds, err, want)
+		}
+	}
+	deliveries("at first", "y", 0)
+	e.EventTypes = []string{"y"}
+	if err := b.UpdateEndpoint(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	deliveries("filter changed by the other store", "y", 1)
+	if err := b.CreateEndpoint(ctx, &store.Endpoint{ID: "ep_2", URL: "http://127.0.0.1:1/", Enabled: true, Created: t0, Updated: t0}); err != nil {
+		t.Fatal(err)
+	}
+	deliveries("an endpoint created by the other store", "y", 2)
+}
+
+func TestFanOutAcrossStoresSQLite(t *testing.T) {
+	fanOutAcrossStores(t, "sqlite:"+filepath.Join(t.TempDir(), "webhook.db"))
+}
+
+func TestFanOutAcrossStoresPostgres(t *testing.T) {
+	fanOutAcrossStores(t, pgtest.Start(t, "fsync=off").NewDatabase(t))
 }

@@ -122,7 +122,8 @@ type Attempt struct {
 	// StatusCode is the response's status (0: none, see Error).
 	StatusCode int
 	// Error says why an attempt failed without a response (timeout,
-	// refused connection, blocked address).
+	// refused connection, blocked address). It is stored with each NUL
+	// byte and each run of bytes that are not UTF-8 replaced by U+FFFD.
 	Error string
 	// Response is the start of the response body (capped by the dispatcher).
 	Response []byte

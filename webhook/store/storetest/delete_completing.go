@@ -1,0 +1,105 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/webhook/store"
+)
+
+// testDeleteEndpointCompleting: an endpoint deleted while attempts to it
+// are being recorded (one by one, and in batches) is deleted: neither
+// the deletion nor a completion fails, a completion either is refused
+// (ErrLeaseLost) or is recorded and then deleted with the endpoint, and
+// no delivery or attempt of the endpoint is left. Rounds of a deletion
+// racing completions that change the endpoint's health (each of those
+// writes the endpoint's row too), and an endpoint left standing whose
+// completions go on meanwhile.
+func testDeleteEndpointCompleting(t *testing.T, s store.Store) {
+	c := ctx(t)
+	endpoint(t, s, "ep_keep")
+	const rounds, events = 20, 12
+	for r := range rounds {
+		id := fmt.Sprint("ep_del", r)
+		endpoint(t, s, id)
+		var evs []string
+		for i := range events {
+			ev := &store.Event{ID: fmt.Sprintf("msg_%d_%02d", r, i), Type: "t", Payload: []byte("{}"), Created: t0}
+			if _, err := s.InsertEvent(c, ev, id, "ep_keep"); err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, ev.ID)
+		}
+		now := t0.Add(time.Duration(r) * time.Minute)
+		jobs := claim(t, s, "a", now, 2*events)
+		if len(jobs) != 2*events {
+			t.Fatalf("round %d: claimed %d, want %d", r, len(jobs), 2*events)
+		}
+		completion := func(i int, j *store.Job) *store.Completion {
+			ok := i%2 == 0 // health changing at every attempt
+			status := store.StatusSucceeded
+			if !ok {
+				status = store.StatusFailed
+			}
+			return &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: status, EndpointOK: ok,
+				Attempt: store.Attempt{ID: fmt.Sprintf("atmpt_%d_%d", r, i), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID,
+					Started: now, StatusCode: 200 + 300*(i%2)}}
+		}
+		// Half the jobs completed one by one, the others in batches of 4
+		// (PostgreSQL writes those in bulk), all while the endpoint is
+		// deleted.
+		var batches [][]*store.Completion
+		for i, j := range jobs {
+			if i < len(jobs)/2 {
+				batches = append(batches, []*store.Completion{completion(i, j)})
+				continue
+			}
+			if (i-len(jobs)/2)%4 == 0 {
+				batches = append(batches, nil)
+			}
+			batches[len(batches)-1] = append(batches[len(batches)-1], completion(i, j))
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, cs := range batches {
+			wg.Go(func() {
+				<-start
+				if err := s.Complete(c, cs...); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+					t.Errorf("round %d: a completion while the endpoint is deleted: %v", r, err)
+				}
+				for _, cp := range cs {
+					if cp.LeaseLost && cp.Attempt.EndpointID != id {
+						t.Errorf("round %d: %s to %s refused: lease lost", r, cp.Attempt.ID, cp.Attempt.EndpointID)
+					}
+				}
+			})
+		}
+		wg.Go(func() {
+			<-start
+			if err := s.DeleteEndpoint(c, id); err != nil {
+				t.Errorf("round %d: deleting the endpoint while attempts to it are recorded: %v", r, err)
+			}
+		})
+		close(start)
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		for _, ev := range evs {
+			ds, err := s.ListDeliveries(c, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			as, err := s.ListAttempts(c, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ds) != 1 || ds[0].EndpointID != "ep_keep" || ds[0].Attempts != 1 || len(as) != 1 || as[0].EndpointID != "ep_keep" {
+				t.Fatalf("round %d, %s: deliveries %+v, attempts %+v; want ep_keep's alone, with its attempt", r, ev, ds, as)
+			}
+		}
+	}
+}
