@@ -265,16 +265,25 @@ func (s *sqlStore) ListEndpoints(ctx context.Context) ([]*Endpoint, error) {
 	return list, rows.Err()
 }
 
+// UpdateEndpoint writes the endpoint, then pauses or resumes its
+// deliveries. On PostgreSQL it first locks the endpoint's row FOR
+// UPDATE, as DeleteEndpoint does: the completions of attempts to it
+// (each holding a key-share lock on its endpoints' rows, taken before it
+// writes a delivery, then writing the endpoint's health) are waited for,
+// and new ones wait until it commits, so both take the endpoint's row,
+// then the deliveries'. Without it (the UPDATE's own lock does not
+// conflict with a key share) a completion holding a delivery waited to
+// write the endpoint's health while the update, holding the endpoint,
+// waited for that delivery: a deadlock, one of them killed (40P01).
 func (s *sqlStore) UpdateEndpoint(ctx context.Context, e *Endpoint) error {
 	types, secrets := endpointJSON(e)
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		n, err := s.exec(ctx, tx, `UPDATE endpoints SET url = ?, description = ?, event_types = ?, secrets = ?, rate_limit = ?, enabled = ?,
-			disabled_reason = ?, failing_since = ?, updated = ? WHERE id = ?`,
-			e.URL, e.Description, types, secrets, e.RateLimit, boolInt(e.Enabled), e.DisabledReason, nanos(e.FailingSince), nanos(e.Updated), e.ID)
-		if err == nil && n == 0 {
-			err = fmt.Errorf("%w: endpoint %s", ErrNotFound, e.ID)
+		if err := s.lockEndpoint(ctx, tx, e.ID); err != nil {
+			return err
 		}
-		if err != nil {
+		if _, err := s.exec(ctx, tx, `UPDATE endpoints SET url = ?, description = ?, event_types = ?, secrets = ?, rate_limit = ?, enabled = ?,
+			disabled_reason = ?, failing_since = ?, updated = ? WHERE id = ?`,
+			e.URL, e.Description, types, secrets, e.RateLimit, boolInt(e.Enabled), e.DisabledReason, nanos(e.FailingSince), nanos(e.Updated), e.ID); err != nil {
 			return err
 		}
 		from, to := StatusPending, StatusPaused
@@ -284,7 +293,7 @@ func (s *sqlStore) UpdateEndpoint(ctx context.Context, e *Endpoint) error {
 		if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`, to, e.ID, from); err != nil {
 			return err
 		}
-		_, err = s.exec(ctx, tx, bumpEndpointsQuery)
+		_, err := s.exec(ctx, tx, bumpEndpointsQuery)
 		return err
 	})
 }
@@ -301,12 +310,7 @@ func (s *sqlStore) UpdateEndpoint(ctx context.Context, e *Endpoint) error {
 // of the delivery fail (a foreign key).
 func (s *sqlStore) DeleteEndpoint(ctx context.Context, id string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		var found string
-		err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT id FROM endpoints WHERE id = ?`+s.d.forUpdate), id).Scan(&found)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: endpoint %s", ErrNotFound, id)
-		}
-		if err != nil {
+		if err := s.lockEndpoint(ctx, tx, id); err != nil {
 			return err
 		}
 		if _, err := s.exec(ctx, tx, `DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE endpoint_id = ?)`, id); err != nil {
@@ -318,7 +322,19 @@ func (s *sqlStore) DeleteEndpoint(ctx context.Context, id string) error {
 		if _, err := s.exec(ctx, tx, `DELETE FROM endpoints WHERE id = ?`, id); err != nil {
 			return err
 		}
-		_, err = s.exec(ctx, tx, bumpEndpointsQuery)
+		_, err := s.exec(ctx, tx, bumpEndpointsQuery)
 		return err
 	})
+}
+
+// lockEndpoint reads the endpoint's row in tx, on PostgreSQL locking it
+// FOR UPDATE (see UpdateEndpoint and DeleteEndpoint); ErrNotFound if
+// there is none.
+func (s *sqlStore) lockEndpoint(ctx context.Context, tx *sql.Tx, id string) error {
+	var found string
+	err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT id FROM endpoints WHERE id = ?`+s.d.forUpdate), id).Scan(&found)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: endpoint %s", ErrNotFound, id)
+	}
+	return err
 }

@@ -25,7 +25,8 @@ type Store interface {
 	ListEndpoints(ctx context.Context) ([]*Endpoint, error)
 	// UpdateEndpoint writes every field but ID and Created. Disabling an
 	// endpoint pauses its pending deliveries; enabling it makes them
-	// pending again.
+	// pending again. Completions of attempts to it recorded meanwhile
+	// neither fail it nor are failed by it.
 	UpdateEndpoint(ctx context.Context, e *Endpoint) error
 	// DeleteEndpoint removes the endpoint, its deliveries and their
 	// attempts. Completions of attempts to it recorded meanwhile do not

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Open) {
 		{"DeleteEndpointPending", testDeleteEndpointPending},
 		{"DeleteEndpointCompleting", testDeleteEndpointCompleting},
 		{"DeleteEndpointInserting", testDeleteEndpointInserting},
+		{"UpdateEndpointCompleting", testUpdateEndpointCompleting},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"ResendInFlight", testResendInFlight},

@@ -1,0 +1,94 @@
+package storetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/webhook/store"
+)
+
+// testUpdateEndpointCompleting: an endpoint disabled while attempts to
+// it are being recorded (one by one, and in batches), the attempts
+// changing the endpoint's health (each writes the endpoint's row after
+// its delivery's, where the update writes the endpoint's row, then its
+// deliveries'): neither the update nor a completion fails (on
+// PostgreSQL, a deadlock, 40P01, killed one of them), every attempt is
+// recorded, and the deliveries left to retry are paused.
+func testUpdateEndpointCompleting(t *testing.T, s store.Store) {
+	c := ctx(t)
+	const rounds, events = 30, 12
+	for r := range rounds {
+		e := endpoint(t, s, fmt.Sprint("ep_upd", r))
+		for i := range events {
+			ev := &store.Event{ID: fmt.Sprintf("msg_%d_%02d", r, i), Type: "t", Payload: []byte("{}"), Created: t0}
+			if _, err := s.InsertEvent(c, ev, e.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now := t0.Add(time.Duration(r) * time.Minute)
+		jobs := claim(t, s, "a", now, events)
+		if len(jobs) != events {
+			t.Fatalf("round %d: claimed %d, want %d", r, len(jobs), events)
+		}
+		want := map[string]string{} // delivery id: its status after the round
+		completion := func(i int, j *store.Job) *store.Completion {
+			ok := i%2 == 0 // health changing at every attempt
+			status := store.StatusSucceeded
+			want[j.Delivery.ID] = status
+			if !ok {
+				status = store.StatusPending
+				want[j.Delivery.ID] = store.StatusPaused
+			}
+			return &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: status, EndpointOK: ok, NextAttempt: now.Add(time.Hour),
+				Attempt: store.Attempt{ID: fmt.Sprintf("atmpt_%d_%d", r, i), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: e.ID,
+					Started: now, StatusCode: 200 + 300*(i%2)}}
+		}
+		// Half the jobs completed one by one, the others in batches of 3
+		// (PostgreSQL writes those in bulk).
+		var batches [][]*store.Completion
+		for i, j := range jobs {
+			if i < len(jobs)/2 {
+				batches = append(batches, []*store.Completion{completion(i, j)})
+				continue
+			}
+			if (i-len(jobs)/2)%3 == 0 {
+				batches = append(batches, nil)
+			}
+			batches[len(batches)-1] = append(batches[len(batches)-1], completion(i, j))
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, cs := range batches {
+			wg.Go(func() {
+				<-start
+				if err := s.Complete(c, cs...); err != nil {
+					t.Errorf("round %d: a completion while the endpoint is updated: %v", r, err)
+				}
+			})
+		}
+		wg.Go(func() {
+			<-start
+			u := *e
+			u.Enabled, u.Description, u.Updated = false, "disabled", now
+			if err := s.UpdateEndpoint(c, &u); err != nil {
+				t.Errorf("round %d: disabling the endpoint while attempts to it are recorded: %v", r, err)
+			}
+		})
+		close(start)
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		for _, j := range jobs {
+			ds, err := s.ListDeliveries(c, j.Event.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ds) != 1 || ds[0].Attempts != 1 || ds[0].Status != want[ds[0].ID] {
+				t.Fatalf("round %d, %s: deliveries %+v; want one, attempted once, %s", r, j.Event.ID, ds, want[j.Delivery.ID])
+			}
+		}
+	}
+}
