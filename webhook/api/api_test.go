@@ -32,7 +32,13 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "webhook.db"))
+	return newFixtureOn(t, "sqlite:"+filepath.Join(t.TempDir(), "webhook.db"))
+}
+
+// newFixtureOn is newFixture on the store at dsn.
+func newFixtureOn(t *testing.T, dsn string) *fixture {
+	t.Helper()
+	st, err := store.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +159,7 @@ func TestAccessAndBadInput(t *testing.T) {
 	}
 	// Header values are bytes: a key not valid UTF-8 (refused by
 	// PostgreSQL's TEXT column) is refused with the reason.
-	if code, b := f.do("POST", "/v1/events", event, "Idempotency-Key", "k\xff"); code != 400 || !strings.Contains(string(b), "idempotency_key: want valid UTF-8") {
+	if code, b := f.do("POST", "/v1/events", event, "Idempotency-Key", "k\xff"); code != 400 || !strings.Contains(string(b), "Idempotency-Key: want valid UTF-8") {
 		t.Errorf("Idempotency-Key not valid UTF-8: %d %s, want 400", code, b)
 	}
 	// The source's keys are out of clients' reach, by header too.

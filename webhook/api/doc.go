@@ -7,6 +7,8 @@
 //
 // Bad requests get a 4xx with a JSON body {"error": "…"} and change
 // nothing: 401 without a valid token, 400 for malformed JSON, unknown
-// fields or invalid values, 404 for a missing object, 413 for a body
+// fields or invalid values (among them any string, in the body, the
+// path, the query or the Idempotency-Key header, holding a NUL or bytes
+// not UTF-8, which PostgreSQL cannot store), 404 for a missing object, 413 for a body
 // over MaxBodyBytes.
 package api

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/brokerless/brokerless/webhook/dispatch"
 	"github.com/brokerless/brokerless/webhook/store"
@@ -57,10 +56,6 @@ func (s *Server) createEvent(r *http.Request) (int, any, error) {
 		return 0, nil, badRequest("data: not valid UTF-8 (Standard Webhooks receivers hash the body as UTF-8 text: it could never verify)")
 	case len(in.IdempotencyKey) > maxKeyLen:
 		return 0, nil, badRequest("idempotency_key: longer than %d bytes", maxKeyLen)
-	case !utf8.ValidString(in.IdempotencyKey) || strings.IndexByte(in.IdempotencyKey, 0) >= 0:
-		// A header is bytes, and JSON may hold \u0000: PostgreSQL's TEXT
-		// column refuses both.
-		return 0, nil, badRequest("idempotency_key: want valid UTF-8 without NUL")
 	case strings.HasPrefix(in.IdempotencyKey, dispatch.ReservedKeyPrefix):
 		// The source's keys: one taken here would make a log record a
 		// silent duplicate, acknowledged and never stored.

@@ -126,6 +126,7 @@ type handler func(r *http.Request) (int, any, error)
 
 func (s *Server) handle(pattern string, auth bool, h handler) {
 	s.routes = append(s.routes, pattern)
+	names := wildcards(pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if auth {
 			if err := s.authenticate(r); err != nil {
@@ -135,7 +136,14 @@ func (s *Server) handle(pattern string, auth bool, h handler) {
 			}
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-		code, v, err := h(r)
+		err := checkRequestText(r, names)
+		var (
+			code int
+			v    any
+		)
+		if err == nil {
+			code, v, err = h(r)
+		}
 		if err != nil {
 			var he *httpError
 			var mb *http.MaxBytesError
@@ -181,7 +189,8 @@ func writeError(w http.ResponseWriter, code int, format string, args ...any) {
 	w.Write(append(b, '\n'))
 }
 
-// decode reads the JSON body into v: one object, no unknown fields.
+// decode reads the JSON body into v: one object, no unknown fields, no
+// string holding a NUL (checkFields).
 func decode(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -202,7 +211,7 @@ func decode(r *http.Request, v any) error {
 		}
 		return badRequest("malformed JSON: more after the object")
 	}
-	return nil
+	return checkFields(v)
 }
 
 // Tokens.
