@@ -23,6 +23,7 @@ func bulkable(cs []*Completion) bool {
 type bulkDelivery struct {
 	ID       string `json:"id"`
 	Endpoint string `json:"endpoint"`
+	Event    string `json:"event"`
 	Owner    string `json:"owner"`
 	Lease    int64  `json:"lease"` // Completion.LeaseUntil, 0 for any
 	Status   string `json:"status"`
@@ -47,20 +48,22 @@ type bulkAttempt struct {
 // The bulk statements (PostgreSQL): a batch of completions in two
 // statements, where the row-by-row path makes two or three round trips
 // per completion, the writer's whole cost against a local server. The
-// first takes a key-share lock on the endpoints' rows (e) before it
-// writes their deliveries, as lockEndpoints does for the row-by-row path:
-// a delivery of an endpoint deleted meanwhile is not matched. A resend
+// first takes a key-share lock on the endpoints' rows (e) and the
+// events' (v) before it writes their deliveries, as lockParents does for
+// the row-by-row path: a delivery of an endpoint deleted or an event
+// purged meanwhile is not matched. A resend
 // is honoured as completeDeliveryQuery does.
 const (
 	bulkDeliveriesQuery = `WITH c AS (SELECT * FROM jsonb_to_recordset(CAST(? AS jsonb))
-			AS c(id text, endpoint text, owner text, lease bigint, status text, next bigint, code int, updated bigint)),
-		e AS (SELECT e.id, e.enabled FROM endpoints e WHERE e.id IN (SELECT c.endpoint FROM c) FOR KEY SHARE)
+			AS c(id text, endpoint text, event text, owner text, lease bigint, status text, next bigint, code int, updated bigint)),
+		e AS (SELECT e.id, e.enabled FROM endpoints e WHERE e.id IN (SELECT c.endpoint FROM c) FOR KEY SHARE),
+		v AS (SELECT v.id FROM events v WHERE v.id IN (SELECT c.event FROM c) FOR KEY SHARE)
 		UPDATE deliveries d SET status = CASE WHEN d.resend <> 0 OR c.status = 'pending' THEN CASE WHEN e.enabled = 0 THEN 'paused' ELSE 'pending' END
 			ELSE c.status END, attempts = CASE WHEN d.resend <> 0 THEN 0 ELSE d.attempts + 1 END,
 			next_attempt = CASE WHEN d.resend <> 0 THEN d.resend ELSE c.next END,
 			resend = 0, lease_owner = '', lease_until = 0, last_code = c.code, updated = c.updated
-		FROM c JOIN e ON e.id = c.endpoint
-		WHERE d.id = c.id AND d.endpoint_id = e.id AND d.lease_owner = c.owner AND (c.lease = 0 OR d.lease_until = c.lease) RETURNING d.id`
+		FROM c JOIN e ON e.id = c.endpoint JOIN v ON v.id = c.event
+		WHERE d.id = c.id AND d.endpoint_id = e.id AND d.event_id = v.id AND d.lease_owner = c.owner AND (c.lease = 0 OR d.lease_until = c.lease) RETURNING d.id`
 	bulkAttemptsQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
 		SELECT a.id, a.delivery_id, a.event_id, a.endpoint_id, a.started, a.duration, a.status_code, a.error, decode(a.response, 'base64'), a.outcome
 		FROM jsonb_to_recordset(CAST(? AS jsonb)) AS a(id text, delivery_id text, event_id text, endpoint_id text, started bigint,
@@ -75,7 +78,7 @@ func (s *sqlStore) completeBulk(ctx context.Context, tx *sql.Tx, cs []*Completio
 	ds := make([]bulkDelivery, len(cs))
 	for i, c := range cs {
 		a := &c.Attempt
-		ds[i] = bulkDelivery{ID: a.DeliveryID, Endpoint: a.EndpointID, Owner: c.Owner, Lease: nanos(c.LeaseUntil), Status: c.Status, Next: nanos(c.NextAttempt), Code: a.StatusCode,
+		ds[i] = bulkDelivery{ID: a.DeliveryID, Endpoint: a.EndpointID, Event: a.EventID, Owner: c.Owner, Lease: nanos(c.LeaseUntil), Status: c.Status, Next: nanos(c.NextAttempt), Code: a.StatusCode,
 			Updated: nanos(a.Started.Add(a.Duration))}
 	}
 	dj, err := json.Marshal(ds)

@@ -202,7 +202,7 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 			lost, err = s.completeBulk(ctx, tx, cs)
 			return err
 		}
-		if err := s.lockEndpoints(ctx, tx, cs); err != nil {
+		if err := s.lockParents(ctx, tx, cs); err != nil {
 			return err
 		}
 		health := map[string]bool{}
@@ -230,21 +230,27 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 	return err
 }
 
-// lockEndpoints takes, on PostgreSQL, a key-share lock on the rows of
-// the endpoints of cs, before a delivery of theirs is written: an
-// endpoint being deleted (DeleteEndpoint holds its row FOR UPDATE) is
-// waited for, and its deliveries are then gone (their completions' leases
-// lost); one not yet being deleted is then deleted only after cs commit,
-// attempts included. (completeBulk's statement takes the same locks.)
-func (s *sqlStore) lockEndpoints(ctx context.Context, tx *sql.Tx, cs []*Completion) error {
+// lockParents takes, on PostgreSQL, a key-share lock on the rows of
+// the endpoints of cs, then of their events, before a delivery of theirs
+// is written, in one statement. An endpoint being deleted (DeleteEndpoint
+// holds its row FOR UPDATE), or an event being purged (Purge holds its
+// row FOR UPDATE), is waited for, and its deliveries are then gone (their
+// completions' leases lost); one not yet being deleted or purged is then
+// deleted only after cs commit, attempts included (Purge skips the events
+// locked here). (completeBulk's statement takes the same locks.)
+func (s *sqlStore) lockParents(ctx context.Context, tx *sql.Tx, cs []*Completion) error {
 	if s.d.forKeyShare == "" {
 		return nil
 	}
-	ids := make([]string, 0, len(cs))
+	endpoints := make([]string, 0, len(cs))
+	events := make([]string, 0, len(cs))
 	for _, c := range cs {
-		ids = append(ids, c.Attempt.EndpointID)
+		endpoints = append(endpoints, c.Attempt.EndpointID)
+		events = append(events, c.Attempt.EventID)
 	}
-	_, err := s.exec(ctx, tx, `SELECT id FROM endpoints WHERE id IN `+s.d.idSet+` ORDER BY id`+s.d.forKeyShare, idJSON(ids))
+	_, err := s.exec(ctx, tx, `WITH e AS (SELECT id FROM endpoints WHERE id IN `+s.d.idSet+` ORDER BY id`+s.d.forKeyShare+`),
+		v AS (SELECT id FROM events WHERE id IN `+s.d.idSet+` ORDER BY id`+s.d.forKeyShare+`)
+		SELECT (SELECT COUNT(*) FROM e), (SELECT COUNT(*) FROM v)`, idJSON(endpoints), idJSON(events))
 	return err
 }
 

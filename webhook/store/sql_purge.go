@@ -9,6 +9,12 @@ import (
 // purgeQuery selects the events Purge deletes: created before ?, the
 // oldest first (the events_created index), none with a pending delivery
 // (looked up by the deliveries' (event_id, endpoint_id) key), at most ?.
+// On PostgreSQL it locks them FOR UPDATE, skipping those another
+// transaction holds: among them the events of attempts being recorded
+// (a completion takes a key-share lock on its events' rows before it
+// writes their deliveries; see lockParents), which a disabled endpoint's
+// paused deliveries leave purgeable. A completion coming after finds the
+// delivery gone (its lease lost), as it does for DeleteEndpoint.
 func purgeQuery(d dialect) string {
 	return `SELECT ev.id FROM events ev WHERE ev.created < ?
 		AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id AND d.status = 'pending')

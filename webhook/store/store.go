@@ -91,7 +91,9 @@ type Store interface {
 	// with a delivery still pending (being attempted or waiting for a
 	// retry), nor one a Resend or Recover is making pending at the same
 	// time (that one finds it deleted, or it stays); it returns how many
-	// it deleted. A deleted event's
+	// it deleted. An attempt recorded meanwhile to a delivery not pending
+	// (its endpoint disabled) does not fail it: the completion is
+	// recorded first, or refused (its LeaseLost set). A deleted event's
 	// idempotency key is free again. Dispatchers sharing PostgreSQL purge
 	// at once without waiting for each other (SKIP LOCKED).
 	Purge(ctx context.Context, before time.Time, limit int) (int, error)

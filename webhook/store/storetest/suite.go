@@ -38,6 +38,7 @@ func Run(t *testing.T, open Open) {
 		{"DisabledMidAttempt", testDisabledMidAttempt},
 		{"Purge", testPurge},
 		{"PurgeResend", testPurgeResend},
+		{"PurgeInFlight", testPurgeInFlight},
 		{"DeleteEndpointPending", testDeleteEndpointPending},
 		{"DeleteEndpointCompleting", testDeleteEndpointCompleting},
 		{"DeleteEndpointInserting", testDeleteEndpointInserting},

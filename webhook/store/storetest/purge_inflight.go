@@ -1,0 +1,106 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/webhook/store"
+)
+
+// testPurgeInFlight: an endpoint disabled while attempts to it are under
+// way pauses their deliveries, so Purge may take their events while the
+// attempts are recorded (one by one, and in batches). Neither fails (on
+// PostgreSQL a completion committed between Purge's deletion of the
+// attempts and of the deliveries failed Purge on the attempts' foreign
+// key): each completion is either recorded before its event is purged,
+// or refused (ErrLeaseLost) and its event gone, with nothing of it left.
+func testPurgeInFlight(t *testing.T, s store.Store) {
+	c := ctx(t)
+	const rounds, events = 20, 12
+	for r := range rounds {
+		e := endpoint(t, s, fmt.Sprint("ep_pause", r))
+		for i := range events {
+			ev := &store.Event{ID: fmt.Sprintf("msg_%d_%02d", r, i), Type: "t", Payload: []byte("{}"), Created: t0}
+			if _, err := s.InsertEvent(c, ev, e.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now := t0.Add(time.Duration(r) * time.Minute)
+		jobs := claim(t, s, "a", now, events)
+		if len(jobs) != events {
+			t.Fatalf("round %d: claimed %d, want %d", r, len(jobs), events)
+		}
+		u := *e
+		u.Enabled = false
+		if err := s.UpdateEndpoint(c, &u); err != nil {
+			t.Fatal(err)
+		}
+		completion := func(i int, j *store.Job) *store.Completion {
+			status := store.StatusSucceeded
+			if i%2 == 1 {
+				status = store.StatusPending
+			}
+			return &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: status, EndpointOK: i%2 == 0, NextAttempt: now.Add(time.Hour),
+				Attempt: store.Attempt{ID: fmt.Sprintf("atmpt_%d_%d", r, i), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: e.ID,
+					Started: now, StatusCode: 200 + 300*(i%2)}}
+		}
+		// Half the jobs completed one by one, the others in batches of 3
+		// (PostgreSQL writes those in bulk).
+		var batches [][]*store.Completion
+		for i, j := range jobs {
+			if i < len(jobs)/2 {
+				batches = append(batches, []*store.Completion{completion(i, j)})
+				continue
+			}
+			if (i-len(jobs)/2)%3 == 0 {
+				batches = append(batches, nil)
+			}
+			batches[len(batches)-1] = append(batches[len(batches)-1], completion(i, j))
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, cs := range batches {
+			wg.Go(func() {
+				<-start
+				if err := s.Complete(c, cs...); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+					t.Errorf("round %d: a completion while its event is purged: %v", r, err)
+				}
+			})
+		}
+		for range 2 {
+			wg.Go(func() {
+				<-start
+				if _, err := s.Purge(c, now.Add(time.Hour), 1000); err != nil {
+					t.Errorf("round %d: purging while attempts are recorded: %v", r, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		for _, cs := range batches {
+			for _, cp := range cs {
+				ds, err := s.ListDeliveries(c, cp.Attempt.EventID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				as, err := s.ListAttempts(c, cp.Attempt.EventID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, gerr := s.GetEvent(c, cp.Attempt.EventID)
+				gone := errors.Is(gerr, store.ErrNotFound) && len(ds) == 0 && len(as) == 0
+				kept := gerr == nil && len(ds) == 1 && ds[0].Attempts == 1 && len(as) == 1
+				if cp.LeaseLost && !gone || !gone && !kept {
+					t.Fatalf("round %d, %s (lease lost %v): event %v, deliveries %+v, attempts %+v; want it purged, or recorded",
+						r, cp.Attempt.EventID, cp.LeaseLost, gerr, ds, as)
+				}
+			}
+		}
+	}
+}
