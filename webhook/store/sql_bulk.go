@@ -89,18 +89,13 @@ func (s *sqlStore) completeBulk(ctx context.Context, tx *sql.Tx, cs []*Completio
 	if err != nil {
 		return 0, err
 	}
-	held := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		held[id] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	ids, err := scanIDs(rows)
+	if err != nil {
 		return 0, err
+	}
+	held := map[string]bool{}
+	for _, id := range ids {
+		held[id] = true
 	}
 	var as []bulkAttempt
 	lost := 0

@@ -31,17 +31,8 @@ func (s *sqlStore) Purge(ctx context.Context, before time.Time, limit int) (int,
 		if err != nil {
 			return err
 		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil || len(ids) == 0 {
+		ids, err := scanIDs(rows)
+		if err != nil || len(ids) == 0 {
 			return err
 		}
 		// Checked again now that the events are locked, in a statement
@@ -79,14 +70,5 @@ func (s *sqlStore) stillPurgeable(ctx context.Context, tx *sql.Tx, ids []string)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var keep []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		keep = append(keep, id)
-	}
-	return keep, rows.Err()
+	return scanIDs(rows)
 }
