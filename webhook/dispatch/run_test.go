@@ -24,6 +24,52 @@ type counter struct {
 	inFlight map[string]bool
 	fresh    chan string
 	delay    time.Duration
+	// With holdFor set, requests wait until requests of every owner
+	// named in holdFor (the header testOwner) have arrived, or 10 s.
+	holdFor []string
+	seen    map[string]bool
+	allSeen chan struct{}
+}
+
+// testOwner is the request header that ownerTransport sets.
+const testOwner = "X-Test-Owner"
+
+// ownerTransport names the dispatcher of each request in testOwner.
+type ownerTransport struct {
+	owner string
+	next  http.RoundTripper
+}
+
+func (o ownerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(testOwner, o.owner)
+	return o.next.RoundTrip(r)
+}
+
+// hold holds requests until each owner has sent one (see holdFor).
+func (c *counter) hold(r *http.Request) {
+	c.mu.Lock()
+	if c.seen == nil {
+		c.seen, c.allSeen = map[string]bool{}, make(chan struct{})
+	}
+	c.seen[r.Header.Get(testOwner)] = true
+	all := true
+	for _, o := range c.holdFor {
+		all = all && c.seen[o]
+	}
+	if all && c.allSeen != nil {
+		select {
+		case <-c.allSeen:
+		default:
+			close(c.allSeen)
+		}
+	}
+	ch := c.allSeen
+	c.mu.Unlock()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+	}
 }
 
 func newCounter(t *testing.T, delay time.Duration) (*counter, *httptest.Server) {
@@ -36,6 +82,9 @@ func newCounter(t *testing.T, delay time.Duration) (*counter, *httptest.Server) 
 		}
 		c.inFlight[id] = true
 		c.mu.Unlock()
+		if len(c.holdFor) > 0 {
+			c.hold(r)
+		}
 		if c.delay > 0 {
 			time.Sleep(c.delay) // a receiver that takes its time
 		}
@@ -150,6 +199,10 @@ func TestTwoDispatchersPostgres(t *testing.T) {
 	}
 	s1, s2 := open(), open()
 	rcv, srv := newCounter(t, time.Millisecond)
+	// The first requests wait until both dispatchers have sent one, so
+	// that the first to start cannot do all the work on a loaded
+	// machine, and the test is always about two.
+	rcv.holdFor = []string{"d0", "d1"}
 	now := time.Now()
 	addEndpoint(t, s1, "ep_1", srv.URL, now)
 	addEndpoint(t, s1, "ep_2", srv.URL+"/2", now)
@@ -158,7 +211,10 @@ func TestTwoDispatchersPostgres(t *testing.T) {
 	}
 	var ds []*Dispatcher
 	for i, s := range []store.Store{s1, s2} {
-		d, err := New(Config{Store: s, Addresses: loopback, Concurrency: 4, QueueDepth: 1, BatchSize: 10, Owner: fmt.Sprint("d", i)})
+		owner := fmt.Sprint("d", i)
+		client := &http.Client{Transport: ownerTransport{owner, loopback.Transport()},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		d, err := New(Config{Store: s, Addresses: loopback, Client: client, Concurrency: 4, QueueDepth: 1, BatchSize: 10, Owner: owner})
 		if err != nil {
 			t.Fatal(err)
 		}
