@@ -39,6 +39,7 @@ func TestBadURLs(t *testing.T) {
 		{"mcast://239.1.2.3:7000?colour=red", `unknown parameter "colour" (mcast:// takes iface, feed,`},
 		{"mcast://239.1.2.3:7000?iface=nosuch0", `bad URL "mcast://239.1.2.3:7000?iface=nosuch0": iface="nosuch0": no such network interface`},
 		{"logd://127.0.0.1:9092/t?acks=2", `bad URL "logd://127.0.0.1:9092/t?acks=2": acks="2": want all or leader`},
+		{"logd://127.0.0.1:9092/bad%20topic", `bad URL "logd://127.0.0.1:9092/bad%20topic": topic "bad topic": want 1 to 249 of the characters a-z A-Z 0-9 . _ -`},
 	}
 	var runs [][]string
 	for _, c := range cases {
@@ -182,5 +183,15 @@ func TestPipeLogdToLogd(t *testing.T) {
 	code, _, again := runCLI(t, "", "pipe", src+"?group=mirror", dst, "--duration", "1s")
 	if code != exitOK || !strings.Contains(again, "forwarded 0 messages") {
 		t.Errorf("the pipe run again: exit %d:\n%s", code, again)
+	}
+}
+
+// TestPubBadMessageTopic: a --topic Kafka would refuse fails the first
+// publish, and pub says it published nothing.
+func TestPubBadMessageTopic(t *testing.T) {
+	addr := startTestLogd(t)
+	code, _, errOut := runCLI(t, "hello\n", "pub", "logd://"+addr+"/t", "--topic", "bad topic")
+	if code != exitFailure || !strings.Contains(errOut, "published 0 messages") || !strings.Contains(errOut, `a message's topic "bad topic": want 1 to 249`) {
+		t.Errorf("exit %d:\n%s", code, errOut)
 	}
 }

@@ -21,7 +21,8 @@ const DefaultMaxBuffered = 100_000
 type Config struct {
 	// Brokers are the seed brokers, host:port. Required.
 	Brokers []string
-	// Topic is the topic published to and consumed. Required.
+	// Topic is the topic published to and consumed. Required: a name
+	// Kafka accepts, 1 to 249 of a-z A-Z 0-9 . _ -.
 	Topic string
 	// From is where a Subscriber starts, and where a GroupSubscriber
 	// starts a partition its group has committed no offset for (a
@@ -101,6 +102,8 @@ func (c *Config) validate() error {
 		return &ConfigError{"Brokers", c.Brokers, "at least one host:port"}
 	case c.Topic == "":
 		return &ConfigError{"Topic", `""`, "required"}
+	case checkTopic(c.Topic) != nil:
+		return &ConfigError{"Topic", c.Topic, topicRule}
 	case c.From.kind == posOffset && c.From.offset < 0:
 		return &ConfigError{"From", c.From.offset, "an offset must be >= 0"}
 	case c.Compression != "" && codec(c.Compression) == nil:

@@ -31,6 +31,9 @@ func ParseURL(u *url.URL) (Config, error) {
 	if cfg.Topic == "" || strings.Contains(cfg.Topic, "/") {
 		return bad("path %q must be one topic", u.Path)
 	}
+	if err := checkTopic(cfg.Topic); err != nil {
+		return bad("%v", err)
+	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
 		return bad("query %q: %v", u.RawQuery, err)
