@@ -39,6 +39,9 @@ func TestBadURLs(t *testing.T) {
 		{"mcast://239.1.2.3:7000?colour=red", `unknown parameter "colour" (mcast:// takes iface, feed,`},
 		{"mcast://239.1.2.3:7000?iface=nosuch0", `bad URL "mcast://239.1.2.3:7000?iface=nosuch0": iface="nosuch0": no such network interface`},
 		{"logd://127.0.0.1:9092/t?acks=2", `bad URL "logd://127.0.0.1:9092/t?acks=2": acks="2": want all or leader`},
+		{"logd://127.0.0.1/t", `bad URL "logd://127.0.0.1/t": broker "127.0.0.1": want HOST:PORT, e.g. 127.0.0.1:9092`},
+		{"kafka://127.0.0.1:0/t", `bad URL "kafka://127.0.0.1:0/t": broker "127.0.0.1:0": want a port from 1 to 65535`},
+		{"logd://u:p@127.0.0.1:9092/t", `bad URL "logd://u:p@127.0.0.1:9092/t": logd:// takes no user`},
 		{"logd://127.0.0.1:9092/bad%20topic", `bad URL "logd://127.0.0.1:9092/bad%20topic": topic "bad topic": want 1 to 249 of the characters a-z A-Z 0-9 . _ -`},
 	}
 	var runs [][]string

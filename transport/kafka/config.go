@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,7 +20,7 @@ const DefaultMaxBuffered = 100_000
 
 // Config configures a Publisher, a Subscriber or a GroupSubscriber.
 type Config struct {
-	// Brokers are the seed brokers, host:port. Required.
+	// Brokers are the seed brokers, HOST:PORT (port 1..65535). Required.
 	Brokers []string
 	// Topic is the topic published to and consumed. Required: a name
 	// Kafka accepts, 1 to 249 of a-z A-Z 0-9 . _ -.
@@ -100,6 +101,8 @@ func (c *Config) validate() error {
 	switch {
 	case len(c.Brokers) == 0:
 		return &ConfigError{"Brokers", c.Brokers, "at least one host:port"}
+	case slices.ContainsFunc(c.Brokers, func(b string) bool { return checkBroker(b) != nil }):
+		return &ConfigError{"Brokers", c.Brokers, "each HOST:PORT, with a port from 1 to 65535"}
 	case c.Topic == "":
 		return &ConfigError{"Topic", `""`, "required"}
 	case checkTopic(c.Topic) != nil:
