@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/brokerless/brokerless/multicast"
@@ -31,7 +30,10 @@ topic it goes to instead of the URL's.
 
 It prints where it publishes on start, and its counters at exit, on
 standard error. A URL that cannot be used is one line of error and exit
-status 2.`,
+status 2. When the publisher fails (a broker refused a message, or did
+not acknowledge everything before the close gave up after 5 s), it says
+how many messages it gave the publisher, not that they were published,
+and exits with status 1.`,
 	examples: `
 # Three messages into the topic greetings of a logd on this machine.
 printf 'hello\nworld\nbye\n' | brokerless pub logd://127.0.0.1:9092/greetings
@@ -74,8 +76,8 @@ func runPub(ctx context.Context, inv *invocation) error {
 		fmt.Fprintf(inv.err, "publishing to %s (%v)\n", raw, pub.Semantics())
 	}
 	n, cancel, err := f.publish(ctx, pub, inv.in)
-	err = errors.Join(err, pub.Close())
+	err = closePublisher(pub, err)
 	cancel()
-	writePublished(inv.err, pub, n)
+	writePublished(inv.err, pub, n, err)
 	return err
 }

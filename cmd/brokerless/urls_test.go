@@ -190,11 +190,25 @@ func TestPipeLogdToLogd(t *testing.T) {
 }
 
 // TestPubBadMessageTopic: a --topic Kafka would refuse fails the first
-// publish, and pub says it published nothing.
+// publish.
 func TestPubBadMessageTopic(t *testing.T) {
 	addr := startTestLogd(t)
 	code, _, errOut := runCLI(t, "hello\n", "pub", "logd://"+addr+"/t", "--topic", "bad topic")
-	if code != exitFailure || !strings.Contains(errOut, "published 0 messages") || !strings.Contains(errOut, `a message's topic "bad topic": want 1 to 249`) {
+	if code != exitFailure || !strings.Contains(errOut, "gave 0 messages to the publisher, which failed") || !strings.Contains(errOut, `a message's topic "bad topic": want 1 to 249`) {
+		t.Errorf("exit %d:\n%s", code, errOut)
+	}
+}
+
+// TestPubUnacknowledged: messages the broker refused are not reported as
+// published.
+func TestPubUnacknowledged(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, _, done := startLogd(t, ctx, "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--auto-create=false")
+	defer stopLogd(t, cancel, done)
+	code, _, errOut := runCLI(t, "a\nb\n", "pub", "logd://"+addr+"/nosuch")
+	if code != exitFailure || strings.Contains(errOut, "published 2 messages") ||
+		!strings.Contains(errOut, "gave 2 messages to the publisher, which failed: not all of them are known to be delivered\n") ||
+		!strings.Contains(errOut, "UNKNOWN_TOPIC_OR_PARTITION") {
 		t.Errorf("exit %d:\n%s", code, errOut)
 	}
 }

@@ -173,8 +173,8 @@ func (p *Publisher) Close() error {
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), closeFlush)
 	defer cancel()
-	if ferr := p.cl.Flush(ctx); err == nil {
-		err = ferr
+	if ferr := p.cl.Flush(ctx); err == nil && ferr != nil {
+		err = fmt.Errorf("kafka transport: close: what was published was not acknowledged within %v: %w", closeFlush, ferr)
 	}
 	p.cl.Close()
 	p.mu.Lock()
