@@ -42,6 +42,7 @@ func TestBadURLs(t *testing.T) {
 		{"logd://127.0.0.1/t", `bad URL "logd://127.0.0.1/t": broker "127.0.0.1": want HOST:PORT, e.g. 127.0.0.1:9092`},
 		{"kafka://127.0.0.1:0/t", `bad URL "kafka://127.0.0.1:0/t": broker "127.0.0.1:0": want a port from 1 to 65535`},
 		{"logd://u:p@127.0.0.1:9092/t", `bad URL "logd://u:p@127.0.0.1:9092/t": logd:// takes no user`},
+		{"zmq+tcp://127.0.0.1:70000", `bad URL "zmq+tcp://127.0.0.1:70000": "127.0.0.1:70000": port must be 0..65535`},
 		{"logd://127.0.0.1:9092/bad%20topic", `bad URL "logd://127.0.0.1:9092/bad%20topic": topic "bad topic": want 1 to 249 of the characters a-z A-Z 0-9 . _ -`},
 	}
 	var runs [][]string
