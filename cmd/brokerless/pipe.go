@@ -153,6 +153,14 @@ func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe
 	if err != nil {
 		return configError(err, map[string]string{"MaxInFlight": "max-in-flight", "MaxInFlightBytes": "max-in-flight-bytes"})
 	}
+	for _, side := range []struct {
+		url string
+		v   any
+	}{{fromURL, src}, {toURL, dest}} {
+		if b := bound(side.v); b != "" {
+			fmt.Fprintf(inv.err, "%s is bound to %s\n", side.url, b)
+		}
+	}
 	switch {
 	case p.Acknowledges():
 		fmt.Fprintf(inv.err, "piping %s to %s: %s acknowledged once %s accepted\n", fromURL, toURL, fromURL, toURL)

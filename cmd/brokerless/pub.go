@@ -28,7 +28,8 @@ repairable for a while (multicast), or acknowledged by the broker, durably
 with acks=all (logd, Kafka). A message's topic, when set, names the Kafka
 topic it goes to instead of the URL's.
 
-It prints where it publishes on start, and its counters at exit, on
+It prints where it publishes on start (for a URL it binds, such as
+zmq+tcp://127.0.0.1:0, the address it got), and its counters at exit, on
 standard error. A URL that cannot be used is one line of error and exit
 status 2. When the publisher fails (a broker refused a message, or did
 not acknowledge everything before the close gave up after 5 s), it says
@@ -73,7 +74,7 @@ func runPub(ctx context.Context, inv *invocation) error {
 	if mp, ok := pub.(*multicast.Publisher); ok {
 		fmt.Fprintf(inv.err, "publishing to %s from %v: %s (%v)\n", raw, mp.LocalAddr(), mcastStream(mp), pub.Semantics())
 	} else {
-		fmt.Fprintf(inv.err, "publishing to %s (%v)\n", raw, pub.Semantics())
+		fmt.Fprintf(inv.err, "publishing to %s (%v)%s\n", raw, pub.Semantics(), boundSuffix(pub))
 	}
 	n, cancel, err := f.publish(ctx, pub, inv.in)
 	err = closePublisher(pub, err)

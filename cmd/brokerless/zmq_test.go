@@ -96,6 +96,33 @@ func TestZmqPubSubURL(t *testing.T) {
 	}
 }
 
+// TestZmqBoundPortZero: a pub, or a sub with mode=bind, given port 0
+// says which port it got, and what connects there works.
+func TestZmqBoundPortZero(t *testing.T) {
+	bound := regexp.MustCompile(`; bound to tcp://(127\.0\.0\.1:\d+)\n`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pub := startCLI(t, ctx, "publishing to", "pub", "zmq+tcp://127.0.0.1:0", "--ticks", "--rate", "5000")
+	m := bound.FindStringSubmatch(pub.err.String())
+	if m == nil {
+		t.Fatalf("pub does not say its port:\n%s", pub.err)
+	}
+	checkTicks(t, startCLI(t, context.Background(), "listening on", "sub", "zmq+tcp://"+m[1], "--count", "5"), 5)
+	cancel()
+	pub.wait(t)
+
+	sub := startCLI(t, context.Background(), "listening on", "sub", "zmq+tcp://127.0.0.1:0?mode=bind", "--count", "5")
+	if m = bound.FindStringSubmatch(sub.err.String()); m == nil {
+		t.Fatalf("sub does not say its port:\n%s", sub.err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	pub = startCLI(t, ctx, "publishing to", "pub", "zmq+tcp://"+m[1]+"?mode=connect", "--ticks", "--rate", "5000")
+	checkTicks(t, sub, 5)
+	cancel()
+	pub.wait(t)
+}
+
 // TestZmqPipeURL: a pipe from one zmq+tcp:// URL to another forwards
 // what it receives.
 func TestZmqPipeURL(t *testing.T) {
