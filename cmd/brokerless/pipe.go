@@ -53,6 +53,10 @@ it) is not seen, and the restarted pipe's gap marker covers those
 messages too, though they are in TO. Restarting a killed pipe a second
 later avoids it.
 
+A TO that is FROM (the same topic of the same brokers, the same
+multicast feed, the same ZeroMQ endpoints) is refused: the pipe would
+read back what it writes, without end.
+
 It runs until interrupted, or for --duration; on SIGINT or SIGTERM it
 waits (at most 5s) for TO to accept what is in flight, and acknowledges
 it. It prints its counters on standard error at exit, and every
@@ -126,6 +130,9 @@ func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe
 	toEP, err := openURL(ctx, toURL)
 	if err != nil {
 		return err
+	}
+	if pipeLoop(from, to) {
+		return &oneLineError{fmt.Errorf("FROM and TO are the same place (%s, %s): the pipe would read back what it writes, without end", from, to)}
 	}
 
 	dest, err := toEP.Publisher(ctx)

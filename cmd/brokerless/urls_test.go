@@ -213,3 +213,41 @@ func TestPubUnacknowledged(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, errOut)
 	}
 }
+
+// TestPipeIntoItself: a pipe whose TO is its FROM would copy what it
+// writes without end: refused, one line, exit 2. Places that only look
+// alike are not.
+func TestPipeIntoItself(t *testing.T) {
+	for _, c := range [][2]string{
+		{"logd://127.0.0.1:1/t", "logd://127.0.0.1:1/t"},
+		{"logd://127.0.0.1:1,127.0.0.1:2/t?group=g", "kafka://127.0.0.1:2,127.0.0.1:1/t?acks=leader"},
+		{"logd://127.0.0.1:1/t", "logd://127.0.0.1:1/t?partition=3"},
+		{"mcast://239.255.1.2:7000?ttl=0", "mcast://239.255.1.2:7000?feed=1&ttl=0"},
+		{"zmq+tcp://127.0.0.1:5556", "zmq+tcp://127.0.0.1:5556"},
+		{"zmq+ipc:///tmp/x.sock", "zmq+ipc:///tmp/x.sock?pack=on"},
+	} {
+		// A pipe that starts instead of refusing is stopped after a
+		// while.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		var stdout, stderr strings.Builder
+		code := run(ctx, []string{"pipe", c[0], c[1]}, stdio{in: strings.NewReader(""), out: &stdout, err: &stderr})
+		cancel()
+		out, errOut := stdout.String(), stderr.String()
+		want := fmt.Sprintf("brokerless pipe: FROM and TO are the same place (%s, %s): the pipe would read back what it writes, without end\n", c[0], c[1])
+		if code != exitUsage || out != "" || errOut != want {
+			t.Errorf("pipe %s %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", c[0], c[1], code, out, errOut, want)
+		}
+	}
+	for _, c := range [][2]string{
+		{"logd://127.0.0.1:1/t", "logd://127.0.0.1:1/u"},
+		{"logd://127.0.0.1:1/t?partition=0", "logd://127.0.0.1:1/t?partition=1"},
+		{"logd://127.0.0.1:1/t", "logd://127.0.0.1:2/t"},
+		{"mcast://239.255.1.2:7000?ttl=0", "mcast://239.255.1.2:7000?feed=2&ttl=0"},
+		{"mcast://239.255.1.2:7000", "mcast://239.255.1.2:7001"},
+		{"zmq+tcp://127.0.0.1:5556", "zmq+tcp://127.0.0.1:5557"},
+	} {
+		if pipeLoop(c[0], c[1]) {
+			t.Errorf("pipe %s %s: seen as a loop", c[0], c[1])
+		}
+	}
+}
