@@ -22,13 +22,13 @@ var pipeCmd = command{
 	about: `
 Subscribes to FROM and publishes every message to TO (any two transport
 URLs: run 'brokerless help urls'), keeping its key, headers and payload and
-adding its origin as headers: brokerless.origin.stream (the stream in
-FROM), brokerless.origin.seq (its position there), brokerless.origin.time
-(its publish time, Unix nanoseconds) and brokerless.origin.topic (its
-topic, if it had one: TO's URL decides where a message goes, so the topic
-travels as a header). A gap in FROM is written to TO as a gap marker, a
-record with the origin headers of the gap's first position and a
-brokerless.gap header "FROM-TO REASON", so TO's readers see the hole too.
+adding its origin as one binary header, brokerless.origin: the stream in
+FROM, its position there, its publish time and its topic, if it had one
+(TO's URL decides where a message goes, so the topic travels in the
+header; the layout is transport.HeaderOrigin's). A gap in FROM is written
+to TO as a gap marker, a record whose brokerless.origin header has the gap
+flag, the range and the reason, so TO's readers see the hole too: a
+logd:// subscriber reads it back as the gap itself.
 
 FROM is acknowledged only once TO has accepted the message — durably where
 TO is durable (a logd or Kafka topic with acks=all) — cumulatively and in
