@@ -4,6 +4,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/brokerless/brokerless/transport"
 )
 
 func TestHelpListsEveryCommand(t *testing.T) {
@@ -163,6 +165,22 @@ func TestDescribeBuild(t *testing.T) {
 		info := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: tc.version}, Settings: tc.settings}
 		if got := describeBuild(info); got != tc.want {
 			t.Errorf("describeBuild(%s, %d settings) = %q, want %q", tc.version, len(tc.settings), got, tc.want)
+		}
+	}
+}
+
+// TestHelpNamesTheOriginHeader: pipe and mcast record describe the
+// header they write (transport.HeaderOrigin), not the ASCII headers of
+// earlier versions, which they no longer write.
+func TestHelpNamesTheOriginHeader(t *testing.T) {
+	for _, c := range []*command{&pipeCmd, &mcastRecordCmd} {
+		if !strings.Contains(c.about, "one binary header, "+transport.HeaderOrigin) {
+			t.Errorf("%s --help does not name the header %s", c.name, transport.HeaderOrigin)
+		}
+		for _, old := range []string{transport.HeaderOriginStream, transport.HeaderOriginSeq, "brokerless.gap"} {
+			if strings.Contains(c.about, old) {
+				t.Errorf("%s --help names %s, which it does not write", c.name, old)
+			}
 		}
 	}
 }

@@ -11,5 +11,7 @@
 //
 // Each command is one file that defines a command value; the table in
 // commands.go lists them. Exit status: 0 on success, 1 when the command
-// failed, 2 for a mistake in the command line.
+// failed, 2 for a mistake in the command line. SIGINT and SIGTERM end a
+// command cleanly; a second one, while that clean end waits, exits at
+// once with status 1.
 package main

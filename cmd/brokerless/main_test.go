@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -20,7 +18,7 @@ const childArgs = "BROKERLESS_TEST_CHILD_ARGS"
 
 func TestMain(m *testing.M) {
 	if args, ok := os.LookupEnv(childArgs); ok {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := interruptContext(os.Stderr, os.Exit)
 		code := run(ctx, strings.Split(args, "\x1f"), stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr})
 		stop()
 		os.Exit(code)

@@ -88,9 +88,9 @@ func runMcastPub(ctx context.Context, inv *invocation) error {
 	fmt.Fprintf(inv.err, "publishing to %v on %s from %v: %s, ttl %d%s\n",
 		cfg.Group, cfg.Interface, pub.LocalAddr(), mcastStream(pub), o.ttl, authenticated(cfg))
 	n, cancel, err := o.pub.publish(ctx, pub, inv.in)
-	err = errors.Join(err, pub.Close())
+	err = closePublisher(pub, err)
 	cancel()
-	writePublished(inv.err, pub, n)
+	writePublished(inv.err, pub, n, err)
 	return err
 }
 
@@ -126,10 +126,16 @@ func (o *pubOptions) config(changed func(string) bool) (multicast.Config, error)
 }
 
 // writePublished prints what a publisher published: a multicast
-// publisher's key counters, or the number of messages.
-func writePublished(w io.Writer, pub transport.Publisher, n uint64) {
+// publisher's key counters, or the number of messages. err is how
+// publishing ended: after an error of the publisher itself, n messages
+// were handed to it but not all are known to be delivered.
+func writePublished(w io.Writer, pub transport.Publisher, n uint64, err error) {
 	if mp, ok := pub.(*multicast.Publisher); ok {
 		writePubStats(w, mp.Stats())
+		return
+	}
+	if _, failed := errors.AsType[*publisherError](err); failed {
+		fmt.Fprintf(w, "gave %d messages to the publisher, which failed: not all of them are known to be delivered\n", n)
 		return
 	}
 	fmt.Fprintf(w, "published %d messages\n", n)

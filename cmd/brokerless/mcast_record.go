@@ -17,18 +17,18 @@ var mcastRecordCmd = command{
 	about: `
 Joins a multicast feed as one more subscriber and appends every message to
 a log topic, with its origin (feed, session, sequence number, publish time,
-topic) as headers and its key, headers and payload as they were: the feed's
-archive. Subscribers that name it (mcast sub --archive, or archive= in an
-mcast:// URL) get from it the history a late joiner asks for, what the
-publisher can no longer repair, and the tail of a session whose publisher
-crashed. Any Kafka client reads it too.
+topic) in one binary header, brokerless.origin, and its key, headers and
+payload as they were: the feed's archive. Subscribers that name it (mcast
+sub --archive, or archive= in an mcast:// URL) get from it the history a
+late joiner asks for, what the publisher can no longer repair, and the
+tail of a session whose publisher crashed. Any Kafka client reads it too.
 
 The recorder recovers its own losses through NACKs like any subscriber. A
 range it could not get is written as a gap marker (a record whose
-brokerless.gap header reads "FROM-TO REASON"), so the archive never hides a
-hole. Restarted, it resumes after what the topic holds: it writes nothing
-twice, and a gap marker for exactly what the publisher no longer held when
-it came back. The feed goes to one partition of the topic, which keeps its
+brokerless.origin header has the gap flag, the range and the reason), so
+the archive never hides a hole. Restarted, it resumes after what the topic
+holds: it writes nothing twice, and a gap marker for exactly what the
+publisher no longer held when it came back. The feed goes to one partition of the topic, which keeps its
 order: the one --to names with partition=, else partition 0. Several
 recorders, each into its own logd, may record one feed.
 

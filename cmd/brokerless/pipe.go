@@ -22,13 +22,13 @@ var pipeCmd = command{
 	about: `
 Subscribes to FROM and publishes every message to TO (any two transport
 URLs: run 'brokerless help urls'), keeping its key, headers and payload and
-adding its origin as headers: brokerless.origin.stream (the stream in
-FROM), brokerless.origin.seq (its position there), brokerless.origin.time
-(its publish time, Unix nanoseconds) and brokerless.origin.topic (its
-topic, if it had one: TO's URL decides where a message goes, so the topic
-travels as a header). A gap in FROM is written to TO as a gap marker, a
-record with the origin headers of the gap's first position and a
-brokerless.gap header "FROM-TO REASON", so TO's readers see the hole too.
+adding its origin as one binary header, brokerless.origin: the stream in
+FROM, its position there, its publish time and its topic, if it had one
+(TO's URL decides where a message goes, so the topic travels in the
+header; the layout is transport.HeaderOrigin's). A gap in FROM is written
+to TO as a gap marker, a record whose brokerless.origin header has the gap
+flag, the range and the reason, so TO's readers see the hole too: a
+logd:// subscriber reads it back as the gap itself.
 
 FROM is acknowledged only once TO has accepted the message — durably where
 TO is durable (a logd or Kafka topic with acks=all) — cumulatively and in
@@ -52,6 +52,10 @@ pipe read its tail (a logd still fsyncing it, a Kafka still replicating
 it) is not seen, and the restarted pipe's gap marker covers those
 messages too, though they are in TO. Restarting a killed pipe a second
 later avoids it.
+
+A TO that is FROM (the same topic of the same brokers, the same
+multicast feed, the same ZeroMQ endpoints) is refused: the pipe would
+read back what it writes, without end.
 
 It runs until interrupted, or for --duration; on SIGINT or SIGTERM it
 waits (at most 5s) for TO to accept what is in flight, and acknowledges
@@ -127,6 +131,9 @@ func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe
 	if err != nil {
 		return err
 	}
+	if pipeLoop(from, to) {
+		return &oneLineError{fmt.Errorf("FROM and TO are the same place (%s, %s): the pipe would read back what it writes, without end", from, to)}
+	}
 
 	dest, err := toEP.Publisher(ctx)
 	if err != nil {
@@ -152,6 +159,14 @@ func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe
 	p, err := pipe.New(src, dest, cfg)
 	if err != nil {
 		return configError(err, map[string]string{"MaxInFlight": "max-in-flight", "MaxInFlightBytes": "max-in-flight-bytes"})
+	}
+	for _, side := range []struct {
+		url string
+		v   any
+	}{{fromURL, src}, {toURL, dest}} {
+		if b := bound(side.v); b != "" {
+			fmt.Fprintf(inv.err, "%s is bound to %s\n", side.url, b)
+		}
 	}
 	switch {
 	case p.Acknowledges():

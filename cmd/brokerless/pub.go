@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/brokerless/brokerless/multicast"
@@ -29,9 +28,13 @@ repairable for a while (multicast), or acknowledged by the broker, durably
 with acks=all (logd, Kafka). A message's topic, when set, names the Kafka
 topic it goes to instead of the URL's.
 
-It prints where it publishes on start, and its counters at exit, on
+It prints where it publishes on start (for a URL it binds, such as
+zmq+tcp://127.0.0.1:0, the address it got), and its counters at exit, on
 standard error. A URL that cannot be used is one line of error and exit
-status 2.`,
+status 2. When the publisher fails (a broker refused a message, or did
+not acknowledge everything before the close gave up after 5 s), it says
+how many messages it gave the publisher, not that they were published,
+and exits with status 1.`,
 	examples: `
 # Three messages into the topic greetings of a logd on this machine.
 printf 'hello\nworld\nbye\n' | brokerless pub logd://127.0.0.1:9092/greetings
@@ -71,11 +74,11 @@ func runPub(ctx context.Context, inv *invocation) error {
 	if mp, ok := pub.(*multicast.Publisher); ok {
 		fmt.Fprintf(inv.err, "publishing to %s from %v: %s (%v)\n", raw, mp.LocalAddr(), mcastStream(mp), pub.Semantics())
 	} else {
-		fmt.Fprintf(inv.err, "publishing to %s (%v)\n", raw, pub.Semantics())
+		fmt.Fprintf(inv.err, "publishing to %s (%v)%s\n", raw, pub.Semantics(), boundSuffix(pub))
 	}
 	n, cancel, err := f.publish(ctx, pub, inv.in)
-	err = errors.Join(err, pub.Close())
+	err = closePublisher(pub, err)
 	cancel()
-	writePublished(inv.err, pub, n)
+	writePublished(inv.err, pub, n, err)
 	return err
 }

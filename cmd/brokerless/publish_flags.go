@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 
@@ -46,6 +47,25 @@ func (f *pubFlags) check(changed func(string) bool) error {
 		}
 	}
 	return nonNegative("duration", f.duration)
+}
+
+// publisherError is an error of the publisher itself, from Publish or
+// Close: what was handed to it may not all have been delivered (a
+// broker's acknowledgement of an earlier message failed, a close that
+// did not see every acknowledgement).
+type publisherError struct{ err error }
+
+func (e *publisherError) Error() string { return e.err.Error() }
+
+func (e *publisherError) Unwrap() error { return e.err }
+
+// closePublisher closes pub, adding its error, as a publisherError, to
+// err.
+func closePublisher(pub transport.Publisher, err error) error {
+	if cerr := pub.Close(); cerr != nil {
+		return errors.Join(err, &publisherError{cerr})
+	}
+	return err
 }
 
 // limit is the number of ticks to publish: the smaller of --count and

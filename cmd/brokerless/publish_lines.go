@@ -54,7 +54,7 @@ func publishLines(ctx context.Context, pub transport.Publisher, r io.Reader, top
 			return sent, lineError(<-readErr, sent)
 		}
 		if err := pub.Publish(ctx, transport.Message{Topic: topic, Payload: line}); err != nil {
-			return sent, err
+			return sent, &publisherError{err}
 		}
 		sent++
 	}

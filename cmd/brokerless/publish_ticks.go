@@ -27,7 +27,7 @@ func publishTicks(ctx context.Context, pub transport.Publisher, gen *tickGen, p 
 		for target := min(p.due(time.Now()), sent+maxBurst); sent < target; sent++ {
 			topic, payload := gen.next()
 			if err := pub.Publish(ctx, transport.Message{Topic: topic, Payload: payload}); err != nil {
-				return sent, err
+				return sent, &publisherError{err}
 			}
 		}
 		if p.done(sent) {

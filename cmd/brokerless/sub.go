@@ -23,8 +23,9 @@ With --stats messages are not printed; a line of counters is printed every
 the latency p50/p99 from publish to receipt (for a multicast feed, its
 recovery counters too).
 
-Gaps, stream starts and stream ends are always reported on standard
-error, one line each: loss is never silent.
+It says on start what it listens on (with mode=bind, the address it
+got: port 0 is any free one). Gaps, stream starts and stream ends are
+always reported on standard error, one line each: loss is never silent.
 
 --from earliest|latest|OFFSET|TIME starts where a transport that replays
 (logd://, kafka://) should start (TIME in RFC 3339); it is the URL's from=
@@ -91,7 +92,7 @@ func runSub(ctx context.Context, inv *invocation) error {
 	if err != nil {
 		return urlError(raw, err)
 	}
-	line := fmt.Sprintf("listening on %s (%v)", raw, sub.Semantics())
+	line := fmt.Sprintf("listening on %s (%v)%s", raw, sub.Semantics(), boundSuffix(sub))
 	if pipe.Acknowledger(sub) != nil {
 		line += ", acknowledging each message once printed"
 	}

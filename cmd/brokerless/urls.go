@@ -46,8 +46,11 @@ func urlError(raw string, err error) error {
 		if !ok {
 			name = field
 		}
-		if name == "group" {
+		switch name {
+		case "group":
 			return &oneLineError{fmt.Errorf("bad URL %q: group %v: %s", raw, value, want)}
+		case "Bind", "Connect": // an endpoint of the URL
+			return &oneLineError{fmt.Errorf("bad URL %q: %v: %s", raw, value, want)}
 		}
 		return &oneLineError{fmt.Errorf("bad URL %q: %s=%v: %s", raw, name, value, want)}
 	}

@@ -39,6 +39,11 @@ func TestBadURLs(t *testing.T) {
 		{"mcast://239.1.2.3:7000?colour=red", `unknown parameter "colour" (mcast:// takes iface, feed,`},
 		{"mcast://239.1.2.3:7000?iface=nosuch0", `bad URL "mcast://239.1.2.3:7000?iface=nosuch0": iface="nosuch0": no such network interface`},
 		{"logd://127.0.0.1:9092/t?acks=2", `bad URL "logd://127.0.0.1:9092/t?acks=2": acks="2": want all or leader`},
+		{"logd://127.0.0.1/t", `bad URL "logd://127.0.0.1/t": broker "127.0.0.1": want HOST:PORT, e.g. 127.0.0.1:9092`},
+		{"kafka://127.0.0.1:0/t", `bad URL "kafka://127.0.0.1:0/t": broker "127.0.0.1:0": want a port from 1 to 65535`},
+		{"logd://u:p@127.0.0.1:9092/t", `bad URL "logd://u:p@127.0.0.1:9092/t": logd:// takes no user`},
+		{"zmq+tcp://127.0.0.1:70000", `bad URL "zmq+tcp://127.0.0.1:70000": "127.0.0.1:70000": port must be 0..65535`},
+		{"logd://127.0.0.1:9092/bad%20topic", `bad URL "logd://127.0.0.1:9092/bad%20topic": topic "bad topic": want 1 to 249 of the characters a-z A-Z 0-9 . _ -`},
 	}
 	var runs [][]string
 	for _, c := range cases {
@@ -182,5 +187,67 @@ func TestPipeLogdToLogd(t *testing.T) {
 	code, _, again := runCLI(t, "", "pipe", src+"?group=mirror", dst, "--duration", "1s")
 	if code != exitOK || !strings.Contains(again, "forwarded 0 messages") {
 		t.Errorf("the pipe run again: exit %d:\n%s", code, again)
+	}
+}
+
+// TestPubBadMessageTopic: a --topic Kafka would refuse fails the first
+// publish.
+func TestPubBadMessageTopic(t *testing.T) {
+	addr := startTestLogd(t)
+	code, _, errOut := runCLI(t, "hello\n", "pub", "logd://"+addr+"/t", "--topic", "bad topic")
+	if code != exitFailure || !strings.Contains(errOut, "gave 0 messages to the publisher, which failed") || !strings.Contains(errOut, `a message's topic "bad topic": want 1 to 249`) {
+		t.Errorf("exit %d:\n%s", code, errOut)
+	}
+}
+
+// TestPubUnacknowledged: messages the broker refused are not reported as
+// published.
+func TestPubUnacknowledged(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, _, done := startLogd(t, ctx, "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--auto-create=false")
+	defer stopLogd(t, cancel, done)
+	code, _, errOut := runCLI(t, "a\nb\n", "pub", "logd://"+addr+"/nosuch")
+	if code != exitFailure || strings.Contains(errOut, "published 2 messages") ||
+		!strings.Contains(errOut, "gave 2 messages to the publisher, which failed: not all of them are known to be delivered\n") ||
+		!strings.Contains(errOut, "UNKNOWN_TOPIC_OR_PARTITION") {
+		t.Errorf("exit %d:\n%s", code, errOut)
+	}
+}
+
+// TestPipeIntoItself: a pipe whose TO is its FROM would copy what it
+// writes without end: refused, one line, exit 2. Places that only look
+// alike are not.
+func TestPipeIntoItself(t *testing.T) {
+	for _, c := range [][2]string{
+		{"logd://127.0.0.1:1/t", "logd://127.0.0.1:1/t"},
+		{"logd://127.0.0.1:1,127.0.0.1:2/t?group=g", "kafka://127.0.0.1:2,127.0.0.1:1/t?acks=leader"},
+		{"logd://127.0.0.1:1/t", "logd://127.0.0.1:1/t?partition=3"},
+		{"mcast://239.255.1.2:7000?ttl=0", "mcast://239.255.1.2:7000?feed=1&ttl=0"},
+		{"zmq+tcp://127.0.0.1:5556", "zmq+tcp://127.0.0.1:5556"},
+		{"zmq+ipc:///tmp/x.sock", "zmq+ipc:///tmp/x.sock?pack=on"},
+	} {
+		// A pipe that starts instead of refusing is stopped after a
+		// while.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		var stdout, stderr strings.Builder
+		code := run(ctx, []string{"pipe", c[0], c[1]}, stdio{in: strings.NewReader(""), out: &stdout, err: &stderr})
+		cancel()
+		out, errOut := stdout.String(), stderr.String()
+		want := fmt.Sprintf("brokerless pipe: FROM and TO are the same place (%s, %s): the pipe would read back what it writes, without end\n", c[0], c[1])
+		if code != exitUsage || out != "" || errOut != want {
+			t.Errorf("pipe %s %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", c[0], c[1], code, out, errOut, want)
+		}
+	}
+	for _, c := range [][2]string{
+		{"logd://127.0.0.1:1/t", "logd://127.0.0.1:1/u"},
+		{"logd://127.0.0.1:1/t?partition=0", "logd://127.0.0.1:1/t?partition=1"},
+		{"logd://127.0.0.1:1/t", "logd://127.0.0.1:2/t"},
+		{"mcast://239.255.1.2:7000?ttl=0", "mcast://239.255.1.2:7000?feed=2&ttl=0"},
+		{"mcast://239.255.1.2:7000", "mcast://239.255.1.2:7001"},
+		{"zmq+tcp://127.0.0.1:5556", "zmq+tcp://127.0.0.1:5557"},
+	} {
+		if pipeLoop(c[0], c[1]) {
+			t.Errorf("pipe %s %s: seen as a loop", c[0], c[1])
+		}
 	}
 }

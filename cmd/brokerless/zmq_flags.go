@@ -54,6 +54,25 @@ func zmqAddr(a net.Addr) string {
 	return "tcp://" + a.String()
 }
 
+// bound is where a publisher or subscriber that binds (a zmq+tcp://
+// URL with port 0 among them) listens, e.g. "tcp://127.0.0.1:41234", or
+// "" for one that binds nothing.
+func bound(v any) string {
+	b, ok := v.(interface{ Addrs() []net.Addr })
+	if !ok || len(b.Addrs()) == 0 {
+		return ""
+	}
+	return zmqAddrs(b.Addrs())
+}
+
+// boundSuffix is "; bound to " and bound(v), or "".
+func boundSuffix(v any) string {
+	if b := bound(v); b != "" {
+		return "; bound to " + b
+	}
+	return ""
+}
+
 // zmqAddrs lists addrs as endpoints, separated by commas.
 func zmqAddrs(addrs []net.Addr) string {
 	s := make([]string, len(addrs))

@@ -96,6 +96,33 @@ func TestZmqPubSubURL(t *testing.T) {
 	}
 }
 
+// TestZmqBoundPortZero: a pub, or a sub with mode=bind, given port 0
+// says which port it got, and what connects there works.
+func TestZmqBoundPortZero(t *testing.T) {
+	bound := regexp.MustCompile(`; bound to tcp://(127\.0\.0\.1:\d+)\n`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pub := startCLI(t, ctx, "publishing to", "pub", "zmq+tcp://127.0.0.1:0", "--ticks", "--rate", "5000")
+	m := bound.FindStringSubmatch(pub.err.String())
+	if m == nil {
+		t.Fatalf("pub does not say its port:\n%s", pub.err)
+	}
+	checkTicks(t, startCLI(t, context.Background(), "listening on", "sub", "zmq+tcp://"+m[1], "--count", "5"), 5)
+	cancel()
+	pub.wait(t)
+
+	sub := startCLI(t, context.Background(), "listening on", "sub", "zmq+tcp://127.0.0.1:0?mode=bind", "--count", "5")
+	if m = bound.FindStringSubmatch(sub.err.String()); m == nil {
+		t.Fatalf("sub does not say its port:\n%s", sub.err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	pub = startCLI(t, ctx, "publishing to", "pub", "zmq+tcp://"+m[1]+"?mode=connect", "--ticks", "--rate", "5000")
+	checkTicks(t, sub, 5)
+	cancel()
+	pub.wait(t)
+}
+
 // TestZmqPipeURL: a pipe from one zmq+tcp:// URL to another forwards
 // what it receives.
 func TestZmqPipeURL(t *testing.T) {
@@ -254,6 +281,10 @@ func TestZmqFlagErrors(t *testing.T) {
 		{[]string{"zmq", "pull", "--connect", ":1", "--count", "-1"}, "--count -1: want a positive number"},
 		{[]string{"zmq", "pull", "--connect", ":1", "--work", "-5ms"}, "--work -5ms: want a positive duration"},
 		{[]string{"zmq", "pull", "--connect", "ipc://"}, "--connect ipc://: "},
+		{[]string{"zmq", "pull", "--connect", ":5557"}, "--connect tcp://:5557: a connected endpoint needs a host and a port from 1 to 65535"},
+		{[]string{"zmq", "pull", "--connect", "127.0.0.1:0"}, "--connect tcp://127.0.0.1:0: a connected endpoint needs a host"},
+		{[]string{"zmq", "push", "--connect", "tcp://*:5557"}, "--connect tcp://*:5557: a connected endpoint needs a host"},
+		{[]string{"zmq", "proxy", "--xsub", "127.0.0.1:99999", pub}, "--xsub tcp://127.0.0.1:99999: want a port from 0 to 65535"},
 	}
 	for _, tt := range tests {
 		// A command that starts instead of refusing is stopped after a
@@ -287,9 +318,17 @@ func TestZmqURLBadValues(t *testing.T) {
 		{"zmq+tcp://127.0.0.1:5556?slow=later", `slow="later": want drop or disconnect`},
 		{"zmq+tcp://127.0.0.1:5556?colour=red", `unknown parameter "colour"`},
 		{"zmq+ipc://relative/path", "want zmq+ipc:///ABSOLUTE/PATH"},
+		{"zmq+tcp://127.0.0.1:0?mode=connect", `bad URL "zmq+tcp://127.0.0.1:0?mode=connect": tcp://127.0.0.1:0: a connected endpoint needs a host and a port from 1 to 65535`},
+		{"zmq+tcp://:5556?mode=connect", `bad URL "zmq+tcp://:5556?mode=connect": tcp://:5556: a connected endpoint needs a host`},
 	} {
 		for _, args := range [][]string{{"pub", c.url}, {"sub", c.url}, {"pipe", c.url, "zmq+tcp://127.0.0.1:5557"}} {
-			code, out, errOut := runCLI(t, "", args...)
+			// A command that starts instead of refusing is stopped after
+			// a while.
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			var stdout, stderr strings.Builder
+			code := run(ctx, args, stdio{in: strings.NewReader(""), out: &stdout, err: &stderr})
+			cancel()
+			out, errOut := stdout.String(), stderr.String()
 			if code != exitUsage || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
 				t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", args, code, out, errOut, c.want)
 			}

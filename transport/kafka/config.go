@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,9 +20,10 @@ const DefaultMaxBuffered = 100_000
 
 // Config configures a Publisher, a Subscriber or a GroupSubscriber.
 type Config struct {
-	// Brokers are the seed brokers, host:port. Required.
+	// Brokers are the seed brokers, HOST:PORT (port 1..65535). Required.
 	Brokers []string
-	// Topic is the topic published to and consumed. Required.
+	// Topic is the topic published to and consumed. Required: a name
+	// Kafka accepts, 1 to 249 of a-z A-Z 0-9 . _ -.
 	Topic string
 	// From is where a Subscriber starts, and where a GroupSubscriber
 	// starts a partition its group has committed no offset for (a
@@ -99,8 +101,12 @@ func (c *Config) validate() error {
 	switch {
 	case len(c.Brokers) == 0:
 		return &ConfigError{"Brokers", c.Brokers, "at least one host:port"}
+	case slices.ContainsFunc(c.Brokers, func(b string) bool { return checkBroker(b) != nil }):
+		return &ConfigError{"Brokers", c.Brokers, "each HOST:PORT, with a port from 1 to 65535"}
 	case c.Topic == "":
 		return &ConfigError{"Topic", `""`, "required"}
+	case checkTopic(c.Topic) != nil:
+		return &ConfigError{"Topic", c.Topic, topicRule}
 	case c.From.kind == posOffset && c.From.offset < 0:
 		return &ConfigError{"From", c.From.offset, "an offset must be >= 0"}
 	case c.Compression != "" && codec(c.Compression) == nil:

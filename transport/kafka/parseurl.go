@@ -23,13 +23,26 @@ func ParseURL(u *url.URL) (Config, error) {
 	bad := func(format string, args ...any) (Config, error) {
 		return Config{}, fmt.Errorf("%w: "+format, append([]any{transport.ErrBadURL}, args...)...)
 	}
-	if u.Host == "" {
+	switch {
+	case u.Host == "":
 		return bad("no broker address")
+	case u.User != nil:
+		return bad("%s:// takes no user: this transport does not authenticate", u.Scheme)
+	case u.Fragment != "":
+		return bad("%s:// takes no fragment (%q)", u.Scheme, u.Fragment)
 	}
 	cfg.Brokers = strings.Split(u.Host, ",")
+	for _, b := range cfg.Brokers {
+		if err := checkBroker(b); err != nil {
+			return bad("%v", err)
+		}
+	}
 	cfg.Topic = strings.Trim(u.Path, "/")
 	if cfg.Topic == "" || strings.Contains(cfg.Topic, "/") {
 		return bad("path %q must be one topic", u.Path)
+	}
+	if err := checkTopic(cfg.Topic); err != nil {
+		return bad("%v", err)
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {

@@ -92,7 +92,8 @@ func (p *Publisher) Semantics() transport.Semantics { return p.sem }
 
 // Publish buffers m as a record: the message's topic (the URL's topic
 // when empty), key, headers, time and payload. It blocks, honouring ctx,
-// while the client's buffer is full.
+// while the client's buffer is full. A message whose topic Kafka would
+// refuse is refused at once.
 func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
 	return p.produce(ctx, m, p.published)
 }
@@ -129,6 +130,11 @@ func (p *Publisher) PublishReceipt(ctx context.Context, m transport.Message, don
 func (p *Publisher) produce(ctx context.Context, m transport.Message, promise func(*kgo.Record, error)) error {
 	if err := p.pending(); err != nil {
 		return err
+	}
+	if m.Topic != "" {
+		if err := checkTopic(m.Topic); err != nil {
+			return fmt.Errorf("kafka transport: a message's %w", err)
+		}
 	}
 	r := newRecord(m)
 	r.Partition = p.partition
@@ -167,8 +173,8 @@ func (p *Publisher) Close() error {
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), closeFlush)
 	defer cancel()
-	if ferr := p.cl.Flush(ctx); err == nil {
-		err = ferr
+	if ferr := p.cl.Flush(ctx); err == nil && ferr != nil {
+		err = fmt.Errorf("kafka transport: close: what was published was not acknowledged within %v: %w", closeFlush, ferr)
 	}
 	p.cl.Close()
 	p.mu.Lock()

@@ -17,6 +17,7 @@ func TestURL(t *testing.T) {
 		"logd://127.0.0.1:9092/t", "kafka://a:1,b:2/t?from=latest&group=g&acks=leader",
 		"logd://h:1/t?from=42&partition=3", "logd://h:1/t?from=2026-01-02T03:04:05Z",
 		"logd://h:1/t?group=g&instance=i&session=2m&rebalance=3m", "logd://h:1/t?compression=none", "logd://h:1/t?buffer=500000",
+		"logd://h:1/Ab.c_d-9", "logd://h:1/" + strings.Repeat("t", 249), "logd://[::1]:9092/t", "kafka://h:65535/t",
 	} {
 		if _, err := transport.Open(context.Background(), good); err != nil {
 			t.Errorf("%s: %v", good, err)
@@ -47,6 +48,18 @@ func TestURL(t *testing.T) {
 		{"logd://h:1/t?compression=", `compression=""`},
 		{"logd://h:1/t?buffer=0", `buffer="0"`},
 		{"logd://h:1/t?buffer=lots", `buffer="lots"`},
+		{"logd://127.0.0.1/t", `broker "127.0.0.1": want HOST:PORT, e.g. 127.0.0.1:9092`},
+		{"logd://:9092/t", `broker ":9092": want HOST:PORT`},
+		{"logd://h:0/t", `broker "h:0": want a port from 1 to 65535`},
+		{"logd://h:65536/t", `broker "h:65536": want a port from 1 to 65535`},
+		{"logd://h:1,,h:2/t", `broker "": want HOST:PORT`},
+		{"kafka://h2,h:1/t", `broker "h2": want HOST:PORT`},
+		{"logd://u:p@h:1/t", "logd:// takes no user: this transport does not authenticate"},
+		{"logd://h:1/t#x", `logd:// takes no fragment ("x")`},
+		{"logd://h:1/bad%20topic", `topic "bad topic": want 1 to 249 of the characters a-z A-Z 0-9 . _ -`},
+		{"logd://h:1/..", `topic "..": want`},
+		{"logd://h:1/" + strings.Repeat("t", 250), `topic "tttt`},
+		{"logd://h:1/caf%C3%A9", `topic "café": want`},
 	} {
 		_, err := transport.Open(context.Background(), tc.url)
 		switch {
@@ -98,6 +111,9 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"Brokers", func(c Config) Config { c.Brokers = nil; return c }},
 		{"Topic", func(c Config) Config { c.Topic = ""; return c }},
+		{"Topic", func(c Config) Config { c.Topic = "a b"; return c }},
+		{"Brokers", func(c Config) Config { c.Brokers = []string{"h:1", "h"}; return c }},
+		{"Brokers", func(c Config) Config { c.Brokers = []string{"h:0"}; return c }},
 		{"From", func(c Config) Config { c.From = AtOffset(-1); return c }},
 		{"Partitions", func(c Config) Config { c.Partitions = []int32{-1}; return c }},
 		{"Partitions", func(c Config) Config { c.Partitions, c.Group = []int32{0}, "g"; return c }},

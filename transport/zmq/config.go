@@ -58,8 +58,10 @@ const (
 type Config struct {
 	// Bind and Connect are ZeroMQ endpoints, tcp://HOST:PORT (HOST "*"
 	// for every address) or ipc://PATH. A socket may bind some and
-	// connect to others; it needs at least one. Connected endpoints are
-	// redialled for as long as the socket is open.
+	// connect to others; it needs at least one. A bound port is 0 (any
+	// free one) to 65535; a connected endpoint needs a host and a port
+	// from 1. Connected endpoints are redialled for as long as the
+	// socket is open.
 	Bind, Connect []string
 
 	// Feed is a publisher's stable identity (1..2^32-1): a restarted
@@ -219,9 +221,14 @@ func (c *Config) validate() error {
 	if len(c.Bind)+len(c.Connect) == 0 {
 		return badConfig("Bind", c.Bind, "bind or connect at least one endpoint")
 	}
-	for _, e := range append(append([]string(nil), c.Bind...), c.Connect...) {
-		if _, err := parseEndpoint(e); err != nil {
+	for _, e := range c.Bind {
+		if err := checkEndpoint(e, false); err != nil {
 			return badConfig("Bind", e, err.Error())
+		}
+	}
+	for _, e := range c.Connect {
+		if err := checkEndpoint(e, true); err != nil {
+			return badConfig("Connect", e, err.Error())
 		}
 	}
 	for _, f := range []struct {

@@ -1,8 +1,10 @@
 package zmq
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 )
 
@@ -40,4 +42,24 @@ func parseEndpoint(s string) (endpoint, error) {
 		return endpoint{network: "unix", addr: rest}, nil
 	}
 	return endpoint{}, fmt.Errorf("endpoint %q: transport %q: want tcp or ipc", s, scheme)
+}
+
+// checkEndpoint checks an endpoint to bind (a port from 0, any free one,
+// to 65535) or to connect to (connect: a host, and a port from 1 to
+// 65535, where something can listen), so that a typo fails at once
+// instead of redialling a place where nothing can ever answer.
+func checkEndpoint(s string, connect bool) error {
+	e, err := parseEndpoint(s)
+	if err != nil || e.network != "tcp" {
+		return err
+	}
+	host, port, _ := net.SplitHostPort(e.addr)
+	n, err := strconv.ParseUint(port, 10, 16)
+	switch {
+	case err != nil:
+		return errors.New("want a port from 0 to 65535")
+	case connect && (host == "" || n == 0):
+		return errors.New("a connected endpoint needs a host and a port from 1 to 65535")
+	}
+	return nil
 }
