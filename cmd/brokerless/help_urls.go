@@ -29,7 +29,10 @@ func runHelpURLs(_ context.Context, inv *invocation) error {
 	if err := inv.parse(inv.flags()); err != nil {
 		return err
 	}
-	fmt.Fprint(inv.out, "Transport URLs, for brokerless pub, sub and pipe.\n")
+	fmt.Fprint(inv.out, "Transport URLs, for brokerless pub, sub and pipe.\n\n"+
+		"One URL names both ends of a feed, so the same URL serves pub and sub:\n"+
+		"a parameter only one end uses (a publisher's linger, a subscriber's join,\n"+
+		"group or loss) is accepted and ignored by the other end.\n")
 	for _, name := range transport.Schemes() {
 		s, _ := transport.Describe(name)
 		writeScheme(inv.out, &s)
