@@ -158,7 +158,10 @@ func TestArchiveSlowApplication(t *testing.T) {
 	const n = 3000
 	log := &memLog{batch: 100}
 	log.add(msgs(sA, 1, n)...)
-	wait := 20 * time.Millisecond
+	// Wait is long enough that no read of the in-memory log, however
+	// slow a loaded machine makes it under -race, outlasts it (20 ms
+	// did, once): only the application's stall below is longer.
+	wait := 250 * time.Millisecond
 	a := archiveSideOn(t, log, wait)
 	got := feedLive(a, cat(startEv(sA, transport.StreamID{}, 1), msg(sA, 1), gapEv(sA, 2, n-1, transport.GapUnrecoverable), msg(sA, n))...)
 	// The application is busy: the reader fills what it may hand on,
@@ -247,7 +250,7 @@ func TestArchiveAwaitLiveBounded(t *testing.T) {
 	cfg.Feed = 1
 	cfg.Archive.Open = func(context.Context) (transport.Log, error) { return log, nil }
 	cfg.Archive.Join = JoinEarliest()
-	cfg.Archive.Wait = 50 * time.Millisecond
+	cfg.Archive.Wait = 250 * time.Millisecond // no read of log outlasts it, even loaded under -race
 	s := mustSub(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // fails rather than hangs
 	defer cancel()
