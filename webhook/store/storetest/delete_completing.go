@@ -3,7 +3,6 @@ package storetest
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,25 +47,10 @@ func testDeleteEndpointCompleting(t *testing.T, s store.Store) {
 				Attempt: store.Attempt{ID: fmt.Sprintf("atmpt_%d_%d", r, i), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID,
 					Started: now, StatusCode: 200 + 300*(i%2)}}
 		}
-		// Half the jobs completed one by one, the others in batches of 4
-		// (PostgreSQL writes those in bulk), all while the endpoint is
-		// deleted.
-		var batches [][]*store.Completion
-		for i, j := range jobs {
-			if i < len(jobs)/2 {
-				batches = append(batches, []*store.Completion{completion(i, j)})
-				continue
-			}
-			if (i-len(jobs)/2)%4 == 0 {
-				batches = append(batches, nil)
-			}
-			batches[len(batches)-1] = append(batches[len(batches)-1], completion(i, j))
-		}
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for _, cs := range batches {
-			wg.Go(func() {
-				<-start
+		// All while the endpoint is deleted.
+		var racers []func()
+		for _, cs := range completionBatches(jobs, 4, completion) {
+			racers = append(racers, func() {
 				if err := s.Complete(c, cs...); err != nil && !errors.Is(err, store.ErrLeaseLost) {
 					t.Errorf("round %d: a completion while the endpoint is deleted: %v", r, err)
 				}
@@ -77,14 +61,11 @@ func testDeleteEndpointCompleting(t *testing.T, s store.Store) {
 				}
 			})
 		}
-		wg.Go(func() {
-			<-start
+		together(append(racers, func() {
 			if err := s.DeleteEndpoint(c, id); err != nil {
 				t.Errorf("round %d: deleting the endpoint while attempts to it are recorded: %v", r, err)
 			}
-		})
-		close(start)
-		wg.Wait()
+		})...)
 		if t.Failed() {
 			return
 		}

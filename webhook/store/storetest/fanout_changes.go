@@ -3,7 +3,6 @@ package storetest
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -90,8 +89,7 @@ func testDeleteEndpointInserting(t *testing.T, s store.Store) {
 		id := fmt.Sprint("ep_del", r)
 		endpoint(t, s, id)
 		var evs []string
-		start := make(chan struct{})
-		var wg sync.WaitGroup
+		var racers []func()
 		for i := range inserters {
 			ev := &store.Event{ID: fmt.Sprintf("msg_%d_%d", r, i), Type: "t", Payload: []byte("{}"), Created: t0.Add(time.Duration(r) * time.Second)}
 			evs = append(evs, ev.ID)
@@ -99,21 +97,17 @@ func testDeleteEndpointInserting(t *testing.T, s store.Store) {
 			if i%2 == 1 {
 				targets = []string{id, "ep_keep"}
 			}
-			wg.Go(func() {
-				<-start
+			racers = append(racers, func() {
 				if _, err := s.InsertEvent(c, ev, targets...); err != nil {
 					t.Errorf("round %d: an event stored while its endpoint is deleted: %v", r, err)
 				}
 			})
 		}
-		wg.Go(func() {
-			<-start
+		together(append(racers, func() {
 			if err := s.DeleteEndpoint(c, id); err != nil {
 				t.Errorf("round %d: deleting an endpoint while events are stored for it: %v", r, err)
 			}
-		})
-		close(start)
-		wg.Wait()
+		})...)
 		for _, ev := range evs {
 			ds, err := s.ListDeliveries(c, ev)
 			if err != nil {

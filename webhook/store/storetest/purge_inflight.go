@@ -3,7 +3,6 @@ package storetest
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,39 +46,23 @@ func testPurgeInFlight(t *testing.T, s store.Store) {
 				Attempt: store.Attempt{ID: fmt.Sprintf("atmpt_%d_%d", r, i), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: e.ID,
 					Started: now, StatusCode: 200 + 300*(i%2)}}
 		}
-		// Half the jobs completed one by one, the others in batches of 3
-		// (PostgreSQL writes those in bulk).
-		var batches [][]*store.Completion
-		for i, j := range jobs {
-			if i < len(jobs)/2 {
-				batches = append(batches, []*store.Completion{completion(i, j)})
-				continue
-			}
-			if (i-len(jobs)/2)%3 == 0 {
-				batches = append(batches, nil)
-			}
-			batches[len(batches)-1] = append(batches[len(batches)-1], completion(i, j))
-		}
-		start := make(chan struct{})
-		var wg sync.WaitGroup
+		batches := completionBatches(jobs, 3, completion)
+		var racers []func()
 		for _, cs := range batches {
-			wg.Go(func() {
-				<-start
+			racers = append(racers, func() {
 				if err := s.Complete(c, cs...); err != nil && !errors.Is(err, store.ErrLeaseLost) {
 					t.Errorf("round %d: a completion while its event is purged: %v", r, err)
 				}
 			})
 		}
 		for range 2 {
-			wg.Go(func() {
-				<-start
+			racers = append(racers, func() {
 				if _, err := s.Purge(c, now.Add(time.Hour), 1000); err != nil {
 					t.Errorf("round %d: purging while attempts are recorded: %v", r, err)
 				}
 			})
 		}
-		close(start)
-		wg.Wait()
+		together(racers...)
 		if t.Failed() {
 			return
 		}

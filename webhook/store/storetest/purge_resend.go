@@ -3,7 +3,6 @@ package storetest
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -49,11 +48,9 @@ func testPurgeResend(t *testing.T, s store.Store) {
 	purged := 0
 	const batch = 8
 	for b := 0; b < events; b += batch {
-		var wg sync.WaitGroup
-		start := make(chan struct{})
+		var racers []func()
 		for i := b; i < b+batch; i++ {
-			wg.Go(func() {
-				<-start
+			racers = append(racers, func() {
 				var n int
 				var err error
 				switch i % 4 {
@@ -75,16 +72,13 @@ func testPurgeResend(t *testing.T, s store.Store) {
 				}
 			})
 		}
-		wg.Go(func() {
-			<-start
+		together(append(racers, func() {
 			n, err := s.Purge(c, at(b+batch), batch)
 			if err != nil {
 				t.Errorf("a purge during resends: %v", err)
 			}
 			purged += n
-		})
-		close(start)
-		wg.Wait()
+		})...)
 	}
 	kept := 0
 	for i, id := range ids {

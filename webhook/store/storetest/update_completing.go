@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,39 +44,21 @@ func testUpdateEndpointCompleting(t *testing.T, s store.Store) {
 				Attempt: store.Attempt{ID: fmt.Sprintf("atmpt_%d_%d", r, i), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: e.ID,
 					Started: now, StatusCode: 200 + 300*(i%2)}}
 		}
-		// Half the jobs completed one by one, the others in batches of 3
-		// (PostgreSQL writes those in bulk).
-		var batches [][]*store.Completion
-		for i, j := range jobs {
-			if i < len(jobs)/2 {
-				batches = append(batches, []*store.Completion{completion(i, j)})
-				continue
-			}
-			if (i-len(jobs)/2)%3 == 0 {
-				batches = append(batches, nil)
-			}
-			batches[len(batches)-1] = append(batches[len(batches)-1], completion(i, j))
-		}
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for _, cs := range batches {
-			wg.Go(func() {
-				<-start
+		var racers []func()
+		for _, cs := range completionBatches(jobs, 3, completion) {
+			racers = append(racers, func() {
 				if err := s.Complete(c, cs...); err != nil {
 					t.Errorf("round %d: a completion while the endpoint is updated: %v", r, err)
 				}
 			})
 		}
-		wg.Go(func() {
-			<-start
+		together(append(racers, func() {
 			u := *e
 			u.Enabled, u.Description, u.Updated = false, "disabled", now
 			if err := s.UpdateEndpoint(c, &u); err != nil {
 				t.Errorf("round %d: disabling the endpoint while attempts to it are recorded: %v", r, err)
 			}
-		})
-		close(start)
-		wg.Wait()
+		})...)
 		if t.Failed() {
 			return
 		}
