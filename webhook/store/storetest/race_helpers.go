@@ -1,7 +1,10 @@
 package storetest
 
 import (
+	"fmt"
 	"sync"
+	"testing"
+	"time"
 
 	"github.com/brokerless/brokerless/webhook/store"
 )
@@ -37,4 +40,25 @@ func together(fns ...func()) {
 	}
 	close(start)
 	wg.Wait()
+}
+
+// claimedRound stores events events of round r, each to the endpoints
+// targets, and claims all their deliveries as owner "a" at t0 plus r
+// minutes: it returns the jobs and that time.
+func claimedRound(t *testing.T, s store.Store, r, events int, targets ...string) ([]*store.Job, time.Time) {
+	t.Helper()
+	c := ctx(t)
+	for i := range events {
+		ev := &store.Event{ID: fmt.Sprintf("msg_%d_%02d", r, i), Type: "t", Payload: []byte("{}"), Created: t0}
+		if _, err := s.InsertEvent(c, ev, targets...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := t0.Add(time.Duration(r) * time.Minute)
+	want := events * len(targets)
+	jobs := claim(t, s, "a", now, want)
+	if len(jobs) != want {
+		t.Fatalf("round %d: claimed %d, want %d", r, len(jobs), want)
+	}
+	return jobs, now
 }

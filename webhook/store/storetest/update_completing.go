@@ -20,17 +20,7 @@ func testUpdateEndpointCompleting(t *testing.T, s store.Store) {
 	const rounds, events = 30, 12
 	for r := range rounds {
 		e := endpoint(t, s, fmt.Sprint("ep_upd", r))
-		for i := range events {
-			ev := &store.Event{ID: fmt.Sprintf("msg_%d_%02d", r, i), Type: "t", Payload: []byte("{}"), Created: t0}
-			if _, err := s.InsertEvent(c, ev, e.ID); err != nil {
-				t.Fatal(err)
-			}
-		}
-		now := t0.Add(time.Duration(r) * time.Minute)
-		jobs := claim(t, s, "a", now, events)
-		if len(jobs) != events {
-			t.Fatalf("round %d: claimed %d, want %d", r, len(jobs), events)
-		}
+		jobs, now := claimedRound(t, s, r, events, e.ID)
 		want := map[string]string{} // delivery id: its status after the round
 		completion := func(i int, j *store.Job) *store.Completion {
 			ok := i%2 == 0 // health changing at every attempt
