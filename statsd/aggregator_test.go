@@ -297,12 +297,6 @@ func TestAggregatorSnapshotValues(t *testing.T) {
 func TestAggregatorSetMemoryReturned(t *testing.T) {
 	const sets, burst = 40, 20_000
 	a := mustAggregator(t, AggregatorConfig{})
-	heap := func() int64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return int64(m.HeapAlloc)
-	}
 	member := make([]byte, 0, 16)
 	add := func(set, n int) {
 		key := []byte(fmt.Sprintf("s%d", set))
@@ -316,7 +310,7 @@ func TestAggregatorSetMemoryReturned(t *testing.T) {
 	}
 	a.Flush(t0)
 	a.Flush(t0)
-	idle := heap()
+	idle := heapAlloc()
 	for i := range sets {
 		add(i, burst) // one set after the other, each for one interval
 		a.Flush(t0)
@@ -325,7 +319,7 @@ func TestAggregatorSetMemoryReturned(t *testing.T) {
 	if len(snap.Sets) != sets {
 		t.Fatalf("%d sets, want %d", len(snap.Sets), sets)
 	}
-	if grew := heap() - idle; grew > 2<<20 {
+	if grew := heapAlloc() - idle; grew > 2<<20 {
 		t.Errorf("idle sets hold %d bytes more after a burst of %d members each", grew, burst)
 	}
 	runtime.KeepAlive(a)
@@ -338,22 +332,16 @@ func TestAggregatorSetMemoryReturned(t *testing.T) {
 func TestAggregatorSetMemberBytes(t *testing.T) {
 	const members, size = 200, 60_000
 	a := mustAggregator(t, AggregatorConfig{})
-	heap := func() int64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return int64(m.HeapAlloc)
-	}
 	member := []byte(strings.Repeat("m", size))
 	add := func(key string, m []byte) { a.Add(&Metric{Key: []byte(key), Type: Set, Member: m}) }
 	add("big", []byte("short"))
-	before := heap()
+	before := heapAlloc()
 	for i := range members {
 		copy(member[size-8:], fmt.Sprintf("%08d", i))
 		add("big", member)
 		add("big", member)
 	}
-	grew := heap() - before
+	grew := heapAlloc() - before
 	for _, m := range []string{"", "x", strings.Repeat("y", 31), strings.Repeat("y", 32), strings.Repeat("y", 33)} {
 		add("lengths", []byte(m))
 		add("lengths", []byte(m))
@@ -372,4 +360,12 @@ func TestAggregatorSetMemberBytes(t *testing.T) {
 	if grew > 1<<20 {
 		t.Errorf("%d members of %d bytes took %d bytes", members, size, grew)
 	}
+}
+
+// heapAlloc returns the bytes of the heap in use after a collection.
+func heapAlloc() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
