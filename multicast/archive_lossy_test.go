@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/brokerless/brokerless/reliable"
-	"github.com/brokerless/brokerless/transport"
 	"github.com/brokerless/brokerless/transport/faultnet"
 )
 
@@ -35,17 +34,7 @@ func TestArchiveLossyLateJoin(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var a accountant
-	for {
-		ev, err := s.Receive(ctx)
-		if err != nil {
-			t.Fatalf("last message %d: %v; stats %+v", a.lastIndex, err, s.Stats().Archive)
-		}
-		if ev.Kind == transport.EventStreamEnd {
-			break
-		}
-		a.add(t, &ev)
-	}
+	a := receiveToEnd(t, ctx, s)
 	<-done
 	st := s.Stats()
 	if len(a.gaps) != 0 || a.lastIndex != 24_999 {

@@ -147,17 +147,7 @@ func TestArchiveLateJoin(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var a accountant
-	for {
-		ev, err := s.Receive(ctx)
-		if err != nil {
-			t.Fatalf("last message %d: %v; stats %+v", a.lastIndex, err, s.Stats().Archive)
-		}
-		if ev.Kind == transport.EventStreamEnd {
-			break
-		}
-		a.add(t, &ev)
-	}
+	a := receiveToEnd(t, ctx, s)
 	<-done
 	st := s.Stats().Archive
 	if len(a.gaps) != 0 || a.lastIndex != 39_999 {
@@ -304,5 +294,22 @@ func TestArchiveReadErrorRetried(t *testing.T) {
 	st := s.Stats()
 	if len(a.gaps) != 0 || st.GapSeqs == 0 || st.Archive.Errors == 0 {
 		t.Fatalf("gaps %v, engine gaps %d, archive %+v: want the pause beyond the window filled from the archive despite its errors", a.gaps, st.GapSeqs, st.Archive)
+	}
+}
+
+// receiveToEnd takes s's events into an accountant until the stream
+// ends; an error of Receive fails the test.
+func receiveToEnd(t *testing.T, ctx context.Context, s *Subscriber) *accountant {
+	t.Helper()
+	var a accountant
+	for {
+		ev, err := s.Receive(ctx)
+		if err != nil {
+			t.Fatalf("last message %d: %v; stats %+v", a.lastIndex, err, s.Stats().Archive)
+		}
+		if ev.Kind == transport.EventStreamEnd {
+			return &a
+		}
+		a.add(t, &ev)
 	}
 }
