@@ -41,6 +41,9 @@ type counterState struct {
 	// Prometheus counter's increment), kept apart from value: value
 	// less the part below zero is NaN once that part is infinite.
 	increase float64
+	// decrease is the sum of the values below zero: what a mapping
+	// with a negative scale turns into the counter's increment.
+	decrease float64
 	seen     uint64
 	own      bool
 }
@@ -136,6 +139,7 @@ func (a *Aggregator) Add(m *Metric) bool {
 		c.value += v
 		if v < 0 {
 			a.negativeCounters++
+			c.decrease += v
 		} else {
 			c.increase += v
 		}

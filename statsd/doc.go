@@ -23,7 +23,10 @@
 // finite (x:1e308|c|@0.1), are left out of it and counted
 // (statsd_server_negative_increments_total,
 // statsd_server_nonfinite_increments_total), where the other outputs
-// keep Etsy's arithmetic (NaN or Infinity for that interval).
+// keep Etsy's arithmetic (NaN or Infinity for that interval). A
+// mapping's scale applies first, as in statsd_exporter: through a
+// negative scale the values below zero, scaled, are the increments, and
+// those above zero are left out.
 //
 // The backends of a flush run at once, each until the next flush at
 // most. What one fails to write is counted: its failed flushes

@@ -39,7 +39,7 @@ func (a *Aggregator) Flush(now time.Time) *Snapshot {
 			s.Server.KeysEvicted++
 			continue
 		}
-		s.Counters = append(s.Counters, CounterValue{Key: k, Count: c.value, Increase: c.increase, Rate: c.value / (interval / 1000), Own: c.own})
+		s.Counters = append(s.Counters, CounterValue{Key: k, Count: c.value, Increase: c.increase, Decrease: c.decrease, Rate: c.value / (interval / 1000), Own: c.own})
 	}
 	stats := make([]Stat, 0, len(a.timers)*a.timerNames.perTimer(len(a.cfg.Histogram) > 0))
 	for k, t := range a.timers {
@@ -98,7 +98,7 @@ func (a *Aggregator) reset() {
 			a.forget(c.own)
 			continue
 		}
-		c.value, c.increase = 0, 0
+		c.value, c.increase, c.decrease = 0, 0, 0
 	}
 	for k, t := range a.timers {
 		if a.cfg.DeleteTimers {

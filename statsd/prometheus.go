@@ -76,7 +76,10 @@ type PrometheusConfig struct {
 //   - counters are cumulative "<name>_total" counters; a value below
 //     zero is left out (a Prometheus counter never decreases), as
 //     statsd_exporter refuses it, and counted in
-//     statsd_server_negative_increments_total; so is an interval's
+//     statsd_server_negative_increments_total (a mapping's scale
+//     applies first, as statsd_exporter applies it: through a negative
+//     scale the values below zero, scaled, are added and those above
+//     zero left out, uncounted); so is an interval's
 //     increment that is not a finite number (values summing past
 //     ±1.8e308, as "x:1e308|c|@0.1" does), or that would take the
 //     counter past it, counted in

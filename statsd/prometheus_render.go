@@ -25,7 +25,8 @@ type promEntry struct {
 	key   string
 	kind  promKind
 	n     *promNaming
-	value float64     // counter: the interval's count; gauge, set: the value
+	value float64     // counter: the interval's Increase; gauge, set: the value
+	dec   float64     // counter: the interval's Decrease
 	timer *TimerValue // timers
 }
 
@@ -187,7 +188,7 @@ func (pg *page) leaveOut(why string) {
 
 // collect gathers the snapshot's keys into families, by name and type.
 func (p *Prometheus) collect(pg *page, s *Snapshot) {
-	add := func(kind promKind, key string, v float64, t *TimerValue) {
+	add := func(kind promKind, key string, v, dec float64, t *TimerValue) {
 		n := p.namings[kind][key]
 		if n == nil {
 			n = p.naming(kind, key)
@@ -203,25 +204,26 @@ func (p *Prometheus) collect(pg *page, s *Snapshot) {
 			return
 		}
 		f := pg.family(n.family, n.typ, "", false)
-		f.entries = append(f.entries, promEntry{key: key, kind: kind, n: n, value: v, timer: t})
+		f.entries = append(f.entries, promEntry{key: key, kind: kind, n: n, value: v, dec: dec, timer: t})
 	}
 	for _, c := range s.Counters {
 		if !c.Own {
-			// A Prometheus counter never decreases: negative values are
-			// left out, as statsd_exporter refuses them.
-			add(kindCounter, c.Key, c.Increase, nil)
+			// A Prometheus counter never decreases: the values that are
+			// negative once scaled are left out, as statsd_exporter
+			// refuses them (see observe).
+			add(kindCounter, c.Key, c.Increase, c.Decrease, nil)
 		}
 	}
 	for _, g := range s.Gauges {
 		if !g.Own {
-			add(kindGauge, g.Key, g.Value, nil)
+			add(kindGauge, g.Key, g.Value, 0, nil)
 		}
 	}
 	for _, st := range s.Sets {
-		add(kindSet, st.Key, float64(st.Count), nil)
+		add(kindSet, st.Key, float64(st.Count), 0, nil)
 	}
 	for i := range s.Timers {
-		add(kindTimer, s.Timers[i].Key, 0, &s.Timers[i])
+		add(kindTimer, s.Timers[i].Key, 0, 0, &s.Timers[i])
 	}
 }
 
@@ -288,7 +290,14 @@ func (p *Prometheus) resolve(pg *page, f *pageFamily) {
 func (p *Prometheus) observe(f *pageFamily, s *pageSeries, e *promEntry) {
 	switch f.typ {
 	case promCounter:
-		s.value += e.value * e.n.scale
+		// statsd_exporter scales each value, then refuses those below
+		// zero: with a negative scale, the values below zero are the
+		// ones that count. Either way the increment is not negative.
+		v := e.value
+		if e.n.scale < 0 {
+			v = e.dec
+		}
+		s.value += v * e.n.scale
 		return
 	case promGauge:
 		s.value = e.value * e.n.scale

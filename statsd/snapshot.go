@@ -33,6 +33,11 @@ type CounterValue struct {
 	// that would make the counter overflow, is left out there). Count
 	// also has the values below zero, as Etsy adds them.
 	Increase float64
+	// Decrease is the sum of the values below zero, each times 1/rate:
+	// what the Prometheus output adds to its counter, scaled, through a
+	// mapping whose scale is below zero (statsd_exporter scales each
+	// value before it refuses the negative ones).
+	Decrease float64
 	// Own marks Etsy's counters of the server itself:
 	// <prefixStats>.packets_received, metrics_received, bad_lines_seen.
 	Own bool
