@@ -3,10 +3,12 @@ package statsd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -26,6 +28,14 @@ import (
 // written; a flush that finds that place taken is dropped and fails.
 // The lines of dropped flushes, and those a failed write did not write,
 // are counted in ServerStats.BackendLinesLost.
+//
+// Close (the Server's Close calls it) ends that goroutine: a write
+// still blocked is interrupted where the writer has write deadlines
+// (SetWriteDeadline: an *os.File on a pipe, a socket or a terminal the
+// runtime polls, a net.Conn), and the flushes still queued are dropped,
+// their lines lost. A writer without deadlines (a stdout left in
+// blocking mode) cannot be interrupted: Close waits for it a second at
+// most, then leaves the goroutine to its write and says so.
 type Console struct {
 	cfg ConsoleConfig
 	w   io.Writer
@@ -38,6 +48,18 @@ type Console struct {
 	spare []byte
 	// lost counts the lines lost since the server last read it.
 	lost uint64
+	// writing is closed when the writer goroutine ends; nil while none
+	// runs.
+	writing chan struct{}
+	closed  bool
+}
+
+// consoleCloseWait bounds Close's wait for a writer it cannot interrupt.
+const consoleCloseWait = time.Second
+
+// writeDeadliner is a writer whose blocked writes a deadline ends.
+type writeDeadliner interface {
+	SetWriteDeadline(time.Time) error
 }
 
 // consoleQueue is the most flushes a Console holds: the one being
@@ -79,6 +101,11 @@ func (c *Console) Flush(ctx context.Context, s *Snapshot) error {
 		return nil
 	})
 	c.mu.Lock()
+	if c.closed {
+		c.lost += uint64(f.lines)
+		c.mu.Unlock()
+		return fmt.Errorf("statsd: console: a flush of %d lines dropped: %w", f.lines, errConsoleClosed)
+	}
 	if len(c.queue) >= consoleQueue {
 		c.lost += uint64(f.lines)
 		c.mu.Unlock()
@@ -86,7 +113,8 @@ func (c *Console) Flush(ctx context.Context, s *Snapshot) error {
 	}
 	c.queue = append(c.queue, f)
 	if len(c.queue) == 1 {
-		go c.write()
+		c.writing = make(chan struct{})
+		go c.write(c.writing)
 	}
 	c.mu.Unlock()
 	select {
@@ -100,10 +128,19 @@ func (c *Console) Flush(ctx context.Context, s *Snapshot) error {
 	}
 }
 
-// write writes the queued flushes in order, until none is left.
-func (c *Console) write() {
+// write writes the queued flushes in order, until none is left or the
+// console is closed; then it closes done.
+func (c *Console) write(done chan struct{}) {
+	defer close(done)
 	c.mu.Lock()
 	for len(c.queue) > 0 {
+		if c.closed {
+			for _, f := range c.queue {
+				c.lost += uint64(f.lines)
+				f.done <- errConsoleClosed
+			}
+			break
+		}
 		f := c.queue[0]
 		c.mu.Unlock()
 		n, err := c.w.Write(f.b)
@@ -120,7 +157,43 @@ func (c *Console) write() {
 		f.done <- err
 	}
 	c.queue = nil
+	c.writing = nil
 	c.mu.Unlock()
+}
+
+var errConsoleClosed = errors.New("console closed")
+
+// Close stops the console: it interrupts a write still blocked, if the
+// writer has write deadlines, drops the flushes still queued, and waits
+// for its writer goroutine to end (a second at most for a writer it
+// cannot interrupt, then it returns an error and leaves the goroutine).
+// Later Flushes fail.
+func (c *Console) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	done := c.writing
+	c.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	dw, ok := c.w.(writeDeadliner)
+	// Any time in the past ends a blocked write at once.
+	if ok && dw.SetWriteDeadline(time.Unix(1, 0)) != nil {
+		ok = false
+	}
+	if ok {
+		// Only the console's write is blocked on this deadline; the
+		// writer (os.Stdout) may be written again once it is done.
+		defer dw.SetWriteDeadline(time.Time{})
+	}
+	t := time.NewTimer(consoleCloseWait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("statsd: console: closed with its writer blocked in a write that cannot be interrupted (no write deadline); the write's goroutine is left to it")
+	}
 }
 
 // keepConsoleBuffer is the largest buffer kept for the next flush.

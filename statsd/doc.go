@@ -38,7 +38,9 @@
 // a blocked writer (a stdout pipe nobody reads) holds no flush past its
 // deadline, the lines of the flushes it dropped, one flush waiting
 // behind the one being written already, and those a failed write did
-// not write.
+// not write. Closing the server ends that goroutine: a write still
+// blocked is interrupted where the writer has write deadlines (a pipe),
+// else left after a second, and Close says so.
 //
 // Accepted lines (several per packet, separated by '\n'):
 //
