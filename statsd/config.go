@@ -49,9 +49,22 @@ type Config struct {
 	// logged. -1 requests nothing: the kernel's default
 	// (net.core.rmem_default, what Etsy statsd gets). Default 4 MiB.
 	RecvBuffer int
-	// MaxConns bounds the open TCP connections; more are closed at once
-	// and counted. Default 1024.
+	// MaxConns bounds the open TCP connections. At the limit a new
+	// connection is accepted and the one idle the longest (that sent
+	// nothing for the longest time) is closed, counted
+	// (server.conns_evicted) and logged at debug: sockets opened and
+	// left idle, however many, lock no client out, and a client that
+	// sends keeps its connection. Default 1024.
 	MaxConns int
+	// IdleTimeout closes a TCP connection that sends nothing for that
+	// long, counted (server.conns_idle_closed). Default 0: none, as in
+	// Etsy statsd and statsd_exporter (brubeck has no StatsD over TCP):
+	// a StatsD client does not read, so the close reaches it only as
+	// the loss of its next write, and a quiet client (a cron job's, a
+	// counter sent once a minute) would lose data for nothing. Idle
+	// sockets are handled at MaxConns instead, and the TCP keepalive
+	// the server sets (Go's, 15 s) closes those of vanished hosts.
+	IdleTimeout time.Duration
 	// MaxLineLength bounds a TCP line; longer lines are discarded and
 	// counted. Default 64 KiB.
 	MaxLineLength int
@@ -129,6 +142,8 @@ func (c *Config) validate() error {
 		return badConfig("RecvBuffer", c.RecvBuffer, "must be -1 (the kernel's default) or a size in bytes")
 	case c.MaxConns < 1:
 		return badConfig("MaxConns", c.MaxConns, "must be positive")
+	case c.IdleTimeout < 0:
+		return badConfig("IdleTimeout", c.IdleTimeout, "must not be negative (0: no timeout)")
 	case c.MaxLineLength < 64:
 		return badConfig("MaxLineLength", c.MaxLineLength, "must be at least 64")
 	case c.BadLineLogGap < 0:

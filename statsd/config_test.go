@@ -30,6 +30,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"nothing", func(st *Settings) { st.Server.UDP, st.Server.TCP = nil, nil }, "UDP", "(none)"},
 		{"readers", func(st *Settings) { st.Server.UDPReaders = 65 }, "UDPReaders", 65},
 		{"recv buffer", func(st *Settings) { st.Server.RecvBuffer = -2 }, "RecvBuffer", -2},
+		{"idle timeout", func(st *Settings) { st.Server.IdleTimeout = -time.Second }, "IdleTimeout", -time.Second},
 		{"flush interval", func(st *Settings) { st.Server.FlushInterval = time.Microsecond }, "FlushInterval", time.Microsecond},
 		{"max keys", func(st *Settings) { st.Server.MaxKeys = -1 }, "MaxKeys", -1},
 		{"evict", func(st *Settings) { st.Server.EvictIdleFlushes = -2 }, "EvictIdleFlushes", -2},

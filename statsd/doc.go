@@ -8,7 +8,9 @@
 // A Server listens on UDP (several SO_REUSEPORT readers with batch
 // reads, each draining its socket into a bounded queue that another
 // goroutine parses and aggregates; a port that another process already reads is refused with an
-// AddrInUseError rather than shared), TCP (newline-delimited) and unix
+// AddrInUseError rather than shared), TCP (newline-delimited; at
+// MaxConns a new connection evicts the one idle the longest, so idle
+// sockets lock no client out; IdleTimeout optional) and unix
 // datagram sockets, parses the
 // StatsD line protocol (Parser, with no I/O), aggregates with an
 // Aggregator that reproduces the arithmetic of Etsy's

@@ -5,17 +5,29 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // tcpListener accepts newline-delimited StatsD over TCP.
 type tcpListener struct {
-	ln    net.Listener
-	cfg   *Config
-	slots chan struct{}
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	ln  net.Listener
+	cfg *Config
+	mu  sync.Mutex
+	// conns are the connections open, at most MaxConns; nil once
+	// closed. An evicted connection leaves it at once, before its
+	// goroutine ends.
+	conns map[*tcpConn]struct{}
+}
+
+// tcpConn is one connection and when it last sent something (or was
+// accepted), in cfg.Now's nanoseconds since the Unix epoch.
+type tcpConn struct {
+	net.Conn
+	last atomic.Int64
 }
 
 func listenTCP(ctx context.Context, addr string, cfg *Config) (*tcpListener, error) {
@@ -27,7 +39,7 @@ func listenTCP(ctx context.Context, addr string, cfg *Config) (*tcpListener, err
 	if err != nil {
 		return nil, listenError("tcp", addr, err)
 	}
-	return &tcpListener{ln: ln, cfg: cfg, slots: make(chan struct{}, cfg.MaxConns), conns: make(map[net.Conn]struct{})}, nil
+	return &tcpListener{ln: ln, cfg: cfg, conns: make(map[*tcpConn]struct{})}, nil
 }
 
 func (l *tcpListener) run(s *Server) {
@@ -40,32 +52,47 @@ func (l *tcpListener) run(s *Server) {
 			}
 			return
 		}
-		select {
-		case l.slots <- struct{}{}:
-		default:
-			s.counters.rejectedConns.Add(1)
-			c.Close()
-			continue
-		}
-		if !l.track(c) {
-			<-l.slots
+		tc := &tcpConn{Conn: c}
+		now := l.cfg.Now()
+		tc.last.Store(now.UnixNano())
+		victim, ok := l.admit(tc)
+		if !ok {
 			c.Close()
 			return
 		}
+		if victim != nil {
+			s.counters.evictedConns.Add(1)
+			victim.Close()
+			s.log.Debug("statsd: TCP connection evicted: MaxConns open, it was idle the longest",
+				"remote", victim.RemoteAddr().String(), "idle", now.Sub(time.Unix(0, victim.last.Load())),
+				"max_conns", l.cfg.MaxConns, "for", c.RemoteAddr().String())
+		}
 		s.wg.Add(1)
-		go l.serve(s, c)
+		go l.serve(s, tc)
 	}
 }
 
-// track remembers c so close can end it; false once closed.
-func (l *tcpListener) track(c net.Conn) bool {
+// admit adds c to the connections; at MaxConns it takes out the one
+// idle the longest and returns it, for the caller to close. False once
+// the listener is closed.
+func (l *tcpListener) admit(c *tcpConn) (victim *tcpConn, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conns == nil {
-		return false
+		return nil, false
+	}
+	if len(l.conns) >= l.cfg.MaxConns {
+		// A scan, at the limit only: MaxConns is some thousands at most,
+		// and a heap would need updating at every read.
+		for o := range l.conns {
+			if victim == nil || o.last.Load() < victim.last.Load() {
+				victim = o
+			}
+		}
+		delete(l.conns, victim)
 	}
 	l.conns[c] = struct{}{}
-	return true
+	return victim, true
 }
 
 func (l *tcpListener) close() {
@@ -81,8 +108,9 @@ func (l *tcpListener) close() {
 // serve reads one connection: every read that completes lines is one
 // packet (as Etsy's TCP server counts them); a partial last line waits
 // for the next read; a line longer than MaxLineLength is discarded and
-// counted.
-func (l *tcpListener) serve(s *Server, c net.Conn) {
+// counted. With an IdleTimeout, a connection that sends nothing for
+// that long is closed and counted.
+func (l *tcpListener) serve(s *Server, c *tcpConn) {
 	defer s.wg.Done()
 	defer func() {
 		l.mu.Lock()
@@ -91,15 +119,18 @@ func (l *tcpListener) serve(s *Server, c net.Conn) {
 		}
 		l.mu.Unlock()
 		c.Close()
-		<-l.slots
 	}()
 	buf := make([]byte, l.cfg.MaxLineLength+1)
 	b := newBatch(l.cfg.NoSanitize)
 	have := 0         // bytes of a partial line at the start of buf
 	skipping := false // inside a line that was too long
 	for {
+		if l.cfg.IdleTimeout > 0 {
+			c.SetReadDeadline(time.Now().Add(l.cfg.IdleTimeout))
+		}
 		n, err := c.Read(buf[have:])
 		if n > 0 {
+			c.last.Store(l.cfg.Now().UnixNano())
 			data := buf[:have+n]
 			if skipping {
 				i := bytes.IndexByte(data, '\n')
@@ -126,6 +157,11 @@ func (l *tcpListener) serve(s *Server, c net.Conn) {
 			have = copy(buf, data)
 		}
 		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				s.counters.idleConns.Add(1)
+				s.log.Debug("statsd: TCP connection closed: idle for IdleTimeout",
+					"remote", c.RemoteAddr().String(), "idle_timeout", l.cfg.IdleTimeout)
+			}
 			return
 		}
 	}

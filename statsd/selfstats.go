@@ -12,7 +12,9 @@ import "sort"
 //	server.timer_samples_dropped   over MaxTimerSamples
 //	server.set_members_dropped     over MaxSetMembers
 //	server.kernel_drops            datagrams the kernel dropped on our sockets
-//	server.truncated, server.lines_too_long, server.read_errors, server.conns_rejected
+//	server.truncated, server.lines_too_long, server.read_errors
+//	server.conns_evicted           TCP connections idle the longest, closed at MaxConns for a new one
+//	server.conns_idle_closed       TCP connections closed after IdleTimeout
 //	server.repeated, server.repeat_dropped
 //	server.backend_errors.<backend>
 //	server.backend_lines_lost.<backend>  lines a backend lost (Log, Console)
@@ -36,7 +38,8 @@ func (s *Snapshot) SelfStats() []Stat {
 		{"server.truncated", float64(v.Listen.Truncated)},
 		{"server.lines_too_long", float64(v.Listen.LinesTooLong)},
 		{"server.read_errors", float64(v.Listen.ReadErrors)},
-		{"server.conns_rejected", float64(v.Listen.RejectedConns)},
+		{"server.conns_evicted", float64(v.Listen.EvictedConns)},
+		{"server.conns_idle_closed", float64(v.Listen.IdleConns)},
 		{"server.repeated", float64(v.Listen.Repeated)},
 		{"server.repeat_dropped", float64(v.Listen.RepeatDropped)},
 		{"server.seq_lines", float64(v.SeqLines)},

@@ -45,7 +45,7 @@ type Server struct {
 
 // listenCounters are the listeners' counters since the last flush.
 type listenCounters struct {
-	truncated, tooLong, readErrors, rejectedConns atomic.Uint64
+	truncated, tooLong, readErrors, evictedConns, idleConns atomic.Uint64
 	// datagrams counts the UDP datagrams read since the start.
 	datagrams atomic.Uint64
 }
@@ -303,11 +303,12 @@ func (s *Server) linesLost() map[string]uint64 {
 
 func (s *Server) listenStats() ListenStats {
 	st := ListenStats{
-		KernelDrops:   s.drops.delta(),
-		Truncated:     s.counters.truncated.Swap(0),
-		LinesTooLong:  s.counters.tooLong.Swap(0),
-		ReadErrors:    s.counters.readErrors.Swap(0),
-		RejectedConns: s.counters.rejectedConns.Swap(0),
+		KernelDrops:  s.drops.delta(),
+		Truncated:    s.counters.truncated.Swap(0),
+		LinesTooLong: s.counters.tooLong.Swap(0),
+		ReadErrors:   s.counters.readErrors.Swap(0),
+		EvictedConns: s.counters.evictedConns.Swap(0),
+		IdleConns:    s.counters.idleConns.Swap(0),
 	}
 	for _, b := range s.cfg.Backends {
 		if r, ok := b.(*Repeater); ok {

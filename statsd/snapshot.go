@@ -133,9 +133,12 @@ type ListenStats struct {
 	Truncated uint64
 	// LinesTooLong are TCP lines longer than MaxLineLength, discarded.
 	LinesTooLong uint64
-	// ReadErrors are failed reads; RejectedConns TCP connections closed
-	// at once because MaxConns were open.
-	ReadErrors, RejectedConns uint64
+	// ReadErrors are failed reads.
+	ReadErrors uint64
+	// EvictedConns are TCP connections closed to admit a new one while
+	// MaxConns were open: each the one idle the longest. IdleConns are
+	// TCP connections closed after IdleTimeout without a byte.
+	EvictedConns, IdleConns uint64
 	// Repeated and RepeatDropped are packets the repeaters forwarded and
 	// dropped (queue full or send failed).
 	Repeated, RepeatDropped uint64

@@ -104,12 +104,14 @@ type statsdOptions struct {
 	repeat        []string
 	maxKeys       int
 	evictIdle     int
+	tcpIdle       time.Duration
 }
 
 func (o *statsdOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.config, "config", "", "JSON file with Etsy statsd's option names")
 	fs.StringArrayVar(&o.udp, "udp", nil, "listen for UDP on host:port (repeatable)")
 	fs.StringArrayVar(&o.tcp, "tcp", nil, "listen for newline-delimited TCP on host:port (repeatable)")
+	fs.DurationVar(&o.tcpIdle, "tcp-idle-timeout", 0, "close a TCP connection silent this long (0: never; at 1024 connections the one idle the longest is closed for a new one anyway)")
 	fs.StringArrayVar(&o.unixgram, "unixgram", nil, "listen on a unix datagram socket at this path (repeatable)")
 	fs.DurationVar(&o.flushInterval, "flush-interval", statsd.DefaultFlushInterval, "time between two flushes")
 	fs.StringVar(&o.graphite, "graphite", "", "flush to Carbon's plaintext listener at host:port")
@@ -182,7 +184,7 @@ func runStatsd(ctx context.Context, inv *invocation) error {
 // ConfigError spells it) that a flag sets.
 var statsdFlagOf = map[string]string{
 	"UDP": "udp", "TCP": "tcp", "Unixgram": "unixgram", "FlushInterval": "flush-interval",
-	"MaxKeys": "max-keys", "EvictIdleFlushes": "evict-idle-flushes",
+	"MaxKeys": "max-keys", "EvictIdleFlushes": "evict-idle-flushes", "IdleTimeout": "tcp-idle-timeout",
 	"Graphite.Address": "graphite", "Prometheus.Address": "prometheus", "Repeater.Targets": "repeat",
 	"Prometheus.Timers": "prometheus-timers", "Prometheus.Buckets": "prometheus-buckets", "Prometheus.MappingConfig": "mapping-config",
 }
@@ -267,6 +269,12 @@ func (o *statsdOptions) settings(changed func(string) bool, warn io.Writer) (*st
 			return nil, usagef("--evict-idle-flushes %d: must be -1 (never) or positive", o.evictIdle)
 		}
 		c.EvictIdleFlushes = o.evictIdle
+	}
+	if changed("tcp-idle-timeout") {
+		if o.tcpIdle < 0 {
+			return nil, usagef("--tcp-idle-timeout %v: must not be negative (0: never)", o.tcpIdle)
+		}
+		c.IdleTimeout = o.tcpIdle
 	}
 	if o.graphite != "" {
 		if st.Graphite == nil {

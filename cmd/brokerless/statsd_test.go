@@ -234,6 +234,7 @@ func TestStatsdCommandBadValues(t *testing.T) {
 		{[]string{"--flush-interval", "0s"}, "--flush-interval 0s: must be at least 1ms"},
 		{[]string{"--max-keys", "0"}, "--max-keys 0: must be positive"},
 		{[]string{"--evict-idle-flushes", "0"}, "--evict-idle-flushes 0: must be -1 (never) or positive"},
+		{[]string{"--tcp-idle-timeout", "-1s"}, "--tcp-idle-timeout -1s: must not be negative (0: never)"},
 		{[]string{"--console-self-metrics"}, "--console-self-metrics: there is no console"},
 		{[]string{"--config", cfg}, "--config " + cfg + ": option udpReaders 100: must be in [1, 64]"},
 		{[]string{"--prometheus-timers", "gauge"}, "--prometheus-timers gauge: must be histogram or summary"},

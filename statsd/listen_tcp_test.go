@@ -1,0 +1,118 @@
+package statsd
+
+import (
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// tickClock is a clock that moves 1 ms at each reading, so that no two
+// events share a time.
+func tickClock() func() time.Time {
+	var n atomic.Int64
+	start := time.Unix(1700000000, 0)
+	return func() time.Time { return start.Add(time.Duration(n.Add(1)) * time.Millisecond) }
+}
+
+// openTCP reports how many TCP connections l holds.
+func (l *tcpListener) open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}
+
+// waitOpen waits until the server holds n TCP connections.
+func waitOpen(t *testing.T, s *Server, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.tcp[0].open() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("server holds %d TCP connections, want %d", s.tcp[0].open(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestTCPIdleConnsLockNobodyOut: MaxConns (the default, 1024) idle
+// connections (an attacker that opens sockets and sends nothing) do not
+// lock a real client out: the new connection evicts the one idle the
+// longest, counted, and its lines are counted. A connection that sent
+// lately is not the one evicted, though it was opened first.
+func TestTCPIdleConnsLockNobodyOut(t *testing.T) {
+	const limit = DefaultMaxConns
+	s := startServer(t, Config{TCP: []string{"127.0.0.1:0"}, Now: tickClock()})
+	addr := s.TCPAddrs()[0].String()
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	send := func(c net.Conn, line string) {
+		t.Helper()
+		if _, err := c.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := dial()
+	waitOpen(t, s, 1)
+	idle := make([]net.Conn, limit-1)
+	for i := range idle {
+		idle[i] = dial() // accepted in this order: the queue is FIFO
+	}
+	waitOpen(t, s, limit)
+	send(live, "live:1|c\n")
+	waitReceived(t, s, 0, 1)
+
+	newcomer := dial()
+	send(newcomer, "real:1|c\nreal:2|c\n")
+	waitReceived(t, s, 0, 3)
+	send(live, "live:1|c\n")
+	waitReceived(t, s, 0, 4)
+
+	// The first idle connection was the one idle the longest.
+	idle[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := idle[0].Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the connection idle the longest: read %v, want EOF (evicted)", err)
+	}
+	snap := s.Flush(t.Context())
+	if got := snap.Server.Listen.EvictedConns; got != 1 {
+		t.Errorf("EvictedConns = %d, want 1", got)
+	}
+	counts := map[string]float64{}
+	for _, c := range snap.Counters {
+		counts[c.Key] = c.Count
+	}
+	if counts["real"] != 3 || counts["live"] != 2 {
+		t.Errorf("counters real %v and live %v, want 3 and 2", counts["real"], counts["live"])
+	}
+}
+
+// TestTCPIdleTimeout: with an IdleTimeout, a connection that sends
+// nothing for that long is closed and counted; what it sent before is
+// counted.
+func TestTCPIdleTimeout(t *testing.T) {
+	s := startServer(t, Config{TCP: []string{"127.0.0.1:0"}, IdleTimeout: 50 * time.Millisecond})
+	c, err := net.Dial("tcp", s.TCPAddrs()[0].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("quiet:1|c\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitReceived(t, s, 0, 1)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("idle connection: read %v, want EOF (closed by the server)", err)
+	}
+	waitOpen(t, s, 0)
+	if got := s.Flush(t.Context()).Server.Listen.IdleConns; got != 1 {
+		t.Errorf("IdleConns = %d, want 1", got)
+	}
+}
