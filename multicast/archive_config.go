@@ -56,8 +56,9 @@ type ArchiveConfig struct {
 	// behind the live feed. It is also how long a late joiner's replay,
 	// come to the next session in the archive before the live feed
 	// showed anything, waits for the live feed to say where the current
-	// session ended (see the package documentation, "Archive"). Default
-	// 3 s.
+	// session ended; when it says nothing, the session's tail is
+	// reported in an open Gap (transport.Gap.Open; see the package
+	// documentation, "Archive"). Default 3 s.
 	Wait time.Duration
 }
 

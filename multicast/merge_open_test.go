@@ -1,0 +1,113 @@
+package multicast
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/archive"
+)
+
+// warnings is a slog.Handler that keeps the messages of the warnings
+// logged.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler           { return w }
+func (w *warnings) WithGroup(string) slog.Handler                { return w }
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	w.msgs = append(w.msgs, r.Message)
+	w.mu.Unlock()
+	return nil
+}
+
+// count is the number of warnings whose message holds s.
+func (w *warnings) count(s string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, m := range w.msgs {
+		if strings.Contains(m, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestMergeOpenGapAfterWait: a late joiner's replay comes to the next
+// session in the archive, which lacks the end of the current one, and
+// the live feed shows nothing within Wait. Where the session ended is
+// unknown: its tail, from the position after the last the archive had,
+// is reported in an open Gap (transport.Gap.Open), then the session
+// ends there. (It ended at the archive's last record with no Gap: a
+// tail the recorder missed, going down with the publisher, was silent.)
+func TestMergeOpenGapAfterWait(t *testing.T) {
+	r := newMergeRig(t, JoinEarliest(), 0)
+	r.arch(archive.Pos{}, false, cat(msgs(sA, 1, 15), msgs(sB, 1, 3))...)
+	if !r.m.awaiting {
+		t.Fatal("not waiting for the live feed at the next session")
+	}
+	r.m.awaitOver()
+	r.drain()
+	gaps := account(t, r.got, span{sA, 1, 15}, span{sB, 1, 3})
+	want := transport.Gap{Stream: sA, From: 16, To: 16, Reason: transport.GapNotArchived, Open: true}
+	if len(gaps) != 1 || gaps[0] != want {
+		t.Fatalf("gaps %v, want %v", gaps, want)
+	}
+	if g := gaps[0]; g.Len() != 0 || !strings.Contains(g.String(), "end unknown") {
+		t.Errorf("open gap: Len %d, String %q: want 0 and an unknown end", g.Len(), g)
+	}
+	if st := r.m.Stats(); st.OpenGaps != 1 || st.ArchiveGaps != 1 {
+		t.Errorf("stats %+v: want one open gap, counted as the archive's", st)
+	}
+}
+
+// TestMergeLateLiveAfterWait: the live events of the session come
+// after the wait for them was over, while the replay reads the next
+// session. Those inside the open Gap are dropped (sessions are never
+// mixed), counted (ArchiveStats.LateLive) and logged once; and none is
+// held as if it said where the replay stops: held, the first (of a
+// session over) stopped the replay at once when the session's end was
+// not one the archive stands in for (closed), and the live feed, whose
+// next session starts at 7, skipped 4..6 of it, neither delivered nor
+// in a Gap.
+func TestMergeLateLiveAfterWait(t *testing.T) {
+	for _, why := range []transport.EndReason{transport.EndReplaced, transport.EndClosed} {
+		t.Run(why.String(), func(t *testing.T) {
+			w := &warnings{}
+			cfg := ArchiveConfig{URL: "logd://x/t", Join: JoinEarliest()}
+			cfg.setDefaults()
+			r := &mergeRig{t: t, m: newMerger(1, &cfg, slog.New(w))}
+			r.commands()
+			r.arch(archive.Pos{}, false, cat(msgs(sA, 1, 15), msgs(sB, 1, 3))...)
+			r.m.awaitOver()
+			r.drain()
+			// The engine was slow: A from 10 (10..15 delivered
+			// already), its tail 16..20 and end, then B from 7.
+			r.live(cat(startEv(sA, transport.StreamID{}, 10), msgs(sA, 10, 20), endEv(sA, 20, why),
+				startEv(sB, sA, 7), msgs(sB, 7, 9))...)
+			r.arch(archive.Pos{}, false, msgs(sB, 4, 9)...)
+			r.live(msgs(sB, 10, 12)...)
+			gaps := account(t, r.got, span{sA, 1, 15}, span{sB, 1, 12})
+			if len(gaps) != 1 || !gaps[0].Open {
+				t.Errorf("gaps %v, want A's open tail only", gaps)
+			}
+			// Late: A 16..20 and its end (its start, at 10, is not
+			// inside the gap); A 10..15 were received twice. B from 7
+			// is the live feed's.
+			if st := r.m.Stats(); st.LateLive != 6 || st.Duplicates != 6 || st.FromArchive != 15+6 {
+				t.Errorf("stats %+v: want 6 late live events, 6 duplicates, 21 messages from the archive", st)
+			}
+			if n := w.count("came after it was ended"); n != 1 {
+				t.Errorf("%d warnings of late live events, want 1: %q", n, w.msgs)
+			}
+		})
+	}
+}
