@@ -113,6 +113,8 @@ func JoinEarliest() Join { return Join{kind: joinEarliest} }
 // of the feed, the first session the live feed shows). Nothing before n
 // is delivered, from the archive or live: with n past the live edge the
 // subscriber delivers nothing until the feed reaches n, and starts there.
+// The session's StreamStart says which session it replaced when the live
+// feed said so before the session started, as under JoinLive.
 func JoinSeq(n uint64) Join { return Join{kind: joinSeq, seq: n} }
 
 // JoinTime starts with the first message published at or after t.

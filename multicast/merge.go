@@ -173,6 +173,12 @@ type merger struct {
 	// saidLate: the first was logged.
 	openEnd  archive.Pos
 	saidLate bool
+	// liveStart is the live feed's StreamStart of a session that
+	// replaced another, handed before the application had anything
+	// (join seq:N drops it, being before N; a replay holds it): the
+	// StreamStart the merger makes for that session says which session
+	// it replaced, as the engine's does under join live.
+	liveStart transport.StreamStart
 
 	// joinSeq is join seq:N's N (0 for another join), and join where
 	// it starts the history: N of the session the archive's reader
@@ -242,6 +248,9 @@ func (m *merger) takeCommand() (replayCmd, bool) {
 // reports whether the event goes to the application as it is; if not,
 // the merger took what it needs of it.
 func (m *merger) live(ev *transport.Event) bool {
+	if ev.Kind == transport.EventStreamStart && !m.started && !ev.Start.Replaces.IsZero() {
+		m.liveStart = ev.Start
+	}
 	m.liveSession = max(m.liveSession, sessionOf(ev))
 	if m.replaying || m.q.len() > 0 || m.outAt < len(m.out) {
 		if m.stale(ev) {
@@ -950,8 +959,11 @@ func (m *merger) switchTo(s transport.StreamID, first uint64, replaces transport
 	if m.started && !m.ended {
 		m.endCur(transport.EndReplaced, 0)
 	}
-	if !m.cur.IsZero() {
+	switch {
+	case !m.cur.IsZero():
 		replaces = m.cur
+	case replaces.IsZero() && m.liveStart.Stream == s:
+		replaces = m.liveStart.Replaces
 	}
 	m.cur, m.started, m.ended, m.next, m.open = s, true, false, first, false
 	m.idleEnded, m.endKnown, m.endLast = false, false, 0

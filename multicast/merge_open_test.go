@@ -111,3 +111,54 @@ func TestMergeLateLiveAfterWait(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeJoinSeqReplaces: under join seq:N the session's StreamStart
+// says which session it replaced, as the engine's does under join live
+// and the merger's under join earliest: with N past the live edge
+// (the live StreamStart, before N, dropped), with a live loss across
+// N, with an archive that names no session, and with the history from
+// the archive.
+func TestMergeJoinSeqReplaces(t *testing.T) {
+	replaces := func(name string, r *mergeRig, s transport.StreamID) {
+		t.Helper()
+		for _, ev := range r.got {
+			if ev.Kind == transport.EventStreamStart && ev.Start.Stream == s {
+				if ev.Start.Replaces != sA {
+					t.Errorf("%s: %v's start %+v does not say it replaced %v: %s", name, s, ev.Start, sA, show(r.got))
+				}
+				return
+			}
+		}
+		t.Errorf("%s: no start of %v: %s", name, s, show(r.got))
+	}
+
+	r := newMergeRig(t, JoinLive(), 0)
+	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
+	replaces("join live", r, sB)
+
+	r = newMergeRig(t, JoinSeq(500), 0)
+	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
+	r.arch(archive.Pos{Session: 200, Seq: 500}, false)
+	r.idle(nil)
+	r.live(msgs(sB, 111, 505)...)
+	replaces("seq:500 past the live edge", r, sB)
+
+	r = newMergeRig(t, JoinSeq(500), 0)
+	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
+	r.arch(archive.Pos{Session: 200, Seq: 500}, false)
+	r.idle(nil)
+	r.live(cat(msgs(sB, 111, 497), gapEv(sB, 498, 502, transport.GapTooLarge), msgs(sB, 503, 505))...)
+	replaces("seq:500, a loss across it", r, sB)
+
+	r = newMergeRig(t, JoinSeq(40), 0)
+	r.idle(nil)
+	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
+	r.idle(nil)
+	replaces("seq:40, an empty archive", r, sB)
+
+	r = newMergeRig(t, JoinSeq(50), 0)
+	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
+	r.arch(archive.Pos{Session: 200, Seq: 50}, false, msgs(sB, 50, 105)...)
+	account(t, r.got, span{sB, 50, 110})
+	replaces("seq:50 from the archive", r, sB)
+}
