@@ -162,3 +162,29 @@ func TestMergeJoinSeqReplaces(t *testing.T) {
 	account(t, r.got, span{sB, 50, 110})
 	replaces("seq:50 from the archive", r, sB)
 }
+
+// TestMergeAwaitSkipsDelivered: while the replay waits at the next
+// session for the live feed, the engine's first events are of positions
+// the archive delivered already (it joined the session late, behind the
+// recorder): they do not say where the session ended, so the wait goes
+// on until its events beyond them do — a Gap 16..20 and the end at 20,
+// not an open Gap from 16 (the wait ended at the first of them, and
+// 16..20 then came too late).
+func TestMergeAwaitSkipsDelivered(t *testing.T) {
+	r := newMergeRig(t, JoinEarliest(), 0)
+	r.arch(archive.Pos{}, false, cat(msgs(sA, 1, 15), msgs(sB, 1, 3))...)
+	r.live(cat(startEv(sA, transport.StreamID{}, 10), msgs(sA, 10, 15))...)
+	if !r.m.awaiting {
+		t.Fatal("the live events of delivered positions ended the wait")
+	}
+	r.live(cat(msgs(sA, 16, 18), gapEv(sA, 19, 20, transport.GapStreamEnded), endEv(sA, 20, transport.EndReplaced),
+		startEv(sB, sA, 1), msgs(sB, 1, 5))...)
+	r.arch(archive.Pos{}, false, msgs(sB, 4, 5)...)
+	gaps := account(t, r.got, span{sA, 1, 20}, span{sB, 1, 5})
+	if len(gaps) != 1 || gaps[0] != (transport.Gap{Stream: sA, From: 19, To: 20, Reason: transport.GapNotArchived}) {
+		t.Errorf("gaps %v, want A 19..20 not archived", gaps)
+	}
+	if st := r.m.Stats(); st.LateLive != 0 || st.OpenGaps != 0 || st.Duplicates != 6 {
+		t.Errorf("stats %+v: want A 10..15 counted as duplicates, nothing late, no open gap", st)
+	}
+}
