@@ -56,8 +56,9 @@ type ArchiveConfig struct {
 	// behind the live feed. It is also how long a late joiner's replay,
 	// come to the next session in the archive before the live feed
 	// showed anything, waits for the live feed to say where the current
-	// session ended (see the package documentation, "Archive"). Default
-	// 3 s.
+	// session ended; when it says nothing, the session's tail is
+	// reported in an open Gap (transport.Gap.Open; see the package
+	// documentation, "Archive"). Default 3 s.
 	Wait time.Duration
 }
 
@@ -112,6 +113,8 @@ func JoinEarliest() Join { return Join{kind: joinEarliest} }
 // of the feed, the first session the live feed shows). Nothing before n
 // is delivered, from the archive or live: with n past the live edge the
 // subscriber delivers nothing until the feed reaches n, and starts there.
+// The session's StreamStart says which session it replaced when the live
+// feed said so before the session started, as under JoinLive.
 func JoinSeq(n uint64) Join { return Join{kind: joinSeq, seq: n} }
 
 // JoinTime starts with the first message published at or after t.

@@ -241,7 +241,8 @@ func TestArchiveDeletedOtherFeeds(t *testing.T) {
 // the next session before the live feed showed anything waits there for
 // a live event (merger.awaiting) — Archive.Wait at most: on a silent
 // feed (no publisher here) the history goes on, the first session
-// ending where the archive's records of it stop. Receive takes no batch
+// ending where the archive's records of it stop, after an open Gap
+// (its tail, if it had one, is missing). Receive takes no batch
 // of the reader meanwhile, and wakes when Wait is over.
 func TestArchiveAwaitLiveBounded(t *testing.T) {
 	log := &memLog{batch: 100}
@@ -262,8 +263,13 @@ func TestArchiveAwaitLiveBounded(t *testing.T) {
 		}
 		got = append(got, copyEvent(&ev))
 	}
-	account(t, got, span{sA, 1, 15}, span{sB, 1, 3})
-	if st := s.Stats().Archive; st.FromArchive != 18 {
-		t.Errorf("archive stats %+v: want 18 messages from it", st)
+	gaps := account(t, got, span{sA, 1, 15}, span{sB, 1, 3})
+	// Where the first session ended nothing said: its tail, if it had
+	// one, is reported, in an open Gap.
+	if len(gaps) != 1 || gaps[0] != (transport.Gap{Stream: sA, From: 16, To: 16, Reason: transport.GapNotArchived, Open: true}) {
+		t.Errorf("gaps %v, want A's tail from 16 open", gaps)
+	}
+	if st := s.Stats().Archive; st.FromArchive != 18 || st.OpenGaps != 1 {
+		t.Errorf("archive stats %+v: want 18 messages from it, one open gap", st)
 	}
 }

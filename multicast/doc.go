@@ -79,11 +79,18 @@
 //     comes to the next session in the archive before the live feed showed
 //     anything waits for the live feed (Archive.Wait at most): the archive
 //     may lack the session's tail (its recorder went down with the
-//     publisher), which only the live events tell. When the live feed shows nothing in that time, or starts
-//     with a later session (the subscriber never heard the current one),
-//     nothing but the archive knows the session: it ends at the archive's
-//     last record of it, which is as far as the subscriber knows
-//     (transport.StreamEnd.LastSeq); a Gap cannot say "to an unknown end".
+//     publisher), which only the live events tell. When the live feed
+//     shows nothing in that time (or its events of the session lag
+//     behind the archive), where the session ended is unknown: its tail,
+//     if it had one, is an open Gap (transport.Gap.Open: from the
+//     position after the archive's last record of it, to an end nobody
+//     said), and the session ends there (transport.StreamEnd.LastSeq, as
+//     far as the subscriber knows). Live events of that tail that come
+//     later are dropped, sessions never being mixed: counted
+//     (ArchiveStats.LateLive) and logged once (a warning). When the live
+//     feed starts with a later session (the subscriber joined after the
+//     current one ended), the archive tells the session as it tells any
+//     history: it ends at the archive's last record of it.
 //
 // One recorder writes one log. Several recorders of a feed (for
 // redundancy) each write their own (one per logd), and a subscriber

@@ -34,6 +34,18 @@ type ArchiveStats struct {
 	// needed for ArchiveConfig.Wait, and Errors the reads of it that
 	// failed.
 	GaveUp, Errors uint64
+	// OpenGaps counts the open Gaps (transport.Gap.Open, also counted
+	// in ArchiveGaps): sessions that ended where the archive's records
+	// of them stop, the live feed having said nothing of where they
+	// ended, so that their tail, if they had one, is missing.
+	OpenGaps uint64
+	// LateLive counts the live events that came after their session
+	// was ended with an open Gap, inside it (the live feed had been
+	// silent for ArchiveConfig.Wait, and then was not): dropped, as
+	// sessions are never mixed, and their positions stay in that Gap,
+	// which they show was not empty. The first of each such session is
+	// logged (a warning).
+	LateLive uint64
 	// Buffered is the live events held now.
 	Buffered int
 }
@@ -144,9 +156,29 @@ type merger struct {
 	settled int
 	// dropped is, for each session, the last position the live events
 	// dropped from q (its bound reached) stood for: what the live feed
-	// showed of a session that the archive may lack. Oldest first, of
-	// sessions not over for the application, at most maxDropped.
-	dropped []archive.Pos
+	// showed of a session that the archive may lack (with end, its
+	// StreamEnd was among them). Oldest first, of sessions not over for
+	// the application, at most maxDropped.
+	dropped []droppedPos
+	// endKnown: the live events said where cur ended (its StreamEnd was
+	// held, or dropped from q), at endLast. Without it a session the
+	// archive shows over ends with an open Gap (openGap).
+	endKnown bool
+	endLast  uint64
+	endWhy   transport.EndReason
+	// liveSession is the latest session of the live events handed.
+	liveSession uint64
+	// openEnd is where the last open Gap started (zero for none): live
+	// events of its session from there on come too late (lateLive);
+	// saidLate: the first was logged.
+	openEnd  archive.Pos
+	saidLate bool
+	// liveStart is the live feed's StreamStart of a session that
+	// replaced another, handed before the application had anything
+	// (join seq:N drops it, being before N; a replay holds it): the
+	// StreamStart the merger makes for that session says which session
+	// it replaced, as the engine's does under join live.
+	liveStart transport.StreamStart
 
 	// joinSeq is join seq:N's N (0 for another join), and join where
 	// it starts the history: N of the session the archive's reader
@@ -173,7 +205,9 @@ type merger struct {
 	// way may say it went further (the archive lacks its tail). The
 	// replay waits for one (awaitLive), ArchiveConfig.Wait at most
 	// (awaitOver); waits counts the waits begun. awaited: this replay
-	// waited in vain once (the live feed is silent): it waits no more.
+	// waited in vain once (the live feed is silent): it waits no more,
+	// and the sessions it ends while the live feed says nothing end
+	// with an open Gap.
 	awaiting, awaited bool
 	waits             uint64
 }
@@ -214,7 +248,14 @@ func (m *merger) takeCommand() (replayCmd, bool) {
 // reports whether the event goes to the application as it is; if not,
 // the merger took what it needs of it.
 func (m *merger) live(ev *transport.Event) bool {
+	if ev.Kind == transport.EventStreamStart && !m.started && !ev.Start.Replaces.IsZero() {
+		m.liveStart = ev.Start
+	}
+	m.liveSession = max(m.liveSession, sessionOf(ev))
 	if m.replaying || m.q.len() > 0 || m.outAt < len(m.out) {
+		if m.stale(ev) {
+			return false
+		}
 		m.enqueue(ev)
 		m.awaiting = false // a live event is held: it says what the archive lacks
 		return false
@@ -283,7 +324,7 @@ func (m *merger) apply(ev *transport.Event) action {
 		case m.beforeJoin(s, msg.Seq):
 			return actDrop
 		case m.past(s, msg.Seq):
-			m.duplicate()
+			m.duplicate(ev)
 			return actDrop
 		case !m.started || s > m.cur.Session:
 			m.switchTo(msg.Stream, msg.Seq, transport.StreamID{})
@@ -299,6 +340,7 @@ func (m *merger) apply(ev *transport.Event) action {
 			return actDrop
 		}
 		if m.past(g.Stream.Session, g.To) {
+			m.duplicate(ev)
 			return actDrop
 		}
 		if m.blocking(ev) {
@@ -336,6 +378,7 @@ func (m *merger) apply(ev *transport.Event) action {
 	case transport.EventStreamEnd:
 		e := ev.End
 		if e.Stream != m.cur || !m.started || m.ended {
+			m.duplicate(ev)
 			return actDrop
 		}
 		if m.blocking(ev) {
@@ -523,7 +566,10 @@ func (m *merger) step() *transport.Event {
 // the next, and its events may be on their way. Once one is held, the
 // record ends the session as they say (settleHeld, endHeld); if they
 // are of a later session, the engine never had the current one, and
-// its end is where the archive's records stop.
+// its end is where the archive's records stop. A live event of the
+// current session at a position delivered already (the engine lags)
+// says nothing of where it ended: it is dropped (stale), and the wait
+// goes on.
 func (m *merger) awaitLive(ev *transport.Event) bool {
 	if !m.replaying || m.awaited || !m.started || m.ended || m.q.len() > 0 {
 		return false
@@ -544,8 +590,10 @@ func (m *merger) awaitLive(ev *transport.Event) bool {
 
 // awaitOver ends a wait for a live event (awaiting) that no live event
 // ended within ArchiveConfig.Wait: the live feed is silent, and the
-// replay goes on, the archive's records saying where the session
-// ended.
+// replay goes on. Where the session ended is unknown: it ends after
+// the archive's last record of it, with an open Gap for its tail
+// (endHeld); live events of the tail that come later are dropped, and
+// counted (lateLive).
 func (m *merger) awaitOver() {
 	if m.awaiting {
 		m.awaiting, m.awaited = false, true
@@ -784,14 +832,82 @@ func (m *merger) giveUp() {
 // endHeld ends the current session, which the archive, or the live
 // events held, show to be over: what the live events held say of it
 // first (settleHeld), then what lies after the last of them up to the
-// end the engine said, reported missing for why. The end has the
-// engine's reason if its StreamEnd is held, else EndReplaced.
+// end the engine said, reported missing for why, with the engine's
+// reason. When the live events said nothing of its end, it ends where
+// the application's positions of it stop (EndReplaced): if they showed
+// a later session, the session was over before the subscriber heard
+// the feed, and the archive alone tells it, as it tells a history;
+// else the live feed said nothing since the replay waited for it in
+// vain (ArchiveConfig.Wait), or its events of the session lag behind
+// the archive, and where the session ended is unknown: its tail, if it
+// had one, is in an open Gap (openGap).
 func (m *merger) endHeld(why transport.GapReason) {
-	reason, last := m.settleHeld(why)
-	if last >= m.next {
-		m.emitGap(m.cur, m.next, last, why, true)
+	m.settleHeld(why)
+	if !m.endKnown {
+		if m.liveSession <= m.cur.Session {
+			m.openGap(why)
+		}
+		m.endCur(transport.EndReplaced, 0)
+		return
 	}
-	m.endCur(reason, 0)
+	if m.endLast >= m.next {
+		m.emitGap(m.cur, m.next, m.endLast, why, true)
+	}
+	m.endCur(m.endWhy, m.endLast)
+}
+
+// openGap reports the current session's positions from next on
+// missing, to its end, which nothing said (transport.Gap.Open), and
+// remembers where it starts: live events inside it that come later are
+// counted (lateLive).
+func (m *merger) openGap(why transport.GapReason) {
+	m.out = append(m.out, transport.Event{Kind: transport.EventGap, Gap: transport.Gap{
+		Stream: m.cur, From: m.next, To: m.next, Reason: why, Open: true,
+	}})
+	m.stats.ArchiveGaps++
+	m.stats.OpenGaps++
+	m.openEnd, m.saidLate = posOf(m.cur, m.next), false
+	m.open = false
+}
+
+// lateLive reports whether a live event is inside the last open Gap
+// (openGap), and counts it: its session is over for the application,
+// which was told its tail was missing; the first is logged.
+func (m *merger) lateLive(ev *transport.Event) bool {
+	last, ok := lastOf(ev)
+	if !ok {
+		last = startOf(ev) // a StreamStart
+	}
+	if m.openEnd.Session == 0 || last.Session != m.openEnd.Session || last.Seq < m.openEnd.Seq {
+		return false
+	}
+	m.stats.LateLive++
+	if !m.saidLate {
+		m.saidLate = true
+		m.log.Warn("multicast: live events of a session came after it was ended where the archive's records of it stop (nothing of the live feed had said where it ended within the archive's Wait): dropped, their positions stay in the open gap reported",
+			"stream", transport.StreamID{Feed: m.feed, Session: last.Session}, "gap_from", m.openEnd.Seq, "event", ev.Kind, "seq", last.Seq)
+	}
+	return true
+}
+
+// stale reports whether a live event that would be held is of no use,
+// and counts it (dropPast): one of a session over for the application,
+// or, while the replay waits for the live feed (awaiting), one of the
+// current session at positions the application has, which does not say
+// where it ended. Held, an older session's event would stop the replay
+// at once (every record reaches it), and the live events after it
+// would then skip what the replay had yet to read.
+func (m *merger) stale(ev *transport.Event) bool {
+	switch s := sessionOf(ev); {
+	case !m.started:
+		return false
+	case s < m.cur.Session:
+	case m.awaiting && s == m.cur.Session && m.behind(ev):
+	default:
+		return false
+	}
+	m.dropPast(ev)
+	return true
 }
 
 // settleHeld accounts for what the live events the replay reads past
@@ -799,17 +915,21 @@ func (m *merger) endHeld(why transport.GapReason) {
 // archive has no more of it: their messages are delivered, the rest
 // (the positions the live events dropped from the queue stood for, the
 // engine's losses, and what lies between, though it may be the last
-// message's fragments) reported missing, for why. It returns the
-// reason and last position of the session's StreamEnd, if one is held.
-func (m *merger) settleHeld(why transport.GapReason) (reason transport.EndReason, last uint64) {
+// message's fragments) reported missing, for why. A StreamEnd of the
+// session among them (held, or dropped from the queue) says where it
+// ended (endKnown).
+func (m *merger) settleHeld(why transport.GapReason) {
 	for len(m.dropped) > 0 && m.dropped[0].Session <= m.cur.Session {
 		// Dropped from the queue's front: before those held.
-		if d := m.dropped[0]; d.Session == m.cur.Session && d.Seq >= m.next {
+		d := m.dropped[0]
+		if d.Session == m.cur.Session && d.Seq >= m.next {
 			m.emitGap(m.cur, m.next, d.Seq, why, true)
+		}
+		if d.end && d.Session == m.cur.Session {
+			m.endKnown, m.endLast, m.endWhy = true, d.Seq, transport.EndReplaced
 		}
 		m.dropped = m.dropped[1:]
 	}
-	reason = transport.EndReplaced
 	settled := m.settled
 	for i := range m.lead {
 		ev := m.q.at(i)
@@ -821,18 +941,17 @@ func (m *merger) settleHeld(why transport.GapReason) (reason transport.EndReason
 			m.out = append(m.out, *ev) // the queue's copy: dropped from it, not counted (settled)
 			m.next, m.open = ev.Message.Seq+1, true
 		case ev.Kind == transport.EventMessage && i >= m.settled && ev.Message.Stream.Session <= m.cur.Session:
-			m.stats.Duplicates++ // the archive delivered it
+			m.dropPast(ev) // the archive delivered it
 		case ev.Kind == transport.EventGap && ev.Gap.Stream == m.cur && ev.Gap.To >= m.next:
 			m.emitGap(m.cur, m.next, ev.Gap.To, why, true)
 		case ev.Kind == transport.EventStreamEnd && ev.End.Stream == m.cur:
-			reason, last = ev.End.Reason, ev.End.LastSeq
+			m.endKnown, m.endLast, m.endWhy = true, ev.End.LastSeq, ev.End.Reason
 		}
 		if sessionOf(ev) <= m.cur.Session {
 			settled = i + 1
 		}
 	}
 	m.settled = max(m.settled, settled)
-	return reason, last
 }
 
 // switchTo starts session s at first, ending the current one first.
@@ -840,11 +959,14 @@ func (m *merger) switchTo(s transport.StreamID, first uint64, replaces transport
 	if m.started && !m.ended {
 		m.endCur(transport.EndReplaced, 0)
 	}
-	if !m.cur.IsZero() {
+	switch {
+	case !m.cur.IsZero():
 		replaces = m.cur
+	case replaces.IsZero() && m.liveStart.Stream == s:
+		replaces = m.liveStart.Replaces
 	}
 	m.cur, m.started, m.ended, m.next, m.open = s, true, false, first, false
-	m.idleEnded = false
+	m.idleEnded, m.endKnown, m.endLast = false, false, 0
 	m.out = append(m.out, transport.Event{Kind: transport.EventStreamStart, Start: transport.StreamStart{
 		Stream: s, Replaces: replaces, FirstSeq: first,
 	}})
@@ -895,7 +1017,7 @@ func (m *merger) enqueue(ev *transport.Event) {
 			from = startOf(front)
 		}
 		if last, ok := lastOf(front); ok {
-			m.noteDropped(last)
+			m.noteDropped(last, front.Kind == transport.EventStreamEnd)
 		}
 		m.popQueue()
 		m.stats.LiveDropped++
@@ -927,24 +1049,41 @@ func (m *merger) enqueue(ev *transport.Event) {
 // that session ended.
 const maxDropped = 8
 
+// droppedPos is the last position the live events dropped from the
+// queue stood for of a session, and whether its StreamEnd was one.
+type droppedPos struct {
+	archive.Pos
+	end bool
+}
+
 // noteDropped remembers that a live event dropped from the queue stood
-// for p.
-func (m *merger) noteDropped(p archive.Pos) {
+// for p; end: it was the session's StreamEnd.
+func (m *merger) noteDropped(p archive.Pos, end bool) {
 	if n := len(m.dropped); n > 0 && m.dropped[n-1].Session == p.Session {
-		m.dropped[n-1].Seq = max(m.dropped[n-1].Seq, p.Seq)
+		d := &m.dropped[n-1]
+		d.Seq, d.end = max(d.Seq, p.Seq), d.end || end
 		return
 	}
 	if len(m.dropped) == maxDropped {
 		m.dropped = m.dropped[1:]
 	}
-	m.dropped = append(m.dropped, p)
+	m.dropped = append(m.dropped, droppedPos{p, end})
 }
 
-// duplicate counts the live message at the queue's front (or at hand,
-// when the queue is empty) dropped as delivered already, unless
-// settleHeld accounted for it.
-func (m *merger) duplicate() {
+// duplicate counts the live event at the queue's front (or at hand,
+// when the queue is empty) dropped as over for the application
+// (dropPast), unless settleHeld accounted for it.
+func (m *merger) duplicate(ev *transport.Event) {
 	if m.settled == 0 {
+		m.dropPast(ev)
+	}
+}
+
+// dropPast counts a live event dropped as over for the application: one
+// inside an open Gap came late (lateLive); else a message was received
+// twice.
+func (m *merger) dropPast(ev *transport.Event) {
+	if !m.lateLive(ev) && ev.Kind == transport.EventMessage {
 		m.stats.Duplicates++
 	}
 }
@@ -952,9 +1091,7 @@ func (m *merger) duplicate() {
 // dropFront drops the queue's front event, which the application has
 // already (behind): a message counts as a duplicate.
 func (m *merger) dropFront() {
-	if m.q.front().Kind == transport.EventMessage {
-		m.duplicate()
-	}
+	m.duplicate(m.q.front())
 	m.popQueue()
 }
 

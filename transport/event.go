@@ -47,10 +47,30 @@ type Gap struct {
 	Stream   StreamID
 	From, To uint64
 	Reason   GapReason
+	// Open marks a gap with no known end: the stream ended before the
+	// subscriber learnt its last sequence number, and whatever it
+	// published from From on (perhaps nothing) will never be
+	// delivered. A multicast subscriber reports one when its archive
+	// lacks the tail of a session whose publisher crashed and the live
+	// feed never said where that session ended (package multicast,
+	// "Archive"). An open gap is the last event of its stream before
+	// the StreamEnd, whose LastSeq is From-1: as far as the subscriber
+	// knows. To is From, so that code unaware of Open sees a gap that
+	// starts where it should and ends in order, and Len is 0: how many
+	// messages it covers is unknown. The zero value: a closed gap. A
+	// gap marker (GapMarker) does not carry it: an open gap written to a
+	// log is a marker of From alone.
+	Open bool
 }
 
-// Len is the number of sequence numbers the gap covers.
-func (g Gap) Len() uint64 { return g.To - g.From + 1 }
+// Len is the number of sequence numbers the gap covers; 0 for an open
+// gap (Open), whose size is unknown.
+func (g Gap) Len() uint64 {
+	if g.Open {
+		return 0
+	}
+	return g.To - g.From + 1
+}
 
 // Lost reports whether the gap's messages were lost: every reason but
 // GapCompacted, whose messages were superseded by later ones.
@@ -60,6 +80,9 @@ func (g Gap) String() string {
 	what := "lost"
 	if !g.Lost() {
 		what = "not lost"
+	}
+	if g.Open {
+		return fmt.Sprintf("gap %s seq %d.. (end unknown, %s): %s", g.Stream, g.From, what, g.Reason)
 	}
 	return fmt.Sprintf("gap %s seq %d..%d (%d %s): %s", g.Stream, g.From, g.To, g.Len(), what, g.Reason)
 }

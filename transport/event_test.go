@@ -1,0 +1,23 @@
+package transport
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestGapOpen: an open gap (no known end) counts no sequence number,
+// and says its end is unknown; a closed one counts From..To.
+func TestGapOpen(t *testing.T) {
+	s := StreamID{Feed: 1, Session: 7}
+	closed := Gap{Stream: s, From: 16, To: 20, Reason: GapNotArchived}
+	if closed.Len() != 5 || strings.Contains(closed.String(), "unknown") {
+		t.Errorf("closed gap: Len %d, %q", closed.Len(), closed)
+	}
+	open := Gap{Stream: s, From: 16, To: 16, Reason: GapNotArchived, Open: true}
+	if open.Len() != 0 || !open.Lost() {
+		t.Errorf("open gap: Len %d, Lost %v: want 0, true", open.Len(), open.Lost())
+	}
+	if got := open.String(); !strings.Contains(got, "seq 16.. (end unknown, lost)") {
+		t.Errorf("open gap reads %q", got)
+	}
+}
