@@ -52,7 +52,9 @@ type client struct {
 // writer waits, so one producer's pipelined requests share the disk's
 // time between writing and syncing (Kafka clients keep up to 5 produce
 // requests in flight per connection). At most connPipeline answers wait
-// to be written; the reader stops reading while they do. Between
+// to be written; the reader reads no request while they do, but still
+// watches the socket (peerWatch): a client that closes it meanwhile
+// ends their waits and frees the connection at once. Between
 // requests a connection holds no request buffer and no request memory.
 type conn struct {
 	s   *Server
@@ -390,8 +392,44 @@ func (cn *conn) send(r reply) error {
 		return nil
 	case <-cn.writerDone:
 		return cn.writeErr
+	default:
+	}
+	// connPipeline answers wait: the reader pauses until the writer
+	// takes one. It reads no request meanwhile, but watches the socket
+	// (peerWatch), so a client that leaves ends the answers' waits and
+	// frees the connection at once rather than at IdleTimeout.
+	ctx := cn.cl.peer.context()
+	select {
+	case cn.replies <- r:
+		if cn.cl.peer.stop() {
+			cn.s.metrics.peerGone.Add(1)
+			cn.cl.hangUp = true
+		}
+		return nil
+	case <-cn.writerDone:
+		cn.cl.peer.stop()
+		return cn.writeErr
+	case <-ctx.Done():
+	}
+	if cn.cl.peer.stop() {
+		cn.s.metrics.peerGone.Add(1)
+		if r.barrier == nil {
+			cn.unwritten.Add(-1)
+		}
+		r.release(&cn.s.bufs)
+		return errPeerGone
+	}
+	select { // the server is closing: the writer's waits end
+	case cn.replies <- r:
+		return nil
+	case <-cn.writerDone:
+		return cn.writeErr
 	}
 }
+
+// errPeerGone: the client closed the connection while the reader was
+// paused, its answers waiting to be written.
+var errPeerGone = errors.New("the client closed the connection while its answers waited")
 
 // flush returns once every answer handed to the writer is written.
 func (cn *conn) flush() error {

@@ -36,7 +36,11 @@
 // Produce's timeout. A client that closes its connection while a
 // request of it waits (a Fetch long-poll, an acks=all Produce's fsync,
 // a JoinGroup or SyncGroup) ends the wait at once, freeing the
-// connection's slots. /healthz answers 503 with the reasons while clients are
+// connection's slots — also when requests it pipelined behind the
+// waiting one are unread, and when the connection is paused because 16
+// answers already wait to be written (the reader reads no further
+// request then, at most its 16 KiB read buffer ahead; on Linux a
+// hang-up behind more unread bytes is seen with poll's POLLRDHUP). /healthz answers 503 with the reasons while clients are
 // refused, requests go without memory or a partition is fenced. A
 // Server locks (and, if need be, durably creates) its data directory:
 // a second one on it, in any process, gets a *DirLockedError.

@@ -9,25 +9,33 @@ import (
 )
 
 // peerWatch is a connection's context, and what ends it early: the
-// client going away while a handler waits. Requests are read one at a
-// time, so while a handler waits (a JoinGroup for its rebalance, a
-// SyncGroup for its leader, a Fetch for records) nobody reads the
-// socket, and a client that closed it would go unnoticed until the
-// wait ended — up to a rebalance timeout the client chose, holding the
-// connection's goroutine and its MaxConnections and MaxConnectionsPerIP
-// slots. A handler about to wait calls context: from then until the
-// handler returns, a goroutine peeks at the socket, and cancels the
-// context when it reads the end of the stream or an error. Bytes that
-// arrive meanwhile (a pipelined request) stay in the read buffer for
-// the next request, and end the watch without cancelling. A Fetch
-// starts the watch only once it has to wait: one answered at once
+// client going away while a handler waits or while the reader is
+// paused. Requests are read one at a time, so while a handler waits (a
+// JoinGroup for its rebalance, a SyncGroup for its leader, a Fetch for
+// records), and while connPipeline answers wait to be written (acks=all
+// produces waiting for their fsync: the reader pauses, see send),
+// nobody reads the socket, and a client that closed it would go
+// unnoticed until the wait ended — up to a rebalance timeout the client
+// chose, or IdleTimeout — holding the connection's goroutine, its
+// buffers and its MaxConnections and MaxConnectionsPerIP slots. A
+// handler about to wait, or the paused reader, calls context: from
+// then until stop, a goroutine reads ahead into the connection's read
+// buffer and cancels the context when it reads the end of the stream
+// or an error. Bytes that arrive meanwhile (pipelined requests) stay in
+// the read buffer for the next request and do not end the watch; the
+// read-ahead is bounded by that buffer (connReadBuffer), never a
+// request's size. Once it is full, the watch waits for the peer's
+// hang-up without reading (waitHangUp: poll's POLLRDHUP on Linux;
+// elsewhere it ends there, and a close is seen at the next read). A
+// Fetch starts the watch only once it has to wait: one answered at once
 // starts nothing.
 //
 // The context is also what the connection's writer waits on for an
 // acks=all produce's durability. The reader is not held up by that
 // wait and goes on reading, so it sees the client leave itself, and
-// ends the context (serveConn); no watch is needed there. The context
-// also ends when the connection does, and when the server closes.
+// ends the context (serveConn); while it is paused, the watch does. The
+// context also ends when the connection does, and when the server
+// closes.
 type peerWatch struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -58,10 +66,22 @@ func (w *peerWatch) context() context.Context {
 
 func (w *peerWatch) watch(done chan struct{}) {
 	defer close(done)
-	if _, err := w.r.Peek(1); err != nil && !isTimeout(err) {
-		w.gone.Store(true)
-		w.cancel()
+	for w.r.Buffered() < w.r.Size() {
+		if _, err := w.r.Peek(w.r.Buffered() + 1); err != nil {
+			if !isTimeout(err) {
+				w.hungUp()
+			}
+			return
+		}
 	}
+	if waitHangUp(w.nc) {
+		w.hungUp()
+	}
+}
+
+func (w *peerWatch) hungUp() {
+	w.gone.Store(true)
+	w.cancel()
 }
 
 // stop ends the watch, if there is one, once the handler has returned,

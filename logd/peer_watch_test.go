@@ -274,3 +274,23 @@ func TestDurableProduceAnsweredOnHangUp(t *testing.T) {
 		t.Fatalf("%d clients counted gone", n)
 	}
 }
+
+// TestJoinGroupAbandonedWhenClientClosesAfterPipelining: a request the
+// client pipelines behind a waiting JoinGroup does not end the watch of
+// its socket: a close after it still abandons the join at once.
+func TestJoinGroupAbandonedWhenClientClosesAfterPipelining(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	stableGroup(t, ts, "g")
+	b := dial(t, ts.addr)
+	if err := writeRequest(b, kmsg.JoinGroup.Int16(), 3, joinBody("g", "", time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the second member waiting in JoinGroup", func() bool { return groupMembers(ts, "g") == 2 })
+	if err := writeRequestCorr(b, 7, kmsg.ApiVersions.Int16(), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	waitUntil(t, "the closed client's JoinGroup abandoned and its connection ended", func() bool {
+		return ts.groups.Stats().Abandoned == 1 && ts.metrics.connections.Load() == 1 && ts.metrics.peerGone.Load() == 1
+	})
+}

@@ -75,7 +75,12 @@
 // yet used) are bounded per group by Config.MaxMembers
 // (GROUP_MAX_SIZE_REACHED), a member's protocol metadata and assignment
 // by Config.MaxMemberBytes (INVALID_REQUEST), and commit metadata by
-// Config.MaxOffsetMetadata (OFFSET_METADATA_TOO_LARGE). Every refusal is
+// Config.MaxOffsetMetadata (OFFSET_METADATA_TOO_LARGE). The offsets a
+// [MemoryStore] holds are bounded in bytes as logd's durable store's are
+// (Storage.MaxOffsetBytes; the accounting is shared, logd/internal/
+// offbudget): 64 MiB by default ([NewMemoryStoreMax] sets another), past
+// which a commit that adds bytes is refused with
+// INVALID_COMMIT_OFFSET_SIZE ([ErrOffsetsFull]). Every refusal is
 // counted in [Stats]. Tick visits every member of every group, and a
 // join or leave counts the members of its group, so the work done is
 // bounded by these limits too.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/brokerless/brokerless/logd/internal/offbudget"
 	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
@@ -120,9 +121,9 @@ const (
 	DefaultCompactMaxKeys      = 1 << 20          // ~ log.cleaner.dedupe.buffer.size / 24 bytes
 	DefaultMaxPartitions       = 1024             // per topic
 	DefaultMaxGroups           = 1 << 16
-	DefaultMaxOffsetMetadata   = 4096               // offset.metadata.max.bytes
-	DefaultMaxOffsetBytes      = 64 << 20           // Kafka sets no bound
-	DefaultOffsetsRetention    = 7 * 24 * time.Hour // offsets.retention.minutes
+	DefaultMaxOffsetMetadata   = 4096                 // offset.metadata.max.bytes
+	DefaultMaxOffsetBytes      = offbudget.DefaultMax // Kafka sets no bound
+	DefaultOffsetsRetention    = 7 * 24 * time.Hour   // offsets.retention.minutes
 )
 
 // Limits of the settings that are not configurable themselves.

@@ -130,7 +130,9 @@
 //
 // [OffsetStore] (from [Store.Offsets]) keeps committed offsets in an
 // append-only file of CRC'd records, fdatasynced on every Commit,
-// replayed on Open (a torn tail is cut) and rewritten when it doubles.
+// replayed on Open record by record (a torn tail is cut; the file is
+// never read whole) and rewritten once it reaches twice what the
+// rewrite holds (one record per group) and 1 MiB.
 // A group's offsets expire as Kafka's do (offsets.retention.minutes):
 // once it has gone OffsetsRetention (7 days) without a commit and
 // without members, at a maintenance pass or when a new group would

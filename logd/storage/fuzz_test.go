@@ -124,7 +124,8 @@ func FuzzRecovery(f *testing.F) {
 }
 
 // FuzzOffsetsLog: an arbitrary offsets log opens, keeps a valid prefix,
-// accounts exactly the bytes it holds and takes commits.
+// accounts exactly the bytes it holds (and what its rewrite writes)
+// and takes commits.
 func FuzzOffsetsLog(f *testing.F) {
 	valid := encodeCommit(nil, "g", 1_700_000_000_000, []GroupOffset{{"t", 0, 5, "m"}, {"u", 3, 9, ""}})
 	valid = append(valid, encodeDelete(offRecDelTopic, "u")...)
@@ -150,6 +151,12 @@ func FuzzOffsetsLog(f *testing.F) {
 		}
 		if n, want := o.Bytes(), accounted(o); n != want {
 			t.Fatalf("Bytes() = %d, the offsets held count %d", n, want)
+		}
+		o.mu.Lock()
+		live := o.live
+		o.mu.Unlock()
+		if want := rewrittenBytes(o); live != want {
+			t.Fatalf("live accounted at %d bytes, a rewrite writes %d", live, want)
 		}
 	})
 }

@@ -1,10 +1,12 @@
 package storage
 
 import (
+	"bufio"
 	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"math"
@@ -52,10 +54,13 @@ type GroupOffset struct {
 // 4 record and cuts the file there: downgrading loses the offsets
 // committed since the upgrade.
 //
-// On open the records are replayed; a torn or corrupt tail is truncated.
-// When the file grows past twice what the live offsets need (and at
-// least 1 MiB) it is rewritten as one commit record per group, to
-// offsets.log.tmp, fsynced and renamed over it.
+// On open the records are replayed one at a time through a 64 KiB
+// buffer (the file is never read whole, so what Open holds is the live
+// offsets, not the file); a torn or corrupt tail is truncated. When the
+// file reaches twice what its rewrite writes (kept exactly, see
+// offsets_live.go) and at least 1 MiB, it is rewritten as one commit
+// record per group, to offsets.log.tmp, fsynced and renamed over it:
+// the file stays within max(1 MiB, 2× the live records) plus one record.
 //
 // What the offsets hold is bounded in count (Config.MaxGroups) and in
 // bytes (Config.MaxOffsetBytes, see Bytes): a commit that would pass
@@ -72,7 +77,14 @@ type OffsetStore struct {
 	maxBytes  int64 // MaxOffsetBytes
 	bytes     int64 // what the offsets are accounted at (offsets_budget.go)
 	closed    bool
-	rewriteAt int64 // file size at which to consider a rewrite
+	// live is what a rewrite of the file writes, exactly: one commit
+	// record per group (offsets_live.go). The file is rewritten when it
+	// reaches twice that (and offsetsMinFile), so it stays within about
+	// twice the live offsets.
+	live int64
+	// rewriteAt, after a rewrite failed, is the size the file must reach
+	// before the next try (0: none failed).
+	rewriteAt int64
 
 	// Expiry (offsets_expire.go).
 	retention  int64            // ms; ≤ 0: never
@@ -93,8 +105,9 @@ type offGroup struct {
 	// seen is the last time Expire found the group with members; kept
 	// in memory only.
 	seen int64
-	// bytes is the group's share of OffsetStore.bytes.
-	bytes int64
+	// bytes is the group's share of OffsetStore.bytes, live its share
+	// of OffsetStore.live (its record in a rewrite).
+	bytes, live int64
 }
 
 type groupKey struct {
@@ -103,14 +116,16 @@ type groupKey struct {
 }
 
 const (
-	offsetsDir      = "__group-offsets"
-	offsetsFile     = "offsets.log"
-	offRecCommit    = 1
-	offRecDelGroup  = 2
-	offRecDelTopic  = 3
-	offRecCommitAt  = 4
-	offsetsMinFile  = 1 << 20
-	offRecHeaderLen = 8
+	offsetsDir     = "__group-offsets"
+	offsetsFile    = "offsets.log"
+	offRecCommit   = 1
+	offRecDelGroup = 2
+	offRecDelTopic = 3
+	offRecCommitAt = 4
+	offsetsMinFile = 1 << 20
+	// offsetsReadBuffer is the buffer Open replays the file through.
+	offsetsReadBuffer = 64 << 10
+	offRecHeaderLen   = 8
 	// maxOffsetRecord bounds one record, so a damaged length cannot make
 	// recovery allocate without limit.
 	maxOffsetRecord = 64 << 20
@@ -160,11 +175,8 @@ func openOffsetStore(cfg offsetsConfig) (*OffsetStore, error) {
 		maxGroups: cfg.maxGroups, maxMeta: cfg.maxMeta, maxBytes: cfg.maxBytes,
 		retention: cfg.retention.Milliseconds(), now: cfg.now, loadedAt: cfg.now().UnixMilli(), nextExpiry: math.MaxInt64,
 		logger: logger, hooks: cfg.hooks}
-	b, err := vfs.ReadFile(fsys, o.path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	if err != nil {
+	f, err := fsys.OpenFile(o.path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
 		// A new file: its directory entry must be durable before the
 		// first commit counts as durable.
 		if err := vfs.WriteFile(fsys, o.path, nil); err != nil {
@@ -173,15 +185,19 @@ func openOffsetStore(cfg offsetsConfig) (*OffsetStore, error) {
 		if err := fsys.SyncDir(dir); err != nil {
 			return nil, err
 		}
+		f, err = fsys.OpenFile(o.path, os.O_RDWR, 0)
 	}
-	f, err := fsys.OpenFile(o.path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
 	o.f = f
-	good := o.replay(b)
-	if good < int64(len(b)) {
-		logger.Warn("storage: truncating a torn offsets log", "path", o.path, "at", good, "dropped", int64(len(b))-good)
+	good, size, err := o.replay(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if good < size {
+		logger.Warn("storage: truncating a torn offsets log", "path", o.path, "at", good, "dropped", size-good)
 		if err := f.Truncate(good); err != nil {
 			f.Close()
 			return nil, err
@@ -192,7 +208,6 @@ func openOffsetStore(cfg offsetsConfig) (*OffsetStore, error) {
 		}
 	}
 	o.size = good
-	o.rewriteAt = max(offsetsMinFile, 2*good)
 	if o.bytes > o.maxBytes || len(o.groups) > o.maxGroups {
 		// Limits lowered since: serve what is held, refuse growth.
 		logger.Warn("storage: committed offsets over their limits; commits that add groups or bytes are refused until expiry or deletion makes room",
@@ -201,22 +216,39 @@ func openOffsetStore(cfg offsetsConfig) (*OffsetStore, error) {
 	return o, nil
 }
 
-// replay applies the records of b and returns the length of the valid
-// prefix.
-func (o *OffsetStore) replay(b []byte) int64 {
-	var pos int64
-	for int64(len(b))-pos >= offRecHeaderLen {
-		n := int64(binary.BigEndian.Uint32(b[pos:]))
-		if n > maxOffsetRecord || pos+offRecHeaderLen+n > int64(len(b)) {
-			break
-		}
-		p := b[pos+offRecHeaderLen : pos+offRecHeaderLen+n]
-		if crc32Castagnoli(p) != binary.BigEndian.Uint32(b[pos+4:]) || o.apply(p) != nil {
-			break
-		}
-		pos += offRecHeaderLen + n
+// replay applies the records of f, one at a time through a bounded
+// buffer (the file is never read whole: what Open holds is the live
+// offsets, not the file), and returns the length of the valid prefix
+// and the file's size. An error is a failure to read the file, not a
+// torn or corrupt record.
+func (o *OffsetStore) replay(f vfs.File) (good, size int64, err error) {
+	if size, err = f.Size(); err != nil {
+		return 0, 0, err
 	}
-	return pos
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), offsetsReadBuffer)
+	var head [offRecHeaderLen]byte
+	var p []byte // the record being read; reused, apply copies what it keeps
+	for size-good >= offRecHeaderLen {
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			return good, size, err
+		}
+		n := int64(binary.BigEndian.Uint32(head[:]))
+		if n > maxOffsetRecord || good+offRecHeaderLen+n > size {
+			break
+		}
+		if int64(cap(p)) < n {
+			p = make([]byte, n)
+		}
+		p = p[:n]
+		if _, err := io.ReadFull(r, p); err != nil {
+			return good, size, err
+		}
+		if crc32Castagnoli(p) != binary.BigEndian.Uint32(head[4:]) || o.apply(p) != nil {
+			break
+		}
+		good += offRecHeaderLen + n
+	}
+	return good, size, nil
 }
 
 var errBadOffsetRecord = errors.New("malformed offsets record")
@@ -267,20 +299,11 @@ func (o *OffsetStore) apply(p []byte) error {
 		}
 		g := o.groups[group]
 		if g == nil {
-			g = &offGroup{offs: map[groupKey]GroupOffset{}, bytes: groupBytes(group)}
-			o.groups[group] = g
-			o.bytes += g.bytes
+			g = o.addGroup(group)
 		}
-		before := g.bytes
 		for _, x := range offs {
-			k := groupKey{x.Topic, x.Partition}
-			if old, ok := g.offs[k]; ok {
-				g.bytes -= entryBytes(old)
-			}
-			g.offs[k] = x
-			g.bytes += entryBytes(x)
+			o.setOffset(g, x)
 		}
-		o.bytes += g.bytes - before
 		g.at = at
 		o.expiresAt(at)
 	case offRecDelGroup, offRecDelTopic:
@@ -290,22 +313,18 @@ func (o *OffsetStore) apply(p []byte) error {
 		}
 		if typ == offRecDelGroup {
 			if g := o.groups[name]; g != nil {
-				o.bytes -= g.bytes
-				delete(o.groups, name)
+				o.dropGroup(name, g)
 			}
 			break
 		}
 		for gname, g := range o.groups {
 			for k, x := range g.offs {
 				if k.topic == name {
-					delete(g.offs, k)
-					g.bytes -= entryBytes(x)
-					o.bytes -= entryBytes(x)
+					o.dropOffset(g, k, x)
 				}
 			}
 			if len(g.offs) == 0 {
-				o.bytes -= g.bytes
-				delete(o.groups, gname)
+				o.dropGroup(gname, g)
 			}
 		}
 	default:
@@ -403,19 +422,28 @@ func (o *OffsetStore) write(rec []byte) error {
 	return nil
 }
 
-// maybeRewrite rewrites the file when it has grown past twice the live
-// state. o.mu is held.
+// maybeRewrite rewrites the file once it has reached twice what the
+// rewrite writes (live) and offsetsMinFile: the file stays within
+// max(offsetsMinFile, 2×live) plus one record. o.mu is held.
 func (o *OffsetStore) maybeRewrite() error {
-	if o.size < o.rewriteAt {
+	if o.size < max(offsetsMinFile, 2*o.live, o.rewriteAt) {
 		return nil
 	}
-	var b []byte
+	// If the rewrite fails, the next try waits for the file to double.
+	o.rewriteAt = 2 * o.size
+	if err := o.rewrite(); err != nil {
+		return err
+	}
+	o.rewriteAt = 0
+	return nil
+}
+
+// rewrite replaces the file by one commit record per group, written
+// to offsets.log.tmp, fsynced and renamed over it. o.mu is held.
+func (o *OffsetStore) rewrite() error {
+	b := make([]byte, 0, o.live)
 	for _, g := range o.groupNames() {
 		b = encodeCommit(b, g, o.groups[g].at, o.all(g))
-	}
-	o.rewriteAt = max(offsetsMinFile, 2*o.size)
-	if int64(len(b))*2 > o.size {
-		return nil
 	}
 	if err := writeFileAtomic(o.fs, o.path, b); err != nil {
 		return err
@@ -426,7 +454,6 @@ func (o *OffsetStore) maybeRewrite() error {
 	}
 	o.f.Close()
 	o.f, o.size = f, int64(len(b))
-	o.rewriteAt = max(offsetsMinFile, 2*o.size)
 	return nil
 }
 

@@ -115,8 +115,7 @@ func TestOffsetStoreRewrite(t *testing.T) {
 	}
 	// Rewrite now, so that the file holds only rewritten records.
 	o.mu.Lock()
-	o.rewriteAt = 0
-	err := o.maybeRewrite()
+	err := o.rewrite()
 	size = o.size
 	o.mu.Unlock()
 	if err != nil || size > 10<<10 {
