@@ -123,11 +123,11 @@ func checkInFlight(cfg pipe.Config) error {
 // ends).
 func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe.Config, interval, duration time.Duration) error {
 	fromURL, toURL := sourceDefaults(from), to
-	fromEP, err := transport.Open(ctx, fromURL)
+	fromEP, err := openEndpoint(ctx, fromURL, inv.log)
 	if err != nil {
 		return urlError(from, err)
 	}
-	toEP, err := openURL(ctx, toURL)
+	toEP, err := openURL(ctx, toURL, inv.log)
 	if err != nil {
 		return err
 	}

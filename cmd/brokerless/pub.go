@@ -63,7 +63,7 @@ func runPub(ctx context.Context, inv *invocation) error {
 		return err
 	}
 	raw := args[0]
-	ep, err := openURL(ctx, raw)
+	ep, err := openURL(ctx, raw, inv.log)
 	if err != nil {
 		return err
 	}

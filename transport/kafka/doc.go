@@ -81,6 +81,17 @@
 // received but not finished when it crashed is delivered again to the
 // group (at least once). See GroupSubscriber.
 //
+// # Logging
+//
+// Config.Logger (default: discard) receives what a subscriber skips or
+// cannot read, and the kgo client's own log at the levels its handler
+// enables. A broker the client cannot reach is retried by the client and
+// reported to no call — a Receive just waits — so its warnings are how
+// an outage shows; each warning or error message is logged at most once
+// every 10 s, with the count of those not logged since
+// (not_logged_since). transport.Open gives no Logger: a program that
+// wants one parses the URL (ParseURL), sets it, and uses NewEndpoint.
+//
 // # Semantics
 //
 // The publisher and the subscriber of one URL declare the same set,
