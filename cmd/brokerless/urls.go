@@ -11,7 +11,7 @@ import (
 	"github.com/brokerless/brokerless/multicast"
 	"github.com/brokerless/brokerless/transport"
 	"github.com/brokerless/brokerless/transport/kafka"
-	_ "github.com/brokerless/brokerless/transport/zmq"   // zmq+tcp:// and zmq+ipc://
+	_ "github.com/brokerless/brokerless/transport/zmq" // zmq+tcp:// and zmq+ipc://
 )
 
 // openURL opens a transport URL whose transport logs to log. A URL that
