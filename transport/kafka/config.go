@@ -96,7 +96,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Options are extra kgo options, applied last. Options that change
 	// what Semantics declares (acks, idempotence) make it wrong: use
-	// LeaderAcks instead.
+	// LeaderAcks instead. kgo.FetchIsolationLevel(kgo.ReadCommitted())
+	// is the way to read a Kafka topic that transactional producers
+	// write with read_committed; see the package documentation
+	// (Transactions) for what it costs.
 	Options []kgo.Opt
 }
 

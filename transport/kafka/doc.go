@@ -63,6 +63,27 @@
 // (Stats.MalformedMarkers): nothing is hidden, and one bad record does
 // not stop the partition.
 //
+// # Transactions
+//
+// logd has no transactions: it refuses a transactional producer
+// (InitProducerID with a transactional id: TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+// and a transactional or control batch, so its last stable offset is
+// always its high watermark, and a consumer's isolation level changes
+// nothing there. Subscribers and group members read at kgo's default
+// isolation level, read_uncommitted, which is also the Java consumer's
+// default (isolation.level; librdkafka's is read_committed): on a Kafka
+// topic that transactional producers write, they deliver the records of
+// open and aborted transactions too, and skip the transaction markers.
+// kgo.FetchIsolationLevel(kgo.ReadCommitted()) in Config.Options has
+// them deliver only committed records, but the client then drops aborted
+// records without saying which, so their offsets are reported as a Gap,
+// as loss (GapRetention): a subscriber cannot tell them from records it
+// lost. That is why read_committed is not the default here, though it is
+// what a consumer of transactional data should read at. A Log (OpenLog)
+// reads at read_committed and decodes batches itself, skipping aborted
+// transactions by their producer ids. Either way a group member's end, where a From offset past it starts, is
+// the high watermark (see GroupSubscriber).
+//
 // # Publishing
 //
 // Publish hands a record to the client's bounded buffer, waiting for room
