@@ -76,6 +76,9 @@ func runMcastPub(ctx context.Context, inv *invocation) error {
 	if err := inv.parse(fs); err != nil {
 		return err
 	}
+	if err := o.pub.checkMcastTopic(); err != nil {
+		return err
+	}
 	cfg, err := o.config(fs.Changed)
 	if err != nil {
 		return err

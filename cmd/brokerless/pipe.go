@@ -54,8 +54,9 @@ messages too, though they are in TO. Restarting a killed pipe a second
 later avoids it.
 
 A TO that is FROM (the same topic of the same brokers, the same
-multicast feed, the same ZeroMQ endpoints) is refused: the pipe would
-read back what it writes, without end.
+multicast feed, the same ZeroMQ endpoints, however spelt; host names are
+not resolved) is refused: the pipe would read back what it writes,
+without end.
 
 It runs until interrupted, or for --duration; on SIGINT or SIGTERM it
 waits (at most 5s) for TO to accept what is in flight, and acknowledges
@@ -123,11 +124,11 @@ func checkInFlight(cfg pipe.Config) error {
 // ends).
 func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe.Config, interval, duration time.Duration) error {
 	fromURL, toURL := sourceDefaults(from), to
-	fromEP, err := transport.Open(ctx, fromURL)
+	fromEP, err := openEndpoint(ctx, fromURL, inv.log)
 	if err != nil {
 		return urlError(from, err)
 	}
-	toEP, err := openURL(ctx, toURL)
+	toEP, err := openURL(ctx, toURL, inv.log)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 
 	"github.com/brokerless/brokerless/multicast"
 )
@@ -63,7 +64,12 @@ func runPub(ctx context.Context, inv *invocation) error {
 		return err
 	}
 	raw := args[0]
-	ep, err := openURL(ctx, raw)
+	if u, err := url.Parse(raw); err == nil && schemeFamily(u.Scheme) == "mcast" {
+		if err := f.checkMcastTopic(); err != nil {
+			return err
+		}
+	}
+	ep, err := openURL(ctx, raw, inv.log)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -26,7 +27,7 @@ func (f *pubFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.ticks, "ticks", false, "publish synthetic market ticks instead of stdin lines")
 	fs.Float64Var(&f.rate, "rate", 10000, "ticks per second (with --ticks)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the ticks' random walk (with --ticks)")
-	fs.StringVar(&f.topic, "topic", "", "topic of every stdin line (without --ticks)")
+	fs.StringVar(&f.topic, "topic", "", "topic of every stdin line (without --ticks); on a multicast feed at most 255 bytes")
 	fs.Uint64Var(&f.count, "count", 0, "stop after this many messages (0: no limit)")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (0: at end of input, or when interrupted)")
 }
@@ -99,4 +100,19 @@ func (f *pubFlags) publish(ctx context.Context, pub transport.Publisher, in io.R
 		err = nil // interrupted, or --duration is over: a normal end
 	}
 	return n, cancel, err
+}
+
+// mcastMaxTopic is the longest topic a multicast message carries: the
+// reliable wire gives its length one byte (reliable/doc.go), and the
+// multicast publisher refuses a longer one only at the first message
+// (reliable.ErrTooLarge). TestMcastMaxTopic holds the two together.
+const mcastMaxTopic = 255
+
+// checkMcastTopic refuses a --topic that no multicast message can
+// carry, before anything starts.
+func (f *pubFlags) checkMcastTopic() error {
+	if len(f.topic) > mcastMaxTopic {
+		return &oneLineError{fmt.Errorf("--topic: %d bytes; a multicast message's topic is at most %d bytes", len(f.topic), mcastMaxTopic)}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -143,7 +144,7 @@ func runStatsd(ctx context.Context, inv *invocation) error {
 	}
 	var kafkaEP transport.Endpoint
 	if o.kafka != "" {
-		if kafkaEP, err = statsdLog(o.kafka); err != nil {
+		if kafkaEP, err = statsdLog(o.kafka, inv.log); err != nil {
 			return err
 		}
 	}
@@ -387,9 +388,9 @@ func writeStatsdListening(w io.Writer, srv *statsd.Server, kafkaURL string) {
 }
 
 // statsdLog checks that raw is a log topic --kafka can write flushes to,
-// before anything starts.
-func statsdLog(raw string) (transport.Endpoint, error) {
-	ep, err := transport.Open(context.Background(), raw)
+// before anything starts; its client logs to log.
+func statsdLog(raw string, log *slog.Logger) (transport.Endpoint, error) {
+	ep, err := openEndpoint(context.Background(), raw, log)
 	if err != nil {
 		return nil, &oneLineError{fmt.Errorf("--kafka: %w", urlError(raw, err))}
 	}

@@ -26,6 +26,8 @@ recovery counters too).
 It says on start what it listens on (with mode=bind, the address it
 got: port 0 is any free one). Gaps, stream starts and stream ends are
 always reported on standard error, one line each: loss is never silent.
+So is a logd:// or kafka:// broker the client cannot reach (it retries by
+itself): a warning line, each kind at most once every 10 s.
 
 --from earliest|latest|OFFSET|TIME starts where a transport that replays
 (logd://, kafka://) should start (TIME in RFC 3339); it is the URL's from=
@@ -84,7 +86,7 @@ func runSub(ctx context.Context, inv *invocation) error {
 			return err
 		}
 	}
-	ep, err := openURL(ctx, raw)
+	ep, err := openURL(ctx, raw, inv.log)
 	if err != nil {
 		return err
 	}

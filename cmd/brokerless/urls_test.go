@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brokerless/brokerless/multicast"
 )
 
 // startTestLogd runs logd until the test ends and returns its Kafka
@@ -245,6 +247,36 @@ func TestPipeIntoItself(t *testing.T) {
 		{"mcast://239.255.1.2:7000?ttl=0", "mcast://239.255.1.2:7000?feed=2&ttl=0"},
 		{"mcast://239.255.1.2:7000", "mcast://239.255.1.2:7001"},
 		{"zmq+tcp://127.0.0.1:5556", "zmq+tcp://127.0.0.1:5557"},
+	} {
+		if pipeLoop(c[0], c[1]) {
+			t.Errorf("pipe %s %s: seen as a loop", c[0], c[1])
+		}
+	}
+}
+
+// TestPipeLoopSpellings: two spellings of one place are one place: the
+// default parameters given or not, a host name in another case, a port
+// with a leading zero, an IPv6 address written out.
+func TestPipeLoopSpellings(t *testing.T) {
+	for _, c := range [][2]string{
+		{"logd://LocalHost:9092/t", "kafka://localhost:09092/t?from=earliest&acks=all"},
+		{"logd://127.0.0.1:9092,127.0.0.2:9092/t", "logd://127.0.0.2:09092,127.0.0.1:9092,127.0.0.1:9092/t?partition=0"},
+		{"logd://[::1]:9092/t", "logd://[0:0:0:0:0:0:0:1]:9092/t"},
+		{"logd://broker.example.:9092/t", "logd://Broker.Example:9092/t"},
+		{"mcast://239.255.1.2:7000", "mcast://239.255.1.2:07000?feed=01&iface=" + multicast.DefaultInterface},
+		{"zmq+tcp://LOCALHOST:5556", "zmq+tcp://localhost:05556?mode=bind"},
+		{"zmq+tcp://[::1]:5556", "zmq+tcp://[0::1]:5556"},
+		{"zmq+ipc:///tmp/x.sock", "zmq+ipc:///tmp//x.sock"},
+	} {
+		if !pipeLoop(c[0], c[1]) {
+			t.Errorf("pipe %s %s: not seen as a loop", c[0], c[1])
+		}
+	}
+	for _, c := range [][2]string{
+		{"logd://127.0.0.1:9092/t", "logd://127.0.0.1:9092/T"}, // topics are case-sensitive
+		{"mcast://239.255.1.2:7000", "mcast://239.255.1.2:7000?feed=2"},
+		{"mcast://239.255.1.2:7000", "mcast://239.255.1.2:7000?iface=eth0"},
+		{"zmq+ipc:///tmp/x.sock", "zmq+ipc:///tmp/X.sock"},
 	} {
 		if pipeLoop(c[0], c[1]) {
 			t.Errorf("pipe %s %s: seen as a loop", c[0], c[1])

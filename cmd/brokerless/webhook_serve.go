@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -140,7 +141,7 @@ func runWebhookServe(ctx context.Context, inv *invocation) error {
 	}
 	var sub transport.Subscriber
 	if o.source != "" {
-		if sub, err = openSource(ctx, o.source, o.db); err != nil {
+		if sub, err = openSource(ctx, o.source, o.db, inv.log); err != nil {
 			return err
 		}
 		defer sub.Close()
@@ -295,8 +296,8 @@ func (o *webhookServeOptions) check() (webhook.AddressPolicy, []time.Duration, e
 // openSource opens the --source log as a member of a consumer group
 // (brokerless-webhook unless the URL names one); with a SQLite database
 // db, a static member named after the host and the file (sourceInstance)
-// unless the URL names one.
-func openSource(ctx context.Context, raw, db string) (transport.Subscriber, error) {
+// unless the URL names one. Its client logs to log.
+func openSource(ctx context.Context, raw, db string, log *slog.Logger) (transport.Subscriber, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "logd" && u.Scheme != "kafka") {
 		return nil, usagef("--source %s: want logd://HOST:PORT/TOPIC or kafka://HOST:PORT/TOPIC", raw)
@@ -311,7 +312,11 @@ func openSource(ctx context.Context, raw, db string) (transport.Subscriber, erro
 		}
 	}
 	u.RawQuery = q.Encode()
-	sub, err := transport.OpenSubscriber(ctx, u.String())
+	ep, err := openEndpoint(ctx, u.String(), log)
+	if err != nil {
+		return nil, &oneLineError{fmt.Errorf("--source %s: %w", raw, err)}
+	}
+	sub, err := ep.Subscriber(ctx)
 	if err != nil {
 		return nil, &oneLineError{fmt.Errorf("--source %s: %w", raw, err)}
 	}

@@ -89,11 +89,17 @@ type Config struct {
 	// that); kgo.MaxDecompressBatchBytes in Options sets another bound.
 	LogFetchBytes int32
 	// Logger receives what a subscriber skips or cannot read (a
-	// malformed gap marker). Default: discard.
+	// malformed gap marker), and the kgo client's own log at the levels
+	// its handler enables — a broker it cannot connect to, which it
+	// retries by itself and no call returns — with warnings and errors
+	// at most once per message every 10 s. Default: discard.
 	Logger *slog.Logger
 	// Options are extra kgo options, applied last. Options that change
 	// what Semantics declares (acks, idempotence) make it wrong: use
-	// LeaderAcks instead.
+	// LeaderAcks instead. kgo.FetchIsolationLevel(kgo.ReadCommitted())
+	// is the way to read a Kafka topic that transactional producers
+	// write with read_committed; see the package documentation
+	// (Transactions) for what it costs.
 	Options []kgo.Opt
 }
 
@@ -132,6 +138,13 @@ func (c *Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// newClient makes a kgo client of the seed brokers that logs to Logger
+// (see kgoLogger), with opts, then Options.
+func (c *Config) newClient(opts ...kgo.Opt) (*kgo.Client, error) {
+	base := []kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.WithLogger(newKgoLogger(c.logger()))}
+	return kgo.NewClient(append(append(base, opts...), c.Options...)...)
 }
 
 func (c *Config) logger() *slog.Logger {

@@ -63,6 +63,27 @@
 // (Stats.MalformedMarkers): nothing is hidden, and one bad record does
 // not stop the partition.
 //
+// # Transactions
+//
+// logd has no transactions: it refuses a transactional producer
+// (InitProducerID with a transactional id: TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+// and a transactional or control batch, so its last stable offset is
+// always its high watermark, and a consumer's isolation level changes
+// nothing there. Subscribers and group members read at kgo's default
+// isolation level, read_uncommitted, which is also the Java consumer's
+// default (isolation.level; librdkafka's is read_committed): on a Kafka
+// topic that transactional producers write, they deliver the records of
+// open and aborted transactions too, and skip the transaction markers.
+// kgo.FetchIsolationLevel(kgo.ReadCommitted()) in Config.Options has
+// them deliver only committed records, but the client then drops aborted
+// records without saying which, so their offsets are reported as a Gap,
+// as loss (GapRetention): a subscriber cannot tell them from records it
+// lost. That is why read_committed is not the default here, though it is
+// what a consumer of transactional data should read at. A Log (OpenLog)
+// reads at read_committed and decodes batches itself, skipping aborted
+// transactions by their producer ids. Either way a group member's end, where a From offset past it starts, is
+// the high watermark (see GroupSubscriber).
+//
 // # Publishing
 //
 // Publish hands a record to the client's bounded buffer, waiting for room
@@ -80,6 +101,17 @@
 // only what the application acknowledged, so what the application had
 // received but not finished when it crashed is delivered again to the
 // group (at least once). See GroupSubscriber.
+//
+// # Logging
+//
+// Config.Logger (default: discard) receives what a subscriber skips or
+// cannot read, and the kgo client's own log at the levels its handler
+// enables. A broker the client cannot reach is retried by the client and
+// reported to no call — a Receive just waits — so its warnings are how
+// an outage shows; each warning or error message is logged at most once
+// every 10 s, with the count of those not logged since
+// (not_logged_since). transport.Open gives no Logger: a program that
+// wants one parses the URL (ParseURL), sets it, and uses NewEndpoint.
 //
 // # Semantics
 //

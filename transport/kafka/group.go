@@ -209,6 +209,16 @@ func (g *GroupSubscriber) offsetsFetched(ctx context.Context, cl *kgo.Client, re
 	if g.start < 0 || len(uncommitted) == 0 {
 		return nil
 	}
+	// The end is the high watermark (ListOffsets read_uncommitted), not
+	// the last stable offset, whatever isolation level the client
+	// fetches at (Config.Options): the question is whether the client
+	// would find From out of range and reset it to the log start, and a
+	// broker judges that against the log's end, under read_committed
+	// too. The last stable offset would move a From between it and the
+	// high watermark — offsets that are in the log, and whose records a
+	// read_committed fetch delivers once their transactions end — back
+	// to it, delivering records below From. On logd the two are one:
+	// it has no transactions (see the package documentation).
 	ends, err := listOffsets(ctx, cl, g.topic, uncommitted, -1)
 	if err != nil {
 		return err

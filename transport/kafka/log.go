@@ -63,7 +63,7 @@ func OpenLog(ctx context.Context, cfg Config) (*Log, error) {
 	if fetch == 0 {
 		fetch = DefaultLogFetchBytes
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.MaxDecompressBatchBytes(logMaxDecompress)}, cfg.Options...)...)
+	cl, err := cfg.newClient(kgo.MaxDecompressBatchBytes(logMaxDecompress))
 	if err != nil {
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}

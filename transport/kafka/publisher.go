@@ -49,7 +49,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	}
 	// Brokers that auto-create topics (logd by default, Kafka's
 	// default) create the topic on first produce.
-	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Topic), kgo.AllowAutoTopicCreation(),
+	opts := []kgo.Opt{kgo.DefaultProduceTopic(cfg.Topic), kgo.AllowAutoTopicCreation(),
 		kgo.ProducerLinger(cfg.Linger), kgo.MaxBufferedRecords(cmp.Or(cfg.MaxBuffered, DefaultMaxBuffered))}
 	if cfg.Compression != "" {
 		opts = append(opts, kgo.ProducerBatchCompression(codec(cfg.Compression)...))
@@ -62,7 +62,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	if cfg.LeaderAcks {
 		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
 	}
-	cl, err := kgo.NewClient(append(opts, cfg.Options...)...)
+	cl, err := cfg.newClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}

@@ -150,13 +150,12 @@ func newSubscriber(cfg Config) *Subscriber {
 // opts, then cfg.Options.
 func (s *Subscriber) connect(ctx context.Context, cfg Config, opts []kgo.Opt) error {
 	base := []kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.FetchMaxWait(100 * time.Millisecond),
 		// Transaction markers hold offsets; seen, they are skipped as
 		// what they are instead of leaving holes that look like loss.
 		kgo.KeepControlRecords(),
 	}
-	cl, err := kgo.NewClient(append(append(base, opts...), cfg.Options...)...)
+	cl, err := cfg.newClient(append(base, opts...)...)
 	if err != nil {
 		return fmt.Errorf("kafka transport: %w", err)
 	}

@@ -32,7 +32,7 @@ func Tail(ctx context.Context, cfg Config, n int) ([]transport.Message, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: tail of %d records", ErrBadConfig, n)
 	}
-	admin, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...)}, cfg.Options...)...)
+	admin, err := cfg.newClient()
 	if err != nil {
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}
@@ -123,8 +123,7 @@ const tailTimeout = 30 * time.Second
 func readUntil(ctx context.Context, cfg Config, from map[int32]kgo.Offset, ends map[int32]int64) ([]transport.Message, error) {
 	ctx, cancel := context.WithTimeout(ctx, tailTimeout)
 	defer cancel()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: from})}, cfg.Options...)...)
+	cl, err := cfg.newClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: from}))
 	if err != nil {
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}

@@ -53,6 +53,11 @@ answers before the write is durable and turns deduplication off.`,
 
 type endpoint struct{ cfg Config }
 
+// NewEndpoint is the Endpoint of cfg: what transport.Open makes of a
+// logd:// or kafka:// URL (cfg from ParseURL), for a program that sets
+// more of cfg than a URL says, such as its Logger.
+func NewEndpoint(cfg Config) transport.Endpoint { return endpoint{cfg} }
+
 func (e endpoint) Publisher(ctx context.Context) (transport.Publisher, error) {
 	p, err := NewPublisher(ctx, e.cfg)
 	if err != nil {
