@@ -20,6 +20,14 @@ const (
 	rangeLen     = 16
 	frameHeadLen = 3 // length u16, flags u8
 
+	// MaxTopicLen is the longest topic a message carries (its length
+	// is one byte on the wire); a longer one is ErrTooLarge.
+	MaxTopicLen = 255
+	// MaxHeaders is the most headers a message carries, and
+	// MaxHeaderKeyLen the longest header key.
+	MaxHeaders      = 255
+	MaxHeaderKeyLen = 255
+
 	// MaxWireRanges is the most ranges one NACK, NCF or LOST packet
 	// carries.
 	MaxWireRanges = 255

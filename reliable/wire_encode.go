@@ -18,7 +18,7 @@ var (
 func metaSize(m *transport.Message, delta int64) (int, error) {
 	n := varintLen(delta)
 	if m.Topic != "" {
-		if len(m.Topic) > 255 {
+		if len(m.Topic) > MaxTopicLen {
 			return 0, errTopicLong
 		}
 		n += 1 + len(m.Topic)
@@ -27,12 +27,12 @@ func metaSize(m *transport.Message, delta int64) (int, error) {
 		n += uvarintLen(uint64(len(m.Key))) + len(m.Key)
 	}
 	if len(m.Headers) > 0 {
-		if len(m.Headers) > 255 {
+		if len(m.Headers) > MaxHeaders {
 			return 0, errHeaderCount
 		}
 		n++
 		for _, h := range m.Headers {
-			if len(h.Key) > 255 {
+			if len(h.Key) > MaxHeaderKeyLen {
 				return 0, errHeaderKey
 			}
 			n += 1 + len(h.Key) + uvarintLen(uint64(len(h.Value))) + len(h.Value)

@@ -173,6 +173,9 @@ func writeSubStats(w io.Writer, received, gaps, lost uint64, s multicast.Subscri
 		if a.LiveDropped > 0 {
 			fmt.Fprintf(w, ", %d live events re-read from it", a.LiveDropped)
 		}
+		if a.OpenGaps > 0 {
+			fmt.Fprintf(w, ", %d session tails of unknown length lost (%d of their live messages came too late)", a.OpenGaps, a.LateLive)
+		}
 		fmt.Fprint(w, ")")
 	}
 	if r.Unauthenticated > 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
 )
 
@@ -102,17 +103,12 @@ func (f *pubFlags) publish(ctx context.Context, pub transport.Publisher, in io.R
 	return n, cancel, err
 }
 
-// mcastMaxTopic is the longest topic a multicast message carries: the
-// reliable wire gives its length one byte (reliable/doc.go), and the
-// multicast publisher refuses a longer one only at the first message
-// (reliable.ErrTooLarge). TestMcastMaxTopic holds the two together.
-const mcastMaxTopic = 255
-
 // checkMcastTopic refuses a --topic that no multicast message can
-// carry, before anything starts.
+// carry (reliable.MaxTopicLen) before anything starts: the publisher
+// would refuse it only at the first message.
 func (f *pubFlags) checkMcastTopic() error {
-	if len(f.topic) > mcastMaxTopic {
-		return &oneLineError{fmt.Errorf("--topic: %d bytes; a multicast message's topic is at most %d bytes", len(f.topic), mcastMaxTopic)}
+	if len(f.topic) > reliable.MaxTopicLen {
+		return &oneLineError{fmt.Errorf("--topic: %d bytes; a multicast message's topic is at most %d bytes", len(f.topic), reliable.MaxTopicLen)}
 	}
 	return nil
 }
