@@ -144,6 +144,10 @@ type dialect struct {
 	// constant of the plan, so binding a new value re-prepared the whole
 	// statement at every claim.
 	perEndpoint string
+	// dbNow is the database's clock in Unix nanoseconds, which leases
+	// are measured by where several dispatchers share the database
+	// (PostgreSQL): see sqlStore.leaseByDB. Empty on SQLite.
+	dbNow string
 }
 
 var (
@@ -172,6 +176,7 @@ var (
 		hasColumn: "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?",
 		pairs:     "jsonb_to_recordset(CAST(? AS jsonb)) AS x(id text, endpoint text)",
 		tokenLock: "SELECT pg_advisory_xact_lock(7406190210)", bulk: true,
+		dbNow: "CAST(EXTRACT(EPOCH FROM now()) * 1000000000 AS BIGINT)",
 		// Each endpoint's rows are locked as they are read, skipping those
 		// another dispatcher's claim holds, so two claims at once each
 		// find free rows (and PostgreSQL re-checks the conditions on a row

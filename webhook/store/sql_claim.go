@@ -45,7 +45,7 @@ const claimSet = `lease_owner = ?, lease_until = ?, resend = CASE WHEN lease_own
 
 // jobColumns are a claimed delivery's, its event's and its endpoint's
 // columns, as scanJobs reads them.
-const jobColumns = deliveryColumns + `, ev.id, ev.type, ev.payload, ev.idempotency_key, ev.created, ` + endpointColumns
+const jobColumns = deliveryColumns + `, ev.id, ev.type, ev.payload, ev.idempotency_key, ev.created, ` + endpointColumns + `, d.lease_until`
 
 // claimJobsQuery reads the claimed deliveries (a JSON array of ids) with
 // their events and endpoints.
@@ -57,11 +57,20 @@ func claimJobsQuery(d dialect) string {
 
 // claimReturningQuery is claimQuery and claimJobsQuery in one statement
 // (PostgreSQL: an UPDATE in a WITH clause): the updated rows, joined to
-// their events and endpoints by their keys. Arguments: claimQuery's.
-func claimReturningQuery(d dialect) string {
-	return strings.ReplaceAll(`WITH candidates AS (`+d.perEndpoint+`),
-		d AS (UPDATE deliveries SET `+claimSet+` WHERE id IN (SELECT id FROM candidates)
-			RETURNING id, event_id, endpoint_id, status, attempts, next_attempt, last_code, created, updated)
+// their events and endpoints by their keys. Arguments: claimQuery's, or
+// with byDB (leases by the database's clock, dialect.dbNow) now, per,
+// skip, limit, owner, lease (nanoseconds), owner: a lease has expired
+// when the database's clock has passed it, and ends at that clock plus
+// the lease.
+func claimReturningQuery(d dialect, byDB bool) string {
+	perEndpoint, set := d.perEndpoint, claimSet
+	if byDB {
+		perEndpoint = strings.Replace(perEndpoint, "x.lease_until <= ?", "x.lease_until <= "+d.dbNow, 1)
+		set = strings.Replace(set, "lease_until = ?", "lease_until = "+d.dbNow+" + CAST(? AS BIGINT)", 1)
+	}
+	return strings.ReplaceAll(`WITH candidates AS (`+perEndpoint+`),
+		d AS (UPDATE deliveries SET `+set+` WHERE id IN (SELECT id FROM candidates)
+			RETURNING id, event_id, endpoint_id, status, attempts, next_attempt, last_code, created, updated, lease_until)
 		SELECT `+jobColumns+` FROM d JOIN events ev ON ev.id = d.event_id JOIN endpoints e ON e.id = d.endpoint_id
 		ORDER BY d.next_attempt, d.id`, "{ids}", d.idSet)
 }
@@ -84,16 +93,17 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 	if r.Limit <= 0 {
 		return nil, nil
 	}
-	args, until := claimArgs(r)
 	if s.d.claimReturning {
 		// One statement, committed on its own with full durability: one
 		// round trip.
-		rows, err := s.db.QueryContext(ctx, s.d.rebind(claimReturningQuery(s.d)), args...)
+		query, args := s.claimReturning(r)
+		rows, err := s.db.QueryContext(ctx, query, args...)
 		if err != nil {
 			return nil, err
 		}
-		return scanJobs(rows, until)
+		return scanJobs(rows)
 	}
+	args := claimArgs(r)
 	var jobs []*Job
 	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
 		rows, err := s.queryHot(ctx, tx, claimQuery(s.d), args...)
@@ -108,7 +118,7 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 		if err != nil {
 			return err
 		}
-		jobs, err = scanJobs(rows, until)
+		jobs, err = scanJobs(rows)
 		return err
 	})
 	return jobs, err
@@ -120,25 +130,35 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 // and the ones past the limit would be locked for nothing (a dispatcher
 // asking for an endpoint's room of 160 in a claim of 100 locked 60 rows
 // it did not take, which other dispatchers then skipped).
-func claimArgs(r ClaimRequest) ([]any, int64) {
+func claimArgs(r ClaimRequest) []any {
 	per := r.PerEndpoint
 	if per <= 0 || per > r.Limit {
 		per = r.Limit
 	}
 	now, until := nanos(r.Now), nanos(r.Now.Add(r.Lease))
-	return []any{now, now, per, idJSON(r.Skip), r.Limit, r.Owner, until, r.Owner}, until
+	return []any{now, now, per, idJSON(r.Skip), r.Limit, r.Owner, until, r.Owner}
 }
 
-// scanJobs reads and closes rows of claimed deliveries (jobColumns),
-// leased until until.
-func scanJobs(rows *sql.Rows, until int64) ([]*Job, error) {
+// claimReturning is the claim statement on PostgreSQL, rebound, with its
+// arguments (see claimReturningQuery).
+func (s *sqlStore) claimReturning(r ClaimRequest) (string, []any) {
+	args := claimArgs(r)
+	if s.leaseByDB {
+		args = []any{args[0], args[2], args[3], args[4], r.Owner, int64(r.Lease), r.Owner}
+	}
+	return s.d.rebind(claimReturningQuery(s.d, s.leaseByDB)), args
+}
+
+// scanJobs reads and closes rows of claimed deliveries (jobColumns).
+func scanJobs(rows *sql.Rows) ([]*Job, error) {
 	defer rows.Close()
 	var jobs []*Job
 	// Jobs of one endpoint share its decoded event types and secrets.
 	decoded := map[string]*Endpoint{}
 	for rows.Next() {
-		j := &Job{LeaseUntil: time.Unix(0, until)}
+		j := &Job{}
 		var (
+			leaseUntil                         int64
 			key                                sql.NullString
 			created                            int64
 			types, secrets                     string
@@ -150,9 +170,10 @@ func scanJobs(rows *sql.Rows, until int64) ([]*Job, error) {
 		d := &j.Delivery
 		if err := rows.Scan(&d.ID, &d.EventID, &d.EndpointID, &d.Status, &d.Attempts, &next, &d.LastCode, &dCreated, &dUpdated,
 			&j.Event.ID, &j.Event.Type, &j.Event.Payload, &key, &created,
-			&e.ID, &e.URL, &e.Description, &types, &secrets, &e.RateLimit, &enabled, &e.DisabledReason, &failingSince, &epCreated, &epUpdated); err != nil {
+			&e.ID, &e.URL, &e.Description, &types, &secrets, &e.RateLimit, &enabled, &e.DisabledReason, &failingSince, &epCreated, &epUpdated, &leaseUntil); err != nil {
 			return nil, err
 		}
+		j.LeaseUntil = time.Unix(0, leaseUntil)
 		d.NextAttempt, d.Created, d.Updated = fromNanos(next), fromNanos(dCreated), fromNanos(dUpdated)
 		j.Event.IdempotencyKey, j.Event.Created = key.String, fromNanos(created)
 		if prev := decoded[e.ID]; prev != nil {

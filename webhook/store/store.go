@@ -58,7 +58,10 @@ type Store interface {
 	Recover(ctx context.Context, endpointID string, since, until, now time.Time) (int, error)
 
 	// Claim leases due deliveries of enabled endpoints, the earliest
-	// due first. On SQLite leases, like completions, are written with
+	// due first (due by r.Now). A lease runs for r.Lease from r.Now on
+	// SQLite, from the server's clock on PostgreSQL (whose leases
+	// dispatchers with skewed clocks share); Job.LeaseUntil is its end,
+	// by that clock. On SQLite leases, like completions, are written with
 	// relaxed durability: a lease lost to a power failure is harmless, the
 	// dispatcher that held it having stopped too. On PostgreSQL, which
 	// several dispatchers share and whose server can crash alone, a claim
@@ -84,6 +87,9 @@ type Store interface {
 	// unleased one, so its cost is that of the leased deliveries, not of
 	// a backlog waiting for its retries; a dispatcher skips the endpoints
 	// whose backlog it is working through (due, and leased as it claims).
+	// (On PostgreSQL a lease's end is by the server's clock: a dispatcher
+	// whose clock differs wakes early or late for it, by the skew, within
+	// its poll interval.)
 	NextDue(ctx context.Context, skip ...string) (t time.Time, ok bool, err error)
 
 	// Purge deletes up to limit events created before before, the

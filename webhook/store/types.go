@@ -161,7 +161,8 @@ type Job struct {
 	Event    Event
 	Endpoint Endpoint
 	// LeaseUntil is the end of the lease this claim took (the claim's
-	// Now + Lease); a Completion of the attempt carries it.
+	// Now + Lease; on PostgreSQL the server's clock + Lease); a
+	// Completion of the attempt carries it.
 	LeaseUntil time.Time
 }
 
