@@ -264,17 +264,30 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 // completions' leases lost); one not yet being deleted or purged is then
 // deleted only after cs commit, attempts included (Purge skips the events
 // locked here). (completeBulk's statement takes the same locks.)
+//
+// When a completion of cs disables its endpoint, the endpoints' rows
+// are locked FOR UPDATE instead, as UpdateEndpoint locks them: the
+// completions of attempts to them holding a key share are waited for,
+// and new ones wait until cs commit, so every one takes the endpoint's
+// row before its deliveries'. With a key share, a completion disabling
+// the endpoint (writing its row, then pausing its deliveries) waited
+// for a delivery another completion held, which waited to write the
+// endpoint's health: a deadlock, one of them killed (40P01).
 func (s *sqlStore) lockParents(ctx context.Context, tx *sql.Tx, cs []*Completion) error {
 	if s.d.forKeyShare == "" {
 		return nil
 	}
 	endpoints := make([]string, 0, len(cs))
 	events := make([]string, 0, len(cs))
+	lock := s.d.forKeyShare
 	for _, c := range cs {
 		endpoints = append(endpoints, c.Attempt.EndpointID)
 		events = append(events, c.Attempt.EventID)
+		if c.Disable != "" {
+			lock = s.d.forUpdate
+		}
 	}
-	_, err := s.exec(ctx, tx, `WITH e AS (SELECT id FROM endpoints WHERE id IN `+s.d.idSet+` ORDER BY id`+s.d.forKeyShare+`),
+	_, err := s.exec(ctx, tx, `WITH e AS (SELECT id FROM endpoints WHERE id IN `+s.d.idSet+` ORDER BY id`+lock+`),
 		v AS (SELECT id FROM events WHERE id IN `+s.d.idSet+` ORDER BY id`+s.d.forKeyShare+`)
 		SELECT (SELECT COUNT(*) FROM e), (SELECT COUNT(*) FROM v)`, idJSON(endpoints), idJSON(events))
 	return err

@@ -43,6 +43,7 @@ func Run(t *testing.T, open Open) {
 		{"DeleteEndpointCompleting", testDeleteEndpointCompleting},
 		{"DeleteEndpointInserting", testDeleteEndpointInserting},
 		{"UpdateEndpointCompleting", testUpdateEndpointCompleting},
+		{"DisableCompleting", testDisableCompleting},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"ResendInFlight", testResendInFlight},
