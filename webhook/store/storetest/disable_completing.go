@@ -21,7 +21,7 @@ func testDisableCompleting(t *testing.T, s store.Store) {
 	for r := range rounds {
 		e := endpoint(t, s, fmt.Sprint("ep_dis", r))
 		jobs, now := claimedRound(t, s, r, events, e.ID)
-		want := map[string]string{} // delivery id: its status after the round
+		want := map[string]string{}  // delivery id: its status after the round
 		disabler := r % (events / 2) // one of the completions recorded one by one
 		completion := func(i int, j *store.Job) *store.Completion {
 			ok := i%2 == 0 // health changing at every attempt
