@@ -146,9 +146,14 @@ func (cm *committer) writeBatch(ctx context.Context, batch []*store.Completion) 
 	}
 }
 
-// recorded counts the outcome of writing batch.
+// recorded counts the outcome of writing batch. A delivery resent
+// while its attempt ran is due once its completion is written: the
+// dispatcher, which found it leased when the resend woke it, looks again
+// at once rather than at its next poll.
 func (d *Dispatcher) recorded(batch []*store.Completion, err error) {
+	resent := false
 	for _, c := range batch {
+		resent = resent || c.Resent && !c.LeaseLost && (err == nil || errors.Is(err, store.ErrLeaseLost))
 		if c.LeaseLost {
 			d.stats.leaseLost.Add(1)
 			d.cfg.Logger.Warn("webhook dispatcher: lease lost before the attempt was recorded", "delivery", c.Attempt.DeliveryID)
@@ -158,5 +163,8 @@ func (d *Dispatcher) recorded(batch []*store.Completion, err error) {
 		// The leases expire and the deliveries are attempted again: at least once.
 		d.stats.storeErrors.Add(1)
 		d.cfg.Logger.Warn("webhook dispatcher: recording attempts", "attempts", len(batch), "err", err)
+	}
+	if resent {
+		d.Notify()
 	}
 }

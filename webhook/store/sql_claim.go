@@ -16,12 +16,14 @@ import (
 // that time, with a new schedule (no attempts), whatever the attempt's
 // result. A delivery left pending by an attempt to an endpoint disabled
 // meanwhile is paused, as UpdateEndpoint paused the endpoint's others
-// (status is its first two arguments).
+// (status is its first two arguments). It returns the delivery's
+// attempts: none after a Resend (a new schedule).
 const (
 	completeDeliveryQuery = `UPDATE deliveries SET status = CASE WHEN resend <> 0 OR ? = 'pending' THEN
 				CASE WHEN (SELECT e.enabled FROM endpoints e WHERE e.id = deliveries.endpoint_id) = 0 THEN 'paused' ELSE 'pending' END
 			ELSE ? END, attempts = CASE WHEN resend <> 0 THEN 0 ELSE attempts + 1 END, next_attempt = CASE WHEN resend <> 0 THEN resend ELSE ? END,
-		resend = 0, lease_owner = '', lease_until = 0, last_code = ?, updated = ? WHERE id = ? AND lease_owner = ? AND (CAST(? AS BIGINT) = 0 OR lease_until = ?)`
+		resend = 0, lease_owner = '', lease_until = 0, last_code = ?, updated = ? WHERE id = ? AND lease_owner = ? AND (CAST(? AS BIGINT) = 0 OR lease_until = ?)
+		RETURNING attempts`
 	insertAttemptQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	endpointOKQuery      = `UPDATE endpoints SET failing_since = 0 WHERE id = ? AND failing_since <> 0`
@@ -223,6 +225,9 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 	lost := 0
 	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
 		lost = 0
+		for _, c := range cs {
+			c.Resent = false
+		}
 		if s.d.bulk && bulkable(cs) {
 			var err error
 			lost, err = s.completeBulk(ctx, tx, cs)
@@ -328,11 +333,25 @@ func (s *sqlStore) relaxedTx(ctx context.Context, f func(*sql.Tx) error) error {
 // same again would change nothing, and is not written.
 func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, health map[string]bool) (bool, error) {
 	a := &c.Attempt
-	n, err := s.execHot(ctx, tx, completeDeliveryQuery,
+	rows, err := s.queryHot(ctx, tx, completeDeliveryQuery,
 		c.Status, c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner, nanos(c.LeaseUntil), nanos(c.LeaseUntil))
-	if err != nil || n == 0 {
+	if err != nil {
 		return false, err
 	}
+	var attempts []int
+	for rows.Next() {
+		var n int
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return false, err
+		}
+		attempts = append(attempts, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(attempts) == 0 {
+		return false, err
+	}
+	c.Resent = attempts[0] == 0
 	response := a.Response
 	if response == nil {
 		response = []byte{}

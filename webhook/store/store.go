@@ -51,7 +51,7 @@ type Store interface {
 	// has none; it returns how many deliveries it scheduled. A delivery
 	// whose attempt is under way (leased) is attempted again after it,
 	// whatever its result: its completion leaves the delivery pending, due
-	// at now, with no attempts (a new schedule).
+	// at now, with no attempts (a new schedule), and has its Resent set.
 	Resend(ctx context.Context, eventID, endpointID string, now time.Time) (int, error)
 	// Recover makes pending again, due at now, every failed delivery to
 	// the endpoint whose event was created in [since, until).
