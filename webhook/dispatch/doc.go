@@ -26,7 +26,7 @@
 //
 // Notify wakes a dispatcher at once (the API calls it when an event is
 // stored, a delivery resent or recovered, an endpoint enabled); a
-// delivery resent while its attempt ran wakes it when that attempt is
-// recorded. Otherwise it looks for due deliveries every PollInterval,
+// delivery resent (or recovered) while its attempt ran wakes it when
+// that attempt is recorded. Otherwise it looks for due deliveries every PollInterval,
 // and when the next one it knows of is due.
 package dispatch

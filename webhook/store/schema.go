@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
 	created BIGINT NOT NULL,
 	updated BIGINT NOT NULL,
 	resend BIGINT NOT NULL DEFAULT 0,
+	recover_at BIGINT NOT NULL DEFAULT 0,
 	UNIQUE (event_id, endpoint_id)
 ){deliveriesWith};
 {deliveriesAlter};
@@ -83,6 +84,10 @@ var columns = []struct{ table, name, def string }{
 	// leased meanwhile (0: none): the attempt under way, whatever its
 	// result, then leaves the delivery pending, due at that time.
 	{"deliveries", "resend", "BIGINT NOT NULL DEFAULT 0"},
+	// recover_at is when a Recover asked for another attempt of a
+	// delivery leased meanwhile (0: none), should the attempt under way
+	// fail for good: the delivery is then left pending, due at that time.
+	{"deliveries", "recover_at", "BIGINT NOT NULL DEFAULT 0"},
 }
 
 // dialect is what differs between SQLite and PostgreSQL.

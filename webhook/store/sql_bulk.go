@@ -51,17 +51,18 @@ type bulkAttempt struct {
 // first takes a key-share lock on the endpoints' rows (e) and the
 // events' (v) before it writes their deliveries, as lockParents does for
 // the row-by-row path: a delivery of an endpoint deleted or an event
-// purged meanwhile is not matched. A resend
-// is honoured as completeDeliveryQuery does.
+// purged meanwhile is not matched. A resend, and a recover,
+// are honoured as completeDeliveryQuery does.
 const (
 	bulkDeliveriesQuery = `WITH c AS (SELECT * FROM jsonb_to_recordset(CAST(? AS jsonb))
 			AS c(id text, endpoint text, event text, owner text, lease bigint, status text, next bigint, code int, updated bigint)),
 		e AS (SELECT e.id, e.enabled FROM endpoints e WHERE e.id IN (SELECT c.endpoint FROM c) FOR KEY SHARE),
 		v AS (SELECT v.id FROM events v WHERE v.id IN (SELECT c.event FROM c) FOR KEY SHARE)
-		UPDATE deliveries d SET status = CASE WHEN d.resend <> 0 OR c.status = 'pending' THEN CASE WHEN e.enabled = 0 THEN 'paused' ELSE 'pending' END
-			ELSE c.status END, attempts = CASE WHEN d.resend <> 0 THEN 0 ELSE d.attempts + 1 END,
-			next_attempt = CASE WHEN d.resend <> 0 THEN d.resend ELSE c.next END,
-			resend = 0, lease_owner = '', lease_until = 0, last_code = c.code, updated = c.updated
+		UPDATE deliveries d SET status = CASE WHEN d.resend <> 0 OR c.status = 'pending' OR d.recover_at <> 0 AND c.status = 'failed'
+				THEN CASE WHEN e.enabled = 0 THEN 'paused' ELSE 'pending' END
+			ELSE c.status END, attempts = CASE WHEN d.resend <> 0 OR d.recover_at <> 0 AND c.status = 'failed' THEN 0 ELSE d.attempts + 1 END,
+			next_attempt = CASE WHEN d.resend <> 0 THEN d.resend WHEN d.recover_at <> 0 AND c.status = 'failed' THEN d.recover_at ELSE c.next END,
+			resend = 0, recover_at = 0, lease_owner = '', lease_until = 0, last_code = c.code, updated = c.updated
 		FROM c JOIN e ON e.id = c.endpoint JOIN v ON v.id = c.event
 		WHERE d.id = c.id AND d.endpoint_id = e.id AND d.event_id = v.id AND d.lease_owner = c.owner AND (c.lease = 0 OR d.lease_until = c.lease) RETURNING d.id, d.attempts`
 	bulkAttemptsQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)

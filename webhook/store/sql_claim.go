@@ -16,13 +16,16 @@ import (
 // that time, with a new schedule (no attempts), whatever the attempt's
 // result. A delivery left pending by an attempt to an endpoint disabled
 // meanwhile is paused, as UpdateEndpoint paused the endpoint's others
-// (status is its first two arguments). It returns the delivery's
-// attempts: none after a Resend (a new schedule).
+// (status is its first five arguments). A delivery a Recover asked for
+// while its attempt was under way (recover_at, its time) is left the
+// same way when the attempt failed for good. It returns the delivery's
+// attempts: none after a Resend or Recover (a new schedule).
 const (
-	completeDeliveryQuery = `UPDATE deliveries SET status = CASE WHEN resend <> 0 OR ? = 'pending' THEN
+	completeDeliveryQuery = `UPDATE deliveries SET status = CASE WHEN resend <> 0 OR ? = 'pending' OR recover_at <> 0 AND ? = 'failed' THEN
 				CASE WHEN (SELECT e.enabled FROM endpoints e WHERE e.id = deliveries.endpoint_id) = 0 THEN 'paused' ELSE 'pending' END
-			ELSE ? END, attempts = CASE WHEN resend <> 0 THEN 0 ELSE attempts + 1 END, next_attempt = CASE WHEN resend <> 0 THEN resend ELSE ? END,
-		resend = 0, lease_owner = '', lease_until = 0, last_code = ?, updated = ? WHERE id = ? AND lease_owner = ? AND (CAST(? AS BIGINT) = 0 OR lease_until = ?)
+			ELSE ? END, attempts = CASE WHEN resend <> 0 OR recover_at <> 0 AND ? = 'failed' THEN 0 ELSE attempts + 1 END,
+		next_attempt = CASE WHEN resend <> 0 THEN resend WHEN recover_at <> 0 AND ? = 'failed' THEN recover_at ELSE ? END,
+		resend = 0, recover_at = 0, lease_owner = '', lease_until = 0, last_code = ?, updated = ? WHERE id = ? AND lease_owner = ? AND (CAST(? AS BIGINT) = 0 OR lease_until = ?)
 		RETURNING attempts`
 	insertAttemptQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -32,7 +35,7 @@ const (
 
 // claimQuery leases the candidates (see dialect.perEndpoint), returning
 // their ids. Arguments: now, now, per, skip (JSON), limit, owner, lease
-// until, owner. A delivery not leased (released), or taken from another
+// until, owner, owner. A delivery not leased (released), or taken from another
 // owner whose lease expired, is attempted after any Resend made
 // meanwhile: its resend is cleared (the other owner's completion is
 // refused). One its owner takes again keeps it: the attempt under way
@@ -42,8 +45,12 @@ func claimQuery(d dialect) string {
 		UPDATE deliveries SET `+claimSet+` WHERE id IN (SELECT id FROM candidates) RETURNING id`, "{ids}", d.idSet)
 }
 
-// claimSet is what a claim writes (arguments: owner, lease until, owner).
-const claimSet = `lease_owner = ?, lease_until = ?, resend = CASE WHEN lease_owner = ? THEN resend ELSE 0 END`
+// claimSet is what a claim writes (arguments: owner, lease until, owner,
+// owner). A Recover made meanwhile is cleared as a Resend is: the
+// attempt it covered did not happen (released) or is refused (taken
+// over), and the claim's begins after it.
+const claimSet = `lease_owner = ?, lease_until = ?, resend = CASE WHEN lease_owner = ? THEN resend ELSE 0 END,
+	recover_at = CASE WHEN lease_owner = ? THEN recover_at ELSE 0 END`
 
 // jobColumns are a claimed delivery's, its event's and its endpoint's
 // columns, as scanJobs reads them.
@@ -61,7 +68,7 @@ func claimJobsQuery(d dialect) string {
 // (PostgreSQL: an UPDATE in a WITH clause): the updated rows, joined to
 // their events and endpoints by their keys. Arguments: claimQuery's, or
 // with byDB (leases by the database's clock, dialect.dbNow) now, per,
-// skip, limit, owner, lease (nanoseconds), owner: a lease has expired
+// skip, limit, owner, lease (nanoseconds), owner, owner: a lease has expired
 // when the database's clock has passed it, and ends at that clock plus
 // the lease.
 func claimReturningQuery(d dialect, byDB bool) string {
@@ -138,7 +145,7 @@ func claimArgs(r ClaimRequest) []any {
 		per = r.Limit
 	}
 	now, until := nanos(r.Now), nanos(r.Now.Add(r.Lease))
-	return []any{now, now, per, idJSON(r.Skip), r.Limit, r.Owner, until, r.Owner}
+	return []any{now, now, per, idJSON(r.Skip), r.Limit, r.Owner, until, r.Owner, r.Owner}
 }
 
 // claimReturning is the claim statement on PostgreSQL, rebound, with its
@@ -146,7 +153,7 @@ func claimArgs(r ClaimRequest) []any {
 func (s *sqlStore) claimReturning(r ClaimRequest) (string, []any) {
 	args := claimArgs(r)
 	if s.leaseByDB {
-		args = []any{args[0], args[2], args[3], args[4], r.Owner, int64(r.Lease), r.Owner}
+		args = []any{args[0], args[2], args[3], args[4], r.Owner, int64(r.Lease), r.Owner, r.Owner}
 	}
 	return s.d.rebind(claimReturningQuery(s.d, s.leaseByDB)), args
 }
@@ -334,7 +341,7 @@ func (s *sqlStore) relaxedTx(ctx context.Context, f func(*sql.Tx) error) error {
 func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, health map[string]bool) (bool, error) {
 	a := &c.Attempt
 	rows, err := s.queryHot(ctx, tx, completeDeliveryQuery,
-		c.Status, c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner, nanos(c.LeaseUntil), nanos(c.LeaseUntil))
+		c.Status, c.Status, c.Status, c.Status, c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner, nanos(c.LeaseUntil), nanos(c.LeaseUntil))
 	if err != nil {
 		return false, err
 	}

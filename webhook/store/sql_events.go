@@ -171,16 +171,34 @@ func (s *sqlStore) Resend(ctx context.Context, eventID, endpointID string, now t
 }
 
 // Recover locks (key share) the events of the deliveries it makes
-// pending, as Resend does, against a purge deleting them meanwhile.
+// pending, as Resend does, against a purge deleting them meanwhile. The
+// deliveries in the window whose attempts are under way (pending and
+// leased) get its time in recover_at: an attempt that then fails for
+// good leaves its delivery pending, due at that time (see
+// completeDeliveryQuery); without it, an attempt failing just after the
+// Recover left its delivery failed, though the Recover was asked for
+// the failures of that window.
 func (s *sqlStore) Recover(ctx context.Context, endpointID string, since, until, now time.Time) (int, error) {
 	t := nanos(now)
 	lock := ""
 	if s.d.forKeyShare != "" {
 		lock = s.d.forKeyShare + " OF ev"
 	}
-	n, err := s.exec(ctx, s.db, `UPDATE deliveries SET status = ?, attempts = 0, next_attempt = ?, updated = ?
-		WHERE endpoint_id = ? AND status = ? AND event_id IN (SELECT ev.id FROM deliveries x JOIN events ev ON ev.id = x.event_id
-			WHERE x.endpoint_id = ? AND x.status = ? AND ev.created >= ? AND ev.created < ?`+lock+`)`,
-		StatusPending, t, t, endpointID, StatusFailed, endpointID, StatusFailed, since.UnixNano(), until.UnixNano())
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		n, err = s.exec(ctx, tx, `UPDATE deliveries SET status = ?, attempts = 0, next_attempt = ?, updated = ?
+			WHERE endpoint_id = ? AND status = ? AND event_id IN (SELECT ev.id FROM deliveries x JOIN events ev ON ev.id = x.event_id
+				WHERE x.endpoint_id = ? AND x.status = ? AND ev.created >= ? AND ev.created < ?`+lock+`)`,
+			StatusPending, t, t, endpointID, StatusFailed, endpointID, StatusFailed, since.UnixNano(), until.UnixNano())
+		if err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, tx, `UPDATE deliveries SET recover_at = ?
+			WHERE endpoint_id = ? AND status = ? AND lease_owner <> '' AND event_id IN (SELECT ev.id FROM deliveries x JOIN events ev ON ev.id = x.event_id
+				WHERE x.endpoint_id = ? AND x.status = ? AND x.lease_owner <> '' AND ev.created >= ? AND ev.created < ?)`,
+			t, endpointID, StatusPending, endpointID, StatusPending, since.UnixNano(), until.UnixNano())
+		return err
+	})
 	return int(n), err
 }

@@ -54,7 +54,11 @@ type Store interface {
 	// at now, with no attempts (a new schedule), and has its Resent set.
 	Resend(ctx context.Context, eventID, endpointID string, now time.Time) (int, error)
 	// Recover makes pending again, due at now, every failed delivery to
-	// the endpoint whose event was created in [since, until).
+	// the endpoint whose event was created in [since, until), and returns
+	// how many. A delivery in that window whose attempt is under way
+	// (leased) is covered too, should that attempt fail for good: its
+	// completion then leaves it pending, due at now, with no attempts (and
+	// has its Resent set); one that succeeds, or leaves retries, stands.
 	Recover(ctx context.Context, endpointID string, since, until, now time.Time) (int, error)
 
 	// Claim leases due deliveries of enabled endpoints, the earliest

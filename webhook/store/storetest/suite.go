@@ -47,6 +47,7 @@ func Run(t *testing.T, open Open) {
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"ResendInFlight", testResendInFlight},
+		{"RecoverInFlight", testRecoverInFlight},
 		{"Tokens", testTokens},
 		{"ConcurrentClaims", testConcurrentClaims},
 	}
