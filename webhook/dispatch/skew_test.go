@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"testing"
@@ -73,5 +74,56 @@ func TestSkewedClocksPostgres(t *testing.T) {
 	mu.Unlock()
 	if claimed != 0 || n != 1 {
 		t.Fatalf("the dispatcher whose clock is 30 s ahead claimed %d while the other attempted %s; %d requests, want 1", claimed, ev.ID, n)
+	}
+}
+
+// failFirstComplete fails its first Complete without writing anything.
+type failFirstComplete struct {
+	store.Store
+	mu     sync.Mutex
+	failed bool
+}
+
+func (s *failFirstComplete) Complete(ctx context.Context, cs ...*store.Completion) error {
+	s.mu.Lock()
+	first := !s.failed
+	s.failed = true
+	s.mu.Unlock()
+	if first {
+		return errors.New("test: the database is restarting")
+	}
+	return s.Store.Complete(ctx, cs...)
+}
+
+// TestCompleteRetrySkewedPostgres: a dispatcher whose clock is 30 s
+// ahead of PostgreSQL's (its leases 20 s) writes again a completion whose
+// first write failed, while its lease holds: the lease is measured from
+// its claim by its own clock, not by the server's LeaseUntil (which it
+// found past already, and gave up: the attempt was lost, made again
+// once its lease expired).
+func TestCompleteRetrySkewedPostgres(t *testing.T) {
+	base, err := store.Open(context.Background(), pgtest.Start(t, "fsync=off").NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	r := newReceiver(t, status(http.StatusOK))
+	now := time.Now()
+	addEndpoint(t, base, "ep_1", r.URL, now)
+	ev := addEvent(t, base, "t", now)
+	d, err := New(Config{Store: &failFirstComplete{Store: base}, Addresses: loopback, Timeout: 5 * time.Second,
+		Now: func() time.Time { return time.Now().Add(30 * time.Second) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.DeliverDue(context.Background()); err != nil || n != 1 {
+		t.Fatalf("DeliverDue: %d %v, want 1", n, err)
+	}
+	ds, err := base.ListDeliveries(context.Background(), ev.ID)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("deliveries %v %v", ds, err)
+	}
+	if ds[0].Status != store.StatusSucceeded || ds[0].Attempts != 1 {
+		t.Fatalf("delivery %s with %d attempts, want succeeded at its first attempt (its completion written again); stats %+v", ds[0].Status, ds[0].Attempts, d.Stats())
 	}
 }
