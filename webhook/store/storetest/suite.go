@@ -48,6 +48,7 @@ func Run(t *testing.T, open Open) {
 		{"ResendRecover", testResendRecover},
 		{"ResendInFlight", testResendInFlight},
 		{"RecoverInFlight", testRecoverInFlight},
+		{"RecoverRacing", testRecoverRacing},
 		{"Tokens", testTokens},
 		{"ConcurrentClaims", testConcurrentClaims},
 	}
