@@ -45,9 +45,12 @@ flight, so one that hangs delays no other.
 
 The database is a SQLite file (the default, brokerless-webhook.db in the
 working directory) or PostgreSQL, which several dispatchers can share:
-they never attempt the same delivery at the same time. A dispatcher that
+they never attempt the same delivery at the same time, even when their
+clocks disagree: leases are measured by the PostgreSQL server's clock (a
+dispatcher's own clock decides only when a retry is due, so one that is
+off by a minute retries a minute early or late). A dispatcher that
 crashes loses nothing; its deliveries are attempted again once their
-lease (--timeout + 10s) expires. Events older than --retention (90
+lease (twice --timeout + 10s) expires. Events older than --retention (90
 days) are deleted with their deliveries and attempts, unless one is
 still being retried.
 

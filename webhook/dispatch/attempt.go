@@ -36,6 +36,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 	dec := d.cfg.Policy.Decide(end, n, o, j.Endpoint.FailingSince, d.cfg.Rand())
 	d.mu.Lock()
 	until := c.until // (a claim may have renewed the lease meanwhile)
+	leaseEnd := c.at.Add(d.cfg.Lease)
 	d.mu.Unlock()
 	cp := &store.Completion{
 		Owner: d.cfg.Owner, LeaseUntil: until, // recorded only under the lease it was attempted under
@@ -72,7 +73,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 	} else {
 		d.stats.failed.Add(1)
 	}
-	d.commits.submit(ctx, cp)
+	d.commits.submit(ctx, cp, leaseEnd)
 }
 
 // send POSTs the event to the endpoint, signed with its active secrets.

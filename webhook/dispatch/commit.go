@@ -49,9 +49,17 @@ type committer struct {
 	mu      sync.Mutex
 	room    sync.Cond // signalled when pending shrinks
 	writing bool
-	pending []*store.Completion
+	pending []toWrite
 	// full is signalled (without blocking) when lingerBatch are pending.
 	full chan struct{}
+}
+
+// toWrite is a completion to write, and when its lease ends by the
+// dispatcher's clock (its claim's time + Lease). Its LeaseUntil is by
+// the store's clock, the server's on PostgreSQL, which may differ.
+type toWrite struct {
+	c     *store.Completion
+	until time.Time
 }
 
 func (cm *committer) init(d *Dispatcher) {
@@ -60,14 +68,15 @@ func (cm *committer) init(d *Dispatcher) {
 	cm.full = make(chan struct{}, 1)
 }
 
-// submit queues c for writing, waiting while maxCommitPending are queued.
-// The caller is counted in d.wg (so the writer's wg.Add is safe).
-func (cm *committer) submit(ctx context.Context, c *store.Completion) {
+// submit queues c for writing, its lease ending at until by the
+// dispatcher's clock, waiting while maxCommitPending are queued. The
+// caller is counted in d.wg (so the writer's wg.Add is safe).
+func (cm *committer) submit(ctx context.Context, c *store.Completion, until time.Time) {
 	cm.mu.Lock()
 	for len(cm.pending) >= maxCommitPending {
 		cm.room.Wait()
 	}
-	cm.pending = append(cm.pending, c)
+	cm.pending = append(cm.pending, toWrite{c, until})
 	if len(cm.pending) == lingerBatch {
 		select {
 		case cm.full <- struct{}{}:
@@ -119,12 +128,17 @@ func (cm *committer) write(ctx context.Context) {
 // still recorded unless the delivery was claimed again meanwhile (then
 // it is refused, and the claim's attempt is recorded instead). Writing
 // again is harmless: a completion already written no longer holds its
-// lease, and is refused.
-func (cm *committer) writeBatch(ctx context.Context, batch []*store.Completion) {
+// lease, and is refused. The leases are measured by the dispatcher's
+// clock (from their claims): with their LeaseUntil, by PostgreSQL's
+// clock, a dispatcher whose clock ran ahead of the server's by more than
+// a lease gave up at once.
+func (cm *committer) writeBatch(ctx context.Context, pending []toWrite) {
 	var until time.Time
-	for _, c := range batch {
-		if c.LeaseUntil.After(until) {
-			until = c.LeaseUntil
+	batch := make([]*store.Completion, len(pending))
+	for i, w := range pending {
+		batch[i] = w.c
+		if w.until.After(until) {
+			until = w.until
 		}
 	}
 	wait := retryFirst
@@ -146,9 +160,14 @@ func (cm *committer) writeBatch(ctx context.Context, batch []*store.Completion) 
 	}
 }
 
-// recorded counts the outcome of writing batch.
+// recorded counts the outcome of writing batch. A delivery resent
+// while its attempt ran is due once its completion is written: the
+// dispatcher, which found it leased when the resend woke it, looks again
+// at once rather than at its next poll.
 func (d *Dispatcher) recorded(batch []*store.Completion, err error) {
+	resent := false
 	for _, c := range batch {
+		resent = resent || c.Resent && !c.LeaseLost && (err == nil || errors.Is(err, store.ErrLeaseLost))
 		if c.LeaseLost {
 			d.stats.leaseLost.Add(1)
 			d.cfg.Logger.Warn("webhook dispatcher: lease lost before the attempt was recorded", "delivery", c.Attempt.DeliveryID)
@@ -158,5 +177,8 @@ func (d *Dispatcher) recorded(batch []*store.Completion, err error) {
 		// The leases expire and the deliveries are attempted again: at least once.
 		d.stats.storeErrors.Add(1)
 		d.cfg.Logger.Warn("webhook dispatcher: recording attempts", "attempts", len(batch), "err", err)
+	}
+	if resent {
+		d.Notify()
 	}
 }

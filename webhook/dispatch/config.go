@@ -75,10 +75,13 @@ type Config struct {
 	// before another may claim it (2×Timeout + 10 s). An attempt starts
 	// only while Timeout + 5 s of its lease remain; a delivery that waited
 	// longer in its endpoint's queue is released for the next claim.
-	// Leases are measured by the wall clock (Now): this dispatcher's
-	// claims never start a second attempt of a delivery it is attempting,
-	// whatever its clock does, but dispatchers sharing a database need
-	// clocks that agree within 5 s.
+	// On SQLite leases are measured by Now: this dispatcher's claims
+	// never start a second attempt of a delivery it is attempting,
+	// whatever its clock does. On PostgreSQL, which several dispatchers
+	// share, they are measured by the database server's clock, so
+	// dispatchers whose clocks disagree never attempt one delivery at
+	// once either (their clocks, Now, still decide when a delivery is
+	// due).
 	Lease time.Duration
 	// Concurrency is the most attempts in flight to one endpoint (4).
 	Concurrency int

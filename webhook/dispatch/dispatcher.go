@@ -49,8 +49,10 @@ type endpointState struct {
 	pace time.Duration
 }
 
-// claimed is a leased delivery, when the lease was taken and when it
-// ends (set again, under Dispatcher.mu, when a claim renews it).
+// claimed is a leased delivery, when the lease was taken (by Now) and
+// its end as the store has it (Job.LeaseUntil: on PostgreSQL by the
+// server's clock, so the lease ends at at + Lease by Now), both set
+// again, under Dispatcher.mu, when a claim renews it.
 type claimed struct {
 	job   *store.Job
 	at    time.Time

@@ -23,4 +23,10 @@
 // Events older than Config.Retention (90 days, as Svix keeps payloads)
 // are deleted with their deliveries and attempts, so the outbox does not
 // grow without bound.
+//
+// Notify wakes a dispatcher at once (the API calls it when an event is
+// stored, a delivery resent or recovered, an endpoint enabled); a
+// delivery resent (or recovered) while its attempt ran wakes it when
+// that attempt is recorded. Otherwise it looks for due deliveries every PollInterval,
+// and when the next one it knows of is due.
 package dispatch

@@ -50,3 +50,61 @@ func TestResendDuringAttempt(t *testing.T) {
 		t.Fatalf("delivery %+v %v, want succeeded at its new schedule's first attempt", ds, err)
 	}
 }
+
+// TestResendWakesRun: a running dispatcher whose poll interval is an
+// hour attempts a resent delivery without waiting for its next poll,
+// both when the resend comes while the delivery's attempt is under way
+// (it is due once that attempt is recorded, which wakes the dispatcher)
+// and when it comes after (the API's Notify wakes it).
+func TestResendWakesRun(t *testing.T) {
+	s := sqliteStore(t)
+	in, release, again := make(chan struct{}), make(chan struct{}), make(chan struct{}, 10)
+	r := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		close(in)
+		<-release
+		w.WriteHeader(http.StatusOK)
+	}, func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		again <- struct{}{}
+	})
+	addEndpoint(t, s, "ep_1", r.URL, time.Now())
+	ev := addEvent(t, s, "t", time.Now())
+	// (Its leases, 20 min, are not what wakes it either.)
+	d, err := New(Config{Store: s, Addresses: loopback, PollInterval: time.Hour, Timeout: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run(t, d)()
+	resend := func() {
+		t.Helper()
+		if n, err := s.Resend(context.Background(), ev.ID, "", time.Now()); err != nil || n != 1 {
+			t.Fatalf("resend: %d %v", n, err)
+		}
+		d.Notify() // as the API does
+	}
+	await := func(what string) {
+		t.Helper()
+		select {
+		case <-again:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: not attempted again in a minute (poll interval 1 h, lease 20 min); stats %+v", what, d.Stats())
+		}
+	}
+	<-in
+	resend()
+	close(release)
+	await("resent during its attempt")
+	// Once that attempt is recorded, a resend makes it due at once.
+	for {
+		ds, err := s.ListDeliveries(context.Background(), ev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ds[0].Status == store.StatusSucceeded {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	resend()
+	await("resent after its attempts")
+}

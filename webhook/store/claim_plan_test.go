@@ -65,7 +65,7 @@ func checkByEndpoint(t *testing.T, plan []string) {
 // is never read: SQLite's plan for the claim has no scan of deliveries
 // and searches them by endpoint_id.
 func TestClaimReadsOnlyUnskippedEndpoints(t *testing.T) {
-	checkByEndpoint(t, sqlitePlan(t, claimQuery(sqliteDialect), 0, 0, 16, `["ep_hung"]`, 100, "owner", 0, "owner"))
+	checkByEndpoint(t, sqlitePlan(t, claimQuery(sqliteDialect), 0, 0, 16, `["ep_hung"]`, 100, "owner", 0, "owner", "owner"))
 }
 
 // TestNextDueByEndpoint: NextDue reads the pending deliveries endpoint by
@@ -124,8 +124,8 @@ func explainClaim(t *testing.T, s *sqlStore, r ClaimRequest, analyze bool) []str
 	if analyze {
 		explain = "EXPLAIN (ANALYZE, TIMING OFF) "
 	}
-	args, _ := claimArgs(r)
-	rows, err := tx.QueryContext(ctx, explain+s.d.rebind(claimReturningQuery(s.d)), args...)
+	query, args := s.claimReturning(r)
+	rows, err := tx.QueryContext(ctx, explain+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,8 +193,8 @@ func TestClaimUpdatesInPlacePostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	args, _ := claimArgs(ClaimRequest{Owner: "a", Now: t0.Add(time.Second), Lease: time.Minute, Limit: 100, PerEndpoint: 260})
-	rows, err := tx.QueryContext(ctx, s.d.rebind(claimReturningQuery(s.d)), args...)
+	query, args := s.claimReturning(ClaimRequest{Owner: "a", Now: t0.Add(time.Second), Lease: time.Minute, Limit: 100, PerEndpoint: 260})
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,11 @@
 // so dispatchers on one database never hold the same delivery at once;
 // on SQLite every write goes through one connection. A dispatcher that
 // dies holding a lease loses it when it expires, and another (or its own
-// restart) claims the delivery again, with the same event id.
+// restart) claims the delivery again, with the same event id. On
+// PostgreSQL a lease is measured by the server's clock (now()), not by
+// the claimer's: a dispatcher whose clock runs ahead does not find
+// another's leases expired early. What is due is decided by the
+// claimer's clock (ClaimRequest.Now) on both.
 //
 // Times are stored as Unix nanoseconds (0 for none) and booleans as
 // integers, so the two dialects share their queries.

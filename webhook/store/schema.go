@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
 	created BIGINT NOT NULL,
 	updated BIGINT NOT NULL,
 	resend BIGINT NOT NULL DEFAULT 0,
+	recover_at BIGINT NOT NULL DEFAULT 0,
 	UNIQUE (event_id, endpoint_id)
 ){deliveriesWith};
 {deliveriesAlter};
@@ -83,6 +84,10 @@ var columns = []struct{ table, name, def string }{
 	// leased meanwhile (0: none): the attempt under way, whatever its
 	// result, then leaves the delivery pending, due at that time.
 	{"deliveries", "resend", "BIGINT NOT NULL DEFAULT 0"},
+	// recover_at is when a Recover asked for another attempt of a
+	// delivery leased meanwhile (0: none), should the attempt under way
+	// fail for good: the delivery is then left pending, due at that time.
+	{"deliveries", "recover_at", "BIGINT NOT NULL DEFAULT 0"},
 }
 
 // dialect is what differs between SQLite and PostgreSQL.
@@ -144,6 +149,10 @@ type dialect struct {
 	// constant of the plan, so binding a new value re-prepared the whole
 	// statement at every claim.
 	perEndpoint string
+	// dbNow is the database's clock in Unix nanoseconds, which leases
+	// are measured by where several dispatchers share the database
+	// (PostgreSQL): see sqlStore.leaseByDB. Empty on SQLite.
+	dbNow string
 }
 
 var (
@@ -172,6 +181,7 @@ var (
 		hasColumn: "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?",
 		pairs:     "jsonb_to_recordset(CAST(? AS jsonb)) AS x(id text, endpoint text)",
 		tokenLock: "SELECT pg_advisory_xact_lock(7406190210)", bulk: true,
+		dbNow: "CAST(EXTRACT(EPOCH FROM now()) * 1000000000 AS BIGINT)",
 		// Each endpoint's rows are locked as they are read, skipping those
 		// another dispatcher's claim holds, so two claims at once each
 		// find free rows (and PostgreSQL re-checks the conditions on a row

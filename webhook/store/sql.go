@@ -25,12 +25,20 @@ type sqlStore struct {
 	// endpoints is the enabled endpoints' filters an event's insert
 	// reads (see fanOut), nil before the first.
 	endpoints atomic.Pointer[fanOut]
+
+	// leaseByDB measures leases by the database's clock (dialect.dbNow),
+	// not by the claim's Now: on PostgreSQL, which several dispatchers
+	// share, a dispatcher whose clock ran ahead of another's found that
+	// one's leases expired early and attempted its deliveries at the
+	// same time. Due times stay the claimer's (ClaimRequest.Now). Off
+	// only in tests that drive leases with an injected clock.
+	leaseByDB bool
 }
 
 var _ Store = (*sqlStore)(nil)
 
 func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) {
-	s := &sqlStore{db: db, d: d, stmts: map[string]*sql.Stmt{}}
+	s := &sqlStore{db: db, d: d, stmts: map[string]*sql.Stmt{}, leaseByDB: d.dbNow != ""}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if d.schemaLock != "" {
 			if _, err := tx.ExecContext(ctx, d.schemaLock); err != nil {

@@ -51,19 +51,20 @@ type bulkAttempt struct {
 // first takes a key-share lock on the endpoints' rows (e) and the
 // events' (v) before it writes their deliveries, as lockParents does for
 // the row-by-row path: a delivery of an endpoint deleted or an event
-// purged meanwhile is not matched. A resend
-// is honoured as completeDeliveryQuery does.
+// purged meanwhile is not matched. A resend, and a recover,
+// are honoured as completeDeliveryQuery does.
 const (
 	bulkDeliveriesQuery = `WITH c AS (SELECT * FROM jsonb_to_recordset(CAST(? AS jsonb))
 			AS c(id text, endpoint text, event text, owner text, lease bigint, status text, next bigint, code int, updated bigint)),
 		e AS (SELECT e.id, e.enabled FROM endpoints e WHERE e.id IN (SELECT c.endpoint FROM c) FOR KEY SHARE),
 		v AS (SELECT v.id FROM events v WHERE v.id IN (SELECT c.event FROM c) FOR KEY SHARE)
-		UPDATE deliveries d SET status = CASE WHEN d.resend <> 0 OR c.status = 'pending' THEN CASE WHEN e.enabled = 0 THEN 'paused' ELSE 'pending' END
-			ELSE c.status END, attempts = CASE WHEN d.resend <> 0 THEN 0 ELSE d.attempts + 1 END,
-			next_attempt = CASE WHEN d.resend <> 0 THEN d.resend ELSE c.next END,
-			resend = 0, lease_owner = '', lease_until = 0, last_code = c.code, updated = c.updated
+		UPDATE deliveries d SET status = CASE WHEN d.resend <> 0 OR c.status = 'pending' OR d.recover_at <> 0 AND c.status = 'failed'
+				THEN CASE WHEN e.enabled = 0 THEN 'paused' ELSE 'pending' END
+			ELSE c.status END, attempts = CASE WHEN d.resend <> 0 OR d.recover_at <> 0 AND c.status = 'failed' THEN 0 ELSE d.attempts + 1 END,
+			next_attempt = CASE WHEN d.resend <> 0 THEN d.resend WHEN d.recover_at <> 0 AND c.status = 'failed' THEN d.recover_at ELSE c.next END,
+			resend = 0, recover_at = 0, lease_owner = '', lease_until = 0, last_code = c.code, updated = c.updated
 		FROM c JOIN e ON e.id = c.endpoint JOIN v ON v.id = c.event
-		WHERE d.id = c.id AND d.endpoint_id = e.id AND d.event_id = v.id AND d.lease_owner = c.owner AND (c.lease = 0 OR d.lease_until = c.lease) RETURNING d.id`
+		WHERE d.id = c.id AND d.endpoint_id = e.id AND d.event_id = v.id AND d.lease_owner = c.owner AND (c.lease = 0 OR d.lease_until = c.lease) RETURNING d.id, d.attempts`
 	bulkAttemptsQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
 		SELECT a.id, a.delivery_id, a.event_id, a.endpoint_id, a.started, a.duration, a.status_code, a.error, decode(a.response, 'base64'), a.outcome
 		FROM jsonb_to_recordset(CAST(? AS jsonb)) AS a(id text, delivery_id text, event_id text, endpoint_id text, started bigint,
@@ -89,20 +90,19 @@ func (s *sqlStore) completeBulk(ctx context.Context, tx *sql.Tx, cs []*Completio
 	if err != nil {
 		return 0, err
 	}
-	ids, err := scanIDs(rows)
+	// The deliveries recorded, with their attempts: none when a Resend
+	// started a new schedule (see completeDeliveryQuery).
+	held, err := scanAttempts(rows)
 	if err != nil {
 		return 0, err
-	}
-	held := map[string]bool{}
-	for _, id := range ids {
-		held[id] = true
 	}
 	var as []bulkAttempt
 	lost := 0
 	health := map[string]bool{}
 	for _, c := range cs {
 		a := &c.Attempt
-		c.LeaseLost = !held[a.DeliveryID]
+		attempts, ok := held[a.DeliveryID]
+		c.LeaseLost, c.Resent = !ok, ok && attempts == 0
 		if c.LeaseLost {
 			lost++
 			continue
@@ -122,6 +122,23 @@ func (s *sqlStore) completeBulk(ctx context.Context, tx *sql.Tx, cs []*Completio
 	}
 	_, err = s.exec(ctx, tx, bulkAttemptsQuery, string(aj))
 	return lost, err
+}
+
+// scanAttempts reads and closes rows of (delivery id, attempts).
+func scanAttempts(rows *sql.Rows) (map[string]int, error) {
+	defer rows.Close()
+	m := map[string]int{}
+	for rows.Next() {
+		var (
+			id       string
+			attempts int
+		)
+		if err := rows.Scan(&id, &attempts); err != nil {
+			return nil, err
+		}
+		m[id] = attempts
+	}
+	return m, rows.Err()
 }
 
 // writeHealth writes the endpoint's health after c (FailingSince cleared

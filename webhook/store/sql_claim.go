@@ -16,12 +16,17 @@ import (
 // that time, with a new schedule (no attempts), whatever the attempt's
 // result. A delivery left pending by an attempt to an endpoint disabled
 // meanwhile is paused, as UpdateEndpoint paused the endpoint's others
-// (status is its first two arguments).
+// (status is its first five arguments). A delivery a Recover asked for
+// while its attempt was under way (recover_at, its time) is left the
+// same way when the attempt failed for good. It returns the delivery's
+// attempts: none after a Resend or Recover (a new schedule).
 const (
-	completeDeliveryQuery = `UPDATE deliveries SET status = CASE WHEN resend <> 0 OR ? = 'pending' THEN
+	completeDeliveryQuery = `UPDATE deliveries SET status = CASE WHEN resend <> 0 OR ? = 'pending' OR recover_at <> 0 AND ? = 'failed' THEN
 				CASE WHEN (SELECT e.enabled FROM endpoints e WHERE e.id = deliveries.endpoint_id) = 0 THEN 'paused' ELSE 'pending' END
-			ELSE ? END, attempts = CASE WHEN resend <> 0 THEN 0 ELSE attempts + 1 END, next_attempt = CASE WHEN resend <> 0 THEN resend ELSE ? END,
-		resend = 0, lease_owner = '', lease_until = 0, last_code = ?, updated = ? WHERE id = ? AND lease_owner = ? AND (CAST(? AS BIGINT) = 0 OR lease_until = ?)`
+			ELSE ? END, attempts = CASE WHEN resend <> 0 OR recover_at <> 0 AND ? = 'failed' THEN 0 ELSE attempts + 1 END,
+		next_attempt = CASE WHEN resend <> 0 THEN resend WHEN recover_at <> 0 AND ? = 'failed' THEN recover_at ELSE ? END,
+		resend = 0, recover_at = 0, lease_owner = '', lease_until = 0, last_code = ?, updated = ? WHERE id = ? AND lease_owner = ? AND (CAST(? AS BIGINT) = 0 OR lease_until = ?)
+		RETURNING attempts`
 	insertAttemptQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	endpointOKQuery      = `UPDATE endpoints SET failing_since = 0 WHERE id = ? AND failing_since <> 0`
@@ -30,7 +35,7 @@ const (
 
 // claimQuery leases the candidates (see dialect.perEndpoint), returning
 // their ids. Arguments: now, now, per, skip (JSON), limit, owner, lease
-// until, owner. A delivery not leased (released), or taken from another
+// until, owner, owner. A delivery not leased (released), or taken from another
 // owner whose lease expired, is attempted after any Resend made
 // meanwhile: its resend is cleared (the other owner's completion is
 // refused). One its owner takes again keeps it: the attempt under way
@@ -40,12 +45,16 @@ func claimQuery(d dialect) string {
 		UPDATE deliveries SET `+claimSet+` WHERE id IN (SELECT id FROM candidates) RETURNING id`, "{ids}", d.idSet)
 }
 
-// claimSet is what a claim writes (arguments: owner, lease until, owner).
-const claimSet = `lease_owner = ?, lease_until = ?, resend = CASE WHEN lease_owner = ? THEN resend ELSE 0 END`
+// claimSet is what a claim writes (arguments: owner, lease until, owner,
+// owner). A Recover made meanwhile is cleared as a Resend is: the
+// attempt it covered did not happen (released) or is refused (taken
+// over), and the claim's begins after it.
+const claimSet = `lease_owner = ?, lease_until = ?, resend = CASE WHEN lease_owner = ? THEN resend ELSE 0 END,
+	recover_at = CASE WHEN lease_owner = ? THEN recover_at ELSE 0 END`
 
 // jobColumns are a claimed delivery's, its event's and its endpoint's
 // columns, as scanJobs reads them.
-const jobColumns = deliveryColumns + `, ev.id, ev.type, ev.payload, ev.idempotency_key, ev.created, ` + endpointColumns
+const jobColumns = deliveryColumns + `, ev.id, ev.type, ev.payload, ev.idempotency_key, ev.created, ` + endpointColumns + `, d.lease_until`
 
 // claimJobsQuery reads the claimed deliveries (a JSON array of ids) with
 // their events and endpoints.
@@ -57,11 +66,20 @@ func claimJobsQuery(d dialect) string {
 
 // claimReturningQuery is claimQuery and claimJobsQuery in one statement
 // (PostgreSQL: an UPDATE in a WITH clause): the updated rows, joined to
-// their events and endpoints by their keys. Arguments: claimQuery's.
-func claimReturningQuery(d dialect) string {
-	return strings.ReplaceAll(`WITH candidates AS (`+d.perEndpoint+`),
-		d AS (UPDATE deliveries SET `+claimSet+` WHERE id IN (SELECT id FROM candidates)
-			RETURNING id, event_id, endpoint_id, status, attempts, next_attempt, last_code, created, updated)
+// their events and endpoints by their keys. Arguments: claimQuery's, or
+// with byDB (leases by the database's clock, dialect.dbNow) now, per,
+// skip, limit, owner, lease (nanoseconds), owner, owner: a lease has expired
+// when the database's clock has passed it, and ends at that clock plus
+// the lease.
+func claimReturningQuery(d dialect, byDB bool) string {
+	perEndpoint, set := d.perEndpoint, claimSet
+	if byDB {
+		perEndpoint = strings.Replace(perEndpoint, "x.lease_until <= ?", "x.lease_until <= "+d.dbNow, 1)
+		set = strings.Replace(set, "lease_until = ?", "lease_until = "+d.dbNow+" + CAST(? AS BIGINT)", 1)
+	}
+	return strings.ReplaceAll(`WITH candidates AS (`+perEndpoint+`),
+		d AS (UPDATE deliveries SET `+set+` WHERE id IN (SELECT id FROM candidates)
+			RETURNING id, event_id, endpoint_id, status, attempts, next_attempt, last_code, created, updated, lease_until)
 		SELECT `+jobColumns+` FROM d JOIN events ev ON ev.id = d.event_id JOIN endpoints e ON e.id = d.endpoint_id
 		ORDER BY d.next_attempt, d.id`, "{ids}", d.idSet)
 }
@@ -84,16 +102,17 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 	if r.Limit <= 0 {
 		return nil, nil
 	}
-	args, until := claimArgs(r)
 	if s.d.claimReturning {
 		// One statement, committed on its own with full durability: one
 		// round trip.
-		rows, err := s.db.QueryContext(ctx, s.d.rebind(claimReturningQuery(s.d)), args...)
+		query, args := s.claimReturning(r)
+		rows, err := s.db.QueryContext(ctx, query, args...)
 		if err != nil {
 			return nil, err
 		}
-		return scanJobs(rows, until)
+		return scanJobs(rows)
 	}
+	args := claimArgs(r)
 	var jobs []*Job
 	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
 		rows, err := s.queryHot(ctx, tx, claimQuery(s.d), args...)
@@ -108,7 +127,7 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 		if err != nil {
 			return err
 		}
-		jobs, err = scanJobs(rows, until)
+		jobs, err = scanJobs(rows)
 		return err
 	})
 	return jobs, err
@@ -120,25 +139,35 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 // and the ones past the limit would be locked for nothing (a dispatcher
 // asking for an endpoint's room of 160 in a claim of 100 locked 60 rows
 // it did not take, which other dispatchers then skipped).
-func claimArgs(r ClaimRequest) ([]any, int64) {
+func claimArgs(r ClaimRequest) []any {
 	per := r.PerEndpoint
 	if per <= 0 || per > r.Limit {
 		per = r.Limit
 	}
 	now, until := nanos(r.Now), nanos(r.Now.Add(r.Lease))
-	return []any{now, now, per, idJSON(r.Skip), r.Limit, r.Owner, until, r.Owner}, until
+	return []any{now, now, per, idJSON(r.Skip), r.Limit, r.Owner, until, r.Owner, r.Owner}
 }
 
-// scanJobs reads and closes rows of claimed deliveries (jobColumns),
-// leased until until.
-func scanJobs(rows *sql.Rows, until int64) ([]*Job, error) {
+// claimReturning is the claim statement on PostgreSQL, rebound, with its
+// arguments (see claimReturningQuery).
+func (s *sqlStore) claimReturning(r ClaimRequest) (string, []any) {
+	args := claimArgs(r)
+	if s.leaseByDB {
+		args = []any{args[0], args[2], args[3], args[4], r.Owner, int64(r.Lease), r.Owner, r.Owner}
+	}
+	return s.d.rebind(claimReturningQuery(s.d, s.leaseByDB)), args
+}
+
+// scanJobs reads and closes rows of claimed deliveries (jobColumns).
+func scanJobs(rows *sql.Rows) ([]*Job, error) {
 	defer rows.Close()
 	var jobs []*Job
 	// Jobs of one endpoint share its decoded event types and secrets.
 	decoded := map[string]*Endpoint{}
 	for rows.Next() {
-		j := &Job{LeaseUntil: time.Unix(0, until)}
+		j := &Job{}
 		var (
+			leaseUntil                         int64
 			key                                sql.NullString
 			created                            int64
 			types, secrets                     string
@@ -150,9 +179,10 @@ func scanJobs(rows *sql.Rows, until int64) ([]*Job, error) {
 		d := &j.Delivery
 		if err := rows.Scan(&d.ID, &d.EventID, &d.EndpointID, &d.Status, &d.Attempts, &next, &d.LastCode, &dCreated, &dUpdated,
 			&j.Event.ID, &j.Event.Type, &j.Event.Payload, &key, &created,
-			&e.ID, &e.URL, &e.Description, &types, &secrets, &e.RateLimit, &enabled, &e.DisabledReason, &failingSince, &epCreated, &epUpdated); err != nil {
+			&e.ID, &e.URL, &e.Description, &types, &secrets, &e.RateLimit, &enabled, &e.DisabledReason, &failingSince, &epCreated, &epUpdated, &leaseUntil); err != nil {
 			return nil, err
 		}
+		j.LeaseUntil = time.Unix(0, leaseUntil)
 		d.NextAttempt, d.Created, d.Updated = fromNanos(next), fromNanos(dCreated), fromNanos(dUpdated)
 		j.Event.IdempotencyKey, j.Event.Created = key.String, fromNanos(created)
 		if prev := decoded[e.ID]; prev != nil {
@@ -202,6 +232,9 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 	lost := 0
 	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
 		lost = 0
+		for _, c := range cs {
+			c.Resent = false
+		}
 		if s.d.bulk && bulkable(cs) {
 			var err error
 			lost, err = s.completeBulk(ctx, tx, cs)
@@ -243,17 +276,30 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 // completions' leases lost); one not yet being deleted or purged is then
 // deleted only after cs commit, attempts included (Purge skips the events
 // locked here). (completeBulk's statement takes the same locks.)
+//
+// When a completion of cs disables its endpoint, the endpoints' rows
+// are locked FOR UPDATE instead, as UpdateEndpoint locks them: the
+// completions of attempts to them holding a key share are waited for,
+// and new ones wait until cs commit, so every one takes the endpoint's
+// row before its deliveries'. With a key share, a completion disabling
+// the endpoint (writing its row, then pausing its deliveries) waited
+// for a delivery another completion held, which waited to write the
+// endpoint's health: a deadlock, one of them killed (40P01).
 func (s *sqlStore) lockParents(ctx context.Context, tx *sql.Tx, cs []*Completion) error {
 	if s.d.forKeyShare == "" {
 		return nil
 	}
 	endpoints := make([]string, 0, len(cs))
 	events := make([]string, 0, len(cs))
+	lock := s.d.forKeyShare
 	for _, c := range cs {
 		endpoints = append(endpoints, c.Attempt.EndpointID)
 		events = append(events, c.Attempt.EventID)
+		if c.Disable != "" {
+			lock = s.d.forUpdate
+		}
 	}
-	_, err := s.exec(ctx, tx, `WITH e AS (SELECT id FROM endpoints WHERE id IN `+s.d.idSet+` ORDER BY id`+s.d.forKeyShare+`),
+	_, err := s.exec(ctx, tx, `WITH e AS (SELECT id FROM endpoints WHERE id IN `+s.d.idSet+` ORDER BY id`+lock+`),
 		v AS (SELECT id FROM events WHERE id IN `+s.d.idSet+` ORDER BY id`+s.d.forKeyShare+`)
 		SELECT (SELECT COUNT(*) FROM e), (SELECT COUNT(*) FROM v)`, idJSON(endpoints), idJSON(events))
 	return err
@@ -294,11 +340,25 @@ func (s *sqlStore) relaxedTx(ctx context.Context, f func(*sql.Tx) error) error {
 // same again would change nothing, and is not written.
 func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, health map[string]bool) (bool, error) {
 	a := &c.Attempt
-	n, err := s.execHot(ctx, tx, completeDeliveryQuery,
-		c.Status, c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner, nanos(c.LeaseUntil), nanos(c.LeaseUntil))
-	if err != nil || n == 0 {
+	rows, err := s.queryHot(ctx, tx, completeDeliveryQuery,
+		c.Status, c.Status, c.Status, c.Status, c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner, nanos(c.LeaseUntil), nanos(c.LeaseUntil))
+	if err != nil {
 		return false, err
 	}
+	var attempts []int
+	for rows.Next() {
+		var n int
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return false, err
+		}
+		attempts = append(attempts, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(attempts) == 0 {
+		return false, err
+	}
+	c.Resent = attempts[0] == 0
 	response := a.Response
 	if response == nil {
 		response = []byte{}

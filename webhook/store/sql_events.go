@@ -171,16 +171,44 @@ func (s *sqlStore) Resend(ctx context.Context, eventID, endpointID string, now t
 }
 
 // Recover locks (key share) the events of the deliveries it makes
-// pending, as Resend does, against a purge deleting them meanwhile.
+// pending, as Resend does, against a purge deleting them meanwhile. The
+// deliveries in the window whose attempts are under way (pending and
+// leased) get its time in recover_at: an attempt that then fails for
+// good leaves its delivery pending, due at that time (see
+// completeDeliveryQuery); without it, an attempt failing just after the
+// Recover left its delivery failed, though the Recover was asked for
+// the failures of that window. On PostgreSQL it first locks the
+// endpoint's row FOR UPDATE, as UpdateEndpoint does, and for the same
+// reason: marking those deliveries, it would otherwise deadlock (40P01)
+// with an update or a completion disabling the endpoint, pausing the
+// same deliveries in another order.
 func (s *sqlStore) Recover(ctx context.Context, endpointID string, since, until, now time.Time) (int, error) {
 	t := nanos(now)
 	lock := ""
 	if s.d.forKeyShare != "" {
 		lock = s.d.forKeyShare + " OF ev"
 	}
-	n, err := s.exec(ctx, s.db, `UPDATE deliveries SET status = ?, attempts = 0, next_attempt = ?, updated = ?
-		WHERE endpoint_id = ? AND status = ? AND event_id IN (SELECT ev.id FROM deliveries x JOIN events ev ON ev.id = x.event_id
-			WHERE x.endpoint_id = ? AND x.status = ? AND ev.created >= ? AND ev.created < ?`+lock+`)`,
-		StatusPending, t, t, endpointID, StatusFailed, endpointID, StatusFailed, since.UnixNano(), until.UnixNano())
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if s.d.forUpdate != "" {
+			// (No row is no error: an endpoint unknown has nothing to recover.)
+			if _, err := s.exec(ctx, tx, `SELECT id FROM endpoints WHERE id = ?`+s.d.forUpdate, endpointID); err != nil {
+				return err
+			}
+		}
+		var err error
+		n, err = s.exec(ctx, tx, `UPDATE deliveries SET status = ?, attempts = 0, next_attempt = ?, updated = ?
+			WHERE endpoint_id = ? AND status = ? AND event_id IN (SELECT ev.id FROM deliveries x JOIN events ev ON ev.id = x.event_id
+				WHERE x.endpoint_id = ? AND x.status = ? AND ev.created >= ? AND ev.created < ?`+lock+`)`,
+			StatusPending, t, t, endpointID, StatusFailed, endpointID, StatusFailed, since.UnixNano(), until.UnixNano())
+		if err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, tx, `UPDATE deliveries SET recover_at = ?
+			WHERE endpoint_id = ? AND status = ? AND lease_owner <> '' AND event_id IN (SELECT ev.id FROM deliveries x JOIN events ev ON ev.id = x.event_id
+				WHERE x.endpoint_id = ? AND x.status = ? AND x.lease_owner <> '' AND ev.created >= ? AND ev.created < ?)`,
+			t, endpointID, StatusPending, endpointID, StatusPending, since.UnixNano(), until.UnixNano())
+		return err
+	})
 	return int(n), err
 }

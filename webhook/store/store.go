@@ -51,14 +51,21 @@ type Store interface {
 	// has none; it returns how many deliveries it scheduled. A delivery
 	// whose attempt is under way (leased) is attempted again after it,
 	// whatever its result: its completion leaves the delivery pending, due
-	// at now, with no attempts (a new schedule).
+	// at now, with no attempts (a new schedule), and has its Resent set.
 	Resend(ctx context.Context, eventID, endpointID string, now time.Time) (int, error)
 	// Recover makes pending again, due at now, every failed delivery to
-	// the endpoint whose event was created in [since, until).
+	// the endpoint whose event was created in [since, until), and returns
+	// how many. A delivery in that window whose attempt is under way
+	// (leased) is covered too, should that attempt fail for good: its
+	// completion then leaves it pending, due at now, with no attempts (and
+	// has its Resent set); one that succeeds, or leaves retries, stands.
 	Recover(ctx context.Context, endpointID string, since, until, now time.Time) (int, error)
 
 	// Claim leases due deliveries of enabled endpoints, the earliest
-	// due first. On SQLite leases, like completions, are written with
+	// due first (due by r.Now). A lease runs for r.Lease from r.Now on
+	// SQLite, from the server's clock on PostgreSQL (whose leases
+	// dispatchers with skewed clocks share); Job.LeaseUntil is its end,
+	// by that clock. On SQLite leases, like completions, are written with
 	// relaxed durability: a lease lost to a power failure is harmless, the
 	// dispatcher that held it having stopped too. On PostgreSQL, which
 	// several dispatchers share and whose server can crash alone, a claim
@@ -84,6 +91,9 @@ type Store interface {
 	// unleased one, so its cost is that of the leased deliveries, not of
 	// a backlog waiting for its retries; a dispatcher skips the endpoints
 	// whose backlog it is working through (due, and leased as it claims).
+	// (On PostgreSQL a lease's end is by the server's clock: a dispatcher
+	// whose clock differs wakes early or late for it, by the skew, within
+	// its poll interval.)
 	NextDue(ctx context.Context, skip ...string) (t time.Time, ok bool, err error)
 
 	// Purge deletes up to limit events created before before, the

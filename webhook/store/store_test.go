@@ -33,7 +33,9 @@ func TestSQLite(t *testing.T) {
 
 func TestPostgres(t *testing.T) {
 	c := pgtest.Start(t, "fsync=off")
-	storetest.Run(t, func(t *testing.T) store.Store { return openT(t, c.NewDatabase(t)) })
+	// The suite moves an injected clock past leases: leases by the
+	// claims' clock (TestPostgresLeaseClockSkew is the database's).
+	storetest.Run(t, func(t *testing.T) store.Store { return store.LeaseByClaimClock(openT(t, c.NewDatabase(t))) })
 }
 
 // TestSQLiteReopen: what is committed survives closing and reopening the
@@ -267,4 +269,51 @@ func TestFanOutAcrossStoresSQLite(t *testing.T) {
 
 func TestFanOutAcrossStoresPostgres(t *testing.T) {
 	fanOutAcrossStores(t, pgtest.Start(t, "fsync=off").NewDatabase(t))
+}
+
+// TestPostgresLeaseClockSkew: on PostgreSQL a lease is measured by the
+// database's clock, so a dispatcher whose clock runs 30 s ahead of the
+// one holding a delivery (its lease 20 s) does not take the delivery
+// while the first attempts it: with leases by each claimer's clock it
+// found the lease expired at once, and both attempted it together. The
+// claimer's clock still decides what is due.
+func TestPostgresLeaseClockSkew(t *testing.T) {
+	c := pgtest.Start(t, "fsync=off")
+	s := openT(t, c.NewDatabase(t))
+	ctx := context.Background()
+	now := time.Now()
+	if err := s.CreateEndpoint(ctx, &store.Endpoint{ID: "ep_1", URL: "http://127.0.0.1:1/", Enabled: true, Created: now, Updated: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.InsertEvent(ctx, &store.Event{ID: "msg_1", Type: "t", Payload: []byte(`{}`), Created: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.InsertEvent(ctx, &store.Event{ID: "msg_2", Type: "t", Payload: []byte(`{}`), Created: now.Add(10 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(owner string, at time.Time) []*store.Job {
+		t.Helper()
+		jobs, err := s.Claim(ctx, store.ClaimRequest{Owner: owner, Now: at, Lease: 20 * time.Second, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jobs
+	}
+	a := claim("a", time.Now())
+	if len(a) != 1 || a[0].Event.ID != "msg_1" {
+		t.Fatalf("a claimed %d jobs, want msg_1", len(a))
+	}
+	b := claim("b", time.Now().Add(30*time.Second))
+	if len(b) != 1 || b[0].Event.ID != "msg_2" {
+		ids := []string{}
+		for _, j := range b {
+			ids = append(ids, j.Event.ID)
+		}
+		t.Fatalf("b, its clock 30 s ahead, claimed %v while a holds msg_1; want only msg_2 (due by b's clock)", ids)
+	}
+	// a's completion is recorded under the lease its claim returned.
+	if err := s.Complete(ctx, &store.Completion{Owner: "a", LeaseUntil: a[0].LeaseUntil, Status: store.StatusSucceeded, EndpointOK: true,
+		Attempt: store.Attempt{ID: "atmpt_1", DeliveryID: a[0].Delivery.ID, EventID: "msg_1", EndpointID: "ep_1", Started: now, StatusCode: 200}}); err != nil {
+		t.Fatal(err)
+	}
 }

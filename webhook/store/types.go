@@ -161,7 +161,8 @@ type Job struct {
 	Event    Event
 	Endpoint Endpoint
 	// LeaseUntil is the end of the lease this claim took (the claim's
-	// Now + Lease); a Completion of the attempt carries it.
+	// Now + Lease; on PostgreSQL the server's clock + Lease); a
+	// Completion of the attempt carries it.
 	LeaseUntil time.Time
 }
 
@@ -189,4 +190,8 @@ type Completion struct {
 	// LeaseLost is set by Store.Complete when Owner no longer held the
 	// delivery's lease (or not LeaseUntil's), so nothing was recorded.
 	LeaseLost bool
+	// Resent is set by Store.Complete when a Resend made during the
+	// attempt left the delivery pending, due at the resend's time: it is
+	// due now, though no claim could take it while the attempt ran.
+	Resent bool
 }

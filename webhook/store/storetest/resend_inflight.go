@@ -18,7 +18,8 @@ import (
 // are recorded as they were. A delivery not resent keeps its result. A
 // lease given back (Release) or taken over by another owner after it
 // expired has its resend made by the next attempt, not one more; one its
-// owner takes again (its attempt under way) keeps it.
+// owner takes again (its attempt under way) keeps it. The completion of
+// an attempt resent has its Resent set.
 func testResendInFlight(t *testing.T, s store.Store) {
 	c := ctx(t)
 	endpoint(t, s, "ep_1")
@@ -55,6 +56,11 @@ func testResendInFlight(t *testing.T, s store.Store) {
 	} {
 		if err := s.Complete(c, cs...); err != nil {
 			t.Fatal(err)
+		}
+		for _, cp := range cs {
+			if want := cp.Attempt.EventID == "msg_1" || cp.Attempt.EventID == "msg_2" && cp.Attempt.EndpointID == "ep_1"; cp.Resent != want {
+				t.Errorf("%s>%s: completion's Resent %v, want %v (due again at once)", cp.Attempt.EventID, cp.Attempt.EndpointID, cp.Resent, want)
+			}
 		}
 	}
 	want := map[string]string{"msg_1>ep_1": store.StatusPending, "msg_1>ep_2": store.StatusPending, "msg_2>ep_1": store.StatusPending,

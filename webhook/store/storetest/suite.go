@@ -43,9 +43,12 @@ func Run(t *testing.T, open Open) {
 		{"DeleteEndpointCompleting", testDeleteEndpointCompleting},
 		{"DeleteEndpointInserting", testDeleteEndpointInserting},
 		{"UpdateEndpointCompleting", testUpdateEndpointCompleting},
+		{"DisableCompleting", testDisableCompleting},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"ResendInFlight", testResendInFlight},
+		{"RecoverInFlight", testRecoverInFlight},
+		{"RecoverRacing", testRecoverRacing},
 		{"Tokens", testTokens},
 		{"ConcurrentClaims", testConcurrentClaims},
 	}
