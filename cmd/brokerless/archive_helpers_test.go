@@ -24,6 +24,9 @@ type outChild struct {
 	path string
 	out  *watchFile
 	done chan error
+	// exited is closed once the child's Wait has returned: what the
+	// cleanup checks (reading cmd.ProcessState would race with Wait).
+	exited chan struct{}
 }
 
 // startOutChild runs args in a child process and waits until its output
@@ -35,7 +38,7 @@ func startOutChild(t *testing.T, ready string, args ...string) *outChild {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &outChild{cmd: exec.Command(os.Args[0]), path: path, out: &watchFile{f: f}, done: make(chan error, 1)}
+	c := &outChild{cmd: exec.Command(os.Args[0]), path: path, out: &watchFile{f: f}, done: make(chan error, 1), exited: make(chan struct{})}
 	c.cmd.Env = append(os.Environ(), childArgs+"="+strings.Join(args, "\x1f"))
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	seen := c.expect(ready)
@@ -46,11 +49,14 @@ func startOutChild(t *testing.T, ready string, args ...string) *outChild {
 		err := c.cmd.Wait()
 		f.Close()
 		c.done <- err
+		close(c.exited)
 	}()
 	t.Cleanup(func() {
-		if c.cmd.ProcessState == nil {
+		select {
+		case <-c.exited:
+		default:
 			c.cmd.Process.Kill()
-			<-c.done
+			<-c.exited
 		}
 	})
 	c.await(t, seen, ready, 30*time.Second)
