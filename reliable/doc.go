@@ -100,9 +100,14 @@
 // shared key is the defence: with SenderConfig.Key and
 // ReceiverConfig.Key set, every datagram carries an authentication tag,
 // and what a tagged datagram claims is believed at once (it comes from
-// a key holder). Replayed datagrams are not detected, but replaying
-// what a publisher already sent moves nothing: sequence numbers below
-// the stream's position are duplicates, an old session stays stale.
+// a key holder). A Receiver does not detect replayed datagrams, but
+// replaying what a publisher already sent moves nothing: sequence
+// numbers below the stream's position are duplicates, an old session
+// stays stale. A Sender does (Replayed): it takes each counter of a
+// receiver's trailer once, within the last 64 of them, so a STATUS
+// replayed after its receiver went does not keep it waited for. It
+// remembers the counters of as many receivers as it keeps subkeys
+// (256); a replay from one it forgot is taken again.
 // Nor is a stream tied to an address with a key: a DATA, HEARTBEAT or
 // END is taken from any address, and NACKs go to (and NCFs and LOST
 // notices are taken only from) the address of the last datagram that

@@ -95,6 +95,7 @@ func NewSender(cfg SenderConfig, now time.Time) (*Sender, error) {
 	if cfg.Key != nil {
 		s.sealer = newSealer(cfg.Key)
 		s.opener = newOpener(cfg.Key, senderKeys, now)
+		s.opener.antiReplay = true
 	}
 	return s, nil
 }

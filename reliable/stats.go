@@ -54,6 +54,11 @@ type SenderStats struct {
 	// a valid tag: missing, wrong, or from a new sender while too many
 	// new senders came at once.
 	Unauthenticated uint64
+	// Replayed counts control datagrams dropped, with a key, because a
+	// datagram with their authentication counter was already taken
+	// from the same receiver: a replay (a STATUS replayed would keep
+	// a gone receiver waited for).
+	Replayed uint64
 }
 
 // ReceiverStats counts what a Receiver did. Every field only grows.
