@@ -105,7 +105,8 @@ func (s *sealer) seal(b []byte, n int) int {
 type opener struct {
 	key        []byte
 	keys       []openKey
-	next       int // slot the next new subkey replaces when full
+	index      map[[saltLen]byte]int // salt → its slot in keys
+	next       int                   // slot the next new subkey replaces when full
 	budget     tokenBucket
 	nonce      [12]byte
 	antiReplay bool
@@ -151,6 +152,7 @@ func newOpener(key []byte, size int, now time.Time) *opener {
 	return &opener{
 		key:    key,
 		keys:   make([]openKey, 0, size),
+		index:  make(map[[saltLen]byte]int),
 		budget: newTokenBucket(derivationsPerSecond, derivationBurst, now),
 	}
 }
@@ -217,19 +219,20 @@ func (o *opener) open(now time.Time, b []byte) ([]byte, error) {
 
 // lookup returns the index of salt's subkey, -1 if not known.
 func (o *opener) lookup(salt *[saltLen]byte) int {
-	for i := range o.keys {
-		if o.keys[i].salt == *salt {
-			return i
-		}
+	if i, ok := o.index[*salt]; ok {
+		return i
 	}
 	return -1
 }
 
 func (o *opener) remember(k openKey) {
 	if len(o.keys) < cap(o.keys) {
+		o.index[k.salt] = len(o.keys)
 		o.keys = append(o.keys, k)
 		return
 	}
+	delete(o.index, o.keys[o.next].salt)
 	o.keys[o.next] = k
+	o.index[k.salt] = o.next
 	o.next = (o.next + 1) % len(o.keys)
 }

@@ -106,8 +106,9 @@
 // stays stale. A Sender does (Replayed): it takes each counter of a
 // receiver's trailer once, within the last 64 of them, so a STATUS
 // replayed after its receiver went does not keep it waited for. It
-// remembers the counters of as many receivers as it keeps subkeys
-// (256); a replay from one it forgot is taken again.
+// remembers the counters of as many receivers as it keeps subkeys (256,
+// or MaxNackSources or Flow.MaxReceivers if more); a replay from one it
+// forgot is taken again.
 // Nor is a stream tied to an address with a key: a DATA, HEARTBEAT or
 // END is taken from any address, and NACKs go to (and NCFs and LOST
 // notices are taken only from) the address of the last datagram that
@@ -216,7 +217,8 @@
 //
 // The subkey is the first 16 bytes of HMAC-SHA256(key, "brokerless
 // reliable v1 GMAC subkey" || salt). A receiver keeps the subkeys of the
-// senders it has verified, derives the others at most 1,000 per second
+// senders it has verified (a publisher, those of as many receivers as
+// it tracks), derives the others at most 1,000 per second
 // (bursts of 100), and drops a datagram whose tag is missing or wrong
 // (Unauthenticated). Why GMAC and why a subkey per sender: see auth.go.
 package reliable

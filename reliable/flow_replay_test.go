@@ -117,3 +117,47 @@ func TestReplayWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestFlowManyKeyedReceivers: with a key, a publisher waiting for more
+// receivers than it used to keep subkeys for (256) takes the STATUS of
+// every one once each has been derived (new ones at 1,000 a second).
+// Before, the subkeys were evicted in turn, each STATUS needed a new
+// derivation, and the derivation budget dropped most of them as
+// Unauthenticated for as long as the receivers stayed: with 600
+// receivers reporting every 20 ms, 57% of the STATUS (and NACKs with
+// them).
+func TestFlowManyKeyedReceivers(t *testing.T) {
+	const receivers, rounds = 600, 50
+	now := simEpoch
+	s, err := NewSender(SenderConfig{Session: 1, Key: testKey, Flow: FlowConfig{Mode: FlowMin}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealers := make([]*sealer, receivers)
+	for i := range sealers {
+		sealers[i] = newSealer(testKey)
+	}
+	b := make([]byte, 0, statusLen+TrailerLen)
+	round := func() {
+		for i, sl := range sealers {
+			b = AppendStatus(b[:0], s.Stream(), Status{Receiver: uint64(i + 1), Next: 1, Window: 1 << 20})
+			b = b[:sl.seal(b[:cap(b)], len(b))]
+			from := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, byte(i >> 8), byte(i)}), 9000)
+			_ = s.HandleControl(now, from, b)
+		}
+		now = now.Add(20 * time.Millisecond)
+	}
+	// Every receiver's subkey is derived within a second (600 at 1,000 a
+	// second, after a burst of 100).
+	for i := 0; i < rounds; i++ {
+		round()
+	}
+	before := s.Stats()
+	for i := 0; i < rounds; i++ {
+		round()
+	}
+	st := s.Stats()
+	if taken, bad := st.StatusReceived-before.StatusReceived, st.Unauthenticated-before.Unauthenticated; taken != receivers*rounds || bad != 0 {
+		t.Fatalf("second second: STATUS taken %d of %d, unauthenticated %d", taken, receivers*rounds, bad)
+	}
+}
