@@ -93,6 +93,11 @@ type ReceiverStats struct {
 	Malformed        uint64 // datagrams that failed to decode
 	Foreign          uint64 // datagrams that are not ours
 	TooLarge         uint64 // messages dropped because they exceed MaxMessageSize
+	// RepairsBeforeStart counts repairs dropped because they came
+	// before a stream's first live datagram (DATA or heartbeat), which
+	// places it: a repair multicast for other receivers is of an old
+	// position, and would have started a JoinLive stream there.
+	RepairsBeforeStart uint64
 	// Unauthenticated counts datagrams dropped, with a key, for want of
 	// a valid tag: missing, wrong, or from a new sender while too many
 	// new senders came at once.
