@@ -51,8 +51,12 @@
 // dropped as duplicates), an END (the real messages after it never
 // delivered nor reported) and a new session of the feed (a publisher
 // restart: the real session becomes stale). Such claims are believed
-// only when they come from the stream's own source address and its
-// publisher has fallen silent at the position the receiver knows:
+// only once the stream's publisher has fallen silent at the position
+// the receiver knows, and a jump or an END only from the stream's own
+// source address (a new session may come from anywhere: a restarted
+// publisher has a new port, a failover another host, so anyone who can
+// send to the group can take a feed whose publisher is silent for
+// ConfirmTime):
 //
 //   - A stream is tied to the source address (IP and port) of the
 //     datagram that created it; datagrams of its session from another
