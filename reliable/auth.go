@@ -96,23 +96,63 @@ func (s *sealer) seal(b []byte, n int) int {
 
 // opener checks trailers. It keeps the subkeys of the senders it has
 // verified, a bounded number, and derives others within a budget.
+//
+// A Sender's opener also drops replays (antiReplay): a receiver's NACKs
+// and STATUS are few and unicast, and a STATUS replayed after its
+// receiver went would keep the publisher waiting for it. A Receiver's
+// does not: replayed DATA moves nothing (doc.go), and a repair
+// multicast late behind many datagrams must not be taken for one.
 type opener struct {
-	key    []byte
-	keys   []openKey
-	next   int // slot the next new subkey replaces when full
-	budget tokenBucket
-	nonce  [12]byte
+	key        []byte
+	keys       []openKey
+	index      map[[saltLen]byte]int // salt → its slot in keys
+	next       int                   // slot the next new subkey replaces when full
+	budget     tokenBucket
+	nonce      [12]byte
+	antiReplay bool
 }
 
 type openKey struct {
 	salt [saltLen]byte
 	aead cipher.AEAD
+	// The counters taken from this sender: top, the highest, and bit i
+	// of seen set when top-i was taken (IPsec's sliding window, RFC
+	// 4303 3.4.3, of 64 counters): one more than 63 below top, or
+	// taken already, is a replay. Its sender numbers its datagrams in
+	// the order it sends them, so only reordering on the way brings
+	// one below top.
+	top  uint64
+	seen uint64
+}
+
+// replayWindow is how far below the highest counter taken from a
+// sender a datagram may be and still be taken, once.
+const replayWindow = 64
+
+// fresh records the counter c, reporting false when it was taken
+// already or is too old to tell.
+func (k *openKey) fresh(c uint64) bool {
+	switch {
+	case c > k.top:
+		if d := c - k.top; d < replayWindow {
+			k.seen <<= d
+		} else {
+			k.seen = 0
+		}
+		k.top, k.seen = c, k.seen|1
+		return true
+	case k.top-c >= replayWindow || k.seen&(1<<(k.top-c)) != 0:
+		return false
+	}
+	k.seen |= 1 << (k.top - c)
+	return true
 }
 
 func newOpener(key []byte, size int, now time.Time) *opener {
 	return &opener{
 		key:    key,
 		keys:   make([]openKey, 0, size),
+		index:  make(map[[saltLen]byte]int),
 		budget: newTokenBucket(derivationsPerSecond, derivationBurst, now),
 	}
 }
@@ -122,6 +162,7 @@ var (
 	errBadTag  = &DecodeError{ErrUnauthenticated, "authentication tag does not match"}
 	errBusy    = &DecodeError{ErrUnauthenticated, "too many new senders to check at once"}
 	errNeedKey = &DecodeError{ErrForeign, "authenticated datagram and no key"}
+	errReplay  = &DecodeError{ErrUnauthenticated, "authentication counter taken already: a replay"}
 )
 
 // header checks b's authentication trailer when there is a key (o is
@@ -151,8 +192,12 @@ func (o *opener) open(now time.Time, b []byte) ([]byte, error) {
 	t := b[n:]
 	var salt [saltLen]byte
 	copy(salt[:], t)
-	aead, known := o.lookup(&salt)
-	if !known {
+	i := o.lookup(&salt)
+	known := i >= 0
+	var aead cipher.AEAD
+	if known {
+		aead = o.keys[i].aead
+	} else {
 		if !o.budget.take(now, 1) {
 			return nil, errBusy
 		}
@@ -162,26 +207,32 @@ func (o *opener) open(now time.Time, b []byte) ([]byte, error) {
 	if _, err := aead.Open(nil, o.nonce[:], t[saltLen+counterLen:], b[:n+saltLen+counterLen]); err != nil {
 		return nil, errBadTag
 	}
-	if !known {
-		o.remember(salt, aead)
+	c := binary.BigEndian.Uint64(t[saltLen:])
+	switch {
+	case !known:
+		o.remember(openKey{salt: salt, aead: aead, top: c, seen: 1})
+	case o.antiReplay && !o.keys[i].fresh(c):
+		return nil, errReplay
 	}
 	return b[:n], nil
 }
 
-func (o *opener) lookup(salt *[saltLen]byte) (cipher.AEAD, bool) {
-	for i := range o.keys {
-		if o.keys[i].salt == *salt {
-			return o.keys[i].aead, true
-		}
+// lookup returns the index of salt's subkey, -1 if not known.
+func (o *opener) lookup(salt *[saltLen]byte) int {
+	if i, ok := o.index[*salt]; ok {
+		return i
 	}
-	return nil, false
+	return -1
 }
 
-func (o *opener) remember(salt [saltLen]byte, aead cipher.AEAD) {
+func (o *opener) remember(k openKey) {
 	if len(o.keys) < cap(o.keys) {
-		o.keys = append(o.keys, openKey{salt, aead})
+		o.index[k.salt] = len(o.keys)
+		o.keys = append(o.keys, k)
 		return
 	}
-	o.keys[o.next] = openKey{salt, aead}
+	delete(o.index, o.keys[o.next].salt)
+	o.keys[o.next] = k
+	o.index[k.salt] = o.next
 	o.next = (o.next + 1) % len(o.keys)
 }

@@ -210,7 +210,10 @@ func (c *SenderConfig) validate() error {
 type JoinPolicy uint8
 
 const (
-	// JoinLive starts at the first message seen: the live edge.
+	// JoinLive starts at the first message seen: the live edge. A
+	// repair (multicast for other receivers, of an older position)
+	// does not place the stream; the first original DATA or heartbeat
+	// does (RepairsBeforeStart).
 	JoinLive JoinPolicy = iota
 	// JoinEarliest asks the publisher for everything still in its
 	// retransmit window; older messages are reported as a Gap (from 1,

@@ -51,8 +51,12 @@
 // dropped as duplicates), an END (the real messages after it never
 // delivered nor reported) and a new session of the feed (a publisher
 // restart: the real session becomes stale). Such claims are believed
-// only when they come from the stream's own source address and its
-// publisher has fallen silent at the position the receiver knows:
+// only once the stream's publisher has fallen silent at the position
+// the receiver knows, and a jump or an END only from the stream's own
+// source address (a new session may come from anywhere: a restarted
+// publisher has a new port, a failover another host, so anyone who can
+// send to the group can take a feed whose publisher is silent for
+// ConfirmTime):
 //
 //   - A stream is tied to the source address (IP and port) of the
 //     datagram that created it; datagrams of its session from another
@@ -100,9 +104,15 @@
 // shared key is the defence: with SenderConfig.Key and
 // ReceiverConfig.Key set, every datagram carries an authentication tag,
 // and what a tagged datagram claims is believed at once (it comes from
-// a key holder). Replayed datagrams are not detected, but replaying
-// what a publisher already sent moves nothing: sequence numbers below
-// the stream's position are duplicates, an old session stays stale.
+// a key holder). A Receiver does not detect replayed datagrams, but
+// replaying what a publisher already sent moves nothing: sequence
+// numbers below the stream's position are duplicates, an old session
+// stays stale. A Sender does (Replayed): it takes each counter of a
+// receiver's trailer once, within the last 64 of them, so a STATUS
+// replayed after its receiver went does not keep it waited for. It
+// remembers the counters of as many receivers as it keeps subkeys (256,
+// or MaxNackSources or Flow.MaxReceivers if more); a replay from one it
+// forgot is taken again.
 // Nor is a stream tied to an address with a key: a DATA, HEARTBEAT or
 // END is taken from any address, and NACKs go to (and NCFs and LOST
 // notices are taken only from) the address of the last datagram that
@@ -211,7 +221,8 @@
 //
 // The subkey is the first 16 bytes of HMAC-SHA256(key, "brokerless
 // reliable v1 GMAC subkey" || salt). A receiver keeps the subkeys of the
-// senders it has verified, derives the others at most 1,000 per second
+// senders it has verified (a publisher, those of as many receivers as
+// it tracks), derives the others at most 1,000 per second
 // (bursts of 100), and drops a datagram whose tag is missing or wrong
 // (Unauthenticated). Why GMAC and why a subkey per sender: see auth.go.
 package reliable

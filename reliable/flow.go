@@ -121,7 +121,8 @@ func (f *flow) on() bool { return f.cfg.Mode != FlowNone }
 // it with a position the window no longer holds: waiting could not help
 // such a receiver (its subscriber reports its own Gap), so that STATUS
 // is counted (FlowBehind) and ignored, whatever receiver it names. With
-// a key, only key holders' STATUS is taken.
+// a key, only key holders' STATUS is taken, each once (a replay is
+// dropped by the opener: auth.go).
 func (f *flow) status(now time.Time, from netip.AddrPort, st Status, sentNext, low uint64) {
 	f.stats.StatusReceived++
 	if !f.on() || f.cfg.Mode == FlowTagged && st.Tag != f.cfg.Tag {

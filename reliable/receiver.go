@@ -136,6 +136,13 @@ func (r *Receiver) handle(from netip.AddrPort, b []byte) error {
 			break
 		}
 		if !st.synced {
+			if dh.Repair && !st.fromStart() {
+				// A repair for another receiver says nothing of where
+				// the publisher is now: the first live datagram places
+				// the stream (JoinLive at its live edge).
+				r.stats.RepairsBeforeStart++
+				break
+			}
 			st.syncData(dh, r.frames)
 		}
 		if !st.admit(top, !dh.Repair) {

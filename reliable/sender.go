@@ -58,8 +58,21 @@ type Sender struct {
 	stats SenderStats
 }
 
-// senderKeys is how many receivers' subkeys a Sender keeps (auth.go).
+// senderKeys is how many receivers' subkeys a Sender keeps (auth.go),
+// at least: as many as the NACK sources it budgets (MaxNackSources) and
+// the receivers its flow control tracks (Flow.MaxReceivers), so that
+// each receiver's subkey is derived once. With fewer, past 256 receivers
+// the subkeys were evicted in turn, and the derivation budget dropped
+// most of their STATUS and NACKs (TestFlowManyKeyedReceivers).
 const senderKeys = 256
+
+func (c *SenderConfig) keysKept() int {
+	n := max(senderKeys, c.MaxNackSources)
+	if c.Flow.Mode != FlowNone {
+		n = max(n, c.Flow.MaxReceivers)
+	}
+	return n
+}
 
 // NewSender returns a Sender whose first heartbeat is due at now.
 func NewSender(cfg SenderConfig, now time.Time) (*Sender, error) {
@@ -94,7 +107,8 @@ func NewSender(cfg SenderConfig, now time.Time) (*Sender, error) {
 	s.flow = flow{cfg: cfg.Flow, stats: &s.stats}
 	if cfg.Key != nil {
 		s.sealer = newSealer(cfg.Key)
-		s.opener = newOpener(cfg.Key, senderKeys, now)
+		s.opener = newOpener(cfg.Key, cfg.keysKept(), now)
+		s.opener.antiReplay = true
 	}
 	return s, nil
 }

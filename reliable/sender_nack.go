@@ -194,6 +194,8 @@ func (s *Sender) queueControl(t PacketType, rs []Range, counter *uint64) {
 
 func (s *Sender) countBad(err error) {
 	switch {
+	case err == errReplay:
+		s.stats.Replayed++
 	case errors.Is(err, ErrUnauthenticated):
 		s.stats.Unauthenticated++
 	case errors.Is(err, ErrForeign):

@@ -54,6 +54,11 @@ type SenderStats struct {
 	// a valid tag: missing, wrong, or from a new sender while too many
 	// new senders came at once.
 	Unauthenticated uint64
+	// Replayed counts control datagrams dropped, with a key, because a
+	// datagram with their authentication counter was already taken
+	// from the same receiver: a replay (a STATUS replayed would keep
+	// a gone receiver waited for).
+	Replayed uint64
 }
 
 // ReceiverStats counts what a Receiver did. Every field only grows.
@@ -88,6 +93,11 @@ type ReceiverStats struct {
 	Malformed        uint64 // datagrams that failed to decode
 	Foreign          uint64 // datagrams that are not ours
 	TooLarge         uint64 // messages dropped because they exceed MaxMessageSize
+	// RepairsBeforeStart counts repairs dropped because they came
+	// before a stream's first live datagram (DATA or heartbeat), which
+	// places it: a repair multicast for other receivers is of an old
+	// position, and would have started a JoinLive stream there.
+	RepairsBeforeStart uint64
 	// Unauthenticated counts datagrams dropped, with a key, for want of
 	// a valid tag: missing, wrong, or from a new sender while too many
 	// new senders came at once.

@@ -68,7 +68,7 @@ func (st *stream) sync(liveEdge, low uint64) {
 	cfg := &st.r.cfg
 	st.synced = true
 	switch {
-	case !cfg.ListenSince.IsZero() && !SessionStart(st.id.Session).Before(cfg.ListenSince.Truncate(time.Millisecond)):
+	case st.fromStart():
 		st.next = 1
 	case cfg.Join == JoinEarliest:
 		st.next = low
@@ -86,6 +86,14 @@ func (st *stream) sync(liveEdge, low uint64) {
 		// promises: the publisher said it is gone. StreamStart names 1.
 		st.emitGap(1, st.next-1, transport.GapUnrecoverable)
 	}
+}
+
+// fromStart reports whether the stream's session began after the
+// receiver started listening (ReceiverConfig.ListenSince): then it is
+// delivered from its first message, whatever the first datagram met.
+func (st *stream) fromStart() bool {
+	since := st.r.cfg.ListenSince
+	return !since.IsZero() && !SessionStart(st.id.Session).Before(since.Truncate(time.Millisecond))
 }
 
 // syncData places a new stream from its first DATA datagram: the live
