@@ -89,7 +89,7 @@ func TestClientWire(t *testing.T) {
 		{name: "timing", call: func(c *Client) { c.Timing("rt", 1500*time.Microsecond) }, want: "rt:1.5|ms"},
 		{name: "timing seconds", call: func(c *Client) { c.Timing("rt", 2*time.Second) }, want: "rt:2000|ms"},
 		{name: "timing nanosecond", call: func(c *Client) { c.Timing("rt", time.Nanosecond) }, want: "rt:0.000001|ms"},
-		{name: "timing negative", call: func(c *Client) { c.Timing("rt", -1010*time.Microsecond) }, want: "rt:-1.01|ms"},
+		{name: "timing negative", call: func(c *Client) { c.Timing("rt", -1010*time.Microsecond) }},
 		{name: "timing sampled", rand: sampledIn, call: func(c *Client) { c.Sampled(0.25).Timing("rt", 3*time.Millisecond, "a") }, want: "rt:3|ms|@0.25|#a"},
 		{name: "timing sampled out", rand: sampledOut, call: func(c *Client) { c.Sampled(0.25).Timing("rt", 3*time.Millisecond) }},
 		{name: "histogram", call: func(c *Client) { c.Histogram("size", 0.25) }, want: "size:0.25|h"},
@@ -152,16 +152,22 @@ func TestClientWire(t *testing.T) {
 	}
 }
 
-func TestClientDropsNonFinite(t *testing.T) {
+// Values no server reads are dropped and counted: NaN, infinities, and
+// negative durations (Etsy's is_valid_packet and this package's server
+// reject a negative timer).
+func TestClientDropsUnreadable(t *testing.T) {
 	srv := clientUDP(t)
 	c := newTestClient(t, ClientConfig{Addr: srv.LocalAddr().String()})
+	c.rand = func() uint64 { return 0 }
 	c.Gauge("g", math.NaN())
 	c.GaugeDelta("g", math.Inf(-1))
 	c.Histogram("h", math.Inf(1))
 	c.Distribution("d", math.NaN())
+	c.Timing("t", -time.Nanosecond)
+	c.Sampled(0.5).Timing("t", math.MinInt64)
 	c.Close()
-	if st := c.Stats(); st.Dropped != 4 || st.Packets != 0 {
-		t.Fatalf("stats %+v, want 4 dropped and nothing sent", st)
+	if st := c.Stats(); st.Dropped != 6 || st.Packets != 0 {
+		t.Fatalf("stats %+v, want 6 dropped and nothing sent", st)
 	}
 }
 
