@@ -29,7 +29,7 @@ type Client struct {
 	rand        func() uint64 // sampling; math/rand/v2's per-thread generator
 
 	tallies clientTallies // counters summed between flushes
-	closed  atomic.Bool   // Close was called: increments go to the (closed) shards
+	closed  atomic.Bool   // Close was called: a summed increment is emitted at once (Client.count)
 
 	shards []clientShard
 	queue  chan *clientPacket // filled packets, oldest first; never full

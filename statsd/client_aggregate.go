@@ -43,9 +43,9 @@ func newClientTallies(keys int) clientTallies {
 	return clientTallies{slots: make([]clientTally, size), mask: uint64(size - 1)}
 }
 
-// add adds n to the counter of name and tags; false when the counter has
-// no slot and must be sent as a line.
-func (t *clientTallies) add(seed maphash.Seed, name string, tags []string, n int64) bool {
+// add adds n to the counter of name and tags and returns its slot; nil
+// when the counter has no slot and must be sent as a line.
+func (t *clientTallies) add(seed maphash.Seed, name string, tags []string, n int64) *clientTally {
 	h := maphash.String(seed, name)
 	for _, tag := range tags {
 		h = h*0x100000001b3 ^ maphash.String(seed, tag)
@@ -61,10 +61,10 @@ func (t *clientTallies) add(seed maphash.Seed, name string, tags []string, n int
 		}
 		if k.name == name && slices.Equal(k.tags, tags) {
 			s.n.Add(n)
-			return true
+			return s
 		}
 	}
-	return false
+	return nil
 }
 
 func cloneClientTags(tags []string) []string {
@@ -82,14 +82,19 @@ func cloneClientTags(tags []string) []string {
 // a line.
 func (c *Client) flushTallies() {
 	for i := range c.tallies.slots {
-		s := &c.tallies.slots[i]
+		if s := &c.tallies.slots[i]; s.key.Load() != nil {
+			c.emitTally(s)
+		}
+	}
+}
+
+// emitTally turns what counter s holds into a line, if anything. The
+// flush and a late increment (see Client.count) may both call it: the
+// swap gives each increment to exactly one line.
+func (c *Client) emitTally(s *clientTally) {
+	if n := s.n.Swap(0); n != 0 {
 		k := s.key.Load()
-		if k == nil {
-			continue
-		}
-		if n := s.n.Swap(0); n != 0 {
-			var num [clientNumberBytes]byte
-			c.emit(&clientLine{name: k.name, num: strconv.AppendInt(num[:0], n, 10), typ: "c", tags: k.tags})
-		}
+		var num [clientNumberBytes]byte
+		c.emit(&clientLine{name: k.name, num: strconv.AppendInt(num[:0], n, 10), typ: "c", tags: k.tags})
 	}
 }

@@ -87,3 +87,29 @@ func TestClientAggregationBounded(t *testing.T) {
 		t.Fatalf("got %q: an idle counter was sent", got)
 	}
 }
+
+// An increment that lands in its counter after Close's last flush of the
+// counters (its caller passed every check before Close began) is not
+// lost silently: it is emitted as a line, which the closed client drops
+// and counts. Such an increment runs the same code as one made after
+// Close, which this test makes.
+func TestClientIncrementAfterCloseCounted(t *testing.T) {
+	srv := clientUDP(t)
+	c := newTestClient(t, ClientConfig{Addr: srv.LocalAddr().String(), Shards: 1, FlushInterval: time.Hour})
+	c.Incr("a", "k:v") // claims its slot
+	c.Close()
+	if got := readClientPacket(t, srv); got != "a:1|c|#k:v" {
+		t.Fatalf("got %q", got)
+	}
+	c.Incr("a", "k:v")
+	c.Count("a", 2, 1, "k:v")
+	c.Incr("new")
+	if st := c.Stats(); st.Dropped != 3 || st.Lines != 1 {
+		t.Fatalf("stats %+v, want 3 lines dropped after Close", st)
+	}
+	for i := range c.tallies.slots {
+		if n := c.tallies.slots[i].n.Load(); n != 0 {
+			t.Fatalf("a counter holds %d after Close, never to be sent or counted", n)
+		}
+	}
+}
