@@ -79,10 +79,11 @@ func cloneClientTags(tags []string) []string {
 }
 
 // flushTallies turns every counter incremented since the last flush into
-// a line.
+// a line. Called by the sender goroutine.
 func (c *Client) flushTallies() {
 	for i := range c.tallies.slots {
 		if s := &c.tallies.slots[i]; s.key.Load() != nil {
+			c.makeRoom()
 			c.emitTally(s)
 		}
 	}

@@ -2,6 +2,7 @@ package statsd
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -111,5 +112,67 @@ func TestClientIncrementAfterCloseCounted(t *testing.T) {
 		if n := c.tallies.slots[i].n.Load(); n != 0 {
 			t.Fatalf("a counter holds %d after Close, never to be sent or counted", n)
 		}
+	}
+}
+
+// A flush needs more packets than are free: the sender writes queued
+// packets to make room rather than drop lines while the network is
+// idle. Each client here has one packet more than its shards.
+func TestClientFlushMakesRoom(t *testing.T) {
+	t.Run("counters", func(t *testing.T) {
+		srv := clientUnixgram(t)
+		c := newTestClient(t, ClientConfig{Network: "unixgram", Addr: srv.LocalAddr().String(), Shards: 1,
+			MaxPacketSize: 128, QueueBytes: 128, FlushInterval: time.Hour})
+		var lines []string
+		for i := range 30 {
+			name := fmt.Sprintf("counter.with.a.long.name.%02d", i)
+			c.Incr(name)
+			lines = append(lines, name+":1|c")
+		}
+		checkClientFlushed(t, c, srv, lines)
+	})
+	t.Run("shards", func(t *testing.T) {
+		srv := clientUnixgram(t)
+		const shards = 4
+		c := newTestClient(t, ClientConfig{Network: "unixgram", Addr: srv.LocalAddr().String(), Shards: shards,
+			MaxPacketSize: 1024, QueueBytes: 1024, FlushInterval: time.Hour, CounterKeys: -1})
+		var lines []string
+		used := map[*clientShard]bool{}
+		for i := 0; len(used) < shards; i++ {
+			name := fmt.Sprintf("name.%d", i)
+			if s := c.shard(name); !used[s] {
+				used[s] = true
+				c.Incr(name)
+				lines = append(lines, name+":1|c")
+			}
+		}
+		checkClientFlushed(t, c, srv, lines)
+	})
+}
+
+// checkClientFlushed closes c and checks that srv received every one of
+// lines, and nothing else.
+func checkClientFlushed(t *testing.T, c *Client, srv net.Conn, lines []string) {
+	t.Helper()
+	packets := collectClientPackets(srv)
+	c.Close()
+	st := c.Stats()
+	if st.Dropped != 0 || st.Lines != uint64(len(lines)) {
+		t.Fatalf("stats %+v, want %d lines and none dropped", st, len(lines))
+	}
+	want := map[string]bool{}
+	for _, l := range lines {
+		want[l] = true
+	}
+	for range st.Packets {
+		for _, l := range strings.Split(receiveClientPacket(t, packets), "\n") {
+			if !want[l] {
+				t.Fatalf("unexpected line %q", l)
+			}
+			delete(want, l)
+		}
+	}
+	if len(want) != 0 {
+		t.Fatalf("lines not received: %v", want)
 	}
 }

@@ -20,9 +20,9 @@ func (c *Client) run() {
 			c.flushTallies()
 			c.flushShards(false)
 		case <-c.closing:
+			c.w.finish() // the flushes below may write (makeRoom)
 			c.flushTallies()
 			c.flushShards(true)
-			c.w.finish()
 			for {
 				select {
 				case p := <-c.queue:
@@ -32,6 +32,22 @@ func (c *Client) run() {
 					return
 				}
 			}
+		}
+	}
+}
+
+// makeRoom writes queued packets until one is free. The flushes run in
+// the sender goroutine, so nothing drains the queue while they fill it:
+// without this, a flush needing more packets than are free would drop
+// lines although the network is idle. Called by the sender goroutine,
+// with no shard locked.
+func (c *Client) makeRoom() {
+	for len(c.free) == 0 {
+		select {
+		case p := <-c.queue:
+			c.write(p)
+		default:
+			return
 		}
 	}
 }

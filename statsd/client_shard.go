@@ -98,10 +98,11 @@ func (p *clientPacket) reset(head int) {
 }
 
 // flushShards queues every packet that has lines; final also closes the
-// shards to later lines.
+// shards to later lines. Called by the sender goroutine.
 func (c *Client) flushShards(final bool) {
 	for i := range c.shards {
 		s := &c.shards[i]
+		c.makeRoom()
 		s.mu.Lock()
 		if s.pkt.lines > 0 {
 			c.seal(s)
