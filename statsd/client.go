@@ -18,7 +18,8 @@ import (
 // writes to the network, and a partly filled one is flushed every
 // FlushInterval. Counter increments are summed in the client and sent
 // once per flush (ClientConfig.CounterKeys). Calls never wait for the
-// network and do not allocate (but for a counter's first increment):
+// network and do not allocate (but for a counter's first increment, and
+// its first after it gave its place among the summed counters up):
 // when the queue is full, lines are dropped and counted (Stats).
 type Client struct {
 	cfg         ClientConfig

@@ -3,6 +3,7 @@ package statsd
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -109,9 +110,78 @@ func TestClientIncrementAfterCloseCounted(t *testing.T) {
 		t.Fatalf("stats %+v, want 3 lines dropped after Close", st)
 	}
 	for i := range c.tallies.slots {
-		if n := c.tallies.slots[i].n.Load(); n != 0 {
-			t.Fatalf("a counter holds %d after Close, never to be sent or counted", n)
+		if k := c.tallies.slots[i].key.Load(); k != nil {
+			if n := k.n.Load(); n != 0 {
+				t.Fatalf("a counter holds %d after Close, never to be sent or counted", n)
+			}
 		}
+	}
+}
+
+// Counters idle for clientTallyIdleFlushes flushes give their slots up:
+// names that come and go do not fill the table for good, leaving every
+// later counter to be sent line by line.
+func TestClientIdleCountersGiveUpSlots(t *testing.T) {
+	srv := clientUDP(t)
+	c := newTestClient(t, ClientConfig{Addr: srv.LocalAddr().String(), Shards: 1, CounterKeys: 8, FlushInterval: time.Hour})
+	flush := func() { // what the sender goroutine does every FlushInterval
+		c.flushTallies()
+		c.flushShards(false)
+	}
+	var first []string
+	for i := range 8 {
+		c.Incr(fmt.Sprint("old.", i))
+		first = append(first, fmt.Sprint("old.", i, ":1|c"))
+	}
+	c.Incr("new") // no slot left
+	flush()
+	got := strings.Split(readClientPacket(t, srv), "\n")
+	slices.Sort(got)
+	if want := append([]string{"new:1|c"}, first...); !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	for range clientTallyIdleFlushes {
+		flush()
+	}
+	for range 100 {
+		c.Incr("new")
+	}
+	flush()
+	if got := readClientPacket(t, srv); got != "new:100|c" {
+		t.Fatalf("got %q: the idle counters kept their slots", got)
+	}
+}
+
+// An increment that found its counter just before the flush evicted it
+// lands in a counter that no flush will visit again: the increment sends
+// it itself.
+func TestClientIncrementOfEvictedCounter(t *testing.T) {
+	srv := clientUDP(t)
+	c := newTestClient(t, ClientConfig{Addr: srv.LocalAddr().String(), Shards: 1, FlushInterval: time.Hour})
+	flush := func() {
+		c.flushTallies()
+		c.flushShards(false)
+	}
+	c.Incr("a")
+	s, k := c.tallies.find(c.seed, "a", nil) // a later increment finds its counter...
+	flush()
+	if got := readClientPacket(t, srv); got != "a:1|c" {
+		t.Fatalf("got %q", got)
+	}
+	for range clientTallyIdleFlushes { // ...which the flushes evict...
+		flush()
+	}
+	if s.key.Load() != nil {
+		t.Fatal("idle counter not evicted")
+	}
+	c.addTally(s, k, 5) // ...before the increment adds to it
+	flush()
+	if got := readClientPacket(t, srv); got != "a:5|c" {
+		t.Fatalf("got %q", got)
+	}
+	c.Close()
+	if st := c.Stats(); st.Lines != 2 || st.Dropped != 0 {
+		t.Fatalf("stats %+v", st)
 	}
 }
 

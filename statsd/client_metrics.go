@@ -96,17 +96,8 @@ func (c *Client) sampled(rate float64) bool {
 
 func (c *Client) count(name string, n int64, rate float64, tags []string) {
 	if rate >= 1 && c.tallies.slots != nil {
-		if s := c.tallies.add(c.seed, name, tags, n); s != nil {
-			// Close's last flush of the tallies may have run before this
-			// add (Close began after a check here would have passed): then
-			// nothing would ever send it. Once Close began, the increment
-			// takes back what its counter holds and emits it as a line,
-			// which the closed shards drop and count. Atomics are
-			// sequentially consistent: an add after Close's final swap
-			// sees closed set.
-			if c.closed.Load() {
-				c.emitTally(s)
-			}
+		if s, k := c.tallies.find(c.seed, name, tags); k != nil {
+			c.addTally(s, k, n)
 			return
 		}
 	}
