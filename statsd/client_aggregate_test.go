@@ -2,6 +2,7 @@ package statsd
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -244,5 +245,53 @@ func checkClientFlushed(t *testing.T, c *Client, srv net.Conn, lines []string) {
 	}
 	if len(want) != 0 {
 		t.Fatalf("lines not received: %v", want)
+	}
+}
+
+// Counters evicted and claimed again while increments race with the
+// flushes: every increment is sent once, under its own name.
+func TestClientEvictionRaces(t *testing.T) {
+	srv := clientUnixgram(t)
+	packets := collectClientPackets(srv)
+	c := newTestClient(t, ClientConfig{Network: "unixgram", Addr: srv.LocalAddr().String(),
+		FlushInterval: 200 * time.Microsecond, QueueBytes: 4 << 20, CounterKeys: 64})
+	const workers, bursts, names = 4, 300, 96
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for b := range bursts {
+				name := fmt.Sprint("n", (b*7+w)%names)
+				for range 20 {
+					c.Incr(name)
+				}
+				time.Sleep(50 * time.Microsecond) // let flushes pass, so counters go idle
+			}
+		})
+	}
+	wg.Wait()
+	c.Close()
+	st := c.Stats()
+	if st.Dropped != 0 || st.WriteErrors != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	want := map[string]int64{}
+	for w := range workers {
+		for b := range bursts {
+			want[fmt.Sprint("n", (b*7+w)%names)] += 20
+		}
+	}
+	got := map[string]int64{}
+	for range st.Packets {
+		for _, l := range strings.Split(receiveClientPacket(t, packets), "\n") {
+			name, rest, _ := strings.Cut(l, ":")
+			var n int64
+			if _, err := fmt.Sscanf(rest, "%d|c", &n); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+			got[name] += n
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("sums %v, want %v", got, want)
 	}
 }
