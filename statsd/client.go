@@ -51,7 +51,7 @@ type ClientStats struct {
 	Packets     uint64 // packets written
 	Bytes       uint64 // bytes written, sequence lines included
 	Lines       uint64 // metric lines written (one counter line sums a flush interval's increments)
-	Dropped     uint64 // lines dropped: queue full, write failed, longer than a packet, NaN or infinite value, negative duration, after Close
+	Dropped     uint64 // lines dropped: queue full, write failed, longer than a packet, empty name, NaN or infinite value, negative duration, after Close
 	WriteErrors uint64 // packets the network refused
 }
 

@@ -32,7 +32,8 @@ func (c *Client) shard(name string) *clientShard {
 }
 
 // emit copies l into its shard's packet, first queueing the packet if l
-// does not fit. It never blocks on the network.
+// does not fit. It never blocks on the network. A line longer than a
+// packet, or without a name (which no server reads), is dropped.
 func (c *Client) emit(l *clientLine) {
 	lines := 1
 	if l.reset {
@@ -42,7 +43,7 @@ func (c *Client) emit(l *clientLine) {
 	if c.framing == clientStream {
 		n++ // the '\n' that ends the line
 	}
-	if c.head+n > c.cfg.MaxPacketSize {
+	if c.head+n > c.cfg.MaxPacketSize || len(c.cfg.Prefix)+len(l.name) == 0 {
 		c.counters.dropped.Add(uint64(lines))
 		return
 	}

@@ -152,9 +152,9 @@ func TestClientWire(t *testing.T) {
 	}
 }
 
-// Values no server reads are dropped and counted: NaN, infinities, and
+// Values no server reads are dropped and counted: NaN, infinities,
 // negative durations (Etsy's is_valid_packet and this package's server
-// reject a negative timer).
+// reject a negative timer), and lines without a name.
 func TestClientDropsUnreadable(t *testing.T) {
 	srv := clientUDP(t)
 	c := newTestClient(t, ClientConfig{Addr: srv.LocalAddr().String()})
@@ -165,9 +165,12 @@ func TestClientDropsUnreadable(t *testing.T) {
 	c.Distribution("d", math.NaN())
 	c.Timing("t", -time.Nanosecond)
 	c.Sampled(0.5).Timing("t", math.MinInt64)
+	c.Incr("")
+	c.Gauge("", -1)
+	c.Set("", "x")
 	c.Close()
-	if st := c.Stats(); st.Dropped != 6 || st.Packets != 0 {
-		t.Fatalf("stats %+v, want 6 dropped and nothing sent", st)
+	if st := c.Stats(); st.Dropped != 10 || st.Packets != 0 {
+		t.Fatalf("stats %+v, want 10 dropped and nothing sent", st)
 	}
 }
 
