@@ -33,7 +33,8 @@ func (c *Client) shard(name string) *clientShard {
 
 // emit copies l into its shard's packet, first queueing the packet if l
 // does not fit. It never blocks on the network. A line longer than a
-// packet, or without a name (which no server reads), is dropped.
+// packet, or without a name (the brokerless server rejects it, Etsy
+// files it under an empty key), is dropped.
 func (c *Client) emit(l *clientLine) {
 	lines := 1
 	if l.reset {

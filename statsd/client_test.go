@@ -154,7 +154,8 @@ func TestClientWire(t *testing.T) {
 
 // Values no server reads are dropped and counted: NaN, infinities,
 // negative durations (Etsy's is_valid_packet and this package's server
-// reject a negative timer), and lines without a name.
+// reject a negative timer), and lines without a name (a bad line to the
+// brokerless server).
 func TestClientDropsUnreadable(t *testing.T) {
 	srv := clientUDP(t)
 	c := newTestClient(t, ClientConfig{Addr: srv.LocalAddr().String()})
