@@ -2,6 +2,7 @@ package statsd
 
 import (
 	"context"
+	"errors"
 	"hash/maphash"
 	"math/rand/v2"
 	"net"
@@ -40,6 +41,7 @@ type Client struct {
 	counters clientCounters
 	w        clientWriter // owned by the sender goroutine
 
+	flushReq chan chan struct{} // Flush: closed once the sender flushed and wrote the queue
 	closing  chan struct{}
 	done     chan struct{}
 	once     sync.Once
@@ -77,6 +79,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		seed:        maphash.MakeSeed(),
 		rand:        rand.Uint64,
 		shards:      make([]clientShard, cfg.Shards),
+		flushReq:    make(chan chan struct{}),
 		closing:     make(chan struct{}),
 		done:        make(chan struct{}),
 	}
@@ -118,6 +121,36 @@ func joinClientTags(tags []string) string {
 		b = appendClientClean(b, t, &clientReservedInTag)
 	}
 	return string(b)
+}
+
+// ErrClientClosed is returned by Flush after Close.
+var ErrClientClosed = errors.New("statsd: client closed")
+
+// Flush sends what was recorded before the call, without waiting for the
+// next FlushInterval: the sender goroutine turns the summed counters into
+// lines, queues every partly filled packet and writes the queue, while
+// Flush waits, at most until ctx is done (it then returns ctx.Err(), and
+// the sender finishes anyway). As always, a write that fails drops its
+// lines, counted in Stats. For short-lived processes, and before a
+// pause such as a serverless function's freeze; Close flushes too.
+func (c *Client) Flush(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	flushed := make(chan struct{})
+	select {
+	case c.flushReq <- flushed:
+	case <-c.closing:
+		return ErrClientClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-flushed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Close flushes every buffered line and stops the client. It writes what

@@ -7,7 +7,8 @@ import (
 )
 
 // run is the sender goroutine: it writes queued packets, flushes the
-// shards every FlushInterval, and on Close flushes and drains the queue.
+// shards every FlushInterval and when Flush asks, and on Close flushes
+// and drains the queue.
 func (c *Client) run() {
 	defer close(c.done)
 	tick := time.NewTicker(c.cfg.FlushInterval)
@@ -19,6 +20,13 @@ func (c *Client) run() {
 		case <-tick.C:
 			c.flushTallies()
 			c.flushShards(false)
+		case flushed := <-c.flushReq:
+			c.flushTallies()
+			c.flushShards(false)
+			for range len(c.queue) { // what was queued by now: only this goroutine takes from the queue
+				c.write(<-c.queue)
+			}
+			close(flushed)
 		case <-c.closing:
 			c.w.finish() // the flushes below may write (makeRoom)
 			c.flushTallies()
