@@ -155,8 +155,10 @@ func (c *Client) Flush(ctx context.Context) error {
 
 // Close flushes every buffered line and stops the client. It writes what
 // is queued for at most WriteTimeout (plus one write already under way)
-// and drops the rest. Metric calls after Close are dropped and counted.
-// It returns the error of closing the connection.
+// and drops the rest. To bound the wait by a context instead, call
+// Flush(ctx) first: Close then has little left to write. Metric calls
+// after Close are dropped and counted. It returns the error of closing
+// the connection.
 func (c *Client) Close() error {
 	c.once.Do(func() {
 		c.closed.Store(true)
