@@ -2,6 +2,7 @@ package statsd
 
 import (
 	"context"
+	"errors"
 	"hash/maphash"
 	"math/rand/v2"
 	"net"
@@ -18,7 +19,8 @@ import (
 // writes to the network, and a partly filled one is flushed every
 // FlushInterval. Counter increments are summed in the client and sent
 // once per flush (ClientConfig.CounterKeys). Calls never wait for the
-// network and do not allocate (but for a counter's first increment):
+// network and do not allocate (but for a counter's first increment, and
+// its first after it gave its place among the summed counters up):
 // when the queue is full, lines are dropped and counted (Stats).
 type Client struct {
 	cfg         ClientConfig
@@ -29,7 +31,7 @@ type Client struct {
 	rand        func() uint64 // sampling; math/rand/v2's per-thread generator
 
 	tallies clientTallies // counters summed between flushes
-	closed  atomic.Bool   // Close was called: increments go to the (closed) shards
+	closed  atomic.Bool   // Close was called: a summed increment is emitted at once (Client.count)
 
 	shards []clientShard
 	queue  chan *clientPacket // filled packets, oldest first; never full
@@ -39,6 +41,7 @@ type Client struct {
 	counters clientCounters
 	w        clientWriter // owned by the sender goroutine
 
+	flushReq chan chan struct{} // Flush: closed once the sender flushed and wrote the queue
 	closing  chan struct{}
 	done     chan struct{}
 	once     sync.Once
@@ -50,7 +53,7 @@ type ClientStats struct {
 	Packets     uint64 // packets written
 	Bytes       uint64 // bytes written, sequence lines included
 	Lines       uint64 // metric lines written (one counter line sums a flush interval's increments)
-	Dropped     uint64 // lines dropped: queue full, write failed, longer than a packet, NaN or infinite value, after Close
+	Dropped     uint64 // lines dropped: queue full, write failed, longer than a packet, empty name, NaN or infinite value, negative duration, after Close
 	WriteErrors uint64 // packets the network refused
 }
 
@@ -76,6 +79,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		seed:        maphash.MakeSeed(),
 		rand:        rand.Uint64,
 		shards:      make([]clientShard, cfg.Shards),
+		flushReq:    make(chan chan struct{}),
 		closing:     make(chan struct{}),
 		done:        make(chan struct{}),
 	}
@@ -119,10 +123,42 @@ func joinClientTags(tags []string) string {
 	return string(b)
 }
 
+// ErrClientClosed is returned by Flush after Close.
+var ErrClientClosed = errors.New("statsd: client closed")
+
+// Flush sends what was recorded before the call, without waiting for the
+// next FlushInterval: the sender goroutine turns the summed counters into
+// lines, queues every partly filled packet and writes the queue, while
+// Flush waits, at most until ctx is done (it then returns ctx.Err(), and
+// the sender finishes anyway). As always, a write that fails drops its
+// lines, counted in Stats. For short-lived processes, and before a
+// pause such as a serverless function's freeze; Close flushes too.
+func (c *Client) Flush(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	flushed := make(chan struct{})
+	select {
+	case c.flushReq <- flushed:
+	case <-c.closing:
+		return ErrClientClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-flushed:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Close flushes every buffered line and stops the client. It writes what
 // is queued for at most WriteTimeout (plus one write already under way)
-// and drops the rest. Metric calls after Close are dropped and counted.
-// It returns the error of closing the connection.
+// and drops the rest. To bound the wait by a context instead, call
+// Flush(ctx) first: Close then has little left to write. Metric calls
+// after Close are dropped and counted. It returns the error of closing
+// the connection.
 func (c *Client) Close() error {
 	c.once.Do(func() {
 		c.closed.Store(true)

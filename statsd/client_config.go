@@ -72,7 +72,9 @@ type ClientConfig struct {
 	// CounterKeys bounds the counters (name and tags) whose increments
 	// are summed in the client between flushes: an increment at rate 1
 	// of one of them is an atomic add, and each flush sends one line per
-	// counter incremented. Increments of counters beyond the bound, and
+	// counter incremented. A counter not incremented for 10 flushes in a
+	// row gives its place up, so names that come and go do not hold the
+	// places for good. Increments of counters beyond the bound, and
 	// sampled ones, are sent line by line. Default 1024; -1 sends every
 	// increment as its own line.
 	CounterKeys int

@@ -32,13 +32,16 @@ func (c *Client) GaugeDelta(name string, delta float64, tags ...string) {
 	c.gauge(name, delta, false, true, tags)
 }
 
-// Timing records a duration, sent in milliseconds.
+// Timing records a duration, sent in milliseconds. A negative duration
+// is dropped and counted: Etsy statsd and the brokerless server reject a
+// negative timer value.
 func (c *Client) Timing(name string, d time.Duration, tags ...string) {
 	c.timing(name, d, 1, tags)
 }
 
-// Histogram records a value of a DogStatsD histogram ("h"; a timer to
-// Etsy statsd and to the brokerless server).
+// Histogram records a value of a DogStatsD histogram ("h"): a timer to
+// the brokerless server, but Etsy statsd 0.9.0 adds any type it does not
+// know to a counter, so send durations to Etsy with Timing.
 func (c *Client) Histogram(name string, v float64, tags ...string) {
 	c.value(name, v, "h", 1, tags)
 }
@@ -70,7 +73,8 @@ func (s Sampled) Incr(name string, tags ...string) { s.c.count(name, 1, s.rate, 
 // Count adds n to a counter.
 func (s Sampled) Count(name string, n int64, tags ...string) { s.c.count(name, n, s.rate, tags) }
 
-// Timing records a duration, in milliseconds.
+// Timing records a duration, in milliseconds; a negative one is dropped
+// and counted.
 func (s Sampled) Timing(name string, d time.Duration, tags ...string) {
 	s.c.timing(name, d, s.rate, tags)
 }
@@ -91,8 +95,11 @@ func (c *Client) sampled(rate float64) bool {
 }
 
 func (c *Client) count(name string, n int64, rate float64, tags []string) {
-	if rate >= 1 && c.tallies.slots != nil && !c.closed.Load() && c.tallies.add(c.seed, name, tags, n) {
-		return
+	if rate >= 1 && c.tallies.slots != nil {
+		if s, k := c.tallies.find(c.seed, name, tags); k != nil {
+			c.addTally(s, k, n)
+			return
+		}
 	}
 	if !c.sampled(rate) {
 		return
@@ -103,6 +110,10 @@ func (c *Client) count(name string, n int64, rate float64, tags []string) {
 }
 
 func (c *Client) timing(name string, d time.Duration, rate float64, tags []string) {
+	if d < 0 {
+		c.counters.dropped.Add(1)
+		return
+	}
 	if !c.sampled(rate) {
 		return
 	}

@@ -7,7 +7,8 @@ import (
 )
 
 // run is the sender goroutine: it writes queued packets, flushes the
-// shards every FlushInterval, and on Close flushes and drains the queue.
+// shards every FlushInterval and when Flush asks, and on Close flushes
+// and drains the queue.
 func (c *Client) run() {
 	defer close(c.done)
 	tick := time.NewTicker(c.cfg.FlushInterval)
@@ -19,10 +20,17 @@ func (c *Client) run() {
 		case <-tick.C:
 			c.flushTallies()
 			c.flushShards(false)
+		case flushed := <-c.flushReq:
+			c.flushTallies()
+			c.flushShards(false)
+			for range len(c.queue) { // what was queued by now: only this goroutine takes from the queue
+				c.write(<-c.queue)
+			}
+			close(flushed)
 		case <-c.closing:
+			c.w.finish() // the flushes below may write (makeRoom)
 			c.flushTallies()
 			c.flushShards(true)
-			c.w.finish()
 			for {
 				select {
 				case p := <-c.queue:
@@ -32,6 +40,22 @@ func (c *Client) run() {
 					return
 				}
 			}
+		}
+	}
+}
+
+// makeRoom writes queued packets until one is free. The flushes run in
+// the sender goroutine, so nothing drains the queue while they fill it:
+// without this, a flush needing more packets than are free would drop
+// lines although the network is idle. Called by the sender goroutine,
+// with no shard locked.
+func (c *Client) makeRoom() {
+	for len(c.free) == 0 {
+		select {
+		case p := <-c.queue:
+			c.write(p)
+		default:
+			return
 		}
 	}
 }

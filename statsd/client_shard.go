@@ -32,7 +32,9 @@ func (c *Client) shard(name string) *clientShard {
 }
 
 // emit copies l into its shard's packet, first queueing the packet if l
-// does not fit. It never blocks on the network.
+// does not fit. It never blocks on the network. A line longer than a
+// packet, or without a name (the brokerless server rejects it, Etsy
+// files it under an empty key), is dropped.
 func (c *Client) emit(l *clientLine) {
 	lines := 1
 	if l.reset {
@@ -42,7 +44,7 @@ func (c *Client) emit(l *clientLine) {
 	if c.framing == clientStream {
 		n++ // the '\n' that ends the line
 	}
-	if c.head+n > c.cfg.MaxPacketSize {
+	if c.head+n > c.cfg.MaxPacketSize || len(c.cfg.Prefix)+len(l.name) == 0 {
 		c.counters.dropped.Add(uint64(lines))
 		return
 	}
@@ -98,10 +100,11 @@ func (p *clientPacket) reset(head int) {
 }
 
 // flushShards queues every packet that has lines; final also closes the
-// shards to later lines.
+// shards to later lines. Called by the sender goroutine.
 func (c *Client) flushShards(final bool) {
 	for i := range c.shards {
 		s := &c.shards[i]
+		c.makeRoom()
 		s.mu.Lock()
 		if s.pkt.lines > 0 {
 			c.seal(s)

@@ -3,6 +3,7 @@ package statsd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"path/filepath"
@@ -89,7 +90,7 @@ func TestClientWire(t *testing.T) {
 		{name: "timing", call: func(c *Client) { c.Timing("rt", 1500*time.Microsecond) }, want: "rt:1.5|ms"},
 		{name: "timing seconds", call: func(c *Client) { c.Timing("rt", 2*time.Second) }, want: "rt:2000|ms"},
 		{name: "timing nanosecond", call: func(c *Client) { c.Timing("rt", time.Nanosecond) }, want: "rt:0.000001|ms"},
-		{name: "timing negative", call: func(c *Client) { c.Timing("rt", -1010*time.Microsecond) }, want: "rt:-1.01|ms"},
+		{name: "timing negative", call: func(c *Client) { c.Timing("rt", -1010*time.Microsecond) }},
 		{name: "timing sampled", rand: sampledIn, call: func(c *Client) { c.Sampled(0.25).Timing("rt", 3*time.Millisecond, "a") }, want: "rt:3|ms|@0.25|#a"},
 		{name: "timing sampled out", rand: sampledOut, call: func(c *Client) { c.Sampled(0.25).Timing("rt", 3*time.Millisecond) }},
 		{name: "histogram", call: func(c *Client) { c.Histogram("size", 0.25) }, want: "size:0.25|h"},
@@ -152,16 +153,26 @@ func TestClientWire(t *testing.T) {
 	}
 }
 
-func TestClientDropsNonFinite(t *testing.T) {
+// Values no server reads are dropped and counted: NaN, infinities,
+// negative durations (Etsy's is_valid_packet and this package's server
+// reject a negative timer), and lines without a name (a bad line to the
+// brokerless server).
+func TestClientDropsUnreadable(t *testing.T) {
 	srv := clientUDP(t)
 	c := newTestClient(t, ClientConfig{Addr: srv.LocalAddr().String()})
+	c.rand = func() uint64 { return 0 }
 	c.Gauge("g", math.NaN())
 	c.GaugeDelta("g", math.Inf(-1))
 	c.Histogram("h", math.Inf(1))
 	c.Distribution("d", math.NaN())
+	c.Timing("t", -time.Nanosecond)
+	c.Sampled(0.5).Timing("t", math.MinInt64)
+	c.Incr("")
+	c.Gauge("", -1)
+	c.Set("", "x")
 	c.Close()
-	if st := c.Stats(); st.Dropped != 4 || st.Packets != 0 {
-		t.Fatalf("stats %+v, want 4 dropped and nothing sent", st)
+	if st := c.Stats(); st.Dropped != 10 || st.Packets != 0 {
+		t.Fatalf("stats %+v, want 10 dropped and nothing sent", st)
 	}
 }
 
@@ -227,4 +238,65 @@ func TestClientCloseTwiceAndAfter(t *testing.T) {
 	if st := c.Stats(); st.Dropped != 3 || st.Packets != 0 {
 		t.Fatalf("stats %+v, want 3 lines dropped after Close", st)
 	}
+}
+
+// Flush writes what was recorded before it, summed counters included,
+// before it returns; after Close it says so.
+func TestClientFlush(t *testing.T) {
+	srv := clientUDP(t)
+	c := newTestClient(t, ClientConfig{Addr: srv.LocalAddr().String(), Shards: 1, FlushInterval: time.Hour,
+		MaxPacketSize: 128, QueueBytes: 2100 * 128, CounterKeys: 4096})
+	c.Incr("a")
+	c.Gauge("g", 1)
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.Packets != 1 || st.Lines != 2 {
+		t.Fatalf("stats %+v after Flush, want 1 packet of 2 lines", st)
+	}
+	if got := readClientPacket(t, srv); got != "g:1|g\na:1|c" {
+		t.Fatalf("got %q", got)
+	}
+	if err := c.Flush(context.Background()); err != nil { // nothing to send
+		t.Fatal(err)
+	}
+	// Enough summed counters to make 2000 packets, which the flush
+	// queues: Flush returns once all are written.
+	const counters = 2000
+	for i := range counters {
+		c.Incr(fmt.Sprintf("a.counter.with.a.name.long.enough.to.fill.more.than.half.of.a.packet.%04d", i))
+	}
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.Packets != 1+counters || st.Lines != 2+counters || st.Dropped != 0 {
+		t.Fatalf("stats %+v after Flush, want %d packets", st, 1+counters)
+	}
+	c.Close()
+	if err := c.Flush(context.Background()); !errors.Is(err, ErrClientClosed) {
+		t.Fatalf("Flush after Close: %v", err)
+	}
+}
+
+// Flush gives up when its context is done: here the sender is stuck
+// writing to a unix datagram socket nobody reads.
+func TestClientFlushHonoursContext(t *testing.T) {
+	srv := clientUnixgram(t)
+	c := newTestClient(t, ClientConfig{Network: "unixgram", Addr: srv.LocalAddr().String(), Shards: 1,
+		MaxPacketSize: 128, QueueBytes: 2 * 128, FlushInterval: time.Hour, WriteTimeout: time.Minute, CounterKeys: -1})
+	for i := 0; c.Stats().Dropped == 0; i++ {
+		if i == 1_000_000 {
+			t.Fatalf("nothing dropped: %+v", c.Stats())
+		}
+		c.Incr("abcdefghij")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go cancel()
+	if err := c.Flush(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Flush: %v, want context.Canceled", err)
+	}
+	if err := c.Flush(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Flush with a done context: %v", err)
+	}
+	srv.Close() // the blocked write fails
 }

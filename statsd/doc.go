@@ -84,8 +84,9 @@
 // FlushInterval (100 ms); rate-1 counter increments are summed in the
 // client and sent once per flush. No call allocates and none waits: when
 // the bounded send queue is full the lines are dropped and counted
-// (Stats). With ClientConfig.Sequence every packet carries the sequence
-// line below.
+// (Stats). Flush sends what is buffered at once (a context bounds the
+// wait); Close flushes too. With ClientConfig.Sequence every packet
+// carries the sequence line below.
 //
 // # Loss accounting: the sequence line
 //
