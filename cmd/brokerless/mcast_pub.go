@@ -153,6 +153,9 @@ func writePubStats(w io.Writer, s multicast.PublisherStats) {
 	if s.Unauthenticated > 0 {
 		fmt.Fprintf(w, ", unauthenticated NACKs dropped %d", s.Unauthenticated)
 	}
+	if s.Replayed > 0 {
+		fmt.Fprintf(w, ", replayed control datagrams dropped %d", s.Replayed)
+	}
 	writeFlowStats(w, s)
 	if s.NacksOverBudget+s.RepairsOverBudget > 0 {
 		fmt.Fprintf(w, ", over their source's budget: NACKs %d, repairs %d", s.NacksOverBudget, s.RepairsOverBudget)

@@ -181,6 +181,9 @@ func writeSubStats(w io.Writer, received, gaps, lost uint64, s multicast.Subscri
 	if r.Unauthenticated > 0 {
 		fmt.Fprintf(w, ", unauthenticated %d", r.Unauthenticated)
 	}
+	if r.RepairsBeforeStart > 0 {
+		fmt.Fprintf(w, ", repairs before the stream's start %d", r.RepairsBeforeStart)
+	}
 	if n := r.WrongSource + r.Jumps + r.EndsRejected + r.RestartsDeferred; n > 0 {
 		fmt.Fprintf(w, ", not believed %d (wrong source %d, jumps %d, ENDs %d, restarts %d)",
 			n, r.WrongSource, r.Jumps, r.EndsRejected, r.RestartsDeferred)
