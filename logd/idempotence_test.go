@@ -299,3 +299,55 @@ func rawRecord(v string) []byte {
 	body := r.AppendTo(nil)[1:] // AppendTo writes Length (0, one byte) first
 	return append(binary.AppendVarint(nil, int64(len(body))), body...)
 }
+
+// TestInitProducerIDAlwaysFresh: an InitProducerId without a
+// transactional id gets a new producer id at epoch 0 even when it names
+// an id and epoch (KIP-360 fields), as from Kafka, whose coordinator
+// hands an idempotent producer a fresh id whatever it asks. logd once
+// answered the named id with the next epoch, without knowing whose it
+// was: a client that brought an id from another server (a Kafka cluster
+// or another logd, which both number producers from 0) then shared
+// (id, epoch) with a producer of this one, and its first batch, with the
+// same sequence numbers as that producer's, was answered as a duplicate
+// of it — acknowledged, and never stored.
+func TestInitProducerIDAlwaysFresh(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	cl := newClient(t, ts.addr)
+	createTopic(t, cl, "t", 1)
+	initPID := func(id int64, epoch int16) (int64, int16) {
+		t.Helper()
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.ProducerID, req.ProducerEpoch = id, epoch
+		resp, err := req.RequestWith(context.Background(), cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("InitProducerId(%d, %d): %v, error %d", id, epoch, err, resp.ErrorCode)
+		}
+		return resp.ProducerID, resp.ProducerEpoch
+	}
+	batch := func(id int64, epoch int16, v string) []byte {
+		b := kmsg.RecordBatch{
+			Magic: 2, ProducerID: id, ProducerEpoch: epoch, FirstSequence: 0,
+			NumRecords: 1, Records: rawRecord(v),
+		}
+		b.Length = int32(61 - 12 + len(b.Records))
+		raw := b.AppendTo(nil)
+		binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+		return raw
+	}
+
+	// A producer of this server, after a bump of its own.
+	id, epoch := initPID(-1, -1)
+	id, epoch = initPID(id, epoch)
+	if p := produceRaw(t, cl, "t", batch(id, epoch, "mine")); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("first producer: error %d at offset %d", p.ErrorCode, p.BaseOffset)
+	}
+	// A client whose id 0 came from elsewhere asks for a bump of it.
+	otherID, otherEpoch := initPID(0, 0)
+	p := produceRaw(t, cl, "t", batch(otherID, otherEpoch, "theirs"))
+	if p.ErrorCode != 0 || p.BaseOffset != 1 {
+		t.Errorf("second producer's batch: error %d at offset %d, want offset 1: its record was not stored", p.ErrorCode, p.BaseOffset)
+	}
+	if otherEpoch != 0 || otherID == id {
+		t.Errorf("InitProducerId(0, 0) gave (%d, %d), want a new id at epoch 0 (the first producer has (%d, %d))", otherID, otherEpoch, id, epoch)
+	}
+}
