@@ -162,7 +162,10 @@ func (l *Log) Size() int64 {
 // Append validates batch, one Kafka RecordBatch v2 as a producer sent
 // it, assigns it offsets by rewriting its base offset in place (batch
 // is modified; the CRC does not cover the base offset), and writes it to
-// the active segment. Compressed batches are stored as sent.
+// the active segment. Compressed batches are stored as sent, but for
+// what Kafka's LogValidator rewrites too: MaxTimestamp is set to the
+// records' largest timestamp and the timestamp type to CreateTime (the
+// CRC recomputed) when the producer's header says otherwise.
 //
 // A batch from an idempotent producer (producer ID ≥ 0) that repeats one
 // of the producer's last five batches is not written: the result has
