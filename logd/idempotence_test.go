@@ -10,12 +10,17 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/logd/storage"
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // TestIdempotentRetryAfterLostAck: the connection is cut after logd
@@ -349,5 +354,65 @@ func TestInitProducerIDAlwaysFresh(t *testing.T) {
 	}
 	if otherEpoch != 0 || otherID == id {
 		t.Errorf("InitProducerId(0, 0) gave (%d, %d), want a new id at epoch 0 (the first producer has (%d, %d))", otherID, otherEpoch, id, epoch)
+	}
+}
+
+// TestDurableWaitAfterReload: an acks=all produce whose wait for its
+// batch begins only after the partition was fenced (a failed fsync) and
+// reloaded is answered KAFKA_STORAGE_ERROR, not success. The reload cut
+// the batch and the next append took its offsets; the answer's wait,
+// made by offset alone, once took that append's fsync for its own. The
+// wait can begin that late: the connection's writer makes it once the
+// answers before it are written, and a request waits for its partitions
+// one after another.
+func TestDurableWaitAfterReload(t *testing.T) {
+	faults := vfs.NewFaults(vfs.NewLazy())
+	var failing atomic.Bool
+	faults.SetRule(func(op vfs.Op, _ string) error {
+		if op == vfs.OpSync && failing.Load() {
+			return syscall.EIO
+		}
+		return nil
+	})
+	store, err := storage.Open(storage.Config{Dir: "/data", FS: faults, MaintenanceInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.CreateTopic("t", 1, storage.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	log, err := store.Partition("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func(v string) []byte { return rawBatch(0, 1, rawRecord(v), 1000) }
+
+	failing.Store(true)
+	res, err := log.Append(batch("lost")) // answered later, by the connection's writer
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := log.Sync(); err == nil {
+		t.Fatal("fsync did not fail")
+	}
+	failing.Store(false)
+	if err := store.Maintain(time.Now()); err != nil || log.Fenced() {
+		t.Fatalf("not unfenced: %v", err)
+	}
+	other, err := log.Append(batch("other"))
+	if err != nil || other.BaseOffset != res.BaseOffset {
+		t.Fatalf("next append at %d (%v), want the cut batch's offset %d", other.BaseOffset, err, res.BaseOffset)
+	}
+	if err := log.WaitAppended(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Topics = []kmsg.ProduceResponseTopic{{Topic: "t", Partitions: []kmsg.ProduceResponseTopicPartition{{BaseOffset: res.BaseOffset}}}}
+	w := &durableWait{resp: resp, waits: []durablePartition{{log: log, res: res}}, deadline: time.Now().Add(time.Minute)}
+	w.finish(context.Background())
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.KafkaStorageError.Code {
+		t.Fatalf("the cut batch's produce answered with error %d, want %d (KAFKA_STORAGE_ERROR): acknowledged, and not stored", code, kerr.KafkaStorageError.Code)
 	}
 }

@@ -107,6 +107,8 @@ type AppendResult struct {
 	// Duplicate: the batch was a retry of one already appended by the
 	// same idempotent producer; nothing was written.
 	Duplicate bool
+
+	loads int // l.loads at the append, for WaitAppended
 }
 
 // Topic returns the partition's topic.
@@ -173,7 +175,7 @@ func (l *Log) Size() int64 {
 // ErrOutOfOrderSequence, an epoch older than the producer's
 // ErrInvalidProducerEpoch.
 //
-// Append does not wait for the disk: call WaitDurable with LastOffset.
+// Append does not wait for the disk: call WaitAppended with the result.
 // Under FsyncAlways it starts writing the batch to the device (a hint,
 // vfs.WriteBehinder), so that the disk works while the group commit
 // waits for its next fsync, which then has less to write. Under the
@@ -219,7 +221,7 @@ func (l *Log) append(batch []byte) (appended, vfs.WriteBehinder, error) {
 	now := l.env.now()
 	if dup, err := l.producers.check(h, now); err != nil || dup != nil {
 		if dup != nil {
-			return appended{AppendResult: AppendResult{BaseOffset: dup.first, LastOffset: dup.last, LogStartOffset: l.start.Load(), Duplicate: true}}, nil, nil
+			return appended{AppendResult: AppendResult{BaseOffset: dup.first, LastOffset: dup.last, LogStartOffset: l.start.Load(), Duplicate: true, loads: l.loads}}, nil, nil
 		}
 		return appended{}, nil, err
 	}
@@ -251,7 +253,7 @@ func (l *Log) append(batch []byte) (appended, vfs.WriteBehinder, error) {
 		l.publishHWM(l.end)
 	}
 	l.ackMu.Unlock()
-	res := appended{AppendResult: AppendResult{BaseOffset: base, LastOffset: l.end - 1, LogStartOffset: l.start.Load()}}
+	res := appended{AppendResult: AppendResult{BaseOffset: base, LastOffset: l.end - 1, LogStartOffset: l.start.Load(), loads: l.loads}}
 	if always {
 		select {
 		case l.kick <- struct{}{}:
