@@ -10,12 +10,17 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/logd/storage"
+	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // TestIdempotentRetryAfterLostAck: the connection is cut after logd
@@ -298,4 +303,116 @@ func rawRecord(v string) []byte {
 	r := kmsg.Record{Value: []byte(v)}
 	body := r.AppendTo(nil)[1:] // AppendTo writes Length (0, one byte) first
 	return append(binary.AppendVarint(nil, int64(len(body))), body...)
+}
+
+// TestInitProducerIDAlwaysFresh: an InitProducerId without a
+// transactional id gets a new producer id at epoch 0 even when it names
+// an id and epoch (KIP-360 fields), as from Kafka, whose coordinator
+// hands an idempotent producer a fresh id whatever it asks. logd once
+// answered the named id with the next epoch, without knowing whose it
+// was: a client that brought an id from another server (a Kafka cluster
+// or another logd, which both number producers from 0) then shared
+// (id, epoch) with a producer of this one, and its first batch, with the
+// same sequence numbers as that producer's, was answered as a duplicate
+// of it — acknowledged, and never stored.
+func TestInitProducerIDAlwaysFresh(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	cl := newClient(t, ts.addr)
+	createTopic(t, cl, "t", 1)
+	initPID := func(id int64, epoch int16) (int64, int16) {
+		t.Helper()
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.ProducerID, req.ProducerEpoch = id, epoch
+		resp, err := req.RequestWith(context.Background(), cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("InitProducerId(%d, %d): %v, error %d", id, epoch, err, resp.ErrorCode)
+		}
+		return resp.ProducerID, resp.ProducerEpoch
+	}
+	batch := func(id int64, epoch int16, v string) []byte {
+		b := kmsg.RecordBatch{
+			Magic: 2, ProducerID: id, ProducerEpoch: epoch, FirstSequence: 0,
+			NumRecords: 1, Records: rawRecord(v),
+		}
+		b.Length = int32(61 - 12 + len(b.Records))
+		raw := b.AppendTo(nil)
+		binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+		return raw
+	}
+
+	// A producer of this server, after a bump of its own.
+	id, epoch := initPID(-1, -1)
+	id, epoch = initPID(id, epoch)
+	if p := produceRaw(t, cl, "t", batch(id, epoch, "mine")); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("first producer: error %d at offset %d", p.ErrorCode, p.BaseOffset)
+	}
+	// A client whose id 0 came from elsewhere asks for a bump of it.
+	otherID, otherEpoch := initPID(0, 0)
+	p := produceRaw(t, cl, "t", batch(otherID, otherEpoch, "theirs"))
+	if p.ErrorCode != 0 || p.BaseOffset != 1 {
+		t.Errorf("second producer's batch: error %d at offset %d, want offset 1: its record was not stored", p.ErrorCode, p.BaseOffset)
+	}
+	if otherEpoch != 0 || otherID == id {
+		t.Errorf("InitProducerId(0, 0) gave (%d, %d), want a new id at epoch 0 (the first producer has (%d, %d))", otherID, otherEpoch, id, epoch)
+	}
+}
+
+// TestDurableWaitAfterReload: an acks=all produce whose wait for its
+// batch begins only after the partition was fenced (a failed fsync) and
+// reloaded is answered KAFKA_STORAGE_ERROR, not success. The reload cut
+// the batch and the next append took its offsets; the answer's wait,
+// made by offset alone, once took that append's fsync for its own. The
+// wait can begin that late: the connection's writer makes it once the
+// answers before it are written, and a request waits for its partitions
+// one after another.
+func TestDurableWaitAfterReload(t *testing.T) {
+	faults := vfs.NewFaults(vfs.NewLazy())
+	var failing atomic.Bool
+	faults.SetRule(func(op vfs.Op, _ string) error {
+		if op == vfs.OpSync && failing.Load() {
+			return syscall.EIO
+		}
+		return nil
+	})
+	store, err := storage.Open(storage.Config{Dir: "/data", FS: faults, MaintenanceInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.CreateTopic("t", 1, storage.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	log, err := store.Partition("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func(v string) []byte { return rawBatch(0, 1, rawRecord(v), 1000) }
+
+	failing.Store(true)
+	res, err := log.Append(batch("lost")) // answered later, by the connection's writer
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := log.Sync(); err == nil {
+		t.Fatal("fsync did not fail")
+	}
+	failing.Store(false)
+	if err := store.Maintain(time.Now()); err != nil || log.Fenced() {
+		t.Fatalf("not unfenced: %v", err)
+	}
+	other, err := log.Append(batch("other"))
+	if err != nil || other.BaseOffset != res.BaseOffset {
+		t.Fatalf("next append at %d (%v), want the cut batch's offset %d", other.BaseOffset, err, res.BaseOffset)
+	}
+	if err := log.WaitAppended(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Topics = []kmsg.ProduceResponseTopic{{Topic: "t", Partitions: []kmsg.ProduceResponseTopicPartition{{BaseOffset: res.BaseOffset}}}}
+	w := &durableWait{resp: resp, waits: []durablePartition{{log: log, res: res}}, deadline: time.Now().Add(time.Minute)}
+	w.finish(context.Background())
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.KafkaStorageError.Code {
+		t.Fatalf("the cut batch's produce answered with error %d, want %d (KAFKA_STORAGE_ERROR): acknowledged, and not stored", code, kerr.KafkaStorageError.Code)
+	}
 }

@@ -5,19 +5,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// initProducerID gives an idempotent producer its id (epoch 0), or, when
-// a producer asks with its current id and epoch (KIP-360, v3+), the same
-// id with the next epoch. Transactions are not supported: a
-// transactional id is refused.
+// initProducerID gives an idempotent producer a new id at epoch 0. The
+// id and epoch a producer may name (KIP-360, v3+) are ignored, as by
+// Kafka's coordinator for a request without a transactional id: the
+// server cannot tell whether it handed out that id, and a client that
+// brought one from another server (Kafka and logd both number producers
+// from 0) would otherwise share (id, epoch) with a producer of this one,
+// whose batches' sequence numbers would make its own look like
+// duplicates, acknowledged and never stored. Transactions are not
+// supported: a transactional id is refused.
 func (s *Server) initProducerID(req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := kmsg.NewPtrInitProducerIDResponse()
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		return resp
-	}
-	if req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < 32767 {
-		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1
 		return resp
 	}
 	id, err := s.ids.allocate()

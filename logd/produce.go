@@ -48,10 +48,10 @@ func (s *Server) produce(cl *client, req *kmsg.ProduceRequest) kmsg.Response {
 			rp.Partition = p.Partition
 			rp.LogAppendTime = -1
 			log, err := s.store.Partition(t.Topic, p.Partition)
-			var last int64
+			var res storage.AppendResult
 			if err == nil {
-				rp.BaseOffset, last, err = s.appendBatch(log, p.Records)
-				rp.LogStartOffset = log.StartOffset()
+				res, err = s.appendBatch(log, p.Records)
+				rp.BaseOffset, rp.LogStartOffset = res.BaseOffset, log.StartOffset()
 			}
 			rp.ErrorCode = errorCode(err)
 			if err != nil {
@@ -63,7 +63,7 @@ func (s *Server) produce(cl *client, req *kmsg.ProduceRequest) kmsg.Response {
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 			if err == nil && req.Acks == -1 {
-				waits = append(waits, durablePartition{log, last, len(resp.Topics), len(rt.Partitions) - 1})
+				waits = append(waits, durablePartition{log, res, len(resp.Topics), len(rt.Partitions) - 1})
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -97,19 +97,21 @@ type durableWait struct {
 // durablePartition is one partition's part of a durableWait.
 type durablePartition struct {
 	log    *storage.Log
-	last   int64
-	ti, pi int // where its answer is in resp
+	res    storage.AppendResult // its append, waited for with WaitAppended
+	ti, pi int                  // where its answer is in resp
 }
 
 // finish waits for every partition and writes a partition's error into
 // resp where its batches did not become durable in time (or its log
-// failed). It reports whether ctx ended the wait: the connection's
+// failed, or was reloaded since the append: the wait may begin long
+// after it, behind an earlier answer the connection is still writing or
+// another partition's wait, and a reload may have cut the batch). It reports whether ctx ended the wait: the connection's
 // context, ended when the client closes it or the server closes.
 func (w *durableWait) finish(ctx context.Context) (cancelled bool) {
 	wctx, cancel := context.WithDeadline(ctx, w.deadline)
 	defer cancel()
 	for _, d := range w.waits {
-		if err := d.log.WaitDurable(wctx, d.last); err != nil {
+		if err := d.log.WaitAppended(wctx, d.res); err != nil {
 			p := &w.resp.Topics[d.ti].Partitions[d.pi]
 			p.ErrorCode = kerr.RequestTimedOut.Code
 			if !errors.Is(err, context.DeadlineExceeded) {
@@ -128,25 +130,26 @@ func (w *durableWait) finish(ctx context.Context) (cancelled bool) {
 // were appended.
 var errNotOneBatch = &storage.BatchError{Kind: storage.ErrInvalidBatch, Reason: "a produce carries exactly one record batch per partition"}
 
-// appendBatch appends a partition's records, one record batch, and
-// returns its base and last offsets.
-func (s *Server) appendBatch(log *storage.Log, records []byte) (base, last int64, err error) {
+// appendBatch appends a partition's records, one record batch; on an
+// error the result's BaseOffset is -1.
+func (s *Server) appendBatch(log *storage.Log, records []byte) (storage.AppendResult, error) {
+	failed := storage.AppendResult{BaseOffset: -1}
 	if len(records) < 12 {
-		return -1, 0, storage.ErrCorruptBatch
+		return failed, storage.ErrCorruptBatch
 	}
 	n := 12 + int64(int32(binary.BigEndian.Uint32(records[8:12])))
 	switch {
 	case n < 12 || n > int64(len(records)):
-		return -1, 0, storage.ErrCorruptBatch
+		return failed, storage.ErrCorruptBatch
 	case n < int64(len(records)):
-		return -1, 0, errNotOneBatch
+		return failed, errNotOneBatch
 	}
 	res, err := log.Append(records)
 	if err != nil {
-		return -1, 0, err
+		return failed, err
 	}
 	s.metrics.producedBytes.Add(uint64(n))
-	return res.BaseOffset, res.LastOffset, nil
+	return res, nil
 }
 
 func produceError(partition int32, code int16) kmsg.ProduceResponseTopicPartition {

@@ -181,3 +181,52 @@ func TestProduceCompactedTopicNeedsKeys(t *testing.T) {
 		t.Errorf("keyless record on a topic that deletes: %v", err)
 	}
 }
+
+// TestProduceMaxTimestampFromRecords: a batch's MaxTimestamp is set
+// from its records, and its timestamp type to CreateTime, as Kafka's
+// LogValidator does, whatever the producer wrote there. A batch whose
+// header understated its records' timestamps was once stored as sent:
+// ListOffsets by time skipped its records (and the segment's largest
+// timestamp, which time-based retention goes by, was understated too);
+// one that claimed LogAppendTime had every record read back with the
+// header's timestamp.
+func TestProduceMaxTimestampFromRecords(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	cl := newClient(t, ts.addr)
+	createTopic(t, cl, "t", 1)
+	recordsAt := func(deltas ...int64) []byte {
+		var out []byte
+		for i, d := range deltas {
+			r := kmsg.Record{Value: []byte("v"), OffsetDelta: int32(i), TimestampDelta64: d}
+			body := r.AppendTo(nil)[1:]
+			out = append(out, append(binary.AppendVarint(nil, int64(len(body))), body...)...)
+		}
+		return out
+	}
+	const attrLogAppendTime = 0x08
+	for _, b := range [][]byte{
+		rawBatch(0, 2, recordsAt(0, 4000), 1000),                 // offsets 0-1 at 1000, 5000; header says 1000
+		rawBatch(attrLogAppendTime, 2, recordsAt(0, 1000), 6000), // offsets 2-3 at 6000, 7000; header says LogAppendTime 6000
+	} {
+		if p := produceRaw(t, cl, "t", b); p.ErrorCode != 0 {
+			t.Fatalf("produce: error %d", p.ErrorCode)
+		}
+	}
+	for _, tc := range []struct{ at, offset, found int64 }{{3000, 1, 5000}, {6500, 3, 7000}} {
+		req := newListOffsets("t")
+		req.Topics[0].Partitions[0].Timestamp = tc.at
+		resp, err := req.RequestWith(context.Background(), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := resp.Topics[0].Partitions[0]; p.Offset != tc.offset || p.Timestamp != tc.found {
+			t.Errorf("ListOffsets(%d) = offset %d at %d, want %d at %d", tc.at, p.Offset, p.Timestamp, tc.offset, tc.found)
+		}
+	}
+	consumer := newClient(t, ts.addr, kgo.ConsumeTopics("t"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for i, r := range consume(t, consumer, 4) {
+		if want := []int64{1000, 5000, 6000, 7000}[i]; r.Timestamp.UnixMilli() != want || r.Attrs.TimestampType() != 0 {
+			t.Errorf("record %d read back at %d (type %d), want %d (CreateTime)", r.Offset, r.Timestamp.UnixMilli(), r.Attrs.TimestampType(), want)
+		}
+	}
+}

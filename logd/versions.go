@@ -14,7 +14,7 @@ type versionRange struct{ min, max int16 }
 var supported = map[kmsg.Key]versionRange{
 	kmsg.Produce:         {3, 9},
 	kmsg.Fetch:           {4, 12},
-	kmsg.ListOffsets:     {0, 6},
+	kmsg.ListOffsets:     {0, 7},
 	kmsg.Metadata:        {0, 9},
 	kmsg.OffsetCommit:    {2, 8},
 	kmsg.OffsetFetch:     {1, 7},

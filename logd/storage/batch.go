@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"io"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -99,6 +100,13 @@ func decodeHeader(b []byte, h *kmsg.RecordBatch) error {
 // LogValidator reads every record. With needKeys (a compacted topic)
 // every record must have a key, else the batch is refused with a
 // *RecordsError naming the keyless records.
+//
+// As Kafka's LogValidator does, it then sets the batch's MaxTimestamp to
+// its records' largest timestamp and its timestamp type to CreateTime
+// (b and h are rewritten, with the CRC, when the producer's differ): the
+// log's time index, ListOffsets by time and time-based retention go by
+// MaxTimestamp, so a producer's understated one would hide its records
+// from a lookup by time and let retention delete them early.
 func checkProduced(b []byte, h *kmsg.RecordBatch, maxBytes int, needKeys bool) error {
 	if len(b) > maxBytes {
 		return errTooLarge
@@ -118,7 +126,7 @@ func checkProduced(b []byte, h *kmsg.RecordBatch, maxBytes int, needKeys bool) e
 	case h.ProducerID >= 0 && h.FirstSequence < 0:
 		return errSequence
 	}
-	keys := keyCheck{on: needKeys}
+	keys := keyCheck{on: needKeys, maxDelta: math.MinInt64}
 	var err error
 	if h.Attributes&attrCodecMask == codecNone {
 		err = validateRecords(h.Records, h.NumRecords, &keys)
@@ -128,20 +136,40 @@ func checkProduced(b []byte, h *kmsg.RecordBatch, maxBytes int, needKeys bool) e
 	if err != nil {
 		return err
 	}
-	return keys.err()
+	if err := keys.err(); err != nil {
+		return err
+	}
+	setMaxTimestamp(b, h, h.FirstTimestamp+keys.maxDelta)
+	return nil
+}
+
+// setMaxTimestamp makes ts the batch's MaxTimestamp and CreateTime its
+// timestamp type, in b (with its CRC) and h, unless they are already.
+func setMaxTimestamp(b []byte, h *kmsg.RecordBatch, ts int64) {
+	if h.MaxTimestamp == ts && h.Attributes&attrLogAppendTime == 0 {
+		return
+	}
+	h.MaxTimestamp = ts
+	h.Attributes &^= attrLogAppendTime
+	binary.BigEndian.PutUint16(b[batchCRCStart:], uint16(h.Attributes))
+	binary.BigEndian.PutUint64(b[batchMaxTsPos:], uint64(ts))
+	binary.BigEndian.PutUint32(b[batchCRCPos:], crc32.Checksum(b[batchCRCStart:], castagnoli))
 }
 
 // keyCheck collects the records without a key of a batch for a
-// compacted topic (when on), as Kafka's LogValidator.validateKey does.
+// compacted topic (when on), as Kafka's LogValidator.validateKey does,
+// and the largest timestamp delta of its records.
 type keyCheck struct {
-	on      bool
-	keyless []int32
+	on       bool
+	keyless  []int32
+	maxDelta int64
 }
 
 func (k *keyCheck) note(i int32, rh recordHead) {
 	if k.on && rh.keyless {
 		k.keyless = append(k.keyless, i)
 	}
+	k.maxDelta = max(k.maxDelta, rh.timestampDelta)
 }
 
 func (k *keyCheck) err() error {

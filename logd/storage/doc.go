@@ -28,6 +28,10 @@
 // offset would then be reused. Under FsyncInterval and FsyncNever the high
 // watermark is the log end and WaitDurable returns at once: acknowledged
 // and consumed data can be lost to a power failure (see FsyncPolicy).
+// [Log.WaitAppended] is WaitDurable for an Append's result, which also
+// fails if the partition was fenced and reloaded since the append: the
+// reload may have cut the batch and handed its offsets to later appends,
+// whose fsync would otherwise be taken for its own.
 // Appends then start the device writing every 1 MiB of whole pages (as
 // RocksDB's bytes_per_sync), so a segment roll, whose fsync appends wait
 // for, does not find the whole segment still to write.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -72,9 +73,29 @@ func (l *Log) sync() {
 // ErrLogFailed if an fsync failed, ErrClosed if the Log closed before
 // the offset was made durable.
 func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
+	return l.waitDurable(ctx, offset, -1)
+}
+
+// WaitAppended is WaitDurable for the batch of res, an Append's result
+// (a duplicate's too: its original's offsets). It also fails, with
+// ErrLogFailed, when the partition has been fenced and reloaded
+// (Unfence) since that append: the reload cut what no fsync covered,
+// later appends may have taken the batch's offsets, and their fsync
+// says nothing of it. A producer told so retries; an idempotent one's
+// retry is answered as a duplicate if the batch survived the cut.
+func (l *Log) WaitAppended(ctx context.Context, res AppendResult) error {
+	return l.waitDurable(ctx, res.LastOffset, res.loads)
+}
+
+// waitDurable is WaitDurable; with loads ≥ 0 it fails once the
+// partition was loaded again since l.loads was loads.
+func (l *Log) waitDurable(ctx context.Context, offset int64, loads int) error {
 	for {
 		l.ackMu.Lock()
 		switch {
+		case loads >= 0 && l.loads != loads:
+			l.ackMu.Unlock()
+			return fmt.Errorf("%w: %s/%d was fenced and reloaded since the batch was appended", ErrLogFailed, l.topic, l.partition)
 		case l.durable > offset:
 			l.ackMu.Unlock()
 			return nil

@@ -250,3 +250,44 @@ func TestUnfenceDuringFsync(t *testing.T) {
 		t.Fatal("Sync after the reload did not fsync the new appends")
 	}
 }
+
+// TestWaitAppendedAcrossUnfence: an acks=all answer waits for its batch
+// with WaitAppended, which fails when the partition was fenced and
+// reloaded since the append. Unfence cuts what no fsync covered, and the
+// next appends take the cut batch's offsets; WaitDurable, given only the
+// offset, then vouched for them — a produce whose wait began after the
+// reload (its connection busy writing an earlier answer, or its request
+// waiting on another partition first) was answered as durable while its
+// records were gone.
+func TestWaitAppendedAcrossUnfence(t *testing.T) {
+	faults := vfs.NewFaults(vfs.NewLazy())
+	clk := newClock()
+	cfg := Config{Dir: "/data", FS: faults, Fsync: FsyncAlways, SegmentBytes: 1 << 20,
+		MaintenanceInterval: -1, Now: clk.now}
+	s, l := openPartition(t, cfg)
+	defer s.Close()
+	appendDurable(t, l, simpleBatch(t, "kept", 2, clk.ms()))
+
+	faults.SetRule(failOps(syscall.EIO, vfs.OpSync))
+	lost, err := l.Append(simpleBatch(t, "lost", 2, clk.ms()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); !errors.Is(err, ErrLogFailed) { // the group commit's fsync fails: fenced
+		t.Fatalf("fsync on a failing disk: %v, want ErrLogFailed", err)
+	}
+	faults.SetRule(nil)
+	if err := s.Maintain(clk.now()); err != nil || l.Fenced() {
+		t.Fatalf("Maintain did not unfence: %v", err)
+	}
+	other := appendDurable(t, l, simpleBatch(t, "other", 2, clk.ms()))
+	if other.LastOffset != lost.LastOffset {
+		t.Fatalf("the next batch took offsets up to %d, the cut one had up to %d", other.LastOffset, lost.LastOffset)
+	}
+	if err := l.WaitAppended(t.Context(), lost); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("waiting for the cut batch after the reload: %v, want ErrLogFailed", err)
+	}
+	if err := l.WaitAppended(t.Context(), other); err != nil {
+		t.Fatalf("waiting for the batch appended after the reload: %v", err)
+	}
+}

@@ -107,6 +107,8 @@ type AppendResult struct {
 	// Duplicate: the batch was a retry of one already appended by the
 	// same idempotent producer; nothing was written.
 	Duplicate bool
+
+	loads int // l.loads at the append, for WaitAppended
 }
 
 // Topic returns the partition's topic.
@@ -162,7 +164,10 @@ func (l *Log) Size() int64 {
 // Append validates batch, one Kafka RecordBatch v2 as a producer sent
 // it, assigns it offsets by rewriting its base offset in place (batch
 // is modified; the CRC does not cover the base offset), and writes it to
-// the active segment. Compressed batches are stored as sent.
+// the active segment. Compressed batches are stored as sent, but for
+// what Kafka's LogValidator rewrites too: MaxTimestamp is set to the
+// records' largest timestamp and the timestamp type to CreateTime (the
+// CRC recomputed) when the producer's header says otherwise.
 //
 // A batch from an idempotent producer (producer ID ≥ 0) that repeats one
 // of the producer's last five batches is not written: the result has
@@ -170,7 +175,7 @@ func (l *Log) Size() int64 {
 // ErrOutOfOrderSequence, an epoch older than the producer's
 // ErrInvalidProducerEpoch.
 //
-// Append does not wait for the disk: call WaitDurable with LastOffset.
+// Append does not wait for the disk: call WaitAppended with the result.
 // Under FsyncAlways it starts writing the batch to the device (a hint,
 // vfs.WriteBehinder), so that the disk works while the group commit
 // waits for its next fsync, which then has less to write. Under the
@@ -216,7 +221,7 @@ func (l *Log) append(batch []byte) (appended, vfs.WriteBehinder, error) {
 	now := l.env.now()
 	if dup, err := l.producers.check(h, now); err != nil || dup != nil {
 		if dup != nil {
-			return appended{AppendResult: AppendResult{BaseOffset: dup.first, LastOffset: dup.last, LogStartOffset: l.start.Load(), Duplicate: true}}, nil, nil
+			return appended{AppendResult: AppendResult{BaseOffset: dup.first, LastOffset: dup.last, LogStartOffset: l.start.Load(), Duplicate: true, loads: l.loads}}, nil, nil
 		}
 		return appended{}, nil, err
 	}
@@ -248,7 +253,7 @@ func (l *Log) append(batch []byte) (appended, vfs.WriteBehinder, error) {
 		l.publishHWM(l.end)
 	}
 	l.ackMu.Unlock()
-	res := appended{AppendResult: AppendResult{BaseOffset: base, LastOffset: l.end - 1, LogStartOffset: l.start.Load()}}
+	res := appended{AppendResult: AppendResult{BaseOffset: base, LastOffset: l.end - 1, LogStartOffset: l.start.Load(), loads: l.loads}}
 	if always {
 		select {
 		case l.kick <- struct{}{}:

@@ -399,3 +399,43 @@ func TestAppendRejectsUndecodableRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeLookupsWhileAppending: OffsetForTime and MaxTimestamp read the
+// active segment's largest timestamp and time index while appends grow
+// them (run with -race). OffsetForTime once read them before taking the
+// lock that guards them.
+func TestTimeLookupsWhileAppending(t *testing.T) {
+	clk := newClock()
+	cfg := testConfig(t, clk)
+	cfg.SegmentBytes = 1 << 30 // one active segment throughout
+	s, l := openPartition(t, cfg)
+	defer s.Close()
+	base := clk.ms()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			if _, err := l.Append(simpleBatch(t, "a", 2, base+int64(i))); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			m, err := l.MaxTimestamp()
+			if err != nil || m != base+199 {
+				t.Fatalf("MaxTimestamp = %d, %v; want base+199", m-base, err)
+			}
+			return
+		default:
+		}
+		if _, _, err := l.OffsetForTime(base + 100); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.MaxTimestamp(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -21,8 +21,11 @@ func (l *Log) OffsetForTime(ts int64) (offset, timestamp int64, err error) {
 	}
 	hwm := l.hwm.Load()
 	for _, s := range l.segs {
-		maxTs, times := s.maxTs, s.times
-		if !s.sealed {
+		var maxTs int64
+		var times index
+		if s.sealed {
+			maxTs, times = s.maxTs, s.times
+		} else { // appends grow them: read them under their lock
 			l.idxMu.Lock()
 			maxTs, times = s.maxTs, s.times
 			l.idxMu.Unlock()
@@ -40,6 +43,31 @@ func (l *Log) OffsetForTime(ts int64) (offset, timestamp int64, err error) {
 		}
 	}
 	return -1, -1, nil
+}
+
+// MaxTimestamp returns the largest record timestamp of the partition's
+// segments, -1 when it holds none; OffsetForTime of it gives the first
+// record with that timestamp, Kafka's answer to ListOffsets' -3
+// (MAX_TIMESTAMP). It may be the timestamp of a record above the high
+// watermark (an append not yet fsynced under FsyncAlways), which
+// OffsetForTime then does not find.
+func (l *Log) MaxTimestamp() (int64, error) {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	if l.isClosed.Load() {
+		return -1, ErrClosed
+	}
+	m := int64(-1)
+	for _, s := range l.segs {
+		if s.sealed {
+			m = max(m, s.maxTs)
+			continue
+		}
+		l.idxMu.Lock()
+		m = max(m, s.maxTs)
+		l.idxMu.Unlock()
+	}
+	return m, nil
 }
 
 // scanForTime walks the batches of s from pos for the first record with

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // segmentDeletes counts OnSegmentDelete calls.
@@ -97,5 +99,43 @@ func TestRetentionBySize(t *testing.T) {
 	}
 	if n, _ := c.ApplyRetention(clk.now().Add(1000 * time.Hour)); n != 0 {
 		t.Fatalf("retention deleted %d segments of a compacted topic", n)
+	}
+}
+
+// TestRetentionGoesByRecordTimestamps: a batch whose header understates
+// its records' timestamps is kept for the retention age of its newest
+// record, as by Kafka, which sets MaxTimestamp from the records. It was
+// once stored as sent, and its segment deleted an age after the
+// header's timestamp: records a minute old went with it.
+func TestRetentionGoesByRecordTimestamps(t *testing.T) {
+	clk := newClock()
+	cfg := testConfig(t, clk)
+	cfg.RetentionAge = time.Hour
+	s, l := openPartition(t, cfg)
+	defer s.Close()
+	now := clk.ms()
+	b := makeBatch(t, batchSpec{ts: now - 2*time.Hour.Milliseconds(), pid: -1, epoch: -1, firstSeq: -1,
+		recs: []rec{{value: []byte("old")}, {value: []byte("new"), tsDelta: 2*time.Hour.Milliseconds() - time.Minute.Milliseconds()}}})
+	var h kmsg.RecordBatch
+	if err := h.ReadFrom(b); err != nil {
+		t.Fatal(err)
+	}
+	h.MaxTimestamp = h.FirstTimestamp // the producer's header says two hours ago
+	b, err := buildBatch(nil, &h, h.Records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendDurable(t, l, b)
+	l.mu.Lock()
+	err = l.roll()
+	l.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.ApplyRetention(clk.now()); err != nil || n != 0 {
+		t.Fatalf("retention deleted %d segments (%v): a record a minute old went", n, err)
+	}
+	if got := readAll(t, l, 0); len(got) != 2 {
+		t.Fatalf("%d records kept, want 2", len(got))
 	}
 }
