@@ -35,8 +35,12 @@ TO is durable (a logd or Kafka topic with acks=all) — cumulatively and in
 order, so a pipe killed at any moment loses nothing: what it had not
 acknowledged is delivered to it again. Up to --max-in-flight messages
 (and --max-in-flight-bytes of them) are on their way at once, so the
-pipe keeps up with its source through TO's round trips and pauses; that
-is also the most a killed pipe can write twice.
+pipe keeps up with its source through TO's round trips and pauses. A
+consumer group commits its acknowledgements every few seconds, so a
+killed pipe is given again what it wrote in its last seconds: where TO
+is a log (logd://, kafka://) that keeps each FROM stream in one
+partition, the pipe reads TO's last records on start and drops what TO
+already holds, acknowledging it, so nothing is written twice.
 
 A FROM that cannot be acknowledged (a multicast feed) is resumed from TO
 instead: on start the pipe reads TO's last records, drops what FROM sends
@@ -170,6 +174,19 @@ func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe
 		}
 	}
 	switch {
+	case p.Acknowledges() && canResume:
+		// What a killed pipe wrote and had not acknowledged, or whose
+		// acknowledgement its group had not committed yet, is in TO:
+		// it is dropped when FROM delivers it again.
+		n, err := p.Resume(tail)
+		switch {
+		case errors.Is(err, pipe.ErrSplitStream):
+			fmt.Fprintf(inv.err, "piping %s to %s: %s acknowledged once %s accepted; %v: what a killed pipe had not acknowledged is written again\n", fromURL, toURL, fromURL, toURL, err)
+		case err != nil:
+			return err
+		default:
+			fmt.Fprintf(inv.err, "piping %s to %s: %s acknowledged once %s accepted; dropping what %s already holds (%d streams)\n", fromURL, toURL, fromURL, toURL, toURL, n)
+		}
 	case p.Acknowledges():
 		fmt.Fprintf(inv.err, "piping %s to %s: %s acknowledged once %s accepted\n", fromURL, toURL, fromURL, toURL)
 	case canResume:

@@ -103,6 +103,10 @@ type Core struct {
 	// DefaultTailRecords records, so a source stream older than them
 	// was not seen (Stats.Unresumed).
 	tailFull bool
+	// dropOnly: the source is acknowledged (ResumeAcknowledged), so
+	// Resume only drops what the destination holds: a stream that
+	// comes back past it gets no resume gap marker.
+	dropOnly bool
 
 	out  []Write
 	hdrs []transport.Header
@@ -246,7 +250,7 @@ func (c *Core) checkResume(stream transport.StreamID, first uint64, now func() t
 		return
 	}
 	r.checked = true
-	if first <= r.last+1 {
+	if c.dropOnly || first <= r.last+1 {
 		return
 	}
 	r.pend = transport.Gap{Stream: stream, From: r.last + 1, To: first - 1, Reason: transport.GapSourceDown}
@@ -328,7 +332,7 @@ func (c *Core) setOwn(stream transport.StreamID, pos uint64) {
 	if c.curOK && stream == c.cur {
 		return
 	}
-	if !c.own[stream] && c.tailFull && pos > 1 && c.resumed[stream] == nil {
+	if !c.own[stream] && c.tailFull && !c.dropOnly && pos > 1 && c.resumed[stream] == nil {
 		c.stats.Unresumed++
 	}
 	c.own[stream] = true

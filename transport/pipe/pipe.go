@@ -151,12 +151,16 @@ func Acknowledger(sub transport.Subscriber) transport.Acknowledger {
 func (p *Pipe) Acknowledges() bool { return p.acker != nil }
 
 // Resume resumes from the destination's last records, as
-// Core.Resume does; read them with a transport.TailReader, at most
-// DefaultTailRecords per destination stream. It returns how many source
-// streams the destination held.
+// Core.Resume does, or Core.ResumeAcknowledged when the source is
+// acknowledged (Acknowledges); read them with a transport.TailReader, at
+// most DefaultTailRecords per destination stream. It returns how many
+// source streams the destination held.
 func (p *Pipe) Resume(tail []transport.Message) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.acker != nil {
+		return p.core.ResumeAcknowledged(tail)
+	}
 	return p.core.Resume(tail)
 }
 

@@ -18,7 +18,7 @@ import (
 // event comes past its first position, is counted (Stats.Unresumed).
 // Call it before the first Event. It returns how many source
 // streams it found, and ErrSplitStream when one source stream is spread
-// over several destination streams.
+// over several destination streams (the Core is then left as it was).
 //
 // Nothing fences a killed predecessor's writes: one the destination
 // shows only after tail was read (still being fsynced or replicated)
@@ -26,13 +26,29 @@ import (
 // destination holds after all (Kafka's answer, a transactional id that
 // fences the old producer's epoch, is not implemented by logd).
 func (c *Core) Resume(tail []transport.Message) (int, error) {
-	c.curOK = false // resumed changes
+	return c.resume(tail, false)
+}
+
+// ResumeAcknowledged is Resume for a source that is acknowledged (a
+// consumer group): what the destination holds is dropped, and
+// acknowledged, so that what a killed pipe wrote and had not yet
+// acknowledged — or whose acknowledgement the source had not yet made
+// durable (a Kafka group commits every few seconds) — is not written
+// twice. The source says where it resumes, so no resume gap marker is
+// written, and a stream not found in tail is not counted.
+func (c *Core) ResumeAcknowledged(tail []transport.Message) (int, error) {
+	return c.resume(tail, true)
+}
+
+func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 	owner := map[transport.StreamID]transport.StreamID{}
+	last := map[transport.StreamID]uint64{}
+	full := false
 	held := map[transport.StreamID]int{}
 	for i := range tail {
 		m := &tail[i]
 		if held[m.Stream]++; held[m.Stream] >= DefaultTailRecords {
-			c.tailFull = true
+			full = true
 		}
 		src, pos, ok := position(m)
 		if !ok {
@@ -42,6 +58,12 @@ func (c *Core) Resume(tail []transport.Message) (int, error) {
 			return 0, fmt.Errorf("%w: %s is in %s and %s", ErrSplitStream, src, o, m.Stream)
 		}
 		owner[src] = m.Stream
+		last[src] = max(last[src], pos)
+	}
+	c.curOK = false // resumed changes
+	c.tailFull = c.tailFull || full
+	c.dropOnly = dropOnly
+	for src, pos := range last {
 		r := c.resumed[src]
 		if r == nil {
 			r = &resume{}
