@@ -225,7 +225,7 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 		c.write(g.Stream, g.To, transport.GapMarker(g, now()))
 	case transport.EventStreamStart:
 		c.setOwn(ev.Start.Stream, ev.Start.FirstSeq)
-		if r := c.resumedOf(ev.Start.Stream); r == nil || ev.Start.FirstSeq > r.last+1 {
+		if r := c.resumedOf(ev.Start.Stream); r == nil || r.beyond(ev.Start.FirstSeq) {
 			// A start at or before the position after the last written
 			// says nothing yet: the event after it does (a message,
 			// or a Gap of what the source no longer held).
@@ -250,12 +250,17 @@ func (c *Core) checkResume(stream transport.StreamID, first uint64, now func() t
 		return
 	}
 	r.checked = true
-	if c.dropOnly || first <= r.last+1 {
+	if c.dropOnly || !r.beyond(first) {
 		return
 	}
 	r.pend = transport.Gap{Stream: stream, From: r.last + 1, To: first - 1, Reason: transport.GapSourceDown}
 	r.pendAt, r.hasPend = now(), true
 }
+
+// beyond reports whether pos is past the position after the last
+// written (which a record claiming the last position there is has not:
+// r.last+1 would wrap to 0).
+func (r *resume) beyond(pos uint64) bool { return pos > r.last && pos-r.last > 1 }
 
 // extendResume adds to a stream's resume gap a loss of the positions
 // right after it that left the source's window before the pipe, back,
