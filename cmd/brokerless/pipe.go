@@ -62,6 +62,10 @@ multicast feed, the same ZeroMQ endpoints, however spelt; host names are
 not resolved) is refused: the pipe would read back what it writes,
 without end.
 
+A message TO refuses (too large for it, say) stops the pipe, with an error
+that names the FROM stream and position refused; nothing from there on is
+acknowledged, so a restarted pipe stops there again until TO takes it.
+
 It runs until interrupted, or for --duration; on SIGINT or SIGTERM it
 waits (at most 5s) for TO to accept what is in flight, and acknowledges
 it. It prints its counters on standard error at exit, and every

@@ -377,6 +377,16 @@ func (c *Core) Done(ticket uint64) error {
 	return nil
 }
 
+// position returns the source stream and position of the write of
+// ticket (a gap marker's end), if it is in flight.
+func (c *Core) position(ticket uint64) (transport.StreamID, uint64, bool) {
+	if ticket < c.head || ticket >= c.next {
+		return transport.StreamID{}, 0, false
+	}
+	e := &c.ring[ticket%uint64(len(c.ring))]
+	return e.stream, e.pos, true
+}
+
 // pop retires the accepted events at the head, in order. Of a run of
 // one stream's events, only the last acknowledgement goes to acks.
 func (c *Core) pop() {

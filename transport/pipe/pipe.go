@@ -435,12 +435,22 @@ func (p *Pipe) receipt(b *batch, i int) func(transport.Receipt, error) {
 }
 
 // accepted takes the destination's answer for the write of ticket: a
-// receipt waits in acceptedQ for the core, a refusal fails the pipe.
+// receipt waits in acceptedQ for the core, a refusal fails the pipe with
+// an error that names the source position written, so that one the
+// destination will always refuse (too large) can be found.
 func (p *Pipe) accepted(ticket uint64, err error) {
 	if err == nil {
 		p.acceptedQ.add(ticket)
 	} else {
-		p.fail(fmt.Errorf("pipe: the destination did not accept a message: %w", err))
+		p.mu.Lock()
+		stream, pos, ok := p.core.position(ticket)
+		p.mu.Unlock()
+		if ok {
+			err = fmt.Errorf("pipe: the destination did not accept the write of %s position %d: %w", stream, pos, err)
+		} else {
+			err = fmt.Errorf("pipe: the destination did not accept a message: %w", err)
+		}
+		p.fail(err)
 	}
 	signal(p.room)
 	signal(p.acks)

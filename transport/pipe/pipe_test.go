@@ -203,7 +203,10 @@ func TestPipeAcknowledgesOnlyAccepted(t *testing.T) {
 }
 
 // TestPipeDestinationRefuses: a write the destination refuses stops the
-// pipe with that error, and nothing from it on is acknowledged.
+// pipe with that error, naming the source position refused (one the
+// destination will always refuse, too large, stops the pipe again when
+// restarted: the operator must find it), and nothing from it on is
+// acknowledged.
 func TestPipeDestinationRefuses(t *testing.T) {
 	d := &dest{failAt: 6}
 	src := newAckingSource(16, func(transport.StreamID, uint64) error { return nil })
@@ -223,7 +226,7 @@ func TestPipeDestinationRefuses(t *testing.T) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if !strings.Contains(err.Error(), "write 6 refused") {
+	if !strings.Contains(err.Error(), "write 6 refused") || !strings.Contains(err.Error(), feedA.String()+" position 6") {
 		t.Errorf("Run: %v", err)
 	}
 	if a := src.ackedAt(feedA); a != 5 {
