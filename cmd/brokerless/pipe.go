@@ -204,6 +204,11 @@ func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe
 			fromURL, toURL, fromURL, toURL, fromURL)
 	}
 
+	if s := p.Stats(); s.MalformedTail > 0 {
+		fmt.Fprintf(inv.err, "warning: %d of the last records of %s have a %s header that does not decode, ignored as if no pipe wrote them; the first: %v\n",
+			s.MalformedTail, toURL, transport.HeaderOrigin, p.TailError())
+	}
+
 	runCtx, cancel := withDuration(ctx, duration)
 	defer cancel()
 	if interval > 0 {

@@ -70,6 +70,10 @@ type Stats struct {
 	// source joined with join=earliest, a pipe's default, reports what
 	// it no longer holds as a Gap from position 1, which is written.)
 	Unresumed uint64
+	// MalformedTail counts the destination records given to Resume
+	// whose origin headers do not decode (Core.TailError says how the
+	// first does not): ignored, as if no pipe had written them.
+	MalformedTail uint64
 }
 
 // Core is what a pipe decides, without I/O: which messages and gap
@@ -107,6 +111,7 @@ type Core struct {
 	// Resume only drops what the destination holds: a stream that
 	// comes back past it gets no resume gap marker.
 	dropOnly bool
+	tailErr  error // the first malformed record Resume found
 
 	out  []Write
 	hdrs []transport.Header

@@ -164,6 +164,14 @@ func (p *Pipe) Resume(tail []transport.Message) (int, error) {
 	return p.core.Resume(tail)
 }
 
+// TailError is Core.TailError: the first record given to Resume whose
+// origin headers do not decode.
+func (p *Pipe) TailError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.core.TailError()
+}
+
 // Stats returns the counters.
 func (p *Pipe) Stats() Stats {
 	p.lock()

@@ -383,7 +383,7 @@ func lastWritten(t *testing.T, held []transport.Message) uint64 {
 	t.Helper()
 	var last uint64
 	for i := range held {
-		if _, pos, ok := position(&held[i]); ok {
+		if _, pos, ok, _ := position(&held[i]); ok {
 			last = max(last, pos)
 		}
 	}

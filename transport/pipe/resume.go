@@ -13,7 +13,8 @@ import (
 // dropped, and a gap marker is written where a stream's first event
 // comes later than the position after it (transport.GapSourceDown).
 // Records without origin headers were not written by a pipe and are
-// ignored. A destination stream's tail of DefaultTailRecords records may
+// ignored; so are those whose origin headers do not decode (anyone may
+// write to a log), counted (Stats.MalformedTail, TailError). A destination stream's tail of DefaultTailRecords records may
 // not reach back to every source stream: one not found, whose first
 // event comes past its first position, is counted (Stats.Unresumed).
 // Call it before the first Event. It returns how many source
@@ -44,13 +45,21 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 	owner := map[transport.StreamID]transport.StreamID{}
 	last := map[transport.StreamID]uint64{}
 	full := false
+	var malformed uint64
 	held := map[transport.StreamID]int{}
 	for i := range tail {
 		m := &tail[i]
 		if held[m.Stream]++; held[m.Stream] >= DefaultTailRecords {
 			full = true
 		}
-		src, pos, ok := position(m)
+		src, pos, ok, err := position(m)
+		if err != nil {
+			malformed++
+			if c.tailErr == nil {
+				c.tailErr = fmt.Errorf("%s offset %d: %w", m.Stream, m.Seq, err)
+			}
+			continue
+		}
 		if !ok {
 			continue
 		}
@@ -63,6 +72,7 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 	c.curOK = false // resumed changes
 	c.tailFull = c.tailFull || full
 	c.dropOnly = dropOnly
+	c.stats.MalformedTail += malformed
 	for src, pos := range last {
 		r := c.resumed[src]
 		if r == nil {
@@ -75,14 +85,25 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 }
 
 // position is the source stream and position a record written by a pipe
-// stands for: a gap marker's end, or a message's origin position.
-func position(m *transport.Message) (transport.StreamID, uint64, bool) {
-	if g, ok, err := transport.ParseGapMarker(*m); ok && err == nil {
-		return g.Stream, g.To, true
+// stands for: a gap marker's end, or a message's origin position; ok is
+// false for a record without origin headers, and err says why those it
+// has do not decode.
+func position(m *transport.Message) (_ transport.StreamID, _ uint64, ok bool, err error) {
+	g, ok, err := transport.ParseGapMarker(*m)
+	if err != nil {
+		return transport.StreamID{}, 0, false, err
+	}
+	if ok {
+		return g.Stream, g.To, true, nil
 	}
 	o, ok, err := transport.ParseOrigin(m.Headers)
 	if !ok || err != nil {
-		return transport.StreamID{}, 0, false
+		return transport.StreamID{}, 0, false, err
 	}
-	return o.Stream, o.Seq, true
+	return o.Stream, o.Seq, true, nil
 }
+
+// TailError is the first malformed origin header Resume found (nil if
+// none; Stats.MalformedTail counts them), with the destination stream
+// and position of its record.
+func (c *Core) TailError() error { return c.tailErr }
