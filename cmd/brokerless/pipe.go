@@ -270,7 +270,7 @@ func writePipeStats(w io.Writer, s pipe.Stats) {
 	fmt.Fprintf(w, "forwarded %d messages, %d gap markers (%d for what the source no longer held), skipped %d already written; %d accepted, %d in flight; acknowledged the source %d times\n",
 		s.Forwarded, s.Markers, s.ResumeGaps, s.Skipped, s.Accepted, s.InFlight, s.Acks)
 	if s.Unresumed > 0 {
-		fmt.Fprintf(w, "warning: %d source streams came back past their start and were not in the last %d records of a destination stream read at start: if this pipe wrote them before, what they sent while it was down has no gap marker\n",
+		fmt.Fprintf(w, "warning: %d source streams were not in the last %d records of a destination stream read at start: if this pipe wrote them before, what a feed sent while it was down has no gap marker, and what it wrote of a log is written again\n",
 			s.Unresumed, pipe.DefaultTailRecords)
 	}
 }

@@ -63,10 +63,12 @@ type Stats struct {
 	// Core sends none).
 	Acks uint64
 	// Unresumed counts the source streams that Resume did not find,
-	// whose first event came past their first position, when the tail
-	// it read was full (DefaultTailRecords of a destination stream):
-	// the pipe may have written them before the tail's reach, and what
-	// they sent while it was down is then unmarked. (A multicast
+	// whose first event came past their first position (a log's: any
+	// first event), when the tail it read was full (DefaultTailRecords
+	// of a destination stream): the pipe may have written them before
+	// the tail's reach, and what they sent while it was down is then
+	// unmarked (a feed), or what it wrote is written again (a log read
+	// from its start). (A multicast
 	// source joined with join=earliest, a pipe's default, reports what
 	// it no longer holds as a Gap from position 1, which is written.)
 	Unresumed uint64
@@ -342,7 +344,9 @@ func (c *Core) setOwn(stream transport.StreamID, pos uint64) {
 	if c.curOK && stream == c.cur {
 		return
 	}
-	if !c.own[stream] && c.tailFull && !c.dropOnly && pos > 1 && c.resumed[stream] == nil {
+	// A feed's session at its first position may be new; a log's
+	// stream read again from its start was written whole, if at all.
+	if !c.own[stream] && c.tailFull && !c.dropOnly && (pos > 1 || stream.Topic != "") && c.resumed[stream] == nil {
 		c.stats.Unresumed++
 	}
 	c.own[stream] = true

@@ -16,7 +16,8 @@ import (
 // ignored; so are those whose origin headers do not decode (anyone may
 // write to a log), counted (Stats.MalformedTail, TailError). A destination stream's tail of DefaultTailRecords records may
 // not reach back to every source stream: one not found, whose first
-// event comes past its first position, is counted (Stats.Unresumed).
+// event comes past its first position (a log's: any), is counted
+// (Stats.Unresumed).
 // Call it before the first Event. It returns how many source
 // streams it found, and ErrSplitStream when one source stream is spread
 // over several destination streams (the Core is then left as it was).

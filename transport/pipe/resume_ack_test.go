@@ -67,3 +67,35 @@ func TestResumeSplitLeavesCore(t *testing.T) {
 		t.Errorf("after a failed resume wrote %+v, want 3", ws)
 	}
 }
+
+// TestResumeCountsLogStreamsBeyondTheTail: a log source (no group) is
+// read again from its start after a restart, so a log stream that the
+// full tail does not reach is written again from its first offset, 0,
+// whole, if the pipe wrote it before: it is counted (Stats.Unresumed),
+// though it comes back at its first position. A feed's session that
+// does is not (it may be new); nor a log stream of an acknowledged
+// source (ResumeAcknowledged: its group says where it resumes).
+func TestResumeCountsLogStreamsBeyondTheTail(t *testing.T) {
+	dst := transport.StreamID{Topic: "dest"}
+	tail := tailOf(dst, srcLog, 1, DefaultTailRecords)
+	other := transport.StreamID{Topic: "src", Partition: 5}
+	for _, c := range []struct {
+		name   string
+		resume func(*Core, []transport.Message) (int, error)
+		want   uint64
+	}{
+		{"log source", (*Core).Resume, 1},
+		{"acknowledged", (*Core).ResumeAcknowledged, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			core := newCore(t, 0)
+			if _, err := c.resume(core, tail); err != nil {
+				t.Fatal(err)
+			}
+			feed(t, core, startEv(other, 0), msg(other, 0), startEv(feedA, 1), msg(feedA, 1))
+			if s := core.Stats(); s.Unresumed != c.want {
+				t.Fatalf("Unresumed %d, want %d", s.Unresumed, c.want)
+			}
+		})
+	}
+}
