@@ -66,6 +66,12 @@ A message TO refuses (too large for it, say) stops the pipe, with an error
 that names the FROM stream and position refused; nothing from there on is
 acknowledged, so a restarted pipe stops there again until TO takes it.
 
+While TO accepts nothing for 10s with messages waiting (TO down, or
+retrying one it will never take, as a logd whose --max-request-bytes it
+exceeds), the pipe says so on standard error, naming the oldest FROM
+position waiting, and again when TO accepts anew; what waits is bounded
+by --max-in-flight and --max-in-flight-bytes.
+
 It runs until interrupted, or for --duration; on SIGINT or SIGTERM it
 waits (at most 5s) for TO to accept what is in flight, and acknowledges
 it. It prints its counters on standard error at exit, and every
@@ -211,12 +217,18 @@ func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe
 
 	runCtx, cancel := withDuration(ctx, duration)
 	defer cancel()
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		watchStall(inv.err, p, fromURL, toURL, stop)
+	}()
 	if interval > 0 {
-		stop := make(chan struct{})
-		defer close(stop)
 		go printPipeStats(inv.err, p, interval, stop)
 	}
 	err = p.Run(runCtx)
+	close(stop)
+	<-watched
 	err = errors.Join(err, closeTo(), closeFrom())
 	writePipeStats(inv.err, p.Stats())
 	return err
@@ -249,6 +261,59 @@ func sourceDefaults(raw string) string {
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// stallAfter is how long a pipe with writes in flight goes without a
+// receipt from TO before it says so on standard error.
+const stallAfter = 10 * time.Second
+
+// stallWatch tells when TO has accepted nothing for stallAfter while
+// writes wait (TO down, or retrying a write it will never take), and
+// when it accepts again.
+type stallWatch struct {
+	accepted uint64
+	since    time.Time // when accepted last changed, or writes came in flight
+	stalled  bool
+}
+
+// check takes the counters at now and says whether a stall begins
+// (warn) or ends (over).
+func (w *stallWatch) check(now time.Time, s pipe.Stats) (warn, over bool) {
+	if s.Accepted != w.accepted || s.InFlight == 0 || w.since.IsZero() {
+		w.accepted, w.since = s.Accepted, now
+		over, w.stalled = w.stalled, false
+		return false, over
+	}
+	if !w.stalled && now.Sub(w.since) >= stallAfter {
+		w.stalled = true
+		return true, false
+	}
+	return false, false
+}
+
+// watchStall checks p, from the URL from to the URL to, every second
+// until stop is closed, and says on w when to stops accepting and when
+// it accepts again.
+func watchStall(w io.Writer, p *pipe.Pipe, from, to string, stop <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var sw stallWatch
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			s := p.Stats()
+			switch warn, over := sw.check(now, s); {
+			case warn:
+				stream, pos, _ := p.Oldest()
+				fmt.Fprintf(w, "warning: %s has accepted nothing for %v; %d writes wait, the oldest of %s stream %s position %d (%s down, or refusing it: see the transport's messages above)\n",
+					to, now.Sub(sw.since).Round(time.Second), s.InFlight, from, stream, pos, to)
+			case over:
+				fmt.Fprintf(w, "%s accepts again\n", to)
+			}
+		}
+	}
 }
 
 func printPipeStats(w io.Writer, p *pipe.Pipe, interval time.Duration, stop <-chan struct{}) {

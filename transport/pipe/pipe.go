@@ -172,6 +172,16 @@ func (p *Pipe) TailError() error {
 	return p.core.TailError()
 }
 
+// Oldest returns the source stream and position of the oldest write
+// in flight (a gap marker's end), the one the destination has still to
+// accept before anything after it is acknowledged; ok is false when
+// nothing is in flight.
+func (p *Pipe) Oldest() (stream transport.StreamID, pos uint64, ok bool) {
+	p.lock()
+	defer p.unlock()
+	return p.core.position(p.core.head)
+}
+
 // Stats returns the counters.
 func (p *Pipe) Stats() Stats {
 	p.lock()

@@ -426,3 +426,53 @@ func TestPipeStopsUnderLoad(t *testing.T) {
 		t.Errorf("Run: %v", err)
 	}
 }
+
+// TestPipeOldest: Oldest names the oldest write the destination has not
+// accepted, and nothing once everything is.
+func TestPipeOldest(t *testing.T) {
+	d := &dest{}
+	src := newAckingSource(16, func(transport.StreamID, uint64) error { return nil })
+	for s := uint64(1); s <= 5; s++ {
+		src.events <- *msg(feedA, s)
+	}
+	p, _ := New(src, d, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := runPipe(ctx, p)
+	deadline := time.After(waitLimit)
+	for p.Stats().InFlight < 5 {
+		select {
+		case <-deadline:
+			t.Fatal("5 writes never in flight")
+		case <-time.After(time.Millisecond): // the fake gives no event to wait on
+		}
+	}
+	if s, pos, ok := p.Oldest(); !ok || s != feedA || pos != 1 {
+		t.Errorf("oldest %v %d %v, want %v 1", s, pos, ok, feedA)
+	}
+	d.accept(2)
+	for p.Stats().InFlight > 3 {
+		select {
+		case <-deadline:
+			t.Fatal("2 receipts never taken")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if s, pos, ok := p.Oldest(); !ok || s != feedA || pos != 3 {
+		t.Errorf("after 2 receipts oldest %v %d %v, want %v 3", s, pos, ok, feedA)
+	}
+	d.accept(-1)
+	for p.Stats().InFlight > 0 {
+		select {
+		case <-deadline:
+			t.Fatal("receipts never taken")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if _, _, ok := p.Oldest(); ok {
+		t.Error("oldest with nothing in flight")
+	}
+	cancel()
+	if err := waitRun(t, done); err != nil {
+		t.Fatal(err)
+	}
+}
