@@ -439,10 +439,15 @@ func TestPipeOldest(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := runPipe(ctx, p)
 	deadline := time.After(waitLimit)
-	for p.Stats().InFlight < 5 {
+	pending := func() int {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return len(d.pending)
+	}
+	for pending() < 5 {
 		select {
 		case <-deadline:
-			t.Fatal("5 writes never in flight")
+			t.Fatal("5 writes never published")
 		case <-time.After(time.Millisecond): // the fake gives no event to wait on
 		}
 	}
