@@ -40,7 +40,9 @@ consumer group commits its acknowledgements every few seconds, so a
 killed pipe is given again what it wrote in its last seconds: where TO
 is a log (logd://, kafka://) that keeps each FROM stream in one
 partition, the pipe reads TO's last records on start and drops what TO
-already holds, acknowledging it, so nothing is written twice.
+already holds, acknowledging it, so nothing is written twice (a FROM
+stream TO holds out of order, as two pipes from two clusters whose topics
+share a name write it, is not resumed: it is written at least once).
 
 A FROM that cannot be acknowledged (a multicast feed) is resumed from TO
 instead: on start the pipe reads TO's last records, drops what FROM sends
@@ -210,6 +212,10 @@ func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe
 			fromURL, toURL, fromURL, toURL, fromURL)
 	}
 
+	if s := p.Stats(); s.Interleaved > 0 {
+		fmt.Fprintf(inv.err, "warning: %d streams of %s are in %s out of order (written by two pipes, or a source of the same topic name on another cluster): not resumed, what %s gives again of them is written again\n",
+			s.Interleaved, fromURL, toURL, fromURL)
+	}
 	if s := p.Stats(); s.MalformedTail > 0 {
 		fmt.Fprintf(inv.err, "warning: %d of the last records of %s have a %s header that does not decode, ignored as if no pipe wrote them; the first: %v\n",
 			s.MalformedTail, toURL, transport.HeaderOrigin, p.TailError())

@@ -76,6 +76,10 @@ type Stats struct {
 	// whose origin headers do not decode (Core.TailError says how the
 	// first does not): ignored, as if no pipe had written them.
 	MalformedTail uint64
+	// Interleaved counts the source streams that ResumeAcknowledged
+	// did not resume because their positions in the destination's
+	// tail go backwards (see there).
+	Interleaved uint64
 }
 
 // Core is what a pipe decides, without I/O: which messages and gap

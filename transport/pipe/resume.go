@@ -37,7 +37,12 @@ func (c *Core) Resume(tail []transport.Message) (int, error) {
 // acknowledged — or whose acknowledgement the source had not yet made
 // durable (a Kafka group commits every few seconds) — is not written
 // twice. The source says where it resumes, so no resume gap marker is
-// written, and a stream not found in tail is not counted.
+// written, and a stream not found in tail is not counted. A source
+// stream whose positions go backwards in tail (written by two pipes, of
+// two clusters whose topics share a name, or by several in turn) is
+// not resumed, and counted (Stats.Interleaved): it is written at least
+// once, as if the destination did not hold it, rather than dropped
+// after another source's position.
 func (c *Core) ResumeAcknowledged(tail []transport.Message) (int, error) {
 	return c.resume(tail, true)
 }
@@ -45,6 +50,7 @@ func (c *Core) ResumeAcknowledged(tail []transport.Message) (int, error) {
 func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 	owner := map[transport.StreamID]transport.StreamID{}
 	last := map[transport.StreamID]uint64{}
+	back := map[transport.StreamID]bool{} // positions went backwards
 	full := false
 	var malformed uint64
 	held := map[transport.StreamID]int{}
@@ -68,7 +74,21 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 			return 0, fmt.Errorf("%w: %s is in %s and %s", ErrSplitStream, src, o, m.Stream)
 		}
 		owner[src] = m.Stream
+		if l, seen := last[src]; seen && pos < l {
+			back[src] = true
+		}
 		last[src] = max(last[src], pos)
+	}
+	if dropOnly {
+		// Positions of one source stream that go backwards were not
+		// written by one pipe in order: two pipes write the same
+		// topic and partition of two clusters into one destination,
+		// or several wrote in turn. Their highest says nothing of
+		// what this source sent: the stream is not resumed.
+		for src := range back {
+			delete(last, src)
+			c.stats.Interleaved++
+		}
 	}
 	c.curOK = false // resumed changes
 	c.tailFull = c.tailFull || full

@@ -99,3 +99,30 @@ func TestResumeCountsLogStreamsBeyondTheTail(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeAcknowledgedInterleaved: two pipes copy the partition src/2
+// of two clusters into one destination: its positions in the tail go
+// backwards. An acknowledged source does not drop what is below the
+// other cluster's position (that would lose it): the stream is not
+// resumed, and counted. One pipe's stream, in order, still is.
+func TestResumeAcknowledgedInterleaved(t *testing.T) {
+	var tail []transport.Message
+	for i := uint64(0); i < 20; i++ {
+		pos := 1000 + i // the other cluster's, far ahead
+		if i%2 == 1 {
+			pos = 10 + i // this one's
+		}
+		tail = append(tail, tailOf(part0, srcLog, pos, pos)...)
+	}
+	tail = append(tail, tailOf(part0, feedA, 1, 5)...)
+	c := newCore(t, 0)
+	if _, err := c.ResumeAcknowledged(tail); err != nil {
+		t.Fatal(err)
+	}
+	if _, ws := feed(t, c, msg(srcLog, 30), msg(feedA, 5), msg(feedA, 6)); len(ws) != 2 || ws[0].origin.Seq != 30 || ws[1].origin.Seq != 6 {
+		t.Errorf("wrote %+v, want src/2 30 and feedA 6", ws)
+	}
+	if s := c.Stats(); s.Interleaved != 1 {
+		t.Errorf("Interleaved %d, want 1", s.Interleaved)
+	}
+}
