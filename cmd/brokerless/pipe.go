@@ -35,8 +35,14 @@ TO is durable (a logd or Kafka topic with acks=all) — cumulatively and in
 order, so a pipe killed at any moment loses nothing: what it had not
 acknowledged is delivered to it again. Up to --max-in-flight messages
 (and --max-in-flight-bytes of them) are on their way at once, so the
-pipe keeps up with its source through TO's round trips and pauses; that
-is also the most a killed pipe can write twice.
+pipe keeps up with its source through TO's round trips and pauses. A
+consumer group commits its acknowledgements every few seconds, so a
+killed pipe is given again what it wrote in its last seconds: where TO
+is a log (logd://, kafka://) that keeps each FROM stream in one
+partition, the pipe reads TO's last records on start and drops what TO
+already holds, acknowledging it, so nothing is written twice (a FROM
+stream TO holds out of order, as two pipes from two clusters whose topics
+share a name write it, is not resumed: it is written at least once).
 
 A FROM that cannot be acknowledged (a multicast feed) is resumed from TO
 instead: on start the pipe reads TO's last records, drops what FROM sends
@@ -57,6 +63,16 @@ A TO that is FROM (the same topic of the same brokers, the same
 multicast feed, the same ZeroMQ endpoints, however spelt; host names are
 not resolved) is refused: the pipe would read back what it writes,
 without end.
+
+A message TO refuses (too large for it, say) stops the pipe, with an error
+that names the FROM stream and position refused; nothing from there on is
+acknowledged, so a restarted pipe stops there again until TO takes it.
+
+While TO accepts nothing for 10s with messages waiting (TO down, or
+retrying one it will never take, as a logd whose --max-request-bytes it
+exceeds), the pipe says so on standard error, naming the oldest FROM
+position waiting, and again when TO accepts anew; what waits is bounded
+by --max-in-flight and --max-in-flight-bytes.
 
 It runs until interrupted, or for --duration; on SIGINT or SIGTERM it
 waits (at most 5s) for TO to accept what is in flight, and acknowledges
@@ -170,6 +186,19 @@ func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe
 		}
 	}
 	switch {
+	case p.Acknowledges() && canResume:
+		// What a killed pipe wrote and had not acknowledged, or whose
+		// acknowledgement its group had not committed yet, is in TO:
+		// it is dropped when FROM delivers it again.
+		n, err := p.Resume(tail)
+		switch {
+		case errors.Is(err, pipe.ErrSplitStream):
+			fmt.Fprintf(inv.err, "piping %s to %s: %s acknowledged once %s accepted; %v: what a killed pipe had not acknowledged is written again\n", fromURL, toURL, fromURL, toURL, err)
+		case err != nil:
+			return err
+		default:
+			fmt.Fprintf(inv.err, "piping %s to %s: %s acknowledged once %s accepted; dropping what %s already holds (%d streams)\n", fromURL, toURL, fromURL, toURL, toURL, n)
+		}
 	case p.Acknowledges():
 		fmt.Fprintf(inv.err, "piping %s to %s: %s acknowledged once %s accepted\n", fromURL, toURL, fromURL, toURL)
 	case canResume:
@@ -183,14 +212,29 @@ func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe
 			fromURL, toURL, fromURL, toURL, fromURL)
 	}
 
+	if s := p.Stats(); s.Interleaved > 0 {
+		fmt.Fprintf(inv.err, "warning: %d streams of %s are in %s out of order (written by two pipes, or a source of the same topic name on another cluster): not resumed, what %s gives again of them is written again\n",
+			s.Interleaved, fromURL, toURL, fromURL)
+	}
+	if s := p.Stats(); s.MalformedTail > 0 {
+		fmt.Fprintf(inv.err, "warning: %d of the last records of %s have a %s header that does not decode, ignored as if no pipe wrote them; the first: %v\n",
+			s.MalformedTail, toURL, transport.HeaderOrigin, p.TailError())
+	}
+
 	runCtx, cancel := withDuration(ctx, duration)
 	defer cancel()
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		watchStall(inv.err, p, fromURL, toURL, stop)
+	}()
 	if interval > 0 {
-		stop := make(chan struct{})
-		defer close(stop)
 		go printPipeStats(inv.err, p, interval, stop)
 	}
 	err = p.Run(runCtx)
+	close(stop)
+	<-watched
 	err = errors.Join(err, closeTo(), closeFrom())
 	writePipeStats(inv.err, p.Stats())
 	return err
@@ -225,6 +269,59 @@ func sourceDefaults(raw string) string {
 	return u.String()
 }
 
+// stallAfter is how long a pipe with writes in flight goes without a
+// receipt from TO before it says so on standard error.
+const stallAfter = 10 * time.Second
+
+// stallWatch tells when TO has accepted nothing for stallAfter while
+// writes wait (TO down, or retrying a write it will never take), and
+// when it accepts again.
+type stallWatch struct {
+	accepted uint64
+	since    time.Time // when accepted last changed, or writes came in flight
+	stalled  bool
+}
+
+// check takes the counters at now and says whether a stall begins
+// (warn) or ends (over).
+func (w *stallWatch) check(now time.Time, s pipe.Stats) (warn, over bool) {
+	if s.Accepted != w.accepted || s.InFlight == 0 || w.since.IsZero() {
+		w.accepted, w.since = s.Accepted, now
+		over, w.stalled = w.stalled, false
+		return false, over
+	}
+	if !w.stalled && now.Sub(w.since) >= stallAfter {
+		w.stalled = true
+		return true, false
+	}
+	return false, false
+}
+
+// watchStall checks p, from the URL from to the URL to, every second
+// until stop is closed, and says on w when to stops accepting and when
+// it accepts again.
+func watchStall(w io.Writer, p *pipe.Pipe, from, to string, stop <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var sw stallWatch
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			s := p.Stats()
+			switch warn, over := sw.check(now, s); {
+			case warn:
+				stream, pos, _ := p.Oldest()
+				fmt.Fprintf(w, "warning: %s has accepted nothing for %v; %d writes wait, the oldest of %s stream %s position %d (%s down, or refusing it: see the transport's messages above)\n",
+					to, now.Sub(sw.since).Round(time.Second), s.InFlight, from, stream, pos, to)
+			case over:
+				fmt.Fprintf(w, "%s accepts again\n", to)
+			}
+		}
+	}
+}
+
 func printPipeStats(w io.Writer, p *pipe.Pipe, interval time.Duration, stop <-chan struct{}) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -244,7 +341,7 @@ func writePipeStats(w io.Writer, s pipe.Stats) {
 	fmt.Fprintf(w, "forwarded %d messages, %d gap markers (%d for what the source no longer held), skipped %d already written; %d accepted, %d in flight; acknowledged the source %d times\n",
 		s.Forwarded, s.Markers, s.ResumeGaps, s.Skipped, s.Accepted, s.InFlight, s.Acks)
 	if s.Unresumed > 0 {
-		fmt.Fprintf(w, "warning: %d source streams came back past their start and were not in the last %d records of a destination stream read at start: if this pipe wrote them before, what they sent while it was down has no gap marker\n",
+		fmt.Fprintf(w, "warning: %d source streams were not in the last %d records of a destination stream read at start: if this pipe wrote them before, what a feed sent while it was down has no gap marker, and what it wrote of a log is written again\n",
 			s.Unresumed, pipe.DefaultTailRecords)
 	}
 }

@@ -400,12 +400,13 @@ func TestStartChildCleanup(t *testing.T) {
 }
 
 // startKillLogd starts a logd for TestPipeKillLoop, which makes what it
-// appends visible at once (--fsync interval, not a group commit), and
-// returns its Kafka address and its metrics URL.
-func startKillLogd(t *testing.T) (addr, metrics string) {
+// appends visible at once (--fsync interval, not a group commit), with
+// extra flags, and returns its Kafka address and its metrics URL.
+func startKillLogd(t *testing.T, extra ...string) (addr, metrics string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	addr, errOut, done := startLogd(t, ctx, "--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--fsync", "interval")
+	args := append([]string{"--dir", t.TempDir(), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--fsync", "interval"}, extra...)
+	addr, errOut, done := startLogd(t, ctx, args...)
 	t.Cleanup(func() { stopLogd(t, cancel, done) })
 	m := regexp.MustCompile(`logd http on (http://127\.0\.0\.1:\d+)`).FindStringSubmatch(errOut.String())
 	if m == nil {

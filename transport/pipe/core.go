@@ -63,13 +63,23 @@ type Stats struct {
 	// Core sends none).
 	Acks uint64
 	// Unresumed counts the source streams that Resume did not find,
-	// whose first event came past their first position, when the tail
-	// it read was full (DefaultTailRecords of a destination stream):
-	// the pipe may have written them before the tail's reach, and what
-	// they sent while it was down is then unmarked. (A multicast
+	// whose first event came past their first position (a log's: any
+	// first event), when the tail it read was full (DefaultTailRecords
+	// of a destination stream): the pipe may have written them before
+	// the tail's reach, and what they sent while it was down is then
+	// unmarked (a feed), or what it wrote is written again (a log read
+	// from its start). (A multicast
 	// source joined with join=earliest, a pipe's default, reports what
 	// it no longer holds as a Gap from position 1, which is written.)
 	Unresumed uint64
+	// MalformedTail counts the destination records given to Resume
+	// whose origin headers do not decode (Core.TailError says how the
+	// first does not): ignored, as if no pipe had written them.
+	MalformedTail uint64
+	// Interleaved counts the source streams that ResumeAcknowledged
+	// did not resume because their positions in the destination's
+	// tail go backwards (see there).
+	Interleaved uint64
 }
 
 // Core is what a pipe decides, without I/O: which messages and gap
@@ -103,6 +113,11 @@ type Core struct {
 	// DefaultTailRecords records, so a source stream older than them
 	// was not seen (Stats.Unresumed).
 	tailFull bool
+	// dropOnly: the source is acknowledged (ResumeAcknowledged), so
+	// Resume only drops what the destination holds: a stream that
+	// comes back past it gets no resume gap marker.
+	dropOnly bool
+	tailErr  error // the first malformed record Resume found
 
 	out  []Write
 	hdrs []transport.Header
@@ -221,7 +236,7 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 		c.write(g.Stream, g.To, transport.GapMarker(g, now()))
 	case transport.EventStreamStart:
 		c.setOwn(ev.Start.Stream, ev.Start.FirstSeq)
-		if r := c.resumedOf(ev.Start.Stream); r == nil || ev.Start.FirstSeq > r.last+1 {
+		if r := c.resumedOf(ev.Start.Stream); r == nil || r.beyond(ev.Start.FirstSeq) {
 			// A start at or before the position after the last written
 			// says nothing yet: the event after it does (a message,
 			// or a Gap of what the source no longer held).
@@ -246,12 +261,17 @@ func (c *Core) checkResume(stream transport.StreamID, first uint64, now func() t
 		return
 	}
 	r.checked = true
-	if first <= r.last+1 {
+	if c.dropOnly || !r.beyond(first) {
 		return
 	}
 	r.pend = transport.Gap{Stream: stream, From: r.last + 1, To: first - 1, Reason: transport.GapSourceDown}
 	r.pendAt, r.hasPend = now(), true
 }
+
+// beyond reports whether pos is past the position after the last
+// written (which a record claiming the last position there is has not:
+// r.last+1 would wrap to 0).
+func (r *resume) beyond(pos uint64) bool { return pos > r.last && pos-r.last > 1 }
 
 // extendResume adds to a stream's resume gap a loss of the positions
 // right after it that left the source's window before the pipe, back,
@@ -328,7 +348,9 @@ func (c *Core) setOwn(stream transport.StreamID, pos uint64) {
 	if c.curOK && stream == c.cur {
 		return
 	}
-	if !c.own[stream] && c.tailFull && pos > 1 && c.resumed[stream] == nil {
+	// A feed's session at its first position may be new; a log's
+	// stream read again from its start was written whole, if at all.
+	if !c.own[stream] && c.tailFull && !c.dropOnly && (pos > 1 || stream.Topic != "") && c.resumed[stream] == nil {
 		c.stats.Unresumed++
 	}
 	c.own[stream] = true
@@ -366,6 +388,16 @@ func (c *Core) Done(ticket uint64) error {
 	c.stats.Accepted++
 	c.pop()
 	return nil
+}
+
+// position returns the source stream and position of the write of
+// ticket (a gap marker's end), if it is in flight.
+func (c *Core) position(ticket uint64) (transport.StreamID, uint64, bool) {
+	if ticket < c.head || ticket >= c.next {
+		return transport.StreamID{}, 0, false
+	}
+	e := &c.ring[ticket%uint64(len(c.ring))]
+	return e.stream, e.pos, true
 }
 
 // pop retires the accepted events at the head, in order. Of a run of

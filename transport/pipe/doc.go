@@ -23,6 +23,13 @@
 // publishes in place (package transport/kafka's Publisher, through
 // PublishReceiptsInPlace) writes from that copy without one of its own.
 //
+// A source that is acknowledged may still deliver again, after a
+// restart, what the pipe wrote: what it had not acknowledged, and what
+// its acknowledgements had not yet made durable (a Kafka consumer group
+// commits every few seconds). Pipe.Resume, given the destination's last
+// records, drops (and acknowledges) what the destination holds, so that
+// nothing is written twice (Core.ResumeAcknowledged).
+//
 // A source that cannot be acknowledged (multicast) is resumed from the
 // destination instead: on start the pipe reads the destination's last
 // records (transport.TailReader), drops the messages it had already

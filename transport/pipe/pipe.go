@@ -151,13 +151,35 @@ func Acknowledger(sub transport.Subscriber) transport.Acknowledger {
 func (p *Pipe) Acknowledges() bool { return p.acker != nil }
 
 // Resume resumes from the destination's last records, as
-// Core.Resume does; read them with a transport.TailReader, at most
-// DefaultTailRecords per destination stream. It returns how many source
-// streams the destination held.
+// Core.Resume does, or Core.ResumeAcknowledged when the source is
+// acknowledged (Acknowledges); read them with a transport.TailReader, at
+// most DefaultTailRecords per destination stream. It returns how many
+// source streams the destination held.
 func (p *Pipe) Resume(tail []transport.Message) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.acker != nil {
+		return p.core.ResumeAcknowledged(tail)
+	}
 	return p.core.Resume(tail)
+}
+
+// TailError is Core.TailError: the first record given to Resume whose
+// origin headers do not decode.
+func (p *Pipe) TailError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.core.TailError()
+}
+
+// Oldest returns the source stream and position of the oldest write
+// in flight (a gap marker's end), the one the destination has still to
+// accept before anything after it is acknowledged; ok is false when
+// nothing is in flight.
+func (p *Pipe) Oldest() (stream transport.StreamID, pos uint64, ok bool) {
+	p.lock()
+	defer p.unlock()
+	return p.core.position(p.core.head)
 }
 
 // Stats returns the counters.
@@ -431,12 +453,22 @@ func (p *Pipe) receipt(b *batch, i int) func(transport.Receipt, error) {
 }
 
 // accepted takes the destination's answer for the write of ticket: a
-// receipt waits in acceptedQ for the core, a refusal fails the pipe.
+// receipt waits in acceptedQ for the core, a refusal fails the pipe with
+// an error that names the source position written, so that one the
+// destination will always refuse (too large) can be found.
 func (p *Pipe) accepted(ticket uint64, err error) {
 	if err == nil {
 		p.acceptedQ.add(ticket)
 	} else {
-		p.fail(fmt.Errorf("pipe: the destination did not accept a message: %w", err))
+		p.mu.Lock()
+		stream, pos, ok := p.core.position(ticket)
+		p.mu.Unlock()
+		if ok {
+			err = fmt.Errorf("pipe: the destination did not accept the write of %s position %d: %w", stream, pos, err)
+		} else {
+			err = fmt.Errorf("pipe: the destination did not accept a message: %w", err)
+		}
+		p.fail(err)
 	}
 	signal(p.room)
 	signal(p.acks)

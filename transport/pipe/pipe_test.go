@@ -203,7 +203,10 @@ func TestPipeAcknowledgesOnlyAccepted(t *testing.T) {
 }
 
 // TestPipeDestinationRefuses: a write the destination refuses stops the
-// pipe with that error, and nothing from it on is acknowledged.
+// pipe with that error, naming the source position refused (one the
+// destination will always refuse, too large, stops the pipe again when
+// restarted: the operator must find it), and nothing from it on is
+// acknowledged.
 func TestPipeDestinationRefuses(t *testing.T) {
 	d := &dest{failAt: 6}
 	src := newAckingSource(16, func(transport.StreamID, uint64) error { return nil })
@@ -223,7 +226,7 @@ func TestPipeDestinationRefuses(t *testing.T) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if !strings.Contains(err.Error(), "write 6 refused") {
+	if !strings.Contains(err.Error(), "write 6 refused") || !strings.Contains(err.Error(), feedA.String()+" position 6") {
 		t.Errorf("Run: %v", err)
 	}
 	if a := src.ackedAt(feedA); a != 5 {
@@ -380,7 +383,7 @@ func lastWritten(t *testing.T, held []transport.Message) uint64 {
 	t.Helper()
 	var last uint64
 	for i := range held {
-		if _, pos, ok := position(&held[i]); ok {
+		if _, pos, ok, _ := position(&held[i]); ok {
 			last = max(last, pos)
 		}
 	}
@@ -421,5 +424,60 @@ func TestPipeStopsUnderLoad(t *testing.T) {
 	cancel()
 	if err := waitRun(t, done); err != nil {
 		t.Errorf("Run: %v", err)
+	}
+}
+
+// TestPipeOldest: Oldest names the oldest write the destination has not
+// accepted, and nothing once everything is.
+func TestPipeOldest(t *testing.T) {
+	d := &dest{}
+	src := newAckingSource(16, func(transport.StreamID, uint64) error { return nil })
+	for s := uint64(1); s <= 5; s++ {
+		src.events <- *msg(feedA, s)
+	}
+	p, _ := New(src, d, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := runPipe(ctx, p)
+	deadline := time.After(waitLimit)
+	pending := func() int {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return len(d.pending)
+	}
+	for pending() < 5 {
+		select {
+		case <-deadline:
+			t.Fatal("5 writes never published")
+		case <-time.After(time.Millisecond): // the fake gives no event to wait on
+		}
+	}
+	if s, pos, ok := p.Oldest(); !ok || s != feedA || pos != 1 {
+		t.Errorf("oldest %v %d %v, want %v 1", s, pos, ok, feedA)
+	}
+	d.accept(2)
+	for p.Stats().InFlight > 3 {
+		select {
+		case <-deadline:
+			t.Fatal("2 receipts never taken")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if s, pos, ok := p.Oldest(); !ok || s != feedA || pos != 3 {
+		t.Errorf("after 2 receipts oldest %v %d %v, want %v 3", s, pos, ok, feedA)
+	}
+	d.accept(-1)
+	for p.Stats().InFlight > 0 {
+		select {
+		case <-deadline:
+			t.Fatal("receipts never taken")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if _, _, ok := p.Oldest(); ok {
+		t.Error("oldest with nothing in flight")
+	}
+	cancel()
+	if err := waitRun(t, done); err != nil {
+		t.Fatal(err)
 	}
 }

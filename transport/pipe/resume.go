@@ -13,12 +13,14 @@ import (
 // dropped, and a gap marker is written where a stream's first event
 // comes later than the position after it (transport.GapSourceDown).
 // Records without origin headers were not written by a pipe and are
-// ignored. A destination stream's tail of DefaultTailRecords records may
+// ignored; so are those whose origin headers do not decode (anyone may
+// write to a log), counted (Stats.MalformedTail, TailError). A destination stream's tail of DefaultTailRecords records may
 // not reach back to every source stream: one not found, whose first
-// event comes past its first position, is counted (Stats.Unresumed).
+// event comes past its first position (a log's: any), is counted
+// (Stats.Unresumed).
 // Call it before the first Event. It returns how many source
 // streams it found, and ErrSplitStream when one source stream is spread
-// over several destination streams.
+// over several destination streams (the Core is then left as it was).
 //
 // Nothing fences a killed predecessor's writes: one the destination
 // shows only after tail was read (still being fsynced or replicated)
@@ -26,15 +28,45 @@ import (
 // destination holds after all (Kafka's answer, a transactional id that
 // fences the old producer's epoch, is not implemented by logd).
 func (c *Core) Resume(tail []transport.Message) (int, error) {
-	c.curOK = false // resumed changes
+	return c.resume(tail, false)
+}
+
+// ResumeAcknowledged is Resume for a source that is acknowledged (a
+// consumer group): what the destination holds is dropped, and
+// acknowledged, so that what a killed pipe wrote and had not yet
+// acknowledged — or whose acknowledgement the source had not yet made
+// durable (a Kafka group commits every few seconds) — is not written
+// twice. The source says where it resumes, so no resume gap marker is
+// written, and a stream not found in tail is not counted. A source
+// stream whose positions go backwards in tail (written by two pipes, of
+// two clusters whose topics share a name, or by several in turn) is
+// not resumed, and counted (Stats.Interleaved): it is written at least
+// once, as if the destination did not hold it, rather than dropped
+// after another source's position.
+func (c *Core) ResumeAcknowledged(tail []transport.Message) (int, error) {
+	return c.resume(tail, true)
+}
+
+func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 	owner := map[transport.StreamID]transport.StreamID{}
+	last := map[transport.StreamID]uint64{}
+	back := map[transport.StreamID]bool{} // positions went backwards
+	full := false
+	var malformed uint64
 	held := map[transport.StreamID]int{}
 	for i := range tail {
 		m := &tail[i]
 		if held[m.Stream]++; held[m.Stream] >= DefaultTailRecords {
-			c.tailFull = true
+			full = true
 		}
-		src, pos, ok := position(m)
+		src, pos, ok, err := position(m)
+		if err != nil {
+			malformed++
+			if c.tailErr == nil {
+				c.tailErr = fmt.Errorf("%s offset %d: %w", m.Stream, m.Seq, err)
+			}
+			continue
+		}
 		if !ok {
 			continue
 		}
@@ -42,6 +74,27 @@ func (c *Core) Resume(tail []transport.Message) (int, error) {
 			return 0, fmt.Errorf("%w: %s is in %s and %s", ErrSplitStream, src, o, m.Stream)
 		}
 		owner[src] = m.Stream
+		if l, seen := last[src]; seen && pos < l {
+			back[src] = true
+		}
+		last[src] = max(last[src], pos)
+	}
+	if dropOnly {
+		// Positions of one source stream that go backwards were not
+		// written by one pipe in order: two pipes write the same
+		// topic and partition of two clusters into one destination,
+		// or several wrote in turn. Their highest says nothing of
+		// what this source sent: the stream is not resumed.
+		for src := range back {
+			delete(last, src)
+			c.stats.Interleaved++
+		}
+	}
+	c.curOK = false // resumed changes
+	c.tailFull = c.tailFull || full
+	c.dropOnly = dropOnly
+	c.stats.MalformedTail += malformed
+	for src, pos := range last {
 		r := c.resumed[src]
 		if r == nil {
 			r = &resume{}
@@ -53,14 +106,25 @@ func (c *Core) Resume(tail []transport.Message) (int, error) {
 }
 
 // position is the source stream and position a record written by a pipe
-// stands for: a gap marker's end, or a message's origin position.
-func position(m *transport.Message) (transport.StreamID, uint64, bool) {
-	if g, ok, err := transport.ParseGapMarker(*m); ok && err == nil {
-		return g.Stream, g.To, true
+// stands for: a gap marker's end, or a message's origin position; ok is
+// false for a record without origin headers, and err says why those it
+// has do not decode.
+func position(m *transport.Message) (_ transport.StreamID, _ uint64, ok bool, err error) {
+	g, ok, err := transport.ParseGapMarker(*m)
+	if err != nil {
+		return transport.StreamID{}, 0, false, err
+	}
+	if ok {
+		return g.Stream, g.To, true, nil
 	}
 	o, ok, err := transport.ParseOrigin(m.Headers)
 	if !ok || err != nil {
-		return transport.StreamID{}, 0, false
+		return transport.StreamID{}, 0, false, err
 	}
-	return o.Stream, o.Seq, true
+	return o.Stream, o.Seq, true, nil
 }
+
+// TailError is the first malformed origin header Resume found (nil if
+// none; Stats.MalformedTail counts them), with the destination stream
+// and position of its record.
+func (c *Core) TailError() error { return c.tailErr }
