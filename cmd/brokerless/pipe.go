@@ -76,7 +76,8 @@ by --max-in-flight and --max-in-flight-bytes.
 
 It runs until interrupted, or for --duration; on SIGINT or SIGTERM it
 waits (at most 5s) for TO to accept what is in flight, and acknowledges
-it. It prints its counters on standard error at exit, and every
+it, then closes both ends (a logd or Kafka end may take up to 5s more);
+a second signal ends it at once. It prints its counters on standard error at exit, and every
 --interval if given.`,
 	examples: `
 # Record a multicast feed into the topic ticks of a logd on this machine.
