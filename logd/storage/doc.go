@@ -136,7 +136,10 @@
 // append-only file of CRC'd records, fdatasynced on every Commit,
 // replayed on Open record by record (a torn tail is cut; the file is
 // never read whole) and rewritten once it reaches twice what the
-// rewrite holds (one record per group) and 1 MiB.
+// rewrite holds (one record per group) and 1 MiB. The rewrite runs in
+// the background, as Kafka compacts __consumer_offsets: commits go on
+// while it writes and fsyncs the live offsets, and it appends those made
+// meanwhile before it renames its file over the log (offsets_rewrite.go).
 // A group's offsets expire as Kafka's do (offsets.retention.minutes):
 // once it has gone OffsetsRetention (7 days) without a commit and
 // without members, at a maintenance pass or when a new group would

@@ -58,9 +58,12 @@ type GroupOffset struct {
 // buffer (the file is never read whole, so what Open holds is the live
 // offsets, not the file); a torn or corrupt tail is truncated. When the
 // file reaches twice what its rewrite writes (kept exactly, see
-// offsets_live.go) and at least 1 MiB, it is rewritten as one commit
-// record per group, to offsets.log.tmp, fsynced and renamed over it:
-// the file stays within max(1 MiB, 2× the live records) plus one record.
+// offsets_live.go) and at least 1 MiB, it is rewritten in the
+// background as one commit record per group, to offsets.log.tmp, with
+// the records written meanwhile appended, fsynced and renamed over it
+// (offsets_rewrite.go): commits do not wait for the rewrite, and the
+// file stays within max(1 MiB, 2× the live records) plus what is
+// written while a rewrite runs.
 //
 // What the offsets hold is bounded in count (Config.MaxGroups) and in
 // bytes (Config.MaxOffsetBytes, see Bytes): a commit that would pass
@@ -85,6 +88,14 @@ type OffsetStore struct {
 	// rewriteAt, after a rewrite failed, is the size the file must reach
 	// before the next try (0: none failed).
 	rewriteAt int64
+	// The rewrite runs in the background (offsets_rewrite.go): while
+	// rewriting, the records written are also kept in pending, for the
+	// rewrite to append to the new file before it replaces the old one.
+	rewriting   bool
+	pending     []byte
+	rewrites    sync.WaitGroup // the running rewrite
+	rewriteErr  error          // the last rewrite's outcome, for tests
+	dirUnsynced bool           // a rewrite renamed the file, its directory not synced since
 
 	// Expiry (offsets_expire.go).
 	retention  int64            // ms; ≤ 0: never
@@ -412,6 +423,14 @@ func (o *OffsetStore) write(rec []byte) error {
 	if o.closed {
 		return ErrClosed
 	}
+	if o.dirUnsynced {
+		// The last rewrite's rename is not known durable: a commit to
+		// the new file is not acknowledged until it is.
+		if err := o.fs.SyncDir(filepath.Dir(o.path)); err != nil {
+			return err
+		}
+		o.dirUnsynced = false
+	}
 	if _, err := o.f.WriteAt(rec, o.size); err != nil {
 		return err
 	}
@@ -419,41 +438,9 @@ func (o *OffsetStore) write(rec []byte) error {
 		return err
 	}
 	o.size += int64(len(rec))
-	return nil
-}
-
-// maybeRewrite rewrites the file once it has reached twice what the
-// rewrite writes (live) and offsetsMinFile: the file stays within
-// max(offsetsMinFile, 2×live) plus one record. o.mu is held.
-func (o *OffsetStore) maybeRewrite() error {
-	if o.size < max(offsetsMinFile, 2*o.live, o.rewriteAt) {
-		return nil
+	if o.rewriting {
+		o.pending = append(o.pending, rec...)
 	}
-	// If the rewrite fails, the next try waits for the file to double.
-	o.rewriteAt = 2 * o.size
-	if err := o.rewrite(); err != nil {
-		return err
-	}
-	o.rewriteAt = 0
-	return nil
-}
-
-// rewrite replaces the file by one commit record per group, written
-// to offsets.log.tmp, fsynced and renamed over it. o.mu is held.
-func (o *OffsetStore) rewrite() error {
-	b := make([]byte, 0, o.live)
-	for _, g := range o.groupNames() {
-		b = encodeCommit(b, g, o.groups[g].at, o.all(g))
-	}
-	if err := writeFileAtomic(o.fs, o.path, b); err != nil {
-		return err
-	}
-	f, err := o.fs.OpenFile(o.path, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	o.f.Close()
-	o.f, o.size = f, int64(len(b))
 	return nil
 }
 
@@ -533,10 +520,14 @@ func (o *OffsetStore) delete(typ byte, name string) error {
 
 func (o *OffsetStore) close() error {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.closed {
+		o.mu.Unlock()
 		return nil
 	}
 	o.closed = true
-	return o.f.Close()
+	err := o.f.Close()
+	o.mu.Unlock()
+	// A running rewrite finds the store closed and drops its file.
+	o.rewrites.Wait()
+	return err
 }

@@ -24,6 +24,17 @@ func rewrittenBytes(o *OffsetStore) int64 {
 	return n
 }
 
+// rewriteNow rewrites the offsets log and returns the rewrite's error.
+func rewriteNow(o *OffsetStore) error {
+	o.mu.Lock()
+	o.startRewrite()
+	o.mu.Unlock()
+	o.rewrites.Wait()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.rewriteErr
+}
+
 // TestOffsetStoreRewriteThreshold: the offsets log is rewritten once it
 // reaches twice what its rewrite would write (or offsetsMinFile), so it
 // never holds more than that plus the last record — also when the
@@ -53,6 +64,7 @@ func TestOffsetStoreRewriteThreshold(t *testing.T) {
 	for i := range 40 {
 		clk.add(1)
 		last := commit(0, 50-40*min(i, 1)) // half of them, then ten at a time
+		o.rewrites.Wait()                  // the rewrite runs in the background
 		live := rewrittenBytes(o)
 		o.mu.Lock()
 		size, accounted := o.size, o.live

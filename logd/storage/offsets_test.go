@@ -114,8 +114,8 @@ func TestOffsetStoreRewrite(t *testing.T) {
 		t.Fatalf("offsets log is %d bytes for 6 live offsets", size)
 	}
 	// Rewrite now, so that the file holds only rewritten records.
+	err := rewriteNow(o)
 	o.mu.Lock()
-	err := o.rewrite()
 	size = o.size
 	o.mu.Unlock()
 	if err != nil || size > 10<<10 {
