@@ -26,8 +26,9 @@ recovery counters too).
 It says on start what it listens on (with mode=bind, the address it
 got: port 0 is any free one). Gaps, stream starts and stream ends are
 always reported on standard error, one line each: loss is never silent.
-So is a logd:// or kafka:// broker the client cannot reach (it retries by
-itself): a warning line, each kind at most once every 10 s.
+So is a logd:// or kafka:// broker lost after the start (the client
+retries by itself): a warning line, each kind at most once every 10 s.
+One that cannot be reached at start ends the command with status 1.
 
 --from earliest|latest|OFFSET|TIME starts where a transport that replays
 (logd://, kafka://) should start (TIME in RFC 3339); it is the URL's from=

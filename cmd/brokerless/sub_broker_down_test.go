@@ -77,4 +77,9 @@ func TestSubClosedPort(t *testing.T) {
 	if c != exitFailure || out.String() != "" || !strings.Contains(errOut.String(), "connection refused") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1, nothing on stdout, and connection refused on stderr", c, out.String(), errOut.String())
 	}
+	// sub --help says so, and does not promise retries at start.
+	_, help, _ := runCLI(t, "", "sub", "--help")
+	if flat := strings.Join(strings.Fields(help), " "); !strings.Contains(flat, "cannot be reached at start ends the command with status 1") {
+		t.Errorf("sub --help does not say that a broker unreachable at start ends the command with status 1:\n%s", help)
+	}
 }
