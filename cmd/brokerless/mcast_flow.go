@@ -57,9 +57,11 @@ func (f *flowFlags) apply(cfg *multicast.Config, changed func(string) bool) erro
 	return nil
 }
 
-// writeFlowStats prints what flow control did, when it was on.
+// writeFlowStats prints what flow control did, when it did anything:
+// subscribers send STATUS whatever the publisher's mode, so STATUS
+// received alone says nothing about flow control.
 func writeFlowStats(w io.Writer, s multicast.PublisherStats) {
-	if s.StatusReceived == 0 && s.FlowHeld == 0 {
+	if s.FlowHeld+s.FlowReceivers+s.FlowTimeouts+s.FlowReceiversFull == 0 {
 		return
 	}
 	fmt.Fprintf(w, "; flow control: held %d times, subscribers reporting %d, timed out %d",
