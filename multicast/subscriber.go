@@ -55,9 +55,10 @@ type Subscriber struct {
 
 	// The reading role (subscriber_read.go).
 	rmu        sync.Mutex
-	role       int             // roleBg (first), roleIdle or roleApp; under rmu
+	role       int             // roleBg (first), roleIdle, roleApp or roleClosed; under rmu
 	appWaiting bool            // a Receive waits for the reader goroutine to give the role up; under rmu
 	roleFree   chan struct{}   // the reader goroutine gave the role up to a waiting Receive
+	idleCond   sync.Cond       // on rmu: the role went idle (Close waits for it)
 	away       *time.Timer     // wakes the reader goroutine when the application stays away
 	awayArmed  bool            // away is pending; under rmu
 	kicked     chan struct{}   // wakes the reader goroutine: a unicast datagram came
@@ -122,6 +123,7 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 		away:     time.NewTimer(time.Hour),
 		stop:     make(chan struct{}),
 	}
+	s.idleCond.L = &s.rmu
 	if cfg.Filter != nil {
 		if s.filter, err = cfg.Filter(); err != nil {
 			return nil, fmt.Errorf("multicast: datagram filter: %w", err)
@@ -250,19 +252,41 @@ func (s *Subscriber) ReceiveBatch(ctx context.Context, maxEvents int) ([]transpo
 // polling s.stop, as Receive asks once per event.
 func (s *Subscriber) closed() bool { return s.shut.Load() }
 
-// Close leaves the group and stops the readers.
+// Close leaves the group and stops the readers. It first tells each
+// stream's publisher that it leaves (a leaving STATUS, reliable.Status),
+// so that one with flow control stops waiting for it at once instead of
+// after its ReceiverTimeout; a publisher that predates that ignores it.
 func (s *Subscriber) Close() error {
 	var err error
 	s.once.Do(func() {
 		s.shut.Store(true)
 		close(s.stop)
 		s.data.Close()
-		s.ctrl.Close()
+		// The unicast socket stays open for the leaving STATUS: its
+		// reader ends at the deadline, seeing shut.
+		_ = s.ctrl.SetReadDeadline(time.Now())
 		s.wg.Wait()
+		s.leave()
+		s.ctrl.Close()
 		s.away.Stop()
 		err = s.closeArchive()
 	})
 	return err
+}
+
+// leave takes the reading role for good, once its holder has seen the
+// group socket closed (the reader goroutine has ended; a Receive reading
+// for itself gives the role up), and sends each stream's publisher a
+// leaving STATUS, so that one with flow control stops waiting for this
+// subscriber at once instead of after its ReceiverTimeout.
+func (s *Subscriber) leave() {
+	s.rmu.Lock()
+	for s.role == roleApp {
+		s.idleCond.Wait()
+	}
+	s.role = roleClosed
+	s.rmu.Unlock()
+	s.eng.Leave(s.cfg.Now(), (*handler)(s))
 }
 
 func (s *Subscriber) closeArchive() error {

@@ -156,8 +156,8 @@ func (s *Subscriber) controlLoop() {
 	for {
 		n, from, err := s.ctrl.ReadFromUDPAddrPort(buf)
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
+			if errors.Is(err, net.ErrClosed) || s.shut.Load() {
+				return // closed, or Close ended the read (its deadline)
 			}
 			continue
 		}

@@ -29,9 +29,10 @@ import (
 // goroutine to give it up. With an archive (Config.Archive) the reader
 // goroutine reads always.
 const (
-	roleBg   = iota // the reader goroutine reads (as it does first)
-	roleIdle        // nobody reads: the application is away from Receive
-	roleApp         // the application reads, in Receive
+	roleBg     = iota // the reader goroutine reads (as it does first)
+	roleIdle          // nobody reads: the application is away from Receive
+	roleApp           // the application reads, in Receive
+	roleClosed        // Close took it: nobody reads again
 )
 
 // defaultAwayFor is how long the application may stay away from
@@ -203,6 +204,7 @@ func (s *Subscriber) goIdle() (wait time.Duration, arm bool) {
 		wait = max(min(wait, d.Sub(s.cfg.Now())), 0)
 	}
 	s.role = roleIdle
+	s.idleCond.Broadcast()
 	arm = !s.awayArmed
 	s.awayArmed = true
 	return wait, arm

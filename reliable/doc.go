@@ -23,7 +23,8 @@
 // it never lets its window pass the slowest receiver that reports with
 // STATUS, nor sends further past that receiver than its announced
 // window: Publish is held instead (ErrFlowControl), and a receiver
-// silent for ReceiverTimeout is no longer waited for. Without a key,
+// silent for ReceiverTimeout is no longer waited for, nor one that said
+// it leaves (Receiver.Leave, a leaving STATUS: ReceiversLeft). Without a key,
 // flow control believes any STATUS (any address, any receiver id) that
 // names a position the window still holds: a forger can hold the
 // publisher as a slow receiver would, renewing it every
@@ -197,7 +198,11 @@
 //
 //	16  8  receiver: a random number naming the receiver, never 0
 //	24  8  next: the next sequence number the receiver needs (everything
-//	       below it delivered or reported lost)
+//	       below it delivered or reported lost); 0 = leaving: the
+//	       receiver is going away (Receiver.Leave, as its subscriber
+//	       closes) and the publisher stops waiting for it at once.
+//	       Publishers that predate it drop such a STATUS as malformed
+//	       (sequence 0) and time the receiver out as before
 //	32  4  window: bytes of datagrams the receiver can take past next
 //	36  8  tag: the receiver's flow-control tag, 0 for none
 //

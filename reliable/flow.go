@@ -123,9 +123,24 @@ func (f *flow) on() bool { return f.cfg.Mode != FlowNone }
 // is counted (FlowBehind) and ignored, whatever receiver it names. With
 // a key, only key holders' STATUS is taken, each once (a replay is
 // dropped by the opener: auth.go).
+//
+// A leaving STATUS (Status.Leaving: the receiver's subscriber closed)
+// drops its receiver at once instead of after ReceiverTimeout. Forged,
+// it is no worse than a forged STATUS: one naming the receiver's id, the
+// publisher's next sequence and a large window releases the publisher
+// from that receiver as well, until the receiver's next STATUS, which
+// brings it back either way. With a key it is authenticated and taken
+// once, as any STATUS.
 func (f *flow) status(now time.Time, from netip.AddrPort, st Status, sentNext, low uint64) {
 	f.stats.StatusReceived++
-	if !f.on() || f.cfg.Mode == FlowTagged && st.Tag != f.cfg.Tag {
+	if !f.on() {
+		return
+	}
+	if st.Leaving {
+		f.leave(st.Receiver)
+		return
+	}
+	if f.cfg.Mode == FlowTagged && st.Tag != f.cfg.Tag {
 		return
 	}
 	if st.Next < low {
@@ -150,6 +165,22 @@ func (f *flow) status(now time.Time, from netip.AddrPort, st Status, sentNext, l
 	}
 	f.rcv = append(f.rcv, flowReceiver{id: st.Receiver, from: from, next: next, window: st.Window, seen: now})
 	f.stats.FlowReceivers++
+}
+
+// leave forgets the receiver id, if it is waited for.
+func (f *flow) leave(id uint64) {
+	for i := range f.rcv {
+		if f.rcv[i].id == id {
+			last := len(f.rcv) - 1
+			f.rcv[i] = f.rcv[last]
+			f.rcv[last] = flowReceiver{}
+			f.rcv = f.rcv[:last]
+			f.cached = false
+			f.sendHeld = false // NextOutgoing looks again
+			f.stats.ReceiversLeft++
+			return
+		}
+	}
 }
 
 // expire forgets the receivers silent for ReceiverTimeout.

@@ -41,13 +41,15 @@ type SenderStats struct {
 	// MaxReceivers were tracked; FlowBehind, STATUS ignored because it
 	// named a position the retransmit window no longer holds (waiting
 	// could not help that receiver; a forged one must not hold the
-	// publisher).
+	// publisher); ReceiversLeft, receivers it stopped waiting for at
+	// once because their leaving STATUS said they closed.
 	StatusReceived    uint64
 	FlowHeld          uint64
 	FlowReceivers     uint64
 	FlowTimeouts      uint64
 	FlowReceiversFull uint64
 	FlowBehind        uint64
+	ReceiversLeft     uint64
 	Malformed         uint64 // control datagrams that failed to decode
 	Foreign           uint64 // datagrams that are not ours, or for another stream
 	// Unauthenticated counts datagrams dropped, with a key, for want of

@@ -41,6 +41,30 @@ func (st *stream) statusDeadline() time.Time {
 func (st *stream) sendStatus() {
 	r := st.r
 	st.statusAt, st.statusBytes = r.now.Add(r.cfg.StatusInterval), 0
+	st.writeStatus(false)
+}
+
+// Leave tells each stream's publisher that this receiver is going away,
+// with a leaving STATUS (Status.Leaving), so that a publisher with flow
+// control stops waiting for it at once instead of after its
+// ReceiverTimeout. Call it once, as the receiver's owner closes, before
+// the socket STATUS goes out on; the Receiver should not be used after.
+// It sends nothing when STATUS is off (StatusInterval < 0).
+func (r *Receiver) Leave(now time.Time, h Handler) {
+	if r.cfg.StatusInterval < 0 {
+		return
+	}
+	r.h, r.now = h, now
+	defer r.finish()
+	for _, st := range r.streams {
+		st.writeStatus(true)
+	}
+}
+
+// writeStatus sends the stream's STATUS, or its leaving STATUS, to its
+// publisher once it knows where that is.
+func (st *stream) writeStatus(leaving bool) {
+	r := st.r
 	if !st.synced || !st.source.IsValid() {
 		return
 	}
@@ -49,6 +73,7 @@ func (st *stream) sendStatus() {
 		Next:     st.next,
 		Window:   uint32(r.cfg.StatusWindow),
 		Tag:      r.cfg.Tag,
+		Leaving:  leaving,
 	})
 	if r.sealer != nil {
 		r.status = r.status[:r.sealer.seal(r.status[:cap(r.status)], len(r.status))]

@@ -18,13 +18,24 @@ type Status struct {
 	Window uint32
 	// Tag is the receiver's flow-control tag (FlowTagged), 0 for none.
 	Tag uint64
+	// Leaving says the receiver is going away (its subscriber closed):
+	// the publisher stops waiting for it at once instead of after
+	// ReceiverTimeout. On the wire it is next = 0, which no position
+	// takes (sequence numbers start at 1), so a publisher that predates
+	// it drops the STATUS as malformed and times the receiver out as
+	// before. Next is 0 when Leaving.
+	Leaving bool
 }
 
 // AppendStatus appends a STATUS datagram to b.
 func AppendStatus(b []byte, id transport.StreamID, st Status) []byte {
 	b = appendHeader(b, TypeStatus, id)
 	b = binary.BigEndian.AppendUint64(b, st.Receiver)
-	b = binary.BigEndian.AppendUint64(b, st.Next)
+	next := st.Next
+	if st.Leaving {
+		next = 0
+	}
+	b = binary.BigEndian.AppendUint64(b, next)
 	b = binary.BigEndian.AppendUint32(b, st.Window)
 	return binary.BigEndian.AppendUint64(b, st.Tag)
 }
@@ -41,11 +52,9 @@ func ParseStatus(b []byte) (Status, error) {
 		Window:   binary.BigEndian.Uint32(b[headerLen+16:]),
 		Tag:      binary.BigEndian.Uint64(b[headerLen+20:]),
 	}
-	switch {
-	case st.Receiver == 0:
+	if st.Receiver == 0 {
 		return Status{}, errZeroReceiver
-	case st.Next == 0:
-		return Status{}, errSeqZero
 	}
+	st.Leaving = st.Next == 0
 	return st, nil
 }
