@@ -55,7 +55,9 @@ func (l *lockedBuffer) String() string {
 	return string(l.b)
 }
 
-func startCarbon(t *testing.T) *carbon {
+func startCarbon(t *testing.T) *carbon { return startCarbonAttempt(t, 1) }
+
+func startCarbonAttempt(t *testing.T, attempt int) *carbon {
 	t.Helper()
 	bin := peertest.LookPath(t, "carbon-cache", "apt-get install graphite-carbon (.ci/install.d/60-metrics.sh)")
 	peertest.LookPath(t, "whisper-fetch", "apt-get install python3-whisper (.ci/install.d/60-metrics.sh)")
@@ -132,15 +134,22 @@ LOG_CREATES = True
 			<-c.exited
 		}
 	})
+	// Ready when carbon says it listens on the line port: a dial alone
+	// could reach another process that took the port between
+	// freeTCPPort and carbon's bind (tests of other packages run
+	// meanwhile), carbon then exiting with "Address already in use".
+	listening := fmt.Sprintf("CarbonReceiverFactory starting on %d", line)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		conn, err := net.DialTimeout("tcp", c.addr, time.Second)
-		if err == nil {
-			conn.Close()
+		if strings.Contains(c.log.String(), listening) {
 			return c
 		}
 		select {
 		case <-c.exited:
+			if attempt < 3 && strings.Contains(c.log.String(), "Address already in use") {
+				t.Logf("carbon-cache found a port taken; again on other ports:\n%s", c.log)
+				return startCarbonAttempt(t, attempt+1)
+			}
 			t.Fatalf("carbon-cache exited:\n%s", c.log)
 		case <-time.After(50 * time.Millisecond):
 		}
