@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,10 +49,7 @@ func newKgoLogger(log *slog.Logger) *kgoLogger {
 // no log line at all.
 func (l *kgoLogger) Level() kgo.LogLevel {
 	ctx := context.Background()
-	for _, lv := range []struct {
-		kgo  kgo.LogLevel
-		slog slog.Level
-	}{{kgo.LogLevelDebug, slog.LevelDebug}, {kgo.LogLevelInfo, slog.LevelInfo}, {kgo.LogLevelWarn, slog.LevelWarn}, {kgo.LogLevelError, slog.LevelError}} {
+	for _, lv := range kgoLevels {
 		if l.log.Enabled(ctx, lv.slog) {
 			return lv.kgo
 		}
@@ -59,21 +57,22 @@ func (l *kgoLogger) Level() kgo.LogLevel {
 	return kgo.LogLevelNone
 }
 
+// kgoLevel is one of the client's log levels and its slog level.
+type kgoLevel struct {
+	kgo  kgo.LogLevel
+	slog slog.Level
+}
+
+// kgoLevels are the client's log levels, the most detailed first.
+var kgoLevels = []kgoLevel{{kgo.LogLevelDebug, slog.LevelDebug}, {kgo.LogLevelInfo, slog.LevelInfo}, {kgo.LogLevelWarn, slog.LevelWarn}, {kgo.LogLevelError, slog.LevelError}}
+
 // Log logs a line of the client; keyvals alternate keys and values.
 func (l *kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	var lv slog.Level
-	switch level {
-	case kgo.LogLevelError:
-		lv = slog.LevelError
-	case kgo.LogLevelWarn:
-		lv = slog.LevelWarn
-	case kgo.LogLevelInfo:
-		lv = slog.LevelInfo
-	case kgo.LogLevelDebug:
-		lv = slog.LevelDebug
-	default:
+	i := slices.IndexFunc(kgoLevels, func(lv kgoLevel) bool { return lv.kgo == level })
+	if i < 0 {
 		return
 	}
+	lv := kgoLevels[i].slog
 	if lv >= slog.LevelWarn {
 		n, ok := l.due(msg)
 		if !ok {
