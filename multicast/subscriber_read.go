@@ -163,12 +163,16 @@ func (s *Subscriber) readSelf(ctx context.Context) error {
 	s.appReads = true
 	var err error
 	for len(s.out.events) == 0 && len(s.ready) == 0 && len(s.over) == 0 {
+		// The error is looked at after hook, not only before: a context
+		// that ended before hook's first call of Done may return the
+		// runtime's one closed channel, which hook may have registered
+		// already, for an earlier context, and then registers nothing.
 		s.hook(ctx)
-		if !s.step() {
-			err = transport.ErrClosed
+		if err = ctx.Err(); err != nil {
 			break
 		}
-		if err = ctx.Err(); err != nil {
+		if !s.step() {
+			err = transport.ErrClosed
 			break
 		}
 	}

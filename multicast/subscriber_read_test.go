@@ -169,6 +169,63 @@ func TestReceiveContextEndNeverLost(t *testing.T) {
 	}
 }
 
+// endedCtx is a context that ends after the first look at its error
+// and whose Done channel, closed already, it shares with others: as
+// the runtime's timer contexts do when they end before Done was first
+// called (they then return one closed channel, the same for all).
+type endedCtx struct {
+	context.Context
+	done  chan struct{}
+	looks int
+}
+
+func (c *endedCtx) Done() <-chan struct{} { return c.done }
+
+func (c *endedCtx) Err() error {
+	if c.looks++; c.looks == 1 {
+		return nil
+	}
+	return context.Canceled
+}
+
+// TestReceiveContextEndedSharedDone: two Receives, reading for
+// themselves, whose contexts end between Receive's first look at the
+// error and its wait, with the same closed Done channel. The
+// subscriber, which keeps its wake-up registered for the last Done
+// channel, once took the second for one it had registered: nothing
+// woke its read, and the Receive slept until a datagram came
+// (TestReceiveContextEndNeverLost found it under -race, 1 in 2000).
+// No publisher: a stream's timers would end the read anyway.
+func TestReceiveContextEndedSharedDone(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.awayFor = time.Hour // the role stays idle between the Receives
+	s := mustSub(t, cfg)
+	for s.Stats().OwnReads == 0 { // the first Receives take the role
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		_, err := s.Receive(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Receive with nothing to read: %v", err)
+		}
+	}
+	closed := make(chan struct{})
+	close(closed)
+	ended := func(what string) {
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Receive(&endedCtx{Context: context.Background(), done: closed})
+			done <- err
+		}()
+		waitReceiveErr(t, done, 5*time.Second, context.Canceled, what)
+	}
+	// The first registers its wake-up; the second, if that wake-up
+	// came after the first's read, takes it; the third has none left.
+	for i := range 3 {
+		time.Sleep(10 * time.Millisecond) // the wake-ups registered have run
+		ended(fmt.Sprintf("Receive %d, its context ended", i))
+	}
+}
+
 // TestRoleGivenBackWhileAway: the reader goroutine, holding the role,
 // hands a batch over to a Receive that asked for the role while it
 // handled the datagram; the Receive takes the batch, not the role, and

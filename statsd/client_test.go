@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,6 +35,29 @@ func clientUnixgram(t testing.TB) *net.UnixConn {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return conn
+}
+
+// fillUnixgram fills srv's receive queue from another socket, so that
+// the next write to it blocks.
+func fillUnixgram(t testing.TB, srv *net.UnixConn) {
+	t.Helper()
+	c, err := net.Dial("unixgram", srv.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := 0; ; i++ {
+		if i == 1_000_000 {
+			t.Fatal("a unix datagram socket nobody reads took 1,000,000 datagrams")
+		}
+		c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+		if _, err := c.Write([]byte("x:1|c")); err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
 }
 
 func newTestClient(t testing.TB, cfg ClientConfig) *Client {
@@ -279,24 +303,36 @@ func TestClientFlush(t *testing.T) {
 }
 
 // Flush gives up when its context is done: here the sender is stuck
-// writing to a unix datagram socket nobody reads.
+// writing to a unix datagram socket nobody reads, filled before the
+// client writes. First the sender takes the flush and gets stuck
+// writing it; then, stuck, it cannot take the next flush. (Without the
+// socket filled first, the client's packets went through under -race,
+// and the flush ended before its context did.)
 func TestClientFlushHonoursContext(t *testing.T) {
 	srv := clientUnixgram(t)
+	fillUnixgram(t, srv)
 	c := newTestClient(t, ClientConfig{Network: "unixgram", Addr: srv.LocalAddr().String(), Shards: 1,
 		MaxPacketSize: 128, QueueBytes: 2 * 128, FlushInterval: time.Hour, WriteTimeout: time.Minute, CounterKeys: -1})
-	for i := 0; c.Stats().Dropped == 0; i++ {
-		if i == 1_000_000 {
-			t.Fatalf("nothing dropped: %+v", c.Stats())
+	flush := func(ctx context.Context) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- c.Flush(ctx) }()
+		return done
+	}
+	c.Incr("abcdefghij") // buffered in its shard: the sender waits
+	for i := range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(100*time.Millisecond, cancel) // after Flush began to wait, most likely
+		select {
+		case err := <-flush(ctx):
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Flush %d: %v, want context.Canceled", i, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Flush %d: still waiting 10 s after its context ended", i)
 		}
-		c.Incr("abcdefghij")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go cancel()
-	if err := c.Flush(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Flush: %v, want context.Canceled", err)
-	}
-	if err := c.Flush(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Flush with a done context: %v", err)
+		if err := c.Flush(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Flush with a done context: %v", err)
+		}
 	}
 	srv.Close() // the blocked write fails
 }
