@@ -91,8 +91,12 @@ type OffsetStore struct {
 	// The rewrite runs in the background (offsets_rewrite.go): while
 	// rewriting, the records written are also kept in pending, for the
 	// rewrite to append to the new file before it replaces the old one.
-	rewriting   bool
-	pending     []byte
+	rewriting bool
+	pending   []byte
+	// pendingMax bounds pending: past it the rewrite is overtaken
+	// (offsets_rewrite.go) and pending is dropped.
+	pendingMax  int64
+	overtaken   bool
 	rewrites    sync.WaitGroup // the running rewrite
 	rewriteErr  error          // the last rewrite's outcome, for tests
 	dirUnsynced bool           // a rewrite renamed the file, its directory not synced since
@@ -439,7 +443,7 @@ func (o *OffsetStore) write(rec []byte) error {
 	}
 	o.size += int64(len(rec))
 	if o.rewriting {
-		o.pending = append(o.pending, rec...)
+		o.keepPending(rec)
 	}
 	return nil
 }

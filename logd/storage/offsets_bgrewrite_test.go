@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -219,4 +220,63 @@ func TestOffsetStoreRewriteFaults(t *testing.T) {
 			checkOffsets(t, copyOffsetsDir(t, dir), clk, want)
 		})
 	}
+}
+
+// TestOffsetStoreRewriteOvertaken: what is written during a rewrite is
+// kept for it only up to the copy's size (or offsetsMinFile); past that
+// the rewrite is overtaken, keeps nothing more, and leaves the old file,
+// which holds every acknowledged commit, in use.
+func TestOffsetStoreRewriteOvertaken(t *testing.T) {
+	clk := newClock()
+	dir := t.TempDir()
+	gate := newGateFS(vfs.OS)
+	o := bgRewriteStore(t, dir, gate, clk)
+	defer o.close()
+	release := sync.OnceFunc(func() { close(gate.release) })
+	defer release() // before close, which waits for the rewrite
+	<-gate.entered // the rewrite is fsyncing its copy
+	var offs []GroupOffset
+	for p := range 10000 {
+		offs = append(offs, GroupOffset{"t", int32(p), 1, ""})
+	}
+	size := func() int64 {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.size
+	}
+	want := map[string]int64{"a": 1}
+	var written int64
+	for i := range 8 {
+		g := fmt.Sprint("b", i)
+		offs[7].Offset = int64(100 + i)
+		before := size()
+		if err := o.Commit(g, offs); err != nil {
+			t.Fatal(err)
+		}
+		written += size() - before
+		want[g] = int64(100 + i)
+		o.mu.Lock()
+		held, most := int64(len(o.pending)), o.pendingMax
+		o.mu.Unlock()
+		if held > most {
+			t.Fatalf("after %d bytes of commits the rewrite holds %d bytes of them, at most %d", written, held, most)
+		}
+	}
+	if o.pendingMax >= written {
+		t.Fatalf("the test wrote %d bytes during the rewrite, not past its bound %d", written, o.pendingMax)
+	}
+	release()
+	o.rewrites.Wait()
+	o.mu.Lock()
+	err := o.rewriteErr
+	o.mu.Unlock()
+	if !errors.Is(err, errRewriteOvertaken) {
+		t.Fatalf("the rewrite ended with %v, want %v", err, errRewriteOvertaken)
+	}
+	checkOffsets(t, copyOffsetsDir(t, dir), clk, want)
+	if err := o.Commit("c", []GroupOffset{{"t", 7, 7, ""}}); err != nil {
+		t.Fatal(err)
+	}
+	want["c"] = 7
+	checkOffsets(t, copyOffsetsDir(t, dir), clk, want)
 }

@@ -27,6 +27,13 @@ import (
 //     directory. If that sync fails, the next write syncs it before
 //     its record is acknowledged.
 //
+// pending is bounded: once more is written during a rewrite than the
+// copy holds (or offsetsMinFile, if more), the rewrite is overtaken: it
+// would not shrink the file by much, so pending is dropped and the
+// rewrite ends with errRewriteOvertaken, leaving the old file, which
+// holds every record, in use. A rewrite whose file write stalls thus
+// holds at most that much memory however many commits go on.
+//
 // Until the rename the old file holds every acknowledged record, and
 // Open removes a leftover offsets.log.tmp; after it, the new file holds
 // the copy plus every record written since, fsynced before the rename:
@@ -68,13 +75,32 @@ func (o *OffsetStore) startRewrite() {
 	}
 	// If the rewrite fails, the next try waits for the file to double.
 	o.rewriteAt = 2 * o.size
-	o.rewriting, o.pending = true, nil
+	o.rewriting, o.pending, o.overtaken = true, nil, false
 	live := o.live
+	o.pendingMax = max(offsetsMinFile, live)
 	o.rewrites.Add(1)
 	go func() {
 		defer o.rewrites.Done()
 		o.rewrite(snap, live)
 	}()
+}
+
+// errRewriteOvertaken ends a rewrite during which more was written than
+// pendingMax.
+var errRewriteOvertaken = errors.New("storage: more offsets were committed during the offsets log's rewrite than it copied")
+
+// keepPending keeps rec, just written during a rewrite, for the rewrite
+// to append, unless pendingMax is passed (the rewrite is then
+// overtaken). o.mu is held.
+func (o *OffsetStore) keepPending(rec []byte) {
+	if o.overtaken {
+		return
+	}
+	if int64(len(o.pending)+len(rec)) > o.pendingMax {
+		o.pending, o.overtaken = nil, true
+		return
+	}
+	o.pending = append(o.pending, rec...)
 }
 
 // rewrite writes snap as the new file and switches to it (steps 2 and
@@ -101,14 +127,17 @@ func (o *OffsetStore) rewrite(snap []snapGroup, live int64) {
 	if err == nil {
 		err = o.switchTo(f, int64(len(b)))
 	}
-	o.rewriting, o.pending, o.rewriteErr = false, nil, err
+	o.rewriting, o.pending, o.overtaken, o.rewriteErr = false, nil, false, err
 	if err == nil || f == o.f {
 		o.rewriteAt = 0 // switched to the new file
 	} else if f != nil {
 		f.Close()
 		o.fs.Remove(tmp)
 	}
-	if err != nil && !errors.Is(err, ErrClosed) {
+	switch {
+	case errors.Is(err, errRewriteOvertaken):
+		o.logger.Info("storage: the offsets log's rewrite was overtaken by commits; the next starts when the file has doubled", "path", o.path)
+	case err != nil && !errors.Is(err, ErrClosed):
 		o.logger.Warn("storage: rewriting the offsets log failed", "path", o.path, "err", err)
 	}
 }
@@ -119,6 +148,9 @@ func (o *OffsetStore) rewrite(snap []snapGroup, live int64) {
 func (o *OffsetStore) switchTo(f vfs.File, size int64) error {
 	if o.closed {
 		return ErrClosed
+	}
+	if o.overtaken {
+		return errRewriteOvertaken
 	}
 	if len(o.pending) > 0 {
 		if _, err := f.WriteAt(o.pending, size); err != nil {
