@@ -70,7 +70,7 @@ func openArchive(ctx context.Context, cfg *Config) (*archiveSide, error) {
 	if cfg.Archive.Open != nil {
 		log, err = cfg.Archive.Open(ctx)
 	} else {
-		log, err = openLog(ctx, cfg.Archive.URL)
+		log, err = openLog(ctx, cfg.Archive.URL, cfg.Logger)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("multicast: archive %s: %w", cfg.Archive.URL, err)
@@ -88,9 +88,10 @@ func newArchiveSide(cfg *Config, log transport.Log) *archiveSide {
 	return a
 }
 
-// openLog opens a log URL whose endpoint can read at positions.
-func openLog(ctx context.Context, raw string) (transport.Log, error) {
-	lr, err := logReader(ctx, raw)
+// openLog opens a log URL whose endpoint can read at positions, logging
+// to logger (the subscriber's: a broker it cannot reach says so there).
+func openLog(ctx context.Context, raw string, logger *slog.Logger) (transport.Log, error) {
+	lr, err := logReader(ctx, raw, transport.WithLogger(logger))
 	if err != nil {
 		return nil, err
 	}
@@ -99,8 +100,8 @@ func openLog(ctx context.Context, raw string) (transport.Log, error) {
 
 // logReader opens raw as a transport URL whose endpoint is a
 // transport.LogReader.
-func logReader(ctx context.Context, raw string) (transport.LogReader, error) {
-	ep, err := transport.Open(ctx, raw)
+func logReader(ctx context.Context, raw string, opts ...transport.Option) (transport.LogReader, error) {
+	ep, err := transport.Open(ctx, raw, opts...)
 	if err != nil {
 		return nil, err
 	}

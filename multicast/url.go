@@ -78,11 +78,12 @@ func (e endpoint) Subscriber(ctx context.Context) (transport.Subscriber, error) 
 	return NewSubscriber(ctx, e.cfg)
 }
 
-func openURL(_ context.Context, u *url.URL) (transport.Endpoint, error) {
+func openURL(_ context.Context, u *url.URL, o transport.Options) (transport.Endpoint, error) {
 	cfg, err := ParseURL(u)
 	if err != nil {
 		return nil, err
 	}
+	cfg.Logger = o.Logger
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", transport.ErrBadURL, err)

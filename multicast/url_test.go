@@ -3,10 +3,14 @@ package multicast
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -145,4 +149,33 @@ func filterDrops(t *testing.T, newFilter func() (DatagramFilter, error), n int) 
 		}
 	}
 	return dropped
+}
+
+// TestOpenURLLogger: a feed opened by URL logs to the logger given to
+// transport.Open (no URL parameter can name one): a receive buffer the
+// kernel clamps is said there.
+func TestOpenURLLogger(t *testing.T) {
+	limit, err := os.ReadFile("/proc/sys/net/core/rmem_max")
+	if err != nil {
+		t.Skipf("no rmem_max to exceed: %v", err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(limit)))
+	if err != nil || n >= 1<<30 {
+		t.Skipf("rmem_max %q: a 1 GiB buffer may not be clamped", limit)
+	}
+	ctx := context.Background()
+	w := &warnings{}
+	group := fmt.Sprintf("239.255.%d.%d:%d", rand.IntN(256), 1+rand.IntN(254), 20000+rand.IntN(12768))
+	ep, err := transport.Open(ctx, "mcast://"+group+"?iface=lo&ttl=0&rcvbuf=1073741824", transport.WithLogger(slog.New(w)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := ep.Subscriber(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if w.count("kernel clamped the receive buffer") == 0 {
+		t.Fatalf("the logger given to transport.Open got %q, not the clamped buffer's warning", w.msgs)
+	}
 }

@@ -24,7 +24,7 @@ func init() {
 		Form:      "mem://NAME[?buffer=N]",
 		Semantics: transport.Ordered,
 		Params:    []transport.Param{{Name: "buffer", Value: "N", Doc: "messages the channel holds (default 16)"}},
-		Open: func(_ context.Context, u *url.URL) (transport.Endpoint, error) {
+		Open: func(_ context.Context, u *url.URL, _ transport.Options) (transport.Endpoint, error) {
 			size := 16
 			if b := u.Query().Get("buffer"); b != "" {
 				n, err := strconv.Atoi(b)

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/url"
 	"slices"
@@ -19,8 +20,25 @@ type Endpoint interface {
 
 // OpenFunc turns a URL of a registered scheme into an Endpoint. It checks
 // the URL's parameters and returns an error wrapping ErrBadURL when they
-// are unusable.
-type OpenFunc func(ctx context.Context, u *url.URL) (Endpoint, error)
+// are unusable. What a URL cannot say (where to log) comes in o.
+type OpenFunc func(ctx context.Context, u *url.URL, o Options) (Endpoint, error)
+
+// Options are what a program gives a transport it opens by URL besides
+// the URL: what no URL parameter can name.
+type Options struct {
+	// Logger receives what the transport logs (a clamped socket buffer,
+	// a broker it cannot reach), as its Config's Logger would. Default:
+	// the transport's own (they discard it).
+	Logger *slog.Logger
+}
+
+// Option sets one of Options.
+type Option func(*Options)
+
+// WithLogger makes the opened transport log to l.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *Options) { o.Logger = l }
+}
 
 // Scheme is what a transport registers: how to open its URLs, and what
 // they mean, for people (`brokerless help urls` prints it) and for
@@ -144,7 +162,11 @@ func Describe(scheme string) (Scheme, bool) {
 // Open parses rawURL and opens it with the transport registered for its
 // scheme, and refuses it if it names a parameter the scheme does not
 // take (Scheme.Params).
-func Open(ctx context.Context, rawURL string) (Endpoint, error) {
+func Open(ctx context.Context, rawURL string, opts ...Option) (Endpoint, error) {
+	var o Options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, &URLError{URL: rawURL, Err: fmt.Errorf("%w: %v", ErrBadURL, err)}
@@ -153,7 +175,7 @@ func Open(ctx context.Context, rawURL string) (Endpoint, error) {
 	if !ok {
 		return nil, &URLError{URL: rawURL, Err: fmt.Errorf("%w %q (registered: %s)", ErrUnknownScheme, u.Scheme, strings.Join(Schemes(), ", "))}
 	}
-	ep, err := s.Open(ctx, u)
+	ep, err := s.Open(ctx, u, o)
 	if err == nil {
 		// After Open, whose own explanation of a parameter it refuses
 		// is the better one: this catches what a transport ignores.
@@ -166,8 +188,8 @@ func Open(ctx context.Context, rawURL string) (Endpoint, error) {
 }
 
 // OpenPublisher is Open followed by Endpoint.Publisher.
-func OpenPublisher(ctx context.Context, rawURL string) (Publisher, error) {
-	ep, err := Open(ctx, rawURL)
+func OpenPublisher(ctx context.Context, rawURL string, opts ...Option) (Publisher, error) {
+	ep, err := Open(ctx, rawURL, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -175,8 +197,8 @@ func OpenPublisher(ctx context.Context, rawURL string) (Publisher, error) {
 }
 
 // OpenSubscriber is Open followed by Endpoint.Subscriber.
-func OpenSubscriber(ctx context.Context, rawURL string) (Subscriber, error) {
-	ep, err := Open(ctx, rawURL)
+func OpenSubscriber(ctx context.Context, rawURL string, opts ...Option) (Subscriber, error) {
+	ep, err := Open(ctx, rawURL, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package transport_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/url"
 	"strings"
 	"testing"
@@ -10,7 +11,10 @@ import (
 	"github.com/brokerless/brokerless/transport"
 )
 
-type fakeEndpoint struct{ u *url.URL }
+type fakeEndpoint struct {
+	u *url.URL
+	o transport.Options
+}
 
 func (fakeEndpoint) Publisher(context.Context) (transport.Publisher, error)   { return nil, nil }
 func (fakeEndpoint) Subscriber(context.Context) (transport.Subscriber, error) { return nil, nil }
@@ -18,11 +22,11 @@ func (fakeEndpoint) Subscriber(context.Context) (transport.Subscriber, error) { 
 func init() {
 	transport.Register(transport.Scheme{
 		Name: "fake",
-		Open: func(_ context.Context, u *url.URL) (transport.Endpoint, error) {
+		Open: func(_ context.Context, u *url.URL, o transport.Options) (transport.Endpoint, error) {
 			if u.Query().Get("bad") != "" {
 				return nil, transport.ErrBadURL
 			}
-			return fakeEndpoint{u}, nil
+			return fakeEndpoint{u, o}, nil
 		},
 		Summary: "a transport that opens nothing",
 		Params:  []transport.Param{{Name: "bad", Value: "X", Doc: "refuse the URL"}, {Name: "y", Value: "Y", Doc: "ignored"}},
@@ -35,8 +39,12 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ep.(fakeEndpoint).u.Host != "host:1" {
+	if ep.(fakeEndpoint).u.Host != "host:1" || ep.(fakeEndpoint).o.Logger != nil {
 		t.Fatalf("%+v", ep)
+	}
+	log := slog.New(slog.DiscardHandler)
+	if ep, err = transport.Open(ctx, "fake://host:1/x", transport.WithLogger(log)); err != nil || ep.(fakeEndpoint).o.Logger != log {
+		t.Fatalf("Open with a logger: %+v, %v: the scheme's Open did not get it", ep, err)
 	}
 	for _, c := range []struct {
 		url  string
@@ -77,7 +85,7 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestRegisterPanics(t *testing.T) {
-	open := func(context.Context, *url.URL) (transport.Endpoint, error) { return nil, nil }
+	open := func(context.Context, *url.URL, transport.Options) (transport.Endpoint, error) { return nil, nil }
 	for name, s := range map[string]transport.Scheme{
 		"twice":   {Name: "fake", Open: open},
 		"no name": {Open: open},

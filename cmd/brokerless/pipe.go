@@ -141,7 +141,7 @@ func checkInFlight(cfg pipe.Config) error {
 // ends).
 func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe.Config, interval, duration time.Duration) error {
 	fromURL, toURL := sourceDefaults(from), to
-	fromEP, err := openEndpoint(ctx, fromURL, inv.log)
+	fromEP, err := transport.Open(ctx, fromURL, transport.WithLogger(inv.log))
 	if err != nil {
 		return urlError(from, err)
 	}

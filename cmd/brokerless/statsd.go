@@ -390,7 +390,7 @@ func writeStatsdListening(w io.Writer, srv *statsd.Server, kafkaURL string) {
 // statsdLog checks that raw is a log topic --kafka can write flushes to,
 // before anything starts; its client logs to log.
 func statsdLog(raw string, log *slog.Logger) (transport.Endpoint, error) {
-	ep, err := openEndpoint(context.Background(), raw, log)
+	ep, err := transport.Open(context.Background(), raw, transport.WithLogger(log))
 	if err != nil {
 		return nil, &oneLineError{fmt.Errorf("--kafka: %w", urlError(raw, err))}
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/brokerless/brokerless/multicast"
 	"github.com/brokerless/brokerless/transport"
-	"github.com/brokerless/brokerless/transport/kafka"
 	_ "github.com/brokerless/brokerless/transport/zmq" // zmq+tcp:// and zmq+ipc://
 )
 
@@ -18,28 +17,11 @@ import (
 // cannot be used is a mistake on the command line: one line saying why,
 // and exit status 2.
 func openURL(ctx context.Context, raw string, log *slog.Logger) (transport.Endpoint, error) {
-	ep, err := openEndpoint(ctx, raw, log)
+	ep, err := transport.Open(ctx, raw, transport.WithLogger(log))
 	if err != nil {
 		return nil, urlError(raw, err)
 	}
 	return ep, nil
-}
-
-// openEndpoint is transport.Open, with log as the Logger of the
-// transports whose URLs have no way to name one: logd:// and kafka://,
-// whose client retries a broker it cannot reach by itself and says so
-// only there.
-func openEndpoint(ctx context.Context, raw string, log *slog.Logger) (transport.Endpoint, error) {
-	u, err := url.Parse(raw)
-	if err != nil || schemeFamily(u.Scheme) != "kafka" {
-		return transport.Open(ctx, raw)
-	}
-	cfg, err := kafka.ParseURL(u)
-	if err != nil {
-		return nil, &transport.URLError{URL: raw, Err: err}
-	}
-	cfg.Logger = log
-	return kafka.NewEndpoint(cfg), nil
 }
 
 // urlParamOf maps the Config fields that transports fill from URL

@@ -315,7 +315,7 @@ func openSource(ctx context.Context, raw, db string, log *slog.Logger) (transpor
 		}
 	}
 	u.RawQuery = q.Encode()
-	ep, err := openEndpoint(ctx, u.String(), log)
+	ep, err := transport.Open(ctx, u.String(), transport.WithLogger(log))
 	if err != nil {
 		return nil, &oneLineError{fmt.Errorf("--source %s: %w", raw, err)}
 	}

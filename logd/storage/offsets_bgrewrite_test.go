@@ -234,7 +234,7 @@ func TestOffsetStoreRewriteOvertaken(t *testing.T) {
 	defer o.close()
 	release := sync.OnceFunc(func() { close(gate.release) })
 	defer release() // before close, which waits for the rewrite
-	<-gate.entered // the rewrite is fsyncing its copy
+	<-gate.entered  // the rewrite is fsyncing its copy
 	var offs []GroupOffset
 	for p := range 10000 {
 		offs = append(offs, GroupOffset{"t", int32(p), 1, ""})

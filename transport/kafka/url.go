@@ -83,10 +83,13 @@ func (e endpoint) Subscriber(ctx context.Context) (transport.Subscriber, error) 
 	return s, nil
 }
 
-func openURL(_ context.Context, u *url.URL) (transport.Endpoint, error) {
+func openURL(_ context.Context, u *url.URL, o transport.Options) (transport.Endpoint, error) {
 	cfg, err := ParseURL(u)
 	if err != nil {
 		return nil, err
+	}
+	if o.Logger != nil {
+		cfg.Logger = o.Logger
 	}
 	return endpoint{cfg}, nil
 }

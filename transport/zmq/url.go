@@ -300,10 +300,13 @@ func (e urlEndpoint) Subscriber(ctx context.Context) (transport.Subscriber, erro
 	return s, nil
 }
 
-func openURL(_ context.Context, u *url.URL) (transport.Endpoint, error) {
+func openURL(_ context.Context, u *url.URL, o transport.Options) (transport.Endpoint, error) {
 	uc, err := ParseURL(u)
 	if err != nil {
 		return nil, err
+	}
+	if o.Logger != nil {
+		uc.Logger = o.Logger
 	}
 	return urlEndpoint{uc}, nil
 }
