@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,12 +50,13 @@ func (k keyHasher) sum(key []byte) keyHash {
 // value) is dropped once its timestamp is older than now −
 // DeleteRetention. Offsets never change: a batch that loses some records
 // keeps its base and last offset and its survivors their offset deltas
-// (recompressed with its codec). A batch that loses every record goes,
-// as Kafka's cleaner drops it, leaving a gap in the offsets (a read from
-// an offset in a gap gets the next batch, as from Kafka) — except the
-// last batch of an idempotent producer still remembered, which stays as
-// an empty batch so that its sequence numbers survive a rebuild of the
-// producer state from the log. A sealed segment left with no batch is
+// (recompressed with its codec), and gets its survivors' largest
+// timestamp as its MaxTimestamp (see rebuiltHeader). A batch that loses
+// every record goes, as Kafka's cleaner drops it, leaving a gap in the
+// offsets (a read from an offset in a gap gets the next batch, as from
+// Kafka) — except the last batch of an idempotent producer still
+// remembered, which stays as an empty batch so that its sequence numbers
+// survive a rebuild of the producer state from the log. A sealed segment left with no batch is
 // deleted, unless it is the first (the log start offset does not move).
 // The active segment is never touched.
 //
@@ -236,12 +238,14 @@ func (c *compaction) rewrite(s *segment, st *CompactStats) error {
 	err = c.eachBatch(s, func(h *kmsg.RecordBatch) error {
 		recs = recs[:0]
 		kept, total := int32(0), int32(0)
+		maxDelta := int64(math.MinInt64)
 		before := *st
 		var err error
 		c.scratch, err = forEachRecord(h, c.scratch, func(r *kmsg.Record) bool {
 			total++
 			if c.keep(h, r, st) {
 				kept++
+				maxDelta = max(maxDelta, r.TimestampDelta64)
 				recs = appendRecord(recs, r)
 			}
 			return true
@@ -269,8 +273,7 @@ func (c *compaction) rewrite(s *segment, st *CompactStats) error {
 			return nil
 		}
 		changed = true
-		nh := *h
-		nh.NumRecords = kept
+		nh := rebuiltHeader(h, kept, maxDelta)
 		return w.batch(&nh, recs)
 	})
 	if err != nil || !changed {
@@ -303,6 +306,28 @@ func (c *compaction) rewrite(s *segment, st *CompactStats) error {
 	st.BytesBefore += s.size
 	st.BytesAfter += tmp.size
 	return nil
+}
+
+// rebuiltHeader is the header of h rebuilt around kept of its records,
+// whose largest timestamp delta is maxDelta, as Kafka's cleaner rebuilds
+// a batch (MemoryRecords.filterTo feeding the kept records to a new
+// MemoryRecordsBuilder): its MaxTimestamp is its kept records' largest
+// timestamp, not the original's, which may be a dropped record's and
+// would then stand in the segment's largest timestamp and time index
+// (ListOffsets' MAX_TIMESTAMP naming a record that is gone, time
+// retention keeping the segment for it). A LogAppendTime batch keeps
+// its MaxTimestamp: it is every record's timestamp (Kafka passes it on
+// as the builder's log append time). FirstTimestamp stays, and so do the
+// kept records' timestamp deltas from it, so each record reads back with
+// its timestamp; Kafka's builder re-bases them on the first kept
+// record's, which changes no record's timestamp.
+func rebuiltHeader(h *kmsg.RecordBatch, kept int32, maxDelta int64) kmsg.RecordBatch {
+	nh := *h
+	nh.NumRecords = kept
+	if h.Attributes&attrLogAppendTime == 0 {
+		nh.MaxTimestamp = h.FirstTimestamp + maxDelta
+	}
+	return nh
 }
 
 // swap makes the compacted files the segment: fsync them, rename them
@@ -430,7 +455,12 @@ func (w *segmentWriter) batch(h *kmsg.RecordBatch, records []byte) error {
 
 // empty writes h's header with no records: its offsets and its
 // producer's ID, epoch and sequence numbers, nothing else (as Kafka's
-// cleaner keeps a producer's last batch).
+// cleaner keeps a producer's last batch). It keeps h's MaxTimestamp, as
+// Kafka's DefaultRecordBatch.writeEmptyHeader does (the producer's last
+// timestamp, which a producer state rebuilt from the log reads), though
+// its record is gone; Kafka's segment and time index take it in too.
+// FirstTimestamp stays h's where Kafka writes -1: with no record,
+// nothing reads it.
 func (w *segmentWriter) empty(h *kmsg.RecordBatch) error {
 	e := kmsg.RecordBatch{
 		FirstOffset: h.FirstOffset, PartitionLeaderEpoch: h.PartitionLeaderEpoch,

@@ -40,6 +40,7 @@ func TestCompactionDropsEmptiedBatches(t *testing.T) {
 	for i := range 3 {
 		lastIdem = put(fmt.Sprint("k", i), 0, 7, int32(i))
 	}
+	idemTs := clk.ms()
 	segments := func() int {
 		l.segMu.RLock()
 		defer l.segMu.RUnlock()
@@ -80,6 +81,10 @@ func TestCompactionDropsEmptiedBatches(t *testing.T) {
 				if h.ProducerID != 7 || p.base != lastIdem.BaseOffset || h.FirstSequence != 2 {
 					t.Fatalf("empty batch at %d of producer %d seq %d: only producer 7's last (at %d) may stay",
 						p.base, h.ProducerID, h.FirstSequence, lastIdem.BaseOffset)
+				}
+				// As Kafka's writeEmptyHeader: the original's.
+				if h.MaxTimestamp != idemTs {
+					t.Errorf("empty batch's MaxTimestamp %d, want its original's %d", h.MaxTimestamp, idemTs)
 				}
 			}
 		})
