@@ -232,7 +232,7 @@
 // The subkey is the first 16 bytes of HMAC-SHA256(key, "brokerless
 // reliable v1 GMAC subkey" || salt). A receiver keeps the subkeys of the
 // senders it has verified (a publisher, those of as many receivers as
-// it tracks), derives the others at most 1,000 per second
-// (bursts of 100), and drops a datagram whose tag is missing or wrong
+// it tracks), derives the others at most 20,000 per second
+// (bursts of 1,000), and drops a datagram whose tag is missing or wrong
 // (Unauthenticated). Why GMAC and why a subkey per sender: see auth.go.
 package reliable
