@@ -24,7 +24,9 @@
 // STATUS, nor sends further past that receiver than its announced
 // window: Publish is held instead (ErrFlowControl), and a receiver
 // silent for ReceiverTimeout is no longer waited for, nor one that said
-// it leaves (Receiver.Leave, a leaving STATUS: ReceiversLeft). Without a key,
+// it leaves (Receiver.Leave, a leaving STATUS: ReceiversLeft); a STATUS
+// it sent before, delivered after, does not bring it back
+// (StatusAfterLeave). Without a key,
 // flow control believes any STATUS (any address, any receiver id) that
 // names a position the window still holds: a forger can hold the
 // publisher as a slow receiver would, renewing it every
@@ -200,7 +202,10 @@
 //	24  8  next: the next sequence number the receiver needs (everything
 //	       below it delivered or reported lost); 0 = leaving: the
 //	       receiver is going away (Receiver.Leave, as its subscriber
-//	       closes) and the publisher stops waiting for it at once.
+//	       closes) and the publisher stops waiting for it at once;
+//	       for ReceiverTimeout after, it ignores a STATUS from that
+//	       receiver naming no more than its own next sequence number
+//	       when the leaving one came (sent before it, reordered).
 //	       Publishers that predate it drop such a STATUS as malformed
 //	       (sequence 0) and time the receiver out as before
 //	32  4  window: bytes of datagrams the receiver can take past next
@@ -227,7 +232,7 @@
 // The subkey is the first 16 bytes of HMAC-SHA256(key, "brokerless
 // reliable v1 GMAC subkey" || salt). A receiver keeps the subkeys of the
 // senders it has verified (a publisher, those of as many receivers as
-// it tracks), derives the others at most 1,000 per second
-// (bursts of 100), and drops a datagram whose tag is missing or wrong
+// it tracks), derives the others at most 20,000 per second
+// (bursts of 1,000), and drops a datagram whose tag is missing or wrong
 // (Unauthenticated). Why GMAC and why a subkey per sender: see auth.go.
 package reliable

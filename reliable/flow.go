@@ -91,10 +91,21 @@ type flowReceiver struct {
 	seen   time.Time
 }
 
+// leftReceiver is a receiver that said it leaves (a leaving STATUS).
+type leftReceiver struct {
+	id uint64
+	// at is the publisher's next sequence number when the leaving STATUS
+	// came (the leaving STATUS names no position: next = 0 on the wire).
+	// No STATUS the receiver sent before it left can name more.
+	at   uint64
+	when time.Time
+}
+
 // flow is a Sender's flow control state: the receivers it waits for.
 type flow struct {
 	cfg      FlowConfig
 	rcv      []flowReceiver // at most cfg.MaxReceivers
+	left     []leftReceiver // recently left, oldest first; at most cfg.MaxReceivers
 	held     bool           // the last Publish was held: Deadline wakes for expiries
 	sendHeld bool           // the next unsent datagram waits for the slowest receiver
 	stats    *SenderStats
@@ -125,11 +136,29 @@ func (f *flow) on() bool { return f.cfg.Mode != FlowNone }
 // dropped by the opener: auth.go).
 //
 // A leaving STATUS (Status.Leaving: the receiver's subscriber closed)
-// drops its receiver at once instead of after ReceiverTimeout. Forged,
-// it is no worse than a forged STATUS: one naming the receiver's id, the
-// publisher's next sequence and a large window releases the publisher
-// from that receiver as well, until the receiver's next STATUS, which
-// brings it back either way. With a key it is authenticated and taken
+// drops its receiver at once instead of after ReceiverTimeout. UDP may
+// deliver a STATUS the receiver sent before it left after the leaving
+// one; taken, it would bring the receiver back, and the publisher would
+// wait for a receiver that is gone until ReceiverTimeout. So the flow
+// remembers, for ReceiverTimeout, the receivers that left (at most
+// MaxReceivers of them: past that the one that left first is forgotten,
+// LeftEvicted) with the publisher's next sequence number when the
+// leaving STATUS came: no STATUS sent before it can name more. A later
+// STATUS from such a receiver that does not name more is stale, counted
+// (StatusAfterLeave) and ignored. One that names more comes from a
+// receiver that took datagrams sent after it left, so it did not leave
+// (the leaving STATUS was forged, without a key), and is taken. Receiver
+// ids are drawn at random per Receiver (ReceiverConfig.ID 0), so a new
+// subscriber is never taken for one that left; one given the id of a
+// receiver that left (ReceiverConfig.ID set) is served as with FlowNone
+// until its position passes where that one left, or ReceiverTimeout
+// after it left.
+//
+// Forged, a leaving STATUS is no worse than a forged STATUS: one naming
+// the receiver's id, the publisher's next sequence and a large window
+// releases the publisher from that receiver as well, until the receiver
+// reports a position past the publisher's next sequence number when the
+// forgery came. With a key it is authenticated and taken
 // once, as any STATUS.
 func (f *flow) status(now time.Time, from netip.AddrPort, st Status, sentNext, low uint64) {
 	f.stats.StatusReceived++
@@ -137,7 +166,7 @@ func (f *flow) status(now time.Time, from netip.AddrPort, st Status, sentNext, l
 		return
 	}
 	if st.Leaving {
-		f.leave(st.Receiver)
+		f.leave(now, st.Receiver, sentNext)
 		return
 	}
 	if f.cfg.Mode == FlowTagged && st.Tag != f.cfg.Tag {
@@ -158,6 +187,13 @@ func (f *flow) status(now time.Time, from netip.AddrPort, st Status, sentNext, l
 			return
 		}
 	}
+	if i := f.leftIndex(now, st.Receiver); i >= 0 {
+		if next <= f.left[i].at {
+			f.stats.StatusAfterLeave++ // sent before it left
+			return
+		}
+		f.left = append(f.left[:i], f.left[i+1:]...) // it did not leave
+	}
 	f.expire(now)
 	if len(f.rcv) >= f.cfg.MaxReceivers {
 		f.stats.FlowReceiversFull++
@@ -167,8 +203,17 @@ func (f *flow) status(now time.Time, from netip.AddrPort, st Status, sentNext, l
 	f.stats.FlowReceivers++
 }
 
-// leave forgets the receiver id, if it is waited for.
-func (f *flow) leave(id uint64) {
+// leave forgets the receiver id, if it is waited for, and remembers
+// that it left when the publisher's next sequence number was sentNext.
+func (f *flow) leave(now time.Time, id, sentNext uint64) {
+	if i := f.leftIndex(now, id); i >= 0 {
+		f.left = append(f.left[:i], f.left[i+1:]...)
+	}
+	if len(f.left) >= f.cfg.MaxReceivers {
+		f.left = append(f.left[:0], f.left[1:]...)
+		f.stats.LeftEvicted++
+	}
+	f.left = append(f.left, leftReceiver{id: id, at: sentNext, when: now})
 	for i := range f.rcv {
 		if f.rcv[i].id == id {
 			last := len(f.rcv) - 1
@@ -181,6 +226,24 @@ func (f *flow) leave(id uint64) {
 			return
 		}
 	}
+}
+
+// leftIndex forgets the receivers that left ReceiverTimeout ago or
+// more, and returns the index of id among the others, -1 if not there.
+func (f *flow) leftIndex(now time.Time, id uint64) int {
+	gone := 0
+	for gone < len(f.left) && now.Sub(f.left[gone].when) >= f.cfg.ReceiverTimeout {
+		gone++
+	}
+	if gone > 0 {
+		f.left = append(f.left[:0], f.left[gone:]...)
+	}
+	for i := range f.left {
+		if f.left[i].id == id {
+			return i
+		}
+	}
+	return -1
 }
 
 // expire forgets the receivers silent for ReceiverTimeout.

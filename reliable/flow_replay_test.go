@@ -120,9 +120,10 @@ func TestReplayWindow(t *testing.T) {
 
 // TestFlowManyKeyedReceivers: with a key, a publisher waiting for more
 // receivers than it used to keep subkeys for (256) takes the STATUS of
-// every one once each has been derived (new ones at 1,000 a second).
-// Before, the subkeys were evicted in turn, each STATUS needed a new
-// derivation, and the derivation budget dropped most of them as
+// every one once each has been derived (new ones within the derivation
+// budget, auth.go). Before, the subkeys were evicted in turn, each
+// STATUS needed a new derivation, and the derivation budget (then 1,000
+// a second) dropped most of them as
 // Unauthenticated for as long as the receivers stayed: with 600
 // receivers reporting every 20 ms, 57% of the STATUS (and NACKs with
 // them).
@@ -147,8 +148,8 @@ func TestFlowManyKeyedReceivers(t *testing.T) {
 		}
 		now = now.Add(20 * time.Millisecond)
 	}
-	// Every receiver's subkey is derived within a second (600 at 1,000 a
-	// second, after a burst of 100).
+	// Every receiver's subkey is derived within a second (600 within
+	// the budget's burst).
 	for i := 0; i < rounds; i++ {
 		round()
 	}

@@ -42,7 +42,13 @@ type SenderStats struct {
 	// named a position the retransmit window no longer holds (waiting
 	// could not help that receiver; a forged one must not hold the
 	// publisher); ReceiversLeft, receivers it stopped waiting for at
-	// once because their leaving STATUS said they closed.
+	// once because their leaving STATUS said they closed;
+	// StatusAfterLeave, STATUS ignored because its receiver had left
+	// since it was sent (UDP delivered it after the leaving STATUS: it
+	// names no position past the publisher's when that came), which
+	// would have had the publisher wait for a receiver that is gone;
+	// LeftEvicted, receivers that left forgotten before ReceiverTimeout
+	// because Flow.MaxReceivers others left after them (flow.go).
 	StatusReceived    uint64
 	FlowHeld          uint64
 	FlowReceivers     uint64
@@ -50,6 +56,8 @@ type SenderStats struct {
 	FlowReceiversFull uint64
 	FlowBehind        uint64
 	ReceiversLeft     uint64
+	StatusAfterLeave  uint64
+	LeftEvicted       uint64
 	Malformed         uint64 // control datagrams that failed to decode
 	Foreign           uint64 // datagrams that are not ours, or for another stream
 	// Unauthenticated counts datagrams dropped, with a key, for want of
