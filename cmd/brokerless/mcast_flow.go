@@ -61,11 +61,14 @@ func (f *flowFlags) apply(cfg *multicast.Config, changed func(string) bool) erro
 // subscribers send STATUS whatever the publisher's mode, so STATUS
 // received alone says nothing about flow control.
 func writeFlowStats(w io.Writer, s multicast.PublisherStats) {
-	if s.FlowHeld+s.FlowReceivers+s.FlowTimeouts+s.FlowReceiversFull == 0 {
+	if s.FlowHeld+s.FlowReceivers+s.FlowTimeouts+s.FlowReceiversFull+s.ReceiversLeft == 0 {
 		return
 	}
-	fmt.Fprintf(w, "; flow control: held %d times, subscribers reporting %d, timed out %d",
-		s.FlowHeld, s.FlowReceivers, s.FlowTimeouts)
+	fmt.Fprintf(w, "; flow control: held %d times, subscribers reporting %d, timed out %d, left %d",
+		s.FlowHeld, s.FlowReceivers, s.FlowTimeouts, s.ReceiversLeft)
+	if s.StatusAfterLeave > 0 {
+		fmt.Fprintf(w, " (reports that came after their leave ignored %d)", s.StatusAfterLeave)
+	}
 	if s.FlowReceiversFull > 0 {
 		fmt.Fprintf(w, ", too many subscribers %d", s.FlowReceiversFull)
 	}

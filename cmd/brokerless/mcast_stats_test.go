@@ -23,11 +23,14 @@ func TestMcastSummaries(t *testing.T) {
 		}
 	}
 	pub.Replayed, pub.FlowReceivers = 3, 2
+	leftOnly := pub
+	leftOnly.FlowReceivers, leftOnly.ReceiversLeft, leftOnly.StatusAfterLeave = 0, 1, 4
 	sub.RepairsBeforeStart = 4
 	sub.Archive.Replays, sub.Archive.OpenGaps, sub.Archive.LateLive = 1, 2, 5
 	for _, c := range []struct{ got, want string }{
 		{pubSummary(pub), "replayed control datagrams dropped 3"},
-		{pubSummary(pub), "flow control: held 0 times, subscribers reporting 2"},
+		{pubSummary(pub), "flow control: held 0 times, subscribers reporting 2, timed out 0, left 0"},
+		{pubSummary(leftOnly), "left 1 (reports that came after their leave ignored 4)"},
 		{subSummary(sub), "repairs before the stream's start 4"},
 		{subSummary(sub), "2 session tails of unknown length lost (5 of their live messages came too late)"},
 	} {
