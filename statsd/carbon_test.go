@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,63 +26,55 @@ import (
 // temporary directory, and a stand-in for graphite-web's tag database
 // that records the series carbon tags.
 type carbon struct {
-	dir, data string
-	addr      string
-	log       *lockedBuffer
-	cmd       *exec.Cmd
-	exited    chan struct{}
+	dir, data           string
+	line, pickle, query int // its TCP ports
+	addr                string
+	log                 *peerLog
+	proc                *peerProc
 
 	mu     sync.Mutex
 	tagged []string
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  []byte
+func startCarbon(t *testing.T) *carbon {
+	t.Helper()
+	return startCarbonOn(t, freePorts)
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
-	return len(p), nil
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.b)
-}
-
-func startCarbon(t *testing.T) *carbon { return startCarbonAttempt(t, 1) }
-
-func startCarbonAttempt(t *testing.T, attempt int) *carbon {
+// startCarbonOn starts carbon on ports from ports and waits until it
+// says it listens on each (twisted's "... starting on <port>", written
+// once the socket listens): another process could have taken a port
+// between freeTCPPort and carbon's bind (tests of other packages run
+// meanwhile), and a dial could reach that process. Carbon then exits
+// with "Address already in use", and is started again on other ports.
+func startCarbonOn(t *testing.T, ports portPicker) *carbon {
 	t.Helper()
 	bin := peertest.LookPath(t, "carbon-cache", "apt-get install graphite-carbon (.ci/install.d/60-metrics.sh)")
 	peertest.LookPath(t, "whisper-fetch", "apt-get install python3-whisper (.ci/install.d/60-metrics.sh)")
-	c := &carbon{dir: t.TempDir(), log: &lockedBuffer{}, exited: make(chan struct{})}
-	c.data = filepath.Join(c.dir, "whisper")
-	tagdb := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// carbon posts multipart/form-data (urllib3's fields=).
-		if err := r.ParseMultipartForm(1 << 20); err == nil && r.URL.Path == "/tags/tagMultiSeries" {
-			c.mu.Lock()
-			c.tagged = append(c.tagged, r.PostForm["path"]...)
-			c.mu.Unlock()
+	return startWithRetry(t, "carbon-cache", func() (*carbon, error) {
+		c := &carbon{dir: t.TempDir()}
+		c.data = filepath.Join(c.dir, "whisper")
+		tagdb := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// carbon posts multipart/form-data (urllib3's fields=).
+			if err := r.ParseMultipartForm(1 << 20); err == nil && r.URL.Path == "/tags/tagMultiSeries" {
+				c.mu.Lock()
+				c.tagged = append(c.tagged, r.PostForm["path"]...)
+				c.mu.Unlock()
+			}
+			io.WriteString(w, "[]")
+		})}
+		tagln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
 		}
-		io.WriteString(w, "[]")
-	})}
-	tagln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// No connection outlives its request: the server's leak check
-	// (startServer) runs before this one closes.
-	tagdb.SetKeepAlivesEnabled(false)
-	go tagdb.Serve(tagln)
-	t.Cleanup(func() { tagdb.Close() })
-	line, pickle, query := freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
-	c.addr = fmt.Sprintf("127.0.0.1:%d", line)
-	conf := fmt.Sprintf(`[cache]
+		// No connection outlives its request: the server's leak check
+		// (startServer) runs before this one closes.
+		tagdb.SetKeepAlivesEnabled(false)
+		go tagdb.Serve(tagln)
+		t.Cleanup(func() { tagdb.Close() })
+		c.line, c.pickle, c.query = ports.tcp(t), ports.tcp(t), ports.tcp(t)
+		c.addr = fmt.Sprintf("127.0.0.1:%d", c.line)
+		conf := fmt.Sprintf(`[cache]
 STORAGE_DIR = %[1]s/storage
 LOCAL_DATA_DIR = %[2]s
 WHITELISTS_DIR = %[1]s/lists
@@ -108,55 +99,38 @@ GRAPHITE_URL = http://%[6]s
 CARBON_METRIC_INTERVAL = 0
 LOG_UPDATES = False
 LOG_CREATES = True
-`, c.dir, c.data, line, pickle, query, tagln.Addr())
-	for name, body := range map[string]string{
-		"carbon.conf":          conf,
-		"storage-schemas.conf": "[default]\npattern = .*\nretentions = 1s:1h\n",
-	} {
-		if err := os.WriteFile(filepath.Join(c.dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.cmd = exec.Command(bin, "--config="+filepath.Join(c.dir, "carbon.conf"), "--nodaemon",
-		"--pidfile="+filepath.Join(c.dir, "carbon.pid"), "start")
-	c.cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + c.dir, "LANG=C.UTF-8"}
-	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { c.cmd.Wait(); close(c.exited) }()
-	t.Cleanup(func() {
-		c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.exited:
-		case <-time.After(10 * time.Second):
-			c.cmd.Process.Kill()
-			<-c.exited
-		}
-	})
-	// Ready when carbon says it listens on the line port: a dial alone
-	// could reach another process that took the port between
-	// freeTCPPort and carbon's bind (tests of other packages run
-	// meanwhile), carbon then exiting with "Address already in use".
-	listening := fmt.Sprintf("CarbonReceiverFactory starting on %d", line)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if strings.Contains(c.log.String(), listening) {
-			return c
-		}
-		select {
-		case <-c.exited:
-			if attempt < 3 && strings.Contains(c.log.String(), "Address already in use") {
-				t.Logf("carbon-cache found a port taken; again on other ports:\n%s", c.log)
-				return startCarbonAttempt(t, attempt+1)
+`, c.dir, c.data, c.line, c.pickle, c.query, tagln.Addr())
+		for name, body := range map[string]string{
+			"carbon.conf":          conf,
+			"storage-schemas.conf": "[default]\npattern = .*\nretentions = 1s:1h\n",
+		} {
+			if err := os.WriteFile(filepath.Join(c.dir, name), []byte(body), 0o600); err != nil {
+				t.Fatal(err)
 			}
-			t.Fatalf("carbon-cache exited:\n%s", c.log)
-		case <-time.After(50 * time.Millisecond):
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("carbon-cache does not listen on %s:\n%s", c.addr, c.log)
+		cmd := exec.Command(bin, "--config="+filepath.Join(c.dir, "carbon.conf"), "--nodaemon",
+			"--pidfile="+filepath.Join(c.dir, "carbon.pid"), "start")
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + c.dir, "LANG=C.UTF-8"}
+		c.proc = runPeer(t, "carbon-cache", cmd, 10*time.Second)
+		c.log = c.proc.out
+		// The query port's factory is a plain ServerFactory; the line
+		// and pickle ports' are CarbonReceiverFactory.
+		listening := []string{
+			fmt.Sprintf(" CarbonReceiverFactory starting on %d\n", c.line),
+			fmt.Sprintf(" CarbonReceiverFactory starting on %d\n", c.pickle),
+			fmt.Sprintf(" ServerFactory starting on %d\n", c.query),
 		}
-	}
+		err = c.proc.await(func() bool {
+			out := c.log.String()
+			for _, l := range listening {
+				if !strings.Contains(out, l) {
+					return false
+				}
+			}
+			return true
+		}, 0)
+		return c, err
+	})
 }
 
 // whisperPath is where carbon stores a series: dots as directories, or
@@ -266,8 +240,5 @@ func TestRealCarbon(t *testing.T) {
 		if strings.Contains(l, "Error") || strings.Contains(l, "invalid") || strings.Contains(l, "may not be empty") {
 			t.Errorf("carbon's log: %s", l)
 		}
-	}
-	if t.Failed() {
-		t.Logf("carbon's log:\n%s", c.log)
 	}
 }
