@@ -28,7 +28,7 @@ func (s *Server) authorized(cl *client, req *request) (kmsg.Response, error) {
 	case *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
 		return s.dispatch(cl, req)
 	}
-	if !s.authenticated(a) {
+	if !s.authenticated(a) { // readRequest's preauthGate refused it already; kept as a second line
 		s.auth.unauthenticated.Add(1)
 		s.warn(&s.warnings.unauthenticated, "logd: closing connection: request before authentication", "remote", a.conn.RemoteAddr().String(), "client", req.clientID, "api", kmsg.NameForKey(req.key))
 		cl.hangUp = true
