@@ -2,8 +2,12 @@ package logd
 
 import (
 	"crypto/tls"
+	"errors"
 	"net"
 	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/brokerless/brokerless/logd/auth"
 )
@@ -90,4 +94,42 @@ func (s *Server) writeAuthMetrics(p *promWriter) {
 	p.counter("logd_unauthenticated_requests_total", "Connections closed for a request other than ApiVersions or SASL before authenticating.", a.unauthenticated.Load())
 	p.counter("logd_unauthenticated_oversized_requests_total", "Connections closed for a request larger than MaxUnauthenticatedRequestBytes before authenticating (also counted in logd_bad_requests_total).", a.oversized.Load())
 	p.counter("logd_authorization_denials_total", "Topics, partitions or groups of requests refused to an authenticated user.", a.denied.Load())
+}
+
+// preauthAPI reports whether a request of key may come before the
+// connection authenticates: ApiVersions, SaslHandshake and
+// SaslAuthenticate, as Kafka's SASL authenticator allows.
+func preauthAPI(key int16) bool {
+	switch kmsg.Key(key) {
+	case kmsg.ApiVersions, kmsg.SASLHandshake, kmsg.SASLAuthenticate:
+		return true
+	}
+	return false
+}
+
+// errUnauthenticated: a request other than ApiVersions or SASL came
+// before the connection authenticated; it was counted and logged.
+var errUnauthenticated = errors.New("logd: request before authentication")
+
+// preauthGate looks at the header of a request frame from a connection
+// that has not authenticated (at least 8 bytes: readRequest checked)
+// and refuses, counting and logging it, any request but ApiVersions
+// and SASL, before its body is decoded: decoding allocates many times
+// the frame (an array element takes a byte or two on the wire and tens
+// in memory), which nobody should have the server do without
+// credentials. Kafka's SASL authenticator likewise parses only the
+// header of such a request, and closes the connection.
+func (s *Server) preauthGate(a *connAuth, frame []byte) error {
+	r := kbin.Reader{Src: frame}
+	key, _, _ := r.Int16(), r.Int16(), r.Int32()
+	if preauthAPI(key) {
+		return nil
+	}
+	id := r.NullableString()
+	if id == nil || !r.Ok() {
+		id = new(string)
+	}
+	s.auth.unauthenticated.Add(1)
+	s.warn(&s.warnings.unauthenticated, "logd: closing connection: request before authentication", "remote", a.conn.RemoteAddr().String(), "client", *id, "api", kmsg.NameForKey(key))
+	return errUnauthenticated
 }

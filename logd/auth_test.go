@@ -10,6 +10,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -695,5 +696,72 @@ func TestAcksZeroForbiddenCloses(t *testing.T) {
 	}
 	if ts.exists("audit") {
 		t.Fatal("the forbidden topic was created")
+	}
+}
+
+// TestOffsetCommitDeniedGroupWithoutTopics: an OffsetCommit naming a
+// group the user may not use is refused whole, as Kafka refuses it,
+// even when it names no topic: it never reaches the coordinator, where
+// a commit from a member (named by member id and generation) counts as
+// its heartbeat, so a user without a grant on the group cannot keep
+// another's member alive after its session should have expired.
+func TestOffsetCommitDeniedGroupWithoutTopics(t *testing.T) {
+	p := authtest.NewPKI(t)
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	ts := startAuthServer(t, p, false, func(c *Config) { c.Now, c.MinSessionTimeout = now, time.Second })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	alice := authClient(t, ts, p, scramSHA256("alice", alicePassword))
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = "billing-1", 6000, 6000, "consumer"
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	var joined *kmsg.JoinGroupResponse
+	for range 2 { // the first may be MEMBER_ID_REQUIRED
+		r, err := alice.Broker(0).Request(ctx, jg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		joined = r.(*kmsg.JoinGroupResponse)
+		if joined.ErrorCode != kerr.MemberIDRequired.Code {
+			break
+		}
+		jg.MemberID = joined.MemberID
+	}
+	if joined.ErrorCode != 0 {
+		t.Fatalf("alice joins billing-1: error %d", joined.ErrorCode)
+	}
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.Group, sg.Generation, sg.MemberID = "billing-1", joined.Generation, joined.MemberID
+	sg.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: joined.MemberID}}
+	if r, err := alice.Broker(0).Request(ctx, sg); err != nil || r.(*kmsg.SyncGroupResponse).ErrorCode != 0 {
+		t.Fatalf("alice syncs billing-1: %v %+v", err, r)
+	}
+
+	// Five seconds on, reader (no group grant) commits nothing in
+	// alice's name.
+	clock.Add(int64(5 * time.Second))
+	reader := authClient(t, ts, p, scramSHA256("reader", readerPassword))
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Group, oc.Generation, oc.MemberID = "billing-1", joined.Generation, joined.MemberID
+	if _, err := reader.Broker(0).Request(ctx, oc); err != nil {
+		t.Fatal(err)
+	}
+	if n := ts.auth.denied.Load(); n != 1 {
+		t.Fatalf("denials counted: %d, want 1", n)
+	}
+	// Seven seconds after alice was last heard from, her 6 s session
+	// has expired.
+	clock.Add(int64(2 * time.Second))
+	ts.groups.Tick(now())
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{"billing-1"}
+	r, err := alice.Broker(0).Request(ctx, dg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := r.(*kmsg.DescribeGroupsResponse).Groups[0]; g.ErrorCode != 0 || len(g.Members) != 0 {
+		t.Fatalf("billing-1 after alice's session: error %d, members %d, want none (kept alive by reader's commit)", g.ErrorCode, len(g.Members))
 	}
 }

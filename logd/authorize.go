@@ -28,7 +28,7 @@ func (s *Server) authorized(cl *client, req *request) (kmsg.Response, error) {
 	case *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest:
 		return s.dispatch(cl, req)
 	}
-	if !s.authenticated(a) {
+	if !s.authenticated(a) { // readRequest's preauthGate refused it already; kept as a second line
 		s.auth.unauthenticated.Add(1)
 		s.warn(&s.warnings.unauthenticated, "logd: closing connection: request before authentication", "remote", a.conn.RemoteAddr().String(), "client", req.clientID, "api", kmsg.NameForKey(req.key))
 		cl.hangUp = true
@@ -300,20 +300,28 @@ func (s *Server) exists(topic string) bool {
 	return ok
 }
 
-// offsetCommit needs group on the group and consume on each topic.
+// offsetCommit needs group on the group and consume on each topic. A
+// group the user may not use refuses the whole request, as in Kafka,
+// even one naming no topic: the coordinator takes a member's commit as
+// its heartbeat, which would let the user keep another's member alive.
 func (z *authz) offsetCommit() (kmsg.Response, error) {
 	body := z.req.body.(*kmsg.OffsetCommitRequest)
-	groupOK := z.user.Allowed(auth.Group, body.Group)
+	if !z.user.Allowed(auth.Group, body.Group) {
+		resp := kmsg.NewPtrOffsetCommitResponse()
+		for _, t := range body.Topics {
+			resp.Topics = append(resp.Topics, offsetCommitErrors(t, groupDenied))
+			z.denied += len(t.Partitions)
+		}
+		z.denied = max(z.denied, 1) // the group, when no partition is named
+		z.count()
+		return resp, nil
+	}
 	var refused []kmsg.OffsetCommitRequestTopic
 	body.Topics, refused = split(body.Topics, func(t kmsg.OffsetCommitRequestTopic) bool {
-		return groupOK && z.user.Allowed(auth.Consume, t.Topic)
+		return z.user.Allowed(auth.Consume, t.Topic)
 	})
 	if len(refused) == 0 {
 		return z.dispatch()
-	}
-	code := topicDenied
-	if !groupOK {
-		code = groupDenied
 	}
 	for _, t := range refused {
 		z.denied += len(t.Partitions)
@@ -329,16 +337,21 @@ func (z *authz) offsetCommit() (kmsg.Response, error) {
 		z.count()
 	}
 	for _, t := range refused {
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, code
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
+		resp.Topics = append(resp.Topics, offsetCommitErrors(t, topicDenied))
 	}
 	return resp, nil
+}
+
+// offsetCommitErrors answers each partition of t with code.
+func offsetCommitErrors(t kmsg.OffsetCommitRequestTopic, code int16) kmsg.OffsetCommitResponseTopic {
+	rt := kmsg.NewOffsetCommitResponseTopic()
+	rt.Topic = t.Topic
+	for _, p := range t.Partitions {
+		rp := kmsg.NewOffsetCommitResponseTopicPartition()
+		rp.Partition, rp.ErrorCode = p.Partition, code
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	return rt
 }
 
 // offsetFetch needs group on the group and consume on each topic; asked

@@ -165,7 +165,9 @@ func (s *Server) serveConn(nc net.Conn, ip string, accepted time.Time) {
 // RequestTimeout of the connection's acceptance. Until the connection
 // authenticates (when the server requires it), a request may be at most
 // MaxUnauthenticatedRequestBytes: a larger size closes the connection
-// before any request memory is taken. After a SaslHandshake
+// before any request memory is taken, and a request other than
+// ApiVersions or SASL closes it before its body is decoded
+// (preauthGate). After a SaslHandshake
 // v0 the next frame is a bare SASL token: it is answered here, and
 // readRequest returns no request and no error.
 func (cn *conn) readRequest() (*request, error) {
@@ -204,6 +206,11 @@ func (cn *conn) readRequest() (*request, error) {
 	}
 	if err := cn.readFrame(int(n), deadline); err != nil {
 		return nil, &slowError{err}
+	}
+	if a := cn.cl.auth; a != nil && !cn.s.authenticated(a) {
+		if err := cn.s.preauthGate(a, cn.frame); err != nil {
+			return nil, err
+		}
 	}
 	return decodeRequest(cn.frame)
 }

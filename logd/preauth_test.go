@@ -118,3 +118,26 @@ func TestMaxUnauthenticatedRequestBytesDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestUnauthenticatedRequestNotDecoded: before a connection
+// authenticates, a request other than ApiVersions, SaslHandshake or
+// SaslAuthenticate is refused at its header, as Kafka's SASL
+// authenticator refuses it, without its body being decoded: decoding
+// allocates many times the frame (each element of an array takes at
+// least a byte on the wire and tens in memory), which anyone could
+// have the server do without credentials. A Metadata request whose
+// body does not parse is counted as unauthenticated, not as a request
+// that failed to decode.
+func TestUnauthenticatedRequestNotDecoded(t *testing.T) {
+	p := authtest.NewPKI(t)
+	ts := startAuthServer(t, p, false)
+	c := dialTLS(t, ts, p, nil)
+	_, err := rawRequest(t, c, kmsg.Metadata.Int16(), 9, []byte{0xff, 0xff, 0xff})
+	requireClosed(t, err, "an undecodable Metadata request before authentication")
+	waitUntil(t, "the refusal counted", func() bool {
+		return ts.auth.unauthenticated.Load()+ts.metrics.badFrames.Load() > 0
+	})
+	if n, bad := ts.auth.unauthenticated.Load(), ts.metrics.badFrames.Load(); n != 1 || bad != 0 {
+		t.Fatalf("unauthenticated requests %d, bad frames %d; want 1 and 0 (refused before decoding)", n, bad)
+	}
+}

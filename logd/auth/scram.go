@@ -30,6 +30,7 @@ type scramSession struct {
 	serverFirst string
 	nonce       string // client nonce + server nonce, as sent in serverFirst
 	clientNonce string
+	serverNonce string // the random part, from randomNonce
 }
 
 // nonceBytes is the random part of the server's nonce (xdg-go's default
@@ -51,7 +52,7 @@ func (a *Authenticator) startScram(mechanism string) (*scramSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &scramSession{a: a, mechanism: mechanism}
+	s := &scramSession{a: a, mechanism: mechanism, serverNonce: nonce}
 	srv, err := hashOf(mechanism).NewServer(func(name string) (scram.StoredCredentials, error) {
 		c, real := a.credential(name, mechanism)
 		s.name, s.real, s.cred = name, real, c
@@ -85,6 +86,9 @@ func (s *scramSession) step(in []byte) ([]byte, bool, error) {
 	}
 	if !s.conv.Done() {
 		s.remember(string(in), out)
+		if !printableNonce(s.clientNonce) {
+			return nil, true, s.fail(ErrMalformed, fmt.Sprintf("client nonce %q: want printable characters but ','", s.clientNonce))
+		}
 		return []byte(out), false, nil
 	}
 	if err := s.authorize(s.conv.Valid()); err != nil {
@@ -128,11 +132,19 @@ func (s *scramSession) remember(clientFirst, serverFirst string) {
 	j := strings.IndexByte(clientFirst[i+1:], ',') + i + 1
 	s.gs2Header, s.clientFirst, s.serverFirst = clientFirst[:j+1], clientFirst[j+1:], serverFirst
 	s.nonce = strings.TrimPrefix(strings.SplitN(serverFirst, ",", 2)[0], "r=")
-	for _, attr := range strings.Split(s.clientFirst, ",") {
-		if n, ok := strings.CutPrefix(attr, "r="); ok {
-			s.clientNonce = n
+	s.clientNonce = strings.TrimSuffix(s.nonce, s.serverNonce)
+}
+
+// printableNonce reports whether a client nonce is RFC 5802 §7's
+// c-nonce: one or more printable characters (0x21 to 0x7E) but ',',
+// as Kafka's ScramMessages requires. xdg-go takes any, even none.
+func printableNonce(n string) bool {
+	for i := 0; i < len(n); i++ {
+		if n[i] < 0x21 || n[i] > 0x7e || n[i] == ',' {
+			return false
 		}
 	}
+	return n != ""
 }
 
 // doubledNonce reports whether a client-final message carries the

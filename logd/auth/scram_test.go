@@ -461,3 +461,21 @@ func BenchmarkLogin(b *testing.B) {
 		}
 	})
 }
+
+// TestScramClientNonceRequired: RFC 5802 §7's client nonce is one or
+// more printable characters (0x21 to 0x7E but ','), as Kafka's
+// ScramMessages requires; an empty one, or one holding a space or a
+// control character, is malformed, before any credential is shown.
+func TestScramClientNonceRequired(t *testing.T) {
+	a := newAuth(t, testUsers(t))
+	for _, nonce := range []string{"", "a b", "a\x01b", "caf\u00e9"} {
+		s, _ := a.Start(ScramSHA256)
+		if out, _, err := s.Step([]byte("n,,n=alice,r=" + nonce)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("client nonce %q: server-first %q, err %v, want ErrMalformed", nonce, out, err)
+		}
+	}
+	s, _ := a.Start(ScramSHA256)
+	if _, _, err := s.Step([]byte("n,,n=alice,r=" + "!~rOprNGfwEbeRWgbNEkqO")); err != nil {
+		t.Fatalf("a printable client nonce: %v", err)
+	}
+}
