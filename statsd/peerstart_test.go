@@ -1,8 +1,6 @@
 package statsd
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -242,33 +240,15 @@ func heldUDP(t testing.TB, pid, port int) (uint64, bool) {
 // listening on port (/proc/net/tcp and tcp6, state 0A).
 func heldTCPListener(t testing.TB, pid, port int) bool {
 	t.Helper()
-	ours := socketInodes(pid)
-	read := 0
-	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			continue
-		}
-		read++
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Scan() // header
-		for sc.Scan() {
-			// sl local rem st tx:rx tr:when retrnsmt uid timeout inode ...
-			f := bytes.Fields(sc.Bytes())
-			if len(f) < 10 || string(f[3]) != "0A" {
-				continue
-			}
-			s, ok := parseProcAddr(f[1])
-			if !ok || s.port != port {
-				continue
-			}
-			if inode, err := strconv.ParseUint(string(f[9]), 10, 64); err == nil && ours[inode] {
-				return true
-			}
-		}
-	}
-	if read == 0 {
+	socks, ok := procSockets([]string{"/proc/net/tcp", "/proc/net/tcp6"}, port, "0A")
+	if !ok {
 		t.Fatal("cannot read /proc/net/tcp to find a peer's listening socket")
+	}
+	ours := socketInodes(pid)
+	for _, s := range socks {
+		if ours[s.inode] {
+			return true
+		}
 	}
 	return false
 }

@@ -36,24 +36,34 @@ type udpSocket struct {
 
 // udpSockets lists the UDP sockets bound to port.
 func udpSockets(port int) ([]udpSocket, error) {
-	var out []udpSocket
-	read := 0
-	for _, file := range []string{"/proc/net/udp", "/proc/net/udp6"} {
+	out, ok := procSockets([]string{"/proc/net/udp", "/proc/net/udp6"}, port, "")
+	if !ok {
+		return nil, errNoSocketList
+	}
+	return out, nil
+}
+
+// procSockets lists the sockets bound to port in the kernel's socket
+// tables files (/proc/net/udp, tcp, and their IPv6 twins) whose state
+// (hexadecimal, as the tables write it; "" for any) is state; ok is
+// false when none of the files could be read.
+func procSockets(files []string, port int, state string) (out []udpSocket, ok bool) {
+	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			continue
 		}
-		read++
+		ok = true
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Scan() // header
 		for sc.Scan() {
 			// sl local rem st tx:rx tr:when retrnsmt uid timeout inode ...
 			f := bytes.Fields(sc.Bytes())
-			if len(f) < 10 {
+			if len(f) < 10 || (state != "" && string(f[3]) != state) {
 				continue
 			}
-			s, ok := parseProcAddr(f[1])
-			if !ok || s.port != port {
+			s, good := parseProcAddr(f[1])
+			if !good || s.port != port {
 				continue
 			}
 			if s.inode, err = strconv.ParseUint(string(f[9]), 10, 64); err == nil {
@@ -61,10 +71,7 @@ func udpSockets(port int) ([]udpSocket, error) {
 			}
 		}
 	}
-	if read == 0 {
-		return nil, errNoSocketList
-	}
-	return out, nil
+	return out, ok
 }
 
 // parseProcAddr reads "0100007F:1F95": the address as 32-bit words in
