@@ -16,3 +16,9 @@ if ! { [ -x "$bin" ] && go version -m "$bin" | grep -Eq "^[[:space:]]+mod[[:spac
   GOBIN="$dir" GOFLAGS=-mod=mod go install "github.com/prometheus/statsd_exporter@$version"
 fi
 go version -m "$bin" | grep -E "^[[:space:]]+mod[[:space:]]"
+
+# ss(8), from iproute2, reads the exporter's receive buffer
+# (statsd/exporter_test.go); a minimal image may lack it.
+if ! dpkg -s iproute2 >/dev/null 2>&1; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
+fi
