@@ -190,12 +190,20 @@ def heartbeats(s, ivl, timeout, ttl):
             s.setsockopt(opt, ms)
 
 
-def watch(s, on_message, on_line):
+def monitored(kind):
+    """A new socket of kind and its monitor, attached before the socket
+    binds or connects: attached later, it misses the events of a peer
+    that connects and completes its handshake at once."""
+    ctx = zmq.Context()
+    s = ctx.socket(kind)
+    return ctx, s, s.get_monitor_socket()
+
+
+def watch(s, mon, on_message, on_line):
     """Print s's monitor events and hand its messages and stdin's lines
     on, until stdin closes."""
     start = time.monotonic()
     pending = b""
-    mon = s.get_monitor_socket()
     poller = zmq.Poller()
     poller.register(s, zmq.POLLIN)
     poller.register(mon, zmq.POLLIN)
@@ -221,18 +229,16 @@ def watch(s, on_message, on_line):
 
 
 def hbsub(endpoint, ivl, timeout, ttl):
-    ctx = zmq.Context()
-    s = ctx.socket(zmq.SUB)
+    ctx, s, mon = monitored(zmq.SUB)
     heartbeats(s, ivl, timeout, ttl)
     s.setsockopt(zmq.SUBSCRIBE, b"")
     s.connect(endpoint)
-    watch(s, lambda frames: out(msg=frames[-1].decode("latin-1")), lambda line: None)
+    watch(s, mon, lambda frames: out(msg=frames[-1].decode("latin-1")), lambda line: None)
     ctx.term()
 
 
 def hbpub(ivl, timeout, ttl):
-    ctx = zmq.Context()
-    s = ctx.socket(zmq.XPUB)
+    ctx, s, mon = monitored(zmq.XPUB)
     heartbeats(s, ivl, timeout, ttl)
     port = s.bind_to_random_port("tcp://127.0.0.1")
     out(endpoint="tcp://127.0.0.1:%d" % port)
@@ -244,7 +250,7 @@ def hbpub(ivl, timeout, ttl):
         s.send_multipart([b"t", payload.encode()])
         out(sent=payload)
 
-    watch(s, lambda frames: out(subscribed=frames[0][1:].decode("latin-1")) if frames[0][:1] == b"\x01" else None, send)
+    watch(s, mon, lambda frames: out(subscribed=frames[0][1:].decode("latin-1")) if frames[0][:1] == b"\x01" else None, send)
     ctx.term()
 
 
