@@ -19,3 +19,15 @@ type TailReader interface {
 	// and Headers hold what was written, origin headers included.
 	Tail(ctx context.Context, n int) ([]Message, error)
 }
+
+// BackReader is implemented by the endpoints of logs that can read any
+// stretch of a stream back from its end, a page at a time: a pipe whose
+// destination's tail (TailReader) did not reach back to a source stream
+// it meets looks further back for what it had written of it.
+type BackReader interface {
+	// Before returns the messages that stream holds before position
+	// pos, at most n of them, oldest first: fewer than n only when the
+	// page reaches the stream's first position, none when pos is at or
+	// before it. Stream and Seq are set as TailReader's are.
+	Before(ctx context.Context, stream StreamID, pos uint64, n int) ([]Message, error)
+}

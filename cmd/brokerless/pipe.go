@@ -168,6 +168,9 @@ func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe
 			return fmt.Errorf("reading the last records of %s: %w", toURL, err)
 		}
 	}
+	if br, ok := toEP.(transport.BackReader); ok && canResume {
+		cfg.Back = br // for a source stream the tail does not reach
+	}
 	src, err := fromEP.Subscriber(ctx)
 	if err != nil {
 		return urlError(from, err)
@@ -341,8 +344,12 @@ func printPipeStats(w io.Writer, p *pipe.Pipe, interval time.Duration, stop <-ch
 func writePipeStats(w io.Writer, s pipe.Stats) {
 	fmt.Fprintf(w, "forwarded %d messages, %d gap markers (%d for what the source no longer held), skipped %d already written; %d accepted, %d in flight; acknowledged the source %d times\n",
 		s.Forwarded, s.Markers, s.ResumeGaps, s.Skipped, s.Accepted, s.InFlight, s.Acks)
+	if s.LookedBack > 0 {
+		fmt.Fprintf(w, "read %d records of the destination further back than its last %d, for source streams they did not hold; found %d there\n",
+			s.LookedBack, pipe.DefaultTailRecords, s.FoundBack)
+	}
 	if s.Unresumed > 0 {
-		fmt.Fprintf(w, "warning: %d source streams were not in the last %d records of a destination stream read at start: if this pipe wrote them before, what a feed sent while it was down has no gap marker, and what it wrote of a log is written again\n",
-			s.Unresumed, pipe.DefaultTailRecords)
+		fmt.Fprintf(w, "warning: %d source streams were not in the last records of a destination stream read at start (%d, and up to %d further back): if this pipe wrote them before, what a feed sent while it was down has no gap marker, and what it wrote of a log is written again\n",
+			s.Unresumed, pipe.DefaultTailRecords, pipe.DefaultMaxLookback)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,7 +19,49 @@ func (e endpoint) Tail(ctx context.Context, n int) ([]transport.Message, error) 
 	return Tail(ctx, e.cfg, n)
 }
 
-var _ transport.TailReader = endpoint{}
+// Before makes a logd:// or kafka:// endpoint a transport.BackReader.
+func (e endpoint) Before(ctx context.Context, stream transport.StreamID, pos uint64, n int) ([]transport.Message, error) {
+	return Before(ctx, e.cfg, stream.Partition, pos, n)
+}
+
+var (
+	_ transport.TailReader = endpoint{}
+	_ transport.BackReader = endpoint{}
+)
+
+// Before returns the records of partition of cfg.Topic before offset
+// pos, at most n, oldest first, as Tail does: a pipe reads further back
+// in its destination than the tail it resumed from
+// (transport.BackReader). None when pos is at or before the partition's
+// start.
+func Before(ctx context.Context, cfg Config, partition int32, pos uint64, n int) ([]transport.Message, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if n < 1 || pos > math.MaxInt64 {
+		return nil, fmt.Errorf("%w: %d records before offset %d", ErrBadConfig, n, pos)
+	}
+	admin, err := cfg.newClient()
+	if err != nil {
+		return nil, fmt.Errorf("kafka transport: %w", err)
+	}
+	defer admin.Close()
+	parts := []int32{partition}
+	starts, err := listOffsets(ctx, admin, cfg.Topic, parts, -2)
+	if err != nil {
+		return nil, err
+	}
+	ends, err := listOffsets(ctx, admin, cfg.Topic, parts, -1)
+	if err != nil {
+		return nil, err
+	}
+	end := min(int64(pos), ends[partition])
+	start := max(starts[partition], end-int64(n))
+	if start >= end {
+		return nil, nil
+	}
+	return readUntil(ctx, cfg, map[int32]kgo.Offset{partition: kgo.NewOffset().At(start)}, map[int32]int64{partition: end})
+}
 
 // Tail returns the last n records (at most) of each partition of
 // cfg.Topic, oldest first per partition, as messages: Stream is the
@@ -119,7 +162,8 @@ func listOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []int3
 const tailTimeout = 30 * time.Second
 
 // readUntil reads each partition from its offset in from until its
-// offset in ends.
+// offset in ends (a record at or past the offset before it ends the
+// partition's read: compaction may have removed that offset).
 func readUntil(ctx context.Context, cfg Config, from map[int32]kgo.Offset, ends map[int32]int64) ([]transport.Message, error) {
 	ctx, cancel := context.WithTimeout(ctx, tailTimeout)
 	defer cancel()
@@ -140,8 +184,12 @@ func readUntil(ctx context.Context, cfg Config, from map[int32]kgo.Offset, ends 
 			return nil, fmt.Errorf("kafka transport: reading the last records of %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
 		}
 		fetches.EachRecord(func(r *kgo.Record) {
-			end := ends[r.Partition]
-			if r.Offset >= end {
+			end, reading := ends[r.Partition]
+			if !reading || r.Offset >= end {
+				if reading && r.Offset >= end {
+					delete(ends, r.Partition)
+					left--
+				}
 				return
 			}
 			m := transport.Message{
@@ -153,6 +201,7 @@ func readUntil(ctx context.Context, cfg Config, from map[int32]kgo.Offset, ends 
 			}
 			byPart[r.Partition] = append(byPart[r.Partition], m)
 			if r.Offset == end-1 {
+				delete(ends, r.Partition)
 				left--
 			}
 		})

@@ -83,4 +83,41 @@ func TestTail(t *testing.T) {
 	if _, err := tr.Tail(ctx, 0); err == nil {
 		t.Error("a tail of 0 records")
 	}
+
+	// Further back, a page at a time (transport.BackReader).
+	br, ok := ep.(transport.BackReader)
+	if !ok {
+		t.Fatalf("%T is not a BackReader", ep)
+	}
+	p0 := transport.StreamID{Topic: "tail", Partition: 0}
+	for _, c := range []struct {
+		stream transport.StreamID
+		before uint64
+		n      int
+		want   string
+	}{
+		{p0, 6, 4, "0@2=0-2 0@3=0-3 0@4=0-4 0@5=0-5"},
+		{p0, 2, 4, "0@0=0-0 0@1=0-1"},
+		{p0, 0, 4, ""},
+		{p0, 100, 2, "0@8=0-8 0@9=0-9"}, // past the end: the last records
+		{transport.StreamID{Topic: "tail", Partition: 1}, 3, 1, "1@2=1-2"},
+	} {
+		page, err := br.Before(ctx, c.stream, c.before, c.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range page {
+			if m.Stream != c.stream || len(m.Headers) != 1 {
+				t.Errorf("record %+v", m)
+			}
+			got = append(got, fmt.Sprintf("%d@%d=%s", m.Stream.Partition, m.Seq, m.Payload))
+		}
+		if g := strings.Join(got, " "); g != c.want {
+			t.Errorf("%d records of %v before %d: %q, want %q", c.n, c.stream, c.before, g, c.want)
+		}
+	}
+	if _, err := br.Before(ctx, p0, 5, 0); err == nil {
+		t.Error("a page of 0 records")
+	}
 }

@@ -80,6 +80,10 @@ type Stats struct {
 	// did not resume because their positions in the destination's
 	// tail go backwards (see there).
 	Interleaved uint64
+	// LookedBack counts the destination records read further back than
+	// the tail given to Resume (Config.Back), and FoundBack the source
+	// streams found there.
+	LookedBack, FoundBack uint64
 }
 
 // Core is what a pipe decides, without I/O: which messages and gap
@@ -113,6 +117,12 @@ type Core struct {
 	// DefaultTailRecords records, so a source stream older than them
 	// was not seen (Stats.Unresumed).
 	tailFull bool
+	// deep: the destination streams whose tail was full, and how far
+	// back LookFor has read them; deleted once read to their start.
+	deep map[transport.StreamID]*lookback
+	// decided: source streams that LookFor found further back, or
+	// found interleaved there; older pages say nothing more of them.
+	decided map[transport.StreamID]bool
 	// dropOnly: the source is acknowledged (ResumeAcknowledged), so
 	// Resume only drops what the destination holds: a stream that
 	// comes back past it gets no resume gap marker.
@@ -169,6 +179,7 @@ func NewCore(maxInFlight, maxBytes int) (*Core, error) {
 	return &Core{
 		max: maxInFlight, maxBytes: maxBytes, ring: make([]entry, maxInFlight+2),
 		acks: map[transport.StreamID]uint64{}, resumed: map[transport.StreamID]*resume{}, own: map[transport.StreamID]bool{},
+		deep: map[transport.StreamID]*lookback{}, decided: map[transport.StreamID]bool{},
 	}, nil
 }
 

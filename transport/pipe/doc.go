@@ -37,6 +37,11 @@
 // the last one written, writes a gap marker with the exact range and
 // reason transport.GapSourceDown.
 //
+// A source stream that the destination's last records do not reach is
+// looked for further back, page by page (Config.Back, a
+// transport.BackReader; Core.LookFor and Core.AddPage), before its first
+// event is taken.
+//
 // Core holds every decision and does no I/O, so it is tested without
 // sockets; Pipe runs it between a subscriber and a publisher.
 package pipe

@@ -18,6 +18,11 @@ const (
 	DefaultTailRecords   = 1024
 	DefaultFlushInterval = 5 * time.Millisecond
 	DefaultDrainTimeout  = 5 * time.Second
+	// DefaultMaxLookback bounds how far back (Config.Back) a pipe
+	// reads each destination stream when it starts, and LookbackPage
+	// how many records it reads at once.
+	DefaultMaxLookback = 1 << 20
+	LookbackPage       = 4096
 )
 
 // Config configures a Pipe. Zero fields take the documented defaults.
@@ -43,6 +48,16 @@ type Config struct {
 	DrainTimeout time.Duration
 	// Now is the clock of gap markers. Default time.Now.
 	Now func() time.Time
+	// Back, the destination's, when it has one, is read further back
+	// than the tail given to Resume for a source stream the tail did
+	// not reach (a partition of a consumer group's source that the pipe
+	// had not written for the last DefaultTailRecords records of the
+	// destination), in pages of LookbackPage records, up to
+	// MaxLookback records of each destination stream (default
+	// DefaultMaxLookback). Without it such a stream is written as if the
+	// destination did not hold it (Stats.Unresumed).
+	Back        transport.BackReader
+	MaxLookback int
 }
 
 func (c *Config) setDefaults() {
@@ -61,6 +76,9 @@ func (c *Config) setDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.MaxLookback == 0 {
+		c.MaxLookback = DefaultMaxLookback
+	}
 }
 
 func (c *Config) validate() error {
@@ -73,6 +91,8 @@ func (c *Config) validate() error {
 		return &ConfigError{Field: "FlushInterval", Value: c.FlushInterval, Want: "must be > 0"}
 	case c.DrainTimeout < 0:
 		return &ConfigError{Field: "DrainTimeout", Value: c.DrainTimeout, Want: "must be ≥ 0"}
+	case c.MaxLookback < 0:
+		return &ConfigError{Field: "MaxLookback", Value: c.MaxLookback, Want: "must be ≥ 0"}
 	}
 	return nil
 }
@@ -269,12 +289,18 @@ func (p *Pipe) forward(ctx context.Context) error {
 				return err
 			}
 		}
-		n, held := p.take(evs)
+		n, held, look := p.take(evs)
 		// The events stay valid until the next receive, which only this
 		// goroutine calls.
 		evs = evs[n:]
 		if held {
 			signal(p.acks) // a message the destination held may be acknowledged at once
+		}
+		if look {
+			if err := p.lookBack(ctx, &evs[0]); err != nil {
+				return err
+			}
+			continue
 		}
 		if len(evs) > 0 {
 			if err := p.waitRoom(ctx, false); err != nil {
@@ -315,7 +341,10 @@ func (p *Pipe) receive(ctx context.Context, one []transport.Event) ([]transport.
 // the pipe failed: forward's waitRoom returns the failure), and whether
 // one of them was held by the destination already (no write: it may be
 // acknowledged at once).
-func (p *Pipe) take(evs []transport.Event) (n int, held bool) {
+//
+// It stops at an event whose stream must be looked for further back in
+// the destination first (look: see lookBack).
+func (p *Pipe) take(evs []transport.Event) (n int, held, look bool) {
 	h := p.batches
 	added := false
 	p.mu.Lock()
@@ -327,6 +356,13 @@ func (p *Pipe) take(evs []transport.Event) (n int, held bool) {
 		if p.core.Full() {
 			if p.applyReceipts(); p.core.Full() {
 				break
+			}
+		}
+		if p.cfg.Back != nil {
+			if src, pos, ok := eventPosition(&evs[n]); ok {
+				if _, _, look = p.core.LookFor(src, pos, p.cfg.MaxLookback); look {
+					break
+				}
 			}
 		}
 		// ws stays valid until the next Event.
@@ -343,7 +379,7 @@ func (p *Pipe) take(evs []transport.Event) (n int, held bool) {
 	if added {
 		signal(h.ready)
 	}
-	return n, held
+	return n, held, look
 }
 
 // batchPublisher is a destination that takes many messages at once

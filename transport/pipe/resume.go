@@ -14,10 +14,13 @@ import (
 // comes later than the position after it (transport.GapSourceDown).
 // Records without origin headers were not written by a pipe and are
 // ignored; so are those whose origin headers do not decode (anyone may
-// write to a log), counted (Stats.MalformedTail, TailError). A destination stream's tail of DefaultTailRecords records may
-// not reach back to every source stream: one not found, whose first
-// event comes past its first position (a log's: any), is counted
-// (Stats.Unresumed).
+// write to a log), counted (Stats.MalformedTail, TailError). A
+// destination stream's tail of DefaultTailRecords records may not reach
+// back to every source stream: a Pipe given the destination's
+// transport.BackReader (Config.Back) looks further back for one it
+// meets (see LookFor); one not found where the destination was not read
+// back to its start, whose first event comes past its first position
+// (a log's: any), is counted (Stats.Unresumed).
 // Call it before the first Event. It returns how many source
 // streams it found, and ErrSplitStream when one source stream is spread
 // over several destination streams (the Core is then left as it was).
@@ -54,8 +57,12 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 	full := false
 	var malformed uint64
 	held := map[transport.StreamID]int{}
+	oldest := map[transport.StreamID]uint64{} // each destination stream's first position in tail
 	for i := range tail {
 		m := &tail[i]
+		if held[m.Stream] == 0 {
+			oldest[m.Stream] = m.Seq
+		}
 		if held[m.Stream]++; held[m.Stream] >= DefaultTailRecords {
 			full = true
 		}
@@ -92,6 +99,14 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 	}
 	c.curOK = false // resumed changes
 	c.tailFull = c.tailFull || full
+	for dest, n := range held {
+		if n < DefaultTailRecords {
+			continue
+		}
+		if l := c.deep[dest]; l == nil || oldest[dest] < l.before {
+			c.deep[dest] = &lookback{before: oldest[dest]}
+		}
+	}
 	c.dropOnly = dropOnly
 	c.stats.MalformedTail += malformed
 	for src, pos := range last {

@@ -1,0 +1,132 @@
+package pipe
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// lookback is how far back a destination stream whose tail was full has
+// been read: not its records before position before; read counts those
+// read back beyond the tail.
+type lookback struct {
+	before uint64
+	read   int
+}
+
+// LookFor says where to read next, further back in the destination than
+// the tail given to Resume, for the last position written of source
+// stream src, whose first event (at position pos) is at hand: the page of
+// destination stream dest before position before. ok is false when no
+// page is needed: src is one of the source's already, or found (in the
+// tail or a page read before), or may be new (a feed's session at its
+// first position, for Resume), or every destination stream whose tail
+// was full was read back to its start or to limit records. Feed each
+// page read to AddPage before calling LookFor again, and call it before
+// Event for that event.
+func (c *Core) LookFor(src transport.StreamID, pos uint64, limit int) (dest transport.StreamID, before uint64, ok bool) {
+	if len(c.deep) == 0 || c.isOwn(src) || c.resumed[src] != nil || c.decided[src] {
+		return transport.StreamID{}, 0, false
+	}
+	if !c.dropOnly && pos <= 1 && src.Topic == "" {
+		return transport.StreamID{}, 0, false
+	}
+	for d, l := range c.deep {
+		if l.read < limit {
+			return d, l.before, true
+		}
+	}
+	return transport.StreamID{}, 0, false
+}
+
+// AddPage takes the page that LookFor asked for, of at most n records
+// (fewer: it reaches dest's start). Each source stream met there for
+// the first time, newest page first, ends where its last record in the
+// page does, as in Resume's tail; for a source that is acknowledged, one
+// whose positions go backwards in the page is not resumed (counted,
+// Stats.Interleaved). A source stream split over several destination
+// streams resumes from the first of them a page finds it in.
+func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int) {
+	l := c.deep[dest]
+	if l == nil {
+		return
+	}
+	c.stats.LookedBack += uint64(len(page))
+	if len(page) < n || len(page) == 0 || page[0].Seq >= l.before {
+		delete(c.deep, dest)
+		if len(c.deep) == 0 {
+			c.tailFull = false // every destination stream was read to its start
+		}
+	} else {
+		l.before, l.read = page[0].Seq, l.read+len(page)
+	}
+	last := map[transport.StreamID]uint64{}
+	back := map[transport.StreamID]bool{}
+	for i := range page {
+		src, pos, ok, err := position(&page[i])
+		if err != nil {
+			c.stats.MalformedTail++
+			if c.tailErr == nil {
+				c.tailErr = err
+			}
+			continue
+		}
+		if !ok || c.decided[src] || c.resumed[src] != nil || c.isOwn(src) {
+			continue
+		}
+		if l, seen := last[src]; seen && pos < l {
+			back[src] = true
+		}
+		last[src] = max(last[src], pos)
+	}
+	for src, pos := range last {
+		c.decided[src] = true
+		if c.dropOnly && back[src] {
+			c.stats.Interleaved++
+			continue
+		}
+		c.stats.FoundBack++
+		c.resumed[src] = &resume{last: pos}
+	}
+	c.curOK = false // resumed changes
+}
+
+// lookBack reads the destination (Config.Back) further back, page by
+// page, until the core knows where ev's stream resumes (or that the
+// destination, as far back as MaxLookback, does not hold it). A read
+// that fails fails the pipe: going on would write again what the
+// destination may hold.
+func (p *Pipe) lookBack(ctx context.Context, ev *transport.Event) error {
+	src, pos, _ := eventPosition(ev)
+	for {
+		p.mu.Lock()
+		dest, before, ok := p.core.LookFor(src, pos, p.cfg.MaxLookback)
+		p.mu.Unlock()
+		if !ok {
+			return nil
+		}
+		page, err := p.cfg.Back.Before(ctx, dest, before, LookbackPage)
+		if err != nil {
+			return fmt.Errorf("pipe: reading %s before position %d, for where %s resumes: %w", dest, before, src, err)
+		}
+		p.mu.Lock()
+		p.core.AddPage(dest, page, LookbackPage)
+		p.mu.Unlock()
+	}
+}
+
+// eventPosition is the stream of ev and its position as Core.Event
+// first looks at it: a message's, a gap's first, a stream start's
+// first; ok is false for an event of no position (a stream's end).
+func eventPosition(ev *transport.Event) (_ transport.StreamID, pos uint64, ok bool) {
+	switch ev.Kind {
+	case transport.EventMessage:
+		return ev.Message.Stream, ev.Message.Seq, true
+	case transport.EventGap:
+		return ev.Gap.Stream, ev.Gap.From, true
+	case transport.EventStreamStart:
+		return ev.Start.Stream, ev.Start.FirstSeq, true
+	}
+	return transport.StreamID{}, 0, false
+}
