@@ -37,8 +37,8 @@
 // the last one written, writes a gap marker with the exact range and
 // reason transport.GapSourceDown.
 //
-// A source stream that the destination's last records do not reach is
-// looked for further back, page by page (Config.Back, a
+// A log's source stream that the destination's last records do not
+// reach is looked for further back, page by page (Config.Back, a
 // transport.BackReader; Core.LookFor and Core.AddPage), before its first
 // event is taken.
 //

@@ -20,16 +20,19 @@ type lookback struct {
 // stream src, whose first event (at position pos) is at hand: the page of
 // destination stream dest before position before. ok is false when no
 // page is needed: src is one of the source's already, or found (in the
-// tail or a page read before), or may be new (a feed's session at its
-// first position, for Resume), or every destination stream whose tail
-// was full was read back to its start or to limit records. Feed each
+// tail or a page read before), or a feed's (which does not wait for
+// the read: only a log's stream is looked for), or every destination
+// stream whose tail was full was read back to its start or to limit
+// records. Feed each
 // page read to AddPage before calling LookFor again, and call it before
 // Event for that event.
 func (c *Core) LookFor(src transport.StreamID, pos uint64, limit int) (dest transport.StreamID, before uint64, ok bool) {
 	if len(c.deep) == 0 || c.isOwn(src) || c.resumed[src] != nil || c.decided[src] {
 		return transport.StreamID{}, 0, false
 	}
-	if !c.dropOnly && pos <= 1 && src.Topic == "" {
+	if src.Topic == "" {
+		// A feed's stream: reading back would delay the feed, whose
+		// publisher keeps only a window, past what the socket holds.
 		return transport.StreamID{}, 0, false
 	}
 	for d, l := range c.deep {

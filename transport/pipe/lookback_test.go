@@ -128,8 +128,8 @@ func shifted(first uint64, tail []transport.Message) []transport.Message {
 }
 
 // TestLookForBounds: LookFor asks for pages of the destination streams
-// whose tail was full only, not for a feed's session at its first
-// position (it may be new), up to its limit; a stream not found once the
+// whose tail was full only, for a log's stream, not a feed's (which
+// would lose what comes while the pipe reads), up to its limit; a stream not found once the
 // destination was read to its start is not counted Unresumed, one not
 // found within the limit is; a source stream whose positions go back in
 // a page is not resumed from an acknowledged source.
@@ -142,19 +142,20 @@ func TestLookForBounds(t *testing.T) {
 	if _, err := c.Resume(full); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok := c.LookFor(feedB, 1, 10000); ok {
-		t.Errorf("asked to look back for a feed's session at its first position")
+	if _, _, ok := c.LookFor(feedB, 7, 10000); ok {
+		t.Errorf("asked to look back for a feed's stream")
 	}
-	d, before, ok := c.LookFor(feedB, 7, 10000)
+	srcP2 := transport.StreamID{Topic: "src", Partition: 2}
+	d, before, ok := c.LookFor(srcP2, 7, 10000)
 	if !ok || d != dst || before != 5000 {
 		t.Fatalf("LookFor: %v %d %v, want %v before 5000", d, before, ok, dst)
 	}
-	page := shifted(3000, tailOf(dst, feedB, 10, 2009))
+	page := shifted(3000, tailOf(dst, srcP2, 10, 2009))
 	c.AddPage(dst, page, len(page))
-	if _, _, ok := c.LookFor(feedB, 7, 10000); ok {
+	if _, _, ok := c.LookFor(srcP2, 7, 10000); ok {
 		t.Errorf("looks back again for a stream it found")
 	}
-	if _, ws := feed(t, c, msg(feedB, 2009), msg(feedB, 2010)); len(ws) != 1 || ws[0].origin.Seq != 2010 {
+	if _, ws := feed(t, c, msg(srcP2, 2009), msg(srcP2, 2010)); len(ws) != 1 || ws[0].origin.Seq != 2010 {
 		t.Errorf("wrote %+v, want 2010 alone (the page held up to 2009)", ws)
 	}
 	if _, _, ok := c.LookFor(srcP1, 0, 2000); ok {

@@ -49,8 +49,8 @@ type Config struct {
 	// Now is the clock of gap markers. Default time.Now.
 	Now func() time.Time
 	// Back, the destination's, when it has one, is read further back
-	// than the tail given to Resume for a source stream the tail did
-	// not reach (a partition of a consumer group's source that the pipe
+	// than the tail given to Resume for a log's source stream the tail
+	// did not reach (a partition of a consumer group's source that the pipe
 	// had not written for the last DefaultTailRecords records of the
 	// destination), in pages of LookbackPage records, up to
 	// MaxLookback records of each destination stream (default
