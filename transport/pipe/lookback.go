@@ -27,12 +27,10 @@ type lookback struct {
 // page read to AddPage before calling LookFor again, and call it before
 // Event for that event.
 func (c *Core) LookFor(src transport.StreamID, pos uint64, limit int) (dest transport.StreamID, before uint64, ok bool) {
-	if len(c.deep) == 0 || c.isOwn(src) || c.resumed[src] != nil || c.decided[src] {
-		return transport.StreamID{}, 0, false
-	}
-	if src.Topic == "" {
-		// A feed's stream: reading back would delay the feed, whose
-		// publisher keeps only a window, past what the socket holds.
+	// A feed's stream (no topic) is not looked for: reading back would
+	// delay the feed, whose publisher keeps only a window, past what the
+	// socket holds.
+	if len(c.deep) == 0 || src.Topic == "" || c.isOwn(src) || c.resumed[src] != nil || c.decided[src] {
 		return transport.StreamID{}, 0, false
 	}
 	for d, l := range c.deep {
