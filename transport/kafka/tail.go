@@ -32,8 +32,9 @@ var (
 // Before returns the records of partition of cfg.Topic before offset
 // pos, at most n, oldest first, as Tail does: a pipe reads further back
 // in its destination than the tail it resumed from
-// (transport.BackReader). None when pos is at or before the partition's
-// start.
+// (transport.BackReader): fewer than n only when they reach the
+// partition's start (a compacted partition is read further back than n
+// offsets). None when pos is at or before the partition's start.
 func Before(ctx context.Context, cfg Config, partition int32, pos uint64, n int) ([]transport.Message, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -55,12 +56,21 @@ func Before(ctx context.Context, cfg Config, partition int32, pos uint64, n int)
 	if err != nil {
 		return nil, err
 	}
-	end := min(int64(pos), ends[partition])
-	start := max(starts[partition], end-int64(n))
-	if start >= end {
-		return nil, nil
+	// Compaction may have removed offsets: a stretch of n offsets can
+	// hold fewer records, and the page reads further back, each stretch
+	// twice as long as the last, until it has n or reaches the start.
+	var page []transport.Message
+	end, span := min(int64(pos), ends[partition]), int64(n)
+	for len(page) < n && end > starts[partition] {
+		start := max(starts[partition], end-span)
+		got, err := readUntil(ctx, cfg, map[int32]kgo.Offset{partition: kgo.NewOffset().At(start)}, map[int32]int64{partition: end})
+		if err != nil {
+			return nil, err
+		}
+		page = append(got[max(0, len(got)-(n-len(page))):], page...)
+		end, span = start, min(2*span, math.MaxInt64/2)
 	}
-	return readUntil(ctx, cfg, map[int32]kgo.Offset{partition: kgo.NewOffset().At(start)}, map[int32]int64{partition: end})
+	return page, nil
 }
 
 // Tail returns the last n records (at most) of each partition of

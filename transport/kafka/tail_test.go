@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +120,72 @@ func TestTail(t *testing.T) {
 	}
 	if _, err := br.Before(ctx, p0, 5, 0); err == nil {
 		t.Error("a page of 0 records")
+	}
+}
+
+// TestBeforeCompacted: in a compacted partition a stretch of n offsets
+// holds fewer than n records; Before reads further back until it has n
+// (or the start), the same records a read from the start shows last
+// before the position.
+func TestBeforeCompacted(t *testing.T) {
+	addr := startLogd(t, func(c *logd.Config) { c.Storage.MaintenanceInterval = 20 * time.Millisecond })
+	createTopic(t, addr, "kv", 1, "cleanup.policy", "compact", "segment.bytes", "1024")
+	cl := newClient(t, addr, kgo.DefaultProduceTopic("kv"))
+	const updates = 600
+	for i := range updates {
+		key := []byte("same") // every third record has a key of its own, the rest one key: compaction keeps a third
+		if i%3 == 0 {
+			key = fmt.Appendf(nil, "k%d", i)
+		}
+		produce(t, cl, &kgo.Record{Key: key, Value: fmt.Appendf(nil, "v%d", i)}) // a batch each: many segments
+	}
+	cfg := Config{Brokers: []string{addr}, Topic: "kv"}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	offsets := func(ms []transport.Message) []uint64 {
+		var o []uint64
+		for _, m := range ms {
+			o = append(o, m.Seq)
+		}
+		return o
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		all, err := Tail(ctx, cfg, updates)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) > updates/2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d records after 20s: not compacted", len(all), updates)
+			}
+			time.Sleep(50 * time.Millisecond) // compaction runs in the background: no event to wait on
+			continue
+		}
+		const n = 40
+		page, err := Before(ctx, cfg, 0, updates-1, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := Tail(ctx, cfg, updates)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(again) != len(all) {
+			all = again // compacted meanwhile: again
+			continue
+		}
+		var want []uint64
+		for _, o := range offsets(all) {
+			if o < updates-1 {
+				want = append(want, o)
+			}
+		}
+		want = want[max(0, len(want)-n):]
+		if got := offsets(page); !slices.Equal(got, want) {
+			t.Fatalf("%d records before offset %d: %v, want %v (of %d left by compaction)", n, updates-1, got, want, len(all))
+		}
+		t.Logf("compaction left %d of %d records; the %d before offset %d span offsets %d..%d", len(all), updates, n, updates-1, want[0], want[len(want)-1])
+		return
 	}
 }
