@@ -26,6 +26,8 @@ type Client struct {
 	cfg         ClientConfig
 	framing     clientFraming
 	defaultTags string // ClientConfig.Tags, sanitized and joined by ','
+	defaultKey  int    // bytes ClientConfig.Tags add to a key (clientKeyLen)
+	defaultN    int    // ClientConfig.Tags that are not empty
 	head        int    // bytes reserved at the start of a packet for the sequence line
 	seed        maphash.Seed
 	rand        func() uint64 // sampling; math/rand/v2's per-thread generator
@@ -53,7 +55,7 @@ type ClientStats struct {
 	Packets     uint64 // packets written
 	Bytes       uint64 // bytes written, sequence lines included
 	Lines       uint64 // metric lines written (one counter line sums a flush interval's increments)
-	Dropped     uint64 // lines dropped: queue full, write failed, longer than a packet, empty name, NaN or infinite value, negative duration, after Close
+	Dropped     uint64 // lines dropped: queue full, write failed, longer than a packet, empty name, key longer than MaxKeyLen or more than MaxTags tags, NaN or infinite value, negative duration, after Close
 	WriteErrors uint64 // packets the network refused
 }
 
@@ -76,6 +78,8 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		cfg:         cfg,
 		framing:     clientFramingOf(cfg.Network),
 		defaultTags: joinClientTags(cfg.Tags),
+		defaultKey:  clientKeyLen("", cfg.Tags),
+		defaultN:    clientTagCount(cfg.Tags),
 		seed:        maphash.MakeSeed(),
 		rand:        rand.Uint64,
 		shards:      make([]clientShard, cfg.Shards),

@@ -46,10 +46,14 @@ type ClientConfig struct {
 	// "tcp4" or "tcp6". On TCP every line ends with a newline.
 	Network string
 	// Prefix is put before every metric name: "app." gives
-	// "app.requests".
+	// "app.requests". It counts toward a key's MaxKeyLen (1024 bytes):
+	// a metric whose key is longer is dropped and counted (Stats).
 	Prefix string
 	// Tags are DogStatsD tags ("key:value" or "tag") sent with every
-	// metric, before the tags of the call.
+	// metric, before the tags of the call. They count toward a line's
+	// MaxTags (64) and its key's MaxKeyLen: a metric with more tags, or
+	// a longer key, is dropped and counted. At most 64 that are not
+	// empty, and with Prefix they must leave room for a name.
 	Tags []string
 	// MaxPacketSize bounds a datagram (or one TCP write), sequence line
 	// included. Lines are never split: a line longer than a packet is
@@ -133,6 +137,11 @@ func (c *ClientConfig) validate() error {
 		return badConfig("Shards", c.Shards, fmt.Sprintf("must be in [1, %d]", maxClientShards))
 	case c.CounterKeys < -1 || c.CounterKeys > maxClientCounterKeys:
 		return badConfig("CounterKeys", c.CounterKeys, fmt.Sprintf("must be in [-1, %d]", maxClientCounterKeys))
+	case clientTagCount(c.Tags) > MaxTags:
+		return badConfig("Tags", fmt.Sprintf("%d tags", clientTagCount(c.Tags)), fmt.Sprintf("must be at most %d (MaxTags)", MaxTags))
+	case len(c.Prefix)+clientKeyLen("", c.Tags) >= MaxKeyLen:
+		return badConfig("Prefix", fmt.Sprintf("%d bytes with Tags", len(c.Prefix)+clientKeyLen("", c.Tags)),
+			fmt.Sprintf("must leave room for a name in a key of %d bytes (MaxKeyLen)", MaxKeyLen))
 	case c.Sequence:
 		var idErr *ClientIDError
 		if err := CheckClientID(c.ClientID); errors.As(err, &idErr) {

@@ -10,6 +10,13 @@ import (
 // after ClientConfig.Tags; passing them as arguments does not allocate.
 // In names and set members ':', '|' and '\n' become '_', in tags ',',
 // '|' and '\n' do, so a line can never be split or misread.
+//
+// A metric the brokerless server would refuse is dropped and counted
+// (Stats) at the call instead: one with more than MaxTags (64) tags,
+// ClientConfig.Tags included, or whose key is longer than MaxKeyLen (1024
+// bytes). The key is measured as sent: ClientConfig.Prefix and the name,
+// then one byte and the tag for each tag, ClientConfig.Tags included
+// (the server's key, "name;k=v;…", is that long or shorter).
 
 // Incr adds 1 to a counter.
 func (c *Client) Incr(name string, tags ...string) { c.count(name, 1, 1, tags) }
@@ -53,6 +60,9 @@ func (c *Client) Distribution(name string, v float64, tags ...string) {
 
 // Set adds value to a set, which counts unique values per flush.
 func (c *Client) Set(name, value string, tags ...string) {
+	if !c.keyFits(name, tags, 1) {
+		return
+	}
 	c.emit(&clientLine{name: name, str: value, typ: "s", tags: tags})
 }
 
@@ -95,6 +105,9 @@ func (c *Client) sampled(rate float64) bool {
 }
 
 func (c *Client) count(name string, n int64, rate float64, tags []string) {
+	if !c.keyFits(name, tags, 1) {
+		return
+	}
 	if rate >= 1 && c.tallies.slots != nil {
 		if s, k := c.tallies.find(c.seed, name, tags); k != nil {
 			c.addTally(s, k, n)
@@ -114,7 +127,7 @@ func (c *Client) timing(name string, d time.Duration, rate float64, tags []strin
 		c.counters.dropped.Add(1)
 		return
 	}
-	if !c.sampled(rate) {
+	if !c.keyFits(name, tags, 1) || !c.sampled(rate) {
 		return
 	}
 	var num [clientNumberBytes]byte
@@ -123,7 +136,7 @@ func (c *Client) timing(name string, d time.Duration, rate float64, tags []strin
 }
 
 func (c *Client) value(name string, v float64, typ string, rate float64, tags []string) {
-	if !c.finite(v) || !c.sampled(rate) {
+	if !c.finite(v) || !c.keyFits(name, tags, 1) || !c.sampled(rate) {
 		return
 	}
 	var num [clientNumberBytes]byte
@@ -132,7 +145,11 @@ func (c *Client) value(name string, v float64, typ string, rate float64, tags []
 }
 
 func (c *Client) gauge(name string, v float64, reset, delta bool, tags []string) {
-	if !c.finite(v) {
+	lines := 1
+	if reset {
+		lines = 2 // "name:0|g" first
+	}
+	if !c.finite(v) || !c.keyFits(name, tags, lines) {
 		return
 	}
 	var num [clientNumberBytes]byte

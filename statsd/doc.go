@@ -86,7 +86,11 @@
 // the bounded send queue is full the lines are dropped and counted
 // (Stats). Flush sends what is buffered at once (a context bounds the
 // wait); Close flushes too. With ClientConfig.Sequence every packet
-// carries the sequence line below.
+// carries the sequence line below. A metric this package's server would
+// refuse is dropped and counted at the call: more than MaxTags (64) tags
+// or a key longer than MaxKeyLen (1024 bytes), ClientConfig.Prefix and
+// ClientConfig.Tags included, the key measured as sent (name, then one
+// byte and the tag for each tag).
 //
 // # Loss accounting: the sequence line
 //

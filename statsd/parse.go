@@ -2,7 +2,8 @@ package statsd
 
 import "bytes"
 
-// Limits of the parser.
+// Limits of the parser: a line beyond one is a bad line. Client refuses
+// a metric beyond them at the call, so that it never sends one.
 const (
 	// MaxKeyLen bounds a key: name and tags after sanitizing.
 	MaxKeyLen = 1024
