@@ -23,9 +23,8 @@ type lookback struct {
 // tail or a page read before), or a feed's (which does not wait for
 // the read: only a log's stream is looked for), or every destination
 // stream whose tail was full was read back to its start or to limit
-// records. Feed each
-// page read to AddPage before calling LookFor again, and call it before
-// Event for that event.
+// records. Feed each page read to AddPage before calling LookFor again,
+// and call it before Event for that event.
 func (c *Core) LookFor(src transport.StreamID, pos uint64, limit int) (dest transport.StreamID, before uint64, ok bool) {
 	// A feed's stream (no topic) is not looked for: reading back would
 	// delay the feed, whose publisher keeps only a window, past what the
@@ -69,7 +68,7 @@ func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int)
 		if err != nil {
 			c.stats.MalformedTail++
 			if c.tailErr == nil {
-				c.tailErr = err
+				c.tailErr = fmt.Errorf("%s offset %d: %w", page[i].Stream, page[i].Seq, err)
 			}
 			continue
 		}
