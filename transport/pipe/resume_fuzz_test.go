@@ -44,3 +44,45 @@ func FuzzResume(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLookBack: the same record met further back in the destination
+// than the tail (Core.AddPage), before records of another log stream
+// the pipe wrote. AddPage never panics; a value that does not decode is
+// ignored and counted, and the other stream is still found.
+func FuzzLookBack(f *testing.F) {
+	f.Add(transport.AppendOriginValue(nil, transport.Origin{Stream: srcLog, Seq: 7, Time: t0, Topic: "src"}, nil), uint64(5))
+	f.Add(transport.AppendOriginValue(nil, transport.Origin{Time: t0}, &transport.Gap{Stream: part1, From: 3, To: 1<<64 - 1, Reason: transport.GapTimeout}), uint64(2))
+	f.Add([]byte{1, 3, 0}, uint64(0))
+	f.Fuzz(func(t *testing.T, v []byte, seq uint64) {
+		dst := transport.StreamID{Topic: "dest"}
+		other := transport.StreamID{Topic: "other", Partition: 3}
+		var ov transport.OriginValue
+		bad := ov.Decode(v) != nil
+		c := newCore(t, 0)
+		if _, err := c.ResumeAcknowledged(shifted(1000, tailOf(dst, part0, 1, DefaultTailRecords))); err != nil {
+			t.Fatal(err)
+		}
+		rec := transport.Message{Stream: dst, Seq: 500, Headers: []transport.Header{{Key: transport.HeaderOrigin, Value: v}}}
+		page := append([]transport.Message{rec}, shifted(501, tailOf(dst, other, 40, 50))...)
+		if _, _, ok := c.LookFor(other, 0, DefaultMaxLookback); !ok {
+			t.Fatal("no page asked for a log stream beyond a full tail")
+		}
+		c.AddPage(dst, page, LookbackPage)
+		if _, ws := feed(t, c, msg(other, 50), msg(other, 51)); len(ws) != 1 || ws[0].origin.Seq != 51 {
+			t.Errorf("wrote %+v; want 51 alone", ws)
+		}
+		if bad {
+			if s := c.Stats(); s.MalformedTail != 1 {
+				t.Errorf("a malformed value counted %d times", s.MalformedTail)
+			}
+			return
+		}
+		s := ov.Stream()
+		for _, ev := range []*transport.Event{startEv(s, seq), msg(s, seq), gapEv(s, seq, seq+min(^seq, 3), transport.GapUnrecoverable), msg(s, seq+min(^seq, 4))} {
+			if c.Full() {
+				return
+			}
+			c.Event(ev, clock)
+		}
+	})
+}
