@@ -20,7 +20,7 @@ type serverAuth struct {
 
 	successes       atomic.Uint64 // SASL exchanges that authenticated
 	certificates    atomic.Uint64 // connections authenticated by client certificate
-	failures        atomic.Uint64 // SASL exchanges refused
+	failures        atomic.Uint64 // SASL exchanges refused (or interrupted by another request)
 	unauthenticated atomic.Uint64 // connections closed for a request before authentication
 	oversized       atomic.Uint64 // connections closed for a request larger than MaxUnauthenticatedRequestBytes before authentication
 	denied          atomic.Uint64 // topics, partitions or groups refused to an authenticated user
@@ -89,7 +89,7 @@ func (s *Server) authenticated(a *connAuth) bool {
 func (s *Server) writeAuthMetrics(p *promWriter) {
 	a := &s.auth
 	p.counter("logd_sasl_authentications_total", "SASL exchanges that authenticated a user.", a.successes.Load())
-	p.counter("logd_sasl_authentication_failures_total", "SASL exchanges refused (bad credentials or malformed); each closed its connection.", a.failures.Load())
+	p.counter("logd_sasl_authentication_failures_total", "SASL exchanges refused (bad credentials, malformed, or a request other than SaslAuthenticate after the handshake); each closed its connection.", a.failures.Load())
 	p.counter("logd_certificate_authentications_total", "Connections authenticated by a TLS client certificate naming a user.", a.certificates.Load())
 	p.counter("logd_unauthenticated_requests_total", "Connections closed for a request other than ApiVersions or SASL before authenticating.", a.unauthenticated.Load())
 	p.counter("logd_unauthenticated_oversized_requests_total", "Connections closed for a request larger than MaxUnauthenticatedRequestBytes before authenticating (also counted in logd_bad_requests_total).", a.oversized.Load())

@@ -765,3 +765,86 @@ func TestOffsetCommitDeniedGroupWithoutTopics(t *testing.T) {
 		t.Fatalf("billing-1 after alice's session: error %d, members %d, want none (kept alive by reader's commit)", g.ErrorCode, len(g.Members))
 	}
 }
+
+// TestSaslRequestDuringExchangeCloses: after a SaslHandshake only
+// SaslAuthenticate may come, as in Kafka: a second SaslHandshake is
+// answered ILLEGAL_SASL_STATE and the connection closes, another request
+// (ApiVersions) closes it unanswered; each counts as a failed exchange.
+// Once authenticated, a SaslHandshake is ILLEGAL_SASL_STATE and the
+// connection stays open, as on a Kafka broker without re-authentication.
+func TestSaslRequestDuringExchangeCloses(t *testing.T) {
+	p := authtest.NewPKI(t)
+	ts := startAuthServer(t, p, false)
+	handshake := func(c net.Conn) (*kmsg.SASLHandshakeResponse, error) {
+		t.Helper()
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.SetVersion(1)
+		hs.Mechanism = "PLAIN"
+		resp, err := rawRequest(t, c, kmsg.SASLHandshake.Int16(), 1, hs.AppendTo(nil))
+		if err != nil {
+			return nil, err
+		}
+		r := kmsg.NewPtrSASLHandshakeResponse()
+		r.SetVersion(1)
+		if err := r.ReadFrom(resp[4:]); err != nil {
+			t.Fatal(err)
+		}
+		return r, nil
+	}
+
+	c := dialTLS(t, ts, p, nil)
+	if r, err := handshake(c); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("first handshake: %v %+v", err, r)
+	}
+	r, err := handshake(c)
+	if err != nil || r.ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("second handshake: %v %+v", err, r)
+	}
+	_, err = c.Read(make([]byte, 1))
+	requireClosed(t, err, "a second SaslHandshake during the exchange")
+	if n := ts.auth.failures.Load(); n != 1 {
+		t.Fatalf("failed exchanges counted: %d", n)
+	}
+
+	c = dialTLS(t, ts, p, nil)
+	if r, err := handshake(c); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("handshake: %v %+v", err, r)
+	}
+	_, err = rawRequest(t, c, kmsg.ApiVersions.Int16(), 0, nil)
+	requireClosed(t, err, "ApiVersions during the exchange")
+	if n := ts.auth.failures.Load(); n != 2 {
+		t.Fatalf("failed exchanges counted: %d", n)
+	}
+
+	c = dialTLS(t, ts, p, nil)
+	if r, err := handshake(c); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("handshake: %v %+v", err, r)
+	}
+	sa := kmsg.NewPtrSASLAuthenticateRequest()
+	sa.SASLAuthBytes = []byte("\x00alice\x00" + alicePassword)
+	resp, err := rawRequest(t, c, kmsg.SASLAuthenticate.Int16(), 0, sa.AppendTo(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sar := kmsg.NewPtrSASLAuthenticateResponse()
+	if err := sar.ReadFrom(resp[4:]); err != nil || sar.ErrorCode != 0 {
+		t.Fatalf("authenticate: %v %+v", err, sar)
+	}
+	if r, err := handshake(c); err != nil || r.ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("handshake after authenticating: %v %+v", err, r)
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(1)
+	resp, err = rawRequest(t, c, kmsg.Metadata.Int16(), 1, req.AppendTo(nil))
+	if err != nil {
+		t.Fatalf("Metadata after a refused re-authentication: %v", err)
+	}
+	mr := kmsg.NewPtrMetadataResponse()
+	mr.SetVersion(1)
+	if err := mr.ReadFrom(resp[4:]); err != nil || len(mr.Brokers) != 1 {
+		t.Fatalf("Metadata: %v %+v", err, mr)
+	}
+	if n := ts.auth.failures.Load(); n != 2 {
+		t.Fatalf("failed exchanges counted: %d", n)
+	}
+}

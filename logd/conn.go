@@ -621,6 +621,12 @@ func isTimeout(err error) bool {
 // an unknown API key or an unsupported version (except ApiVersions,
 // which always gets an answer so the client can learn what we speak).
 func (s *Server) handle(cl *client, req *request) (kmsg.Response, error) {
+	if a := cl.auth; a != nil && a.session != nil && req.key != kmsg.SASLAuthenticate.Int16() && req.key != kmsg.SASLHandshake.Int16() {
+		// A SASL exchange is under way: only SaslAuthenticate may come
+		// (a SaslHandshake is answered ILLEGAL_SASL_STATE first).
+		s.saslInterrupted(cl, req.key)
+		return nil, nil
+	}
 	if req.key == kmsg.ApiVersions.Int16() {
 		return s.apiVersions(req), nil
 	}

@@ -52,3 +52,18 @@ func (s *Server) saslAuthenticate(cl *client, req *kmsg.SASLAuthenticateRequest)
 	}
 	return resp
 }
+
+// saslInterrupted ends the SASL exchange of a connection that sent a
+// request of key other than SaslAuthenticate after its SaslHandshake:
+// as in Kafka, where the server then expects only SaslAuthenticate, the
+// exchange fails (counted with the refused ones) and the connection
+// closes once the answer, if any, is written.
+func (s *Server) saslInterrupted(cl *client, key int16) {
+	a := cl.auth
+	mechanism := a.session.Mechanism()
+	a.session, a.raw = nil, false
+	s.auth.failures.Add(1)
+	s.cfg.Logger.Debug("logd: closing connection: request other than SaslAuthenticate during a SASL exchange",
+		"remote", a.conn.RemoteAddr().String(), "client", cl.id, "api", kmsg.NameForKey(key), "mechanism", mechanism)
+	cl.hangUp = true
+}

@@ -16,9 +16,14 @@ func init() { supported[kmsg.SASLHandshake] = versionRange{0, 1} }
 // saslHandshake chooses the SASL mechanism of the exchange that
 // SaslAuthenticate carries. It answers with the mechanisms offered;
 // UNSUPPORTED_SASL_MECHANISM for another one (or on a server without
-// authentication, offering none); ILLEGAL_SASL_STATE once the
-// connection has authenticated by SASL (re-authentication, KIP-368, is
-// not offered: SaslAuthenticate answers a session lifetime of 0).
+// authentication, offering none). Another SaslHandshake during the
+// exchange is ILLEGAL_SASL_STATE, and the exchange fails and the
+// connection closes, as in Kafka, where only SaslAuthenticate may
+// follow the handshake (see saslInterrupted). Once the connection has
+// authenticated by SASL a SaslHandshake is ILLEGAL_SASL_STATE and the
+// connection stays open, as Kafka's broker answers it when
+// re-authentication (KIP-368) is off: logd does not offer it
+// (SaslAuthenticate answers a session lifetime of 0).
 func (s *Server) saslHandshake(cl *client, req *kmsg.SASLHandshakeRequest) kmsg.Response {
 	resp := kmsg.NewPtrSASLHandshakeResponse()
 	a := cl.auth
@@ -28,7 +33,12 @@ func (s *Server) saslHandshake(cl *client, req *kmsg.SASLHandshakeRequest) kmsg.
 		return resp
 	}
 	resp.SupportedMechanisms = s.auth.authn.Mechanisms()
-	if a.viaSASL || a.session != nil {
+	if a.session != nil {
+		s.saslInterrupted(cl, kmsg.SASLHandshake.Int16())
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		return resp
+	}
+	if a.viaSASL {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return resp
 	}

@@ -56,7 +56,9 @@ against --tls-client-ca whose subject CN is a user's name — before
 anything but ApiVersions and the SASL handshake is answered, and each
 request is checked against the user's grants (produce, consume, group,
 admin on name prefixes). The file holds salted SCRAM hashes, never
-passwords; logd refuses it if other users may read it.`,
+passwords; logd refuses it if other users may read it. logd reads the
+file once, at start (no reload, on SIGHUP or otherwise): restart it
+after 'logd user add' or 'logd user remove'.`,
 	examples: `
 # A log in ./data, Kafka clients on 127.0.0.1:9092; topics are created
 # on first use, as Kafka does.

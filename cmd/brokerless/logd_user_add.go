@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -38,7 +36,10 @@ prefix ("*" for every name):
 A user sees in Metadata only the topics they hold a grant on.
 
 The file is JSON; logd reads it at start, so restart logd after a
-change.`,
+change. The change is written to a temporary file that is then renamed
+over FILE, so logd never reads half of it; 'logd user add' and 'logd
+user remove' runs on one file take turns, under a lock on FILE.lock
+(an empty file left next to FILE).`,
 	examples: `
 # alice produces to and consumes orders.*, in consumer groups billing-*.
 printf '%s\n' "$ALICE_PASSWORD" | brokerless logd user add --file users.json --user alice \
@@ -53,7 +54,7 @@ brokerless logd user add --file users.json --user indexer --no-password --allow 
 	run: runLogdUserAdd,
 }
 
-func runLogdUserAdd(_ context.Context, inv *invocation) error {
+func runLogdUserAdd(ctx context.Context, inv *invocation) error {
 	fs := inv.flags()
 	var (
 		file       = fs.String("file", "", "users file to create or change (required)")
@@ -96,6 +97,8 @@ func runLogdUserAdd(_ context.Context, inv *invocation) error {
 		}
 		u.Grants = append(u.Grants, g)
 	}
+	// A first look, before reading a password: the check that counts is
+	// the one under the lock below.
 	users, err := loadOrNewUsers(*file)
 	if err != nil {
 		return err
@@ -117,10 +120,13 @@ func runLogdUserAdd(_ context.Context, inv *invocation) error {
 			u.SCRAM[m] = c
 		}
 	}
-	if err := users.Put(u); err != nil {
-		return err
-	}
-	if err := auth.Save(*file, users); err != nil {
+	err = updateUsersFile(ctx, inv.err, *file, true, func(users *auth.Users) error {
+		if _, exists := users.Lookup(*name); exists && !*replace {
+			return fmt.Errorf("%s already has a user %q (--replace to change it)", *file, *name)
+		}
+		return users.Put(u)
+	})
+	if err != nil {
 		return err
 	}
 	how := "client certificate only"
@@ -133,16 +139,6 @@ func runLogdUserAdd(_ context.Context, inv *invocation) error {
 	}
 	fmt.Fprintf(inv.out, "%s: user %q (%s; %s)\n", *file, *name, how, grants)
 	return nil
-}
-
-// loadOrNewUsers loads a users file, or starts an empty one if there
-// is no file yet.
-func loadOrNewUsers(path string) (*auth.Users, error) {
-	users, err := auth.Load(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return auth.NewUsers(), nil
-	}
-	return users, err
 }
 
 // readPassword reads the first line of standard input, without its line

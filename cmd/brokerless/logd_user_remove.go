@@ -14,14 +14,15 @@ var logdUserRemoveCmd = command{
 	about: `
 Removes a user from the users file that 'brokerless logd --users FILE'
 reads. logd reads the file at start: restart it for the change to take
-effect.`,
+effect. As with 'logd user add', the file is replaced by a rename, under
+a lock on FILE.lock.`,
 	examples: `
 # bob may no longer connect (after logd restarts).
 brokerless logd user remove --file users.json --user bob`,
 	run: runLogdUserRemove,
 }
 
-func runLogdUserRemove(_ context.Context, inv *invocation) error {
+func runLogdUserRemove(ctx context.Context, inv *invocation) error {
 	fs := inv.flags()
 	file := fs.String("file", "", "users file (required)")
 	name := fs.String("user", "", "user to remove (required)")
@@ -34,14 +35,13 @@ func runLogdUserRemove(_ context.Context, inv *invocation) error {
 	case *name == "":
 		return usagef("--user is required")
 	}
-	users, err := auth.Load(*file)
+	err := updateUsersFile(ctx, inv.err, *file, false, func(users *auth.Users) error {
+		if !users.Remove(*name) {
+			return fmt.Errorf("%s has no user %q", *file, *name)
+		}
+		return nil
+	})
 	if err != nil {
-		return err
-	}
-	if !users.Remove(*name) {
-		return fmt.Errorf("%s has no user %q", *file, *name)
-	}
-	if err := auth.Save(*file, users); err != nil {
 		return err
 	}
 	fmt.Fprintf(inv.out, "%s: removed user %q\n", *file, *name)

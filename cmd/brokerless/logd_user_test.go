@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/brokerless/brokerless/logd/auth"
 )
@@ -118,4 +124,143 @@ func TestLogdUserGroup(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, `unknown subcommand "frob"`) {
 		t.Errorf("logd user frob: exit %d\n%s", code, errOut)
 	}
+}
+
+// TestLogdUserConcurrentChanges: 'logd user add' and 'logd user remove'
+// runs on one file at the same time each keep the others' changes. Each
+// run loads the file, changes it and writes it back; without the lock on
+// FILE.lock, a run that loaded before another one's rename writes back a
+// file without that one's user.
+func TestLogdUserConcurrentChanges(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "users.json")
+	const adds, removes = 16, 8
+	for i := range removes {
+		if code, _, errOut := runCLI(t, "", "logd", "user", "add", "--file", file, "--user", fmt.Sprintf("old%d", i), "--no-password"); code != exitOK {
+			t.Fatalf("add old%d: exit %d\n%s", i, code, errOut)
+		}
+	}
+	start := make(chan struct{})
+	errs := make(chan string, adds+removes)
+	var wg sync.WaitGroup
+	run := func(args ...string) {
+		defer wg.Done()
+		<-start
+		if code, _, errOut := runCLI(t, "", args...); code != exitOK {
+			errs <- fmt.Sprintf("%v: exit %d\n%s", args, code, errOut)
+		}
+	}
+	for i := range adds {
+		wg.Add(1)
+		go run("logd", "user", "add", "--file", file, "--user", fmt.Sprintf("new%d", i), "--no-password", "--allow", "consume:*")
+	}
+	for i := range removes {
+		wg.Add(1)
+		go run("logd", "user", "remove", "--file", file, "--user", fmt.Sprintf("old%d", i))
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	users, err := auth.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost []string
+	for i := range adds {
+		if _, ok := users.Lookup(fmt.Sprintf("new%d", i)); !ok {
+			lost = append(lost, fmt.Sprintf("new%d", i))
+		}
+	}
+	for i := range removes {
+		if _, ok := users.Lookup(fmt.Sprintf("old%d", i)); ok {
+			lost = append(lost, fmt.Sprintf("removal of old%d", i))
+		}
+	}
+	if len(lost) > 0 || users.Len() != adds {
+		t.Fatalf("%d users, want %d; lost: %v", users.Len(), adds, lost)
+	}
+	for _, name := range []string{file, file + ".lock"} {
+		if st, err := os.Stat(name); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, mode %v, want 0600", name, err, st.Mode().Perm())
+		}
+	}
+}
+
+// TestLogdUsersFileLockWaits: a change waits while another holds the
+// lock, says so once, and is made when the lock is released; a waiting
+// change ends, unmade, with its context.
+func TestLogdUsersFileLockWaits(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "users.json")
+	unlock, err := lockUsersFile(context.Background(), io.Discard, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warn := &notifyWriter{wrote: make(chan struct{}, 1)}
+	done := make(chan error, 1)
+	go func() {
+		done <- updateUsersFile(context.Background(), warn, file, true, func(us *auth.Users) error {
+			return us.Put(&auth.User{Name: "alice"})
+		})
+	}()
+	select {
+	case <-warn.wrote:
+	case err := <-done:
+		t.Fatalf("the change did not wait for the lock: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("no note that the change waits for the lock")
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Fatalf("the file was written while another held the lock: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = updateUsersFile(ctx, io.Discard, file, true, func(*auth.Users) error {
+		t.Error("change called without the lock")
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiting with an ended context: %v", err)
+	}
+
+	unlock()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the change did not take the released lock")
+	}
+	if users, err := auth.Load(file); err != nil || users.Len() != 1 {
+		t.Fatalf("after the wait: %v, %v", users, err)
+	}
+	if !strings.Contains(warn.String(), "waiting for "+file+".lock") || strings.Count(warn.String(), "\n") != 1 {
+		t.Fatalf("note: %q", warn.String())
+	}
+}
+
+// notifyWriter collects what is written and signals each write.
+type notifyWriter struct {
+	mu    sync.Mutex
+	b     strings.Builder
+	wrote chan struct{}
+}
+
+func (w *notifyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case w.wrote <- struct{}{}:
+	default:
+	}
+	return w.b.Write(p)
+}
+
+func (w *notifyWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

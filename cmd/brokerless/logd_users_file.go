@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/brokerless/brokerless/logd/auth"
+)
+
+// updateUsersFile changes the users file at path as one step with
+// respect to every other 'logd user add' and 'logd user remove': under
+// an exclusive lock on path+".lock" it loads the file (with create, no
+// file yet is an empty one), calls change, and, if change returns nil,
+// saves the result with auth.Save (a temporary file in the same
+// directory, fsynced, renamed over path, the directory fsynced), so a
+// reader such as logd at start sees the old file or the new one, never
+// part of one.
+//
+// The lock is on a separate file because the rename replaces path: a
+// lock on path itself would stay with the old file, and a writer that
+// opened the new one would not wait for it. The lock file (empty, mode
+// 0600) stays next to the users file; removing it while another command
+// waits for it would let two commands hold "the" lock at once. While
+// another command holds the lock, a note goes to warn once and the
+// command waits, until ctx ends.
+func updateUsersFile(ctx context.Context, warn io.Writer, path string, create bool, change func(*auth.Users) error) error {
+	unlock, err := lockUsersFile(ctx, warn, path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	var users *auth.Users
+	if create {
+		users, err = loadOrNewUsers(path)
+	} else {
+		users, err = auth.Load(path)
+	}
+	if err != nil {
+		return err
+	}
+	if err := change(users); err != nil {
+		return err
+	}
+	return auth.Save(path, users)
+}
+
+// loadOrNewUsers loads a users file, or starts an empty one if there
+// is no file yet.
+func loadOrNewUsers(path string) (*auth.Users, error) {
+	users, err := auth.Load(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return auth.NewUsers(), nil
+	}
+	return users, err
+}
+
+// A command waiting for a users file's lock tries again after these
+// intervals, doubling from the first up to the last: a blocking flock
+// could not watch ctx.
+const (
+	usersLockFirstPoll = time.Millisecond
+	usersLockMaxPoll   = 100 * time.Millisecond
+)
+
+// lockUsersFile takes an exclusive flock on path+".lock", creating it
+// (mode 0600) if needed. unlock releases it.
+func lockUsersFile(ctx context.Context, warn io.Writer, path string) (unlock func(), err error) {
+	name := path + ".lock"
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("users file lock: %w", err)
+	}
+	fd := int(f.Fd())
+	poll := usersLockFirstPoll
+	warned := false
+	for {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil // closing the file releases the lock
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("users file lock: flock %s: %w", name, err)
+		}
+		if !warned && errors.Is(err, unix.EWOULDBLOCK) {
+			fmt.Fprintf(warn, "brokerless: waiting for %s: another 'logd user' command is changing %s\n", name, path)
+			warned = true
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			f.Close()
+			return nil, fmt.Errorf("users file lock: waiting for %s: %w", name, context.Cause(ctx))
+		case <-t.C:
+		}
+		poll = min(2*poll, usersLockMaxPoll)
+	}
+}
