@@ -123,6 +123,8 @@ type Core struct {
 	// decided: source streams that LookFor found further back, or
 	// found interleaved there; older pages say nothing more of them.
 	decided map[transport.StreamID]bool
+	// ended: the feed streams that ended last, forgotten (forget).
+	ended endedRing
 	// dropOnly: the source is acknowledged (ResumeAcknowledged), so
 	// Resume only drops what the destination holds: a stream that
 	// comes back past it gets no resume gap marker.
@@ -255,6 +257,7 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 		}
 	case transport.EventStreamEnd:
 		c.flushResume(ev.End.Stream)
+		c.forget(ev.End.Stream)
 	}
 	return c.out
 }
@@ -361,7 +364,7 @@ func (c *Core) setOwn(stream transport.StreamID, pos uint64) {
 	}
 	// A feed's session at its first position may be new; a log's
 	// stream read again from its start was written whole, if at all.
-	if !c.own[stream] && c.tailFull && !c.dropOnly && (pos > 1 || stream.Topic != "") && c.resumed[stream] == nil {
+	if !c.own[stream] && c.tailFull && !c.dropOnly && (pos > 1 || stream.Topic != "") && c.resumed[stream] == nil && !c.ended.has(stream) {
 		c.stats.Unresumed++
 	}
 	c.own[stream] = true
