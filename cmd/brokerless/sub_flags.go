@@ -148,8 +148,15 @@ func (r *receiver) loop(ctx context.Context) error {
 			}
 			fallthrough
 		default:
-			if ev.Kind == transport.EventStreamStart {
+			switch {
+			case ev.Kind == transport.EventStreamStart:
 				r.own[ev.Start.Stream] = true
+			case ev.Kind == transport.EventStreamEnd && ev.End.Stream.Topic == "":
+				// A feed's session ends for good, and a feed has one
+				// at each publisher restart (anyone may start one on a
+				// group without a key): own would grow with every
+				// session ever seen. A log's partitions are few.
+				delete(r.own, ev.End.Stream)
 			}
 			if err := r.out.flush(); err != nil {
 				return err

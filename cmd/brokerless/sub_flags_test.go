@@ -134,3 +134,26 @@ func TestReceiverDoesNotAcknowledgeUnwritten(t *testing.T) {
 		t.Errorf("acknowledged %d; %v", sub.acked, sub.errs)
 	}
 }
+
+// TestReceiverForgetsEndedSessions: `sub` of a feed whose sessions come
+// and go keeps nothing of the ended ones.
+func TestReceiverForgetsEndedSessions(t *testing.T) {
+	var evs []transport.Event
+	for i := range uint64(10_000) {
+		s := transport.StreamID{Feed: 1, Session: i + 1}
+		evs = append(evs,
+			transport.Event{Kind: transport.EventStreamStart, Start: transport.StreamStart{Stream: s, FirstSeq: 1}},
+			transport.Event{Kind: transport.EventMessage, Message: transport.Message{Stream: s, Seq: 1}},
+			transport.Event{Kind: transport.EventStreamEnd, End: transport.StreamEnd{Stream: s, LastSeq: 1, Reason: transport.EndReplaced}})
+	}
+	out := &recordSink{}
+	sub := &ackSub{events: evs, written: out.written, got: make(chan uint64, 16)}
+	r := &receiver{sub: sub, out: out, events: io.Discard, limit: 10_000}
+	n, err := r.run(context.Background())
+	if err != nil || n != 10_000 {
+		t.Fatalf("received %d, %v", n, err)
+	}
+	if len(r.own) > 1 { // the last session's end comes after the limit
+		t.Errorf("%d streams kept after 10,000 ended sessions", len(r.own))
+	}
+}
