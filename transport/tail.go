@@ -28,6 +28,8 @@ type BackReader interface {
 	// Before returns the messages that stream holds before position
 	// pos, at most n of them, oldest first: fewer than n only when the
 	// page reaches the stream's first position, none when pos is at or
-	// before it. Stream and Seq are set as TailReader's are.
+	// before it. Stream and Seq are set as TailReader's are, and
+	// Headers hold what was written; Key and Payload may be left out
+	// (a page is read for its origin headers).
 	Before(ctx context.Context, stream StreamID, pos uint64, n int) ([]Message, error)
 }

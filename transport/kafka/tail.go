@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,7 +33,10 @@ var (
 // Before returns the records of partition of cfg.Topic before offset
 // pos, at most n, oldest first, as Tail does: a pipe reads further back
 // in its destination than the tail it resumed from
-// (transport.BackReader): fewer than n only when they reach the
+// (transport.BackReader), with their headers alone (no key, no
+// payload: a pipe reads them for their origin headers, and a page of
+// large records would otherwise hold them all): fewer than n only when
+// they reach the
 // partition's start (a compacted partition is read further back than n
 // offsets). None when pos is at or before the partition's start.
 func Before(ctx context.Context, cfg Config, partition int32, pos uint64, n int) ([]transport.Message, error) {
@@ -63,7 +67,7 @@ func Before(ctx context.Context, cfg Config, partition int32, pos uint64, n int)
 	end, span := min(int64(pos), ends[partition]), int64(n)
 	for len(page) < n && end > starts[partition] {
 		start := max(starts[partition], end-span)
-		got, err := readUntil(ctx, cfg, map[int32]kgo.Offset{partition: kgo.NewOffset().At(start)}, map[int32]int64{partition: end})
+		got, err := readUntil(ctx, cfg, map[int32]kgo.Offset{partition: kgo.NewOffset().At(start)}, map[int32]int64{partition: end}, true)
 		if err != nil {
 			return nil, err
 		}
@@ -111,7 +115,7 @@ func Tail(ctx context.Context, cfg Config, n int) ([]transport.Message, error) {
 	if len(from) == 0 {
 		return nil, nil
 	}
-	return readUntil(ctx, cfg, from, ends)
+	return readUntil(ctx, cfg, from, ends, false)
 }
 
 // partitions lists the partitions of topic; none when it does not exist.
@@ -174,7 +178,11 @@ const tailTimeout = 30 * time.Second
 // readUntil reads each partition from its offset in from until its
 // offset in ends (a record at or past the offset before it ends the
 // partition's read: compaction may have removed that offset).
-func readUntil(ctx context.Context, cfg Config, from map[int32]kgo.Offset, ends map[int32]int64) ([]transport.Message, error) {
+//
+// With headersOnly the messages hold their headers alone, copied (no
+// key, no payload): what is kept of a page is then a few dozen bytes a
+// record, whatever the records' size, and the fetched batches are freed.
+func readUntil(ctx context.Context, cfg Config, from map[int32]kgo.Offset, ends map[int32]int64, headersOnly bool) ([]transport.Message, error) {
 	ctx, cancel := context.WithTimeout(ctx, tailTimeout)
 	defer cancel()
 	cl, err := cfg.newClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: from}))
@@ -207,7 +215,14 @@ func readUntil(ctx context.Context, cfg Config, from map[int32]kgo.Offset, ends 
 				Time: r.Timestamp, Topic: r.Topic, Key: r.Key, Payload: r.Value,
 			}
 			for _, h := range r.Headers {
-				m.Headers = append(m.Headers, transport.Header{Key: h.Key, Value: h.Value})
+				v := h.Value
+				if headersOnly {
+					v = slices.Clone(v)
+				}
+				m.Headers = append(m.Headers, transport.Header{Key: h.Key, Value: v})
+			}
+			if headersOnly {
+				m.Key, m.Payload = nil, nil
 			}
 			byPart[r.Partition] = append(byPart[r.Partition], m)
 			if r.Offset == end-1 {
