@@ -15,9 +15,11 @@ import (
 	"github.com/brokerless/brokerless/transport"
 )
 
-// Tail makes a logd:// or kafka:// endpoint a transport.TailReader.
+// Tail makes a logd:// or kafka:// endpoint a transport.TailReader: the
+// records' headers alone (a pipe reads them for their origin headers,
+// and n records of 1 MiB would otherwise all be held).
 func (e endpoint) Tail(ctx context.Context, n int) ([]transport.Message, error) {
-	return Tail(ctx, e.cfg, n)
+	return tail(ctx, e.cfg, n, true)
 }
 
 // Before makes a logd:// or kafka:// endpoint a transport.BackReader.
@@ -83,6 +85,11 @@ func Before(ctx context.Context, cfg Config, partition int32, pos uint64, n int)
 // none. Pipes read their destination's tail to resume (see
 // transport.TailReader).
 func Tail(ctx context.Context, cfg Config, n int) ([]transport.Message, error) {
+	return tail(ctx, cfg, n, false)
+}
+
+// tail is Tail, of the records' headers alone with headersOnly.
+func tail(ctx context.Context, cfg Config, n int, headersOnly bool) ([]transport.Message, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -115,7 +122,7 @@ func Tail(ctx context.Context, cfg Config, n int) ([]transport.Message, error) {
 	if len(from) == 0 {
 		return nil, nil
 	}
-	return readUntil(ctx, cfg, from, ends, false)
+	return readUntil(ctx, cfg, from, ends, headersOnly)
 }
 
 // partitions lists the partitions of topic; none when it does not exist.

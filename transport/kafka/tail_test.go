@@ -65,13 +65,13 @@ func TestTail(t *testing.T) {
 	}
 	var got []string
 	for _, m := range tail {
-		if len(m.Headers) != 1 || m.Headers[0].Key != "h" || m.Stream.Topic != "tail" {
-			t.Errorf("record %+v", m)
+		if len(m.Headers) != 1 || m.Headers[0].Key != "h" || string(m.Headers[0].Value) != "v" || m.Stream.Topic != "tail" || m.Payload != nil {
+			t.Errorf("record %+v: want its header alone", m)
 		}
-		got = append(got, fmt.Sprintf("%d@%d=%s", m.Stream.Partition, m.Seq, m.Payload))
+		got = append(got, fmt.Sprintf("%d@%d", m.Stream.Partition, m.Seq))
 	}
 	// Partitions in any order, each oldest first.
-	want := map[int32]string{0: "0@6=0-6 0@7=0-7 0@8=0-8 0@9=0-9", 1: "1@0=1-0 1@1=1-1 1@2=1-2"}
+	want := map[int32]string{0: "0@6 0@7 0@8 0@9", 1: "1@0 1@1 1@2"}
 	joined := strings.Join(got, " ")
 	for p, w := range want {
 		if !strings.Contains(joined, w) {
@@ -83,6 +83,16 @@ func TestTail(t *testing.T) {
 	}
 	if _, err := tr.Tail(ctx, 0); err == nil {
 		t.Error("a tail of 0 records")
+	}
+	// The function keeps keys and payloads.
+	full, err := Tail(ctx, Config{Brokers: []string{addr}, Topic: "tail"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range full {
+		if want := fmt.Sprintf("%d-%d", m.Stream.Partition, m.Seq); string(m.Payload) != want || len(m.Headers) != 1 {
+			t.Errorf("kafka.Tail: %+v, want payload %q", m, want)
+		}
 	}
 
 	// Further back, a page at a time (transport.BackReader), headers
