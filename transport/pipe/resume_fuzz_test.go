@@ -35,13 +35,7 @@ func FuzzResume(f *testing.F) {
 			}
 			return
 		}
-		s := ov.Stream()
-		for _, ev := range []*transport.Event{startEv(s, seq), msg(s, seq), gapEv(s, seq, seq+min(^seq, 3), transport.GapUnrecoverable), msg(s, seq+min(^seq, 4))} {
-			if c.Full() {
-				return
-			}
-			c.Event(ev, clock)
-		}
+		eventsAround(c, ov.Stream(), seq)
 	})
 }
 
@@ -77,12 +71,17 @@ func FuzzLookBack(f *testing.F) {
 			}
 			return
 		}
-		s := ov.Stream()
-		for _, ev := range []*transport.Event{startEv(s, seq), msg(s, seq), gapEv(s, seq, seq+min(^seq, 3), transport.GapUnrecoverable), msg(s, seq+min(^seq, 4))} {
-			if c.Full() {
-				return
-			}
-			c.Event(ev, clock)
-		}
+		eventsAround(c, ov.Stream(), seq)
 	})
+}
+
+// eventsAround gives c a start, a message, a gap and a message of
+// stream s at and after seq, while it has room: none may panic.
+func eventsAround(c *Core, s transport.StreamID, seq uint64) {
+	for _, ev := range []*transport.Event{startEv(s, seq), msg(s, seq), gapEv(s, seq, seq+min(^seq, 3), transport.GapUnrecoverable), msg(s, seq+min(^seq, 4))} {
+		if c.Full() {
+			return
+		}
+		c.Event(ev, clock)
+	}
 }
