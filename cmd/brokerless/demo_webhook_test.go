@@ -78,3 +78,32 @@ func TestDemoWebhookBadFlags(t *testing.T) {
 		t.Errorf("--help: exit %d\n%s", code, out)
 	}
 }
+
+// TestDemoWebhookReportNoRetries: with --fail-first 0 nothing is retried,
+// and the report does not say the flaky receiver delivered after retries,
+// nor that it answers 503 to "the first 0 attempts".
+func TestDemoWebhookReportNoRetries(t *testing.T) {
+	ok := func(retried int) string {
+		var b bytes.Buffer
+		writeDemoWebhookReport(&b, &demoWebhookResult{sent: 2, endpoints: []demoEndpointResult{
+			{name: "healthy", events: 2, attempts: 2, delivered: 2, accepted: 2},
+			{name: "flaky", events: 2, attempts: 2 + retried, delivered: 2, retried: retried, accepted: 2},
+		}})
+		return b.String()
+	}
+	if out := ok(0); !strings.Contains(out, "OK: all 2 events delivered to both endpoints in 0s, signed, none retried.") {
+		t.Errorf("no retries:\n%s", out)
+	}
+	if out := ok(2); !strings.Contains(out, "signed, the flaky one after its retries.") {
+		t.Errorf("retries:\n%s", out)
+	}
+	for n, want := range map[int]string{
+		0: "--fail-first 0: accepts every delivery",
+		1: "answers 503 to the first attempt of each event",
+		2: "answers 503 to the first 2 attempts of each event",
+	} {
+		if got := flakyReceiverDoes(n); got != want {
+			t.Errorf("flakyReceiverDoes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

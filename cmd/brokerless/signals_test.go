@@ -6,29 +6,65 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
+// signalClock is a fake clock for interruptContextClock that says on
+// calls each time it is read, so that a test knows a signal was taken.
+type signalClock struct {
+	mu    sync.Mutex
+	t     time.Time
+	calls chan struct{}
+}
+
+func newSignalClock() *signalClock {
+	return &signalClock{t: time.Unix(1_700_000_000, 0), calls: make(chan struct{}, 8)}
+}
+
+func (c *signalClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls <- struct{}{}
+	return c.t
+}
+
+func (c *signalClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// kill sends sig to this process and waits until the signal goroutine
+// read the clock for it, or exit was called.
+func (c *signalClock) kill(t *testing.T, sig syscall.Signal, exited <-chan int) {
+	t.Helper()
+	if err := syscall.Kill(os.Getpid(), sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.calls:
+	case code := <-exited:
+		t.Fatalf("%v: exit(%d) before the signal was read", sig, code)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%v was not taken", sig)
+	}
+}
+
 // TestSecondSignalExits: the first SIGINT ends the context, the second
 // (here a SIGTERM) exits at once with status 1, saying so.
 func TestSecondSignalExits(t *testing.T) {
 	w := newSyncBuffer("")
-	exited := make(chan int, 1)
-	ctx, stop := interruptContext(w, func(code int) { exited <- code })
+	exited := make(chan int, 2)
+	clock := newSignalClock()
+	ctx, stop := interruptContextClock(w, func(code int) { exited <- code }, clock.now)
 	defer stop()
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-ctx.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("SIGINT did not end the context")
-	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	clock.kill(t, syscall.SIGINT, exited)
+	<-ctx.Done()
+	clock.advance(signalEcho)
+	clock.kill(t, syscall.SIGTERM, exited)
 	select {
 	case code := <-exited:
 		if code != exitFailure || !strings.Contains(w.String(), "terminated again: exiting at once") {
@@ -36,6 +72,32 @@ func TestSecondSignalExits(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a second signal did not exit")
+	}
+}
+
+// TestSignalDeliveredTwiceEndsCleanly: timeout(1) sends its signal to
+// the command and again to its process group; the copy, arriving with
+// the first, does not count as a second request (which would exit at
+// once, without the clean end), a signal signalEcho later does.
+func TestSignalDeliveredTwiceEndsCleanly(t *testing.T) {
+	w := newSyncBuffer("")
+	exited := make(chan int, 2)
+	clock := newSignalClock()
+	ctx, stop := interruptContextClock(w, func(code int) { exited <- code }, clock.now)
+	defer stop()
+	clock.kill(t, syscall.SIGTERM, exited)
+	<-ctx.Done()
+	clock.advance(signalEcho - time.Millisecond)
+	clock.kill(t, syscall.SIGTERM, exited) // the copy: ignored
+	clock.advance(time.Millisecond)
+	clock.kill(t, syscall.SIGINT, exited) // a second request
+	select {
+	case code := <-exited:
+		if code != exitFailure || strings.Count(w.String(), "again: exiting at once") != 1 || !strings.Contains(w.String(), "interrupt again") {
+			t.Errorf("exit(%d), wrote %q; want one exit(1), for the interrupt", code, w.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second request did not exit")
 	}
 }
 
