@@ -121,7 +121,8 @@ type Core struct {
 	// back LookFor has read them; deleted once read to their start.
 	deep map[transport.StreamID]*lookback
 	// decided: source streams that LookFor found further back, or
-	// found interleaved there; older pages say nothing more of them.
+	// found interleaved there or Resume in the tail; older pages say
+	// nothing more of them.
 	decided map[transport.StreamID]bool
 	// ended: the feed streams that ended last, forgotten (forget).
 	ended endedRing

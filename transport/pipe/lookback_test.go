@@ -192,3 +192,39 @@ func TestLookForBounds(t *testing.T) {
 		t.Errorf("stats %+v: want 1 interleaved", s)
 	}
 }
+
+// TestLookForSkipsInterleavedInTail: an acknowledged source's stream
+// whose positions go backwards in a full tail (two clusters' src/2 in
+// one destination) is not resumed, and counted Interleaved, by
+// ResumeAcknowledged: it is not looked for further back either, where
+// an older run of the other cluster's positions (in order) would resume
+// it and drop this cluster's messages below them.
+func TestLookForSkipsInterleavedInTail(t *testing.T) {
+	dst := transport.StreamID{Topic: "dest"}
+	var tail []transport.Message
+	for i := uint64(0); i < 20; i++ {
+		pos := 1000 + i // the other cluster's, far ahead
+		if i%2 == 1 {
+			pos = 10 + i // this one's
+		}
+		tail = append(tail, tailOf(dst, srcLog, pos, pos)...)
+	}
+	tail = append(tail, tailOf(dst, part0, 1, DefaultTailRecords-20)...)
+	for i := range tail {
+		tail[i].Seq = 5000 + uint64(i)
+	}
+	c := newCore(t, 0)
+	if _, err := c.ResumeAcknowledged(tail); err != nil {
+		t.Fatal(err)
+	}
+	if d, before, ok := c.LookFor(srcLog, 5, DefaultMaxLookback); ok {
+		// What the pipe would read there: the other cluster's 400..899.
+		c.AddPage(d, shifted(before-500, tailOf(dst, srcLog, 400, 899)), 500)
+	}
+	if _, ws := feed(t, c, msg(srcLog, 5), msg(srcLog, 30)); len(ws) != 2 {
+		t.Errorf("wrote %+v, want 5 and 30: the stream is not resumed", ws)
+	}
+	if s := c.Stats(); s.Interleaved != 1 || s.FoundBack != 0 {
+		t.Errorf("stats %+v: want 1 interleaved, none found further back", s)
+	}
+}

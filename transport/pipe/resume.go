@@ -91,9 +91,12 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 		// written by one pipe in order: two pipes write the same
 		// topic and partition of two clusters into one destination,
 		// or several wrote in turn. Their highest says nothing of
-		// what this source sent: the stream is not resumed.
+		// what this source sent: the stream is not resumed, nor
+		// looked for further back (LookFor), where an older run of
+		// the other's positions would resume it after all.
 		for src := range back {
 			delete(last, src)
+			c.decided[src] = true
 			c.stats.Interleaved++
 		}
 	}
