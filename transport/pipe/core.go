@@ -258,7 +258,7 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 		}
 	case transport.EventStreamEnd:
 		c.flushResume(ev.End.Stream)
-		c.forget(ev.End.Stream)
+		c.forget(ev.End)
 	}
 	return c.out
 }

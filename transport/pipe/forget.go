@@ -14,14 +14,23 @@ const endedKeep = 64
 // destination held of it still counts.
 //
 // A feed stream that ended idle comes back if its publisher speaks
-// again (package reliable resumes it); the last endedKeep ended are
-// remembered so that one is not counted Unresumed then.
-func (c *Core) forget(stream transport.StreamID) {
+// again (package reliable resumes it, past end.LastSeq); the last
+// endedKeep ended are remembered so that one is not counted Unresumed
+// then. What the destination held of one that ended idle short of it
+// (a session replaying its window after the pipe's restart, silent
+// before it got there) is kept, so that the session, back, does not
+// write it again; it goes when the session ends past it. resumed holds
+// only what Resume and AddPage found, so what is kept is bounded by what
+// they read.
+func (c *Core) forget(end transport.StreamEnd) {
+	stream := end.Stream
 	if stream.Topic != "" {
 		return
 	}
 	delete(c.own, stream)
-	delete(c.resumed, stream)
+	if r := c.resumed[stream]; r == nil || end.Reason != transport.EndIdle || r.last <= end.LastSeq {
+		delete(c.resumed, stream)
+	}
 	delete(c.decided, stream)
 	c.ended.add(stream)
 	c.curOK = false

@@ -49,3 +49,34 @@ func TestCoreForgetsEndedFeedStreams(t *testing.T) {
 		t.Errorf("stats %+v: want 1 unresumed (part0), every message forwarded", s)
 	}
 }
+
+// TestCoreKeepsResumeOfStreamEndedIdle: a feed's session the pipe
+// resumed (the destination held it up to 100) replays its window from 1
+// after the restart, and goes silent at 40 (EndIdle, 41..60 reported
+// lost as it ends). Its publisher is heard again and the session takes
+// up at 61 (package reliable resumes a session ended for silence): 61..100
+// are in the destination already, and are not written again; 101 on are.
+func TestCoreKeepsResumeOfStreamEndedIdle(t *testing.T) {
+	c := newCore(t, 0)
+	if _, err := c.Resume(tailOf(part0, feedA, 1, 100, tailOf(part0, feedB, 1, 50)...)); err != nil {
+		t.Fatal(err)
+	}
+	evs := []*transport.Event{startEv(feedA, 1)}
+	for s := uint64(1); s <= 40; s++ {
+		evs = append(evs, msg(feedA, s))
+	}
+	evs = append(evs, gapEv(feedA, 41, 60, transport.GapStreamEnded), endEv(feedA, 60, transport.EndIdle), startEv(feedA, 61))
+	for s := uint64(61); s <= 120; s++ {
+		evs = append(evs, msg(feedA, s))
+	}
+	_, ws := feed(t, c, evs...)
+	if len(ws) != 20 || ws[0].marker || ws[0].origin.Seq != 101 {
+		t.Errorf("wrote %d (%+v), want 101..120 alone", len(ws), ws)
+	}
+	// A session that ended past what the destination held, or for good
+	// (feedB, closed at 1 of the 50 held), leaves nothing behind.
+	feed(t, c, endEv(feedA, 120, transport.EndIdle), startEv(feedB, 1), msg(feedB, 1), endEv(feedB, 1, transport.EndClosed))
+	if len(c.own) != 0 || len(c.resumed) != 0 {
+		t.Errorf("%d own streams, %d resumed: want none", len(c.own), len(c.resumed))
+	}
+}
