@@ -15,10 +15,12 @@ import "context"
 type TailReader interface {
 	// Tail returns the last messages the endpoint's destination holds:
 	// for each of its streams (each partition of a topic), at most n,
-	// oldest first. Stream and Seq are set as a subscriber's would be,
-	// and Headers hold what was written, origin headers included; Key
-	// and Payload may be left out (the tail is read for its origin
-	// headers).
+	// oldest first: fewer than n only when they reach the stream's
+	// first position (a pipe then knows all it holds of the stream, and
+	// does not look further back). Stream and Seq are set as a
+	// subscriber's would be, and Headers hold what was written, origin
+	// headers included; Key and Payload may be left out (the tail is
+	// read for its origin headers).
 	Tail(ctx context.Context, n int) ([]Message, error)
 }
 

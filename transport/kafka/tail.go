@@ -38,9 +38,9 @@ var (
 // (transport.BackReader), with their headers alone (no key, no
 // payload: a pipe reads them for their origin headers, and a page of
 // large records would otherwise hold them all): fewer than n only when
-// they reach the
-// partition's start (a compacted partition is read further back than n
-// offsets). None when pos is at or before the partition's start.
+// they reach the partition's start (a compacted partition is read
+// further back than n offsets, see lastRecords). None when pos is at or
+// before the partition's start.
 func Before(ctx context.Context, cfg Config, partition int32, pos uint64, n int) ([]transport.Message, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -62,25 +62,17 @@ func Before(ctx context.Context, cfg Config, partition int32, pos uint64, n int)
 	if err != nil {
 		return nil, err
 	}
-	// Compaction may have removed offsets: a stretch of n offsets can
-	// hold fewer records, and the page reads further back, each stretch
-	// twice as long as the last, until it has n or reaches the start.
-	var page []transport.Message
-	end, span := min(int64(pos), ends[partition]), int64(n)
-	for len(page) < n && end > starts[partition] {
-		start := max(starts[partition], end-span)
-		got, err := readUntil(ctx, cfg, map[int32]kgo.Offset{partition: kgo.NewOffset().At(start)}, map[int32]int64{partition: end}, true)
-		if err != nil {
-			return nil, err
-		}
-		page = append(got[max(0, len(got)-(n-len(page))):], page...)
-		end, span = start, min(2*span, math.MaxInt64/2)
+	got, err := lastRecords(ctx, cfg, starts, map[int32]int64{partition: min(int64(pos), ends[partition])}, n, true)
+	if err != nil {
+		return nil, err
 	}
-	return page, nil
+	return got[partition], nil
 }
 
-// Tail returns the last n records (at most) of each partition of
-// cfg.Topic, oldest first per partition, as messages: Stream is the
+// Tail returns the last n records of each partition of cfg.Topic
+// (fewer only when they reach its start: a compacted partition is read
+// further back than its last n offsets, see lastRecords), oldest first
+// per partition, as messages: Stream is the
 // topic and partition, Seq the offset. A topic that does not exist has
 // none. Pipes read their destination's tail to resume (see
 // transport.TailReader).
@@ -113,16 +105,55 @@ func tail(ctx context.Context, cfg Config, n int, headersOnly bool) ([]transport
 	if err != nil {
 		return nil, err
 	}
-	from := map[int32]kgo.Offset{}
+	got, err := lastRecords(ctx, cfg, starts, ends, n, headersOnly)
+	if err != nil {
+		return nil, err
+	}
+	var out []transport.Message
 	for _, p := range parts {
-		if start := max(starts[p], ends[p]-int64(n)); start < ends[p] {
-			from[p] = kgo.NewOffset().At(start)
+		out = append(out, got[p]...)
+	}
+	return out, nil
+}
+
+// lastRecords returns, for each partition in ends, its last n records
+// before that offset (at most; fewer only when they reach its offset in
+// starts), oldest first. Compaction may have removed offsets: a stretch
+// of n offsets can hold fewer records, and a partition is read further
+// back, each stretch twice as long as the last, until it has n or
+// reaches its start. A pipe takes a tail or a page of fewer than it
+// asked for as the stream's start (transport.TailReader, BackReader).
+func lastRecords(ctx context.Context, cfg Config, starts, ends map[int32]int64, n int, headersOnly bool) (map[int32][]transport.Message, error) {
+	got := map[int32][]transport.Message{}
+	left := map[int32]int64{} // the partitions short of n, and where their next stretch ends
+	for p, end := range ends {
+		if end > starts[p] {
+			left[p] = end
 		}
 	}
-	if len(from) == 0 {
-		return nil, nil
+	for span := int64(n); len(left) > 0; span = min(2*span, math.MaxInt64/2) {
+		from, until := map[int32]kgo.Offset{}, map[int32]int64{}
+		for p, end := range left {
+			start := max(starts[p], end-span)
+			from[p], until[p], left[p] = kgo.NewOffset().At(start), end, start
+		}
+		recs, err := readUntil(ctx, cfg, from, until, headersOnly)
+		if err != nil {
+			return nil, err
+		}
+		byPart := map[int32][]transport.Message{}
+		for _, m := range recs {
+			byPart[m.Stream.Partition] = append(byPart[m.Stream.Partition], m)
+		}
+		for p := range from {
+			r, have := byPart[p], got[p]
+			got[p] = append(r[max(0, len(r)-(n-len(have))):], have...)
+			if len(got[p]) >= n || left[p] <= starts[p] {
+				delete(left, p)
+			}
+		}
 	}
-	return readUntil(ctx, cfg, from, ends, headersOnly)
+	return got, nil
 }
 
 // partitions lists the partitions of topic; none when it does not exist.

@@ -137,7 +137,9 @@ func TestTail(t *testing.T) {
 // TestBeforeCompacted: in a compacted partition a stretch of n offsets
 // holds fewer than n records; Before reads further back until it has n
 // (or the start), the same records a read from the start shows last
-// before the position.
+// before the position. So does the endpoint's Tail (a pipe takes a tail
+// of fewer than DefaultTailRecords records of a destination stream for
+// all it holds, and would not look further back).
 func TestBeforeCompacted(t *testing.T) {
 	addr := startLogd(t, func(c *logd.Config) { c.Storage.MaintenanceInterval = 20 * time.Millisecond })
 	createTopic(t, addr, "kv", 1, "cleanup.policy", "compact", "segment.bytes", "1024")
@@ -178,6 +180,10 @@ func TestBeforeCompacted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		last, err := NewEndpoint(cfg).(transport.TailReader).Tail(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
 		again, err := Tail(ctx, cfg, updates)
 		if err != nil {
 			t.Fatal(err)
@@ -195,6 +201,9 @@ func TestBeforeCompacted(t *testing.T) {
 		want = want[max(0, len(want)-n):]
 		if got := offsets(page); !slices.Equal(got, want) {
 			t.Fatalf("%d records before offset %d: %v, want %v (of %d left by compaction)", n, updates-1, got, want, len(all))
+		}
+		if got, want := offsets(last), offsets(all[len(all)-n:]); !slices.Equal(got, want) {
+			t.Fatalf("a tail of %d records: %v, want %v (of %d left by compaction)", n, got, want, len(all))
 		}
 		t.Logf("compaction left %d of %d records; the %d before offset %d span offsets %d..%d", len(all), updates, n, updates-1, want[0], want[len(want)-1])
 		return
