@@ -61,12 +61,21 @@ func TestPipeKillLogdToLogd(t *testing.T) {
 	to := fmt.Sprintf("logd://%s/dst", dstAddr)
 	args := []string{"pipe", from, to, "--max-in-flight", "4096"}
 	rng := rand.New(rand.NewPCG(3, 4))
+	var runs []string // each killed pipe's stderr, shown if the test fails
 	for range kills {
 		p := startChild(t, "piping ", args...)
 		time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond) // run a while: the producer's timing
 		p.kill(t)
+		runs = append(runs, p.stderr.String())
 		waitConnsClosed(t, dstMetrics)
 	}
+	defer func() {
+		if t.Failed() {
+			for i, r := range runs {
+				t.Logf("killed pipe %d said:\n%s", i+1, r)
+			}
+		}
+	}()
 	last := startChild(t, "piping ", args...)
 	stopPub()
 	n := <-published
