@@ -17,7 +17,8 @@ import (
 // updateUsersFile changes the users file at path as one step with
 // respect to every other 'logd user add' and 'logd user remove': under
 // an exclusive lock on path+".lock" it loads the file (with create, no
-// file yet is an empty one), calls change, and, if change returns nil,
+// file yet is an empty one; without, it is an error, before the lock
+// file is created), calls change, and, if change returns nil,
 // saves the result with auth.Save (a temporary file in the same
 // directory, fsynced, renamed over path, the directory fsynced), so a
 // reader such as logd at start sees the old file or the new one, never
@@ -35,6 +36,13 @@ func updateUsersFile(ctx context.Context, warn io.Writer, path string, create bo
 	path, err := usersFileTarget(path)
 	if err != nil {
 		return err
+	}
+	if !create {
+		// No file to change: fail before the lock file is created, so
+		// a mistyped path leaves nothing behind.
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
 	unlock, err := lockUsersFile(ctx, warn, path)
 	if err != nil {

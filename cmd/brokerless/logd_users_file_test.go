@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/brokerless/brokerless/logd/auth"
@@ -47,5 +48,19 @@ func TestLogdUserChangesSymlinkTarget(t *testing.T) {
 	}
 	if _, err := os.Lstat(link + ".lock"); !os.IsNotExist(err) {
 		t.Errorf("a lock next to the link (%v): runs naming the target would not wait for it", err)
+	}
+}
+
+// TestLogdUserRemoveNoFileLeavesNoLock: 'logd user remove' on a users
+// file that does not exist (a mistyped --file) fails, saying so, and
+// leaves nothing behind, no FILE.lock either.
+func TestLogdUserRemoveNoFileLeavesNoLock(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "no-such-users.json")
+	code, _, errOut := runCLI(t, "", "logd", "user", "remove", "--file", file, "--user", "bob")
+	if code != exitFailure || !strings.Contains(errOut, "no such file") {
+		t.Fatalf("exit %d, want %d saying there is no file:\n%s", code, exitFailure, errOut)
+	}
+	if _, err := os.Lstat(file + ".lock"); !os.IsNotExist(err) {
+		t.Fatalf("%s.lock left behind: %v", file, err)
 	}
 }
