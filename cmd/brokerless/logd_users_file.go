@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -16,7 +17,8 @@ import (
 // updateUsersFile changes the users file at path as one step with
 // respect to every other 'logd user add' and 'logd user remove': under
 // an exclusive lock on path+".lock" it loads the file (with create, no
-// file yet is an empty one), calls change, and, if change returns nil,
+// file yet is an empty one; without, it is an error, before the lock
+// file is created), calls change, and, if change returns nil,
 // saves the result with auth.Save (a temporary file in the same
 // directory, fsynced, renamed over path, the directory fsynced), so a
 // reader such as logd at start sees the old file or the new one, never
@@ -28,8 +30,20 @@ import (
 // 0600) stays next to the users file; removing it while another command
 // waits for it would let two commands hold "the" lock at once. While
 // another command holds the lock, a note goes to warn once and the
-// command waits, until ctx ends.
+// command waits, until ctx ends. A path that is a symlink names the file
+// it points to: that file is locked and replaced, the link stays.
 func updateUsersFile(ctx context.Context, warn io.Writer, path string, create bool, change func(*auth.Users) error) error {
+	path, err := usersFileTarget(path)
+	if err != nil {
+		return err
+	}
+	if !create {
+		// No file to change: fail before the lock file is created, so
+		// a mistyped path leaves nothing behind.
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
 	unlock, err := lockUsersFile(ctx, warn, path)
 	if err != nil {
 		return err
@@ -48,6 +62,22 @@ func updateUsersFile(ctx context.Context, warn io.Writer, path string, create bo
 		return err
 	}
 	return auth.Save(path, users)
+}
+
+// usersFileTarget is the file path names, through any symlinks, so that
+// the lock and the rename are on the file logd reads: a rename over the
+// link would replace the link and leave its target as it was, and a
+// command naming the target would take another lock. A path that does
+// not exist yet (nor a dangling link's target) is taken as it is.
+func usersFileTarget(path string) (string, error) {
+	target, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return path, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("users file: %w", err)
+	}
+	return target, nil
 }
 
 // loadOrNewUsers loads a users file, or starts an empty one if there
