@@ -93,7 +93,9 @@ type Config struct {
 	// MaxGroupBytes bounds the consumer-group metadata held in memory:
 	// the JoinGroup protocol metadata and SyncGroup assignments of all
 	// members (each up to 1 MiB, kept up to the member's session
-	// timeout). A join or sync past it is refused with
+	// timeout), their member, instance and client IDs and hosts, and
+	// member IDs handed out and not yet used. A join or sync past it is
+	// refused with
 	// COORDINATOR_NOT_AVAILABLE, which clients retry. At least 1 MiB.
 	// Default 64 MiB.
 	MaxGroupBytes int

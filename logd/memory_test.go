@@ -180,7 +180,7 @@ func TestGroupMetadataBounded(t *testing.T) {
 	})
 	c := dial(t, ts.addr)
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("joiner"))
-	meta := make([]byte, 1<<20-64)
+	meta := make([]byte, 1<<20-128) // with its member ID, client ID and host, under 1 MiB
 	joined, refused := 0, 0
 	for i := range 16 {
 		req := kmsg.NewPtrJoinGroupRequest()

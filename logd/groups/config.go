@@ -62,9 +62,11 @@ type Config struct {
 	// MaxMemberBytes bounds one member's protocol names and metadata in
 	// JoinGroup, and each assignment in SyncGroup. Default 1 MiB.
 	MaxMemberBytes int
-	// MaxRetainedBytes bounds the protocol names and metadata and the
-	// assignments of all members of all groups held in memory (each
-	// kept up to the member's session timeout); a JoinGroup or SyncGroup
+	// MaxRetainedBytes bounds the protocol names and metadata, the
+	// assignments, and the member, instance and client IDs and client
+	// hosts of all members of all groups held in memory, and the member
+	// IDs handed out with MEMBER_ID_REQUIRED (each kept up to a session
+	// timeout); a JoinGroup or SyncGroup
 	// that would hold more is refused with COORDINATOR_NOT_AVAILABLE,
 	// which clients retry. At least MaxMemberBytes. Default 64 MiB.
 	MaxRetainedBytes int

@@ -17,8 +17,8 @@ type Coordinator struct {
 	mu     sync.Mutex
 	groups map[string]*group
 	stats  Stats
-	// retained counts the bytes of members' protocols and assignments
-	// held (retained.go).
+	// retained counts the bytes of members' protocols, assignments and
+	// IDs, and of member IDs handed out, held (retained.go).
 	retained int64
 	// commitLocks holds the commit lock of each group with a commit in
 	// flight (commitlock.go).

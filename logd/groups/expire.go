@@ -39,7 +39,7 @@ func (c *Coordinator) tickGroup(g *group, now time.Time) {
 	forgot, removed := false, false
 	for id, lapse := range g.pending {
 		if !now.Before(lapse) {
-			delete(g.pending, id)
+			c.dropPending(g, id)
 			c.stats.PendingExpired++
 			forgot = true
 		}

@@ -20,11 +20,17 @@ func (c *Coordinator) checkInvariants() error {
 			return fmt.Errorf("group %s (%v, generation %d): %w", name, g.state, g.generation, err)
 		}
 		for _, m := range g.members {
-			held += m.bytes()
+			held += int64(len(m.id) + len(m.instanceID) + len(m.clientID) + len(m.clientHost) + len(m.assignment))
+			for _, p := range m.protocols {
+				held += int64(len(p.name) + len(p.metadata))
+			}
+		}
+		for id := range g.pending {
+			held += int64(len(id))
 		}
 	}
 	if held != c.retained || held > int64(c.cfg.MaxRetainedBytes) {
-		return fmt.Errorf("members hold %d bytes of metadata, counted %d, max %d", held, c.retained, c.cfg.MaxRetainedBytes)
+		return fmt.Errorf("members and member IDs handed out hold %d bytes, counted %d, max %d", held, c.retained, c.cfg.MaxRetainedBytes)
 	}
 	return nil
 }

@@ -161,7 +161,7 @@ func (c *Coordinator) joinNew(now time.Time, g *group, j *joinRequest, resp *kms
 	}
 	resp.MemberID = c.newMemberID(j.clientID)
 	if j.version >= 4 {
-		g.pending[resp.MemberID] = now.Add(j.session)
+		c.addPending(g, resp.MemberID, now.Add(j.session))
 		resp.ErrorCode = codeMemberIDRequired
 		return resp, nil
 	}
@@ -176,7 +176,7 @@ func (c *Coordinator) joinKnown(now time.Time, g *group, j *joinRequest, resp *k
 		return resp, nil
 	}
 	if _, ok := g.pending[j.memberID]; ok {
-		delete(g.pending, j.memberID)
+		c.dropPending(g, j.memberID)
 		return nil, c.addMember(now, g, j.memberID, j, resp)
 	}
 	m := g.members[j.memberID]

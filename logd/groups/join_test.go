@@ -381,7 +381,8 @@ func TestRebalanceTimeout(t *testing.T) {
 // COORDINATOR_NOT_AVAILABLE, counted, and what members leave frees it.
 // Without a bound 256 joins of 1 MiB metadata held 260 MiB.
 func TestRetainedMetadataBudget(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxMemberBytes, c.MaxRetainedBytes = 100, 300 })
+	// Each member also holds 60 bytes of member ID, client ID and host.
+	h := newHarness(t, func(c *Config) { c.MaxMemberBytes, c.MaxRetainedBytes = 100, 540 })
 	join := func(group string, metadata int) *joinCall {
 		r := joinReq(3, "")
 		r.Group = group
@@ -393,7 +394,7 @@ func TestRetainedMetadataBudget(t *testing.T) {
 		members = append(members, join(fmt.Sprintf("g%d", i), 90).must(nil))
 	}
 	join("g3", 90).must(kerr.CoordinatorNotAvailable)
-	join("g3", 30).must(nil) // 300 bytes held: full
+	join("g3", 30).must(nil) // 540 bytes held: full
 	if err := h.c.checkInvariants(); err != nil {
 		t.Fatal(err)
 	}
@@ -429,4 +430,58 @@ func TestRebalanceTimeoutClamped(t *testing.T) {
 	if got != time.Minute {
 		t.Fatalf("rebalance timeout %v, want clamped to 1m", got)
 	}
+}
+
+// TestRetainedCountsMemberIdentity: what a member holds besides its
+// protocols and assignment (its member ID, instance ID, client ID and
+// client host), and each member ID handed out with MEMBER_ID_REQUIRED,
+// count against MaxRetainedBytes. A client ID is up to 32 KiB and
+// prefixes the member ID made from it: uncounted, 1024 members or
+// member IDs handed out in each of 4096 groups could hold 256 GiB.
+func TestRetainedCountsMemberIdentity(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxMemberBytes, c.MaxRetainedBytes = 100, 2000 })
+	long := strings.Repeat("c", 500)
+	join := func(version int16, group string) *kmsg.JoinGroupResponse {
+		req := joinReq(version, "")
+		req.Group = group
+		resp, w := h.c.startJoin(req, long, "127.0.0.1:1")
+		if w != nil {
+			select {
+			case resp = <-w.done:
+			default:
+				t.Fatalf("join to %s waits", group)
+			}
+		}
+		if err := h.c.checkInvariants(); err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	// A member holds its 537-byte member ID, 500-byte client ID,
+	// 11-byte host and 15 bytes of protocol: 1063 of the 2000.
+	m := join(3, "g0")
+	checkCode(t, "first member", m.ErrorCode, nil)
+	checkCode(t, "second member", join(3, "g1").ErrorCode, kerr.CoordinatorNotAvailable)
+	// A member ID handed out holds its 537 bytes until used or lapsed.
+	pending := join(4, "g2")
+	checkCode(t, "first member ID", pending.ErrorCode, kerr.MemberIDRequired)
+	checkCode(t, "second member ID", join(4, "g3").ErrorCode, kerr.CoordinatorNotAvailable)
+	if st := h.c.Stats(); st.OverBudget != 2 {
+		t.Errorf("OverBudget %d, want 2", st.OverBudget)
+	}
+	// Leaving and lapsing give the bytes back.
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Group, leave.MemberID = "g0", m.MemberID
+	checkCode(t, "LeaveGroup", h.c.LeaveGroup(leave).ErrorCode, nil)
+	h.tick(testSession)
+	if err := h.c.checkInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	h.c.mu.Lock()
+	held := h.c.retained
+	h.c.mu.Unlock()
+	if held != 0 {
+		t.Fatalf("%d bytes still counted with no member and no member ID handed out", held)
+	}
+	checkCode(t, "member after leave", join(3, "g1").ErrorCode, nil)
 }

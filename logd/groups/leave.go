@@ -61,7 +61,7 @@ func (c *Coordinator) leave(g *group, lm kmsg.LeaveGroupRequestMember) (int16, b
 		id = known
 	}
 	if _, ok := g.pending[id]; ok {
-		delete(g.pending, id)
+		c.dropPending(g, id)
 		return 0, false
 	}
 	m := g.members[id]

@@ -66,10 +66,15 @@ func (m *member) instancePtr() *string {
 }
 
 // newMemberID makes a member ID the way Kafka does: the client ID (or
-// the instance ID of a static member), "-", and a random UUID.
+// the instance ID of a static member), "-", and a random UUID;
+// memberIDLen(prefix) bytes.
 func (c *Coordinator) newMemberID(prefix string) string {
 	a, b := c.cfg.Rand.Uint64(), c.cfg.Rand.Uint64()
 	return fmt.Sprintf("%s-%08x-%04x-%04x-%04x-%012x", prefix,
 		uint32(a>>32), uint16(a>>16), uint16(a)&0x0fff|0x4000,
 		uint16(b>>48)&0x3fff|0x8000, b&0xffffffffffff)
 }
+
+// memberIDLen is the length of the member IDs newMemberID makes from
+// prefix: the prefix, "-" and a 36-character UUID.
+func memberIDLen(prefix string) int { return len(prefix) + 1 + 36 }

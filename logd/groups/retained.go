@@ -1,10 +1,15 @@
 package groups
 
+import "time"
+
 // The byte budget of group metadata held in memory: members' protocol
 // names and metadata from JoinGroup and their assignments from
-// SyncGroup, kept for up to a session timeout. c.retained counts them;
-// a join or sync that would take it past Config.MaxRetainedBytes is
-// refused with COORDINATOR_NOT_AVAILABLE, which clients retry.
+// SyncGroup, their member IDs, instance IDs, client IDs and client
+// hosts (a client ID is up to 32 KiB, and prefixes the member ID made
+// from it), and the member IDs handed out with MEMBER_ID_REQUIRED, each
+// kept for up to a session timeout. c.retained counts them; a join or
+// sync that would take it past Config.MaxRetainedBytes is refused with
+// COORDINATOR_NOT_AVAILABLE, which clients retry.
 
 // protocolBytes is what a member's protocols hold.
 func protocolBytes(ps []protocol) int64 {
@@ -15,8 +20,29 @@ func protocolBytes(ps []protocol) int64 {
 	return int64(n)
 }
 
+// identityBytes is what a member's strings hold: its member ID (idLen
+// bytes), instance ID, client ID and client host.
+func identityBytes(idLen int, instanceID, clientID, clientHost string) int64 {
+	return int64(idLen + len(instanceID) + len(clientID) + len(clientHost))
+}
+
 // bytes is what m holds of the budget.
-func (m *member) bytes() int64 { return protocolBytes(m.protocols) + int64(len(m.assignment)) }
+func (m *member) bytes() int64 {
+	return protocolBytes(m.protocols) + int64(len(m.assignment)) +
+		identityBytes(len(m.id), m.instanceID, m.clientID, m.clientHost)
+}
+
+// addPending hands out a member ID, accounting for it.
+func (c *Coordinator) addPending(g *group, id string, lapse time.Time) {
+	g.pending[id] = lapse
+	c.retained += int64(len(id))
+}
+
+// dropPending forgets a member ID handed out, accounting for it.
+func (c *Coordinator) dropPending(g *group, id string) {
+	delete(g.pending, id)
+	c.retained -= int64(len(id))
+}
 
 // setAssignment gives m an assignment, accounting for it.
 func (c *Coordinator) setAssignment(m *member, a []byte) {
@@ -42,14 +68,32 @@ func (c *Coordinator) retains(n int64, group, call string) bool {
 	return false
 }
 
-// joinGrowth is how many bytes of the budget a join would add: its
-// protocols, less those of the member it replaces or updates.
+// joinGrowth is how many bytes of the budget a join would add: the
+// member ID it hands out, or the member it makes (less what the member
+// it replaces or updates holds, or the member ID handed out that it
+// uses). A join that will be refused adds nothing.
 func (g *group) joinGrowth(j *joinRequest) int64 {
-	n := protocolBytes(j.protocols)
-	if m := g.members[j.memberID]; m != nil {
-		n -= protocolBytes(m.protocols)
-	} else if id, ok := g.static[j.instanceID]; ok && j.memberID == "" {
-		n -= protocolBytes(g.members[id].protocols)
+	protocols := protocolBytes(j.protocols)
+	if j.memberID != "" {
+		if m := g.members[j.memberID]; m != nil {
+			return protocols - protocolBytes(m.protocols)
+		}
+		if _, ok := g.pending[j.memberID]; ok {
+			return protocols + identityBytes(0, j.instanceID, j.clientID, j.clientHost)
+		}
+		return 0
+	}
+	if j.instanceID == "" && j.version >= 4 {
+		return int64(memberIDLen(j.clientID))
+	}
+	prefix := j.clientID
+	if j.instanceID != "" {
+		prefix = j.instanceID
+	}
+	n := protocols + identityBytes(memberIDLen(prefix), j.instanceID, j.clientID, j.clientHost)
+	if id, ok := g.static[j.instanceID]; ok {
+		old := g.members[id]
+		n -= old.bytes() - int64(len(old.assignment)) // the assignment passes to the new member
 	}
 	return n
 }
