@@ -58,9 +58,10 @@
 //
 // Committed offsets go to an [OffsetStore], durable in production, one
 // Commit call per request (all its accepted partitions at once). A
-// commit with generation -1 and no member ID is a "simple" commit, for
+// commit with generation -1 is a "simple" commit, for admin clients and
 // consumers that assign partitions themselves; it is accepted when the
-// group has no members. Any other commit must come from a member of the
+// group has no members, whatever member or instance ID it names, as
+// Kafka accepts it. Any other commit must come from a member of the
 // current generation, and not while the group is completing a rebalance.
 // Partitions that do not exist are refused one by one. OffsetFetch
 // answers -1 for partitions without a commit, and every committed

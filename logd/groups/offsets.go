@@ -44,8 +44,10 @@ type Committed struct {
 }
 
 // OffsetCommit handles OffsetCommit (versions 0 to 9; topic IDs, v10+,
-// are not supported). A commit with generation -1, no member ID and no
-// instance ID is accepted while the group has no members; any other must
+// are not supported). A commit with generation -1 is accepted while the
+// group has no members, whatever member or instance ID it names (as
+// Kafka's, for admin clients and consumers that assign partitions
+// themselves); any other must
 // come from a member of the current generation (ILLEGAL_GENERATION,
 // UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) and not while the group is
 // completing a rebalance (REBALANCE_IN_PROGRESS). A commit from a member
@@ -121,16 +123,12 @@ func (c *Coordinator) checkCommitter(req *kmsg.OffsetCommitRequest) int16 {
 	defer c.mu.Unlock()
 	g := c.groups[req.Group]
 	switch {
-	case g == nil && req.Generation >= 0:
-		return codeIllegalGeneration
-	case g == nil && asMember:
-		return codeUnknownMember
+	case req.Generation < 0 && (g == nil || len(g.members) == 0):
+		return 0 // whatever member or instance ID it names, as Kafka
 	case g == nil:
-		return 0
-	case !asMember && len(g.members) > 0:
-		return codeUnknownMember
+		return codeIllegalGeneration
 	case !asMember:
-		return 0
+		return codeUnknownMember
 	}
 	m, code := g.checkMember(instance, req.MemberID, req.Generation)
 	switch {

@@ -107,18 +107,28 @@ func TestOffsetCommitByMembers(t *testing.T) {
 	}
 }
 
-// Simple commits (generation -1, no member) are accepted for unknown and
-// Empty groups; a member-style commit to an unknown group is not.
+// Simple commits (generation -1) are accepted for unknown and Empty
+// groups, whatever member or instance ID they name, as Kafka accepts
+// them (GroupCoordinator.handleCommitOffsets and validateOffsetCommit:
+// "generationId < 0 && group.is(Empty)"); a commit with a generation to
+// an unknown group is not, nor one with generation -1 to a group with
+// members.
 func TestSimpleCommit(t *testing.T) {
 	h := newHarness(t)
 	mustCommit(t, h.c.OffsetCommit(commitReq(8, "", -1, 7, 1)), nil)
 	mustCommit(t, h.c.OffsetCommit(commitReq(8, "", 3, 7, 1)), kerr.IllegalGeneration)
-	mustCommit(t, h.c.OffsetCommit(commitReq(8, "m", -1, 7, 1)), kerr.UnknownMemberID)
-	ids, _ := h.stable(1)
+	mustCommit(t, h.c.OffsetCommit(commitReq(8, "m", -1, 7, 1)), nil)
+	ids, gen := h.stable(1)
+	mustCommit(t, h.c.OffsetCommit(commitReq(8, ids[0], -1, 8, 1)), kerr.IllegalGeneration)
 	h.c.LeaveGroup(leaveReq(3, ids[0]))
 	h.mustState(StateEmpty)
+	mustCommit(t, h.c.OffsetCommit(commitReq(8, ids[0], gen, 8, 1)), kerr.UnknownMemberID)
 	mustCommit(t, h.c.OffsetCommit(commitReq(0, "", -1, 9, 1)), nil)
-	if got := fetched(h.c.OffsetFetch(fetchReq(1, map[string][]int32{"t": {0}}))); got != "t/0=9:m0" {
+	mustCommit(t, h.c.OffsetCommit(commitReq(8, ids[0], -1, 10, 1)), nil)
+	static := commitReq(8, "", -1, 11, 1)
+	static.InstanceID = kmsg.StringPtr("i")
+	mustCommit(t, h.c.OffsetCommit(static), nil)
+	if got := fetched(h.c.OffsetFetch(fetchReq(1, map[string][]int32{"t": {0}}))); got != "t/0=11:m0" {
 		t.Fatalf("fetched %q", got)
 	}
 }
