@@ -140,7 +140,11 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 // offset after seq for the next commit and returns; Close commits what
 // is marked. Acknowledging a partition a rebalance has taken from this
 // member does nothing (Stats.AcksNotOwned): its new owner delivers again
-// what was not committed.
+// what was not committed. Nor does acknowledging an offset below one
+// acknowledged already, or below the group's commit when the partition
+// was assigned (a late acknowledgement of what this member delivered
+// before a rebalance took the partition away and gave it back): the
+// commit never goes back.
 func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq uint64) error {
 	select {
 	case <-g.closed:
@@ -161,9 +165,17 @@ func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq 
 		return nil
 	}
 	off := int64(seq)
+	if off < st.floor {
+		// Below the group's commit or an acknowledgement made: nothing
+		// to commit. Left to the client, such a mark would move the
+		// commit back whenever the epoch it carries is later than the
+		// commit's (the client orders marks by epoch first).
+		return nil
+	}
 	g.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{
 		g.topic: {stream.Partition: {Epoch: st.epochOf(off), Offset: off + 1}},
 	})
+	st.floor = off + 1
 	return nil
 }
 
@@ -196,12 +208,18 @@ func (g *GroupSubscriber) offsetsFetched(ctx context.Context, cl *kgo.Client, re
 			case p.ErrorCode != 0:
 				continue
 			case p.Offset < 0:
+				g.part(p.Partition).floor = 0
 				uncommitted = append(uncommitted, p.Partition)
 				continue
 			}
-			if st := g.part(p.Partition); !st.started || p.Offset > st.next {
+			st := g.part(p.Partition)
+			if !st.started || p.Offset > st.next {
 				st.next = p.Offset
 			}
+			// An acknowledgement made before the partition came back
+			// to this member, below what the group committed since,
+			// must not move the commit back.
+			st.floor = p.Offset
 		}
 	}
 	g.atEnd = nil

@@ -78,6 +78,11 @@ type partition struct {
 	// the leader epochs of delivered offsets not yet acknowledged.
 	owned  bool
 	epochs []epochMark
+	// floor, of a GroupSubscriber, is the lowest offset an
+	// acknowledgement commits, plus one: the group's commit when the
+	// partition was assigned, then one past the last offset
+	// acknowledged. An acknowledgement below it commits nothing.
+	floor int64
 }
 
 // Stats counts what a subscriber skipped or could not read.
