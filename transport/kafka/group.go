@@ -309,7 +309,12 @@ func (g *GroupSubscriber) disown(ps []int32) {
 	n := len(g.queue)
 	g.queue = slices.DeleteFunc(g.queue, func(q queued) bool { return gone[q.r.Partition] })
 	g.stats.Disowned += uint64(n - len(g.queue))
-	if gone[g.pendingPart] {
+	if gone[g.pendingPart] && len(g.pending) > 0 {
+		// The record pending came from was not delivered in full (its
+		// first event, which step returned, may be its StreamStart or
+		// a Gap before it): if the partition comes back, it resumes at
+		// that record, not after it (a Gap before it reported again).
+		g.part(g.pendingPart).next = g.pendingNext
 		for _, ev := range g.pending {
 			if ev.Kind == transport.EventMessage || ev.Kind == transport.EventGap {
 				g.stats.Disowned++

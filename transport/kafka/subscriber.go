@@ -51,8 +51,11 @@ type Subscriber struct {
 	policy  cleanupPolicy
 	queue   []queued // records fetched, not yet turned into events
 	pending []transport.Event
-	// pendingPart is the partition of the record pending came from.
+	// pendingPart is the partition of the record pending came from;
+	// pendingNext is that partition's next before the record: where it
+	// resumes if a rebalance drops pending.
 	pendingPart int32
+	pendingNext int64
 	parts       map[int32]*partition
 	stats       Stats
 
@@ -227,7 +230,7 @@ func (s *Subscriber) step(ctx context.Context) (transport.Event, bool, error) {
 			continue // the queue may have changed meanwhile
 		}
 		s.queue = s.queue[1:]
-		s.pendingPart = q.r.Partition
+		s.pendingPart, s.pendingNext = q.r.Partition, s.part(q.r.Partition).next
 		s.emit(q)
 	}
 	defer s.mu.Unlock()
