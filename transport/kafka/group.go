@@ -110,6 +110,7 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 		kgo.OnOffsetsFetched(g.offsetsFetched),
 		kgo.OnPartitionsRevoked(g.revoked),
 		kgo.OnPartitionsLost(g.lost),
+		kgo.AutoCommitCallback(g.autoCommitted),
 	}
 	if cfg.From.kind == posOffset {
 		// A From offset past a partition's end would be out of range,
@@ -281,6 +282,7 @@ func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[st
 	case <-g.closed: // Close committed
 	default:
 		if err := cl.CommitMarkedOffsets(ctx); err != nil {
+			g.stats.CommitErrors++
 			g.log.Warn("kafka transport: commit before a rebalance failed: the next owner delivers again what was acknowledged since the last commit",
 				"group", g.groupName, "err", err)
 		}
@@ -335,6 +337,9 @@ func (g *GroupSubscriber) Close() error {
 		defer cancel()
 		if cerr := g.cl.CommitMarkedOffsets(ctx); cerr != nil {
 			err = fmt.Errorf("kafka transport: commit on close: %w", cerr)
+			g.mu.Lock()
+			g.stats.CommitErrors++
+			g.mu.Unlock()
 		}
 		g.cl.Close()
 	})

@@ -110,6 +110,12 @@ type Stats struct {
 	// taken from this member, dropped: the new owner delivers again what
 	// was not committed.
 	AcksNotOwned uint64
+	// CommitErrors: commits of a GroupSubscriber that failed — the
+	// periodic ones, the one before a rebalance takes partitions away,
+	// Close's — each logged. What a failed periodic commit carried goes
+	// with the next commit; what one before a rebalance or at Close
+	// carried is delivered again to the partitions' next owners.
+	CommitErrors uint64
 }
 
 var _ transport.Subscriber = (*Subscriber)(nil)
