@@ -110,6 +110,7 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 		kgo.OnOffsetsFetched(g.offsetsFetched),
 		kgo.OnPartitionsRevoked(g.revoked),
 		kgo.OnPartitionsLost(g.lost),
+		kgo.AutoCommitCallback(g.autoCommitted),
 	}
 	if cfg.From.kind == posOffset {
 		// A From offset past a partition's end would be out of range,
@@ -140,7 +141,11 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 // offset after seq for the next commit and returns; Close commits what
 // is marked. Acknowledging a partition a rebalance has taken from this
 // member does nothing (Stats.AcksNotOwned): its new owner delivers again
-// what was not committed.
+// what was not committed. Nor does acknowledging an offset below one
+// acknowledged already, or below the group's commit when the partition
+// was assigned (a late acknowledgement of what this member delivered
+// before a rebalance took the partition away and gave it back): the
+// commit never goes back.
 func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq uint64) error {
 	select {
 	case <-g.closed:
@@ -161,9 +166,17 @@ func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq 
 		return nil
 	}
 	off := int64(seq)
+	if off < st.floor {
+		// Below the group's commit or an acknowledgement made: nothing
+		// to commit. Left to the client, such a mark would move the
+		// commit back whenever the epoch it carries is later than the
+		// commit's (the client orders marks by epoch first).
+		return nil
+	}
 	g.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{
 		g.topic: {stream.Partition: {Epoch: st.epochOf(off), Offset: off + 1}},
 	})
+	st.floor = off + 1
 	return nil
 }
 
@@ -196,12 +209,18 @@ func (g *GroupSubscriber) offsetsFetched(ctx context.Context, cl *kgo.Client, re
 			case p.ErrorCode != 0:
 				continue
 			case p.Offset < 0:
+				g.part(p.Partition).floor = 0
 				uncommitted = append(uncommitted, p.Partition)
 				continue
 			}
-			if st := g.part(p.Partition); !st.started || p.Offset > st.next {
+			st := g.part(p.Partition)
+			if !st.started || p.Offset > st.next {
 				st.next = p.Offset
 			}
+			// An acknowledgement made before the partition came back
+			// to this member, below what the group committed since,
+			// must not move the commit back.
+			st.floor = p.Offset
 		}
 	}
 	g.atEnd = nil
@@ -263,6 +282,7 @@ func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[st
 	case <-g.closed: // Close committed
 	default:
 		if err := cl.CommitMarkedOffsets(ctx); err != nil {
+			g.stats.CommitErrors++
 			g.log.Warn("kafka transport: commit before a rebalance failed: the next owner delivers again what was acknowledged since the last commit",
 				"group", g.groupName, "err", err)
 		}
@@ -291,7 +311,12 @@ func (g *GroupSubscriber) disown(ps []int32) {
 	n := len(g.queue)
 	g.queue = slices.DeleteFunc(g.queue, func(q queued) bool { return gone[q.r.Partition] })
 	g.stats.Disowned += uint64(n - len(g.queue))
-	if gone[g.pendingPart] {
+	if gone[g.pendingPart] && len(g.pending) > 0 {
+		// The record pending came from was not delivered in full (its
+		// first event, which step returned, may be its StreamStart or
+		// a Gap before it): if the partition comes back, it resumes at
+		// that record, not after it (a Gap before it reported again).
+		g.part(g.pendingPart).next = g.pendingNext
 		for _, ev := range g.pending {
 			if ev.Kind == transport.EventMessage || ev.Kind == transport.EventGap {
 				g.stats.Disowned++
@@ -312,6 +337,9 @@ func (g *GroupSubscriber) Close() error {
 		defer cancel()
 		if cerr := g.cl.CommitMarkedOffsets(ctx); cerr != nil {
 			err = fmt.Errorf("kafka transport: commit on close: %w", cerr)
+			g.mu.Lock()
+			g.stats.CommitErrors++
+			g.mu.Unlock()
 		}
 		g.cl.Close()
 	})

@@ -51,8 +51,11 @@ type Subscriber struct {
 	policy  cleanupPolicy
 	queue   []queued // records fetched, not yet turned into events
 	pending []transport.Event
-	// pendingPart is the partition of the record pending came from.
+	// pendingPart is the partition of the record pending came from;
+	// pendingNext is that partition's next before the record: where it
+	// resumes if a rebalance drops pending.
 	pendingPart int32
+	pendingNext int64
 	parts       map[int32]*partition
 	stats       Stats
 
@@ -78,6 +81,11 @@ type partition struct {
 	// the leader epochs of delivered offsets not yet acknowledged.
 	owned  bool
 	epochs []epochMark
+	// floor, of a GroupSubscriber, is the lowest offset an
+	// acknowledgement commits, plus one: the group's commit when the
+	// partition was assigned, then one past the last offset
+	// acknowledged. An acknowledgement below it commits nothing.
+	floor int64
 }
 
 // Stats counts what a subscriber skipped or could not read.
@@ -102,6 +110,12 @@ type Stats struct {
 	// taken from this member, dropped: the new owner delivers again what
 	// was not committed.
 	AcksNotOwned uint64
+	// CommitErrors: commits of a GroupSubscriber that failed — the
+	// periodic ones, the one before a rebalance takes partitions away,
+	// Close's — each logged. What a failed periodic commit carried goes
+	// with the next commit; what one before a rebalance or at Close
+	// carried is delivered again to the partitions' next owners.
+	CommitErrors uint64
 }
 
 var _ transport.Subscriber = (*Subscriber)(nil)
@@ -222,7 +236,7 @@ func (s *Subscriber) step(ctx context.Context) (transport.Event, bool, error) {
 			continue // the queue may have changed meanwhile
 		}
 		s.queue = s.queue[1:]
-		s.pendingPart = q.r.Partition
+		s.pendingPart, s.pendingNext = q.r.Partition, s.part(q.r.Partition).next
 		s.emit(q)
 	}
 	defer s.mu.Unlock()

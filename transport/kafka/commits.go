@@ -1,0 +1,39 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// autoCommitted learns how a periodic commit of what was acknowledged
+// went (kgo.AutoCommitCallback, which replaces the client's own: that
+// one only logs). A failure is counted (Stats.CommitErrors) and logged;
+// the marks stay, and the next commit carries them. One canceled is
+// not a failure: a later commit, or Close, took its place.
+func (g *GroupSubscriber) autoCommitted(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	if err == nil && resp != nil {
+	find:
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err = kerr.ErrorForCode(p.ErrorCode); err != nil {
+					break find
+				}
+			}
+		}
+	}
+	if err == nil || errors.Is(err, context.Canceled) {
+		return
+	}
+	g.mu.Lock()
+	g.stats.CommitErrors++
+	g.mu.Unlock()
+	// REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION and the like: the
+	// rebalance under way commits before it takes partitions away, and
+	// the next periodic commit, in the new generation, the rest.
+	g.log.Warn("kafka transport: periodic commit failed: the next commit retries it",
+		"group", g.groupName, "err", err)
+}
