@@ -64,6 +64,16 @@ func (p *peer) close() {
 	})
 }
 
+// isClosing says whether close was called.
+func (p *peer) isClosing() bool {
+	select {
+	case <-p.closing:
+		return true
+	default:
+		return false
+	}
+}
+
 // readLoop hands every message the peer sends to the socket's role,
 // until the connection fails or the role refuses one.
 func (p *peer) readLoop() error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -36,16 +37,25 @@ type Worker struct {
 	// owed counts, per balancer, the tasks received and not yet said
 	// done: never more than Credit, which is all the worker asked for.
 	owed map[*peer]int
+	// order numbers the tasks delivered.
+	order uint64
 
-	tasks, badTasks, overCredit atomic.Uint64
+	tasks, badTasks, overCredit, forgotten atomic.Uint64
 }
 
-// held is a task received and not yet acknowledged.
+// held is a task delivered and not yet acknowledged. One whose peer
+// closed stays, saying nothing when acknowledged, so that its Ack
+// matches it and not a later copy of the task the balancer handed again
+// (and, cumulatively, what came before that copy).
 type held struct {
-	seq  uint64
-	hdr  []byte
-	peer *peer
+	seq   uint64
+	order uint64
+	hdr   []byte
+	peer  *peer
 }
+
+// maxGone bounds the held tasks of connections that dropped.
+const maxGone = MaxCredit
 
 // NewWorker connects (or binds) the endpoints of cfg.
 func NewWorker(ctx context.Context, cfg Config) (*Worker, error) {
@@ -80,19 +90,37 @@ func (w *Worker) attach(p *peer) error {
 	return nil
 }
 
-// detach forgets the tasks of a balancer that went away: it hands them
-// to another worker.
+// detach is told that a balancer went away: it hands the tasks it gave
+// this worker to another worker. The worker keeps those it delivered,
+// for their Acks to match (they say nothing), up to maxGone of them;
+// beyond, it forgets the oldest, counted.
 func (w *Worker) detach(p *peer) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.owed, p)
+	var gone []uint64
+	for _, hs := range w.pending {
+		for _, h := range hs {
+			if h.peer == p || h.peer.isClosing() {
+				gone = append(gone, h.order)
+			}
+		}
+	}
+	if len(gone) <= maxGone {
+		return
+	}
+	slices.Sort(gone)
+	keep := gone[len(gone)-maxGone] // the oldest kept
 	for id, hs := range w.pending {
 		kept := hs[:0]
 		for _, h := range hs {
-			if h.peer != p {
-				kept = append(kept, h)
+			if h.order < keep && (h.peer == p || h.peer.isClosing()) {
+				w.forgotten.Add(1)
+				continue
 			}
+			kept = append(kept, h)
 		}
+		clear(hs[len(kept):])
 		if len(kept) == 0 {
 			delete(w.pending, id)
 		} else {
@@ -165,7 +193,8 @@ func (w *Worker) Receive(ctx context.Context) (transport.Event, error) {
 		w.hs = h.headers
 		id := transport.StreamID{Feed: h.feed, Session: h.session}
 		w.mu.Lock()
-		w.pending[id] = append(w.pending[id], held{seq: h.seq, hdr: it.frames[1], peer: it.conn.peer})
+		w.order++
+		w.pending[id] = append(w.pending[id], held{seq: h.seq, order: w.order, hdr: it.frames[1], peer: it.conn.peer})
 		w.mu.Unlock()
 		return transport.Event{Kind: transport.EventMessage, Message: transport.Message{
 			Stream: id, Seq: h.seq, Time: time.Unix(0, h.time), Topic: string(it.frames[0]),
@@ -198,6 +227,9 @@ func (w *Worker) Ack(ctx context.Context, stream transport.StreamID, seq uint64)
 	}
 	w.mu.Unlock()
 	for _, h := range done {
+		if h.peer.isClosing() {
+			continue // the balancer handed it to another worker
+		}
 		if !h.peer.out.tryPut(zmsg{frames: [][]byte{[]byte("done"), h.hdr}}) {
 			h.peer.close() // its tasks go to another worker
 		}
@@ -223,6 +255,11 @@ type WorkerStats struct {
 	// beyond the worker's Credit (the task is not taken: the balancer
 	// hands it to another worker).
 	OverCredit uint64
+	// Forgotten counts tasks delivered on a balancer connection that
+	// dropped and not acknowledged, forgotten beyond 1000 (MaxCredit)
+	// of them: an Ack of one then matches a later copy of the task, if
+	// there is one.
+	Forgotten uint64
 	// FrameTimeouts and TooLarge count balancer connections failed with
 	// ErrFrameTimeout and ErrFrameTooLarge.
 	FrameTimeouts, TooLarge uint64
@@ -230,7 +267,7 @@ type WorkerStats struct {
 
 // Stats returns the worker's counters.
 func (w *Worker) Stats() WorkerStats {
-	return WorkerStats{Received: w.tasks.Load(), BadTasks: w.badTasks.Load(), OverCredit: w.overCredit.Load(),
+	return WorkerStats{Received: w.tasks.Load(), BadTasks: w.badTasks.Load(), OverCredit: w.overCredit.Load(), Forgotten: w.forgotten.Load(),
 		FrameTimeouts: w.sock.stats.frameTimeouts.Load(), TooLarge: w.sock.stats.tooLarge.Load()}
 }
 
