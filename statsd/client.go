@@ -26,7 +26,7 @@ type Client struct {
 	cfg         ClientConfig
 	framing     clientFraming
 	defaultTags string // ClientConfig.Tags, sanitized and joined by ','
-	defaultKey  int    // bytes ClientConfig.Tags add to a key (clientKeyLen)
+	defaultKey  int    // bytes ClientConfig.Tags add to a key (measureTags)
 	defaultN    int    // ClientConfig.Tags that are not empty
 	head        int    // bytes reserved at the start of a packet for the sequence line
 	seed        maphash.Seed
@@ -74,12 +74,13 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	defaultKey, defaultN := measureTags(cfg.Tags)
 	c := &Client{
 		cfg:         cfg,
 		framing:     clientFramingOf(cfg.Network),
 		defaultTags: joinClientTags(cfg.Tags),
-		defaultKey:  clientKeyLen("", cfg.Tags),
-		defaultN:    clientTagCount(cfg.Tags),
+		defaultKey:  defaultKey,
+		defaultN:    defaultN,
 		seed:        maphash.MakeSeed(),
 		rand:        rand.Uint64,
 		shards:      make([]clientShard, cfg.Shards),

@@ -120,6 +120,7 @@ func (c *ClientConfig) setDefaults() {
 }
 
 func (c *ClientConfig) validate() error {
+	tagBytes, tags := measureTags(c.Tags)
 	switch {
 	case c.Addr == "":
 		return badConfig("Addr", `""`, "is required")
@@ -137,10 +138,10 @@ func (c *ClientConfig) validate() error {
 		return badConfig("Shards", c.Shards, fmt.Sprintf("must be in [1, %d]", maxClientShards))
 	case c.CounterKeys < -1 || c.CounterKeys > maxClientCounterKeys:
 		return badConfig("CounterKeys", c.CounterKeys, fmt.Sprintf("must be in [-1, %d]", maxClientCounterKeys))
-	case clientTagCount(c.Tags) > MaxTags:
-		return badConfig("Tags", fmt.Sprintf("%d tags", clientTagCount(c.Tags)), fmt.Sprintf("must be at most %d (MaxTags)", MaxTags))
-	case len(c.Prefix)+clientKeyLen("", c.Tags) >= MaxKeyLen:
-		return badConfig("Prefix", fmt.Sprintf("%d bytes with Tags", len(c.Prefix)+clientKeyLen("", c.Tags)),
+	case tags > MaxTags:
+		return badConfig("Tags", fmt.Sprintf("%d tags", tags), fmt.Sprintf("must be at most %d (MaxTags)", MaxTags))
+	case len(c.Prefix)+tagBytes >= MaxKeyLen:
+		return badConfig("Prefix", fmt.Sprintf("%d bytes with Tags", len(c.Prefix)+tagBytes),
 			fmt.Sprintf("must leave room for a name in a key of %d bytes (MaxKeyLen)", MaxKeyLen))
 	case c.Sequence:
 		var idErr *ClientIDError
