@@ -113,12 +113,11 @@ type Core struct {
 	cur       transport.StreamID
 	curResume *resume
 	curOK     bool
-	// tailFull: a destination stream's tail given to Resume held
-	// DefaultTailRecords records, so a source stream older than them
-	// was not seen (Stats.Unresumed).
-	tailFull bool
-	// deep: the destination streams whose tail was full, and how far
-	// back LookFor has read them; deleted once read to their start.
+	// deep: the destination streams whose tail given to Resume was
+	// full (DefaultTailRecords records, so a source stream older than
+	// them was not seen), and how far back LookFor has read them;
+	// deleted once read to their start. While one is left, a source
+	// stream not found may be further back (Stats.Unresumed).
 	deep map[transport.StreamID]*lookback
 	// decided: source streams that LookFor found further back, or
 	// found interleaved there or Resume in the tail; older pages say
@@ -365,7 +364,7 @@ func (c *Core) setOwn(stream transport.StreamID, pos uint64) {
 	}
 	// A feed's session at its first position may be new; a log's
 	// stream read again from its start was written whole, if at all.
-	if !c.own[stream] && c.tailFull && !c.dropOnly && (pos > 1 || stream.Topic != "") && c.resumed[stream] == nil && !c.ended.has(stream) {
+	if !c.own[stream] && len(c.deep) > 0 && !c.dropOnly && (pos > 1 || stream.Topic != "") && c.resumed[stream] == nil && !c.ended.has(stream) {
 		c.stats.Unresumed++
 	}
 	c.own[stream] = true

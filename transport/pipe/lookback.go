@@ -54,10 +54,7 @@ func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int)
 	}
 	c.stats.LookedBack += uint64(len(page))
 	if len(page) < n || len(page) == 0 || page[0].Seq >= l.before {
-		delete(c.deep, dest)
-		if len(c.deep) == 0 {
-			c.tailFull = false // every destination stream was read to its start
-		}
+		delete(c.deep, dest) // read to its start
 	} else {
 		l.before, l.read = page[0].Seq, l.read+len(page)
 	}

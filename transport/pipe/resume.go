@@ -54,7 +54,6 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 	owner := map[transport.StreamID]transport.StreamID{}
 	last := map[transport.StreamID]uint64{}
 	back := map[transport.StreamID]bool{} // positions went backwards
-	full := false
 	var malformed uint64
 	held := map[transport.StreamID]int{}
 	oldest := map[transport.StreamID]uint64{} // each destination stream's first position in tail
@@ -63,9 +62,7 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 		if held[m.Stream] == 0 {
 			oldest[m.Stream] = m.Seq
 		}
-		if held[m.Stream]++; held[m.Stream] >= DefaultTailRecords {
-			full = true
-		}
+		held[m.Stream]++
 		src, pos, ok, err := position(m)
 		if err != nil {
 			malformed++
@@ -101,7 +98,6 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 		}
 	}
 	c.curOK = false // resumed changes
-	c.tailFull = c.tailFull || full
 	for dest, n := range held {
 		if n < DefaultTailRecords {
 			continue
