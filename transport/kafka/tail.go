@@ -53,16 +53,7 @@ func Before(ctx context.Context, cfg Config, partition int32, pos uint64, n int)
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}
 	defer admin.Close()
-	parts := []int32{partition}
-	starts, err := listOffsets(ctx, admin, cfg.Topic, parts, -2)
-	if err != nil {
-		return nil, err
-	}
-	ends, err := listOffsets(ctx, admin, cfg.Topic, parts, -1)
-	if err != nil {
-		return nil, err
-	}
-	got, err := lastRecords(ctx, cfg, starts, map[int32]int64{partition: min(int64(pos), ends[partition])}, n, true)
+	got, err := lastRecords(ctx, cfg, admin, []int32{partition}, int64(pos), n, true)
 	if err != nil {
 		return nil, err
 	}
@@ -97,15 +88,7 @@ func tail(ctx context.Context, cfg Config, n int, headersOnly bool) ([]transport
 	if err != nil || len(parts) == 0 {
 		return nil, err
 	}
-	ends, err := listOffsets(ctx, admin, cfg.Topic, parts, -1)
-	if err != nil {
-		return nil, err
-	}
-	starts, err := listOffsets(ctx, admin, cfg.Topic, parts, -2)
-	if err != nil {
-		return nil, err
-	}
-	got, err := lastRecords(ctx, cfg, starts, ends, n, headersOnly)
+	got, err := lastRecords(ctx, cfg, admin, parts, math.MaxInt64, n, headersOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -116,18 +99,26 @@ func tail(ctx context.Context, cfg Config, n int, headersOnly bool) ([]transport
 	return out, nil
 }
 
-// lastRecords returns, for each partition in ends, its last n records
-// before that offset (at most; fewer only when they reach its offset in
-// starts), oldest first. Compaction may have removed offsets: a stretch
+// lastRecords returns, for each of parts, its last n records before its
+// end, or before offset before when that is lower (at most; fewer only
+// when they reach the partition's start), oldest first. Compaction may have removed offsets: a stretch
 // of n offsets can hold fewer records, and a partition is read further
 // back, each stretch twice as long as the last, until it has n or
 // reaches its start. A pipe takes a tail or a page of fewer than it
 // asked for as the stream's start (transport.TailReader, BackReader).
-func lastRecords(ctx context.Context, cfg Config, starts, ends map[int32]int64, n int, headersOnly bool) (map[int32][]transport.Message, error) {
+func lastRecords(ctx context.Context, cfg Config, admin *kgo.Client, parts []int32, before int64, n int, headersOnly bool) (map[int32][]transport.Message, error) {
+	starts, err := listOffsets(ctx, admin, cfg.Topic, parts, -2)
+	if err != nil {
+		return nil, err
+	}
+	ends, err := listOffsets(ctx, admin, cfg.Topic, parts, -1)
+	if err != nil {
+		return nil, err
+	}
 	got := map[int32][]transport.Message{}
 	left := map[int32]int64{} // the partitions short of n, and where their next stretch ends
 	for p, end := range ends {
-		if end > starts[p] {
+		if end = min(end, before); end > starts[p] {
 			left[p] = end
 		}
 	}
