@@ -201,15 +201,7 @@ func TestLookForBounds(t *testing.T) {
 // it and drop this cluster's messages below them.
 func TestLookForSkipsInterleavedInTail(t *testing.T) {
 	dst := transport.StreamID{Topic: "dest"}
-	var tail []transport.Message
-	for i := uint64(0); i < 20; i++ {
-		pos := 1000 + i // the other cluster's, far ahead
-		if i%2 == 1 {
-			pos = 10 + i // this one's
-		}
-		tail = append(tail, tailOf(dst, srcLog, pos, pos)...)
-	}
-	tail = append(tail, tailOf(dst, part0, 1, DefaultTailRecords-20)...)
+	tail := append(interleavedTail(dst), tailOf(dst, part0, 1, DefaultTailRecords-20)...)
 	for i := range tail {
 		tail[i].Seq = 5000 + uint64(i)
 	}

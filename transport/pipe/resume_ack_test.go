@@ -106,15 +106,7 @@ func TestResumeCountsLogStreamsBeyondTheTail(t *testing.T) {
 // other cluster's position (that would lose it): the stream is not
 // resumed, and counted. One pipe's stream, in order, still is.
 func TestResumeAcknowledgedInterleaved(t *testing.T) {
-	var tail []transport.Message
-	for i := uint64(0); i < 20; i++ {
-		pos := 1000 + i // the other cluster's, far ahead
-		if i%2 == 1 {
-			pos = 10 + i // this one's
-		}
-		tail = append(tail, tailOf(part0, srcLog, pos, pos)...)
-	}
-	tail = append(tail, tailOf(part0, feedA, 1, 5)...)
+	tail := append(interleavedTail(part0), tailOf(part0, feedA, 1, 5)...)
 	c := newCore(t, 0)
 	if _, err := c.ResumeAcknowledged(tail); err != nil {
 		t.Fatal(err)
@@ -125,4 +117,19 @@ func TestResumeAcknowledgedInterleaved(t *testing.T) {
 	if s := c.Stats(); s.Interleaved != 1 {
 		t.Errorf("Interleaved %d, want 1", s.Interleaved)
 	}
+}
+
+// interleavedTail is srcLog in dest as two pipes of two clusters write
+// it in turn: 20 records, positions 1000 on of the other cluster's (far
+// ahead) alternating with 11 on of this one's.
+func interleavedTail(dest transport.StreamID) []transport.Message {
+	var tail []transport.Message
+	for i := uint64(0); i < 20; i++ {
+		pos := 1000 + i
+		if i%2 == 1 {
+			pos = 10 + i
+		}
+		tail = append(tail, tailOf(dest, srcLog, pos, pos)...)
+	}
+	return tail
 }
