@@ -122,8 +122,11 @@ func TestWebhookConsoleBrowser(t *testing.T) {
 	})
 	failing.Store(false)
 
+	// Chromium makes a directory in $TMPDIR for its singleton socket and
+	// leaves it behind when it is killed: the test's own one is removed.
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.Flag("headless", "new"),
-		chromedp.NoSandbox, chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true))
+		chromedp.NoSandbox, chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Env("TMPDIR="+t.TempDir()))
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	defer acancel()
 	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
