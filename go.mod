@@ -13,6 +13,7 @@ require (
 	github.com/prometheus/statsd_exporter v0.31.0
 	github.com/spf13/pflag v1.1.0
 	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	github.com/xdg-go/scram v1.4.0
 	go.uber.org/goleak v1.3.0

@@ -200,13 +200,22 @@ func listOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []int3
 	return offsets, nil
 }
 
-// tailTimeout bounds how long Tail reads: a partition whose last offset
-// holds no record (a transaction marker, in Kafka) is never complete.
+// tailTimeout bounds how long Tail reads, should a partition's read
+// never reach its end (see readUntil).
 const tailTimeout = 30 * time.Second
 
 // readUntil reads each partition from its offset in from until its
 // offset in ends (a record at or past the offset before it ends the
 // partition's read: compaction may have removed that offset).
+//
+// The client keeps control records: on Kafka, a partition that
+// transactional producers write often ends with a transaction marker,
+// which kgo would otherwise drop, and a read waiting for a record at the
+// last offset would never end. A control record is not returned, but
+// its offset ends the partition's read as a record's does; so does one
+// of an aborted transaction's markers at read_committed, where the
+// aborted records before it are dropped (kgo keeps control records
+// of aborted transactions too).
 //
 // With headersOnly the messages hold their headers alone, copied (no
 // key, no payload): what is kept of a page is then a few dozen bytes a
@@ -214,7 +223,7 @@ const tailTimeout = 30 * time.Second
 func readUntil(ctx context.Context, cfg Config, from map[int32]kgo.Offset, ends map[int32]int64, headersOnly bool) ([]transport.Message, error) {
 	ctx, cancel := context.WithTimeout(ctx, tailTimeout)
 	defer cancel()
-	cl, err := cfg.newClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: from}))
+	cl, err := cfg.newClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: from}), kgo.KeepControlRecords())
 	if err != nil {
 		return nil, fmt.Errorf("kafka transport: %w", err)
 	}
@@ -232,11 +241,14 @@ func readUntil(ctx context.Context, cfg Config, from map[int32]kgo.Offset, ends 
 		}
 		fetches.EachRecord(func(r *kgo.Record) {
 			end, reading := ends[r.Partition]
-			if !reading || r.Offset >= end {
-				if reading && r.Offset >= end {
-					delete(ends, r.Partition)
-					left--
-				}
+			if !reading {
+				return
+			}
+			if r.Offset >= end-1 {
+				delete(ends, r.Partition)
+				left--
+			}
+			if r.Offset >= end || r.Attrs.IsControl() {
 				return
 			}
 			m := transport.Message{
@@ -254,10 +266,6 @@ func readUntil(ctx context.Context, cfg Config, from map[int32]kgo.Offset, ends 
 				m.Key, m.Payload = nil, nil
 			}
 			byPart[r.Partition] = append(byPart[r.Partition], m)
-			if r.Offset == end-1 {
-				delete(ends, r.Partition)
-				left--
-			}
 		})
 	}
 	var out []transport.Message

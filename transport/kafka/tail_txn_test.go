@@ -1,0 +1,127 @@
+package kafka
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// TestTailEndsOnTransactionMarkers: on a Kafka topic that a
+// transactional producer writes (logd has no transactions, so this runs
+// against franz-go's in-memory fake broker), a partition's last offset
+// is a transaction marker, a control record. Tail and Before return the
+// data records alone, in order, none lost, and end as soon as the read
+// has passed the markers, not when tailTimeout does. Partition 0 ends
+// with a commit marker; partition 1 with an aborted transaction, whose
+// records read_uncommitted (the default) returns and read_committed
+// does not.
+func TestTailEndsOnTransactionMarkers(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "txn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	pr := newClient(t, addr, kgo.TransactionalID("tail-txn"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	txn := func(commit kgo.TransactionEndTry, recs ...string) {
+		t.Helper()
+		if err := pr.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			var p int32
+			if _, err := fmt.Sscanf(r, "%d-", &p); err != nil {
+				t.Fatal(err)
+			}
+			rec := &kgo.Record{Topic: "txn", Partition: p, Value: []byte(r), Headers: []kgo.RecordHeader{{Key: "v", Value: []byte(r)}}}
+			if err := pr.ProduceSync(ctx, rec).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := pr.EndTransaction(ctx, commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Offsets: partition 0 holds 0-a..0-c at 0..2 (a marker at 3), 0-d
+	// at 4 (a marker at 5); partition 1 holds 1-a, 1-b at 0, 1 (a
+	// marker at 2), and the aborted 1-x, 1-y at 3, 4 (a marker at 5).
+	txn(kgo.TryCommit, "0-a", "0-b", "1-a", "0-c", "1-b")
+	txn(kgo.TryCommit, "0-d")
+	txn(kgo.TryAbort, "1-x", "1-y")
+
+	cfg := Config{Brokers: []string{addr}, Topic: "txn"}
+	// Each read returns long before tailTimeout, or it waited for a
+	// record after the markers that never comes: the deadline is a
+	// deadlock detector, not a measure of speed.
+	bounded := func(cfg Config, read func(context.Context, Config) ([]string, error)) []string {
+		t.Helper()
+		rctx, cancel := context.WithTimeout(ctx, tailTimeout/3)
+		defer cancel()
+		got, err := read(rctx, cfg)
+		if err != nil {
+			t.Fatalf("%v (a read that waits past the markers for a record that never comes)", err)
+		}
+		return got
+	}
+	// Tail's partitions come in the order the broker lists them, each
+	// oldest first: sorted by partition alone, stably.
+	tailOf := func(n int) func(context.Context, Config) ([]string, error) {
+		return func(ctx context.Context, cfg Config) ([]string, error) {
+			ms, err := Tail(ctx, cfg, n)
+			slices.SortStableFunc(ms, func(a, b transport.Message) int { return cmp.Compare(a.Stream.Partition, b.Stream.Partition) })
+			return offsetsAndValues(ms), err
+		}
+	}
+	beforeOf := func(p int32, pos uint64, n int) func(context.Context, Config) ([]string, error) {
+		return func(ctx context.Context, cfg Config) ([]string, error) {
+			ms, err := Before(ctx, cfg, p, pos, n)
+			return offsetsAndValues(ms), err
+		}
+	}
+	check := func(what string, got []string, want ...string) {
+		t.Helper()
+		if g, w := strings.Join(got, " "), strings.Join(want, " "); g != w {
+			t.Errorf("%s: %q, want %q", what, g, w)
+		}
+	}
+	check("Tail 10", bounded(cfg, tailOf(10)), "0@0:0-a", "0@1:0-b", "0@2:0-c", "0@4:0-d", "1@0:1-a", "1@1:1-b", "1@3:1-x", "1@4:1-y")
+	// Two records each: the last two data records, though the last two
+	// offsets of partition 0 hold one.
+	check("Tail 2", bounded(cfg, tailOf(2)), "0@2:0-c", "0@4:0-d", "1@3:1-x", "1@4:1-y")
+	check("Before 0@5, 2", bounded(cfg, beforeOf(0, 5, 2)), "0@2:0-c", "0@4:0-d")
+	check("Before 0@4, 1", bounded(cfg, beforeOf(0, 4, 1)), "0@2:0-c")
+	check("Before 1@3, 5", bounded(cfg, beforeOf(1, 3, 5)), "1@0:1-a", "1@1:1-b")
+	// Only a marker before 1@3 in its last offset: the read ends on it.
+	check("Before 1@3, 1", bounded(cfg, beforeOf(1, 3, 1)), "1@1:1-b")
+
+	// At read_committed, the aborted records are not returned, and the
+	// read of partition 1 ends on the abort marker.
+	rc := cfg
+	rc.Options = []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted())}
+	check("Tail 10, read_committed", bounded(rc, tailOf(10)), "0@0:0-a", "0@1:0-b", "0@2:0-c", "0@4:0-d", "1@0:1-a", "1@1:1-b")
+	check("Before 1@6, 1, read_committed", bounded(rc, beforeOf(1, 6, 1)), "1@1:1-b")
+}
+
+// offsetsAndValues is each message as partition@offset:the header v's value.
+func offsetsAndValues(ms []transport.Message) []string {
+	var out []string
+	for _, m := range ms {
+		v := "?"
+		if len(m.Headers) == 1 && m.Headers[0].Key == "v" {
+			v = string(m.Headers[0].Value)
+		}
+		out = append(out, fmt.Sprintf("%d@%d:%s", m.Stream.Partition, m.Seq, v))
+	}
+	return out
+}
