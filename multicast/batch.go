@@ -1,6 +1,9 @@
 package multicast
 
-import "github.com/brokerless/brokerless/transport"
+import (
+	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/pretouch"
+)
 
 // batch carries events from the subscriber's reader goroutine to the
 // application. Event slices point into arena; both are reused once the
@@ -17,8 +20,14 @@ const (
 	batchBytes  = 1 << 20
 )
 
+// newBatch makes a batch with its memory mapped (package pretouch): a
+// subscriber makes Queue+1 of them, 15 MiB by default, which the reader
+// would otherwise fault in page by page during a feed's first seconds.
 func newBatch() *batch {
-	return &batch{events: make([]transport.Event, 0, batchEvents), arena: make([]byte, 0, 64<<10)}
+	events, arena := make([]transport.Event, batchEvents), make([]byte, 64<<10)
+	pretouch.Slice(events)
+	pretouch.Slice(arena)
+	return &batch{events: events[:0], arena: arena[:0]}
 }
 
 func (b *batch) reset() {

@@ -373,17 +373,23 @@ func rawUDP(b *testing.B, n, size int) rawResult {
 	bufferSizes(sc, 0, cfg.SendBuffer, cfg.Logger)
 
 	batch := cfg.Batch
+	// Both sides' buffers are made before the clock starts, as the
+	// transport's are made by NewPublisher and NewSubscriber.
+	w := ipv4.NewPacketConn(sc)
+	msgs := make([]ipv4.Message, batch)
+	group := net.UDPAddrFromAddrPort(cfg.Group)
+	for i := range msgs {
+		msgs[i] = ipv4.Message{Buffers: [][]byte{make([]byte, size)}, Addr: group}
+	}
+	r, err := newReadBatch(rc, batch, maxDatagram, false)
+	if err != nil {
+		b.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	start := time.Now()
 	go func() {
 		defer wg.Done()
-		w := ipv4.NewPacketConn(sc)
-		msgs := make([]ipv4.Message, batch)
-		group := net.UDPAddrFromAddrPort(cfg.Group)
-		for i := range msgs {
-			msgs[i] = ipv4.Message{Buffers: [][]byte{make([]byte, size)}, Addr: group}
-		}
 		for sent := 0; sent < n; {
 			k, err := w.WriteBatch(msgs[:min(batch, n-sent)], 0)
 			if err != nil {
@@ -393,10 +399,6 @@ func rawUDP(b *testing.B, n, size int) rawResult {
 			sent += k
 		}
 	}()
-	r, err := newReadBatch(rc, batch, maxDatagram, false)
-	if err != nil {
-		b.Fatal(err)
-	}
 	last := time.Now()
 	_ = rc.SetReadDeadline(time.Now().Add(time.Minute))
 	for res.got < n {
@@ -427,21 +429,25 @@ func rawUDPOffload(b *testing.B, n, size int) rawResult {
 	}
 	segs := min(gsoMaxSegments, gsoMaxBytes/size)
 	batch := cfg.Batch
+	w := ipv4.NewPacketConn(sc) // buffers made before the clock starts, as in rawUDP
+	group := net.UDPAddrFromAddrPort(cfg.Group)
+	msgs := make([]ipv4.Message, batch)
+	for i := range msgs {
+		bufs := make([][]byte, segs)
+		for j := range bufs {
+			bufs[j] = make([]byte, size)
+		}
+		msgs[i] = ipv4.Message{Buffers: bufs, Addr: group, OOB: segmentCmsg(size)}
+	}
+	rb, err := newReadBatch(rc, batch, maxDatagram, true)
+	if err != nil {
+		b.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	start := time.Now()
 	go func() {
 		defer wg.Done()
-		w := ipv4.NewPacketConn(sc)
-		group := net.UDPAddrFromAddrPort(cfg.Group)
-		msgs := make([]ipv4.Message, batch)
-		for i := range msgs {
-			bufs := make([][]byte, segs)
-			for j := range bufs {
-				bufs[j] = make([]byte, size)
-			}
-			msgs[i] = ipv4.Message{Buffers: bufs, Addr: group, OOB: segmentCmsg(size)}
-		}
 		for sent := 0; sent < n; {
 			k := 0
 			for left := n - sent; k < batch && left > 0; k++ {
@@ -459,10 +465,6 @@ func rawUDPOffload(b *testing.B, n, size int) rawResult {
 			}
 		}
 	}()
-	rb, err := newReadBatch(rc, batch, maxDatagram, true)
-	if err != nil {
-		b.Fatal(err)
-	}
 	last := time.Now()
 	_ = rc.SetReadDeadline(time.Now().Add(time.Minute))
 	count := func([]byte, netip.AddrPort) { res.got++ }

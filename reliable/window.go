@@ -3,6 +3,8 @@ package reliable
 import (
 	"net/netip"
 	"time"
+
+	"github.com/brokerless/brokerless/transport/pretouch"
 )
 
 // sent is one datagram in the sender's retransmit window.
@@ -39,9 +41,17 @@ func (d *sent) last() uint64 { return d.first + uint64(d.count) - 1 }
 // where old > arena − MTU − held ≥ MTU bytes are free. If the held
 // bytes wrap, the free run [tail, old) is the arena less the held bytes
 // less the unused end (under an MTU): more than an MTU.
+//
+// newWindow makes the slots and the arena at once and touches every
+// page of them (package pretouch), as Aeron pre-touches its term buffers: the
+// kernel then maps them when the Sender is made, not one page fault at
+// a time under Publish during a feed's first WindowBytes. Before, the
+// first pass through a 16 MiB window cost BenchmarkLimit a fifth of its
+// rate (ours 0.86 of raw, 1.08 with the window and the subscriber's
+// batches touched first, the same run).
 type window struct {
 	slots    []sent
-	arena    []byte // the datagrams' bytes; made by the first open
+	arena    []byte // the datagrams' bytes
 	tail     int    // arena offset where the next datagram opens
 	head     int    // index of the oldest closed datagram
 	n        int    // closed datagrams held
@@ -53,7 +63,11 @@ type window struct {
 }
 
 func newWindow(datagrams, maxBytes, mtu int) window {
-	return window{slots: make([]sent, datagrams), maxBytes: maxBytes, mtu: mtu}
+	w := window{slots: make([]sent, datagrams), maxBytes: maxBytes, mtu: mtu}
+	w.arena = make([]byte, min(maxBytes, datagrams*mtu)+mtu)
+	pretouch.Slice(w.arena)
+	pretouch.Slice(w.slots)
+	return w
 }
 
 func (w *window) at(i int) *sent { return &w.slots[(w.head+i)%len(w.slots)] }
@@ -67,9 +81,6 @@ func (w *window) open() *sent {
 			return nil
 		}
 		w.evict()
-	}
-	if w.arena == nil {
-		w.arena = make([]byte, min(w.maxBytes, len(w.slots)*w.mtu)+w.mtu)
 	}
 	if w.n == 0 || w.tail+w.mtu > len(w.arena) {
 		w.tail = 0
