@@ -28,6 +28,7 @@ type Client struct {
 	defaultTags string // ClientConfig.Tags, sanitized and joined by ','
 	defaultKey  int    // bytes ClientConfig.Tags add to a key (measureTags)
 	defaultN    int    // ClientConfig.Tags that are not empty
+	prefixKept  bool   // sanitizing keeps a character of ClientConfig.Prefix: no name is emptied (client_limits.go)
 	head        int    // bytes reserved at the start of a packet for the sequence line
 	seed        maphash.Seed
 	rand        func() uint64 // sampling; math/rand/v2's per-thread generator
@@ -89,6 +90,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		done:        make(chan struct{}),
 	}
 	c.cfg.Prefix = string(appendClientClean(nil, cfg.Prefix, &clientReservedInName))
+	c.prefixKept = nameKept(c.cfg.Prefix)
 	if cfg.Sequence {
 		c.head = len(AppendSeqLine(nil, cfg.ClientID, 1<<64-1)) + len("\n")
 	}

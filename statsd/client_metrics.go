@@ -13,8 +13,10 @@ import (
 //
 // A metric the brokerless server would refuse is dropped and counted
 // (Stats) at the call instead: one with more than MaxTags (64) tags,
-// ClientConfig.Tags included, or whose key is longer than MaxKeyLen (1024
-// bytes). The key is measured as sent: ClientConfig.Prefix and the name,
+// ClientConfig.Tags included, whose key is longer than MaxKeyLen (1024
+// bytes), or whose name, ClientConfig.Prefix included, the server's
+// sanitizing would leave empty (an empty name, or one only of
+// characters it drops, such as "%%" or "é"). The key is measured as sent: ClientConfig.Prefix and the name,
 // then one byte and the tag for each tag, ClientConfig.Tags included
 // (the server's key, "name;k=v;…", is that long or shorter).
 

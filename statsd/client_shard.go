@@ -33,8 +33,8 @@ func (c *Client) shard(name string) *clientShard {
 
 // emit copies l into its shard's packet, first queueing the packet if l
 // does not fit. It never blocks on the network. A line longer than a
-// packet, or without a name (the brokerless server rejects it, Etsy
-// files it under an empty key), is dropped.
+// packet is dropped. (A line without a name, or whose name the server
+// would empty, never gets here: keyFits refused it.)
 func (c *Client) emit(l *clientLine) {
 	lines := 1
 	if l.reset {
@@ -44,7 +44,7 @@ func (c *Client) emit(l *clientLine) {
 	if c.framing == clientStream {
 		n++ // the '\n' that ends the line
 	}
-	if c.head+n > c.cfg.MaxPacketSize || len(c.cfg.Prefix)+len(l.name) == 0 {
+	if c.head+n > c.cfg.MaxPacketSize {
 		c.counters.dropped.Add(uint64(lines))
 		return
 	}

@@ -86,14 +86,23 @@ func jsSpace(r rune) bool {
 	return false
 }
 
-var keyByte, asciiSpace [utf8.RuneSelf]bool
+// keyByte marks the ASCII bytes kept as they are, asciiSpace those read
+// as whitespace. They are variables set by their initializers (not in
+// an init function), so that variables derived from them in other
+// files are initialized after them.
+var keyByte, asciiSpace = keyBytes(), asciiSpaces()
 
-func init() {
-	for c := 0; c < utf8.RuneSelf; c++ {
-		keyByte[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+func keyBytes() (t [utf8.RuneSelf]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
 			c == '_' || c == '-' || c == '.' || c == ';' || c == '='
 	}
+	return t
+}
+
+func asciiSpaces() (t [utf8.RuneSelf]bool) {
 	for _, c := range "\t\n\v\f\r " {
-		asciiSpace[c] = true
+		t[c] = true
 	}
+	return t
 }

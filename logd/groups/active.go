@@ -30,5 +30,6 @@ func (c *Coordinator) ForgetEmpty(group string) bool {
 		return false
 	}
 	delete(c.groups, group)
+	c.retained -= g.bytes()
 	return true
 }

@@ -62,16 +62,19 @@ type Config struct {
 	// MaxMemberBytes bounds one member's protocol names and metadata in
 	// JoinGroup, and each assignment in SyncGroup. Default 1 MiB.
 	MaxMemberBytes int
-	// MaxRetainedBytes bounds the protocol names and metadata, the
-	// assignments, and the member, instance and client IDs and client
-	// hosts of all members of all groups held in memory, and the member
-	// IDs handed out with MEMBER_ID_REQUIRED (each kept up to a session
-	// timeout); a JoinGroup or SyncGroup
+	// MaxRetainedBytes bounds the names and protocol types of the
+	// groups held in memory (Empty ones too), the protocol names and
+	// metadata, the assignments, and the member, instance and client IDs
+	// and client hosts of all their members, and the member IDs handed
+	// out with MEMBER_ID_REQUIRED (each kept up to a session timeout); a
+	// JoinGroup or SyncGroup
 	// that would hold more is refused with COORDINATOR_NOT_AVAILABLE,
 	// which clients retry. At least MaxMemberBytes. Default 64 MiB.
 	MaxRetainedBytes int
 	// MaxOffsetMetadata bounds the metadata string of one committed
-	// offset, in bytes. Default 4096.
+	// offset, in bytes: a longer one is refused with
+	// OFFSET_METADATA_TOO_LARGE. Default 4096, as Kafka's
+	// offset.metadata.max.bytes.
 	MaxOffsetMetadata int
 	// TickInterval is how often Run calls Tick. Default 100 ms.
 	TickInterval time.Duration

@@ -17,8 +17,9 @@ type Coordinator struct {
 	mu     sync.Mutex
 	groups map[string]*group
 	stats  Stats
-	// retained counts the bytes of members' protocols, assignments and
-	// IDs, and of member IDs handed out, held (retained.go).
+	// retained counts the bytes of groups' names and protocol types, of
+	// members' protocols, assignments and IDs, and of member IDs handed
+	// out, held (retained.go).
 	retained int64
 	// commitLocks holds the commit lock of each group with a commit in
 	// flight (commitlock.go).
@@ -57,11 +58,13 @@ func (c *Coordinator) addGroup(name string, now time.Time) (*group, bool) {
 			return nil, false
 		}
 		delete(c.groups, victim.name)
+		c.retained -= victim.bytes()
 		c.stats.GroupsEvicted++
 		c.log.Info("empty group evicted from memory", "group", victim.name, "for", name)
 	}
 	g := newGroup(name, now)
 	c.groups[name] = g
+	c.retained += g.bytes()
 	return g, true
 }
 

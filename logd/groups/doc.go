@@ -76,11 +76,13 @@
 // yet used) are bounded per group by Config.MaxMembers
 // (GROUP_MAX_SIZE_REACHED), a member's protocol metadata and assignment
 // by Config.MaxMemberBytes (INVALID_REQUEST), and commit metadata by
-// Config.MaxOffsetMetadata (OFFSET_METADATA_TOO_LARGE). What all
-// members hold (protocol metadata, assignments, member, instance and
-// client IDs, client hosts) and the member IDs handed out are bounded
-// together in bytes by Config.MaxRetainedBytes (COORDINATOR_NOT_AVAILABLE,
-// which clients retry). The offsets a
+// Config.MaxOffsetMetadata (OFFSET_METADATA_TOO_LARGE, per partition).
+// The names and protocol types of the groups held (Empty ones too),
+// what all members hold (protocol metadata, assignments, member,
+// instance and client IDs, client hosts) and the member IDs handed out
+// are bounded together in bytes by Config.MaxRetainedBytes
+// (COORDINATOR_NOT_AVAILABLE, which clients retry; a join refused so
+// makes no group). The offsets a
 // [MemoryStore] holds are bounded in bytes as logd's durable store's are
 // (Storage.MaxOffsetBytes; the accounting is shared, logd/internal/
 // offbudget): 64 MiB by default ([NewMemoryStoreMax] sets another), past

@@ -19,6 +19,7 @@ func (c *Coordinator) checkInvariants() error {
 		if err := c.checkGroup(g); err != nil {
 			return fmt.Errorf("group %s (%v, generation %d): %w", name, g.state, g.generation, err)
 		}
+		held += int64(len(name) + len(g.protocolType))
 		for _, m := range g.members {
 			held += int64(len(m.id) + len(m.instanceID) + len(m.clientID) + len(m.clientHost) + len(m.assignment))
 			for _, p := range m.protocols {
@@ -30,7 +31,7 @@ func (c *Coordinator) checkInvariants() error {
 		}
 	}
 	if held != c.retained || held > int64(c.cfg.MaxRetainedBytes) {
-		return fmt.Errorf("members and member IDs handed out hold %d bytes, counted %d, max %d", held, c.retained, c.cfg.MaxRetainedBytes)
+		return fmt.Errorf("groups, members and member IDs handed out hold %d bytes, counted %d, max %d", held, c.retained, c.cfg.MaxRetainedBytes)
 	}
 	return nil
 }

@@ -63,6 +63,10 @@ func (c *Coordinator) startJoin(req *kmsg.JoinGroupRequest, clientID, clientHost
 		resp.ErrorCode = codeInconsistent
 		return resp, nil
 	case g == nil:
+		if !c.retains(int64(len(j.group))+new(group).joinGrowth(j), j.group, "join") {
+			resp.ErrorCode = codeUnavailable
+			return resp, nil
+		}
 		var ok bool
 		if g, ok = c.addGroup(j.group, now); !ok {
 			resp.ErrorCode = codeUnavailable
@@ -200,7 +204,7 @@ func (c *Coordinator) joinKnown(now time.Time, g *group, j *joinRequest, resp *k
 // addMember adds a member waiting in JoinGroup and rebalances.
 func (c *Coordinator) addMember(now time.Time, g *group, id string, j *joinRequest, resp *kmsg.JoinGroupResponse) *joinWaiter {
 	if len(g.members) == 0 {
-		g.protocolType = j.protocolType
+		c.setProtocolType(g, j.protocolType)
 	}
 	m := j.member(id, now, g.nextSeq)
 	g.nextSeq++

@@ -22,6 +22,9 @@ func TestMemoryStoreByteBudget(t *testing.T) {
 		t.Fatalf("Bytes() = %d after four partitions, want %d", n, four)
 	}
 	mustCommit(t, h.c.OffsetCommit(commitReq(7, "", -1, 20, 5)), kerr.InvalidCommitOffsetSize)
+	if st := h.c.Stats(); st.CommitErrors != 1 {
+		t.Fatalf("CommitErrors %d after a commit over the budget, want 1", st.CommitErrors)
+	}
 	if got := store.All(testGroup); len(got) != 4 || got[0].Offset != 10 {
 		t.Fatalf("a refused commit stored offsets: %v", got)
 	}

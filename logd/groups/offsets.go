@@ -53,7 +53,11 @@ type Committed struct {
 // completing a rebalance (REBALANCE_IN_PROGRESS). A commit from a member
 // counts as a heartbeat. Partitions that do not exist get
 // UNKNOWN_TOPIC_OR_PARTITION, metadata over MaxOffsetMetadata
-// OFFSET_METADATA_TOO_LARGE; the rest go to the store in one Commit.
+// OFFSET_METADATA_TOO_LARGE (counted, Stats.MetadataTooLarge); the rest
+// go to the store in one Commit, which bounds what it holds (the
+// MemoryStore, and logd's durable store, in bytes: topic names,
+// metadata and partitions, refused with INVALID_COMMIT_OFFSET_SIZE,
+// counted in Stats.CommitErrors).
 // The check and the Commit happen under the group's commit lock, so the
 // store receives a group's commits in the order they were checked.
 func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
@@ -64,6 +68,7 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 	type at struct{ t, p int }
 	var batch []Committed
 	var where []at
+	var tooLarge uint64
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetCommitResponseTopic()
 		t.Topic = rt.Topic
@@ -72,6 +77,9 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 			p.Partition = rp.Partition
 			if p.ErrorCode = code; code == 0 {
 				p.ErrorCode = c.checkPartition(rt.Topic, rp)
+			}
+			if p.ErrorCode == codeMetadataTooLarge {
+				tooLarge++
 			}
 			if p.ErrorCode == 0 {
 				batch = append(batch, Committed{
@@ -85,6 +93,12 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
+	}
+	if tooLarge > 0 {
+		c.mu.Lock()
+		c.stats.MetadataTooLarge += tooLarge
+		c.mu.Unlock()
+		c.log.Debug("offset commit metadata too large", "group", req.Group, "partitions", tooLarge, "max", c.cfg.MaxOffsetMetadata)
 	}
 	if len(batch) == 0 {
 		return resp

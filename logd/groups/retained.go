@@ -2,14 +2,37 @@ package groups
 
 import "time"
 
-// The byte budget of group metadata held in memory: members' protocol
-// names and metadata from JoinGroup and their assignments from
-// SyncGroup, their member IDs, instance IDs, client IDs and client
-// hosts (a client ID is up to 32 KiB, and prefixes the member ID made
-// from it), and the member IDs handed out with MEMBER_ID_REQUIRED, each
-// kept for up to a session timeout. c.retained counts them; a join or
-// sync that would take it past Config.MaxRetainedBytes is refused with
-// COORDINATOR_NOT_AVAILABLE, which clients retry.
+// The byte budget of group metadata held in memory: the names and
+// protocol types of the groups (held while a group is in memory, Empty
+// ones too: up to MaxGroups of them, each name as long as a request
+// allows), members' protocol names and metadata from JoinGroup and their
+// assignments from SyncGroup, their member IDs, instance IDs, client
+// IDs and client hosts (a client ID is up to 32 KiB, and prefixes the
+// member ID made from it), and the member IDs handed out with
+// MEMBER_ID_REQUIRED, each kept for up to a session timeout. c.retained
+// counts them; a join or sync that would take it past
+// Config.MaxRetainedBytes is refused with COORDINATOR_NOT_AVAILABLE,
+// which clients retry. A join refused so does not make its group.
+
+// bytes is what g holds of the budget besides its members and the
+// member IDs it handed out: its name and protocol type.
+func (g *group) bytes() int64 { return int64(len(g.name) + len(g.protocolType)) }
+
+// setProtocolType gives g the protocol type of its first member,
+// accounting for it.
+func (c *Coordinator) setProtocolType(g *group, t string) {
+	c.retained += int64(len(t) - len(g.protocolType))
+	g.protocolType = t
+}
+
+// typeGrowth is what a join that adds a member adds to the budget with
+// the group's protocol type: the first member of a group sets it.
+func (g *group) typeGrowth(j *joinRequest) int64 {
+	if len(g.members) > 0 {
+		return 0
+	}
+	return int64(len(j.protocolType) - len(g.protocolType))
+}
 
 // protocolBytes is what a member's protocols hold.
 func protocolBytes(ps []protocol) int64 {
@@ -71,7 +94,9 @@ func (c *Coordinator) retains(n int64, group, call string) bool {
 // joinGrowth is how many bytes of the budget a join would add: the
 // member ID it hands out, or the member it makes (less what the member
 // it replaces or updates holds, or the member ID handed out that it
-// uses). A join that will be refused adds nothing.
+// uses) and, for the group's first member, its protocol type. A join
+// that will be refused adds nothing. For a join that makes its group,
+// g is a group not yet in memory, and the group's name is added.
 func (g *group) joinGrowth(j *joinRequest) int64 {
 	protocols := protocolBytes(j.protocols)
 	if j.memberID != "" {
@@ -79,7 +104,7 @@ func (g *group) joinGrowth(j *joinRequest) int64 {
 			return protocols - protocolBytes(m.protocols)
 		}
 		if _, ok := g.pending[j.memberID]; ok {
-			return protocols + identityBytes(0, j.instanceID, j.clientID, j.clientHost)
+			return protocols + identityBytes(0, j.instanceID, j.clientID, j.clientHost) + g.typeGrowth(j)
 		}
 		return 0
 	}
@@ -90,7 +115,7 @@ func (g *group) joinGrowth(j *joinRequest) int64 {
 	if j.instanceID != "" {
 		prefix = j.instanceID
 	}
-	n := protocols + identityBytes(memberIDLen(prefix), j.instanceID, j.clientID, j.clientHost)
+	n := protocols + identityBytes(memberIDLen(prefix), j.instanceID, j.clientID, j.clientHost) + g.typeGrowth(j)
 	if id, ok := g.static[j.instanceID]; ok {
 		old := g.members[id]
 		n -= old.bytes() - int64(len(old.assignment)) // the assignment passes to the new member
