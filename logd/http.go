@@ -106,6 +106,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	s.writeAuthMetrics(&p)
 	s.writePartitionMetrics(&p)
 	s.writeGroupMetrics(&p)
+	s.writeCoordinatorMetrics(&p)
 	s.writeKafkaExporterMetrics(&p)
 }
 
