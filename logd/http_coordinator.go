@@ -19,7 +19,7 @@ var coordinatorCounters = []struct {
 	{"logd_group_members_left_total", "Group members removed by LeaveGroup.", func(s groups.Stats) uint64 { return s.Left }},
 	{"logd_group_members_fenced_total", "Static group members replaced by a new instance.", func(s groups.Stats) uint64 { return s.Fenced }},
 	{"logd_group_calls_abandoned_total", "JoinGroup and SyncGroup calls whose connection or deadline ended while they waited.", func(s groups.Stats) uint64 { return s.Abandoned }},
-	{"logd_groups_evicted_total", "Empty consumer groups dropped from memory to make room for a new one.", func(s groups.Stats) uint64 { return s.GroupsEvicted }},
+	{"logd_groups_evicted_total", "Empty consumer groups dropped from memory to make room: for a new group at the most groups, or for metadata at its byte bound (Config.MaxGroupBytes).", func(s groups.Stats) uint64 { return s.GroupsEvicted }},
 	{"logd_groups_refused_total", "Joins of a new consumer group refused: the most groups are held and none is Empty to evict.", func(s groups.Stats) uint64 { return s.GroupsRejected }},
 	{"logd_group_members_refused_total", "Joins refused (GROUP_MAX_SIZE_REACHED): the group has its most members.", func(s groups.Stats) uint64 { return s.MembersRejected }},
 	{"logd_group_members_too_large_total", "Joins and syncs refused (INVALID_REQUEST): a member's protocol metadata or assignment over its byte bound.", func(s groups.Stats) uint64 { return s.TooLarge }},

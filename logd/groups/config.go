@@ -68,8 +68,9 @@ type Config struct {
 	// and client hosts of all their members, and the member IDs handed
 	// out with MEMBER_ID_REQUIRED (each kept up to a session timeout); a
 	// JoinGroup or SyncGroup
-	// that would hold more is refused with COORDINATOR_NOT_AVAILABLE,
-	// which clients retry. At least MaxMemberBytes. Default 64 MiB.
+	// that would hold more first evicts Empty groups (the longest Empty
+	// first) if that makes room, and is otherwise refused with
+	// COORDINATOR_NOT_AVAILABLE, which clients retry. At least MaxMemberBytes. Default 64 MiB.
 	MaxRetainedBytes int
 	// MaxOffsetMetadata bounds the metadata string of one committed
 	// offset, in bytes: a longer one is refused with

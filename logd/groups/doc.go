@@ -80,9 +80,10 @@
 // The names and protocol types of the groups held (Empty ones too),
 // what all members hold (protocol metadata, assignments, member,
 // instance and client IDs, client hosts) and the member IDs handed out
-// are bounded together in bytes by Config.MaxRetainedBytes
-// (COORDINATOR_NOT_AVAILABLE, which clients retry; a join refused so
-// makes no group). The offsets a
+// are bounded together in bytes by Config.MaxRetainedBytes: Empty
+// groups are evicted to make room, the longest Empty first, and when
+// that is not enough the call is refused (COORDINATOR_NOT_AVAILABLE,
+// which clients retry; a join refused so makes no group). The offsets a
 // [MemoryStore] holds are bounded in bytes as logd's durable store's are
 // (Storage.MaxOffsetBytes; the accounting is shared, logd/internal/
 // offbudget): 64 MiB by default ([NewMemoryStoreMax] sets another), past

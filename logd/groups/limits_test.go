@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,44 +29,42 @@ func (h *harness) leave(group, member string) {
 
 // TestRetainedCountsGroupNames: a group's name counts against
 // MaxRetainedBytes for as long as the group is in memory, Empty too. A
-// join that would make a group past the budget is refused with
-// COORDINATOR_NOT_AVAILABLE, counted, and makes no group; forgetting a
-// group gives its name back. Uncounted, MaxGroups (4096) Empty groups
-// with names as long as a request allows held whatever a client sent.
+// join that would make a group past the budget evicts the groups Empty
+// longest to make room (TestBudgetEvictsEmptyGroups: and is refused,
+// making no group, when they are not enough); forgetting a group gives
+// its name back. Uncounted, MaxGroups (4096) Empty groups with names as
+// long as a request allows held whatever a client sent.
 func TestRetainedCountsGroupNames(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.MaxMemberBytes, c.MaxRetainedBytes = 100, 5000 })
 	name := func(i int) string { return fmt.Sprintf("%d%s", i, strings.Repeat("g", 999)) }
 	// A member holds 75 bytes (60 of member ID, client ID and host, 15
 	// of protocol); an Empty group its 1000-byte name and its 8-byte
 	// "consumer": four Empty groups hold 4032 bytes, and a fifth group
-	// with its member would take 5115.
-	made := 0
+	// with its member would take 5115: each from the fifth on evicts one.
 	for i := range 10 {
 		req := joinReq(3, "")
 		req.Group = name(i)
-		r := h.join(req)
-		if r.w == nil && r.resp.ErrorCode == kerr.CoordinatorNotAvailable.Code {
-			break
-		}
-		h.leave(req.Group, r.must(nil).MemberID)
+		h.leave(req.Group, h.join(req).must(nil).MemberID)
 		h.mustInvariants()
-		made++
+		h.clock.Advance(time.Millisecond)
 	}
-	h.c.mu.Lock()
-	groups, held := len(h.c.groups), h.c.retained
-	h.c.mu.Unlock()
-	if made != 4 || groups != 4 || held != 4*1008 {
-		t.Fatalf("%d groups made, %d in memory holding %d bytes; want 4 holding %d", made, groups, held, 4*1008)
+	held := func() (int, int64) {
+		h.c.mu.Lock()
+		defer h.c.mu.Unlock()
+		return len(h.c.groups), h.c.retained
 	}
-	if st := h.c.Stats(); st.OverBudget != 1 {
-		t.Errorf("OverBudget %d, want 1", st.OverBudget)
+	if groups, n := held(); groups != 4 || n != 4*1008 {
+		t.Fatalf("%d groups in memory holding %d bytes; want 4 holding %d", groups, n, 4*1008)
 	}
-	if !h.c.ForgetEmpty(name(0)) {
+	if st := h.c.Stats(); st.OverBudget != 0 || st.GroupsEvicted != 6 {
+		t.Errorf("OverBudget %d, GroupsEvicted %d; want 0, 6", st.OverBudget, st.GroupsEvicted)
+	}
+	if !h.c.ForgetEmpty(name(9)) {
 		t.Fatal("ForgetEmpty refused an Empty group")
 	}
-	req := joinReq(3, "")
-	req.Group = name(4)
-	h.join(req).must(nil)
+	if groups, n := held(); groups != 3 || n != 3*1008 {
+		t.Fatalf("after ForgetEmpty, %d groups in memory holding %d bytes; want 3 holding %d", groups, n, 3*1008)
+	}
 	h.mustInvariants()
 
 	// A group evicted to make room gives its name back too.
@@ -100,13 +99,23 @@ func TestRetainedCountsProtocolType(t *testing.T) {
 	h.mustInvariants()
 	h.leave("a", a.MemberID) // "a" Empty keeps its type
 	h.mustInvariants()
-	join("c", long).must(kerr.CoordinatorNotAvailable)
+	held := func() int64 {
+		h.c.mu.Lock()
+		defer h.c.mu.Unlock()
+		return h.c.retained
+	}
+	if n := held(); n != 1+1500+1+8+75 {
+		t.Fatalf("%d bytes held, want %d", n, 1+1500+1+8+75)
+	}
 	join("a", "short").must(nil) // gives 1495 bytes back
 	h.mustInvariants()
+	if n := held(); n != 1+5+75+1+8+75 {
+		t.Fatalf("%d bytes held after a shorter type, want %d", n, 1+5+75+1+8+75)
+	}
 	join("c", long).must(nil)
 	h.mustInvariants()
-	if st := h.c.Stats(); st.OverBudget != 2 {
-		t.Errorf("OverBudget %d, want 2", st.OverBudget)
+	if st := h.c.Stats(); st.OverBudget != 1 || st.GroupsEvicted != 0 {
+		t.Errorf("OverBudget %d, GroupsEvicted %d; want 1, 0", st.OverBudget, st.GroupsEvicted)
 	}
 }
 

@@ -1,6 +1,9 @@
 package groups
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // The byte budget of group metadata held in memory: the names and
 // protocol types of the groups (held while a group is in memory, Empty
@@ -11,8 +14,10 @@ import "time"
 // member ID made from it), and the member IDs handed out with
 // MEMBER_ID_REQUIRED, each kept for up to a session timeout. c.retained
 // counts them; a join or sync that would take it past
-// Config.MaxRetainedBytes is refused with COORDINATOR_NOT_AVAILABLE,
-// which clients retry. A join refused so does not make its group.
+// Config.MaxRetainedBytes evicts Empty groups to make room
+// (evictForBytes), or, when they are not enough, is refused with
+// COORDINATOR_NOT_AVAILABLE, which clients retry. A join refused so
+// does not make its group.
 
 // bytes is what g holds of the budget besides its members and the
 // member IDs it handed out: its name and protocol type.
@@ -79,10 +84,14 @@ func (c *Coordinator) setProtocols(m *member, ps []protocol) {
 	m.protocols = ps
 }
 
-// retains says whether n more bytes fit the budget; a refusal is
+// retains says whether n more bytes fit the budget, evicting Empty
+// groups to make room if that is enough (evictForBytes); a refusal is
 // counted and logged.
 func (c *Coordinator) retains(n int64, group, call string) bool {
 	if n <= 0 || c.retained+n <= int64(c.cfg.MaxRetainedBytes) {
+		return true
+	}
+	if c.evictForBytes(c.retained+n-int64(c.cfg.MaxRetainedBytes), group) {
 		return true
 	}
 	c.stats.OverBudget++
@@ -131,4 +140,38 @@ func (g *group) syncGrowth(assignments map[string][]byte) int64 {
 		n += int64(len(assignments[m.id])) - int64(len(m.assignment))
 	}
 	return n
+}
+
+// evictForBytes drops from memory Empty groups with no member IDs
+// handed out, other than keep, the longest Empty first (as addGroup does
+// at MaxGroups), until they give need bytes back, and says whether they
+// did; it drops none when all of them would not be enough. Empty groups
+// hold their names and protocol types, and one that never committed is
+// never forgotten (ForgetEmpty follows its offsets' expiry): without
+// this, Empty groups below MaxGroups that filled the budget refused
+// every join that adds bytes, for good.
+func (c *Coordinator) evictForBytes(need int64, keep string) bool {
+	var victims []*group
+	var free int64
+	for _, g := range c.groups {
+		if g.state == StateEmpty && len(g.members) == 0 && len(g.pending) == 0 && g.name != keep {
+			victims = append(victims, g)
+			free += g.bytes()
+		}
+	}
+	if free < need {
+		return false
+	}
+	slices.SortFunc(victims, func(a, b *group) int { return a.emptySince.Compare(b.emptySince) })
+	for _, g := range victims {
+		if need <= 0 {
+			break
+		}
+		delete(c.groups, g.name)
+		c.retained -= g.bytes()
+		need -= g.bytes()
+		c.stats.GroupsEvicted++
+		c.log.Info("empty group evicted from memory: group metadata at its budget", "group", g.name, "for", keep)
+	}
+	return true
 }

@@ -11,7 +11,7 @@ type Stats struct {
 	Left             uint64 // members removed by LeaveGroup
 	Fenced           uint64 // static members replaced by a new instance
 	Abandoned        uint64 // JoinGroup/SyncGroup calls whose context ended while waiting
-	GroupsEvicted    uint64 // Empty groups dropped from memory to make room
+	GroupsEvicted    uint64 // Empty groups dropped from memory to make room (MaxGroups or MaxRetainedBytes)
 	GroupsRejected   uint64 // joins refused: MaxGroups groups, none Empty
 	MembersRejected  uint64 // joins refused: MaxMembers reached in the group
 	TooLarge         uint64 // joins and syncs refused: more than MaxMemberBytes
