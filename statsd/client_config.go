@@ -96,6 +96,13 @@ type ClientConfig struct {
 	// [A-Za-z0-9_.-] (CheckClientID). Default: 16 random hex digits, so
 	// a restarted client is a new client.
 	ClientID string
+	// NoSanitize says the server keeps names as written (the brokerless
+	// server's Config.NoSanitize, Etsy's keyNameSanitize: false): the
+	// client then refuses only an empty name, Prefix included. By
+	// default it also refuses a name the server's sanitizing would
+	// leave empty ("%%", "é", "温度"; the sanitizing server counts it as
+	// a bad line), dropped and counted (Stats).
+	NoSanitize bool
 	// Logger receives write failures, at most one warning every 10 s.
 	// Default: discard.
 	Logger *slog.Logger

@@ -35,11 +35,22 @@ func measureTags(tags []string) (keyBytes, n int) {
 func (c *Client) keyFits(name string, tags []string, lines int) bool {
 	b, k := measureTags(tags)
 	if len(c.cfg.Prefix)+len(name)+c.defaultKey+b <= MaxKeyLen && c.defaultN+k <= MaxTags &&
-		(c.prefixKept || nameKept(name) || c.joinKept(name)) {
+		c.nameTaken(name) {
 		return true
 	}
 	c.counters.dropped.Add(uint64(lines))
 	return false
+}
+
+// nameTaken reports whether the server takes name after
+// ClientConfig.Prefix: any but the empty one if it keeps names as
+// written (ClientConfig.NoSanitize), else one its sanitizing keeps a
+// character of.
+func (c *Client) nameTaken(name string) bool {
+	if c.cfg.NoSanitize {
+		return c.cfg.Prefix != "" || name != ""
+	}
+	return c.prefixKept || nameKept(name) || c.joinKept(name)
 }
 
 // A name the sanitizing server (appendSanitized) empties is one in which
@@ -48,8 +59,8 @@ func (c *Client) keyFits(name string, tags []string, lines int) bool {
 // which is kept. So ClientConfig.Prefix (precomputed, Client.prefixKept)
 // or the name keeping one character is enough, and is found at the
 // first byte of almost every name; only a name the server would empty
-// is read to its end. A server with NoSanitize would take such a name
-// (but the empty one), yet it is no name a reader could use.
+// is read to its end. A server with NoSanitize takes such a name (but
+// the empty one): a client told so (ClientConfig.NoSanitize) sends it.
 
 // nameKeeps marks the ASCII bytes the server keeps in a name as the
 // client writes it: sanitizing keeps or replaces them (whatever their
