@@ -1,6 +1,7 @@
 package pretouch
 
 import (
+	"runtime/debug"
 	"testing"
 	"unsafe"
 
@@ -26,9 +27,13 @@ func resident(t *testing.T, b []byte) (in, pages int) {
 
 // TestSliceMapsEveryPage: a large buffer just made is not all mapped
 // (the premise: make leaves fresh memory untouched), and every page of
-// it is after Slice, for byte and struct elements alike.
+// it is after Slice, for byte and struct elements alike. Each subtest
+// first returns the heap's free memory to the kernel (FreeOSMemory):
+// a buffer made where an earlier one was freed (the other subtest, or
+// this one run again) would otherwise be all mapped already.
 func TestSliceMapsEveryPage(t *testing.T) {
 	t.Run("bytes", func(t *testing.T) {
+		debug.FreeOSMemory()
 		b := make([]byte, 64<<20)
 		before, pages := resident(t, b)
 		if before == pages {
@@ -46,6 +51,7 @@ func TestSliceMapsEveryPage(t *testing.T) {
 			s    []byte
 			c    [3]byte // an odd size: elements straddle pages
 		}
+		debug.FreeOSMemory()
 		s := make([]slot, 1<<20)
 		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(slot{})))
 		before, pages := resident(t, b)
