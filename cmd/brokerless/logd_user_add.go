@@ -39,8 +39,12 @@ The file is JSON; logd reads it at start, so restart logd after a
 change. The change is written to a temporary file that is then renamed
 over FILE, so logd never reads half of it; 'logd user add' and 'logd
 user remove' runs on one file take turns, under a lock on FILE.lock
-(an empty file left next to FILE). If FILE is a symlink, the file it
-points to is the one changed, and locked; the link stays.`,
+(an empty file left next to FILE; a symlink there is refused, not
+followed). If FILE is a symlink, the file it points to is the one
+changed, and locked; the link stays. If that file does not exist yet
+(a dangling symlink, or a chain of them), it is created where the last
+link points, so logd, reading FILE, reads what was written; if the
+directory it points into does not exist, nothing is written.`,
 	examples: `
 # alice produces to and consumes orders.*, in consumer groups billing-*.
 printf '%s\n' "$ALICE_PASSWORD" | brokerless logd user add --file users.json --user alice \

@@ -15,7 +15,8 @@ var logdUserRemoveCmd = command{
 Removes a user from the users file that 'brokerless logd --users FILE'
 reads. logd reads the file at start: restart it for the change to take
 effect. As with 'logd user add', the file is replaced by a rename, under
-a lock on FILE.lock.`,
+a lock on FILE.lock; if FILE is a symlink, the file it points to is
+the one changed, and the link stays.`,
 	examples: `
 # bob may no longer connect (after logd restarts).
 brokerless logd user remove --file users.json --user bob`,

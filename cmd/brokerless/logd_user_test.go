@@ -192,7 +192,7 @@ func TestLogdUserConcurrentChanges(t *testing.T) {
 // lock, says so once, and is made when the lock is released; a waiting
 // change ends, unmade, with its context.
 func TestLogdUsersFileLockWaits(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "users.json")
+	file := filepath.Join(realTempDir(t), "users.json")
 	unlock, err := lockUsersFile(context.Background(), io.Discard, file)
 	if err != nil {
 		t.Fatal(err)

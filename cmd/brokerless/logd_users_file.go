@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -31,7 +32,8 @@ import (
 // waits for it would let two commands hold "the" lock at once. While
 // another command holds the lock, a note goes to warn once and the
 // command waits, until ctx ends. A path that is a symlink names the file
-// it points to: that file is locked and replaced, the link stays.
+// it points to, even one that does not exist yet (see usersFileTarget):
+// that file is locked and replaced, or created, and the link stays.
 func updateUsersFile(ctx context.Context, warn io.Writer, path string, create bool, change func(*auth.Users) error) error {
 	path, err := usersFileTarget(path)
 	if err != nil {
@@ -67,18 +69,72 @@ func updateUsersFile(ctx context.Context, warn io.Writer, path string, create bo
 // usersFileTarget is the file path names, through any symlinks, so that
 // the lock and the rename are on the file logd reads: a rename over the
 // link would replace the link and leave its target as it was, and a
-// command naming the target would take another lock. A path that does
-// not exist yet (nor a dangling link's target) is taken as it is.
+// command naming the target would take another lock.
+//
+// A path that does not exist yet is taken as it is, its directory
+// resolved. A dangling symlink (or a chain of them) names the file at
+// its end, as opening it with O_CREAT would: that is where the file is
+// created, so that logd, reading the link, reads what was written, and
+// the link stays. Each link is read with os.Readlink, a relative one
+// relative to its own directory, at most maxUsersFileLinks of them. If
+// the directory the last link points into does not exist, that is an
+// error naming the link and its target.
 func usersFileTarget(path string) (string, error) {
-	target, err := filepath.EvalSymlinks(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return path, nil
+	p := path
+	for range maxUsersFileLinks {
+		target, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			return target, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("users file: %w", err)
+		}
+		// p, or a directory on the way to it, does not exist. Split
+		// off the last name without cleaning p: in "link/../name" the
+		// ".." is the link target's parent, which EvalSymlinks finds
+		// and filepath.Dir would not.
+		i := strings.LastIndexByte(p, filepath.Separator)
+		dir, name := ".", p
+		if i >= 0 {
+			dir, name = p[:i+1], p[i+1:]
+		}
+		rdir, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			if p != path && errors.Is(err, os.ErrNotExist) {
+				return "", fmt.Errorf("users file %s is a symlink to %s, whose directory does not exist", path, p)
+			}
+			if errors.Is(err, os.ErrNotExist) {
+				return path, nil // saving it fails, saying why
+			}
+			return "", fmt.Errorf("users file: %w", err)
+		}
+		p = filepath.Join(rdir, name)
+		st, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return p, nil // a new file, or a dangling link's target
+		}
+		if err != nil {
+			return "", fmt.Errorf("users file: %w", err)
+		}
+		if st.Mode()&os.ModeSymlink == 0 {
+			return p, nil // it appeared since EvalSymlinks looked
+		}
+		dest, err := os.Readlink(p)
+		if err != nil {
+			return "", fmt.Errorf("users file: %w", err)
+		}
+		if filepath.IsAbs(dest) {
+			p = dest
+		} else {
+			p = rdir + string(filepath.Separator) + dest
+		}
 	}
-	if err != nil {
-		return "", fmt.Errorf("users file: %w", err)
-	}
-	return target, nil
+	return "", fmt.Errorf("users file %s: more than %d symlinks to follow", path, maxUsersFileLinks)
 }
+
+// maxUsersFileLinks bounds the dangling symlinks usersFileTarget follows
+// (Linux's own bound on a path's symlinks is 40).
+const maxUsersFileLinks = 40
 
 // loadOrNewUsers loads a users file, or starts an empty one if there
 // is no file yet.
@@ -100,10 +156,26 @@ const (
 
 // lockUsersFile takes an exclusive flock on path+".lock", creating it
 // (mode 0600) if needed. unlock releases it.
+//
+// The lock file is opened with O_NOFOLLOW, and must be a regular file:
+// in a directory others can write to, a symlink planted at path+".lock"
+// would otherwise have the command create, or open, the file it points
+// to. O_NONBLOCK keeps a FIFO planted there from blocking the open; no
+// read or write is ever made on the file.
 func lockUsersFile(ctx context.Context, warn io.Writer, path string) (unlock func(), err error) {
 	name := path + ".lock"
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o600)
+	if err != nil { // ELOOP on Linux for a symlink, EMLINK on FreeBSD
+		if st, lerr := os.Lstat(name); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("users file lock: %s is a symlink, not following it: remove it (an empty file is created in its place)", name)
+		}
+		return nil, fmt.Errorf("users file lock: %w", err)
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%s is not a regular file (%v)", name, st.Mode().Type())
+		}
 		return nil, fmt.Errorf("users file lock: %w", err)
 	}
 	fd := int(f.Fd())
