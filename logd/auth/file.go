@@ -139,9 +139,9 @@ func Load(path string) (*Users, error) {
 	return us, err
 }
 
-// Save writes users to path atomically, with mode 0600: a temporary
-// file in the same directory, fsynced, renamed over path, and the
-// directory fsynced.
+// Save writes users to path atomically, with mode 0600 and, where a
+// file is there, its owner and group: a temporary file in the same
+// directory, fsynced, renamed over path, and the directory fsynced.
 func Save(path string, us *Users) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
@@ -150,6 +150,10 @@ func Save(path string, us *Users) error {
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename, nothing is there
 	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := keepOwner(tmp, path); err != nil {
 		tmp.Close()
 		return err
 	}
