@@ -320,13 +320,13 @@ func TestKafkaGoConsumerGroup(t *testing.T) {
 		i, _ := strconv.Atoi(string(m.Headers[0].Value))
 		return i % 4
 	})
-	produced := map[string]bool{} // value → delivered yet
+	g := newGroupTally()
 	produce := func(prefix string, n int) {
 		t.Helper()
 		var msgs []kafka.Message
 		for i := 0; i < n; i++ {
 			m := kafkaGoRecord(prefix, i)
-			produced[string(m.Value)] = false
+			g.produced[string(m.Value)] = false
 			msgs = append(msgs, m)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -341,32 +341,15 @@ func TestKafkaGoConsumerGroup(t *testing.T) {
 	}
 	cl := &kafka.Client{Addr: kafka.TCP(ts.addr), Timeout: 30 * time.Second}
 
-	committed := map[int32]int64{} // checked through OffsetFetch
-	deliveredBy := map[string]int{}
 	deadline := time.After(60 * time.Second)
 	next := func(what string) {
 		t.Helper()
 		select {
 		case e := <-events:
-			if e.offset < committed[e.partition] {
-				t.Fatalf("%s: %s got %d/%d again, after offset %d was committed", what, e.member, e.partition, e.offset, committed[e.partition])
-			}
-			if _, ok := produced[e.value]; !ok {
-				t.Fatalf("%s: %s got a record never produced: %d/%d %q", what, e.member, e.partition, e.offset, e.value)
-			}
-			produced[e.value] = true
-			deliveredBy[e.member]++
+			g.record(t, what, e)
 		case <-deadline:
 			t.Fatalf("timed out waiting for %s", what)
 		}
-	}
-	allDelivered := func() bool {
-		for _, ok := range produced {
-			if !ok {
-				return false
-			}
-		}
-		return true
 	}
 	waitCommitted := func(want int64) {
 		t.Helper()
@@ -384,7 +367,7 @@ func TestKafkaGoConsumerGroup(t *testing.T) {
 			return len(ps) == 4
 		})
 		for p := int32(0); p < 4; p++ {
-			committed[p] = want
+			g.committed[p] = want
 		}
 	}
 
@@ -428,24 +411,24 @@ func TestKafkaGoConsumerGroup(t *testing.T) {
 	b := member("b")
 	waitAssigned("a", "b")
 	produce("one", 200)
-	for !allDelivered() {
+	for !g.allDelivered() {
 		next("run 1's records")
 	}
-	if deliveredBy["a"] == 0 || deliveredBy["b"] == 0 {
-		t.Fatalf("a read %d records, b %d: want both some", deliveredBy["a"], deliveredBy["b"])
+	if g.deliveredBy["a"] == 0 || g.deliveredBy["b"] == 0 {
+		t.Fatalf("a read %d records, b %d: want both some", g.deliveredBy["a"], g.deliveredBy["b"])
 	}
 	waitCommitted(50)
 
 	// b leaves: a reads every partition on from the committed offsets.
 	b.close(t)
 	waitAssigned("a")
-	deliveredBy = map[string]int{}
+	g.deliveredBy = map[string]int{}
 	produce("two", 100)
-	for !allDelivered() {
+	for !g.allDelivered() {
 		next("run 2's records")
 	}
-	if deliveredBy["a"] != 100 {
-		t.Fatalf("after b left a read %d of 100 records", deliveredBy["a"])
+	if g.deliveredBy["a"] != 100 {
+		t.Fatalf("after b left a read %d of 100 records", g.deliveredBy["a"])
 	}
 	waitCommitted(75)
 	a.close(t)
@@ -453,7 +436,7 @@ func TestKafkaGoConsumerGroup(t *testing.T) {
 	// A restarted member resumes after the commits.
 	produce("three", 100)
 	member("c")
-	for !allDelivered() {
+	for !g.allDelivered() {
 		next("run 3's records")
 	}
 	waitCommitted(100)

@@ -425,14 +425,14 @@ func testSaramaConsumerGroup(t *testing.T, version sarama.KafkaVersion) {
 		t.Fatal(err)
 	}
 	defer producer.Close()
-	produced := map[string]bool{} // value → delivered yet
+	g := newGroupTally()
 	produce := func(prefix string, n int) {
 		var msgs []*sarama.ProducerMessage
 		for i := 0; i < n; i++ {
 			m := saramaRecord(topic, prefix, i)
 			m.Partition = int32(i % 4)
 			v, _ := m.Value.Encode()
-			produced[string(v)] = false
+			g.produced[string(v)] = false
 			msgs = append(msgs, m)
 		}
 		saramaProduce(t, producer, msgs)
@@ -449,9 +449,7 @@ func testSaramaConsumerGroup(t *testing.T, version sarama.KafkaVersion) {
 		return startSaramaMember(t, ts.addr, gcfg, group, &saramaHandler{name: name, topic: topic, events: events})
 	}
 
-	committed := map[int32]int64{} // checked through OffsetFetch
 	sessions := map[string]groupEvent{}
-	deliveredBy := map[string]int{}
 	deadline := time.After(60 * time.Second)
 	// next handles one event, failing on a record delivered again after
 	// its commit.
@@ -463,25 +461,10 @@ func testSaramaConsumerGroup(t *testing.T, version sarama.KafkaVersion) {
 				sessions[e.member] = e
 				return
 			}
-			if e.offset < committed[e.partition] {
-				t.Fatalf("%s: %s got %d/%d again, after offset %d was committed", what, e.member, e.partition, e.offset, committed[e.partition])
-			}
-			if _, ok := produced[e.value]; !ok {
-				t.Fatalf("%s: %s got a record never produced: %d/%d %q", what, e.member, e.partition, e.offset, e.value)
-			}
-			produced[e.value] = true
-			deliveredBy[e.member]++
+			g.record(t, what, e)
 		case <-deadline:
 			t.Fatalf("timed out waiting for %s", what)
 		}
-	}
-	allDelivered := func() bool {
-		for _, ok := range produced {
-			if !ok {
-				return false
-			}
-		}
-		return true
 	}
 	// waitCommitted waits until OffsetFetch shows every partition
 	// committed up to want, then holds the test to it.
@@ -501,7 +484,7 @@ func testSaramaConsumerGroup(t *testing.T, version sarama.KafkaVersion) {
 			return true
 		})
 		for p := int32(0); p < 4; p++ {
-			committed[p] = want
+			g.committed[p] = want
 		}
 	}
 
@@ -519,13 +502,13 @@ func testSaramaConsumerGroup(t *testing.T, version sarama.KafkaVersion) {
 	if got := append(slices.Clone(sessions["a"].partitions), sessions["b"].partitions...); len(got) != 4 {
 		t.Fatalf("a has %v, b has %v: want the 4 partitions shared", sessions["a"].partitions, sessions["b"].partitions)
 	}
-	deliveredBy = map[string]int{}
+	g.deliveredBy = map[string]int{}
 	produce("two", 200)
-	for !allDelivered() {
+	for !g.allDelivered() {
 		next("run 1's records")
 	}
-	if deliveredBy["a"] == 0 || deliveredBy["b"] == 0 {
-		t.Fatalf("after both joined a read %d, b %d records", deliveredBy["a"], deliveredBy["b"])
+	if g.deliveredBy["a"] == 0 || g.deliveredBy["b"] == 0 {
+		t.Fatalf("after both joined a read %d, b %d records", g.deliveredBy["a"], g.deliveredBy["b"])
 	}
 	waitCommitted(60)
 
@@ -536,7 +519,7 @@ func testSaramaConsumerGroup(t *testing.T, version sarama.KafkaVersion) {
 		next("a's session with every partition")
 	}
 	produce("three", 100)
-	for !allDelivered() {
+	for !g.allDelivered() {
 		next("run 2's records")
 	}
 	waitCommitted(85)
@@ -545,7 +528,7 @@ func testSaramaConsumerGroup(t *testing.T, version sarama.KafkaVersion) {
 	// A restarted member resumes after the commits.
 	produce("four", 100)
 	member("c")
-	for !allDelivered() {
+	for !g.allDelivered() {
 		next("run 3's records")
 	}
 	waitCommitted(110)
