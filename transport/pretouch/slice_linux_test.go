@@ -35,14 +35,7 @@ func TestSliceMapsEveryPage(t *testing.T) {
 	t.Run("bytes", func(t *testing.T) {
 		debug.FreeOSMemory()
 		b := make([]byte, 64<<20)
-		before, pages := resident(t, b)
-		if before == pages {
-			t.Fatalf("all %d pages of a buffer just made are mapped already: nothing to test", pages)
-		}
-		Slice(b)
-		if after, _ := resident(t, b); after != pages {
-			t.Errorf("after Slice, %d of %d pages mapped (%d before)", after, pages, before)
-		}
+		checkMapped(t, b, func() { Slice(b) })
 	})
 	t.Run("structs", func(t *testing.T) {
 		type slot struct {
@@ -53,14 +46,20 @@ func TestSliceMapsEveryPage(t *testing.T) {
 		}
 		debug.FreeOSMemory()
 		s := make([]slot, 1<<20)
-		b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(slot{})))
-		before, pages := resident(t, b)
-		if before == pages {
-			t.Fatalf("all %d pages of a slice just made are mapped already: nothing to test", pages)
-		}
-		Slice(s)
-		if after, _ := resident(t, b); after != pages {
-			t.Errorf("after Slice, %d of %d pages mapped (%d before)", after, pages, before)
-		}
+		checkMapped(t, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(slot{}))), func() { Slice(s) })
 	})
+}
+
+// checkMapped checks that b, just made, is not all mapped, and that it
+// is after touch.
+func checkMapped(t *testing.T, b []byte, touch func()) {
+	t.Helper()
+	before, pages := resident(t, b)
+	if before == pages {
+		t.Fatalf("all %d pages of a buffer just made are mapped already: nothing to test", pages)
+	}
+	touch()
+	if after, _ := resident(t, b); after != pages {
+		t.Errorf("after Slice, %d of %d pages mapped (%d before)", after, pages, before)
+	}
 }
