@@ -83,6 +83,9 @@
 // reads at read_committed and decodes batches itself, skipping aborted
 // transactions by their producer ids. Either way a group member's end, where a From offset past it starts, is
 // the high watermark (see GroupSubscriber).
+// Tail and Before, by contrast, end where a consumer at the client's
+// isolation level reads up to: the high watermark at read_uncommitted,
+// the last stable offset at read_committed (see Tail).
 //
 // # Publishing
 //

@@ -40,7 +40,8 @@ var (
 // large records would otherwise hold them all): fewer than n only when
 // they reach the partition's start (a compacted partition is read
 // further back than n offsets, see lastRecords). None when pos is at or
-// before the partition's start.
+// before the partition's start. A pos past the partition's end reads
+// before its end, which depends on the isolation level, as Tail's does.
 func Before(ctx context.Context, cfg Config, partition int32, pos uint64, n int) ([]transport.Message, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -67,6 +68,14 @@ func Before(ctx context.Context, cfg Config, partition int32, pos uint64, n int)
 // topic and partition, Seq the offset. A topic that does not exist has
 // none. Pipes read their destination's tail to resume (see
 // transport.TailReader).
+//
+// A partition's end is where a consumer at the isolation level of
+// cfg.Options (kgo.FetchIsolationLevel) reads up to: at
+// read_uncommitted (the default) the high watermark, the records of
+// open transactions included; at read_committed the last stable offset,
+// so that the tail is the last n committed records before it, as a
+// read_committed consumer sees the partition, and a transaction still
+// open at the end is not waited for (its records are not returned).
 func Tail(ctx context.Context, cfg Config, n int) ([]transport.Message, error) {
 	return tail(ctx, cfg, n, false)
 }
@@ -101,7 +110,14 @@ func tail(ctx context.Context, cfg Config, n int, headersOnly bool) ([]transport
 
 // lastRecords returns, for each of parts, its last n records before its
 // end, or before offset before when that is lower (at most; fewer only
-// when they reach the partition's start), oldest first. Compaction may have removed offsets: a stretch
+// when they reach the partition's start), oldest first. The end is
+// asked for at the isolation level admin fetches at, which is the one
+// readUntil's client fetches at (both are made of cfg, whose Options
+// set it): the high watermark at read_uncommitted, the last stable
+// offset at read_committed. A read_committed fetch returns nothing at or
+// past the last stable offset, so a read up to the high watermark would
+// wait for a transaction still open at the end until tailTimeout.
+// Compaction may have removed offsets: a stretch
 // of n offsets can hold fewer records, and a partition is read further
 // back, each stretch twice as long as the last, until it has n or
 // reaches its start. A pipe takes a tail or a page of fewer than it
@@ -111,7 +127,8 @@ func lastRecords(ctx context.Context, cfg Config, admin *kgo.Client, parts []int
 	if err != nil {
 		return nil, err
 	}
-	ends, err := listOffsets(ctx, admin, cfg.Topic, parts, -1)
+	iso, _ := admin.OptValue(kgo.FetchIsolationLevel).(int8)
+	ends, err := listOffsetsAt(ctx, admin, cfg.Topic, parts, -1, iso)
 	if err != nil {
 		return nil, err
 	}
@@ -171,11 +188,20 @@ func partitions(ctx context.Context, cl *kgo.Client, topic string) ([]int32, err
 	return parts, nil
 }
 
-// listOffsets returns each partition's end (at -1) or start (at -2)
-// offset.
+// listOffsets returns each partition's end (at -1: the high watermark)
+// or start (at -2) offset, at read_uncommitted.
 func listOffsets(ctx context.Context, cl *kgo.Client, topic string, parts []int32, at int64) (map[int32]int64, error) {
+	return listOffsetsAt(ctx, cl, topic, parts, at, 0)
+}
+
+// listOffsetsAt is listOffsets at an isolation level: 0 read_uncommitted,
+// 1 read_committed, where a partition's end (at -1) is its last stable
+// offset, the first offset of the earliest transaction still open (the
+// high watermark when none is).
+func listOffsetsAt(ctx context.Context, cl *kgo.Client, topic string, parts []int32, at int64, isolation int8) (map[int32]int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
+	req.IsolationLevel = isolation
 	rt := kmsg.NewListOffsetsRequestTopic()
 	rt.Topic = topic
 	for _, p := range parts {

@@ -125,3 +125,97 @@ func offsetsAndValues(ms []transport.Message) []string {
 	}
 	return out
 }
+
+// TestTailOpenTransaction: a partition whose last records are those of
+// a transaction still open (begun, produced and flushed, never ended).
+// At read_committed Tail and Before end at the last stable offset, the
+// open transaction's first offset: they return the committed records
+// before it at once, not after tailTimeout, whose wait for the open
+// records a read_committed fetch never returns would fail the read. At
+// read_uncommitted (the default) they end at the high watermark and
+// return the open transaction's records too, as kfake's fetch does.
+func TestTailOpenTransaction(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "open"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	pr := newClient(t, addr, kgo.TransactionalID("tail-open"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	begin := func(recs ...string) {
+		t.Helper()
+		if err := pr.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			var p int32
+			if _, err := fmt.Sscanf(r, "%d-", &p); err != nil {
+				t.Fatal(err)
+			}
+			rec := &kgo.Record{Topic: "open", Partition: p, Value: []byte(r), Headers: []kgo.RecordHeader{{Key: "v", Value: []byte(r)}}}
+			if err := pr.ProduceSync(ctx, rec).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := pr.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Offsets: partition 0 holds 0-a, 0-b at 0, 1 (a commit marker at
+	// 2) and the open 0-x at 3; partition 1 holds 1-a at 0 (a commit
+	// marker at 1); partition 2 holds the open 2-x alone, at 0.
+	begin("0-a", "0-b", "1-a")
+	if err := pr.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	begin("0-x", "2-x") // left open
+
+	// The deadline is a deadlock detector, not a measure of speed: a
+	// read that waits for the open records fails when it passes.
+	bounded := func(cfg Config, read func(context.Context, Config) ([]string, error)) []string {
+		t.Helper()
+		rctx, cancel := context.WithTimeout(ctx, tailTimeout/3)
+		defer cancel()
+		got, err := read(rctx, cfg)
+		if err != nil {
+			t.Fatalf("%v (a read that waits for the open transaction's records)", err)
+		}
+		return got
+	}
+	tailOf := func(n int) func(context.Context, Config) ([]string, error) {
+		return func(ctx context.Context, cfg Config) ([]string, error) {
+			ms, err := Tail(ctx, cfg, n)
+			slices.SortStableFunc(ms, func(a, b transport.Message) int { return cmp.Compare(a.Stream.Partition, b.Stream.Partition) })
+			return offsetsAndValues(ms), err
+		}
+	}
+	beforeOf := func(p int32, pos uint64, n int) func(context.Context, Config) ([]string, error) {
+		return func(ctx context.Context, cfg Config) ([]string, error) {
+			ms, err := Before(ctx, cfg, p, pos, n)
+			return offsetsAndValues(ms), err
+		}
+	}
+	check := func(what string, got []string, want ...string) {
+		t.Helper()
+		if g, w := strings.Join(got, " "), strings.Join(want, " "); g != w {
+			t.Errorf("%s: %q, want %q", what, g, w)
+		}
+	}
+
+	rc := Config{Brokers: []string{addr}, Topic: "open", Options: []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted())}}
+	check("Tail 10, read_committed", bounded(rc, tailOf(10)), "0@0:0-a", "0@1:0-b", "1@0:1-a")
+	check("Tail 1, read_committed", bounded(rc, tailOf(1)), "0@1:0-b", "1@0:1-a")
+	// A position past the last stable offset reads before it.
+	check("Before 0@4, 5, read_committed", bounded(rc, beforeOf(0, 4, 5)), "0@0:0-a", "0@1:0-b")
+	check("Before 0@3, 1, read_committed", bounded(rc, beforeOf(0, 3, 1)), "0@1:0-b")
+	check("Before 2@1, 1, read_committed", bounded(rc, beforeOf(2, 1, 1)))
+
+	ru := Config{Brokers: []string{addr}, Topic: "open"}
+	check("Tail 10, read_uncommitted", bounded(ru, tailOf(10)), "0@0:0-a", "0@1:0-b", "0@3:0-x", "1@0:1-a", "2@0:2-x")
+	check("Tail 1, read_uncommitted", bounded(ru, tailOf(1)), "0@3:0-x", "1@0:1-a", "2@0:2-x")
+	check("Before 0@4, 5, read_uncommitted", bounded(ru, beforeOf(0, 4, 5)), "0@0:0-a", "0@1:0-b", "0@3:0-x")
+	check("Before 2@1, 1, read_uncommitted", bounded(ru, beforeOf(2, 1, 1)), "2@0:2-x")
+}
