@@ -117,10 +117,9 @@ func tail(ctx context.Context, cfg Config, n int, headersOnly bool) ([]transport
 // offset at read_committed. A read_committed fetch returns nothing at or
 // past the last stable offset, so a read up to the high watermark would
 // wait for a transaction still open at the end until tailTimeout.
-// Compaction may have removed offsets: a stretch
-// of n offsets can hold fewer records, and a partition is read further
-// back, each stretch twice as long as the last, until it has n or
-// reaches its start. A pipe takes a tail or a page of fewer than it
+// Compaction may have removed offsets: a stretch of n offsets can hold
+// fewer records, and a partition is read further back, each stretch
+// twice as long as the last, until it has n or reaches its start. A pipe takes a tail or a page of fewer than it
 // asked for as the stream's start (transport.TailReader, BackReader).
 func lastRecords(ctx context.Context, cfg Config, admin *kgo.Client, parts []int32, before int64, n int, headersOnly bool) (map[int32][]transport.Message, error) {
 	starts, err := listOffsets(ctx, admin, cfg.Topic, parts, -2)
