@@ -4,9 +4,10 @@ import "unicode/utf8"
 
 // The brokerless server refuses a line whose key is longer than
 // MaxKeyLen bytes, that has more than MaxTags tags, or whose name is
-// empty once sanitized (Parser), counting it in statsd.bad_lines_seen. The client refuses such a metric at the
-// call instead, dropped and counted in its Stats, so that every line it
-// sends is one the server takes.
+// empty once sanitized (Parser), counting it in statsd.bad_lines_seen.
+// The client refuses such a metric at the call instead, dropped and
+// counted in its Stats, so that every line it sends is one the server
+// takes.
 
 // measureTags is what tags add to the key the brokerless server builds,
 // at most, and how many of them it counts against MaxTags: ';' and the

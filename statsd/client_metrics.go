@@ -17,9 +17,10 @@ import (
 // bytes), or whose name, ClientConfig.Prefix included, the server's
 // sanitizing would leave empty (an empty name, or one only of
 // characters it drops, such as "%%" or "é"; only an empty one with
-// ClientConfig.NoSanitize, for a server that keeps names as written). The key is measured as sent: ClientConfig.Prefix and the name,
-// then one byte and the tag for each tag, ClientConfig.Tags included
-// (the server's key, "name;k=v;…", is that long or shorter).
+// ClientConfig.NoSanitize, for a server that keeps names as written).
+// The key is measured as sent: ClientConfig.Prefix and the name, then
+// one byte and the tag for each tag, ClientConfig.Tags included (the
+// server's key, "name;k=v;…", is that long or shorter).
 
 // Incr adds 1 to a counter.
 func (c *Client) Incr(name string, tags ...string) { c.count(name, 1, 1, tags) }
