@@ -44,7 +44,9 @@ printf 'hello\nworld\nbye\n' | brokerless pub logd://127.0.0.1:9092/greetings
 # leaves this host.
 brokerless pub 'mcast://239.1.2.3:7000?ttl=0' --ticks --rate 50000 --duration 10s
 
-# 1000 ticks into Kafka, each acknowledged by the leader only.
+# 1000 ticks into Kafka, each acknowledged by the leader only. A tick's
+# topic is its symbol, so they go to the topics AAPL, MSFT, … (created on
+# first use where the broker allows it), not to ticks.
 brokerless pub 'kafka://10.0.0.5:9092/ticks?acks=leader' --ticks --count 1000
 
 # Ticks on a ZeroMQ PUB socket bound to port 5556, packed while busy.
