@@ -57,6 +57,23 @@ func (f *flowFlags) apply(cfg *multicast.Config, changed func(string) bool) erro
 	return nil
 }
 
+// flowWait says, for the start line, that the publisher holds its first
+// message until --flow-min subscribers report: without it a publisher
+// run alone would print where it publishes and then nothing.
+func flowWait(fc reliable.FlowConfig) string {
+	if fc.Mode == reliable.FlowNone || fc.MinReceivers == 0 {
+		return ""
+	}
+	which := "subscribers"
+	if fc.MinReceivers == 1 {
+		which = "subscriber"
+	}
+	if fc.Mode == reliable.FlowTagged {
+		which += fmt.Sprintf(" with flow-tag %d", fc.Tag)
+	}
+	return fmt.Sprintf("; waiting for %d %s to report before the first message", fc.MinReceivers, which)
+}
+
 // writeFlowStats prints what flow control did, when it did anything:
 // subscribers send STATUS whatever the publisher's mode, so STATUS
 // received alone says nothing about flow control.

@@ -88,8 +88,8 @@ func runMcastPub(ctx context.Context, inv *invocation) error {
 	if err != nil {
 		return configError(err, mcastFlagOf)
 	}
-	fmt.Fprintf(inv.err, "publishing to %v on %s from %v: %s, ttl %d%s\n",
-		cfg.Group, cfg.Interface, pub.LocalAddr(), mcastStream(pub), o.ttl, authenticated(cfg))
+	fmt.Fprintf(inv.err, "publishing to %v on %s from %v: %s, ttl %d%s%s\n",
+		cfg.Group, cfg.Interface, pub.LocalAddr(), mcastStream(pub), o.ttl, authenticated(cfg), flowWait(cfg.Sender.Flow))
 	n, cancel, err := o.pub.publish(ctx, pub, inv.in)
 	err = closePublisher(pub, err)
 	cancel()
