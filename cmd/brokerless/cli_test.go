@@ -160,7 +160,7 @@ func TestDescribeBuild(t *testing.T) {
 		{"v0.0.0-20261130185037-fadb3542874d", vcs, "brokerless v0.0.0-20261130185037-fadb3542874d rev fadb3542874d (2026-11-30T18:50:37Z) modified go1.26.8"},
 		{"(devel)", vcs, "brokerless rev fadb3542874d (2026-11-30T18:50:37Z) modified go1.26.8"},
 		{"v1.2.3", nil, "brokerless v1.2.3 go1.26.8"},
-		{"(devel)", nil, "brokerless development build (no version or revision recorded: build with go install -buildvcs=true ./cmd/brokerless) go1.26.8"},
+		{"(devel)", nil, "brokerless development build (no version or revision recorded: build with go install -buildvcs=true ./cmd/brokerless in a git clone; a git worktree records none) go1.26.8"},
 	} {
 		info := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: tc.version}, Settings: tc.settings}
 		if got := describeBuild(info); got != tc.want {

@@ -40,7 +40,8 @@ func versionLine() string {
 // rev fadb3542874d go1.26.8" for a stamped build. Without a module
 // version ("(devel)") it shows the VCS revision, and when the build
 // recorded neither (go run, or GOFLAGS=-buildvcs=false) it says how to
-// get one instead of printing a bare "(devel)".
+// get one (and that a git worktree, whose .git is a file, records
+// none) instead of printing a bare "(devel)".
 func describeBuild(info *debug.BuildInfo) string {
 	settings := map[string]string{}
 	for _, s := range info.Settings {
@@ -60,7 +61,7 @@ func describeBuild(info *debug.BuildInfo) string {
 		}
 	}
 	if len(parts) == 1 {
-		parts = append(parts, "development build (no version or revision recorded: build with go install -buildvcs=true ./cmd/brokerless)")
+		parts = append(parts, "development build (no version or revision recorded: build with go install -buildvcs=true ./cmd/brokerless in a git clone; a git worktree records none)")
 	}
 	return strings.Join(append(parts, info.GoVersion), " ")
 }
