@@ -28,9 +28,10 @@
 // receipts ([ReceiptPublisher]) and events handed over in batches
 // ([BatchSubscriber]), found by type assertion. Pipes and
 // recorders carry a message's [Origin] across in one binary header
-// ([HeaderOrigin], its layout documented there), and a [Gap] of their
+// ([HeaderOrigin], its layout documented there), a [Gap] of their
 // source as a gap marker ([GapMarker]), so the destination's readers see
-// the hole too.
+// the hole too, and a feed's session its publisher closed as an end
+// marker ([EndMarker]), so they can tell its end from a tail they lack.
 //
 // Layout rule: the project's own capabilities stay top-level packages
 // (multicast, webhook, statsd, logd, reliable), each registering its

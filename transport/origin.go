@@ -39,8 +39,8 @@ func IsOriginHeader(key string) bool {
 	return false
 }
 
-// ErrBadOrigin is wrapped by the errors of ParseOrigin, ParseGapMarker
-// and ParseStreamID.
+// ErrBadOrigin is wrapped by the errors of ParseOrigin, ParseGapMarker,
+// ParseEndMarker and ParseStreamID.
 var ErrBadOrigin = errors.New("transport: bad origin headers")
 
 // Origin is where a message came from.
@@ -178,6 +178,36 @@ func ParseGapMarker(m Message) (g Gap, ok bool, err error) {
 		return Gap{Stream: v.Stream(), From: v.Seq, To: v.GapTo, Reason: v.GapReason}, true, nil
 	}
 	return parseASCIIGapMarker(m)
+}
+
+// EndMarker is the message a pipe writes for the end of a stream of its
+// source that the publisher closed (a feed's session, end.Reason
+// EndClosed): one HeaderOrigin that names end's stream, its last
+// position (LastSeq) and reason. at is the marker's publish time. A
+// reader of the destination can then tell the session's end from a
+// tail it lacks. An end marker has no payload of its own; readers from
+// before end markers skip it as malformed (see HeaderOrigin).
+func EndMarker(end StreamEnd, at time.Time) Message {
+	hs := []Header{{Key: HeaderOrigin, Value: AppendEndValue(nil, end, at)}}
+	return Message{Time: at, Headers: hs}
+}
+
+// ParseEndMarker reads an end marker back as the StreamEnd it stands
+// for: its last HeaderOrigin. ok is false when m is not an end marker
+// (the ASCII headers of earlier versions had none).
+func ParseEndMarker(m Message) (end StreamEnd, ok bool, err error) {
+	b, has := lastOrigin(m.Headers)
+	if !has {
+		return StreamEnd{}, false, nil
+	}
+	var v OriginValue
+	if err := v.Decode(b); err != nil {
+		return StreamEnd{}, false, err
+	}
+	if !v.End {
+		return StreamEnd{}, false, nil
+	}
+	return StreamEnd{Stream: v.Stream(), LastSeq: v.Seq, Reason: v.EndReason}, true, nil
 }
 
 // parseASCIIGapMarker reads a gap marker of earlier versions.

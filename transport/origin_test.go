@@ -124,6 +124,43 @@ func TestGapMarker(t *testing.T) {
 	}
 }
 
+// TestEndMarker: an end marker reads back as the StreamEnd it stands
+// for, its origin position is the end's LastSeq, and it is neither a
+// gap marker nor read as one; a message or a gap marker is not an end
+// marker.
+func TestEndMarker(t *testing.T) {
+	for _, e := range []StreamEnd{
+		{Stream: StreamID{Feed: 3, Session: 5}, LastSeq: 250, Reason: EndClosed},
+		{Stream: StreamID{Feed: 1, Session: 9}, LastSeq: 0, Reason: EndClosed},
+		{Stream: StreamID{Topic: "src", Partition: 2}, LastSeq: 7, Reason: EndIdle},
+	} {
+		m := EndMarker(e, time.Unix(1, 0))
+		if len(m.Headers) != 1 || m.Headers[0].Key != HeaderOrigin || m.Payload != nil {
+			t.Fatalf("marker %+v: want one %s and no payload", m, HeaderOrigin)
+		}
+		got, ok, err := ParseEndMarker(m)
+		if err != nil || !ok || got != e {
+			t.Fatalf("read back %+v ok=%v err=%v, want %+v", got, ok, err, e)
+		}
+		if g, ok, err := ParseGapMarker(m); ok || err != nil {
+			t.Fatalf("an end marker read as a gap marker: %+v ok=%v err=%v", g, ok, err)
+		}
+		if o, ok, err := ParseOrigin(m.Headers); err != nil || !ok || o.Stream != e.Stream || o.Seq != e.LastSeq || !o.Time.Equal(time.Unix(1, 0)) {
+			t.Fatalf("its origin: %+v ok=%v err=%v", o, ok, err)
+		}
+	}
+	for name, m := range map[string]Message{
+		"message":      {Headers: AppendOrigin(nil, Origin{Seq: 1})},
+		"gap marker":   GapMarker(Gap{Stream: StreamID{Feed: 1, Session: 2}, From: 1, To: 2, Reason: GapSourceDown}, time.Unix(1, 0)),
+		"no origin":    {Payload: []byte("x")},
+		"ASCII origin": {Headers: appendASCIIOrigin(nil, Origin{Stream: StreamID{Feed: 1, Session: 2}, Seq: 3})},
+	} {
+		if e, ok, err := ParseEndMarker(m); ok || err != nil {
+			t.Errorf("%s: read as an end marker: %+v ok=%v err=%v", name, e, ok, err)
+		}
+	}
+}
+
 // TestOriginValueLayout: the value's bytes are the documented layout,
 // and what does not follow it is refused.
 func TestOriginValueLayout(t *testing.T) {
@@ -139,16 +176,36 @@ func TestOriginValueLayout(t *testing.T) {
 	if got := AppendOriginValue(nil, Origin{Time: o.Time}, &g); !bytes.Equal(got, want) {
 		t.Fatalf("gap marker of a log:\n got % x\nwant % x", got, want)
 	}
+	e := StreamEnd{Stream: StreamID{Feed: 0x01020304, Session: 0x1112131415161718}, LastSeq: 9, Reason: EndClosed}
+	want = []byte{1, 4, 0, 0, 0, 0, 0, 0, 0, 9, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38,
+		1, 2, 3, 4, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 1, 0, 0}
+	if got := AppendEndValue(nil, e, o.Time); !bytes.Equal(got, want) {
+		t.Fatalf("end marker of a feed:\n got % x\nwant % x", got, want)
+	}
+	// A reader from before end markers knew flags 0x01 and 0x02 only,
+	// and refused others: the end marker's flag is not one of them.
+	if want[1]&(originFlagLog|originFlagGap) != 0 {
+		t.Fatalf("the end marker's flags %#x include one an earlier reader knows", want[1])
+	}
+	// Both markers' fields, both flags.
+	gapAndEnd := AppendOriginValue(nil, Origin{}, &Gap{Stream: o.Stream, From: 1, To: 9, Reason: 1})
+	gapAndEnd = append(gapAndEnd[:len(gapAndEnd)-2:len(gapAndEnd)-2], byte(EndClosed), 0, 0)
+	gapAndEnd[1] = originFlagGap | originFlagEnd
+	endNoReason := AppendEndValue(nil, e, o.Time)
+	endNoReason[30] = 0
 	good := AppendOriginValue(nil, o, nil)
 	for name, bad := range map[string][]byte{
-		"version 2":     append([]byte{2}, good[1:]...),
-		"unknown flag":  append([]byte{1, 4}, good[2:]...),
-		"trailing byte": append(append([]byte{}, good...), 0),
-		"cut short":     good[:len(good)-1],
-		"no topic":      good[:30],
-		"gap 10-9":      AppendOriginValue(nil, Origin{}, &Gap{Stream: o.Stream, From: 10, To: 9, Reason: 1}),
-		"gap reason 0":  AppendOriginValue(nil, Origin{}, &Gap{Stream: o.Stream, From: 1, To: 9}),
-		"partition -1":  AppendOriginValue(nil, Origin{Stream: StreamID{Topic: "t", Partition: 5}}, nil)[:18:18],
+		"end reason 0":   endNoReason,
+		"gap and end":    gapAndEnd,
+		"end cut short":  AppendEndValue(nil, e, o.Time)[:31],
+		"unknown flag 8": append([]byte{1, 8}, good[2:]...),
+		"version 2":      append([]byte{2}, good[1:]...),
+		"trailing byte":  append(append([]byte{}, good...), 0),
+		"cut short":      good[:len(good)-1],
+		"no topic":       good[:30],
+		"gap 10-9":       AppendOriginValue(nil, Origin{}, &Gap{Stream: o.Stream, From: 10, To: 9, Reason: 1}),
+		"gap reason 0":   AppendOriginValue(nil, Origin{}, &Gap{Stream: o.Stream, From: 1, To: 9}),
+		"partition -1":   AppendOriginValue(nil, Origin{Stream: StreamID{Topic: "t", Partition: 5}}, nil)[:18:18],
 	} {
 		if name == "partition -1" {
 			bad = append(bad, 0xff, 0xff, 0xff, 0xff, 0, 1, 't', 0, 0)
@@ -167,6 +224,8 @@ func TestOriginValueLayout(t *testing.T) {
 func FuzzOriginValue(f *testing.F) {
 	f.Add(AppendOriginValue(nil, Origin{Stream: StreamID{Feed: 1, Session: 7}, Seq: 5, Time: time.Unix(0, 9), Topic: "AAPL"}, nil))
 	f.Add(AppendOriginValue(nil, Origin{Time: time.Unix(0, 9)}, &Gap{Stream: StreamID{Topic: "src", Partition: 1}, From: 3, To: 9, Reason: 2}))
+	f.Add(AppendEndValue(nil, StreamEnd{Stream: StreamID{Feed: 1, Session: 7}, LastSeq: 5, Reason: EndClosed}, time.Unix(0, 9)))
+	f.Add(AppendEndValue(nil, StreamEnd{Stream: StreamID{Topic: "src", Partition: 1}, LastSeq: 0, Reason: EndIdle}, time.Unix(0, 9)))
 	f.Add([]byte{1, 1})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var v OriginValue
@@ -180,7 +239,21 @@ func FuzzOriginValue(f *testing.F) {
 		if v.Gap {
 			g = &Gap{Stream: v.Stream(), From: v.Seq, To: v.GapTo, Reason: v.GapReason}
 		}
-		if back := AppendOriginValue(nil, v.Origin(), g); !bytes.Equal(back, b) {
+		var e *StreamEnd
+		if v.End {
+			e = &StreamEnd{Stream: v.Stream(), LastSeq: v.Seq, Reason: v.EndReason}
+			if v.Gap || v.EndReason == 0 {
+				t.Fatalf("% x decodes to an end marker %+v", b, v)
+			}
+			m := Message{Headers: []Header{{Key: HeaderOrigin, Value: b}}}
+			if got, ok, err := ParseEndMarker(m); err != nil || !ok || got != *e {
+				t.Fatalf("% x: ParseEndMarker %+v %v %v, want %+v", b, got, ok, err, *e)
+			}
+			if _, ok, err := ParseGapMarker(m); ok || err != nil {
+				t.Fatalf("% x: an end marker read as a gap marker (%v)", b, err)
+			}
+		}
+		if back := appendOriginValue(nil, v.Origin(), g, e); !bytes.Equal(back, b) {
 			t.Fatalf("% x decodes to %+v, which encodes to % x", b, v, back)
 		}
 	})

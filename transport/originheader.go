@@ -16,9 +16,11 @@ import (
 //	0       1     version: 1
 //	1       1     flags: 0x01 the origin stream is a log's (topic and
 //	              partition), else a feed's (feed and session);
-//	              0x02 the record is a gap marker; other bits 0
+//	              0x02 the record is a gap marker; 0x04 the record
+//	              is an end marker (not with 0x02); other bits 0
 //	2       8     seq: the position in the origin stream (a gap
-//	              marker's first, From), uint64
+//	              marker's first, From; an end marker's LastSeq),
+//	              uint64
 //	10      8     time: the publish time, Unix nanoseconds, int64
 //	18            the origin stream: a feed's is feed (uint32) then
 //	              session (uint64), 12 bytes; a log's is partition
@@ -26,13 +28,26 @@ import (
 //	              and bytes
 //	              a gap marker only: To (uint64, ≥ seq), then reason
 //	              (uint8, ≥ 1, a GapReason), 9 bytes
+//	              an end marker only: reason (uint8, ≥ 1, an
+//	              EndReason), 1 byte
 //	              the message's topic in the origin: length (uint16, 0
 //	              when it had none) and bytes
 //
 // Nothing follows; a value of another version, with other flags, too
-// short or too long is refused (ErrBadOrigin). A message of feed 1 with
-// topic "AAPL" takes 36 bytes (the ASCII headers of earlier versions
-// took about 110). A later layout takes a new version number; readers
+// short or too long is refused (ErrBadOrigin).
+//
+// The end marker's flag (0x04) came after the gap marker's, in the same
+// version 1: every value written before reads as it did, and a reader
+// from before refuses an end marker's value as one with unknown flags,
+// so it skips the record as malformed — never takes it for a message
+// or a gap of the feed (an archive's Reader counted it in
+// Stats.Malformed, a pipe's Resume in MalformedTail; a kafka:// or
+// logd:// Subscriber, which delivers a log's records as they are,
+// delivered it as one, counted in MalformedMarkers). A new version
+// number would have done the same, at the cost of a second layout.
+//
+// A message of feed 1 with topic "AAPL" takes 36 bytes (the ASCII
+// headers of earlier versions took about 110). A later layout takes a new version number; readers
 // still read version 1, and the ASCII headers (HeaderOriginStream and
 // the others), which archives written before hold.
 const HeaderOrigin = "brokerless.origin"
@@ -45,6 +60,7 @@ const OriginVersion = 1
 const (
 	originFlagLog = 0x01
 	originFlagGap = 0x02
+	originFlagEnd = 0x04
 )
 
 // originFixed is the size of the fields every value has: version,
@@ -70,6 +86,10 @@ type OriginValue struct {
 	Gap       bool
 	GapTo     uint64
 	GapReason GapReason
+	// End: the record is an end marker: the origin stream ended after
+	// Seq (its LastSeq), for EndReason.
+	End       bool
+	EndReason EndReason
 }
 
 // Stream is the origin stream. A log's topic is made a string (one
@@ -96,10 +116,13 @@ func (v *OriginValue) Decode(b []byte) error {
 		return fmt.Errorf("%w: %s: version %d, this reader knows %d", ErrBadOrigin, HeaderOrigin, b[0], OriginVersion)
 	}
 	flags := b[1]
-	if flags&^(originFlagLog|originFlagGap) != 0 {
+	if flags&^(originFlagLog|originFlagGap|originFlagEnd) != 0 {
 		return fmt.Errorf("%w: %s: unknown flags %#x", ErrBadOrigin, HeaderOrigin, flags)
 	}
-	v.Log, v.Gap = flags&originFlagLog != 0, flags&originFlagGap != 0
+	v.Log, v.Gap, v.End = flags&originFlagLog != 0, flags&originFlagGap != 0, flags&originFlagEnd != 0
+	if v.Gap && v.End {
+		return fmt.Errorf("%w: %s: flags %#x: a gap marker and an end marker", ErrBadOrigin, HeaderOrigin, flags)
+	}
 	v.Seq = binary.BigEndian.Uint64(b[2:])
 	v.Time = int64(binary.BigEndian.Uint64(b[10:]))
 	rest := b[originFixed:]
@@ -139,6 +162,17 @@ func (v *OriginValue) Decode(b []byte) error {
 			return fmt.Errorf("%w: %s: gap %d-%d reason %d: want FROM ≤ TO and a reason", ErrBadOrigin, HeaderOrigin, v.Seq, v.GapTo, v.GapReason)
 		}
 	}
+	v.EndReason = 0
+	if v.End {
+		if len(rest) < 1 {
+			return short()
+		}
+		v.EndReason = EndReason(rest[0])
+		rest = rest[1:]
+		if v.EndReason == 0 {
+			return fmt.Errorf("%w: %s: end marker without a reason", ErrBadOrigin, HeaderOrigin)
+		}
+	}
 	if len(rest) < 2 {
 		return short()
 	}
@@ -163,11 +197,27 @@ const maxOriginText = 1<<16 - 1
 // longer than 65,535 bytes is cut to that (Kafka's own topic names are
 // at most 249).
 func AppendOriginValue(b []byte, o Origin, g *Gap) []byte {
+	return appendOriginValue(b, o, g, nil)
+}
+
+// AppendEndValue appends the HeaderOrigin value of end's marker (see
+// EndMarker) to b, stamped at.
+func AppendEndValue(b []byte, end StreamEnd, at time.Time) []byte {
+	return appendOriginValue(b, Origin{Time: at}, nil, &end)
+}
+
+// appendOriginValue is AppendOriginValue, or, with an end e (and no
+// gap), that of e's marker (e.LastSeq is its seq, o.Seq is ignored).
+func appendOriginValue(b []byte, o Origin, g *Gap, e *StreamEnd) []byte {
 	flags := byte(0)
 	s, seq := o.Stream, o.Seq
-	if g != nil {
+	switch {
+	case g != nil:
 		flags |= originFlagGap
 		s, seq = g.Stream, g.From
+	case e != nil:
+		flags |= originFlagEnd
+		s, seq = e.Stream, e.LastSeq
 	}
 	if s.Topic != "" {
 		flags |= originFlagLog
@@ -185,6 +235,8 @@ func AppendOriginValue(b []byte, o Origin, g *Gap) []byte {
 	if g != nil {
 		b = binary.BigEndian.AppendUint64(b, g.To)
 		b = append(b, byte(g.Reason))
+	} else if e != nil {
+		b = append(b, byte(e.Reason))
 	}
 	return appendOriginText(b, o.Topic)
 }
