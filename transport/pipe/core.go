@@ -51,6 +51,9 @@ type Stats struct {
 	Forwarded, Markers, ResumeGaps, Accepted uint64
 	// Marked counts the source positions the gap markers cover.
 	Marked uint64
+	// EndMarkers counts the end markers written (transport.EndMarker):
+	// one for each feed stream its publisher closed.
+	EndMarkers uint64
 	// Skipped counts the source's messages (and gaps) dropped because
 	// the destination already held them.
 	Skipped uint64
@@ -152,8 +155,11 @@ type entry struct {
 // resume is what the destination held of a source stream when the pipe
 // started.
 type resume struct {
-	last    uint64 // the last position written, a message's or a marker's end
-	checked bool   // the stream's first event of this run was compared with last
+	last uint64 // the last position written, a message's or a marker's end
+	// ended: the destination holds the stream's end marker (at last):
+	// its StreamEnd is not written again.
+	ended   bool
+	checked bool // the stream's first event of this run was compared with last
 	// pend is the resume gap not yet written, found at pendAt.
 	pend    transport.Gap
 	pendAt  time.Time
@@ -200,9 +206,12 @@ func (c *Core) Stats() Stats {
 }
 
 // Event takes one event of the source and returns what
-// to write to the destination for it: nothing (a stream start or end, a
-// message the destination already holds), the message with its origin
-// headers, or a gap marker — preceded, for the first event of a stream
+// to write to the destination for it: nothing (a stream start, an end
+// other than a feed's closed by its publisher, a message or end the
+// destination already holds), the message with its origin headers, a
+// gap marker, or an end marker (a feed's StreamEnd closed by its
+// publisher, transport.EndMarker, so that the destination's readers
+// can tell its end from a tail the destination lacks) — preceded, for the first event of a stream
 // the pipe resumed, by a gap marker for what the source no longer holds.
 // Call it only when Full is false. The returned slice is valid until the
 // next call.
@@ -257,9 +266,27 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 		}
 	case transport.EventStreamEnd:
 		c.flushResume(ev.End.Stream)
+		c.endMarker(ev.End, now)
 		c.forget(ev.End)
 	}
 	return c.out
+}
+
+// endMarker writes the end marker of a feed's stream that its publisher
+// closed (EndClosed; not one a subscriber ended for silence or took for
+// replaced, whose end it only guesses), unless the destination holds
+// it already (Resume found it). Its position is the end's LastSeq, as a
+// gap marker's is its last.
+func (c *Core) endMarker(end transport.StreamEnd, now func() time.Time) {
+	if end.Stream.Topic != "" || end.Reason != transport.EndClosed {
+		return
+	}
+	if r := c.resumedOf(end.Stream); r != nil && r.ended && end.LastSeq <= r.last {
+		c.skip(end.Stream, end.LastSeq)
+		return
+	}
+	c.stats.EndMarkers++
+	c.write(end.Stream, end.LastSeq, transport.EndMarker(end, now()))
 }
 
 // checkResume finds, at the first event (at position first; a start at

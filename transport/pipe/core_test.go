@@ -41,11 +41,13 @@ func newCore(t *testing.T, max int) *Core {
 }
 
 // written is what a destination holds, read back: a gap marker as its
-// Gap, a message as its origin.
+// Gap, an end marker as its StreamEnd, a message as its origin.
 type written struct {
 	gap    transport.Gap
 	origin transport.Origin
 	marker bool
+	end    transport.StreamEnd
+	ended  bool // an end marker
 }
 
 func readBack(t *testing.T, m transport.Message) written {
@@ -55,6 +57,12 @@ func readBack(t *testing.T, m transport.Message) written {
 			t.Fatal(err)
 		}
 		return written{gap: g, marker: true}
+	}
+	if e, ok, err := transport.ParseEndMarker(m); err != nil || ok {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return written{end: e, ended: true}
 	}
 	o, ok, err := transport.ParseOrigin(m.Headers)
 	if err != nil || !ok {

@@ -8,7 +8,9 @@
 // keeping its key, headers and payload; its topic moves to the origin
 // headers, since the destination URL decides where a log writes. A Gap of
 // the source is written as a gap marker (transport.GapMarker), so the
-// destination's readers see the hole too.
+// destination's readers see the hole too; the end of a feed's session
+// that its publisher closed, as an end marker (transport.EndMarker), so
+// they can tell that end from a tail the destination lacks.
 //
 // The source is acknowledged (transport.Acknowledger) only once the
 // destination has accepted the message (transport.ReceiptPublisher;

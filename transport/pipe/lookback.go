@@ -59,9 +59,10 @@ func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int)
 		l.before, l.read = page[0].Seq, l.read+len(page)
 	}
 	last := map[transport.StreamID]uint64{}
+	ended := map[transport.StreamID]bool{}
 	back := map[transport.StreamID]bool{}
 	for i := range page {
-		src, pos, ok, err := position(&page[i])
+		src, pos, end, ok, err := position(&page[i])
 		if err != nil {
 			c.stats.MalformedTail++
 			if c.tailErr == nil {
@@ -76,6 +77,7 @@ func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int)
 			back[src] = true
 		}
 		last[src] = max(last[src], pos)
+		ended[src] = ended[src] || end
 	}
 	for src, pos := range last {
 		c.decided[src] = true
@@ -84,7 +86,7 @@ func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int)
 			continue
 		}
 		c.stats.FoundBack++
-		c.resumed[src] = &resume{last: pos}
+		c.resumed[src] = &resume{last: pos, ended: ended[src]}
 	}
 	c.curOK = false // resumed changes
 }

@@ -127,9 +127,14 @@ func pipeForwardsAtLeastOnce(t *testing.T, batched, batchSrc bool) {
 	src.mu.Unlock()
 	seen := map[transport.StreamID]map[uint64]int{feedA: {}, part0: {}}
 	var gaps []transport.Gap
+	var ends []transport.StreamEnd
 	for i := range d.held {
 		if g, ok, _ := transport.ParseGapMarker(d.held[i]); ok {
 			gaps = append(gaps, g)
+			continue
+		}
+		if e, ok, _ := transport.ParseEndMarker(d.held[i]); ok {
+			ends = append(ends, e)
 			continue
 		}
 		o, ok, err := transport.ParseOrigin(d.held[i].Headers)
@@ -156,7 +161,12 @@ func pipeForwardsAtLeastOnce(t *testing.T, batched, batchSrc bool) {
 	if bd.calls.Load() == 0 != !batched || batched && int(bd.messages.Load()) != d.published {
 		t.Errorf("batched %v: %d batches of %d messages in all, %d published", batched, bd.calls.Load(), bd.messages.Load(), d.published)
 	}
-	if s := p.Stats(); s.Forwarded != uint64(len(d.held)-1) || s.Markers != 1 || s.InFlight != 0 || s.Acks == 0 {
+	// The feed's publisher closed it: its end is written once, as an
+	// end marker (the log's stream has no end of that kind).
+	if len(ends) != 1 || ends[0].Stream != feedA || ends[0].Reason != transport.EndClosed {
+		t.Errorf("end markers %+v", ends)
+	}
+	if s := p.Stats(); s.Forwarded != uint64(len(d.held)-2) || s.Markers != 1 || s.EndMarkers != 1 || s.InFlight != 0 || s.Acks == 0 {
 		t.Errorf("stats %+v", s)
 	}
 	if bs.calls == 0 != !batchSrc || batchSrc && bs.largest < 2 {
@@ -383,7 +393,7 @@ func lastWritten(t *testing.T, held []transport.Message) uint64 {
 	t.Helper()
 	var last uint64
 	for i := range held {
-		if _, pos, ok, _ := position(&held[i]); ok {
+		if _, pos, _, ok, _ := position(&held[i]); ok {
 			last = max(last, pos)
 		}
 	}

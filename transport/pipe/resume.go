@@ -53,7 +53,8 @@ func (c *Core) ResumeAcknowledged(tail []transport.Message) (int, error) {
 func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 	owner := map[transport.StreamID]transport.StreamID{}
 	last := map[transport.StreamID]uint64{}
-	back := map[transport.StreamID]bool{} // positions went backwards
+	ended := map[transport.StreamID]bool{} // an end marker is in tail
+	back := map[transport.StreamID]bool{}  // positions went backwards
 	var malformed uint64
 	held := map[transport.StreamID]int{}
 	oldest := map[transport.StreamID]uint64{} // each destination stream's first position in tail
@@ -63,7 +64,7 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 			oldest[m.Stream] = m.Seq
 		}
 		held[m.Stream]++
-		src, pos, ok, err := position(m)
+		src, pos, end, ok, err := position(m)
 		if err != nil {
 			malformed++
 			if c.tailErr == nil {
@@ -82,6 +83,7 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 			back[src] = true
 		}
 		last[src] = max(last[src], pos)
+		ended[src] = ended[src] || end
 	}
 	if dropOnly {
 		// Positions of one source stream that go backwards were not
@@ -115,27 +117,31 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 			c.resumed[src] = r
 		}
 		r.last = max(r.last, pos)
+		r.ended = r.ended || ended[src]
 	}
 	return len(owner), nil
 }
 
 // position is the source stream and position a record written by a pipe
-// stands for: a gap marker's end, or a message's origin position; ok is
-// false for a record without origin headers, and err says why those it
-// has do not decode.
-func position(m *transport.Message) (_ transport.StreamID, _ uint64, ok bool, err error) {
+// stands for: a gap marker's end, an end marker's LastSeq (end is
+// true), or a message's origin position; ok is false for a record
+// without origin headers, and err says why those it has do not decode.
+func position(m *transport.Message) (_ transport.StreamID, _ uint64, end, ok bool, err error) {
 	g, ok, err := transport.ParseGapMarker(*m)
 	if err != nil {
-		return transport.StreamID{}, 0, false, err
+		return transport.StreamID{}, 0, false, false, err
 	}
 	if ok {
-		return g.Stream, g.To, true, nil
+		return g.Stream, g.To, false, true, nil
+	}
+	if e, ok, _ := transport.ParseEndMarker(*m); ok {
+		return e.Stream, e.LastSeq, true, true, nil
 	}
 	o, ok, err := transport.ParseOrigin(m.Headers)
 	if !ok || err != nil {
-		return transport.StreamID{}, 0, false, err
+		return transport.StreamID{}, 0, false, false, err
 	}
-	return o.Stream, o.Seq, true, nil
+	return o.Stream, o.Seq, false, true, nil
 }
 
 // TailError is the first malformed origin header Resume found (nil if
