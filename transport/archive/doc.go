@@ -11,7 +11,9 @@
 // feed: a message of the feed, with its origin stream, sequence number,
 // publish time and topic, and its key, headers (without the origin
 // headers) and payload; or the Gap a gap marker stands for, with the
-// reason the recorder gave. Records of other feeds, and records without
+// reason the recorder gave; or the StreamEnd an end marker stands for
+// (transport.EndMarker: the session's publisher closed it), whose
+// position is the session's last. Records of other feeds, and records without
 // origin headers, are skipped and counted.
 //
 // A feed's records are in one stream of the log (one partition of a

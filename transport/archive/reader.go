@@ -11,9 +11,9 @@ import (
 
 // Stats counts what a Reader read.
 type Stats struct {
-	// Records counts the records read; Messages and Gaps those of the
-	// feed that were messages and gap markers.
-	Records, Messages, Gaps uint64
+	// Records counts the records read; Messages, Gaps and Ends those of
+	// the feed that were messages, gap markers and end markers.
+	Records, Messages, Gaps, Ends uint64
 	// OtherStreams counts records of other streams, NoOrigin records
 	// without origin headers (not written by a recorder), Malformed
 	// records whose origin headers or gap marker could not be read: all
@@ -83,6 +83,9 @@ type Reader struct {
 	// span is the most records one read returned: a search reads from
 	// the start of a range that one read may cover.
 	span uint64
+	// lastEnd: the last record of the feed lastOf found is an end
+	// marker, which takes a log position and no sequence number.
+	lastEnd bool
 	// hints are the last record read of each of the last sessions of
 	// the feed read, with its log position: a search for a position of
 	// one of them guesses from it.
@@ -267,9 +270,12 @@ func (r *Reader) takePos(m *transport.Message, ev *transport.Event) (Pos, bool) 
 	switch kind {
 	case recFeed:
 		r.note(pos, m.Seq)
-		if ev.Kind == transport.EventGap {
+		switch ev.Kind {
+		case transport.EventGap:
 			r.stats.Gaps++
-		} else {
+		case transport.EventStreamEnd:
+			r.stats.Ends++
+		default:
 			r.stats.Messages++
 		}
 		return pos, true
@@ -284,7 +290,7 @@ func (r *Reader) takePos(m *transport.Message, ev *transport.Event) (Pos, bool) 
 }
 
 // Last returns the position of the feed's last record (a gap marker's
-// last position), found among the log's last 1024 records; ok is false
+// last position, an end marker's LastSeq), found among the log's last 1024 records; ok is false
 // when there is none.
 func (r *Reader) Last(ctx context.Context) (p Pos, ok bool, err error) {
 	if err := r.choose(ctx); err != nil {
@@ -297,8 +303,10 @@ func (r *Reader) Last(ctx context.Context) (p Pos, ok bool, err error) {
 	return r.lastOf(ctx, r.stream, max(first, next-min(next, 1024)), next)
 }
 
-// lastOf reads stream's records from..to-1 and returns the feed's last.
+// lastOf reads stream's records from..to-1 and returns the feed's last
+// (lastEnd says whether it is an end marker).
 func (r *Reader) lastOf(ctx context.Context, stream transport.StreamID, from, to uint64) (p Pos, ok bool, err error) {
+	r.lastEnd = false
 	for from < to {
 		r.stats.Probes++
 		ms, err := r.log.Read(ctx, stream, from)
@@ -312,7 +320,7 @@ func (r *Reader) lastOf(ctx context.Context, stream transport.StreamID, from, to
 			from = ms[i].Seq + 1
 			var ev transport.Event
 			if q, mine := r.takePos(&ms[i], &ev); mine {
-				p, ok = q, true
+				p, ok, r.lastEnd = q, true, ev.Kind == transport.EventStreamEnd
 			}
 		}
 	}

@@ -334,6 +334,7 @@ func FuzzUnwrap(f *testing.F) {
 	f.Add("", "", "", "", "", transport.AppendOriginValue(nil, transport.Origin{Stream: sess(1, 7), Seq: 5, Topic: "AAPL"}, nil), []byte("p"))
 	f.Add("", "", "", "", "", transport.AppendOriginValue(nil, transport.Origin{}, &transport.Gap{Stream: sess(1, 7), From: 5, To: 9, Reason: 4}), []byte(nil))
 	f.Add("feed=1 session=7", "5", "9", "", "", transport.AppendOriginValue(nil, transport.Origin{Stream: sess(2, 7), Seq: 5}, nil), []byte("p"))
+	f.Add("", "", "", "", "", transport.AppendEndValue(nil, transport.StreamEnd{Stream: sess(1, 7), LastSeq: 5, Reason: transport.EndClosed}, time.Unix(0, 9)), []byte(nil))
 	f.Fuzz(func(t *testing.T, stream, seq, ts, topic, gap string, bin, payload []byte) {
 		hs := []transport.Header{{Key: "app", Value: []byte("v")}}
 		for _, h := range []transport.Header{
@@ -348,6 +349,7 @@ func FuzzUnwrap(f *testing.F) {
 		m := transport.Message{Headers: hs, Payload: payload}
 		o, originOK, originErr := transport.ParseOrigin(hs)
 		g, markerOK, _ := transport.ParseGapMarker(m)
+		e, endOK, _ := transport.ParseEndMarker(m)
 		var ev transport.Event
 		p, kind := newUnwrapper(1).unwrap(&m, &ev)
 		if kind != recFeed {
@@ -362,11 +364,17 @@ func FuzzUnwrap(f *testing.F) {
 			}
 			return
 		}
+		if ev.Kind == transport.EventStreamEnd {
+			if !endOK || ev.End != e || ev.End.Stream.Feed != 1 || p.Seq != ev.End.LastSeq || p.Session != e.Stream.Session {
+				t.Fatalf("end %+v from a record transport reads as %+v (%v)", ev.End, e, endOK)
+			}
+			return
+		}
 		if !originOK || originErr != nil || ev.Message.Stream != o.Stream || ev.Message.Seq != o.Seq || ev.Message.Topic != o.Topic || !ev.Message.Time.Equal(o.Time) || p.Seq != ev.Message.Seq {
 			t.Fatalf("message %+v from headers transport.ParseOrigin reads as %+v (%v)", ev.Message, o, originErr)
 		}
-		if markerOK {
-			t.Fatalf("message %+v from a gap marker", ev.Message)
+		if markerOK || endOK {
+			t.Fatalf("message %+v from a gap or end marker", ev.Message)
 		}
 		for _, h := range ev.Message.Headers {
 			if h.Key != "app" {

@@ -40,6 +40,9 @@ func (r *Reader) find(ctx context.Context, target Pos, first, next uint64) (uint
 			// record read first comes before target and the next one is
 			// it.
 			guess, hasGuess = hi-1-min(last.Seq-target.Seq, hi-1-lo), true
+			if r.lastEnd && guess > lo {
+				guess-- // an end marker takes a log position, no sequence number
+			}
 			if guess > lo {
 				guess--
 			}

@@ -12,7 +12,7 @@ import (
 type recordKind uint8
 
 const (
-	recFeed      recordKind = iota + 1 // a message or gap marker of the feed
+	recFeed      recordKind = iota + 1 // a message, gap marker or end marker of the feed
 	recOtherFeed                       // of another stream
 	recNoOrigin                        // not written by a recorder
 	recMalformed                       // origin headers or a marker that cannot be read
@@ -41,8 +41,10 @@ func newUnwrapper(feed uint32) *unwrapper {
 // unwrap sets ev to what record m stands for in the feed: a message of the
 // feed, with its origin stream, position, time and topic, and the
 // record's key, payload and headers other than the origin headers (m's
-// Headers, reordered); or, for a gap marker, the Gap. pos is the feed
-// position that orders the record: a message's, or a marker's last. It
+// Headers, reordered); or, for a gap marker, the Gap; or, for an end
+// marker, the StreamEnd of its session. pos is the feed position that
+// orders the record: a message's, a gap marker's last, or an end
+// marker's LastSeq (its session's last position). It
 // reads the record's last HeaderOrigin, else the ASCII origin headers
 // of earlier versions.
 func (u *unwrapper) unwrap(m *transport.Message, ev *transport.Event) (pos Pos, kind recordKind) {
@@ -78,6 +80,11 @@ func (u *unwrapper) unwrapBinary(m *transport.Message, at int, ev *transport.Eve
 		g := transport.Gap{Stream: id, From: v.Seq, To: v.GapTo, Reason: v.GapReason}
 		*ev = transport.Event{Kind: transport.EventGap, Gap: g}
 		return Pos{id.Session, g.To}, recFeed
+	}
+	if v.End {
+		e := transport.StreamEnd{Stream: id, LastSeq: v.Seq, Reason: v.EndReason}
+		*ev = transport.Event{Kind: transport.EventStreamEnd, End: e}
+		return Pos{id.Session, e.LastSeq}, recFeed
 	}
 	*ev = transport.Event{Kind: transport.EventMessage, Message: transport.Message{
 		Stream: id, Seq: v.Seq, Time: time.Unix(0, v.Time), Topic: u.topic(v.Topic), Key: m.Key, Headers: appHeaders(m.Headers), Payload: m.Payload,
