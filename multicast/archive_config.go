@@ -56,7 +56,8 @@ type ArchiveConfig struct {
 	// behind the live feed. It is also how long a late joiner's replay,
 	// come to the next session in the archive before the live feed
 	// showed anything, waits for the live feed to say where the current
-	// session ended; when it says nothing, the session's tail is
+	// session ended, unless the archive said it (the end marker of a
+	// session its publisher closed); when it says nothing, the session's tail is
 	// reported in an open Gap (transport.Gap.Open; see the package
 	// documentation, "Archive"). Default 3 s.
 	Wait time.Duration

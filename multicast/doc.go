@@ -91,6 +91,13 @@
 //     feed starts with a later session (the subscriber joined after the
 //     current one ended), the archive tells the session as it tells any
 //     history: it ends at the archive's last record of it.
+//   - A session whose publisher closed it: the recorder archives its end
+//     (an end marker, transport.EndMarker), so a replay that comes to it
+//     ends the session there at once, with the publisher's reason
+//     (transport.EndClosed) and no Gap, without waiting for the live
+//     feed (ArchiveStats.Ends counts them). Archives written before end
+//     markers hold none: a late joiner's replay of them waits, and
+//     guesses, as for a crash.
 //
 // One recorder writes one log. Several recorders of a feed (for
 // redundancy) each write their own (one per logd), and a subscriber

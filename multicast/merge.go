@@ -39,6 +39,10 @@ type ArchiveStats struct {
 	// of them stop, the live feed having said nothing of where they
 	// ended, so that their tail, if they had one, is missing.
 	OpenGaps uint64
+	// Ends counts the sessions the archive ended: an end marker (the
+	// recorder wrote the publisher's close, transport.EndMarker) ended
+	// them where their publisher did, at once, with no open Gap.
+	Ends uint64
 	// LateLive counts the live events that came after their session
 	// was ended with an open Gap, inside it (the live feed had been
 	// silent for ArchiveConfig.Wait, and then was not): dropped, as
@@ -574,6 +578,9 @@ func (m *merger) awaitLive(ev *transport.Event) bool {
 	if !m.replaying || m.awaited || !m.started || m.ended || m.q.len() > 0 {
 		return false
 	}
+	if ev.Kind == transport.EventStreamEnd {
+		return false // an end marker says where a session ended (recordEnd)
+	}
 	s := ev.Message.Stream.Session
 	if ev.Kind == transport.EventGap {
 		s = ev.Gap.Stream.Session
@@ -621,6 +628,10 @@ func (m *merger) takeSpent() []transport.Event {
 // record takes one event of the archive. It reports whether it is a
 // message to deliver as it is, after what it added to out.
 func (m *merger) record(ev *transport.Event) bool {
+	if ev.Kind == transport.EventStreamEnd {
+		m.recordEnd(&ev.End)
+		return false
+	}
 	s, from, to := ev.Message.Stream, ev.Message.Seq, ev.Message.Seq
 	isGap := ev.Kind == transport.EventGap
 	if isGap {
@@ -694,6 +705,38 @@ func (m *merger) record(ev *transport.Event) bool {
 		m.merge(transport.GapNotArchived)
 	}
 	return false
+}
+
+// recordEnd takes an end marker of the archive: the publisher of
+// session e.Stream closed it after e.LastSeq (the recorder wrote its
+// StreamEnd). The current session ends there at once, with the
+// publisher's reason: the archive says where it ended, so the replay
+// need not wait for the live feed to say so (awaitLive), nor report an
+// open Gap for a tail it might have had. What the live events the
+// replay read past say of it stands (settleHeld); positions up to
+// e.LastSeq not delivered, after a gap, the archive lacks (after a
+// message, they are its fragments). When the live events held end with
+// the session's own end, they take over. An end of another session, or
+// of one ended already, says nothing more.
+func (m *merger) recordEnd(e *transport.StreamEnd) {
+	s := e.Stream
+	if !m.started || m.ended || s != m.cur || m.beforeJoin(s.Session, e.LastSeq) {
+		return
+	}
+	m.first = false
+	if m.reached(posOf(s, e.LastSeq)) {
+		m.merge(transport.GapNotArchived)
+		return
+	}
+	m.settleHeld(transport.GapNotArchived)
+	if e.LastSeq >= m.next && !m.open {
+		m.emitGap(s, m.next, e.LastSeq, transport.GapNotArchived, true)
+	}
+	m.endCur(e.Reason, e.LastSeq)
+	m.stats.Ends++
+	if kind, u := m.until(); kind == untilSession && u.Session == s.Session {
+		m.merge(transport.GapNotArchived)
+	}
 }
 
 // until is how far the replay reads: up to the first live event held
