@@ -210,6 +210,29 @@ func ParseEndMarker(m Message) (end StreamEnd, ok bool, err error) {
 	return StreamEnd{Stream: v.Stream(), LastSeq: v.Seq, Reason: v.EndReason}, true, nil
 }
 
+// ParseMarker reads a marker a pipe wrote back as the event it stands
+// for, decoding its origin once: a gap marker as its Gap (EventGap), an
+// end marker as its StreamEnd (EventStreamEnd). ok is false when m is
+// neither.
+func ParseMarker(m Message) (ev Event, ok bool, err error) {
+	b, has := lastOrigin(m.Headers)
+	if !has {
+		g, ok, err := parseASCIIGapMarker(m)
+		return Event{Kind: EventGap, Gap: g}, ok, err
+	}
+	var v OriginValue
+	if err := v.Decode(b); err != nil {
+		return Event{}, false, err
+	}
+	switch {
+	case v.Gap:
+		return Event{Kind: EventGap, Gap: Gap{Stream: v.Stream(), From: v.Seq, To: v.GapTo, Reason: v.GapReason}}, true, nil
+	case v.End:
+		return Event{Kind: EventStreamEnd, End: StreamEnd{Stream: v.Stream(), LastSeq: v.Seq, Reason: v.EndReason}}, true, nil
+	}
+	return Event{}, false, nil
+}
+
 // parseASCIIGapMarker reads a gap marker of earlier versions.
 func parseASCIIGapMarker(m Message) (g Gap, ok bool, err error) {
 	var mark []byte

@@ -342,8 +342,12 @@ func printPipeStats(w io.Writer, p *pipe.Pipe, interval time.Duration, stop <-ch
 }
 
 func writePipeStats(w io.Writer, s pipe.Stats) {
-	fmt.Fprintf(w, "forwarded %d messages, %d gap markers (%d for what the source no longer held), skipped %d already written; %d accepted, %d in flight; acknowledged the source %d times\n",
-		s.Forwarded, s.Markers, s.ResumeGaps, s.Skipped, s.Accepted, s.InFlight, s.Acks)
+	ends := ""
+	if s.EndMarkers > 0 { // so that the accepted count adds up
+		ends = fmt.Sprintf(", %d end markers (sessions their publishers closed)", s.EndMarkers)
+	}
+	fmt.Fprintf(w, "forwarded %d messages, %d gap markers (%d for what the source no longer held)%s, skipped %d already written; %d accepted, %d in flight; acknowledged the source %d times\n",
+		s.Forwarded, s.Markers, s.ResumeGaps, ends, s.Skipped, s.Accepted, s.InFlight, s.Acks)
 	if s.LookedBack > 0 {
 		fmt.Fprintf(w, "read %d records of the destination further back than its last %d, for source streams they did not hold; found %d there\n",
 			s.LookedBack, pipe.DefaultTailRecords, s.FoundBack)

@@ -249,8 +249,9 @@ func waitCompacted(t *testing.T, addr, topic string, n int) {
 }
 
 // TestGapMarkerRoundTrip: a gap marker published by a pipe is delivered
-// as the Gap it stands for, of its origin stream; a malformed one is
-// delivered as a message, headers and all, and counted.
+// as the Gap it stands for, of its origin stream, and an end marker as
+// its StreamEnd; a malformed one is delivered as a message, headers and
+// all, and counted.
 func TestGapMarkerRoundTrip(t *testing.T) {
 	addr := startLogd(t)
 	ctx := context.Background()
@@ -268,10 +269,13 @@ func TestGapMarkerRoundTrip(t *testing.T) {
 			bad.Headers[i].Value = h.Value[:20] // cut short
 		}
 	}
+	end := transport.StreamEnd{Stream: origin, LastSeq: 30, Reason: transport.EndClosed}
 	for _, m := range []transport.Message{
 		transport.GapMarker(want, time.Now()),
 		{Payload: []byte("after")},
 		bad,
+		transport.EndMarker(end, time.Now()),
+		{Payload: []byte("last")},
 	} {
 		if err := pub.Publish(ctx, m); err != nil {
 			t.Fatal(err)
@@ -285,11 +289,13 @@ func TestGapMarkerRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	evs := receiveUntil(t, sub, untilMessages(2))
-	if len(evs) != 4 || evs[1].Kind != transport.EventGap || evs[1].Gap != want ||
+	evs := receiveUntil(t, sub, untilMessages(3))
+	if len(evs) != 6 || evs[1].Kind != transport.EventGap || evs[1].Gap != want ||
 		evs[2].Kind != transport.EventMessage || string(evs[2].Message.Payload) != "after" ||
-		evs[3].Kind != transport.EventMessage || evs[3].Message.Seq != 2 || len(evs[3].Message.Headers) != len(bad.Headers) {
-		t.Fatalf("want start, %v, message, malformed marker; got %s", want, describe(evs))
+		evs[3].Kind != transport.EventMessage || evs[3].Message.Seq != 2 || len(evs[3].Message.Headers) != len(bad.Headers) ||
+		evs[4].Kind != transport.EventStreamEnd || evs[4].End != end ||
+		evs[5].Kind != transport.EventMessage || string(evs[5].Message.Payload) != "last" {
+		t.Fatalf("want start, %v, message, malformed marker, %v, message; got %s", want, end, describe(evs))
 	}
 	if n := sub.Stats().MalformedMarkers; n != 1 {
 		t.Errorf("MalformedMarkers %d, want 1", n)

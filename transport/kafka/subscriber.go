@@ -388,10 +388,10 @@ func (s *Subscriber) emit(q queued) {
 	for _, h := range r.Headers {
 		m.Headers = append(m.Headers, transport.Header{Key: h.Key, Value: h.Value})
 	}
-	g, ok, err := transport.ParseGapMarker(m)
+	mark, ok, err := transport.ParseMarker(m)
 	switch {
-	case ok:
-		s.pending = append(s.pending, transport.Event{Kind: transport.EventGap, Gap: g})
+	case ok: // a Gap, or a StreamEnd, of the origin stream
+		s.pending = append(s.pending, mark)
 		return
 	case err != nil:
 		s.stats.MalformedMarkers++
