@@ -28,7 +28,8 @@ FROM, its position there, its publish time and its topic, if it had one
 header; the layout is transport.HeaderOrigin's). A gap in FROM is written
 to TO as a gap marker, a record whose brokerless.origin header has the gap
 flag, the range and the reason, so TO's readers see the hole too: a
-logd:// subscriber reads it back as the gap itself.
+logd:// subscriber reads it back as the gap itself. A feed session its
+publisher closed is written as an end marker, read back as its end.
 
 FROM is acknowledged only once TO has accepted the message — durably where
 TO is durable (a logd or Kafka topic with acks=all) — cumulatively and in

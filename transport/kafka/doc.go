@@ -58,7 +58,8 @@
 // A record that is a gap marker (transport.GapMarker, written by a pipe
 // for messages its source lost) is delivered as the Gap it stands for:
 // of the marker's origin stream, with its range and reason, not as a
-// message. A record with the gap-marker header that cannot be read as
+// message; an end marker (transport.EndMarker, for a feed session its
+// publisher closed) as that stream's StreamEnd. A record with the gap-marker header that cannot be read as
 // one is delivered as a message, headers and all, logged, and counted
 // (Stats.MalformedMarkers): nothing is hidden, and one bad record does
 // not stop the partition.

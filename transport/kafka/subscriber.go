@@ -26,7 +26,8 @@ import (
 // the partition's first event, each record as a message, and a Gap for
 // offsets skipped (see the package documentation for their reasons). A
 // record that is a gap marker (transport.GapMarker, written by a pipe)
-// is delivered as the Gap it stands for, of the marker's origin stream.
+// is delivered as the Gap it stands for, of the marker's origin stream,
+// and an end marker (transport.EndMarker) as that stream's StreamEnd.
 type Subscriber struct {
 	cl *kgo.Client
 	// admin sends the subscriber's own requests (DescribeConfigs): cl,

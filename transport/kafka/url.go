@@ -25,7 +25,7 @@ done once the broker acknowledged it: with acks=all, once it is durable
 idempotent producer. A subscriber replays from any offset or time; offsets
 it cannot have (deleted by retention) are reported as a gap, and holes left
 by compaction as a gap that is not loss. A gap marker a pipe wrote is read
-back as the gap it stands for. With group=NAME a subscriber is a member of
+back as the gap it stands for, an end marker as its stream's end. With group=NAME a subscriber is a member of
 a consumer group that commits only what the application acknowledged:
 at-least-once, and so neither deduplicated nor replayable. acks=leader
 answers before the write is durable and turns deduplication off.`,
