@@ -61,56 +61,22 @@ func TestTailEndsOnTransactionMarkers(t *testing.T) {
 	txn(kgo.TryAbort, "1-x", "1-y")
 
 	cfg := Config{Brokers: []string{addr}, Topic: "txn"}
-	// Each read returns long before tailTimeout, or it waited for a
-	// record after the markers that never comes: the deadline is a
-	// deadlock detector, not a measure of speed.
-	bounded := func(cfg Config, read func(context.Context, Config) ([]string, error)) []string {
-		t.Helper()
-		rctx, cancel := context.WithTimeout(ctx, tailTimeout/3)
-		defer cancel()
-		got, err := read(rctx, cfg)
-		if err != nil {
-			t.Fatalf("%v (a read that waits past the markers for a record that never comes)", err)
-		}
-		return got
-	}
-	// Tail's partitions come in the order the broker lists them, each
-	// oldest first: sorted by partition alone, stably.
-	tailOf := func(n int) func(context.Context, Config) ([]string, error) {
-		return func(ctx context.Context, cfg Config) ([]string, error) {
-			ms, err := Tail(ctx, cfg, n)
-			slices.SortStableFunc(ms, func(a, b transport.Message) int { return cmp.Compare(a.Stream.Partition, b.Stream.Partition) })
-			return offsetsAndValues(ms), err
-		}
-	}
-	beforeOf := func(p int32, pos uint64, n int) func(context.Context, Config) ([]string, error) {
-		return func(ctx context.Context, cfg Config) ([]string, error) {
-			ms, err := Before(ctx, cfg, p, pos, n)
-			return offsetsAndValues(ms), err
-		}
-	}
-	check := func(what string, got []string, want ...string) {
-		t.Helper()
-		if g, w := strings.Join(got, " "), strings.Join(want, " "); g != w {
-			t.Errorf("%s: %q, want %q", what, g, w)
-		}
-	}
-	check("Tail 10", bounded(cfg, tailOf(10)), "0@0:0-a", "0@1:0-b", "0@2:0-c", "0@4:0-d", "1@0:1-a", "1@1:1-b", "1@3:1-x", "1@4:1-y")
+	checkRead(t, "Tail 10", boundedRead(t, ctx, cfg, tailRead(10)), "0@0:0-a", "0@1:0-b", "0@2:0-c", "0@4:0-d", "1@0:1-a", "1@1:1-b", "1@3:1-x", "1@4:1-y")
 	// Two records each: the last two data records, though the last two
 	// offsets of partition 0 hold one.
-	check("Tail 2", bounded(cfg, tailOf(2)), "0@2:0-c", "0@4:0-d", "1@3:1-x", "1@4:1-y")
-	check("Before 0@5, 2", bounded(cfg, beforeOf(0, 5, 2)), "0@2:0-c", "0@4:0-d")
-	check("Before 0@4, 1", bounded(cfg, beforeOf(0, 4, 1)), "0@2:0-c")
-	check("Before 1@3, 5", bounded(cfg, beforeOf(1, 3, 5)), "1@0:1-a", "1@1:1-b")
+	checkRead(t, "Tail 2", boundedRead(t, ctx, cfg, tailRead(2)), "0@2:0-c", "0@4:0-d", "1@3:1-x", "1@4:1-y")
+	checkRead(t, "Before 0@5, 2", boundedRead(t, ctx, cfg, beforeRead(0, 5, 2)), "0@2:0-c", "0@4:0-d")
+	checkRead(t, "Before 0@4, 1", boundedRead(t, ctx, cfg, beforeRead(0, 4, 1)), "0@2:0-c")
+	checkRead(t, "Before 1@3, 5", boundedRead(t, ctx, cfg, beforeRead(1, 3, 5)), "1@0:1-a", "1@1:1-b")
 	// Only a marker before 1@3 in its last offset: the read ends on it.
-	check("Before 1@3, 1", bounded(cfg, beforeOf(1, 3, 1)), "1@1:1-b")
+	checkRead(t, "Before 1@3, 1", boundedRead(t, ctx, cfg, beforeRead(1, 3, 1)), "1@1:1-b")
 
 	// At read_committed, the aborted records are not returned, and the
 	// read of partition 1 ends on the abort marker.
 	rc := cfg
 	rc.Options = []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted())}
-	check("Tail 10, read_committed", bounded(rc, tailOf(10)), "0@0:0-a", "0@1:0-b", "0@2:0-c", "0@4:0-d", "1@0:1-a", "1@1:1-b")
-	check("Before 1@6, 1, read_committed", bounded(rc, beforeOf(1, 6, 1)), "1@1:1-b")
+	checkRead(t, "Tail 10, read_committed", boundedRead(t, ctx, rc, tailRead(10)), "0@0:0-a", "0@1:0-b", "0@2:0-c", "0@4:0-d", "1@0:1-a", "1@1:1-b")
+	checkRead(t, "Before 1@6, 1, read_committed", boundedRead(t, ctx, rc, beforeRead(1, 6, 1)), "1@1:1-b")
 }
 
 // offsetsAndValues is each message as partition@offset:the header v's value.
@@ -173,49 +139,61 @@ func TestTailOpenTransaction(t *testing.T) {
 	}
 	begin("0-x", "2-x") // left open
 
-	// The deadline is a deadlock detector, not a measure of speed: a
-	// read that waits for the open records fails when it passes.
-	bounded := func(cfg Config, read func(context.Context, Config) ([]string, error)) []string {
-		t.Helper()
-		rctx, cancel := context.WithTimeout(ctx, tailTimeout/3)
-		defer cancel()
-		got, err := read(rctx, cfg)
-		if err != nil {
-			t.Fatalf("%v (a read that waits for the open transaction's records)", err)
-		}
-		return got
-	}
-	tailOf := func(n int) func(context.Context, Config) ([]string, error) {
-		return func(ctx context.Context, cfg Config) ([]string, error) {
-			ms, err := Tail(ctx, cfg, n)
-			slices.SortStableFunc(ms, func(a, b transport.Message) int { return cmp.Compare(a.Stream.Partition, b.Stream.Partition) })
-			return offsetsAndValues(ms), err
-		}
-	}
-	beforeOf := func(p int32, pos uint64, n int) func(context.Context, Config) ([]string, error) {
-		return func(ctx context.Context, cfg Config) ([]string, error) {
-			ms, err := Before(ctx, cfg, p, pos, n)
-			return offsetsAndValues(ms), err
-		}
-	}
-	check := func(what string, got []string, want ...string) {
-		t.Helper()
-		if g, w := strings.Join(got, " "), strings.Join(want, " "); g != w {
-			t.Errorf("%s: %q, want %q", what, g, w)
-		}
-	}
-
 	rc := Config{Brokers: []string{addr}, Topic: "open", Options: []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted())}}
-	check("Tail 10, read_committed", bounded(rc, tailOf(10)), "0@0:0-a", "0@1:0-b", "1@0:1-a")
-	check("Tail 1, read_committed", bounded(rc, tailOf(1)), "0@1:0-b", "1@0:1-a")
+	checkRead(t, "Tail 10, read_committed", boundedRead(t, ctx, rc, tailRead(10)), "0@0:0-a", "0@1:0-b", "1@0:1-a")
+	checkRead(t, "Tail 1, read_committed", boundedRead(t, ctx, rc, tailRead(1)), "0@1:0-b", "1@0:1-a")
 	// A position past the last stable offset reads before it.
-	check("Before 0@4, 5, read_committed", bounded(rc, beforeOf(0, 4, 5)), "0@0:0-a", "0@1:0-b")
-	check("Before 0@3, 1, read_committed", bounded(rc, beforeOf(0, 3, 1)), "0@1:0-b")
-	check("Before 2@1, 1, read_committed", bounded(rc, beforeOf(2, 1, 1)))
+	checkRead(t, "Before 0@4, 5, read_committed", boundedRead(t, ctx, rc, beforeRead(0, 4, 5)), "0@0:0-a", "0@1:0-b")
+	checkRead(t, "Before 0@3, 1, read_committed", boundedRead(t, ctx, rc, beforeRead(0, 3, 1)), "0@1:0-b")
+	checkRead(t, "Before 2@1, 1, read_committed", boundedRead(t, ctx, rc, beforeRead(2, 1, 1)))
 
 	ru := Config{Brokers: []string{addr}, Topic: "open"}
-	check("Tail 10, read_uncommitted", bounded(ru, tailOf(10)), "0@0:0-a", "0@1:0-b", "0@3:0-x", "1@0:1-a", "2@0:2-x")
-	check("Tail 1, read_uncommitted", bounded(ru, tailOf(1)), "0@3:0-x", "1@0:1-a", "2@0:2-x")
-	check("Before 0@4, 5, read_uncommitted", bounded(ru, beforeOf(0, 4, 5)), "0@0:0-a", "0@1:0-b", "0@3:0-x")
-	check("Before 2@1, 1, read_uncommitted", bounded(ru, beforeOf(2, 1, 1)), "2@0:2-x")
+	checkRead(t, "Tail 10, read_uncommitted", boundedRead(t, ctx, ru, tailRead(10)), "0@0:0-a", "0@1:0-b", "0@3:0-x", "1@0:1-a", "2@0:2-x")
+	checkRead(t, "Tail 1, read_uncommitted", boundedRead(t, ctx, ru, tailRead(1)), "0@3:0-x", "1@0:1-a", "2@0:2-x")
+	checkRead(t, "Before 0@4, 5, read_uncommitted", boundedRead(t, ctx, ru, beforeRead(0, 4, 5)), "0@0:0-a", "0@1:0-b", "0@3:0-x")
+	checkRead(t, "Before 2@1, 1, read_uncommitted", boundedRead(t, ctx, ru, beforeRead(2, 1, 1)), "2@0:2-x")
+}
+
+// readFunc is one of Tail's or Before's reads, as offsets and values.
+type readFunc func(context.Context, Config) ([]string, error)
+
+// boundedRead runs read with a deadline well short of tailTimeout: a
+// deadlock detector, not a measure of speed. A read that waits for a
+// record that never comes (past the markers, or in an open transaction)
+// fails the test when it passes.
+func boundedRead(t *testing.T, ctx context.Context, cfg Config, read readFunc) []string {
+	t.Helper()
+	rctx, cancel := context.WithTimeout(ctx, tailTimeout/3)
+	defer cancel()
+	got, err := read(rctx, cfg)
+	if err != nil {
+		t.Fatalf("%v (a read that waits for a record that never comes)", err)
+	}
+	return got
+}
+
+// tailRead is Tail(n). Its partitions come in the order the broker
+// lists them, each oldest first: sorted by partition alone, stably.
+func tailRead(n int) readFunc {
+	return func(ctx context.Context, cfg Config) ([]string, error) {
+		ms, err := Tail(ctx, cfg, n)
+		slices.SortStableFunc(ms, func(a, b transport.Message) int { return cmp.Compare(a.Stream.Partition, b.Stream.Partition) })
+		return offsetsAndValues(ms), err
+	}
+}
+
+// beforeRead is Before(p, pos, n).
+func beforeRead(p int32, pos uint64, n int) readFunc {
+	return func(ctx context.Context, cfg Config) ([]string, error) {
+		ms, err := Before(ctx, cfg, p, pos, n)
+		return offsetsAndValues(ms), err
+	}
+}
+
+// checkRead compares a read's offsets and values with want.
+func checkRead(t *testing.T, what string, got []string, want ...string) {
+	t.Helper()
+	if g, w := strings.Join(got, " "), strings.Join(want, " "); g != w {
+		t.Errorf("%s: %q, want %q", what, g, w)
+	}
 }
