@@ -2,12 +2,10 @@ package multicast
 
 import (
 	"context"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/brokerless/brokerless/transport"
-	"github.com/brokerless/brokerless/transport/kafka"
 )
 
 // waitEndRecorded waits until the archive's last record is the end
@@ -15,32 +13,16 @@ import (
 // publisher's close), and returns that session.
 func waitEndRecorded(t *testing.T, raw string, not transport.StreamID) transport.StreamID {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	u, _ := url.Parse(raw)
-	cfg, err := kafka.ParseURL(u)
-	if err != nil {
-		t.Fatal(err)
+	var end transport.StreamEnd
+	waitLastRecord(t, raw, "an end marker", func(m transport.Message) bool {
+		e, ok, _ := transport.ParseEndMarker(m)
+		end = e
+		return ok && e.Stream != not
+	})
+	if end.Reason != transport.EndClosed {
+		t.Fatalf("end marker %+v: want the publisher's close", end)
 	}
-	for {
-		ms, err := kafka.Tail(ctx, cfg, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ms) == 1 {
-			if e, ok, _ := transport.ParseEndMarker(ms[0]); ok && e.Stream != not {
-				if e.Reason != transport.EndClosed {
-					t.Fatalf("end marker %+v: want the publisher's close", e)
-				}
-				return e.Stream
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the archive did not get an end marker")
-		case <-time.After(20 * time.Millisecond): // polling logd: no event to wait on
-		}
-	}
+	return end.Stream
 }
 
 // TestArchiveEndMarker: a publisher closes its session cleanly, a

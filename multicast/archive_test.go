@@ -3,6 +3,7 @@ package multicast
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -74,6 +75,16 @@ func startRecorder(t testing.TB, cfg Config, addr, topic string) string {
 // the feed (index n-1, sequence n).
 func waitRecorded(t testing.TB, raw string, n uint64) {
 	t.Helper()
+	waitLastRecord(t, raw, fmt.Sprintf("message %d", n), func(m transport.Message) bool {
+		o, ok, _ := transport.ParseOrigin(m.Headers)
+		return ok && o.Seq >= n
+	})
+}
+
+// waitLastRecord polls the archive at raw until done holds of its last
+// record; what names what it waits for.
+func waitLastRecord(t testing.TB, raw, what string, done func(transport.Message) bool) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	u, _ := url.Parse(raw)
@@ -86,14 +97,12 @@ func waitRecorded(t testing.TB, raw string, n uint64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(ms) == 1 {
-			if o, ok, _ := transport.ParseOrigin(ms[0].Headers); ok && o.Seq >= n {
-				return
-			}
+		if len(ms) == 1 && done(ms[0]) {
+			return
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the archive did not reach message %d", n)
+			t.Fatalf("the archive did not reach %s", what)
 		case <-time.After(20 * time.Millisecond): // polling logd: no event to wait on
 		}
 	}
