@@ -34,15 +34,7 @@ func TestUnwrapEndMarker(t *testing.T) {
 	each := &eachLog{fakeLog: newFakeLog(100)}
 	fill(each.fakeLog)
 	for name, log := range map[string]transport.Log{"Read": plain, "ReadEach": each} {
-		r := NewReader(log, 1)
-		ctx := context.Background()
-		if err := r.Seek(ctx, Earliest()); err != nil {
-			t.Fatal(err)
-		}
-		evs, err := r.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, evs := nextFromEarliest(t, log)
 		if len(evs) != 5 || evs[3].Kind != transport.EventStreamEnd || evs[3].End != wantEnd ||
 			evs[2].Kind != transport.EventMessage || evs[2].Message.Seq != 3 || evs[4].Kind != transport.EventMessage || evs[4].Message.Stream != b {
 			t.Fatalf("%s: events %+v: want messages 1-3 of %v, its end %+v, message 1 of %v", name, evs, a, wantEnd, b)

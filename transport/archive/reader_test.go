@@ -24,15 +24,7 @@ func TestUnwrap(t *testing.T) {
 	bad.Headers[1].Value = bad.Headers[1].Value[:20] // the origin header, cut short
 	log.add(part0, bad)
 	log.add(part0, recorded(a, 11, "eleven"))
-	r := NewReader(log, 1)
-	ctx := context.Background()
-	if err := r.Seek(ctx, Earliest()); err != nil {
-		t.Fatal(err)
-	}
-	evs, err := r.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, evs := nextFromEarliest(t, log)
 	if len(evs) != 3 {
 		t.Fatalf("%d events, want a message, a gap and a message: %+v", len(evs), evs)
 	}
@@ -48,7 +40,7 @@ func TestUnwrap(t *testing.T) {
 		t.Errorf("third event %+v, want message 11", evs[2])
 	}
 	log.add(part0, recorded(a, 12, "twelve"))
-	if evs, err = r.Next(ctx); err != nil || len(evs) != 1 || evs[0].Message.Seq != 12 {
+	if evs, err := r.Next(context.Background()); err != nil || len(evs) != 1 || evs[0].Message.Seq != 12 {
 		t.Fatalf("reading on: %+v, %v: want message 12 alone", evs, err)
 	}
 	want := Stats{Records: 7, Messages: 3, Gaps: 1, OtherStreams: 1, NoOrigin: 1, Malformed: 1, Seeks: 1}
@@ -532,4 +524,20 @@ func TestReadDeleted(t *testing.T) {
 	log.first[part0] = 50 // retention: the records of 51.. are left
 	next(51, true)
 	next(61, false)
+}
+
+// nextFromEarliest makes a Reader of log's feed 1, seeks it to the
+// earliest record and returns it with the events of its first read.
+func nextFromEarliest(t *testing.T, log transport.Log) (*Reader, []transport.Event) {
+	t.Helper()
+	r := NewReader(log, 1)
+	ctx := context.Background()
+	if err := r.Seek(ctx, Earliest()); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := r.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, evs
 }

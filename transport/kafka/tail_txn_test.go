@@ -36,19 +36,7 @@ func TestTailEndsOnTransactionMarkers(t *testing.T) {
 	pr := newClient(t, addr, kgo.TransactionalID("tail-txn"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	txn := func(commit kgo.TransactionEndTry, recs ...string) {
 		t.Helper()
-		if err := pr.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			var p int32
-			if _, err := fmt.Sscanf(r, "%d-", &p); err != nil {
-				t.Fatal(err)
-			}
-			rec := &kgo.Record{Topic: "txn", Partition: p, Value: []byte(r), Headers: []kgo.RecordHeader{{Key: "v", Value: []byte(r)}}}
-			if err := pr.ProduceSync(ctx, rec).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		produceInTxn(t, ctx, pr, "txn", recs...)
 		if err := pr.EndTransaction(ctx, commit); err != nil {
 			t.Fatal(err)
 		}
@@ -113,19 +101,7 @@ func TestTailOpenTransaction(t *testing.T) {
 	pr := newClient(t, addr, kgo.TransactionalID("tail-open"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	begin := func(recs ...string) {
 		t.Helper()
-		if err := pr.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			var p int32
-			if _, err := fmt.Sscanf(r, "%d-", &p); err != nil {
-				t.Fatal(err)
-			}
-			rec := &kgo.Record{Topic: "open", Partition: p, Value: []byte(r), Headers: []kgo.RecordHeader{{Key: "v", Value: []byte(r)}}}
-			if err := pr.ProduceSync(ctx, rec).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		produceInTxn(t, ctx, pr, "open", recs...)
 		if err := pr.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -195,5 +171,25 @@ func checkRead(t *testing.T, what string, got []string, want ...string) {
 	t.Helper()
 	if g, w := strings.Join(got, " "), strings.Join(want, " "); g != w {
 		t.Errorf("%s: %q, want %q", what, g, w)
+	}
+}
+
+// produceInTxn begins a transaction of pr and produces recs to topic in
+// it, each to the partition its value starts with ("1-a" to partition
+// 1), its value also in a header.
+func produceInTxn(t *testing.T, ctx context.Context, pr *kgo.Client, topic string, recs ...string) {
+	t.Helper()
+	if err := pr.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		var p int32
+		if _, err := fmt.Sscanf(r, "%d-", &p); err != nil {
+			t.Fatal(err)
+		}
+		rec := &kgo.Record{Topic: topic, Partition: p, Value: []byte(r), Headers: []kgo.RecordHeader{{Key: "v", Value: []byte(r)}}}
+		if err := pr.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
