@@ -167,17 +167,11 @@ func GapMarker(g Gap, at time.Time) Message {
 // last HeaderOrigin, else the ASCII headers of earlier versions. ok is
 // false when m is not a gap marker.
 func ParseGapMarker(m Message) (g Gap, ok bool, err error) {
-	if b, has := lastOrigin(m.Headers); has {
-		var v OriginValue
-		if err := v.Decode(b); err != nil {
-			return Gap{}, false, err
-		}
-		if !v.Gap {
-			return Gap{}, false, nil
-		}
-		return Gap{Stream: v.Stream(), From: v.Seq, To: v.GapTo, Reason: v.GapReason}, true, nil
+	ev, ok, err := ParseMarker(m)
+	if !ok || ev.Kind != EventGap {
+		return Gap{}, false, err
 	}
-	return parseASCIIGapMarker(m)
+	return ev.Gap, true, nil
 }
 
 // EndMarker is the message a pipe writes for the end of a stream of its
@@ -196,18 +190,14 @@ func EndMarker(end StreamEnd, at time.Time) Message {
 // for: its last HeaderOrigin. ok is false when m is not an end marker
 // (the ASCII headers of earlier versions had none).
 func ParseEndMarker(m Message) (end StreamEnd, ok bool, err error) {
-	b, has := lastOrigin(m.Headers)
-	if !has {
+	if _, has := lastOrigin(m.Headers); !has {
 		return StreamEnd{}, false, nil
 	}
-	var v OriginValue
-	if err := v.Decode(b); err != nil {
+	ev, ok, err := ParseMarker(m)
+	if !ok || ev.Kind != EventStreamEnd {
 		return StreamEnd{}, false, err
 	}
-	if !v.End {
-		return StreamEnd{}, false, nil
-	}
-	return StreamEnd{Stream: v.Stream(), LastSeq: v.Seq, Reason: v.EndReason}, true, nil
+	return ev.End, true, nil
 }
 
 // ParseMarker reads a marker a pipe wrote back as the event it stands

@@ -127,15 +127,14 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 // true), or a message's origin position; ok is false for a record
 // without origin headers, and err says why those it has do not decode.
 func position(m *transport.Message) (_ transport.StreamID, _ uint64, end, ok bool, err error) {
-	g, ok, err := transport.ParseGapMarker(*m)
-	if err != nil {
+	mark, ok, err := transport.ParseMarker(*m)
+	switch {
+	case err != nil:
 		return transport.StreamID{}, 0, false, false, err
-	}
-	if ok {
-		return g.Stream, g.To, false, true, nil
-	}
-	if e, ok, _ := transport.ParseEndMarker(*m); ok {
-		return e.Stream, e.LastSeq, true, true, nil
+	case ok && mark.Kind == transport.EventGap:
+		return mark.Gap.Stream, mark.Gap.To, false, true, nil
+	case ok:
+		return mark.End.Stream, mark.End.LastSeq, true, true, nil
 	}
 	o, ok, err := transport.ParseOrigin(m.Headers)
 	if !ok || err != nil {
