@@ -24,16 +24,9 @@ import (
 // records read_uncommitted (the default) returns and read_committed
 // does not.
 func TestTailEndsOnTransactionMarkers(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "txn"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	addr := c.ListenAddrs()[0]
-
+	addr, pr := txnCluster(t, "txn", 2)
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 	defer cancel()
-	pr := newClient(t, addr, kgo.TransactionalID("tail-txn"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	txn := func(commit kgo.TransactionEndTry, recs ...string) {
 		t.Helper()
 		produceInTxn(t, ctx, pr, "txn", recs...)
@@ -89,16 +82,9 @@ func offsetsAndValues(ms []transport.Message) []string {
 // read_uncommitted (the default) they end at the high watermark and
 // return the open transaction's records too, as kfake's fetch does.
 func TestTailOpenTransaction(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "open"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	addr := c.ListenAddrs()[0]
-
+	addr, pr := txnCluster(t, "open", 3)
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 	defer cancel()
-	pr := newClient(t, addr, kgo.TransactionalID("tail-open"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	begin := func(recs ...string) {
 		t.Helper()
 		produceInTxn(t, ctx, pr, "open", recs...)
@@ -192,4 +178,18 @@ func produceInTxn(t *testing.T, ctx context.Context, pr *kgo.Client, topic strin
 			t.Fatal(err)
 		}
 	}
+}
+
+// txnCluster starts franz-go's in-memory broker (kfake; logd has no
+// transactions) with topic of parts partitions, and returns its address
+// and a transactional producer that picks each record's partition.
+func txnCluster(t *testing.T, topic string, parts int32) (string, *kgo.Client) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(parts, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addr := c.ListenAddrs()[0]
+	return addr, newClient(t, addr, kgo.TransactionalID("tail-"+topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 }
