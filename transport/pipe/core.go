@@ -281,12 +281,15 @@ func (c *Core) endMarker(end transport.StreamEnd, now func() time.Time) {
 	if end.Stream.Topic != "" || end.Reason != transport.EndClosed {
 		return
 	}
+	// The marker acknowledges nothing: the message or gap marker at
+	// LastSeq did, and a source hears of each position once.
 	if r := c.resumedOf(end.Stream); r != nil && r.ended && end.LastSeq <= r.last {
-		c.skip(end.Stream, end.LastSeq)
+		c.stats.Skipped++
 		return
 	}
 	c.stats.EndMarkers++
-	c.write(end.Stream, end.LastSeq, transport.EndMarker(end, now()))
+	m := transport.EndMarker(end, now())
+	c.out = append(c.out, Write{Ticket: c.push(end.Stream, end.LastSeq, msgBytes(&m), false), Message: m})
 }
 
 // checkResume finds, at the first event (at position first; a start at
@@ -357,19 +360,21 @@ func (c *Core) held(stream transport.StreamID, pos uint64) bool {
 
 func (c *Core) skip(stream transport.StreamID, pos uint64) {
 	c.stats.Skipped++
-	t := c.push(stream, pos, 0)
+	t := c.push(stream, pos, 0, c.isOwn(stream))
 	c.ring[t%uint64(len(c.ring))].done = true
 	c.pop()
 }
 
 func (c *Core) write(stream transport.StreamID, pos uint64, m transport.Message) {
-	c.out = append(c.out, Write{Ticket: c.push(stream, pos, msgBytes(&m)), Message: m})
+	c.out = append(c.out, Write{Ticket: c.push(stream, pos, msgBytes(&m), c.isOwn(stream)), Message: m})
 }
 
-func (c *Core) push(stream transport.StreamID, pos uint64, size int) uint64 {
+// push puts a write in flight; its acceptance acknowledges the source up
+// to pos when ack.
+func (c *Core) push(stream transport.StreamID, pos uint64, size int, ack bool) uint64 {
 	t := c.next
 	c.next++
-	c.ring[t%uint64(len(c.ring))] = entry{stream: stream, pos: pos, size: size, ack: c.isOwn(stream)}
+	c.ring[t%uint64(len(c.ring))] = entry{stream: stream, pos: pos, size: size, ack: ack}
 	c.bytes += size
 	return t
 }

@@ -114,10 +114,23 @@ func pipeForwardsAtLeastOnce(t *testing.T, batched, batchSrc bool) {
 	go func() { defer close(shuffled); d.shuffle(rand.New(rand.NewPCG(1, 2)), stop, tick) }()
 	waitAcked(t, src, feedA, n)
 	waitAcked(t, src, part0, n)
+	// The end marker follows message n: acknowledging n does not mean
+	// the pipe has written it. The destination keeps accepting until Run
+	// has drained; stopping it first left the marker pending, and Run
+	// failed after its DrainTimeout.
+	deadline := time.After(waitLimit)
+	for p.Stats().EndMarkers == 0 {
+		select {
+		case <-deadline:
+			t.Fatal("the feed's end was never written")
+		case <-time.After(time.Millisecond): // no event to wait on
+		}
+	}
+	cancel()
+	err = waitRun(t, done)
 	close(stop)
 	<-shuffled
-	cancel()
-	if err := waitRun(t, done); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 	src.mu.Lock()
