@@ -96,3 +96,32 @@ func TestArchiveEndMarker(t *testing.T) {
 		t.Fatalf("stats %+v: want both sessions from the archive, ended by its end markers", st)
 	}
 }
+
+// TestArchiveEndMarkerAfterIdleEnd: the subscriber's engine had every
+// message of a session but not its publisher's close, and ended it for
+// silence (EndIdle), which the archive may stand in for: the replay
+// looks for the session's tail from the position after its last
+// message. The recorder heard the close; its end marker, at the
+// session's last position, is the first record the replay must read,
+// and the session ends with the publisher's reason — not EndIdle after
+// the next session's records, or after Wait when there are none.
+func TestArchiveEndMarkerAfterIdleEnd(t *testing.T) {
+	log := &memLog{batch: 100}
+	log.add(cat(msgs(sA, 1, 10), endEv(sA, 10, transport.EndClosed), msgs(sB, 1, 3))...)
+	a := archiveSideOn(t, log, time.Minute) // a replay that waits for Wait fails the test's deadline
+	got := feedLive(a, cat(startEv(sA, transport.StreamID{}, 1), msgs(sA, 1, 10), endEv(sA, 10, transport.EndIdle))...)
+	got = append(got, replayAll(t, a)...)
+	var ends []transport.StreamEnd
+	for _, ev := range got {
+		if ev.Kind == transport.EventStreamEnd {
+			ends = append(ends, ev.End)
+		}
+	}
+	want := transport.StreamEnd{Stream: sA, LastSeq: 10, Reason: transport.EndClosed}
+	if len(ends) != 1 || ends[0] != want {
+		t.Fatalf("ends %+v in %s, want %+v", ends, show(got), want)
+	}
+	if st := a.stats(); st.Ends != 1 || st.GaveUp != 0 || st.OpenGaps != 0 {
+		t.Errorf("stats %+v: want the session ended by the archive's end marker", st)
+	}
+}

@@ -24,16 +24,19 @@ type memLog struct {
 
 var memStream = transport.StreamID{Topic: "t"}
 
-// add appends what a recorder writes for each event: a message's record
-// or a gap marker.
+// add appends what a recorder writes for each event: a message's record,
+// a gap marker or an end marker.
 func (l *memLog) add(evs ...transport.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, ev := range evs {
 		var m transport.Message
-		if ev.Kind == transport.EventGap {
+		switch ev.Kind {
+		case transport.EventGap:
 			m = transport.GapMarker(ev.Gap, time.Unix(0, int64(ev.Gap.From)))
-		} else {
+		case transport.EventStreamEnd:
+			m = transport.EndMarker(ev.End, time.Unix(0, int64(ev.End.LastSeq)))
+		default:
 			o := transport.Origin{Stream: ev.Message.Stream, Seq: ev.Message.Seq, Time: time.Unix(0, int64(ev.Message.Seq))}
 			m = transport.Message{Payload: ev.Message.Payload, Headers: transport.AppendOrigin(nil, o)}
 		}

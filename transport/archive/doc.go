@@ -13,7 +13,8 @@
 // headers) and payload; or the Gap a gap marker stands for, with the
 // reason the recorder gave; or the StreamEnd an end marker stands for
 // (transport.EndMarker: the session's publisher closed it), whose
-// position is the session's last. Records of other feeds, and records without
+// position is the session's last (a Seek to the position after it
+// lands on the end marker). Records of other feeds, and records without
 // origin headers, are skipped and counted.
 //
 // A feed's records are in one stream of the log (one partition of a

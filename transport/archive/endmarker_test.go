@@ -16,8 +16,11 @@ func endMarker(stream transport.StreamID, last uint64) transport.Message {
 // StreamEnd — not a message, not a gap — counted in Stats.Ends, through
 // Next and through a log that hands records one at a time (Append's
 // ReadEach); its position is the session's last, so that Last returns
-// it and a Seek to the session's last message lands on that message,
-// and one past it on the next session's first record.
+// it and a Seek to the session's last message lands on that message.
+// A Seek one past that lands on the end marker, not after it: a replay
+// for the tail of a session whose every message it had (its subscriber
+// ended it for silence, not hearing the close) starts there, and must
+// read that the publisher closed it.
 func TestUnwrapEndMarker(t *testing.T) {
 	a, b := sess(1, 7), sess(1, 8)
 	fill := func(log *fakeLog) {
@@ -42,6 +45,15 @@ func TestUnwrapEndMarker(t *testing.T) {
 		if s := r.Stats(); s.Ends != 1 || s.Messages != 4 || s.Gaps != 0 || s.OtherStreams != 1 || s.Malformed != 0 {
 			t.Errorf("%s: stats %+v", name, s)
 		}
+		// The log's last record is of a later session: the search
+		// bisects.
+		r = NewReader(log, 1)
+		if err := r.Seek(context.Background(), At(Pos{7, 4})); err != nil {
+			t.Fatal(err)
+		}
+		if evs, err := r.Next(context.Background()); err != nil || len(evs) != 2 || evs[0].Kind != transport.EventStreamEnd || evs[0].End != wantEnd {
+			t.Errorf("%s: from one past the session's last: %+v %v, want its end first", name, evs, err)
+		}
 	}
 
 	// The end marker is the feed's last record: Last returns its
@@ -64,7 +76,10 @@ func TestUnwrapEndMarker(t *testing.T) {
 			t.Errorf("seq %d at position %d, want %d", seq, r.pos, seq-1)
 		}
 	}
-	if err := r.Seek(ctx, At(Pos{7, 51})); err != nil || r.pos != 51 {
+	if err := r.Seek(ctx, At(Pos{7, 51})); err != nil || r.pos != 50 {
+		t.Errorf("one past the session's last: position %d %v, want 50 (its end marker)", r.pos, err)
+	}
+	if err := r.Seek(ctx, At(Pos{7, 52})); err != nil || r.pos != 51 {
 		t.Errorf("past the end: position %d %v, want 51 (the log's end)", r.pos, err)
 	}
 }

@@ -42,7 +42,8 @@ const (
 func Earliest() Start { return Start{} }
 
 // At starts at the first record of the feed at or after p: the message
-// at p, or the gap marker that covers it, or what comes next.
+// at p, or the gap marker that covers it, or what comes next — the end
+// marker of p's session when p is one past its last position.
 func At(p Pos) Start { return Start{kind: startPos, pos: p} }
 
 // AtTime starts at the first record stamped at or after t (the
@@ -84,7 +85,7 @@ type Reader struct {
 	// the start of a range that one read may cover.
 	span uint64
 	// lastEnd: the last record of the feed lastOf found is an end
-	// marker, which takes a log position and no sequence number.
+	// marker, which a search puts after its position (endOrder).
 	lastEnd bool
 	// hints are the last record read of each of the last sessions of
 	// the feed read, with its log position: a search for a position of

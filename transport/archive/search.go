@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"math"
 
 	"github.com/brokerless/brokerless/transport"
 )
@@ -31,6 +32,9 @@ func (r *Reader) find(ctx context.Context, target Pos, first, next uint64) (uint
 		return 0, err
 	}
 	if ok {
+		if r.lastEnd {
+			last = endOrder(last)
+		}
 		if last.Less(target) {
 			return hi, nil
 		}
@@ -40,9 +44,6 @@ func (r *Reader) find(ctx context.Context, target Pos, first, next uint64) (uint
 			// record read first comes before target and the next one is
 			// it.
 			guess, hasGuess = hi-1-min(last.Seq-target.Seq, hi-1-lo), true
-			if r.lastEnd && guess > lo {
-				guess-- // an end marker takes a log position, no sequence number
-			}
 			if guess > lo {
 				guess--
 			}
@@ -101,6 +102,9 @@ func (r *Reader) probe(ctx context.Context, target Pos, lo, mid, hi uint64) (uin
 			scan = off + 1
 			var ev transport.Event
 			p, mine := r.takePos(&ms[i], &ev)
+			if mine && ev.Kind == transport.EventStreamEnd {
+				p = endOrder(p)
+			}
 			switch {
 			case !mine:
 			case p.Less(target):
@@ -125,4 +129,18 @@ func (r *Reader) probe(ctx context.Context, target Pos, lo, mid, hi uint64) (uin
 		return hi, hi, nil
 	}
 	return lo, mid, nil // nothing of the feed from mid on
+}
+
+// endOrder is where an end marker at p (its session's last position)
+// falls in a search: after every position of its session, at the one
+// past p, the first its session never had. At(p) then finds the
+// session's last record before it, and At of the position after lands
+// on it — where a replay looking for the tail of a session whose
+// messages it all had (ended for silence) starts: it must read the end
+// marker that says the publisher closed it.
+func endOrder(p Pos) Pos {
+	if p.Seq < math.MaxUint64 {
+		p.Seq++
+	}
+	return p
 }
