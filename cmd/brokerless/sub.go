@@ -40,7 +40,9 @@ printed but had not yet acknowledged is delivered again). A transport that
 cannot replay, or has no groups, refuses the flag with one line of error.
 
 It runs until interrupted, or until --count messages or --duration, or,
-with --until-end, until a stream ends.`,
+with --until-end, until a stream ends. A feed's archive read from logd://
+or kafka:// ends a stream at each session its publisher closed (the
+recorder's end marker): --until-end stops at the first one.`,
 	examples: `
 # Everything in the topic prices, from its start, then what comes.
 brokerless sub logd://127.0.0.1:9092/prices
