@@ -24,9 +24,9 @@ func TestBudgetEvictsEmptyGroups(t *testing.T) {
 		req.Group = group
 		return h.join(req)
 	}
-	join("live").must(nil) // 4 + 8 + 75 bytes, kept all along
-	// Each Empty group holds 1008 bytes (1083 while its member is in):
-	// four fit beside "live", 4119 bytes in all.
+	join("live").must(nil) // 4 + 8 + 5 ("range" chosen) + 75 bytes, kept all along
+	// Each Empty group holds 1008 bytes (1088 while its member is in):
+	// four fit beside "live", 4124 bytes in all.
 	for i := range 4 {
 		h.leave(name(i), join(name(i)).must(nil).MemberID)
 		h.clock.Advance(testSession / 10)

@@ -66,11 +66,15 @@ type Config struct {
 	// groups held in memory (Empty ones too), the protocol names and
 	// metadata, the assignments, and the member, instance and client IDs
 	// and client hosts of all their members, and the member IDs handed
-	// out with MEMBER_ID_REQUIRED (each kept up to a session timeout); a
-	// JoinGroup or SyncGroup
+	// out with MEMBER_ID_REQUIRED (each kept up to a session timeout),
+	// and each group's chosen protocol name; a JoinGroup or SyncGroup
 	// that would hold more first evicts Empty groups (the longest Empty
 	// first) if that makes room, and is otherwise refused with
-	// COORDINATOR_NOT_AVAILABLE, which clients retry. At least MaxMemberBytes. Default 64 MiB.
+	// COORDINATOR_NOT_AVAILABLE, which clients retry. A protocol chosen
+	// as a rebalance ends is counted without being refused, and may take
+	// the count past the bound by up to one name per group (see
+	// setProtocol); joins and syncs that add bytes are refused until it
+	// is back under. At least MaxMemberBytes. Default 64 MiB.
 	MaxRetainedBytes int
 	// MaxOffsetMetadata bounds the metadata string of one committed
 	// offset, in bytes: a longer one is refused with

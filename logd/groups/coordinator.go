@@ -17,9 +17,9 @@ type Coordinator struct {
 	mu     sync.Mutex
 	groups map[string]*group
 	stats  Stats
-	// retained counts the bytes of groups' names and protocol types, of
-	// members' protocols, assignments and IDs, and of member IDs handed
-	// out, held (retained.go).
+	// retained counts the bytes of groups' names, protocol types and
+	// chosen protocols, of members' protocols, assignments and IDs, and
+	// of member IDs handed out, held (retained.go).
 	retained int64
 	// commitLocks holds the commit lock of each group with a commit in
 	// flight (commitlock.go).

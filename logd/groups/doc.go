@@ -77,8 +77,8 @@
 // (GROUP_MAX_SIZE_REACHED), a member's protocol metadata and assignment
 // by Config.MaxMemberBytes (INVALID_REQUEST), and commit metadata by
 // Config.MaxOffsetMetadata (OFFSET_METADATA_TOO_LARGE, per partition).
-// The names and protocol types of the groups held (Empty ones too),
-// what all members hold (protocol metadata, assignments, member,
+// The names, protocol types and chosen protocols of the groups held
+// (Empty ones too), what all members hold (protocol metadata, assignments, member,
 // instance and client IDs, client hosts) and the member IDs handed out
 // are bounded together in bytes by Config.MaxRetainedBytes: Empty
 // groups are evicted to make room, the longest Empty first, and when

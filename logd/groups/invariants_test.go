@@ -3,6 +3,7 @@ package groups
 import (
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -14,12 +15,13 @@ func (c *Coordinator) checkInvariants() error {
 	if len(c.groups) > c.cfg.MaxGroups {
 		return fmt.Errorf("%d groups, max %d", len(c.groups), c.cfg.MaxGroups)
 	}
-	var held int64
+	var held, chosen int64
 	for name, g := range c.groups {
 		if err := c.checkGroup(g); err != nil {
 			return fmt.Errorf("group %s (%v, generation %d): %w", name, g.state, g.generation, err)
 		}
-		held += int64(len(name) + len(g.protocolType))
+		held += int64(len(name) + len(g.protocolType) + len(g.protocol))
+		chosen += int64(len(g.protocol))
 		for _, m := range g.members {
 			held += int64(len(m.id) + len(m.instanceID) + len(m.clientID) + len(m.clientHost) + len(m.assignment))
 			for _, p := range m.protocols {
@@ -30,8 +32,11 @@ func (c *Coordinator) checkInvariants() error {
 			held += int64(len(id))
 		}
 	}
-	if held != c.retained || held > int64(c.cfg.MaxRetainedBytes) {
-		return fmt.Errorf("groups, members and member IDs handed out hold %d bytes, counted %d, max %d", held, c.retained, c.cfg.MaxRetainedBytes)
+	// Chosen protocols are counted but not refused (setProtocol): only
+	// they may take the count past the budget.
+	if held != c.retained || held-chosen > int64(c.cfg.MaxRetainedBytes) {
+		return fmt.Errorf("groups, members and member IDs handed out hold %d bytes (%d of chosen protocols), counted %d, max %d",
+			held, chosen, c.retained, c.cfg.MaxRetainedBytes)
 	}
 	return nil
 }
@@ -68,6 +73,9 @@ func (c *Coordinator) checkGroup(g *group) error {
 		}
 		names := make(map[string]bool)
 		for _, p := range m.protocols {
+			if g.protocol != "" && unsafe.StringData(p.name) == unsafe.StringData(g.protocol) {
+				return fmt.Errorf("protocol %.20q shares the bytes of member %.60s's", g.protocol, id)
+			}
 			if names[p.name] {
 				return fmt.Errorf("member %s lists %s twice", id, p.name)
 			}

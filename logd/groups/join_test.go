@@ -382,8 +382,9 @@ func TestRebalanceTimeout(t *testing.T) {
 // Without a bound 256 joins of 1 MiB metadata held 260 MiB.
 func TestRetainedMetadataBudget(t *testing.T) {
 	// Each member also holds 60 bytes of member ID, client ID and host,
-	// and each group 10 bytes of name ("g0") and protocol type.
-	h := newHarness(t, func(c *Config) { c.MaxMemberBytes, c.MaxRetainedBytes = 100, 580 })
+	// and each group 10 bytes of name ("g0") and protocol type, and 1 of
+	// its chosen protocol.
+	h := newHarness(t, func(c *Config) { c.MaxMemberBytes, c.MaxRetainedBytes = 100, 584 })
 	join := func(group string, metadata int) *joinCall {
 		r := joinReq(3, "")
 		r.Group = group
@@ -395,7 +396,7 @@ func TestRetainedMetadataBudget(t *testing.T) {
 		members = append(members, join(fmt.Sprintf("g%d", i), 90).must(nil))
 	}
 	join("g3", 90).must(kerr.CoordinatorNotAvailable)
-	join("g3", 30).must(nil) // 580 bytes held: full
+	join("g3", 30).must(nil) // 584 bytes held: full
 	if err := h.c.checkInvariants(); err != nil {
 		t.Fatal(err)
 	}

@@ -92,25 +92,25 @@ func TestRetainedCountsProtocolType(t *testing.T) {
 		req.Group, req.ProtocolType = group, protocolType
 		return h.join(req)
 	}
-	a := join("a", long).must(nil) // 1 + 1500 + 75 bytes
+	a := join("a", long).must(nil) // 1 + 1500 + 5 ("range" chosen) + 75 bytes
 	h.mustInvariants()
 	join("b", long).must(kerr.CoordinatorNotAvailable)
-	join("b", consumerProtocol).must(nil) // 1 + 8 + 75 more
+	join("b", consumerProtocol).must(nil) // 1 + 8 + 5 + 75 more
 	h.mustInvariants()
-	h.leave("a", a.MemberID) // "a" Empty keeps its type
+	h.leave("a", a.MemberID) // "a" Empty keeps its type, not its protocol
 	h.mustInvariants()
 	held := func() int64 {
 		h.c.mu.Lock()
 		defer h.c.mu.Unlock()
 		return h.c.retained
 	}
-	if n := held(); n != 1+1500+1+8+75 {
-		t.Fatalf("%d bytes held, want %d", n, 1+1500+1+8+75)
+	if n := held(); n != 1+1500+1+8+5+75 {
+		t.Fatalf("%d bytes held, want %d", n, 1+1500+1+8+5+75)
 	}
 	join("a", "short").must(nil) // gives 1495 bytes back
 	h.mustInvariants()
-	if n := held(); n != 1+5+75+1+8+75 {
-		t.Fatalf("%d bytes held after a shorter type, want %d", n, 1+5+75+1+8+75)
+	if n := held(); n != 1+5+5+75+1+8+5+75 {
+		t.Fatalf("%d bytes held after a shorter type, want %d", n, 1+5+5+75+1+8+5+75)
 	}
 	join("c", long).must(nil)
 	h.mustInvariants()

@@ -77,12 +77,13 @@ func (c *Coordinator) completeJoin(g *group, now time.Time) {
 	c.stats.Generations++
 	if len(g.members) == 0 {
 		g.state = StateEmpty
-		g.protocol, g.leader = "", ""
+		c.setProtocol(g, "")
+		g.leader = ""
 		g.emptySince = now
 		c.log.Info("group empty", "group", g.name, "generation", g.generation)
 		return
 	}
-	g.protocol = g.selectProtocol()
+	c.setProtocol(g, g.selectProtocol())
 	members := g.sortedMembers()
 	if l := g.members[g.leader]; l == nil || l.join == nil {
 		for _, m := range members {

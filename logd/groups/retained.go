@@ -2,6 +2,7 @@ package groups
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -12,7 +13,8 @@ import (
 // assignments from SyncGroup, their member IDs, instance IDs, client
 // IDs and client hosts (a client ID is up to 32 KiB, and prefixes the
 // member ID made from it), and the member IDs handed out with
-// MEMBER_ID_REQUIRED, each kept for up to a session timeout. c.retained
+// MEMBER_ID_REQUIRED, each kept for up to a session timeout, and the
+// protocol chosen for each group's generation (setProtocol). c.retained
 // counts them; a join or sync that would take it past
 // Config.MaxRetainedBytes evicts Empty groups to make room
 // (evictForBytes), or, when they are not enough, is refused with
@@ -20,14 +22,35 @@ import (
 // does not make its group.
 
 // bytes is what g holds of the budget besides its members and the
-// member IDs it handed out: its name and protocol type.
-func (g *group) bytes() int64 { return int64(len(g.name) + len(g.protocolType)) }
+// member IDs it handed out: its name, protocol type and the protocol
+// chosen for its generation.
+func (g *group) bytes() int64 { return int64(len(g.name) + len(g.protocolType) + len(g.protocol)) }
 
 // setProtocolType gives g the protocol type of its first member,
 // accounting for it.
 func (c *Coordinator) setProtocolType(g *group, t string) {
 	c.retained += int64(len(t) - len(g.protocolType))
 	g.protocolType = t
+}
+
+// setProtocol makes p the protocol of g's generation, accounting for
+// it. g keeps its own copy: a name sharing the bytes of the member's
+// that it came from kept them in memory after the member left and gave
+// them back to the budget, one name (up to MaxMemberBytes) per group
+// held outside it until the next generation.
+//
+// The growth is not checked against the budget: the protocol is chosen
+// as a join phase ends, when refusing would fail a rebalance every
+// member has already joined. It is bounded by what is already counted
+// (the name is one of a member's, so at most one of its members' names
+// per group), and while it takes the count past MaxRetainedBytes, joins
+// and syncs that add bytes are refused until it is back under.
+func (c *Coordinator) setProtocol(g *group, p string) {
+	if p == g.protocol {
+		return
+	}
+	c.retained += int64(len(p) - len(g.protocol))
+	g.protocol = strings.Clone(p)
 }
 
 // typeGrowth is what a join that adds a member adds to the budget with
