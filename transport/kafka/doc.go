@@ -82,7 +82,9 @@
 // lost. That is why read_committed is not the default here, though it is
 // what a consumer of transactional data should read at. A Log (OpenLog)
 // reads at read_committed and decodes batches itself, skipping aborted
-// transactions by their producer ids. Either way a group member's end, where a From offset past it starts, is
+// transactions by their producer ids, whatever Config.Options say; its
+// Bounds end a partition at the last stable offset, where its reads
+// stop. Either way a group member's end, where a From offset past it starts, is
 // the high watermark (see GroupSubscriber).
 // Tail and Before, by contrast, end where a consumer at the client's
 // isolation level reads up to: the high watermark at read_uncommitted,

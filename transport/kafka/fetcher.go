@@ -114,6 +114,13 @@ func (l *Log) request(ctx context.Context, p int32, off int64, bytes int32) fetc
 	return fetched{err: fmt.Errorf("the broker's answer lacks partition %d", p)}
 }
 
+// logIsolation is the isolation level a Log fetches at, read_committed,
+// whatever its client's options say: it decodes batches itself and
+// skips aborted transactions by their producer ids (see package doc,
+// Transactions). Its fetches return nothing at or past the last stable
+// offset, which is therefore where Bounds ends a partition.
+const logIsolation int8 = 1
+
 // fetchRequest is the Fetch request of partition p of topic, led by ld,
 // from offset off, of at most bytes. Without the topic's ID (a broker
 // whose metadata has none), it is kept to version 12, which names the
@@ -125,7 +132,7 @@ func fetchRequest(topic string, ld leader, p int32, off int64, bytes int32) kmsg
 	req.MaxWaitMillis = int32(logMaxWait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = bytes
-	req.IsolationLevel = 1
+	req.IsolationLevel = logIsolation
 	req.SessionEpoch = -1
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic, rt.TopicID = topic, ld.topicID

@@ -102,7 +102,13 @@ func (l *Log) Streams(ctx context.Context) ([]transport.StreamID, error) {
 	return ids, nil
 }
 
-// Bounds returns the partition's log start and end offsets.
+// Bounds returns the partition's log start and end offsets. The end is
+// the one a Read reaches, asked for at the isolation level the Log
+// fetches at (logIsolation, read_committed): the last stable offset,
+// the first offset of the earliest transaction still open, or the high
+// watermark when none is. The high watermark past an open transaction
+// was an end no Read reached: a reader up to it (the archive reader)
+// waited for good.
 func (l *Log) Bounds(ctx context.Context, stream transport.StreamID) (first, next uint64, err error) {
 	if err := l.check(stream); err != nil {
 		return 0, 0, err
@@ -111,7 +117,7 @@ func (l *Log) Bounds(ctx context.Context, stream transport.StreamID) (first, nex
 	if err != nil {
 		return 0, 0, err
 	}
-	ends, err := listOffsets(ctx, l.cl, l.topic, []int32{stream.Partition}, -1)
+	ends, err := listOffsetsAt(ctx, l.cl, l.topic, []int32{stream.Partition}, -1, logIsolation)
 	if err != nil {
 		return 0, 0, err
 	}
