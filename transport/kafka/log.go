@@ -130,7 +130,10 @@ func (l *Log) PositionAt(ctx context.Context, stream transport.StreamID, t time.
 	if err := l.check(stream); err != nil {
 		return 0, err
 	}
-	offs, err := listOffsets(ctx, l.cl, l.topic, []int32{stream.Partition}, t.UnixMilli())
+	// At the isolation level of the Log's reads: at read_uncommitted a
+	// record of an open transaction could be the answer, an offset past
+	// the last stable one that a Read from it never reached.
+	offs, err := listOffsetsAt(ctx, l.cl, l.topic, []int32{stream.Partition}, t.UnixMilli(), logIsolation)
 	if err != nil {
 		return 0, err
 	}

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -66,5 +67,59 @@ func TestBoundsOpenTransaction(t *testing.T) {
 			}
 			checkRead(t, "Read 0@0", offsetsAndValues(ms), "0@0:0-a", "0@1:0-b")
 		})
+	}
+}
+
+// TestPositionAtOpenTransaction: a time stamped inside a transaction
+// still open is at no offset a Log's read reaches: PositionAt answers
+// the partition's end (the last stable offset), not the open record's
+// offset, from which a Read would wait for good. A time of a committed
+// record is that record's offset.
+func TestPositionAtOpenTransaction(t *testing.T) {
+	addr, pr := txnCluster(t, "opos", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	t0 := time.UnixMilli(time.Now().UnixMilli())
+	at := func(d time.Duration, v string) *kgo.Record {
+		return &kgo.Record{Topic: "opos", Partition: 0, Value: []byte(v), Timestamp: t0.Add(d)}
+	}
+	// Offsets: a at 0, b at 1 (a commit marker at 2); x at 3 and y at 4
+	// are open.
+	if err := pr.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*kgo.Record{at(0, "a"), at(time.Second, "b")} {
+		if err := pr.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pr.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if err := pr.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*kgo.Record{at(2*time.Second, "x"), at(3*time.Second, "y")} {
+		if err := pr.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log, err := OpenLog(ctx, Config{Brokers: []string{addr}, Topic: "opos"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	s := transport.StreamID{Topic: "opos", Partition: 0}
+	for _, c := range []struct {
+		d    time.Duration
+		want uint64
+	}{{500 * time.Millisecond, 1}, {2500 * time.Millisecond, 3}, {time.Hour, 3}} {
+		got, err := log.PositionAt(ctx, s, t0.Add(c.d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("PositionAt(t0+%v) = %d, want %d", c.d, got, c.want)
+		}
 	}
 }
