@@ -15,8 +15,6 @@ import (
 
 	"github.com/brokerless/brokerless/logd"
 	"github.com/brokerless/brokerless/logd/storage"
-	"github.com/brokerless/brokerless/multicast"
-	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
 	_ "github.com/brokerless/brokerless/transport/kafka"
 	"github.com/brokerless/brokerless/transport/pipe"
@@ -40,73 +38,6 @@ func benchLogdURL(addr, topic string) string {
 		u += "?compression=" + c
 	}
 	return u
-}
-
-// BenchmarkPipeMcastToLogd: does a pipe from a multicast feed into logd
-// sustain the rate logd alone sustains for the same messages? Each round,
-// on one logd (in the process, default fsync: group commit), measures:
-//
-//   - logd alone: one publisher (logd://, acks=all) publishing n messages
-//     of BROKERLESS_PIPE_SIZE random bytes (default 64) as fast as it
-//     can, until all are acknowledged: rate A;
-//   - logd alone writing the records the pipe writes (the same payload
-//     plus its origin header, brokerless.origin with a 36-byte value),
-//     one at a time (Publish): rate A';
-//   - the pipe: the highest rate of a multicast feed (lo, TTL 0, paced
-//     open loop, for one second) that a pipe (mcast:// with
-//     join=earliest → logd://) forwards whole, with no gap marker: rate
-//     B. The feed's publisher keeps a window of 0.1 s of its messages, so
-//     a pipe more than about 10% slower than the feed loses messages
-//     instead of catching up from the window. B is searched between 0 and
-//     A: A first, then 5 bisections.
-//
-// Reported as medians over BROKERLESS_PIPE_ROUNDS rounds (default 5),
-// each logged: pipe/logd = B/A (the target is ≥ 0.8), pipe/logd-hdr =
-// B/A', and the three rates. n, the messages logd alone publishes, is
-// BROKERLESS_PIPE_MESSAGES (default 300,000).
-func BenchmarkPipeMcastToLogd(b *testing.B) {
-	rounds := benchEnv("BROKERLESS_PIPE_ROUNDS", 5)
-	n := benchEnv("BROKERLESS_PIPE_MESSAGES", 300_000)
-	size := benchEnv("BROKERLESS_PIPE_SIZE", 64)
-	addr := startLogd(b)
-	payloads := randomPayloads(size)
-	headers := transport.AppendOrigin(nil, transport.Origin{Stream: transport.StreamID{Feed: 1, Session: rand.Uint64()}, Seq: uint64(n), Time: time.Now(), Topic: "AAPL"})
-	var alone, aloneHdr, piped, ratios, ratiosHdr []float64
-	topic := 0
-	next := func(kind string) string { topic++; return fmt.Sprintf("%s-%d", kind, topic) }
-	for r := range rounds {
-		a := logdAlone(b, addr, next("alone"), n, payloads, nil, 0)
-		ah := logdAlone(b, addr, next("alone-hdr"), n, payloads, headers, 0)
-		// The highest loss-free rate in [lo, hi].
-		lo, hi := 0.0, a
-		var tried []string
-		for step := range 6 {
-			rate := hi
-			if step > 0 {
-				rate = (lo + hi) / 2
-			}
-			lost := pipeRun(b, addr, next("pipe"), payloads, rate)
-			tried = append(tried, fmt.Sprintf("%.0f:%d", rate, lost))
-			if lost == 0 {
-				lo = rate
-				if step == 0 {
-					break
-				}
-			} else {
-				hi = rate
-			}
-		}
-		alone, aloneHdr, piped = append(alone, a), append(aloneHdr, ah), append(piped, lo)
-		ratios, ratiosHdr = append(ratios, lo/a), append(ratiosHdr, lo/ah)
-		b.Logf("round %d, %d-byte messages: logd alone %.0f msgs/s (%.0f writing the pipe's records); the pipe forwards a feed of %.0f msgs/s whole (%.2f of logd alone, %.2f of it writing the same records); feed rate:lost %v",
-			r+1, size, a, ah, lo, lo/a, lo/ah, tried)
-	}
-	b.ReportMetric(median(alone), "logd-msgs/s")
-	b.ReportMetric(median(aloneHdr), "logd-hdr-msgs/s")
-	b.ReportMetric(median(piped), "pipe-msgs/s")
-	b.ReportMetric(median(ratios), "pipe/logd")
-	b.ReportMetric(median(ratiosHdr), "pipe/logd-hdr")
-	b.ReportMetric(0, "ns/op")
 }
 
 // randomPayloads returns 4096 payloads of random bytes: as a real feed's,
@@ -196,49 +127,12 @@ func logdAlone(b *testing.B, addr, topic string, n int, payloads [][]byte, heade
 	return rate
 }
 
-// Feed of pipeRun: it lasts feedTime, and its publisher's window holds
-// windowTime of it.
+// A recorder's feed (BenchmarkRecorder): it lasts feedTime, and its
+// publisher's window holds windowTime of it.
 const (
 	feedTime   = time.Second
 	windowTime = 100 * time.Millisecond
 )
-
-// pipeRun feeds a pipe from a multicast feed paced at rate into a topic
-// for feedTime, and returns how many messages the pipe wrote gap markers
-// for: lost because it fell behind the publisher's window.
-func pipeRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64) int {
-	b.Helper()
-	n := max(1000, int(rate*feedTime.Seconds()))
-	// The window: windowTime of messages, packed as many to a datagram of
-	// the default MTU as fit (each with ~30 bytes of framing and topic).
-	perDatagram := max(1, (reliable.DefaultMTU-40)/(len(payloads[0])+30))
-	window := max(1024, int(rate*windowTime.Seconds())/perDatagram)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	group := randomBenchGroup()
-	p, done, stop := startBenchPipe(b, ctx, group, addr, topic, pipe.Config{MaxInFlight: benchEnv("BROKERLESS_PIPE_IN_FLIGHT", pipe.DefaultMaxInFlight)})
-	defer stop()
-	pub, err := multicast.NewPublisher(ctx, multicast.Config{Group: group, Interface: "lo", HostOnly: true,
-		Sender: reliable.SenderConfig{WindowDatagrams: window, WindowBytes: window * reliable.DefaultMTU, MaxQueued: 512, MaxMessageSize: 64 << 10}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pub.Close()
-
-	start := time.Now()
-	for sent := 0; sent < n; {
-		due := min(n, int(time.Since(start).Seconds()*rate)+1)
-		for ; sent < due; sent++ {
-			if err := pub.Publish(ctx, transport.Message{Topic: "AAPL", Payload: payloads[sent%len(payloads)]}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if wait := time.Until(start.Add(time.Duration(float64(sent) / rate * float64(time.Second)))); wait > 0 {
-			time.Sleep(max(wait, 500*time.Microsecond)) // pacing the feed, open loop
-		}
-	}
-	return finishRun(b, p, done, cancel, n, "pipe")
-}
 
 // startBenchPipe runs a pipe from the feed on group (join=earliest) into
 // topic of the logd at addr; done gets its Run's result, and stop closes
