@@ -31,16 +31,3 @@ func readDiskStats() (diskStats, bool) {
 	}
 	return d, true
 }
-
-// vmReportedKiB is the memory this guest has reported free to its
-// hypervisor since boot (free page reporting), where the kernel counts
-// it: the hypervisor may drop those pages, and the guest then pays for
-// each on its next first touch.
-func vmReportedKiB() (int64, bool) {
-	data, err := os.ReadFile("/sys/module/page_reporting/parameters/reported_kib")
-	if err != nil {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-	return n, err == nil
-}

@@ -3,6 +3,8 @@ package logd
 import (
 	"fmt"
 	"time"
+
+	"github.com/brokerless/brokerless/transport/latency"
 )
 
 // diskStats is what the machine's disks have done since boot.
@@ -23,7 +25,7 @@ type diskWatch struct {
 func watchDisk() diskWatch {
 	w := diskWatch{start: time.Now()}
 	w.disk, w.ok = readDiskStats()
-	w.reported, w.vm = vmReportedKiB()
+	w.reported, w.vm = latency.ReportedKiB()
 	return w
 }
 
@@ -46,7 +48,7 @@ func (w diskWatch) done(bytes float64) diskUse {
 		u.readKiB = read / 1024 / float64(max(d.reads-w.disk.reads, 1))
 		u.busy = float64(d.busyMs-w.disk.busyMs) / float64(elapsed.Milliseconds()+1)
 	}
-	if r, ok := vmReportedKiB(); w.vm && ok {
+	if r, ok := latency.ReportedKiB(); w.vm && ok {
 		u.vmFreeMiB = (r - w.reported) >> 10
 	}
 	return u

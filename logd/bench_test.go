@@ -631,6 +631,9 @@ func (f *countingFile) Readahead(off, n int64) {
 // touch, which lands on whichever side gets them (a cost of the VM, not
 // of either side).
 func BenchmarkReplay1KiB(b *testing.B) {
+	if note := latency.PageReportingNote(); note != "" {
+		b.Log(note)
+	}
 	b.Run("1partition", func(b *testing.B) { benchReplay(b, 1, false) })
 	b.Run("4partitions", func(b *testing.B) { benchReplay(b, 4, false) })
 	b.Run("clientprocess-1partition", func(b *testing.B) { benchReplay(b, 1, true) })

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/latency"
 )
 
 // archiveBenchEnv reads a positive integer from the environment.
@@ -42,6 +43,9 @@ func BenchmarkArchiveCatchUp(b *testing.B) {
 	rounds := archiveBenchEnv("BROKERLESS_CATCHUP_ROUNDS", 5)
 	n := archiveBenchEnv("BROKERLESS_CATCHUP_MESSAGES", 200_000)
 	size := archiveBenchEnv("BROKERLESS_CATCHUP_SIZE", 64)
+	if note := latency.PageReportingNote(); note != "" {
+		b.Log(note)
+	}
 	cfg := testConfig(b)
 	addr := startLogd(b)
 	raw := startRecorder(b, cfg, addr, "catchup")

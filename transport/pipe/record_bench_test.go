@@ -76,6 +76,11 @@ import (
 //     subscriber receives whole, with no gap, searched from 4L: rate
 //     F, likewise reached; and of the replayed feed: rate FR.
 //
+// Before each run that writes to logd (logd alone's and the recorder's),
+// what the runs before left dirty in the page cache is written back
+// (settleDisk), outside the run's clock, so that each starts from the
+// same disk state.
+//
 // Reported as medians over BROKERLESS_RECORD_ROUNDS rounds (default 3),
 // each round logged: record/logd = R/L (the target is ≥ 0.8),
 // record/live = R/F, record-replay/logd = RR/L, record-replay/live-replay
@@ -100,6 +105,9 @@ func BenchmarkRecorder(b *testing.B) {
 				def, defReplay = 50_000, 400_000
 			}
 			n := benchEnv("BROKERLESS_RECORD_MESSAGES", def)
+			if note := latency.PageReportingNote(); note != "" {
+				b.Log(note)
+			}
 			addr := startLogd(b)
 			payloads := randomPayloads(size)
 			headers := transport.AppendOrigin(nil, transport.Origin{Stream: transport.StreamID{Feed: 1, Session: rand.Uint64()}, Seq: uint64(n), Time: time.Now(), Topic: "AAPL"})
@@ -124,6 +132,7 @@ func BenchmarkRecorder(b *testing.B) {
 					flowHeld                                                     uint64
 				)
 				phase("logd", func() {
+					settleDisk()
 					c := cpuPer(n)
 					l1 = logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch)
 					cpuLogd = c()
@@ -149,7 +158,10 @@ func BenchmarkRecorder(b *testing.B) {
 					flowMax, lost, flowHeld = recordFlowRun(b, addr, next("flow"), payloads, l1, n)
 					flowLost += lost
 				})
-				phase("logd", func() { l2 = logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch) })
+				phase("logd", func() {
+					settleDisk()
+					l2 = logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch)
+				})
 				l := (l1 + l2) / 2 // logd alone on both sides of the recorder's search
 				phase("live", func() {
 					feedRate, liveTried = highestWhole(4*l, func(rate float64) (int, float64) { return liveRun(b, live, rate) })
@@ -214,6 +226,7 @@ func cpuPer(n int) func() float64 {
 func cpuAtBest(cpu *float64, f feed, run func(rate float64) (int, float64)) func(float64) (int, float64) {
 	best := 0.0
 	return func(rate float64) (int, float64) {
+		settleDisk()
 		c := cpuPer(f.messages(rate))
 		lost, reached := run(rate)
 		if lost == 0 && reached > best {
@@ -393,6 +406,7 @@ func startFlowRecording(b *testing.B, ctx context.Context, addr, topic string, p
 // timeout) and the rate the feed reached.
 func recordFlowPaced(b *testing.B, addr, topic string, payloads [][]byte, rate float64) (int, float64) {
 	b.Helper()
+	settleDisk()
 	n := max(1000, int(rate*feedTime.Seconds()))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -414,6 +428,7 @@ func recordFlowPaced(b *testing.B, addr, topic string, payloads [][]byte, rate f
 // control held the feed.
 func recordFlowRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64, n int) (float64, int, uint64) {
 	b.Helper()
+	settleDisk()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p, done, pub, stop := startFlowRecording(b, ctx, addr, topic, payloads, rate)
