@@ -76,10 +76,14 @@ import (
 //     subscriber receives whole, with no gap, searched from 4L: rate
 //     F, likewise reached; and of the replayed feed: rate FR.
 //
-// Before each run that writes to logd (logd alone's and the recorder's),
-// what the runs before left dirty in the page cache is written back
-// (settleDisk), outside the run's clock, so that each starts from the
-// same disk state.
+// Each run that writes to logd (logd alone's and the recorder's) starts
+// on a logd emptied of the runs before, their topics deleted and what
+// they left dirty in the page cache written back (freshLogd), outside
+// the run's clock, so that each starts from the same disk and memory
+// state: logd alone after the recorder's search, with gigabytes of
+// earlier runs on disk and in the page cache, ran at a third to a half
+// of its rate before it (1 KiB records), and the recorder's CPU a
+// message doubled from one round to the next.
 //
 // Reported as medians over BROKERLESS_RECORD_ROUNDS rounds (default 3),
 // each round logged: record/logd = R/L (the target is ≥ 0.8),
@@ -109,6 +113,7 @@ func BenchmarkRecorder(b *testing.B) {
 				b.Log(note)
 			}
 			addr := startLogd(b)
+			fresh := func() { freshLogd(b, addr) }
 			payloads := randomPayloads(size)
 			headers := transport.AppendOrigin(nil, transport.Origin{Stream: transport.StreamID{Feed: 1, Session: rand.Uint64()}, Seq: uint64(n), Time: time.Now(), Topic: "AAPL"})
 			var capture *feedCapture
@@ -132,17 +137,17 @@ func BenchmarkRecorder(b *testing.B) {
 					flowHeld                                                     uint64
 				)
 				phase("logd", func() {
-					settleDisk()
+					fresh()
 					c := cpuPer(n)
 					l1 = logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch)
 					cpuLogd = c()
 				})
 				phase("record", func() {
-					rec, recTried = highestWhole(1.25*l1, cpuAtBest(&cpuRec, live, func(rate float64) (int, float64) { return recordRun(b, addr, next("rec"), live, rate) }))
+					rec, recTried = highestWhole(1.25*l1, cpuAtBest(&cpuRec, live, fresh, func(rate float64) (int, float64) { return recordRun(b, addr, next("rec"), live, rate) }))
 				})
 				if capture != nil {
 					phase("record-replay", func() {
-						recReplay, replayTried = highestWhole(1.25*l1, cpuAtBest(&cpuReplay, replay, func(rate float64) (int, float64) { return recordRun(b, addr, next("replay"), replay, rate) }))
+						recReplay, replayTried = highestWhole(1.25*l1, cpuAtBest(&cpuReplay, replay, fresh, func(rate float64) (int, float64) { return recordRun(b, addr, next("replay"), replay, rate) }))
 					})
 				}
 				phase("record-flow", func() {
@@ -159,7 +164,7 @@ func BenchmarkRecorder(b *testing.B) {
 					flowLost += lost
 				})
 				phase("logd", func() {
-					settleDisk()
+					fresh()
 					l2 = logdAlone(b, addr, next("alone"), n, payloads, headers, recordBatch)
 				})
 				l := (l1 + l2) / 2 // logd alone on both sides of the recorder's search
@@ -220,13 +225,13 @@ func cpuPer(n int) func() float64 {
 	return func() float64 { return float64(latency.ProcessCPU()-at) / float64(time.Microsecond) / float64(n) }
 }
 
-// cpuAtBest wraps a run of feed f for highestWhole: it sets *cpu to the
-// process's CPU time a message (µs) of the whole run with no loss that
-// reached the highest rate.
-func cpuAtBest(cpu *float64, f feed, run func(rate float64) (int, float64)) func(float64) (int, float64) {
+// cpuAtBest wraps a run of feed f for highestWhole: it calls before,
+// then sets *cpu to the process's CPU time a message (µs) of the whole
+// run with no loss that reached the highest rate.
+func cpuAtBest(cpu *float64, f feed, before func(), run func(rate float64) (int, float64)) func(float64) (int, float64) {
 	best := 0.0
 	return func(rate float64) (int, float64) {
-		settleDisk()
+		before()
 		c := cpuPer(f.messages(rate))
 		lost, reached := run(rate)
 		if lost == 0 && reached > best {
@@ -406,7 +411,7 @@ func startFlowRecording(b *testing.B, ctx context.Context, addr, topic string, p
 // timeout) and the rate the feed reached.
 func recordFlowPaced(b *testing.B, addr, topic string, payloads [][]byte, rate float64) (int, float64) {
 	b.Helper()
-	settleDisk()
+	freshLogd(b, addr)
 	n := max(1000, int(rate*feedTime.Seconds()))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -428,7 +433,7 @@ func recordFlowPaced(b *testing.B, addr, topic string, payloads [][]byte, rate f
 // control held the feed.
 func recordFlowRun(b *testing.B, addr, topic string, payloads [][]byte, rate float64, n int) (float64, int, uint64) {
 	b.Helper()
-	settleDisk()
+	freshLogd(b, addr)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p, done, pub, stop := startFlowRecording(b, ctx, addr, topic, payloads, rate)
