@@ -55,7 +55,7 @@ func holesOf(spans []hole) []hole {
 	var holes []hole
 	var reach uint64 // the last position covered so far
 	for i, s := range spans {
-		if i > 0 && s.from > reach+1 {
+		if i > 0 && s.from > reach && s.from-reach > 1 { // reach+1 may wrap
 			holes = append(holes, hole{reach + 1, s.from - 1})
 		}
 		if i == 0 || s.to > reach {

@@ -144,6 +144,7 @@ func TestHolesOf(t *testing.T) {
 		{[]hole{{9, 9}, {1, 1}, {4, 7}}, []hole{{2, 3}, {8, 8}}},
 		{[]hole{{1, 10}, {3, 3}, {12, 12}}, []hole{{11, 11}}},
 		{[]hole{{5, 5}, {5, 5}, {7, 7}}, []hole{{6, 6}}},
+		{[]hole{{1, 1<<64 - 1}, {3, 3}}, nil},
 	} {
 		if got := holesOf(tc.spans); !slices.Equal(got, tc.want) {
 			t.Errorf("holesOf(%v) = %v, want %v", tc.spans, got, tc.want)
