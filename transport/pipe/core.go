@@ -156,6 +156,9 @@ type entry struct {
 // started.
 type resume struct {
 	last uint64 // the last position written, a message's or a marker's end
+	// holes: positions before last that the destination's records
+	// read on start did not hold (see hole), in order.
+	holes []hole
 	// ended: the destination holds the stream's end marker (at last):
 	// its StreamEnd is not written again.
 	ended   bool
@@ -250,8 +253,8 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 			c.skip(g.Stream, g.To)
 			break
 		}
-		if r := c.resumedOf(g.Stream); r != nil && g.From <= r.last {
-			g.From = r.last + 1
+		if r := c.resumedOf(g.Stream); r != nil {
+			g.From = r.firstMissing(g.From)
 		}
 		c.stats.Markers++
 		c.stats.Marked += g.Len()
@@ -355,7 +358,7 @@ func (c *Core) flushResume(stream transport.StreamID) {
 // the pipe started.
 func (c *Core) held(stream transport.StreamID, pos uint64) bool {
 	r := c.resumedOf(stream)
-	return r != nil && pos <= r.last
+	return r != nil && pos <= r.last && (len(r.holes) == 0 || r.holds(pos))
 }
 
 func (c *Core) skip(stream transport.StreamID, pos uint64) {

@@ -214,7 +214,8 @@ func (p *Pipe) Stats() Stats {
 // Run forwards until ctx ends (it then waits, at most DrainTimeout, for
 // the destination to accept what is in flight, acknowledges it and
 // returns nil) or until the source, the destination or an
-// acknowledgement fails (it returns that error). It receives on the
+// acknowledgement fails (it returns that error; after the source's, it
+// waits for what is in flight as after ctx's end). It receives on the
 // calling goroutine and publishes on another, so that each has a core.
 func (p *Pipe) Run(ctx context.Context) error {
 	stop := make(chan struct{})     // closed when the pipe is done
@@ -245,8 +246,11 @@ func (p *Pipe) Run(ctx context.Context) error {
 		err = nil
 	}
 	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.DrainTimeout)
-	if err == nil {
-		err = p.drain(drainCtx)
+	if p.failure() == nil {
+		// The destination is fine, though the source may have failed:
+		// what was received from it is written all the same (a source
+		// that cannot be acknowledged does not deliver it again).
+		err = errors.Join(err, p.drain(drainCtx))
 	}
 	stopPublish()
 	close(stop)

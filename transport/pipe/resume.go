@@ -12,6 +12,9 @@ import (
 // gap marker. Events of those streams up to that position are then
 // dropped, and a gap marker is written where a stream's first event
 // comes later than the position after it (transport.GapSourceDown).
+// A position missing between those tail holds of a stream (a write the
+// destination refused while it accepted the ones after it) is not
+// taken as written: given again, it is written (see hole).
 // Records without origin headers were not written by a pipe and are
 // ignored; so are those whose origin headers do not decode (anyone may
 // write to a log), counted (Stats.MalformedTail, TailError). A
@@ -55,6 +58,7 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 	last := map[transport.StreamID]uint64{}
 	ended := map[transport.StreamID]bool{} // an end marker is in tail
 	back := map[transport.StreamID]bool{}  // positions went backwards
+	spans := map[transport.StreamID][]hole{}
 	var malformed uint64
 	held := map[transport.StreamID]int{}
 	oldest := map[transport.StreamID]uint64{} // each destination stream's first position in tail
@@ -64,7 +68,7 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 			oldest[m.Stream] = m.Seq
 		}
 		held[m.Stream]++
-		src, pos, end, ok, err := position(m)
+		src, from, pos, end, ok, err := span(m)
 		if err != nil {
 			malformed++
 			if c.tailErr == nil {
@@ -84,6 +88,9 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 		}
 		last[src] = max(last[src], pos)
 		ended[src] = ended[src] || end
+		if !end {
+			spans[src] = append(spans[src], hole{from, pos})
+		}
 	}
 	if dropOnly {
 		// Positions of one source stream that go backwards were not
@@ -111,10 +118,16 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 	c.dropOnly = dropOnly
 	c.stats.MalformedTail += malformed
 	for src, pos := range last {
+		holes := holesOf(spans[src])
 		r := c.resumed[src]
 		if r == nil {
-			r = &resume{}
+			r = &resume{last: pos, holes: holes}
 			c.resumed[src] = r
+		} else {
+			// Found by an earlier call too: which reading holds what
+			// is not kept, so neither's holes count (every position
+			// up to the last is taken as held).
+			r.holes = nil
 		}
 		r.last = max(r.last, pos)
 		r.ended = r.ended || ended[src]
@@ -127,20 +140,8 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 // true), or a message's origin position; ok is false for a record
 // without origin headers, and err says why those it has do not decode.
 func position(m *transport.Message) (_ transport.StreamID, _ uint64, end, ok bool, err error) {
-	mark, ok, err := transport.ParseMarker(*m)
-	switch {
-	case err != nil:
-		return transport.StreamID{}, 0, false, false, err
-	case ok && mark.Kind == transport.EventGap:
-		return mark.Gap.Stream, mark.Gap.To, false, true, nil
-	case ok:
-		return mark.End.Stream, mark.End.LastSeq, true, true, nil
-	}
-	o, ok, err := transport.ParseOrigin(m.Headers)
-	if !ok || err != nil {
-		return transport.StreamID{}, 0, false, false, err
-	}
-	return o.Stream, o.Seq, false, true, nil
+	src, _, pos, end, ok, err := span(m)
+	return src, pos, end, ok, err
 }
 
 // TailError is the first malformed origin header Resume found (nil if
