@@ -237,18 +237,7 @@ func TestPipeDestinationRefuses(t *testing.T) {
 		src.events <- *msg(feedA, s)
 	}
 	p, _ := New(src, d, Config{})
-	done := runPipe(context.Background(), p)
-	deadline := time.After(waitLimit)
-	var err error
-	for err == nil {
-		d.accept(-1)
-		select {
-		case err = <-done:
-		case <-deadline:
-			t.Fatal("Run did not fail")
-		case <-time.After(time.Millisecond):
-		}
-	}
+	err := runUntilFailed(t, p, d)
 	if !strings.Contains(err.Error(), "write 6 refused") || !strings.Contains(err.Error(), feedA.String()+" position 6") {
 		t.Errorf("Run: %v", err)
 	}

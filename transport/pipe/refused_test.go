@@ -72,18 +72,7 @@ func TestPipeRestartAfterRefusal(t *testing.T) {
 		src.events <- *msg(srcLog, s)
 	}
 	p, _ := New(src, d, Config{})
-	done := runPipe(context.Background(), p)
-	deadline := time.After(waitLimit)
-	var err error
-	for err == nil {
-		d.accept(-1)
-		select {
-		case err = <-done:
-		case <-deadline:
-			t.Fatal("Run did not fail")
-		case <-time.After(time.Millisecond): // polling a fake with no event to wait on
-		}
-	}
+	err := runUntilFailed(t, p, d)
 	if !strings.Contains(err.Error(), "write 6 refused") {
 		t.Fatalf("Run: %v", err)
 	}
@@ -99,7 +88,8 @@ func TestPipeRestartAfterRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done = runPipe(ctx, p)
+	done := runPipe(ctx, p)
+	deadline := time.After(waitLimit)
 	for src2.ackedAt(srcLog) < 10 {
 		d.accept(-1)
 		select {
@@ -159,6 +149,27 @@ func TestHolesOf(t *testing.T) {
 	for pos, first := range map[uint64]uint64{1: 2, 2: 2, 3: 3, 4: 8, 9: 11, 12: 12} {
 		if got := r.firstMissing(pos); got != first {
 			t.Errorf("firstMissing(%d) = %d, want %d", pos, got, first)
+		}
+	}
+}
+
+// runUntilFailed runs p, its destination d accepting everything, until
+// Run fails (a write d refuses), and returns that error.
+func runUntilFailed(t *testing.T, p *Pipe, d *dest) error {
+	t.Helper()
+	done := runPipe(context.Background(), p)
+	deadline := time.After(waitLimit)
+	for {
+		d.accept(-1)
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatal("Run returned nil, want the refusal")
+			}
+			return err
+		case <-deadline:
+			t.Fatal("Run did not fail")
+		case <-time.After(time.Millisecond): // polling a fake with no event to wait on
 		}
 	}
 }
