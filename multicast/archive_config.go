@@ -76,6 +76,10 @@ func (c *ArchiveConfig) validate() error {
 	switch {
 	case c.Join.kind != joinLive && !c.enabled():
 		return badConfig("Archive.Join", c.Join, "needs an archive (Archive.URL): without one a subscriber can only start live, or with Receiver.Join at what the publisher's window holds")
+	case c.Join.kind == joinSeq && c.Join.seq == 0:
+		// Sequence numbers start at 1; a zero N would read as no N, and
+		// replay the whole archive.
+		return badConfig("Archive.Join", c.Join, "seq:N needs N ≥ 1")
 	case c.Buffer < 1:
 		return badConfig("Archive.Buffer", c.Buffer, "must be ≥ 1")
 	case c.BufferBytes < 1:
@@ -116,6 +120,7 @@ func JoinEarliest() Join { return Join{kind: joinEarliest} }
 // subscriber delivers nothing until the feed reaches n, and starts there.
 // The session's StreamStart says which session it replaced when the live
 // feed said so before the session started, as under JoinLive.
+// n must be at least 1 (a Config with JoinSeq(0) is refused).
 func JoinSeq(n uint64) Join { return Join{kind: joinSeq, seq: n} }
 
 // JoinTime starts with the first message published at or after t.
