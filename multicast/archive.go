@@ -199,6 +199,12 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 		case now.Sub(last) >= a.cfg.Wait:
 			b.idle, last = true, now
 		}
+		if b.idle && b.err != nil {
+			// The merger gives the archive up on this batch: what it
+			// lacks is reported with the engine's reason, which alone
+			// would look like any loss. Say why, as seek does.
+			a.logger.Warn("multicast: reading the archive", "archive", a.cfg.URL, "err", b.err)
+		}
 		failed := b.err != nil
 		if len(b.events) > 0 || b.idle || b.seeked || failed {
 			if !a.send(ctx, b) {
