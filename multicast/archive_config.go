@@ -123,7 +123,11 @@ func JoinEarliest() Join { return Join{kind: joinEarliest} }
 // n must be at least 1 (a Config with JoinSeq(0) is refused).
 func JoinSeq(n uint64) Join { return Join{kind: joinSeq, seq: n} }
 
-// JoinTime starts with the first message published at or after t.
+// JoinTime starts with the first message published at or after t that
+// the archive holds (the log's lookup by time). A t past the archive's
+// last record starts at the archive's end, as a Kafka consumer's lookup
+// by a time past a log's end does: what the recorder appends from then
+// on, and the live feed, are delivered, whatever their publish time.
 func JoinTime(t time.Time) Join { return Join{kind: joinTime, time: t} }
 
 // History reports whether the join starts before the live edge.

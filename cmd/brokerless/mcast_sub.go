@@ -51,7 +51,10 @@ publisher's retransmit window, and the tail of a session whose publisher
 crashed, are read from the archive before anything is reported lost, and
 a gap means the archive lacks it too (with the archive's reason). With
 --join earliest, seq:N (sequence number N of the feed's current session;
-nothing before it is delivered, live or archived) or time:T (RFC 3339) it starts with the feed's history from the archive,
+nothing before it is delivered, live or archived) or time:T (RFC 3339;
+the first archived message published at or after T, or, for a T past
+the archive's last record, the archive's end and the live feed) it
+starts with the feed's history from the archive,
 and switches to the live feed where the archive reaches it, with no gap
 and no duplicate; if the live feed outruns the replay, it says so and
 reads on from the archive until it catches up. The summary at exit says
