@@ -40,10 +40,14 @@ func (p *Publisher) publishReceipts(ctx context.Context, ms []transport.Message,
 	}
 	b := p.newRecordBatch(ms, done, copyBytes)
 	keep := context.WithoutCancel(ctx) // see produce
-	for i := 0; i < len(b.recs); {
-		k, err := p.slots.take(ctx, p.closing, len(b.recs)-i)
+	// n, not len(b.recs): once the last record is produced, its promise
+	// may give b back to the pool, and another call take and refill it,
+	// before this loop looks at b again.
+	n := len(ms)
+	for i := 0; i < n; {
+		k, err := p.slots.take(ctx, p.closing, n-i)
 		if err != nil {
-			b.finished(len(b.recs) - i) // never produced: no promise
+			b.finished(n - i) // never produced: no promise
 			return i, err
 		}
 		for end := i + k; i < end; i++ {
