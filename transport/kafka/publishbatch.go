@@ -156,11 +156,11 @@ func (p *Publisher) newRecordBatch(ms []transport.Message, done func(int, transp
 func (p *Publisher) batchPromise(r *kgo.Record, err error) {
 	c := r.Context.(*recordContext)
 	b := c.b
-	p.slots.put(1)
 	if err != nil {
 		b.done(c.i, transport.Receipt{}, fmt.Errorf("kafka transport: produce: %w", err))
 	} else {
 		b.done(c.i, transport.Receipt{Stream: transport.StreamID{Topic: r.Topic, Partition: r.Partition}, Seq: uint64(r.Offset)}, nil)
 	}
-	b.finished(1) // r and c may be reused from here
+	p.slots.put(1) // after done: Close waits for the slots (see Close)
+	b.finished(1)  // r and c may be reused from here
 }
