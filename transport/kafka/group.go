@@ -180,13 +180,16 @@ func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq 
 	return nil
 }
 
-// assigned: the member now owns ps.
+// assigned: the member now owns ps. The leader epochs of what it
+// delivered of them before are kept: an acknowledgement of such an
+// offset, made once the partition is back, must carry its epoch, as
+// franz-go drops a mark of unknown epoch (-1) behind a commit that has
+// one (it orders marks by epoch first).
 func (g *GroupSubscriber) assigned(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, p := range ps[g.topic] {
-		st := g.part(p)
-		st.owned, st.epochs = true, nil
+		g.part(p).owned = true
 	}
 }
 
@@ -305,7 +308,7 @@ func (g *GroupSubscriber) disown(ps []int32) {
 	for _, p := range ps {
 		gone[p] = true
 		if st := g.parts[p]; st != nil {
-			st.owned, st.epochs = false, nil
+			st.owned = false // its epochs stay: see assigned
 		}
 	}
 	n := len(g.queue)
