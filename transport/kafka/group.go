@@ -180,13 +180,16 @@ func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq 
 	return nil
 }
 
-// assigned: the member now owns ps.
+// assigned: the member now owns ps. The leader epochs of what it
+// delivered of them before are kept: an acknowledgement of such an
+// offset, made once the partition is back, must carry its epoch, as
+// franz-go drops a mark of unknown epoch (-1) behind a commit that has
+// one (it orders marks by epoch first).
 func (g *GroupSubscriber) assigned(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, p := range ps[g.topic] {
-		st := g.part(p)
-		st.owned, st.epochs = true, nil
+		g.part(p).owned = true
 	}
 }
 
@@ -305,7 +308,7 @@ func (g *GroupSubscriber) disown(ps []int32) {
 	for _, p := range ps {
 		gone[p] = true
 		if st := g.parts[p]; st != nil {
-			st.owned, st.epochs = false, nil
+			st.owned = false // its epochs stay: see assigned
 		}
 	}
 	n := len(g.queue)
@@ -326,9 +329,12 @@ func (g *GroupSubscriber) disown(ps []int32) {
 	}
 }
 
-// Close commits what was acknowledged, leaves the group and disconnects.
+// Close commits what was acknowledged, leaves the group and disconnects,
+// each step bounded (a few seconds) when the broker does not answer.
 // It returns the commit's error: the acknowledgements since the last
-// commit are then delivered again to the next owner.
+// commit are then delivered again to the next owner. A leave that
+// fails is only logged: the group drops the member at its session
+// timeout instead.
 func (g *GroupSubscriber) Close() error {
 	var err error
 	g.once.Do(func() {
@@ -340,6 +346,17 @@ func (g *GroupSubscriber) Close() error {
 			g.mu.Lock()
 			g.stats.CommitErrors++
 			g.mu.Unlock()
+		}
+		// The client's Close leaves the group with no deadline, and
+		// waits for the leave: with a broker that takes connections
+		// but does not answer, for minutes. Leaving first, bounded,
+		// makes its leave a no-op that waits for this one (the first
+		// leave's context is the one its LeaveGroup request uses).
+		lctx, lcancel := context.WithTimeout(context.Background(), closeFlush)
+		defer lcancel()
+		if lerr := g.cl.LeaveGroupContext(lctx); lerr != nil {
+			g.log.Warn("kafka transport: leaving the group on close failed: the group drops this member at its session timeout",
+				"group", g.groupName, "err", lerr)
 		}
 		g.cl.Close()
 	})

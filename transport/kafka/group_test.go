@@ -168,6 +168,25 @@ func TestEpochMarks(t *testing.T) {
 	}
 }
 
+// TestEpochsSurviveReassignment: a partition a rebalance takes away and
+// hands back keeps the leader epochs of what the member delivered, so
+// that a late acknowledgement of such an offset is committed with its
+// epoch: marked with -1, franz-go would drop it behind the commit made
+// at the revocation, which has the epoch, and the acknowledged messages
+// would be delivered again after a restart.
+func TestEpochsSurviveReassignment(t *testing.T) {
+	g := &GroupSubscriber{Subscriber: newSubscriber(Config{Topic: "t", Group: "g"})}
+	g.assigned(context.Background(), nil, map[string][]int32{"t": {0}})
+	for off := range int64(5) {
+		g.emit(queued{r: &kgo.Record{Topic: "t", Offset: off, LeaderEpoch: 3}, logStart: 0})
+	}
+	g.disown([]int32{0})
+	g.assigned(context.Background(), nil, map[string][]int32{"t": {0}})
+	if e := g.parts[0].epochOf(4); e != 3 {
+		t.Fatalf("epoch of offset 4 after the partition came back: %d, want 3", e)
+	}
+}
+
 // TestDisown: a revocation drops what the member kept for the partitions
 // it lost — queued records and pending events — and counts the records.
 func TestDisown(t *testing.T) {

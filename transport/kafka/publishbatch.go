@@ -40,10 +40,14 @@ func (p *Publisher) publishReceipts(ctx context.Context, ms []transport.Message,
 	}
 	b := p.newRecordBatch(ms, done, copyBytes)
 	keep := context.WithoutCancel(ctx) // see produce
-	for i := 0; i < len(b.recs); {
-		k, err := p.slots.take(ctx, p.closing, len(b.recs)-i)
+	// n, not len(b.recs): once the last record is produced, its promise
+	// may give b back to the pool, and another call take and refill it,
+	// before this loop looks at b again.
+	n := len(ms)
+	for i := 0; i < n; {
+		k, err := p.slots.take(ctx, p.closing, n-i)
 		if err != nil {
-			b.finished(len(b.recs) - i) // never produced: no promise
+			b.finished(n - i) // never produced: no promise
 			return i, err
 		}
 		for end := i + k; i < end; i++ {
@@ -152,11 +156,11 @@ func (p *Publisher) newRecordBatch(ms []transport.Message, done func(int, transp
 func (p *Publisher) batchPromise(r *kgo.Record, err error) {
 	c := r.Context.(*recordContext)
 	b := c.b
-	p.slots.put(1)
 	if err != nil {
 		b.done(c.i, transport.Receipt{}, fmt.Errorf("kafka transport: produce: %w", err))
 	} else {
 		b.done(c.i, transport.Receipt{Stream: transport.StreamID{Topic: r.Topic, Partition: r.Partition}, Seq: uint64(r.Offset)}, nil)
 	}
-	b.finished(1) // r and c may be reused from here
+	p.slots.put(1) // after done: Close waits for the slots (see Close)
+	b.finished(1)  // r and c may be reused from here
 }

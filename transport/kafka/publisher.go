@@ -100,10 +100,10 @@ func (p *Publisher) Publish(ctx context.Context, m transport.Message) error {
 
 // published is the promise of a record given to Publish.
 func (p *Publisher) published(_ *kgo.Record, err error) {
-	p.slots.put(1)
 	if err != nil {
 		p.fail(err)
 	}
+	p.slots.put(1) // after fail: Close waits for the slots (see Close)
 }
 
 // PublishReceipt is Publish, then done with the record's partition
@@ -115,7 +115,7 @@ func (p *Publisher) published(_ *kgo.Record, err error) {
 // only, not to a later Publish or Flush.
 func (p *Publisher) PublishReceipt(ctx context.Context, m transport.Message, done func(transport.Receipt, error)) error {
 	return p.produce(ctx, m, func(r *kgo.Record, err error) {
-		p.slots.put(1)
+		defer p.slots.put(1) // after done: Close waits for the slots (see Close)
 		if err != nil {
 			done(transport.Receipt{}, fmt.Errorf("kafka transport: produce: %w", err))
 			return
@@ -161,6 +161,8 @@ func (p *Publisher) Flush(ctx context.Context) error {
 
 // Close flushes (for at most a few seconds) and disconnects; records
 // still buffered then fail (a PublishReceipt's done gets the error).
+// When it returns, every done of a record taken has been called, unless
+// the dones take more than a few seconds more.
 func (p *Publisher) Close() error {
 	p.mu.Lock()
 	if p.closed {
@@ -177,6 +179,15 @@ func (p *Publisher) Close() error {
 		err = fmt.Errorf("kafka transport: close: what was published was not acknowledged within %v: %w", closeFlush, ferr)
 	}
 	p.cl.Close()
+	// The client fails what it still held on its own promise goroutine,
+	// after its Close returned: wait for those promises (each gives its
+	// slot back), so that no done runs after Close, and a Publish's
+	// failure is in p.err below.
+	dctx, dcancel := context.WithTimeout(context.Background(), closeFlush)
+	defer dcancel()
+	if derr := p.slots.drain(dctx); err == nil && derr != nil {
+		err = fmt.Errorf("kafka transport: close: receipts still running after %v: %w", closeFlush, derr)
+	}
 	p.mu.Lock()
 	if err == nil {
 		err = p.err

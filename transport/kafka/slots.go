@@ -18,6 +18,7 @@ import (
 // held back by a full buffer wakes once for many records, not once a
 // record.
 type slots struct {
+	size    int64 // the places there are, free when no record is out
 	free    atomic.Int64
 	waiting atomic.Bool // a take waits (set and cleared holding mu)
 	wakeAt  int64       // the free places that wake a waiting take
@@ -27,7 +28,7 @@ type slots struct {
 }
 
 func newSlots(n int) *slots {
-	s := &slots{wakeAt: int64(max(1, n/16))}
+	s := &slots{size: int64(n), wakeAt: int64(max(1, n/16))}
 	s.free.Store(int64(n))
 	return s
 }
@@ -41,10 +42,19 @@ func (s *slots) take(ctx context.Context, closing <-chan struct{}, n int) (int, 
 	for {
 		if f := s.free.Load(); f > 0 {
 			k := min(f, int64(n))
-			if s.free.CompareAndSwap(f, f-k) {
-				return int(k), nil
+			if !s.free.CompareAndSwap(f, f-k) {
+				continue
 			}
-			continue
+			// Checked after the places are taken: either drain, which
+			// runs after closing is closed, sees them taken and waits
+			// for their records, or this sees closing closed.
+			select {
+			case <-closing:
+				s.put(int(k))
+				return 0, transport.ErrClosed
+			default:
+			}
+			return int(k), nil
 		}
 		s.mu.Lock()
 		s.waiting.Store(true)
@@ -82,4 +92,33 @@ func (s *slots) put(n int) {
 		s.waiting.Store(false)
 	}
 	s.mu.Unlock()
+}
+
+// drain waits until every place is free again — the promise of every
+// record taken a place for has run — or ctx ends. closing must be
+// closed first, so that no take succeeds meanwhile (see take).
+func (s *slots) drain(ctx context.Context) error {
+	for {
+		if s.free.Load() == s.size {
+			return nil
+		}
+		s.mu.Lock()
+		s.waiting.Store(true)
+		if s.free.Load() == s.size {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.room == nil {
+			s.room = make(chan struct{})
+		}
+		room := s.room
+		s.mu.Unlock()
+		// A put wakes a waiter once wakeAt places are free, and every
+		// put after that while one waits: the last put wakes this.
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

@@ -77,6 +77,51 @@ func TestSlots(t *testing.T) {
 	}
 }
 
+// TestSlotsDrain: once the publisher is closing, a take fails even with
+// places free (and gives back what it took), and drain returns once the
+// last place taken is back, not at the first wake-up.
+func TestSlotsDrain(t *testing.T) {
+	ctx := context.Background()
+	never := make(chan struct{})
+	s := newSlots(64) // wakes at 4
+	if k, err := s.take(ctx, never, 10); k != 10 || err != nil {
+		t.Fatalf("take 10 of 64: %d, %v", k, err)
+	}
+	closing := make(chan struct{})
+	close(closing)
+	if k, err := s.take(ctx, closing, 5); k != 0 || !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("take with places free on a closed publisher: %d, %v", k, err)
+	}
+	if f := s.free.Load(); f != 54 {
+		t.Fatalf("%d free after a refused take, want 54", f)
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- s.drain(ctx) }()
+	for range 9 {
+		s.put(1)
+	}
+	select {
+	case err := <-drained:
+		t.Fatalf("drain returned with a place still out: %v", err)
+	default:
+	}
+	s.put(1)
+	select {
+	case err := <-drained:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("drain did not return once every place was back")
+	}
+	s.take(ctx, never, 1)
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	if err := s.drain(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("drain with a place out and a context ending: %v", err)
+	}
+}
+
 // TestPublishReceiptsSmallBuffer: batches larger than the client's
 // buffer are taken whole, a few places at a time, and every record gets
 // its receipt.
