@@ -17,16 +17,8 @@ import (
 // answering fails, after closeFlush, saying that what was published was
 // not acknowledged, not a bare "context deadline exceeded".
 func TestCloseSaysWhatWasNotAcknowledged(t *testing.T) {
-	srv := startChildLogd(t)
-	pub := newPublisher(t, "logd://"+srv.addr+"/t")
+	pub := publisherToKilledLogd(t)
 	ctx := context.Background()
-	if err := pub.Publish(ctx, transport.Message{Payload: []byte("one")}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pub.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	srv.kill() // its listener stays open: connections wait in the backlog
 	if err := pub.Publish(ctx, transport.Message{Payload: []byte("two")}); err != nil {
 		t.Fatal(err)
 	}
@@ -43,16 +35,8 @@ func TestCloseSaysWhatWasNotAcknowledged(t *testing.T) {
 // Each done takes a moment, as a receiver's work would, so that receipts
 // still on their way when Close returns are seen.
 func TestCloseWaitsForReceipts(t *testing.T) {
-	srv := startChildLogd(t)
-	pub := newPublisher(t, "logd://"+srv.addr+"/t")
+	pub := publisherToKilledLogd(t)
 	ctx := context.Background()
-	if err := pub.Publish(ctx, transport.Message{Payload: []byte("one")}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pub.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	srv.kill()
 	const n = 50
 	var called, failed atomic.Int64
 	for range n {
@@ -106,4 +90,22 @@ func TestGroupCloseBrokerGone(t *testing.T) {
 	case <-time.After(testDeadline):
 		t.Fatalf("Close still running after %v with the broker gone", testDeadline)
 	}
+}
+
+// publisherToKilledLogd is a Publisher that has had one message
+// acknowledged by a logd in a child process, now killed: its listener
+// stays open, so connections wait in the backlog and nothing answers.
+func publisherToKilledLogd(t *testing.T) *Publisher {
+	t.Helper()
+	srv := startChildLogd(t)
+	pub := newPublisher(t, "logd://"+srv.addr+"/t")
+	ctx := context.Background()
+	if err := pub.Publish(ctx, transport.Message{Payload: []byte("one")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.kill()
+	return pub
 }
