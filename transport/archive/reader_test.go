@@ -265,15 +265,8 @@ func TestUnwrapASCII(t *testing.T) {
 	log.add(part0, recorded(a, 7, "seven"))
 	log.add(part0, marker(a, 8, 8, transport.GapOverflow))
 	log.add(part0, recorded(b, 1, "b1"))
-	r := NewReader(log, 1)
+	r, evs := nextFromEarliest(t, log)
 	ctx := context.Background()
-	if err := r.Seek(ctx, Earliest()); err != nil {
-		t.Fatal(err)
-	}
-	evs, err := r.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got []string
 	for _, ev := range evs {
 		switch m := ev.Message; ev.Kind {
