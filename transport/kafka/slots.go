@@ -56,20 +56,10 @@ func (s *slots) take(ctx context.Context, closing <-chan struct{}, n int) (int, 
 			}
 			return int(k), nil
 		}
-		s.mu.Lock()
-		s.waiting.Store(true)
-		if s.free.Load() > 0 { // a put saw no waiter: take it now
-			if s.room == nil { // nor does any other take wait
-				s.waiting.Store(false)
-			}
-			s.mu.Unlock()
-			continue
+		room := s.wait(1)
+		if room == nil {
+			continue // a put saw no waiter: take it now
 		}
-		if s.room == nil {
-			s.room = make(chan struct{})
-		}
-		room := s.room
-		s.mu.Unlock()
 		select {
 		case <-room:
 		case <-ctx.Done():
@@ -102,17 +92,10 @@ func (s *slots) drain(ctx context.Context) error {
 		if s.free.Load() == s.size {
 			return nil
 		}
-		s.mu.Lock()
-		s.waiting.Store(true)
-		if s.free.Load() == s.size {
-			s.mu.Unlock()
+		room := s.wait(s.size)
+		if room == nil {
 			return nil
 		}
-		if s.room == nil {
-			s.room = make(chan struct{})
-		}
-		room := s.room
-		s.mu.Unlock()
 		// A put wakes a waiter once wakeAt places are free, and every
 		// put after that while one waits: the last put wakes this.
 		select {
@@ -121,4 +104,24 @@ func (s *slots) drain(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// wait registers a waiter and returns the channel that the put freeing
+// wakeAt places (or any put after that while one waits) closes, or nil
+// if need places are free already: checked holding mu after the
+// registration, so that a put which saw no waiter is not missed.
+func (s *slots) wait(need int64) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiting.Store(true)
+	if s.free.Load() >= need {
+		if s.room == nil { // nor does anyone else wait
+			s.waiting.Store(false)
+		}
+		return nil
+	}
+	if s.room == nil {
+		s.room = make(chan struct{})
+	}
+	return s.room
 }
