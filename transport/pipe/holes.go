@@ -1,6 +1,7 @@
 package pipe
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 
@@ -43,15 +44,7 @@ func span(m *transport.Message) (_ transport.StreamID, from, to uint64, end, ok 
 // holesOf returns, in order, the positions missing between the spans
 // covered (in any order; spans is sorted in place).
 func holesOf(spans []hole) []hole {
-	slices.SortFunc(spans, func(a, b hole) int {
-		switch {
-		case a.from < b.from:
-			return -1
-		case a.from > b.from:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(spans, func(a, b hole) int { return cmp.Compare(a.from, b.from) })
 	var holes []hole
 	var reach uint64 // the last position covered so far
 	for i, s := range spans {
