@@ -23,11 +23,12 @@
 // datagrams on this host), repairs (multicast or unicast), join (live or
 // earliest; with an archive also seq:N and time:T), archive (a log URL,
 // see "Archive"), mtu (256 to 65507), rcvbuf, sndbuf (bytes), linger
-// (how long Close keeps answering NACKs, e.g. 200ms), loss, dup, reorder
-// (probabilities of faults a transport/faultnet.Filter injects on the
-// subscriber's receive path, for rehearsing loss), seed (of those
-// faults), and keyfile (a file holding the feed's shared key, see
-// ReadKeyFile: datagrams are then authenticated). Anything else is an
+// (how long Close keeps answering NACKs, e.g. 200ms), spin (how long a
+// subscriber polls an empty socket before it sleeps, Config.Spin), loss,
+// dup, reorder (probabilities of faults a transport/faultnet.Filter
+// injects on the subscriber's receive path, for rehearsing loss), seed
+// (of those faults), and keyfile (a file holding the feed's shared key,
+// see ReadKeyFile: datagrams are then authenticated). Anything else is an
 // error wrapping transport.ErrBadURL, as are a group that is not an IPv4
 // multicast address with a port, a parameter given twice or empty, and a
 // value out of range.

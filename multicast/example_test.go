@@ -192,7 +192,7 @@ func Example_badURL() {
 	// Output:
 	// true transport: open "mcast://10.0.0.1:7000?iface=lo": transport: bad URL: group 10.0.0.1 is not a multicast address: want one in 224.0.0.0/4, e.g. 239.1.2.3:7000
 	// true transport: open "mcast://239.1.2.3:7000?ttl=300": transport: bad URL: ttl="300": want an integer from 0 to 255
-	// true transport: open "mcast://239.1.2.3:7000?tll=0": transport: bad URL: unknown parameter "tll" (mcast:// takes iface, feed, ttl, repairs, offload, join, mtu, rcvbuf, sndbuf, linger, keyfile, loss, dup, reorder, seed, flow, flow-tag, flow-min, flow-timeout, archive)
+	// true transport: open "mcast://239.1.2.3:7000?tll=0": transport: bad URL: unknown parameter "tll" (mcast:// takes iface, feed, ttl, repairs, offload, join, mtu, rcvbuf, sndbuf, linger, keyfile, loss, dup, reorder, seed, flow, flow-tag, flow-min, flow-timeout, archive, spin)
 }
 
 // Multicast does not replay: a subscriber starts at the live edge or,

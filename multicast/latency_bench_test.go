@@ -41,6 +41,12 @@ import (
 // processes run at the moment (the runtime's threads, the publisher's
 // send goroutine) lands on the other's core: unbound, that contention
 // is most of the transport's excess over raw UDP at 30,000 msgs/s.
+//
+// BROKERLESS_LATENCY_SPIN=D (a duration, such as 50us) makes both
+// receivers poll their empty socket for up to D before they sleep: the
+// transport's with Config.Spin, the raw one with non-blocking reads
+// (spinRead), so that neither pays a thread's wake-up while messages
+// come faster than one.
 func BenchmarkLatency(b *testing.B) { perRate(b, benchLatency) }
 
 // perRate runs bench at 10,000 msgs/s, or once per rate that
@@ -126,7 +132,22 @@ const (
 	envCount  = "BROKERLESS_LATENCY_COUNT"
 	envRate   = "BROKERLESS_LATENCY_RATE"
 	envPin    = "BROKERLESS_LATENCY_PIN" // R,S: the receivers' CPU, the senders'
+	envSpin   = "BROKERLESS_LATENCY_SPIN"
 )
+
+// latencySpin returns the duration BROKERLESS_LATENCY_SPIN names, 0 when
+// it is not set.
+func latencySpin(b *testing.B) time.Duration {
+	v := os.Getenv(envSpin)
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > maxSpin {
+		b.Fatalf("%s=%q: want a duration in [0, 1s], such as 50us", envSpin, v)
+	}
+	return d
+}
 
 func TestMain(m *testing.M) {
 	if kind := os.Getenv(envSender); kind != "" {
@@ -152,6 +173,7 @@ type latencyRun struct {
 // transport's default receive buffer.
 func receiveLatency(b *testing.B, kind string, n, rate int) latencyRun {
 	cfg := testConfig(b)
+	spin := latencySpin(b)
 	exited := make(chan struct{})
 	var next func(ctx context.Context) (sent time.Time, lost int, err error)
 	if kind == "raw" {
@@ -160,6 +182,11 @@ func receiveLatency(b *testing.B, kind string, n, rate int) latencyRun {
 		buf := make([]byte, 2048)
 		next = func(ctx context.Context) (time.Time, int, error) {
 			for {
+				if k, ok := spinRead(rc, buf, spin); ok && k == benchPayload {
+					return time.Unix(0, int64(binary.BigEndian.Uint64(buf))), 0, nil
+				} else if ok {
+					continue
+				}
 				_ = rc.SetReadDeadline(time.Now().Add(latencyIdle))
 				k, _, err := rc.ReadFromUDPAddrPort(buf)
 				if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -178,6 +205,7 @@ func receiveLatency(b *testing.B, kind string, n, rate int) latencyRun {
 			}
 		}
 	} else {
+		cfg.Spin = spin
 		s := mustSub(b, cfg)
 		next = func(ctx context.Context) (time.Time, int, error) {
 			for {

@@ -126,6 +126,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{func(c *Config) { c.Interface = "nosuch0" }, true, "Interface"},
 		{func(c *Config) { c.TTL, c.HostOnly = 300, false }, false, "TTL"},
 		{func(c *Config) { c.Group = netip.MustParseAddrPort("10.1.2.3:7000") }, true, "Group"},
+		{func(c *Config) { c.Spin = -time.Microsecond }, true, "Spin"},
+		{func(c *Config) { c.Spin = 2 * time.Second }, true, "Spin"},
 	}
 	for _, tt := range tests {
 		cfg := testConfig(t)

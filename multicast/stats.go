@@ -41,6 +41,10 @@ type SubscriberStats struct {
 	// (the process was stopped): what waited in the socket was read
 	// before the engine's timers ran.
 	Oversleeps uint64
+	// SpinReads counts the reads, not counted in Reads, made spinning
+	// (Config.Spin) on an empty socket; SpinHits those of them that
+	// found datagrams.
+	SpinReads, SpinHits uint64
 	// Archive counts what was taken from the archive (Config.Archive).
 	Archive ArchiveStats
 }

@@ -63,10 +63,15 @@ func (s *Subscriber) step() bool {
 	n := 0
 	if s.inbox.empty() && !r.rb.pending() {
 		var err error
-		n, err = r.rb.read()
-		s.local.Reads++
-		if s.appReads {
-			s.local.OwnReads++
+		if s.appReads && s.cfg.Spin > 0 && r.catchUpTo.IsZero() {
+			n, err = s.spin()
+		}
+		if n == 0 && err == nil {
+			n, err = r.rb.read()
+			s.local.Reads++
+			if s.appReads {
+				s.local.OwnReads++
+			}
 		}
 		switch {
 		case err == nil:

@@ -25,7 +25,7 @@ func TestParseURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse("mcast://239.1.2.3:7000?iface=lo&feed=9&ttl=0&repairs=unicast&offload=off&join=earliest&mtu=512" +
-		"&rcvbuf=65536&sndbuf=131072&linger=50ms&loss=0.05&seed=4&keyfile=" + url.QueryEscape(key))
+		"&rcvbuf=65536&sndbuf=131072&linger=50ms&spin=50us&loss=0.05&seed=4&keyfile=" + url.QueryEscape(key))
 	cfg, err := ParseURL(u)
 	if err != nil {
 		t.Fatal(err)
@@ -33,6 +33,7 @@ func TestParseURL(t *testing.T) {
 	if cfg.Group.String() != "239.1.2.3:7000" || cfg.Interface != "lo" || cfg.Feed != 9 || !cfg.HostOnly || cfg.TTL != 0 ||
 		!cfg.UnicastRepairs || !cfg.NoOffload || cfg.Receiver.Join != reliable.JoinEarliest || cfg.Sender.MTU != 512 ||
 		cfg.RecvBuffer != 65536 || cfg.SendBuffer != 131072 || cfg.CloseLinger != 50*time.Millisecond ||
+		cfg.Spin != 50*time.Microsecond ||
 		string(cfg.Key) != "0123456789abcdef0123456789abcdef" || cfg.Filter == nil {
 		t.Fatalf("%+v", cfg)
 	}
@@ -90,6 +91,8 @@ func TestBadURLs(t *testing.T) {
 		{g + "?linger=0", `linger="0": want a positive duration`},
 		{g + "?linger=-1s", `linger="-1s"`},
 		{g + "?linger=soon", `linger="soon"`},
+		{g + "?spin=2s", `spin="2s": want at most 1s`},
+		{g + "?spin=0", `spin="0": want a positive duration`},
 		{g + "?loss=2", `loss="2": want a probability from 0 to 1`},
 		{g + "?dup=-0.1", `dup="-0.1"`},
 		{g + "?reorder=NaN", `reorder="NaN"`},

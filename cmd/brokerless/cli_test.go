@@ -111,6 +111,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"mcast", "pub", g, "--flow", "min", "--flow-min", "-1"}, "--flow-min -1 is negative"},
 		{[]string{"mcast", "pub", g, "--flow", "min", "--flow-timeout", "0s"}, "--flow-timeout 0s: must be > 0"},
 		{[]string{"mcast", "sub", g, "--simulate-loss", "1.5"}, "want a fraction between 0 and 1"},
+		{[]string{"mcast", "sub", g, "--spin", "2s"}, "--spin 2s: want a duration from 0 to 1s"},
 		{[]string{"mcast", "sub", g, "--join", "sideways"}, `--join "sideways": want live or earliest`},
 		{[]string{"mcast", "sub", g, "--interval", "5s"}, "--interval needs --stats"},
 		{[]string{"mcast", "sub", g, "--stats", "--interval", "0s"}, "--interval 0s: want a positive duration"},
