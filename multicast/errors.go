@@ -44,6 +44,14 @@ func engineConfigError(err error, prefix string) error {
 	return err
 }
 
+// ErrArchiveTimeout is wrapped by the error a subscriber's archive
+// reader reports when its reads of the log did not answer within
+// ArchiveConfig.Wait though the log holds records past where it reads
+// (or its bounds could not be had either): the archive hangs, rather
+// than holding nothing more. The replay then ends as for a read that
+// failed: the engine's reason stands, and a warning says why.
+var ErrArchiveTimeout = errors.New("multicast: archive read timed out")
+
 // ErrUnsent is wrapped by the *UnsentError Publisher.Close returns.
 var ErrUnsent = errors.New("multicast: published messages not sent")
 

@@ -32,7 +32,8 @@ type ArchiveStats struct {
 	Duplicates uint64
 	// GaveUp counts the times the archive gave nothing more of what was
 	// needed for ArchiveConfig.Wait, and Errors the reads of it that
-	// failed.
+	// failed, or timed out though the log held more (ErrArchiveTimeout:
+	// the archive hangs).
 	GaveUp, Errors uint64
 	// OpenGaps counts the open Gaps (transport.Gap.Open, also counted
 	// in ArchiveGaps): sessions that ended where the archive's records

@@ -145,6 +145,10 @@ func (r *Reader) Stats() Stats { return r.stats }
 // Stream is the log's stream that holds the feed, once a Seek found it.
 func (r *Reader) Stream() transport.StreamID { return r.stream }
 
+// Position returns the log position the reader reads from next: after
+// the last record a read returned, or where the last Seek landed.
+func (r *Reader) Position() uint64 { return r.pos }
+
 // Trimmed reports whether the last Seek to a position landed on the
 // log's first position, past 0, with nothing of the feed at or after
 // that position before it: what came before was deleted by the log's
