@@ -3,7 +3,9 @@ package multicast
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/brokerless/brokerless/transport"
 )
@@ -26,5 +28,31 @@ func TestArchiveJoinSeqZero(t *testing.T) {
 	var ce *ConfigError
 	if !errors.As(err, &ce) || !errors.Is(err, ErrBadConfig) || ce.Field != "Archive.Join" {
 		t.Fatalf("JoinSeq(0): error %v, want a ConfigError naming Archive.Join", err)
+	}
+}
+
+// TestArchiveJoinTimeRetention: a time join on an archive whose
+// retention deleted the start of the session, which its publisher
+// began after the join time, reports what was deleted (GapRetention),
+// as a seq join does: the reader says its time lookup landed on the
+// log's first position (archive.Reader.Trimmed). (The history started
+// silently at the first record left.)
+func TestArchiveJoinTimeRetention(t *testing.T) {
+	s := sessionAt(joinT.Add(time.Second))
+	log := &memLog{batch: 10, epoch: joinT.Add(2 * time.Second)}
+	log.add(msgs(s, 1, 105)...)
+	log.trim(20) // records of 21.. are left
+	cfg := Config{Feed: 1, Now: time.Now, Logger: slog.New(slog.DiscardHandler)}
+	cfg.Archive.URL = "logd://127.0.0.1:1/t"
+	cfg.Archive.Join = JoinTime(joinT)
+	cfg.Archive.Wait = time.Minute
+	cfg.Archive.setDefaults()
+	a := newArchiveSide(&cfg, log)
+	t.Cleanup(func() { a.close() })
+	got := feedLive(a, cat(startEv(s, transport.StreamID{}, 100), msgsAt(s, 100, 110, joinT.Add(time.Minute)))...)
+	got = append(got, replayAll(t, a)...)
+	gaps := account(t, got, span{s, 1, 110})
+	if len(gaps) != 1 || gaps[0] != (transport.Gap{Stream: s, From: 1, To: 20, Reason: transport.GapRetention}) {
+		t.Errorf("gaps %v, want 1..20 deleted by retention", gaps)
 	}
 }
