@@ -292,6 +292,9 @@ func (a *archiveSide) seek(ctx context.Context, c replayCmd) (archive.Pos, error
 		if ctx.Err() != nil {
 			return archive.Pos{}, ctx.Err()
 		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: finding where to start (%v) took more than %v: %w", ErrArchiveTimeout, start, a.cfg.Wait, err)
+		}
 		if !errors.Is(err, archive.ErrEmpty) && time.Since(since) < a.cfg.Wait {
 			// A failed read is tried again, for Wait, before the
 			// archive is given up on; the merger counts it.
