@@ -198,6 +198,11 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 			last = now
 		case now.Sub(last) >= a.cfg.Wait:
 			b.idle, last = true, now
+			if b.err == nil && errors.Is(err, context.DeadlineExceeded) {
+				// Nothing for Wait: the archive holds nothing more, or
+				// its reads hang. A hang is given up on as a failure.
+				b.err = a.stalled(ctx)
+			}
 		}
 		if b.idle && b.err != nil {
 			// The merger gives the archive up on this batch: what it
@@ -226,6 +231,31 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 			return
 		}
 	}
+}
+
+// stalled tells, after reads that timed out with nothing of the feed
+// for Wait, whether they hung: the log holds records past the reader's
+// position that no read returned, or its bounds cannot be had either
+// (an error wrapping ErrArchiveTimeout). nil: the reader is at the
+// log's end, and nothing more was recorded. The question is bounded by
+// Wait too.
+//
+// A log whose only records past the reader are a transaction's markers
+// (which a read skips, waiting for the next record) looks hung as well.
+func (a *archiveSide) stalled(ctx context.Context) error {
+	bctx, cancel := context.WithTimeout(ctx, a.cfg.Wait)
+	defer cancel()
+	pos := a.reader.Position()
+	_, next, err := a.log.Bounds(bctx, a.reader.Stream())
+	switch {
+	case ctx.Err() != nil:
+		return nil // the replay is over: nothing to report
+	case err != nil:
+		return fmt.Errorf("%w: nothing came for %v from log position %d, and the log's bounds could not be read: %w", ErrArchiveTimeout, a.cfg.Wait, pos, err)
+	case next > pos:
+		return fmt.Errorf("%w: nothing came for %v from log position %d, though the log holds records up to %d", ErrArchiveTimeout, a.cfg.Wait, pos, next-1)
+	}
+	return nil
 }
 
 // seek positions the reader for c, trying again (and telling the
@@ -261,6 +291,9 @@ func (a *archiveSide) seek(ctx context.Context, c replayCmd) (archive.Pos, error
 		}
 		if ctx.Err() != nil {
 			return archive.Pos{}, ctx.Err()
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: finding where to start (%v) took more than %v: %w", ErrArchiveTimeout, start, a.cfg.Wait, err)
 		}
 		if !errors.Is(err, archive.ErrEmpty) && time.Since(since) < a.cfg.Wait {
 			// A failed read is tried again, for Wait, before the

@@ -20,6 +20,9 @@ type memLog struct {
 	recs  []transport.Message
 	first uint64
 	batch int
+	// epoch is when the records add appends were published, but for
+	// their sequence number in nanoseconds: the Unix epoch when zero.
+	epoch time.Time
 }
 
 var memStream = transport.StreamID{Topic: "t"}
@@ -31,13 +34,19 @@ func (l *memLog) add(evs ...transport.Event) {
 	defer l.mu.Unlock()
 	for _, ev := range evs {
 		var m transport.Message
+		at := func(seq uint64) time.Time {
+			if l.epoch.IsZero() {
+				return time.Unix(0, int64(seq))
+			}
+			return l.epoch.Add(time.Duration(seq))
+		}
 		switch ev.Kind {
 		case transport.EventGap:
-			m = transport.GapMarker(ev.Gap, time.Unix(0, int64(ev.Gap.From)))
+			m = transport.GapMarker(ev.Gap, at(ev.Gap.From))
 		case transport.EventStreamEnd:
-			m = transport.EndMarker(ev.End, time.Unix(0, int64(ev.End.LastSeq)))
+			m = transport.EndMarker(ev.End, at(ev.End.LastSeq))
 		default:
-			o := transport.Origin{Stream: ev.Message.Stream, Seq: ev.Message.Seq, Time: time.Unix(0, int64(ev.Message.Seq))}
+			o := transport.Origin{Stream: ev.Message.Stream, Seq: ev.Message.Seq, Time: at(ev.Message.Seq)}
 			m = transport.Message{Payload: ev.Message.Payload, Headers: transport.AppendOrigin(nil, o)}
 		}
 		m.Stream, m.Seq = memStream, uint64(len(l.recs))

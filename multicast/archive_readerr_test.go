@@ -78,3 +78,52 @@ func TestArchiveReadErrorLogged(t *testing.T) {
 		t.Errorf("log %q: want a warning with the read's error", s)
 	}
 }
+
+// stuckLog is a memLog whose reads from log position stuckFrom on never
+// return until their context ends, but for a read of its last record
+// (the search for where to start reads it first): the archive stops
+// answering under a replay, without failing.
+type stuckLog struct {
+	*memLog
+	stuckFrom uint64
+}
+
+func (l stuckLog) Read(ctx context.Context, s transport.StreamID, pos uint64) ([]transport.Message, error) {
+	if _, next, _ := l.Bounds(ctx, s); pos >= l.stuckFrom && pos != next-1 {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return l.memLog.Read(ctx, s, pos)
+}
+
+// TestArchiveReadTimeoutLogged: reads of the archive that hang in the
+// middle of a replay, though the log holds the records asked for, end
+// the recovery as failing reads do: a Gap with the engine's reason, a
+// warning that says the reads timed out, and the failure counted
+// (ArchiveStats.Errors). (A read that timed out was taken for an
+// archive with nothing more: the Gap said not archived, and nothing
+// was logged or counted.)
+func TestArchiveReadTimeoutLogged(t *testing.T) {
+	const n = 10
+	log := stuckLog{memLog: &memLog{batch: 2}, stuckFrom: 3}
+	log.add(msgs(sA, 1, n)...)
+	var out syncBuffer
+	cfg := Config{Feed: 1, Now: time.Now, Logger: slog.New(slog.NewTextHandler(&out, nil))}
+	cfg.Archive.URL = "logd://127.0.0.1:1/t"
+	cfg.Archive.Wait = 100 * time.Millisecond
+	cfg.Archive.setDefaults()
+	a := newArchiveSide(&cfg, log)
+	t.Cleanup(func() { a.close() })
+	got := feedLive(a, cat(startEv(sA, transport.StreamID{}, 1), msg(sA, 1), gapEv(sA, 2, n-1, transport.GapUnrecoverable), msg(sA, n))...)
+	got = append(got, replayAll(t, a)...)
+	gaps := account(t, got, span{sA, 1, n})
+	if len(gaps) != 1 || gaps[0].Reason != transport.GapUnrecoverable || gaps[0].From != 4 || gaps[0].To != n-1 {
+		t.Errorf("gaps %v, want 4..%d with the engine's reason", gaps, n-1)
+	}
+	if st := a.stats(); st.Errors == 0 || st.GaveUp != 1 {
+		t.Errorf("stats %+v: want the timed-out read counted, the archive given up on once", st)
+	}
+	if s := out.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "timed out") {
+		t.Errorf("log %q: want a warning that the read timed out", s)
+	}
+}

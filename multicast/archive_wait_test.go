@@ -2,7 +2,9 @@ package multicast
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,11 +61,17 @@ func waitIdle(t *testing.T, log transport.Log, now func() time.Time) archiveBatc
 // TestArchiveSeekBounded: a log that does not answer where the replay
 // starts (here every call hangs; with Kafka, a search that reads a
 // position holding only a transaction marker waits for the next record)
-// is given up on after Wait, with an error, as one that cannot be read.
+// is given up on after Wait, with an error, as one that cannot be read:
+// one that says the reads timed out (ErrArchiveTimeout), not a bare
+// "context deadline exceeded".
 func TestArchiveSeekBounded(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	if b := waitIdle(t, hangingLog{}, time.Now); b.err == nil {
+	b := waitIdle(t, hangingLog{}, time.Now)
+	if b.err == nil {
 		t.Errorf("idle without the error: the merger would report the loss as not archived, not as the engine's")
+	}
+	if !errors.Is(b.err, ErrArchiveTimeout) || !strings.Contains(b.err.Error(), "timed out") {
+		t.Errorf("error %v: want one wrapping ErrArchiveTimeout, naming the cause", b.err)
 	}
 }
 

@@ -44,6 +44,16 @@ func engineConfigError(err error, prefix string) error {
 	return err
 }
 
+// ErrArchiveTimeout is wrapped by the error a subscriber's archive
+// reader reports when the log did not answer within ArchiveConfig.Wait:
+// finding where a replay starts took longer, or its reads returned
+// nothing though the log holds records past where it reads (or its
+// bounds could not be had either). The archive hangs, rather than
+// holding nothing more; the replay ends as for a read that failed: the
+// engine's reason stands, the failure is counted (ArchiveStats.Errors),
+// and a warning says why.
+var ErrArchiveTimeout = errors.New("multicast: archive read timed out")
+
 // ErrUnsent is wrapped by the *UnsentError Publisher.Close returns.
 var ErrUnsent = errors.New("multicast: published messages not sent")
 

@@ -2,7 +2,9 @@ package multicast
 
 import (
 	"log/slog"
+	"time"
 
+	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
 	"github.com/brokerless/brokerless/transport/archive"
 )
@@ -32,7 +34,8 @@ type ArchiveStats struct {
 	Duplicates uint64
 	// GaveUp counts the times the archive gave nothing more of what was
 	// needed for ArchiveConfig.Wait, and Errors the reads of it that
-	// failed.
+	// failed, or timed out though the log held more (ErrArchiveTimeout:
+	// the archive hangs).
 	GaveUp, Errors uint64
 	// OpenGaps counts the open Gaps (transport.Gap.Open, also counted
 	// in ArchiveGaps): sessions that ended where the archive's records
@@ -192,6 +195,10 @@ type merger struct {
 	joinSeq uint64
 	join    archive.Pos
 	joinGen uint64
+	// joinTime is join time:T's T (zero for another join). Until the
+	// application has anything, what of a session the join asked for,
+	// where the archive does not say, is judged by timeFirst.
+	joinTime time.Time
 
 	replaying bool
 	gen       uint64
@@ -223,6 +230,7 @@ func newMerger(feed uint32, cfg *ArchiveConfig, log *slog.Logger) *merger {
 		m.startReplay(archive.Earliest())
 	case joinTime:
 		m.startReplay(archive.AtTime(cfg.Join.time))
+		m.joinTime = cfg.Join.time
 	case joinSeq:
 		m.startReplay(archive.Earliest())
 		m.cmd.seq = cfg.Join.seq
@@ -438,6 +446,44 @@ func (m *merger) joinFirst(session uint64) uint64 {
 		return 0
 	}
 	return m.joinSeq
+}
+
+// timeJoin reports whether join time:T starts the history, the
+// application having nothing yet.
+func (m *merger) timeJoin() bool { return !m.started && !m.joinTime.IsZero() }
+
+// timeFirst is where join time:T's history starts in session, the
+// archive having said nothing of it before position at, which was
+// published at published (zero: unknown): at when that was before T
+// (nothing before it was asked for); 1 when the session's publisher
+// started at or after T (its number carries its start time:
+// reliable.SessionStart), all of it being asked for; else unknown
+// (known false): the session started before T, and which of its
+// positions before at came at or after T nothing tells.
+func (m *merger) timeFirst(session, at uint64, published time.Time) (first uint64, known bool) {
+	switch {
+	case !published.IsZero() && published.Before(m.joinTime):
+		return at, true
+	case !reliable.SessionStart(session).Before(m.joinTime):
+		return 1, true
+	}
+	return 0, false
+}
+
+// heldTime is the publish time of the live message held at u, the
+// first the replay reads up to (after its session's StreamStart, if
+// held): zero when that is not a message.
+func (m *merger) heldTime(u archive.Pos) time.Time {
+	for i := m.lead; i < m.q.len(); i++ {
+		switch ev := m.q.at(i); {
+		case ev.Kind == transport.EventStreamStart && startOf(ev) == u:
+		case ev.Kind == transport.EventMessage && startOf(ev) == u:
+			return ev.Message.Time
+		default:
+			return time.Time{}
+		}
+	}
+	return time.Time{}
 }
 
 // resumes reports whether a live StreamStart of s starts the current
@@ -662,6 +708,7 @@ func (m *merger) record(ev *transport.Event) bool {
 		m.merge(transport.GapNotArchived)
 		return false
 	}
+	unknown := false // where join time:T falls before from is unknown
 	if !m.started || s.Session > m.cur.Session {
 		start := from
 		switch {
@@ -669,6 +716,13 @@ func (m *merger) record(ev *transport.Event) bool {
 			start = m.want.Seq
 		case m.started:
 			start = 1 // a session after one delivered: wanted whole
+		case first && m.trimmed && m.timeJoin() && from > 1:
+			// The log deleted what came before where T fell, or after:
+			// what of it was published at or after T was wanted.
+			var known bool
+			if start, known = m.timeFirst(s.Session, from, ev.Message.Time); !known {
+				start, unknown = from-1, true
+			}
 		}
 		if m.started && !m.ended {
 			// The archive shows the current session over: what the
@@ -683,7 +737,10 @@ func (m *merger) record(ev *transport.Event) bool {
 	}
 	if from > m.next && !m.open {
 		why := transport.GapNotArchived
-		if first && m.trimmed {
+		switch {
+		case unknown:
+			why = transport.GapStartUnknown
+		case first && m.trimmed:
 			why = transport.GapRetention
 		}
 		m.emitGap(s, m.next, from-1, why, true)
@@ -855,14 +912,21 @@ func (m *merger) giveUp() {
 		if m.started && !m.ended {
 			m.endHeld(why)
 		}
-		first := uint64(1)
+		first, known := uint64(1), true
 		if n := m.joinFirst(u.Session); n > 0 {
 			// join seq:N: the history starts there; live events before
 			// it are dropped (beforeJoin).
 			first = n
+		} else if m.timeJoin() {
+			// join time:T: the archive did not say where T falls.
+			first, known = m.timeFirst(u.Session, u.Seq, m.heldTime(u))
 		}
-		if first < u.Seq {
-			s := transport.StreamID{Feed: m.feed, Session: u.Session}
+		s := transport.StreamID{Feed: m.feed, Session: u.Session}
+		switch {
+		case !known && u.Seq > 1:
+			m.switchTo(s, u.Seq-1, transport.StreamID{})
+			m.emitGap(s, u.Seq-1, u.Seq-1, transport.GapStartUnknown, true)
+		case known && first < u.Seq:
 			m.switchTo(s, first, transport.StreamID{})
 			m.emitGap(s, first, u.Seq-1, why, true)
 		}

@@ -64,9 +64,10 @@ type Gap struct {
 }
 
 // Len is the number of sequence numbers the gap covers; 0 for an open
-// gap (Open), whose size is unknown.
+// gap (Open) and for one whose start is unknown (GapStartUnknown),
+// whose size is unknown.
 func (g Gap) Len() uint64 {
-	if g.Open {
+	if g.Open || g.Reason == GapStartUnknown {
 		return 0
 	}
 	return g.To - g.From + 1
@@ -83,6 +84,9 @@ func (g Gap) String() string {
 	}
 	if g.Open {
 		return fmt.Sprintf("gap %s seq %d.. (end unknown, %s): %s", g.Stream, g.From, what, g.Reason)
+	}
+	if g.Reason == GapStartUnknown {
+		return fmt.Sprintf("gap %s seq ..%d (start unknown, %s): %s", g.Stream, g.To, what, g.Reason)
 	}
 	return fmt.Sprintf("gap %s seq %d..%d (%d %s): %s", g.Stream, g.From, g.To, g.Len(), what, g.Reason)
 }
@@ -135,6 +139,13 @@ const (
 	// one announced): a faulty or forged publisher. A repair would bring
 	// the same bytes, so none is asked for.
 	GapMalformed
+	// GapStartUnknown: a subscriber asked for history from a time (a
+	// multicast subscriber's JoinTime), and neither its archive nor the
+	// live feed told where that time falls in the stream: the messages
+	// published from it up to To, perhaps none, were not delivered, and
+	// how many is unknown. From is To (the last position that may be
+	// one of them), and Len is 0, as for an open gap (Open).
+	GapStartUnknown
 )
 
 func (r GapReason) String() string {
@@ -163,6 +174,8 @@ func (r GapReason) String() string {
 		return "not in the archive either"
 	case GapMalformed:
 		return "malformed: its fragments disagree with the length it announced"
+	case GapStartUnknown:
+		return "not archived, and where the join time falls unknown: those published from it on, perhaps none"
 	}
 	return fmt.Sprintf("GapReason(%d)", uint8(r))
 }

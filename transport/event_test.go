@@ -21,3 +21,15 @@ func TestGapOpen(t *testing.T) {
 		t.Errorf("open gap reads %q", got)
 	}
 }
+
+// TestGapStartUnknown: a gap whose start is unknown counts no sequence
+// number, is loss, and says its start is unknown.
+func TestGapStartUnknown(t *testing.T) {
+	g := Gap{Stream: StreamID{Feed: 1, Session: 7}, From: 99, To: 99, Reason: GapStartUnknown}
+	if g.Len() != 0 || !g.Lost() {
+		t.Errorf("Len %d, Lost %v: want 0, true", g.Len(), g.Lost())
+	}
+	if got := g.String(); !strings.Contains(got, "seq ..99 (start unknown, lost)") || strings.Contains(got, "GapReason(") {
+		t.Errorf("reads %q", got)
+	}
+}

@@ -145,10 +145,16 @@ func (r *Reader) Stats() Stats { return r.stats }
 // Stream is the log's stream that holds the feed, once a Seek found it.
 func (r *Reader) Stream() transport.StreamID { return r.stream }
 
+// Position returns the log position the reader reads from next: after
+// the last record a read returned, or where the last Seek landed.
+func (r *Reader) Position() uint64 { return r.pos }
+
 // Trimmed reports whether the last Seek to a position landed on the
 // log's first position, past 0, with nothing of the feed at or after
 // that position before it: what came before was deleted by the log's
-// retention, or never recorded.
+// retention, or never recorded. After a Seek to a time, it reports
+// whether the Seek landed on the log's first position, past 0: records
+// before it, deleted, may have been stamped at or after the time.
 func (r *Reader) Trimmed() bool { return r.trimmed }
 
 // Deleted reports whether the last Next (or Append) read on after
@@ -179,6 +185,7 @@ func (r *Reader) Seek(ctx context.Context, s Start) error {
 		if r.pos, err = r.log.PositionAt(ctx, r.stream, s.time); err != nil {
 			return err
 		}
+		r.trimmed = r.pos == first && first > 0
 	case startPos:
 		if r.pos, err = r.find(ctx, s.pos, first, next); err != nil {
 			return err

@@ -191,7 +191,8 @@ func TestSeekGuessEarlierSession(t *testing.T) {
 
 // TestSeekEarliestTimeTrimmed: earliest is the log start; a time, the
 // first record stamped at or after it; a position before what the log
-// still holds lands on the log start and says so (Trimmed).
+// still holds lands on the log start and says so (Trimmed), as does a
+// time before it (the records deleted may have been stamped after it).
 func TestSeekEarliestTimeTrimmed(t *testing.T) {
 	log := newFakeLog(10)
 	id := sess(1, 100)
@@ -208,6 +209,7 @@ func TestSeekEarliestTimeTrimmed(t *testing.T) {
 	}{
 		{Earliest(), 20, false},
 		{AtTime(time.Unix(0, 30)), 29, false},
+		{AtTime(time.Unix(0, 5)), 20, true},
 		{At(Pos{100, 5}), 20, true},
 		{At(Pos{100, 30}), 29, false},
 		{At(Pos{100, 99}), 50, false},
@@ -215,8 +217,8 @@ func TestSeekEarliestTimeTrimmed(t *testing.T) {
 		if err := r.Seek(ctx, c.start); err != nil {
 			t.Fatal(err)
 		}
-		if r.pos != c.pos || r.Trimmed() != c.trimmed {
-			t.Errorf("%v: position %d, trimmed %v; want %d, %v", c.start, r.pos, r.Trimmed(), c.pos, c.trimmed)
+		if r.Position() != c.pos || r.Trimmed() != c.trimmed {
+			t.Errorf("%v: position %d, trimmed %v; want %d, %v", c.start, r.Position(), r.Trimmed(), c.pos, c.trimmed)
 		}
 	}
 	p, ok, err := r.Last(ctx)

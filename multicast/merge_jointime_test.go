@@ -1,0 +1,109 @@
+package multicast
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/reliable"
+	"github.com/brokerless/brokerless/transport"
+	"github.com/brokerless/brokerless/transport/archive"
+)
+
+// joinT is the time the tests below join at.
+var joinT = time.Unix(1_700_000_000, 0)
+
+// fixedRand is a reliable.Rand that always draws n.
+type fixedRand uint64
+
+func (r fixedRand) Uint64() uint64 { return uint64(r) }
+
+// sessionAt is a session of feed 1 whose publisher started at t.
+func sessionAt(t time.Time) transport.StreamID {
+	return transport.StreamID{Feed: 1, Session: reliable.NewSession(t, fixedRand(7))}
+}
+
+// msgsAt are messages from..to of s, published at t.
+func msgsAt(s transport.StreamID, from, to uint64, t time.Time) []transport.Event {
+	evs := msgs(s, from, to)
+	for i := range evs {
+		evs[i].Message.Time = t
+	}
+	return evs
+}
+
+// TestMergeJoinTimeSilentArchive: a time join whose archive gives
+// nothing (it holds nothing of the session, or cannot be read) reports
+// of the live session's positions before the first live message only
+// what the join asked for: all of them when the session started at or
+// after the join time (as a join earliest would); none when the first
+// live message was published before it; and, when the session started
+// before it and where the join time falls is unknown, a Gap that says
+// so (GapStartUnknown, Len 0) at the position before the first live
+// message, not a range from 1, which would claim that messages
+// published before the join time were lost.
+func TestMergeJoinTimeSilentArchive(t *testing.T) {
+	before, after := sessionAt(joinT.Add(-time.Hour)), sessionAt(joinT.Add(time.Second))
+	for _, c := range []struct {
+		name  string
+		s     transport.StreamID
+		at    time.Time // the live messages' publish time
+		first uint64
+		gaps  []transport.Gap
+	}{
+		{"session started before T", before, joinT.Add(time.Minute), 99,
+			[]transport.Gap{{Stream: before, From: 99, To: 99, Reason: transport.GapStartUnknown}}},
+		{"session started after T", after, joinT.Add(time.Minute), 1,
+			[]transport.Gap{{Stream: after, From: 1, To: 99, Reason: transport.GapNotArchived}}},
+		{"first live message before T", before, joinT.Add(-time.Minute), 100, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newMergeRig(t, JoinTime(joinT), 0)
+			r.idle(nil) // nothing held yet: the history goes on
+			r.live(cat(startEv(c.s, transport.StreamID{}, 100), msgsAt(c.s, 100, 110, c.at))...)
+			r.idle(nil)
+			gaps := account(t, r.got, span{c.s, c.first, 110})
+			if fmt.Sprint(gaps) != fmt.Sprint(c.gaps) {
+				t.Errorf("gaps %v, want %v", gaps, c.gaps)
+			}
+			for _, g := range gaps {
+				if g.Reason == transport.GapStartUnknown && g.Len() != 0 {
+					t.Errorf("gap %v: Len %d, want 0 (how many is unknown)", g, g.Len())
+				}
+			}
+		})
+	}
+}
+
+// TestMergeJoinTimeRetention: a time join whose archive's records of
+// the session start past where the join time falls, its retention
+// having deleted those before, reports them deleted as a seq join does
+// (GapRetention) when the whole session was published after the join
+// time; when it started before, how much of what was deleted came after
+// the join time is unknown, and the Gap says so (GapStartUnknown). (No
+// Gap at all was reported: the history started silently at the first
+// record left.)
+func TestMergeJoinTimeRetention(t *testing.T) {
+	before, after := sessionAt(joinT.Add(-time.Hour)), sessionAt(joinT.Add(time.Second))
+	for _, c := range []struct {
+		name  string
+		s     transport.StreamID
+		first uint64
+		gaps  []transport.Gap
+	}{
+		{"session started after T", after, 1,
+			[]transport.Gap{{Stream: after, From: 1, To: 44, Reason: transport.GapRetention}}},
+		{"session started before T", before, 44,
+			[]transport.Gap{{Stream: before, From: 44, To: 44, Reason: transport.GapStartUnknown}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newMergeRig(t, JoinTime(joinT), 0)
+			r.live(cat(startEv(c.s, transport.StreamID{}, 100), msgsAt(c.s, 100, 110, joinT.Add(time.Minute)))...)
+			r.arch(archive.Pos{}, true, msgsAt(c.s, 45, 101, joinT.Add(time.Minute))...)
+			gaps := account(t, r.got, span{c.s, c.first, 110})
+			if fmt.Sprint(gaps) != fmt.Sprint(c.gaps) {
+				t.Errorf("gaps %v, want %v", gaps, c.gaps)
+			}
+		})
+	}
+}
