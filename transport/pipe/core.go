@@ -87,6 +87,10 @@ type Stats struct {
 	// the tail given to Resume (Config.Back), and FoundBack the source
 	// streams found there.
 	LookedBack, FoundBack uint64
+	// HeldRunsDropped counts the runs of held positions forgotten
+	// past maxHeldRuns of a source stream (see run): written again if
+	// given again.
+	HeldRunsDropped uint64
 }
 
 // Core is what a pipe decides, without I/O: which messages and gap
@@ -156,9 +160,11 @@ type entry struct {
 // started.
 type resume struct {
 	last uint64 // the last position written, a message's or a marker's end
-	// holes: positions before last that the destination's records
-	// read on start did not hold (see hole), in order.
-	holes []hole
+	// held: the runs of positions that the destination's records read
+	// hold (see run), in order; dest is the destination stream they
+	// are in.
+	held []run
+	dest transport.StreamID
 	// ended: the destination holds the stream's end marker (at last):
 	// its StreamEnd is not written again.
 	ended   bool
@@ -355,10 +361,10 @@ func (c *Core) flushResume(stream transport.StreamID) {
 }
 
 // held reports whether the destination held stream's position pos when
-// the pipe started.
+// it was read (see run).
 func (c *Core) held(stream transport.StreamID, pos uint64) bool {
 	r := c.resumedOf(stream)
-	return r != nil && pos <= r.last && (len(r.holes) == 0 || r.holds(pos))
+	return r != nil && r.holds(pos)
 }
 
 func (c *Core) skip(stream transport.StreamID, pos uint64) {

@@ -1,0 +1,94 @@
+package pipe
+
+import (
+	"testing"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// TestHoleBelowTheTailIsNotHeld: a position of a source stream older
+// than its oldest record in a full tail (a write refused while up to
+// MaxInFlight later ones were accepted) is not known to be held: given
+// again, a feed's is written (never dropped and acknowledged), and a
+// log's is looked for further back, where a hole found in a page is
+// kept too.
+func TestHoleBelowTheTailIsNotHeld(t *testing.T) {
+	dst := transport.StreamID{Topic: "dest"}
+	c := newCore(t, 0)
+	if _, err := c.Resume(shifted(5000, tailOf(dst, feedA, 1001, 1000+DefaultTailRecords))); err != nil {
+		t.Fatal(err)
+	}
+	if _, ws := feed(t, c, msg(feedA, 500)); len(ws) != 1 || ws[0].origin.Seq != 500 {
+		t.Errorf("feed: wrote %+v, want 500 (below what the tail read)", ws)
+	}
+
+	c = newCore(t, 0)
+	if _, err := c.ResumeAcknowledged(shifted(5000, tailOf(dst, srcLog, 2001, 2000+DefaultTailRecords))); err != nil {
+		t.Fatal(err)
+	}
+	d, before, ok := c.LookFor(srcLog, 1500, DefaultMaxLookback)
+	if !ok || d != dst || before != 5000 {
+		t.Fatalf("LookFor(1500) = %v %d %v, want the page of %v before 5000", d, before, ok, dst)
+	}
+	page := shifted(5000-1000, tailWithout(dst, srcLog, 1001, 2000, 1500))
+	c.AddPage(dst, page, LookbackPage)
+	if _, _, ok := c.LookFor(srcLog, 1500, DefaultMaxLookback); ok {
+		t.Errorf("looks back again once the page reaches 1500")
+	}
+	if _, ws := feed(t, c, msg(srcLog, 1499), msg(srcLog, 1500), msg(srcLog, 1501)); len(ws) != 1 || ws[0].origin.Seq != 1500 {
+		t.Errorf("log: wrote %+v, want 1500 alone (the hole of the page)", ws)
+	}
+}
+
+// TestHoleInAPageIsKept: a stream found only further back than the
+// tail keeps the holes of the page it is found in.
+func TestHoleInAPageIsKept(t *testing.T) {
+	dst := transport.StreamID{Topic: "dest"}
+	c := newCore(t, 0)
+	if _, err := c.ResumeAcknowledged(shifted(5000, tailOf(dst, part0, 1, DefaultTailRecords))); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := c.LookFor(srcLog, 1, DefaultMaxLookback); !ok {
+		t.Fatal("does not look back")
+	}
+	c.AddPage(dst, shifted(5000-100, tailWithout(dst, srcLog, 1, 101, 50)), LookbackPage)
+	if _, ws := feed(t, c, msg(srcLog, 49), msg(srcLog, 50), msg(srcLog, 51)); len(ws) != 1 || ws[0].origin.Seq != 50 {
+		t.Errorf("wrote %+v, want 50 alone", ws)
+	}
+}
+
+// TestHolesKeptOverTwoResumes: a stream found by two Resume calls keeps
+// the positions neither read held.
+func TestHolesKeptOverTwoResumes(t *testing.T) {
+	c := newCore(t, 0)
+	if _, err := c.ResumeAcknowledged(tailWithout(part0, srcLog, 1, 10, 6)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ResumeAcknowledged(tailOf(part0, srcLog, 11, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ws := feed(t, c, msg(srcLog, 5), msg(srcLog, 6), msg(srcLog, 7), msg(srcLog, 20), msg(srcLog, 21)); len(ws) != 2 || ws[0].origin.Seq != 6 || ws[1].origin.Seq != 21 {
+		t.Errorf("wrote %+v, want 6 and 21", ws)
+	}
+}
+
+// TestHeldRunsBounded: a stream read with more holes than a Core keeps
+// forgets its oldest runs of held positions, counted: they are written
+// again if given again (never taken as held).
+func TestHeldRunsBounded(t *testing.T) {
+	var missing []uint64
+	for s := uint64(2); s <= 2*maxHeldRuns+10; s += 2 {
+		missing = append(missing, s)
+	}
+	c := newCore(t, 0)
+	if _, err := c.ResumeAcknowledged(tailWithout(part0, srcLog, 1, 2*maxHeldRuns+11, missing...)); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.HeldRunsDropped != 6 {
+		t.Errorf("dropped %d runs, want 6", s.HeldRunsDropped)
+	}
+	_, ws := feed(t, c, msg(srcLog, 1), msg(srcLog, 2), msg(srcLog, 2*maxHeldRuns+11), msg(srcLog, 2*maxHeldRuns+12))
+	if len(ws) != 3 || ws[0].origin.Seq != 1 || ws[1].origin.Seq != 2 {
+		t.Errorf("wrote %+v, want 1, 2 and the next", ws)
+	}
+}
