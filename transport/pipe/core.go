@@ -137,6 +137,10 @@ type Core struct {
 	// comes back past it gets no resume gap marker.
 	dropOnly bool
 	tailErr  error // the first malformed record Resume found
+	// reread is the stream Reread read the destination for, until its
+	// start is taken (rereadOK).
+	reread   transport.StreamID
+	rereadOK bool
 
 	out  []Write
 	hdrs []transport.Header
@@ -273,6 +277,7 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 			// or a Gap of what the source no longer held).
 			c.checkResume(ev.Start.Stream, ev.Start.FirstSeq, now)
 		}
+		c.rereadOK = false
 	case transport.EventStreamEnd:
 		c.flushResume(ev.End.Stream)
 		c.endMarker(ev.End, now)

@@ -30,7 +30,11 @@
 // its acknowledgements had not yet made durable (a Kafka consumer group
 // commits every few seconds). Pipe.Resume, given the destination's last
 // records, drops (and acknowledges) what the destination holds, so that
-// nothing is written twice (Core.ResumeAcknowledged).
+// nothing is written twice (Core.ResumeAcknowledged). A consumer
+// group's member that a rebalance gives a partition mid-run reads the
+// destination again when the partition starts (Config.Tail,
+// Core.Reread), so that what its previous owner wrote and had not
+// committed is dropped too.
 //
 // A source that cannot be acknowledged (multicast) is resumed from the
 // destination instead: on start the pipe reads the destination's last

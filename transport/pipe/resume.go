@@ -37,7 +37,7 @@ import (
 // destination holds after all (Kafka's answer, a transactional id that
 // fences the old producer's epoch, is not implemented by logd).
 func (c *Core) Resume(tail []transport.Message) (int, error) {
-	return c.resume(tail, false)
+	return c.resume(tail, false, false)
 }
 
 // ResumeAcknowledged is Resume for a source that is acknowledged (a
@@ -53,10 +53,12 @@ func (c *Core) Resume(tail []transport.Message) (int, error) {
 // once, as if the destination did not hold it, rather than dropped
 // after another source's position.
 func (c *Core) ResumeAcknowledged(tail []transport.Message) (int, error) {
-	return c.resume(tail, true)
+	return c.resume(tail, true, false)
 }
 
-func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
+// resume is Resume, or ResumeAcknowledged with dropOnly; fresh (Reread)
+// looks each destination stream back from where tail starts.
+func (c *Core) resume(tail []transport.Message, dropOnly, fresh bool) (int, error) {
 	owner := map[transport.StreamID]transport.StreamID{}
 	last := map[transport.StreamID]uint64{}
 	ended := map[transport.StreamID]bool{} // an end marker is in tail
@@ -105,16 +107,22 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 		// the other's positions would resume it after all.
 		for src := range back {
 			delete(last, src)
+			delete(c.resumed, src)
+			if !c.decided[src] {
+				c.stats.Interleaved++
+			}
 			c.decided[src] = true
-			c.stats.Interleaved++
 		}
 	}
 	c.curOK = false // resumed changes
 	for dest, n := range held {
 		if n < DefaultTailRecords {
+			if fresh {
+				delete(c.deep, dest) // read to its start
+			}
 			continue
 		}
-		if l := c.deep[dest]; l == nil || oldest[dest] < l.before {
+		if l := c.deep[dest]; fresh || l == nil || oldest[dest] < l.before {
 			c.deep[dest] = &lookback{before: oldest[dest]}
 		}
 	}
