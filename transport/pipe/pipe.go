@@ -43,7 +43,8 @@ type Config struct {
 	// Default 5 ms.
 	FlushInterval time.Duration
 	// DrainTimeout bounds how long Run, once its context ends, waits for
-	// the destination to accept what is in flight and acknowledges it.
+	// the destination to accept what is in flight and acknowledges it,
+	// and then the last flush of a destination without receipts.
 	// Default 5 s.
 	DrainTimeout time.Duration
 	// Now is the clock of gap markers. Default time.Now.
@@ -165,7 +166,7 @@ func New(from transport.Subscriber, to transport.Publisher, cfg Config) (*Pipe, 
 		p.batch, _ = to.(batchPublisher)
 		p.inPlace, _ = to.(inPlacePublisher)
 	} else {
-		p.flush = newFlushReceipts(to)
+		p.flush = newFlushReceipts(to, cfg.DrainTimeout)
 		p.to = p.flush
 	}
 	return p, nil
