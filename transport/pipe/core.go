@@ -74,6 +74,9 @@ type Stats struct {
 	// from its start). (A multicast
 	// source joined with join=earliest, a pipe's default, reports what
 	// it no longer holds as a Gap from position 1, which is written.)
+	// A feed session this pipe met, that ended idle and was forgotten
+	// (EndedForgotten) before it came back, is counted too: Unresumed
+	// exceeds the streams really not found by at most EndedForgotten.
 	Unresumed uint64
 	// MalformedTail counts the destination records given to Resume
 	// whose origin headers do not decode (Core.TailError says how the
@@ -91,6 +94,9 @@ type Stats struct {
 	// past maxHeldRuns of a source stream (see run): written again if
 	// given again.
 	HeldRunsDropped uint64
+	// EndedForgotten counts the feed sessions that ended idle and were
+	// forgotten (see forget).
+	EndedForgotten uint64
 }
 
 // Core is what a pipe decides, without I/O: which messages and gap
@@ -130,8 +136,8 @@ type Core struct {
 	// found interleaved there or Resume in the tail; older pages say
 	// nothing more of them.
 	decided map[transport.StreamID]bool
-	// ended: the feed streams that ended last, forgotten (forget).
-	ended endedRing
+	// ended: the feed streams that ended idle last, forgotten (forget).
+	ended endedSet
 	// dropOnly: the source is acknowledged (ResumeAcknowledged), so
 	// Resume only drops what the destination holds: a stream that
 	// comes back past it gets no resume gap marker.
