@@ -48,6 +48,21 @@
 // transport.BackReader; Core.LookFor and Core.AddPage), before its first
 // event is taken.
 //
+// A source's stream is known by its name alone: a log's by its topic
+// and partition, as transport.StreamID carries no topic ID or epoch
+// (nor does a message), so the pipe cannot tell a source topic deleted
+// and created again under the same name from the old one. The new
+// topic's offsets start again at 0, and those that the destination's
+// records read by Resume, Core.Reread or a look-back page hold of the
+// old topic's partition are taken as held: its messages at them are
+// dropped and, from a consumer group, acknowledged — lost to the
+// destination — up to the highest position of the old partition read
+// (past it they are written). Once a pipe has written the new topic's
+// positions after the old ones, an acknowledged source's stream is
+// found going backwards and no longer resumed (Stats.Interleaved), but
+// what was dropped until then stays lost. Point a pipe whose source
+// topic was recreated at a new destination topic.
+//
 // Core holds every decision and does no I/O, so it is tested without
 // sockets; Pipe runs it between a subscriber and a publisher.
 package pipe
