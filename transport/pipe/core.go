@@ -265,12 +265,15 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 			break
 		}
 		c.flushResume(g.Stream)
-		if c.held(g.Stream, g.To) {
-			c.skip(g.Stream, g.To)
-			break
-		}
 		if r := c.resumedOf(g.Stream); r != nil {
+			// Marked from the first position the destination lacks;
+			// skipped when it lacks none (a hole before g.To, a refused
+			// write, is marked, not left silent).
 			g.From = r.firstMissing(g.From)
+			if g.From > g.To || r.holds(g.From) {
+				c.skip(g.Stream, g.To)
+				break
+			}
 		}
 		c.stats.Markers++
 		c.stats.Marked += g.Len()

@@ -92,3 +92,19 @@ func TestHeldRunsBounded(t *testing.T) {
 		t.Errorf("wrote %+v, want 1, 2 and the next", ws)
 	}
 }
+
+// TestGapOverAHoleIsMarked: a Gap of the source whose last position
+// the destination holds, but not all before it (a hole: a refused
+// write), is written as a marker of what the destination lacks, so
+// the destination shows the loss instead of a silent hole.
+func TestGapOverAHoleIsMarked(t *testing.T) {
+	c := newCore(t, 0)
+	if _, err := c.ResumeAcknowledged(tailWithout(part0, srcLog, 1, 10, 5)); err != nil {
+		t.Fatal(err)
+	}
+	_, ws := feed(t, c, gapEv(srcLog, 3, 8, transport.GapUnrecoverable), gapEv(srcLog, 6, 9, transport.GapUnrecoverable), msg(srcLog, 11))
+	want := transport.Gap{Stream: srcLog, From: 5, To: 8, Reason: transport.GapUnrecoverable}
+	if len(ws) != 2 || !ws[0].marker || ws[0].gap != want || ws[1].origin.Seq != 11 {
+		t.Errorf("wrote %+v, want a marker of 5..8, then 11", ws)
+	}
+}
