@@ -53,10 +53,13 @@ type Config struct {
 	// than the tail given to Resume for a log's source stream the tail
 	// did not reach (a partition of a consumer group's source that the pipe
 	// had not written for the last DefaultTailRecords records of the
-	// destination), in pages of LookbackPage records, up to
-	// MaxLookback records of each destination stream (default
-	// DefaultMaxLookback). Without it such a stream is written as if the
-	// destination did not hold it (Stats.Unresumed).
+	// destination), or not back to the stream's first event (a group
+	// that committed less than the tail holds), in pages of
+	// LookbackPage records, up to MaxLookback records of each
+	// destination stream (default DefaultMaxLookback). Without it such
+	// a stream is written as if the destination did not hold it
+	// (Stats.Unresumed counts the first kind), or what is older than
+	// what was read of it is.
 	Back        transport.BackReader
 	MaxLookback int
 	// Tail, the destination's, when it has one, is read again for a
