@@ -378,7 +378,7 @@ func (c *Core) flushResume(stream transport.StreamID) {
 // it was read (see run).
 func (c *Core) held(stream transport.StreamID, pos uint64) bool {
 	r := c.resumedOf(stream)
-	return r != nil && r.holds(pos)
+	return r != nil && pos <= r.last && r.holds(pos) // past last: no search
 }
 
 func (c *Core) skip(stream transport.StreamID, pos uint64) {
