@@ -58,9 +58,10 @@ func (c *Core) LookFor(src transport.StreamID, pos uint64, limit int) (dest tran
 // (fewer: it reaches dest's start). Each source stream met there for
 // the first time, newest page first, ends where its last record in the
 // page does, as in Resume's tail; the positions the page holds of it,
-// and of a stream found before in dest, are taken as held (see run); for a source that is acknowledged, one
-// whose positions go backwards in the page is not resumed (counted,
-// Stats.Interleaved). A source stream split over several destination
+// and of a stream found before in dest, are taken as held (see run);
+// for a source that is acknowledged, one whose positions go backwards
+// in the page, or reach what was read of it already, is not resumed
+// (counted, Stats.Interleaved). A source stream split over several destination
 // streams resumes from the first of them a page finds it in.
 func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int) {
 	l := c.deep[dest]
@@ -90,7 +91,19 @@ func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int)
 			continue
 		}
 		if r := c.resumed[src]; r != nil {
-			if r.dest == dest && !end {
+			if r.dest != dest {
+				continue
+			}
+			// Older than what was read of it, in order, if one pipe
+			// wrote it (see resume).
+			if l, seen := last[src]; seen && pos < l {
+				back[src] = true
+			}
+			if first, ok := r.oldest(); ok && pos >= first {
+				back[src] = true
+			}
+			last[src] = max(last[src], pos)
+			if !end {
 				spans[src] = append(spans[src], run{from, pos})
 			}
 			continue
@@ -112,10 +125,13 @@ func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int)
 		if c.dropOnly && back[src] {
 			c.stats.Interleaved++
 			delete(spans, src)
+			delete(c.resumed, src)
 			continue
 		}
-		c.stats.FoundBack++
-		c.resumed[src] = &resume{last: pos, ended: ended[src], dest: dest}
+		if c.resumed[src] == nil {
+			c.stats.FoundBack++
+			c.resumed[src] = &resume{last: pos, ended: ended[src], dest: dest}
+		}
 	}
 	for src, s := range spans {
 		c.stats.HeldRunsDropped += uint64(c.resumed[src].addHeld(s))
