@@ -20,13 +20,13 @@ type lookback struct {
 // stream src, whose first event (at position pos) is at hand: the page of
 // destination stream dest before position before. ok is false when no
 // page is needed: src is one of the source's already, or found (in the
-// tail or a page read before) back to pos, or a feed's (which does not wait for
-// the read: only a log's stream is looked for), or every destination
-// stream whose tail was full was read back to its start or to limit
-// records. A stream found is looked for further back while pos is older
-// than the oldest position read of it (see run).
-// Feed each page read to AddPage before calling LookFor again,
-// and call it before Event for that event.
+// tail or a page read before) back to pos (a stream found is looked for
+// further back while pos is older than the oldest position read of it:
+// see run), or a feed's (which does not wait for the read: only a log's
+// stream is looked for), or every destination stream whose tail was
+// full was read back to its start or to limit records. Feed each page
+// read to AddPage before calling LookFor again, and call it before Event
+// for that event.
 func (c *Core) LookFor(src transport.StreamID, pos uint64, limit int) (dest transport.StreamID, before uint64, ok bool) {
 	// A feed's stream (no topic) is not looked for: reading back would
 	// delay the feed, whose publisher keeps only a window, past what the
@@ -61,8 +61,8 @@ func (c *Core) LookFor(src transport.StreamID, pos uint64, limit int) (dest tran
 // and of a stream found before in dest, are taken as held (see run);
 // for a source that is acknowledged, one whose positions go backwards
 // in the page, or reach what was read of it already, is not resumed
-// (counted, Stats.Interleaved). A source stream split over several destination
-// streams resumes from the first of them a page finds it in.
+// (counted, Stats.Interleaved). A source stream split over several
+// destination streams resumes from the first of them a page finds it in.
 func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int) {
 	l := c.deep[dest]
 	if l == nil {

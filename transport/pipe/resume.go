@@ -27,9 +27,10 @@ import (
 // meets (see LookFor); one not found where the destination was not read
 // back to its start, whose first event comes past its first position
 // (a log's: any), is counted (Stats.Unresumed).
-// Call it before the first Event of the streams it is to resume. It returns how many source
-// streams it found, and ErrSplitStream when one source stream is spread
-// over several destination streams (the Core is then left as it was).
+// Call it before the first Event of the streams it is to resume. It
+// returns how many source streams it found, and ErrSplitStream when one
+// source stream is spread over several destination streams (the Core is
+// then left as it was).
 //
 // Nothing fences a killed predecessor's writes: one the destination
 // shows only after tail was read (still being fsynced or replicated)
