@@ -133,8 +133,9 @@ type Core struct {
 	// stream not found may be further back (Stats.Unresumed).
 	deep map[transport.StreamID]*lookback
 	// decided: source streams that LookFor found further back, or
-	// found interleaved there or Resume in the tail; older pages say
-	// nothing more of them.
+	// found interleaved there or Resume in the tail: not looked for
+	// again as streams not found (one found is looked for further
+	// back only while its first event is older than what was read).
 	decided map[transport.StreamID]bool
 	// ended: the feed streams that ended idle last, forgotten (forget).
 	ended endedSet
@@ -166,8 +167,8 @@ type entry struct {
 	ack    bool // acknowledging it means something to the source
 }
 
-// resume is what the destination held of a source stream when the pipe
-// started.
+// resume is what the destination held of a source stream when it was
+// read (Resume, AddPage, Reread).
 type resume struct {
 	last uint64 // the last position written, a message's or a marker's end
 	// held: the runs of positions that the destination's records read
