@@ -91,8 +91,9 @@ type Stats struct {
 	// streams found there.
 	LookedBack, FoundBack uint64
 	// HeldRunsDropped counts the runs of held positions forgotten
-	// past maxHeldRuns of a source stream (see run): written again if
-	// given again.
+	// past maxHeldRuns of a source stream (see run): a log's, written
+	// again if given again; a feed's, the hole before each taken as
+	// held.
 	HeldRunsDropped uint64
 	// EndedForgotten counts the feed sessions that ended idle and were
 	// forgotten (see forget).
@@ -176,6 +177,7 @@ type resume struct {
 	// are in.
 	held []run
 	dest transport.StreamID
+	feed bool // a feed's stream: its first run reaches down to 0 (see run)
 	// ended: the destination holds the stream's end marker (at last):
 	// its StreamEnd is not written again.
 	ended   bool

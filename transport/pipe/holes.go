@@ -23,11 +23,19 @@ const maxHeldRuns = 1024
 // too large, one of a batch) leaves a hole between two runs: taking
 // every position up to the last found as held would drop the message
 // when the source gives it again, and acknowledge it, though the
-// destination never had it. So are positions older than the oldest
-// read, as far as the destination was read: the hole may be further
-// back. Positions that the source never delivers (a log's transaction
-// markers, what compaction removed) leave holes too; they cost
-// nothing, as no event falls in them.
+// destination never had it. A log's positions older than the oldest
+// read are not taken as held either (the hole may be further back),
+// and are looked for further back (Core.LookFor). A feed's are: a
+// feed is not looked for further back (its publisher's window would
+// move on meanwhile), and writing again what its publisher replays
+// from its window after a restart, older than the records read, would
+// put the feed's positions out of order in the destination, which an
+// archive reader (package transport/archive) relies on; a hole of a
+// feed older than what Resume read is then taken as held (read at
+// least MaxInFlight records of the destination's tail to find every
+// hole a refused write can leave). Positions that the source never
+// delivers (a log's transaction markers, what compaction removed)
+// leave holes too; they cost nothing, as no event falls in them.
 type run struct{ from, to uint64 }
 
 // span is the source stream and the positions a record written by a
@@ -70,13 +78,17 @@ func runsOf(spans []run) []run {
 
 // addHeld adds to r.held the positions of spans: a position is held
 // when any reading found it held (the destination only grows; what it
-// held when read, it holds). It returns how many of the oldest runs it
-// forgot to keep maxHeldRuns.
+// held when read, it holds), and a feed's older than the first run
+// (see run). It returns how many of the oldest runs it forgot to keep
+// maxHeldRuns.
 func (r *resume) addHeld(spans []run) int {
 	r.held = runsOf(append(spans, r.held...))
 	drop := max(0, len(r.held)-maxHeldRuns)
 	if drop > 0 {
 		r.held = slices.Delete(r.held, 0, drop)
+	}
+	if r.feed && len(r.held) > 0 {
+		r.held[0].from = 0
 	}
 	return drop
 }

@@ -6,20 +6,20 @@ import (
 	"github.com/brokerless/brokerless/transport"
 )
 
-// TestHoleBelowTheTailIsNotHeld: a position of a source stream older
+// TestHoleBelowTheTailIsNotHeld: a position of a log's stream older
 // than its oldest record in a full tail (a write refused while up to
-// MaxInFlight later ones were accepted) is not known to be held: given
-// again, a feed's is written (never dropped and acknowledged), and a
-// log's is looked for further back, where a hole found in a page is
-// kept too.
+// MaxInFlight later ones were accepted) is not known to be held: it is
+// looked for further back, where a hole found in a page is kept too. A
+// feed's is taken as held (see run: written again, it would put the
+// feed out of order in the destination).
 func TestHoleBelowTheTailIsNotHeld(t *testing.T) {
 	dst := transport.StreamID{Topic: "dest"}
 	c := newCore(t, 0)
 	if _, err := c.Resume(shifted(5000, tailOf(dst, feedA, 1001, 1000+DefaultTailRecords))); err != nil {
 		t.Fatal(err)
 	}
-	if _, ws := feed(t, c, msg(feedA, 500)); len(ws) != 1 || ws[0].origin.Seq != 500 {
-		t.Errorf("feed: wrote %+v, want 500 (below what the tail read)", ws)
+	if _, ws := feed(t, c, msg(feedA, 500)); len(ws) != 0 {
+		t.Errorf("feed: wrote %+v, want nothing (older than the tail: taken as held)", ws)
 	}
 
 	c = newCore(t, 0)
@@ -90,6 +90,15 @@ func TestHeldRunsBounded(t *testing.T) {
 	_, ws := feed(t, c, msg(srcLog, 1), msg(srcLog, 2), msg(srcLog, 2*maxHeldRuns+11), msg(srcLog, 2*maxHeldRuns+12))
 	if len(ws) != 3 || ws[0].origin.Seq != 1 || ws[1].origin.Seq != 2 {
 		t.Errorf("wrote %+v, want 1, 2 and the next", ws)
+	}
+	// A feed's oldest holes are taken as held instead.
+	c = newCore(t, 0)
+	if _, err := c.Resume(tailWithout(part0, feedA, 1, 2*maxHeldRuns+11, missing...)); err != nil {
+		t.Fatal(err)
+	}
+	_, ws = feed(t, c, msg(feedA, 10), msg(feedA, 12), msg(feedA, 14))
+	if s := c.Stats(); s.HeldRunsDropped != 6 || len(ws) != 1 || ws[0].origin.Seq != 14 {
+		t.Errorf("feed: dropped %d runs, wrote %+v; want 6, and 14 alone", s.HeldRunsDropped, ws)
 	}
 }
 

@@ -130,7 +130,7 @@ func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int)
 		}
 		if c.resumed[src] == nil {
 			c.stats.FoundBack++
-			c.resumed[src] = &resume{last: pos, ended: ended[src], dest: dest}
+			c.resumed[src] = &resume{last: pos, ended: ended[src], dest: dest, feed: src.Topic == ""}
 		}
 	}
 	for src, s := range spans {

@@ -14,9 +14,10 @@ import (
 // comes later than the position after the last (transport.GapSourceDown).
 // Only the positions the records read hold are taken as written: one
 // missing between them (a write the destination refused while it
-// accepted the ones after it), or older than the oldest read, given
-// again, is written (see run); a log's stream is first looked for
-// further back (LookFor). Called again, it adds what it reads to what
+// accepted the ones after it), given again, is written (see run); so
+// is one of a log's stream older than the oldest read, once looked for
+// further back (LookFor). A feed's positions older than the oldest read
+// are taken as written (see run). Called again, it adds what it reads to what
 // the calls before read.
 // Records without origin headers were not written by a pipe and are
 // ignored; so are those whose origin headers do not decode (anyone may
@@ -132,7 +133,7 @@ func (c *Core) resume(tail []transport.Message, dropOnly, fresh bool) (int, erro
 	for src, pos := range last {
 		r := c.resumed[src]
 		if r == nil {
-			r = &resume{last: pos}
+			r = &resume{last: pos, feed: src.Topic == ""}
 			c.resumed[src] = r
 		}
 		// Found by an earlier call too: a position either reading
