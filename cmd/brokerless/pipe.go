@@ -172,6 +172,9 @@ func runPipeURLs(ctx context.Context, inv *invocation, from, to string, cfg pipe
 	if br, ok := toEP.(transport.BackReader); ok && canResume {
 		cfg.Back = br // for a source stream the tail does not reach
 	}
+	if canResume {
+		cfg.Tail = tr // read again for a partition a rebalance gives a group member
+	}
 	src, err := fromEP.Subscriber(ctx)
 	if err != nil {
 		return urlError(from, err)

@@ -74,6 +74,9 @@ type Stats struct {
 	// from its start). (A multicast
 	// source joined with join=earliest, a pipe's default, reports what
 	// it no longer holds as a Gap from position 1, which is written.)
+	// A feed session this pipe met, that ended idle and was forgotten
+	// (EndedForgotten) before it came back, is counted too: Unresumed
+	// exceeds the streams really not found by at most EndedForgotten.
 	Unresumed uint64
 	// MalformedTail counts the destination records given to Resume
 	// whose origin headers do not decode (Core.TailError says how the
@@ -87,6 +90,14 @@ type Stats struct {
 	// the tail given to Resume (Config.Back), and FoundBack the source
 	// streams found there.
 	LookedBack, FoundBack uint64
+	// HeldRunsDropped counts the runs of held positions forgotten
+	// past maxHeldRuns of a source stream (see run): a log's, written
+	// again if given again; a feed's, the hole before each taken as
+	// held.
+	HeldRunsDropped uint64
+	// EndedForgotten counts the feed sessions that ended idle and were
+	// forgotten (see forget).
+	EndedForgotten uint64
 }
 
 // Core is what a pipe decides, without I/O: which messages and gap
@@ -123,16 +134,21 @@ type Core struct {
 	// stream not found may be further back (Stats.Unresumed).
 	deep map[transport.StreamID]*lookback
 	// decided: source streams that LookFor found further back, or
-	// found interleaved there or Resume in the tail; older pages say
-	// nothing more of them.
+	// found interleaved there or Resume in the tail: not looked for
+	// again as streams not found (one found is looked for further
+	// back only while its first event is older than what was read).
 	decided map[transport.StreamID]bool
-	// ended: the feed streams that ended last, forgotten (forget).
-	ended endedRing
+	// ended: the feed streams that ended idle last, forgotten (forget).
+	ended endedSet
 	// dropOnly: the source is acknowledged (ResumeAcknowledged), so
 	// Resume only drops what the destination holds: a stream that
 	// comes back past it gets no resume gap marker.
 	dropOnly bool
 	tailErr  error // the first malformed record Resume found
+	// reread is the stream Reread read the destination for, until its
+	// start is taken (rereadOK).
+	reread   transport.StreamID
+	rereadOK bool
 
 	out  []Write
 	hdrs []transport.Header
@@ -152,13 +168,16 @@ type entry struct {
 	ack    bool // acknowledging it means something to the source
 }
 
-// resume is what the destination held of a source stream when the pipe
-// started.
+// resume is what the destination held of a source stream when it was
+// read (Resume, AddPage, Reread).
 type resume struct {
 	last uint64 // the last position written, a message's or a marker's end
-	// holes: positions before last that the destination's records
-	// read on start did not hold (see hole), in order.
-	holes []hole
+	// held: the runs of positions that the destination's records read
+	// hold (see run), in order; dest is the destination stream they
+	// are in.
+	held []run
+	dest transport.StreamID
+	feed bool // a feed's stream: its first run reaches down to 0 (see run)
 	// ended: the destination holds the stream's end marker (at last):
 	// its StreamEnd is not written again.
 	ended   bool
@@ -249,12 +268,15 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 			break
 		}
 		c.flushResume(g.Stream)
-		if c.held(g.Stream, g.To) {
-			c.skip(g.Stream, g.To)
-			break
-		}
 		if r := c.resumedOf(g.Stream); r != nil {
+			// Marked from the first position the destination lacks;
+			// skipped when it lacks none (a hole before g.To, a refused
+			// write, is marked, not left silent).
 			g.From = r.firstMissing(g.From)
+			if g.From > g.To || r.holds(g.From) {
+				c.skip(g.Stream, g.To)
+				break
+			}
 		}
 		c.stats.Markers++
 		c.stats.Marked += g.Len()
@@ -267,6 +289,7 @@ func (c *Core) Event(ev *transport.Event, now func() time.Time) []Write {
 			// or a Gap of what the source no longer held).
 			c.checkResume(ev.Start.Stream, ev.Start.FirstSeq, now)
 		}
+		c.rereadOK = false
 	case transport.EventStreamEnd:
 		c.flushResume(ev.End.Stream)
 		c.endMarker(ev.End, now)
@@ -355,10 +378,10 @@ func (c *Core) flushResume(stream transport.StreamID) {
 }
 
 // held reports whether the destination held stream's position pos when
-// the pipe started.
+// it was read (see run).
 func (c *Core) held(stream transport.StreamID, pos uint64) bool {
 	r := c.resumedOf(stream)
-	return r != nil && pos <= r.last && (len(r.holes) == 0 || r.holds(pos))
+	return r != nil && pos <= r.last && r.holds(pos) // past last: no search
 }
 
 func (c *Core) skip(stream transport.StreamID, pos uint64) {

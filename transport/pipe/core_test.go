@@ -368,7 +368,7 @@ func TestResumeMarksWhatTheSourceLost(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			core := newCore(t, 0)
-			if _, err := core.Resume(tailOf(part0, feedA, 99, 100)); err != nil {
+			if _, err := core.Resume(tailOf(part0, feedA, 1, 100)); err != nil {
 				t.Fatal(err)
 			}
 			_, ws := feed(t, core, append(c.evs, msg(feedB, 1))...)

@@ -30,7 +30,11 @@
 // its acknowledgements had not yet made durable (a Kafka consumer group
 // commits every few seconds). Pipe.Resume, given the destination's last
 // records, drops (and acknowledges) what the destination holds, so that
-// nothing is written twice (Core.ResumeAcknowledged).
+// nothing is written twice (Core.ResumeAcknowledged). A consumer
+// group's member that a rebalance gives a partition mid-run reads the
+// destination again when the partition starts (Config.Tail,
+// Core.Reread), so that what its previous owner wrote and had not
+// committed is dropped too.
 //
 // A source that cannot be acknowledged (multicast) is resumed from the
 // destination instead: on start the pipe reads the destination's last
@@ -43,6 +47,21 @@
 // reach is looked for further back, page by page (Config.Back, a
 // transport.BackReader; Core.LookFor and Core.AddPage), before its first
 // event is taken.
+//
+// A source's stream is known by its name alone: a log's by its topic
+// and partition, as transport.StreamID carries no topic ID or epoch
+// (nor does a message), so the pipe cannot tell a source topic deleted
+// and created again under the same name from the old one. The new
+// topic's offsets start again at 0, and those that the destination's
+// records read by Resume, Core.Reread or a look-back page hold of the
+// old topic's partition are taken as held: its messages at them are
+// dropped and, from a consumer group, acknowledged — lost to the
+// destination — up to the highest position of the old partition read
+// (past it they are written). Once a pipe has written the new topic's
+// positions after the old ones, an acknowledged source's stream is
+// found going backwards and no longer resumed (Stats.Interleaved), but
+// what was dropped until then stays lost. Point a pipe whose source
+// topic was recreated at a new destination topic.
 //
 // Core holds every decision and does no I/O, so it is tested without
 // sockets; Pipe runs it between a subscriber and a publisher.

@@ -2,8 +2,9 @@ package pipe
 
 import "github.com/brokerless/brokerless/transport"
 
-// endedKeep is how many ended feed streams a Core remembers (endedRing).
-const endedKeep = 64
+// endedKeep is how many feed sessions that ended idle a Core remembers
+// (endedSet).
+const endedKeep = 1024
 
 // forget drops what the core keeps of a feed's stream that ended: a
 // feed has a new session at every publisher restart, and anyone may
@@ -15,13 +16,15 @@ const endedKeep = 64
 //
 // A feed stream that ended idle comes back if its publisher speaks
 // again (package reliable resumes it, past end.LastSeq); the last
-// endedKeep ended are remembered so that one is not counted Unresumed
-// then. What the destination held of one that ended idle short of it
-// (a session replaying its window after the pipe's restart, silent
-// before it got there) is kept, so that the session, back, does not
-// write it again; it goes when the session ends past it. resumed holds
-// only what Resume and AddPage found, so what is kept is bounded by what
-// they read.
+// endedKeep that ended idle are remembered so that one is not counted
+// Unresumed then (one that ended closed or replaced never comes back,
+// and is not remembered); those pushed out are counted
+// (Stats.EndedForgotten). What the destination held of one that ended
+// idle short of it (a session replaying its window after the pipe's
+// restart, silent before it got there) is kept, so that the session,
+// back, does not write it again; it goes when the session ends past
+// it. resumed holds only what Resume and AddPage found, so what is
+// kept is bounded by what they read.
 func (c *Core) forget(end transport.StreamEnd) {
 	stream := end.Stream
 	if stream.Topic != "" {
@@ -32,28 +35,41 @@ func (c *Core) forget(end transport.StreamEnd) {
 		delete(c.resumed, stream)
 	}
 	delete(c.decided, stream)
-	c.ended.add(stream)
+	if end.Reason == transport.EndIdle && c.ended.add(stream) {
+		c.stats.EndedForgotten++
+	}
 	c.curOK = false
 }
 
-// endedRing holds the last endedKeep streams added.
-type endedRing struct {
-	ids  [endedKeep]transport.StreamID
-	next int
-	n    int
+// endedSet holds the last endedKeep streams added.
+type endedSet struct {
+	ids  []transport.StreamID // a ring, once endedKeep long
+	next int                  // where the next goes, once it is
+	in   map[transport.StreamID]struct{}
 }
 
-func (r *endedRing) add(id transport.StreamID) {
-	r.ids[r.next] = id
-	r.next = (r.next + 1) % endedKeep
-	r.n = min(r.n+1, endedKeep)
-}
-
-func (r *endedRing) has(id transport.StreamID) bool {
-	for i := range r.n {
-		if r.ids[i] == id {
-			return true
-		}
+// add remembers id, unless it is already, and reports whether it forgot
+// the oldest to keep endedKeep.
+func (r *endedSet) add(id transport.StreamID) (forgot bool) {
+	if _, ok := r.in[id]; ok {
+		return false
 	}
-	return false
+	if r.in == nil {
+		r.in = map[transport.StreamID]struct{}{}
+	}
+	if len(r.ids) < endedKeep {
+		r.ids = append(r.ids, id)
+	} else {
+		delete(r.in, r.ids[r.next])
+		r.ids[r.next] = id
+		r.next = (r.next + 1) % endedKeep
+		forgot = true
+	}
+	r.in[id] = struct{}{}
+	return forgot
+}
+
+func (r *endedSet) has(id transport.StreamID) bool {
+	_, ok := r.in[id]
+	return ok
 }

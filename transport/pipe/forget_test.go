@@ -80,3 +80,38 @@ func TestCoreKeepsResumeOfStreamEndedIdle(t *testing.T) {
 		t.Errorf("%d own streams, %d resumed: want none", len(c.own), len(c.resumed))
 	}
 }
+
+// TestEndedIdleRemembered: a feed's session that ended idle comes back
+// (package reliable resumes it) after more sessions than a pipe used to
+// remember (64) ended, most of them for good (closed or replaced,
+// which never come back, and are not remembered): it is not counted
+// Unresumed. Sessions that ended idle and were pushed out of what the
+// core remembers are counted (Stats.EndedForgotten).
+func TestEndedIdleRemembered(t *testing.T) {
+	c := newCore(t, 0)
+	dst := transport.StreamID{Topic: "dest"}
+	if _, err := c.Resume(tailOf(dst, feedA, 1, DefaultTailRecords)); err != nil {
+		t.Fatal(err)
+	}
+	back := transport.StreamID{Feed: 7, Session: 1}
+	feed(t, c, startEv(back, 1), msg(back, 1), endEv(back, 1, transport.EndIdle))
+	for i := range uint64(200) {
+		s := transport.StreamID{Feed: 9, Session: 100 + i}
+		why := transport.EndClosed
+		if i%4 == 0 {
+			why = transport.EndIdle
+		}
+		feed(t, c, startEv(s, 1), msg(s, 1), endEv(s, 1, why))
+	}
+	feed(t, c, startEv(back, 2), msg(back, 2))
+	if s := c.Stats(); s.Unresumed != 0 || s.EndedForgotten != 0 {
+		t.Errorf("stats %+v: want nothing unresumed, nothing forgotten", s)
+	}
+	for i := range uint64(endedKeep) {
+		s := transport.StreamID{Feed: 8, Session: 100 + i}
+		feed(t, c, startEv(s, 1), msg(s, 1), endEv(s, 1, transport.EndIdle))
+	}
+	if s := c.Stats(); s.EndedForgotten != 51 {
+		t.Errorf("forgot %d sessions that ended idle, want 51", s.EndedForgotten)
+	}
+}

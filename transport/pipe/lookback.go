@@ -20,16 +20,30 @@ type lookback struct {
 // stream src, whose first event (at position pos) is at hand: the page of
 // destination stream dest before position before. ok is false when no
 // page is needed: src is one of the source's already, or found (in the
-// tail or a page read before), or a feed's (which does not wait for
-// the read: only a log's stream is looked for), or every destination
-// stream whose tail was full was read back to its start or to limit
-// records. Feed each page read to AddPage before calling LookFor again,
-// and call it before Event for that event.
+// tail or a page read before) back to pos (a stream found is looked for
+// further back while pos is older than the oldest position read of it:
+// see run), or a feed's (which does not wait for the read: only a log's
+// stream is looked for), or every destination stream whose tail was
+// full was read back to its start or to limit records. Feed each page
+// read to AddPage before calling LookFor again, and call it before Event
+// for that event.
 func (c *Core) LookFor(src transport.StreamID, pos uint64, limit int) (dest transport.StreamID, before uint64, ok bool) {
 	// A feed's stream (no topic) is not looked for: reading back would
 	// delay the feed, whose publisher keeps only a window, past what the
 	// socket holds.
-	if len(c.deep) == 0 || src.Topic == "" || c.isOwn(src) || c.resumed[src] != nil || c.decided[src] {
+	if len(c.deep) == 0 || src.Topic == "" || c.isOwn(src) {
+		return transport.StreamID{}, 0, false
+	}
+	if r := c.resumed[src]; r != nil {
+		// Found: looked for further back only while pos is older than
+		// what was read of it (see run), in the stream it was found in.
+		l := c.deep[r.dest]
+		if first, ok := r.oldest(); (ok && pos >= first) || l == nil || l.read >= limit {
+			return transport.StreamID{}, 0, false
+		}
+		return r.dest, l.before, true
+	}
+	if c.decided[src] {
 		return transport.StreamID{}, 0, false
 	}
 	for d, l := range c.deep {
@@ -43,10 +57,12 @@ func (c *Core) LookFor(src transport.StreamID, pos uint64, limit int) (dest tran
 // AddPage takes the page that LookFor asked for, of at most n records
 // (fewer: it reaches dest's start). Each source stream met there for
 // the first time, newest page first, ends where its last record in the
-// page does, as in Resume's tail; for a source that is acknowledged, one
-// whose positions go backwards in the page is not resumed (counted,
-// Stats.Interleaved). A source stream split over several destination
-// streams resumes from the first of them a page finds it in.
+// page does, as in Resume's tail; the positions the page holds of it,
+// and of a stream found before in dest, are taken as held (see run);
+// for a source that is acknowledged, one whose positions go backwards
+// in the page, or reach what was read of it already, is not resumed
+// (counted, Stats.Interleaved). A source stream split over several
+// destination streams resumes from the first of them a page finds it in.
 func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int) {
 	l := c.deep[dest]
 	if l == nil {
@@ -61,8 +77,9 @@ func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int)
 	last := map[transport.StreamID]uint64{}
 	ended := map[transport.StreamID]bool{}
 	back := map[transport.StreamID]bool{}
+	spans := map[transport.StreamID][]run{}
 	for i := range page {
-		src, pos, end, ok, err := position(&page[i])
+		src, from, pos, end, ok, err := span(&page[i])
 		if err != nil {
 			c.stats.MalformedTail++
 			if c.tailErr == nil {
@@ -70,7 +87,28 @@ func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int)
 			}
 			continue
 		}
-		if !ok || c.decided[src] || c.resumed[src] != nil || c.isOwn(src) {
+		if !ok || c.isOwn(src) {
+			continue
+		}
+		if r := c.resumed[src]; r != nil {
+			if r.dest != dest {
+				continue
+			}
+			// Older than what was read of it, in order, if one pipe
+			// wrote it (see resume).
+			if l, seen := last[src]; seen && pos < l {
+				back[src] = true
+			}
+			if first, ok := r.oldest(); ok && pos >= first {
+				back[src] = true
+			}
+			last[src] = max(last[src], pos)
+			if !end {
+				spans[src] = append(spans[src], run{from, pos})
+			}
+			continue
+		}
+		if c.decided[src] {
 			continue
 		}
 		if l, seen := last[src]; seen && pos < l {
@@ -78,15 +116,25 @@ func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int)
 		}
 		last[src] = max(last[src], pos)
 		ended[src] = ended[src] || end
+		if !end {
+			spans[src] = append(spans[src], run{from, pos})
+		}
 	}
 	for src, pos := range last {
 		c.decided[src] = true
 		if c.dropOnly && back[src] {
 			c.stats.Interleaved++
+			delete(spans, src)
+			delete(c.resumed, src)
 			continue
 		}
-		c.stats.FoundBack++
-		c.resumed[src] = &resume{last: pos, ended: ended[src]}
+		if c.resumed[src] == nil {
+			c.stats.FoundBack++
+			c.resumed[src] = &resume{last: pos, ended: ended[src], dest: dest, feed: src.Topic == ""}
+		}
+	}
+	for src, s := range spans {
+		c.stats.HeldRunsDropped += uint64(c.resumed[src].addHeld(s))
 	}
 	c.curOK = false // resumed changes
 }

@@ -152,8 +152,8 @@ func TestLookForBounds(t *testing.T) {
 	}
 	page := shifted(3000, tailOf(dst, srcP2, 10, 2009))
 	c.AddPage(dst, page, len(page))
-	if _, _, ok := c.LookFor(srcP2, 7, 10000); ok {
-		t.Errorf("looks back again for a stream it found")
+	if _, _, ok := c.LookFor(srcP2, 10, 10000); ok {
+		t.Errorf("looks back again for a stream it found back to the event")
 	}
 	if _, ws := feed(t, c, msg(srcP2, 2009), msg(srcP2, 2010)); len(ws) != 1 || ws[0].origin.Seq != 2010 {
 		t.Errorf("wrote %+v, want 2010 alone (the page held up to 2009)", ws)
@@ -218,5 +218,48 @@ func TestLookForSkipsInterleavedInTail(t *testing.T) {
 	}
 	if s := c.Stats(); s.Interleaved != 1 || s.FoundBack != 0 {
 		t.Errorf("stats %+v: want 1 interleaved, none found further back", s)
+	}
+}
+
+// TestLookBackInterleavedForAFoundStream: an acknowledged source's
+// stream found in the tail, looked for further back (its first event is
+// older than the tail's oldest of it), whose positions go backwards in
+// the page (written by two pipes: two clusters' src/2) is not resumed,
+// and counted, as one found so in the tail is: the other's positions
+// would drop this source's.
+func TestLookBackInterleavedForAFoundStream(t *testing.T) {
+	dst := transport.StreamID{Topic: "dest"}
+	c := newCore(t, 0)
+	if _, err := c.ResumeAcknowledged(shifted(5000, tailOf(dst, srcLog, 2001, 2000+DefaultTailRecords))); err != nil {
+		t.Fatal(err)
+	}
+	d, before, ok := c.LookFor(srcLog, 150, DefaultMaxLookback)
+	if !ok {
+		t.Fatal("does not look back")
+	}
+	mixed := append(tailOf(dst, srcLog, 400, 600), tailOf(dst, srcLog, 100, 300)...)
+	for i := range mixed {
+		mixed[i].Seq = before - uint64(len(mixed)) + uint64(i)
+	}
+	c.AddPage(d, mixed, LookbackPage)
+	if _, ws := feed(t, c, msg(srcLog, 150), msg(srcLog, 2500)); len(ws) != 2 {
+		t.Errorf("wrote %+v, want 150 and 2500: the stream is not resumed", ws)
+	}
+	if s := c.Stats(); s.Interleaved != 1 {
+		t.Errorf("stats %+v: want 1 interleaved", s)
+	}
+
+	// A page, older than the tail, that reaches positions the tail
+	// holds of the stream: the same.
+	c = newCore(t, 0)
+	if _, err := c.ResumeAcknowledged(shifted(5000, tailOf(dst, srcLog, 2001, 2000+DefaultTailRecords))); err != nil {
+		t.Fatal(err)
+	}
+	c.AddPage(dst, shifted(5000-201, tailOf(dst, srcLog, 1900, 2100)), LookbackPage)
+	if _, ws := feed(t, c, msg(srcLog, 1950)); len(ws) != 1 {
+		t.Errorf("wrote %+v, want 1950: the stream is not resumed", ws)
+	}
+	if s := c.Stats(); s.Interleaved != 1 {
+		t.Errorf("stats %+v: want 1 interleaved", s)
 	}
 }

@@ -43,7 +43,8 @@ type Config struct {
 	// Default 5 ms.
 	FlushInterval time.Duration
 	// DrainTimeout bounds how long Run, once its context ends, waits for
-	// the destination to accept what is in flight and acknowledges it.
+	// the destination to accept what is in flight and acknowledges it,
+	// and then the last flush of a destination without receipts.
 	// Default 5 s.
 	DrainTimeout time.Duration
 	// Now is the clock of gap markers. Default time.Now.
@@ -52,12 +53,28 @@ type Config struct {
 	// than the tail given to Resume for a log's source stream the tail
 	// did not reach (a partition of a consumer group's source that the pipe
 	// had not written for the last DefaultTailRecords records of the
-	// destination), in pages of LookbackPage records, up to
-	// MaxLookback records of each destination stream (default
-	// DefaultMaxLookback). Without it such a stream is written as if the
-	// destination did not hold it (Stats.Unresumed).
+	// destination), or not back to the stream's first event (a group
+	// that committed less than the tail holds), in pages of
+	// LookbackPage records, up to MaxLookback records of each
+	// destination stream (default DefaultMaxLookback). Without it such
+	// a stream is written as if the destination did not hold it
+	// (Stats.Unresumed counts the first kind), or what is older than
+	// what was read of it is.
 	Back        transport.BackReader
 	MaxLookback int
+	// Tail, the destination's, when it has one, is read again for a
+	// source that is acknowledged (a consumer group) each time it
+	// starts a log's stream (a transport.StreamStart of a stream with a
+	// topic: a partition a rebalance gave this member), before the
+	// stream's first event is taken, and what it holds is added to what
+	// Resume read (Core.Reread): what the partition's previous owner
+	// wrote and had not committed, which the source delivers again, is
+	// dropped, not written twice, as a Kafka Connect sink task reads
+	// the state of the partitions it is assigned. It costs a read of
+	// DefaultTailRecords of each destination stream per stream started.
+	// Without it a stream started mid-run resumes from what Resume read
+	// when the pipe started.
+	Tail transport.TailReader
 }
 
 func (c *Config) setDefaults() {
@@ -109,6 +126,7 @@ type Pipe struct {
 	// batchFrom is from, when it hands over many events at once.
 	batchFrom transport.BatchSubscriber
 	flush     *flushReceipts // non-nil when to adapts a publisher without receipts
+	rereads   bool           // the destination is read again when the source starts a log's stream (Config.Tail)
 
 	mu     sync.Mutex
 	core   *Core
@@ -145,12 +163,13 @@ func New(from transport.Subscriber, to transport.Publisher, cfg Config) (*Pipe, 
 	p := &Pipe{cfg: cfg, from: from, core: core, room: make(chan struct{}, 1), acks: make(chan struct{}, 1), batches: newHandoff()}
 	p.acker = Acknowledger(from)
 	p.batchFrom, _ = from.(transport.BatchSubscriber)
+	p.rereads = p.acker != nil && cfg.Tail != nil
 	if rp, ok := to.(transport.ReceiptPublisher); ok {
 		p.to = rp
 		p.batch, _ = to.(batchPublisher)
 		p.inPlace, _ = to.(inPlacePublisher)
 	} else {
-		p.flush = newFlushReceipts(to)
+		p.flush = newFlushReceipts(to, cfg.DrainTimeout)
 		p.to = p.flush
 	}
 	return p, nil
@@ -293,12 +312,18 @@ func (p *Pipe) forward(ctx context.Context) error {
 				return err
 			}
 		}
-		n, held, look := p.take(evs)
+		n, held, look, reread := p.take(evs)
 		// The events stay valid until the next receive, which only this
 		// goroutine calls.
 		evs = evs[n:]
 		if held {
 			signal(p.acks) // a message the destination held may be acknowledged at once
+		}
+		if reread {
+			if err := p.reread(ctx, evs[0].Start.Stream); err != nil {
+				return err
+			}
+			continue
 		}
 		if look {
 			if err := p.lookBack(ctx, &evs[0]); err != nil {
@@ -347,8 +372,10 @@ func (p *Pipe) receive(ctx context.Context, one []transport.Event) ([]transport.
 // acknowledged at once).
 //
 // It stops at an event whose stream must be looked for further back in
-// the destination first (look: see lookBack).
-func (p *Pipe) take(evs []transport.Event) (n int, held, look bool) {
+// the destination first (look: see lookBack), and at the start of a
+// log's stream that the destination must be read again for first
+// (reread: see Config.Tail).
+func (p *Pipe) take(evs []transport.Event) (n int, held, look, reread bool) {
 	h := p.batches
 	added := false
 	p.mu.Lock()
@@ -361,6 +388,9 @@ func (p *Pipe) take(evs []transport.Event) (n int, held, look bool) {
 			if p.applyReceipts(); p.core.Full() {
 				break
 			}
+		}
+		if reread = p.rereads && p.core.NeedsReread(&evs[n]); reread {
+			break
 		}
 		if p.cfg.Back != nil {
 			if src, pos, ok := eventPosition(&evs[n]); ok {
@@ -383,7 +413,7 @@ func (p *Pipe) take(evs []transport.Event) (n int, held, look bool) {
 	if added {
 		signal(h.ready)
 	}
-	return n, held, look
+	return n, held, look, reread
 }
 
 // batchPublisher is a destination that takes many messages at once

@@ -17,13 +17,15 @@ const flushBatch = 1024
 type flushReceipts struct {
 	pub  transport.Publisher
 	kick chan struct{}
+	// last bounds the flush made once stop is closed (Config.DrainTimeout).
+	last time.Duration
 
 	mu      sync.Mutex
 	pending []func(transport.Receipt, error)
 }
 
-func newFlushReceipts(pub transport.Publisher) *flushReceipts {
-	return &flushReceipts{pub: pub, kick: make(chan struct{}, 1)}
+func newFlushReceipts(pub transport.Publisher, last time.Duration) *flushReceipts {
+	return &flushReceipts{pub: pub, kick: make(chan struct{}, 1), last: last}
 }
 
 func (f *flushReceipts) PublishReceipt(ctx context.Context, m transport.Message, done func(transport.Receipt, error)) error {
@@ -40,8 +42,9 @@ func (f *flushReceipts) PublishReceipt(ctx context.Context, m transport.Message,
 	return nil
 }
 
-// loop flushes every interval, or sooner when a batch is waiting, until
-// stop is closed; then once more.
+// loop flushes every interval, or sooner when a batch is waiting, each
+// flush bounded by DefaultDrainTimeout, until stop is closed; then once
+// more, bounded by last.
 func (f *flushReceipts) loop(interval time.Duration, stop <-chan struct{}) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -58,7 +61,11 @@ func (f *flushReceipts) loop(interval time.Duration, stop <-chan struct{}) {
 		batch, f.pending = f.pending, batch[:0]
 		f.mu.Unlock()
 		if len(batch) > 0 {
-			ctx, cancel := context.WithTimeout(context.Background(), DefaultDrainTimeout)
+			bound := DefaultDrainTimeout
+			if last {
+				bound = f.last
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
 			err := f.pub.Flush(ctx)
 			cancel()
 			for _, done := range batch {

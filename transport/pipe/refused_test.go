@@ -125,28 +125,28 @@ func TestResumeGapIntoHole(t *testing.T) {
 	}
 }
 
-func TestHolesOf(t *testing.T) {
+func TestRunsOf(t *testing.T) {
 	for _, tc := range []struct {
-		spans, want []hole
+		spans, want []run
 	}{
 		{nil, nil},
-		{[]hole{{1, 1}, {2, 2}, {3, 3}}, nil},
-		{[]hole{{9, 9}, {1, 1}, {4, 7}}, []hole{{2, 3}, {8, 8}}},
-		{[]hole{{1, 10}, {3, 3}, {12, 12}}, []hole{{11, 11}}},
-		{[]hole{{5, 5}, {5, 5}, {7, 7}}, []hole{{6, 6}}},
-		{[]hole{{1, 1<<64 - 1}, {3, 3}}, nil},
+		{[]run{{1, 1}, {2, 2}, {3, 3}}, []run{{1, 3}}},
+		{[]run{{9, 9}, {1, 1}, {4, 7}}, []run{{1, 1}, {4, 7}, {9, 9}}},
+		{[]run{{1, 10}, {3, 3}, {12, 12}}, []run{{1, 10}, {12, 12}}},
+		{[]run{{5, 5}, {5, 5}, {7, 7}}, []run{{5, 5}, {7, 7}}},
+		{[]run{{1, 1<<64 - 1}, {3, 3}}, []run{{1, 1<<64 - 1}}},
 	} {
-		if got := holesOf(tc.spans); !slices.Equal(got, tc.want) {
-			t.Errorf("holesOf(%v) = %v, want %v", tc.spans, got, tc.want)
+		if got := runsOf(tc.spans); !slices.Equal(got, tc.want) {
+			t.Errorf("runsOf(%v) = %v, want %v", tc.spans, got, tc.want)
 		}
 	}
-	r := &resume{last: 10, holes: []hole{{2, 3}, {8, 8}}}
-	for pos, held := range map[uint64]bool{1: true, 2: false, 3: false, 4: true, 8: false, 9: true, 10: true, 11: false} {
+	r := &resume{last: 10, held: []run{{1, 1}, {4, 7}, {9, 10}}}
+	for pos, held := range map[uint64]bool{0: false, 1: true, 2: false, 3: false, 4: true, 8: false, 9: true, 10: true, 11: false} {
 		if r.holds(pos) != held {
 			t.Errorf("holds(%d) = %v", pos, !held)
 		}
 	}
-	for pos, first := range map[uint64]uint64{1: 2, 2: 2, 3: 3, 4: 8, 9: 11, 12: 12} {
+	for pos, first := range map[uint64]uint64{0: 0, 1: 2, 2: 2, 3: 3, 4: 8, 9: 11, 12: 12} {
 		if got := r.firstMissing(pos); got != first {
 			t.Errorf("firstMissing(%d) = %d, want %d", pos, got, first)
 		}

@@ -8,13 +8,17 @@ import (
 
 // Resume learns from the destination's last records (see
 // transport.TailReader) what the pipe had written before it restarted:
-// for each source stream, the last position written, by a message or a
-// gap marker. Events of those streams up to that position are then
+// for each source stream, the positions written, by a message or a
+// gap marker. Events of those streams at those positions are then
 // dropped, and a gap marker is written where a stream's first event
-// comes later than the position after it (transport.GapSourceDown).
-// A position missing between those tail holds of a stream (a write the
-// destination refused while it accepted the ones after it) is not
-// taken as written: given again, it is written (see hole).
+// comes later than the position after the last (transport.GapSourceDown).
+// Only the positions the records read hold are taken as written: one
+// missing between them (a write the destination refused while it
+// accepted the ones after it), given again, is written (see run); so
+// is one of a log's stream older than the oldest read, once looked for
+// further back (LookFor). A feed's positions older than the oldest read
+// are taken as written (see run). Called again, it adds what it reads to what
+// the calls before read.
 // Records without origin headers were not written by a pipe and are
 // ignored; so are those whose origin headers do not decode (anyone may
 // write to a log), counted (Stats.MalformedTail, TailError). A
@@ -24,9 +28,10 @@ import (
 // meets (see LookFor); one not found where the destination was not read
 // back to its start, whose first event comes past its first position
 // (a log's: any), is counted (Stats.Unresumed).
-// Call it before the first Event. It returns how many source
-// streams it found, and ErrSplitStream when one source stream is spread
-// over several destination streams (the Core is then left as it was).
+// Call it before the first Event of the streams it is to resume. It
+// returns how many source streams it found, and ErrSplitStream when one
+// source stream is spread over several destination streams (the Core is
+// then left as it was).
 //
 // Nothing fences a killed predecessor's writes: one the destination
 // shows only after tail was read (still being fsynced or replicated)
@@ -34,7 +39,7 @@ import (
 // destination holds after all (Kafka's answer, a transactional id that
 // fences the old producer's epoch, is not implemented by logd).
 func (c *Core) Resume(tail []transport.Message) (int, error) {
-	return c.resume(tail, false)
+	return c.resume(tail, false, false)
 }
 
 // ResumeAcknowledged is Resume for a source that is acknowledged (a
@@ -50,15 +55,17 @@ func (c *Core) Resume(tail []transport.Message) (int, error) {
 // once, as if the destination did not hold it, rather than dropped
 // after another source's position.
 func (c *Core) ResumeAcknowledged(tail []transport.Message) (int, error) {
-	return c.resume(tail, true)
+	return c.resume(tail, true, false)
 }
 
-func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
+// resume is Resume, or ResumeAcknowledged with dropOnly; fresh (Reread)
+// looks each destination stream back from where tail starts.
+func (c *Core) resume(tail []transport.Message, dropOnly, fresh bool) (int, error) {
 	owner := map[transport.StreamID]transport.StreamID{}
 	last := map[transport.StreamID]uint64{}
 	ended := map[transport.StreamID]bool{} // an end marker is in tail
 	back := map[transport.StreamID]bool{}  // positions went backwards
-	spans := map[transport.StreamID][]hole{}
+	spans := map[transport.StreamID][]run{}
 	var malformed uint64
 	held := map[transport.StreamID]int{}
 	oldest := map[transport.StreamID]uint64{} // each destination stream's first position in tail
@@ -89,7 +96,7 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 		last[src] = max(last[src], pos)
 		ended[src] = ended[src] || end
 		if !end {
-			spans[src] = append(spans[src], hole{from, pos})
+			spans[src] = append(spans[src], run{from, pos})
 		}
 	}
 	if dropOnly {
@@ -102,33 +109,37 @@ func (c *Core) resume(tail []transport.Message, dropOnly bool) (int, error) {
 		// the other's positions would resume it after all.
 		for src := range back {
 			delete(last, src)
+			delete(c.resumed, src)
+			if !c.decided[src] {
+				c.stats.Interleaved++
+			}
 			c.decided[src] = true
-			c.stats.Interleaved++
 		}
 	}
 	c.curOK = false // resumed changes
 	for dest, n := range held {
 		if n < DefaultTailRecords {
+			if fresh {
+				delete(c.deep, dest) // read to its start
+			}
 			continue
 		}
-		if l := c.deep[dest]; l == nil || oldest[dest] < l.before {
+		if l := c.deep[dest]; fresh || l == nil || oldest[dest] < l.before {
 			c.deep[dest] = &lookback{before: oldest[dest]}
 		}
 	}
 	c.dropOnly = dropOnly
 	c.stats.MalformedTail += malformed
 	for src, pos := range last {
-		holes := holesOf(spans[src])
 		r := c.resumed[src]
 		if r == nil {
-			r = &resume{last: pos, holes: holes}
+			r = &resume{last: pos, feed: src.Topic == ""}
 			c.resumed[src] = r
-		} else {
-			// Found by an earlier call too: which reading holds what
-			// is not kept, so neither's holes count (every position
-			// up to the last is taken as held).
-			r.holes = nil
 		}
+		// Found by an earlier call too: a position either reading
+		// held is held (see addHeld).
+		c.stats.HeldRunsDropped += uint64(r.addHeld(spans[src]))
+		r.dest = owner[src]
 		r.last = max(r.last, pos)
 		r.ended = r.ended || ended[src]
 	}
