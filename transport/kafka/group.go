@@ -137,7 +137,9 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 }
 
 // Ack acknowledges every offset of stream (a partition of the topic) up
-// to and including seq, which must have been delivered. It marks the
+// to and including seq, which must have been delivered: Receive has
+// returned its event, not only events before it (the partition's
+// StreamStart, a Gap), else Ack returns ErrNotDelivered. It marks the
 // offset after seq for the next commit and returns; Close commits what
 // is marked. Acknowledging a partition a rebalance has taken from this
 // member does nothing (Stats.AcksNotOwned): its new owner delivers again
@@ -158,7 +160,7 @@ func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq 
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.parts[stream.Partition]
-	if st == nil || !st.started || seq >= uint64(st.next) {
+	if st == nil || !st.started || seq >= uint64(st.delivered) {
 		return fmt.Errorf("%w: offset %d of %s", ErrNotDelivered, seq, stream)
 	}
 	if !st.owned {
