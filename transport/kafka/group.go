@@ -44,6 +44,9 @@ type GroupSubscriber struct {
 	// fetch the group committed nothing for and whose end is below
 	// From, with that end: adjustStarts starts them there. Under mu.
 	atEnd map[int32]int64
+	// closeErr is the first Close's result, written inside once: every
+	// Close returns it.
+	closeErr error
 }
 
 var (
@@ -336,15 +339,15 @@ func (g *GroupSubscriber) disown(ps []int32) {
 // It returns the commit's error: the acknowledgements since the last
 // commit are then delivered again to the next owner. A leave that
 // fails is only logged: the group drops the member at its session
-// timeout instead.
+// timeout instead. A Close called while another runs waits for it;
+// every Close returns the first one's result.
 func (g *GroupSubscriber) Close() error {
-	var err error
 	g.once.Do(func() {
 		close(g.closed)
 		ctx, cancel := context.WithTimeout(context.Background(), closeFlush)
 		defer cancel()
 		if cerr := g.cl.CommitMarkedOffsets(ctx); cerr != nil {
-			err = fmt.Errorf("kafka transport: commit on close: %w", cerr)
+			g.closeErr = fmt.Errorf("kafka transport: commit on close: %w", cerr)
 			g.mu.Lock()
 			g.stats.CommitErrors++
 			g.mu.Unlock()
@@ -362,5 +365,5 @@ func (g *GroupSubscriber) Close() error {
 		}
 		g.cl.Close()
 	})
-	return err
+	return g.closeErr
 }
