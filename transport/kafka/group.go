@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,6 +45,9 @@ type GroupSubscriber struct {
 	// fetch the group committed nothing for and whose end is below
 	// From, with that end: adjustStarts starts them there. Under mu.
 	atEnd map[int32]int64
+	// commitErrors is Stats.CommitErrors, kept without mu (see
+	// autoCommitted).
+	commitErrors atomic.Uint64
 	// closeErr is the first Close's result, written inside once: every
 	// Close returns it.
 	closeErr error
@@ -91,6 +95,13 @@ func (p *partition) epochOf(offset int64) int32 {
 	}
 	p.epochs = append(p.epochs[:0], p.epochs[i:]...)
 	return p.epochs[0].epoch
+}
+
+// Stats returns the member's counters.
+func (g *GroupSubscriber) Stats() Stats {
+	st := g.Subscriber.Stats()
+	st.CommitErrors = g.commitErrors.Load()
+	return st
 }
 
 // NewGroupSubscriber joins cfg.Group as a consumer of cfg.Topic.
@@ -290,7 +301,7 @@ func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[st
 	case <-g.closed: // Close committed
 	default:
 		if err := cl.CommitMarkedOffsets(ctx); err != nil {
-			g.stats.CommitErrors++
+			g.commitErrors.Add(1)
 			g.log.Warn("kafka transport: commit before a rebalance failed: the next owner delivers again what was acknowledged since the last commit",
 				"group", g.groupName, "err", err)
 		}
@@ -348,9 +359,7 @@ func (g *GroupSubscriber) Close() error {
 		defer cancel()
 		if cerr := g.cl.CommitMarkedOffsets(ctx); cerr != nil {
 			g.closeErr = fmt.Errorf("kafka transport: commit on close: %w", cerr)
-			g.mu.Lock()
-			g.stats.CommitErrors++
-			g.mu.Unlock()
+			g.commitErrors.Add(1)
 		}
 		// The client's Close leaves the group with no deadline, and
 		// waits for the leave: with a broker that takes connections
