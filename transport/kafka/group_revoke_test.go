@@ -27,8 +27,10 @@ func TestRevokeDuringAutocommit(t *testing.T) {
 	addr := startLogd(t, fastGroups)
 	createTopic(t, addr, "revoke", 2)
 	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// Two records a partition: the one b is given has a record past
+	// a's acknowledgement, whichever it is.
 	for p := range int32(2) {
-		produce(t, cl, &kgo.Record{Topic: "revoke", Partition: p, Value: []byte("x")})
+		produce(t, cl, &kgo.Record{Topic: "revoke", Partition: p, Value: []byte("x")}, &kgo.Record{Topic: "revoke", Partition: p, Value: []byte("y")})
 	}
 	// The first commit, the periodic one after the Ack below, waits in
 	// the client until released, on its way as a slow broker would
