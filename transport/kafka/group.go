@@ -293,10 +293,22 @@ func (g *GroupSubscriber) adjustStarts(_ context.Context, offsets map[string]map
 
 // revoked: a rebalance takes ps away. What was acknowledged is committed
 // first, so the next owner starts after it; then the member forgets
-// what it kept for ps.
+// what it kept for ps. Close ends that commit: the client, which runs
+// one such commit at a time, would have Close's own commit wait for it,
+// and it has no deadline (ctx is the client's); what it carried, Close
+// commits.
 func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[string][]int32) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-g.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	select {
 	case <-g.closed: // Close committed
 	default:
