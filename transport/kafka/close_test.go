@@ -109,3 +109,59 @@ func publisherToKilledLogd(t *testing.T) *Publisher {
 	srv.kill()
 	return pub
 }
+
+// TestConcurrentCloseWaits: a Close called while another is flushing
+// waits for it and returns its result — here the error of what the
+// broker never acknowledged — not nil at once, which would tell its
+// caller that everything published was acknowledged; a Close after
+// both returns that result again.
+func TestConcurrentCloseWaits(t *testing.T) {
+	pub := publisherToKilledLogd(t)
+	if err := pub.Publish(context.Background(), transport.Message{Payload: []byte("two")}); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { first <- pub.Close() }()
+	<-pub.closing // the first Close is under way
+	second := pub.Close()
+	err := <-first
+	if err == nil {
+		t.Fatal("first Close: nil, with a record unacknowledged")
+	}
+	if second != err {
+		t.Fatalf("second Close, called during the first: %v; the first returned %v", second, err)
+	}
+	if third := pub.Close(); third != err {
+		t.Fatalf("Close after both: %v; the first returned %v", third, err)
+	}
+}
+
+// TestGroupConcurrentCloseWaits: a group member's Close called while
+// another is committing returns that Close's result, the commit's error
+// here, not nil.
+func TestGroupConcurrentCloseWaits(t *testing.T) {
+	srv := startChildLogd(t)
+	createTopic(t, srv.addr, "g", 1)
+	produce(t, newClient(t, srv.addr), &kgo.Record{Topic: "g", Value: []byte("0")})
+	ctx := context.Background()
+	g, err := NewGroupSubscriber(ctx, Config{Brokers: []string{srv.addr}, Topic: "g", Group: "twice", Options: groupOpts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := messages(receiveUntil(t, g, untilMessages(1)))
+	if err := g.Ack(ctx, ms[0].Stream, ms[0].Seq); err != nil {
+		t.Fatal(err)
+	}
+	srv.kill()
+	first := make(chan error, 1)
+	go func() { first <- g.Close() }()
+	<-g.closed // the first Close is under way
+	second := g.Close()
+	err = <-first
+	if err == nil || !strings.Contains(err.Error(), "commit on close") {
+		t.Fatalf("first Close: %v, want the commit's error", err)
+	}
+	if second != err {
+		t.Fatalf("second Close, called during the first: %v; the first returned %v", second, err)
+	}
+}

@@ -13,7 +13,9 @@ import (
 // went (kgo.AutoCommitCallback, which replaces the client's own: that
 // one only logs). A failure is counted (Stats.CommitErrors) and logged;
 // the marks stay, and the next commit carries them. One canceled is
-// not a failure: a later commit, or Close, took its place.
+// not a failure: a later commit, or Close, took its place. It must not
+// take mu: the client calls it before a commit it made later goes
+// ahead, and revoked commits holding mu.
 func (g *GroupSubscriber) autoCommitted(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 	if err == nil && resp != nil {
 	find:
@@ -28,9 +30,7 @@ func (g *GroupSubscriber) autoCommitted(_ *kgo.Client, _ *kmsg.OffsetCommitReque
 	if err == nil || errors.Is(err, context.Canceled) {
 		return
 	}
-	g.mu.Lock()
-	g.stats.CommitErrors++
-	g.mu.Unlock()
+	g.commitErrors.Add(1)
 	// REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION and the like: the
 	// rebalance under way commits before it takes partitions away, and
 	// the next periodic commit, in the new generation, the rest.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,6 +45,12 @@ type GroupSubscriber struct {
 	// fetch the group committed nothing for and whose end is below
 	// From, with that end: adjustStarts starts them there. Under mu.
 	atEnd map[int32]int64
+	// commitErrors is Stats.CommitErrors, kept without mu (see
+	// autoCommitted).
+	commitErrors atomic.Uint64
+	// closeErr is the first Close's result, written inside once: every
+	// Close returns it.
+	closeErr error
 }
 
 var (
@@ -88,6 +95,13 @@ func (p *partition) epochOf(offset int64) int32 {
 	}
 	p.epochs = append(p.epochs[:0], p.epochs[i:]...)
 	return p.epochs[0].epoch
+}
+
+// Stats returns the member's counters.
+func (g *GroupSubscriber) Stats() Stats {
+	st := g.Subscriber.Stats()
+	st.CommitErrors = g.commitErrors.Load()
+	return st
 }
 
 // NewGroupSubscriber joins cfg.Group as a consumer of cfg.Topic.
@@ -137,7 +151,9 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 }
 
 // Ack acknowledges every offset of stream (a partition of the topic) up
-// to and including seq, which must have been delivered. It marks the
+// to and including seq, which must have been delivered: Receive has
+// returned its event, not only events before it (the partition's
+// StreamStart, a Gap), else Ack returns ErrNotDelivered. It marks the
 // offset after seq for the next commit and returns; Close commits what
 // is marked. Acknowledging a partition a rebalance has taken from this
 // member does nothing (Stats.AcksNotOwned): its new owner delivers again
@@ -158,7 +174,7 @@ func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq 
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.parts[stream.Partition]
-	if st == nil || !st.started || seq >= uint64(st.next) {
+	if st == nil || !st.started || seq >= uint64(st.delivered) {
 		return fmt.Errorf("%w: offset %d of %s", ErrNotDelivered, seq, stream)
 	}
 	if !st.owned {
@@ -277,15 +293,27 @@ func (g *GroupSubscriber) adjustStarts(_ context.Context, offsets map[string]map
 
 // revoked: a rebalance takes ps away. What was acknowledged is committed
 // first, so the next owner starts after it; then the member forgets
-// what it kept for ps.
+// what it kept for ps. Close ends that commit: the client, which runs
+// one such commit at a time, would have Close's own commit wait for it,
+// and it has no deadline (ctx is the client's); what it carried, Close
+// commits.
 func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[string][]int32) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-g.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	select {
 	case <-g.closed: // Close committed
 	default:
 		if err := cl.CommitMarkedOffsets(ctx); err != nil {
-			g.stats.CommitErrors++
+			g.commitErrors.Add(1)
 			g.log.Warn("kafka transport: commit before a rebalance failed: the next owner delivers again what was acknowledged since the last commit",
 				"group", g.groupName, "err", err)
 		}
@@ -334,18 +362,16 @@ func (g *GroupSubscriber) disown(ps []int32) {
 // It returns the commit's error: the acknowledgements since the last
 // commit are then delivered again to the next owner. A leave that
 // fails is only logged: the group drops the member at its session
-// timeout instead.
+// timeout instead. A Close called while another runs waits for it;
+// every Close returns the first one's result.
 func (g *GroupSubscriber) Close() error {
-	var err error
 	g.once.Do(func() {
 		close(g.closed)
 		ctx, cancel := context.WithTimeout(context.Background(), closeFlush)
 		defer cancel()
 		if cerr := g.cl.CommitMarkedOffsets(ctx); cerr != nil {
-			err = fmt.Errorf("kafka transport: commit on close: %w", cerr)
-			g.mu.Lock()
-			g.stats.CommitErrors++
-			g.mu.Unlock()
+			g.closeErr = fmt.Errorf("kafka transport: commit on close: %w", cerr)
+			g.commitErrors.Add(1)
 		}
 		// The client's Close leaves the group with no deadline, and
 		// waits for the leave: with a broker that takes connections
@@ -360,5 +386,5 @@ func (g *GroupSubscriber) Close() error {
 		}
 		g.cl.Close()
 	})
-	return err
+	return g.closeErr
 }

@@ -18,7 +18,9 @@ import (
 // the client's promise goroutine, in publish order for each partition,
 // and must not block. It returns how many of ms it took (their done
 // will be called), and why not all when it took fewer: ctx ended, the
-// publisher was closed, or an earlier Publish failed.
+// publisher was closed, an earlier Publish failed, or a message's topic
+// is one Kafka would refuse (as Publish, it takes the messages before
+// that one, and refuses it and those after it at once).
 func (p *Publisher) PublishReceipts(ctx context.Context, ms []transport.Message, done func(int, transport.Receipt, error)) (int, error) {
 	return p.publishReceipts(ctx, ms, done, true)
 }
@@ -38,6 +40,10 @@ func (p *Publisher) publishReceipts(ctx context.Context, ms []transport.Message,
 	if err := p.pending(); err != nil {
 		return 0, err
 	}
+	ms, bad := validTopics(ms)
+	if len(ms) == 0 {
+		return 0, bad
+	}
 	b := p.newRecordBatch(ms, done, copyBytes)
 	keep := context.WithoutCancel(ctx) // see produce
 	// n, not len(b.recs): once the last record is produced, its promise
@@ -54,7 +60,21 @@ func (p *Publisher) publishReceipts(ctx context.Context, ms []transport.Message,
 			p.cl.Produce(keep, &b.recs[i].r, p.promise)
 		}
 	}
-	return len(ms), nil
+	return n, bad
+}
+
+// validTopics returns the messages of ms before the first whose topic
+// Kafka would refuse, and the error refusing that one (nil when none).
+func validTopics(ms []transport.Message) ([]transport.Message, error) {
+	for i := range ms {
+		if ms[i].Topic == "" {
+			continue
+		}
+		if err := checkTopic(ms[i].Topic); err != nil {
+			return ms[:i], fmt.Errorf("kafka transport: message %d's %w", i, err)
+		}
+	}
+	return ms, nil
 }
 
 // recordBatch is the records of one PublishReceipts, and where their

@@ -35,6 +35,10 @@ type Publisher struct {
 	mu     sync.Mutex
 	err    error // first asynchronous produce error not yet returned
 	closed bool
+	// closeDone is closed when the first Close has finished, closeErr
+	// (written before) being what it returned: every Close returns it.
+	closeDone chan struct{}
+	closeErr  error
 }
 
 var (
@@ -72,7 +76,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	}
 	p := &Publisher{
 		cl: cl, topic: cfg.Topic, partition: partition, sem: cfg.Semantics(),
-		slots: newSlots(maxBuffered(cl)), closing: make(chan struct{}),
+		slots: newSlots(maxBuffered(cl)), closing: make(chan struct{}), closeDone: make(chan struct{}),
 	}
 	p.promise = p.batchPromise
 	return p, nil
@@ -162,15 +166,27 @@ func (p *Publisher) Flush(ctx context.Context) error {
 // Close flushes (for at most a few seconds) and disconnects; records
 // still buffered then fail (a PublishReceipt's done gets the error).
 // When it returns, every done of a record taken has been called, unless
-// the dones take more than a few seconds more.
+// the dones take more than a few seconds more. A Close called while
+// another runs waits for it; every Close returns the first one's result.
 func (p *Publisher) Close() error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil
+		<-p.closeDone
+		return p.closeErr
 	}
 	p.closed = true
 	close(p.closing)
+	p.mu.Unlock()
+	p.closeErr = p.close()
+	close(p.closeDone)
+	return p.closeErr
+}
+
+// close is the first Close's work: flush, disconnect, wait for the
+// promises.
+func (p *Publisher) close() error {
+	p.mu.Lock()
 	err := p.err
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), closeFlush)

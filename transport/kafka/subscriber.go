@@ -52,10 +52,11 @@ type Subscriber struct {
 	policy  cleanupPolicy
 	queue   []queued // records fetched, not yet turned into events
 	pending []transport.Event
-	// pendingPart is the partition of the record pending came from;
-	// pendingNext is that partition's next before the record: where it
-	// resumes if a rebalance drops pending.
+	// pendingPart is the partition of the record pending came from,
+	// pendingOff its offset; pendingNext is that partition's next
+	// before the record: where it resumes if a rebalance drops pending.
 	pendingPart int32
+	pendingOff  int64
 	pendingNext int64
 	parts       map[int32]*partition
 	stats       Stats
@@ -87,6 +88,10 @@ type partition struct {
 	// partition was assigned, then one past the last offset
 	// acknowledged. An acknowledgement below it commits nothing.
 	floor int64
+	// delivered is one past the last offset Receive has returned the
+	// event of (see noteDelivered): an acknowledgement must be below
+	// it. next runs ahead of it while a record's events are pending.
+	delivered int64
 }
 
 // Stats counts what a subscriber skipped or could not read.
@@ -237,7 +242,7 @@ func (s *Subscriber) step(ctx context.Context) (transport.Event, bool, error) {
 			continue // the queue may have changed meanwhile
 		}
 		s.queue = s.queue[1:]
-		s.pendingPart, s.pendingNext = q.r.Partition, s.part(q.r.Partition).next
+		s.pendingPart, s.pendingOff, s.pendingNext = q.r.Partition, q.r.Offset, s.part(q.r.Partition).next
 		s.emit(q)
 	}
 	defer s.mu.Unlock()
@@ -246,7 +251,25 @@ func (s *Subscriber) step(ctx context.Context) (transport.Event, bool, error) {
 	}
 	ev := s.pending[0]
 	s.pending = s.pending[1:]
+	s.noteDelivered(ev)
 	return ev, true, nil
+}
+
+// noteDelivered moves the delivered offset of the pending record's
+// partition past what ev, which Receive returns, delivers: the record
+// itself with its last event, the offsets of a Gap of the partition
+// (one before the record) with that Gap; a StreamStart delivers
+// nothing. Called with mu held.
+func (s *Subscriber) noteDelivered(ev transport.Event) {
+	st := s.part(s.pendingPart)
+	through := int64(-1)
+	switch {
+	case len(s.pending) == 0:
+		through = s.pendingOff + 1
+	case ev.Kind == transport.EventGap && ev.Gap.Stream == (transport.StreamID{Topic: s.topic, Partition: s.pendingPart}):
+		through = int64(ev.Gap.To) + 1
+	}
+	st.delivered = max(st.delivered, through)
 }
 
 // poll fetches records into the queue. It returns the first fetch error
@@ -287,7 +310,11 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 		if errors.As(err, &loss) && loss.Topic == s.topic {
 			// The broker lost what was delivered from ResetTo on: what
 			// it holds there now is new, and delivered.
-			s.part(loss.Partition).next = loss.ResetTo
+			// Offsets delivered from there on are gone: an
+			// acknowledgement of one would commit new records unseen.
+			st := s.part(loss.Partition)
+			st.next = loss.ResetTo
+			st.delivered = min(st.delivered, loss.ResetTo)
 		}
 		if first == nil {
 			first = fmt.Errorf("kafka transport: fetch %s/%d: %w", fp.Topic, fp.Partition, err)
@@ -381,6 +408,9 @@ func (s *Subscriber) emit(q queued) {
 		st.noteEpoch(r.Offset, r.LeaderEpoch)
 	}
 	if r.Attrs.IsControl() {
+		if len(s.pending) == 0 { // no event to deliver it with
+			st.delivered = max(st.delivered, st.next)
+		}
 		return
 	}
 	m := transport.Message{
