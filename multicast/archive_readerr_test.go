@@ -55,9 +55,19 @@ func (b *syncBuffer) String() string {
 // (Only a failure of the seek was logged; the reads' were only
 // counted.)
 func TestArchiveReadErrorLogged(t *testing.T) {
-	const n = 10
 	log := brokenLog{memLog: &memLog{batch: 2}, failFrom: 3}
-	log.add(msgs(sA, 1, n)...)
+	giveUpMidReplay(t, log, log.memLog, "broken: connection refused")
+}
+
+// giveUpMidReplay replays messages 1..10 of sA, the live feed having
+// lost 2..9, from log (over mem), whose reads from position 3 on fail
+// or hang, and checks that the recovery gives up as a failure: the
+// Gap 4..9 keeps the engine's reason, the failure is counted, and a
+// warning holds want.
+func giveUpMidReplay(t *testing.T, log transport.Log, mem *memLog, want string) {
+	t.Helper()
+	const n = 10
+	mem.add(msgs(sA, 1, n)...)
 	var out syncBuffer
 	cfg := Config{Feed: 1, Now: time.Now, Logger: slog.New(slog.NewTextHandler(&out, nil))}
 	cfg.Archive.URL = "logd://127.0.0.1:1/t"
@@ -72,10 +82,10 @@ func TestArchiveReadErrorLogged(t *testing.T) {
 		t.Errorf("gaps %v, want 4..%d with the engine's reason", gaps, n-1)
 	}
 	if st := a.stats(); st.Errors == 0 || st.GaveUp != 1 {
-		t.Errorf("stats %+v: want read errors counted, the archive given up on once", st)
+		t.Errorf("stats %+v: want the failed reads counted, the archive given up on once", st)
 	}
-	if s := out.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "broken: connection refused") {
-		t.Errorf("log %q: want a warning with the read's error", s)
+	if s := out.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, want) {
+		t.Errorf("log %q: want a warning with %q", s, want)
 	}
 }
 
@@ -104,26 +114,6 @@ func (l stuckLog) Read(ctx context.Context, s transport.StreamID, pos uint64) ([
 // archive with nothing more: the Gap said not archived, and nothing
 // was logged or counted.)
 func TestArchiveReadTimeoutLogged(t *testing.T) {
-	const n = 10
 	log := stuckLog{memLog: &memLog{batch: 2}, stuckFrom: 3}
-	log.add(msgs(sA, 1, n)...)
-	var out syncBuffer
-	cfg := Config{Feed: 1, Now: time.Now, Logger: slog.New(slog.NewTextHandler(&out, nil))}
-	cfg.Archive.URL = "logd://127.0.0.1:1/t"
-	cfg.Archive.Wait = 100 * time.Millisecond
-	cfg.Archive.setDefaults()
-	a := newArchiveSide(&cfg, log)
-	t.Cleanup(func() { a.close() })
-	got := feedLive(a, cat(startEv(sA, transport.StreamID{}, 1), msg(sA, 1), gapEv(sA, 2, n-1, transport.GapUnrecoverable), msg(sA, n))...)
-	got = append(got, replayAll(t, a)...)
-	gaps := account(t, got, span{sA, 1, n})
-	if len(gaps) != 1 || gaps[0].Reason != transport.GapUnrecoverable || gaps[0].From != 4 || gaps[0].To != n-1 {
-		t.Errorf("gaps %v, want 4..%d with the engine's reason", gaps, n-1)
-	}
-	if st := a.stats(); st.Errors == 0 || st.GaveUp != 1 {
-		t.Errorf("stats %+v: want the timed-out read counted, the archive given up on once", st)
-	}
-	if s := out.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "timed out") {
-		t.Errorf("log %q: want a warning that the read timed out", s)
-	}
+	giveUpMidReplay(t, log, log.memLog, "timed out")
 }
