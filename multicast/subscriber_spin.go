@@ -2,15 +2,15 @@ package multicast
 
 // spin polls the group socket without waiting (Config.Spin), from a
 // Receive reading for itself, until datagrams come, a wake-up (a
-// unicast datagram, a Receive whose context ended), the read's
-// deadline (the engine's next timer), or Spin has passed. It returns
-// what a read returns; 0 entries and no error send step on to the read
-// that waits.
+// unicast datagram, a Receive whose context ended), the reader's
+// deadline (the engine's next timer, a datagram the filter holds), or
+// Spin has passed. It returns what a read returns; 0 entries and no
+// error send step on to the read that waits.
 func (s *Subscriber) spin() (int, error) {
 	r := s.rd
 	end := s.cfg.Now().Add(s.cfg.Spin)
-	if !r.deadline.IsZero() && r.deadline != expired && r.deadline.Before(end) {
-		end = r.deadline
+	if d := s.deadline(); !d.IsZero() && d.Before(end) {
+		end = d
 	}
 	for {
 		n, err := r.rb.readNow()
