@@ -98,6 +98,10 @@ type Stats struct {
 	// EndedForgotten counts the feed sessions that ended idle and were
 	// forgotten (see forget).
 	EndedForgotten uint64
+	// RereadsFailed counts the reads of the destination's last records
+	// again (Config.Tail) that failed: the stream started resumes from
+	// what was read before, as without Config.Tail.
+	RereadsFailed uint64
 }
 
 // Core is what a pipe decides, without I/O: which messages and gap

@@ -23,8 +23,8 @@ const endedKeep = 1024
 // idle short of it (a session replaying its window after the pipe's
 // restart, silent before it got there) is kept, so that the session,
 // back, does not write it again; it goes when the session ends past
-// it. resumed holds only what Resume and AddPage found, so what is
-// kept is bounded by what they read.
+// it. resumed holds only what Resume, Reread and AddPage found, so
+// what is kept is bounded by what they read.
 func (c *Core) forget(end transport.StreamEnd) {
 	stream := end.Stream
 	if stream.Topic != "" {

@@ -10,8 +10,10 @@ import (
 
 // maxHeldRuns bounds the runs of held positions a Core keeps of one
 // source stream (resume.held). Past it the oldest are forgotten, and
-// counted (Stats.HeldRunsDropped): their positions, given again, are
-// written again, never taken as held.
+// counted (Stats.HeldRunsDropped): a log's positions in them, given
+// again, are written again, never taken as held; a feed's first run
+// kept reaches down to 0 (see run), so the holes between those
+// forgotten are taken as held.
 const maxHeldRuns = 1024
 
 // run is a run of a source stream's positions, from to to.

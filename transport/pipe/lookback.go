@@ -95,11 +95,12 @@ func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int)
 				continue
 			}
 			// Older than what was read of it, in order, if one pipe
-			// wrote it (see resume).
+			// wrote it (see resume). A feed's first run reaches down
+			// to 0 (see run): not what was read of it.
 			if l, seen := last[src]; seen && pos < l {
 				back[src] = true
 			}
-			if first, ok := r.oldest(); ok && pos >= first {
+			if first, ok := r.oldest(); ok && !r.feed && pos >= first {
 				back[src] = true
 			}
 			last[src] = max(last[src], pos)

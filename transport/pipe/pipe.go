@@ -71,7 +71,12 @@ type Config struct {
 	// wrote and had not committed, which the source delivers again, is
 	// dropped, not written twice, as a Kafka Connect sink task reads
 	// the state of the partitions it is assigned. It costs a read of
-	// DefaultTailRecords of each destination stream per stream started.
+	// DefaultTailRecords of each destination stream per stream started
+	// (the first start of each partition too), and, for a stream the
+	// tail does not reach, a look-back (Back) from where that tail
+	// starts, up to MaxLookback records again. A read that fails does
+	// not fail the pipe: it is counted (Stats.RereadsFailed) and the
+	// stream resumes from what was read before, written again at worst.
 	// Without it a stream started mid-run resumes from what Resume read
 	// when the pipe started.
 	Tail transport.TailReader

@@ -3,7 +3,6 @@ package pipe
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/brokerless/brokerless/transport"
 )
@@ -29,14 +28,31 @@ func (c *Core) NeedsReread(ev *transport.Event) bool {
 		!(c.rereadOK && c.reread == ev.Start.Stream)
 }
 
+// RereadFailed records that the destination could not be read again
+// for stream (Config.Tail), which the source starts: what was read
+// before stands, as without Config.Tail, and NeedsReread is then false
+// for that start (Stats.RereadsFailed).
+func (c *Core) RereadFailed(stream transport.StreamID) {
+	c.reread, c.rereadOK = stream, true
+	c.stats.RereadsFailed++
+}
+
 // reread reads the destination's last records again (Config.Tail) for
 // stream, which the source starts, before its start is taken. A read
-// that fails fails the pipe, as lookBack's does: going on would write
-// again what the destination may hold.
+// that fails (a destination whose leader moves) does not fail the
+// pipe, which goes on from what was read before, as without
+// Config.Tail: what the stream's previous owner wrote and had not
+// committed is written again, not lost.
 func (p *Pipe) reread(ctx context.Context, stream transport.StreamID) error {
 	tail, err := p.cfg.Tail.Tail(ctx, DefaultTailRecords)
 	if err != nil {
-		return fmt.Errorf("pipe: reading the destination's last records, for where %s resumes: %w", stream, err)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p.mu.Lock()
+		p.core.RereadFailed(stream)
+		p.mu.Unlock()
+		return nil
 	}
 	p.mu.Lock()
 	err = p.core.Reread(stream, tail)
