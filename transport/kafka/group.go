@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -45,9 +44,6 @@ type GroupSubscriber struct {
 	// fetch the group committed nothing for and whose end is below
 	// From, with that end: adjustStarts starts them there. Under mu.
 	atEnd map[int32]int64
-	// commitErrors is Stats.CommitErrors, kept without mu (see
-	// autoCommitted).
-	commitErrors atomic.Uint64
 	// closeErr is the first Close's result, written inside once: every
 	// Close returns it.
 	closeErr error
@@ -95,13 +91,6 @@ func (p *partition) epochOf(offset int64) int32 {
 	}
 	p.epochs = append(p.epochs[:0], p.epochs[i:]...)
 	return p.epochs[0].epoch
-}
-
-// Stats returns the member's counters.
-func (g *GroupSubscriber) Stats() Stats {
-	st := g.Subscriber.Stats()
-	st.CommitErrors = g.commitErrors.Load()
-	return st
 }
 
 // NewGroupSubscriber joins cfg.Group as a consumer of cfg.Topic.
