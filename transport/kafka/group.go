@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -285,7 +286,7 @@ func (g *GroupSubscriber) adjustStarts(_ context.Context, offsets map[string]map
 // what it kept for ps. Close ends that commit: the client, which runs
 // one such commit at a time, would have Close's own commit wait for it,
 // and it has no deadline (ctx is the client's); what it carried, Close
-// commits.
+// commits, so that commit ended is not counted as failed.
 func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[string][]int32) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -301,13 +302,25 @@ func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[st
 	select {
 	case <-g.closed: // Close committed
 	default:
-		if err := cl.CommitMarkedOffsets(ctx); err != nil {
+		if err := cl.CommitMarkedOffsets(ctx); err != nil && !g.endedByClose(err) {
 			g.commitErrors.Add(1)
 			g.log.Warn("kafka transport: commit before a rebalance failed: the next owner delivers again what was acknowledged since the last commit",
 				"group", g.groupName, "err", err)
 		}
 	}
 	g.disown(ps[g.topic])
+}
+
+// endedByClose reports whether err, of the commit before a revocation,
+// is Close ending it: no failure, as Close commits what it carried (and
+// counts its own failure).
+func (g *GroupSubscriber) endedByClose(err error) bool {
+	select {
+	case <-g.closed:
+		return errors.Is(err, context.Canceled)
+	default:
+		return false
+	}
 }
 
 // lost: the member was dropped from the group (a session timeout, a
