@@ -55,3 +55,16 @@ func TestAutoCommitErrorsCounted(t *testing.T) {
 		t.Errorf("the log does not name the error:\n%s", logs.String())
 	}
 }
+
+// TestCommitErrorsThroughSubscriber: the counters of a GroupSubscriber
+// read through its Subscriber — the exported field, or a value holding
+// it where a *Subscriber is expected — count its failed commits too:
+// there is one set of counters, whichever Stats is called.
+func TestCommitErrorsThroughSubscriber(t *testing.T) {
+	g := &GroupSubscriber{Subscriber: newSubscriber(Config{Topic: "t", Group: "g"}), groupName: "g"}
+	g.autoCommitted(nil, nil, nil, errors.New("connection reset"))
+	var s interface{ Stats() Stats } = g.Subscriber
+	if n := s.Stats().CommitErrors; n != 1 {
+		t.Fatalf("CommitErrors through the Subscriber: %d, want 1 (through the GroupSubscriber: %d)", n, g.Stats().CommitErrors)
+	}
+}

@@ -2,9 +2,9 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -45,9 +45,6 @@ type GroupSubscriber struct {
 	// fetch the group committed nothing for and whose end is below
 	// From, with that end: adjustStarts starts them there. Under mu.
 	atEnd map[int32]int64
-	// commitErrors is Stats.CommitErrors, kept without mu (see
-	// autoCommitted).
-	commitErrors atomic.Uint64
 	// closeErr is the first Close's result, written inside once: every
 	// Close returns it.
 	closeErr error
@@ -95,13 +92,6 @@ func (p *partition) epochOf(offset int64) int32 {
 	}
 	p.epochs = append(p.epochs[:0], p.epochs[i:]...)
 	return p.epochs[0].epoch
-}
-
-// Stats returns the member's counters.
-func (g *GroupSubscriber) Stats() Stats {
-	st := g.Subscriber.Stats()
-	st.CommitErrors = g.commitErrors.Load()
-	return st
 }
 
 // NewGroupSubscriber joins cfg.Group as a consumer of cfg.Topic.
@@ -296,7 +286,7 @@ func (g *GroupSubscriber) adjustStarts(_ context.Context, offsets map[string]map
 // what it kept for ps. Close ends that commit: the client, which runs
 // one such commit at a time, would have Close's own commit wait for it,
 // and it has no deadline (ctx is the client's); what it carried, Close
-// commits.
+// commits, so that commit ended is not counted as failed.
 func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[string][]int32) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -312,13 +302,25 @@ func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[st
 	select {
 	case <-g.closed: // Close committed
 	default:
-		if err := cl.CommitMarkedOffsets(ctx); err != nil {
+		if err := cl.CommitMarkedOffsets(ctx); err != nil && !g.endedByClose(err) {
 			g.commitErrors.Add(1)
 			g.log.Warn("kafka transport: commit before a rebalance failed: the next owner delivers again what was acknowledged since the last commit",
 				"group", g.groupName, "err", err)
 		}
 	}
 	g.disown(ps[g.topic])
+}
+
+// endedByClose reports whether err, of the commit before a revocation,
+// is Close ending it: no failure, as Close commits what it carried (and
+// counts its own failure).
+func (g *GroupSubscriber) endedByClose(err error) bool {
+	select {
+	case <-g.closed:
+		return errors.Is(err, context.Canceled)
+	default:
+		return false
+	}
 }
 
 // lost: the member was dropped from the group (a session timeout, a

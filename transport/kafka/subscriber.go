@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,7 +60,10 @@ type Subscriber struct {
 	pendingOff  int64
 	pendingNext int64
 	parts       map[int32]*partition
-	stats       Stats
+	stats       Stats // but CommitErrors: commitErrors
+	// commitErrors is Stats.CommitErrors of a GroupSubscriber, kept
+	// without mu (see GroupSubscriber.autoCommitted).
+	commitErrors atomic.Uint64
 
 	once   sync.Once
 	closed chan struct{}
@@ -193,8 +197,10 @@ func (s *Subscriber) Semantics() transport.Semantics { return s.sem }
 // Stats returns the subscriber's counters.
 func (s *Subscriber) Stats() Stats {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stats
+	st := s.stats
+	s.mu.Unlock()
+	st.CommitErrors = s.commitErrors.Load()
+	return st
 }
 
 // Receive returns the next event. A fetch error is returned when it
