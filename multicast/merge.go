@@ -723,6 +723,12 @@ func (m *merger) record(ev *transport.Event) bool {
 			if start, known = m.timeFirst(s.Session, from, ev.Message.Time); !known {
 				start, unknown = from-1, true
 			}
+		case first && m.timeJoin() && from > 1 && !reliable.SessionStart(s.Session).Before(m.joinTime):
+			// The log deleted nothing, but its first record at or after
+			// T is past the session's start, which was at or after T:
+			// the positions before it, all asked for, were never
+			// recorded.
+			start = 1
 		}
 		if m.started && !m.ended {
 			// The archive shows the current session over: what the

@@ -107,3 +107,38 @@ func TestMergeJoinTimeRetention(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeJoinTimeUnrecordedStart: a time join whose archive's first
+// record at or after the join time is of a session whose publisher
+// started at or after it, past the session's first position, though
+// the log deleted nothing (the recorder joined the session late, or
+// the log starts there): every position of the session was published
+// after the join time, and those before the first record were never
+// archived. They are reported (GapNotArchived), as the live feed's
+// would be were the archive silent (TestMergeJoinTimeSilentArchive).
+// (They were skipped without a Gap: the history started silently at
+// the first record.) Of a session that started before the join time,
+// the record before says where it falls: nothing is reported.
+func TestMergeJoinTimeUnrecordedStart(t *testing.T) {
+	before, after := sessionAt(joinT.Add(-time.Hour)), sessionAt(joinT.Add(time.Second))
+	for _, c := range []struct {
+		name  string
+		s     transport.StreamID
+		first uint64
+		gaps  []transport.Gap
+	}{
+		{"session started after T", after, 1,
+			[]transport.Gap{{Stream: after, From: 1, To: 44, Reason: transport.GapNotArchived}}},
+		{"session started before T", before, 45, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newMergeRig(t, JoinTime(joinT), 0)
+			r.live(cat(startEv(c.s, transport.StreamID{}, 100), msgsAt(c.s, 100, 110, joinT.Add(time.Minute)))...)
+			r.arch(archive.Pos{}, false, msgsAt(c.s, 45, 101, joinT.Add(time.Minute))...)
+			gaps := account(t, r.got, span{c.s, c.first, 110})
+			if fmt.Sprint(gaps) != fmt.Sprint(c.gaps) {
+				t.Errorf("gaps %v, want %v", gaps, c.gaps)
+			}
+		})
+	}
+}

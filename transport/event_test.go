@@ -3,6 +3,7 @@ package transport
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestGapOpen: an open gap (no known end) counts no sequence number,
@@ -31,5 +32,16 @@ func TestGapStartUnknown(t *testing.T) {
 	}
 	if got := g.String(); !strings.Contains(got, "seq ..99 (start unknown, lost)") || strings.Contains(got, "GapReason(") {
 		t.Errorf("reads %q", got)
+	}
+}
+
+// TestGapStartUnknownMarker: a gap whose start is unknown, written to a
+// log as a gap marker (a pipe from a subscriber that joined at a time),
+// reads back as it was: its reason, From equal to To, Len 0.
+func TestGapStartUnknownMarker(t *testing.T) {
+	g := Gap{Stream: StreamID{Feed: 1, Session: 7}, From: 99, To: 99, Reason: GapStartUnknown}
+	back, ok, err := ParseGapMarker(GapMarker(g, time.Unix(5, 0)))
+	if err != nil || !ok || back != g || back.Len() != 0 {
+		t.Fatalf("read back %+v, %v, %v; want %+v, Len 0", back, ok, err, g)
 	}
 }
