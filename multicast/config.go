@@ -97,7 +97,9 @@ type Config struct {
 	// kernel queues it, for a core's worth of CPU while its feed is
 	// busy. Only the application's goroutine spins, never the reader
 	// goroutine that reads while the application is away (nor, with an
-	// Archive, at all). At most 1 s. Default 0: no spinning.
+	// Archive, at all), and only on Linux, where the socket can be read
+	// without waiting (recvmmsg); elsewhere Spin is ignored. At most
+	// 1 s. Default 0: no spinning.
 	Spin time.Duration
 	// Filter, when set, is called once by each NewSubscriber to make the
 	// DatagramFilter that the Subscriber's received datagrams pass

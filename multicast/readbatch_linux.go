@@ -69,5 +69,9 @@ func (s *sysBatch) readNow() (int, error) {
 	return 0, &net.OpError{Op: "recvmmsg", Net: "udp", Err: s.errno}
 }
 
+// canPoll: readNow looks at the socket without waiting, so a
+// subscriber can spin on it (Config.Spin).
+const canPoll = true
+
 // from returns the source address of entry i of the last read.
 func (s *sysBatch) from(i int) netip.AddrPort { return s.h.From(i) }

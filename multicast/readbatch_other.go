@@ -25,6 +25,10 @@ func (s *sysBatch) read() (int, error) { return s.pc.ReadBatch(s.ms, 0) }
 // readNow reads nothing here: ReadBatch cannot be told not to wait.
 func (s *sysBatch) readNow() (int, error) { return 0, nil }
 
+// canPoll: readNow cannot look at the socket here, so Config.Spin does
+// not spin (it would only delay what comes meanwhile).
+const canPoll = false
+
 func (s *sysBatch) from(i int) netip.AddrPort {
 	if a, ok := s.ms[i].Addr.(*net.UDPAddr); ok {
 		return a.AddrPort()

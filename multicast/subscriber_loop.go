@@ -63,7 +63,7 @@ func (s *Subscriber) step() bool {
 	n := 0
 	if s.inbox.empty() && !r.rb.pending() {
 		var err error
-		if s.appReads && s.cfg.Spin > 0 && r.catchUpTo.IsZero() {
+		if canPoll && s.appReads && s.cfg.Spin > 0 && r.catchUpTo.IsZero() {
 			n, err = s.spin()
 		}
 		if n == 0 && err == nil {
