@@ -110,7 +110,7 @@ func runMcastSub(ctx context.Context, inv *invocation) error {
 	fs.Float64Var(&o.loss, "simulate-loss", 0, "drop this fraction (0..1) of received datagrams on purpose")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of --simulate-loss")
 	fs.StringVar(&o.join, "join", "live", "where to start: live (the next message) or earliest (what is still in the publisher's window; with --archive, the archive's oldest); with --archive also seq:N or time:T (RFC 3339)")
-	fs.DurationVar(&o.spin, "spin", 0, "poll an empty socket this long, without sleeping, before waiting (lower latency for a busy feed, a core's CPU while it is busy), at most 1s")
+	fs.DurationVar(&o.spin, "spin", 0, "poll an empty socket this long, without sleeping, before waiting (lower latency for a busy feed, a core's CPU while it is busy), at most 1s; Linux only")
 	fs.StringVar(&o.archive, "archive", "", "the log a recorder writes the feed to, e.g. logd://127.0.0.1:9092/ticks: history and what the publisher cannot repair come from there")
 	if err := inv.parse(fs); err != nil {
 		return err
