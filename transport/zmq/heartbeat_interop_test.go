@@ -271,7 +271,9 @@ func TestInteropPyzmqPubHeartbeats(t *testing.T) {
 	py := startPy(t, "hbpub", "50", "200", "1000")
 	r := startRelay(t, py.waitFor("endpoint", nil)["endpoint"].(string))
 	sub := connected(t, r.endpoint(), Config{})
-	py.waitFor("subscribed", "")
+	// The monitor's handshake_succeeded may come after the
+	// subscription, and must not come during the hold below.
+	py.waitForAll(map[string]any{"subscribed": "", "event": "handshake_succeeded"})
 	var first transport.Message
 	for i, payload := range []string{"before", "after"} {
 		py.send("send " + payload)
