@@ -60,7 +60,7 @@ type Subscriber struct {
 	pendingOff  int64
 	pendingNext int64
 	parts       map[int32]*partition
-	stats       Stats // but CommitErrors: commitErrors
+	stats       Stats // CommitErrors excepted: see commitErrors
 	// commitErrors is Stats.CommitErrors of a GroupSubscriber, kept
 	// without mu (see GroupSubscriber.autoCommitted).
 	commitErrors atomic.Uint64
