@@ -69,6 +69,11 @@ type archiveBatch struct {
 	seeked  bool
 	want    archive.Pos
 	trimmed bool
+	// prior is the feed's last record before where a seek to a time
+	// landed (zero for none, or another seek), and priorEnd whether it
+	// is an end marker.
+	prior    archive.Pos
+	priorEnd bool
 	// deleted: the log deleted records the replay had yet to read, and
 	// read on from its new start: the first record after them does not
 	// follow the last before.
@@ -199,6 +204,11 @@ type merger struct {
 	// application has anything, what of a session the join asked for,
 	// where the archive does not say, is judged by timeFirst.
 	joinTime time.Time
+	// prior and priorEnd are what the archive holds of the feed before
+	// join time:T (archiveBatch.prior): a record of the session of the
+	// first record at or after T says the recorder had it before T.
+	prior    archive.Pos
+	priorEnd bool
 
 	replaying bool
 	gen       uint64
@@ -566,6 +576,9 @@ func (m *merger) archive(b *archiveBatch) {
 		if b.gen == m.joinGen {
 			m.join = b.want
 		}
+		if m.timeJoin() {
+			m.prior, m.priorEnd = b.prior, b.priorEnd
+		}
 	}
 	if b.deleted {
 		// What lies between the last record and the next is lost to
@@ -729,6 +742,12 @@ func (m *merger) record(ev *transport.Event) bool {
 			// the positions before it, all asked for, were never
 			// recorded.
 			start = 1
+		case first && m.timeJoin() && from > 1 && m.prior.Session != s.Session:
+			// The log deleted nothing, and holds no record of the
+			// session, which started before T, before its first at or
+			// after T: the recorder joined it late. Which of the
+			// positions before were published at or after T is unknown.
+			start, unknown = from-1, true
 		}
 		if m.started && !m.ended {
 			// The archive shows the current session over: what the

@@ -8,6 +8,7 @@ import (
 	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
 	"github.com/brokerless/brokerless/transport/archive"
+	"github.com/brokerless/brokerless/transport/transporttest"
 )
 
 // joinT is the time the tests below join at.
@@ -118,26 +119,41 @@ func TestMergeJoinTimeRetention(t *testing.T) {
 // would be were the archive silent (TestMergeJoinTimeSilentArchive).
 // (They were skipped without a Gap: the history started silently at
 // the first record.) Of a session that started before the join time,
-// the record before says where it falls: nothing is reported.
+// a record of it before says where the join time falls: nothing is
+// reported; when the log holds none (the recorder joined the session
+// late: the log's record before is of another session, or there is
+// none), which positions before the first record were published at or
+// after the join time is unknown, and a Gap says so (GapStartUnknown,
+// Len 0, at the position before). (Those were dropped with no Gap.)
 func TestMergeJoinTimeUnrecordedStart(t *testing.T) {
 	before, after := sessionAt(joinT.Add(-time.Hour)), sessionAt(joinT.Add(time.Second))
+	older := sessionAt(joinT.Add(-2 * time.Hour))
 	for _, c := range []struct {
 		name  string
 		s     transport.StreamID
+		prior archive.Pos
 		first uint64
 		gaps  []transport.Gap
 	}{
-		{"session started after T", after, 1,
+		{"session started after T", after, archive.Pos{}, 1,
 			[]transport.Gap{{Stream: after, From: 1, To: 44, Reason: transport.GapNotArchived}}},
-		{"session started before T", before, 45, nil},
+		{"session started before T, its record before", before, posOf(before, 44), 45, nil},
+		{"session started before T, an earlier record of it before", before, posOf(before, 30), 45, nil},
+		{"session started before T, nothing before", before, archive.Pos{}, 44,
+			[]transport.Gap{{Stream: before, From: 44, To: 44, Reason: transport.GapStartUnknown}}},
+		{"session started before T, another session before", before, posOf(older, 9), 44,
+			[]transport.Gap{{Stream: before, From: 44, To: 44, Reason: transport.GapStartUnknown}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newMergeRig(t, JoinTime(joinT), 0)
 			r.live(cat(startEv(c.s, transport.StreamID{}, 100), msgsAt(c.s, 100, 110, joinT.Add(time.Minute)))...)
-			r.arch(archive.Pos{}, false, msgsAt(c.s, 45, 101, joinT.Add(time.Minute))...)
+			r.archAfter(c.prior, false, msgsAt(c.s, 45, 101, joinT.Add(time.Minute))...)
 			gaps := account(t, r.got, span{c.s, c.first, 110})
 			if fmt.Sprint(gaps) != fmt.Sprint(c.gaps) {
 				t.Errorf("gaps %v, want %v", gaps, c.gaps)
+			}
+			if err := transporttest.CheckAccounting(r.got, true); err != nil {
+				t.Error(err)
 			}
 		})
 	}
