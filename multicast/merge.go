@@ -1097,11 +1097,30 @@ func (m *merger) switchTo(s transport.StreamID, first uint64, replaces transport
 	case replaces.IsZero() && m.liveStart.Stream == s:
 		replaces = m.liveStart.Replaces
 	}
+	if m.timeJoin() && !m.priorEnd && m.prior.Session != 0 && m.prior.Session == replaces.Session && m.prior.Session < s.Session {
+		m.priorTail(replaces)
+	}
 	m.cur, m.started, m.ended, m.next, m.open = s, true, false, first, false
 	m.idleEnded, m.endKnown, m.endLast = false, false, 0
 	m.out = append(m.out, transport.Event{Kind: transport.EventStreamStart, Start: transport.StreamStart{
 		Stream: s, Replaces: replaces, FirstSeq: first,
 	}})
+}
+
+// priorTail reports, before join time:T's first session, what the
+// session it replaced, old, published after the archive's last record
+// of it, before T (prior): perhaps messages at or after T, which
+// neither the archive nor the live feed had. Where old ended is
+// unknown: it starts after that record, its tail is in an open Gap
+// (openGap), and it ends there, as a session does whose end the live
+// feed never said (endHeld).
+func (m *merger) priorTail(old transport.StreamID) {
+	m.cur, m.started, m.ended, m.next, m.open = old, true, false, m.prior.Seq+1, false
+	m.out = append(m.out, transport.Event{Kind: transport.EventStreamStart, Start: transport.StreamStart{
+		Stream: old, FirstSeq: m.next,
+	}})
+	m.openGap(transport.GapNotArchived)
+	m.endCur(transport.EndReplaced, 0)
 }
 
 // endCur ends the current session; its last position is what the

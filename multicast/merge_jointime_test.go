@@ -158,3 +158,55 @@ func TestMergeJoinTimeUnrecordedStart(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeJoinTimeRestartAfterArchive: a time join whose time is after
+// the archive's last record, the live feed starting with a session
+// that replaced the one of that record (its publisher restarted): what
+// the old session published after its last record, perhaps after the
+// join time, is not in the archive and was not heard. Where it ended is
+// unknown, so its tail is reported in an open Gap from the position
+// after that record, as a dead session's tail is when the live feed
+// never said where it ended (TestMergeOpenGapAfterWait), and it ends
+// there before the new session starts. (The new session started with
+// nothing said of the old one.) An end marker as that record says the
+// old session closed there: nothing is missing; a record of another
+// session says nothing of the replaced one's numbers: nothing is
+// reported.
+func TestMergeJoinTimeRestartAfterArchive(t *testing.T) {
+	old, other := sessionAt(joinT.Add(-time.Hour)), sessionAt(joinT.Add(-2*time.Hour))
+	s := sessionAt(joinT.Add(time.Second))
+	for _, c := range []struct {
+		name  string
+		prior archive.Pos
+		end   bool
+		spans []span
+	}{
+		{"old session's message", posOf(old, 50), false, []span{{old, 51, 51}, {s, 1, 10}}},
+		{"old session's end marker", posOf(old, 50), true, []span{{s, 1, 10}}},
+		{"another session's message", posOf(other, 50), false, []span{{s, 1, 10}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newMergeRig(t, JoinTime(joinT), 0)
+			r.archAfter(c.prior, c.end)
+			r.idle(nil)
+			r.live(cat(startEv(s, old, 1), msgsAt(s, 1, 10, joinT.Add(time.Minute)))...)
+			r.idle(nil)
+			gaps := account(t, r.got, c.spans...)
+			if len(c.spans) == 1 {
+				if len(gaps) != 0 {
+					t.Errorf("gaps %v, want none", gaps)
+				}
+			} else if want := (transport.Gap{Stream: old, From: 51, To: 51, Reason: transport.GapNotArchived, Open: true}); len(gaps) != 1 || gaps[0] != want {
+				t.Errorf("gaps %v, want %v", gaps, want)
+			}
+			for _, ev := range r.got {
+				if ev.Kind == transport.EventStreamStart && ev.Start.Stream == s && ev.Start.Replaces != old {
+					t.Errorf("%v's start does not say it replaced %v: %s", s, old, show(r.got))
+				}
+			}
+			if err := transporttest.CheckAccounting(r.got, true); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
