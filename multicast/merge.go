@@ -1134,10 +1134,12 @@ func (m *merger) endCur(why transport.EndReason, last uint64) {
 
 // emitGap reports from..to of s missing, for why: one Gap with the
 // one before it, if that one is not taken yet and ends just before for
-// the same reason.
+// the same reason. A GapStartUnknown is never joined: each has To =
+// From, which a joined one would not. (An open Gap is never the last:
+// its StreamEnd follows it at once.)
 func (m *merger) emitGap(s transport.StreamID, from, to uint64, why transport.GapReason, fromArchive bool) {
 	m.next, m.open = to+1, false
-	if n := len(m.out); n > m.outAt {
+	if n := len(m.out); n > m.outAt && why != transport.GapStartUnknown {
 		if g := &m.out[n-1].Gap; m.out[n-1].Kind == transport.EventGap && g.Stream == s && g.Reason == why && g.To+1 == from {
 			g.To = to
 			return

@@ -210,3 +210,27 @@ func TestMergeJoinTimeRestartAfterArchive(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeJoinTimeUnknownMarker: a time join whose first record, past
+// the log's deleted start, is a gap marker whose start is unknown (a
+// recorder that joined by time wrote it): the position before, which
+// the join reports unknown too, and the marker are two Gaps of unknown
+// size, each with To = From. (They were joined into one from the first
+// to the marker's To with Len 0, which says neither how many nor which.)
+func TestMergeJoinTimeUnknownMarker(t *testing.T) {
+	s := sessionAt(joinT.Add(-time.Hour))
+	r := newMergeRig(t, JoinTime(joinT), 0)
+	r.live(cat(startEv(s, transport.StreamID{}, 100), msgsAt(s, 100, 110, joinT.Add(time.Minute)))...)
+	r.arch(archive.Pos{}, true, cat(gapEv(s, 44, 44, transport.GapStartUnknown), msgsAt(s, 45, 101, joinT.Add(time.Minute)))...)
+	gaps := account(t, r.got, span{s, 43, 110})
+	want := []transport.Gap{
+		{Stream: s, From: 43, To: 43, Reason: transport.GapStartUnknown},
+		{Stream: s, From: 44, To: 44, Reason: transport.GapStartUnknown},
+	}
+	if fmt.Sprint(gaps) != fmt.Sprint(want) {
+		t.Errorf("gaps %v, want %v", gaps, want)
+	}
+	if err := transporttest.CheckAccounting(r.got, true); err != nil {
+		t.Error(err)
+	}
+}
