@@ -164,6 +164,9 @@ func (a *archiveSide) read(ctx context.Context, c replayCmd, done chan<- struct{
 		return // ctx ended
 	}
 	b := archiveBatch{gen: c.gen, seeked: true, want: want, trimmed: a.reader.Trimmed()}
+	if _, ok := c.start.Time(); ok {
+		b.prior, b.priorEnd = a.previous(ctx)
+	}
 	last := time.Now()
 	var buf []transport.Event
 	most := 0 // the most events a read gave: a new slice's size
@@ -313,6 +316,20 @@ func (a *archiveSide) seek(ctx context.Context, c replayCmd) (archive.Pos, error
 		}
 		since = time.Now()
 	}
+}
+
+// previous is the feed's last record before where the reader's Seek
+// to a time landed (archive.Reader.Previous), and whether it is an end
+// marker: zero when there is none, or it could not be read within Wait,
+// which the merger takes as knowing nothing of the feed before the time.
+func (a *archiveSide) previous(ctx context.Context) (archive.Pos, bool) {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.Wait)
+	defer cancel()
+	p, end, ok, err := a.reader.Previous(ctx)
+	if err != nil || !ok {
+		return archive.Pos{}, false
+	}
+	return p, end
 }
 
 // send hands b to the merger; false when ctx ended first.

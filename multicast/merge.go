@@ -69,6 +69,11 @@ type archiveBatch struct {
 	seeked  bool
 	want    archive.Pos
 	trimmed bool
+	// prior is the feed's last record before where a seek to a time
+	// landed (zero for none, or another seek), and priorEnd whether it
+	// is an end marker.
+	prior    archive.Pos
+	priorEnd bool
 	// deleted: the log deleted records the replay had yet to read, and
 	// read on from its new start: the first record after them does not
 	// follow the last before.
@@ -199,6 +204,11 @@ type merger struct {
 	// application has anything, what of a session the join asked for,
 	// where the archive does not say, is judged by timeFirst.
 	joinTime time.Time
+	// prior and priorEnd are what the archive holds of the feed before
+	// join time:T (archiveBatch.prior): a record of the session of the
+	// first record at or after T says the recorder had it before T.
+	prior    archive.Pos
+	priorEnd bool
 
 	replaying bool
 	gen       uint64
@@ -566,6 +576,9 @@ func (m *merger) archive(b *archiveBatch) {
 		if b.gen == m.joinGen {
 			m.join = b.want
 		}
+		if m.timeJoin() {
+			m.prior, m.priorEnd = b.prior, b.priorEnd
+		}
 	}
 	if b.deleted {
 		// What lies between the last record and the next is lost to
@@ -729,6 +742,12 @@ func (m *merger) record(ev *transport.Event) bool {
 			// the positions before it, all asked for, were never
 			// recorded.
 			start = 1
+		case first && m.timeJoin() && from > 1 && m.prior.Session != s.Session:
+			// The log deleted nothing, and holds no record of the
+			// session, which started before T, before its first at or
+			// after T: the recorder joined it late. Which of the
+			// positions before were published at or after T is unknown.
+			start, unknown = from-1, true
 		}
 		if m.started && !m.ended {
 			// The archive shows the current session over: what the
@@ -1078,11 +1097,30 @@ func (m *merger) switchTo(s transport.StreamID, first uint64, replaces transport
 	case replaces.IsZero() && m.liveStart.Stream == s:
 		replaces = m.liveStart.Replaces
 	}
+	if m.timeJoin() && !m.priorEnd && m.prior.Session != 0 && m.prior.Session == replaces.Session && m.prior.Session < s.Session {
+		m.priorTail(replaces)
+	}
 	m.cur, m.started, m.ended, m.next, m.open = s, true, false, first, false
 	m.idleEnded, m.endKnown, m.endLast = false, false, 0
 	m.out = append(m.out, transport.Event{Kind: transport.EventStreamStart, Start: transport.StreamStart{
 		Stream: s, Replaces: replaces, FirstSeq: first,
 	}})
+}
+
+// priorTail reports, before join time:T's first session, what the
+// session it replaced, old, published after the archive's last record
+// of it, before T (prior): perhaps messages at or after T, which
+// neither the archive nor the live feed had. Where old ended is
+// unknown: it starts after that record, its tail is in an open Gap
+// (openGap), and it ends there, as a session does whose end the live
+// feed never said (endHeld).
+func (m *merger) priorTail(old transport.StreamID) {
+	m.cur, m.started, m.ended, m.next, m.open = old, true, false, m.prior.Seq+1, false
+	m.out = append(m.out, transport.Event{Kind: transport.EventStreamStart, Start: transport.StreamStart{
+		Stream: old, FirstSeq: m.next,
+	}})
+	m.openGap(transport.GapNotArchived)
+	m.endCur(transport.EndReplaced, 0)
 }
 
 // endCur ends the current session; its last position is what the
@@ -1096,10 +1134,12 @@ func (m *merger) endCur(why transport.EndReason, last uint64) {
 
 // emitGap reports from..to of s missing, for why: one Gap with the
 // one before it, if that one is not taken yet and ends just before for
-// the same reason.
+// the same reason. A GapStartUnknown is never joined: each has To =
+// From, which a joined one would not. (An open Gap is never the last:
+// its StreamEnd follows it at once.)
 func (m *merger) emitGap(s transport.StreamID, from, to uint64, why transport.GapReason, fromArchive bool) {
 	m.next, m.open = to+1, false
-	if n := len(m.out); n > m.outAt {
+	if n := len(m.out); n > m.outAt && why != transport.GapStartUnknown {
 		if g := &m.out[n-1].Gap; m.out[n-1].Kind == transport.EventGap && g.Stream == s && g.Reason == why && g.To+1 == from {
 			g.To = to
 			return

@@ -89,6 +89,20 @@ func (r *mergeRig) arch(want archive.Pos, trimmed bool, evs ...transport.Event) 
 	r.drain()
 }
 
+// archAfter is arch for a replay that seeked to a time, the log's last
+// record of the feed before where it landed being prior (zero: none),
+// an end marker if end: the first batch of the order.
+func (r *mergeRig) archAfter(prior archive.Pos, end bool, evs ...transport.Event) {
+	r.t.Helper()
+	if r.cur.stop || r.sent {
+		r.t.Fatalf("a first batch after a seek, but the reader is stopped or sent one; orders %+v", r.cmds)
+	}
+	r.m.archive(&archiveBatch{gen: r.cur.gen, events: evs, seeked: true, prior: prior, priorEnd: end})
+	r.sent = true
+	r.commands()
+	r.drain()
+}
+
 // idle tells the merger the reader had nothing more for a while.
 func (r *mergeRig) idle(err error) {
 	r.m.archive(&archiveBatch{gen: r.cur.gen, idle: true, err: err})
@@ -358,7 +372,8 @@ func TestMergeLateJoin(t *testing.T) {
 
 // TestMergeJoinSeqAndTime: seq:N asks the reader for that position of
 // the last session, and the history starts there, a gap first if the
-// archive lacks it; time:T starts with what the archive finds.
+// archive lacks it; time:T starts with what the archive finds (after a
+// record of its session before T: where T falls is known).
 func TestMergeJoinSeqAndTime(t *testing.T) {
 	r := newMergeRig(t, JoinSeq(40), 0)
 	if len(r.cmds) != 1 || r.cmds[0].seq != 40 {
@@ -373,7 +388,7 @@ func TestMergeJoinSeqAndTime(t *testing.T) {
 
 	r = newMergeRig(t, JoinTime(time.Unix(1_700_000_000, 0)), 0)
 	r.live(cat(startEv(sB, sA, 100), msgs(sB, 100, 110))...)
-	r.arch(archive.Pos{}, false, msgs(sB, 70, 101)...)
+	r.archAfter(posOf(sB, 69), false, msgs(sB, 70, 101)...)
 	account(t, r.got, span{sB, 70, 110})
 }
 

@@ -53,6 +53,9 @@ func AtTime(t time.Time) Start { return Start{kind: startTime, time: t} }
 // Pos returns the position s starts at, for a Start made by At.
 func (s Start) Pos() (Pos, bool) { return s.pos, s.kind == startPos }
 
+// Time returns the time s starts at, for a Start made by AtTime.
+func (s Start) Time() (time.Time, bool) { return s.time, s.kind == startTime }
+
 func (s Start) String() string {
 	switch s.kind {
 	case startPos:

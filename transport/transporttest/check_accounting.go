@@ -14,7 +14,11 @@ import (
 //     publisher's by a non-zero session, with no topic or partition;
 //   - per stream, delivered sequence numbers and gap ranges are disjoint
 //     and in increasing order, and each gap has From <= To and a known
-//     reason;
+//     reason; one whose size is unknown (transport.Gap.Open,
+//     transport.GapStartUnknown) has From == To;
+//   - an open gap (transport.Gap.Open) is the last event of its stream
+//     but its stream-end, if one comes, whose LastSeq is the gap's
+//     From-1;
 //   - a stream-start comes at most once, before any message or gap of its
 //     stream, and the first of them starts at its FirstSeq (at or after
 //     it when contiguous is false); a stream it replaces is a direct
@@ -47,6 +51,9 @@ type accounted struct {
 	// last.
 	any  bool
 	last uint64
+	// open: the last gap was open (transport.Gap.Open), from openFrom.
+	open     bool
+	openFrom uint64
 	// replacedAt is 1 + the index of the stream-start that replaced the
 	// stream; 0 while it was not replaced.
 	replacedAt int
@@ -79,7 +86,15 @@ func (a *accountant) add(i int, ev transport.Event) string {
 		if !knownGapReason(g.Reason) {
 			return fmt.Sprintf("%s: unknown reason %d", g, uint8(g.Reason))
 		}
-		return a.data(g.Stream, g.From, g.To, false)
+		if (g.Open || g.Reason == transport.GapStartUnknown) && g.From != g.To {
+			return fmt.Sprintf("%s: From %d, To %d: a gap of unknown size has To = From", g, g.From, g.To)
+		}
+		if bad := a.data(g.Stream, g.From, g.To, false); bad != "" || !g.Open {
+			return bad
+		}
+		s := a.stream(g.Stream)
+		s.open, s.openFrom = true, g.From
+		return ""
 	case transport.EventStreamStart:
 		return a.start(i, ev.Start)
 	case transport.EventStreamEnd:
@@ -101,6 +116,8 @@ func (a *accountant) data(id transport.StreamID, from, to uint64, message bool) 
 	switch {
 	case s.ended:
 		return fmt.Sprintf("%s of stream %s after its stream-end", what, id)
+	case s.open:
+		return fmt.Sprintf("%s of stream %s after its open gap from %d", what, id, s.openFrom)
 	case message && s.replacedAt > 0:
 		return fmt.Sprintf("%s of stream %s after the stream-start at event %d replaced it", what, id, s.replacedAt-1)
 	case s.any && from <= s.last:
@@ -157,6 +174,9 @@ func (a *accountant) end(e transport.StreamEnd) string {
 	switch {
 	case s.ended:
 		return fmt.Sprintf("second stream-end of %s", e.Stream)
+	case s.open && e.LastSeq != s.openFrom-1:
+		return fmt.Sprintf("stream-end of %s: LastSeq %d after an open gap from %d, want %d", e.Stream, e.LastSeq, s.openFrom, s.openFrom-1)
+	case s.open:
 	case s.any && e.LastSeq < s.last:
 		return fmt.Sprintf("stream-end of %s: LastSeq %d, but seq %d was delivered or reported", e.Stream, e.LastSeq, s.last)
 	case s.any && a.contiguous && e.LastSeq > s.last:

@@ -89,6 +89,13 @@ func TestCheckAccounting(t *testing.T) {
 		{name: "gap after end", events: evlog(msg(s1, 1, 0), end(s1, 1), gap(s1, 2, 2)), event: 2, reason: "after its stream-end"},
 		{name: "second end", events: evlog(end(s1, 0), end(s1, 0)), event: 1, reason: "second stream-end"},
 		{name: "end before delivered", events: evlog(msg(s1, 1, 0), msg(s1, 2, 1), end(s1, 1)), event: 2, reason: "LastSeq 1, but seq 2"},
+		{name: "open gap", ok: true, events: evlog(start(s1, zero, 1), msg(s1, 1, 0), openGap(s1, 2), end(s1, 1), start(s2, s1, 1), msg(s2, 1, 1))},
+		{name: "open gap, no end yet", ok: true, events: evlog(msg(s1, 1, 0), openGap(s1, 2))},
+		{name: "open gap's end elsewhere", events: evlog(msg(s1, 1, 0), openGap(s1, 2), end(s1, 2)), event: 2, reason: "after an open gap from 2, want 1"},
+		{name: "after open gap", events: evlog(msg(s1, 1, 0), openGap(s1, 2), msg(s1, 3, 1)), event: 2, reason: "after its open gap from 2"},
+		{name: "open gap with a range", events: evlog(msg(s1, 1, 0), transport.Event{Kind: transport.EventGap, Gap: transport.Gap{Stream: s1, From: 2, To: 4, Reason: transport.GapNotArchived, Open: true}}), event: 1, reason: "unknown size has To = From"},
+		{name: "start unknown", ok: true, events: evlog(start(s1, zero, 9), startUnknown(s1, 9, 9), msg(s1, 10, 0))},
+		{name: "start unknown with a range", events: evlog(start(s1, zero, 8), startUnknown(s1, 8, 9), msg(s1, 10, 0)), event: 1, reason: "unknown size has To = From"},
 	}
 	t.Run("contiguous", func(t *testing.T) {
 		runChecks(t, func(evs []transport.Event) error { return transporttest.CheckAccounting(evs, true) }, append(both,
@@ -229,4 +236,14 @@ func TestCheckRedelivered(t *testing.T) {
 	t.Run("at least once", func(t *testing.T) {
 		runChecks(t, check(false), append(both, checkCase{name: "twice", ok: true, events: twice}))
 	})
+}
+
+// openGap is an open gap of s from from (transport.Gap.Open).
+func openGap(s transport.StreamID, from uint64) transport.Event {
+	return transport.Event{Kind: transport.EventGap, Gap: transport.Gap{Stream: s, From: from, To: from, Reason: transport.GapNotArchived, Open: true}}
+}
+
+// startUnknown is a gap whose start is unknown (transport.GapStartUnknown).
+func startUnknown(s transport.StreamID, from, to uint64) transport.Event {
+	return transport.Event{Kind: transport.EventGap, Gap: transport.Gap{Stream: s, From: from, To: to, Reason: transport.GapStartUnknown}}
 }
