@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/transport"
 )
 
 // TestCloseDuringRevokeCommit: a Close called while the commit before a
@@ -20,48 +22,8 @@ import (
 // of waiting for that commit, which the client does not bound (here a
 // minute per attempt).
 func TestCloseDuringRevokeCommit(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "slow"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	addr := c.ListenAddrs()[0]
-	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	for p := range int32(2) {
-		produce(t, cl, &kgo.Record{Topic: "slow", Partition: p, Value: []byte("x")})
-	}
-	// The first commit, the revocation's (nothing is committed
-	// periodically), gets no answer until the test ends.
-	inFlight, release := make(chan struct{}), make(chan struct{})
-	var releaseOnce sync.Once
-	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
-	var commits atomic.Int32
-	c.ControlKey(int16(kmsg.OffsetCommit), func(kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		if commits.Add(1) == 1 {
-			close(inFlight)
-			c.SleepControl(func() { <-release })
-		}
-		return nil, nil, false
-	})
-	ctx := context.Background()
-	opts := append([]kgo.Opt{kgo.AutoCommitInterval(time.Hour), kgo.Balancers(kgo.RangeBalancer()),
-		kgo.RequestTimeoutOverhead(time.Minute), kgo.RetryTimeout(time.Minute)}, groupOpts...)
-	cfg := Config{Brokers: []string{addr}, Topic: "slow", Group: "g", Options: opts}
-	a, err := NewGroupSubscriber(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := messages(receiveUntil(t, a, untilMessages(1)))
-	if err := a.Ack(ctx, ms[0].Stream, ms[0].Seq); err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewGroupSubscriber(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	wait(t, inFlight, "the revocation's commit")
+	_, cfg, inFlight, _ := heldRevokeCommit(t)
+	a, _ := ackThenRevoke(t, cfg, cfg, inFlight)
 	closed := make(chan error, 1)
 	go func() { closed <- a.Close() }()
 	select {
@@ -78,55 +40,16 @@ func TestCloseDuringRevokeCommit(t *testing.T) {
 // logged as one. Here the broker answers it once Close's own commit is
 // on its way: both succeed, and the acknowledgement is committed.
 func TestCloseEndsRevokeCommitUncounted(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "slow"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	addr := c.ListenAddrs()[0]
-	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	for p := range int32(2) {
-		produce(t, cl, &kgo.Record{Topic: "slow", Partition: p, Value: []byte("x")})
-	}
-	// The first commit, the revocation's, is answered once released.
-	inFlight, release := make(chan struct{}), make(chan struct{})
-	var releaseOnce sync.Once
-	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
-	var commits atomic.Int32
-	c.ControlKey(int16(kmsg.OffsetCommit), func(kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		if commits.Add(1) == 1 {
-			close(inFlight)
-			c.SleepControl(func() { <-release })
-		}
-		return nil, nil, false
-	})
+	addr, cfg, inFlight, release := heldRevokeCommit(t)
 	// The client issues Close's commit once the revocation's returned.
 	logs := &countHandler{match: "issuing commit", n: 2, seen: make(chan struct{})}
-	ctx := context.Background()
-	opts := append([]kgo.Opt{kgo.AutoCommitInterval(time.Hour), kgo.Balancers(kgo.RangeBalancer()),
-		kgo.RequestTimeoutOverhead(time.Minute), kgo.RetryTimeout(time.Minute)}, groupOpts...)
-	cfg := Config{Brokers: []string{addr}, Topic: "slow", Group: "g", Options: opts}
 	acfg := cfg
 	acfg.Logger = slog.New(logs)
-	a, err := NewGroupSubscriber(ctx, acfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := messages(receiveUntil(t, a, untilMessages(1)))
-	if err := a.Ack(ctx, ms[0].Stream, ms[0].Seq); err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewGroupSubscriber(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	wait(t, inFlight, "the revocation's commit")
+	a, m := ackThenRevoke(t, acfg, cfg, inFlight)
 	closed := make(chan error, 1)
 	go func() { closed <- a.Close() }()
 	wait(t, logs.seen, "Close's commit")
-	releaseOnce.Do(func() { close(release) })
+	release()
 	select {
 	case err := <-closed:
 		if err != nil {
@@ -141,9 +64,69 @@ func TestCloseEndsRevokeCommitUncounted(t *testing.T) {
 	if logs.has("commit before a rebalance failed") {
 		t.Error("the commit Close ended was logged as failed")
 	}
-	if got := committed(t, addr, "g", "slow", ms[0].Stream.Partition); got != int64(ms[0].Seq)+1 {
-		t.Errorf("committed %d, want %d", got, ms[0].Seq+1)
+	if got := committed(t, addr, "g", "slow", m.Stream.Partition); got != int64(m.Seq)+1 {
+		t.Errorf("committed %d, want %d", got, m.Seq+1)
 	}
+}
+
+// heldRevokeCommit starts a kfake cluster holding topic "slow", two
+// partitions of one record each, whose first OffsetCommit (the
+// revocation's: a group of cfg commits nothing periodically) gets no
+// answer until release is called or the test ends. It returns the
+// cluster's address, a group's Config on it, and a channel closed once
+// that commit is in flight.
+func heldRevokeCommit(t *testing.T) (addr string, cfg Config, inFlight chan struct{}, release func()) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "slow"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addr = c.ListenAddrs()[0]
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := range int32(2) {
+		produce(t, cl, &kgo.Record{Topic: "slow", Partition: p, Value: []byte("x")})
+	}
+	inFlight, held := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	t.Cleanup(release)
+	var commits atomic.Int32
+	c.ControlKey(int16(kmsg.OffsetCommit), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if commits.Add(1) == 1 {
+			close(inFlight)
+			c.SleepControl(func() { <-held })
+		}
+		return nil, nil, false
+	})
+	opts := append([]kgo.Opt{kgo.AutoCommitInterval(time.Hour), kgo.Balancers(kgo.RangeBalancer()),
+		kgo.RequestTimeoutOverhead(time.Minute), kgo.RetryTimeout(time.Minute)}, groupOpts...)
+	return addr, Config{Brokers: []string{addr}, Topic: "slow", Group: "g", Options: opts}, inFlight, release
+}
+
+// ackThenRevoke starts a member of acfg, has it receive and acknowledge
+// a message, then starts a second member of cfg, whose joining revokes
+// a partition of the first: it returns the first member and its message
+// once the revocation's commit is in flight.
+func ackThenRevoke(t *testing.T, acfg, cfg Config, inFlight <-chan struct{}) (*GroupSubscriber, transport.Message) {
+	t.Helper()
+	ctx := context.Background()
+	a, err := NewGroupSubscriber(ctx, acfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := messages(receiveUntil(t, a, untilMessages(1)))
+	if err := a.Ack(ctx, ms[0].Stream, ms[0].Seq); err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewGroupSubscriber(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	wait(t, inFlight, "the revocation's commit")
+	return a, ms[0]
 }
 
 // countHandler is a slog handler, of every level, that keeps the
