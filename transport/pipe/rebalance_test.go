@@ -15,53 +15,9 @@ import (
 // destination again when the partition starts, and drops 151..200:
 // every position is in the destination once.
 func TestPipeRereadsTheDestinationForAnAssignedStream(t *testing.T) {
-	srcP0 := transport.StreamID{Topic: "src", Partition: 0}
-	srcP1 := transport.StreamID{Topic: "src", Partition: 1}
 	d := &dest{}
 	d.holding(srcP1, 0, 100)
-	d.holding(srcP0, 0, 9)
-	given := map[transport.StreamID][]uint64{}
-	src := newAckingSource(400, d.holds(given))
-	// given is written before Run, which reads it (the acknowledgements' check).
-	for pos := uint64(10); pos <= 19; pos++ {
-		given[srcP0] = append(given[srcP0], pos)
-	}
-	for pos := uint64(151); pos <= 210; pos++ {
-		given[srcP1] = append(given[srcP1], pos)
-	}
-	send := func(s transport.StreamID, from, to uint64) {
-		src.events <- *startEv(s, from)
-		for pos := from; pos <= to; pos++ {
-			src.events <- *msg(s, pos)
-		}
-	}
-	p, err := New(src, plainDest{d}, Config{Tail: d})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tail, _ := d.Tail(context.Background(), DefaultTailRecords)
-	if n, err := p.Resume(tail); n != 2 || err != nil {
-		t.Fatalf("resume: %d streams, %v", n, err)
-	}
-	send(srcP0, 10, 19)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := runPipe(ctx, p)
-	waitAcked(t, src, srcP0, 19)
-
-	d.mu.Lock()
-	d.holding(srcP1, 101, 200) // by the partition's previous owner
-	d.mu.Unlock()
-	send(srcP1, 151, 210)
-	waitAcked(t, src, srcP1, 210)
-	cancel()
-	if err := waitRun(t, done); err != nil {
-		t.Fatal(err)
-	}
-	src.mu.Lock()
-	if len(src.errs) > 0 {
-		t.Errorf("acknowledgements: %v", src.errs)
-	}
-	src.mu.Unlock()
+	p := midRunAssignment(t, d, d, func() {})
 	times := map[transport.StreamID]map[uint64]int{srcP0: {}, srcP1: {}}
 	d.mu.Lock()
 	for i := range d.held {
@@ -104,4 +60,66 @@ func TestRereadLooksBackFromTheNewTail(t *testing.T) {
 	if !c.NeedsReread(startEv(srcLog, 7)) {
 		t.Errorf("NeedsReread false for a stream started again")
 	}
+}
+
+// The source's partitions in midRunAssignment.
+var (
+	srcP0 = transport.StreamID{Topic: "src", Partition: 0}
+	srcP1 = transport.StreamID{Topic: "src", Partition: 1}
+)
+
+// midRunAssignment runs a pipe from an acknowledged source into d,
+// whose tail, with 0..9 of srcP0, it resumes from, with tail as its
+// Config.Tail: srcP0's 10..19, then (a rebalance) srcP1's 151..210,
+// after its previous owner wrote 101..200 to d and beforeP1 was
+// called. It returns the pipe once both are acknowledged, Run returned
+// and the source saw no acknowledgement of what d did not hold.
+func midRunAssignment(t *testing.T, d *dest, tail transport.TailReader, beforeP1 func()) *Pipe {
+	t.Helper()
+	d.holding(srcP0, 0, 9)
+	given := map[transport.StreamID][]uint64{}
+	src := newAckingSource(400, d.holds(given))
+	// given is written before Run, which reads it (the acknowledgements' check).
+	for pos := uint64(10); pos <= 19; pos++ {
+		given[srcP0] = append(given[srcP0], pos)
+	}
+	for pos := uint64(151); pos <= 210; pos++ {
+		given[srcP1] = append(given[srcP1], pos)
+	}
+	send := func(s transport.StreamID, from, to uint64) {
+		src.events <- *startEv(s, from)
+		for pos := from; pos <= to; pos++ {
+			src.events <- *msg(s, pos)
+		}
+	}
+	p, err := New(src, plainDest{d}, Config{Tail: tail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed, _ := d.Tail(context.Background(), DefaultTailRecords)
+	if _, err := p.Resume(resumed); err != nil {
+		t.Fatal(err)
+	}
+	send(srcP0, 10, 19)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := runPipe(ctx, p)
+	waitAcked(t, src, srcP0, 19)
+
+	d.mu.Lock()
+	d.holding(srcP1, 101, 200) // by the partition's previous owner
+	d.mu.Unlock()
+	beforeP1()
+	send(srcP1, 151, 210)
+	waitAcked(t, src, srcP1, 210)
+	cancel()
+	if err := waitRun(t, done); err != nil {
+		t.Fatal(err)
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if len(src.errs) > 0 {
+		t.Errorf("acknowledgements: %v", src.errs)
+	}
+	return p
 }
