@@ -744,10 +744,16 @@ func (m *merger) record(ev *transport.Event) bool {
 			start = 1
 		case first && m.timeJoin() && from > 1 && m.prior.Session != s.Session:
 			// The log deleted nothing, and holds no record of the
-			// session, which started before T, before its first at or
-			// after T: the recorder joined it late. Which of the
-			// positions before were published at or after T is unknown.
-			start, unknown = from-1, true
+			// session, which started before T, before its first where
+			// the seek to T landed: the recorder joined it late. Which
+			// of the positions before were published at or after T is
+			// unknown, unless that record was published before T (the
+			// log finds records by time to the millisecond): nothing
+			// before it was asked for.
+			var known bool
+			if start, known = m.timeFirst(s.Session, from, ev.Message.Time); !known {
+				start, unknown = from-1, true
+			}
 		}
 		if m.started && !m.ended {
 			// The archive shows the current session over: what the
