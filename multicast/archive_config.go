@@ -128,10 +128,10 @@ func JoinSeq(n uint64) Join { return Join{kind: joinSeq, seq: n} }
 // last record starts at the archive's end, as a Kafka consumer's lookup
 // by a time past a log's end does: what the recorder appends from then
 // on, and the live feed, are delivered, whatever their publish time.
-// When the live feed's first session replaced the session of the
-// archive's last record, which is no end marker, what that session
-// published after it is in an open Gap (transport.Gap.Open) before its
-// StreamEnd.
+// When the live feed's first session, started at or after t, replaced
+// the session of the archive's last record, which is no end marker,
+// what that session published after it is in an open Gap
+// (transport.Gap.Open) before its StreamEnd.
 //
 // What the archive lacks of the history is a Gap, as under JoinSeq,
 // from where t falls in the session. When the archive does not say

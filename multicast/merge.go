@@ -1103,7 +1103,9 @@ func (m *merger) switchTo(s transport.StreamID, first uint64, replaces transport
 	case replaces.IsZero() && m.liveStart.Stream == s:
 		replaces = m.liveStart.Replaces
 	}
-	if m.timeJoin() && !m.priorEnd && m.prior.Session != 0 && m.prior.Session == replaces.Session && m.prior.Session < s.Session {
+	if m.timeJoin() && !m.priorEnd && m.prior.Session != 0 && m.prior.Session == replaces.Session && m.prior.Session < s.Session && !reliable.SessionStart(s.Session).Before(m.joinTime) {
+		// s started at or after T: replaces may have published at or
+		// after T too (before, it had stopped before T).
 		m.priorTail(replaces)
 	}
 	m.cur, m.started, m.ended, m.next, m.open = s, true, false, first, false
@@ -1113,13 +1115,13 @@ func (m *merger) switchTo(s transport.StreamID, first uint64, replaces transport
 	}})
 }
 
-// priorTail reports, before join time:T's first session, what the
-// session it replaced, old, published after the archive's last record
-// of it, before T (prior): perhaps messages at or after T, which
-// neither the archive nor the live feed had. Where old ended is
-// unknown: it starts after that record, its tail is in an open Gap
-// (openGap), and it ends there, as a session does whose end the live
-// feed never said (endHeld).
+// priorTail reports, before join time:T's first session, which started
+// at or after T, what the session it replaced, old, published after the
+// archive's last record of it, before T (prior): perhaps messages at or
+// after T, which neither the archive nor the live feed had. Where old
+// ended is unknown: it starts after that record, its tail is in an open
+// Gap (openGap), and it ends there, as a session does whose end the
+// live feed never said (endHeld).
 func (m *merger) priorTail(old transport.StreamID) {
 	m.cur, m.started, m.ended, m.next, m.open = old, true, false, m.prior.Seq+1, false
 	m.out = append(m.out, transport.Event{Kind: transport.EventStreamStart, Start: transport.StreamStart{

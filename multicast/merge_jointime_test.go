@@ -260,3 +260,24 @@ func TestMergeJoinTimeFirstBeforeT(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeJoinTimeReplacedBeforeT: a time join whose first session
+// replaced the one of the archive's last record before the join time,
+// and started before that time itself (its number carries its start
+// time): the replaced session's publisher had stopped before then, so
+// nothing it published after that record was asked for, and no Gap is
+// reported for its tail. (An open Gap was, as when the new session
+// started after the join time: TestMergeJoinTimeRestartAfterArchive.)
+func TestMergeJoinTimeReplacedBeforeT(t *testing.T) {
+	old, s := sessionAt(joinT.Add(-time.Hour)), sessionAt(joinT.Add(-time.Minute))
+	r := newMergeRig(t, JoinTime(joinT), 0)
+	r.live(cat(startEv(s, old, 1), msgsAt(s, 1, 10, joinT.Add(time.Minute)))...)
+	r.archAfter(posOf(old, 50), false, msgsAt(s, 1, 5, joinT.Add(time.Second))...)
+	r.idle(nil)
+	if gaps := account(t, r.got, span{s, 1, 10}); len(gaps) != 0 {
+		t.Errorf("gaps %v, want none", gaps)
+	}
+	if err := transporttest.CheckAccounting(r.got, true); err != nil {
+		t.Error(err)
+	}
+}
