@@ -128,24 +128,23 @@ func JoinSeq(n uint64) Join { return Join{kind: joinSeq, seq: n} }
 // last record starts at the archive's end, as a Kafka consumer's lookup
 // by a time past a log's end does: what the recorder appends from then
 // on, and the live feed, are delivered, whatever their publish time.
+// When the live feed's first session, started at or after t, replaced
+// the session of the archive's last record, which is no end marker,
+// what that session published after it is in an open Gap
+// (transport.Gap.Open) before its StreamEnd.
 //
 // What the archive lacks of the history is a Gap, as under JoinSeq,
 // from where t falls in the session. When the archive does not say
 // where (it holds nothing of the session at or after t, or cannot be
-// read, or its retention deleted the records where t fell, or its
-// first record at or after t is past the session's first position with
-// no record of the session before it: the recorder joined the session
-// late), the Gap
-// starts at the session's first position if its publisher started at
-// or after t (the session number carries its start time); there is
-// none if the first message the subscriber has of it was published
-// before t; else where t falls is unknown, and the Gap, before that
-// first message, says so (transport.GapStartUnknown, Len 0): it does
-// not claim that messages published before t were lost. With t past
-// the archive's end, a session the live feed's first one replaced, whose
-// last archived record is a message, ends with an open Gap after it
-// (transport.Gap.Open): its tail, perhaps published after t, is
-// unknown.
+// read, or its retention deleted the records where t fell, or it holds
+// no record of the session before its first at or after t: the
+// recorder joined the session late), the Gap starts at the session's
+// first position if its publisher started at or after t (the session
+// number carries its start time); there is none if the first message
+// the subscriber has of it was published before t; else where t falls
+// is unknown, and the Gap, before that first message, says so
+// (transport.GapStartUnknown, Len 0): it does not claim that messages
+// published before t were lost.
 func JoinTime(t time.Time) Join { return Join{kind: joinTime, time: t} }
 
 // History reports whether the join starts before the live edge.

@@ -744,10 +744,16 @@ func (m *merger) record(ev *transport.Event) bool {
 			start = 1
 		case first && m.timeJoin() && from > 1 && m.prior.Session != s.Session:
 			// The log deleted nothing, and holds no record of the
-			// session, which started before T, before its first at or
-			// after T: the recorder joined it late. Which of the
-			// positions before were published at or after T is unknown.
-			start, unknown = from-1, true
+			// session, which started before T, before its first where
+			// the seek to T landed: the recorder joined it late. Which
+			// of the positions before were published at or after T is
+			// unknown, unless that record was published before T (the
+			// log finds records by time to the millisecond): nothing
+			// before it was asked for.
+			var known bool
+			if start, known = m.timeFirst(s.Session, from, ev.Message.Time); !known {
+				start, unknown = from-1, true
+			}
 		}
 		if m.started && !m.ended {
 			// The archive shows the current session over: what the
@@ -1097,7 +1103,9 @@ func (m *merger) switchTo(s transport.StreamID, first uint64, replaces transport
 	case replaces.IsZero() && m.liveStart.Stream == s:
 		replaces = m.liveStart.Replaces
 	}
-	if m.timeJoin() && !m.priorEnd && m.prior.Session != 0 && m.prior.Session == replaces.Session && m.prior.Session < s.Session {
+	if m.timeJoin() && !m.priorEnd && m.prior.Session != 0 && m.prior.Session == replaces.Session && m.prior.Session < s.Session && !reliable.SessionStart(s.Session).Before(m.joinTime) {
+		// s started at or after T: replaces may have published at or
+		// after T too (before, it had stopped before T).
 		m.priorTail(replaces)
 	}
 	m.cur, m.started, m.ended, m.next, m.open = s, true, false, first, false
@@ -1107,13 +1115,13 @@ func (m *merger) switchTo(s transport.StreamID, first uint64, replaces transport
 	}})
 }
 
-// priorTail reports, before join time:T's first session, what the
-// session it replaced, old, published after the archive's last record
-// of it, before T (prior): perhaps messages at or after T, which
-// neither the archive nor the live feed had. Where old ended is
-// unknown: it starts after that record, its tail is in an open Gap
-// (openGap), and it ends there, as a session does whose end the live
-// feed never said (endHeld).
+// priorTail reports, before join time:T's first session, which started
+// at or after T, what the session it replaced, old, published after the
+// archive's last record of it, before T (prior): perhaps messages at or
+// after T, which neither the archive nor the live feed had. Where old
+// ended is unknown: it starts after that record, its tail is in an open
+// Gap (openGap), and it ends there, as a session does whose end the
+// live feed never said (endHeld).
 func (m *merger) priorTail(old transport.StreamID) {
 	m.cur, m.started, m.ended, m.next, m.open = old, true, false, m.prior.Seq+1, false
 	m.out = append(m.out, transport.Event{Kind: transport.EventStreamStart, Start: transport.StreamStart{

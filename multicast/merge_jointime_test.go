@@ -234,3 +234,50 @@ func TestMergeJoinTimeUnknownMarker(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestMergeJoinTimeFirstBeforeT: a time join whose first record, of a
+// session that started before the join time, with no record of it
+// before in the log, was published before the time: a log finds
+// records by time to the millisecond (transport.Log.PositionAt), so a
+// Seek lands on the first record of the time's millisecond, which may
+// come before it. Nothing before that record was asked for, and no Gap
+// is reported, as when the log deleted what came before
+// (TestMergeJoinTimeRetention). (A GapStartUnknown was reported before
+// it.)
+func TestMergeJoinTimeFirstBeforeT(t *testing.T) {
+	s, older := sessionAt(joinT.Add(-time.Hour)), sessionAt(joinT.Add(-2*time.Hour))
+	for _, prior := range []archive.Pos{{}, posOf(older, 9)} {
+		t.Run(fmt.Sprint(prior), func(t *testing.T) {
+			r := newMergeRig(t, JoinTime(joinT), 0)
+			r.live(cat(startEv(s, transport.StreamID{}, 100), msgsAt(s, 100, 110, joinT.Add(time.Minute)))...)
+			r.archAfter(prior, false, cat(msgsAt(s, 45, 45, joinT.Add(-300*time.Microsecond)), msgsAt(s, 46, 101, joinT.Add(time.Minute)))...)
+			if gaps := account(t, r.got, span{s, 45, 110}); len(gaps) != 0 {
+				t.Errorf("gaps %v, want none", gaps)
+			}
+			if err := transporttest.CheckAccounting(r.got, true); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestMergeJoinTimeReplacedBeforeT: a time join whose first session
+// replaced the one of the archive's last record before the join time,
+// and started before that time itself (its number carries its start
+// time): the replaced session's publisher had stopped before then, so
+// nothing it published after that record was asked for, and no Gap is
+// reported for its tail. (An open Gap was, as when the new session
+// started after the join time: TestMergeJoinTimeRestartAfterArchive.)
+func TestMergeJoinTimeReplacedBeforeT(t *testing.T) {
+	old, s := sessionAt(joinT.Add(-time.Hour)), sessionAt(joinT.Add(-time.Minute))
+	r := newMergeRig(t, JoinTime(joinT), 0)
+	r.live(cat(startEv(s, old, 1), msgsAt(s, 1, 10, joinT.Add(time.Minute)))...)
+	r.archAfter(posOf(old, 50), false, msgsAt(s, 1, 5, joinT.Add(time.Second))...)
+	r.idle(nil)
+	if gaps := account(t, r.got, span{s, 1, 10}); len(gaps) != 0 {
+		t.Errorf("gaps %v, want none", gaps)
+	}
+	if err := transporttest.CheckAccounting(r.got, true); err != nil {
+		t.Error(err)
+	}
+}
