@@ -182,7 +182,7 @@ func (d *dest) holds(given map[transport.StreamID][]uint64) func(transport.Strea
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		for ; scanned < len(d.held); scanned++ {
-			if src, pos, _, ok, _ := position(&d.held[scanned]); ok {
+			if src, _, pos, _, ok, _ := span(&d.held[scanned]); ok {
 				if have[src] == nil {
 					have[src] = map[uint64]bool{}
 				}

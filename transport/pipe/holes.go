@@ -95,11 +95,20 @@ func (r *resume) addHeld(spans []run) int {
 	return drop
 }
 
+// runAt is the run of r.held that holds pos, ok false when none does.
+func (r *resume) runAt(pos uint64) (_ run, ok bool) {
+	i := sort.Search(len(r.held), func(i int) bool { return r.held[i].to >= pos })
+	if i == len(r.held) || r.held[i].from > pos {
+		return run{}, false
+	}
+	return r.held[i], true
+}
+
 // holds reports whether the destination held pos when it was read: in
 // one of the runs read.
 func (r *resume) holds(pos uint64) bool {
-	i := sort.Search(len(r.held), func(i int) bool { return r.held[i].to >= pos })
-	return i < len(r.held) && r.held[i].from <= pos
+	_, ok := r.runAt(pos)
+	return ok
 }
 
 // oldest is the first position held, ok false when none is (a stream
@@ -114,9 +123,8 @@ func (r *resume) oldest() (pos uint64, ok bool) {
 // firstMissing is the first position from pos on that the destination
 // did not hold when it was read.
 func (r *resume) firstMissing(pos uint64) uint64 {
-	i := sort.Search(len(r.held), func(i int) bool { return r.held[i].to >= pos })
-	if i == len(r.held) || r.held[i].from > pos || r.held[i].to == 1<<64-1 {
-		return pos
+	if h, ok := r.runAt(pos); ok && h.to != 1<<64-1 {
+		return h.to + 1
 	}
-	return r.held[i].to + 1
+	return pos
 }

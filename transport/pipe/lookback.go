@@ -90,30 +90,20 @@ func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int)
 		if !ok || c.isOwn(src) {
 			continue
 		}
-		if r := c.resumed[src]; r != nil {
-			if r.dest != dest {
-				continue
-			}
-			// Older than what was read of it, in order, if one pipe
-			// wrote it (see resume). A feed's first run reaches down
-			// to 0 (see run): not what was read of it.
-			if l, seen := last[src]; seen && pos < l {
-				back[src] = true
-			}
-			if first, ok := r.oldest(); ok && !r.feed && pos >= first {
-				back[src] = true
-			}
-			last[src] = max(last[src], pos)
-			if !end {
-				spans[src] = append(spans[src], run{from, pos})
-			}
-			continue
-		}
-		if c.decided[src] {
+		r := c.resumed[src]
+		if r != nil && r.dest != dest || r == nil && c.decided[src] {
 			continue
 		}
 		if l, seen := last[src]; seen && pos < l {
 			back[src] = true
+		}
+		if r != nil {
+			// Older than what was read of it, in order, if one pipe
+			// wrote it (see resume). A feed's first run reaches down
+			// to 0 (see run): not what was read of it.
+			if first, ok := r.oldest(); ok && !r.feed && pos >= first {
+				back[src] = true
+			}
 		}
 		last[src] = max(last[src], pos)
 		ended[src] = ended[src] || end

@@ -395,7 +395,7 @@ func lastWritten(t *testing.T, held []transport.Message) uint64 {
 	t.Helper()
 	var last uint64
 	for i := range held {
-		if _, pos, _, ok, _ := position(&held[i]); ok {
+		if _, _, pos, _, ok, _ := span(&held[i]); ok {
 			last = max(last, pos)
 		}
 	}

@@ -146,15 +146,6 @@ func (c *Core) resume(tail []transport.Message, dropOnly, fresh bool) (int, erro
 	return len(owner), nil
 }
 
-// position is the source stream and position a record written by a pipe
-// stands for: a gap marker's end, an end marker's LastSeq (end is
-// true), or a message's origin position; ok is false for a record
-// without origin headers, and err says why those it has do not decode.
-func position(m *transport.Message) (_ transport.StreamID, _ uint64, end, ok bool, err error) {
-	src, _, pos, end, ok, err := span(m)
-	return src, pos, end, ok, err
-}
-
 // TailError is the first malformed origin header Resume found (nil if
 // none; Stats.MalformedTail counts them), with the destination stream
 // and position of its record.
