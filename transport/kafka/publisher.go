@@ -35,9 +35,9 @@ type Publisher struct {
 	mu     sync.Mutex
 	err    error // first asynchronous produce error not yet returned
 	closed bool
-	// closeDone is closed when the first Close has finished, closeErr
-	// (written before) being what it returned: every Close returns it.
-	closeDone chan struct{}
+	// closeOnce runs the first Close; closeErr is what it returned,
+	// which every Close returns.
+	closeOnce sync.Once
 	closeErr  error
 }
 
@@ -76,7 +76,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	}
 	p := &Publisher{
 		cl: cl, topic: cfg.Topic, partition: partition, sem: cfg.Semantics(),
-		slots: newSlots(maxBuffered(cl)), closing: make(chan struct{}), closeDone: make(chan struct{}),
+		slots: newSlots(maxBuffered(cl)), closing: make(chan struct{}),
 	}
 	p.promise = p.batchPromise
 	return p, nil
@@ -169,17 +169,13 @@ func (p *Publisher) Flush(ctx context.Context) error {
 // the dones take more than a few seconds more. A Close called while
 // another runs waits for it; every Close returns the first one's result.
 func (p *Publisher) Close() error {
-	p.mu.Lock()
-	if p.closed {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		close(p.closing)
 		p.mu.Unlock()
-		<-p.closeDone
-		return p.closeErr
-	}
-	p.closed = true
-	close(p.closing)
-	p.mu.Unlock()
-	p.closeErr = p.close()
-	close(p.closeDone)
+		p.closeErr = p.close()
+	})
 	return p.closeErr
 }
 
