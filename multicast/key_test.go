@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -83,6 +84,10 @@ func TestLongestNackRead(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Key = []byte("0123456789abcdef0123456789abcdef")
 	spy := rawReceiver(t, cfg)
+	// It reads nothing until the NCF is due, after some 400 datagrams
+	// (data and heartbeats): with the kernel's default buffer they could
+	// fill it and the NCF be dropped (seen once in CI, under -race).
+	bufferSizes(spy, DefaultSocketBytes, 0, slog.New(slog.DiscardHandler))
 	p := mustPub(t, cfg)
 	id := p.Stream()
 	publishN(t, p, 0, 600, 8)
