@@ -171,7 +171,7 @@ func BenchmarkFlowCost(b *testing.B) {
 	run := func(mode reliable.FlowMode) rateResult {
 		cfg := testConfig(b)
 		cfg.Sender.Flow.Mode = mode
-		return transportRateConfig(b, b.N, cfg, cfg, false, false)
+		return transportRateConfig(b, b.N, cfg, cfg, rateOpts{})
 	}
 	flow, none := pairedCost(b, "flow", "none",
 		func() rateResult { return run(reliable.FlowMin) },
@@ -269,13 +269,22 @@ func transportRate(b *testing.B, n int, loss float64, key []byte) rateResult {
 func transportRateReceipts(b *testing.B, n int, loss float64, key []byte, receipts bool) rateResult {
 	cfg := testConfig(b)
 	cfg.Key = key
-	return transportRateConfig(b, n, cfg, withFaults(cfg, faultnet.Faults{Loss: loss, Seed: 1}), receipts, false)
+	return transportRateConfig(b, n, cfg, withFaults(cfg, faultnet.Faults{Loss: loss, Seed: 1}), rateOpts{receipts: receipts})
+}
+
+// rateOpts are how transportRateConfig publishes and receives: with
+// receipts (PublishReceipt), with pubBatch > 0 in PublishBatch calls of
+// that many messages (no receipts), with recvBatch read with
+// ReceiveBatch (up to 1024 events a call) instead of Receive.
+type rateOpts struct {
+	receipts, recvBatch bool
+	pubBatch            int
 }
 
 // transportRateConfig is transportRateReceipts with the publisher's and
-// the subscriber's Config; with batch, the subscriber is read with
-// ReceiveBatch (up to 1024 events a call) instead of Receive.
-func transportRateConfig(b *testing.B, n int, cfg, scfg Config, receipts, batch bool) rateResult {
+// the subscriber's Config, published and read as o says.
+func transportRateConfig(b *testing.B, n int, cfg, scfg Config, o rateOpts) rateResult {
+	receipts, batch := o.receipts, o.recvBatch
 	s := mustSub(b, scfg)
 	p := mustPub(b, cfg)
 	payload := make([]byte, benchPayload)
@@ -292,6 +301,10 @@ func transportRateConfig(b *testing.B, n int, cfg, scfg Config, receipts, batch 
 	}
 	start := time.Now()
 	go func() {
+		if o.pubBatch > 0 {
+			publishBatches(b, p, n, o.pubBatch, payload)
+			return
+		}
 		for i := 0; i < n; i++ {
 			var err error
 			if receipts {
@@ -346,6 +359,25 @@ func transportRateConfig(b *testing.B, n int, cfg, scfg Config, receipts, batch 
 	st := p.Stats()
 	ss := s.Stats()
 	return rateResult{msgs: rate, datagrams: st.Datagrams, bytes: st.Bytes, lost: lost, held: st.FlowHeld, recvBuf: ss.RecvBuffer, gso: st.GSORuns > 0, gro: ss.GROReads > 0}
+}
+
+// publishBatches publishes n copies of payload in PublishBatch calls of
+// size messages, then flushes.
+func publishBatches(b *testing.B, p *Publisher, n, size int, payload []byte) {
+	ctx := context.Background()
+	ms := make([]transport.Message, size)
+	for i := range ms {
+		ms[i].Payload = payload
+	}
+	for sent := 0; sent < n; {
+		k := min(size, n-sent)
+		if _, err := p.PublishBatch(ctx, ms[:k]); err != nil {
+			b.Error(err)
+			return
+		}
+		sent += k
+	}
+	_ = p.Flush(ctx)
 }
 
 // rawUDPRate sends n datagrams of size bytes to a multicast group on lo

@@ -105,5 +105,5 @@ func limitOurs(b *testing.B, noOffload, batch bool) rateResult {
 	cfg := testConfig(b)
 	cfg.Sender.Flow.Mode = reliable.FlowMin
 	cfg.NoOffload = noOffload
-	return transportRateConfig(b, b.N, cfg, cfg, false, batch)
+	return transportRateConfig(b, b.N, cfg, cfg, rateOpts{recvBatch: batch})
 }

@@ -26,7 +26,8 @@ import (
 // a write is in flight, messages accumulate and go out together ("smart
 // batching"): at low rates each message leaves at once, at high rates
 // datagrams are full. PublishReceipt also tells when a message has been handed to the
-// kernel, and where it landed.
+// kernel, and where it landed. PublishBatch and PublishReceipts take many
+// messages a call, at a fraction of the cost a message.
 type Publisher struct {
 	cfg   Config
 	conn  *net.UDPConn
@@ -194,38 +195,55 @@ func (p *Publisher) PublishReceipt(ctx context.Context, m transport.Message, don
 func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func(transport.Receipt, error)) error {
 	p.mu.Lock()
 	now := p.publishNow()
-	waited := false
+	waited, err := p.enqueue(ctx, &now, m, pendingReceipt{done: done})
+	if err != nil {
+		p.mu.Unlock()
+		return err
+	}
+	p.handOff(now, waited)
+	return nil
+}
+
+// enqueue hands m to the engine at *now, its publish time unless m has
+// one, with a receipt when r has a done. It waits, honouring ctx, while
+// flow control or the full send queue holds m (unless Config.FlowFail),
+// then reads the clock again into *now, and reports whether it waited.
+// p.mu is held on entry and on return, also with an error.
+func (p *Publisher) enqueue(ctx context.Context, now *time.Time, m *transport.Message, r pendingReceipt) (waited bool, err error) {
 	for {
 		if p.closing {
-			p.mu.Unlock()
-			return transport.ErrClosed
+			return waited, transport.ErrClosed
 		}
-		seq, err := p.eng.Publish(now, m)
+		seq, err := p.eng.Publish(*now, m)
 		if err == nil {
-			if done != nil {
-				p.rcpt.push(pendingReceipt{first: seq, last: p.eng.NextSeq() - 1, done: done})
+			if r.done != nil || r.batchDone != nil {
+				r.first, r.last = seq, p.eng.NextSeq()-1
+				p.rcpt.push(r)
 			}
-			break
+			return waited, nil
 		}
 		held := errors.Is(err, reliable.ErrFlowControl)
 		if held && p.cfg.FlowFail {
-			p.mu.Unlock()
-			return fmt.Errorf("multicast: %w", err)
+			return waited, fmt.Errorf("multicast: %w", err)
 		}
 		if !held && !errors.Is(err, reliable.ErrBackpressure) {
-			p.mu.Unlock()
 			if errors.Is(err, reliable.ErrTooLarge) {
-				return fmt.Errorf("%w: %w", transport.ErrTooLarge, err)
+				return waited, fmt.Errorf("%w: %w", transport.ErrTooLarge, err)
 			}
-			return err
+			return waited, err
 		}
 		if err := p.waitProgress(ctx); err != nil {
-			p.mu.Unlock()
-			return err
+			return waited, err
 		}
-		now = p.publishNow()
+		*now = p.publishNow()
 		waited = true
 	}
+}
+
+// handOff sends what a Publish call packed, the call having begun at
+// now: itself, or by waking the send goroutine. p.mu is held on entry
+// and released on return.
+func (p *Publisher) handOff(now time.Time, waited bool) {
 	// A caller back within InlineAfter is in a tight loop (or faster
 	// than one datagram per message can follow): its messages
 	// accumulate while the send goroutine writes, and leave in full
@@ -245,16 +263,21 @@ func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func
 	}
 	if !p.writing && !waited && (p.quick == 0 || p.behind && p.quick < inlineRun) {
 		p.sendInline(now, away)
-		return nil
+		return
 	}
 	p.lastCall = now
+	p.wakeSender()
+}
+
+// wakeSender wakes the send goroutine if it sleeps. p.mu is held on
+// entry and released on return.
+func (p *Publisher) wakeSender() {
 	wake := p.idle
 	p.idle = false
 	p.mu.Unlock()
 	if wake {
 		p.signal()
 	}
-	return nil
 }
 
 // inlineAfter is how long a caller must have been away since its last

@@ -8,11 +8,13 @@ import (
 	"github.com/brokerless/brokerless/transport"
 )
 
-// pendingReceipt is a message published with PublishReceipt whose done
-// has not been called yet.
+// pendingReceipt is a message published with PublishReceipt, or in
+// PublishReceipts, whose done has not been called yet.
 type pendingReceipt struct {
 	first, last uint64 // sequence numbers of its first and last fragments
 	done        func(transport.Receipt, error)
+	batchDone   func(int, transport.Receipt, error) // PublishReceipts's, called with index
+	index       int
 	err         error // the outcome, once settled
 }
 
@@ -115,7 +117,12 @@ func sendError(err error) error {
 // sendLoop without Publisher.mu.
 func fire(stream transport.StreamID, out []pendingReceipt) {
 	for i := range out {
-		out[i].done(transport.Receipt{Stream: stream, Seq: out[i].first}, out[i].err)
+		r := transport.Receipt{Stream: stream, Seq: out[i].first}
+		if out[i].batchDone != nil {
+			out[i].batchDone(out[i].index, r, out[i].err)
+		} else {
+			out[i].done(r, out[i].err)
+		}
 		out[i] = pendingReceipt{}
 	}
 }

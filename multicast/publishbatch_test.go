@@ -1,0 +1,235 @@
+package multicast
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/reliable"
+	"github.com/brokerless/brokerless/transport"
+)
+
+// TestPublishReceipts: batches of messages, some fragmented, some with
+// their own time, topic, key and headers, arrive whole and in order;
+// done is called once a message with its index, in publish order, with
+// the sequence number the subscriber sees.
+func TestPublishReceipts(t *testing.T) {
+	cfg := testConfig(t)
+	s := mustSub(t, cfg)
+	p := mustPub(t, cfg)
+	const n, per = 3000, 97
+	own := time.Unix(1_700_000_000, 123)
+	msgs := make([]transport.Message, n)
+	for i := range msgs {
+		size := 64
+		if i%50 == 0 {
+			size = 5000 // four datagrams
+		}
+		msgs[i].Payload = indexed(i, size)
+		if i%7 == 0 {
+			msgs[i].Time, msgs[i].Topic, msgs[i].Key = own, "t", []byte("k")
+			msgs[i].Headers = []transport.Header{{Key: "h", Value: []byte("v")}}
+		}
+	}
+	var mu sync.Mutex
+	seqOf := make([]uint64, 0, n)
+	all := make(chan struct{})
+	ctx := context.Background()
+	for from := 0; from < n; from += per {
+		batch := msgs[from:min(from+per, n)]
+		taken, err := p.PublishReceipts(ctx, batch, func(i int, r transport.Receipt, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				t.Errorf("receipt of message %d: %v", from+i, err)
+			}
+			if from+i != len(seqOf) {
+				t.Errorf("receipt of message %d after %d receipts: not in publish order", from+i, len(seqOf))
+			}
+			if r.Stream != p.Stream() {
+				t.Errorf("receipt %d names stream %v, the publisher is %v", from+i, r.Stream, p.Stream())
+			}
+			seqOf = append(seqOf, r.Seq)
+			if len(seqOf) == n {
+				close(all)
+			}
+		})
+		if taken != len(batch) || err != nil {
+			t.Fatalf("batch at %d: took %d of %d: %v", from, taken, len(batch), err)
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var got []transport.Message
+	for len(got) < n {
+		ev, err := s.Receive(rctx)
+		if err != nil {
+			t.Fatalf("after %d messages: %v", len(got), err)
+		}
+		switch ev.Kind {
+		case transport.EventMessage:
+			m := ev.Message
+			m.Payload = append([]byte(nil), m.Payload...)
+			got = append(got, m)
+		case transport.EventGap:
+			t.Fatalf("gap %v", ev.Gap)
+		}
+	}
+	select {
+	case <-all:
+	case <-rctx.Done():
+		t.Fatalf("%d receipts of %d", len(seqOf), n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, m := range got {
+		if indexOf(m.Payload) != i || len(m.Payload) != len(msgs[i].Payload) {
+			t.Fatalf("message %d: got message %d of %d bytes", i, indexOf(m.Payload), len(m.Payload))
+		}
+		if m.Seq != seqOf[i] {
+			t.Fatalf("message %d: receipt says seq %d, the subscriber got it as %d", i, seqOf[i], m.Seq)
+		}
+		if i%7 == 0 && (!m.Time.Equal(own) || m.Topic != "t" || string(m.Key) != "k" || len(m.Headers) != 1 || string(m.Headers[0].Value) != "v") {
+			t.Fatalf("message %d lost its time, topic, key or headers: %+v", i, m)
+		}
+	}
+}
+
+// TestPublishBatchSharesTheCallsTime: messages without a time get the
+// call's, all the same; one with a time keeps it.
+func TestPublishBatchSharesTheCallsTime(t *testing.T) {
+	cfg := testConfig(t)
+	s := mustSub(t, cfg)
+	p := mustPub(t, cfg)
+	own := time.Unix(1_700_000_000, 0)
+	ms := make([]transport.Message, 10)
+	for i := range ms {
+		ms[i].Payload = indexed(i, 64)
+	}
+	ms[4].Time = own
+	before := time.Now()
+	if n, err := p.PublishBatch(context.Background(), ms); n != len(ms) || err != nil {
+		t.Fatalf("took %d of %d: %v", n, len(ms), err)
+	}
+	after := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var first time.Time
+	for i := 0; i < len(ms); {
+		ev, err := s.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind != transport.EventMessage {
+			continue
+		}
+		tm := ev.Message.Time
+		switch {
+		case i == 4:
+			if !tm.Equal(own) {
+				t.Fatalf("message 4's own time became %v", tm)
+			}
+		case first.IsZero():
+			first = tm
+			if tm.Before(before.Add(-time.Millisecond)) || tm.After(after.Add(time.Millisecond)) {
+				t.Fatalf("message %d's time %v is not the call's (%v..%v)", i, tm, before, after)
+			}
+		case !tm.Equal(first):
+			t.Fatalf("message %d's time %v, message 0's %v: not the call's one time", i, tm, first)
+		}
+		i++
+	}
+}
+
+// TestPublishBatchStops: a batch stops at a message it cannot take,
+// returning how many it took before it and why; none after it is sent.
+// A closed publisher takes nothing, and so does flow control with
+// FlowFail or a context that ends.
+func TestPublishBatchStops(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Sender.MaxMessageSize = 1000
+	s := mustSub(t, cfg)
+	p := mustPub(t, cfg)
+	ms := []transport.Message{{Payload: indexed(0, 64)}, {Payload: indexed(1, 64)}, {Payload: indexed(2, 2000)}, {Payload: indexed(3, 64)}}
+	if n, err := p.PublishBatch(context.Background(), ms); n != 2 || !errors.Is(err, transport.ErrTooLarge) {
+		t.Fatalf("took %d (want 2): %v, want ErrTooLarge", n, err)
+	}
+	if err := p.Publish(context.Background(), transport.Message{Payload: indexed(9, 64)}); err != nil {
+		t.Fatal(err)
+	}
+	idx, gaps := collectFrom(t, s, p, 3, 5*time.Second)
+	if len(gaps) != 0 || len(idx) != 3 || idx[0] != 0 || idx[1] != 1 || idx[2] != 9 {
+		t.Fatalf("got messages %v, gaps %v: want 0, 1, then the next call's 9", idx, gaps)
+	}
+	p.Close()
+	if n, err := p.PublishBatch(context.Background(), ms[:1]); n != 0 || !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("closed: took %d: %v", n, err)
+	}
+	if n, err := p.PublishBatch(context.Background(), nil); n != 0 || err != nil {
+		t.Fatalf("empty batch: took %d: %v", n, err)
+	}
+
+	flow := testConfig(t)
+	flow.Sender.Flow = reliable.FlowConfig{Mode: reliable.FlowMin, MinReceivers: 1}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if n, err := mustPub(t, flow).PublishBatch(ctx, ms[:2]); n != 0 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("no subscriber, waiting: took %d: %v, want the context's deadline", n, err)
+	}
+	flow.FlowFail = true
+	flow.Group = testConfig(t).Group
+	if n, err := mustPub(t, flow).PublishBatch(context.Background(), ms[:2]); n != 0 || !errors.Is(err, reliable.ErrFlowControl) {
+		t.Fatalf("no subscriber, FlowFail: took %d: %v, want ErrFlowControl", n, err)
+	}
+}
+
+// TestPublishBatchLongerThanTheQueue: a batch of many more datagrams
+// than the send queue holds waits for the send goroutine in the middle
+// of the call, and a slow subscriber under flow control still gets it
+// all, with no gap.
+func TestPublishBatchLongerThanTheQueue(t *testing.T) {
+	const n = 20_000
+	cfg := testConfig(t)
+	cfg.Sender = reliable.SenderConfig{MaxMessageSize: 4096, MaxQueued: 16, WindowDatagrams: 64, WindowBytes: 64 * reliable.DefaultMTU,
+		Flow: reliable.FlowConfig{Mode: reliable.FlowMin, MinReceivers: 1}}
+	scfg := cfg
+	scfg.Queue, scfg.RecvBuffer = 2, 64<<10
+	s := mustSub(t, scfg)
+	p := mustPub(t, cfg)
+	ms := make([]transport.Message, n)
+	for i := range ms {
+		ms[i].Payload = indexed(i, 64)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		taken, err := p.PublishBatch(context.Background(), ms)
+		if err == nil && taken != n {
+			err = errors.New("took fewer with no error")
+		}
+		errc <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var a accountant
+	for a.next < n+1 {
+		ev, err := s.Receive(ctx)
+		if err != nil {
+			t.Fatalf("after sequence %d: %v; gaps %v", a.next-1, err, a.gaps)
+		}
+		a.add(t, &ev)
+		if ev.Kind == transport.EventMessage && a.lastIndex%500 == 0 {
+			time.Sleep(2 * time.Millisecond) // a slow reader
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if len(a.gaps) != 0 {
+		t.Fatalf("gaps with flow control: %v", a.gaps)
+	}
+	if st := p.Stats(); st.Backpressure+st.FlowHeld == 0 {
+		t.Fatalf("the batch never waited (%+v): the test shows nothing", st.SenderStats)
+	}
+}
