@@ -121,15 +121,11 @@ func (st *stream) deliver(seq uint64, t int64, topic string, key []byte, hr Head
 	if r.ev.Kind != transport.EventMessage {
 		r.ev = transport.Event{Kind: transport.EventMessage}
 	}
-	r.ev.Message = transport.Message{
-		Stream:  st.id,
-		Seq:     seq,
-		Time:    time.Unix(0, t),
-		Topic:   topic,
-		Key:     key,
-		Headers: hdrs,
-		Payload: payload,
-	}
+	// Field by field: a composite literal is built on the stack, then
+	// copied over with the write barrier's check of the whole struct.
+	m := &r.ev.Message
+	m.Stream, m.Seq, m.Time = st.id, seq, time.Unix(0, t)
+	m.Topic, m.Key, m.Headers, m.Payload = topic, key, hdrs, payload
 	r.stats.Delivered++
 	r.h.Deliver(&r.ev)
 }
