@@ -38,29 +38,49 @@ import (
 //   - nooffload-dgrams/s, nooffload-x-raw: the transport with
 //     Config.NoOffload (one datagram per sendmmsg and recvmmsg entry,
 //     no padding), run after the raw sides: what the offloads gave;
+//     against raw-nooffload-dgrams/s, a raw run of as many datagrams of
+//     its own (unpadded, some 4% smaller) size, run right after it;
 //   - batch-dgrams/s, batch-x-raw (-min, -max): the transport read with
 //     Subscriber.ReceiveBatch instead of Receive, as the raw receiver
 //     reads its datagrams in batches (the publisher's side unchanged),
-//     against the same round's raw run.
+//     against the same round's raw run;
+//   - batches-x-raw (-min, -max): batches on both sides, as raw's
+//     sendmmsg and recvmmsg: the transport with Config.NoOffload,
+//     published with PublishBatch (limitPubBatch messages a call) and
+//     read with ReceiveBatch, against the same round's raw run of
+//     NoOffload's size (no offloads either);
+//   - offload-batches-x-raw-offload (-min, -max): the same with the
+//     offloads on, against raw with GSO/GRO.
 func BenchmarkLimit(b *testing.B) {
 	if b.N < 1000 {
 		return // the testing package's first, calibration call
 	}
 	var ours, plain, batched, raw, rawOff, ratio, ratioPlain, ratioBatch, ratioOff, perDgram, msgs []float64
+	var rawPlain, ratioBatches, ratioOffBatches []float64
 	var lost, rawLost, rawOffLost uint64
 	var size, rcvbuf, rawRcvbuf int
 	for round := range limitRounds {
-		o := limitOurs(b, false, false)
+		o := limitOurs(b, false, rateOpts{})
 		size = int(o.bytes / o.datagrams)
 		r := rawUDP(b, int(o.datagrams), size)
 		ro := rawUDPOffload(b, int(o.datagrams), size)
-		np := limitOurs(b, true, false)
-		ob := limitOurs(b, false, true)
+		np := limitOurs(b, true, rateOpts{})
+		npSize := int(np.bytes / np.datagrams)
+		rp := rawUDP(b, int(np.datagrams), npSize) // unpadded, as NoOffload's
+		rawPlain = append(rawPlain, rp.rate)
+		rawLost += uint64(int(np.datagrams) - rp.got)
+		ob := limitOurs(b, false, rateOpts{recvBatch: true})
+		bb := limitOurs(b, true, rateOpts{recvBatch: true, pubBatch: limitPubBatch})
+		obb := limitOurs(b, false, rateOpts{recvBatch: true, pubBatch: limitPubBatch})
+		bbDg := bb.msgs * float64(bb.datagrams) / float64(b.N)
+		obbDg := obb.msgs * float64(obb.datagrams) / float64(b.N)
+		ratioBatches, ratioOffBatches = append(ratioBatches, bbDg/rp.rate), append(ratioOffBatches, obbDg/ro.rate)
+		lost += bb.lost + obb.lost
 		obDg := ob.msgs * float64(ob.datagrams) / float64(b.N)
 		batched, ratioBatch = append(batched, obDg), append(ratioBatch, obDg/r.rate)
 		lost += ob.lost
 		npDg := np.msgs * float64(np.datagrams) / float64(b.N)
-		plain, ratioPlain = append(plain, npDg), append(ratioPlain, npDg/r.rate)
+		plain, ratioPlain = append(plain, npDg), append(ratioPlain, npDg/rp.rate)
 		lost += np.lost
 		dg := o.msgs * float64(o.datagrams) / float64(b.N)
 		ours, raw = append(ours, dg), append(raw, r.rate)
@@ -72,8 +92,8 @@ func BenchmarkLimit(b *testing.B) {
 		rawLost += uint64(int(o.datagrams) - r.got)
 		rawOffLost += uint64(int(o.datagrams) - ro.got)
 		rcvbuf, rawRcvbuf = o.recvBuf, r.recvBuffer
-		b.Logf("round %d: transport %.0f dgrams/s (%d of %d B, %.1f msgs each, %.0f msgs/s, %d lost, rcvbuf %d, GSO %v, GRO %v); raw %.0f dgrams/s (%d of %d received, rcvbuf %d), x-raw %.2f; raw with GSO/GRO %.0f dgrams/s (%d received), x-raw-offload %.2f; transport with NoOffload %.0f dgrams/s (%d of %d B), x-raw %.2f; transport read with ReceiveBatch %.0f dgrams/s, x-raw %.2f",
-			round+1, dg, o.datagrams, size, perDgram[round], o.msgs, o.lost, o.recvBuf, o.gso, o.gro, r.rate, r.got, o.datagrams, r.recvBuffer, ratio[round], ro.rate, ro.got, ratioOff[round], npDg, np.datagrams, np.bytes/np.datagrams, ratioPlain[round], obDg, ratioBatch[round])
+		b.Logf("round %d: transport %.0f dgrams/s (%d of %d B, %.1f msgs each, %.0f msgs/s, %d lost, rcvbuf %d, GSO %v, GRO %v); raw %.0f dgrams/s (%d of %d received, rcvbuf %d), x-raw %.2f; raw with GSO/GRO %.0f dgrams/s (%d received), x-raw-offload %.2f; transport with NoOffload %.0f dgrams/s (%d of %d B), raw of that size %.0f dgrams/s (%d received), x-raw %.2f; transport read with ReceiveBatch %.0f dgrams/s, x-raw %.2f; batches both sides, no offloads %.0f dgrams/s (%.0f msgs/s), x-raw %.2f; with offloads %.0f dgrams/s (%.0f msgs/s), x-raw-offload %.2f",
+			round+1, dg, o.datagrams, size, perDgram[round], o.msgs, o.lost, o.recvBuf, o.gso, o.gro, r.rate, r.got, o.datagrams, r.recvBuffer, ratio[round], ro.rate, ro.got, ratioOff[round], npDg, np.datagrams, npSize, rp.rate, rp.got, ratioPlain[round], obDg, ratioBatch[round], bbDg, bb.msgs, ratioBatches[round], obbDg, obb.msgs, ratioOffBatches[round])
 	}
 	b.ReportMetric(median(ours), "dgrams/s")
 	b.ReportMetric(median(raw), "raw-dgrams/s")
@@ -81,9 +101,12 @@ func BenchmarkLimit(b *testing.B) {
 	b.ReportMetric(median(msgs), "msgs/s")
 	reportSpread(b, ratio, "x-raw")
 	b.ReportMetric(median(plain), "nooffload-dgrams/s")
+	b.ReportMetric(median(rawPlain), "raw-nooffload-dgrams/s")
 	b.ReportMetric(median(ratioPlain), "nooffload-x-raw")
 	b.ReportMetric(median(batched), "batch-dgrams/s")
 	reportSpread(b, ratioBatch, "batch-x-raw")
+	reportSpread(b, ratioBatches, "batches-x-raw")
+	reportSpread(b, ratioOffBatches, "offload-batches-x-raw-offload")
 	b.ReportMetric(median(rawOff), "raw-offload-dgrams/s")
 	reportSpread(b, ratioOff, "x-raw-offload")
 	b.ReportMetric(float64(rawOffLost), "raw-offload-lost")
@@ -98,12 +121,16 @@ func BenchmarkLimit(b *testing.B) {
 // limitRounds is how many interleaved rounds BenchmarkLimit runs.
 const limitRounds = 7
 
+// limitPubBatch is how many messages a PublishBatch call of
+// BenchmarkLimit takes: as many as raw's sendmmsg carries in a call
+// (DefaultBatch datagrams of 19 messages).
+const limitPubBatch = DefaultBatch * 19
+
 // limitOurs is the transport's side of BenchmarkLimit, with or without
-// the kernel's UDP offloads, its subscriber read with Receive or (batch)
-// ReceiveBatch.
-func limitOurs(b *testing.B, noOffload, batch bool) rateResult {
+// the kernel's UDP offloads, published and read as o says.
+func limitOurs(b *testing.B, noOffload bool, o rateOpts) rateResult {
 	cfg := testConfig(b)
 	cfg.Sender.Flow.Mode = reliable.FlowMin
 	cfg.NoOffload = noOffload
-	return transportRateConfig(b, b.N, cfg, cfg, rateOpts{recvBatch: batch})
+	return transportRateConfig(b, b.N, cfg, cfg, o)
 }
