@@ -233,3 +233,43 @@ func TestPublishBatchLongerThanTheQueue(t *testing.T) {
 		t.Fatalf("the batch never waited (%+v): the test shows nothing", st.SenderStats)
 	}
 }
+
+// TestPublishBatchConcurrent: a batch and another goroutine's Publish
+// calls at once: every message of each arrives, each goroutine's in its
+// order (the batch lets go of the lock between chunks, so the other's
+// may come between).
+func TestPublishBatchConcurrent(t *testing.T) {
+	const n = 5000
+	cfg := testConfig(t)
+	s := mustSub(t, cfg)
+	p := mustPub(t, cfg)
+	ms := make([]transport.Message, n)
+	for i := range ms {
+		ms[i].Payload = indexed(i, 64)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if taken, err := p.PublishBatch(context.Background(), ms); taken != n || err != nil {
+			t.Errorf("batch took %d of %d: %v", taken, n, err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		publishN(t, p, n, n, 64)
+	}()
+	idx, gaps := collectFrom(t, s, p, 2*n, 20*time.Second)
+	wg.Wait()
+	if len(gaps) != 0 {
+		t.Fatalf("gaps %v", gaps)
+	}
+	next := [2]int{0, n}
+	for _, i := range idx {
+		k := i / n
+		if k > 1 || i != next[k] {
+			t.Fatalf("message %d, expected %d or %d next", i, next[0], next[1])
+		}
+		next[k]++
+	}
+}
