@@ -55,7 +55,11 @@ func (p *Publisher) publishBatch(ctx context.Context, ms []transport.Message, do
 		}
 		waited, err := p.enqueue(ctx, &now, &ms[i], pendingReceipt{batchDone: done, index: i})
 		if err != nil {
-			p.mu.Unlock()
+			if i > 0 {
+				p.wakeSender() // for the messages taken before ms[i]
+			} else {
+				p.mu.Unlock()
+			}
 			return i, err
 		}
 		waitedAny = waitedAny || waited
