@@ -153,6 +153,10 @@ type Core struct {
 	// start is taken (rereadOK).
 	reread   transport.StreamID
 	rereadOK bool
+	// ends: each destination stream's position after the last record
+	// read of it (Resume, Reread, RereadSince): what Unread compares
+	// the destination's ends with. Bounded by the destination's streams.
+	ends map[transport.StreamID]uint64
 
 	out  []Write
 	hdrs []transport.Header
@@ -214,6 +218,7 @@ func NewCore(maxInFlight, maxBytes int) (*Core, error) {
 		max: maxInFlight, maxBytes: maxBytes, ring: make([]entry, maxInFlight+2),
 		acks: map[transport.StreamID]uint64{}, resumed: map[transport.StreamID]*resume{}, own: map[transport.StreamID]bool{},
 		deep: map[transport.StreamID]*lookback{}, decided: map[transport.StreamID]bool{},
+		ends: map[transport.StreamID]uint64{},
 	}, nil
 }
 

@@ -34,7 +34,9 @@
 // group's member that a rebalance gives a partition mid-run reads the
 // destination again when the partition starts (Config.Tail,
 // Core.Reread), so that what its previous owner wrote and had not
-// committed is dropped too.
+// committed is dropped too: only what the destination was given since
+// the pipe last read it (Core.Unread, Core.RereadSince), nothing when
+// nothing was.
 //
 // A source that cannot be acknowledged (multicast) is resumed from the
 // destination instead: on start the pipe reads the destination's last

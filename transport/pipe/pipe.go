@@ -70,11 +70,17 @@ type Config struct {
 	// Resume read (Core.Reread): what the partition's previous owner
 	// wrote and had not committed, which the source delivers again, is
 	// dropped, not written twice, as a Kafka Connect sink task reads
-	// the state of the partitions it is assigned. It costs a read of
-	// DefaultTailRecords of each destination stream per stream started
-	// (the first start of each partition too), and, for a stream the
-	// tail does not reach, a look-back (Back) from where that tail
-	// starts, up to MaxLookback records again. A read that fails does
+	// the state of the partitions it is assigned. It costs, per stream
+	// started, a read of the last record of each destination stream,
+	// then of what the destination was given since the pipe last read
+	// it (Core.Unread): nothing when nothing was (the first starts of a
+	// group member whose destination nobody else writes), its own
+	// writes and another member's else. Only when that is
+	// DefaultTailRecords or more, or more is written between the two
+	// reads, does it read DefaultTailRecords of each destination stream
+	// again, and, for a stream that tail does not reach, look back
+	// (Back) from where it starts, up to MaxLookback records again. A
+	// read that fails does
 	// not fail the pipe: it is counted (Stats.RereadsFailed) and the
 	// stream resumes from what was read before, written again at worst.
 	// Without it a stream started mid-run resumes from what Resume read
