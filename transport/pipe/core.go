@@ -99,7 +99,8 @@ type Stats struct {
 	// forgotten (see forget).
 	EndedForgotten uint64
 	// RereadsFailed counts the reads of the destination's last records
-	// again (Config.Tail) that failed: the stream started resumes from
+	// again (Config.Tail) that failed or took longer than
+	// Config.RereadTimeout: the stream started resumes from
 	// what was read before, as without Config.Tail.
 	RereadsFailed uint64
 }

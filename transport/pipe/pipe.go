@@ -23,6 +23,9 @@ const (
 	// how many records it reads at once.
 	DefaultMaxLookback = 1 << 20
 	LookbackPage       = 4096
+	// DefaultRereadTimeout bounds a read of the destination again
+	// (Config.Tail) at a stream's start.
+	DefaultRereadTimeout = 10 * time.Second
 )
 
 // Config configures a Pipe. Zero fields take the documented defaults.
@@ -80,12 +83,18 @@ type Config struct {
 	// reads, does it read DefaultTailRecords of each destination stream
 	// again, and, for a stream that tail does not reach, look back
 	// (Back) from where it starts, up to MaxLookback records again. A
-	// read that fails does
-	// not fail the pipe: it is counted (Stats.RereadsFailed) and the
+	// read that fails, or takes longer than RereadTimeout, does not
+	// fail the pipe: it is counted (Stats.RereadsFailed) and the
 	// stream resumes from what was read before, written again at worst.
 	// Without it a stream started mid-run resumes from what Resume read
 	// when the pipe started.
 	Tail transport.TailReader
+	// RereadTimeout bounds the reads of Tail at a stream's start, all
+	// of them, which hold up forwarding: a destination that does not
+	// answer (it takes the connection, or its client retries) is given
+	// up on after it, as a read that fails is (Stats.RereadsFailed).
+	// Default DefaultRereadTimeout.
+	RereadTimeout time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -107,6 +116,9 @@ func (c *Config) setDefaults() {
 	if c.MaxLookback == 0 {
 		c.MaxLookback = DefaultMaxLookback
 	}
+	if c.RereadTimeout == 0 {
+		c.RereadTimeout = DefaultRereadTimeout
+	}
 }
 
 func (c *Config) validate() error {
@@ -121,6 +133,8 @@ func (c *Config) validate() error {
 		return &ConfigError{Field: "DrainTimeout", Value: c.DrainTimeout, Want: "must be ≥ 0"}
 	case c.MaxLookback < 0:
 		return &ConfigError{Field: "MaxLookback", Value: c.MaxLookback, Want: "must be ≥ 0"}
+	case c.RereadTimeout < 0:
+		return &ConfigError{Field: "RereadTimeout", Value: c.RereadTimeout, Want: "must be > 0"}
 	}
 	return nil
 }

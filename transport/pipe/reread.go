@@ -96,11 +96,15 @@ func (c *Core) RereadFailed(stream transport.StreamID) {
 // (Core.Reread). A read that fails (a destination whose leader moves)
 // does not fail the pipe, which goes on from what was read before, as
 // without Config.Tail: what the stream's previous owner wrote and had
-// not committed is written again, not lost.
+// not committed is written again, not lost; so does one that takes
+// longer than Config.RereadTimeout, all reads together.
 func (p *Pipe) reread(ctx context.Context, stream transport.StreamID) error {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.RereadTimeout)
+	defer cancel()
 	last, err := p.cfg.Tail.Tail(ctx, 1)
 	if err != nil {
-		return p.rereadFailed(ctx, stream)
+		return p.rereadFailed(parent, stream)
 	}
 	p.mu.Lock()
 	n := p.core.Unread(last)
@@ -109,7 +113,7 @@ func (p *Pipe) reread(ctx context.Context, stream transport.StreamID) error {
 		var tail []transport.Message
 		if n > 0 {
 			if tail, err = p.cfg.Tail.Tail(ctx, n); err != nil {
-				return p.rereadFailed(ctx, stream)
+				return p.rereadFailed(parent, stream)
 			}
 		}
 		p.mu.Lock()
@@ -121,7 +125,7 @@ func (p *Pipe) reread(ctx context.Context, stream transport.StreamID) error {
 	}
 	tail, err := p.cfg.Tail.Tail(ctx, DefaultTailRecords)
 	if err != nil {
-		return p.rereadFailed(ctx, stream)
+		return p.rereadFailed(parent, stream)
 	}
 	p.mu.Lock()
 	err = p.core.Reread(stream, tail)
@@ -129,8 +133,8 @@ func (p *Pipe) reread(ctx context.Context, stream transport.StreamID) error {
 	return splitStands(err)
 }
 
-// rereadFailed records a read for stream that failed, unless ctx ended
-// (it returns ctx's error then).
+// rereadFailed records a read for stream that failed or timed out,
+// unless ctx, the pipe's, ended (it returns ctx's error then).
 func (p *Pipe) rereadFailed(ctx context.Context, stream transport.StreamID) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
