@@ -40,11 +40,14 @@ pipe keeps up with its source through TO's round trips and pauses. A
 consumer group commits its acknowledgements every few seconds, so a
 killed pipe is given again what it wrote in its last seconds: where TO
 is a log (logd://, kafka://) that keeps each FROM stream in one
-partition, the pipe reads TO's last records on start, and again when a
-rebalance gives it a partition, and drops what TO already holds,
-acknowledging it, so nothing is written twice (a FROM stream TO holds out
-of order, as two pipes from two clusters whose topics share a name write
-it, is not resumed: it is written at least once).
+partition, the pipe reads TO's last records on start, and what TO was
+given since when a rebalance gives it a partition, and drops what TO
+already holds, acknowledging it, so nothing is written twice (a FROM
+stream TO holds out of order, as two pipes from two clusters whose topics
+share a name write it, is not resumed: it is written at least once; nor
+is a partition given back to a member that had it before, which the
+group does not start again: what another member wrote of it meanwhile
+and did not commit is written again).
 
 A FROM that cannot be acknowledged (a multicast feed) is resumed from TO
 instead: on start the pipe reads TO's last records, drops what FROM sends
@@ -339,11 +342,15 @@ func printPipeStats(w io.Writer, p *pipe.Pipe, interval time.Duration, stop <-ch
 		case <-stop:
 			return
 		case now := <-t.C:
-			s := p.Stats()
-			fmt.Fprintf(w, "%s forwarded=%d markers=%d skipped=%d accepted=%d in-flight=%d acks=%d\n",
-				now.Format("15:04:05"), s.Forwarded, s.Markers, s.Skipped, s.Accepted, s.InFlight, s.Acks)
+			fmt.Fprint(w, pipeStatsLine(now, p.Stats()))
 		}
 	}
+}
+
+// pipeStatsLine is the line printPipeStats prints of s at now.
+func pipeStatsLine(now time.Time, s pipe.Stats) string {
+	return fmt.Sprintf("%s forwarded=%d markers=%d skipped=%d accepted=%d in-flight=%d acks=%d rereads-failed=%d held-runs-dropped=%d ended-forgotten=%d\n",
+		now.Format("15:04:05"), s.Forwarded, s.Markers, s.Skipped, s.Accepted, s.InFlight, s.Acks, s.RereadsFailed, s.HeldRunsDropped, s.EndedForgotten)
 }
 
 func writePipeStats(w io.Writer, s pipe.Stats) {
@@ -360,5 +367,17 @@ func writePipeStats(w io.Writer, s pipe.Stats) {
 	if s.Unresumed > 0 {
 		fmt.Fprintf(w, "warning: %d source streams were not in the last records of a destination stream read at start (%d, and up to %d further back): if this pipe wrote them before, what a feed sent while it was down has no gap marker, and what it wrote of a log is written again\n",
 			s.Unresumed, pipe.DefaultTailRecords, pipe.DefaultMaxLookback)
+	}
+	if s.RereadsFailed > 0 {
+		fmt.Fprintf(w, "warning: %d reads of TO's last records at a partition's start failed or took longer than %v: what the partition's previous owner wrote and its group had not committed may have been written again\n",
+			s.RereadsFailed, pipe.DefaultRereadTimeout)
+	}
+	if s.HeldRunsDropped > 0 {
+		fmt.Fprintf(w, "%d runs of positions TO held forgotten, past the bound kept per FROM stream: a log's positions in them are written again if FROM gives them again; a feed's holes between them are taken as held\n",
+			s.HeldRunsDropped)
+	}
+	if s.EndedForgotten > 0 {
+		fmt.Fprintf(w, "%d ended feed sessions forgotten, past the last ones kept: one that comes back is counted among the source streams not resumed\n",
+			s.EndedForgotten)
 	}
 }

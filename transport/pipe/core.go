@@ -99,7 +99,8 @@ type Stats struct {
 	// forgotten (see forget).
 	EndedForgotten uint64
 	// RereadsFailed counts the reads of the destination's last records
-	// again (Config.Tail) that failed: the stream started resumes from
+	// again (Config.Tail) that failed or took longer than
+	// Config.RereadTimeout: the stream started resumes from
 	// what was read before, as without Config.Tail.
 	RereadsFailed uint64
 }
@@ -153,6 +154,10 @@ type Core struct {
 	// start is taken (rereadOK).
 	reread   transport.StreamID
 	rereadOK bool
+	// ends: each destination stream's position after the last record
+	// read of it (Resume, Reread, RereadSince): what Unread compares
+	// the destination's ends with. Bounded by the destination's streams.
+	ends map[transport.StreamID]uint64
 
 	out  []Write
 	hdrs []transport.Header
@@ -214,6 +219,7 @@ func NewCore(maxInFlight, maxBytes int) (*Core, error) {
 		max: maxInFlight, maxBytes: maxBytes, ring: make([]entry, maxInFlight+2),
 		acks: map[transport.StreamID]uint64{}, resumed: map[transport.StreamID]*resume{}, own: map[transport.StreamID]bool{},
 		deep: map[transport.StreamID]*lookback{}, decided: map[transport.StreamID]bool{},
+		ends: map[transport.StreamID]uint64{},
 	}, nil
 }
 

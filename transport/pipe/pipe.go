@@ -23,6 +23,9 @@ const (
 	// how many records it reads at once.
 	DefaultMaxLookback = 1 << 20
 	LookbackPage       = 4096
+	// DefaultRereadTimeout bounds a read of the destination again
+	// (Config.Tail) at a stream's start.
+	DefaultRereadTimeout = 10 * time.Second
 )
 
 // Config configures a Pipe. Zero fields take the documented defaults.
@@ -65,21 +68,35 @@ type Config struct {
 	// Tail, the destination's, when it has one, is read again for a
 	// source that is acknowledged (a consumer group) each time it
 	// starts a log's stream (a transport.StreamStart of a stream with a
-	// topic: a partition a rebalance gave this member), before the
+	// topic: a partition a rebalance gave this member; not one given
+	// back to it, which package transport/kafka does not start again:
+	// see the package documentation), before the
 	// stream's first event is taken, and what it holds is added to what
 	// Resume read (Core.Reread): what the partition's previous owner
 	// wrote and had not committed, which the source delivers again, is
 	// dropped, not written twice, as a Kafka Connect sink task reads
-	// the state of the partitions it is assigned. It costs a read of
-	// DefaultTailRecords of each destination stream per stream started
-	// (the first start of each partition too), and, for a stream the
-	// tail does not reach, a look-back (Back) from where that tail
-	// starts, up to MaxLookback records again. A read that fails does
-	// not fail the pipe: it is counted (Stats.RereadsFailed) and the
+	// the state of the partitions it is assigned. It costs, per stream
+	// started, a read of the last record of each destination stream,
+	// then of what the destination was given since the pipe last read
+	// it (Core.Unread): nothing when nothing was (the first starts of a
+	// group member whose destination nobody else writes), its own
+	// writes and another member's else. Only when that is
+	// DefaultTailRecords or more, or more is written between the two
+	// reads, does it read DefaultTailRecords of each destination stream
+	// again, and, for a stream that tail does not reach, look back
+	// (Back) from where it starts, up to MaxLookback records again. A
+	// read that fails, or takes longer than RereadTimeout, does not
+	// fail the pipe: it is counted (Stats.RereadsFailed) and the
 	// stream resumes from what was read before, written again at worst.
 	// Without it a stream started mid-run resumes from what Resume read
 	// when the pipe started.
 	Tail transport.TailReader
+	// RereadTimeout bounds the reads of Tail at a stream's start, all
+	// of them, which hold up forwarding: a destination that does not
+	// answer (it takes the connection, or its client retries) is given
+	// up on after it, as a read that fails is (Stats.RereadsFailed).
+	// Default DefaultRereadTimeout.
+	RereadTimeout time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -101,6 +118,9 @@ func (c *Config) setDefaults() {
 	if c.MaxLookback == 0 {
 		c.MaxLookback = DefaultMaxLookback
 	}
+	if c.RereadTimeout == 0 {
+		c.RereadTimeout = DefaultRereadTimeout
+	}
 }
 
 func (c *Config) validate() error {
@@ -115,6 +135,8 @@ func (c *Config) validate() error {
 		return &ConfigError{Field: "DrainTimeout", Value: c.DrainTimeout, Want: "must be ≥ 0"}
 	case c.MaxLookback < 0:
 		return &ConfigError{Field: "MaxLookback", Value: c.MaxLookback, Want: "must be ≥ 0"}
+	case c.RereadTimeout < 0:
+		return &ConfigError{Field: "RereadTimeout", Value: c.RereadTimeout, Want: "must be > 0"}
 	}
 	return nil
 }

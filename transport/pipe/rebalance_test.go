@@ -76,6 +76,12 @@ var (
 // and the source saw no acknowledgement of what d did not hold.
 func midRunAssignment(t *testing.T, d *dest, tail transport.TailReader, beforeP1 func()) *Pipe {
 	t.Helper()
+	return midRunAssignmentConfig(t, d, Config{Tail: tail}, beforeP1)
+}
+
+// midRunAssignmentConfig is midRunAssignment of a pipe configured by cfg.
+func midRunAssignmentConfig(t *testing.T, d *dest, cfg Config, beforeP1 func()) *Pipe {
+	t.Helper()
 	d.holding(srcP0, 0, 9)
 	given := map[transport.StreamID][]uint64{}
 	src := newAckingSource(400, d.holds(given))
@@ -92,7 +98,7 @@ func midRunAssignment(t *testing.T, d *dest, tail transport.TailReader, beforeP1
 			src.events <- *msg(s, pos)
 		}
 	}
-	p, err := New(src, plainDest{d}, Config{Tail: tail})
+	p, err := New(src, plainDest{d}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,57 @@ func (c *Core) Reread(stream transport.StreamID, tail []transport.Message) error
 	return err
 }
 
+// Unread tells how much of the destination a Reread for a stream start
+// must read, given last, the destination's last record of each of its
+// streams (a transport.TailReader's Tail of 1): 0 when no stream holds
+// a record past those read before (by Resume, Reread or RereadSince):
+// nothing was written since, the start needs no read (RereadSince with
+// none); else the records to read of each stream (RereadSince) to reach
+// back to one read before, one more than the most positions a stream
+// grew by. It is DefaultTailRecords, a full Reread, when a stream grew
+// by that much or more, or ends before what was read of it (a
+// destination deleted and made again).
+func (c *Core) Unread(last []transport.Message) int {
+	grew := uint64(0)
+	for i := range last {
+		end, read := last[i].Seq+1, c.ends[last[i].Stream]
+		if end < read {
+			return DefaultTailRecords
+		}
+		grew = max(grew, end-read)
+	}
+	if grew == 0 {
+		return 0
+	}
+	return int(min(grew+1, DefaultTailRecords))
+}
+
+// RereadSince is Reread of tail, the last n records of each destination
+// stream, read after Unread said n (< DefaultTailRecords) for last: it
+// adds what they hold, without looking destination streams back from
+// where they start (with what was read before, what was read reaches
+// back as far as before). It reports false, and takes nothing, when a
+// destination stream's n records reach back neither to one read before
+// nor to its start: more was written between last and tail, and a full
+// Reread must be made. With n 0 it takes nothing: nothing was written.
+func (c *Core) RereadSince(stream transport.StreamID, tail []transport.Message, n int) (bool, error) {
+	count := map[transport.StreamID]int{}
+	reaches := map[transport.StreamID]bool{} // a record read before is in tail
+	for i := range tail {
+		m := &tail[i]
+		count[m.Stream]++
+		reaches[m.Stream] = reaches[m.Stream] || m.Seq < c.ends[m.Stream]
+	}
+	for dest, k := range count {
+		if k >= n && !reaches[dest] {
+			return false, nil
+		}
+	}
+	c.reread, c.rereadOK = stream, true
+	_, err := c.resume(tail, true, false)
+	return true, err
+}
+
 // NeedsReread reports whether ev is the start of a log's stream (one
 // with a topic) that the destination was not read again for (Reread)
 // since it was last started.
@@ -37,28 +88,68 @@ func (c *Core) RereadFailed(stream transport.StreamID) {
 	c.stats.RereadsFailed++
 }
 
-// reread reads the destination's last records again (Config.Tail) for
-// stream, which the source starts, before its start is taken. A read
-// that fails (a destination whose leader moves) does not fail the
-// pipe, which goes on from what was read before, as without
-// Config.Tail: what the stream's previous owner wrote and had not
-// committed is written again, not lost.
+// reread reads the destination again (Config.Tail) for stream, which
+// the source starts, before its start is taken: first each destination
+// stream's last record, then only what was written since the pipe last
+// read it (Core.Unread, Core.RereadSince), or, when that is too much or
+// more was written meanwhile, the last DefaultTailRecords of each
+// (Core.Reread). A read that fails (a destination whose leader moves)
+// does not fail the pipe, which goes on from what was read before, as
+// without Config.Tail: what the stream's previous owner wrote and had
+// not committed is written again, not lost; so does one that takes
+// longer than Config.RereadTimeout, all reads together.
 func (p *Pipe) reread(ctx context.Context, stream transport.StreamID) error {
-	tail, err := p.cfg.Tail.Tail(ctx, DefaultTailRecords)
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.RereadTimeout)
+	defer cancel()
+	last, err := p.cfg.Tail.Tail(ctx, 1)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+		return p.rereadFailed(parent, stream)
+	}
+	p.mu.Lock()
+	n := p.core.Unread(last)
+	p.mu.Unlock()
+	if n < DefaultTailRecords {
+		var tail []transport.Message
+		if n > 0 {
+			if tail, err = p.cfg.Tail.Tail(ctx, n); err != nil {
+				return p.rereadFailed(parent, stream)
+			}
 		}
 		p.mu.Lock()
-		p.core.RereadFailed(stream)
+		taken, err := p.core.RereadSince(stream, tail, n)
 		p.mu.Unlock()
-		return nil
+		if taken {
+			return splitStands(err)
+		}
+	}
+	tail, err := p.cfg.Tail.Tail(ctx, DefaultTailRecords)
+	if err != nil {
+		return p.rereadFailed(parent, stream)
 	}
 	p.mu.Lock()
 	err = p.core.Reread(stream, tail)
 	p.mu.Unlock()
+	return splitStands(err)
+}
+
+// rereadFailed records a read for stream that failed or timed out,
+// unless ctx, the pipe's, ended (it returns ctx's error then).
+func (p *Pipe) rereadFailed(ctx context.Context, stream transport.StreamID) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	p.mu.Lock()
+	p.core.RereadFailed(stream)
+	p.mu.Unlock()
+	return nil
+}
+
+// splitStands is err of a Reread, but nil for ErrSplitStream: what was
+// read before stands, written again at worst.
+func splitStands(err error) error {
 	if errors.Is(err, ErrSplitStream) {
-		return nil // what was read before stands: written again at worst
+		return nil
 	}
 	return err
 }

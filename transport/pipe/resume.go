@@ -99,6 +99,9 @@ func (c *Core) resume(tail []transport.Message, dropOnly, fresh bool) (int, erro
 			spans[src] = append(spans[src], run{from, pos})
 		}
 	}
+	for i := range tail { // read, once nothing failed
+		c.ends[tail[i].Stream] = max(c.ends[tail[i].Stream], tail[i].Seq+1)
+	}
 	if dropOnly {
 		// Positions of one source stream that go backwards were not
 		// written by one pipe in order: two pipes write the same
