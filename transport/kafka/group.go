@@ -152,6 +152,20 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 // was assigned (a late acknowledgement of what this member delivered
 // before a rebalance took the partition away and gave it back): the
 // commit never goes back.
+//
+// After a broker lost offsets this member had delivered (Receive's
+// *kgo.ErrDataLoss; the partition resumes at the reset point, below
+// them), an acknowledgement of one of them is taken, as the work done
+// that it is, but commits the reset point at most: the broker holds
+// other records there now, or none — a commit past its log end makes
+// the next owner's client find the offset out of range, or, with the
+// leader epoch it carries, report the loss again, and a commit past
+// records written since would skip them. Those offsets name two
+// records until the partition is acknowledged past them, the one lost
+// and the one delivered since, and an Ack does not say which: an Ack
+// of one commits the reset point, and the new record is delivered
+// again after a restart rather than skipped. An Ack never commits past
+// a record Receive has not returned.
 func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq uint64) error {
 	select {
 	case <-g.closed:
@@ -164,15 +178,15 @@ func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq 
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.parts[stream.Partition]
-	if st == nil || !st.started || seq >= uint64(st.delivered) {
+	if st == nil || !st.acked(seq) {
 		return fmt.Errorf("%w: offset %d of %s", ErrNotDelivered, seq, stream)
 	}
 	if !st.owned {
 		g.stats.AcksNotOwned++
 		return nil
 	}
-	off := int64(seq)
-	if off < st.floor {
+	commit := st.commitAfter(int64(seq))
+	if commit <= st.floor {
 		// Below the group's commit or an acknowledgement made: nothing
 		// to commit. Left to the client, such a mark would move the
 		// commit back whenever the epoch it carries is later than the
@@ -180,9 +194,9 @@ func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq 
 		return nil
 	}
 	g.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{
-		g.topic: {stream.Partition: {Epoch: st.epochOf(off), Offset: off + 1}},
+		g.topic: {stream.Partition: {Epoch: st.epochOf(commit - 1), Offset: commit}},
 	})
-	st.floor = off + 1
+	st.floor = commit
 	return nil
 }
 
