@@ -48,6 +48,12 @@ type GroupSubscriber struct {
 	// closeErr is the first Close's result, written inside once: every
 	// Close returns it.
 	closeErr error
+	// closeCommitted is closed once Close's commit has returned: a
+	// revocation during Close waits for it (see awaitCloseCommit).
+	closeCommitted chan struct{}
+	// closing, when set (by a test), is called by Close once it has
+	// begun, before its commit.
+	closing func()
 }
 
 var (
@@ -103,7 +109,7 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 		return nil, &ConfigError{"Group", `""`, "a group member needs a group"}
 	}
 	s := newSubscriber(cfg)
-	g := &GroupSubscriber{Subscriber: s, groupName: cfg.Group}
+	g := &GroupSubscriber{Subscriber: s, groupName: cfg.Group, closeCommitted: make(chan struct{})}
 	opts := []kgo.Opt{
 		kgo.ConsumerGroup(cfg.Group), kgo.ConsumeTopics(cfg.Topic), kgo.ConsumeStartOffset(cfg.From.kgo()),
 		kgo.AutoCommitMarks(),
@@ -152,6 +158,20 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 // was assigned (a late acknowledgement of what this member delivered
 // before a rebalance took the partition away and gave it back): the
 // commit never goes back.
+//
+// After a broker lost offsets this member had delivered (Receive's
+// *kgo.ErrDataLoss; the partition resumes at the reset point, below
+// them), an acknowledgement of one of them is taken, as the work done
+// that it is, but commits the reset point at most: the broker holds
+// other records there now, or none — a commit past its log end makes
+// the next owner's client find the offset out of range, or, with the
+// leader epoch it carries, report the loss again, and a commit past
+// records written since would skip them. Those offsets name two
+// records until the partition is acknowledged past them, the one lost
+// and the one delivered since, and an Ack does not say which: an Ack
+// of one commits the reset point, and the new record is delivered
+// again after a restart rather than skipped. An Ack never commits past
+// a record Receive has not returned.
 func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq uint64) error {
 	select {
 	case <-g.closed:
@@ -164,15 +184,15 @@ func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq 
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.parts[stream.Partition]
-	if st == nil || !st.started || seq >= uint64(st.delivered) {
+	if st == nil || !st.acked(seq) {
 		return fmt.Errorf("%w: offset %d of %s", ErrNotDelivered, seq, stream)
 	}
 	if !st.owned {
 		g.stats.AcksNotOwned++
 		return nil
 	}
-	off := int64(seq)
-	if off < st.floor {
+	commit := st.commitAfter(int64(seq))
+	if commit <= st.floor {
 		// Below the group's commit or an acknowledgement made: nothing
 		// to commit. Left to the client, such a mark would move the
 		// commit back whenever the epoch it carries is later than the
@@ -180,9 +200,9 @@ func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq 
 		return nil
 	}
 	g.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{
-		g.topic: {stream.Partition: {Epoch: st.epochOf(off), Offset: off + 1}},
+		g.topic: {stream.Partition: {Epoch: st.epochOf(commit - 1), Offset: commit}},
 	})
-	st.floor = off + 1
+	st.floor = commit
 	return nil
 }
 
@@ -286,8 +306,11 @@ func (g *GroupSubscriber) adjustStarts(_ context.Context, offsets map[string]map
 // what it kept for ps. Close ends that commit: the client, which runs
 // one such commit at a time, would have Close's own commit wait for it,
 // and it has no deadline (ctx is the client's); what it carried, Close
-// commits, so that commit ended is not counted as failed.
+// commits, so that commit ended is not counted as failed. A revocation
+// that finds Close begun leaves the commit to Close, and returns once
+// Close's commit has (see awaitCloseCommit).
 func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[string][]int32) {
+	defer g.awaitCloseCommit() // after mu is released
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
@@ -300,7 +323,7 @@ func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[st
 		}
 	}()
 	select {
-	case <-g.closed: // Close committed
+	case <-g.closed: // Close commits
 	default:
 		if err := cl.CommitMarkedOffsets(ctx); err != nil && !g.endedByClose(err) {
 			g.commitErrors.Add(1)
@@ -309,6 +332,23 @@ func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[st
 		}
 	}
 	g.disown(ps[g.topic])
+}
+
+// awaitCloseCommit waits, if Close has begun, until its commit has
+// returned. The client forgets what was acknowledged of the partitions
+// a revocation takes once it returns: a revocation that left the commit
+// to Close, or whose commit Close ended, and returned before Close's
+// commit read the marks, would have Close commit nothing of them, and
+// the next owner deliver them again. Close's commit is bounded
+// (closeFlush).
+func (g *GroupSubscriber) awaitCloseCommit() {
+	select {
+	case <-g.closed:
+	default:
+		return
+	}
+	g.log.Debug("kafka transport: a revocation during Close waits for Close's commit", "group", g.groupName)
+	<-g.closeCommitted
 }
 
 // endedByClose reports whether err, of the commit before a revocation,
@@ -361,6 +401,8 @@ func (g *GroupSubscriber) disown(ps []int32) {
 
 // Close commits what was acknowledged, leaves the group and disconnects,
 // each step bounded (a few seconds) when the broker does not answer.
+// What a rebalance under way takes away is in that commit too: a
+// revocation that finds Close begun leaves its commit to Close.
 // It returns the commit's error: the acknowledgements since the last
 // commit are then delivered again to the next owner. A leave that
 // fails is only logged: the group drops the member at its session
@@ -369,9 +411,14 @@ func (g *GroupSubscriber) disown(ps []int32) {
 func (g *GroupSubscriber) Close() error {
 	g.once.Do(func() {
 		close(g.closed)
+		if g.closing != nil {
+			g.closing()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), closeFlush)
 		defer cancel()
-		if cerr := g.cl.CommitMarkedOffsets(ctx); cerr != nil {
+		cerr := g.cl.CommitMarkedOffsets(ctx)
+		close(g.closeCommitted)
+		if cerr != nil {
 			g.closeErr = fmt.Errorf("kafka transport: commit on close: %w", cerr)
 			g.commitErrors.Add(1)
 		}

@@ -85,26 +85,6 @@ func TestAckBehindPendingGap(t *testing.T) {
 	}
 }
 
-// TestAckAfterDataLossRefused: offsets a broker lost after this member
-// delivered them are no longer delivered: the records the broker holds
-// there now are new, and an Ack of one of those offsets is refused
-// until Receive has returned it.
-func TestAckAfterDataLossRefused(t *testing.T) {
-	g := &GroupSubscriber{Subscriber: newSubscriber(Config{Topic: "t", Group: "g"})}
-	g.cl = offlineClient(t)
-	g.assigned(context.Background(), nil, map[string][]int32{"t": {0}})
-	st := g.parts[0]
-	st.started, st.next, st.delivered = true, 10, 10
-	loss := &kgo.ErrDataLoss{Topic: "t", Partition: 0, ConsumedTo: 10, ResetTo: 6}
-	fetches := kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "t", Partitions: []kgo.FetchPartition{{Partition: 0, Err: loss}}}}}}
-	if err := g.take(fetches); !errors.As(err, &loss) {
-		t.Fatalf("take: %v, want the data loss", err)
-	}
-	if err := g.Ack(context.Background(), transport.StreamID{Topic: "t"}, 7); !errors.Is(err, ErrNotDelivered) {
-		t.Fatalf("Ack of offset 7, lost and not delivered again: %v, want ErrNotDelivered", err)
-	}
-}
-
 // offlineClient is a client of no group that never connects (nothing
 // asks it to), closed when the test ends: it takes an Ack's mark as a
 // no-op.

@@ -94,8 +94,12 @@ type partition struct {
 	floor int64
 	// delivered is one past the last offset Receive has returned the
 	// event of (see noteDelivered): an acknowledgement must be below
-	// it. next runs ahead of it while a record's events are pending.
+	// it, or in [lostFrom, lostTo). next runs ahead of it while a
+	// record's events are pending.
 	delivered int64
+	// lostFrom and lostTo, when lostTo is above lostFrom, are offsets
+	// Receive returned before a broker lost them (see lose).
+	lostFrom, lostTo int64
 }
 
 // Stats counts what a subscriber skipped or could not read.
@@ -210,7 +214,8 @@ func (s *Subscriber) Stats() Stats {
 // interval or never after a power loss, Kafka after an unclean leader
 // election) is such an error, wrapping *kgo.ErrDataLoss, and the
 // partition then goes on from where the client resumed, offsets
-// delivered before included. A group session lost to a coordinator
+// delivered before included (what a GroupSubscriber's Ack of them
+// commits: see GroupSubscriber.Ack). A group session lost to a coordinator
 // restart is not an error: the member joins again (Stats.Rejoins).
 func (s *Subscriber) Receive(ctx context.Context) (transport.Event, error) {
 	for {
@@ -315,12 +320,8 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 		var loss *kgo.ErrDataLoss
 		if errors.As(err, &loss) && loss.Topic == s.topic {
 			// The broker lost what was delivered from ResetTo on: what
-			// it holds there now is new, and delivered.
-			// Offsets delivered from there on are gone: an
-			// acknowledgement of one would commit new records unseen.
-			st := s.part(loss.Partition)
-			st.next = loss.ResetTo
-			st.delivered = min(st.delivered, loss.ResetTo)
+			// it holds there now is new, not delivered (see lose).
+			s.part(loss.Partition).lose(loss.ResetTo)
 		}
 		if first == nil {
 			first = fmt.Errorf("kafka transport: fetch %s/%d: %w", fp.Topic, fp.Partition, err)

@@ -1,0 +1,54 @@
+package kafka
+
+// lose records that the broker lost the partition's offsets from
+// resetTo on (a data-loss reset, *kgo.ErrDataLoss) and that the client
+// resumed there. The offsets delivered from there on were returned by
+// Receive and may be acknowledged still, as work the application did,
+// but what the broker holds there now (if anything: its log may end
+// below them) are other records, not delivered: they keep the range
+// [lostFrom, lostTo), which an acknowledgement commits no further into
+// than its start (see commitAfter). A second loss before the range was
+// acknowledged past widens it. The leader epochs noted from resetTo on
+// are forgotten: those offsets have new records, and new epochs. Called
+// with mu held.
+func (p *partition) lose(resetTo int64) {
+	if p.delivered > resetTo {
+		if p.lostTo > p.lostFrom {
+			p.lostFrom, p.lostTo = min(p.lostFrom, resetTo), max(p.lostTo, p.delivered)
+		} else {
+			p.lostFrom, p.lostTo = resetTo, p.delivered
+		}
+	}
+	p.next = resetTo
+	p.delivered = min(p.delivered, resetTo)
+	// The first mark stays, whatever its offset: the epoch of the
+	// offsets below resetTo (see maxEpochMarks for a mark kept that
+	// starts after an offset).
+	for i := 1; i < len(p.epochs); i++ {
+		if p.epochs[i].offset >= resetTo {
+			p.epochs = p.epochs[:i]
+			break
+		}
+	}
+}
+
+// acked reports whether an acknowledgement of offset is of an offset
+// Receive returned: below what it delivered, or in a range it
+// delivered before a broker lost it. Called with mu held.
+func (p *partition) acked(offset uint64) bool {
+	return p.started && offset < uint64(max(p.delivered, p.lostTo))
+}
+
+// commitAfter is the offset an acknowledgement of offset commits: the
+// next one, except in a lost range, where offset names two records, the
+// one lost and the one the broker holds now, and the acknowledgement
+// cannot say which: the range's start, below which the records
+// delivered before and after the loss are the same. The record held
+// now is then delivered again after a restart rather than skipped
+// unprocessed. Called with mu held.
+func (p *partition) commitAfter(offset int64) int64 {
+	if offset >= p.lostFrom && offset < p.lostTo {
+		return p.lostFrom
+	}
+	return offset + 1
+}
