@@ -125,6 +125,12 @@
 // message has been written to the socket, with its stream and sequence
 // number.
 //
+// Batches: Publisher.PublishBatch and PublishReceipts take many
+// messages a call, and Subscriber.ReceiveBatch hands over many events a
+// call (transport.BatchSubscriber), as sendmmsg and recvmmsg take many
+// datagrams: they spare the lock, the clock read and the event copy
+// that a call a message pays for each message.
+//
 // Anyone who can send to the group can send datagrams that look like
 // the feed's. Subscribers believe what would end or move a stream only
 // from its publisher's address and once the publisher has been silent
