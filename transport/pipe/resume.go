@@ -103,6 +103,14 @@ func (c *Core) resume(tail []transport.Message, dropOnly, fresh bool) (int, erro
 		c.ends[tail[i].Stream] = max(c.ends[tail[i].Stream], tail[i].Seq+1)
 	}
 	if dropOnly {
+		// A stream found going backwards before stays unresumed: what
+		// is read of it now (only what is new, RereadSince) may not
+		// show it going backwards again.
+		for src := range last {
+			if c.decided[src] && c.resumed[src] == nil {
+				back[src] = true
+			}
+		}
 		// Positions of one source stream that go backwards were not
 		// written by one pipe in order: two pipes write the same
 		// topic and partition of two clusters into one destination,
