@@ -99,6 +99,13 @@ func (c *Core) resume(tail []transport.Message, dropOnly, fresh bool) (int, erro
 			spans[src] = append(spans[src], run{from, pos})
 		}
 	}
+	if fresh {
+		// A full read of each destination stream's tail: where each
+		// ends now, lower than before when the destination shrank (made
+		// again), so that a later read of what is new (Unread) reaches
+		// back to it, not to the end of what the destination held.
+		clear(c.ends)
+	}
 	for i := range tail { // read, once nothing failed
 		c.ends[tail[i].Stream] = max(c.ends[tail[i].Stream], tail[i].Seq+1)
 	}
