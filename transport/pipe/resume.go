@@ -99,10 +99,25 @@ func (c *Core) resume(tail []transport.Message, dropOnly, fresh bool) (int, erro
 			spans[src] = append(spans[src], run{from, pos})
 		}
 	}
+	if fresh {
+		// A full read of each destination stream's tail: where each
+		// ends now, lower than before when the destination shrank (made
+		// again), so that a later read of what is new (Unread) reaches
+		// back to it, not to the end of what the destination held.
+		clear(c.ends)
+	}
 	for i := range tail { // read, once nothing failed
 		c.ends[tail[i].Stream] = max(c.ends[tail[i].Stream], tail[i].Seq+1)
 	}
 	if dropOnly {
+		// A stream found going backwards before stays unresumed: what
+		// is read of it now (only what is new, RereadSince) may not
+		// show it going backwards again.
+		for src := range last {
+			if c.decided[src] && c.resumed[src] == nil {
+				back[src] = true
+			}
+		}
 		// Positions of one source stream that go backwards were not
 		// written by one pipe in order: two pipes write the same
 		// topic and partition of two clusters into one destination,
