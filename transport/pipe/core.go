@@ -99,9 +99,10 @@ type Stats struct {
 	// forgotten (see forget).
 	EndedForgotten uint64
 	// RereadsFailed counts the reads of the destination's last records
-	// again (Config.Tail) that failed or took longer than
-	// Config.RereadTimeout: the stream started resumes from
-	// what was read before, as without Config.Tail.
+	// again (Config.Tail), and of the pages further back that follow
+	// them (Config.Back), that failed or took longer than
+	// Config.RereadTimeout, one per stream start: the stream started
+	// resumes from what was read before, as without Config.Tail.
 	RereadsFailed uint64
 }
 
@@ -151,9 +152,11 @@ type Core struct {
 	dropOnly bool
 	tailErr  error // the first malformed record Resume found
 	// reread is the stream Reread read the destination for, until its
-	// start is taken (rereadOK).
-	reread   transport.StreamID
-	rereadOK bool
+	// start is taken (rereadOK); rereadFailed: that read failed (its
+	// look-back too), so the stream is not looked for further back.
+	reread       transport.StreamID
+	rereadOK     bool
+	rereadFailed bool
 	// ends: each destination stream's position after the last record
 	// read of it (Resume, Reread, RereadSince): what Unread compares
 	// the destination's ends with. Bounded by the destination's streams.

@@ -65,7 +65,10 @@
 // A log's source stream that the destination's last records do not
 // reach is looked for further back, page by page (Config.Back, a
 // transport.BackReader; Core.LookFor and Core.AddPage), before its first
-// event is taken.
+// event is taken. A page that cannot be read fails the pipe, but at a
+// stream start read for (Config.Tail), where it is one of the start's
+// reads: bounded by Config.RereadTimeout, and counted when it fails
+// (the stream then goes on from what was read: written again at worst).
 //
 // A source's stream is known by its name alone: a log's by its topic
 // and partition, as transport.StreamID carries no topic ID or epoch

@@ -24,14 +24,15 @@ type lookback struct {
 // further back while pos is older than the oldest position read of it:
 // see run), or a feed's (which does not wait for the read: only a log's
 // stream is looked for), or every destination stream whose tail was
-// full was read back to its start or to limit records. Feed each page
+// full was read back to its start or to limit records, or the read of
+// the destination at src's start failed (RereadFailed). Feed each page
 // read to AddPage before calling LookFor again, and call it before Event
 // for that event.
 func (c *Core) LookFor(src transport.StreamID, pos uint64, limit int) (dest transport.StreamID, before uint64, ok bool) {
 	// A feed's stream (no topic) is not looked for: reading back would
 	// delay the feed, whose publisher keeps only a window, past what the
 	// socket holds.
-	if len(c.deep) == 0 || src.Topic == "" || c.isOwn(src) {
+	if len(c.deep) == 0 || src.Topic == "" || c.isOwn(src) || c.rereadOK && c.rereadFailed && src == c.reread {
 		return transport.StreamID{}, 0, false
 	}
 	if r := c.resumed[src]; r != nil {
@@ -133,8 +134,11 @@ func (c *Core) AddPage(dest transport.StreamID, page []transport.Message, n int)
 // lookBack reads the destination (Config.Back) further back, page by
 // page, until the core knows where ev's stream resumes (or that the
 // destination, as far back as MaxLookback, does not hold it). A read
-// that fails fails the pipe: going on would write again what the
-// destination may hold.
+// that fails fails the pipe (forward): going on would write again what
+// the destination may hold. At the start of a stream that the
+// destination is read again for (Config.Tail), it is part of that read
+// (reread): bounded by its deadline, and one that fails does not fail
+// the pipe.
 func (p *Pipe) lookBack(ctx context.Context, ev *transport.Event) error {
 	src, pos, _ := eventPosition(ev)
 	for {

@@ -24,7 +24,7 @@ const (
 	DefaultMaxLookback = 1 << 20
 	LookbackPage       = 4096
 	// DefaultRereadTimeout bounds a read of the destination again
-	// (Config.Tail) at a stream's start.
+	// (Config.Tail) at a stream's start, look-back included.
 	DefaultRereadTimeout = 10 * time.Second
 )
 
@@ -62,7 +62,9 @@ type Config struct {
 	// destination stream (default DefaultMaxLookback). Without it such
 	// a stream is written as if the destination did not hold it
 	// (Stats.Unresumed counts the first kind), or what is older than
-	// what was read of it is.
+	// what was read of it is. A page that cannot be read fails the
+	// pipe, except at a stream's start that Tail is read for, whose
+	// reads its pages are (see Tail).
 	Back        transport.BackReader
 	MaxLookback int
 	// Tail, the destination's, when it has one, is read again for a
@@ -84,18 +86,23 @@ type Config struct {
 	// DefaultTailRecords or more, or more is written between the two
 	// reads, does it read DefaultTailRecords of each destination stream
 	// again, and, for a stream that tail does not reach, look back
-	// (Back) from where it starts, up to MaxLookback records again. A
-	// read that fails, or takes longer than RereadTimeout, does not
-	// fail the pipe: it is counted (Stats.RereadsFailed) and the
-	// stream resumes from what was read before, written again at worst.
+	// (Back) from where it starts, up to MaxLookback records again. The
+	// pages read further back at a start (from that tail, or from
+	// Resume's at the first starts) are reads of it too. A read that
+	// fails, or takes longer than RereadTimeout, does not fail the
+	// pipe: it is counted (Stats.RereadsFailed) and the stream resumes
+	// from what was read before, written again at worst (not lost: only
+	// positions of records read are dropped).
 	// Without it a stream started mid-run resumes from what Resume read
 	// when the pipe started.
 	Tail transport.TailReader
 	// RereadTimeout bounds the reads of Tail at a stream's start, all
-	// of them, which hold up forwarding: a destination that does not
-	// answer (it takes the connection, or its client retries) is given
-	// up on after it, as a read that fails is (Stats.RereadsFailed).
-	// Default DefaultRereadTimeout.
+	// of them and the pages of Back that follow, which hold up
+	// forwarding: a destination that does not answer (it takes the
+	// connection, or its client retries) is given up on after it, as a
+	// read that fails is (Stats.RereadsFailed). A look-back of up to
+	// MaxLookback records must fit in it too: raise it where that takes
+	// longer. Default DefaultRereadTimeout.
 	RereadTimeout time.Duration
 }
 
@@ -347,7 +354,7 @@ func (p *Pipe) forward(ctx context.Context) error {
 			signal(p.acks) // a message the destination held may be acknowledged at once
 		}
 		if reread {
-			if err := p.reread(ctx, evs[0].Start.Stream); err != nil {
+			if err := p.reread(ctx, &evs[0]); err != nil {
 				return err
 			}
 			continue

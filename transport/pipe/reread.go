@@ -15,7 +15,7 @@ import (
 // where it now starts (LookFor). NeedsReread is then false for that
 // start. On ErrSplitStream what was read before stands.
 func (c *Core) Reread(stream transport.StreamID, tail []transport.Message) error {
-	c.reread, c.rereadOK = stream, true
+	c.reread, c.rereadOK, c.rereadFailed = stream, true, false
 	_, err := c.resume(tail, true, true)
 	return err
 }
@@ -66,7 +66,7 @@ func (c *Core) RereadSince(stream transport.StreamID, tail []transport.Message, 
 			return false, nil
 		}
 	}
-	c.reread, c.rereadOK = stream, true
+	c.reread, c.rereadOK, c.rereadFailed = stream, true, false
 	_, err := c.resume(tail, true, false)
 	return true, err
 }
@@ -80,31 +80,51 @@ func (c *Core) NeedsReread(ev *transport.Event) bool {
 }
 
 // RereadFailed records that the destination could not be read again
-// for stream (Config.Tail), which the source starts: what was read
-// before stands, as without Config.Tail, and NeedsReread is then false
-// for that start (Stats.RereadsFailed).
+// for stream (Config.Tail), which the source starts, or looked back for
+// it (LookFor) after a Reread or RereadSince: what was read before
+// stands, as without Config.Tail, NeedsReread is then false for that
+// start, and LookFor asks for no page for stream before it is taken
+// (Stats.RereadsFailed).
 func (c *Core) RereadFailed(stream transport.StreamID) {
-	c.reread, c.rereadOK = stream, true
+	c.reread, c.rereadOK, c.rereadFailed = stream, true, true
 	c.stats.RereadsFailed++
 }
 
-// reread reads the destination again (Config.Tail) for stream, which
-// the source starts, before its start is taken: first each destination
+// reread reads the destination again (Config.Tail) for ev, the start
+// of a log's stream, before it is taken: first each destination
 // stream's last record, then only what was written since the pipe last
 // read it (Core.Unread, Core.RereadSince), or, when that is too much or
 // more was written meanwhile, the last DefaultTailRecords of each
-// (Core.Reread). A read that fails (a destination whose leader moves)
-// does not fail the pipe, which goes on from what was read before, as
-// without Config.Tail: what the stream's previous owner wrote and had
-// not committed is written again, not lost; so does one that takes
-// longer than Config.RereadTimeout, all reads together.
-func (p *Pipe) reread(ctx context.Context, stream transport.StreamID) error {
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.RereadTimeout)
+// (Core.Reread); then, where those do not reach ev's stream, the pages
+// further back that the core asks for (lookBack, Config.Back). A read
+// that fails (a destination whose leader moves) does not fail the
+// pipe, which goes on from what was read before, as without
+// Config.Tail: what the stream's previous owner wrote and had not
+// committed is written again, not lost; so does one that takes longer
+// than Config.RereadTimeout, all reads together, pages included.
+func (p *Pipe) reread(ctx context.Context, ev *transport.Event) error {
+	stream := ev.Start.Stream
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.RereadTimeout)
 	defer cancel()
+	read, err := p.readAgain(rctx, stream)
+	if err != nil {
+		return err
+	}
+	if read && p.cfg.Back != nil {
+		read = p.lookBack(rctx, ev) == nil
+	}
+	if !read {
+		return p.rereadFailed(ctx, stream)
+	}
+	return nil
+}
+
+// readAgain is reread's reads of the destination's tail, under ctx: read
+// is false when one failed.
+func (p *Pipe) readAgain(ctx context.Context, stream transport.StreamID) (read bool, _ error) {
 	last, err := p.cfg.Tail.Tail(ctx, 1)
 	if err != nil {
-		return p.rereadFailed(parent, stream)
+		return false, nil
 	}
 	p.mu.Lock()
 	n := p.core.Unread(last)
@@ -113,24 +133,24 @@ func (p *Pipe) reread(ctx context.Context, stream transport.StreamID) error {
 		var tail []transport.Message
 		if n > 0 {
 			if tail, err = p.cfg.Tail.Tail(ctx, n); err != nil {
-				return p.rereadFailed(parent, stream)
+				return false, nil
 			}
 		}
 		p.mu.Lock()
 		taken, err := p.core.RereadSince(stream, tail, n)
 		p.mu.Unlock()
 		if taken {
-			return splitStands(err)
+			return true, splitStands(err)
 		}
 	}
 	tail, err := p.cfg.Tail.Tail(ctx, DefaultTailRecords)
 	if err != nil {
-		return p.rereadFailed(parent, stream)
+		return false, nil
 	}
 	p.mu.Lock()
 	err = p.core.Reread(stream, tail)
 	p.mu.Unlock()
-	return splitStands(err)
+	return true, splitStands(err)
 }
 
 // rereadFailed records a read for stream that failed or timed out,
