@@ -82,17 +82,20 @@ type Config struct {
 	// then of what the destination was given since the pipe last read
 	// it (Core.Unread): nothing when nothing was (the first starts of a
 	// group member whose destination nobody else writes), its own
-	// writes and another member's else. Only when that is
-	// DefaultTailRecords or more, or more is written between the two
-	// reads, does it read DefaultTailRecords of each destination stream
-	// again, and, for a stream that tail does not reach, look back
-	// (Back) from where it starts, up to MaxLookback records again. The
-	// pages read further back at a start (from that tail, or from
-	// Resume's at the first starts) are reads of it too. A read that
-	// fails, or takes longer than RereadTimeout, does not fail the
-	// pipe: it is counted (Stats.RereadsFailed) and the stream resumes
-	// from what was read before, written again at worst (not lost: only
-	// positions of records read are dropped).
+	// writes and another member's else. Only when that, with the
+	// record read before it, is a full tail or more (a destination
+	// stream grew by DefaultTailRecords-1, 1,023 records, or more), or
+	// more is written between the two reads, or a destination stream
+	// ends before what was read of it (deleted and made again: see the
+	// package documentation), does it read DefaultTailRecords of each
+	// destination stream again, and, for a stream that tail does not
+	// reach, look back (Back) from where it starts, up to MaxLookback
+	// records again. The pages read further back at a start (from that
+	// tail, or from Resume's at the first starts) are reads of it too.
+	// A read that fails, or takes longer than RereadTimeout, does not
+	// fail the pipe: it is counted (Stats.RereadsFailed) and the stream
+	// resumes from what was read before, written again at worst (not
+	// lost: only positions of records read are dropped).
 	// Without it a stream started mid-run resumes from what Resume read
 	// when the pipe started.
 	Tail transport.TailReader
@@ -137,13 +140,13 @@ func (c *Config) validate() error {
 	case c.MaxInFlightBytes < 1:
 		return &ConfigError{Field: "MaxInFlightBytes", Value: c.MaxInFlightBytes, Want: "must be ≥ 1"}
 	case c.FlushInterval < 0:
-		return &ConfigError{Field: "FlushInterval", Value: c.FlushInterval, Want: "must be > 0"}
+		return &ConfigError{Field: "FlushInterval", Value: c.FlushInterval, Want: "must be ≥ 0"}
 	case c.DrainTimeout < 0:
 		return &ConfigError{Field: "DrainTimeout", Value: c.DrainTimeout, Want: "must be ≥ 0"}
 	case c.MaxLookback < 0:
 		return &ConfigError{Field: "MaxLookback", Value: c.MaxLookback, Want: "must be ≥ 0"}
 	case c.RereadTimeout < 0:
-		return &ConfigError{Field: "RereadTimeout", Value: c.RereadTimeout, Want: "must be > 0"}
+		return &ConfigError{Field: "RereadTimeout", Value: c.RereadTimeout, Want: "must be ≥ 0"}
 	}
 	return nil
 }

@@ -27,9 +27,10 @@ func (c *Core) Reread(stream transport.StreamID, tail []transport.Message) error
 // nothing was written since, the start needs no read (RereadSince with
 // none); else the records to read of each stream (RereadSince) to reach
 // back to one read before, one more than the most positions a stream
-// grew by. It is DefaultTailRecords, a full Reread, when a stream grew
-// by that much or more, or ends before what was read of it (a
-// destination deleted and made again).
+// grew by. It is DefaultTailRecords, a full Reread, when that is a
+// full tail or more (a stream grew by DefaultTailRecords-1, 1,023, or
+// more), or a stream ends before what was read of it (a destination
+// deleted and made again).
 func (c *Core) Unread(last []transport.Message) int {
 	grew := uint64(0)
 	for i := range last {

@@ -157,6 +157,8 @@ func TestUnread(t *testing.T) {
 		{"one stream grew by 5", []transport.Message{last(dA, 104), last(dB, 49)}, 6},
 		{"both grew", []transport.Message{last(dA, 101), last(dB, 59)}, 11},
 		{"a stream not read before", []transport.Message{last(dA, 99), last(transport.StreamID{Topic: "dest", Partition: 2}, 6)}, 8},
+		{"grew by a tail less 2", []transport.Message{last(dA, 99+DefaultTailRecords-2)}, DefaultTailRecords - 1},
+		{"grew by a tail less 1: a full read", []transport.Message{last(dA, 99+DefaultTailRecords-1)}, DefaultTailRecords},
 		{"grew by a tail", []transport.Message{last(dA, 99+DefaultTailRecords)}, DefaultTailRecords},
 		{"ends before what was read", []transport.Message{last(dA, 10)}, DefaultTailRecords},
 	} {

@@ -87,8 +87,8 @@ func TestPipeBoundsAHangingReread(t *testing.T) {
 func TestRereadTimeoutValidated(t *testing.T) {
 	_, err := New(newSource(1), &dest{}, Config{RereadTimeout: -time.Second})
 	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Field != "RereadTimeout" {
-		t.Errorf("New with RereadTimeout -1s: %v, want a ConfigError of RereadTimeout", err)
+	if !errors.As(err, &ce) || ce.Field != "RereadTimeout" || ce.Want != "must be ≥ 0" {
+		t.Errorf("New with RereadTimeout -1s: %v, want a ConfigError of RereadTimeout, ≥ 0 (0: the default)", err)
 	}
 	p, err := New(newSource(1), &dest{}, Config{})
 	if err != nil || p.cfg.RereadTimeout != DefaultRereadTimeout {
