@@ -85,6 +85,26 @@
 // what was dropped until then stays lost. Point a pipe whose source
 // topic was recreated at a new destination topic.
 //
+// A destination deleted and created again under the same name is no
+// better known: its offsets start again at 0, and what the pipe read of
+// the old one stays taken as held. A start of a log's stream read for
+// (Config.Tail) that finds a destination stream ending before what was
+// read of it, or holding nothing, reads its full tail again
+// (Core.Unread) and forgets what was read of it before (Core.Reread):
+// the source streams it held are resumed from what the new one holds
+// alone (forgetting costs at worst writing again what the destination
+// still holds, older than its tail; keeping would drop what it lost).
+// Until such a start — for good without Config.Tail, and when the new
+// destination has grown past where the old one was read by then, which
+// its offsets cannot tell from growth — the source's messages at the
+// positions read of the old destination, when the source gives them
+// again (a partition's start, or given back to the member), are dropped
+// and, from a consumer group, acknowledged: lost to the destination.
+// What the source had acknowledged before the destination was made
+// again is not given again at all. Restart a pipe (each member of its
+// group) whose destination was made again: Resume reads the new one
+// alone.
+//
 // Core holds every decision and does no I/O, so it is tested without
 // sockets; Pipe runs it between a subscriber and a publisher.
 package pipe

@@ -86,7 +86,8 @@ type Config struct {
 	// record read before it, is a full tail or more (a destination
 	// stream grew by DefaultTailRecords-1, 1,023 records, or more), or
 	// more is written between the two reads, or a destination stream
-	// ends before what was read of it (deleted and made again: see the
+	// ends before what was read of it or holds nothing (deleted and
+	// made again: what was read of it is then forgotten, see the
 	// package documentation), does it read DefaultTailRecords of each
 	// destination stream again, and, for a stream that tail does not
 	// reach, look back (Back) from where it starts, up to MaxLookback

@@ -12,8 +12,10 @@ import (
 // partition a rebalance gave this member): what they hold is added to
 // what was read before, as a ResumeAcknowledged called again adds it,
 // and each destination stream whose tail is full is looked back from
-// where it now starts (LookFor). NeedsReread is then false for that
-// start. On ErrSplitStream what was read before stands.
+// where it now starts (LookFor). What was read before of a destination
+// stream that now ends before it, or holds nothing (deleted and made
+// again), is forgotten first (see forgetShrunk). NeedsReread is then
+// false for that start. On ErrSplitStream what was read before stands.
 func (c *Core) Reread(stream transport.StreamID, tail []transport.Message) error {
 	c.reread, c.rereadOK, c.rereadFailed = stream, true, false
 	_, err := c.resume(tail, true, true)
@@ -29,10 +31,20 @@ func (c *Core) Reread(stream transport.StreamID, tail []transport.Message) error
 // back to one read before, one more than the most positions a stream
 // grew by. It is DefaultTailRecords, a full Reread, when that is a
 // full tail or more (a stream grew by DefaultTailRecords-1, 1,023, or
-// more), or a stream ends before what was read of it (a destination
-// deleted and made again).
+// more), or a stream ends before what was read of it or holds nothing
+// now (a destination deleted and made again: Reread then forgets what
+// was read of it).
 func (c *Core) Unread(last []transport.Message) int {
 	grew := uint64(0)
+	n := 0 // the streams read before that last holds
+	for i := range last {
+		if _, ok := c.ends[last[i].Stream]; ok {
+			n++
+		}
+	}
+	if n < len(c.ends) {
+		return DefaultTailRecords // one holds nothing now
+	}
 	for i := range last {
 		end, read := last[i].Seq+1, c.ends[last[i].Stream]
 		if end < read {

@@ -153,12 +153,13 @@ func TestUnread(t *testing.T) {
 		want int
 	}{
 		{"nothing written", []transport.Message{last(dA, 99), last(dB, 49)}, 0},
-		{"empty destination", nil, 0},
+		{"holds nothing now (made again)", nil, DefaultTailRecords},
+		{"a stream holds nothing now", []transport.Message{last(dA, 99)}, DefaultTailRecords},
 		{"one stream grew by 5", []transport.Message{last(dA, 104), last(dB, 49)}, 6},
 		{"both grew", []transport.Message{last(dA, 101), last(dB, 59)}, 11},
-		{"a stream not read before", []transport.Message{last(dA, 99), last(transport.StreamID{Topic: "dest", Partition: 2}, 6)}, 8},
-		{"grew by a tail less 2", []transport.Message{last(dA, 99+DefaultTailRecords-2)}, DefaultTailRecords - 1},
-		{"grew by a tail less 1: a full read", []transport.Message{last(dA, 99+DefaultTailRecords-1)}, DefaultTailRecords},
+		{"a stream not read before", []transport.Message{last(dA, 99), last(dB, 49), last(transport.StreamID{Topic: "dest", Partition: 2}, 6)}, 8},
+		{"grew by a tail less 2", []transport.Message{last(dA, 99+DefaultTailRecords-2), last(dB, 49)}, DefaultTailRecords - 1},
+		{"grew by a tail less 1: a full read", []transport.Message{last(dA, 99+DefaultTailRecords-1), last(dB, 49)}, DefaultTailRecords},
 		{"grew by a tail", []transport.Message{last(dA, 99+DefaultTailRecords)}, DefaultTailRecords},
 		{"ends before what was read", []transport.Message{last(dA, 10)}, DefaultTailRecords},
 	} {
@@ -171,6 +172,9 @@ func TestUnread(t *testing.T) {
 		}
 	}
 
+	if n := newCore(t, 0).Unread(nil); n != 0 {
+		t.Errorf("Unread of a destination empty when read and now = %d, want 0", n)
+	}
 	c := newCore(t, 0)
 	if _, err := c.ResumeAcknowledged(tailOf(dA, part0, 0, 99)); err != nil {
 		t.Fatal(err)

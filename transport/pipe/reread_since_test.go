@@ -87,3 +87,53 @@ func TestRereadAfterTheDestinationShrankReadsWhatIsNew(t *testing.T) {
 		t.Errorf("wrote %d of part1 1..55, which the destination holds: want none", len(ws))
 	}
 }
+
+// TestRereadForgetsADestinationMadeAgain: the destination streams were
+// read holding part0 1..100 (dA) and part1 1..100 (dB). dA is deleted
+// and made again, and holds part0 1..10 now (another member's writes),
+// or nothing. A start reads the full tail (dA ends before what was
+// read), and what was read of dA before is replaced by what it holds
+// now: part0 11..100, which dA no longer holds, are written, not
+// dropped (and acknowledged: lost). dB, which did not shrink, is still
+// held.
+func TestRereadForgetsADestinationMadeAgain(t *testing.T) {
+	dA, dB := transport.StreamID{Topic: "dest"}, transport.StreamID{Topic: "dest", Partition: 1}
+	for _, tc := range []struct {
+		name string
+		now  []transport.Message // dA's records, made again
+	}{
+		{"holds 10", tailOf(dA, part0, 1, 10)},
+		{"empty", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCore(t, 0)
+			if _, err := c.ResumeAcknowledged(append(tailOf(dA, part0, 1, 100), tailOf(dB, part1, 1, 100)...)); err != nil {
+				t.Fatal(err)
+			}
+			bLast := tailOf(dB, part1, 100, 100)
+			bLast[0].Seq = 99
+			last := append(tc.now[max(0, len(tc.now)-1):], bLast...)
+			if n := c.Unread(last); n != DefaultTailRecords {
+				t.Fatalf("Unread = %d, want a full read", n)
+			}
+			if err := c.Reread(part0, append(tc.now, tailOf(dB, part1, 1, 100)...)); err != nil {
+				t.Fatal(err)
+			}
+			evs := []*transport.Event{startEv(part0, 1)}
+			for pos := uint64(1); pos <= 100; pos++ {
+				evs = append(evs, msg(part0, pos))
+			}
+			_, ws := feed(t, c, evs...)
+			if want := 100 - len(tc.now); len(ws) != want {
+				t.Errorf("wrote %d of part0 1..100, of which dA holds %d now: want %d", len(ws), len(tc.now), want)
+			}
+			evs = []*transport.Event{startEv(part1, 1)}
+			for pos := uint64(1); pos <= 100; pos++ {
+				evs = append(evs, msg(part1, pos))
+			}
+			if _, ws := feed(t, c, evs...); len(ws) != 0 {
+				t.Errorf("wrote %d of part1 1..100, which dB holds: want none", len(ws))
+			}
+		})
+	}
+}

@@ -100,6 +100,7 @@ func (c *Core) resume(tail []transport.Message, dropOnly, fresh bool) (int, erro
 		}
 	}
 	if fresh {
+		c.forgetShrunk(tail)
 		// A full read of each destination stream's tail: where each
 		// ends now, lower than before when the destination shrank (made
 		// again), so that a later read of what is new (Unread) reaches
@@ -162,6 +163,41 @@ func (c *Core) resume(tail []transport.Message, dropOnly, fresh bool) (int, erro
 		r.ended = r.ended || ended[src]
 	}
 	return len(owner), nil
+}
+
+// forgetShrunk forgets, before a full read of the destination's tail
+// (Reread) is taken, what was read before of each destination stream
+// that now ends before it (tail's last record of it is older than the
+// last read) or holds nothing (none in tail): a destination deleted and
+// made again, or truncated, no longer holds it. The source streams
+// found there are resumed from tail alone then, not from positions the
+// destination lost, which the source's messages at them would be
+// dropped (and acknowledged) for. Forgetting costs at most writing
+// again what the destination still holds, older than tail (the pipe's
+// own writes in flight and other members' included), which a look-back
+// (LookFor) finds where it reaches; keeping could lose it.
+func (c *Core) forgetShrunk(tail []transport.Message) {
+	end := map[transport.StreamID]uint64{}
+	for i := range tail {
+		end[tail[i].Stream] = max(end[tail[i].Stream], tail[i].Seq+1)
+	}
+	shrunk := map[transport.StreamID]bool{}
+	for dest, read := range c.ends {
+		if end[dest] < read { // 0 when it holds nothing
+			shrunk[dest] = true
+			delete(c.deep, dest)
+		}
+	}
+	if len(shrunk) == 0 {
+		return
+	}
+	for src, r := range c.resumed {
+		if shrunk[r.dest] {
+			delete(c.resumed, src)
+			delete(c.decided, src) // looked for again (LookFor)
+		}
+	}
+	c.curOK = false
 }
 
 // TailError is the first malformed origin header Resume found (nil if
