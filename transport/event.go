@@ -184,6 +184,15 @@ func (r GapReason) String() string {
 // Replaces is non-zero when the stream took over its feed from an earlier
 // session: the publisher restarted. Messages of the two sessions are never
 // mixed: nothing of Replaces is delivered after this event.
+//
+// A log's stream (one with a topic: a partition) may start again, with
+// no StreamEnd before: a consumer-group member that a rebalance took the
+// partition from and gave back starts it again, since another member may
+// have delivered from it meanwhile. Such a start's FirstSeq is past what
+// was delivered or reported of the stream before it, with no Gap for
+// what lies between (the other member's); a consumer that keeps state
+// per stream (a pipe's view of its destination) takes it up again
+// there. A publisher's stream starts once.
 type StreamStart struct {
 	Stream   StreamID
 	Replaces StreamID

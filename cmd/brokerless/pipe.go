@@ -41,13 +41,11 @@ consumer group commits its acknowledgements every few seconds, so a
 killed pipe is given again what it wrote in its last seconds: where TO
 is a log (logd://, kafka://) that keeps each FROM stream in one
 partition, the pipe reads TO's last records on start, and what TO was
-given since when a rebalance gives it a partition, and drops what TO
-already holds, acknowledging it, so nothing is written twice (a FROM
-stream TO holds out of order, as two pipes from two clusters whose topics
-share a name write it, is not resumed: it is written at least once; nor
-is a partition given back to a member that had it before, which the
-group does not start again: what another member wrote of it meanwhile
-and did not commit is written again).
+given since when a rebalance gives it a partition (or gives one back),
+and drops what TO already holds, acknowledging it, so nothing is written
+twice (a FROM stream TO holds out of order, as two pipes from two
+clusters whose topics share a name write it, is not resumed: it is
+written at least once).
 
 A FROM that cannot be acknowledged (a multicast feed) is resumed from TO
 instead: on start the pipe reads TO's last records, drops what FROM sends

@@ -23,8 +23,10 @@
 // (transport.StreamID{Topic, Partition}; Feed and Session are zero), and
 // a message's Seq is its offset. A publisher restart continues the same
 // stream, as it does in a log. A subscriber delivers each partition in
-// offset order, with a StreamStart before its first event. Offsets
-// skipped are reported as a Gap, with a reason:
+// offset order, with a StreamStart before its first event (and again
+// before its first event once a rebalance gives a group member back a
+// partition it lost: see GroupSubscriber). Offsets skipped are reported
+// as a Gap, with a reason:
 //
 //   - GapRetention: offsets below the partition's log start — deleted by
 //     retention, or by DeleteRecords, before the subscriber read them, or

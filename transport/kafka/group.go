@@ -32,7 +32,11 @@ import (
 //     records fetched and not yet received included. A partition that
 //     comes back to the same member resumes after what that member
 //     delivered (Stats.AlreadyDelivered counts what it skips), so a member
-//     never delivers an offset twice.
+//     never delivers an offset twice, and starts again: a StreamStart at
+//     the offset it resumes from (the group's commit, when that is
+//     further), before its first event, as another member may have
+//     delivered from it meanwhile (a pipe reads its destination again
+//     at each start). A revocation sends no StreamEnd.
 //
 // A gap marker's record, delivered as the Gap it stands for, is
 // acknowledged with the next message of its partition (Ack is
@@ -379,6 +383,9 @@ func (g *GroupSubscriber) disown(ps []int32) {
 		gone[p] = true
 		if st := g.parts[p]; st != nil {
 			st.owned = false // its epochs stay: see assigned
+			// Another member may deliver from it meanwhile: given
+			// back, it starts again (see emit).
+			st.restart = st.started
 		}
 	}
 	n := len(g.queue)
@@ -388,8 +395,13 @@ func (g *GroupSubscriber) disown(ps []int32) {
 		// The record pending came from was not delivered in full (its
 		// first event, which step returned, may be its StreamStart or
 		// a Gap before it): if the partition comes back, it resumes at
-		// that record, not after it (a Gap before it reported again).
-		g.part(g.pendingPart).next = g.pendingNext
+		// that record, not after it — after a Gap before it that step
+		// returned, which its new start does not report again.
+		st := g.part(g.pendingPart)
+		st.next = g.pendingNext
+		if st.next >= 0 {
+			st.next = max(st.next, st.delivered)
+		}
 		for _, ev := range g.pending {
 			if ev.Kind == transport.EventMessage || ev.Kind == transport.EventGap {
 				g.stats.Disowned++

@@ -83,6 +83,10 @@ type partition struct {
 	// the partition's first record decides.
 	next    int64
 	started bool
+	// restart: a rebalance took the partition from this GroupSubscriber
+	// since its last StreamStart; its next record, once it is back,
+	// starts it again (see GroupSubscriber.disown).
+	restart bool
 	// owned: a GroupSubscriber has the partition assigned. epochs are
 	// the leader epochs of delivered offsets not yet acknowledged.
 	owned  bool
@@ -376,7 +380,8 @@ func (s *Subscriber) part(p int32) *partition {
 }
 
 // emit turns a queued record into pending events: a StreamStart on the
-// partition's first record, a Gap for offsets skipped since the last
+// partition's first record (and on its first once a rebalance gave it
+// back), a Gap for offsets skipped since the last
 // one, then the record — as a message, or as the Gap a gap marker
 // stands for; a transaction marker only moves the position. Called with
 // mu held.
@@ -393,8 +398,8 @@ func (s *Subscriber) emit(q queued) {
 	}
 	id := transport.StreamID{Topic: r.Topic, Partition: r.Partition}
 	next := s.expected(st, q)
-	if !st.started {
-		st.started = true
+	if !st.started || st.restart {
+		st.started, st.restart = true, false
 		if next > r.Offset {
 			s.warnBelowStart(id, next, r.Offset)
 		}

@@ -36,24 +36,11 @@
 // Core.Reread), so that what its previous owner wrote and had not
 // committed is dropped too: only what the destination was given since
 // the pipe last read it (Core.Unread, Core.RereadSince), nothing when
-// nothing was.
-//
-// A partition handed back to the same member is not read for: the pipe
-// cannot tell it from the events it receives. Package transport/kafka's
-// GroupSubscriber starts a partition once per member (its StreamStart
-// comes with the partition's first record; a revocation sends no
-// StreamEnd and does not undo the start), so a partition revoked and
-// given back again goes on without a start, as if it had not left:
-// after what this member delivered when the group's commit is not past
-// it (another member that had it meanwhile acknowledged nothing further,
-// its writes still in flight at the revocation: nothing at all shows
-// then), else at that commit, a jump in positions without a Gap — which
-// the transaction markers the subscriber skips silently make too, one
-// per transaction, so a jump proves nothing. What the other member
-// wrote and had not committed is then written again (at least once).
-// Were the subscriber to start such a partition again (a StreamStart,
-// at the offset it resumes), the pipe would read for it, as for every
-// start of a log's stream.
+// nothing was. A partition handed back to the same member is read for
+// too: package transport/kafka's GroupSubscriber starts it again (a
+// second StreamStart, at the offset it resumes from), as the transport
+// contract allows a log's stream to, and the pipe reads for every start
+// of a log's stream.
 //
 // A source that cannot be acknowledged (multicast) is resumed from the
 // destination instead: on start the pipe reads the destination's last

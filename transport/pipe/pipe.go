@@ -70,9 +70,8 @@ type Config struct {
 	// Tail, the destination's, when it has one, is read again for a
 	// source that is acknowledged (a consumer group) each time it
 	// starts a log's stream (a transport.StreamStart of a stream with a
-	// topic: a partition a rebalance gave this member; not one given
-	// back to it, which package transport/kafka does not start again:
-	// see the package documentation), before the
+	// topic: a partition a rebalance gave this member, or gave back
+	// to it), before the
 	// stream's first event is taken, and what it holds is added to what
 	// Resume read (Core.Reread): what the partition's previous owner
 	// wrote and had not committed, which the source delivers again, is

@@ -21,7 +21,10 @@ import (
 //     From-1;
 //   - a stream-start comes at most once, before any message or gap of its
 //     stream, and the first of them starts at its FirstSeq (at or after
-//     it when contiguous is false); a stream it replaces is a direct
+//     it when contiguous is false); a log's stream may start again (a
+//     partition a rebalance gave back to a group member), at a FirstSeq
+//     past what was delivered or reported of it, where what follows
+//     starts the same way; a stream it replaces is a direct
 //     publisher's of the same feed, and delivers no message after it; a
 //     log's stream replaces none (a partition is one stream for its
 //     whole life);
@@ -57,6 +60,9 @@ type accounted struct {
 	// replacedAt is 1 + the index of the stream-start that replaced the
 	// stream; 0 while it was not replaced.
 	replacedAt int
+	// restarted: a log's stream started again, and nothing of it came
+	// since: the next message or gap starts at firstSeq.
+	restarted bool
 }
 
 type accountant struct {
@@ -122,14 +128,18 @@ func (a *accountant) data(id transport.StreamID, from, to uint64, message bool) 
 		return fmt.Sprintf("%s of stream %s after the stream-start at event %d replaced it", what, id, s.replacedAt-1)
 	case s.any && from <= s.last:
 		return fmt.Sprintf("%s of stream %s: seq %d was already delivered or reported", what, id, s.last)
-	case s.any && a.contiguous && from != s.last+1:
+	case s.restarted && a.contiguous && from != s.firstSeq:
+		return fmt.Sprintf("%s of stream %s: its second stream-start said FirstSeq %d", what, id, s.firstSeq)
+	case s.restarted && from < s.firstSeq:
+		return fmt.Sprintf("%s of stream %s: before FirstSeq %d of its second stream-start", what, id, s.firstSeq)
+	case s.any && !s.restarted && a.contiguous && from != s.last+1:
 		return fmt.Sprintf("%s of stream %s: seq %d..%d neither delivered nor reported", what, id, s.last+1, from-1)
 	case !s.any && s.started && a.contiguous && from != s.firstSeq:
 		return fmt.Sprintf("%s of stream %s: its stream-start said FirstSeq %d", what, id, s.firstSeq)
 	case !s.any && s.started && from < s.firstSeq:
 		return fmt.Sprintf("%s of stream %s: before FirstSeq %d of its stream-start", what, id, s.firstSeq)
 	}
-	s.any, s.last = true, to
+	s.any, s.last, s.restarted = true, to, false
 	return ""
 }
 
@@ -139,6 +149,16 @@ func (a *accountant) start(i int, st transport.StreamStart) string {
 	}
 	s := a.stream(st.Stream)
 	switch {
+	case s.started && st.Stream.Topic != "" && !s.ended && !s.open:
+		// A log's stream started again: past what came of it.
+		if s.any && st.FirstSeq <= s.last {
+			return fmt.Sprintf("second stream-start of %s at FirstSeq %d: seq %d was already delivered or reported", st.Stream, st.FirstSeq, s.last)
+		}
+		if !st.Replaces.IsZero() {
+			return fmt.Sprintf("stream-start of %s replaces %s: a log's partition is one stream for its whole life", st.Stream, st.Replaces)
+		}
+		s.firstSeq, s.restarted = st.FirstSeq, s.any
+		return ""
 	case s.started:
 		return fmt.Sprintf("second stream-start of %s", st.Stream)
 	case s.any:

@@ -72,6 +72,11 @@ func TestCheckAccounting(t *testing.T) {
 		{name: "zero session start", events: evlog(start(zero, zero, 1)), event: 0, reason: "zero session"},
 		{name: "zero session end", events: evlog(end(zero, 1)), event: 0, reason: "zero session"},
 		{name: "log streams", ok: true, events: evlog(start(l1, none, 0), msg(l1, 0, 0), gap(l1, 1, 2), msg(l2, 5, 1), msg(l1, 3, 2), end(l1, 3))},
+		{name: "log stream started again", ok: true, events: evlog(start(l1, none, 0), msg(l1, 0, 0), gap(l1, 1, 2), start(l1, none, 7), msg(l1, 7, 1), msg(l1, 8, 2))},
+		{name: "log stream started again at once", ok: true, events: evlog(start(l1, none, 3), start(l1, none, 3), msg(l1, 3, 0))},
+		{name: "log stream started again below delivered", events: evlog(start(l1, none, 0), msg(l1, 0, 0), msg(l1, 1, 1), start(l1, none, 1)), event: 3, reason: "seq 1 was already delivered"},
+		{name: "log stream started again replaces", events: evlog(start(l1, none, 0), msg(l1, 0, 0), start(l1, s1, 5)), event: 2, reason: "one stream for its whole life"},
+		{name: "log stream started after end", events: evlog(start(l1, none, 0), msg(l1, 0, 0), end(l1, 0), start(l1, none, 5)), event: 3, reason: "second stream-start"},
 		{name: "log stream replaces", events: evlog(start(l1, s1, 0)), event: 0, reason: "one stream for its whole life"},
 		{name: "replaces a log stream", events: evlog(start(s1, l1, 1)), event: 0, reason: "replaces t/0, a log's stream"},
 		{name: "topic and session", events: evlog(msg(transport.StreamID{Topic: "t", Session: 5}, 1, 0)), event: 0, reason: "names both"},
@@ -102,6 +107,7 @@ func TestCheckAccounting(t *testing.T) {
 			checkCase{name: "hole", events: evlog(msg(s1, 1, 0), msg(s1, 3, 1)), event: 1, reason: "seq 2..2 neither delivered nor reported"},
 			checkCase{name: "hole before gap", events: evlog(msg(s1, 1, 0), gap(s1, 3, 4)), event: 1, reason: "seq 2..2"},
 			checkCase{name: "not at FirstSeq", events: evlog(start(s1, zero, 1), msg(s1, 2, 0)), event: 1, reason: "FirstSeq 1"},
+			checkCase{name: "not at second FirstSeq", events: evlog(start(l1, none, 0), msg(l1, 0, 0), start(l1, none, 5), msg(l1, 6, 1)), event: 3, reason: "second stream-start said FirstSeq 5"},
 			checkCase{name: "silent tail", events: evlog(msg(s1, 1, 0), end(s1, 3)), event: 1, reason: "seq 2..3 neither delivered nor reported"},
 		))
 	})
@@ -109,6 +115,8 @@ func TestCheckAccounting(t *testing.T) {
 		runChecks(t, func(evs []transport.Event) error { return transporttest.CheckAccounting(evs, false) }, append(both,
 			checkCase{name: "hole", ok: true, events: evlog(msg(s1, 1, 0), msg(s1, 3, 1))},
 			checkCase{name: "after FirstSeq", ok: true, events: evlog(start(s1, zero, 1), msg(s1, 2, 0))},
+			checkCase{name: "before second FirstSeq", events: evlog(start(l1, none, 0), msg(l1, 0, 0), start(l1, none, 5), msg(l1, 4, 1)), event: 3, reason: "before FirstSeq 5 of its second"},
+			checkCase{name: "after second FirstSeq", ok: true, events: evlog(start(l1, none, 0), msg(l1, 0, 0), start(l1, none, 5), msg(l1, 6, 1))},
 			checkCase{name: "end after last", ok: true, events: evlog(msg(s1, 1, 0), end(s1, 3))},
 		))
 	})
