@@ -9,8 +9,9 @@ import (
 // PublishBatch is Publish of each message of ms in turn, at a fraction
 // of the cost for small messages: the publisher's lock is taken once
 // for every publishChunk messages instead of once a message, and the
-// clock is read once for the call (again only after waiting), so the
-// messages without a Time share the call's publish time. It returns how
+// clock is read once each time it is taken (and again after waiting),
+// so the messages without a Time of a chunk share its publish time,
+// and times never go back along the stream. It returns how
 // many of ms it took, and why not all when it took fewer: ctx ended
 // while flow control or the full send queue held a message, the
 // Publisher was closed, flow control refused one (Config.FlowFail), or
@@ -52,6 +53,9 @@ func (p *Publisher) publishBatch(ctx context.Context, ms []transport.Message, do
 		if i > 0 && i%publishChunk == 0 {
 			p.wakeSender()
 			p.mu.Lock()
+			// Another call may have taken the lock meanwhile: the
+			// messages after its must not carry an earlier time.
+			now = p.publishNow()
 		}
 		waited, err := p.enqueue(ctx, &now, &ms[i], pendingReceipt{batchDone: done, index: i})
 		if err != nil {

@@ -3,9 +3,13 @@ package multicast
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/net/ipv4"
 
 	"github.com/brokerless/brokerless/reliable"
 	"github.com/brokerless/brokerless/transport"
@@ -305,5 +309,101 @@ func TestPublishBatchConcurrent(t *testing.T) {
 			t.Fatalf("message %d, expected %d or %d next", i, next[0], next[1])
 		}
 		next[k]++
+	}
+}
+
+// TestPublishBatchTimesFollowSeq: Publish calls that come between
+// the chunks of a long batch (here from the send goroutine's writes,
+// on a clock that moves at every read) do not leave the batch's next
+// messages with a publish time from before theirs: times never go back
+// along the stream, as they do not with Publish calls alone.
+func TestPublishBatchTimesFollowSeq(t *testing.T) {
+	const n = 100_000
+	var ns atomic.Int64
+	ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	cfg := testConfig(t)
+	cfg.Now = func() time.Time { return time.Unix(0, ns.Add(int64(time.Microsecond))) }
+	cfg.Sender.HeartbeatMin, cfg.Sender.HeartbeatMax = time.Hour, time.Hour
+	cfg.Sender.MaxQueued, cfg.Sender.WindowBytes = 8192, 32<<20 // the whole batch fits: no wait
+	p := mustPub(t, cfg)
+	var (
+		mu       sync.Mutex // the send goroutine's writes, the test's reads
+		times    []int64    // publish times along the stream
+		singles  atomic.Int64
+		batching atomic.Bool
+		frames   []reliable.Frame
+	)
+	for set := false; !set; runtime.Gosched() {
+		p.mu.Lock()
+		if !p.writing {
+			write := p.writeBatch
+			p.writeBatch = func(wm []ipv4.Message, flags int) (int, error) {
+				mu.Lock()
+				for _, m := range wm {
+					for _, b := range m.Buffers {
+						h, err := reliable.ParseHeader(b)
+						if err != nil || h.Type != reliable.TypeData {
+							continue
+						}
+						if _, frames, err = reliable.ParseData(b, frames); err != nil {
+							t.Errorf("a datagram sent: %v", err)
+						}
+						for _, f := range frames {
+							times = append(times, f.Time)
+						}
+					}
+				}
+				mu.Unlock()
+				if batching.Load() {
+					// The batch holds the lock, but for the ends of
+					// its chunks: this call gets it at one of them,
+					// or after the batch.
+					if err := p.Publish(context.Background(), transport.Message{Payload: indexed(n, 64)}); err != nil {
+						t.Errorf("publish: %v", err)
+					}
+					singles.Add(1)
+				}
+				return write(wm, flags)
+			}
+			set = true
+		}
+		p.mu.Unlock()
+	}
+	ms := make([]transport.Message, n)
+	for i := range ms {
+		ms[i].Payload = indexed(i, 64)
+	}
+	const rounds = 4 // a call lands between chunks in about half the rounds
+	for range rounds {
+		batching.Store(true)
+		taken, err := p.PublishBatch(context.Background(), ms)
+		batching.Store(false)
+		if taken != n || err != nil {
+			t.Fatalf("batch took %d of %d: %v", taken, n, err)
+		}
+		// The queue empty again: the next round, and the calls
+		// of the send goroutine's writes, do not wait for it.
+		if err := p.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := rounds*n + int(singles.Load()); len(times) != want {
+		t.Fatalf("%d messages sent, want %d", len(times), want)
+	}
+	back := 0
+	for i := 1; i < len(times); i++ {
+		if times[i] < times[i-1] {
+			if back++; back == 1 {
+				t.Errorf("message %d along the stream published at %d, the one before it at %d", i, times[i], times[i-1])
+			}
+		}
+	}
+	if back > 0 {
+		t.Errorf("%d messages published at a time before the one ahead of them", back)
 	}
 }
