@@ -29,20 +29,8 @@ func TestFlowControlSlowSubscriber(t *testing.T) {
 			scfg.Queue, scfg.RecvBuffer = 2, 64<<10
 			s := mustSub(t, scfg)
 			p := mustPub(t, cfg)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
 			go publishN(t, p, 0, n, 64)
-			var a accountant
-			for a.next < n+1 {
-				ev, err := s.Receive(ctx)
-				if err != nil {
-					t.Fatalf("after sequence %d: %v; gaps %v", a.next-1, err, a.gaps)
-				}
-				a.add(t, &ev)
-				if ev.Kind == transport.EventMessage && a.lastIndex%500 == 0 {
-					time.Sleep(2 * time.Millisecond) // a slow reader
-				}
-			}
+			a := readSlowly(t, s, n)
 			ps, ss := p.Stats(), s.Stats()
 			if mode == reliable.FlowNone {
 				if len(a.gaps) == 0 {
@@ -63,6 +51,27 @@ func TestFlowControlSlowSubscriber(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readSlowly reads messages 0..n-1 (sequence numbers 1..n) from s, or
+// the gaps that stand for them, sleeping 2 ms every 500 messages: a
+// slow reader, whose socket buffer overflows while it sleeps.
+func readSlowly(t *testing.T, s *Subscriber, n int) accountant {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var a accountant
+	for a.next < uint64(n)+1 {
+		ev, err := s.Receive(ctx)
+		if err != nil {
+			t.Fatalf("after sequence %d: %v; gaps %v", a.next-1, err, a.gaps)
+		}
+		a.add(t, &ev)
+		if ev.Kind == transport.EventMessage && a.lastIndex%500 == 0 {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	return a
 }
 
 // TestFlowFail: with FlowFail, a held Publish fails at once instead of

@@ -248,19 +248,7 @@ func TestPublishBatchLongerThanTheQueue(t *testing.T) {
 		}
 		errc <- err
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var a accountant
-	for a.next < n+1 {
-		ev, err := s.Receive(ctx)
-		if err != nil {
-			t.Fatalf("after sequence %d: %v; gaps %v", a.next-1, err, a.gaps)
-		}
-		a.add(t, &ev)
-		if ev.Kind == transport.EventMessage && a.lastIndex%500 == 0 {
-			time.Sleep(2 * time.Millisecond) // a slow reader
-		}
-	}
+	a := readSlowly(t, s, n)
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
