@@ -9,9 +9,15 @@ package kafka
 // [lostFrom, lostTo), which an acknowledgement commits no further into
 // than its start (see commitAfter). A second loss before the range was
 // acknowledged past widens it. The leader epochs noted from resetTo on
-// are forgotten: those offsets have new records, and new epochs. Called
-// with mu held.
-func (p *partition) lose(resetTo int64) {
+// are forgotten: those offsets have new records, and new epochs.
+//
+// lose reports whether the commit must go back to resetTo: the
+// partition is owned by a GroupSubscriber whose group committed, or
+// which marked for commit, an offset past it. That commit would skip
+// the records the broker holds from resetTo on, which Receive has not
+// returned; floor goes back to resetTo, and the caller moves the
+// client's mark there (Subscriber.take). Called with mu held.
+func (p *partition) lose(resetTo int64) (rewind bool) {
 	if p.delivered > resetTo {
 		if p.lostTo > p.lostFrom {
 			p.lostFrom, p.lostTo = min(p.lostFrom, resetTo), max(p.lostTo, p.delivered)
@@ -30,6 +36,11 @@ func (p *partition) lose(resetTo int64) {
 			break
 		}
 	}
+	if p.owned && p.floor > resetTo {
+		p.floor = resetTo
+		return true
+	}
+	return false
 }
 
 // acked reports whether an acknowledgement of offset is of an offset

@@ -175,7 +175,14 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 // and the one delivered since, and an Ack does not say which: an Ack
 // of one commits the reset point, and the new record is delivered
 // again after a restart rather than skipped. An Ack never commits past
-// a record Receive has not returned.
+// a record Receive has not returned. For the same reason the loss moves
+// back a commit past the reset point that was marked (an Ack made
+// before the loss) or made (the group's): the next commit — periodic,
+// before a rebalance, or Close's — writes the reset point, whatever the
+// leader epoch of the mark (on logd, always unknown), so the records
+// the broker holds from there on go to the next owner if this member
+// stops before Receive returns them. A commit already in flight with
+// the old mark may still land; the next one moves it back.
 func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq uint64) error {
 	select {
 	case <-g.closed:

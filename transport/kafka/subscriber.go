@@ -94,7 +94,8 @@ type partition struct {
 	// floor, of a GroupSubscriber, is the lowest offset an
 	// acknowledgement commits, plus one: the group's commit when the
 	// partition was assigned, then one past the last offset
-	// acknowledged. An acknowledgement below it commits nothing.
+	// acknowledged, or a data loss's reset point below it (see lose).
+	// An acknowledgement below it commits nothing.
 	floor int64
 	// delivered is one past the last offset Receive has returned the
 	// event of (see noteDelivered): an acknowledgement must be below
@@ -306,8 +307,10 @@ func (s *Subscriber) poll(ctx context.Context) error {
 // than a context's or a group session the client joins again.
 func (s *Subscriber) take(fetches kgo.Fetches) error {
 	var first error
+	// rewind holds the commits a data loss moves back (see lose), set
+	// once mu is released: the client takes its own locks.
+	var rewind map[int32]kgo.EpochOffset
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		for _, r := range fp.Records {
 			s.queue = append(s.queue, queued{r, fp.LogStartOffset})
@@ -325,12 +328,26 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 		if errors.As(err, &loss) && loss.Topic == s.topic {
 			// The broker lost what was delivered from ResetTo on: what
 			// it holds there now is new, not delivered (see lose).
-			s.part(loss.Partition).lose(loss.ResetTo)
+			if s.part(loss.Partition).lose(loss.ResetTo) {
+				if rewind == nil {
+					rewind = map[int32]kgo.EpochOffset{}
+				}
+				rewind[loss.Partition] = kgo.EpochOffset{Epoch: -1, Offset: loss.ResetTo}
+			}
 		}
 		if first == nil {
 			first = fmt.Errorf("kafka transport: fetch %s/%d: %w", fp.Topic, fp.Partition, err)
 		}
 	})
+	s.mu.Unlock()
+	if len(rewind) > 0 {
+		// SetOffsets, unlike a mark, moves the client's mark back,
+		// whatever its leader epoch. Called before the poll allows a
+		// rebalance (kgo.BlockRebalanceOnPoll): no revocation runs
+		// meanwhile, and a commit in flight that carried the old mark
+		// leaves the new one to the next commit.
+		s.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.topic: rewind})
+	}
 	return first
 }
 
