@@ -171,6 +171,9 @@ func BenchmarkFlowCost(b *testing.B) {
 	run := func(mode reliable.FlowMode) rateResult {
 		cfg := testConfig(b)
 		cfg.Sender.Flow.Mode = mode
+		if mode != reliable.FlowNone {
+			cfg.Sender.Flow.MinReceivers = 1 // see limitOurs
+		}
 		return transportRateConfig(b, b.N, cfg, cfg, rateOpts{})
 	}
 	flow, none := pairedCost(b, "flow", "none",

@@ -130,7 +130,10 @@ const limitPubBatch = DefaultBatch * 19
 // the kernel's UDP offloads, published and read as o says.
 func limitOurs(b *testing.B, noOffload bool, o rateOpts) rateResult {
 	cfg := testConfig(b)
-	cfg.Sender.Flow.Mode = reliable.FlowMin
+	// MinReceivers 1: the publisher waits for the subscriber's first
+	// STATUS; outrun before it, a subscriber is never waited for
+	// (reliable.FlowConfig.MinReceivers), and a round lost messages.
+	cfg.Sender.Flow = reliable.FlowConfig{Mode: reliable.FlowMin, MinReceivers: 1}
 	cfg.NoOffload = noOffload
 	return transportRateConfig(b, b.N, cfg, cfg, o)
 }

@@ -50,7 +50,13 @@ type FlowConfig struct {
 	Tag uint64
 	// MinReceivers: Publish is held until this many receivers (tagged
 	// ones under FlowTagged) are known, so none misses the start.
-	// Default 0.
+	// Default 0. With fewer, a receiver the publisher outran before its
+	// first STATUS came (a subscriber descheduled for the few
+	// milliseconds a fast publisher takes to fill its window) is never
+	// waited for: each STATUS it sends names a position the window no
+	// longer holds, which is ignored as a forged one would be
+	// (FlowBehind counts them), and a publisher faster than it goes on
+	// outrunning it. Count here every receiver that must lose nothing.
 	MinReceivers int
 	// ReceiverTimeout: a receiver silent this long is no longer waited
 	// for (a crashed or stopped subscriber must not stop the feed).
