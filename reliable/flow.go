@@ -57,6 +57,9 @@ type FlowConfig struct {
 	// longer holds, which is ignored as a forged one would be
 	// (FlowBehind counts them), and a publisher faster than it goes on
 	// outrunning it. Count here every receiver that must lose nothing.
+	// With a key (SenderConfig.Key) such a receiver is waited for from
+	// the window's low edge on: it loses only what it lost before its
+	// first STATUS.
 	MinReceivers int
 	// ReceiverTimeout: a receiver silent this long is no longer waited
 	// for (a crashed or stopped subscriber must not stop the feed).
@@ -110,6 +113,7 @@ type leftReceiver struct {
 // flow is a Sender's flow control state: the receivers it waits for.
 type flow struct {
 	cfg      FlowConfig
+	keyed    bool           // every STATUS is authenticated (SenderConfig.Key)
 	rcv      []flowReceiver // at most cfg.MaxReceivers
 	left     []leftReceiver // recently left, oldest first; at most cfg.MaxReceivers
 	held     bool           // the last Publish was held: Deadline wakes for expiries
@@ -139,7 +143,9 @@ func (f *flow) on() bool { return f.cfg.Mode != FlowNone }
 // such a receiver (its subscriber reports its own Gap), so that STATUS
 // is counted (FlowBehind) and ignored, whatever receiver it names. With
 // a key, only key holders' STATUS is taken, each once (a replay is
-// dropped by the opener: auth.go).
+// dropped by the opener: auth.go), and one behind the window is taken
+// as naming the window's low edge (still counted, FlowBehind): the
+// receiver, outrun, is waited for from there on and loses nothing more.
 //
 // A leaving STATUS (Status.Leaving: the receiver's subscriber closed)
 // drops its receiver at once instead of after ReceiverTimeout. UDP may
@@ -180,7 +186,13 @@ func (f *flow) status(now time.Time, from netip.AddrPort, st Status, sentNext, l
 	}
 	if st.Next < low {
 		f.stats.FlowBehind++
-		return
+		if !f.keyed {
+			return
+		}
+		// A key holder's: a receiver the publisher outran (before its
+		// first STATUS came, or since). Waited for from the window's
+		// low edge on, it loses nothing more.
+		st.Next = low
 	}
 	next := min(st.Next, sentNext)
 	f.cached = false

@@ -2,6 +2,7 @@ package reliable
 
 import (
 	"errors"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -285,5 +286,65 @@ func TestFlowIgnoresReceiverBehindWindow(t *testing.T) {
 	st := s.Stats()
 	if held > 0 || st.FlowBehind != 2 || st.FlowReceivers != 1 {
 		t.Fatalf("STATUS behind the window (low %d): %d of 5000 publishes held; stats %+v", low, held, st)
+	}
+}
+
+// TestFlowKeyedWaitsForReceiverBehindWindow: with a key, a receiver
+// whose first STATUS names a position the window no longer holds (the
+// publisher outran it before that STATUS came) is waited for from the
+// window's low edge on: the publisher is held until it reports more,
+// then goes on. Without a key the same STATUS is ignored
+// (TestFlowIgnoresReceiverBehindWindow).
+func TestFlowKeyedWaitsForReceiverBehindWindow(t *testing.T) {
+	now := simEpoch
+	s, err := NewSender(SenderConfig{Session: 1, Key: testKey, Flow: FlowConfig{Mode: FlowMin}, MaxMessageSize: 4096, WindowDatagrams: 64, WindowBytes: 64 * DefaultMTU, MaxQueued: 16}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := netip.MustParseAddrPort("127.0.0.1:9000")
+	sl := newSealer(testKey)
+	status := func(next uint64) {
+		b := AppendStatus(make([]byte, 0, statusLen+TrailerLen), s.Stream(), Status{Receiver: 7, Next: next, Window: 1 << 30})
+		if err := s.HandleControl(now, from, b[:sl.seal(b[:cap(b)], len(b))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf := make([]byte, 65536)
+	payload := make([]byte, 1000) // a datagram a message
+	publish := func() error {
+		_, err := s.Publish(now, &transport.Message{Payload: payload})
+		s.Flush()
+		for {
+			if _, _, ok := s.NextOutgoing(now, buf); !ok {
+				return err
+			}
+		}
+	}
+	// No receiver known: the publisher runs through its window twice.
+	for range 128 {
+		if err := publish(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	low := s.win.low(s.SentNext())
+	if low <= 1 {
+		t.Fatalf("window low %d: the publisher did not outrun anything", low)
+	}
+	status(1) // the outrun receiver's first STATUS
+	if st := s.Stats(); st.FlowBehind != 1 || len(s.flow.rcv) != 1 {
+		t.Fatalf("FlowBehind %d, receivers %d: want the receiver taken, at the low edge", st.FlowBehind, len(s.flow.rcv))
+	}
+	held := 0
+	for range 128 {
+		if publish() != nil {
+			held++
+		}
+	}
+	if held == 0 {
+		t.Fatal("the publisher went on past the outrun receiver's low edge")
+	}
+	status(s.SentNext()) // it caught up
+	if err := publish(); err != nil {
+		t.Fatalf("held after the receiver caught up: %v", err)
 	}
 }

@@ -104,7 +104,7 @@ func NewSender(cfg SenderConfig, now time.Time) (*Sender, error) {
 	}
 	s.ncf = make([]Range, 0, s.maxWire)
 	s.budgets = newBudgets(&s.cfg, now)
-	s.flow = flow{cfg: cfg.Flow, stats: &s.stats}
+	s.flow = flow{cfg: cfg.Flow, keyed: cfg.Key != nil, stats: &s.stats}
 	if cfg.Key != nil {
 		s.sealer = newSealer(cfg.Key)
 		s.opener = newOpener(cfg.Key, cfg.keysKept(), now)

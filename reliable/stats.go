@@ -38,10 +38,10 @@ type SenderStats struct {
 	// flow control started waiting for; FlowTimeouts, receivers it
 	// stopped waiting for after ReceiverTimeout of silence;
 	// FlowReceiversFull, STATUS from new receivers dropped because
-	// MaxReceivers were tracked; FlowBehind, STATUS ignored because it
-	// named a position the retransmit window no longer holds (waiting
-	// could not help that receiver; a forged one must not hold the
-	// publisher); ReceiversLeft, receivers it stopped waiting for at
+	// MaxReceivers were tracked; FlowBehind, STATUS that named a
+	// position the retransmit window no longer holds: ignored without
+	// a key (a forged one must not hold the publisher), taken as the
+	// window's low edge with one; ReceiversLeft, receivers it stopped waiting for at
 	// once because their leaving STATUS said they closed;
 	// StatusAfterLeave, STATUS ignored because its receiver had left
 	// since it was sent (UDP delivered it after the leaving STATUS: it
