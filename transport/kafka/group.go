@@ -435,7 +435,11 @@ func (g *GroupSubscriber) Close() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), closeFlush)
 		defer cancel()
+		// A data loss's rewind under way (take) is finished first: the
+		// commit writes its reset point, not the mark past it.
+		g.rewindMu.Lock()
 		cerr := g.cl.CommitMarkedOffsets(ctx)
+		g.rewindMu.Unlock()
 		close(g.closeCommitted)
 		if cerr != nil {
 			g.closeErr = fmt.Errorf("kafka transport: commit on close: %w", cerr)

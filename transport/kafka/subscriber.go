@@ -47,6 +47,13 @@ type Subscriber struct {
 	start    int64
 	earliest bool
 
+	// rewindMu is held by take from before it takes mu until the
+	// client's marks a data loss moves back are moved (see lose), and
+	// by a GroupSubscriber's Close around its commit: a Close that
+	// begins meanwhile commits the reset point, not the mark past it
+	// that no later commit would correct. Taken before mu.
+	rewindMu sync.Mutex
+
 	mu sync.Mutex
 	// policy is the topic's cleanup policy, learned on the first hole
 	// that needs it (see learnPolicy).
@@ -67,6 +74,9 @@ type Subscriber struct {
 
 	once   sync.Once
 	closed chan struct{}
+	// rewinding, when set (by a test), is called by take once mu is
+	// released, before it moves the client's marks back (see lose).
+	rewinding func()
 }
 
 // queued is a fetched record and the log start offset its fetch
@@ -310,6 +320,8 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 	// rewind holds the commits a data loss moves back (see lose), set
 	// once mu is released: the client takes its own locks.
 	var rewind map[int32]kgo.EpochOffset
+	s.rewindMu.Lock()
+	defer s.rewindMu.Unlock()
 	s.mu.Lock()
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		for _, r := range fp.Records {
@@ -340,12 +352,16 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 		}
 	})
 	s.mu.Unlock()
+	if len(rewind) > 0 && s.rewinding != nil {
+		s.rewinding()
+	}
 	if len(rewind) > 0 {
 		// SetOffsets, unlike a mark, moves the client's mark back,
 		// whatever its leader epoch. Called before the poll allows a
 		// rebalance (kgo.BlockRebalanceOnPoll): no revocation runs
 		// meanwhile, and a commit in flight that carried the old mark
-		// leaves the new one to the next commit.
+		// leaves the new one to the next commit. Close's commit, the
+		// last, waits for it (rewindMu).
 		s.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.topic: rewind})
 	}
 	return first
