@@ -2,8 +2,6 @@ package kafka
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -17,22 +15,8 @@ import (
 // would have the next owner skip the records the broker holds from 6
 // on, which Receive never returned, and no commit follows Close's.
 func TestDataLossRewindBeforeCloseCommit(t *testing.T) {
-	addr := startLogd(t, fastGroups)
-	createTopic(t, addr, "loss", 1)
-	cl := newClient(t, addr)
-	for i := range 10 {
-		produce(t, cl, &kgo.Record{Topic: "loss", Value: fmt.Appendf(nil, "%d", i)})
-	}
-	ctx := context.Background()
-	g, err := NewGroupSubscriber(ctx, Config{Brokers: []string{addr}, Topic: "loss", Group: "g",
-		Options: append([]kgo.Opt{kgo.AutoCommitInterval(time.Hour)}, groupOpts...)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	ms := messages(receiveUntil(t, g, untilMessages(10)))
-	stream := ms[0].Stream
-	if err := g.Ack(ctx, stream, 9); err != nil {
+	addr, g, stream := tenDelivered(t, time.Hour)
+	if err := g.Ack(context.Background(), stream, 9); err != nil {
 		t.Fatal(err)
 	}
 	closeBegun := make(chan struct{})
@@ -49,11 +33,7 @@ func TestDataLossRewindBeforeCloseCommit(t *testing.T) {
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
-	loss := &kgo.ErrDataLoss{Topic: "loss", Partition: stream.Partition, ConsumedTo: 10, ConsumedToEpoch: -1, ResetTo: 6, ResetToEpoch: -1}
-	fetches := kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "loss", Partitions: []kgo.FetchPartition{{Partition: stream.Partition, Err: loss}}}}}}
-	if err := g.take(fetches); !errors.As(err, &loss) {
-		t.Fatalf("take: %v, want the data loss", err)
-	}
+	takeLoss(t, g, &kgo.ErrDataLoss{Topic: "loss", Partition: stream.Partition, ConsumedTo: 10, ConsumedToEpoch: -1, ResetTo: 6, ResetToEpoch: -1})
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}

@@ -21,28 +21,11 @@ import (
 // (or none: past the broker's new log end). An Ack of an offset never
 // returned is still refused.
 func TestAckAfterDataLoss(t *testing.T) {
-	addr := startLogd(t, fastGroups)
-	createTopic(t, addr, "loss", 1)
-	cl := newClient(t, addr)
-	for i := range 10 {
-		produce(t, cl, &kgo.Record{Topic: "loss", Value: fmt.Appendf(nil, "%d", i)})
-	}
+	addr, g, stream := tenDelivered(t, time.Hour)
 	ctx := context.Background()
-	g, err := NewGroupSubscriber(ctx, Config{Brokers: []string{addr}, Topic: "loss", Group: "g",
-		Options: append([]kgo.Opt{kgo.AutoCommitInterval(time.Hour)}, groupOpts...)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	ms := messages(receiveUntil(t, g, untilMessages(10)))
-	stream := ms[0].Stream
 	// The fetch that reports the loss, as the client returns it; no
 	// Receive runs meanwhile.
-	loss := &kgo.ErrDataLoss{Topic: "loss", Partition: stream.Partition, ConsumedTo: 10, ResetTo: 6}
-	fetches := kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "loss", Partitions: []kgo.FetchPartition{{Partition: stream.Partition, Err: loss}}}}}}
-	if err := g.take(fetches); !errors.As(err, &loss) {
-		t.Fatalf("take: %v, want the data loss", err)
-	}
+	takeLoss(t, g, &kgo.ErrDataLoss{Topic: "loss", Partition: stream.Partition, ConsumedTo: 10, ResetTo: 6})
 	if err := g.Ack(ctx, stream, 10); !errors.Is(err, ErrNotDelivered) {
 		t.Fatalf("Ack of offset 10, never delivered: %v, want ErrNotDelivered", err)
 	}
@@ -113,11 +96,38 @@ func TestAckAcrossDataLoss(t *testing.T) {
 // to to, was reset to resetTo.
 func lose(t *testing.T, g *GroupSubscriber, to, resetTo int64) {
 	t.Helper()
-	loss := &kgo.ErrDataLoss{Topic: "t", Partition: 0, ConsumedTo: to, ResetTo: resetTo}
-	fetches := kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "t", Partitions: []kgo.FetchPartition{{Partition: 0, Err: loss}}}}}}
+	takeLoss(t, g, &kgo.ErrDataLoss{Topic: "t", Partition: 0, ConsumedTo: to, ResetTo: resetTo})
+}
+
+// takeLoss has g take the fetch that reports loss, as the client
+// returns it.
+func takeLoss(t *testing.T, g *GroupSubscriber, loss *kgo.ErrDataLoss) {
+	t.Helper()
+	fetches := kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: loss.Topic, Partitions: []kgo.FetchPartition{{Partition: loss.Partition, Err: loss}}}}}}
 	if err := g.take(fetches); !errors.As(err, &loss) {
 		t.Fatalf("take: %v, want the data loss", err)
 	}
+}
+
+// tenDelivered starts a logd whose topic "loss" (one partition) holds
+// offsets 0..9, and a member of group "g" committing every interval
+// that has received all ten; it returns logd's address, the member
+// (closed when the test ends) and the partition's stream.
+func tenDelivered(t *testing.T, interval time.Duration) (string, *GroupSubscriber, transport.StreamID) {
+	t.Helper()
+	addr := startLogd(t, fastGroups)
+	createTopic(t, addr, "loss", 1)
+	cl := newClient(t, addr)
+	for i := range 10 {
+		produce(t, cl, &kgo.Record{Topic: "loss", Value: fmt.Appendf(nil, "%d", i)})
+	}
+	g, err := NewGroupSubscriber(context.Background(), Config{Brokers: []string{addr}, Topic: "loss", Group: "g",
+		Options: append([]kgo.Opt{kgo.AutoCommitInterval(interval)}, groupOpts...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return addr, g, messages(receiveUntil(t, g, untilMessages(10)))[0].Stream
 }
 
 // TestDataLossForgetsEpochs: the leader epochs noted for offsets a
