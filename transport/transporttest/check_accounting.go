@@ -119,6 +119,12 @@ func (a *accountant) data(id transport.StreamID, from, to uint64, message bool) 
 		return fmt.Sprintf("%s of stream %s: %s", what, id, bad)
 	}
 	s := a.stream(id)
+	// atStart: what comes next starts at the FirstSeq of the stream's
+	// last stream-start (its first, or a log's second).
+	atStart, which := s.restarted || !s.any && s.started, "stream-start"
+	if s.restarted {
+		which = "second stream-start"
+	}
 	switch {
 	case s.ended:
 		return fmt.Sprintf("%s of stream %s after its stream-end", what, id)
@@ -128,16 +134,12 @@ func (a *accountant) data(id transport.StreamID, from, to uint64, message bool) 
 		return fmt.Sprintf("%s of stream %s after the stream-start at event %d replaced it", what, id, s.replacedAt-1)
 	case s.any && from <= s.last:
 		return fmt.Sprintf("%s of stream %s: seq %d was already delivered or reported", what, id, s.last)
-	case s.restarted && a.contiguous && from != s.firstSeq:
-		return fmt.Sprintf("%s of stream %s: its second stream-start said FirstSeq %d", what, id, s.firstSeq)
-	case s.restarted && from < s.firstSeq:
-		return fmt.Sprintf("%s of stream %s: before FirstSeq %d of its second stream-start", what, id, s.firstSeq)
-	case s.any && !s.restarted && a.contiguous && from != s.last+1:
+	case atStart && a.contiguous && from != s.firstSeq:
+		return fmt.Sprintf("%s of stream %s: its %s said FirstSeq %d", what, id, which, s.firstSeq)
+	case atStart && from < s.firstSeq:
+		return fmt.Sprintf("%s of stream %s: before FirstSeq %d of its %s", what, id, s.firstSeq, which)
+	case s.any && !atStart && a.contiguous && from != s.last+1:
 		return fmt.Sprintf("%s of stream %s: seq %d..%d neither delivered nor reported", what, id, s.last+1, from-1)
-	case !s.any && s.started && a.contiguous && from != s.firstSeq:
-		return fmt.Sprintf("%s of stream %s: its stream-start said FirstSeq %d", what, id, s.firstSeq)
-	case !s.any && s.started && from < s.firstSeq:
-		return fmt.Sprintf("%s of stream %s: before FirstSeq %d of its stream-start", what, id, s.firstSeq)
 	}
 	s.any, s.last, s.restarted = true, to, false
 	return ""
