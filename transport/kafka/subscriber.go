@@ -352,10 +352,10 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 		}
 	})
 	s.mu.Unlock()
-	if len(rewind) > 0 && s.rewinding != nil {
-		s.rewinding()
-	}
 	if len(rewind) > 0 {
+		if s.rewinding != nil {
+			s.rewinding()
+		}
 		// SetOffsets, unlike a mark, moves the client's mark back,
 		// whatever its leader epoch. Called before the poll allows a
 		// rebalance (kgo.BlockRebalanceOnPoll): no revocation runs
