@@ -287,7 +287,6 @@ type rateOpts struct {
 // transportRateConfig is transportRateReceipts with the publisher's and
 // the subscriber's Config, published and read as o says.
 func transportRateConfig(b *testing.B, n int, cfg, scfg Config, o rateOpts) rateResult {
-	receipts, batch := o.receipts, o.recvBatch
 	s := mustSub(b, scfg)
 	p := mustPub(b, cfg)
 	payload := make([]byte, benchPayload)
@@ -310,7 +309,7 @@ func transportRateConfig(b *testing.B, n int, cfg, scfg Config, o rateOpts) rate
 		}
 		for i := 0; i < n; i++ {
 			var err error
-			if receipts {
+			if o.receipts {
 				err = p.PublishReceipt(ctx, transport.Message{Payload: payload}, done)
 			} else {
 				err = p.Publish(ctx, transport.Message{Payload: payload})
@@ -334,7 +333,7 @@ func transportRateConfig(b *testing.B, n int, cfg, scfg Config, o rateOpts) rate
 		}
 	}
 	for got+lost < uint64(n) {
-		if batch {
+		if o.recvBatch {
 			evs, err := s.ReceiveBatch(rctx, 1024)
 			if err != nil {
 				b.Fatalf("after %d messages: %v", got, err)
@@ -351,7 +350,7 @@ func transportRateConfig(b *testing.B, n int, cfg, scfg Config, o rateOpts) rate
 		count(&ev)
 	}
 	rate := float64(got) / time.Since(start).Seconds()
-	if receipts {
+	if o.receipts {
 		select {
 		case <-allReceipted:
 		case <-rctx.Done():
