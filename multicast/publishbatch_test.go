@@ -1,9 +1,11 @@
 package multicast
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,8 +76,12 @@ func TestPublishReceipts(t *testing.T) {
 		}
 		switch ev.Kind {
 		case transport.EventMessage:
-			m := ev.Message
-			m.Payload = append([]byte(nil), m.Payload...)
+			m := ev.Message // its slices are valid until the next Receive
+			m.Payload, m.Key = bytes.Clone(m.Payload), bytes.Clone(m.Key)
+			m.Headers = slices.Clone(m.Headers)
+			for j := range m.Headers {
+				m.Headers[j].Value = bytes.Clone(m.Headers[j].Value)
+			}
 			got = append(got, m)
 		case transport.EventGap:
 			t.Fatalf("gap %v", ev.Gap)

@@ -47,9 +47,9 @@ type Subscriber struct {
 	statsMu sync.Mutex
 	stats   SubscriberStats // snapshot published by the reader
 
-	ready chan *batch // filled batches, in order
-	free  chan *batch // batches the application is done with
-	cur   *batch      // batch being read by Receive
+	ready chan *batch  // filled batches, in order
+	free  *freeBatches // batches the application is done with
+	cur   *batch       // batch being read by Receive
 	next  int
 	one   [1]transport.Event // ReceiveBatch's result from the archive path
 
@@ -117,7 +117,7 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 		eng:      eng,
 		inbox:    newInbox(256),
 		ready:    make(chan *batch, cfg.Queue),
-		free:     make(chan *batch, cfg.Queue+1),
+		free:     newFreeBatches(cfg.Queue + 1),
 		roleFree: make(chan struct{}, 1),
 		kicked:   make(chan struct{}, 1),
 		away:     time.NewTimer(time.Hour),
@@ -135,7 +135,7 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 		}
 	}
 	for i := 0; i < cfg.Queue; i++ {
-		s.free <- newBatch()
+		s.free.put(newBatch())
 	}
 	s.out = newBatch()
 	if s.data, err = listenUDP(ctx, cfg.Group, reuseAddr); err != nil {

@@ -49,12 +49,12 @@ func TestReceiveBatch(t *testing.T) {
 	}
 	got = append(got, ev.Message.Seq)
 	take(100, 1) // the rest of the first batch
-	if len(s.free) != 0 {
-		t.Fatalf("%d batches back to the reader while the first is still valid", len(s.free))
+	if s.free.len() != 0 {
+		t.Fatalf("%d batches back to the reader while the first is still valid", s.free.len())
 	}
 	take(0, 1) // below 1 counts as 1
-	if len(s.free) != 1 {
-		t.Fatalf("%d batches back to the reader after the first was read to its end, want 1", len(s.free))
+	if s.free.len() != 1 {
+		t.Fatalf("%d batches back to the reader after the first was read to its end, want 1", s.free.len())
 	}
 	take(100, 1)
 	if want := []uint64{1, 2, 3, 4, 5, 6, 7}; !equalSeqs(got, want) {
@@ -133,7 +133,7 @@ func readerHeldSubscriber(tb testing.TB, ready int) *Subscriber {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { conn.Close() })
-	return &Subscriber{data: conn, ready: make(chan *batch, ready), free: make(chan *batch, ready+1), roleFree: make(chan struct{}, 1), stop: make(chan struct{})}
+	return &Subscriber{data: conn, ready: make(chan *batch, ready), free: newFreeBatches(ready + 1), roleFree: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
 // benchReceiving returns a subscriber whose reader hands back every
@@ -153,13 +153,12 @@ func benchReceiving(b *testing.B) *Subscriber {
 	go func() {
 		defer close(done)
 		for {
-			select {
-			case bt := <-s.free:
-				bt.events = bt.events[:batchEvents] // the same events again
-				s.ready <- bt
-			case <-s.stop:
+			bt := s.free.take(s.stop)
+			if bt == nil {
 				return
 			}
+			bt.events = bt.events[:batchEvents] // the same events again
+			s.ready <- bt
 		}
 	}()
 	b.Cleanup(func() { close(s.stop); <-done })

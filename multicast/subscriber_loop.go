@@ -262,12 +262,8 @@ func (s *Subscriber) handOver() bool {
 			return false
 		}
 	}
-	select {
-	case s.out = <-s.free:
-		return true
-	case <-s.stop:
-		return false
-	}
+	s.out = s.free.take(s.stop)
+	return s.out != nil
 }
 
 // handler is the Subscriber seen as the engine's reliable.Handler. Its

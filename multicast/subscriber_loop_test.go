@@ -50,8 +50,8 @@ func TestSubscriberOwnReadBounded(t *testing.T) {
 	}
 	s.Close()
 	batches := append([]*batch{s.out, s.cur}, s.over...)
-	for len(s.free) > 0 {
-		batches = append(batches, <-s.free)
+	for b := s.free.tryTake(); b != nil; b = s.free.tryTake() {
+		batches = append(batches, b)
 	}
 	for len(s.ready) > 0 {
 		batches = append(batches, <-s.ready)
@@ -61,8 +61,8 @@ func TestSubscriberOwnReadBounded(t *testing.T) {
 			t.Fatalf("a batch grew to %d events (made for %d); stats %+v", cap(b.events), batchEvents, st)
 		}
 	}
-	if len(batches) > cap(s.free)+2 { // the free ones, s.out and s.cur
-		t.Fatalf("%d batches remain, at most %d may", len(batches), cap(s.free)+2)
+	if len(batches) > s.free.cap()+2 { // the free ones, s.out and s.cur
+		t.Fatalf("%d batches remain, at most %d may", len(batches), s.free.cap()+2)
 	}
 }
 
@@ -74,9 +74,9 @@ func TestSubscriberOwnReadBounded(t *testing.T) {
 // takes them all in order.
 func TestSubscriberOwnOverflow(t *testing.T) {
 	const queue, n = 2, 10*batchEvents + 7
-	s := &Subscriber{ready: make(chan *batch, queue), free: make(chan *batch, queue+1), stop: make(chan struct{}), appReads: true}
+	s := &Subscriber{ready: make(chan *batch, queue), free: newFreeBatches(queue + 1), stop: make(chan struct{}), appReads: true}
 	for range queue {
-		s.free <- newBatch()
+		s.free.put(newBatch())
 	}
 	s.out = newBatch()
 	h := (*handler)(s)
@@ -120,9 +120,9 @@ func TestSubscriberOwnOverflow(t *testing.T) {
 func TestSubscriberQueueBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const queue, n = 2, 10 * batchEvents
-		s := &Subscriber{ready: make(chan *batch, queue), free: make(chan *batch, queue+1), stop: make(chan struct{})}
+		s := &Subscriber{ready: make(chan *batch, queue), free: newFreeBatches(queue + 1), stop: make(chan struct{})}
 		for range queue {
-			s.free <- newBatch()
+			s.free.put(newBatch())
 		}
 		s.out = newBatch()
 		ev := transport.Event{Kind: transport.EventMessage, Message: transport.Message{Payload: []byte("x")}}
@@ -142,8 +142,7 @@ func TestSubscriberQueueBounded(t *testing.T) {
 				t.Fatalf("a batch of %d events (at most %d); the reader had run %d events ahead", len(b.events), batchEvents, got+len(b.events))
 			}
 			got += len(b.events)
-			b.reset()
-			s.free <- b
+			s.free.put(b)
 		}
 		<-done
 	})

@@ -268,24 +268,16 @@ func (s *Subscriber) popOver() *batch {
 // some). Those the free ones have no room for go (recycle): no more
 // than two beyond the Queue+1 made at the start remain.
 func (s *Subscriber) spare() *batch {
-	select {
-	case b := <-s.free:
+	if b := s.free.tryTake(); b != nil {
 		return b
-	default:
-		return newBatch()
 	}
+	return newBatch()
 }
 
 // recycle gives a batch the application is done with back to the free
 // ones, or to the garbage collector when they are all there (one made
 // by spare).
-func (s *Subscriber) recycle(b *batch) {
-	b.reset()
-	select {
-	case s.free <- b:
-	default:
-	}
-}
+func (s *Subscriber) recycle(b *batch) { s.free.put(b) }
 
 // hook makes the end of ctx wake a read, so that a Receive reading for
 // itself returns when ctx ends. The registration stays for the next
