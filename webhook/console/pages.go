@@ -21,6 +21,9 @@ const (
 	maxRecentShown = 50
 	// maxRecoverWindow is the longest time range one recover takes.
 	maxRecoverWindow = 365 * 24 * time.Hour
+	// maxChangeTries is how many times a button reads an endpoint again
+	// when it changed between its read and its write.
+	maxChangeTries = 8
 )
 
 // health is an endpoint with what its recent attempts say of it.
@@ -239,31 +242,41 @@ func showPayload(p []byte) string {
 func (c *Console) setEnabled(enable bool) func(http.ResponseWriter, *http.Request, *visit) {
 	return func(w http.ResponseWriter, r *http.Request, v *visit) {
 		id := r.PathValue("id")
-		e, err := c.cfg.Store.GetEndpoint(r.Context(), id)
-		if err != nil {
-			c.storeError(w, v, "reading the endpoint", err)
-			return
-		}
-		msg := fmt.Sprintf("Endpoint %s was already %s.", id, map[bool]string{true: "enabled", false: "disabled"}[enable])
-		if e.Enabled != enable {
-			e.Enabled = enable
-			if enable {
-				e.DisabledReason, e.FailingSince = "", time.Time{}
-				msg = fmt.Sprintf("Endpoint %s enabled.", id)
-			} else {
-				e.DisabledReason = "disabled in the console"
-				msg = fmt.Sprintf("Endpoint %s disabled: it gets no new events and no attempts until enabled.", id)
-			}
-			e.Updated = c.cfg.Now()
-			if err := c.cfg.Store.UpdateEndpoint(r.Context(), e); err != nil {
-				c.storeError(w, v, "updating the endpoint", err)
+		// Read again when the endpoint changed since it was read (the
+		// dispatcher recorded its health or disabled it): written over
+		// a stale copy, that change would be undone.
+		for try := 0; ; try++ {
+			e, err := c.cfg.Store.GetEndpoint(r.Context(), id)
+			if err != nil {
+				c.storeError(w, v, "reading the endpoint", err)
 				return
 			}
-			if enable {
-				c.cfg.Notify()
+			msg := fmt.Sprintf("Endpoint %s was already %s.", id, map[bool]string{true: "enabled", false: "disabled"}[enable])
+			if e.Enabled != enable {
+				e.Enabled = enable
+				if enable {
+					e.DisabledReason, e.FailingSince = "", time.Time{}
+					msg = fmt.Sprintf("Endpoint %s enabled.", id)
+				} else {
+					e.DisabledReason = "disabled in the console"
+					msg = fmt.Sprintf("Endpoint %s disabled: it gets no new events and no attempts until enabled.", id)
+				}
+				e.Updated = c.cfg.Now()
+				err := c.cfg.Store.UpdateEndpoint(r.Context(), e)
+				if errors.Is(err, store.ErrConflict) && try < maxChangeTries {
+					continue
+				}
+				if err != nil {
+					c.storeError(w, v, "updating the endpoint", err)
+					return
+				}
+				if enable {
+					c.cfg.Notify()
+				}
 			}
+			c.done(w, r, v, "/endpoints/"+id, msg)
+			return
 		}
-		c.done(w, r, v, "/endpoints/"+id, msg)
 	}
 }
 

@@ -15,6 +15,9 @@ var (
 	ErrLeaseLost = errors.New("store: lease lost")
 	// ErrBadAddress is a database address Open does not understand.
 	ErrBadAddress = errors.New("store: bad database address")
+	// ErrConflict is an UpdateEndpoint of an endpoint changed since it
+	// was read (its Revision is no longer the row's).
+	ErrConflict = errors.New("store: endpoint changed since it was read")
 )
 
 // Store is the dispatcher's durable state. Every method is safe for
@@ -23,7 +26,10 @@ type Store interface {
 	CreateEndpoint(ctx context.Context, e *Endpoint) error
 	GetEndpoint(ctx context.Context, id string) (*Endpoint, error)
 	ListEndpoints(ctx context.Context) ([]*Endpoint, error)
-	// UpdateEndpoint writes every field but ID and Created. Disabling an
+	// UpdateEndpoint writes every field but ID, Created and Revision,
+	// when e.Revision (unless zero) is still the stored endpoint's:
+	// otherwise it writes nothing and returns an error wrapping
+	// ErrConflict. It sets e.Revision to the new revision. Disabling an
 	// endpoint pauses its pending deliveries; enabling it makes them
 	// pending again. Completions of attempts to it recorded meanwhile
 	// neither fail it nor are failed by it.

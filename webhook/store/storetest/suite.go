@@ -43,6 +43,7 @@ func Run(t *testing.T, open Open) {
 		{"DeleteEndpointCompleting", testDeleteEndpointCompleting},
 		{"DeleteEndpointInserting", testDeleteEndpointInserting},
 		{"UpdateEndpointCompleting", testUpdateEndpointCompleting},
+		{"UpdateRevision", testUpdateRevision},
 		{"DisableCompleting", testDisableCompleting},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
@@ -811,6 +812,10 @@ func testDisabledMidAttempt(t *testing.T, s store.Store) {
 				t.Errorf("delivery to %s after its attempt: %s, %d attempts; want %s, 1", d.EndpointID, d.Status, d.Attempts, want)
 			}
 		}
+	}
+	e, err := s.GetEndpoint(c, "ep_1") // (the completions changed it)
+	if err != nil {
+		t.Fatal(err)
 	}
 	e.Enabled, e.DisabledReason = true, ""
 	if err := s.UpdateEndpoint(c, e); err != nil {
