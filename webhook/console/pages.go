@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -64,10 +65,11 @@ type deliveryRow struct {
 	Attempts []*store.Attempt
 }
 
-// recent reads up to n events created before before (zero: any), newest
-// first, with their deliveries and attempts.
-func (c *Console) recent(ctx context.Context, before time.Time, n int) ([]*eventRow, error) {
-	evs, err := c.cfg.Store.ListEvents(ctx, before, n)
+// recent reads up to n events after the one created at before with id
+// beforeID (before zero: from the newest; see store.Store.ListEvents),
+// newest first, with their deliveries and attempts.
+func (c *Console) recent(ctx context.Context, before time.Time, beforeID string, n int) ([]*eventRow, error) {
+	evs, err := c.cfg.Store.ListEvents(ctx, before, beforeID, n)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +149,7 @@ func (c *Console) endpointsPage(w http.ResponseWriter, r *http.Request, v *visit
 		c.internal(w, "listing endpoints", err)
 		return
 	}
-	rows, err := c.recent(r.Context(), time.Time{}, c.cfg.HealthEvents)
+	rows, err := c.recent(r.Context(), time.Time{}, "", c.cfg.HealthEvents)
 	if err != nil {
 		c.internal(w, "reading recent events", err)
 		return
@@ -167,7 +169,7 @@ func (c *Console) endpointPage(w http.ResponseWriter, r *http.Request, v *visit)
 		c.storeError(w, v, "reading the endpoint", err)
 		return
 	}
-	rows, err := c.recent(r.Context(), time.Time{}, c.cfg.HealthEvents)
+	rows, err := c.recent(r.Context(), time.Time{}, "", c.cfg.HealthEvents)
 	if err != nil {
 		c.internal(w, "reading recent events", err)
 		return
@@ -199,14 +201,18 @@ func (c *Console) eventsPage(w http.ResponseWriter, r *http.Request, v *visit) {
 		}
 		before = t
 	}
-	rows, err := c.recent(r.Context(), before, eventsPerPage)
+	rows, err := c.recent(r.Context(), before, r.URL.Query().Get("before_id"), eventsPerPage)
 	if err != nil {
 		c.internal(w, "reading recent events", err)
 		return
 	}
+	// The next page starts after the last event shown, its time and id:
+	// by time alone, the events of that millisecond left off this page
+	// would be on none.
 	older := ""
 	if len(rows) == eventsPerPage {
-		older = rows[len(rows)-1].Created.UTC().Format(time.RFC3339Nano)
+		last := rows[len(rows)-1]
+		older = "/events?" + url.Values{"before": {last.Created.UTC().Format(time.RFC3339Nano)}, "before_id": {last.ID}}.Encode()
 	}
 	c.page(w, v, "events", "Events", map[string]any{"Events": rows, "Older": older})
 }

@@ -47,9 +47,14 @@ type Store interface {
 	// returns created false.
 	InsertEvent(ctx context.Context, ev *Event, targets ...string) (created bool, err error)
 	GetEvent(ctx context.Context, id string) (*Event, error)
-	// ListEvents returns up to limit events, newest first, created
-	// before before (zero: any).
-	ListEvents(ctx context.Context, before time.Time, limit int) ([]*Event, error)
+	// ListEvents returns up to limit events, newest first (by creation
+	// time, then by id, the highest first), those that come after the
+	// event created at before with id beforeID in that order: created
+	// before before, or at before with an id below beforeID. With before
+	// zero, from the newest; with beforeID empty, those created before
+	// before. The next page of a listing starts after its last event
+	// (its Created and ID): many events can share one creation time.
+	ListEvents(ctx context.Context, before time.Time, beforeID string, limit int) ([]*Event, error)
 	ListDeliveries(ctx context.Context, eventID string) ([]*Delivery, error)
 	ListAttempts(ctx context.Context, eventID string) ([]*Attempt, error)
 	// Resend makes the event's deliveries (to endpointID only, if given)

@@ -27,6 +27,7 @@ func Run(t *testing.T, open Open) {
 		{"FanOut", testFanOut},
 		{"FanOutChanges", testFanOutChanges},
 		{"Idempotency", testIdempotency},
+		{"ListEventsPaging", testListEventsPaging},
 		{"ClaimLease", testClaimLease},
 		{"NextDueSkip", testNextDueSkip},
 		{"NextDueLeases", testNextDueLeases},
@@ -166,7 +167,7 @@ func testFanOut(t *testing.T, s store.Store) {
 	if err != nil || len(ds) != 3 || ds[0].Status != store.StatusPending || !ds[0].NextAttempt.Equal(t0) {
 		t.Fatalf("deliveries of msg_1: %+v %v", ds, err)
 	}
-	evs, err := s.ListEvents(c, time.Time{}, 2)
+	evs, err := s.ListEvents(c, time.Time{}, "", 2)
 	if err != nil || len(evs) != 2 {
 		t.Fatalf("list events: %v %v", evs, err)
 	}
