@@ -210,6 +210,12 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		asked []*endpointState
 	)
 	for id, ep := range d.endpoints {
+		if d.idle(ep) && ep.bucket != nil && ep.bucket.full(now) {
+			// Forgotten as an endpoint without a rate limit is when its
+			// worker ends (work), now that its bucket is as a new one.
+			delete(d.endpoints, id)
+			continue
+		}
 		if ep.held > d.refillBelow(ep) {
 			skip = append(skip, id)
 			working = append(working, id)
@@ -273,6 +279,14 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 // maxPaced is how many idle endpoints a dispatcher remembers the slow
 // pace of (Dispatcher.depth).
 const maxPaced = 1024
+
+// idle reports whether ep holds no delivery and runs no worker, and its
+// state says nothing worth remembering but a rate limit: its pace does
+// not shorten its queue, or maxPaced endpoints are remembered already.
+// d.mu is held.
+func (d *Dispatcher) idle(ep *endpointState) bool {
+	return ep.running == 0 && ep.held == 0 && (d.depth(ep) == d.cfg.QueueDepth || len(d.endpoints) > maxPaced)
+}
 
 // refillBelow is the most deliveries ep holds (queued or being
 // attempted) and still gets refilled: Concurrency and half its queue.
@@ -354,8 +368,9 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		if len(ep.queue) == 0 {
 			ep.running--
 			// An idle endpoint is forgotten, unless its pace shortens its
-			// queue (up to maxPaced of those are remembered).
-			if ep.running == 0 && ep.held == 0 && ep.bucket == nil && (d.depth(ep) == d.cfg.QueueDepth || len(d.endpoints) > maxPaced) {
+			// queue (up to maxPaced of those are remembered) or its rate
+			// limit's bucket is not full (poll forgets it once it is).
+			if d.idle(ep) && ep.bucket == nil {
 				delete(d.endpoints, id)
 			}
 			d.mu.Unlock()
