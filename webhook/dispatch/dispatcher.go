@@ -47,6 +47,14 @@ type endpointState struct {
 	// pace is how long its attempts take (a moving average; zero before
 	// the first), which bounds its queue (Dispatcher.depth).
 	pace time.Duration
+	// disabling counts this dispatcher's attempts that disable the
+	// endpoint (410 Gone, failing too long) and are not recorded yet.
+	// Meanwhile its deliveries claimed ahead are released, not attempted,
+	// and no more are queued: recorded, the disable pauses them with the
+	// endpoint's other pending deliveries, to be delivered once it is
+	// enabled again (attempted, each would have failed for good on its
+	// own 410).
+	disabling int
 }
 
 // claimed is a leased delivery, when the lease was taken (by Now) and
@@ -210,10 +218,16 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		asked []*endpointState
 	)
 	for id, ep := range d.endpoints {
-		if d.idle(ep) && ep.bucket != nil && ep.bucket.full(now) {
+		if d.idle(ep) && (ep.bucket == nil || ep.bucket.full(now)) {
 			// Forgotten as an endpoint without a rate limit is when its
-			// worker ends (work), now that its bucket is as a new one.
+			// worker ends (work), now that its bucket is as a new one or
+			// its disable recorded.
 			delete(d.endpoints, id)
+			continue
+		}
+		if ep.disabling > 0 {
+			// Being disabled: what a claim took would be released.
+			skip = append(skip, id)
 			continue
 		}
 		if ep.held > d.refillBelow(ep) {
@@ -285,7 +299,7 @@ const maxPaced = 1024
 // not shorten its queue, or maxPaced endpoints are remembered already.
 // d.mu is held.
 func (d *Dispatcher) idle(ep *endpointState) bool {
-	return ep.running == 0 && ep.held == 0 && (d.depth(ep) == d.cfg.QueueDepth || len(d.endpoints) > maxPaced)
+	return ep.running == 0 && ep.held == 0 && ep.disabling == 0 && (d.depth(ep) == d.cfg.QueueDepth || len(d.endpoints) > maxPaced)
 }
 
 // refillBelow is the most deliveries ep holds (queued or being
@@ -331,7 +345,7 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, now time.Time) boo
 		ep = &endpointState{}
 		d.endpoints[id] = ep
 	}
-	if ep.held >= d.cfg.Concurrency+d.depth(ep) || d.held >= d.cfg.MaxInFlight || d.heldBytes >= d.cfg.MaxInFlightBytes {
+	if ep.held >= d.cfg.Concurrency+d.depth(ep) || d.held >= d.cfg.MaxInFlight || d.heldBytes >= d.cfg.MaxInFlightBytes || ep.disabling > 0 {
 		return false
 	}
 	if rate := j.Endpoint.RateLimit; rate > 0 {
@@ -379,15 +393,19 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		c := ep.queue[0]
 		ep.queue[0] = nil
 		ep.queue = ep.queue[1:]
-		at := c.at
+		at, disabling := c.at, ep.disabling > 0
 		d.mu.Unlock()
 		// Start only with time left on the lease to finish and record the
 		// attempt; otherwise another claim may already be attempting it.
 		start := d.cfg.Now()
-		attempted := !start.After(at.Add(d.cfg.Lease - d.cfg.Timeout - leaseMargin))
-		if attempted {
+		attempted := !disabling && !start.After(at.Add(d.cfg.Lease-d.cfg.Timeout-leaseMargin))
+		switch {
+		case attempted:
 			d.attempt(ctx, c)
-		} else {
+		case disabling:
+			// Paused by the disable under way (endpointState.disabling).
+			d.release(ctx, []string{c.job.Delivery.ID})
+		default:
 			d.stats.expired.Add(1)
 			d.release(ctx, []string{c.job.Delivery.ID})
 		}
