@@ -170,6 +170,7 @@ func (d *Dispatcher) recorded(batch []*store.Completion, err error) {
 	for _, c := range batch {
 		if ep := d.endpoints[c.Attempt.EndpointID]; c.Disable != "" && ep != nil && ep.disabling > 0 {
 			ep.disabling--
+			ep.staleUpTo = d.polls
 		}
 	}
 	d.mu.Unlock()
