@@ -11,6 +11,9 @@
 //	whsec_<base64 of 24–64 bytes>   HMAC-SHA256   entry "v1,<base64>"
 //	whsk_<base64 ed25519 seed>      ed25519       entry "v1a,<base64>"
 //
+// As the official libraries do, ParseSecret also takes a symmetric
+// secret's bare base64, without whsec_.
+//
 // SetHeaders writes webhook-id, webhook-timestamp and webhook-signature;
 // with several secrets webhook-signature carries one entry per secret,
 // separated by spaces, so a receiver that knows either the old or the

@@ -51,7 +51,8 @@ var std = base64.StdEncoding.Strict()
 
 // ParseSecret reads a secret's string form:
 //   - "whsec_" followed by the standard padded base64 of 24 to 64 bytes
-//     (HMAC-SHA256, signatures "v1,…");
+//     (HMAC-SHA256, signatures "v1,…"), or that base64 alone, without
+//     the prefix, as the official libraries accept it;
 //   - "whsk_" followed by the standard padded base64 of an ed25519
 //     private key: its 32-byte seed, or the 64-byte seed‖public key
 //     (signatures "v1a,…").
@@ -90,6 +91,11 @@ func ParseSecret(s string) (Secret, error) {
 	case strings.HasPrefix(s, PublicKeyPrefix):
 		return Secret{}, fmt.Errorf("%w: %s… is a public key: it verifies, it cannot sign (use ParsePublicKey)", ErrBadSecret, PublicKeyPrefix)
 	default:
+		// The official libraries strip a whsec_ prefix when there is one
+		// and decode the rest: the bare base64 is a symmetric secret too.
+		if key, err := std.DecodeString(s); err == nil && len(key) >= MinSecretLen && len(key) <= MaxSecretLen {
+			return Secret{hmacKey: key}, nil
+		}
 		return Secret{}, fmt.Errorf("%w: want %s… or %s…", ErrBadSecret, SymmetricPrefix, PrivateKeyPrefix)
 	}
 }

@@ -46,3 +46,21 @@ func TestSpecVectorVerify(t *testing.T) {
 		t.Fatalf("Verify(tampered body) = %v, want ErrNoMatchingSignature", err)
 	}
 }
+
+// TestSpecVectorBareSecret: the official libraries take the secret with
+// or without its whsec_ prefix (they strip it when present, then decode
+// the base64), so a receiver given the bare base64 form verifies too,
+// and it reads back as the prefixed form.
+func TestSpecVectorBareSecret(t *testing.T) {
+	bare := strings.TrimPrefix(vectorSecret, SymmetricPrefix)
+	s, err := ParseSecret(bare)
+	if err != nil {
+		t.Fatalf("ParseSecret(the spec's secret without %s) = %v", SymmetricPrefix, err)
+	}
+	if got := s.Sign(vectorID, time.Unix(vectorTS, 0), []byte(vectorBody)); got != vectorSig {
+		t.Fatalf("Sign = %s, want %s", got, vectorSig)
+	}
+	if s.String() != vectorSecret {
+		t.Fatalf("String() = %s, want %s", s, vectorSecret)
+	}
+}

@@ -54,7 +54,9 @@ func TestParseSecret(t *testing.T) {
 		{"whsec_" + strings.TrimRight(b(25), "="), false},
 		{"whsec_" + base64.URLEncoding.EncodeToString(bytes.Repeat([]byte{0xfb}, 30)), false},
 		{"whsec_", false},
-		{b(32), false},
+		{b(32), true}, // the bare form, as the official libraries take it
+		{b(23), false},
+		{"whsec" + b(32), false},
 		{"whsk_" + b(32), true},
 		{"whsk_" + b(31), false},
 		{"whsk_" + b(64), false}, // public half does not match the seed

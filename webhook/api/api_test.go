@@ -95,7 +95,7 @@ func (f *fixture) must(want int, method, path, body string, out any) {
 // nothingStored fails the test if the store holds any event or endpoint.
 func (f *fixture) nothingStored() {
 	f.t.Helper()
-	evs, _ := f.st.ListEvents(context.Background(), time.Time{}, 10)
+	evs, _ := f.st.ListEvents(context.Background(), time.Time{}, "", 10)
 	eps, _ := f.st.ListEndpoints(context.Background())
 	if len(evs) > 0 || len(eps) > 0 {
 		f.t.Fatalf("stored %d events and %d endpoints", len(evs), len(eps))

@@ -11,4 +11,10 @@
 // path, the query or the Idempotency-Key header, holding a NUL or bytes
 // not UTF-8, which PostgreSQL cannot store), 404 for a missing object, 413 for a body
 // over MaxBodyBytes.
+//
+// A PATCH of an endpoint or a secret rotation applies its change to the
+// endpoint as stored when it writes it: a change made since it was read
+// (the dispatcher disabling the endpoint, another request) is kept, the
+// endpoint read again (409 if it keeps changing). Event listings page by
+// the last event shown: before (its created_at) and before_id (its id).
 package api

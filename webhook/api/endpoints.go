@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"time"
@@ -173,21 +174,46 @@ func (s *Server) updateEndpoint(r *http.Request) (int, any, error) {
 	if in.Secret != nil {
 		return 0, nil, badRequest("secret: change it with POST /v1/endpoints/{id}/secret/rotate")
 	}
-	e, err := s.cfg.Store.GetEndpoint(r.Context(), r.PathValue("id"))
+	var wasEnabled bool
+	e, err := s.change(r, func(e *store.Endpoint) error {
+		wasEnabled = e.Enabled
+		return s.apply(&in, e, s.cfg.Now())
+	})
 	if err != nil {
-		return 0, nil, err
-	}
-	wasEnabled := e.Enabled
-	if err := s.apply(&in, e, s.cfg.Now()); err != nil {
-		return 0, nil, err
-	}
-	if err := s.cfg.Store.UpdateEndpoint(r.Context(), e); err != nil {
 		return 0, nil, err
 	}
 	if e.Enabled && !wasEnabled {
 		s.cfg.Notify()
 	}
 	return http.StatusOK, endpointView(e), nil
+}
+
+// maxChangeTries is how many times change reads an endpoint again when
+// another write landed between its read and its write.
+const maxChangeTries = 8
+
+// change reads the endpoint of the request's path, applies f to it and
+// writes it (store.UpdateEndpoint), over the revision it read: when the
+// endpoint changed in between (the dispatcher disabled it or recorded
+// its health, another request changed it), it reads it again and
+// applies f to that, so a change made meanwhile is never undone by the
+// copy read before it. After maxChangeTries it gives up with 409.
+func (s *Server) change(r *http.Request, f func(e *store.Endpoint) error) (*store.Endpoint, error) {
+	for range maxChangeTries {
+		e, err := s.cfg.Store.GetEndpoint(r.Context(), r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		if err := f(e); err != nil {
+			return nil, err
+		}
+		err = s.cfg.Store.UpdateEndpoint(r.Context(), e)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		return e, err
+	}
+	return nil, &httpError{http.StatusConflict, "the endpoint is being changed by others: try again"}
 }
 
 func (s *Server) deleteEndpoint(r *http.Request) (int, any, error) {
@@ -245,28 +271,28 @@ func (s *Server) rotateSecret(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	e, err := s.cfg.Store.GetEndpoint(r.Context(), r.PathValue("id"))
+	var now time.Time
+	e, err := s.change(r, func(e *store.Endpoint) error {
+		now = s.cfg.Now()
+		var keep []store.Secret
+		for _, old := range e.Secrets {
+			if old.Expires.IsZero() || old.Expires.After(now.Add(grace)) {
+				old.Expires = now.Add(grace)
+			}
+			if now.Before(old.Expires) {
+				keep = append(keep, old)
+			}
+		}
+		// At most store.MaxSecrets sign an attempt: the oldest rotated-out
+		// secrets expire now (Svix keeps only the previous one).
+		if n := len(keep) - (store.MaxSecrets - 1); n > 0 {
+			keep = keep[n:]
+		}
+		e.Secrets = append(keep, store.Secret{Secret: sec.String()})
+		e.Updated = now
+		return nil
+	})
 	if err != nil {
-		return 0, nil, err
-	}
-	now := s.cfg.Now()
-	var keep []store.Secret
-	for _, old := range e.Secrets {
-		if old.Expires.IsZero() || old.Expires.After(now.Add(grace)) {
-			old.Expires = now.Add(grace)
-		}
-		if now.Before(old.Expires) {
-			keep = append(keep, old)
-		}
-	}
-	// At most store.MaxSecrets sign an attempt: the oldest rotated-out
-	// secrets expire now (Svix keeps only the previous one).
-	if n := len(keep) - (store.MaxSecrets - 1); n > 0 {
-		keep = keep[n:]
-	}
-	e.Secrets = append(keep, store.Secret{Secret: sec.String()})
-	e.Updated = now
-	if err := s.cfg.Store.UpdateEndpoint(r.Context(), e); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, secretView(e, now), nil

@@ -90,7 +90,13 @@ func (s *Server) listEvents(r *http.Request) (int, any, error) {
 		}
 		before = t
 	}
-	list, err := s.cfg.Store.ListEvents(r.Context(), before, limit)
+	// The next page starts after the last event of the previous one, its
+	// created_at and id: many events can share a creation time.
+	beforeID := r.URL.Query().Get("before_id")
+	if beforeID != "" && before.IsZero() {
+		return 0, nil, badRequest("before_id: only with before (the created_at of that event)")
+	}
+	list, err := s.cfg.Store.ListEvents(r.Context(), before, beforeID, limit)
 	if err != nil {
 		return 0, nil, err
 	}

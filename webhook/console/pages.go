@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -21,6 +22,9 @@ const (
 	maxRecentShown = 50
 	// maxRecoverWindow is the longest time range one recover takes.
 	maxRecoverWindow = 365 * 24 * time.Hour
+	// maxChangeTries is how many times a button reads an endpoint again
+	// when it changed between its read and its write.
+	maxChangeTries = 8
 )
 
 // health is an endpoint with what its recent attempts say of it.
@@ -61,10 +65,11 @@ type deliveryRow struct {
 	Attempts []*store.Attempt
 }
 
-// recent reads up to n events created before before (zero: any), newest
-// first, with their deliveries and attempts.
-func (c *Console) recent(ctx context.Context, before time.Time, n int) ([]*eventRow, error) {
-	evs, err := c.cfg.Store.ListEvents(ctx, before, n)
+// recent reads up to n events after the one created at before with id
+// beforeID (before zero: from the newest; see store.Store.ListEvents),
+// newest first, with their deliveries and attempts.
+func (c *Console) recent(ctx context.Context, before time.Time, beforeID string, n int) ([]*eventRow, error) {
+	evs, err := c.cfg.Store.ListEvents(ctx, before, beforeID, n)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +149,7 @@ func (c *Console) endpointsPage(w http.ResponseWriter, r *http.Request, v *visit
 		c.internal(w, "listing endpoints", err)
 		return
 	}
-	rows, err := c.recent(r.Context(), time.Time{}, c.cfg.HealthEvents)
+	rows, err := c.recent(r.Context(), time.Time{}, "", c.cfg.HealthEvents)
 	if err != nil {
 		c.internal(w, "reading recent events", err)
 		return
@@ -164,7 +169,7 @@ func (c *Console) endpointPage(w http.ResponseWriter, r *http.Request, v *visit)
 		c.storeError(w, v, "reading the endpoint", err)
 		return
 	}
-	rows, err := c.recent(r.Context(), time.Time{}, c.cfg.HealthEvents)
+	rows, err := c.recent(r.Context(), time.Time{}, "", c.cfg.HealthEvents)
 	if err != nil {
 		c.internal(w, "reading recent events", err)
 		return
@@ -196,14 +201,18 @@ func (c *Console) eventsPage(w http.ResponseWriter, r *http.Request, v *visit) {
 		}
 		before = t
 	}
-	rows, err := c.recent(r.Context(), before, eventsPerPage)
+	rows, err := c.recent(r.Context(), before, r.URL.Query().Get("before_id"), eventsPerPage)
 	if err != nil {
 		c.internal(w, "reading recent events", err)
 		return
 	}
+	// The next page starts after the last event shown, its time and id:
+	// by time alone, the events of that millisecond left off this page
+	// would be on none.
 	older := ""
 	if len(rows) == eventsPerPage {
-		older = rows[len(rows)-1].Created.UTC().Format(time.RFC3339Nano)
+		last := rows[len(rows)-1]
+		older = "/events?" + url.Values{"before": {last.Created.UTC().Format(time.RFC3339Nano)}, "before_id": {last.ID}}.Encode()
 	}
 	c.page(w, v, "events", "Events", map[string]any{"Events": rows, "Older": older})
 }
@@ -239,31 +248,41 @@ func showPayload(p []byte) string {
 func (c *Console) setEnabled(enable bool) func(http.ResponseWriter, *http.Request, *visit) {
 	return func(w http.ResponseWriter, r *http.Request, v *visit) {
 		id := r.PathValue("id")
-		e, err := c.cfg.Store.GetEndpoint(r.Context(), id)
-		if err != nil {
-			c.storeError(w, v, "reading the endpoint", err)
-			return
-		}
-		msg := fmt.Sprintf("Endpoint %s was already %s.", id, map[bool]string{true: "enabled", false: "disabled"}[enable])
-		if e.Enabled != enable {
-			e.Enabled = enable
-			if enable {
-				e.DisabledReason, e.FailingSince = "", time.Time{}
-				msg = fmt.Sprintf("Endpoint %s enabled.", id)
-			} else {
-				e.DisabledReason = "disabled in the console"
-				msg = fmt.Sprintf("Endpoint %s disabled: it gets no new events and no attempts until enabled.", id)
-			}
-			e.Updated = c.cfg.Now()
-			if err := c.cfg.Store.UpdateEndpoint(r.Context(), e); err != nil {
-				c.storeError(w, v, "updating the endpoint", err)
+		// Read again when the endpoint changed since it was read (the
+		// dispatcher recorded its health or disabled it): written over
+		// a stale copy, that change would be undone.
+		for try := 0; ; try++ {
+			e, err := c.cfg.Store.GetEndpoint(r.Context(), id)
+			if err != nil {
+				c.storeError(w, v, "reading the endpoint", err)
 				return
 			}
-			if enable {
-				c.cfg.Notify()
+			msg := fmt.Sprintf("Endpoint %s was already %s.", id, map[bool]string{true: "enabled", false: "disabled"}[enable])
+			if e.Enabled != enable {
+				e.Enabled = enable
+				if enable {
+					e.DisabledReason, e.FailingSince = "", time.Time{}
+					msg = fmt.Sprintf("Endpoint %s enabled.", id)
+				} else {
+					e.DisabledReason = "disabled in the console"
+					msg = fmt.Sprintf("Endpoint %s disabled: it gets no new events and no attempts until enabled.", id)
+				}
+				e.Updated = c.cfg.Now()
+				err := c.cfg.Store.UpdateEndpoint(r.Context(), e)
+				if errors.Is(err, store.ErrConflict) && try < maxChangeTries {
+					continue
+				}
+				if err != nil {
+					c.storeError(w, v, "updating the endpoint", err)
+					return
+				}
+				if enable {
+					c.cfg.Notify()
+				}
 			}
+			c.done(w, r, v, "/endpoints/"+id, msg)
+			return
 		}
-		c.done(w, r, v, "/endpoints/"+id, msg)
 	}
 }
 

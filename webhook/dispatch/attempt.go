@@ -67,6 +67,15 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 	if len(cp.Notices) > 0 {
 		cp.NoticeEndpoint = d.cfg.NoticeEndpoint
 	}
+	if cp.Disable != "" {
+		// Until it is recorded, the endpoint's other deliveries held are
+		// not attempted (endpointState.disabling; recorded ends it).
+		d.mu.Lock()
+		if ep := d.endpoints[j.Endpoint.ID]; ep != nil {
+			ep.disabling++
+		}
+		d.mu.Unlock()
+	}
 	d.stats.attempts.Add(1)
 	if dec.Status == store.StatusSucceeded {
 		d.stats.succeeded.Add(1)

@@ -166,6 +166,14 @@ func (cm *committer) writeBatch(ctx context.Context, pending []toWrite) {
 // at once rather than at its next poll.
 func (d *Dispatcher) recorded(batch []*store.Completion, err error) {
 	resent := false
+	d.mu.Lock()
+	for _, c := range batch {
+		if ep := d.endpoints[c.Attempt.EndpointID]; c.Disable != "" && ep != nil && ep.disabling > 0 {
+			ep.disabling--
+			ep.staleUpTo = d.polls
+		}
+	}
+	d.mu.Unlock()
 	for _, c := range batch {
 		resent = resent || c.Resent && !c.LeaseLost && (err == nil || errors.Is(err, store.ErrLeaseLost))
 		if c.LeaseLost {

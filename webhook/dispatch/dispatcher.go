@@ -23,6 +23,8 @@ type Dispatcher struct {
 	// payload is the size of the payloads claimed (a moving average),
 	// which sizes a claim to the bytes left (MaxInFlightBytes).
 	payload int
+	// polls counts the polls (claims) made; see endpointState.staleUpTo.
+	polls uint64
 	// holding is every delivery queued or being attempted, by id: a
 	// claim that takes one again (its lease expired by the wall clock,
 	// which stepped forward) renews its lease rather than queue it twice.
@@ -47,14 +49,33 @@ type endpointState struct {
 	// pace is how long its attempts take (a moving average; zero before
 	// the first), which bounds its queue (Dispatcher.depth).
 	pace time.Duration
+	// disabling counts this dispatcher's attempts that disable the
+	// endpoint (410 Gone, failing too long) and are not recorded yet, and
+	// staleUpTo is the last poll (Dispatcher.polls) that may have claimed
+	// deliveries of it before the last of those was recorded. While one
+	// is under way, and for the deliveries claimed before, those are
+	// released, not attempted: the disable pauses them with the
+	// endpoint's other pending deliveries, to be delivered once it is
+	// enabled again (attempted, each would have failed for good on its
+	// own 410). A claim after the disable was recorded takes deliveries
+	// of the endpoint only once it is enabled again.
+	disabling int
+	staleUpTo uint64
 }
 
-// claimed is a leased delivery, when the lease was taken (by Now) and
+// stale reports whether a delivery of ep claimed by poll number seq is
+// to be released rather than attempted (see endpointState.disabling).
+func (ep *endpointState) stale(seq uint64) bool {
+	return ep.disabling > 0 || seq <= ep.staleUpTo
+}
+
+// claimed is a leased delivery, the poll that claimed it (seq), when the lease was taken (by Now) and
 // its end as the store has it (Job.LeaseUntil: on PostgreSQL by the
 // server's clock, so the lease ends at at + Lease by Now), both set
 // again, under Dispatcher.mu, when a claim renews it.
 type claimed struct {
 	job   *store.Job
+	seq   uint64
 	at    time.Time
 	until time.Time
 }
@@ -199,6 +220,8 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 	// takes (all of it for an endpoint this dispatcher holds nothing of).
 	perEndpoint := d.cfg.Concurrency + d.cfg.QueueDepth
 	d.mu.Lock()
+	d.polls++
+	seq := d.polls
 	room := d.cfg.MaxInFlight - d.held
 	if d.held > 0 && d.payload > 0 {
 		// As many as take the payloads held to MaxInFlightBytes, at the
@@ -210,6 +233,18 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		asked []*endpointState
 	)
 	for id, ep := range d.endpoints {
+		if d.idle(ep) && (ep.bucket == nil || ep.bucket.full(now)) {
+			// Forgotten as an endpoint without a rate limit is when its
+			// worker ends (work), now that its bucket is as a new one or
+			// its disable recorded.
+			delete(d.endpoints, id)
+			continue
+		}
+		if ep.disabling > 0 {
+			// Being disabled: what a claim took would be released.
+			skip = append(skip, id)
+			continue
+		}
 		if ep.held > d.refillBelow(ep) {
 			skip = append(skip, id)
 			working = append(working, id)
@@ -259,7 +294,7 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 			c.at, c.until = now, j.LeaseUntil
 			continue
 		}
-		if !d.admit(ctx, j, now) {
+		if !d.admit(ctx, j, seq, now) {
 			release = append(release, j.Delivery.ID)
 			continue
 		}
@@ -273,6 +308,14 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 // maxPaced is how many idle endpoints a dispatcher remembers the slow
 // pace of (Dispatcher.depth).
 const maxPaced = 1024
+
+// idle reports whether ep holds no delivery and runs no worker, and its
+// state says nothing worth remembering but a rate limit: its pace does
+// not shorten its queue, or maxPaced endpoints are remembered already.
+// d.mu is held.
+func (d *Dispatcher) idle(ep *endpointState) bool {
+	return ep.running == 0 && ep.held == 0 && ep.disabling == 0 && (d.depth(ep) == d.cfg.QueueDepth || len(d.endpoints) > maxPaced)
+}
 
 // refillBelow is the most deliveries ep holds (queued or being
 // attempted) and still gets refilled: Concurrency and half its queue.
@@ -310,14 +353,14 @@ func (ep *endpointState) paced(took time.Duration) {
 
 // admit queues j if its endpoint has room and, when rate limited, a
 // token (taken), and starts a worker if a slot is free. d.mu is held.
-func (d *Dispatcher) admit(ctx context.Context, j *store.Job, now time.Time) bool {
+func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now time.Time) bool {
 	id := j.Endpoint.ID
 	ep := d.endpoints[id]
 	if ep == nil {
 		ep = &endpointState{}
 		d.endpoints[id] = ep
 	}
-	if ep.held >= d.cfg.Concurrency+d.depth(ep) || d.held >= d.cfg.MaxInFlight || d.heldBytes >= d.cfg.MaxInFlightBytes {
+	if ep.held >= d.cfg.Concurrency+d.depth(ep) || d.held >= d.cfg.MaxInFlight || d.heldBytes >= d.cfg.MaxInFlightBytes || ep.stale(seq) {
 		return false
 	}
 	if rate := j.Endpoint.RateLimit; rate > 0 {
@@ -330,7 +373,7 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, now time.Time) boo
 	} else {
 		ep.bucket = nil
 	}
-	c := &claimed{job: j, at: now, until: j.LeaseUntil}
+	c := &claimed{job: j, seq: seq, at: now, until: j.LeaseUntil}
 	ep.queue = append(ep.queue, c)
 	d.holding[j.Delivery.ID] = c
 	ep.held++
@@ -354,8 +397,9 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		if len(ep.queue) == 0 {
 			ep.running--
 			// An idle endpoint is forgotten, unless its pace shortens its
-			// queue (up to maxPaced of those are remembered).
-			if ep.running == 0 && ep.held == 0 && ep.bucket == nil && (d.depth(ep) == d.cfg.QueueDepth || len(d.endpoints) > maxPaced) {
+			// queue (up to maxPaced of those are remembered) or its rate
+			// limit's bucket is not full (poll forgets it once it is).
+			if d.idle(ep) && ep.bucket == nil {
 				delete(d.endpoints, id)
 			}
 			d.mu.Unlock()
@@ -364,15 +408,19 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		c := ep.queue[0]
 		ep.queue[0] = nil
 		ep.queue = ep.queue[1:]
-		at := c.at
+		at, disabling := c.at, ep.stale(c.seq)
 		d.mu.Unlock()
 		// Start only with time left on the lease to finish and record the
 		// attempt; otherwise another claim may already be attempting it.
 		start := d.cfg.Now()
-		attempted := !start.After(at.Add(d.cfg.Lease - d.cfg.Timeout - leaseMargin))
-		if attempted {
+		attempted := !disabling && !start.After(at.Add(d.cfg.Lease-d.cfg.Timeout-leaseMargin))
+		switch {
+		case attempted:
 			d.attempt(ctx, c)
-		} else {
+		case disabling:
+			// Paused by the disable under way (endpointState.disabling).
+			d.release(ctx, []string{c.job.Delivery.ID})
+		default:
 			d.stats.expired.Add(1)
 			d.release(ctx, []string{c.job.Delivery.ID})
 		}

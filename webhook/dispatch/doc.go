@@ -9,7 +9,9 @@
 // ±20% jitter, Retry-After (a later retry, never an earlier one), only 2xx
 // as success, 3xx as a failure (never followed), 410 Gone disabling the
 // endpoint, and disabling an endpoint that has failed for longer than
-// DisableAfter.
+// DisableAfter. An endpoint's deliveries a dispatcher claimed ahead are
+// not attempted once one of its attempts disables it: they are paused
+// with its others, and delivered when it is enabled again.
 //
 // A Dispatcher claims due deliveries from the store, leasing them, and
 // runs each attempt in its own goroutine. Endpoints are isolated: each

@@ -40,3 +40,10 @@ func (b *bucket) ready(now time.Time) (bool, time.Time) {
 	}
 	return false, now.Add(time.Duration((1 - b.tokens) / float64(b.rate) * float64(time.Second)))
 }
+
+// full reports whether the bucket holds its most tokens at now: one made
+// anew would be the same.
+func (b *bucket) full(now time.Time) bool {
+	b.refill(now)
+	return b.tokens >= float64(b.rate)
+}

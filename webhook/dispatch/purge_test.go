@@ -76,7 +76,7 @@ func TestRetentionBatches(t *testing.T) {
 	if n, err := d.purge(context.Background()); n != purgeBatch+1 || err != nil {
 		t.Fatalf("purge: %d %v, want %d", n, err, purgeBatch+1)
 	}
-	if evs, _ := s.ListEvents(context.Background(), time.Time{}, 10); len(evs) != 0 {
+	if evs, _ := s.ListEvents(context.Background(), time.Time{}, "", 10); len(evs) != 0 {
 		t.Fatalf("%d events left", len(evs))
 	}
 }

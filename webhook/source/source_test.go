@@ -41,7 +41,7 @@ func (f *fakeLog) Semantics() transport.Semantics { return transport.AtLeastOnce
 func (f *fakeLog) Close() error                   { return nil }
 
 func (f *fakeLog) Ack(ctx context.Context, s transport.StreamID, seq uint64) error {
-	evs, err := f.st.ListEvents(ctx, time.Time{}, 100)
+	evs, err := f.st.ListEvents(ctx, time.Time{}, "", 100)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func TestRun(t *testing.T) {
 	if want := []uint64{1, 2, 5, 5}; !slices.Equal(acked, want) {
 		t.Errorf("acknowledged %v, want %v", acked, want)
 	}
-	evs, _ := st.ListEvents(context.Background(), time.Time{}, 100)
+	evs, _ := st.ListEvents(context.Background(), time.Time{}, "", 100)
 	byKey := map[string]*store.Event{}
 	for _, ev := range evs {
 		byKey[recordOf(ev.IdempotencyKey)] = ev
@@ -174,7 +174,7 @@ func TestRunSkipsRecordWithUnstorableType(t *testing.T) {
 	if want := []uint64{1, 2, 3, 4}; !slices.Equal(acked, want) {
 		t.Errorf("acknowledged %v, want %v", acked, want)
 	}
-	evs, _ := st.ListEvents(context.Background(), time.Time{}, 100)
+	evs, _ := st.ListEvents(context.Background(), time.Time{}, "", 100)
 	if len(evs) != 1 || recordOf(evs[0].IdempotencyKey) != "orders/0/4" {
 		t.Errorf("stored %d events, want only record 4's", len(evs))
 	}
@@ -224,7 +224,7 @@ func TestRunSkipsRecordWithPayloadNotUTF8(t *testing.T) {
 	if acked := run(t, f, Config{Subscriber: f, Store: st, Stats: &stats}, 3); !slices.Equal(acked, []uint64{1, 2, 3}) {
 		t.Errorf("acknowledged %v, want [1 2 3]", acked)
 	}
-	evs, _ := st.ListEvents(context.Background(), time.Time{}, 100)
+	evs, _ := st.ListEvents(context.Background(), time.Time{}, "", 100)
 	if len(evs) != 1 || recordOf(evs[0].IdempotencyKey) != "orders/0/3" {
 		t.Errorf("stored %d events, want only record 3's", len(evs))
 	}
@@ -259,7 +259,7 @@ func TestRunKeysOutOfClientsReach(t *testing.T) {
 	}}
 	var stats Stats
 	run(t, f, Config{Subscriber: f, Store: st, Stats: &stats}, 3)
-	evs, _ := st.ListEvents(ctx, time.Time{}, 100)
+	evs, _ := st.ListEvents(ctx, time.Time{}, "", 100)
 	var keys []string
 	for _, ev := range evs {
 		if ev.Type == DefaultType {

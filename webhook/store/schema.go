@@ -18,7 +18,8 @@ CREATE TABLE IF NOT EXISTS endpoints (
 	disabled_reason TEXT NOT NULL,
 	failing_since BIGINT NOT NULL,
 	created BIGINT NOT NULL,
-	updated BIGINT NOT NULL
+	updated BIGINT NOT NULL,
+	revision BIGINT NOT NULL DEFAULT 1
 );
 CREATE TABLE IF NOT EXISTS events (
 	id TEXT PRIMARY KEY,
@@ -88,6 +89,10 @@ var columns = []struct{ table, name, def string }{
 	// delivery leased meanwhile (0: none), should the attempt under way
 	// fail for good: the delivery is then left pending, due at that time.
 	{"deliveries", "recover_at", "BIGINT NOT NULL DEFAULT 0"},
+	// revision is raised by every write to an endpoint's row; an
+	// UpdateEndpoint is written only over the revision it read (see
+	// Endpoint.Revision).
+	{"endpoints", "revision", "BIGINT NOT NULL DEFAULT 1"},
 }
 
 // dialect is what differs between SQLite and PostgreSQL.

@@ -190,7 +190,7 @@ func boolInt(b bool) int {
 
 // Endpoints.
 
-const endpointColumns = `e.id, e.url, e.description, e.event_types, e.secrets, e.rate_limit, e.enabled, e.disabled_reason, e.failing_since, e.created, e.updated`
+const endpointColumns = `e.id, e.url, e.description, e.event_types, e.secrets, e.rate_limit, e.enabled, e.disabled_reason, e.failing_since, e.created, e.updated, e.revision`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -200,7 +200,7 @@ func scanEndpoint(r scanner, e *Endpoint) error {
 		enabled                        int
 		failingSince, created, updated int64
 	)
-	if err := r.Scan(&e.ID, &e.URL, &e.Description, &types, &secrets, &e.RateLimit, &enabled, &e.DisabledReason, &failingSince, &created, &updated); err != nil {
+	if err := r.Scan(&e.ID, &e.URL, &e.Description, &types, &secrets, &e.RateLimit, &enabled, &e.DisabledReason, &failingSince, &created, &updated, &e.Revision); err != nil {
 		return err
 	}
 	return decodeEndpoint(e, types, secrets, enabled, failingSince, created, updated)
@@ -235,9 +235,9 @@ func nonNil[T any](s []T) []T {
 
 func (s *sqlStore) CreateEndpoint(ctx context.Context, e *Endpoint) error {
 	types, secrets := endpointJSON(e)
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := s.exec(ctx, tx, `INSERT INTO endpoints (id, url, description, event_types, secrets, rate_limit, enabled, disabled_reason, failing_since, created, updated)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, `INSERT INTO endpoints (id, url, description, event_types, secrets, rate_limit, enabled, disabled_reason, failing_since, created, updated, revision)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
 			e.ID, e.URL, e.Description, types, secrets, e.RateLimit, boolInt(e.Enabled), e.DisabledReason, nanos(e.FailingSince), nanos(e.Created), nanos(e.Updated))
 		if err != nil {
 			return err
@@ -245,6 +245,10 @@ func (s *sqlStore) CreateEndpoint(ctx context.Context, e *Endpoint) error {
 		_, err = s.exec(ctx, tx, bumpEndpointsQuery)
 		return err
 	})
+	if err == nil {
+		e.Revision = 1
+	}
+	return err
 }
 
 func (s *sqlStore) GetEndpoint(ctx context.Context, id string) (*Endpoint, error) {
@@ -273,9 +277,15 @@ func (s *sqlStore) ListEndpoints(ctx context.Context) ([]*Endpoint, error) {
 	return list, rows.Err()
 }
 
-// UpdateEndpoint writes the endpoint, then pauses or resumes its
-// deliveries. On PostgreSQL it first locks the endpoint's row FOR
-// UPDATE, as DeleteEndpoint does: the completions of attempts to it
+// UpdateEndpoint writes the endpoint over the revision it was read at
+// (Endpoint.Revision), then pauses or resumes its deliveries. Without the
+// revision, the API's read-modify-write of an endpoint undid a change
+// made in between: a PATCH of its description enabled again an endpoint
+// the dispatcher had just disabled (410 Gone), and of two rotations at
+// once, the secret one of them answered with never signed.
+//
+// On PostgreSQL it first locks the endpoint's row FOR UPDATE, as
+// DeleteEndpoint does: the completions of attempts to it
 // (each holding a key-share lock on its endpoints' rows, taken before it
 // writes a delivery, then writing the endpoint's health) are waited for,
 // and new ones wait until it commits, so both take the endpoint's row,
@@ -285,13 +295,20 @@ func (s *sqlStore) ListEndpoints(ctx context.Context) ([]*Endpoint, error) {
 // waited for that delivery: a deadlock, one of them killed (40P01).
 func (s *sqlStore) UpdateEndpoint(ctx context.Context, e *Endpoint) error {
 	types, secrets := endpointJSON(e)
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	var revision int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if err := s.lockEndpoint(ctx, tx, e.ID); err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE endpoints SET url = ?, description = ?, event_types = ?, secrets = ?, rate_limit = ?, enabled = ?,
-			disabled_reason = ?, failing_since = ?, updated = ? WHERE id = ?`,
-			e.URL, e.Description, types, secrets, e.RateLimit, boolInt(e.Enabled), e.DisabledReason, nanos(e.FailingSince), nanos(e.Updated), e.ID); err != nil {
+		err := tx.QueryRowContext(ctx, s.d.rebind(`UPDATE endpoints SET url = ?, description = ?, event_types = ?, secrets = ?, rate_limit = ?, enabled = ?,
+			disabled_reason = ?, failing_since = ?, updated = ?, revision = revision + 1 WHERE id = ? AND (CAST(? AS BIGINT) = 0 OR revision = ?)
+			RETURNING revision`),
+			e.URL, e.Description, types, secrets, e.RateLimit, boolInt(e.Enabled), e.DisabledReason, nanos(e.FailingSince), nanos(e.Updated), e.ID,
+			e.Revision, e.Revision).Scan(&revision)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: endpoint %s: revision %d", ErrConflict, e.ID, e.Revision)
+		}
+		if err != nil {
 			return err
 		}
 		from, to := StatusPending, StatusPaused
@@ -301,9 +318,13 @@ func (s *sqlStore) UpdateEndpoint(ctx context.Context, e *Endpoint) error {
 		if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`, to, e.ID, from); err != nil {
 			return err
 		}
-		_, err := s.exec(ctx, tx, bumpEndpointsQuery)
+		_, err = s.exec(ctx, tx, bumpEndpointsQuery)
 		return err
 	})
+	if err == nil {
+		e.Revision = revision
+	}
+	return err
 }
 
 // DeleteEndpoint deletes the endpoint's attempts, then its deliveries,

@@ -29,8 +29,8 @@ const (
 		RETURNING attempts`
 	insertAttemptQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	endpointOKQuery      = `UPDATE endpoints SET failing_since = 0 WHERE id = ? AND failing_since <> 0`
-	endpointFailingQuery = `UPDATE endpoints SET failing_since = ? WHERE id = ? AND failing_since = 0`
+	endpointOKQuery      = `UPDATE endpoints SET failing_since = 0, revision = revision + 1 WHERE id = ? AND failing_since <> 0`
+	endpointFailingQuery = `UPDATE endpoints SET failing_since = ?, revision = revision + 1 WHERE id = ? AND failing_since = 0`
 )
 
 // claimQuery leases the candidates (see dialect.perEndpoint), returning
@@ -179,7 +179,7 @@ func scanJobs(rows *sql.Rows) ([]*Job, error) {
 		d := &j.Delivery
 		if err := rows.Scan(&d.ID, &d.EventID, &d.EndpointID, &d.Status, &d.Attempts, &next, &d.LastCode, &dCreated, &dUpdated,
 			&j.Event.ID, &j.Event.Type, &j.Event.Payload, &key, &created,
-			&e.ID, &e.URL, &e.Description, &types, &secrets, &e.RateLimit, &enabled, &e.DisabledReason, &failingSince, &epCreated, &epUpdated, &leaseUntil); err != nil {
+			&e.ID, &e.URL, &e.Description, &types, &secrets, &e.RateLimit, &enabled, &e.DisabledReason, &failingSince, &epCreated, &epUpdated, &e.Revision, &leaseUntil); err != nil {
 			return nil, err
 		}
 		j.LeaseUntil = time.Unix(0, leaseUntil)
@@ -371,7 +371,7 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 		return false, err
 	}
 	if c.Disable != "" {
-		if _, err := s.exec(ctx, tx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated = ? WHERE id = ?`,
+		if _, err := s.exec(ctx, tx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated = ?, revision = revision + 1 WHERE id = ?`,
 			storedText(c.Disable), nanos(a.Started.Add(a.Duration)), a.EndpointID); err != nil {
 			return false, err
 		}

@@ -60,12 +60,16 @@ func (s *sqlStore) GetEvent(ctx context.Context, id string) (*Event, error) {
 	return ev, err
 }
 
-func (s *sqlStore) ListEvents(ctx context.Context, before time.Time, limit int) ([]*Event, error) {
+// ListEvents pages by (created, id): by created alone, the events of a
+// page's last creation time that did not fit on it were on no page
+// (created is to the millisecond, and a burst stores many in one).
+func (s *sqlStore) ListEvents(ctx context.Context, before time.Time, beforeID string, limit int) ([]*Event, error) {
 	b := nanos(before)
 	if before.IsZero() {
-		b = 1<<63 - 1
+		b, beforeID = 1<<63-1, ""
 	}
-	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT id, type, payload, idempotency_key, created FROM events WHERE created < ? ORDER BY created DESC, id DESC LIMIT ?`), b, limit)
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT id, type, payload, idempotency_key, created FROM events
+		WHERE created <= ? AND (created < ? OR id < ?) ORDER BY created DESC, id DESC LIMIT ?`), b, b, beforeID, limit)
 	if err != nil {
 		return nil, err
 	}

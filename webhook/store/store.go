@@ -15,6 +15,9 @@ var (
 	ErrLeaseLost = errors.New("store: lease lost")
 	// ErrBadAddress is a database address Open does not understand.
 	ErrBadAddress = errors.New("store: bad database address")
+	// ErrConflict is an UpdateEndpoint of an endpoint changed since it
+	// was read (its Revision is no longer the row's).
+	ErrConflict = errors.New("store: endpoint changed since it was read")
 )
 
 // Store is the dispatcher's durable state. Every method is safe for
@@ -23,7 +26,10 @@ type Store interface {
 	CreateEndpoint(ctx context.Context, e *Endpoint) error
 	GetEndpoint(ctx context.Context, id string) (*Endpoint, error)
 	ListEndpoints(ctx context.Context) ([]*Endpoint, error)
-	// UpdateEndpoint writes every field but ID and Created. Disabling an
+	// UpdateEndpoint writes every field but ID, Created and Revision,
+	// when e.Revision (unless zero) is still the stored endpoint's:
+	// otherwise it writes nothing and returns an error wrapping
+	// ErrConflict. It sets e.Revision to the new revision. Disabling an
 	// endpoint pauses its pending deliveries; enabling it makes them
 	// pending again. Completions of attempts to it recorded meanwhile
 	// neither fail it nor are failed by it.
@@ -41,9 +47,14 @@ type Store interface {
 	// returns created false.
 	InsertEvent(ctx context.Context, ev *Event, targets ...string) (created bool, err error)
 	GetEvent(ctx context.Context, id string) (*Event, error)
-	// ListEvents returns up to limit events, newest first, created
-	// before before (zero: any).
-	ListEvents(ctx context.Context, before time.Time, limit int) ([]*Event, error)
+	// ListEvents returns up to limit events, newest first (by creation
+	// time, then by id, the highest first), those that come after the
+	// event created at before with id beforeID in that order: created
+	// before before, or at before with an id below beforeID. With before
+	// zero, from the newest; with beforeID empty, those created before
+	// before. The next page of a listing starts after its last event
+	// (its Created and ID): many events can share one creation time.
+	ListEvents(ctx context.Context, before time.Time, beforeID string, limit int) ([]*Event, error)
 	ListDeliveries(ctx context.Context, eventID string) ([]*Delivery, error)
 	ListAttempts(ctx context.Context, eventID string) ([]*Attempt, error)
 	// Resend makes the event's deliveries (to endpointID only, if given)

@@ -174,7 +174,7 @@ func TestPurgeTogetherPostgres(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if evs, err := stores[0].ListEvents(ctx, time.Time{}, 10); total != events || len(evs) != 0 || err != nil {
+	if evs, err := stores[0].ListEvents(ctx, time.Time{}, "", 10); total != events || len(evs) != 0 || err != nil {
 		t.Fatalf("%d purged, %d events left (%v); want %d and none", total, len(evs), err, events)
 	}
 }

@@ -39,6 +39,14 @@ type Endpoint struct {
 	FailingSince time.Time
 	Created      time.Time
 	Updated      time.Time
+	// Revision is the revision of the endpoint's row as read: every write
+	// to it raises it (an UpdateEndpoint, an attempt's completion changing
+	// FailingSince or disabling it). UpdateEndpoint writes e only over
+	// the revision e.Revision names, so a change made since e was read is
+	// never overwritten by e's stale copy of it: the caller reads again
+	// and applies its change to what it finds (ErrConflict). Zero writes
+	// whatever the row's revision.
+	Revision int64
 }
 
 // Secret is one signing secret of an endpoint, in its whsec_ form.

@@ -29,7 +29,8 @@ func testRecoverRacing(t *testing.T, s store.Store) {
 			}
 		}, func() {
 			u := *e
-			u.Enabled, u.Updated = false, now
+			// (Revision 0: written over whatever the completions wrote.)
+			u.Enabled, u.Updated, u.Revision = false, now, 0
 			if err := s.UpdateEndpoint(c, &u); err != nil {
 				t.Errorf("round %d: disabling the endpoint during a recover: %v", r, err)
 			}

@@ -27,6 +27,7 @@ func Run(t *testing.T, open Open) {
 		{"FanOut", testFanOut},
 		{"FanOutChanges", testFanOutChanges},
 		{"Idempotency", testIdempotency},
+		{"ListEventsPaging", testListEventsPaging},
 		{"ClaimLease", testClaimLease},
 		{"NextDueSkip", testNextDueSkip},
 		{"NextDueLeases", testNextDueLeases},
@@ -43,6 +44,7 @@ func Run(t *testing.T, open Open) {
 		{"DeleteEndpointCompleting", testDeleteEndpointCompleting},
 		{"DeleteEndpointInserting", testDeleteEndpointInserting},
 		{"UpdateEndpointCompleting", testUpdateEndpointCompleting},
+		{"UpdateRevision", testUpdateRevision},
 		{"DisableCompleting", testDisableCompleting},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
@@ -165,7 +167,7 @@ func testFanOut(t *testing.T, s store.Store) {
 	if err != nil || len(ds) != 3 || ds[0].Status != store.StatusPending || !ds[0].NextAttempt.Equal(t0) {
 		t.Fatalf("deliveries of msg_1: %+v %v", ds, err)
 	}
-	evs, err := s.ListEvents(c, time.Time{}, 2)
+	evs, err := s.ListEvents(c, time.Time{}, "", 2)
 	if err != nil || len(evs) != 2 {
 		t.Fatalf("list events: %v %v", evs, err)
 	}
@@ -811,6 +813,10 @@ func testDisabledMidAttempt(t *testing.T, s store.Store) {
 				t.Errorf("delivery to %s after its attempt: %s, %d attempts; want %s, 1", d.EndpointID, d.Status, d.Attempts, want)
 			}
 		}
+	}
+	e, err := s.GetEndpoint(c, "ep_1") // (the completions changed it)
+	if err != nil {
+		t.Fatal(err)
 	}
 	e.Enabled, e.DisabledReason = true, ""
 	if err := s.UpdateEndpoint(c, e); err != nil {

@@ -44,7 +44,8 @@ func testUpdateEndpointCompleting(t *testing.T, s store.Store) {
 		}
 		together(append(racers, func() {
 			u := *e
-			u.Enabled, u.Description, u.Updated = false, "disabled", now
+			// (Revision 0: written over whatever the completions wrote.)
+			u.Enabled, u.Description, u.Updated, u.Revision = false, "disabled", now, 0
 			if err := s.UpdateEndpoint(c, &u); err != nil {
 				t.Errorf("round %d: disabling the endpoint while attempts to it are recorded: %v", r, err)
 			}
