@@ -1,5 +1,32 @@
 package kafka
 
+import "slices"
+
+// dropLost drops what the subscriber fetched of partition p at or past
+// resetTo and has not delivered, queued or pending, when the broker
+// reports it lost those offsets: those are the lost records, not the
+// ones the broker holds there now, which the client fetches from
+// resetTo on. Delivered, they would be records the broker no longer
+// has, and the new records at their offsets would then be skipped as
+// already delivered. The records queued below resetTo stay: the broker
+// still holds them. Called with mu held, before lose.
+func (s *Subscriber) dropLost(p int32, resetTo int64) {
+	s.queue = slices.DeleteFunc(s.queue, func(q queued) bool {
+		return q.r.Partition == p && q.r.Offset >= resetTo
+	})
+	if s.pendingPart != p || len(s.pending) == 0 || s.pendingOff < resetTo {
+		return
+	}
+	// As a rebalance does (see GroupSubscriber.disown): the partition
+	// resumes before the record, after what Receive returned of it.
+	st := s.part(p)
+	st.next = s.pendingNext
+	if st.next >= 0 {
+		st.next = max(st.next, st.delivered)
+	}
+	s.pending = s.pending[:0]
+}
+
 // lose records that the broker lost the partition's offsets from
 // resetTo on (a data-loss reset, *kgo.ErrDataLoss) and that the client
 // resumed there. The offsets delivered from there on were returned by
@@ -25,7 +52,11 @@ func (p *partition) lose(resetTo int64) (rewind bool) {
 			p.lostFrom, p.lostTo = resetTo, p.delivered
 		}
 	}
-	p.next = resetTo
+	// Records fetched below resetTo and not yet delivered (see
+	// dropLost) come first.
+	if p.next < 0 || p.next > resetTo {
+		p.next = resetTo
+	}
 	p.delivered = min(p.delivered, resetTo)
 	// The first mark stays, whatever its offset: the epoch of the
 	// offsets below resetTo (see maxEpochMarks for a mark kept that

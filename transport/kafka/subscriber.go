@@ -323,10 +323,11 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 	s.rewindMu.Lock()
 	defer s.rewindMu.Unlock()
 	s.mu.Lock()
+	// Errors first: a loss drops what was queued before this poll of
+	// the offsets it lost (see dropLost), not the records of this poll,
+	// which the client fetched from the reset point on (it returns a
+	// loss after the fetches polled with it).
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-		for _, r := range fp.Records {
-			s.queue = append(s.queue, queued{r, fp.LogStartOffset})
-		}
 		err := fp.Err
 		if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return
@@ -340,6 +341,7 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 		if errors.As(err, &loss) && loss.Topic == s.topic {
 			// The broker lost what was delivered from ResetTo on: what
 			// it holds there now is new, not delivered (see lose).
+			s.dropLost(loss.Partition, loss.ResetTo)
 			if s.part(loss.Partition).lose(loss.ResetTo) {
 				if rewind == nil {
 					rewind = map[int32]kgo.EpochOffset{}
@@ -349,6 +351,11 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 		}
 		if first == nil {
 			first = fmt.Errorf("kafka transport: fetch %s/%d: %w", fp.Topic, fp.Partition, err)
+		}
+	})
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		for _, r := range fp.Records {
+			s.queue = append(s.queue, queued{r, fp.LogStartOffset})
 		}
 	})
 	s.mu.Unlock()
