@@ -26,7 +26,7 @@ func TestDataLossDropsQueuedLostRecords(t *testing.T) {
 		name      string
 		first     int64 // old records first..fetched-1 were fetched
 		fetched   int64
-		delivered int    // of which Receive returned this many messages
+		delivered int // of which Receive returned this many messages
 		resetTo   int64
 		together  bool     // the new records come in the poll that reports the loss, before it (as the client orders them)
 		want      []string // what Receive returns next
