@@ -186,8 +186,9 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 // before a rebalance, or Close's — writes the reset point, whatever the
 // leader epoch of the mark (on logd, always unknown), so the records
 // the broker holds from there on go to the next owner if this member
-// stops before Receive returns them. A commit already in flight with
-// the old mark may still land; the next one moves it back.
+// stops before Receive returns them. The loss also commits the reset
+// point at once, after any commit in flight with the old mark (see
+// commitRewind).
 //
 // An Ack that returns nil is in the next commit, Close's included; an
 // Ack that meets Close returns transport.ErrClosed when Close's commit
@@ -459,6 +460,7 @@ func (g *GroupSubscriber) Close() error {
 		// A data loss's rewind under way (take) is finished first: the
 		// commit writes its reset point, not the mark past it.
 		g.rewindMu.Lock()
+		g.awaitRewind(ctx)
 		cerr := g.cl.CommitMarkedOffsets(ctx)
 		g.rewindMu.Unlock()
 		close(g.closeCommitted)

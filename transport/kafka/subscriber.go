@@ -53,6 +53,9 @@ type Subscriber struct {
 	// begins meanwhile commits the reset point, not the mark past it
 	// that no later commit would correct. Taken before mu.
 	rewindMu sync.Mutex
+	// rewindDone, under rewindMu, is closed once the last commit of a
+	// data loss's reset points is answered (see commitRewind).
+	rewindDone chan struct{}
 
 	mu sync.Mutex
 	// policy is the topic's cleanup policy, learned on the first hole
@@ -366,10 +369,10 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 		// SetOffsets, unlike a mark, moves the client's mark back,
 		// whatever its leader epoch. Called before the poll allows a
 		// rebalance (kgo.BlockRebalanceOnPoll): no revocation runs
-		// meanwhile, and a commit in flight that carried the old mark
-		// leaves the new one to the next commit. Close's commit, the
-		// last, waits for it (rewindMu).
+		// meanwhile. Close's commit, the last, waits for it and for
+		// the commit of the reset points (rewindMu, awaitRewind).
 		s.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.topic: rewind})
+		s.commitRewind(rewind)
 	}
 	return first
 }
