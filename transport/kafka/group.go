@@ -356,7 +356,7 @@ func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[st
 	select {
 	case <-g.closed: // Close commits
 	default:
-		if err := cl.CommitMarkedOffsets(ctx); err != nil && !g.endedByClose(err) {
+		if err := g.commitMarked(ctx); err != nil && !g.endedByClose(err) {
 			g.commitErrors.Add(1)
 			g.log.Warn("kafka transport: commit before a rebalance failed: the next owner delivers again what was acknowledged since the last commit",
 				"group", g.groupName, "err", err)
@@ -455,13 +455,17 @@ func (g *GroupSubscriber) Close() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), closeFlush)
 		defer cancel()
-		// The Acks under way mark first.
-		g.acks.drain(ctx)
+		// The Acks under way mark first, within half the commit's
+		// time: a commit whose deadline the wait used up would fail
+		// even with nothing to carry.
+		dctx, dcancel := context.WithTimeout(ctx, closeFlush/2)
+		g.acks.drain(dctx)
+		dcancel()
 		// A data loss's rewind under way (take) is finished first: the
 		// commit writes its reset point, not the mark past it.
 		g.rewindMu.Lock()
 		g.awaitRewind(ctx)
-		cerr := g.cl.CommitMarkedOffsets(ctx)
+		cerr := g.commitMarked(ctx)
 		g.rewindMu.Unlock()
 		close(g.closeCommitted)
 		if cerr != nil {

@@ -14,8 +14,8 @@ import (
 // or returns ErrClosed: it must not return nil for a mark made after
 // Close's commit read the marks, which no commit carries — its caller
 // would count as committed what the next owner delivers again. Close
-// waits for such an Ack, a few seconds at most (closeFlush): one slower
-// than that returns ErrClosed.
+// waits for such an Ack, a few seconds at most (half closeFlush): one
+// slower than that returns ErrClosed.
 func TestAckRacingClose(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -23,7 +23,7 @@ func TestAckRacingClose(t *testing.T) {
 		want int64         // what Close commits
 	}{
 		{name: "Ack waited for", hold: 300 * time.Millisecond, want: 10},
-		{name: "Ack past Close's deadline", want: -1},
+		{name: "Ack slower than Close waits", want: -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, g, stream := tenDelivered(t, time.Hour)

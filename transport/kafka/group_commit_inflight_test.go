@@ -24,7 +24,7 @@ import (
 // has a member that stops (a crash, a lost session) skip the records
 // the broker holds from 6 on, which Receive never returned.
 func TestDataLossRewindAfterCommitInFlight(t *testing.T) {
-	addr, g, stream, inFlight, release := heldCommit(t, 1)
+	addr, g, stream, inFlight, release := heldCommit(t, 1, time.Hour)
 	if err := g.Ack(context.Background(), stream, 9); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestDataLossRewindAfterCommitInFlight(t *testing.T) {
 // as committed, has nothing to commit for Close after the rewind to
 // 6: Close's commit must still follow the one in flight with 6.
 func TestDataLossCloseAfterCommitInFlight(t *testing.T) {
-	addr, g, stream, inFlight, release := heldCommit(t, 2)
+	addr, g, stream, inFlight, release := heldCommit(t, 2, time.Hour)
 	ctx := context.Background()
 	// The marks carry no leader epoch, as on logd, whose records have
 	// none: the client's mark after the rewind (epoch -1) is then the
@@ -82,6 +82,33 @@ func TestDataLossCloseAfterCommitInFlight(t *testing.T) {
 	}
 }
 
+// TestCloseBehindStuckPeriodicCommit: a periodic commit in flight that
+// the broker does not answer (here for a minute) does not hold Close's
+// commit past Close's deadline: the client issues Close's commit only
+// once the one before it is answered, and that wait has no deadline.
+// Close returns within its bounds, with the commit's error.
+func TestCloseBehindStuckPeriodicCommit(t *testing.T) {
+	_, g, stream, inFlight, _ := heldCommit(t, 1, 100*time.Millisecond)
+	if err := g.Ack(context.Background(), stream, 9); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, inFlight, "the periodic commit")
+	closed := make(chan error, 1)
+	start := time.Now()
+	go func() { closed <- g.Close() }()
+	// Close's commit and its leave are bounded by closeFlush each.
+	limit := 3 * closeFlush
+	select {
+	case err := <-closed:
+		t.Logf("Close after %v: %v", time.Since(start), err)
+		if err == nil {
+			t.Error("Close: nil, its commit not made")
+		}
+	case <-time.After(limit):
+		t.Fatalf("Close still running after %v, behind the periodic commit", limit)
+	}
+}
+
 // periodic has g's client commit its marks without waiting, as the
 // periodic commit does (kgo orders it with the commits that follow).
 func periodic(g *GroupSubscriber) {
@@ -89,12 +116,12 @@ func periodic(g *GroupSubscriber) {
 }
 
 // heldCommit starts a kfake cluster whose topic "loss" (one partition)
-// holds offsets 0..9, and a member of group "g", committing every hour,
+// holds offsets 0..9, and a member of group "g", committing every interval,
 // that has received all ten. The cluster does not answer its nth
 // OffsetCommit until release is called or the test ends; inFlight is
 // closed once that commit arrived. It returns the cluster's address,
 // the member (closed when the test ends) and the partition's stream.
-func heldCommit(t *testing.T, n int32) (addr string, g *GroupSubscriber, stream transport.StreamID, inFlight chan struct{}, release func()) {
+func heldCommit(t *testing.T, n int32, interval time.Duration) (addr string, g *GroupSubscriber, stream transport.StreamID, inFlight chan struct{}, release func()) {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "loss"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
 	if err != nil {
@@ -119,7 +146,7 @@ func heldCommit(t *testing.T, n int32) (addr string, g *GroupSubscriber, stream 
 		}
 		return nil, nil, false
 	})
-	opts := append([]kgo.Opt{kgo.AutoCommitInterval(time.Hour), kgo.RequestTimeoutOverhead(time.Minute), kgo.RetryTimeout(time.Minute)}, groupOpts...)
+	opts := append([]kgo.Opt{kgo.AutoCommitInterval(interval), kgo.RequestTimeoutOverhead(time.Minute), kgo.RetryTimeout(time.Minute)}, groupOpts...)
 	g, err = NewGroupSubscriber(context.Background(), Config{Brokers: []string{addr}, Topic: "loss", Group: "g", Options: opts})
 	if err != nil {
 		t.Fatal(err)
