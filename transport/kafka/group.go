@@ -340,10 +340,13 @@ func (g *GroupSubscriber) adjustStarts(_ context.Context, offsets map[string]map
 // commits, so that commit ended is not counted as failed. A revocation
 // that finds Close begun leaves the commit to Close, and returns once
 // Close's commit has (see awaitCloseCommit).
-func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[string][]int32) {
+//
+// After a data loss, the commit of its reset point (commitRewind) is
+// answered first: it follows any commit in flight with the old mark,
+// which the revocation's own commit may not (see commitRewind), and
+// the next owner starts at what the group committed.
+func (g *GroupSubscriber) revoked(ctx context.Context, _ *kgo.Client, ps map[string][]int32) {
 	defer g.awaitCloseCommit() // after mu is released
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -353,6 +356,11 @@ func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[st
 		case <-ctx.Done():
 		}
 	}()
+	g.rewindMu.Lock()
+	g.awaitRewind(ctx)
+	g.rewindMu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	select {
 	case <-g.closed: // Close commits
 	default:
