@@ -37,3 +37,25 @@ func (g *GroupSubscriber) autoCommitted(_ *kgo.Client, _ *kmsg.OffsetCommitReque
 	g.log.Warn("kafka transport: periodic commit failed: the next commit retries it",
 		"group", g.groupName, "err", err)
 }
+
+// commitMarked commits what is marked, and returns when ctx ends even
+// if the client's commit has not: the client issues a commit only once
+// the one before it (a periodic commit, which ctx does not end) is
+// answered, and waits for that without a deadline — for as long as a
+// broker that took the request leaves it unanswered. A commit given up
+// on may still be made, after the one before it; its error is ctx's.
+func (g *GroupSubscriber) commitMarked(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- g.cl.CommitMarkedOffsets(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-done: // answered as ctx ended
+			return err
+		default:
+			return ctx.Err()
+		}
+	}
+}

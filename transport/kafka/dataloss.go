@@ -1,5 +1,110 @@
 package kafka
 
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// commitRewind commits the reset points of a data loss, rewind, which
+// SetOffsets has just made the client's marks, without waiting for the
+// commit. The client issues commits one after another: this one goes
+// after any in flight, which may carry the old mark, past the reset
+// point. Left to the next commit (the periodic one, seconds later, or
+// Close's), the group's commit would stay past the reset point until
+// then — a member that stops meanwhile has the next owner skip the
+// records the broker holds from there on — and for good when that next
+// commit has nothing to carry: the client counts the mark as committed
+// when the last commit it saw answered before the one in flight wrote
+// the same offset and epoch (on logd, whose epochs are unknown, a
+// commit of the reset point). Issuing it may wait (the client holds
+// commits during a rebalance's join, and an asynchronous one while a
+// synchronous one runs), so it is issued from a goroutine. Close waits
+// for it to be answered (awaitRewind), within its deadline: its own
+// commit may have nothing to carry, and leaving the group first would
+// have the broker refuse this one. Once issued it runs on, as the
+// periodic commit does, bounded by the client's request timeouts. A
+// failure is counted and logged; the marks stay, and the next commit
+// carries them. Called with rewindMu held.
+func (s *Subscriber) commitRewind(rewind map[int32]kgo.EpochOffset) {
+	done := make(chan struct{})
+	s.rewindDone = done
+	offsets := map[string]map[int32]kgo.EpochOffset{s.topic: rewind}
+	go func() {
+		s.cl.CommitOffsets(context.Background(), offsets,
+			func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+				defer close(done)
+				if err == nil && resp != nil {
+				find:
+					for _, t := range resp.Topics {
+						for _, p := range t.Partitions {
+							if err = kerr.ErrorForCode(p.ErrorCode); err != nil {
+								break find
+							}
+						}
+					}
+				}
+				if err == nil || errors.Is(err, kgo.ErrClientClosed) && s.closing() {
+					return
+				}
+				s.commitErrors.Add(1)
+				s.log.Warn("kafka transport: commit of a data loss's reset point failed: the next commit retries it",
+					"topic", s.topic, "err", err)
+			})
+	}()
+}
+
+// awaitRewind waits, until ctx ends, for the last commit of a data
+// loss's reset points to be answered. Called with rewindMu held.
+func (s *Subscriber) awaitRewind(ctx context.Context) {
+	if s.rewindDone == nil {
+		return
+	}
+	select {
+	case <-s.rewindDone:
+	case <-ctx.Done():
+	}
+}
+
+// closing reports whether Close has begun.
+func (s *Subscriber) closing() bool {
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// dropLost drops what the subscriber fetched of partition p at or past
+// resetTo and has not delivered, queued or pending, when the broker
+// reports it lost those offsets: those are the lost records, not the
+// ones the broker holds there now, which the client fetches from
+// resetTo on. Delivered, they would be records the broker no longer
+// has, and the new records at their offsets would then be skipped as
+// already delivered. The records queued below resetTo stay: the broker
+// still holds them. Called with mu held, before lose.
+func (s *Subscriber) dropLost(p int32, resetTo int64) {
+	s.queue = slices.DeleteFunc(s.queue, func(q queued) bool {
+		return q.r.Partition == p && q.r.Offset >= resetTo
+	})
+	if s.pendingPart != p || len(s.pending) == 0 || s.pendingOff < resetTo {
+		return
+	}
+	// As a rebalance does (see GroupSubscriber.disown): the partition
+	// resumes before the record, after what Receive returned of it.
+	st := s.part(p)
+	st.next = s.pendingNext
+	if st.next >= 0 {
+		st.next = max(st.next, st.delivered)
+	}
+	s.pending = s.pending[:0]
+}
+
 // lose records that the broker lost the partition's offsets from
 // resetTo on (a data-loss reset, *kgo.ErrDataLoss) and that the client
 // resumed there. The offsets delivered from there on were returned by
@@ -25,7 +130,11 @@ func (p *partition) lose(resetTo int64) (rewind bool) {
 			p.lostFrom, p.lostTo = resetTo, p.delivered
 		}
 	}
-	p.next = resetTo
+	// Records fetched below resetTo and not yet delivered (see
+	// dropLost) come first.
+	if p.next < 0 || p.next > resetTo {
+		p.next = resetTo
+	}
 	p.delivered = min(p.delivered, resetTo)
 	// The first mark stays, whatever its offset: the epoch of the
 	// offsets below resetTo (see maxEpochMarks for a mark kept that

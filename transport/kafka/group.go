@@ -58,6 +58,11 @@ type GroupSubscriber struct {
 	// closing, when set (by a test), is called by Close once it has
 	// begun, before its commit.
 	closing func()
+	// acks orders Acks with Close's commit.
+	acks ackGate
+	// acking, when set (by a test), is called by Ack once it has found
+	// the subscriber open.
+	acking func()
 }
 
 var (
@@ -181,26 +186,41 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 // before a rebalance, or Close's — writes the reset point, whatever the
 // leader epoch of the mark (on logd, always unknown), so the records
 // the broker holds from there on go to the next owner if this member
-// stops before Receive returns them. A commit already in flight with
-// the old mark may still land; the next one moves it back.
+// stops before Receive returns them. The loss also commits the reset
+// point at once, after any commit in flight with the old mark (see
+// commitRewind).
+//
+// An Ack that returns nil is in the next commit, Close's included; an
+// Ack that meets Close returns transport.ErrClosed when Close's commit
+// may not carry it (Close did not wait for it: see ackGate).
 func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq uint64) error {
-	select {
-	case <-g.closed:
+	if !g.acks.enter(g.closed) {
 		return transport.ErrClosed
-	default:
 	}
+	if g.acking != nil {
+		g.acking()
+	}
+	marked, err := g.ack(stream, seq)
+	if late := g.acks.leave(); late && marked {
+		return fmt.Errorf("%w: the acknowledgement of offset %d of %s was made as Close committed, and may not be committed", transport.ErrClosed, seq, stream)
+	}
+	return err
+}
+
+// ack is Ack's work: it reports whether it marked an offset for commit.
+func (g *GroupSubscriber) ack(stream transport.StreamID, seq uint64) (marked bool, err error) {
 	if stream.Topic != g.topic || stream.Feed != 0 || stream.Session != 0 {
-		return fmt.Errorf("%w: %s is not a partition of topic %q", ErrNotDelivered, stream, g.topic)
+		return false, fmt.Errorf("%w: %s is not a partition of topic %q", ErrNotDelivered, stream, g.topic)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.parts[stream.Partition]
 	if st == nil || !st.acked(seq) {
-		return fmt.Errorf("%w: offset %d of %s", ErrNotDelivered, seq, stream)
+		return false, fmt.Errorf("%w: offset %d of %s", ErrNotDelivered, seq, stream)
 	}
 	if !st.owned {
 		g.stats.AcksNotOwned++
-		return nil
+		return false, nil
 	}
 	commit := st.commitAfter(int64(seq))
 	if commit <= st.floor {
@@ -208,13 +228,13 @@ func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq 
 		// to commit. Left to the client, such a mark would move the
 		// commit back whenever the epoch it carries is later than the
 		// commit's (the client orders marks by epoch first).
-		return nil
+		return false, nil
 	}
 	g.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{
 		g.topic: {stream.Partition: {Epoch: st.epochOf(commit - 1), Offset: commit}},
 	})
 	st.floor = commit
-	return nil
+	return true, nil
 }
 
 // assigned: the member now owns ps. The leader epochs of what it
@@ -320,10 +340,13 @@ func (g *GroupSubscriber) adjustStarts(_ context.Context, offsets map[string]map
 // commits, so that commit ended is not counted as failed. A revocation
 // that finds Close begun leaves the commit to Close, and returns once
 // Close's commit has (see awaitCloseCommit).
-func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[string][]int32) {
+//
+// After a data loss, the commit of its reset point (commitRewind) is
+// answered first: it follows any commit in flight with the old mark,
+// which the revocation's own commit may not (see commitRewind), and
+// the next owner starts at what the group committed.
+func (g *GroupSubscriber) revoked(ctx context.Context, _ *kgo.Client, ps map[string][]int32) {
 	defer g.awaitCloseCommit() // after mu is released
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -333,10 +356,15 @@ func (g *GroupSubscriber) revoked(ctx context.Context, cl *kgo.Client, ps map[st
 		case <-ctx.Done():
 		}
 	}()
+	g.rewindMu.Lock()
+	g.awaitRewind(ctx)
+	g.rewindMu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	select {
 	case <-g.closed: // Close commits
 	default:
-		if err := cl.CommitMarkedOffsets(ctx); err != nil && !g.endedByClose(err) {
+		if err := g.commitMarked(ctx); err != nil && !g.endedByClose(err) {
 			g.commitErrors.Add(1)
 			g.log.Warn("kafka transport: commit before a rebalance failed: the next owner delivers again what was acknowledged since the last commit",
 				"group", g.groupName, "err", err)
@@ -435,10 +463,17 @@ func (g *GroupSubscriber) Close() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), closeFlush)
 		defer cancel()
+		// The Acks under way mark first, within half the commit's
+		// time: a commit whose deadline the wait used up would fail
+		// even with nothing to carry.
+		dctx, dcancel := context.WithTimeout(ctx, closeFlush/2)
+		g.acks.drain(dctx)
+		dcancel()
 		// A data loss's rewind under way (take) is finished first: the
 		// commit writes its reset point, not the mark past it.
 		g.rewindMu.Lock()
-		cerr := g.cl.CommitMarkedOffsets(ctx)
+		g.awaitRewind(ctx)
+		cerr := g.commitMarked(ctx)
 		g.rewindMu.Unlock()
 		close(g.closeCommitted)
 		if cerr != nil {

@@ -53,6 +53,9 @@ type Subscriber struct {
 	// begins meanwhile commits the reset point, not the mark past it
 	// that no later commit would correct. Taken before mu.
 	rewindMu sync.Mutex
+	// rewindDone, under rewindMu, is closed once the last commit of a
+	// data loss's reset points is answered (see commitRewind).
+	rewindDone chan struct{}
 
 	mu sync.Mutex
 	// policy is the topic's cleanup policy, learned on the first hole
@@ -323,10 +326,11 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 	s.rewindMu.Lock()
 	defer s.rewindMu.Unlock()
 	s.mu.Lock()
+	// Errors first: a loss drops what was queued before this poll of
+	// the offsets it lost (see dropLost), not the records of this poll,
+	// which the client fetched from the reset point on (it returns a
+	// loss after the fetches polled with it).
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-		for _, r := range fp.Records {
-			s.queue = append(s.queue, queued{r, fp.LogStartOffset})
-		}
 		err := fp.Err
 		if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return
@@ -340,6 +344,7 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 		if errors.As(err, &loss) && loss.Topic == s.topic {
 			// The broker lost what was delivered from ResetTo on: what
 			// it holds there now is new, not delivered (see lose).
+			s.dropLost(loss.Partition, loss.ResetTo)
 			if s.part(loss.Partition).lose(loss.ResetTo) {
 				if rewind == nil {
 					rewind = map[int32]kgo.EpochOffset{}
@@ -351,6 +356,11 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 			first = fmt.Errorf("kafka transport: fetch %s/%d: %w", fp.Topic, fp.Partition, err)
 		}
 	})
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		for _, r := range fp.Records {
+			s.queue = append(s.queue, queued{r, fp.LogStartOffset})
+		}
+	})
 	s.mu.Unlock()
 	if len(rewind) > 0 {
 		if s.rewinding != nil {
@@ -359,10 +369,10 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 		// SetOffsets, unlike a mark, moves the client's mark back,
 		// whatever its leader epoch. Called before the poll allows a
 		// rebalance (kgo.BlockRebalanceOnPoll): no revocation runs
-		// meanwhile, and a commit in flight that carried the old mark
-		// leaves the new one to the next commit. Close's commit, the
-		// last, waits for it (rewindMu).
+		// meanwhile. Close's commit, the last, waits for it and for
+		// the commit of the reset points (rewindMu, awaitRewind).
 		s.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.topic: rewind})
+		s.commitRewind(rewind)
 	}
 	return first
 }
