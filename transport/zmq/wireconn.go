@@ -266,6 +266,11 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 		c.ok += hdr + int(size)
 		return true, nil
 	}
+	if !c.handshaken {
+		// Before its READY a peer sends commands only; read ahead, a
+		// large frame's body would lift the handshake's deadline.
+		return false, fmt.Errorf("%w: a message frame before the handshake command", ErrBadFrame)
+	}
 	c.msgFrames++
 	if size > c.maxMessage || c.msgBytes+size > c.maxMessage {
 		return false, fmt.Errorf("%w: message of %d bytes or more, at most %d allowed", ErrFrameTooLarge, c.msgBytes, c.maxMessage)
