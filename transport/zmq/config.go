@@ -135,7 +135,8 @@ type Config struct {
 	// FrameTimeout bounds how long the body of a frame over 64 KiB may
 	// take to arrive after its header, the wait for room in
 	// MaxPendingBytes included; the connection fails beyond
-	// (ErrFrameTimeout).
+	// (ErrFrameTimeout). Only the time spent waiting for the network
+	// counts, not a pause of the reader while the receive queue is full.
 	FrameTimeout time.Duration
 	// MaxPeers bounds the connections a bound socket accepts.
 	MaxPeers int

@@ -68,8 +68,17 @@ type wireConn struct {
 	frameTimeout time.Duration
 	closing      <-chan struct{}
 	reserved     atomic.Int64
-	bodyDeadline time.Time
 	onTimeout    func()
+	// bodyLeft is how long the reader may still wait for the network
+	// for the body of the large frame it reserved (timing): only the
+	// time spent in the network's Read counts, not the time our
+	// application takes to receive what was read before (the frame's
+	// header may be read ahead of a message the reader waits to hand
+	// on while the receive queue is full).
+	bodyLeft time.Duration
+	timing   bool
+	// handshakeBy is the handshake's deadline, until handshakeDone.
+	handshakeBy time.Time
 
 	buf     []byte
 	r, ok   int   // buf[r:ok] checked, ready for zmq4; buf[ok:w] not yet
@@ -137,17 +146,23 @@ func (c *wireConn) reserve(size uint64) error {
 		return net.ErrClosed
 	default:
 	}
-	c.bodyDeadline = deadline
-	c.Conn.SetReadDeadline(deadline)
+	c.bodyLeft, c.timing = time.Until(deadline), true
 	return nil
 }
 
 // bodyDone ends the reservation of a large frame whose body arrived.
 func (c *wireConn) bodyDone() {
-	if c.reserved.Load() > 0 {
+	if c.timing {
+		c.timing = false
 		c.release()
-		c.Conn.SetReadDeadline(time.Time{})
+		c.Conn.SetReadDeadline(c.handshakeBy)
 	}
+}
+
+// handshakeDeadline sets the handshake's deadline.
+func (c *wireConn) handshakeDeadline(t time.Time) {
+	c.handshakeBy = t
+	c.Conn.SetDeadline(t)
 }
 
 // Read gives zmq4 checked bytes only.
@@ -180,14 +195,27 @@ func (c *wireConn) fill() {
 		c.w -= c.r
 		c.r = 0
 	}
+	timing := c.timing
+	var start time.Time
+	if timing {
+		start = time.Now()
+		d := start.Add(c.bodyLeft)
+		if !c.handshakeBy.IsZero() && c.handshakeBy.Before(d) {
+			d = c.handshakeBy
+		}
+		c.Conn.SetReadDeadline(d)
+	}
 	reporting := c.traffic.reading()
 	n, err := c.Conn.Read(c.buf[c.w:])
 	if reporting {
 		c.traffic.read(n)
 	}
+	if timing {
+		c.bodyLeft -= time.Since(start)
+	}
 	c.w += n
 	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) && c.reserved.Load() > 0 {
+		if errors.Is(err, os.ErrDeadlineExceeded) && timing && c.bodyLeft <= 0 {
 			c.onTimeout()
 			err = fmt.Errorf("%w: the body of a frame did not arrive within %v: %v", ErrFrameTimeout, c.frameTimeout, err)
 		}
@@ -367,13 +395,12 @@ func (c *wireConn) ping(ttlContext []byte, n int) {
 	c.w -= n
 }
 
-// handshakeDone lifts the handshake's deadline, but for the body of a
-// large frame read ahead meanwhile, and makes later writes buffered.
+// handshakeDone lifts the handshake's deadline (the body of a large
+// frame read ahead meanwhile keeps its own: fill sets it) and makes
+// later writes buffered.
 func (c *wireConn) handshakeDone() {
+	c.handshakeBy = time.Time{}
 	c.Conn.SetDeadline(time.Time{})
-	if c.reserved.Load() > 0 {
-		c.Conn.SetReadDeadline(c.bodyDeadline)
-	}
 	c.bw = bufio.NewWriterSize(c.Conn, writeBufSize)
 }
 

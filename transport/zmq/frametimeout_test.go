@@ -1,0 +1,78 @@
+package zmq
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// TestFrameTimeoutNotOurSilence: a subscriber whose application pauses
+// for longer than FrameTimeout, its receive queue full, does not fail
+// its publisher's connection: the header of a large frame the reader
+// read ahead of the message it waits to queue is not the publisher's
+// slowness. Every message arrives, in order, without a gap.
+func TestFrameTimeoutNotOurSilence(t *testing.T) {
+	const ft = 300 * time.Millisecond
+	pub, ep := bound(t, Config{Heartbeat: 100 * time.Millisecond})
+	sub := connected(t, ep, Config{ReceiveQueue: 1, FrameTimeout: ft, MaxMessageBytes: 1 << 20})
+	ctx := testCtx(t)
+	if err := pub.WaitSubscribers(ctx, "t", 1); err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	payload := bytes.Repeat([]byte("p"), 200<<10) // a frame over 64 KiB
+	for range n {
+		if err := pub.Publish(ctx, transport.Message{Topic: "t", Payload: payload}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * ft) // the application pausing: what this test is about
+	var seqs []uint64
+	for len(seqs) < n {
+		ev := receive(t, sub)
+		switch ev.Kind {
+		case transport.EventMessage:
+			seqs = append(seqs, ev.Message.Seq)
+		case transport.EventGap:
+			t.Fatalf("gap %+v after %v", ev.Gap, seqs)
+		}
+	}
+	if st := sub.Stats(); st.FrameTimeouts != 0 || st.Dialed != 1 {
+		t.Errorf("FrameTimeouts %d, Dialed %d: want 0 and 1 (the publisher's connection failed while we were not reading)", st.FrameTimeouts, st.Dialed)
+	}
+}
+
+// TestFrameTimeoutTrickle: the time a large frame's body may take is
+// the sum of the reader's waits for it, however many reads bring it: a
+// peer sending it a byte at a time is closed after FrameTimeout.
+func TestFrameTimeoutTrickle(t *testing.T) {
+	const ft = 300 * time.Millisecond
+	sub, err := NewSubscriber(t.Context(), Config{Bind: []string{"tcp://127.0.0.1:0"}, FrameTimeout: ft})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	c, _ := rawPeer(t, "tcp://"+sub.Addrs()[0].String(), zmq4.Pub)
+	if _, err := c.Write(binary.BigEndian.AppendUint64([]byte{flagLong}, 100<<10)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for time.Since(start) < 10*ft {
+		if _, err := c.Write([]byte("x")); err != nil {
+			break // closed
+		}
+		time.Sleep(ft / 10) // the peer's slowness: what this test is about
+	}
+	waitCount(t, "FrameTimeouts", func() uint64 { return sub.Stats().FrameTimeouts }, 1)
+	if d := time.Since(start); d > 5*ft {
+		t.Errorf("a frame body trickling in was cut after %v, FrameTimeout %v", d.Round(time.Millisecond), ft)
+	}
+}
