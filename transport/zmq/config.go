@@ -134,9 +134,11 @@ type Config struct {
 	MaxPendingBytes int
 	// FrameTimeout bounds how long the body of a frame over 64 KiB may
 	// take to arrive after its header, the wait for room in
-	// MaxPendingBytes included; the connection fails beyond
-	// (ErrFrameTimeout). Only the time spent waiting for the network
-	// counts, not a pause of the reader while the receive queue is full.
+	// MaxPendingBytes included, and the rest of a message once it is
+	// over 64 KiB (its frames are held until its last); the connection
+	// fails beyond (ErrFrameTimeout). Only the time spent waiting for
+	// the network counts, not a pause of the reader while the receive
+	// queue is full.
 	FrameTimeout time.Duration
 	// MaxPeers bounds the connections a bound socket accepts.
 	MaxPeers int

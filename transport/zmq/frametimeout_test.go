@@ -76,3 +76,42 @@ func TestFrameTimeoutTrickle(t *testing.T) {
 		t.Errorf("a frame body trickling in was cut after %v, FrameTimeout %v", d.Round(time.Millisecond), ft)
 	}
 }
+
+// TestUnfinishedMessageTimesOut: a message over 64 KiB made of small
+// frames must arrive whole within FrameTimeout, as one large frame
+// must: zmq4 holds every frame of a message until its last, so a peer
+// that sent most of one (MaxMessageBytes, per connection) and then
+// nothing used to have it held for as long as it kept the connection.
+func TestUnfinishedMessageTimesOut(t *testing.T) {
+	const ft = 300 * time.Millisecond
+	sub, err := NewSubscriber(t.Context(), Config{Bind: []string{"tcp://127.0.0.1:0"}, FrameTimeout: ft})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	ep := "tcp://" + sub.Addrs()[0].String()
+	c, _ := rawPeer(t, ep, zmq4.Pub)
+	frame := append([]byte{flagMore, 255}, bytes.Repeat([]byte("f"), 255)...)
+	if _, err := c.Write(bytes.Repeat(frame, 400)); err != nil { // 100 KiB, unfinished
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if !closedSoon(c) {
+		t.Fatalf("a message of 100 KiB left unfinished: connection still open after %v (FrameTimeout %v)", time.Since(start).Round(time.Millisecond), ft)
+	}
+	waitCount(t, "FrameTimeouts", func() uint64 { return sub.Stats().FrameTimeouts }, 1)
+
+	// A whole one of small frames, sent at once, is received.
+	pc, zc := rawPeer(t, ep, zmq4.Pub)
+	defer pc.Close()
+	frames := [][]byte{[]byte("t")}
+	for range 400 {
+		frames = append(frames, bytes.Repeat([]byte("f"), 255))
+	}
+	if err := zc.SendMsg(zmq4.NewMsgFrom(frames...)); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextMessage(t, sub); len(m.Headers) != 399 {
+		t.Errorf("got a message of %d header frames, want 399", len(m.Headers))
+	}
+}

@@ -70,11 +70,12 @@ type wireConn struct {
 	reserved     atomic.Int64
 	onTimeout    func()
 	// bodyLeft is how long the reader may still wait for the network
-	// for the body of the large frame it reserved (timing): only the
-	// time spent in the network's Read counts, not the time our
-	// application takes to receive what was read before (the frame's
-	// header may be read ahead of a message the reader waits to hand
-	// on while the receive queue is full).
+	// for the rest of the current message once it is over 64 KiB, or
+	// the body of a large frame (timing): zmq4 holds every frame of a
+	// message until its last. Only the time spent in the network's Read
+	// counts, not the time our application takes to receive what was
+	// read before (a header may be read ahead of a message the reader
+	// waits to hand on while the receive queue is full).
 	bodyLeft time.Duration
 	timing   bool
 	// handshakeBy is the handshake's deadline, until handshakeDone.
@@ -88,6 +89,7 @@ type wireConn struct {
 	// Framing state of the bytes checked so far.
 	greeting   int    // greeting bytes still expected
 	body       uint64 // body bytes of the current frame still expected
+	lastFrame  bool   // the current frame is its message's last
 	msgBytes   uint64 // bytes of the current message so far
 	msgFrames  int    // frames of the current message so far
 	handshaken bool   // the peer's handshake command has passed
@@ -129,7 +131,7 @@ func (c *wireConn) release() {
 // reserve takes size bytes of the pending budget for the frame whose
 // header is next, and sets the deadline of its body.
 func (c *wireConn) reserve(size uint64) error {
-	deadline := time.Now().Add(c.frameTimeout)
+	deadline := time.Now().Add(c.bodyLeft)
 	if !c.pending.take(int64(size), deadline, c.closing) {
 		select {
 		case <-c.closing:
@@ -146,15 +148,16 @@ func (c *wireConn) reserve(size uint64) error {
 		return net.ErrClosed
 	default:
 	}
-	c.bodyLeft, c.timing = time.Until(deadline), true
+	c.bodyLeft = time.Until(deadline)
 	return nil
 }
 
-// bodyDone ends the reservation of a large frame whose body arrived.
-func (c *wireConn) bodyDone() {
-	if c.timing {
+// frameDone is called when a frame's body has arrived: it ends its
+// reservation, if any, and the message's timing after its last frame.
+func (c *wireConn) frameDone() {
+	c.release()
+	if c.lastFrame && c.timing {
 		c.timing = false
-		c.release()
 		c.Conn.SetReadDeadline(c.handshakeBy)
 	}
 }
@@ -217,7 +220,7 @@ func (c *wireConn) fill() {
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) && timing && c.bodyLeft <= 0 {
 			c.onTimeout()
-			err = fmt.Errorf("%w: the body of a frame did not arrive within %v: %v", ErrFrameTimeout, c.frameTimeout, err)
+			err = fmt.Errorf("%w: a message over %d bytes, or a frame's body, did not arrive within %v: %v", ErrFrameTimeout, largeFrame, c.frameTimeout, err)
 		}
 		c.readErr = err
 	}
@@ -238,7 +241,7 @@ func (c *wireConn) check() error {
 			c.body -= n
 			c.ok += int(n)
 			if c.body == 0 {
-				c.bodyDone()
+				c.frameDone()
 			}
 		default:
 			done, err := c.checkFrame(avail)
@@ -306,17 +309,24 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 	if c.msgFrames > c.maxFrames {
 		return false, fmt.Errorf("%w: more than %d frames", ErrFrameTooLarge, c.maxFrames)
 	}
+	if c.pending != nil && !c.timing && c.msgBytes+size > largeFrame {
+		c.bodyLeft, c.timing = c.frameTimeout, true
+	}
 	if size > largeFrame && c.pending != nil {
 		if err := c.reserve(size); err != nil {
 			return false, err
 		}
 	}
 	c.msgBytes += size
-	if flags&flagMore == 0 {
+	c.lastFrame = flags&flagMore == 0
+	if c.lastFrame {
 		c.msgFrames, c.msgBytes = 0, 0
 	}
 	c.ok += hdr
 	c.body = size
+	if size == 0 {
+		c.frameDone()
+	}
 	return true, nil
 }
 
