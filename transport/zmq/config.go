@@ -143,7 +143,8 @@ type Config struct {
 	// MaxPeers bounds the connections a bound socket accepts.
 	MaxPeers int
 	// MaxSubscriptions bounds the topic prefixes one subscriber may hold
-	// at a publisher.
+	// at a publisher; a subscriber holds no more (Subscribe refuses
+	// them).
 	MaxSubscriptions int
 	// Reconnect is the first wait before redialling a connected
 	// endpoint; it doubles up to ReconnectMax.
@@ -287,10 +288,15 @@ func (c *Config) validate() error {
 	if c.Slow > Disconnect {
 		return badConfig("Slow", c.Slow, "must be DropNewest or Disconnect")
 	}
+	distinct := map[string]bool{}
 	for _, s := range c.Subscribe {
 		if len(s) > maxPrefix {
 			return badConfig("Subscribe", s, "a prefix is at most 255 bytes")
 		}
+		distinct[s] = true
+	}
+	if len(distinct) > c.MaxSubscriptions {
+		return badConfig("Subscribe", len(distinct), fmt.Sprintf("at most MaxSubscriptions (%d) distinct prefixes", c.MaxSubscriptions))
 	}
 	return nil
 }

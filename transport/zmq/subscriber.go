@@ -69,6 +69,7 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 	}
 	s.filter = newPrefixFilter(subs)
 	s.in = newInbound(subs)
+	s.in.maxSubs = cfg.MaxSubscriptions
 	s.in.sink = s.sink
 	s.in.ended = s.q.putEnded
 	sc := cfg.socketConfig()
@@ -108,20 +109,26 @@ func (s *Subscriber) WaitPublishers(ctx context.Context, n int) error {
 	return s.sock.waitPeers(ctx, n)
 }
 
-// Subscribe adds a topic prefix, and tells every publisher.
+// Subscribe adds a topic prefix, and tells every publisher. A subscriber
+// holds at most MaxSubscriptions distinct prefixes, the most a
+// publisher takes from one subscriber.
 func (s *Subscriber) Subscribe(prefix string) error {
 	if len(prefix) > maxPrefix {
 		return badConfig("Subscribe", prefix, "a prefix is at most 255 bytes")
 	}
+	// The filter first: a publisher told sends at once.
 	s.filter.change(prefix, true)
-	s.in.subscribe(prefix, true)
+	if err := s.in.subscribe(prefix, true); err != nil {
+		s.filter.change(prefix, false)
+		return err
+	}
 	return nil
 }
 
 // Unsubscribe removes a topic prefix Subscribe added (once per
 // Subscribe), and tells every publisher.
 func (s *Subscriber) Unsubscribe(prefix string) {
-	s.in.subscribe(prefix, false)
+	s.in.subscribe(prefix, false) // never refuses a removal
 	s.filter.change(prefix, false)
 }
 

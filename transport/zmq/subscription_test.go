@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/brokerless/brokerless/transport"
 )
 
 // TestRepeatedSubscriptionOneCancel: a subscriber's subscriptions are
@@ -39,5 +41,41 @@ func TestRepeatedSubscriptionOneCancel(t *testing.T) {
 	}
 	if !pubSees(pub, "B") || pubSees(pub, "A") {
 		t.Errorf("after a stray cancel: takes B %v (want true), A %v (want false)", pubSees(pub, "B"), pubSees(pub, "A"))
+	}
+}
+
+// TestSubscribeBeyondMaxSubscriptions: a subscriber refuses to hold
+// more distinct prefixes than MaxSubscriptions, the most a publisher
+// takes from it (and what its queues for the set are sized by): it
+// used to accept them, and was then disconnected by every publisher of
+// the same bound, again at each reconnect, or refused every publisher
+// once its queue could not take the set.
+func TestSubscribeBeyondMaxSubscriptions(t *testing.T) {
+	if _, err := NewSubscriber(t.Context(), Config{Connect: []string{"tcp://127.0.0.1:1"}, MaxSubscriptions: 2, Subscribe: []string{"a", "b", "c"}}); err == nil {
+		t.Error("NewSubscriber took 3 prefixes, MaxSubscriptions 2")
+	}
+	pub, ep := bound(t, Config{MaxSubscriptions: 4})
+	sub := connected(t, ep, Config{MaxSubscriptions: 4, Subscribe: []string{"a", "b", "c", "a"}})
+	ctx := testCtx(t)
+	if err := sub.Subscribe("d"); err != nil {
+		t.Fatalf("a 4th prefix: %v", err)
+	}
+	if err := sub.Subscribe("a"); err != nil {
+		t.Fatalf("a prefix held already: %v", err)
+	}
+	if err := sub.Subscribe("e"); err == nil {
+		t.Error("Subscribe took a 5th prefix, MaxSubscriptions 4")
+	}
+	if err := pub.WaitSubscribers(ctx, "d", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.Publish(ctx, transport.Message{Topic: "d", Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextMessage(t, sub); m.Topic != "d" {
+		t.Errorf("got topic %q, want d", m.Topic)
+	}
+	if st := pub.Stats(); st.RefusedSubscriptions != 0 || st.Accepted != 1 {
+		t.Errorf("publisher: RefusedSubscriptions %d, Accepted %d: want 0 and 1", st.RefusedSubscriptions, st.Accepted)
 	}
 }
