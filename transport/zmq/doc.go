@@ -82,7 +82,9 @@
 // received: its messages get Feed 0, a session drawn per connection and
 // sequence numbers counted on arrival, which say nothing of what it
 // dropped; its stream ends when its connection closes, and several such
-// publishers on one topic are separate streams. One frame is the payload; with more, the first is the topic,
-// the last the payload, and those between are headers named
-// "zmq.frame".
+// publishers on one topic are separate streams. One frame is the
+// payload; with more, the first is the topic, the last the payload, and
+// those between are headers named "zmq.frame". Once a connection has
+// brought such a message, a later one whose second frame merely begins
+// as a header frame does, and cannot be read as one, is plain too.
 package zmq

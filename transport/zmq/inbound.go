@@ -42,6 +42,10 @@ type inConn struct {
 	// frames, per connection; n is how many it sent.
 	session uint64
 	n       uint64
+	// plain is set once the connection brought a message without a
+	// header frame: a later one whose second frame only begins as a
+	// header frame does is plain too. Receive's, as n.
+	plain bool
 	// queued is set once a message of the connection is queued for
 	// the application (by its reader).
 	queued bool

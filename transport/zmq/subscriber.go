@@ -199,17 +199,29 @@ func (s *Subscriber) decode(it inItem) (transport.Event, bool) {
 	}
 	s.received.Add(1)
 	f := it.frames
-	if len(f) < 2 || !isHeader(f[1]) {
+	plain := len(f) < 2 || !isHeader(f[1])
+	var h header
+	if !plain {
+		var err error
+		h, err = parseHeader(f[1], s.hs)
+		if err != nil || h.kind != kindHeartbeat && h.kind != kindEnd && len(f) != 3 || (h.kind == kindHeartbeat || h.kind == kindEnd) && len(f) != 2 {
+			if !it.conn.plain {
+				s.badHeaders.Add(1)
+				return transport.Event{}, false
+			}
+			// A plain publisher's frame that begins as a header
+			// frame does: its message, numbered on arrival, would
+			// be lost without a gap.
+			plain = true
+		}
+	}
+	if plain {
+		it.conn.plain = true
 		if !s.filter.match(f[0]) {
 			s.filtered.Add(1) // not numbered: no gap for it
 			return transport.Event{}, false
 		}
 		return s.plainMessage(it)
-	}
-	h, err := parseHeader(f[1], s.hs)
-	if err != nil || h.kind != kindHeartbeat && h.kind != kindEnd && len(f) != 3 || (h.kind == kindHeartbeat || h.kind == kindEnd) && len(f) != 2 {
-		s.badHeaders.Add(1)
-		return transport.Event{}, false
 	}
 	id := transport.StreamID{Feed: h.feed, Session: h.session}
 	topic := f[0]
