@@ -115,3 +115,36 @@ func TestUnfinishedMessageTimesOut(t *testing.T) {
 		t.Errorf("got a message of %d header frames, want 399", len(m.Headers))
 	}
 }
+
+// TestReadAheadWaitsNotForRoom: a message whole in the reader's buffer
+// is handed on at once, though the large frame after it must wait for
+// room in MaxPendingBytes (held by another connection): the reader
+// waited for that room before handing zmq4 the bytes it had checked,
+// so the message came up to FrameTimeout late (and the handshake, when
+// the frame followed the READY, took that long too).
+func TestReadAheadWaitsNotForRoom(t *testing.T) {
+	const maxMsg, ft = 1 << 20, 3 * time.Second
+	sub, err := NewSubscriber(t.Context(), Config{Bind: []string{"tcp://127.0.0.1:0"}, MaxMessageBytes: maxMsg,
+		MaxPendingBytes: maxMsg, FrameTimeout: ft})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	ep := "tcp://" + sub.Addrs()[0].String()
+	hog, _ := rawPeer(t, ep, zmq4.Pub)
+	if _, err := hog.Write(append(binary.BigEndian.AppendUint64([]byte{flagLong}, maxMsg-1), 'x')); err != nil {
+		t.Fatal(err)
+	}
+	waitCount(t, "budget taken", func() uint64 { return uint64(maxMsg - sub.sock.pending.available()) }, maxMsg-1)
+	c, _ := rawPeer(t, ep, zmq4.Pub)
+	msg := []byte{flagMore, 1, 't', 0, 5, 'h', 'e', 'l', 'l', 'o'}
+	msg = append(msg, binary.BigEndian.AppendUint64([]byte{flagLong}, 512<<10)...)
+	start := time.Now()
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	m := nextMessage(t, sub)
+	if d := time.Since(start); string(m.Payload) != "hello" || d > ft/3 {
+		t.Errorf("got %q after %v (FrameTimeout %v): want hello at once", m.Payload, d.Round(time.Millisecond), ft)
+	}
+}

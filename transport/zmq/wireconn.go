@@ -302,6 +302,11 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 		// large frame's body would lift the handshake's deadline.
 		return false, fmt.Errorf("%w: a message frame before the handshake command", ErrBadFrame)
 	}
+	if size > largeFrame && c.pending != nil && c.r < c.ok && size <= c.maxMessage {
+		// Its room may take a while: first let zmq4 take what is
+		// checked (a whole message, a READY); checked again then.
+		return false, nil
+	}
 	c.msgFrames++
 	if size > c.maxMessage || c.msgBytes+size > c.maxMessage {
 		return false, fmt.Errorf("%w: message of %d bytes or more, at most %d allowed", ErrFrameTooLarge, c.msgBytes, c.maxMessage)
