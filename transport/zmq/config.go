@@ -75,7 +75,8 @@ type Config struct {
 	// Pack packs the messages a publisher has queued for one topic into
 	// one ZMTP message, up to PackBytes: what it publishes faster than
 	// the network takes goes out in packs, what it publishes while idle
-	// goes out alone. Only brokerless subscribers unpack.
+	// goes out alone. A pack never goes beyond MaxMessageBytes. Only
+	// brokerless subscribers unpack.
 	Pack      bool
 	PackBytes int
 	// SubscriberQueue and SubscriberQueueBytes bound, per subscriber,
