@@ -79,3 +79,18 @@ func TestSubscribeBeyondMaxSubscriptions(t *testing.T) {
 		t.Errorf("publisher: RefusedSubscriptions %d, Accepted %d: want 0 and 1", st.RefusedSubscriptions, st.Accepted)
 	}
 }
+
+// TestInteropPyzmqResubscribe: a libzmq SUB that subscribed to "A"
+// twice and unsubscribed from it twice is sent nothing of "A" (it
+// sends two subscriptions and one cancel).
+func TestInteropPyzmqResubscribe(t *testing.T) {
+	pub, ep := bound(t, Config{})
+	py := startPy(t, "resub", ep)
+	py.next() // ready
+	if err := pub.WaitSubscribers(testCtx(t), "B", 1); err != nil {
+		t.Fatal(err)
+	}
+	if pubSees(pub, "A") {
+		t.Error("the libzmq SUB is still sent \"A\" after unsubscribing from it as often as it subscribed")
+	}
+}
