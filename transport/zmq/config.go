@@ -75,7 +75,8 @@ type Config struct {
 	// Pack packs the messages a publisher has queued for one topic into
 	// one ZMTP message, up to PackBytes: what it publishes faster than
 	// the network takes goes out in packs, what it publishes while idle
-	// goes out alone. Only brokerless subscribers unpack.
+	// goes out alone. A pack never goes beyond MaxMessageBytes. Only
+	// brokerless subscribers unpack.
 	Pack      bool
 	PackBytes int
 	// SubscriberQueue and SubscriberQueueBytes bound, per subscriber,
@@ -134,13 +135,17 @@ type Config struct {
 	MaxPendingBytes int
 	// FrameTimeout bounds how long the body of a frame over 64 KiB may
 	// take to arrive after its header, the wait for room in
-	// MaxPendingBytes included; the connection fails beyond
-	// (ErrFrameTimeout).
+	// MaxPendingBytes included, and the rest of a message once it is
+	// over 64 KiB (its frames are held until its last); the connection
+	// fails beyond (ErrFrameTimeout). Only the time spent waiting for
+	// the network counts, not a pause of the reader while the receive
+	// queue is full.
 	FrameTimeout time.Duration
 	// MaxPeers bounds the connections a bound socket accepts.
 	MaxPeers int
 	// MaxSubscriptions bounds the topic prefixes one subscriber may hold
-	// at a publisher.
+	// at a publisher; a subscriber holds no more (Subscribe refuses
+	// them).
 	MaxSubscriptions int
 	// Reconnect is the first wait before redialling a connected
 	// endpoint; it doubles up to ReconnectMax.
@@ -284,10 +289,15 @@ func (c *Config) validate() error {
 	if c.Slow > Disconnect {
 		return badConfig("Slow", c.Slow, "must be DropNewest or Disconnect")
 	}
+	distinct := map[string]bool{}
 	for _, s := range c.Subscribe {
 		if len(s) > maxPrefix {
 			return badConfig("Subscribe", s, "a prefix is at most 255 bytes")
 		}
+		distinct[s] = true
+	}
+	if len(distinct) > c.MaxSubscriptions {
+		return badConfig("Subscribe", len(distinct), fmt.Sprintf("at most MaxSubscriptions (%d) distinct prefixes", c.MaxSubscriptions))
 	}
 	return nil
 }

@@ -40,11 +40,14 @@ func (p *peer) startHeartbeat() {
 	c.mu.Unlock()
 }
 
-// armLocked sets the timer to the liveness deadline; c.mu is held.
+// armLocked sets the timer to the liveness deadline; c.mu is held. A
+// closing peer's timer stays stopped: close closes p.closing before it
+// stops the timer under c.mu, so no one re-arms it after (a PING read
+// ahead, a tick under way), to hold the closed peer until it fires.
 func (p *peer) armLocked() {
 	c := &p.ctl
 	d := c.live.deadline()
-	if d.IsZero() {
+	if d.IsZero() || p.isClosing() {
 		return
 	}
 	if c.timer == nil {

@@ -22,10 +22,13 @@
 // allocates whatever length a peer announces), lets a frame over 64 KiB
 // through only once its size fits in the socket's MaxPendingBytes and
 // fails its connection if its body then takes over FrameTimeout (so
-// headers alone cannot make zmq4 allocate more), refuses a malformed
-// READY (zmq4 panics on one), and takes PINGs out of the stream so that
-// they are answered by the connection's one writer (zmq4 answers from
-// the reader, which may interleave with a write). ZMTP 3.1 heartbeats
+// headers alone cannot make zmq4 allocate more), as it does if a
+// message, once over 64 KiB, is not whole within FrameTimeout (zmq4
+// holds its frames until its last), refuses a message frame before the
+// peer's handshake command and a malformed READY (zmq4 panics on
+// one), and takes PINGs out of the stream so that they are answered by
+// the connection's one writer (zmq4 answers from the reader, which may
+// interleave with a write). ZMTP 3.1 heartbeats
 // are libzmq's: a PONG (one owed at most, echoing the latest PING's
 // context, 16 bytes at most) and our own PINGs (Config.PingInterval)
 // bypass the queue bounds and go before the next batch; anything that
@@ -79,7 +82,9 @@
 // received: its messages get Feed 0, a session drawn per connection and
 // sequence numbers counted on arrival, which say nothing of what it
 // dropped; its stream ends when its connection closes, and several such
-// publishers on one topic are separate streams. One frame is the payload; with more, the first is the topic,
-// the last the payload, and those between are headers named
-// "zmq.frame".
+// publishers on one topic are separate streams. One frame is the
+// payload; with more, the first is the topic, the last the payload, and
+// those between are headers named "zmq.frame". Once a connection has
+// brought such a message, a later one whose second frame merely begins
+// as a header frame does, and cannot be read as one, is plain too.
 package zmq

@@ -42,22 +42,27 @@ type fanoutStats struct {
 // A change of its prefixes costs one map entry, whatever it holds; a
 // match looks up the topic's own prefixes, of the lengths held.
 type subscriber struct {
-	mu     sync.RWMutex
-	counts map[string]int // libzmq counts a prefix subscribed twice
+	mu sync.RWMutex
+	// prefixes is a set, as libzmq's PUB keeps it (a set of pipes per
+	// prefix): a prefix subscribed twice is held once, and one cancel
+	// ends it. libzmq's SUB relies on it: it sends a subscription each
+	// time its application subscribes, a cancel only for the last
+	// unsubscribe.
+	prefixes map[string]struct{}
 	// lens counts the prefixes held per length.
 	lens    [maxPrefix + 1]int32
 	dropped atomic.Uint64
 }
 
 func (f *fanout) attach(p *peer) error {
-	p.state = &subscriber{counts: map[string]int{}}
+	p.state = &subscriber{prefixes: map[string]struct{}{}}
 	return nil
 }
 
 func (f *fanout) detach(p *peer) {
 	s := p.state.(*subscriber)
 	s.mu.Lock()
-	prefixes := slices.Collect(maps.Keys(s.counts))
+	prefixes := slices.Collect(maps.Keys(s.prefixes))
 	s.mu.Unlock()
 	for _, pre := range prefixes {
 		f.total1(pre, false)
@@ -78,32 +83,25 @@ func (f *fanout) received(p *peer, frames [][]byte) error {
 	}
 	s := p.state.(*subscriber)
 	s.mu.Lock()
-	n, had := s.counts[string(prefix)]
+	_, had := s.prefixes[string(prefix)]
 	switch {
-	case add && !had && len(s.counts) >= f.maxSubscriptions:
+	case add == had:
+		s.mu.Unlock()
+		return nil // held already, or not held
+	case add && len(s.prefixes) >= f.maxSubscriptions:
 		s.mu.Unlock()
 		f.stats.refusedSubscriptions.Add(1)
 		return fmt.Errorf("zmq: subscriber %s holds %d subscriptions, the most allowed", p.remote, f.maxSubscriptions)
 	case add:
-		s.counts[string(prefix)] = n + 1
-		if !had {
-			s.lens[len(prefix)]++
-		}
-	case !had:
-		s.mu.Unlock()
-		return nil
-	case n > 1:
-		s.counts[string(prefix)] = n - 1
+		s.prefixes[string(prefix)] = struct{}{}
+		s.lens[len(prefix)]++
 	default:
-		delete(s.counts, string(prefix))
+		delete(s.prefixes, string(prefix))
 		s.lens[len(prefix)]--
 	}
-	first, last := add && !had, !add && n == 1
 	s.mu.Unlock()
-	if first || last {
-		f.total1(string(prefix), add)
-		f.sock.peersChanged.notify()
-	}
+	f.total1(string(prefix), add)
+	f.sock.peersChanged.notify()
 	return nil
 }
 
@@ -133,7 +131,7 @@ func (s *subscriber) matches(topic []byte) bool {
 	defer s.mu.RUnlock()
 	for n := range min(len(topic), maxPrefix) + 1 {
 		if s.lens[n] > 0 {
-			if _, ok := s.counts[string(topic[:n])]; ok {
+			if _, ok := s.prefixes[string(topic[:n])]; ok {
 				return true
 			}
 		}
@@ -167,7 +165,9 @@ func (f *fanout) offer(m zmsg, topic []byte) {
 		}
 		s.dropped.Add(uint64(m.msgs))
 		f.stats.dropped.Add(uint64(m.msgs))
-		f.stats.droppedZMTP.Add(1)
+		if m.msgs > 0 { // a heartbeat is lost uncounted: the next says the same
+			f.stats.droppedZMTP.Add(1)
+		}
 		if f.slow == Disconnect {
 			f.stats.slowDisconnects.Add(1)
 			p.close()

@@ -2,6 +2,7 @@ package zmq
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -24,6 +25,8 @@ type inbound struct {
 
 	mu   sync.Mutex
 	subs map[string]*subEntry
+	// maxSubs bounds the prefixes subs holds (0: no bound).
+	maxSubs int
 	// peers are the publishers told the set, from attach to detach:
 	// a change reaches every peer that got the set before it, even one
 	// the socket does not list yet.
@@ -39,6 +42,10 @@ type inConn struct {
 	// frames, per connection; n is how many it sent.
 	session uint64
 	n       uint64
+	// plain is set once the connection brought a message without a
+	// header frame: a later one whose second frame only begins as a
+	// header frame does is plain too. Receive's, as n.
+	plain bool
 	// queued is set once a message of the connection is queued for
 	// the application (by its reader).
 	queued bool
@@ -114,8 +121,9 @@ func (in *inbound) received(p *peer, frames [][]byte) error {
 }
 
 // subscribe adds (or, with add false, removes one count of) a prefix,
-// and tells every publisher when its set changes.
-func (in *inbound) subscribe(prefix string, add bool) {
+// and tells every publisher when its set changes. It refuses a prefix
+// not held beyond maxSubs.
+func (in *inbound) subscribe(prefix string, add bool) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	var n int
@@ -123,10 +131,12 @@ func (in *inbound) subscribe(prefix string, add bool) {
 		n = e.n
 	}
 	switch {
+	case add && n == 0 && in.maxSubs > 0 && len(in.subs) >= in.maxSubs:
+		return badConfig("Subscribe", prefix, fmt.Sprintf("at most %d prefixes are held (MaxSubscriptions)", in.maxSubs))
 	case add:
 		in.add(prefix)
 	case n == 0:
-		return
+		return nil
 	case n > 1:
 		in.subs[prefix].n--
 	default:
@@ -145,4 +155,5 @@ func (in *inbound) subscribe(prefix string, add bool) {
 			}
 		}
 	}
+	return nil
 }

@@ -108,7 +108,7 @@ func (p *Proxy) onSubscribe(prefix string, add bool) {
 	} else {
 		p.unsubscribed.Add(1)
 	}
-	p.in.subscribe(prefix, add)
+	p.in.subscribe(prefix, add) // p.in holds any number
 }
 
 // XSubAddrs and XPubAddrs are the addresses each side listens on.

@@ -167,7 +167,8 @@ func TestProxyTakesPublishersWhateverTheSubscriptions(t *testing.T) {
 }
 
 // TestRefusedPublisherCounted: a publisher connection refused after its
-// handshake, because the subscription set does not fit its queue, is
+// handshake, because the subscription set does not fit its queue (in
+// bytes: a subscriber holds no more prefixes than its queue counts), is
 // counted.
 func TestRefusedPublisherCounted(t *testing.T) {
 	_, ep := bound(t, Config{})
@@ -175,7 +176,7 @@ func TestRefusedPublisherCounted(t *testing.T) {
 	for i := range 40 {
 		prefixes = append(prefixes, fmt.Sprintf("p%d.", i))
 	}
-	sub := connected(t, ep, Config{MaxSubscriptions: 1, Subscribe: prefixes}) // a queue of 18
+	sub := connected(t, ep, Config{SubscriberQueueBytes: 1, Subscribe: prefixes}) // takes one prefix
 	waitCount(t, "RefusedPublishers", func() uint64 { return sub.Stats().RefusedPublishers }, 1)
 	if n := sub.Publishers(); n != 0 {
 		t.Errorf("%d publishers connected", n)

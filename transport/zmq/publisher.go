@@ -3,6 +3,7 @@ package zmq
 import (
 	"container/list"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -197,8 +198,8 @@ func (p *Publisher) publish(ctx context.Context, m *transport.Message, done func
 	seq := st.next
 	st.next++
 	st.active = true
-	if p.cfg.Pack && size <= p.cfg.PackBytes {
-		p.appendPack(st, seq, ns, m, size, done)
+	if limit := p.packLimit(len(m.Topic)); p.cfg.Pack && packEntryLen(m) <= limit {
+		p.appendPack(st, seq, ns, m, size, limit, done)
 	} else {
 		p.closeOpen()
 		p.enqueue(p.single(st, seq, ns, m), st, size, receipts(seq, done))
@@ -266,14 +267,22 @@ func (p *Publisher) single(st *pubStream, seq uint64, ns int64, m *transport.Mes
 	return zmsg{frames: frames, size: memCost(frames), msgs: 1}
 }
 
+// packLimit is the most a pack's body of a topic of topicLen bytes may
+// hold: PackBytes, and no more than MaxMessageBytes leaves beside the
+// topic and header frames, as a subscriber of the same Config fails a
+// connection that brings a larger message.
+func (p *Publisher) packLimit(topicLen int) int {
+	return min(p.cfg.PackBytes, p.cfg.MaxMessageBytes-binaryOverhead-headerFixed-binary.MaxVarintLen64-topicLen)
+}
+
 // appendPack adds a message to the open pack, first closing it if it is
-// of another stream or full. p.mu is held.
-func (p *Publisher) appendPack(st *pubStream, seq uint64, ns int64, m *transport.Message, size int, done func(transport.Receipt, error)) {
-	if o := p.open; o != nil && (o.st != st || len(o.body)+packEntryLen(m) > p.cfg.PackBytes) {
+// of another stream or would go beyond limit. p.mu is held.
+func (p *Publisher) appendPack(st *pubStream, seq uint64, ns int64, m *transport.Message, size, limit int, done func(transport.Receipt, error)) {
+	if o := p.open; o != nil && (o.st != st || len(o.body)+packEntryLen(m) > limit) {
 		p.closeOpen()
 	}
 	if p.open == nil {
-		p.open = &openPack{st: st, first: seq, base: ns, body: make([]byte, 0, min(p.cfg.PackBytes, 4*packEntryLen(m)))}
+		p.open = &openPack{st: st, first: seq, base: ns, body: make([]byte, 0, min(limit, 4*packEntryLen(m)))}
 	}
 	o := p.open
 	o.body = appendPackEntry(o.body, m, ns, o.base)

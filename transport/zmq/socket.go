@@ -256,7 +256,7 @@ func (s *socket) serve(c net.Conn, server bool) bool {
 	// A large frame read ahead during the handshake may hold some of
 	// the pending budget, whatever becomes of the connection.
 	defer p.wc.release()
-	c.SetDeadline(time.Now().Add(s.handshake))
+	p.wc.handshakeDeadline(time.Now().Add(s.handshake))
 	zc, err := openZMTP(p.wc, s.typ, server)
 	if err != nil {
 		s.stats.handshakeFailed.Add(1)

@@ -69,6 +69,7 @@ func NewSubscriber(ctx context.Context, cfg Config) (*Subscriber, error) {
 	}
 	s.filter = newPrefixFilter(subs)
 	s.in = newInbound(subs)
+	s.in.maxSubs = cfg.MaxSubscriptions
 	s.in.sink = s.sink
 	s.in.ended = s.q.putEnded
 	sc := cfg.socketConfig()
@@ -108,20 +109,26 @@ func (s *Subscriber) WaitPublishers(ctx context.Context, n int) error {
 	return s.sock.waitPeers(ctx, n)
 }
 
-// Subscribe adds a topic prefix, and tells every publisher.
+// Subscribe adds a topic prefix, and tells every publisher. A subscriber
+// holds at most MaxSubscriptions distinct prefixes, the most a
+// publisher takes from one subscriber.
 func (s *Subscriber) Subscribe(prefix string) error {
 	if len(prefix) > maxPrefix {
 		return badConfig("Subscribe", prefix, "a prefix is at most 255 bytes")
 	}
+	// The filter first: a publisher told sends at once.
 	s.filter.change(prefix, true)
-	s.in.subscribe(prefix, true)
+	if err := s.in.subscribe(prefix, true); err != nil {
+		s.filter.change(prefix, false)
+		return err
+	}
 	return nil
 }
 
 // Unsubscribe removes a topic prefix Subscribe added (once per
 // Subscribe), and tells every publisher.
 func (s *Subscriber) Unsubscribe(prefix string) {
-	s.in.subscribe(prefix, false)
+	s.in.subscribe(prefix, false) // never refuses a removal
 	s.filter.change(prefix, false)
 }
 
@@ -192,17 +199,29 @@ func (s *Subscriber) decode(it inItem) (transport.Event, bool) {
 	}
 	s.received.Add(1)
 	f := it.frames
-	if len(f) < 2 || !isHeader(f[1]) {
+	plain := len(f) < 2 || !isHeader(f[1])
+	var h header
+	if !plain {
+		var err error
+		h, err = parseHeader(f[1], s.hs)
+		if err != nil || h.kind != kindHeartbeat && h.kind != kindEnd && len(f) != 3 || (h.kind == kindHeartbeat || h.kind == kindEnd) && len(f) != 2 {
+			if !it.conn.plain {
+				s.badHeaders.Add(1)
+				return transport.Event{}, false
+			}
+			// A plain publisher's frame that begins as a header
+			// frame does: its message, numbered on arrival, would
+			// be lost without a gap.
+			plain = true
+		}
+	}
+	if plain {
+		it.conn.plain = true
 		if !s.filter.match(f[0]) {
 			s.filtered.Add(1) // not numbered: no gap for it
 			return transport.Event{}, false
 		}
 		return s.plainMessage(it)
-	}
-	h, err := parseHeader(f[1], s.hs)
-	if err != nil || h.kind != kindHeartbeat && h.kind != kindEnd && len(f) != 3 || (h.kind == kindHeartbeat || h.kind == kindEnd) && len(f) != 2 {
-		s.badHeaders.Add(1)
-		return transport.Event{}, false
 	}
 	id := transport.StreamID{Feed: h.feed, Session: h.session}
 	topic := f[0]

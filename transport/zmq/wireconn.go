@@ -68,8 +68,18 @@ type wireConn struct {
 	frameTimeout time.Duration
 	closing      <-chan struct{}
 	reserved     atomic.Int64
-	bodyDeadline time.Time
 	onTimeout    func()
+	// bodyLeft is how long the reader may still wait for the network
+	// for the rest of the current message once it is over 64 KiB, or
+	// the body of a large frame (timing): zmq4 holds every frame of a
+	// message until its last. Only the time spent in the network's Read
+	// counts, not the time our application takes to receive what was
+	// read before (a header may be read ahead of a message the reader
+	// waits to hand on while the receive queue is full).
+	bodyLeft time.Duration
+	timing   bool
+	// handshakeBy is the handshake's deadline, until handshakeDone.
+	handshakeBy time.Time
 
 	buf     []byte
 	r, ok   int   // buf[r:ok] checked, ready for zmq4; buf[ok:w] not yet
@@ -79,6 +89,7 @@ type wireConn struct {
 	// Framing state of the bytes checked so far.
 	greeting   int    // greeting bytes still expected
 	body       uint64 // body bytes of the current frame still expected
+	lastFrame  bool   // the current frame is its message's last
 	msgBytes   uint64 // bytes of the current message so far
 	msgFrames  int    // frames of the current message so far
 	handshaken bool   // the peer's handshake command has passed
@@ -120,7 +131,7 @@ func (c *wireConn) release() {
 // reserve takes size bytes of the pending budget for the frame whose
 // header is next, and sets the deadline of its body.
 func (c *wireConn) reserve(size uint64) error {
-	deadline := time.Now().Add(c.frameTimeout)
+	deadline := time.Now().Add(c.bodyLeft)
 	if !c.pending.take(int64(size), deadline, c.closing) {
 		select {
 		case <-c.closing:
@@ -137,17 +148,24 @@ func (c *wireConn) reserve(size uint64) error {
 		return net.ErrClosed
 	default:
 	}
-	c.bodyDeadline = deadline
-	c.Conn.SetReadDeadline(deadline)
+	c.bodyLeft = time.Until(deadline)
 	return nil
 }
 
-// bodyDone ends the reservation of a large frame whose body arrived.
-func (c *wireConn) bodyDone() {
-	if c.reserved.Load() > 0 {
-		c.release()
-		c.Conn.SetReadDeadline(time.Time{})
+// frameDone is called when a frame's body has arrived: it ends its
+// reservation, if any, and the message's timing after its last frame.
+func (c *wireConn) frameDone() {
+	c.release()
+	if c.lastFrame && c.timing {
+		c.timing = false
+		c.Conn.SetReadDeadline(c.handshakeBy)
 	}
+}
+
+// handshakeDeadline sets the handshake's deadline.
+func (c *wireConn) handshakeDeadline(t time.Time) {
+	c.handshakeBy = t
+	c.Conn.SetDeadline(t)
 }
 
 // Read gives zmq4 checked bytes only.
@@ -180,16 +198,29 @@ func (c *wireConn) fill() {
 		c.w -= c.r
 		c.r = 0
 	}
+	timing := c.timing
+	var start time.Time
+	if timing {
+		start = time.Now()
+		d := start.Add(c.bodyLeft)
+		if !c.handshakeBy.IsZero() && c.handshakeBy.Before(d) {
+			d = c.handshakeBy
+		}
+		c.Conn.SetReadDeadline(d)
+	}
 	reporting := c.traffic.reading()
 	n, err := c.Conn.Read(c.buf[c.w:])
 	if reporting {
 		c.traffic.read(n)
 	}
+	if timing {
+		c.bodyLeft -= time.Since(start)
+	}
 	c.w += n
 	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) && c.reserved.Load() > 0 {
+		if errors.Is(err, os.ErrDeadlineExceeded) && timing && c.bodyLeft <= 0 {
 			c.onTimeout()
-			err = fmt.Errorf("%w: the body of a frame did not arrive within %v: %v", ErrFrameTimeout, c.frameTimeout, err)
+			err = fmt.Errorf("%w: a message over %d bytes, or a frame's body, did not arrive within %v: %v", ErrFrameTimeout, largeFrame, c.frameTimeout, err)
 		}
 		c.readErr = err
 	}
@@ -210,7 +241,7 @@ func (c *wireConn) check() error {
 			c.body -= n
 			c.ok += int(n)
 			if c.body == 0 {
-				c.bodyDone()
+				c.frameDone()
 			}
 		default:
 			done, err := c.checkFrame(avail)
@@ -266,6 +297,16 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 		c.ok += hdr + int(size)
 		return true, nil
 	}
+	if !c.handshaken {
+		// Before its READY a peer sends commands only; read ahead, a
+		// large frame's body would lift the handshake's deadline.
+		return false, fmt.Errorf("%w: a message frame before the handshake command", ErrBadFrame)
+	}
+	if size > largeFrame && c.pending != nil && c.r < c.ok && size <= c.maxMessage {
+		// Its room may take a while: first let zmq4 take what is
+		// checked (a whole message, a READY); checked again then.
+		return false, nil
+	}
 	c.msgFrames++
 	if size > c.maxMessage || c.msgBytes+size > c.maxMessage {
 		return false, fmt.Errorf("%w: message of %d bytes or more, at most %d allowed", ErrFrameTooLarge, c.msgBytes, c.maxMessage)
@@ -273,17 +314,24 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 	if c.msgFrames > c.maxFrames {
 		return false, fmt.Errorf("%w: more than %d frames", ErrFrameTooLarge, c.maxFrames)
 	}
+	if c.pending != nil && !c.timing && c.msgBytes+size > largeFrame {
+		c.bodyLeft, c.timing = c.frameTimeout, true
+	}
 	if size > largeFrame && c.pending != nil {
 		if err := c.reserve(size); err != nil {
 			return false, err
 		}
 	}
 	c.msgBytes += size
-	if flags&flagMore == 0 {
+	c.lastFrame = flags&flagMore == 0
+	if c.lastFrame {
 		c.msgFrames, c.msgBytes = 0, 0
 	}
 	c.ok += hdr
 	c.body = size
+	if size == 0 {
+		c.frameDone()
+	}
 	return true, nil
 }
 
@@ -362,13 +410,12 @@ func (c *wireConn) ping(ttlContext []byte, n int) {
 	c.w -= n
 }
 
-// handshakeDone lifts the handshake's deadline, but for the body of a
-// large frame read ahead meanwhile, and makes later writes buffered.
+// handshakeDone lifts the handshake's deadline (the body of a large
+// frame read ahead meanwhile keeps its own: fill sets it) and makes
+// later writes buffered.
 func (c *wireConn) handshakeDone() {
+	c.handshakeBy = time.Time{}
 	c.Conn.SetDeadline(time.Time{})
-	if c.reserved.Load() > 0 {
-		c.Conn.SetReadDeadline(c.bodyDeadline)
-	}
 	c.bw = bufio.NewWriterSize(c.Conn, writeBufSize)
 }
 

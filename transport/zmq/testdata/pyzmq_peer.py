@@ -26,6 +26,10 @@ prints JSON lines on stdout; the Go test reads them.
                                option unset) connected to ENDPOINT; prints
                                each payload received and each event of its
                                socket monitor, until stdin closes
+    resub ENDPOINT             a SUB connected to ENDPOINT that subscribes to
+                               "A" twice, unsubscribes from it twice, then
+                               subscribes to "B"; prints ready, then waits
+                               for stdin to close
     hbpub IVL TIMEOUT TTL      an XPUB with those options bound on a free
                                port: prints it, each subscription and each
                                monitor event; sends [b"t", PAYLOAD] for each
@@ -254,6 +258,19 @@ def hbpub(ivl, timeout, ttl):
     ctx.term()
 
 
+def resub(endpoint):
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.SUB)
+    s.connect(endpoint)
+    for opt in (zmq.SUBSCRIBE, zmq.SUBSCRIBE, zmq.UNSUBSCRIBE, zmq.UNSUBSCRIBE):
+        s.setsockopt(opt, b"A")
+    s.setsockopt(zmq.SUBSCRIBE, b"B")
+    out(ready=True)
+    sys.stdin.read()
+    s.close(linger=0)
+    ctx.term()
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "sub":
@@ -268,6 +285,8 @@ def main():
         worker(args[0], args[1], float(args[2]))
     elif mode == "hbsub":
         hbsub(args[0], *map(int, args[1:4]))
+    elif mode == "resub":
+        resub(args[0])
     elif mode == "hbpub":
         hbpub(*map(int, args[0:3]))
     else:
