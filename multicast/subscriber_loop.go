@@ -262,8 +262,12 @@ func (s *Subscriber) handOver() bool {
 			return false
 		}
 	}
-	s.out = s.free.take(s.stop)
-	return s.out != nil
+	b := s.free.take(s.stop)
+	if b == nil {
+		return false // closed meanwhile
+	}
+	s.out = b
+	return true
 }
 
 // handler is the Subscriber seen as the engine's reliable.Handler. Its
