@@ -43,6 +43,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 		Attempt: store.Attempt{ID: store.NewID("atmpt", start), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID,
 			Started: start, Duration: end.Sub(start), StatusCode: o.StatusCode, Error: errText, Response: response},
 		Status: dec.Status, NextAttempt: dec.NextAttempt, EndpointOK: dec.EndpointOK, Disable: dec.Disable,
+		DisableFailingSince: dec.DisableFailingSince,
 	}
 	notify := d.cfg.NoticeEndpoint != "" && j.Endpoint.ID != d.cfg.NoticeEndpoint
 	if dec.Disable != "" && j.Endpoint.Enabled {

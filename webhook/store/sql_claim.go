@@ -371,13 +371,19 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 		return false, err
 	}
 	if c.Disable != "" {
-		if _, err := s.exec(ctx, tx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated = ?, revision = revision + 1 WHERE id = ?`,
-			storedText(c.Disable), nanos(a.Started.Add(a.Duration)), a.EndpointID); err != nil {
+		// (Its own health write, before, sets a FailingSince cleared
+		// meanwhile to this attempt's start, not to DisableFailingSince.)
+		n, err := s.exec(ctx, tx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated = ?, revision = revision + 1
+			WHERE id = ? AND enabled = 1 AND (CAST(? AS BIGINT) = 0 OR failing_since = ?)`,
+			storedText(c.Disable), nanos(a.Started.Add(a.Duration)), a.EndpointID, nanos(c.DisableFailingSince), nanos(c.DisableFailingSince))
+		if err != nil {
 			return false, err
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`,
-			StatusPaused, a.EndpointID, StatusPending); err != nil {
-			return false, err
+		if n > 0 {
+			if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`,
+				StatusPaused, a.EndpointID, StatusPending); err != nil {
+				return false, err
+			}
 		}
 	}
 	for _, ev := range c.Notices {

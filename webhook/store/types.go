@@ -184,8 +184,15 @@ type Completion struct {
 	// EndpointOK clears the endpoint's FailingSince; otherwise it is set
 	// to the attempt's start unless already set.
 	EndpointOK bool
-	// Disable disables the endpoint with this reason (empty: keep).
+	// Disable disables the endpoint with this reason (empty: keep),
+	// unless it is disabled already (by its user: their reason stands).
 	Disable string
+	// DisableFailingSince, when set, is the endpoint's FailingSince the
+	// Disable was decided on (failing for too long, as of the claim): the
+	// endpoint is disabled only if that is still its FailingSince, not
+	// after a success or a user's enable (which clear it) started its
+	// run of failures anew.
+	DisableFailingSince time.Time
 	// Notices are operational events inserted with the completion, each
 	// delivered only to NoticeEndpoint.
 	Notices        []*Event

@@ -46,6 +46,7 @@ func Run(t *testing.T, open Open) {
 		{"UpdateEndpointCompleting", testUpdateEndpointCompleting},
 		{"UpdateRevision", testUpdateRevision},
 		{"DisableCompleting", testDisableCompleting},
+		{"DisableStale", testDisableStale},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"ResendInFlight", testResendInFlight},
