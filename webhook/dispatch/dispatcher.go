@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,9 @@ type endpointState struct {
 	// pace is how long its attempts take (a moving average; zero before
 	// the first), which bounds its queue (Dispatcher.depth).
 	pace time.Duration
+	// checked is when a worker last read the endpoint again
+	// (endpointRecheck).
+	checked time.Time
 	// disabling counts this dispatcher's attempts that disable the
 	// endpoint (410 Gone, failing too long) and are not recorded yet, and
 	// staleUpTo is the last poll (Dispatcher.polls) that may have claimed
@@ -93,7 +97,8 @@ type Stats struct {
 	// Expired counts deliveries released unattempted because they waited
 	// in their endpoint's queue until too little of their lease was left.
 	Expired int64
-	// StoreErrors counts failed claims, completions and purges.
+	// StoreErrors counts failed claims, completions, purges and reads
+	// of an endpoint (endpointRecheck).
 	StoreErrors int64
 	// Purged counts events deleted for being older than Retention.
 	Purged int64
@@ -309,6 +314,16 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 // pace of (Dispatcher.depth).
 const maxPaced = 1024
 
+// endpointRecheck is how old a claim of an endpoint's deliveries may be
+// before a worker reads the endpoint again, ahead of its next attempt,
+// to see whether its user disabled or deleted it meanwhile (through the
+// API or the console, which write the store, not the dispatcher): once
+// it sees so, its deliveries held are released, not attempted
+// (endpointState.staleUpTo), so an endpoint gets at most about this long
+// of attempts after its user disabled it. (Once a second per endpoint
+// with a backlog under way: the claims of one that is quick are fresh.)
+const endpointRecheck = time.Second
+
 // idle reports whether ep holds no delivery and runs no worker, and its
 // state says nothing worth remembering but a rate limit: its pace does
 // not shorten its queue, or maxPaced endpoints are remembered already.
@@ -408,6 +423,18 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		c := ep.queue[0]
 		ep.queue[0] = nil
 		ep.queue = ep.queue[1:]
+		if now := d.cfg.Now(); !ep.stale(c.seq) && now.Sub(c.at) >= endpointRecheck && now.Sub(ep.checked) >= endpointRecheck {
+			ep.checked = now
+			polls := d.polls
+			d.mu.Unlock()
+			enabled := d.enabled(ctx, id)
+			d.mu.Lock()
+			if !enabled {
+				// Disabled (or deleted) by its user: what every poll up
+				// to the read may have claimed of it is released.
+				ep.staleUpTo = max(ep.staleUpTo, polls)
+			}
+		}
 		at, disabling := c.at, ep.stale(c.seq)
 		d.mu.Unlock()
 		// Start only with time left on the lease to finish and record the
@@ -443,6 +470,23 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 			d.Notify()
 		}
 	}
+}
+
+// enabled reads whether endpoint id is still there and enabled (true
+// when the store cannot tell: the attempt goes on, as it would have).
+func (d *Dispatcher) enabled(ctx context.Context, id string) bool {
+	e, err := d.cfg.Store.GetEndpoint(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false
+	case err != nil:
+		if ctx.Err() == nil {
+			d.stats.storeErrors.Add(1)
+			d.cfg.Logger.Warn("webhook dispatcher: reading an endpoint", "endpoint", id, "err", err)
+		}
+		return true
+	}
+	return e.Enabled
 }
 
 // release gives leases back, unattempted.
