@@ -33,7 +33,8 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 	end := d.cfg.Now()
 	n := j.Delivery.Attempts + 1
 	// Delays count from the answer (Retry-After's as RFC 9110 has it).
-	dec := d.cfg.Policy.Decide(end, n, o, j.Endpoint.FailingSince, d.cfg.Rand())
+	rnd := d.cfg.Rand()
+	dec := d.cfg.Policy.Decide(end, n, o, j.Endpoint.FailingSince, rnd)
 	d.mu.Lock()
 	until := c.until // (a claim may have renewed the lease meanwhile)
 	leaseEnd := c.at.Add(d.cfg.Lease)
@@ -44,6 +45,12 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 			Started: start, Duration: end.Sub(start), StatusCode: o.StatusCode, Error: errText, Response: response},
 		Status: dec.Status, NextAttempt: dec.NextAttempt, EndpointOK: dec.EndpointOK, Disable: dec.Disable,
 		DisableFailingSince: dec.DisableFailingSince,
+	}
+	if n > 1 {
+		// Should a Resend have come before the attempt started, it was
+		// the first of the Resend's schedule (the store tells).
+		first := d.cfg.Policy.Decide(end, 1, o, j.Endpoint.FailingSince, rnd)
+		cp.ResentStatus, cp.ResentNextAttempt = first.Status, first.NextAttempt
 	}
 	notify := d.cfg.NoticeEndpoint != "" && j.Endpoint.ID != d.cfg.NoticeEndpoint
 	if dec.Disable != "" && j.Endpoint.Enabled {

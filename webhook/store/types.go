@@ -193,6 +193,15 @@ type Completion struct {
 	// after a success or a user's enable (which clear it) started its
 	// run of failures anew.
 	DisableFailingSince time.Time
+	// ResentStatus and ResentNextAttempt are the delivery's new state
+	// when a Resend was made before the attempt started (Attempt.Started,
+	// by the dispatcher's clock, against the Resend's now): the attempt is
+	// then the first of the schedule the Resend began, not one more of the
+	// old, and is what the Resend asked for (a delivery claimed ahead and
+	// resent while queued is attempted once, not again after it). Empty:
+	// Status and NextAttempt (the attempt was the first of its schedule).
+	ResentStatus      string
+	ResentNextAttempt time.Time
 	// Notices are operational events inserted with the completion, each
 	// delivered only to NoticeEndpoint.
 	Notices        []*Event

@@ -50,6 +50,7 @@ func Run(t *testing.T, open Open) {
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"ResendInFlight", testResendInFlight},
+		{"ResendQueued", testResendQueued},
 		{"RecoverInFlight", testRecoverInFlight},
 		{"RecoverRacing", testRecoverRacing},
 		{"Tokens", testTokens},
