@@ -53,17 +53,14 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 		cp.ResentStatus, cp.ResentNextAttempt = first.Status, first.NextAttempt
 	}
 	notify := d.cfg.NoticeEndpoint != "" && j.Endpoint.ID != d.cfg.NoticeEndpoint
-	if dec.Disable != "" && j.Endpoint.Enabled {
-		d.stats.disabled.Add(1)
-		d.cfg.Logger.Warn("webhook dispatcher: endpoint disabled", "endpoint", j.Endpoint.ID, "url", j.Endpoint.DisplayURL(), "reason", dec.Disable)
-		if notify {
-			ev := endpointDisabled{EndpointID: j.Endpoint.ID, URL: j.Endpoint.DisplayURL(), Reason: dec.Disable}
-			if !j.Endpoint.FailingSince.IsZero() {
-				fs := j.Endpoint.FailingSince.UTC()
-				ev.FailingSince = &fs
-			}
-			cp.Notices = append(cp.Notices, noticeEvent(NoticeEndpointDisabled, ev, end))
+	if dec.Disable != "" && notify {
+		// (Sent only if the completion disables it: see recorded.)
+		ev := endpointDisabled{EndpointID: j.Endpoint.ID, URL: j.Endpoint.DisplayURL(), Reason: dec.Disable}
+		if !j.Endpoint.FailingSince.IsZero() {
+			fs := j.Endpoint.FailingSince.UTC()
+			ev.FailingSince = &fs
 		}
+		cp.DisableNotice = noticeEvent(NoticeEndpointDisabled, ev, end)
 	}
 	if dec.Exhausted {
 		d.stats.exhausted.Add(1)
@@ -72,7 +69,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 				EndpointID: j.Endpoint.ID, Attempts: n, LastCode: o.StatusCode, LastError: errText}, end))
 		}
 	}
-	if len(cp.Notices) > 0 {
+	if len(cp.Notices) > 0 || cp.DisableNotice != nil {
 		cp.NoticeEndpoint = d.cfg.NoticeEndpoint
 	}
 	if cp.Disable != "" {

@@ -15,6 +15,7 @@ import (
 // fails. Its completion, decided on the failing since read at the claim,
 // disabled the endpoint again, though its run of failures had just
 // started anew: it must leave it enabled, failing since that attempt.
+// Nor is an endpoint.disabled notice sent, or a disable counted.
 func TestReenableDuringAttempt(t *testing.T) {
 	s, c := sqliteStore(t), &clock{t: t0}
 	started, answer := make(chan struct{}, 1), make(chan struct{})
@@ -23,6 +24,7 @@ func TestReenableDuringAttempt(t *testing.T) {
 		<-answer
 		w.WriteHeader(http.StatusInternalServerError)
 	})
+	ops := newReceiver(t, status(200))
 	addEndpoint(t, s, "ep_1", rcv.URL, t0)
 	e, err := s.GetEndpoint(context.Background(), "ep_1")
 	if err != nil {
@@ -33,7 +35,8 @@ func TestReenableDuringAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	addEvent(t, s, "t", t0)
-	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.Policy.DisableAfter = time.Hour })
+	addEndpoint(t, s, "ep_ops", ops.URL, t0)
+	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.Policy.DisableAfter = time.Hour; cfg.NoticeEndpoint = "ep_ops" })
 	done := make(chan error, 1)
 	go func() { _, err := d.DeliverDue(context.Background()); done <- err }()
 	<-started
@@ -58,6 +61,12 @@ func TestReenableDuringAttempt(t *testing.T) {
 	}
 	if !got.FailingSince.Equal(t0) {
 		t.Errorf("failing since %v, want %v (the attempt after the enable)", got.FailingSince, t0)
+	}
+	if n := len(ops.requests()); n != 0 {
+		t.Errorf("%d endpoint.disabled notices for the endpoint left enabled, want 0", n)
+	}
+	if st := d.Stats(); st.Disabled != 0 {
+		t.Errorf("stats: %d endpoints disabled, want 0", st.Disabled)
 	}
 	ds, _ := s.ListDeliveries(context.Background(), mustOnlyEvent(t, s).ID)
 	if ds[0].Status != store.StatusPending {

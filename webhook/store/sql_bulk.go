@@ -11,7 +11,7 @@ import (
 // the row-by-row path).
 func bulkable(cs []*Completion) bool {
 	for _, c := range cs {
-		if c.Disable != "" || len(c.Notices) > 0 {
+		if c.Disable != "" || len(c.Notices) > 0 || c.DisableNotice != nil {
 			return false
 		}
 	}

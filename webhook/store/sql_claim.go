@@ -241,7 +241,7 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
 		lost = 0
 		for _, c := range cs {
-			c.Resent = false
+			c.Resent, c.Disabled = false, false
 		}
 		if s.d.bulk && bulkable(cs) {
 			var err error
@@ -400,13 +400,18 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 			return false, err
 		}
 		if n > 0 {
+			c.Disabled = true
 			if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`,
 				StatusPaused, a.EndpointID, StatusPending); err != nil {
 				return false, err
 			}
 		}
 	}
-	for _, ev := range c.Notices {
+	notices := c.Notices
+	if c.Disabled && c.DisableNotice != nil {
+		notices = append([]*Event{c.DisableNotice}, notices...)
+	}
+	for _, ev := range notices {
 		if _, err := s.insertEvent(ctx, tx, ev, []string{c.NoticeEndpoint}); err != nil {
 			return false, err
 		}

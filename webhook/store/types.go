@@ -203,8 +203,10 @@ type Completion struct {
 	ResentStatus      string
 	ResentNextAttempt time.Time
 	// Notices are operational events inserted with the completion, each
-	// delivered only to NoticeEndpoint.
+	// delivered only to NoticeEndpoint; DisableNotice too, but only when
+	// the completion disables the endpoint (see Disabled).
 	Notices        []*Event
+	DisableNotice  *Event
 	NoticeEndpoint string
 	// LeaseUntil, when set, is the end of the lease the attempt was
 	// made under (Job.LeaseUntil): the completion is recorded only while
@@ -214,6 +216,10 @@ type Completion struct {
 	// LeaseLost is set by Store.Complete when Owner no longer held the
 	// delivery's lease (or not LeaseUntil's), so nothing was recorded.
 	LeaseLost bool
+	// Disabled is set by Store.Complete when the completion disabled its
+	// endpoint (its Disable was written: not when the endpoint was
+	// disabled already, or its DisableFailingSince was stale).
+	Disabled bool
 	// Resent is set by Store.Complete when a Resend made during the
 	// attempt left the delivery pending, due at the resend's time: it is
 	// due now, though no claim could take it while the attempt ran.

@@ -26,7 +26,7 @@ func testDisableStale(t *testing.T, s store.Store) {
 	if len(jobs) != 2 {
 		t.Fatalf("claimed %d, want 2", len(jobs))
 	}
-	complete := func(j *store.Job) {
+	complete := func(j *store.Job) *store.Completion {
 		t.Helper()
 		cp := &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: store.StatusPending, NextAttempt: t0.Add(time.Hour),
 			Disable: "failing for too long", DisableFailingSince: j.Endpoint.FailingSince,
@@ -35,6 +35,7 @@ func testDisableStale(t *testing.T, s store.Store) {
 		if err := s.Complete(c, cp); err != nil {
 			t.Fatal(err)
 		}
+		return cp
 	}
 	// Enabled again by its user (failing since cleared) during the attempt.
 	e, _ = s.GetEndpoint(c, e.ID)
@@ -42,7 +43,9 @@ func testDisableStale(t *testing.T, s store.Store) {
 	if err := s.UpdateEndpoint(c, e); err != nil {
 		t.Fatal(err)
 	}
-	complete(jobs[0])
+	if complete(jobs[0]).Disabled {
+		t.Error("Disabled set by a completion that did not disable its endpoint")
+	}
 	got, err := s.GetEndpoint(c, e.ID)
 	if err != nil || !got.Enabled || !got.FailingSince.Equal(t0) {
 		t.Fatalf("endpoint %+v (%v): want enabled, failing since %v (the attempt after its enable)", got, err, t0)
@@ -54,7 +57,9 @@ func testDisableStale(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	jobs[1].Endpoint.FailingSince = t0
-	complete(jobs[1])
+	if complete(jobs[1]).Disabled {
+		t.Error("Disabled set by a completion to an endpoint disabled already")
+	}
 	got, err = s.GetEndpoint(c, e.ID)
 	if err != nil || got.Enabled || got.DisabledReason != "by hand" {
 		t.Fatalf("endpoint %+v (%v): want disabled by hand", got, err)
