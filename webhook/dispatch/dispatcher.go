@@ -51,8 +51,10 @@ type endpointState struct {
 	// the first), which bounds its queue (Dispatcher.depth).
 	pace time.Duration
 	// checked is when a worker last read the endpoint again
-	// (endpointRecheck).
+	// (endpointRecheck), and latest what it read: the deliveries claimed
+	// with an older revision of it are attempted to it as it is now.
 	checked time.Time
+	latest  *store.Endpoint
 	// disabling counts this dispatcher's attempts that disable the
 	// endpoint (410 Gone, failing too long) and are not recorded yet, and
 	// staleUpTo is the last poll (Dispatcher.polls) that may have claimed
@@ -316,11 +318,13 @@ const maxPaced = 1024
 
 // endpointRecheck is how old a claim of an endpoint's deliveries may be
 // before a worker reads the endpoint again, ahead of its next attempt,
-// to see whether its user disabled or deleted it meanwhile (through the
-// API or the console, which write the store, not the dispatcher): once
-// it sees so, its deliveries held are released, not attempted
-// (endpointState.staleUpTo), so an endpoint gets at most about this long
-// of attempts after its user disabled it. (Once a second per endpoint
+// to see whether its user disabled, deleted or changed it meanwhile
+// (through the API or the console, which write the store, not the
+// dispatcher): once it sees it disabled, its deliveries held are
+// released, not attempted (endpointState.staleUpTo), so an endpoint gets
+// at most about this long of attempts after its user disabled it, and
+// changed (a new URL, a rotated secret), they are attempted to it as it
+// is now (endpointState.latest). (Once a second per endpoint
 // with a backlog under way: the claims of one that is quick are fresh.)
 const endpointRecheck = time.Second
 
@@ -427,13 +431,22 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 			ep.checked = now
 			polls := d.polls
 			d.mu.Unlock()
-			enabled := d.enabled(ctx, id)
+			e, ok := d.reread(ctx, id)
 			d.mu.Lock()
-			if !enabled {
+			switch {
+			case !ok:
+			case e == nil || !e.Enabled:
 				// Disabled (or deleted) by its user: what every poll up
 				// to the read may have claimed of it is released.
 				ep.staleUpTo = max(ep.staleUpTo, polls)
+			case ep.latest == nil || e.Revision > ep.latest.Revision:
+				ep.latest = e
 			}
+		}
+		if l := ep.latest; l != nil && l.Revision > c.job.Endpoint.Revision {
+			// Changed since the claim (its URL, secrets, health): the
+			// attempt is made to the endpoint as it is now.
+			c.job.Endpoint = *l
 		}
 		at, disabling := c.at, ep.stale(c.seq)
 		d.mu.Unlock()
@@ -472,21 +485,21 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 	}
 }
 
-// enabled reads whether endpoint id is still there and enabled (true
-// when the store cannot tell: the attempt goes on, as it would have).
-func (d *Dispatcher) enabled(ctx context.Context, id string) bool {
+// reread reads endpoint id again: nil when it was deleted; ok false
+// when the store could not tell (the attempt goes on as claimed).
+func (d *Dispatcher) reread(ctx context.Context, id string) (e *store.Endpoint, ok bool) {
 	e, err := d.cfg.Store.GetEndpoint(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return false
+		return nil, true
 	case err != nil:
 		if ctx.Err() == nil {
 			d.stats.storeErrors.Add(1)
 			d.cfg.Logger.Warn("webhook dispatcher: reading an endpoint", "endpoint", id, "err", err)
 		}
-		return true
+		return nil, false
 	}
-	return e.Enabled
+	return e, true
 }
 
 // release gives leases back, unattempted.

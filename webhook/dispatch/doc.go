@@ -13,7 +13,8 @@
 // not attempted once one of its attempts disables it, nor, within about
 // a second, once its user disables it through the API or the console:
 // they are paused with its others, and delivered when it is enabled
-// again.
+// again. Those still held a second after their user changed the endpoint
+// (its URL, its secrets) are sent to it as it is now.
 //
 // A Dispatcher claims due deliveries from the store, leasing them, and
 // runs each attempt in its own goroutine. Endpoints are isolated: each
