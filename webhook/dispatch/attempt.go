@@ -33,7 +33,8 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 	end := d.cfg.Now()
 	n := j.Delivery.Attempts + 1
 	// Delays count from the answer (Retry-After's as RFC 9110 has it).
-	dec := d.cfg.Policy.Decide(end, n, o, j.Endpoint.FailingSince, d.cfg.Rand())
+	rnd := d.cfg.Rand()
+	dec := d.cfg.Policy.Decide(end, n, o, j.Endpoint.FailingSince, rnd)
 	d.mu.Lock()
 	until := c.until // (a claim may have renewed the lease meanwhile)
 	leaseEnd := c.at.Add(d.cfg.Lease)
@@ -43,19 +44,23 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 		Attempt: store.Attempt{ID: store.NewID("atmpt", start), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID,
 			Started: start, Duration: end.Sub(start), StatusCode: o.StatusCode, Error: errText, Response: response},
 		Status: dec.Status, NextAttempt: dec.NextAttempt, EndpointOK: dec.EndpointOK, Disable: dec.Disable,
+		DisableFailingSince: dec.DisableFailingSince,
+	}
+	if n > 1 {
+		// Should a Resend have come before the attempt started, it was
+		// the first of the Resend's schedule (the store tells).
+		first := d.cfg.Policy.Decide(end, 1, o, j.Endpoint.FailingSince, rnd)
+		cp.ResentStatus, cp.ResentNextAttempt = first.Status, first.NextAttempt
 	}
 	notify := d.cfg.NoticeEndpoint != "" && j.Endpoint.ID != d.cfg.NoticeEndpoint
-	if dec.Disable != "" && j.Endpoint.Enabled {
-		d.stats.disabled.Add(1)
-		d.cfg.Logger.Warn("webhook dispatcher: endpoint disabled", "endpoint", j.Endpoint.ID, "url", j.Endpoint.DisplayURL(), "reason", dec.Disable)
-		if notify {
-			ev := endpointDisabled{EndpointID: j.Endpoint.ID, URL: j.Endpoint.DisplayURL(), Reason: dec.Disable}
-			if !j.Endpoint.FailingSince.IsZero() {
-				fs := j.Endpoint.FailingSince.UTC()
-				ev.FailingSince = &fs
-			}
-			cp.Notices = append(cp.Notices, noticeEvent(NoticeEndpointDisabled, ev, end))
+	if dec.Disable != "" && notify {
+		// (Sent only if the completion disables it: see recorded.)
+		ev := endpointDisabled{EndpointID: j.Endpoint.ID, URL: j.Endpoint.DisplayURL(), Reason: dec.Disable}
+		if !j.Endpoint.FailingSince.IsZero() {
+			fs := j.Endpoint.FailingSince.UTC()
+			ev.FailingSince = &fs
 		}
+		cp.DisableNotice = noticeEvent(NoticeEndpointDisabled, ev, end)
 	}
 	if dec.Exhausted {
 		d.stats.exhausted.Add(1)
@@ -64,7 +69,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 				EndpointID: j.Endpoint.ID, Attempts: n, LastCode: o.StatusCode, LastError: errText}, end))
 		}
 	}
-	if len(cp.Notices) > 0 {
+	if len(cp.Notices) > 0 || cp.DisableNotice != nil {
 		cp.NoticeEndpoint = d.cfg.NoticeEndpoint
 	}
 	if cp.Disable != "" {

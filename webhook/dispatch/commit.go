@@ -176,6 +176,10 @@ func (d *Dispatcher) recorded(batch []*store.Completion, err error) {
 	d.mu.Unlock()
 	for _, c := range batch {
 		resent = resent || c.Resent && !c.LeaseLost && (err == nil || errors.Is(err, store.ErrLeaseLost))
+		if c.Disabled && !c.LeaseLost && (err == nil || errors.Is(err, store.ErrLeaseLost)) {
+			d.stats.disabled.Add(1)
+			d.cfg.Logger.Warn("webhook dispatcher: endpoint disabled", "endpoint", c.Attempt.EndpointID, "reason", c.Disable)
+		}
 		if c.LeaseLost {
 			d.stats.leaseLost.Add(1)
 			d.cfg.Logger.Warn("webhook dispatcher: lease lost before the attempt was recorded", "delivery", c.Attempt.DeliveryID)

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,11 @@ type endpointState struct {
 	// pace is how long its attempts take (a moving average; zero before
 	// the first), which bounds its queue (Dispatcher.depth).
 	pace time.Duration
+	// checked is when a worker last read the endpoint again
+	// (endpointRecheck), and latest what it read: the deliveries claimed
+	// with an older revision of it are attempted to it as it is now.
+	checked time.Time
+	latest  *store.Endpoint
 	// disabling counts this dispatcher's attempts that disable the
 	// endpoint (410 Gone, failing too long) and are not recorded yet, and
 	// staleUpTo is the last poll (Dispatcher.polls) that may have claimed
@@ -93,7 +99,8 @@ type Stats struct {
 	// Expired counts deliveries released unattempted because they waited
 	// in their endpoint's queue until too little of their lease was left.
 	Expired int64
-	// StoreErrors counts failed claims, completions and purges.
+	// StoreErrors counts failed claims, completions, purges and reads
+	// of an endpoint (endpointRecheck).
 	StoreErrors int64
 	// Purged counts events deleted for being older than Retention.
 	Purged int64
@@ -309,6 +316,18 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 // pace of (Dispatcher.depth).
 const maxPaced = 1024
 
+// endpointRecheck is how old a claim of an endpoint's deliveries may be
+// before a worker reads the endpoint again, ahead of its next attempt,
+// to see whether its user disabled, deleted or changed it meanwhile
+// (through the API or the console, which write the store, not the
+// dispatcher): once it sees it disabled, its deliveries held are
+// released, not attempted (endpointState.staleUpTo), so an endpoint gets
+// at most about this long of attempts after its user disabled it, and
+// changed (a new URL, a rotated secret), they are attempted to it as it
+// is now (endpointState.latest). (Once a second per endpoint
+// with a backlog under way: the claims of one that is quick are fresh.)
+const endpointRecheck = time.Second
+
 // idle reports whether ep holds no delivery and runs no worker, and its
 // state says nothing worth remembering but a rate limit: its pace does
 // not shorten its queue, or maxPaced endpoints are remembered already.
@@ -408,6 +427,27 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		c := ep.queue[0]
 		ep.queue[0] = nil
 		ep.queue = ep.queue[1:]
+		if now := d.cfg.Now(); !ep.stale(c.seq) && now.Sub(c.at) >= endpointRecheck && now.Sub(ep.checked) >= endpointRecheck {
+			ep.checked = now
+			polls := d.polls
+			d.mu.Unlock()
+			e, ok := d.reread(ctx, id)
+			d.mu.Lock()
+			switch {
+			case !ok:
+			case e == nil || !e.Enabled:
+				// Disabled (or deleted) by its user: what every poll up
+				// to the read may have claimed of it is released.
+				ep.staleUpTo = max(ep.staleUpTo, polls)
+			case ep.latest == nil || e.Revision > ep.latest.Revision:
+				ep.latest = e
+			}
+		}
+		if l := ep.latest; l != nil && l.Revision > c.job.Endpoint.Revision {
+			// Changed since the claim (its URL, secrets, health): the
+			// attempt is made to the endpoint as it is now.
+			c.job.Endpoint = *l
+		}
 		at, disabling := c.at, ep.stale(c.seq)
 		d.mu.Unlock()
 		// Start only with time left on the lease to finish and record the
@@ -443,6 +483,23 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 			d.Notify()
 		}
 	}
+}
+
+// reread reads endpoint id again: nil when it was deleted; ok false
+// when the store could not tell (the attempt goes on as claimed).
+func (d *Dispatcher) reread(ctx context.Context, id string) (e *store.Endpoint, ok bool) {
+	e, err := d.cfg.Store.GetEndpoint(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, true
+	case err != nil:
+		if ctx.Err() == nil {
+			d.stats.storeErrors.Add(1)
+			d.cfg.Logger.Warn("webhook dispatcher: reading an endpoint", "endpoint", id, "err", err)
+		}
+		return nil, false
+	}
+	return e, true
 }
 
 // release gives leases back, unattempted.

@@ -10,8 +10,11 @@
 // as success, 3xx as a failure (never followed), 410 Gone disabling the
 // endpoint, and disabling an endpoint that has failed for longer than
 // DisableAfter. An endpoint's deliveries a dispatcher claimed ahead are
-// not attempted once one of its attempts disables it: they are paused
-// with its others, and delivered when it is enabled again.
+// not attempted once one of its attempts disables it, nor, within about
+// a second, once its user disables it through the API or the console:
+// they are paused with its others, and delivered when it is enabled
+// again. Those still held a second after their user changed the endpoint
+// (its URL, its secrets) are sent to it as it is now.
 //
 // A Dispatcher claims due deliveries from the store, leasing them, and
 // runs each attempt in its own goroutine. Endpoints are isolated: each

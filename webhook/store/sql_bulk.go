@@ -11,7 +11,7 @@ import (
 // the row-by-row path).
 func bulkable(cs []*Completion) bool {
 	for _, c := range cs {
-		if c.Disable != "" || len(c.Notices) > 0 {
+		if c.Disable != "" || len(c.Notices) > 0 || c.DisableNotice != nil {
 			return false
 		}
 	}
@@ -30,6 +30,9 @@ type bulkDelivery struct {
 	Next     int64  `json:"next"`
 	Code     int    `json:"code"`
 	Updated  int64  `json:"updated"`
+	Started  int64  `json:"started"`
+	RStatus  string `json:"rstatus"` // Completion.resent
+	RNext    int64  `json:"rnext"`
 }
 
 type bulkAttempt struct {
@@ -55,13 +58,17 @@ type bulkAttempt struct {
 // are honoured as completeDeliveryQuery does.
 const (
 	bulkDeliveriesQuery = `WITH c AS (SELECT * FROM jsonb_to_recordset(CAST(? AS jsonb))
-			AS c(id text, endpoint text, event text, owner text, lease bigint, status text, next bigint, code int, updated bigint)),
+			AS c(id text, endpoint text, event text, owner text, lease bigint, status text, next bigint, code int, updated bigint,
+				started bigint, rstatus text, rnext bigint)),
 		e AS (SELECT e.id, e.enabled FROM endpoints e WHERE e.id IN (SELECT c.endpoint FROM c) FOR KEY SHARE),
 		v AS (SELECT v.id FROM events v WHERE v.id IN (SELECT c.event FROM c) FOR KEY SHARE)
-		UPDATE deliveries d SET status = CASE WHEN d.resend <> 0 OR c.status = 'pending' OR d.recover_at <> 0 AND c.status = 'failed'
+		UPDATE deliveries d SET status = CASE WHEN d.resend <> 0 AND d.resend < c.started AND c.rstatus <> 'pending' THEN c.rstatus
+			WHEN d.resend <> 0 OR c.status = 'pending' OR d.recover_at <> 0 AND c.status = 'failed'
 				THEN CASE WHEN e.enabled = 0 THEN 'paused' ELSE 'pending' END
-			ELSE c.status END, attempts = CASE WHEN d.resend <> 0 OR d.recover_at <> 0 AND c.status = 'failed' THEN 0 ELSE d.attempts + 1 END,
-			next_attempt = CASE WHEN d.resend <> 0 THEN d.resend WHEN d.recover_at <> 0 AND c.status = 'failed' THEN d.recover_at ELSE c.next END,
+			ELSE c.status END,
+			attempts = CASE WHEN d.resend >= c.started OR d.resend = 0 AND d.recover_at <> 0 AND c.status = 'failed' THEN 0 ELSE d.attempts + 1 END,
+			next_attempt = CASE WHEN d.resend >= c.started THEN d.resend WHEN d.resend <> 0 THEN c.rnext
+				WHEN d.recover_at <> 0 AND c.status = 'failed' THEN d.recover_at ELSE c.next END,
 			resend = 0, recover_at = 0, lease_owner = '', lease_until = 0, last_code = c.code, updated = c.updated
 		FROM c JOIN e ON e.id = c.endpoint JOIN v ON v.id = c.event
 		WHERE d.id = c.id AND d.endpoint_id = e.id AND d.event_id = v.id AND d.lease_owner = c.owner AND (c.lease = 0 OR d.lease_until = c.lease) RETURNING d.id, d.attempts`
@@ -80,7 +87,9 @@ func (s *sqlStore) completeBulk(ctx context.Context, tx *sql.Tx, cs []*Completio
 	for i, c := range cs {
 		a := &c.Attempt
 		ds[i] = bulkDelivery{ID: a.DeliveryID, Endpoint: a.EndpointID, Event: a.EventID, Owner: c.Owner, Lease: nanos(c.LeaseUntil), Status: c.Status, Next: nanos(c.NextAttempt), Code: a.StatusCode,
-			Updated: nanos(a.Started.Add(a.Duration))}
+			Updated: nanos(a.Started.Add(a.Duration)), Started: nanos(a.Started)}
+		rs, rn := c.resent()
+		ds[i].RStatus, ds[i].RNext = rs, nanos(rn)
 	}
 	dj, err := json.Marshal(ds)
 	if err != nil {

@@ -12,19 +12,27 @@ import (
 // The hot statements: claim, completion and release. A completion
 // with a LeaseUntil is recorded only under that lease (see
 // Completion.LeaseUntil). A delivery a Resend asked for again while
-// its attempt was under way (resend, its time) is left pending, due at
-// that time, with a new schedule (no attempts), whatever the attempt's
-// result. A delivery left pending by an attempt to an endpoint disabled
-// meanwhile is paused, as UpdateEndpoint paused the endpoint's others
-// (status is its first five arguments). A delivery a Recover asked for
-// while its attempt was under way (recover_at, its time) is left the
-// same way when the attempt failed for good. It returns the delivery's
-// attempts: none after a Resend or Recover (a new schedule).
+// its attempt was under way (resend, its time, at or after the attempt's
+// start) is left pending, due at that time, with a new schedule (no
+// attempts), whatever the attempt's result; one resent before the
+// attempt started (queued, claimed ahead) was attempted as the Resend
+// asked: it is left as that attempt, the first of the new schedule,
+// leads (Completion.ResentStatus). A delivery left pending by an attempt
+// to an endpoint disabled meanwhile is paused, as UpdateEndpoint paused
+// the endpoint's others. A delivery a Recover asked for while its
+// attempt was under way (recover_at, its time) is left the same way when
+// the attempt failed for good. It returns the delivery's attempts: none
+// after a Resend during the attempt or a Recover (a new schedule).
+// Arguments: started, resent status (twice), status (three times),
+// started, status, started, resent next, status, next, code, updated,
+// id, owner, lease until (twice).
 const (
-	completeDeliveryQuery = `UPDATE deliveries SET status = CASE WHEN resend <> 0 OR ? = 'pending' OR recover_at <> 0 AND ? = 'failed' THEN
+	completeDeliveryQuery = `UPDATE deliveries SET status = CASE
+			WHEN resend <> 0 AND resend < ? AND ? <> 'pending' THEN ?
+			WHEN resend <> 0 OR ? = 'pending' OR recover_at <> 0 AND ? = 'failed' THEN
 				CASE WHEN (SELECT e.enabled FROM endpoints e WHERE e.id = deliveries.endpoint_id) = 0 THEN 'paused' ELSE 'pending' END
-			ELSE ? END, attempts = CASE WHEN resend <> 0 OR recover_at <> 0 AND ? = 'failed' THEN 0 ELSE attempts + 1 END,
-		next_attempt = CASE WHEN resend <> 0 THEN resend WHEN recover_at <> 0 AND ? = 'failed' THEN recover_at ELSE ? END,
+			ELSE ? END, attempts = CASE WHEN resend >= ? OR resend = 0 AND recover_at <> 0 AND ? = 'failed' THEN 0 ELSE attempts + 1 END,
+		next_attempt = CASE WHEN resend >= ? THEN resend WHEN resend <> 0 THEN ? WHEN recover_at <> 0 AND ? = 'failed' THEN recover_at ELSE ? END,
 		resend = 0, recover_at = 0, lease_owner = '', lease_until = 0, last_code = ?, updated = ? WHERE id = ? AND lease_owner = ? AND (CAST(? AS BIGINT) = 0 OR lease_until = ?)
 		RETURNING attempts`
 	insertAttemptQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
@@ -233,7 +241,7 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
 		lost = 0
 		for _, c := range cs {
-			c.Resent = false
+			c.Resent, c.Disabled = false, false
 		}
 		if s.d.bulk && bulkable(cs) {
 			var err error
@@ -335,13 +343,25 @@ func (s *sqlStore) relaxedTx(ctx context.Context, f func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
+// resent is the delivery's new state after c when a Resend was made
+// before its attempt started (see Completion.ResentStatus).
+func (c *Completion) resent() (string, time.Time) {
+	if c.ResentStatus == "" {
+		return c.Status, c.NextAttempt
+	}
+	return c.ResentStatus, c.ResentNextAttempt
+}
+
 // complete records one completion in tx; false if the lease was lost.
 // health holds the EndpointOK last written in tx for each endpoint: the
 // same again would change nothing, and is not written.
 func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, health map[string]bool) (bool, error) {
 	a := &c.Attempt
+	rs, rn := c.resent()
+	started := nanos(a.Started)
 	rows, err := s.queryHot(ctx, tx, completeDeliveryQuery,
-		c.Status, c.Status, c.Status, c.Status, c.Status, nanos(c.NextAttempt), a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner, nanos(c.LeaseUntil), nanos(c.LeaseUntil))
+		started, rs, rs, c.Status, c.Status, c.Status, started, c.Status, started, nanos(rn), c.Status, nanos(c.NextAttempt),
+		a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner, nanos(c.LeaseUntil), nanos(c.LeaseUntil))
 	if err != nil {
 		return false, err
 	}
@@ -371,16 +391,27 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 		return false, err
 	}
 	if c.Disable != "" {
-		if _, err := s.exec(ctx, tx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated = ?, revision = revision + 1 WHERE id = ?`,
-			storedText(c.Disable), nanos(a.Started.Add(a.Duration)), a.EndpointID); err != nil {
+		// (Its own health write, before, sets a FailingSince cleared
+		// meanwhile to this attempt's start, not to DisableFailingSince.)
+		n, err := s.exec(ctx, tx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated = ?, revision = revision + 1
+			WHERE id = ? AND enabled = 1 AND (CAST(? AS BIGINT) = 0 OR failing_since = ?)`,
+			storedText(c.Disable), nanos(a.Started.Add(a.Duration)), a.EndpointID, nanos(c.DisableFailingSince), nanos(c.DisableFailingSince))
+		if err != nil {
 			return false, err
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`,
-			StatusPaused, a.EndpointID, StatusPending); err != nil {
-			return false, err
+		if n > 0 {
+			c.Disabled = true
+			if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`,
+				StatusPaused, a.EndpointID, StatusPending); err != nil {
+				return false, err
+			}
 		}
 	}
-	for _, ev := range c.Notices {
+	notices := c.Notices
+	if c.Disabled && c.DisableNotice != nil {
+		notices = append([]*Event{c.DisableNotice}, notices...)
+	}
+	for _, ev := range notices {
 		if _, err := s.insertEvent(ctx, tx, ev, []string{c.NoticeEndpoint}); err != nil {
 			return false, err
 		}

@@ -62,7 +62,11 @@ type Store interface {
 	// has none; it returns how many deliveries it scheduled. A delivery
 	// whose attempt is under way (leased) is attempted again after it,
 	// whatever its result: its completion leaves the delivery pending, due
-	// at now, with no attempts (a new schedule), and has its Resent set.
+	// at now, with no attempts (a new schedule), and has its Resent set;
+	// one leased but whose attempt had not started yet (claimed ahead,
+	// queued: its start by the dispatcher's clock is after now) is
+	// attempted once, that attempt the first of the new schedule (see
+	// Completion.ResentStatus).
 	Resend(ctx context.Context, eventID, endpointID string, now time.Time) (int, error)
 	// Recover makes pending again, due at now, every failed delivery to
 	// the endpoint whose event was created in [since, until), and returns

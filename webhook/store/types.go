@@ -184,11 +184,29 @@ type Completion struct {
 	// EndpointOK clears the endpoint's FailingSince; otherwise it is set
 	// to the attempt's start unless already set.
 	EndpointOK bool
-	// Disable disables the endpoint with this reason (empty: keep).
+	// Disable disables the endpoint with this reason (empty: keep),
+	// unless it is disabled already (by its user: their reason stands).
 	Disable string
+	// DisableFailingSince, when set, is the endpoint's FailingSince the
+	// Disable was decided on (failing for too long, as of the claim): the
+	// endpoint is disabled only if that is still its FailingSince, not
+	// after a success or a user's enable (which clear it) started its
+	// run of failures anew.
+	DisableFailingSince time.Time
+	// ResentStatus and ResentNextAttempt are the delivery's new state
+	// when a Resend was made before the attempt started (Attempt.Started,
+	// by the dispatcher's clock, against the Resend's now): the attempt is
+	// then the first of the schedule the Resend began, not one more of the
+	// old, and is what the Resend asked for (a delivery claimed ahead and
+	// resent while queued is attempted once, not again after it). Empty:
+	// Status and NextAttempt (the attempt was the first of its schedule).
+	ResentStatus      string
+	ResentNextAttempt time.Time
 	// Notices are operational events inserted with the completion, each
-	// delivered only to NoticeEndpoint.
+	// delivered only to NoticeEndpoint; DisableNotice too, but only when
+	// the completion disables the endpoint (see Disabled).
 	Notices        []*Event
+	DisableNotice  *Event
 	NoticeEndpoint string
 	// LeaseUntil, when set, is the end of the lease the attempt was
 	// made under (Job.LeaseUntil): the completion is recorded only while
@@ -198,6 +216,10 @@ type Completion struct {
 	// LeaseLost is set by Store.Complete when Owner no longer held the
 	// delivery's lease (or not LeaseUntil's), so nothing was recorded.
 	LeaseLost bool
+	// Disabled is set by Store.Complete when the completion disabled its
+	// endpoint (its Disable was written: not when the endpoint was
+	// disabled already, or its DisableFailingSince was stale).
+	Disabled bool
 	// Resent is set by Store.Complete when a Resend made during the
 	// attempt left the delivery pending, due at the resend's time: it is
 	// due now, though no claim could take it while the attempt ran.

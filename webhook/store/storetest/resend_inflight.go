@@ -117,10 +117,12 @@ func testResendInFlight(t *testing.T, s store.Store) {
 			t.Fatalf("resend of msg_2 to ep_2: %d %v", n, err)
 		}
 	}
-	complete := func(j *store.Job, owner string, lease time.Time) error {
+	// (An attempt starts at its claim, by default now.)
+	completeStarted := func(j *store.Job, owner string, lease, started time.Time) error {
 		return s.Complete(c, &store.Completion{Owner: owner, LeaseUntil: lease, Status: store.StatusSucceeded, EndpointOK: true,
-			Attempt: store.Attempt{ID: store.NewID("atmpt", now), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID, Started: now, StatusCode: 200}})
+			Attempt: store.Attempt{ID: store.NewID("atmpt", now), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID, Started: started, StatusCode: 200}})
 	}
+	complete := func(j *store.Job, owner string, lease time.Time) error { return completeStarted(j, owner, lease, now) }
 	settled := func(when string) {
 		t.Helper()
 		if got := jobIDs(claim(t, s, "z", now.Add(time.Hour), 10)); len(got) != 0 {
@@ -158,10 +160,11 @@ func testResendInFlight(t *testing.T, s store.Store) {
 	// recorded under the new lease, is followed by another.
 	resend()
 	ja = leased("a", now)
+	started := now
 	resend()
 	now = now.Add(2 * time.Minute)
 	renewed := leased("a", now)
-	if err := complete(ja, "a", renewed.LeaseUntil); err != nil {
+	if err := completeStarted(ja, "a", renewed.LeaseUntil, started); err != nil {
 		t.Fatal(err)
 	}
 	j = leased("a", now)

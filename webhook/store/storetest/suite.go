@@ -46,9 +46,11 @@ func Run(t *testing.T, open Open) {
 		{"UpdateEndpointCompleting", testUpdateEndpointCompleting},
 		{"UpdateRevision", testUpdateRevision},
 		{"DisableCompleting", testDisableCompleting},
+		{"DisableStale", testDisableStale},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"ResendInFlight", testResendInFlight},
+		{"ResendQueued", testResendQueued},
 		{"RecoverInFlight", testRecoverInFlight},
 		{"RecoverRacing", testRecoverRacing},
 		{"Tokens", testTokens},
@@ -417,8 +419,8 @@ func testComplete(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	e, _ = s.GetEndpoint(c, "ep_1")
-	if e.Enabled || e.DisabledReason != "410 Gone" {
-		t.Errorf("endpoint after disable: %+v", e)
+	if e.Enabled || e.DisabledReason != "410 Gone" || !gone.Disabled {
+		t.Errorf("endpoint after disable: %+v (completion's Disabled %v)", e, gone.Disabled)
 	}
 	if n := len(claim(t, s, "a", t0.Add(time.Hour), 10)); n != 0 {
 		t.Errorf("claimed %d deliveries of a disabled endpoint", n)
