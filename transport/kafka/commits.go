@@ -14,8 +14,9 @@ import (
 // one only logs). A failure is counted (Stats.CommitErrors) and logged;
 // the marks stay, and the next commit carries them. One canceled is
 // not a failure: a later commit, or Close, took its place. It must not
-// take mu: the client calls it before a commit it made later goes
-// ahead, and revoked commits holding mu.
+// wait for what a commit holds (mu is free during one, but a Close or
+// revocation under way may wait for the commit): the client calls it
+// before a commit it made later goes ahead.
 func (g *GroupSubscriber) autoCommitted(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 	if err == nil && resp != nil {
 	find:

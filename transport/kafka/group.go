@@ -190,17 +190,21 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 // point at once, after any commit in flight with the old mark (see
 // commitRewind).
 //
+// While the commit before a rebalance is under way, Ack waits for the
+// rebalance to drop the partitions it takes, or for ctx to end: it
+// then returns ctx's error, and made no mark.
+//
 // An Ack that returns nil is in the next commit, Close's included; an
 // Ack that meets Close returns transport.ErrClosed when Close's commit
 // may not carry it (Close did not wait for it: see ackGate).
-func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq uint64) error {
+func (g *GroupSubscriber) Ack(ctx context.Context, stream transport.StreamID, seq uint64) error {
 	if !g.acks.enter(g.closed) {
 		return transport.ErrClosed
 	}
 	if g.acking != nil {
 		g.acking()
 	}
-	marked, err := g.ack(stream, seq)
+	marked, err := g.ack(ctx, stream, seq)
 	if late := g.acks.leave(); late && marked {
 		return fmt.Errorf("%w: the acknowledgement of offset %d of %s was made as Close committed, and may not be committed", transport.ErrClosed, seq, stream)
 	}
@@ -208,12 +212,17 @@ func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq 
 }
 
 // ack is Ack's work: it reports whether it marked an offset for commit.
-func (g *GroupSubscriber) ack(stream transport.StreamID, seq uint64) (marked bool, err error) {
+// While a revocation commits, it waits for the revocation to end, or
+// for ctx: an Ack that returns ctx's error made no mark.
+func (g *GroupSubscriber) ack(ctx context.Context, stream transport.StreamID, seq uint64) (marked bool, err error) {
 	if stream.Topic != g.topic || stream.Feed != 0 || stream.Session != 0 {
 		return false, fmt.Errorf("%w: %s is not a partition of topic %q", ErrNotDelivered, stream, g.topic)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if err := g.awaitRevocation(ctx); err != nil {
+		return false, err
+	}
 	st := g.parts[stream.Partition]
 	if st == nil || !st.acked(seq) {
 		return false, fmt.Errorf("%w: offset %d of %s", ErrNotDelivered, seq, stream)
@@ -359,8 +368,14 @@ func (g *GroupSubscriber) revoked(ctx context.Context, _ *kgo.Client, ps map[str
 	g.rewindMu.Lock()
 	g.awaitRewind(ctx)
 	g.rewindMu.Unlock()
+	// Acks and Receive wait, within their contexts, from here until
+	// ps are dropped: no mark after the commit read them, no record
+	// of ps delivered meanwhile. They do not wait for mu, which is
+	// free while the commit waits for the broker.
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	revoking := make(chan struct{})
+	g.revoking = revoking
+	g.mu.Unlock()
 	select {
 	case <-g.closed: // Close commits
 	default:
@@ -370,7 +385,11 @@ func (g *GroupSubscriber) revoked(ctx context.Context, _ *kgo.Client, ps map[str
 				"group", g.groupName, "err", err)
 		}
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	g.disown(ps[g.topic])
+	g.revoking = nil
+	close(revoking)
 }
 
 // awaitCloseCommit waits, if Close has begun, until its commit has

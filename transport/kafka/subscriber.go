@@ -77,6 +77,11 @@ type Subscriber struct {
 
 	once   sync.Once
 	closed chan struct{}
+	// revoking, under mu, is set while a GroupSubscriber's revocation
+	// commits (see GroupSubscriber.revoked), and closed once the
+	// partitions it takes are dropped: Receive and Ack wait for it,
+	// within their context, instead of for mu.
+	revoking chan struct{}
 	// rewinding, when set (by a test), is called by take once mu is
 	// released, before it moves the client's marks back (see lose).
 	rewinding func()
@@ -260,6 +265,10 @@ func (s *Subscriber) Receive(ctx context.Context) (transport.Event, error) {
 // topic's cleanup policy (a request) happens here, without the lock.
 func (s *Subscriber) step(ctx context.Context) (transport.Event, bool, error) {
 	s.mu.Lock()
+	if err := s.awaitRevocation(ctx); err != nil {
+		s.mu.Unlock()
+		return transport.Event{}, false, err
+	}
 	for len(s.pending) == 0 && len(s.queue) > 0 {
 		q := s.queue[0]
 		if s.holeAboveStart(q) && s.askPolicy() {
@@ -268,6 +277,10 @@ func (s *Subscriber) step(ctx context.Context) (transport.Event, bool, error) {
 				return transport.Event{}, false, err
 			}
 			s.mu.Lock()
+			if err := s.awaitRevocation(ctx); err != nil {
+				s.mu.Unlock()
+				return transport.Event{}, false, err
+			}
 			continue // the queue may have changed meanwhile
 		}
 		s.queue = s.queue[1:]
@@ -282,6 +295,24 @@ func (s *Subscriber) step(ctx context.Context) (transport.Event, bool, error) {
 	s.pending = s.pending[1:]
 	s.noteDelivered(ev)
 	return ev, true, nil
+}
+
+// awaitRevocation waits until no revocation is committing (revoking),
+// or ctx ends: its error then. Called with mu held, which it releases
+// while it waits.
+func (s *Subscriber) awaitRevocation(ctx context.Context) error {
+	for s.revoking != nil {
+		done := s.revoking
+		s.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.mu.Lock()
+			return ctx.Err()
+		}
+		s.mu.Lock()
+	}
+	return nil
 }
 
 // noteDelivered moves the delivered offset of the pending record's
