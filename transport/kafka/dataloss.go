@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,8 +32,17 @@ import (
 // failure is counted and logged; the marks stay, and the next commit
 // carries them. Called with rewindMu held.
 func (s *Subscriber) commitRewind(rewind map[int32]kgo.EpochOffset) {
+	// This commit goes after those issued before: answered, it says
+	// they were too.
+	pending := map[int32]int64{}
+	if s.rewindUnanswered() != nil {
+		maps.Copy(pending, s.rewindPending)
+	}
+	for p, eo := range rewind {
+		pending[p] = eo.Offset
+	}
 	done := make(chan struct{})
-	s.rewindDone = done
+	s.rewindDone, s.rewindPending = done, pending
 	offsets := map[string]map[int32]kgo.EpochOffset{s.topic: rewind}
 	go func() {
 		s.cl.CommitOffsets(context.Background(), offsets,
@@ -67,6 +77,21 @@ func (s *Subscriber) awaitRewind(ctx context.Context) {
 	select {
 	case <-s.rewindDone:
 	case <-ctx.Done():
+	}
+}
+
+// rewindUnanswered returns the reset points (by partition) of the
+// commits of data losses not yet answered, nil when none is waiting.
+// Called with rewindMu held.
+func (s *Subscriber) rewindUnanswered() map[int32]int64 {
+	if s.rewindDone == nil {
+		return nil
+	}
+	select {
+	case <-s.rewindDone:
+		return nil
+	default:
+		return s.rewindPending
 	}
 }
 

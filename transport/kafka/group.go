@@ -470,7 +470,13 @@ func (g *GroupSubscriber) disown(ps []int32) {
 // What a rebalance under way takes away is in that commit too: a
 // revocation that finds Close begun leaves its commit to Close.
 // It returns the commit's error: the acknowledgements since the last
-// commit are then delivered again to the next owner. A leave that
+// commit are then delivered again to the next owner. After a data
+// loss, an error wrapping ErrResetNotCommitted says that the commit of
+// its reset point was not answered in time: a commit made before the
+// loss, past that point and unanswered too, may land after Close, and
+// the next owner then skips the records the broker holds from there
+// on (an operator can set the group's offset back to the reset point
+// the error names). A leave that
 // fails is only logged: the group drops the member at its session
 // timeout instead. A Close called while another runs waits for it;
 // every Close returns the first one's result.
@@ -493,9 +499,19 @@ func (g *GroupSubscriber) Close() error {
 		g.rewindMu.Lock()
 		g.awaitRewind(ctx)
 		cerr := g.commitMarked(ctx)
+		unanswered := g.rewindUnanswered()
 		g.rewindMu.Unlock()
 		close(g.closeCommitted)
-		if cerr != nil {
+		switch {
+		case unanswered != nil:
+			// A commit before it, of a mark past the reset point,
+			// may still be made: no later commit follows it.
+			g.closeErr = fmt.Errorf("%w by Close's deadline (reset point by partition: %v): a commit past it, made before the loss, may land after it, and the next owner skip the records from there on (commit on close: %v)",
+				ErrResetNotCommitted, unanswered, cerr)
+			g.commitErrors.Add(1)
+			g.log.Error("kafka transport: Close gave up waiting for the commit of a data loss's reset point: the group's commit may stay past it, skipping records",
+				"group", g.groupName, "topic", g.topic, "reset", unanswered)
+		case cerr != nil:
 			g.closeErr = fmt.Errorf("kafka transport: commit on close: %w", cerr)
 			g.commitErrors.Add(1)
 		}

@@ -56,6 +56,9 @@ type Subscriber struct {
 	// rewindDone, under rewindMu, is closed once the last commit of a
 	// data loss's reset points is answered (see commitRewind).
 	rewindDone chan struct{}
+	// rewindPending, under rewindMu, holds the reset point of each
+	// partition whose commit rewindDone, once closed, says answered.
+	rewindPending map[int32]int64
 
 	mu sync.Mutex
 	// policy is the topic's cleanup policy, learned on the first hole
