@@ -18,16 +18,7 @@ import (
 // revocation under way may wait for the commit): the client calls it
 // before a commit it made later goes ahead.
 func (g *GroupSubscriber) autoCommitted(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-	if err == nil && resp != nil {
-	find:
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if err = kerr.ErrorForCode(p.ErrorCode); err != nil {
-					break find
-				}
-			}
-		}
-	}
+	err = commitErr(resp, err)
 	if err == nil || errors.Is(err, context.Canceled) {
 		return
 	}
@@ -45,9 +36,20 @@ func (g *GroupSubscriber) autoCommitted(_ *kgo.Client, _ *kmsg.OffsetCommitReque
 // answered, and waits for that without a deadline — for as long as a
 // broker that took the request leaves it unanswered. A commit given up
 // on may still be made, after the one before it; its error is ctx's.
+// What Acks marked while the client did not take marks (see remarks) is
+// committed after, by a commit of its own.
 func (g *GroupSubscriber) commitMarked(ctx context.Context) error {
+	g.mu.Lock()
+	remarks := g.remarks()
+	g.mu.Unlock()
 	done := make(chan error, 1)
-	go func() { done <- g.cl.CommitMarkedOffsets(ctx) }()
+	go func() {
+		err := g.cl.CommitMarkedOffsets(ctx)
+		if err == nil && remarks != nil {
+			err = commitSync(ctx, g.cl, map[string]map[int32]kgo.EpochOffset{g.topic: remarks})
+		}
+		done <- err
+	}()
 	select {
 	case err := <-done:
 		return err
@@ -59,4 +61,29 @@ func (g *GroupSubscriber) commitMarked(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// commitSync commits offsets, and returns the first error, of the
+// request or of a partition.
+func commitSync(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) error {
+	var first error
+	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		first = commitErr(resp, err)
+	})
+	return first
+}
+
+// commitErr is the first error of a commit: err, or a partition's.
+func commitErr(resp *kmsg.OffsetCommitResponse, err error) error {
+	if err != nil || resp == nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

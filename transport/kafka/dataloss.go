@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -48,16 +47,7 @@ func (s *Subscriber) commitRewind(rewind map[int32]kgo.EpochOffset) {
 		s.cl.CommitOffsets(context.Background(), offsets,
 			func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 				defer close(done)
-				if err == nil && resp != nil {
-				find:
-					for _, t := range resp.Topics {
-						for _, p := range t.Partitions {
-							if err = kerr.ErrorForCode(p.ErrorCode); err != nil {
-								break find
-							}
-						}
-					}
-				}
+				err = commitErr(resp, err)
 				if err == nil || errors.Is(err, kgo.ErrClientClosed) && s.closing() {
 					return
 				}

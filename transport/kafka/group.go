@@ -239,11 +239,43 @@ func (g *GroupSubscriber) ack(ctx context.Context, stream transport.StreamID, se
 		// commit's (the client orders marks by epoch first).
 		return false, nil
 	}
-	g.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{
-		g.topic: {stream.Partition: {Epoch: st.epochOf(commit - 1), Offset: commit}},
-	})
 	st.floor = commit
+	st.remark = kgo.EpochOffset{Epoch: st.epochOf(commit - 1), Offset: commit}
+	if !st.fetching {
+		g.remark(stream.Partition, st)
+	}
 	return true, nil
+}
+
+// remark marks for commit what an Ack kept in st.remark, for the
+// client's next commit. Called with mu held.
+func (s *Subscriber) remark(p int32, st *partition) {
+	if st.remark.Offset == 0 {
+		return
+	}
+	s.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{s.topic: {p: st.remark}})
+	st.remark = kgo.EpochOffset{}
+}
+
+// remarks returns what Acks marked while the client did not take marks
+// (see partition.fetching), and marks it again: a partition whose
+// commit the client has fetched since takes the mark. commitMarked
+// commits them too, for a partition it does not (without a commit,
+// until its first records are polled). Called with mu held.
+func (g *GroupSubscriber) remarks() map[int32]kgo.EpochOffset {
+	var rs map[int32]kgo.EpochOffset
+	for p, st := range g.parts {
+		if st.owned && st.remark.Offset != 0 {
+			if rs == nil {
+				rs = map[int32]kgo.EpochOffset{}
+			}
+			rs[p] = st.remark
+		}
+	}
+	if rs != nil {
+		g.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{g.topic: rs})
+	}
+	return rs
 }
 
 // assigned: the member now owns ps. The leader epochs of what it
@@ -255,7 +287,8 @@ func (g *GroupSubscriber) assigned(_ context.Context, _ *kgo.Client, ps map[stri
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, p := range ps[g.topic] {
-		g.part(p).owned = true
+		st := g.part(p)
+		st.owned, st.fetching, st.remark = true, true, kgo.EpochOffset{}
 	}
 }
 
@@ -274,22 +307,26 @@ func (g *GroupSubscriber) offsetsFetched(ctx context.Context, cl *kgo.Client, re
 			continue
 		}
 		for _, p := range t.Partitions {
-			switch {
-			case p.ErrorCode != 0:
-				continue
-			case p.Offset < 0:
-				g.part(p.Partition).floor = 0
-				uncommitted = append(uncommitted, p.Partition)
+			if p.ErrorCode != 0 {
 				continue
 			}
 			st := g.part(p.Partition)
+			// An acknowledgement made before the partition came back
+			// to this member, below what the group committed since,
+			// must not move the commit back; one made since it came
+			// back, and above, is kept (see partition.fetching).
+			if st.remark.Offset > max(p.Offset, 0) {
+				st.floor = st.remark.Offset
+			} else {
+				st.floor, st.remark = max(p.Offset, 0), kgo.EpochOffset{}
+			}
+			if p.Offset < 0 {
+				uncommitted = append(uncommitted, p.Partition)
+				continue
+			}
 			if !st.started || p.Offset > st.next {
 				st.next = p.Offset
 			}
-			// An acknowledgement made before the partition came back
-			// to this member, below what the group committed since,
-			// must not move the commit back.
-			st.floor = p.Offset
 		}
 	}
 	g.atEnd = nil

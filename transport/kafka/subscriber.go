@@ -112,6 +112,15 @@ type partition struct {
 	// the leader epochs of delivered offsets not yet acknowledged.
 	owned  bool
 	epochs []epochMark
+	// fetching: a GroupSubscriber was assigned the partition and the
+	// client has returned no record of it since. The client knows of
+	// the partition, and takes a mark of it, once its offset fetch is
+	// done (a commit) or its first records are polled (none): until
+	// then it drops a mark. remark (Offset 0: none) is the mark an Ack
+	// made meanwhile, made again with the partition's first records
+	// (take), and before the commits of a revocation and of Close.
+	fetching bool
+	remark   kgo.EpochOffset
 	// floor, of a GroupSubscriber, is the lowest offset an
 	// acknowledgement commits, plus one: the group's commit when the
 	// partition was assigned, then one past the last offset
@@ -393,6 +402,12 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		for _, r := range fp.Records {
 			s.queue = append(s.queue, queued{r, fp.LogStartOffset})
+		}
+		if st := s.parts[fp.Partition]; fp.Topic == s.topic && len(fp.Records) > 0 && st != nil && st.fetching {
+			// The client took the partition's commit, or started it
+			// with these records: it takes marks now.
+			st.fetching = false
+			s.remark(fp.Partition, st)
 		}
 	})
 	s.mu.Unlock()
