@@ -160,6 +160,11 @@ func (p *partition) lose(resetTo int64) (rewind bool) {
 			break
 		}
 	}
+	if p.remark.Offset > resetTo {
+		// An Ack's mark not yet made (see partition.fetching): the
+		// rewind commits the reset point instead.
+		p.remark = kgo.EpochOffset{}
+	}
 	if p.owned && p.floor > resetTo {
 		p.floor = resetTo
 		return true

@@ -100,3 +100,19 @@ func TestAckBeforeOffsetsRefetched(t *testing.T) {
 		t.Fatalf("the Ack of offset 9 of partition %d, made before its offsets were fetched again, returned nil; Close committed %d, not 10", back, got)
 	}
 }
+
+// TestDataLossDropsRemarkPastResetPoint: an Ack's mark kept while the
+// client did not take marks (partition.remark), past the reset point of
+// a data loss reported before the partition's first records, is not
+// made: the loss commits its reset point, and a later commit of the
+// kept mark would skip the records the broker holds from there on.
+func TestDataLossDropsRemarkPastResetPoint(t *testing.T) {
+	st := &partition{started: true, next: 10, delivered: 10, owned: true, fetching: true, floor: 10,
+		remark: kgo.EpochOffset{Epoch: -1, Offset: 10}}
+	if !st.lose(6) {
+		t.Fatal("lose(6) with floor 10: no rewind")
+	}
+	if st.remark.Offset > 6 {
+		t.Fatalf("after a loss reset to 6, the kept mark is %d: committed, it skips offsets 6..%d", st.remark.Offset, st.remark.Offset-1)
+	}
+}
