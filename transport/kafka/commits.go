@@ -87,3 +87,34 @@ func commitErr(resp *kmsg.OffsetCommitResponse, err error) error {
 	}
 	return nil
 }
+
+// remark marks for commit what an Ack kept in st.remark, for the
+// client's next commit. Called with mu held.
+func (s *Subscriber) remark(p int32, st *partition) {
+	if st.remark.Offset == 0 {
+		return
+	}
+	s.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{s.topic: {p: st.remark}})
+	st.remark = kgo.EpochOffset{}
+}
+
+// remarks returns what Acks marked while the client did not take marks
+// (see partition.fetching), and marks it again: a partition whose
+// commit the client has fetched since takes the mark. commitMarked
+// commits them too, for a partition it does not (without a commit,
+// until its first records are polled). Called with mu held.
+func (g *GroupSubscriber) remarks() map[int32]kgo.EpochOffset {
+	var rs map[int32]kgo.EpochOffset
+	for p, st := range g.parts {
+		if st.owned && st.remark.Offset != 0 {
+			if rs == nil {
+				rs = map[int32]kgo.EpochOffset{}
+			}
+			rs[p] = st.remark
+		}
+	}
+	if rs != nil {
+		g.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{g.topic: rs})
+	}
+	return rs
+}
