@@ -14,19 +14,11 @@ import (
 // one only logs). A failure is counted (Stats.CommitErrors) and logged;
 // the marks stay, and the next commit carries them. One canceled is
 // not a failure: a later commit, or Close, took its place. It must not
-// take mu: the client calls it before a commit it made later goes
-// ahead, and revoked commits holding mu.
+// wait for what a commit holds (mu is free during one, but a Close or
+// revocation under way may wait for the commit): the client calls it
+// before a commit it made later goes ahead.
 func (g *GroupSubscriber) autoCommitted(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-	if err == nil && resp != nil {
-	find:
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if err = kerr.ErrorForCode(p.ErrorCode); err != nil {
-					break find
-				}
-			}
-		}
-	}
+	err = commitErr(resp, err)
 	if err == nil || errors.Is(err, context.Canceled) {
 		return
 	}
@@ -44,9 +36,20 @@ func (g *GroupSubscriber) autoCommitted(_ *kgo.Client, _ *kmsg.OffsetCommitReque
 // answered, and waits for that without a deadline — for as long as a
 // broker that took the request leaves it unanswered. A commit given up
 // on may still be made, after the one before it; its error is ctx's.
+// What Acks marked while the client did not take marks (see remarks) is
+// committed after, by a commit of its own.
 func (g *GroupSubscriber) commitMarked(ctx context.Context) error {
+	g.mu.Lock()
+	remarks := g.remarks()
+	g.mu.Unlock()
 	done := make(chan error, 1)
-	go func() { done <- g.cl.CommitMarkedOffsets(ctx) }()
+	go func() {
+		err := g.cl.CommitMarkedOffsets(ctx)
+		if err == nil && remarks != nil {
+			err = commitSync(ctx, g.cl, map[string]map[int32]kgo.EpochOffset{g.topic: remarks})
+		}
+		done <- err
+	}()
 	select {
 	case err := <-done:
 		return err
@@ -58,4 +61,60 @@ func (g *GroupSubscriber) commitMarked(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// commitSync commits offsets, and returns the first error, of the
+// request or of a partition.
+func commitSync(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) error {
+	var first error
+	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		first = commitErr(resp, err)
+	})
+	return first
+}
+
+// commitErr is the first error of a commit: err, or a partition's.
+func commitErr(resp *kmsg.OffsetCommitResponse, err error) error {
+	if err != nil || resp == nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// remark marks for commit what an Ack kept in st.remark, for the
+// client's next commit. Called with mu held.
+func (s *Subscriber) remark(p int32, st *partition) {
+	if st.remark.Offset == 0 {
+		return
+	}
+	s.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{s.topic: {p: st.remark}})
+	st.remark = kgo.EpochOffset{}
+}
+
+// remarks returns what Acks marked while the client did not take marks
+// (see partition.fetching), and marks it again: a partition whose
+// commit the client has fetched since takes the mark. commitMarked
+// commits them too, for a partition it does not (without a commit,
+// until its first records are polled). Called with mu held.
+func (g *GroupSubscriber) remarks() map[int32]kgo.EpochOffset {
+	var rs map[int32]kgo.EpochOffset
+	for p, st := range g.parts {
+		if st.owned && st.remark.Offset != 0 {
+			if rs == nil {
+				rs = map[int32]kgo.EpochOffset{}
+			}
+			rs[p] = st.remark
+		}
+	}
+	if rs != nil {
+		g.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{g.topic: rs})
+	}
+	return rs
 }

@@ -3,9 +3,9 @@ package kafka
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -31,23 +31,23 @@ import (
 // failure is counted and logged; the marks stay, and the next commit
 // carries them. Called with rewindMu held.
 func (s *Subscriber) commitRewind(rewind map[int32]kgo.EpochOffset) {
+	// This commit goes after those issued before: answered, it says
+	// they were too.
+	pending := map[int32]int64{}
+	if s.rewindUnanswered() != nil {
+		maps.Copy(pending, s.rewindPending)
+	}
+	for p, eo := range rewind {
+		pending[p] = eo.Offset
+	}
 	done := make(chan struct{})
-	s.rewindDone = done
+	s.rewindDone, s.rewindPending = done, pending
 	offsets := map[string]map[int32]kgo.EpochOffset{s.topic: rewind}
 	go func() {
 		s.cl.CommitOffsets(context.Background(), offsets,
 			func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 				defer close(done)
-				if err == nil && resp != nil {
-				find:
-					for _, t := range resp.Topics {
-						for _, p := range t.Partitions {
-							if err = kerr.ErrorForCode(p.ErrorCode); err != nil {
-								break find
-							}
-						}
-					}
-				}
+				err = commitErr(resp, err)
 				if err == nil || errors.Is(err, kgo.ErrClientClosed) && s.closing() {
 					return
 				}
@@ -67,6 +67,21 @@ func (s *Subscriber) awaitRewind(ctx context.Context) {
 	select {
 	case <-s.rewindDone:
 	case <-ctx.Done():
+	}
+}
+
+// rewindUnanswered returns the reset points (by partition) of the
+// commits of data losses not yet answered, nil when none is waiting.
+// Called with rewindMu held.
+func (s *Subscriber) rewindUnanswered() map[int32]int64 {
+	if s.rewindDone == nil {
+		return nil
+	}
+	select {
+	case <-s.rewindDone:
+		return nil
+	default:
+		return s.rewindPending
 	}
 }
 
@@ -144,6 +159,11 @@ func (p *partition) lose(resetTo int64) (rewind bool) {
 			p.epochs = p.epochs[:i]
 			break
 		}
+	}
+	if p.remark.Offset > resetTo {
+		// An Ack's mark not yet made (see partition.fetching): the
+		// rewind commits the reset point instead.
+		p.remark = kgo.EpochOffset{}
 	}
 	if p.owned && p.floor > resetTo {
 		p.floor = resetTo

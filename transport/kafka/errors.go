@@ -12,6 +12,10 @@ var (
 	// has not delivered, or a stream that is not one of its topic's
 	// partitions: acknowledging it would commit what nobody processed.
 	ErrNotDelivered = errors.New("kafka transport: acknowledged position not delivered")
+	// ErrResetNotCommitted is wrapped by a GroupSubscriber's Close
+	// error when the commit of a data loss's reset point was not
+	// answered by Close's deadline (see GroupSubscriber.Close).
+	ErrResetNotCommitted = errors.New("kafka transport: a data loss's reset point not committed")
 )
 
 // ConfigError is a Config field whose value is outside what it allows.

@@ -190,17 +190,21 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 // point at once, after any commit in flight with the old mark (see
 // commitRewind).
 //
+// While the commit before a rebalance is under way, Ack waits for the
+// rebalance to drop the partitions it takes, or for ctx to end: it
+// then returns ctx's error, and made no mark.
+//
 // An Ack that returns nil is in the next commit, Close's included; an
 // Ack that meets Close returns transport.ErrClosed when Close's commit
 // may not carry it (Close did not wait for it: see ackGate).
-func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq uint64) error {
+func (g *GroupSubscriber) Ack(ctx context.Context, stream transport.StreamID, seq uint64) error {
 	if !g.acks.enter(g.closed) {
 		return transport.ErrClosed
 	}
 	if g.acking != nil {
 		g.acking()
 	}
-	marked, err := g.ack(stream, seq)
+	marked, err := g.ack(ctx, stream, seq)
 	if late := g.acks.leave(); late && marked {
 		return fmt.Errorf("%w: the acknowledgement of offset %d of %s was made as Close committed, and may not be committed", transport.ErrClosed, seq, stream)
 	}
@@ -208,12 +212,17 @@ func (g *GroupSubscriber) Ack(_ context.Context, stream transport.StreamID, seq 
 }
 
 // ack is Ack's work: it reports whether it marked an offset for commit.
-func (g *GroupSubscriber) ack(stream transport.StreamID, seq uint64) (marked bool, err error) {
+// While a revocation commits, it waits for the revocation to end, or
+// for ctx: an Ack that returns ctx's error made no mark.
+func (g *GroupSubscriber) ack(ctx context.Context, stream transport.StreamID, seq uint64) (marked bool, err error) {
 	if stream.Topic != g.topic || stream.Feed != 0 || stream.Session != 0 {
 		return false, fmt.Errorf("%w: %s is not a partition of topic %q", ErrNotDelivered, stream, g.topic)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if err := g.awaitRevocation(ctx); err != nil {
+		return false, err
+	}
 	st := g.parts[stream.Partition]
 	if st == nil || !st.acked(seq) {
 		return false, fmt.Errorf("%w: offset %d of %s", ErrNotDelivered, seq, stream)
@@ -230,10 +239,11 @@ func (g *GroupSubscriber) ack(stream transport.StreamID, seq uint64) (marked boo
 		// commit's (the client orders marks by epoch first).
 		return false, nil
 	}
-	g.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{
-		g.topic: {stream.Partition: {Epoch: st.epochOf(commit - 1), Offset: commit}},
-	})
 	st.floor = commit
+	st.remark = kgo.EpochOffset{Epoch: st.epochOf(commit - 1), Offset: commit}
+	if !st.fetching {
+		g.remark(stream.Partition, st)
+	}
 	return true, nil
 }
 
@@ -246,7 +256,8 @@ func (g *GroupSubscriber) assigned(_ context.Context, _ *kgo.Client, ps map[stri
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, p := range ps[g.topic] {
-		g.part(p).owned = true
+		st := g.part(p)
+		st.owned, st.fetching, st.remark = true, true, kgo.EpochOffset{}
 	}
 }
 
@@ -265,22 +276,26 @@ func (g *GroupSubscriber) offsetsFetched(ctx context.Context, cl *kgo.Client, re
 			continue
 		}
 		for _, p := range t.Partitions {
-			switch {
-			case p.ErrorCode != 0:
-				continue
-			case p.Offset < 0:
-				g.part(p.Partition).floor = 0
-				uncommitted = append(uncommitted, p.Partition)
+			if p.ErrorCode != 0 {
 				continue
 			}
 			st := g.part(p.Partition)
+			// An acknowledgement made before the partition came back
+			// to this member, below what the group committed since,
+			// must not move the commit back; one made since it came
+			// back, and above, is kept (see partition.fetching).
+			if st.remark.Offset > max(p.Offset, 0) {
+				st.floor = st.remark.Offset
+			} else {
+				st.floor, st.remark = max(p.Offset, 0), kgo.EpochOffset{}
+			}
+			if p.Offset < 0 {
+				uncommitted = append(uncommitted, p.Partition)
+				continue
+			}
 			if !st.started || p.Offset > st.next {
 				st.next = p.Offset
 			}
-			// An acknowledgement made before the partition came back
-			// to this member, below what the group committed since,
-			// must not move the commit back.
-			st.floor = p.Offset
 		}
 	}
 	g.atEnd = nil
@@ -359,8 +374,14 @@ func (g *GroupSubscriber) revoked(ctx context.Context, _ *kgo.Client, ps map[str
 	g.rewindMu.Lock()
 	g.awaitRewind(ctx)
 	g.rewindMu.Unlock()
+	// Acks and Receive wait, within their contexts, from here until
+	// ps are dropped: no mark after the commit read them, no record
+	// of ps delivered meanwhile. They do not wait for mu, which is
+	// free while the commit waits for the broker.
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	revoking := make(chan struct{})
+	g.revoking = revoking
+	g.mu.Unlock()
 	select {
 	case <-g.closed: // Close commits
 	default:
@@ -370,7 +391,11 @@ func (g *GroupSubscriber) revoked(ctx context.Context, _ *kgo.Client, ps map[str
 				"group", g.groupName, "err", err)
 		}
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	g.disown(ps[g.topic])
+	g.revoking = nil
+	close(revoking)
 }
 
 // awaitCloseCommit waits, if Close has begun, until its commit has
@@ -451,7 +476,13 @@ func (g *GroupSubscriber) disown(ps []int32) {
 // What a rebalance under way takes away is in that commit too: a
 // revocation that finds Close begun leaves its commit to Close.
 // It returns the commit's error: the acknowledgements since the last
-// commit are then delivered again to the next owner. A leave that
+// commit are then delivered again to the next owner. After a data
+// loss, an error wrapping ErrResetNotCommitted says that the commit of
+// its reset point was not answered in time: a commit made before the
+// loss, past that point and unanswered too, may land after Close, and
+// the next owner then skips the records the broker holds from there
+// on (an operator can set the group's offset back to the reset point
+// the error names). A leave that
 // fails is only logged: the group drops the member at its session
 // timeout instead. A Close called while another runs waits for it;
 // every Close returns the first one's result.
@@ -474,9 +505,19 @@ func (g *GroupSubscriber) Close() error {
 		g.rewindMu.Lock()
 		g.awaitRewind(ctx)
 		cerr := g.commitMarked(ctx)
+		unanswered := g.rewindUnanswered()
 		g.rewindMu.Unlock()
 		close(g.closeCommitted)
-		if cerr != nil {
+		switch {
+		case unanswered != nil:
+			// A commit before it, of a mark past the reset point,
+			// may still be made: no later commit follows it.
+			g.closeErr = fmt.Errorf("%w by Close's deadline (reset point by partition: %v): a commit past it, made before the loss, may land after it, and the next owner skip the records from there on (commit on close: %v)",
+				ErrResetNotCommitted, unanswered, cerr)
+			g.commitErrors.Add(1)
+			g.log.Error("kafka transport: Close gave up waiting for the commit of a data loss's reset point: the group's commit may stay past it, skipping records",
+				"group", g.groupName, "topic", g.topic, "reset", unanswered)
+		case cerr != nil:
 			g.closeErr = fmt.Errorf("kafka transport: commit on close: %w", cerr)
 			g.commitErrors.Add(1)
 		}

@@ -123,6 +123,15 @@ func periodic(g *GroupSubscriber) {
 // the member (closed when the test ends) and the partition's stream.
 func heldCommit(t *testing.T, n int32, interval time.Duration) (addr string, g *GroupSubscriber, stream transport.StreamID, inFlight chan struct{}, release func()) {
 	t.Helper()
+	return heldCommitLeave(t, n, interval, false)
+}
+
+// heldCommitLeave is heldCommit where, with holdLeave, the cluster also
+// holds a LeaveGroup until the held commit is released, and answers it
+// a moment after: as a Kafka broker does, which answers the requests
+// of a connection in order, and the client sends both on one.
+func heldCommitLeave(t *testing.T, n int32, interval time.Duration, holdLeave bool) (addr string, g *GroupSubscriber, stream transport.StreamID, inFlight chan struct{}, release func()) {
+	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "loss"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +155,21 @@ func heldCommit(t *testing.T, n int32, interval time.Duration) (addr string, g *
 		}
 		return nil, nil, false
 	})
+	if holdLeave {
+		c.ControlKey(int16(kmsg.LeaveGroup), func(kmsg.Request) (kmsg.Response, error, bool) {
+			c.KeepControl()
+			c.SleepControl(func() { <-held; time.Sleep(200 * time.Millisecond) })
+			return nil, nil, false
+		})
+	}
 	opts := append([]kgo.Opt{kgo.AutoCommitInterval(interval), kgo.RequestTimeoutOverhead(time.Minute), kgo.RetryTimeout(time.Minute)}, groupOpts...)
+	if holdLeave {
+		// The member stays in the group while the leave is held (its
+		// heartbeats end as it leaves): a Kafka broker checks a
+		// commit's member as the commit arrives, not when it is
+		// answered, which the cluster here does.
+		opts = append(opts, kgo.SessionTimeout(time.Minute))
+	}
 	g, err = NewGroupSubscriber(context.Background(), Config{Brokers: []string{addr}, Topic: "loss", Group: "g", Options: opts})
 	if err != nil {
 		t.Fatal(err)

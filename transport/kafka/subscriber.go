@@ -56,6 +56,9 @@ type Subscriber struct {
 	// rewindDone, under rewindMu, is closed once the last commit of a
 	// data loss's reset points is answered (see commitRewind).
 	rewindDone chan struct{}
+	// rewindPending, under rewindMu, holds the reset point of each
+	// partition whose commit rewindDone, once closed, says answered.
+	rewindPending map[int32]int64
 
 	mu sync.Mutex
 	// policy is the topic's cleanup policy, learned on the first hole
@@ -77,6 +80,11 @@ type Subscriber struct {
 
 	once   sync.Once
 	closed chan struct{}
+	// revoking, under mu, is set while a GroupSubscriber's revocation
+	// commits (see GroupSubscriber.revoked), and closed once the
+	// partitions it takes are dropped: Receive and Ack wait for it,
+	// within their context, instead of for mu.
+	revoking chan struct{}
 	// rewinding, when set (by a test), is called by take once mu is
 	// released, before it moves the client's marks back (see lose).
 	rewinding func()
@@ -104,6 +112,15 @@ type partition struct {
 	// the leader epochs of delivered offsets not yet acknowledged.
 	owned  bool
 	epochs []epochMark
+	// fetching: a GroupSubscriber was assigned the partition and the
+	// client has returned no record of it since. The client knows of
+	// the partition, and takes a mark of it, once its offset fetch is
+	// done (a commit) or its first records are polled (none): until
+	// then it drops a mark. remark (Offset 0: none) is the mark an Ack
+	// made meanwhile, made again with the partition's first records
+	// (take), and before the commits of a revocation and of Close.
+	fetching bool
+	remark   kgo.EpochOffset
 	// floor, of a GroupSubscriber, is the lowest offset an
 	// acknowledgement commits, plus one: the group's commit when the
 	// partition was assigned, then one past the last offset
@@ -260,6 +277,10 @@ func (s *Subscriber) Receive(ctx context.Context) (transport.Event, error) {
 // topic's cleanup policy (a request) happens here, without the lock.
 func (s *Subscriber) step(ctx context.Context) (transport.Event, bool, error) {
 	s.mu.Lock()
+	if err := s.awaitRevocation(ctx); err != nil {
+		s.mu.Unlock()
+		return transport.Event{}, false, err
+	}
 	for len(s.pending) == 0 && len(s.queue) > 0 {
 		q := s.queue[0]
 		if s.holeAboveStart(q) && s.askPolicy() {
@@ -268,6 +289,10 @@ func (s *Subscriber) step(ctx context.Context) (transport.Event, bool, error) {
 				return transport.Event{}, false, err
 			}
 			s.mu.Lock()
+			if err := s.awaitRevocation(ctx); err != nil {
+				s.mu.Unlock()
+				return transport.Event{}, false, err
+			}
 			continue // the queue may have changed meanwhile
 		}
 		s.queue = s.queue[1:]
@@ -282,6 +307,24 @@ func (s *Subscriber) step(ctx context.Context) (transport.Event, bool, error) {
 	s.pending = s.pending[1:]
 	s.noteDelivered(ev)
 	return ev, true, nil
+}
+
+// awaitRevocation waits until no revocation is committing (revoking),
+// or ctx ends: its error then. Called with mu held, which it releases
+// while it waits.
+func (s *Subscriber) awaitRevocation(ctx context.Context) error {
+	for s.revoking != nil {
+		done := s.revoking
+		s.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.mu.Lock()
+			return ctx.Err()
+		}
+		s.mu.Lock()
+	}
+	return nil
 }
 
 // noteDelivered moves the delivered offset of the pending record's
@@ -359,6 +402,12 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		for _, r := range fp.Records {
 			s.queue = append(s.queue, queued{r, fp.LogStartOffset})
+		}
+		if st := s.parts[fp.Partition]; fp.Topic == s.topic && len(fp.Records) > 0 && st != nil && st.fetching {
+			// The client took the partition's commit, or started it
+			// with these records: it takes marks now.
+			st.fetching = false
+			s.remark(fp.Partition, st)
 		}
 	})
 	s.mu.Unlock()
