@@ -63,6 +63,10 @@ type GroupSubscriber struct {
 	// acking, when set (by a test), is called by Ack once it has found
 	// the subscriber open.
 	acking func()
+	// closeRemarks, under mu, are the kept marks (partition.remark) of
+	// the partitions a revocation dropped once Close had begun: Close's
+	// commit carries them (see remarks), as the revocation waits for it.
+	closeRemarks map[int32]kgo.EpochOffset
 }
 
 var (
@@ -393,9 +397,29 @@ func (g *GroupSubscriber) revoked(ctx context.Context, _ *kgo.Client, ps map[str
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.Subscriber.closing() {
+		g.keepForClose(ps[g.topic])
+	}
 	g.disown(ps[g.topic])
 	g.revoking = nil
 	close(revoking)
+}
+
+// keepForClose keeps for Close's commit the marks Acks kept of ps
+// (partition.remark), which a revocation during Close is about to drop:
+// the revocation left its commit to Close, or Close ended it, and waits
+// for Close's commit before it returns (awaitCloseCommit), so the
+// partitions are still this member's when that commit is made. Called
+// with mu held.
+func (g *GroupSubscriber) keepForClose(ps []int32) {
+	for _, p := range ps {
+		if st := g.parts[p]; st != nil && st.owned && st.remark.Offset != 0 {
+			if g.closeRemarks == nil {
+				g.closeRemarks = map[int32]kgo.EpochOffset{}
+			}
+			g.closeRemarks[p] = st.remark
+		}
+	}
 }
 
 // awaitCloseCommit waits, if Close has begun, until its commit has
