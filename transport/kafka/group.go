@@ -363,7 +363,18 @@ func (g *GroupSubscriber) adjustStarts(_ context.Context, offsets map[string]map
 // After a data loss, the commit of its reset point (commitRewind) is
 // answered first: it follows any commit in flight with the old mark,
 // which the revocation's own commit may not (see commitRewind), and
-// the next owner starts at what the group committed.
+// the next owner starts at what the group committed. Neither wait has
+// a deadline of its own, and one would not free the member: the client
+// sends its JoinGroup only once every commit in flight is answered
+// (they hold its join lock), and a commit queued behind an unanswered
+// one waits for it whatever its context, so the member is held as
+// long as the broker leaves the first commit unanswered, at most the
+// client's request timeouts (kgo.RequestTimeoutOverhead,
+// kgo.RetryTimeout); past the group's rebalance timeout the broker
+// drops the member and refuses its commits of that generation, the
+// reset point's and the old mark's alike. Returning before the reset
+// point's commit holds that lock could let it go out in the next
+// generation, for a partition this member may no longer own.
 func (g *GroupSubscriber) revoked(ctx context.Context, _ *kgo.Client, ps map[string][]int32) {
 	defer g.awaitCloseCommit() // after mu is released
 	ctx, cancel := context.WithCancel(ctx)
