@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"maps"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -102,9 +103,14 @@ func (s *Subscriber) remark(p int32, st *partition) {
 // (see partition.fetching), and marks it again: a partition whose
 // commit the client has fetched since takes the mark. commitMarked
 // commits them too, for a partition it does not (without a commit,
-// until its first records are polled). Called with mu held.
+// until its first records are polled). The marks kept of partitions a
+// revocation dropped during Close (closeRemarks) are among them. Called
+// with mu held.
 func (g *GroupSubscriber) remarks() map[int32]kgo.EpochOffset {
 	var rs map[int32]kgo.EpochOffset
+	if len(g.closeRemarks) > 0 {
+		rs = maps.Clone(g.closeRemarks)
+	}
 	for p, st := range g.parts {
 		if st.owned && st.remark.Offset != 0 {
 			if rs == nil {

@@ -63,6 +63,10 @@ type GroupSubscriber struct {
 	// acking, when set (by a test), is called by Ack once it has found
 	// the subscriber open.
 	acking func()
+	// closeRemarks, under mu, are the kept marks (partition.remark) of
+	// the partitions a revocation dropped once Close had begun: Close's
+	// commit carries them (see remarks), as the revocation waits for it.
+	closeRemarks map[int32]kgo.EpochOffset
 }
 
 var (
@@ -359,7 +363,18 @@ func (g *GroupSubscriber) adjustStarts(_ context.Context, offsets map[string]map
 // After a data loss, the commit of its reset point (commitRewind) is
 // answered first: it follows any commit in flight with the old mark,
 // which the revocation's own commit may not (see commitRewind), and
-// the next owner starts at what the group committed.
+// the next owner starts at what the group committed. Neither wait has
+// a deadline of its own, and one would not free the member: the client
+// sends its JoinGroup only once every commit in flight is answered
+// (they hold its join lock), and a commit queued behind an unanswered
+// one waits for it whatever its context, so the member is held as
+// long as the broker leaves the first commit unanswered, at most the
+// client's request timeouts (kgo.RequestTimeoutOverhead,
+// kgo.RetryTimeout); past the group's rebalance timeout the broker
+// drops the member and refuses its commits of that generation, the
+// reset point's and the old mark's alike. Returning before the reset
+// point's commit holds that lock could let it go out in the next
+// generation, for a partition this member may no longer own.
 func (g *GroupSubscriber) revoked(ctx context.Context, _ *kgo.Client, ps map[string][]int32) {
 	defer g.awaitCloseCommit() // after mu is released
 	ctx, cancel := context.WithCancel(ctx)
@@ -393,9 +408,29 @@ func (g *GroupSubscriber) revoked(ctx context.Context, _ *kgo.Client, ps map[str
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.Subscriber.closing() {
+		g.keepForClose(ps[g.topic])
+	}
 	g.disown(ps[g.topic])
 	g.revoking = nil
 	close(revoking)
+}
+
+// keepForClose keeps for Close's commit the marks Acks kept of ps
+// (partition.remark), which a revocation during Close is about to drop:
+// the revocation left its commit to Close, or Close ended it, and waits
+// for Close's commit before it returns (awaitCloseCommit), so the
+// partitions are still this member's when that commit is made. Called
+// with mu held.
+func (g *GroupSubscriber) keepForClose(ps []int32) {
+	for _, p := range ps {
+		if st := g.parts[p]; st != nil && st.owned && st.remark.Offset != 0 {
+			if g.closeRemarks == nil {
+				g.closeRemarks = map[int32]kgo.EpochOffset{}
+			}
+			g.closeRemarks[p] = st.remark
+		}
+	}
 }
 
 // awaitCloseCommit waits, if Close has begun, until its commit has
