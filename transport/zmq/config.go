@@ -41,6 +41,7 @@ const (
 	DefaultMaxPendingBytes      = 64 << 20
 	DefaultFrameTimeout         = 10 * time.Second
 	DefaultMaxPeers             = 1024
+	DefaultMaxHandshakes        = 64
 	DefaultMaxSubscriptions     = 1024
 	DefaultMaxStreams           = 4096
 	DefaultMaxStreamBytes       = 16 << 20
@@ -141,8 +142,13 @@ type Config struct {
 	// the network counts, not a pause of the reader while the receive
 	// queue is full.
 	FrameTimeout time.Duration
-	// MaxPeers bounds the connections a bound socket accepts.
+	// MaxPeers bounds the connections a bound socket holds past their
+	// handshake; one beyond is closed once its handshake is done.
 	MaxPeers int
+	// MaxHandshakes bounds the connections a bound socket accepts
+	// that are still in their handshake (HandshakeTimeout), apart from
+	// MaxPeers: connections that never finish one keep no peer out.
+	MaxHandshakes int
 	// MaxSubscriptions bounds the topic prefixes one subscriber may hold
 	// at a publisher; a subscriber holds no more (Subscribe refuses
 	// them).
@@ -209,6 +215,7 @@ func (c *Config) setDefaults() {
 	def(&c.MaxMessageBytes, DefaultMaxMessageBytes)
 	def(&c.MaxPendingBytes, max(DefaultMaxPendingBytes, c.MaxMessageBytes))
 	def(&c.MaxPeers, DefaultMaxPeers)
+	def(&c.MaxHandshakes, DefaultMaxHandshakes)
 	def(&c.MaxSubscriptions, DefaultMaxSubscriptions)
 	defDur(&c.Heartbeat, DefaultHeartbeat)
 	defDur(&c.Linger, DefaultLinger)
@@ -245,6 +252,7 @@ func (c *Config) validate() error {
 		{"MaxTopics", c.MaxTopics}, {"ReceiveQueue", c.ReceiveQueue},
 		{"ReceiveQueueBytes", c.ReceiveQueueBytes}, {"MaxStreams", c.MaxStreams}, {"MaxStreamBytes", c.MaxStreamBytes},
 		{"MaxMessageBytes", c.MaxMessageBytes}, {"MaxPendingBytes", c.MaxPendingBytes}, {"MaxPeers", c.MaxPeers},
+		{"MaxHandshakes", c.MaxHandshakes},
 		{"MaxSubscriptions", c.MaxSubscriptions}, {"Credit", c.Credit},
 	} {
 		if f.v < 0 {
@@ -305,18 +313,19 @@ func (c *Config) validate() error {
 // socketConfig is the part of c a socket of type typ, doing role, needs.
 func (c *Config) socketConfig() socketConfig {
 	return socketConfig{
-		maxMessage:   c.MaxMessageBytes,
-		pending:      c.MaxPendingBytes,
-		frameTime:    c.FrameTimeout,
-		pingInterval: c.PingInterval,
-		pingTimeout:  c.PingTimeout,
-		pingTTL:      c.PingTTL,
-		queueItems:   c.SubscriberQueue,
-		queueBytes:   c.SubscriberQueueBytes,
-		maxPeers:     c.MaxPeers,
-		handshake:    c.HandshakeTimeout,
-		reconnect:    c.Reconnect,
-		reconnMax:    c.ReconnectMax,
-		log:          c.Logger,
+		maxMessage:    c.MaxMessageBytes,
+		pending:       c.MaxPendingBytes,
+		frameTime:     c.FrameTimeout,
+		pingInterval:  c.PingInterval,
+		pingTimeout:   c.PingTimeout,
+		pingTTL:       c.PingTTL,
+		queueItems:    c.SubscriberQueue,
+		queueBytes:    c.SubscriberQueueBytes,
+		maxPeers:      c.MaxPeers,
+		maxHandshakes: c.MaxHandshakes,
+		handshake:     c.HandshakeTimeout,
+		reconnect:     c.Reconnect,
+		reconnMax:     c.ReconnectMax,
+		log:           c.Logger,
 	}
 }

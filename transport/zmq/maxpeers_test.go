@@ -1,0 +1,78 @@
+package zmq
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// TestHandshakingNotCountedInMaxPeers: connections still in their
+// handshake do not take the places of MaxPeers. A peer that connects
+// and says nothing (a port probe, a client of another protocol, one
+// reconnecting every few seconds) used to hold a place until the
+// handshake timed out, keeping a subscriber out meanwhile (libzmq has
+// no such cap). Handshaking connections are bounded on their own, and
+// peers past the handshake by MaxPeers.
+func TestHandshakingNotCountedInMaxPeers(t *testing.T) {
+	const hs = 10 * time.Second
+	pub, ep := bound(t, Config{MaxPeers: 1, HandshakeTimeout: hs})
+	e, _ := parseEndpoint(ep)
+	c, err := net.Dial(e.network, e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitCount(t, "Accepted", func() uint64 { return pub.Stats().Accepted }, 1)
+
+	sub := connected(t, ep, Config{})
+	ctx, cancel := context.WithTimeout(t.Context(), hs/2)
+	defer cancel()
+	if err := pub.WaitSubscribers(ctx, "", 1); err != nil {
+		t.Fatalf("a subscriber kept out by a silent connection in its handshake (MaxPeers 1): %v; publisher %+v", err, pub.Stats())
+	}
+	if err := pub.Publish(ctx, transport.Message{Topic: "t", Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextMessage(t, sub); string(m.Payload) != "x" {
+		t.Errorf("got %q, want x", m.Payload)
+	}
+
+	// A second subscriber is past MaxPeers once its handshake is done:
+	// refused, while the first keeps its place.
+	sub2 := connected(t, ep, Config{})
+	waitCount(t, "Refused", func() uint64 { return pub.Stats().Refused }, 1)
+	if err := pub.Publish(ctx, transport.Message{Topic: "t", Payload: []byte("y")}); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextMessage(t, sub); string(m.Payload) != "y" {
+		t.Errorf("got %q, want y", m.Payload)
+	}
+	pub.sock.mu.Lock()
+	n := len(pub.sock.peers)
+	pub.sock.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d peers, MaxPeers 1", n)
+	}
+
+	// Silent connections beyond their own bound (MaxHandshakes) are
+	// refused at once.
+	sub2.Close()
+	refused := pub.Stats().Refused
+	for range DefaultMaxHandshakes + 2 {
+		c, err := net.Dial(e.network, e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	waitCount(t, "Refused", func() uint64 { return pub.Stats().Refused }, refused+3)
+	pub.sock.mu.Lock()
+	n = pub.sock.handshaking
+	pub.sock.mu.Unlock()
+	if n != DefaultMaxHandshakes {
+		t.Errorf("%d connections in their handshake, want MaxHandshakes %d", n, DefaultMaxHandshakes)
+	}
+}
