@@ -150,8 +150,9 @@ type Config struct {
 	// MaxPeers: connections that never finish one keep no peer out.
 	MaxHandshakes int
 	// MaxSubscriptions bounds the topic prefixes one subscriber may hold
-	// at a publisher; a subscriber holds no more (Subscribe refuses
-	// them).
+	// at a publisher, and their bytes to MaxSubscriptions*256 (a libzmq
+	// subscriber's prefix may be longer than 255 bytes, ours not); a
+	// subscriber holds no more (Subscribe refuses them).
 	MaxSubscriptions int
 	// Reconnect is the first wait before redialling a connected
 	// endpoint; it doubles up to ReconnectMax.

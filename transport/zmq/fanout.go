@@ -8,8 +8,15 @@ import (
 	"sync/atomic"
 )
 
-// maxPrefix is the longest topic prefix a subscription may have.
+// maxPrefix is the longest topic prefix our own subscribers send; a
+// publisher takes longer ones, as libzmq's does, within
+// subscriptionBytes.
 const maxPrefix = 255
+
+// subscriptionBytes bounds the bytes of the prefixes a subscriber of at
+// most maxSubscriptions prefixes may hold at a publisher: as many bytes
+// as that many prefixes of maxPrefix bytes would take.
+func subscriptionBytes(maxSubscriptions int) int { return maxSubscriptions * (maxPrefix + 1) }
 
 // fanout is the role of a publishing socket (PUB, and the proxy's XPUB
 // side): it keeps each subscriber's topic prefixes, from the
@@ -49,13 +56,34 @@ type subscriber struct {
 	// time its application subscribes, a cancel only for the last
 	// unsubscribe.
 	prefixes map[string]struct{}
-	// lens counts the prefixes held per length.
-	lens    [maxPrefix + 1]int32
+	// lens counts the prefixes held per length, up to maxPrefix; long
+	// those longer, per length.
+	lens [maxPrefix + 1]int32
+	long map[int]int32
+	// bytes is what the prefixes held take, at most subscriptionBytes.
+	bytes   int
 	dropped atomic.Uint64
 }
 
+// count counts prefix in (or, with add false, out of) lens, long and
+// bytes; s.mu is held.
+func (s *subscriber) count(prefix []byte, add bool) {
+	n, d := len(prefix), int32(1)
+	if !add {
+		d = -1
+	}
+	s.bytes += int(d) * n
+	if n <= maxPrefix {
+		s.lens[n] += d
+		return
+	}
+	if s.long[n] += d; s.long[n] == 0 {
+		delete(s.long, n)
+	}
+}
+
 func (f *fanout) attach(p *peer) error {
-	p.state = &subscriber{prefixes: map[string]struct{}{}}
+	p.state = &subscriber{prefixes: map[string]struct{}{}, long: map[int]int32{}}
 	return nil
 }
 
@@ -77,10 +105,6 @@ func (f *fanout) received(p *peer, frames [][]byte) error {
 		return nil
 	}
 	add, prefix := frames[0][0] == 1, frames[0][1:]
-	if len(prefix) > maxPrefix {
-		f.stats.refusedSubscriptions.Add(1)
-		return nil
-	}
 	s := p.state.(*subscriber)
 	s.mu.Lock()
 	_, had := s.prefixes[string(prefix)]
@@ -92,12 +116,16 @@ func (f *fanout) received(p *peer, frames [][]byte) error {
 		s.mu.Unlock()
 		f.stats.refusedSubscriptions.Add(1)
 		return fmt.Errorf("zmq: subscriber %s holds %d subscriptions, the most allowed", p.remote, f.maxSubscriptions)
+	case add && s.bytes+len(prefix) > subscriptionBytes(f.maxSubscriptions):
+		s.mu.Unlock()
+		f.stats.refusedSubscriptions.Add(1)
+		return fmt.Errorf("zmq: subscriber %s holds %d bytes of prefixes, and %d more go beyond %d", p.remote, s.bytes, len(prefix), subscriptionBytes(f.maxSubscriptions))
 	case add:
 		s.prefixes[string(prefix)] = struct{}{}
-		s.lens[len(prefix)]++
+		s.count(prefix, true)
 	default:
 		delete(s.prefixes, string(prefix))
-		s.lens[len(prefix)]--
+		s.count(prefix, false)
 	}
 	s.mu.Unlock()
 	f.total1(string(prefix), add)
@@ -131,6 +159,13 @@ func (s *subscriber) matches(topic []byte) bool {
 	defer s.mu.RUnlock()
 	for n := range min(len(topic), maxPrefix) + 1 {
 		if s.lens[n] > 0 {
+			if _, ok := s.prefixes[string(topic[:n])]; ok {
+				return true
+			}
+		}
+	}
+	for n := range s.long {
+		if n <= len(topic) {
 			if _, ok := s.prefixes[string(topic[:n])]; ok {
 				return true
 			}
