@@ -234,6 +234,9 @@ func (c *wireConn) check() error {
 		switch {
 		case c.greeting > 0:
 			n := min(c.greeting, len(avail))
+			if err := checkGreeting(greetingLen-c.greeting, avail[:n]); err != nil {
+				return err
+			}
 			c.greeting -= n
 			c.ok += n
 		case c.body > 0:
@@ -247,6 +250,26 @@ func (c *wireConn) check() error {
 			done, err := c.checkFrame(avail)
 			if err != nil || !done {
 				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkGreeting checks the bytes b of the peer's greeting from offset
+// off: a ZMTP 1.0 or 2.0 peer sends a greeting shorter than ZMTP 3's,
+// then waits for ours, which zmq4 would wait for whole until the
+// handshake's deadline.
+func checkGreeting(off int, b []byte) error {
+	for i, v := range b {
+		switch off + i {
+		case 0, 9:
+			if v != 0xFF && off+i == 0 || v&1 == 0 && off+i == 9 {
+				return fmt.Errorf("%w: the peer speaks ZMTP 1.0 (or no ZMTP), ZMTP 3 is needed", ErrVersion)
+			}
+		case 10:
+			if v < 3 {
+				return fmt.Errorf("%w: the peer speaks ZMTP %d.0, ZMTP 3 is needed", ErrVersion, v+1)
 			}
 		}
 	}
