@@ -98,13 +98,25 @@ func (f *fanout) detach(p *peer) {
 }
 
 // received takes a subscriber's subscription messages; a subscriber
-// sends nothing else a publisher uses.
+// sends nothing else a publisher uses. As libzmq's PUB (4.3) does, it
+// reads every frame of a message that begins with 1 (subscribe) or 0
+// (cancel) as one, and ignores the others.
 func (f *fanout) received(p *peer, frames [][]byte) error {
-	if len(frames) != 1 || len(frames[0]) == 0 || frames[0][0] > 1 {
-		f.stats.ignored.Add(1)
-		return nil
+	for _, fr := range frames {
+		if len(fr) == 0 || fr[0] > 1 {
+			f.stats.ignored.Add(1)
+			continue
+		}
+		if err := f.subscribe(p, fr[1:], fr[0] == 1); err != nil {
+			return err
+		}
 	}
-	add, prefix := frames[0][0] == 1, frames[0][1:]
+	return nil
+}
+
+// subscribe adds prefix to (or, with add false, removes it from) what
+// the subscriber p holds.
+func (f *fanout) subscribe(p *peer, prefix []byte, add bool) error {
 	s := p.state.(*subscriber)
 	s.mu.Lock()
 	_, had := s.prefixes[string(prefix)]
