@@ -126,7 +126,8 @@ type Config struct {
 	Seed                     uint64
 
 	// MaxMessageBytes bounds a ZMTP message a peer may send; a larger
-	// one closes the connection.
+	// one closes the connection. A publisher takes from a subscriber no
+	// more than its longest subscription (1+MaxSubscriptions*256 bytes).
 	MaxMessageBytes int
 	// MaxPendingBytes bounds, across a socket's connections, the bytes of
 	// frames over 64 KiB whose header has arrived and whose body has

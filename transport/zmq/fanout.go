@@ -18,6 +18,15 @@ const maxPrefix = 255
 // as that many prefixes of maxPrefix bytes would take.
 func subscriptionBytes(maxSubscriptions int) int { return maxSubscriptions * (maxPrefix + 1) }
 
+// fanoutMaxMessage is the largest message a publishing socket of c takes
+// from a subscriber, which sends it subscriptions only: one of the
+// longest prefix it may hold. zmq4 holds a message's frames until its
+// last, so MaxMessageBytes would let each of MaxPeers subscribers make a
+// publisher hold that much.
+func fanoutMaxMessage(c *Config) int {
+	return min(c.MaxMessageBytes, 1+subscriptionBytes(c.MaxSubscriptions))
+}
+
 // fanout is the role of a publishing socket (PUB, and the proxy's XPUB
 // side): it keeps each subscriber's topic prefixes, from the
 // subscription messages it sends ([1, prefix...] subscribes, [0,
