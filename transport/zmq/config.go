@@ -153,7 +153,9 @@ type Config struct {
 	// MaxSubscriptions bounds the topic prefixes one subscriber may hold
 	// at a publisher, and their bytes to MaxSubscriptions*256 (a libzmq
 	// subscriber's prefix may be longer than 255 bytes, ours not); a
-	// subscriber holds no more (Subscribe refuses them).
+	// subscriber holds no more (Subscribe refuses them). A peer that
+	// subscribes beyond (a libzmq SUB, a proxy) is sent every topic,
+	// which its own filter sorts out, instead of being refused.
 	MaxSubscriptions int
 	// Reconnect is the first wait before redialling a connected
 	// endpoint; it doubles up to ReconnectMax.

@@ -1,7 +1,6 @@
 package zmq
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -70,7 +69,13 @@ type subscriber struct {
 	lens [maxPrefix + 1]int32
 	long map[int]int32
 	// bytes is what the prefixes held take, at most subscriptionBytes.
-	bytes   int
+	bytes int
+	// all is set once the subscriber subscribed beyond what it may
+	// hold: it is sent every topic from then on, for as long as it is
+	// connected. Its own filter sorts them out (libzmq's SUB and our
+	// Subscriber filter what they receive, a proxy's fanout per
+	// subscriber), where refusing it would lose what it subscribed to.
+	all     bool
 	dropped atomic.Uint64
 }
 
@@ -100,9 +105,13 @@ func (f *fanout) detach(p *peer) {
 	s := p.state.(*subscriber)
 	s.mu.Lock()
 	prefixes := slices.Collect(maps.Keys(s.prefixes))
+	all := s.all
 	s.mu.Unlock()
 	for _, pre := range prefixes {
 		f.total1(pre, false)
+	}
+	if all {
+		f.total1("", false)
 	}
 }
 
@@ -116,31 +125,33 @@ func (f *fanout) received(p *peer, frames [][]byte) error {
 			f.stats.ignored.Add(1)
 			continue
 		}
-		if err := f.subscribe(p, fr[1:], fr[0] == 1); err != nil {
-			return err
-		}
+		f.subscribe(p, fr[1:], fr[0] == 1)
 	}
 	return nil
 }
 
 // subscribe adds prefix to (or, with add false, removes it from) what
-// the subscriber p holds.
-func (f *fanout) subscribe(p *peer, prefix []byte, add bool) error {
+// the subscriber p holds. Beyond MaxSubscriptions, or their bytes, the
+// subscriber is sent everything instead (subscriber.all).
+func (f *fanout) subscribe(p *peer, prefix []byte, add bool) {
 	s := p.state.(*subscriber)
 	s.mu.Lock()
 	_, had := s.prefixes[string(prefix)]
 	switch {
 	case add == had:
 		s.mu.Unlock()
-		return nil // held already, or not held
-	case add && len(s.prefixes) >= f.maxSubscriptions:
+		return // held already, or not held
+	case add && (len(s.prefixes) >= f.maxSubscriptions || s.bytes+len(prefix) > subscriptionBytes(f.maxSubscriptions)):
+		first := !s.all
+		s.all = true
 		s.mu.Unlock()
 		f.stats.refusedSubscriptions.Add(1)
-		return fmt.Errorf("zmq: subscriber %s holds %d subscriptions, the most allowed", p.remote, f.maxSubscriptions)
-	case add && s.bytes+len(prefix) > subscriptionBytes(f.maxSubscriptions):
-		s.mu.Unlock()
-		f.stats.refusedSubscriptions.Add(1)
-		return fmt.Errorf("zmq: subscriber %s holds %d bytes of prefixes, and %d more go beyond %d", p.remote, s.bytes, len(prefix), subscriptionBytes(f.maxSubscriptions))
+		if first {
+			f.sock.log.Debug("zmq: subscriber beyond MaxSubscriptions is sent every topic", "remote", p.remote, "max", f.maxSubscriptions)
+			f.total1("", true)
+			f.sock.peersChanged.notify()
+		}
+		return
 	case add:
 		s.prefixes[string(prefix)] = struct{}{}
 		s.count(prefix, true)
@@ -151,7 +162,6 @@ func (f *fanout) subscribe(p *peer, prefix []byte, add bool) error {
 	s.mu.Unlock()
 	f.total1(string(prefix), add)
 	f.sock.peersChanged.notify()
-	return nil
 }
 
 // total1 counts a subscriber taking or leaving prefix.
@@ -178,6 +188,9 @@ func (f *fanout) total1(prefix string, add bool) {
 func (s *subscriber) matches(topic []byte) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.all {
+		return true
+	}
 	for n := range min(len(topic), maxPrefix) + 1 {
 		if s.lens[n] > 0 {
 			if _, ok := s.prefixes[string(topic[:n])]; ok {

@@ -130,7 +130,8 @@ type ProxyStats struct {
 	// publishers; Prefixes is how many are held now.
 	Subscribed, Unsubscribed uint64
 	Prefixes                 int
-	// RefusedSubscriptions counts subscriptions beyond MaxSubscriptions.
+	// RefusedSubscriptions counts subscriptions beyond MaxSubscriptions
+	// (their subscriber is sent every topic instead).
 	RefusedSubscriptions uint64
 	// RefusedPublishers counts publisher connections refused after
 	// their handshake (the subscription set did not fit their queue).

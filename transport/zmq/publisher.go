@@ -488,7 +488,8 @@ type PublisherStats struct {
 	// they were in.
 	Discarded, DiscardedZMTP uint64
 	// RefusedSubscriptions counts subscriptions beyond
-	// MaxSubscriptions, or with too long a prefix.
+	// MaxSubscriptions, or their bytes: their subscriber is sent every
+	// topic instead.
 	RefusedSubscriptions uint64
 	// Heartbeats counts heartbeats queued. A heartbeat that finds a
 	// subscriber's queue full is dropped (the next one says the same);
