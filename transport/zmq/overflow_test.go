@@ -2,6 +2,7 @@ package zmq
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/go-zeromq/zmq4"
@@ -75,4 +76,33 @@ func TestProxyBeyondPublisherMaxSubscriptions(t *testing.T) {
 			t.Errorf("subscriber %d got topic %q", i, m.Topic)
 		}
 	}
+}
+
+// TestInteropPyzmqSubLongAndMany: a libzmq SUB subscribed to a prefix
+// longer than 255 bytes, and to more prefixes than MaxSubscriptions, is
+// sent what it subscribed to (libzmq's PUB sets no such bound); it used
+// to be sent nothing of the long prefix, and to be disconnected, again
+// at each reconnect, beyond MaxSubscriptions.
+func TestInteropPyzmqSubLongAndMany(t *testing.T) {
+	ctx := testCtx(t)
+	pub, ep := bound(t, Config{MaxSubscriptions: 2})
+	long := strings.Repeat("L", 300)
+	py := startPy(t, "sub", ep, "3", "a.", "b.", "c.", long)
+	py.next() // ready
+	for _, topic := range []string{"b.x", "c.x", long + "x"} {
+		if err := pub.WaitSubscribers(ctx, topic, 1); err != nil {
+			t.Fatalf("the libzmq SUB is not sent %.10q...: %v; publisher %+v", topic, err, pub.Stats())
+		}
+	}
+	for _, topic := range []string{"b.x", "c.x", long + "x"} {
+		if err := pub.Publish(ctx, transport.Message{Topic: topic, Payload: []byte("p")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"b.x", "c.x", long + "x"} {
+		if m := py.next(); m["topic"] != want {
+			t.Fatalf("libzmq SUB got %v, want topic %.10q...", m, want)
+		}
+	}
+	py.wait()
 }
