@@ -40,9 +40,8 @@ func TestHandshakingNotCountedInMaxPeers(t *testing.T) {
 		t.Errorf("got %q, want x", m.Payload)
 	}
 
-	// A second subscriber is past MaxPeers once its handshake is done:
-	// refused, while the first keeps its place.
-	sub2 := connected(t, ep, Config{})
+	// A second subscriber is refused, while the first keeps its place.
+	connected(t, ep, Config{})
 	waitCount(t, "Refused", func() uint64 { return pub.Stats().Refused }, 1)
 	if err := pub.Publish(ctx, transport.Message{Topic: "t", Payload: []byte("y")}); err != nil {
 		t.Fatal(err)
@@ -59,20 +58,37 @@ func TestHandshakingNotCountedInMaxPeers(t *testing.T) {
 
 	// Silent connections beyond their own bound (MaxHandshakes) are
 	// refused at once.
-	sub2.Close()
-	refused := pub.Stats().Refused
-	for range DefaultMaxHandshakes + 2 {
-		c, err := net.Dial(e.network, e.addr)
+	pub2, ep2 := bound(t, Config{HandshakeTimeout: hs})
+	e2, _ := parseEndpoint(ep2)
+	for range DefaultMaxHandshakes + 3 {
+		c, err := net.Dial(e2.network, e2.addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
 	}
-	waitCount(t, "Refused", func() uint64 { return pub.Stats().Refused }, refused+3)
-	pub.sock.mu.Lock()
-	n = pub.sock.handshaking
-	pub.sock.mu.Unlock()
-	if n != DefaultMaxHandshakes {
-		t.Errorf("%d connections in their handshake, want MaxHandshakes %d", n, DefaultMaxHandshakes)
+	waitCount(t, "Accepted", func() uint64 { return pub2.Stats().Accepted }, DefaultMaxHandshakes+3)
+	pub2.sock.mu.Lock()
+	n = pub2.sock.handshaking
+	pub2.sock.mu.Unlock()
+	if st := pub2.Stats(); n != DefaultMaxHandshakes || st.Refused != 3 {
+		t.Errorf("%d connections in their handshake, %d refused: want MaxHandshakes %d and 3", n, st.Refused, DefaultMaxHandshakes)
+	}
+
+	// Two connections whose handshakes were under way together: the
+	// first done takes the last place, the second is refused then.
+	pub3, _ := bound(t, Config{MaxPeers: 1})
+	a, _ := net.Pipe()
+	b, _ := net.Pipe()
+	if !pub3.sock.track(a, true) || !pub3.sock.track(b, true) {
+		t.Fatal("two connections in their handshake refused, MaxPeers 1")
+	}
+	if !pub3.sock.admit(a) || pub3.sock.admit(b) {
+		t.Error("want the first admitted, the second not (MaxPeers 1)")
+	}
+	pub3.sock.untrack(a)
+	pub3.sock.untrack(b)
+	if pub3.sock.handshaking != 0 || pub3.sock.admitted != 0 {
+		t.Errorf("after both ended: %d handshaking, %d admitted", pub3.sock.handshaking, pub3.sock.admitted)
 	}
 }

@@ -249,13 +249,14 @@ const (
 	connAdmitted
 )
 
-// track records c as open, or closes it if the socket is closed or has
-// maxHandshakes accepted connections in their handshake (a socket dials
-// its own endpoints).
+// track records c as open, or closes it if the socket is closed, or has
+// maxHandshakes accepted connections in their handshake or maxPeers past
+// it (a socket dials its own endpoints). Refused before its handshake, a
+// peer backs off before redialling; after, it would redial at once.
 func (s *socket) track(c net.Conn, accepted bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || accepted && s.handshaking >= s.maxHandshakes {
+	if s.closed || accepted && (s.handshaking >= s.maxHandshakes || s.admitted >= s.maxPeers) {
 		s.stats.refused.Add(1)
 		c.Close()
 		return false
@@ -270,8 +271,9 @@ func (s *socket) track(c net.Conn, accepted bool) bool {
 }
 
 // admit moves an accepted connection past its handshake, if the socket
-// has fewer than maxPeers such; it reports whether it did (a dialed
-// connection always is).
+// has fewer than maxPeers such (others may have taken the places left
+// during its handshake); it reports whether it did (a dialed connection
+// always is).
 func (s *socket) admit(c net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
