@@ -294,8 +294,8 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 		return false, fmt.Errorf("%w: reserved flag bits %#x", ErrBadFrame, flags)
 	}
 	if flags&flagCommand != 0 {
-		if c.msgFrames > 0 || flags&flagMore != 0 {
-			return false, fmt.Errorf("%w: a command inside a message", ErrBadFrame)
+		if flags&flagMore != 0 {
+			return false, fmt.Errorf("%w: a command with more frames", ErrBadFrame)
 		}
 		limit := uint64(maxCommandLen)
 		if !c.handshaken {
@@ -316,6 +316,16 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 		} else if len(body) >= 5 && string(body[:5]) == "\x04PING" {
 			c.ping(body[5:], hdr+int(size))
 			return true, nil
+		} else if c.msgFrames > 0 {
+			// libzmq sends its heartbeats at the next frame boundary,
+			// inside a message too; zmq4 would take the command for a
+			// frame of it. A PONG only says the peer is alive: its
+			// bytes arrived.
+			if len(body) >= 5 && string(body[:5]) == "\x04PONG" {
+				c.skip(hdr + int(size))
+				return true, nil
+			}
+			return false, fmt.Errorf("%w: a command inside a message", ErrBadFrame)
 		}
 		c.ok += hdr + int(size)
 		return true, nil
@@ -429,6 +439,11 @@ func (c *wireConn) ping(ttlContext []byte, n int) {
 	if ttl, ctx, ok := parsePing(ttlContext); ok && c.onPing != nil {
 		c.onPing(ttl, append([]byte(nil), ctx...))
 	}
+	c.skip(n)
+}
+
+// skip takes the n bytes of the command at c.ok out of the buffer.
+func (c *wireConn) skip(n int) {
 	copy(c.buf[c.ok:], c.buf[c.ok+n:c.w])
 	c.w -= n
 }
