@@ -41,6 +41,7 @@ const (
 	DefaultMaxPendingBytes      = 64 << 20
 	DefaultFrameTimeout         = 10 * time.Second
 	DefaultMaxPeers             = 1024
+	DefaultMaxHandshakes        = 64
 	DefaultMaxSubscriptions     = 1024
 	DefaultMaxStreams           = 4096
 	DefaultMaxStreamBytes       = 16 << 20
@@ -125,7 +126,8 @@ type Config struct {
 	Seed                     uint64
 
 	// MaxMessageBytes bounds a ZMTP message a peer may send; a larger
-	// one closes the connection.
+	// one closes the connection. A publisher takes from a subscriber no
+	// more than its longest subscription (1+MaxSubscriptions*256 bytes).
 	MaxMessageBytes int
 	// MaxPendingBytes bounds, across a socket's connections, the bytes of
 	// frames over 64 KiB whose header has arrived and whose body has
@@ -141,11 +143,19 @@ type Config struct {
 	// the network counts, not a pause of the reader while the receive
 	// queue is full.
 	FrameTimeout time.Duration
-	// MaxPeers bounds the connections a bound socket accepts.
+	// MaxPeers bounds the connections a bound socket holds past their
+	// handshake; one beyond is closed once its handshake is done.
 	MaxPeers int
+	// MaxHandshakes bounds the connections a bound socket accepts
+	// that are still in their handshake (HandshakeTimeout), apart from
+	// MaxPeers: connections that never finish one keep no peer out.
+	MaxHandshakes int
 	// MaxSubscriptions bounds the topic prefixes one subscriber may hold
-	// at a publisher; a subscriber holds no more (Subscribe refuses
-	// them).
+	// at a publisher, and their bytes to MaxSubscriptions*256 (a libzmq
+	// subscriber's prefix may be longer than 255 bytes, ours not); a
+	// subscriber holds no more (Subscribe refuses them). A peer that
+	// subscribes beyond (a libzmq SUB, a proxy) is sent every topic,
+	// which its own filter sorts out, instead of being refused.
 	MaxSubscriptions int
 	// Reconnect is the first wait before redialling a connected
 	// endpoint; it doubles up to ReconnectMax.
@@ -209,6 +219,7 @@ func (c *Config) setDefaults() {
 	def(&c.MaxMessageBytes, DefaultMaxMessageBytes)
 	def(&c.MaxPendingBytes, max(DefaultMaxPendingBytes, c.MaxMessageBytes))
 	def(&c.MaxPeers, DefaultMaxPeers)
+	def(&c.MaxHandshakes, DefaultMaxHandshakes)
 	def(&c.MaxSubscriptions, DefaultMaxSubscriptions)
 	defDur(&c.Heartbeat, DefaultHeartbeat)
 	defDur(&c.Linger, DefaultLinger)
@@ -245,6 +256,7 @@ func (c *Config) validate() error {
 		{"MaxTopics", c.MaxTopics}, {"ReceiveQueue", c.ReceiveQueue},
 		{"ReceiveQueueBytes", c.ReceiveQueueBytes}, {"MaxStreams", c.MaxStreams}, {"MaxStreamBytes", c.MaxStreamBytes},
 		{"MaxMessageBytes", c.MaxMessageBytes}, {"MaxPendingBytes", c.MaxPendingBytes}, {"MaxPeers", c.MaxPeers},
+		{"MaxHandshakes", c.MaxHandshakes},
 		{"MaxSubscriptions", c.MaxSubscriptions}, {"Credit", c.Credit},
 	} {
 		if f.v < 0 {
@@ -305,18 +317,19 @@ func (c *Config) validate() error {
 // socketConfig is the part of c a socket of type typ, doing role, needs.
 func (c *Config) socketConfig() socketConfig {
 	return socketConfig{
-		maxMessage:   c.MaxMessageBytes,
-		pending:      c.MaxPendingBytes,
-		frameTime:    c.FrameTimeout,
-		pingInterval: c.PingInterval,
-		pingTimeout:  c.PingTimeout,
-		pingTTL:      c.PingTTL,
-		queueItems:   c.SubscriberQueue,
-		queueBytes:   c.SubscriberQueueBytes,
-		maxPeers:     c.MaxPeers,
-		handshake:    c.HandshakeTimeout,
-		reconnect:    c.Reconnect,
-		reconnMax:    c.ReconnectMax,
-		log:          c.Logger,
+		maxMessage:    c.MaxMessageBytes,
+		pending:       c.MaxPendingBytes,
+		frameTime:     c.FrameTimeout,
+		pingInterval:  c.PingInterval,
+		pingTimeout:   c.PingTimeout,
+		pingTTL:       c.PingTTL,
+		queueItems:    c.SubscriberQueue,
+		queueBytes:    c.SubscriberQueueBytes,
+		maxPeers:      c.MaxPeers,
+		maxHandshakes: c.MaxHandshakes,
+		handshake:     c.HandshakeTimeout,
+		reconnect:     c.Reconnect,
+		reconnMax:     c.ReconnectMax,
+		log:           c.Logger,
 	}
 }

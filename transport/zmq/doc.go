@@ -24,9 +24,10 @@
 // fails its connection if its body then takes over FrameTimeout (so
 // headers alone cannot make zmq4 allocate more), as it does if a
 // message, once over 64 KiB, is not whole within FrameTimeout (zmq4
-// holds its frames until its last), refuses a message frame before the
-// peer's handshake command and a malformed READY (zmq4 panics on
-// one), and takes PINGs out of the stream so that they are answered by
+// holds its frames until its last), refuses a ZMTP 1.0 or 2.0 greeting
+// at once (ErrVersion; zmq4 would wait for the rest of a ZMTP 3 one), a
+// message frame before the peer's handshake command and a malformed
+// READY (zmq4 panics on one), and takes PINGs out of the stream so that they are answered by
 // the connection's one writer (zmq4 answers from the reader, which may
 // interleave with a write). ZMTP 3.1 heartbeats
 // are libzmq's: a PONG (one owed at most, echoing the latest PING's

@@ -28,6 +28,9 @@ var (
 	// ErrBadFrame is the error a connection fails with when its peer
 	// breaks the ZMTP framing (a command where none may be).
 	ErrBadFrame = errors.New("zmq: bad ZMTP framing")
+	// ErrVersion is the error a handshake fails with when the peer's
+	// greeting says it speaks ZMTP 1.0 or 2.0 (libzmq before 4.0).
+	ErrVersion = errors.New("zmq: peer does not speak ZMTP 3")
 )
 
 // ConfigError is a Config field whose value is outside what it allows.

@@ -1,15 +1,30 @@
 package zmq
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 )
 
-// maxPrefix is the longest topic prefix a subscription may have.
+// maxPrefix is the longest topic prefix our own subscribers send; a
+// publisher takes longer ones, as libzmq's does, within
+// subscriptionBytes.
 const maxPrefix = 255
+
+// subscriptionBytes bounds the bytes of the prefixes a subscriber of at
+// most maxSubscriptions prefixes may hold at a publisher: as many bytes
+// as that many prefixes of maxPrefix bytes would take.
+func subscriptionBytes(maxSubscriptions int) int { return maxSubscriptions * (maxPrefix + 1) }
+
+// fanoutMaxMessage is the largest message a publishing socket of c takes
+// from a subscriber, which sends it subscriptions only: one of the
+// longest prefix it may hold. zmq4 holds a message's frames until its
+// last, so MaxMessageBytes would let each of MaxPeers subscribers make a
+// publisher hold that much.
+func fanoutMaxMessage(c *Config) int {
+	return min(c.MaxMessageBytes, 1+subscriptionBytes(c.MaxSubscriptions))
+}
 
 // fanout is the role of a publishing socket (PUB, and the proxy's XPUB
 // side): it keeps each subscriber's topic prefixes, from the
@@ -49,13 +64,40 @@ type subscriber struct {
 	// time its application subscribes, a cancel only for the last
 	// unsubscribe.
 	prefixes map[string]struct{}
-	// lens counts the prefixes held per length.
-	lens    [maxPrefix + 1]int32
+	// lens counts the prefixes held per length, up to maxPrefix; long
+	// those longer, per length.
+	lens [maxPrefix + 1]int32
+	long map[int]int32
+	// bytes is what the prefixes held take, at most subscriptionBytes.
+	bytes int
+	// all is set once the subscriber subscribed beyond what it may
+	// hold: it is sent every topic from then on, for as long as it is
+	// connected. Its own filter sorts them out (libzmq's SUB and our
+	// Subscriber filter what they receive, a proxy's fanout per
+	// subscriber), where refusing it would lose what it subscribed to.
+	all     bool
 	dropped atomic.Uint64
 }
 
+// count counts prefix in (or, with add false, out of) lens, long and
+// bytes; s.mu is held.
+func (s *subscriber) count(prefix []byte, add bool) {
+	n, d := len(prefix), int32(1)
+	if !add {
+		d = -1
+	}
+	s.bytes += int(d) * n
+	if n <= maxPrefix {
+		s.lens[n] += d
+		return
+	}
+	if s.long[n] += d; s.long[n] == 0 {
+		delete(s.long, n)
+	}
+}
+
 func (f *fanout) attach(p *peer) error {
-	p.state = &subscriber{prefixes: map[string]struct{}{}}
+	p.state = &subscriber{prefixes: map[string]struct{}{}, long: map[int]int32{}}
 	return nil
 }
 
@@ -63,46 +105,63 @@ func (f *fanout) detach(p *peer) {
 	s := p.state.(*subscriber)
 	s.mu.Lock()
 	prefixes := slices.Collect(maps.Keys(s.prefixes))
+	all := s.all
 	s.mu.Unlock()
 	for _, pre := range prefixes {
 		f.total1(pre, false)
 	}
+	if all {
+		f.total1("", false)
+	}
 }
 
 // received takes a subscriber's subscription messages; a subscriber
-// sends nothing else a publisher uses.
+// sends nothing else a publisher uses. As libzmq's PUB (4.3) does, it
+// reads every frame of a message that begins with 1 (subscribe) or 0
+// (cancel) as one, and ignores the others.
 func (f *fanout) received(p *peer, frames [][]byte) error {
-	if len(frames) != 1 || len(frames[0]) == 0 || frames[0][0] > 1 {
-		f.stats.ignored.Add(1)
-		return nil
+	for _, fr := range frames {
+		if len(fr) == 0 || fr[0] > 1 {
+			f.stats.ignored.Add(1)
+			continue
+		}
+		f.subscribe(p, fr[1:], fr[0] == 1)
 	}
-	add, prefix := frames[0][0] == 1, frames[0][1:]
-	if len(prefix) > maxPrefix {
-		f.stats.refusedSubscriptions.Add(1)
-		return nil
-	}
+	return nil
+}
+
+// subscribe adds prefix to (or, with add false, removes it from) what
+// the subscriber p holds. Beyond MaxSubscriptions, or their bytes, the
+// subscriber is sent everything instead (subscriber.all).
+func (f *fanout) subscribe(p *peer, prefix []byte, add bool) {
 	s := p.state.(*subscriber)
 	s.mu.Lock()
 	_, had := s.prefixes[string(prefix)]
 	switch {
 	case add == had:
 		s.mu.Unlock()
-		return nil // held already, or not held
-	case add && len(s.prefixes) >= f.maxSubscriptions:
+		return // held already, or not held
+	case add && (len(s.prefixes) >= f.maxSubscriptions || s.bytes+len(prefix) > subscriptionBytes(f.maxSubscriptions)):
+		first := !s.all
+		s.all = true
 		s.mu.Unlock()
 		f.stats.refusedSubscriptions.Add(1)
-		return fmt.Errorf("zmq: subscriber %s holds %d subscriptions, the most allowed", p.remote, f.maxSubscriptions)
+		if first {
+			f.sock.log.Debug("zmq: subscriber beyond MaxSubscriptions is sent every topic", "remote", p.remote, "max", f.maxSubscriptions)
+			f.total1("", true)
+			f.sock.peersChanged.notify()
+		}
+		return
 	case add:
 		s.prefixes[string(prefix)] = struct{}{}
-		s.lens[len(prefix)]++
+		s.count(prefix, true)
 	default:
 		delete(s.prefixes, string(prefix))
-		s.lens[len(prefix)]--
+		s.count(prefix, false)
 	}
 	s.mu.Unlock()
 	f.total1(string(prefix), add)
 	f.sock.peersChanged.notify()
-	return nil
 }
 
 // total1 counts a subscriber taking or leaving prefix.
@@ -129,8 +188,18 @@ func (f *fanout) total1(prefix string, add bool) {
 func (s *subscriber) matches(topic []byte) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.all {
+		return true
+	}
 	for n := range min(len(topic), maxPrefix) + 1 {
 		if s.lens[n] > 0 {
+			if _, ok := s.prefixes[string(topic[:n])]; ok {
+				return true
+			}
+		}
+	}
+	for n := range s.long {
+		if n <= len(topic) {
 			if _, ok := s.prefixes[string(topic[:n])]; ok {
 				return true
 			}

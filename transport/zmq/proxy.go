@@ -62,6 +62,7 @@ func NewProxy(ctx context.Context, cfg ProxyConfig) (*Proxy, error) {
 	p.fan = &fanout{slow: c.Slow, maxSubscriptions: c.MaxSubscriptions, total: map[string]int{}, onSubscribe: p.onSubscribe}
 	dc := c.socketConfig()
 	dc.typ = zmq4.XPub
+	dc.maxMessage = fanoutMaxMessage(&c)
 	dc.role = p.fan
 	p.down = newSocket(dc)
 	p.fan.sock = p.down
@@ -129,7 +130,8 @@ type ProxyStats struct {
 	// publishers; Prefixes is how many are held now.
 	Subscribed, Unsubscribed uint64
 	Prefixes                 int
-	// RefusedSubscriptions counts subscriptions beyond MaxSubscriptions.
+	// RefusedSubscriptions counts subscriptions beyond MaxSubscriptions
+	// (their subscriber is sent every topic instead).
 	RefusedSubscriptions uint64
 	// RefusedPublishers counts publisher connections refused after
 	// their handshake (the subscription set did not fit their queue).

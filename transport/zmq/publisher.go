@@ -102,6 +102,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	}
 	sc := cfg.socketConfig()
 	sc.typ = zmq4.Pub
+	sc.maxMessage = fanoutMaxMessage(&cfg)
 	p.fan = &fanout{slow: cfg.Slow, maxSubscriptions: cfg.MaxSubscriptions, total: map[string]int{}}
 	sc.role = p.fan
 	sc.onIdle = p.kickSender
@@ -487,7 +488,8 @@ type PublisherStats struct {
 	// they were in.
 	Discarded, DiscardedZMTP uint64
 	// RefusedSubscriptions counts subscriptions beyond
-	// MaxSubscriptions, or with too long a prefix.
+	// MaxSubscriptions, or their bytes: their subscriber is sent every
+	// topic instead.
 	RefusedSubscriptions uint64
 	// Heartbeats counts heartbeats queued. A heartbeat that finds a
 	// subscriber's queue full is dropped (the next one says the same);
@@ -496,7 +498,7 @@ type PublisherStats struct {
 	// so (a queue holding nothing but ends, endReserve beyond its
 	// bounds).
 	Heartbeats, DroppedEnds uint64
-	// Accepted, Refused (beyond MaxPeers) and HandshakeFailed count
+	// Accepted, Refused (beyond MaxHandshakes or MaxPeers) and HandshakeFailed count
 	// incoming connections; Dialed and DialFailed outgoing ones.
 	Accepted, Refused, HandshakeFailed, Dialed, DialFailed uint64
 	// FrameTimeouts counts connections failed because a frame over

@@ -45,6 +45,7 @@ type socketConfig struct {
 	queueItems                         int
 	queueBytes                         int
 	maxPeers                           int
+	maxHandshakes                      int
 	handshake                          time.Duration
 	reconnect                          time.Duration
 	reconnMax                          time.Duration
@@ -69,9 +70,14 @@ type socket struct {
 	mu        sync.Mutex
 	closed    bool
 	listeners []net.Listener
-	conns     map[net.Conn]struct{} // every open connection
-	peers     map[*peer]struct{}    // those past the handshake
-	ipcPaths  []string
+	conns     map[net.Conn]connState // every open connection
+	// handshaking and admitted count the accepted connections in their
+	// handshake (bounded by maxHandshakes) and past it (by maxPeers):
+	// connections that never finish a handshake (a port probe, a peer
+	// of another protocol) keep no peer out.
+	handshaking, admitted int
+	peers                 map[*peer]struct{} // those past the handshake
+	ipcPaths              []string
 
 	// progress is notified when a peer wrote something.
 	progress broadcast
@@ -124,7 +130,7 @@ func newSocket(cfg socketConfig) *socket {
 		socketConfig: cfg,
 		ctx:          ctx,
 		cancel:       cancel,
-		conns:        map[net.Conn]struct{}{},
+		conns:        map[net.Conn]connState{},
 		peers:        map[*peer]struct{}{},
 		pending:      newPendingBudget(cfg.pending),
 	}
@@ -233,18 +239,54 @@ func (s *socket) sleep(d time.Duration) bool {
 	}
 }
 
-// track records c as open, or closes it if the socket is closed or has
-// as many peers as it takes (only when accepting: a socket dials its
-// own endpoints).
+// connState is where an open connection is: dialed, or accepted and in
+// its handshake or past it.
+type connState uint8
+
+const (
+	connDialed connState = iota
+	connHandshaking
+	connAdmitted
+)
+
+// track records c as open, or closes it if the socket is closed, or has
+// maxHandshakes accepted connections in their handshake or maxPeers past
+// it (a socket dials its own endpoints). Refused before its handshake, a
+// peer backs off before redialling; after, it would redial at once.
 func (s *socket) track(c net.Conn, accepted bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || accepted && len(s.conns) >= s.maxPeers {
+	if s.closed || accepted && (s.handshaking >= s.maxHandshakes || s.admitted >= s.maxPeers) {
 		s.stats.refused.Add(1)
 		c.Close()
 		return false
 	}
-	s.conns[c] = struct{}{}
+	st := connDialed
+	if accepted {
+		st = connHandshaking
+		s.handshaking++
+	}
+	s.conns[c] = st
+	return true
+}
+
+// admit moves an accepted connection past its handshake, if the socket
+// has fewer than maxPeers such (others may have taken the places left
+// during its handshake); it reports whether it did (a dialed connection
+// always is).
+func (s *socket) admit(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns[c] != connHandshaking {
+		return true
+	}
+	if s.admitted >= s.maxPeers {
+		s.stats.refused.Add(1)
+		return false
+	}
+	s.handshaking--
+	s.admitted++
+	s.conns[c] = connAdmitted
 	return true
 }
 
@@ -261,6 +303,11 @@ func (s *socket) serve(c net.Conn, server bool) bool {
 	if err != nil {
 		s.stats.handshakeFailed.Add(1)
 		s.log.Debug("zmq: handshake failed", "remote", p.remote, "err", err)
+		c.Close()
+		return false
+	}
+	if !s.admit(c) {
+		s.log.Debug("zmq: peer refused beyond MaxPeers", "remote", p.remote)
 		c.Close()
 		return false
 	}
@@ -304,6 +351,12 @@ func openZMTP(c net.Conn, typ zmq4.SocketType, server bool) (zc *zmq4.Conn, err 
 
 func (s *socket) untrack(c net.Conn) {
 	s.mu.Lock()
+	switch s.conns[c] {
+	case connHandshaking:
+		s.handshaking--
+	case connAdmitted:
+		s.admitted--
+	}
 	delete(s.conns, c)
 	s.mu.Unlock()
 	c.Close()

@@ -94,3 +94,33 @@ func TestInteropPyzmqResubscribe(t *testing.T) {
 		t.Error("the libzmq SUB is still sent \"A\" after unsubscribing from it as often as it subscribed")
 	}
 }
+
+// TestMultiFrameSubscription: libzmq's PUB (4.3) reads every frame of a
+// multi-frame message from a subscriber that begins with 1 or 0 as a
+// subscription or a cancel (a pyzmq XSUB that sends [1 A][1 B][junk]
+// is then sent A and B); ours ignored the whole message.
+func TestMultiFrameSubscription(t *testing.T) {
+	pub, ep := bound(t, Config{})
+	_, zc := rawPeer(t, ep, zmq4.XSub)
+	if err := zc.SendMsg(zmq4.NewMsgFrom([]byte{1, 'A'}, []byte{1, 'B'}, []byte("junk"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.WaitSubscribers(testCtx(t), "B", 1); err != nil {
+		t.Fatal(err)
+	}
+	if !pubSees(pub, "A") || pubSees(pub, "j") {
+		t.Errorf("after [1 A][1 B][junk]: takes A %v (want true), junk's j %v (want false)", pubSees(pub, "A"), pubSees(pub, "j"))
+	}
+	if err := zc.SendMsg(zmq4.NewMsgFrom([]byte{0, 'A'}, []byte{0, 'B'})); err != nil {
+		t.Fatal(err)
+	}
+	if err := zc.SendMsg(zmq4.NewMsg([]byte{1, 'C'})); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.WaitSubscribers(testCtx(t), "C", 1); err != nil {
+		t.Fatal(err)
+	}
+	if pubSees(pub, "A") || pubSees(pub, "B") {
+		t.Errorf("after [0 A][0 B]: takes A %v, B %v (want false)", pubSees(pub, "A"), pubSees(pub, "B"))
+	}
+}

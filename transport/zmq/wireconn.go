@@ -234,6 +234,9 @@ func (c *wireConn) check() error {
 		switch {
 		case c.greeting > 0:
 			n := min(c.greeting, len(avail))
+			if err := checkGreeting(greetingLen-c.greeting, avail[:n]); err != nil {
+				return err
+			}
 			c.greeting -= n
 			c.ok += n
 		case c.body > 0:
@@ -247,6 +250,26 @@ func (c *wireConn) check() error {
 			done, err := c.checkFrame(avail)
 			if err != nil || !done {
 				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkGreeting checks the bytes b of the peer's greeting from offset
+// off: a ZMTP 1.0 or 2.0 peer sends a greeting shorter than ZMTP 3's,
+// then waits for ours, which zmq4 would wait for whole until the
+// handshake's deadline.
+func checkGreeting(off int, b []byte) error {
+	for i, v := range b {
+		switch off + i {
+		case 0, 9:
+			if v != 0xFF && off+i == 0 || v&1 == 0 && off+i == 9 {
+				return fmt.Errorf("%w: the peer speaks ZMTP 1.0 (or no ZMTP), ZMTP 3 is needed", ErrVersion)
+			}
+		case 10:
+			if v < 3 {
+				return fmt.Errorf("%w: the peer speaks ZMTP %d.0, ZMTP 3 is needed", ErrVersion, v+1)
 			}
 		}
 	}
@@ -271,8 +294,8 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 		return false, fmt.Errorf("%w: reserved flag bits %#x", ErrBadFrame, flags)
 	}
 	if flags&flagCommand != 0 {
-		if c.msgFrames > 0 || flags&flagMore != 0 {
-			return false, fmt.Errorf("%w: a command inside a message", ErrBadFrame)
+		if flags&flagMore != 0 {
+			return false, fmt.Errorf("%w: a command with more frames", ErrBadFrame)
 		}
 		limit := uint64(maxCommandLen)
 		if !c.handshaken {
@@ -293,6 +316,16 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 		} else if len(body) >= 5 && string(body[:5]) == "\x04PING" {
 			c.ping(body[5:], hdr+int(size))
 			return true, nil
+		} else if c.msgFrames > 0 {
+			// libzmq sends its heartbeats at the next frame boundary,
+			// inside a message too; zmq4 would take the command for a
+			// frame of it. A PONG only says the peer is alive: its
+			// bytes arrived.
+			if len(body) >= 5 && string(body[:5]) == "\x04PONG" {
+				c.skip(hdr + int(size))
+				return true, nil
+			}
+			return false, fmt.Errorf("%w: a command inside a message", ErrBadFrame)
 		}
 		c.ok += hdr + int(size)
 		return true, nil
@@ -406,6 +439,11 @@ func (c *wireConn) ping(ttlContext []byte, n int) {
 	if ttl, ctx, ok := parsePing(ttlContext); ok && c.onPing != nil {
 		c.onPing(ttl, append([]byte(nil), ctx...))
 	}
+	c.skip(n)
+}
+
+// skip takes the n bytes of the command at c.ok out of the buffer.
+func (c *wireConn) skip(n int) {
 	copy(c.buf[c.ok:], c.buf[c.ok+n:c.w])
 	c.w -= n
 }

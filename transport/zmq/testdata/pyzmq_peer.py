@@ -271,6 +271,26 @@ def resub(endpoint):
     ctx.term()
 
 
+def hbmulti(n, size):
+    # A PUB heartbeating every 5 ms: libzmq sends a PING at the next
+    # frame boundary, inside a multi-frame message too.
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.XPUB)
+    s.setsockopt(zmq.HEARTBEAT_IVL, 5)
+    s.setsockopt(zmq.HEARTBEAT_TIMEOUT, 60000)
+    s.setsockopt(zmq.SNDHWM, 0)
+    port = s.bind_to_random_port("tcp://127.0.0.1")
+    out(endpoint="tcp://127.0.0.1:%d" % port)
+    s.recv()  # the subscription
+    body = b"x" * size
+    for i in range(n):
+        s.send_multipart([b"t", body, body, b"%d" % i])
+    out(sent=n)
+    sys.stdin.read()
+    s.close(linger=1000)
+    ctx.term()
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "sub":
@@ -287,6 +307,8 @@ def main():
         hbsub(args[0], *map(int, args[1:4]))
     elif mode == "resub":
         resub(args[0])
+    elif mode == "hbmulti":
+        hbmulti(int(args[0]), int(args[1]))
     elif mode == "hbpub":
         hbpub(*map(int, args[0:3]))
     else:

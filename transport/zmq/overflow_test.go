@@ -1,0 +1,108 @@
+package zmq
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/go-zeromq/zmq4"
+
+	"github.com/brokerless/brokerless/transport"
+)
+
+// TestSubscriptionsBeyondMaxSent: a subscriber that subscribes beyond
+// MaxSubscriptions (a libzmq SUB to 2000 symbols, a proxy forwarding the
+// prefixes of all its subscribers) is sent every topic from then on,
+// which its own filter sorts out, as libzmq's SUB and our Subscriber
+// filter what they receive; it used to be disconnected, and again after
+// each reconnect when it sent its set anew: sent nothing, for ever.
+func TestSubscriptionsBeyondMaxSent(t *testing.T) {
+	pub, ep := bound(t, Config{MaxSubscriptions: 2})
+	c, zc := rawPeer(t, ep, zmq4.Sub)
+	for _, pre := range []string{"a", "b", "c"} {
+		if err := zc.SendMsg(zmq4.NewMsg(append([]byte{1}, pre...))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := testCtx(t)
+	if err := pub.WaitSubscribers(ctx, "c", 1); err != nil {
+		t.Fatalf("%v; publisher %+v", err, pub.Stats())
+	}
+	for _, topic := range []string{"c1", "z1"} {
+		if err := pub.Publish(ctx, transport.Message{Topic: topic, Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := zc.RecvMsg()
+		if err != nil {
+			t.Fatalf("%s: %v; publisher %+v", topic, err, pub.Stats())
+		}
+		if string(m.Frames[0]) != topic {
+			t.Errorf("got %q, want %q", m.Frames[0], topic)
+		}
+	}
+	if st := pub.Stats(); st.RefusedSubscriptions != 1 || st.Subscribers != 1 {
+		t.Errorf("RefusedSubscriptions %d, Subscribers %d: want 1 and 1", st.RefusedSubscriptions, st.Subscribers)
+	}
+	_ = c
+}
+
+// TestProxyBeyondPublisherMaxSubscriptions: subscribers of a proxy
+// holding together more prefixes than a publisher behind it takes from
+// one subscriber each get their topics, and only them.
+func TestProxyBeyondPublisherMaxSubscriptions(t *testing.T) {
+	ctx := testCtx(t)
+	_, xsub, xpub := startProxy(t, Config{})
+	pub, err := NewPublisher(ctx, Config{Connect: []string{xsub}, MaxSubscriptions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	var subs []*Subscriber
+	for i := range 3 {
+		subs = append(subs, connected(t, xpub, Config{Subscribe: []string{fmt.Sprint(i)}}))
+	}
+	for i := range 3 {
+		if err := pub.WaitSubscribers(ctx, fmt.Sprint(i), 1); err != nil {
+			t.Fatalf("%d: %v; publisher %+v", i, err, pub.Stats())
+		}
+	}
+	for i := range 3 {
+		if err := pub.Publish(ctx, transport.Message{Topic: fmt.Sprint(i), Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, s := range subs {
+		if m := nextMessage(t, s); m.Topic != fmt.Sprint(i) {
+			t.Errorf("subscriber %d got topic %q", i, m.Topic)
+		}
+	}
+}
+
+// TestInteropPyzmqSubLongAndMany: a libzmq SUB subscribed to a prefix
+// longer than 255 bytes, and to more prefixes than MaxSubscriptions, is
+// sent what it subscribed to (libzmq's PUB sets no such bound); it used
+// to be sent nothing of the long prefix, and to be disconnected, again
+// at each reconnect, beyond MaxSubscriptions.
+func TestInteropPyzmqSubLongAndMany(t *testing.T) {
+	ctx := testCtx(t)
+	pub, ep := bound(t, Config{MaxSubscriptions: 2})
+	long := strings.Repeat("L", 300)
+	py := startPy(t, "sub", ep, "3", "a.", "b.", "c.", long)
+	py.next() // ready
+	for _, topic := range []string{"b.x", "c.x", long + "x"} {
+		if err := pub.WaitSubscribers(ctx, topic, 1); err != nil {
+			t.Fatalf("the libzmq SUB is not sent %.10q...: %v; publisher %+v", topic, err, pub.Stats())
+		}
+	}
+	for _, topic := range []string{"b.x", "c.x", long + "x"} {
+		if err := pub.Publish(ctx, transport.Message{Topic: topic, Payload: []byte("p")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"b.x", "c.x", long + "x"} {
+		if m := py.next(); m["topic"] != want {
+			t.Fatalf("libzmq SUB got %v, want topic %.10q...", m, want)
+		}
+	}
+	py.wait()
+}
