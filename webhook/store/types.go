@@ -204,10 +204,13 @@ type Completion struct {
 	ResentNextAttempt time.Time
 	// Notices are operational events inserted with the completion, each
 	// delivered only to NoticeEndpoint; DisableNotice too, but only when
-	// the completion disables the endpoint (see Disabled).
-	Notices        []*Event
-	DisableNotice  *Event
-	NoticeEndpoint string
+	// the completion disables the endpoint (see Disabled), and
+	// ExhaustedNotice only when it leaves the delivery failed (not when a
+	// Resend or a Recover gave it a new schedule).
+	Notices         []*Event
+	DisableNotice   *Event
+	ExhaustedNotice *Event
+	NoticeEndpoint  string
 	// LeaseUntil, when set, is the end of the lease the attempt was
 	// made under (Job.LeaseUntil): the completion is recorded only while
 	// the delivery holds that very lease, not a later one the same owner
@@ -216,6 +219,10 @@ type Completion struct {
 	// LeaseLost is set by Store.Complete when Owner no longer held the
 	// delivery's lease (or not LeaseUntil's), so nothing was recorded.
 	LeaseLost bool
+	// Failed is set by Store.Complete when the completion left the
+	// delivery failed (for good: not when a Resend or a Recover gave it a
+	// new schedule).
+	Failed bool
 	// Disabled is set by Store.Complete when the completion disabled its
 	// endpoint (its Disable was written: not when the endpoint was
 	// disabled already, or its DisableFailingSince was stale).

@@ -51,6 +51,7 @@ func Run(t *testing.T, open Open) {
 		{"ResendRecover", testResendRecover},
 		{"ResendInFlight", testResendInFlight},
 		{"ResendQueued", testResendQueued},
+		{"ResendQueuedRecover", testResendQueuedRecover},
 		{"RecoverInFlight", testRecoverInFlight},
 		{"RecoverRacing", testRecoverRacing},
 		{"Tokens", testTokens},
