@@ -38,9 +38,11 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 	d.mu.Lock()
 	until := c.until // (a claim may have renewed the lease meanwhile)
 	leaseEnd := c.at.Add(d.cfg.Lease)
+	leaseStarted := until.Add(-d.cfg.Lease).Add(start.Sub(c.got))
 	d.mu.Unlock()
 	cp := &store.Completion{
 		Owner: d.cfg.Owner, LeaseUntil: until, // recorded only under the lease it was attempted under
+		LeaseStarted: leaseStarted, // a Resend before it by the same clock was what the attempt was for
 		Attempt: store.Attempt{ID: store.NewID("atmpt", start), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID,
 			Started: start, Duration: end.Sub(start), StatusCode: o.StatusCode, Error: errText, Response: response},
 		Status: dec.Status, NextAttempt: dec.NextAttempt, EndpointOK: dec.EndpointOK, Disable: dec.Disable,

@@ -88,7 +88,7 @@ func (s *sqlStore) completeBulk(ctx context.Context, tx *sql.Tx, cs []*Completio
 	for i, c := range cs {
 		a := &c.Attempt
 		ds[i] = bulkDelivery{ID: a.DeliveryID, Endpoint: a.EndpointID, Event: a.EventID, Owner: c.Owner, Lease: nanos(c.LeaseUntil), Status: c.Status, Next: nanos(c.NextAttempt), Code: a.StatusCode,
-			Updated: nanos(a.Started.Add(a.Duration)), Started: nanos(a.Started)}
+			Updated: nanos(a.Started.Add(a.Duration)), Started: c.leaseStarted()}
 		rs, rn := c.resent()
 		ds[i].RStatus, ds[i].RNext = rs, nanos(rn)
 	}

@@ -357,7 +357,7 @@ func (c *Completion) resent() (string, time.Time) {
 // completeArgs are completeDeliveryQuery's arguments for c.
 func completeArgs(c *Completion) []any {
 	a := &c.Attempt
-	started := nanos(a.Started)
+	started := c.leaseStarted()
 	rs, rn := c.resent()
 	status := []any{started, rs, c.Status} // completeStatus
 	args := append([]any{started}, status...)
@@ -369,6 +369,16 @@ func completeArgs(c *Completion) []any {
 	args = append(args, status...)
 	args = append(args, started, nanos(rn), nanos(c.NextAttempt)) // completeNext
 	return append(args, a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner, nanos(c.LeaseUntil), nanos(c.LeaseUntil))
+}
+
+// leaseStarted is c's attempt's start by its lease's clock, in
+// nanoseconds (see Completion.LeaseStarted): 1 when not known, before
+// any Resend.
+func (c *Completion) leaseStarted() int64 {
+	if c.LeaseStarted.IsZero() {
+		return 1
+	}
+	return nanos(c.LeaseStarted)
 }
 
 // complete records one completion in tx; false if the lease was lost.

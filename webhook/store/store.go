@@ -64,9 +64,10 @@ type Store interface {
 	// whatever its result: its completion leaves the delivery pending, due
 	// at now, with no attempts (a new schedule), and has its Resent set;
 	// one leased but whose attempt had not started yet (claimed ahead,
-	// queued: its start by the dispatcher's clock is after now) is
-	// attempted once, that attempt the first of the new schedule (see
-	// Completion.ResentStatus).
+	// queued: its start is after the resend, both by the leases' clock,
+	// the server's on PostgreSQL, where the resend's time is the
+	// server's, not now) is attempted once, that attempt the first of the
+	// new schedule (see Completion.ResentStatus and LeaseStarted).
 	Resend(ctx context.Context, eventID, endpointID string, now time.Time) (int, error)
 	// Recover makes pending again, due at now, every failed delivery to
 	// the endpoint whose event was created in [since, until), and returns

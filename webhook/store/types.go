@@ -194,14 +194,23 @@ type Completion struct {
 	// run of failures anew.
 	DisableFailingSince time.Time
 	// ResentStatus and ResentNextAttempt are the delivery's new state
-	// when a Resend was made before the attempt started (Attempt.Started,
-	// by the dispatcher's clock, against the Resend's now): the attempt is
-	// then the first of the schedule the Resend began, not one more of the
-	// old, and is what the Resend asked for (a delivery claimed ahead and
-	// resent while queued is attempted once, not again after it). Empty:
-	// Status and NextAttempt (the attempt was the first of its schedule).
+	// when a Resend was made before the attempt started (LeaseStarted
+	// against the Resend's time): the attempt is then the first of the
+	// schedule the Resend began, not one more of the old, and is what the
+	// Resend asked for (a delivery claimed ahead and resent while queued
+	// is attempted once, not again after it). Empty: Status and
+	// NextAttempt (the attempt was the first of its schedule).
 	ResentStatus      string
 	ResentNextAttempt time.Time
+	// LeaseStarted is the attempt's start by the clock of its lease
+	// (Job.LeaseUntil's: the database server's on PostgreSQL, whose
+	// Resend takes its time from it too), no later than the start: a
+	// Resend is taken as made before the attempt only if it was by one
+	// clock, however skewed the processes' clocks (a Resend during an
+	// attempt taken as before it was lost, the attempt already under way
+	// standing for the one it asked for). Zero: the attempt is taken as
+	// started before any Resend (one during it is followed by another).
+	LeaseStarted time.Time
 	// Notices are operational events inserted with the completion, each
 	// delivered only to NoticeEndpoint; DisableNotice too, but only when
 	// the completion disables the endpoint (see Disabled), and

@@ -37,7 +37,7 @@ func testResendQueuedRecover(t *testing.T, s store.Store) {
 				j = jb
 				continue
 			}
-			cs = append(cs, &store.Completion{Owner: "a", LeaseUntil: jb.LeaseUntil, Status: store.StatusPending, NextAttempt: t0.Add(time.Hour),
+			cs = append(cs, &store.Completion{Owner: "a", LeaseUntil: jb.LeaseUntil, LeaseStarted: t0.Add(2 * time.Second), Status: store.StatusPending, NextAttempt: t0.Add(time.Hour),
 				Attempt: store.Attempt{ID: "atmpt_" + jb.Delivery.ID, DeliveryID: jb.Delivery.ID, EventID: jb.Event.ID, EndpointID: e.ID,
 					Started: t0.Add(2 * time.Second), Duration: time.Millisecond, StatusCode: 500}})
 		}
@@ -48,7 +48,7 @@ func testResendQueuedRecover(t *testing.T, s store.Store) {
 		if _, err := s.Recover(c, e.ID, t0.Add(-time.Hour), t0.Add(time.Hour), recovered); err != nil {
 			t.Fatal(err)
 		}
-		cp := &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: store.StatusFailed, ResentStatus: store.StatusFailed,
+		cp := &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, LeaseStarted: t0.Add(2 * time.Second), Status: store.StatusFailed, ResentStatus: store.StatusFailed,
 			Attempt: store.Attempt{ID: "atmpt_" + j.Delivery.ID, DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: e.ID,
 				Started: t0.Add(2 * time.Second), Duration: time.Millisecond, StatusCode: 500}}
 		want := store.StatusPending
