@@ -34,6 +34,13 @@ type Store interface {
 	// pending again. Completions of attempts to it recorded meanwhile
 	// neither fail it nor are failed by it.
 	UpdateEndpoint(ctx context.Context, e *Endpoint) error
+	// ChangeEndpoint reads endpoint id, applies f to it and writes it
+	// (as UpdateEndpoint does), in one transaction that no other write
+	// to the endpoint interleaves with: what others write is never
+	// undone, and never makes it fail. An error from f writes nothing
+	// and is returned. f must not block, nor use the store. It returns
+	// the endpoint as written.
+	ChangeEndpoint(ctx context.Context, id string, f func(e *Endpoint) error) (*Endpoint, error)
 	// DeleteEndpoint removes the endpoint, its deliveries and their
 	// attempts. Completions of attempts to it recorded meanwhile do not
 	// fail it: each is either recorded first and deleted with the rest,

@@ -45,6 +45,7 @@ func Run(t *testing.T, open Open) {
 		{"DeleteEndpointInserting", testDeleteEndpointInserting},
 		{"UpdateEndpointCompleting", testUpdateEndpointCompleting},
 		{"UpdateRevision", testUpdateRevision},
+		{"ChangeEndpoint", testChangeEndpoint},
 		{"DisableCompleting", testDisableCompleting},
 		{"DisableStale", testDisableStale},
 		{"Notices", testNotices},
