@@ -433,7 +433,9 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		c := ep.queue[0]
 		ep.queue[0] = nil
 		ep.queue = ep.queue[1:]
-		if now := d.cfg.Now(); !ep.stale(c.seq) && now.Sub(c.at) >= endpointRecheck && now.Sub(ep.checked) >= endpointRecheck {
+		// (A clock stepped back since the last read reads again too: it
+		// would not for as long as it stepped back.)
+		if now := d.cfg.Now(); !ep.stale(c.seq) && now.Sub(c.at) >= endpointRecheck && (now.Sub(ep.checked) >= endpointRecheck || now.Before(ep.checked)) {
 			ep.checked = now
 			polls := d.polls
 			d.mu.Unlock()
