@@ -12,9 +12,10 @@
 // not UTF-8, which PostgreSQL cannot store), 404 for a missing object, 413 for a body
 // over MaxBodyBytes.
 //
-// A PATCH of an endpoint or a secret rotation applies its change to the
-// endpoint as stored when it writes it: a change made since it was read
-// (the dispatcher disabling the endpoint, another request) is kept, the
-// endpoint read again (409 if it keeps changing). Event listings page by
+// A PATCH of an endpoint or a secret rotation reads the endpoint, applies
+// its change and writes it in one store transaction: a change made
+// meanwhile (the dispatcher disabling the endpoint or recording its
+// health, another request) lands before or after it, and is kept. Event
+// listings page by
 // the last event shown: before (its created_at) and before_id (its id).
 package api

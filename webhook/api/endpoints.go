@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"time"
@@ -188,32 +187,16 @@ func (s *Server) updateEndpoint(r *http.Request) (int, any, error) {
 	return http.StatusOK, endpointView(e), nil
 }
 
-// maxChangeTries is how many times change reads an endpoint again when
-// another write landed between its read and its write.
-const maxChangeTries = 8
-
 // change reads the endpoint of the request's path, applies f to it and
-// writes it (store.UpdateEndpoint), over the revision it read: when the
-// endpoint changed in between (the dispatcher disabled it or recorded
-// its health, another request changed it), it reads it again and
-// applies f to that, so a change made meanwhile is never undone by the
-// copy read before it. After maxChangeTries it gives up with 409.
+// writes it, in one store transaction (store.ChangeEndpoint): a write
+// made meanwhile (the dispatcher disabled it or recorded its health,
+// another request changed it) lands before or after, so it is never
+// undone by a stale copy, and never makes the request give up however
+// often it comes (a PATCH read and wrote again up to 8 times, then gave
+// up with 409: against an endpoint whose health flipped many times a
+// second, always).
 func (s *Server) change(r *http.Request, f func(e *store.Endpoint) error) (*store.Endpoint, error) {
-	for range maxChangeTries {
-		e, err := s.cfg.Store.GetEndpoint(r.Context(), r.PathValue("id"))
-		if err != nil {
-			return nil, err
-		}
-		if err := f(e); err != nil {
-			return nil, err
-		}
-		err = s.cfg.Store.UpdateEndpoint(r.Context(), e)
-		if errors.Is(err, store.ErrConflict) {
-			continue
-		}
-		return e, err
-	}
-	return nil, &httpError{http.StatusConflict, "the endpoint is being changed by others: try again"}
+	return s.cfg.Store.ChangeEndpoint(r.Context(), r.PathValue("id"), f)
 }
 
 func (s *Server) deleteEndpoint(r *http.Request) (int, any, error) {

@@ -14,17 +14,16 @@ import (
 	"github.com/brokerless/brokerless/webhook/store"
 )
 
-// hookStore runs hook once, right after the next GetEndpoint: another
-// writer's change landing between an API handler's read of an endpoint
-// and its write.
+// hookStore runs hook once, right after the next GetEndpoint, or right
+// before the next ChangeEndpoint: another writer's change landing after
+// an API handler read the endpoint, or just before its read-modify-write.
 type hookStore struct {
 	store.Store
 	mu   sync.Mutex
 	hook func()
 }
 
-func (h *hookStore) GetEndpoint(ctx context.Context, id string) (*store.Endpoint, error) {
-	e, err := h.Store.GetEndpoint(ctx, id)
+func (h *hookStore) runHook() {
 	h.mu.Lock()
 	hook := h.hook
 	h.hook = nil
@@ -32,7 +31,17 @@ func (h *hookStore) GetEndpoint(ctx context.Context, id string) (*store.Endpoint
 	if hook != nil {
 		hook()
 	}
+}
+
+func (h *hookStore) GetEndpoint(ctx context.Context, id string) (*store.Endpoint, error) {
+	e, err := h.Store.GetEndpoint(ctx, id)
+	h.runHook()
 	return e, err
+}
+
+func (h *hookStore) ChangeEndpoint(ctx context.Context, id string, f func(e *store.Endpoint) error) (*store.Endpoint, error) {
+	h.runHook()
+	return h.Store.ChangeEndpoint(ctx, id, f)
 }
 
 // serve sends a request with f's token to srv and returns the status and body.

@@ -22,9 +22,6 @@ const (
 	maxRecentShown = 50
 	// maxRecoverWindow is the longest time range one recover takes.
 	maxRecoverWindow = 365 * 24 * time.Hour
-	// maxChangeTries is how many times a button reads an endpoint again
-	// when it changed between its read and its write.
-	maxChangeTries = 8
 )
 
 // health is an endpoint with what its recent attempts say of it.
@@ -248,43 +245,40 @@ func showPayload(p []byte) string {
 func (c *Console) setEnabled(enable bool) func(http.ResponseWriter, *http.Request, *visit) {
 	return func(w http.ResponseWriter, r *http.Request, v *visit) {
 		id := r.PathValue("id")
-		// Read again when the endpoint changed since it was read (the
-		// dispatcher recorded its health or disabled it): written over
-		// a stale copy, that change would be undone.
-		for try := 0; ; try++ {
-			e, err := c.cfg.Store.GetEndpoint(r.Context(), id)
-			if err != nil {
-				c.storeError(w, v, "reading the endpoint", err)
-				return
+		msg := fmt.Sprintf("Endpoint %s was already %s.", id, map[bool]string{true: "enabled", false: "disabled"}[enable])
+		changed := false
+		// Read and written in one transaction: a change made meanwhile
+		// (the dispatcher recorded its health or disabled it) is never
+		// undone by a stale copy, nor makes the button give up.
+		_, err := c.cfg.Store.ChangeEndpoint(r.Context(), id, func(e *store.Endpoint) error {
+			if e.Enabled == enable {
+				return errUnchanged
 			}
-			msg := fmt.Sprintf("Endpoint %s was already %s.", id, map[bool]string{true: "enabled", false: "disabled"}[enable])
-			if e.Enabled != enable {
-				e.Enabled = enable
-				if enable {
-					e.DisabledReason, e.FailingSince = "", time.Time{}
-					msg = fmt.Sprintf("Endpoint %s enabled.", id)
-				} else {
-					e.DisabledReason = "disabled in the console"
-					msg = fmt.Sprintf("Endpoint %s disabled: it gets no new events and no attempts until enabled.", id)
-				}
-				e.Updated = c.cfg.Now()
-				err := c.cfg.Store.UpdateEndpoint(r.Context(), e)
-				if errors.Is(err, store.ErrConflict) && try < maxChangeTries {
-					continue
-				}
-				if err != nil {
-					c.storeError(w, v, "updating the endpoint", err)
-					return
-				}
-				if enable {
-					c.cfg.Notify()
-				}
+			e.Enabled = enable
+			if enable {
+				e.DisabledReason, e.FailingSince = "", time.Time{}
+				msg = fmt.Sprintf("Endpoint %s enabled.", id)
+			} else {
+				e.DisabledReason = "disabled in the console"
+				msg = fmt.Sprintf("Endpoint %s disabled: it gets no new events and no attempts until enabled.", id)
 			}
-			c.done(w, r, v, "/endpoints/"+id, msg)
+			e.Updated = c.cfg.Now()
+			changed = true
+			return nil
+		})
+		if err != nil && !errors.Is(err, errUnchanged) {
+			c.storeError(w, v, "updating the endpoint", err)
 			return
 		}
+		if changed && enable {
+			c.cfg.Notify()
+		}
+		c.done(w, r, v, "/endpoints/"+id, msg)
 	}
 }
+
+// errUnchanged is what setEnabled's change returns to write nothing.
+var errUnchanged = errors.New("console: endpoint unchanged")
 
 // formLayout is the value of an <input type="datetime-local">.
 const formLayout = "2006-01-02T15:04"

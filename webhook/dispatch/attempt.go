@@ -38,19 +38,23 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 	d.mu.Lock()
 	until := c.until // (a claim may have renewed the lease meanwhile)
 	leaseEnd := c.at.Add(d.cfg.Lease)
+	leaseStarted := until.Add(-d.cfg.Lease).Add(start.Sub(c.got))
 	d.mu.Unlock()
 	cp := &store.Completion{
 		Owner: d.cfg.Owner, LeaseUntil: until, // recorded only under the lease it was attempted under
+		LeaseStarted: leaseStarted, // a Resend before it by the same clock was what the attempt was for
 		Attempt: store.Attempt{ID: store.NewID("atmpt", start), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID,
 			Started: start, Duration: end.Sub(start), StatusCode: o.StatusCode, Error: errText, Response: response},
 		Status: dec.Status, NextAttempt: dec.NextAttempt, EndpointOK: dec.EndpointOK, Disable: dec.Disable,
 		DisableFailingSince: dec.DisableFailingSince,
 	}
+	exhausted := dec.Exhausted
 	if n > 1 {
 		// Should a Resend have come before the attempt started, it was
 		// the first of the Resend's schedule (the store tells).
 		first := d.cfg.Policy.Decide(end, 1, o, j.Endpoint.FailingSince, rnd)
 		cp.ResentStatus, cp.ResentNextAttempt = first.Status, first.NextAttempt
+		exhausted = exhausted || first.Exhausted
 	}
 	notify := d.cfg.NoticeEndpoint != "" && j.Endpoint.ID != d.cfg.NoticeEndpoint
 	if dec.Disable != "" && notify {
@@ -62,14 +66,13 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 		}
 		cp.DisableNotice = noticeEvent(NoticeEndpointDisabled, ev, end)
 	}
-	if dec.Exhausted {
-		d.stats.exhausted.Add(1)
-		if notify {
-			cp.Notices = append(cp.Notices, noticeEvent(NoticeAttemptExhausted, attemptExhausted{EventID: j.Event.ID, EventType: j.Event.Type,
-				EndpointID: j.Endpoint.ID, Attempts: n, LastCode: o.StatusCode, LastError: errText}, end))
-		}
+	if exhausted && notify {
+		// (Sent only if the completion leaves the delivery failed, not
+		// when a Resend or a Recover gave it a new schedule: see recorded.)
+		cp.ExhaustedNotice = noticeEvent(NoticeAttemptExhausted, attemptExhausted{EventID: j.Event.ID, EventType: j.Event.Type,
+			EndpointID: j.Endpoint.ID, Attempts: n, LastCode: o.StatusCode, LastError: errText}, end)
 	}
-	if len(cp.Notices) > 0 || cp.DisableNotice != nil {
+	if len(cp.Notices) > 0 || cp.DisableNotice != nil || cp.ExhaustedNotice != nil {
 		cp.NoticeEndpoint = d.cfg.NoticeEndpoint
 	}
 	if cp.Disable != "" {
@@ -87,7 +90,7 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 	} else {
 		d.stats.failed.Add(1)
 	}
-	d.commits.submit(ctx, cp, leaseEnd)
+	d.commits.submit(ctx, toWrite{c: cp, until: leaseEnd, exhausted: exhausted})
 }
 
 // send POSTs the event to the endpoint, signed with its active secrets.

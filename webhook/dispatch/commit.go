@@ -60,6 +60,9 @@ type committer struct {
 type toWrite struct {
 	c     *store.Completion
 	until time.Time
+	// exhausted: the attempt was the last of the schedule it was on
+	// (counted in Stats.Exhausted if it leaves the delivery failed).
+	exhausted bool
 }
 
 func (cm *committer) init(d *Dispatcher) {
@@ -68,15 +71,14 @@ func (cm *committer) init(d *Dispatcher) {
 	cm.full = make(chan struct{}, 1)
 }
 
-// submit queues c for writing, its lease ending at until by the
-// dispatcher's clock, waiting while maxCommitPending are queued. The
-// caller is counted in d.wg (so the writer's wg.Add is safe).
-func (cm *committer) submit(ctx context.Context, c *store.Completion, until time.Time) {
+// submit queues w for writing, waiting while maxCommitPending are
+// queued. The caller is counted in d.wg (so the writer's wg.Add is safe).
+func (cm *committer) submit(ctx context.Context, w toWrite) {
 	cm.mu.Lock()
 	for len(cm.pending) >= maxCommitPending {
 		cm.room.Wait()
 	}
-	cm.pending = append(cm.pending, toWrite{c, until})
+	cm.pending = append(cm.pending, w)
 	if len(cm.pending) == lingerBatch {
 		select {
 		case cm.full <- struct{}{}:
@@ -145,7 +147,7 @@ func (cm *committer) writeBatch(ctx context.Context, pending []toWrite) {
 	for {
 		err := cm.d.cfg.Store.Complete(context.WithoutCancel(ctx), batch...)
 		if err == nil || errors.Is(err, store.ErrLeaseLost) || ctx.Err() != nil || !cm.d.cfg.Now().Before(until) {
-			cm.d.recorded(batch, err)
+			cm.d.recorded(pending, err)
 			return
 		}
 		cm.d.stats.storeErrors.Add(1)
@@ -160,25 +162,32 @@ func (cm *committer) writeBatch(ctx context.Context, pending []toWrite) {
 	}
 }
 
-// recorded counts the outcome of writing batch. A delivery resent
+// recorded counts the outcome of writing batch (an exhausted delivery
+// once its completion left it failed). A delivery resent
 // while its attempt ran is due once its completion is written: the
 // dispatcher, which found it leased when the resend woke it, looks again
 // at once rather than at its next poll.
-func (d *Dispatcher) recorded(batch []*store.Completion, err error) {
+func (d *Dispatcher) recorded(batch []toWrite, err error) {
 	resent := false
 	d.mu.Lock()
-	for _, c := range batch {
+	for _, w := range batch {
+		c := w.c
 		if ep := d.endpoints[c.Attempt.EndpointID]; c.Disable != "" && ep != nil && ep.disabling > 0 {
 			ep.disabling--
 			ep.staleUpTo = d.polls
 		}
 	}
 	d.mu.Unlock()
-	for _, c := range batch {
-		resent = resent || c.Resent && !c.LeaseLost && (err == nil || errors.Is(err, store.ErrLeaseLost))
-		if c.Disabled && !c.LeaseLost && (err == nil || errors.Is(err, store.ErrLeaseLost)) {
+	written := err == nil || errors.Is(err, store.ErrLeaseLost)
+	for _, w := range batch {
+		c := w.c
+		resent = resent || c.Resent && !c.LeaseLost && written
+		if c.Disabled && !c.LeaseLost && written {
 			d.stats.disabled.Add(1)
 			d.cfg.Logger.Warn("webhook dispatcher: endpoint disabled", "endpoint", c.Attempt.EndpointID, "reason", c.Disable)
+		}
+		if w.exhausted && c.Failed && !c.LeaseLost && written {
+			d.stats.exhausted.Add(1)
 		}
 		if c.LeaseLost {
 			d.stats.leaseLost.Add(1)

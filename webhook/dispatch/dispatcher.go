@@ -77,13 +77,18 @@ func (ep *endpointState) stale(seq uint64) bool {
 
 // claimed is a leased delivery, the poll that claimed it (seq), when the lease was taken (by Now) and
 // its end as the store has it (Job.LeaseUntil: on PostgreSQL by the
-// server's clock, so the lease ends at at + Lease by Now), both set
-// again, under Dispatcher.mu, when a claim renews it.
+// server's clock, so the lease ends at at + Lease by Now), and when the
+// claim returned (got, by Now), all set again, under Dispatcher.mu,
+// when a claim renews it. The lease began (by the store's clock) no
+// later than got: an attempt started at start by Now started at
+// until − Lease + (start − got) or later by the store's clock
+// (Completion.LeaseStarted).
 type claimed struct {
 	job   *store.Job
 	seq   uint64
 	at    time.Time
 	until time.Time
+	got   time.Time
 }
 
 // Stats counts what a Dispatcher did.
@@ -283,6 +288,7 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 	if err != nil {
 		return 0, false, wakeAt, working, err
 	}
+	got := d.cfg.Now()
 	var release []string
 	d.mu.Lock()
 	for _, ep := range asked {
@@ -298,10 +304,10 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 			// Held already, queued or being attempted: the claim took it
 			// again because its lease had expired by the clock. The lease
 			// is renewed; the attempt under way or to come records under it.
-			c.at, c.until = now, j.LeaseUntil
+			c.at, c.until, c.got = now, j.LeaseUntil, got
 			continue
 		}
-		if !d.admit(ctx, j, seq, now) {
+		if !d.admit(ctx, j, seq, now, got) {
 			release = append(release, j.Delivery.ID)
 			continue
 		}
@@ -372,7 +378,7 @@ func (ep *endpointState) paced(took time.Duration) {
 
 // admit queues j if its endpoint has room and, when rate limited, a
 // token (taken), and starts a worker if a slot is free. d.mu is held.
-func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now time.Time) bool {
+func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, got time.Time) bool {
 	id := j.Endpoint.ID
 	ep := d.endpoints[id]
 	if ep == nil {
@@ -392,7 +398,7 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now ti
 	} else {
 		ep.bucket = nil
 	}
-	c := &claimed{job: j, seq: seq, at: now, until: j.LeaseUntil}
+	c := &claimed{job: j, seq: seq, at: now, until: j.LeaseUntil, got: got}
 	ep.queue = append(ep.queue, c)
 	d.holding[j.Delivery.ID] = c
 	ep.held++
@@ -427,7 +433,9 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		c := ep.queue[0]
 		ep.queue[0] = nil
 		ep.queue = ep.queue[1:]
-		if now := d.cfg.Now(); !ep.stale(c.seq) && now.Sub(c.at) >= endpointRecheck && now.Sub(ep.checked) >= endpointRecheck {
+		// (A clock stepped back since the last read reads again too: it
+		// would not for as long as it stepped back.)
+		if now := d.cfg.Now(); !ep.stale(c.seq) && now.Sub(c.at) >= endpointRecheck && (now.Sub(ep.checked) >= endpointRecheck || now.Before(ep.checked)) {
 			ep.checked = now
 			polls := d.polls
 			d.mu.Unlock()

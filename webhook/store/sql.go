@@ -294,37 +294,75 @@ func (s *sqlStore) ListEndpoints(ctx context.Context) ([]*Endpoint, error) {
 // write the endpoint's health while the update, holding the endpoint,
 // waited for that delivery: a deadlock, one of them killed (40P01).
 func (s *sqlStore) UpdateEndpoint(ctx context.Context, e *Endpoint) error {
-	types, secrets := endpointJSON(e)
 	var revision int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if err := s.lockEndpoint(ctx, tx, e.ID); err != nil {
 			return err
 		}
-		err := tx.QueryRowContext(ctx, s.d.rebind(`UPDATE endpoints SET url = ?, description = ?, event_types = ?, secrets = ?, rate_limit = ?, enabled = ?,
-			disabled_reason = ?, failing_since = ?, updated = ?, revision = revision + 1 WHERE id = ? AND (CAST(? AS BIGINT) = 0 OR revision = ?)
-			RETURNING revision`),
-			e.URL, e.Description, types, secrets, e.RateLimit, boolInt(e.Enabled), e.DisabledReason, nanos(e.FailingSince), nanos(e.Updated), e.ID,
-			e.Revision, e.Revision).Scan(&revision)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: endpoint %s: revision %d", ErrConflict, e.ID, e.Revision)
-		}
-		if err != nil {
-			return err
-		}
-		from, to := StatusPending, StatusPaused
-		if e.Enabled {
-			from, to = to, from
-		}
-		if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`, to, e.ID, from); err != nil {
-			return err
-		}
-		_, err = s.exec(ctx, tx, bumpEndpointsQuery)
+		var err error
+		revision, err = s.updateEndpoint(ctx, tx, e)
 		return err
 	})
 	if err == nil {
 		e.Revision = revision
 	}
 	return err
+}
+
+// ChangeEndpoint is a read-modify-write of the endpoint in one
+// transaction, its row locked first as UpdateEndpoint locks it (on
+// SQLite the one connection serializes it): no write lands between the
+// read and the write, so none makes it give up, however often the
+// endpoint's health changes.
+func (s *sqlStore) ChangeEndpoint(ctx context.Context, id string, f func(e *Endpoint) error) (*Endpoint, error) {
+	var e *Endpoint
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.lockEndpoint(ctx, tx, id); err != nil {
+			return err
+		}
+		e = new(Endpoint)
+		if err := scanEndpoint(tx.QueryRowContext(ctx, s.d.rebind(`SELECT `+endpointColumns+` FROM endpoints e WHERE e.id = ?`), id), e); err != nil {
+			return err
+		}
+		if err := f(e); err != nil {
+			return err
+		}
+		e.ID = id
+		var err error
+		e.Revision, err = s.updateEndpoint(ctx, tx, e)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// updateEndpoint writes e in tx, its row locked (see UpdateEndpoint),
+// and returns its new revision.
+func (s *sqlStore) updateEndpoint(ctx context.Context, tx *sql.Tx, e *Endpoint) (int64, error) {
+	types, secrets := endpointJSON(e)
+	var revision int64
+	err := tx.QueryRowContext(ctx, s.d.rebind(`UPDATE endpoints SET url = ?, description = ?, event_types = ?, secrets = ?, rate_limit = ?, enabled = ?,
+		disabled_reason = ?, failing_since = ?, updated = ?, revision = revision + 1 WHERE id = ? AND (CAST(? AS BIGINT) = 0 OR revision = ?)
+		RETURNING revision`),
+		e.URL, e.Description, types, secrets, e.RateLimit, boolInt(e.Enabled), e.DisabledReason, nanos(e.FailingSince), nanos(e.Updated), e.ID,
+		e.Revision, e.Revision).Scan(&revision)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("%w: endpoint %s: revision %d", ErrConflict, e.ID, e.Revision)
+	}
+	if err != nil {
+		return 0, err
+	}
+	from, to := StatusPending, StatusPaused
+	if e.Enabled {
+		from, to = to, from
+	}
+	if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`, to, e.ID, from); err != nil {
+		return 0, err
+	}
+	_, err = s.exec(ctx, tx, bumpEndpointsQuery)
+	return revision, err
 }
 
 // DeleteEndpoint deletes the endpoint's attempts, then its deliveries,

@@ -11,7 +11,7 @@ import (
 // the row-by-row path).
 func bulkable(cs []*Completion) bool {
 	for _, c := range cs {
-		if c.Disable != "" || len(c.Notices) > 0 || c.DisableNotice != nil {
+		if c.Disable != "" || len(c.Notices) > 0 || c.DisableNotice != nil || c.ExhaustedNotice != nil {
 			return false
 		}
 	}
@@ -55,23 +55,24 @@ type bulkAttempt struct {
 // events' (v) before it writes their deliveries, as lockParents does for
 // the row-by-row path: a delivery of an endpoint deleted or an event
 // purged meanwhile is not matched. A resend, and a recover,
-// are honoured as completeDeliveryQuery does.
+// are honoured as completeDeliveryQuery does (bulkStatus is its
+// completeStatus).
 const (
+	bulkStatus          = `(CASE WHEN d.resend <> 0 AND d.resend < c.started THEN c.rstatus ELSE c.status END)`
 	bulkDeliveriesQuery = `WITH c AS (SELECT * FROM jsonb_to_recordset(CAST(? AS jsonb))
 			AS c(id text, endpoint text, event text, owner text, lease bigint, status text, next bigint, code int, updated bigint,
 				started bigint, rstatus text, rnext bigint)),
 		e AS (SELECT e.id, e.enabled FROM endpoints e WHERE e.id IN (SELECT c.endpoint FROM c) FOR KEY SHARE),
 		v AS (SELECT v.id FROM events v WHERE v.id IN (SELECT c.event FROM c) FOR KEY SHARE)
-		UPDATE deliveries d SET status = CASE WHEN d.resend <> 0 AND d.resend < c.started AND c.rstatus <> 'pending' THEN c.rstatus
-			WHEN d.resend <> 0 OR c.status = 'pending' OR d.recover_at <> 0 AND c.status = 'failed'
+		UPDATE deliveries d SET status = CASE WHEN d.resend >= c.started OR ` + bulkStatus + ` = 'pending' OR d.recover_at <> 0 AND ` + bulkStatus + ` = 'failed'
 				THEN CASE WHEN e.enabled = 0 THEN 'paused' ELSE 'pending' END
-			ELSE c.status END,
-			attempts = CASE WHEN d.resend >= c.started OR d.resend = 0 AND d.recover_at <> 0 AND c.status = 'failed' THEN 0 ELSE d.attempts + 1 END,
-			next_attempt = CASE WHEN d.resend >= c.started THEN d.resend WHEN d.resend <> 0 THEN c.rnext
-				WHEN d.recover_at <> 0 AND c.status = 'failed' THEN d.recover_at ELSE c.next END,
+			ELSE ` + bulkStatus + ` END,
+			attempts = CASE WHEN d.resend >= c.started OR d.recover_at <> 0 AND ` + bulkStatus + ` = 'failed' THEN 0 ELSE d.attempts + 1 END,
+			next_attempt = CASE WHEN d.resend >= c.started THEN d.resend WHEN d.recover_at <> 0 AND ` + bulkStatus + ` = 'failed' THEN d.recover_at
+				WHEN d.resend <> 0 THEN c.rnext ELSE c.next END,
 			resend = 0, recover_at = 0, lease_owner = '', lease_until = 0, last_code = c.code, updated = c.updated
 		FROM c JOIN e ON e.id = c.endpoint JOIN v ON v.id = c.event
-		WHERE d.id = c.id AND d.endpoint_id = e.id AND d.event_id = v.id AND d.lease_owner = c.owner AND (c.lease = 0 OR d.lease_until = c.lease) RETURNING d.id, d.attempts`
+		WHERE d.id = c.id AND d.endpoint_id = e.id AND d.event_id = v.id AND d.lease_owner = c.owner AND (c.lease = 0 OR d.lease_until = c.lease) RETURNING d.id, d.attempts, d.status`
 	bulkAttemptsQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
 		SELECT a.id, a.delivery_id, a.event_id, a.endpoint_id, a.started, a.duration, a.status_code, a.error, decode(a.response, 'base64'), a.outcome
 		FROM jsonb_to_recordset(CAST(? AS jsonb)) AS a(id text, delivery_id text, event_id text, endpoint_id text, started bigint,
@@ -87,7 +88,7 @@ func (s *sqlStore) completeBulk(ctx context.Context, tx *sql.Tx, cs []*Completio
 	for i, c := range cs {
 		a := &c.Attempt
 		ds[i] = bulkDelivery{ID: a.DeliveryID, Endpoint: a.EndpointID, Event: a.EventID, Owner: c.Owner, Lease: nanos(c.LeaseUntil), Status: c.Status, Next: nanos(c.NextAttempt), Code: a.StatusCode,
-			Updated: nanos(a.Started.Add(a.Duration)), Started: nanos(a.Started)}
+			Updated: nanos(a.Started.Add(a.Duration)), Started: c.leaseStarted()}
 		rs, rn := c.resent()
 		ds[i].RStatus, ds[i].RNext = rs, nanos(rn)
 	}
@@ -99,9 +100,9 @@ func (s *sqlStore) completeBulk(ctx context.Context, tx *sql.Tx, cs []*Completio
 	if err != nil {
 		return 0, err
 	}
-	// The deliveries recorded, with their attempts: none when a Resend
-	// started a new schedule (see completeDeliveryQuery).
-	held, err := scanAttempts(rows)
+	// The deliveries recorded, with their attempts (none when a Resend
+	// started a new schedule: see completeDeliveryQuery) and status.
+	held, err := scanRecorded(rows)
 	if err != nil {
 		return 0, err
 	}
@@ -110,8 +111,8 @@ func (s *sqlStore) completeBulk(ctx context.Context, tx *sql.Tx, cs []*Completio
 	health := map[string]bool{}
 	for _, c := range cs {
 		a := &c.Attempt
-		attempts, ok := held[a.DeliveryID]
-		c.LeaseLost, c.Resent = !ok, ok && attempts == 0
+		r, ok := held[a.DeliveryID]
+		c.LeaseLost, c.Resent, c.Failed = !ok, ok && r.attempts == 0, ok && r.status == StatusFailed
 		if c.LeaseLost {
 			lost++
 			continue
@@ -133,19 +134,25 @@ func (s *sqlStore) completeBulk(ctx context.Context, tx *sql.Tx, cs []*Completio
 	return lost, err
 }
 
-// scanAttempts reads and closes rows of (delivery id, attempts).
-func scanAttempts(rows *sql.Rows) (map[string]int, error) {
+// recorded is a delivery as a completion left it.
+type recorded struct {
+	attempts int
+	status   string
+}
+
+// scanRecorded reads and closes rows of (delivery id, attempts, status).
+func scanRecorded(rows *sql.Rows) (map[string]recorded, error) {
 	defer rows.Close()
-	m := map[string]int{}
+	m := map[string]recorded{}
 	for rows.Next() {
 		var (
-			id       string
-			attempts int
+			id string
+			r  recorded
 		)
-		if err := rows.Scan(&id, &attempts); err != nil {
+		if err := rows.Scan(&id, &r.attempts, &r.status); err != nil {
 			return nil, err
 		}
-		m[id] = attempts
+		m[id] = r
 	}
 	return m, rows.Err()
 }

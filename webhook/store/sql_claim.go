@@ -17,24 +17,26 @@ import (
 // attempts), whatever the attempt's result; one resent before the
 // attempt started (queued, claimed ahead) was attempted as the Resend
 // asked: it is left as that attempt, the first of the new schedule,
-// leads (Completion.ResentStatus). A delivery left pending by an attempt
+// leads (Completion.ResentStatus; completeStatus is the status the
+// attempt leads to, either way). A delivery left pending by an attempt
 // to an endpoint disabled meanwhile is paused, as UpdateEndpoint paused
 // the endpoint's others. A delivery a Recover asked for while its
 // attempt was under way (recover_at, its time) is left the same way when
-// the attempt failed for good. It returns the delivery's attempts: none
-// after a Resend during the attempt or a Recover (a new schedule).
-// Arguments: started, resent status (twice), status (three times),
-// started, status, started, resent next, status, next, code, updated,
-// id, owner, lease until (twice).
+// the attempt failed for good, resent before it or not. It returns the
+// delivery's attempts, none after a Resend during the attempt or a
+// Recover (a new schedule), and its status. Arguments: see
+// completeArgs.
 const (
+	completeStatus        = `(CASE WHEN resend <> 0 AND resend < ? THEN CAST(? AS TEXT) ELSE CAST(? AS TEXT) END)`
+	completeNext          = `(CASE WHEN resend <> 0 AND resend < ? THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END)`
 	completeDeliveryQuery = `UPDATE deliveries SET status = CASE
-			WHEN resend <> 0 AND resend < ? AND ? <> 'pending' THEN ?
-			WHEN resend <> 0 OR ? = 'pending' OR recover_at <> 0 AND ? = 'failed' THEN
+			WHEN resend >= ? OR ` + completeStatus + ` = 'pending' OR recover_at <> 0 AND ` + completeStatus + ` = 'failed' THEN
 				CASE WHEN (SELECT e.enabled FROM endpoints e WHERE e.id = deliveries.endpoint_id) = 0 THEN 'paused' ELSE 'pending' END
-			ELSE ? END, attempts = CASE WHEN resend >= ? OR resend = 0 AND recover_at <> 0 AND ? = 'failed' THEN 0 ELSE attempts + 1 END,
-		next_attempt = CASE WHEN resend >= ? THEN resend WHEN resend <> 0 THEN ? WHEN recover_at <> 0 AND ? = 'failed' THEN recover_at ELSE ? END,
+			ELSE ` + completeStatus + ` END,
+		attempts = CASE WHEN resend >= ? OR recover_at <> 0 AND ` + completeStatus + ` = 'failed' THEN 0 ELSE attempts + 1 END,
+		next_attempt = CASE WHEN resend >= ? THEN resend WHEN recover_at <> 0 AND ` + completeStatus + ` = 'failed' THEN recover_at ELSE ` + completeNext + ` END,
 		resend = 0, recover_at = 0, lease_owner = '', lease_until = 0, last_code = ?, updated = ? WHERE id = ? AND lease_owner = ? AND (CAST(? AS BIGINT) = 0 OR lease_until = ?)
-		RETURNING attempts`
+		RETURNING attempts, status`
 	insertAttemptQuery = `INSERT INTO attempts (id, delivery_id, event_id, endpoint_id, started, duration, status_code, error, response, outcome)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	endpointOKQuery      = `UPDATE endpoints SET failing_since = 0, revision = revision + 1 WHERE id = ? AND failing_since <> 0`
@@ -241,7 +243,7 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
 		lost = 0
 		for _, c := range cs {
-			c.Resent, c.Disabled = false, false
+			c.Resent, c.Disabled, c.Failed = false, false, false
 		}
 		if s.d.bulk && bulkable(cs) {
 			var err error
@@ -352,23 +354,49 @@ func (c *Completion) resent() (string, time.Time) {
 	return c.ResentStatus, c.ResentNextAttempt
 }
 
+// completeArgs are completeDeliveryQuery's arguments for c.
+func completeArgs(c *Completion) []any {
+	a := &c.Attempt
+	started := c.leaseStarted()
+	rs, rn := c.resent()
+	status := []any{started, rs, c.Status} // completeStatus
+	args := append([]any{started}, status...)
+	args = append(args, status...)
+	args = append(args, status...)
+	args = append(args, started)
+	args = append(args, status...)
+	args = append(args, started)
+	args = append(args, status...)
+	args = append(args, started, nanos(rn), nanos(c.NextAttempt)) // completeNext
+	return append(args, a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner, nanos(c.LeaseUntil), nanos(c.LeaseUntil))
+}
+
+// leaseStarted is c's attempt's start by its lease's clock, in
+// nanoseconds (see Completion.LeaseStarted): 1 when not known, before
+// any Resend.
+func (c *Completion) leaseStarted() int64 {
+	if c.LeaseStarted.IsZero() {
+		return 1
+	}
+	return nanos(c.LeaseStarted)
+}
+
 // complete records one completion in tx; false if the lease was lost.
 // health holds the EndpointOK last written in tx for each endpoint: the
 // same again would change nothing, and is not written.
 func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, health map[string]bool) (bool, error) {
 	a := &c.Attempt
-	rs, rn := c.resent()
-	started := nanos(a.Started)
-	rows, err := s.queryHot(ctx, tx, completeDeliveryQuery,
-		started, rs, rs, c.Status, c.Status, c.Status, started, c.Status, started, nanos(rn), c.Status, nanos(c.NextAttempt),
-		a.StatusCode, nanos(a.Started.Add(a.Duration)), a.DeliveryID, c.Owner, nanos(c.LeaseUntil), nanos(c.LeaseUntil))
+	rows, err := s.queryHot(ctx, tx, completeDeliveryQuery, completeArgs(c)...)
 	if err != nil {
 		return false, err
 	}
-	var attempts []int
+	var (
+		attempts []int
+		status   string
+	)
 	for rows.Next() {
 		var n int
-		if err := rows.Scan(&n); err != nil {
+		if err := rows.Scan(&n, &status); err != nil {
 			rows.Close()
 			return false, err
 		}
@@ -378,7 +406,7 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 	if err := rows.Err(); err != nil || len(attempts) == 0 {
 		return false, err
 	}
-	c.Resent = attempts[0] == 0
+	c.Resent, c.Failed = attempts[0] == 0, status == StatusFailed
 	response := a.Response
 	if response == nil {
 		response = []byte{}
@@ -408,6 +436,9 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 		}
 	}
 	notices := c.Notices
+	if c.ExhaustedNotice != nil && c.Failed {
+		notices = append([]*Event{c.ExhaustedNotice}, notices...)
+	}
 	if c.Disabled && c.DisableNotice != nil {
 		notices = append([]*Event{c.DisableNotice}, notices...)
 	}

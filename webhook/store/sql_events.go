@@ -135,7 +135,8 @@ func (s *sqlStore) ListAttempts(ctx context.Context, eventID string) ([]*Attempt
 
 // Resend of a delivery leased, whose attempt may be under way, keeps the
 // lease and sets its resend: the attempt's completion then leaves it
-// pending (see completeDeliveryQuery).
+// pending (see completeDeliveryQuery). Its resend is now by the leases'
+// clock, the server's on PostgreSQL (see Completion.LeaseStarted).
 func (s *sqlStore) Resend(ctx context.Context, eventID, endpointID string, now time.Time) (int, error) {
 	var n int64
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -151,11 +152,16 @@ func (s *sqlStore) Resend(ctx context.Context, eventID, endpointID string, now t
 			return err
 		}
 		t := nanos(now)
+		// A resend is by the leases' clock (Completion.LeaseStarted).
+		resend, at := "CAST(? AS BIGINT)", []any{t}
+		if s.leaseByDB {
+			resend, at = s.d.dbNow, nil
+		}
 		var err error
 		if endpointID == "" {
 			n, err = s.exec(ctx, tx, `UPDATE deliveries SET status = ?, attempts = 0, next_attempt = ?, updated = ?,
-				resend = CASE WHEN lease_owner <> '' THEN CAST(? AS BIGINT) ELSE 0 END WHERE event_id = ?`,
-				StatusPending, t, t, t, eventID)
+				resend = CASE WHEN lease_owner <> '' THEN `+resend+` ELSE 0 END WHERE event_id = ?`,
+				append(append([]any{StatusPending, t, t}, at...), eventID)...)
 			return err
 		}
 		if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT 1 FROM endpoints WHERE id = ?`), endpointID).Scan(&one); err != nil {
@@ -167,8 +173,8 @@ func (s *sqlStore) Resend(ctx context.Context, eventID, endpointID string, now t
 		n, err = s.exec(ctx, tx, `INSERT INTO deliveries (id, event_id, endpoint_id, status, attempts, next_attempt, lease_owner, lease_until, last_code, created, updated)
 			VALUES (?, ?, ?, ?, 0, ?, '', 0, 0, ?, ?)
 			ON CONFLICT (event_id, endpoint_id) DO UPDATE SET status = excluded.status, attempts = 0, next_attempt = excluded.next_attempt, updated = excluded.updated,
-				resend = CASE WHEN deliveries.lease_owner <> '' THEN excluded.next_attempt ELSE 0 END`,
-			NewID("dlv", now), eventID, endpointID, StatusPending, t, t, t)
+				resend = CASE WHEN deliveries.lease_owner <> '' THEN `+resend+` ELSE 0 END`,
+			append([]any{NewID("dlv", now), eventID, endpointID, StatusPending, t, t, t}, at...)...)
 		return err
 	})
 	return int(n), err

@@ -34,6 +34,13 @@ type Store interface {
 	// pending again. Completions of attempts to it recorded meanwhile
 	// neither fail it nor are failed by it.
 	UpdateEndpoint(ctx context.Context, e *Endpoint) error
+	// ChangeEndpoint reads endpoint id, applies f to it and writes it
+	// (as UpdateEndpoint does), in one transaction that no other write
+	// to the endpoint interleaves with: what others write is never
+	// undone, and never makes it fail. An error from f writes nothing
+	// and is returned. f must not block, nor use the store. It returns
+	// the endpoint as written.
+	ChangeEndpoint(ctx context.Context, id string, f func(e *Endpoint) error) (*Endpoint, error)
 	// DeleteEndpoint removes the endpoint, its deliveries and their
 	// attempts. Completions of attempts to it recorded meanwhile do not
 	// fail it: each is either recorded first and deleted with the rest,
@@ -64,9 +71,10 @@ type Store interface {
 	// whatever its result: its completion leaves the delivery pending, due
 	// at now, with no attempts (a new schedule), and has its Resent set;
 	// one leased but whose attempt had not started yet (claimed ahead,
-	// queued: its start by the dispatcher's clock is after now) is
-	// attempted once, that attempt the first of the new schedule (see
-	// Completion.ResentStatus).
+	// queued: its start is after the resend, both by the leases' clock,
+	// the server's on PostgreSQL, where the resend's time is the
+	// server's, not now) is attempted once, that attempt the first of the
+	// new schedule (see Completion.ResentStatus and LeaseStarted).
 	Resend(ctx context.Context, eventID, endpointID string, now time.Time) (int, error)
 	// Recover makes pending again, due at now, every failed delivery to
 	// the endpoint whose event was created in [since, until), and returns

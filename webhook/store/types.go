@@ -194,20 +194,32 @@ type Completion struct {
 	// run of failures anew.
 	DisableFailingSince time.Time
 	// ResentStatus and ResentNextAttempt are the delivery's new state
-	// when a Resend was made before the attempt started (Attempt.Started,
-	// by the dispatcher's clock, against the Resend's now): the attempt is
-	// then the first of the schedule the Resend began, not one more of the
-	// old, and is what the Resend asked for (a delivery claimed ahead and
-	// resent while queued is attempted once, not again after it). Empty:
-	// Status and NextAttempt (the attempt was the first of its schedule).
+	// when a Resend was made before the attempt started (LeaseStarted
+	// against the Resend's time): the attempt is then the first of the
+	// schedule the Resend began, not one more of the old, and is what the
+	// Resend asked for (a delivery claimed ahead and resent while queued
+	// is attempted once, not again after it). Empty: Status and
+	// NextAttempt (the attempt was the first of its schedule).
 	ResentStatus      string
 	ResentNextAttempt time.Time
+	// LeaseStarted is the attempt's start by the clock of its lease
+	// (Job.LeaseUntil's: the database server's on PostgreSQL, whose
+	// Resend takes its time from it too), no later than the start: a
+	// Resend is taken as made before the attempt only if it was by one
+	// clock, however skewed the processes' clocks (a Resend during an
+	// attempt taken as before it was lost, the attempt already under way
+	// standing for the one it asked for). Zero: the attempt is taken as
+	// started before any Resend (one during it is followed by another).
+	LeaseStarted time.Time
 	// Notices are operational events inserted with the completion, each
 	// delivered only to NoticeEndpoint; DisableNotice too, but only when
-	// the completion disables the endpoint (see Disabled).
-	Notices        []*Event
-	DisableNotice  *Event
-	NoticeEndpoint string
+	// the completion disables the endpoint (see Disabled), and
+	// ExhaustedNotice only when it leaves the delivery failed (not when a
+	// Resend or a Recover gave it a new schedule).
+	Notices         []*Event
+	DisableNotice   *Event
+	ExhaustedNotice *Event
+	NoticeEndpoint  string
 	// LeaseUntil, when set, is the end of the lease the attempt was
 	// made under (Job.LeaseUntil): the completion is recorded only while
 	// the delivery holds that very lease, not a later one the same owner
@@ -216,6 +228,10 @@ type Completion struct {
 	// LeaseLost is set by Store.Complete when Owner no longer held the
 	// delivery's lease (or not LeaseUntil's), so nothing was recorded.
 	LeaseLost bool
+	// Failed is set by Store.Complete when the completion left the
+	// delivery failed (for good: not when a Resend or a Recover gave it a
+	// new schedule).
+	Failed bool
 	// Disabled is set by Store.Complete when the completion disabled its
 	// endpoint (its Disable was written: not when the endpoint was
 	// disabled already, or its DisableFailingSince was stale).

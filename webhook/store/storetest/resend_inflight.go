@@ -119,7 +119,7 @@ func testResendInFlight(t *testing.T, s store.Store) {
 	}
 	// (An attempt starts at its claim, by default now.)
 	completeStarted := func(j *store.Job, owner string, lease, started time.Time) error {
-		return s.Complete(c, &store.Completion{Owner: owner, LeaseUntil: lease, Status: store.StatusSucceeded, EndpointOK: true,
+		return s.Complete(c, &store.Completion{Owner: owner, LeaseUntil: lease, LeaseStarted: started, Status: store.StatusSucceeded, EndpointOK: true,
 			Attempt: store.Attempt{ID: store.NewID("atmpt", now), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID, Started: started, StatusCode: 200}})
 	}
 	complete := func(j *store.Job, owner string, lease time.Time) error { return completeStarted(j, owner, lease, now) }

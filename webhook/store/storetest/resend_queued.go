@@ -32,7 +32,7 @@ func testResendQueued(t *testing.T, s store.Store) {
 		}
 		var cs []*store.Completion
 		for _, j := range jobs {
-			cs = append(cs, &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: store.StatusFailed,
+			cs = append(cs, &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, LeaseStarted: t0.Add(2 * time.Second), Status: store.StatusFailed,
 				ResentStatus: store.StatusPending, ResentNextAttempt: t0.Add(time.Hour),
 				Attempt: store.Attempt{ID: "atmpt_" + j.Delivery.ID, DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: e.ID,
 					Started: t0.Add(2 * time.Second), Duration: time.Millisecond, StatusCode: 500}})
