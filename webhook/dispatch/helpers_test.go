@@ -116,6 +116,24 @@ func status(code int) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }
 }
 
+// hold is a receiver's handler that tells started a request came, then
+// holds it until answer gives the word (a value sent, or closed), and
+// answers 200: an attempt under way, for as long as a test needs.
+func hold(started chan<- struct{}, answer <-chan struct{}) http.HandlerFunc {
+	return func(http.ResponseWriter, *http.Request) {
+		started <- struct{}{}
+		<-answer
+	}
+}
+
+// deliverDueInBackground runs d.DeliverDue on a goroutine of its own;
+// the channel gets its error.
+func deliverDueInBackground(d *Dispatcher) <-chan error {
+	done := make(chan error, 1)
+	go func() { _, err := d.DeliverDue(context.Background()); done <- err }()
+	return done
+}
+
 // newDispatcher returns a dispatcher on s with the clock c, no jitter
 // (Rand 0.5) and loopback allowed.
 func newDispatcher(t *testing.T, s store.Store, c *clock, mod ...func(*Config)) *Dispatcher {

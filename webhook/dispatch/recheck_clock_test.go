@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -16,20 +15,13 @@ import (
 func TestUserDisableAfterClockStepBack(t *testing.T) {
 	s, c := sqliteStore(t), &clock{t: t0}
 	started, answer := make(chan struct{}, 1), make(chan struct{})
-	var n atomic.Int32
-	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
-		if n.Add(1) <= 2 {
-			started <- struct{}{}
-			<-answer
-		}
-	})
+	rcv := newReceiver(t, hold(started, answer), hold(started, answer), status(http.StatusOK))
 	addEndpoint(t, s, "ep_1", rcv.URL, t0)
 	for range 5 {
 		addEvent(t, s, "t", t0)
 	}
 	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.Concurrency = 1 })
-	done := make(chan error, 1)
-	go func() { _, err := d.DeliverDue(context.Background()); done <- err }()
+	done := deliverDueInBackground(d)
 	<-started
 	// The second attempt comes after a read of the endpoint at t0 + 10 s.
 	c.Set(t0.Add(10 * time.Second))

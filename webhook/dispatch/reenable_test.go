@@ -19,9 +19,8 @@ import (
 func TestReenableDuringAttempt(t *testing.T) {
 	s, c := sqliteStore(t), &clock{t: t0}
 	started, answer := make(chan struct{}, 1), make(chan struct{})
-	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
-		started <- struct{}{}
-		<-answer
+	rcv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		hold(started, answer)(w, r)
 		w.WriteHeader(http.StatusInternalServerError)
 	})
 	ops := newReceiver(t, status(200))
@@ -37,8 +36,7 @@ func TestReenableDuringAttempt(t *testing.T) {
 	addEvent(t, s, "t", t0)
 	addEndpoint(t, s, "ep_ops", ops.URL, t0)
 	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.Policy.DisableAfter = time.Hour; cfg.NoticeEndpoint = "ep_ops" })
-	done := make(chan error, 1)
-	go func() { _, err := d.DeliverDue(context.Background()); done <- err }()
+	done := deliverDueInBackground(d)
 	<-started
 	// The user disables the endpoint and enables it again (as the API
 	// and the console do: enabling clears the failing since).

@@ -42,8 +42,7 @@ func TestResendQueuedNotExhausted(t *testing.T) {
 	deliverDue(t, d, 2)
 	addEndpoint(t, s, "ep_ops", ops.URL, t0)
 	c.Set(t0.Add(time.Second))
-	done := make(chan error, 1)
-	go func() { _, err := d.DeliverDue(context.Background()); done <- err }()
+	done := deliverDueInBackground(d)
 	queued := a
 	if <-started == a.ID {
 		queued = b

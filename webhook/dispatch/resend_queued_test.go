@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,20 +17,13 @@ import (
 func TestResendQueued(t *testing.T) {
 	s, c := sqliteStore(t), &clock{t: t0}
 	started, answer := make(chan struct{}, 1), make(chan struct{})
-	var later atomic.Bool
-	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
-		if !later.Swap(true) {
-			started <- struct{}{}
-			<-answer
-		}
-	})
+	rcv := newReceiver(t, hold(started, answer), status(http.StatusOK))
 	addEndpoint(t, s, "ep_1", rcv.URL, t0)
 	addEvent(t, s, "t", t0)
 	queued := addEvent(t, s, "t", t0.Add(time.Millisecond))
 	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.Concurrency = 1 })
 	c.Set(t0.Add(time.Second))
-	done := make(chan error, 1)
-	go func() { _, err := d.DeliverDue(context.Background()); done <- err }()
+	done := deliverDueInBackground(d)
 	<-started
 	if n, err := s.Resend(context.Background(), queued.ID, "", c.Now()); err != nil || n != 1 {
 		t.Fatalf("resend: %d %v", n, err)

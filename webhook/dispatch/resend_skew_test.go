@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,13 +22,7 @@ func TestResendDuringAttemptSkewedPostgres(t *testing.T) {
 	}
 	defer s.Close()
 	started, answer := make(chan struct{}, 1), make(chan struct{})
-	var first atomic.Bool
-	r := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
-		if !first.Swap(true) {
-			started <- struct{}{}
-			<-answer
-		}
-	})
+	r := newReceiver(t, hold(started, answer), status(http.StatusOK))
 	now := time.Now()
 	addEndpoint(t, s, "ep_1", r.URL, now)
 	ev := addEvent(t, s, "t", now)
@@ -38,8 +31,7 @@ func TestResendDuringAttemptSkewedPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { _, err := d.DeliverDue(context.Background()); done <- err }()
+	done := deliverDueInBackground(d)
 	<-started
 	if n, err := s.Resend(context.Background(), ev.ID, "", time.Now()); err != nil || n != 1 {
 		t.Fatalf("resend: %d %v", n, err)

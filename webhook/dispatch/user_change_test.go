@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"net/http"
-	"sync/atomic"
 	"testing"
 )
 
@@ -15,13 +14,7 @@ import (
 func TestUserChangeReachesQueued(t *testing.T) {
 	s, c := sqliteStore(t), &clock{t: t0}
 	started, answer := make(chan struct{}, 1), make(chan struct{})
-	var later atomic.Bool
-	old := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
-		if !later.Swap(true) {
-			started <- struct{}{}
-			<-answer
-		}
-	})
+	old := newReceiver(t, hold(started, answer), status(http.StatusOK))
 	moved := newReceiver(t, status(http.StatusOK))
 	addEndpoint(t, s, "ep_1", old.URL, t0)
 	const events = 3
@@ -29,8 +22,7 @@ func TestUserChangeReachesQueued(t *testing.T) {
 		addEvent(t, s, "t", t0)
 	}
 	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.Concurrency = 1 })
-	done := make(chan error, 1)
-	go func() { _, err := d.DeliverDue(context.Background()); done <- err }()
+	done := deliverDueInBackground(d)
 	<-started
 	e, _ := s.GetEndpoint(context.Background(), "ep_1")
 	e.URL = moved.URL

@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,21 +20,14 @@ import (
 func TestUserDisableStopsQueued(t *testing.T) {
 	s, c := sqliteStore(t), &clock{t: t0}
 	started, answer := make(chan struct{}, 1), make(chan struct{})
-	var later atomic.Bool
-	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
-		if !later.Swap(true) {
-			started <- struct{}{}
-			<-answer
-		}
-	})
+	rcv := newReceiver(t, hold(started, answer), status(http.StatusOK))
 	addEndpoint(t, s, "ep_1", rcv.URL, t0)
 	const events = 5
 	for range events {
 		addEvent(t, s, "t", t0)
 	}
 	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.Concurrency = 1 })
-	done := make(chan error, 1)
-	go func() { _, err := d.DeliverDue(context.Background()); done <- err }()
+	done := deliverDueInBackground(d)
 	<-started
 	e, _ := s.GetEndpoint(context.Background(), "ep_1")
 	e.Enabled, e.DisabledReason = false, "disabled through the API"
