@@ -491,6 +491,9 @@ type PublisherStats struct {
 	// MaxSubscriptions, or their bytes: their subscriber is sent every
 	// topic instead.
 	RefusedSubscriptions uint64
+	// Ignored counts frames a subscriber sent that are neither a
+	// subscription nor a cancel (empty, or not beginning with 1 or 0).
+	Ignored uint64
 	// Heartbeats counts heartbeats queued. A heartbeat that finds a
 	// subscriber's queue full is dropped (the next one says the same);
 	// a stream's end makes room by dropping queued data and heartbeats,
@@ -522,7 +525,7 @@ func (p *Publisher) Stats() PublisherStats {
 		Published: p.published.Load(), Subscribers: p.Subscribers(),
 		Dropped: f.dropped.Load(), DroppedZMTP: f.droppedZMTP.Load(), SlowDisconnects: f.slowDisconnects.Load(),
 		Discarded: s.discarded.Load(), DiscardedZMTP: s.discardedZMTP.Load(),
-		RefusedSubscriptions: f.refusedSubscriptions.Load(), Heartbeats: p.heartbeat.Load(), DroppedEnds: f.droppedEnds.Load(),
+		RefusedSubscriptions: f.refusedSubscriptions.Load(), Ignored: f.ignored.Load(), Heartbeats: p.heartbeat.Load(), DroppedEnds: f.droppedEnds.Load(),
 		Accepted: s.accepted.Load(), Refused: s.refused.Load(), HandshakeFailed: s.handshakeFailed.Load(),
 		Dialed: s.dialed.Load(), DialFailed: s.dialFailed.Load(), FrameTimeouts: s.frameTimeouts.Load(), TooLarge: s.tooLarge.Load(),
 		HeartbeatTimeouts: s.heartbeatTimeouts.Load(), PongsCoalesced: s.pongsCoalesced.Load(),
