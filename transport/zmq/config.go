@@ -135,11 +135,13 @@ type Config struct {
 	// for room before it is read. Default: DefaultMaxPendingBytes, or
 	// MaxMessageBytes if larger; it must be at least MaxMessageBytes.
 	MaxPendingBytes int
-	// FrameTimeout bounds how long the body of a frame over 64 KiB may
-	// take to arrive after its header, the wait for room in
-	// MaxPendingBytes included, and the rest of a message once it is
-	// over 64 KiB (its frames are held until its last); the connection
-	// fails beyond (ErrFrameTimeout). Only the time spent waiting for
+	// FrameTimeout bounds how long the body of a frame over 64 KiB, or
+	// the rest of a message once it is over 64 KiB (its frames are held
+	// until its last), may take to make 64 KiB of progress, the wait
+	// for room in MaxPendingBytes included; the connection fails
+	// beyond (ErrFrameTimeout). So a peer must send a large message at
+	// 64 KiB a FrameTimeout at least, and a message takes at most
+	// (MaxMessageBytes/64 KiB+1)*FrameTimeout. Only the time spent waiting for
 	// the network counts, not a pause of the reader while the receive
 	// queue is full.
 	FrameTimeout time.Duration

@@ -504,8 +504,8 @@ type PublisherStats struct {
 	// Accepted, Refused (beyond MaxHandshakes or MaxPeers) and HandshakeFailed count
 	// incoming connections; Dialed and DialFailed outgoing ones.
 	Accepted, Refused, HandshakeFailed, Dialed, DialFailed uint64
-	// FrameTimeouts counts connections failed because a frame over
-	// 64 KiB did not arrive within FrameTimeout (ErrFrameTimeout).
+	// FrameTimeouts counts connections failed because a frame or
+	// message over 64 KiB stalled beyond FrameTimeout (ErrFrameTimeout).
 	FrameTimeouts uint64
 	// TooLarge counts connections failed because their peer sent a
 	// message over MaxMessageBytes, or of too many frames

@@ -34,6 +34,10 @@ const (
 	frameCost = 64
 )
 
+// progressChunk is the progress of a message over 64 KiB, or of a large
+// frame's body, that gives it FrameTimeout again.
+const progressChunk = 64 << 10
+
 // maxFrames is how many frames a message may have, at most maxMessage
 // bytes: libzmq sets no such limit.
 func maxFrames(maxMessage int) int { return max(minFrames, maxMessage/frameCost) }
@@ -70,13 +74,19 @@ type wireConn struct {
 	reserved     atomic.Int64
 	onTimeout    func()
 	// bodyLeft is how long the reader may still wait for the network
-	// for the rest of the current message once it is over 64 KiB, or
-	// the body of a large frame (timing): zmq4 holds every frame of a
-	// message until its last. Only the time spent in the network's Read
-	// counts, not the time our application takes to receive what was
-	// read before (a header may be read ahead of a message the reader
-	// waits to hand on while the receive queue is full).
+	// for the next progressChunk bytes of the current message once it
+	// is over 64 KiB, or of the body of a large frame (timing): zmq4
+	// holds every frame of a message until its last. Each progressChunk
+	// bytes that arrive give it FrameTimeout again (never more), so a
+	// peer sending slowly but steadily is not cut off, and a message
+	// takes at most (MaxMessageBytes/progressChunk+1)*FrameTimeout.
+	// Only the time spent in the network's Read counts, not the time
+	// our application takes to receive what was read before (a header
+	// may be read ahead of a message the reader waits to hand on while
+	// the receive queue is full). progress counts the bytes read since
+	// bodyLeft was last given FrameTimeout.
 	bodyLeft time.Duration
+	progress int
 	timing   bool
 	// handshakeBy is the handshake's deadline, until handshakeDone.
 	handshakeBy time.Time
@@ -215,12 +225,16 @@ func (c *wireConn) fill() {
 	}
 	if timing {
 		c.bodyLeft -= time.Since(start)
+		if c.progress += n; c.progress >= progressChunk {
+			c.progress %= progressChunk
+			c.bodyLeft = c.frameTimeout
+		}
 	}
 	c.w += n
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) && timing && c.bodyLeft <= 0 {
 			c.onTimeout()
-			err = fmt.Errorf("%w: a message over %d bytes, or a frame's body, did not arrive within %v: %v", ErrFrameTimeout, largeFrame, c.frameTimeout, err)
+			err = fmt.Errorf("%w: a message over %d bytes, or a frame's body, stalled: less than %d bytes of it in %v: %v", ErrFrameTimeout, largeFrame, progressChunk, c.frameTimeout, err)
 		}
 		c.readErr = err
 	}
@@ -348,7 +362,7 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 		return false, fmt.Errorf("%w: more than %d frames", ErrFrameTooLarge, c.maxFrames)
 	}
 	if c.pending != nil && !c.timing && c.msgBytes+size > largeFrame {
-		c.bodyLeft, c.timing = c.frameTimeout, true
+		c.bodyLeft, c.progress, c.timing = c.frameTimeout, 0, true
 	}
 	if size > largeFrame && c.pending != nil {
 		if err := c.reserve(size); err != nil {
