@@ -151,6 +151,8 @@ type Config struct {
 	// MaxHandshakes bounds the connections a bound socket accepts
 	// that are still in their handshake (HandshakeTimeout), apart from
 	// MaxPeers: connections that never finish one keep no peer out.
+	// Beyond, the oldest of them is closed to make room (counted in
+	// Refused), so a flood of them delays a peer, not locks it out.
 	MaxHandshakes int
 	// MaxSubscriptions bounds the topic prefixes one subscriber may hold
 	// at a publisher, and their bytes to MaxSubscriptions*256 (a libzmq

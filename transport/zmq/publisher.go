@@ -501,7 +501,8 @@ type PublisherStats struct {
 	// so (a queue holding nothing but ends, endReserve beyond its
 	// bounds).
 	Heartbeats, DroppedEnds uint64
-	// Accepted, Refused (beyond MaxHandshakes or MaxPeers) and HandshakeFailed count
+	// Accepted, Refused (beyond MaxPeers, or the oldest in its handshake
+	// beyond MaxHandshakes) and HandshakeFailed count
 	// incoming connections; Dialed and DialFailed outgoing ones.
 	Accepted, Refused, HandshakeFailed, Dialed, DialFailed uint64
 	// FrameTimeouts counts connections failed because a frame or
