@@ -159,7 +159,8 @@ type Config struct {
 	// subscriber's prefix may be longer than 255 bytes, ours not); a
 	// subscriber holds no more (Subscribe refuses them). A peer that
 	// subscribes beyond (a libzmq SUB, a proxy) is sent every topic,
-	// which its own filter sorts out, instead of being refused.
+	// which its own filter sorts out, instead of being refused, until
+	// it has cancelled what was refused.
 	MaxSubscriptions int
 	// Reconnect is the first wait before redialling a connected
 	// endpoint; it doubles up to ReconnectMax.

@@ -70,12 +70,17 @@ type subscriber struct {
 	long map[int]int32
 	// bytes is what the prefixes held take, at most subscriptionBytes.
 	bytes int
-	// all is set once the subscriber subscribed beyond what it may
-	// hold: it is sent every topic from then on, for as long as it is
-	// connected. Its own filter sorts them out (libzmq's SUB and our
-	// Subscriber filter what they receive, a proxy's fanout per
-	// subscriber), where refusing it would lose what it subscribed to.
+	// all is set while the subscriber wants a prefix beyond what it
+	// may hold: it is sent every topic meanwhile. Its own filter sorts
+	// them out (libzmq's SUB and our Subscriber filter what they
+	// receive, a proxy's fanout per subscriber), where refusing it
+	// would lose what it subscribed to. over counts the subscriptions
+	// refused, less the cancels of prefixes not held (libzmq's SUB,
+	// zmq_proxy and ours cancel only what they subscribed): at 0 the
+	// subscriber is filtered again. A refused prefix subscribed twice
+	// and cancelled once keeps it sent every topic, never the reverse.
 	all     bool
+	over    int
 	dropped atomic.Uint64
 }
 
@@ -132,18 +137,31 @@ func (f *fanout) received(p *peer, frames [][]byte) error {
 
 // subscribe adds prefix to (or, with add false, removes it from) what
 // the subscriber p holds. Beyond MaxSubscriptions, or their bytes, the
-// subscriber is sent everything instead (subscriber.all).
+// subscriber is sent everything instead (subscriber.all), until it has
+// cancelled as many prefixes it does not hold.
 func (f *fanout) subscribe(p *peer, prefix []byte, add bool) {
 	s := p.state.(*subscriber)
 	s.mu.Lock()
 	_, had := s.prefixes[string(prefix)]
 	switch {
+	case !add && !had && s.all:
+		s.over--
+		last := s.over == 0
+		s.all = !last
+		s.mu.Unlock()
+		if last {
+			f.sock.log.Debug("zmq: subscriber back within MaxSubscriptions is filtered again", "remote", p.remote)
+			f.total1("", false)
+			f.sock.peersChanged.notify()
+		}
+		return
 	case add == had:
 		s.mu.Unlock()
 		return // held already, or not held
 	case add && (len(s.prefixes) >= f.maxSubscriptions || s.bytes+len(prefix) > subscriptionBytes(f.maxSubscriptions)):
 		first := !s.all
 		s.all = true
+		s.over++
 		s.mu.Unlock()
 		f.stats.refusedSubscriptions.Add(1)
 		if first {
