@@ -156,3 +156,29 @@ func TestBeyondMaxBackToFiltering(t *testing.T) {
 		t.Errorf("%d subscribers of every topic counted, want 0", n)
 	}
 }
+
+// TestInteropPyzmqSubBackToFiltering: a libzmq SUB beyond
+// MaxSubscriptions is filtered again once it unsubscribes what was
+// refused (libzmq sends a cancel for what it subscribed only).
+func TestInteropPyzmqSubBackToFiltering(t *testing.T) {
+	ctx := testCtx(t)
+	pub, ep := bound(t, Config{MaxSubscriptions: 2})
+	py := startPy(t, "unsub", ep, "a.", "b.", "c.")
+	py.next() // ready
+	if err := pub.WaitSubscribers(ctx, "c.x", 1); err != nil {
+		t.Fatalf("%v; publisher %+v", err, pub.Stats())
+	}
+	if _, err := py.stdin.Write([]byte("c.\n")); err != nil {
+		t.Fatal(err)
+	}
+	py.next() // unsubscribed
+	for pubSees(pub, "z") {
+		if ctx.Err() != nil {
+			t.Fatalf("c. unsubscribed, the libzmq SUB still sent every topic; publisher %+v", pub.Stats())
+		}
+		time.Sleep(time.Millisecond) // polling the fanout's state, no event to wait on
+	}
+	if !pubSees(pub, "a.x") || !pubSees(pub, "b.x") || pubSees(pub, "c.x") {
+		t.Errorf("sends a.x %v, b.x %v, c.x %v: want true, true, false", pubSees(pub, "a.x"), pubSees(pub, "b.x"), pubSees(pub, "c.x"))
+	}
+}
