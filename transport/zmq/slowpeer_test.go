@@ -94,3 +94,34 @@ func TestSlowlorisBelowLeastRate(t *testing.T) {
 		t.Errorf("a frame arriving at half the least rate was cut after %v, FrameTimeout %v", d.Round(time.Millisecond), ft)
 	}
 }
+
+// TestPingsAreNoProgress: PINGs inside an unfinished message over
+// 64 KiB, however many, do not make it progress: a peer sending them
+// and no more of the message is cut off after FrameTimeout, as one
+// sending nothing is, so it cannot make a subscriber hold the message
+// for ever.
+func TestPingsAreNoProgress(t *testing.T) {
+	const ft = 300 * time.Millisecond
+	sub, err := NewSubscriber(t.Context(), Config{Bind: []string{"tcp://127.0.0.1:0"}, FrameTimeout: ft, MaxMessageBytes: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	c, _ := rawPeer(t, "tcp://"+sub.Addrs()[0].String(), zmq4.Pub)
+	frame := append([]byte{flagMore, 255}, bytes.Repeat([]byte("f"), 255)...)
+	if _, err := c.Write(bytes.Repeat(frame, 400)); err != nil { // 100 KiB, unfinished
+		t.Fatal(err)
+	}
+	pings := bytes.Repeat(command("PING", append([]byte{0, 0}, bytes.Repeat([]byte("c"), 990)...)), 64) // 64 KiB
+	start := time.Now()
+	for time.Since(start) < 20*ft {
+		if _, err := c.Write(pings); err != nil {
+			break // closed
+		}
+		time.Sleep(ft / 4) // the peer's pace: what this test is about
+	}
+	waitCount(t, "FrameTimeouts", func() uint64 { return sub.Stats().FrameTimeouts }, 1)
+	if d := time.Since(start); d > 10*ft {
+		t.Errorf("a message kept unfinished by PINGs was cut after %v, FrameTimeout %v", d.Round(time.Millisecond), ft)
+	}
+}

@@ -83,8 +83,8 @@ type wireConn struct {
 	// Only the time spent in the network's Read counts, not the time
 	// our application takes to receive what was read before (a header
 	// may be read ahead of a message the reader waits to hand on while
-	// the receive queue is full). progress counts the bytes read since
-	// bodyLeft was last given FrameTimeout.
+	// the receive queue is full). progress counts the message's bytes
+	// checked since bodyLeft was last given FrameTimeout.
 	bodyLeft time.Duration
 	progress int
 	timing   bool
@@ -162,6 +162,20 @@ func (c *wireConn) reserve(size uint64) error {
 	return nil
 }
 
+// progressed counts n bytes of the body of the timed message, if any:
+// each progressChunk of them gives it FrameTimeout again. Only a
+// message's bytes count, not the commands (PINGs) among its frames nor
+// its frames' headers, so a message's time stays bounded.
+func (c *wireConn) progressed(n int) {
+	if !c.timing {
+		return
+	}
+	if c.progress += n; c.progress >= progressChunk {
+		c.progress %= progressChunk
+		c.bodyLeft = c.frameTimeout
+	}
+}
+
 // frameDone is called when a frame's body has arrived: it ends its
 // reservation, if any, and the message's timing after its last frame.
 func (c *wireConn) frameDone() {
@@ -225,10 +239,6 @@ func (c *wireConn) fill() {
 	}
 	if timing {
 		c.bodyLeft -= time.Since(start)
-		if c.progress += n; c.progress >= progressChunk {
-			c.progress %= progressChunk
-			c.bodyLeft = c.frameTimeout
-		}
 	}
 	c.w += n
 	if err != nil {
@@ -257,6 +267,7 @@ func (c *wireConn) check() error {
 			n := min(c.body, uint64(len(avail)))
 			c.body -= n
 			c.ok += int(n)
+			c.progressed(int(n))
 			if c.body == 0 {
 				c.frameDone()
 			}
