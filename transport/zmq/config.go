@@ -126,8 +126,10 @@ type Config struct {
 	Seed                     uint64
 
 	// MaxMessageBytes bounds a ZMTP message a peer may send; a larger
-	// one closes the connection. A publisher takes from a subscriber no
-	// more than its longest subscription (1+MaxSubscriptions*256 bytes).
+	// one closes the connection. A publisher holds of a subscriber's
+	// message no more than 2+MaxSubscriptions*256 bytes: a longer
+	// subscription is cut to that, refused (the subscriber is sent
+	// every topic), and its cancel cut alike.
 	MaxMessageBytes int
 	// MaxPendingBytes bounds, across a socket's connections, the bytes of
 	// frames over 64 KiB whose header has arrived and whose body has

@@ -17,13 +17,16 @@ const maxPrefix = 255
 // as that many prefixes of maxPrefix bytes would take.
 func subscriptionBytes(maxSubscriptions int) int { return maxSubscriptions * (maxPrefix + 1) }
 
-// fanoutMaxMessage is the largest message a publishing socket of c takes
-// from a subscriber, which sends it subscriptions only: one of the
-// longest prefix it may hold. zmq4 holds a message's frames until its
-// last, so MaxMessageBytes would let each of MaxPeers subscribers make a
-// publisher hold that much.
+// fanoutMaxMessage is the largest message a publishing socket of c holds
+// from a subscriber, which sends it subscriptions only: one of a prefix
+// one byte longer than it may hold. zmq4 holds a message's frames until
+// its last, so MaxMessageBytes would let each of MaxPeers subscribers
+// make a publisher hold that much. A longer frame (up to
+// MaxMessageBytes, as a libzmq SUB's prefix may be) is cut to this
+// length (wireConn.truncateFrames): refused as it would be whole, its
+// subscriber sent every topic, and its cancel cut alike.
 func fanoutMaxMessage(c *Config) int {
-	return min(c.MaxMessageBytes, 1+subscriptionBytes(c.MaxSubscriptions))
+	return min(c.MaxMessageBytes, 2+subscriptionBytes(c.MaxSubscriptions))
 }
 
 // fanout is the role of a publishing socket (PUB, and the proxy's XPUB

@@ -62,7 +62,7 @@ func NewProxy(ctx context.Context, cfg ProxyConfig) (*Proxy, error) {
 	p.fan = &fanout{slow: c.Slow, maxSubscriptions: c.MaxSubscriptions, total: map[string]int{}, onSubscribe: p.onSubscribe}
 	dc := c.socketConfig()
 	dc.typ = zmq4.XPub
-	dc.maxMessage = fanoutMaxMessage(&c)
+	dc.maxMessage, dc.maxWireFrame = fanoutMaxMessage(&c), c.MaxMessageBytes
 	dc.role = p.fan
 	p.down = newSocket(dc)
 	p.fan.sock = p.down

@@ -102,7 +102,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	}
 	sc := cfg.socketConfig()
 	sc.typ = zmq4.Pub
-	sc.maxMessage = fanoutMaxMessage(&cfg)
+	sc.maxMessage, sc.maxWireFrame = fanoutMaxMessage(&cfg), cfg.MaxMessageBytes
 	p.fan = &fanout{slow: cfg.Slow, maxSubscriptions: cfg.MaxSubscriptions, total: map[string]int{}}
 	sc.role = p.fan
 	sc.onIdle = p.kickSender

@@ -38,8 +38,11 @@ type socketConfig struct {
 	typ        zmq4.SocketType
 	role       role
 	maxMessage int
-	pending    int           // MaxPendingBytes
-	frameTime  time.Duration // FrameTimeout
+	// maxWireFrame, if over maxMessage, is the longest message frame
+	// taken, cut to maxMessage (wireConn.truncateFrames).
+	maxWireFrame int
+	pending      int           // MaxPendingBytes
+	frameTime    time.Duration // FrameTimeout
 	// pingInterval, pingTimeout and pingTTL are PingInterval,
 	// PingTimeout and PingTTL.
 	pingInterval, pingTimeout, pingTTL time.Duration

@@ -59,7 +59,13 @@ type wireConn struct {
 	net.Conn
 	maxMessage uint64
 	maxFrames  int
-	onPing     func(ttl time.Duration, context []byte)
+	// truncate, if set, is the length a message frame longer than it
+	// (up to maxWire bytes) is cut to, the rest of its body discarded
+	// unread by zmq4 (discard): a publisher's subscriber sends only
+	// subscriptions, and one beyond truncate bytes is refused whatever
+	// its end (truncateFrames).
+	truncate, maxWire, discard uint64
+	onPing                     func(ttl time.Duration, context []byte)
 	// traffic is what the reader tells the connection's liveness: that
 	// bytes arrived, and whether it waits for the network (not for our
 	// application to take what it read).
@@ -115,6 +121,15 @@ func newWireConn(c net.Conn, maxMessage int, onPing func(time.Duration, []byte))
 		onPing:     onPing,
 		buf:        make([]byte, readBufSize),
 		greeting:   greetingLen,
+	}
+}
+
+// truncateFrames makes message frames longer than keep bytes, up to
+// maxWire, reach zmq4 cut to keep bytes; maxMessage bounds what zmq4
+// holds of a message, maxWire what may arrive of one frame.
+func (c *wireConn) truncateFrames(keep, maxWire int) {
+	if keep < maxWire {
+		c.truncate, c.maxWire = uint64(keep), uint64(maxWire)
 	}
 }
 
@@ -268,7 +283,16 @@ func (c *wireConn) check() error {
 			c.body -= n
 			c.ok += int(n)
 			c.progressed(int(n))
-			if c.body == 0 {
+			if c.body == 0 && c.discard == 0 {
+				c.frameDone()
+			}
+		case c.discard > 0:
+			n := min(c.discard, uint64(len(avail)))
+			copy(c.buf[c.ok:], c.buf[c.ok+int(n):c.w])
+			c.w -= int(n)
+			c.discard -= n
+			c.progressed(int(n))
+			if c.discard == 0 {
 				c.frameDone()
 			}
 		default:
@@ -360,6 +384,11 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 		// large frame's body would lift the handshake's deadline.
 		return false, fmt.Errorf("%w: a message frame before the handshake command", ErrBadFrame)
 	}
+	wire := size
+	if c.truncate > 0 && size > c.truncate && size <= c.maxWire {
+		// A long header (9 bytes): truncate is over 255.
+		size = c.truncate
+	}
 	if size > largeFrame && c.pending != nil && c.r < c.ok && size <= c.maxMessage {
 		// Its room may take a while: first let zmq4 take what is
 		// checked (a whole message, a READY); checked again then.
@@ -385,9 +414,12 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 	if c.lastFrame {
 		c.msgFrames, c.msgBytes = 0, 0
 	}
+	if wire != size {
+		binary.BigEndian.PutUint64(c.buf[c.ok+1:], size)
+	}
 	c.ok += hdr
-	c.body = size
-	if size == 0 {
+	c.body, c.discard = size, wire-size
+	if size == 0 && c.discard == 0 {
 		c.frameDone()
 	}
 	return true, nil

@@ -343,3 +343,38 @@ func TestPendingBudgetReturned(t *testing.T) {
 		t.Fatal("Close waited for a connection waiting for room in MaxPendingBytes")
 	}
 }
+
+// FuzzWireTruncated feeds a subscriber's stream through the checker of
+// a publisher, which cuts frames over its bound to it (truncateFrames),
+// into zmq4's reader: nothing may panic, and no message larger than
+// the bound may reach zmq4, whatever the frames cut.
+func FuzzWireTruncated(f *testing.F) {
+	long := append(binary.BigEndian.AppendUint64([]byte{flagLong}, 600), 1)
+	long = append(long, bytes.Repeat([]byte("L"), 599)...)
+	f.Add(append(ready("SUB"), long...))
+	f.Add(append(ready("SUB"), append(long[:200], append(command("PING", []byte{0, 1, 'x'}), long[200:]...)...)...))
+	f.Add(append(ready("SUB"), append(append([]byte{flagMore}, long[1:]...), 0, 2, 0, 'a')...))
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		const keep, maxWire = 300, 4096
+		wc := newWireConn(newPipeConn(append(greeting(), stream...)), keep, nil)
+		wc.truncateFrames(keep, maxWire)
+		zc, err := zmq4.Open(wc, null.Security(), zmq4.Pub, nil, false, nil)
+		if err != nil {
+			return
+		}
+		wc.handshakeDone()
+		for range 1000 {
+			msg, err := zc.RecvMsg()
+			if err != nil {
+				return
+			}
+			n := 0
+			for _, fr := range msg.Frames {
+				n += len(fr)
+			}
+			if n > keep {
+				t.Fatalf("a message of %d bytes got through a bound of %d", n, keep)
+			}
+		}
+	})
+}
