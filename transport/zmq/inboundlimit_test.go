@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/brokerless/brokerless/transport"
 )
 
 // TestPublisherInboundBounded: a publisher takes nothing from a
@@ -70,5 +72,29 @@ func TestPrefixBeyondInboundBound(t *testing.T) {
 	}
 	if st := pub.Stats(); st.TooLarge != 0 || st.RefusedSubscriptions != 2 || st.Accepted != 1 {
 		t.Errorf("TooLarge %d, RefusedSubscriptions %d, Accepted %d: want 0, 2, 1", st.TooLarge, st.RefusedSubscriptions, st.Accepted)
+	}
+}
+
+// TestInteropPyzmqSubPrefixBeyondInboundBound: a libzmq SUB subscribed
+// to a prefix longer than a publisher holds (MaxSubscriptions 1) is
+// sent what it subscribed to; its connection used to fail (TooLarge).
+func TestInteropPyzmqSubPrefixBeyondInboundBound(t *testing.T) {
+	ctx := testCtx(t)
+	pub, ep := bound(t, Config{MaxSubscriptions: 1})
+	long := string(bytes.Repeat([]byte{'L'}, 300))
+	py := startPy(t, "sub", ep, "1", long)
+	py.next() // ready
+	if err := pub.WaitSubscribers(ctx, long+"x", 1); err != nil {
+		t.Fatalf("%v; publisher %+v", err, pub.Stats())
+	}
+	if err := pub.Publish(ctx, transport.Message{Topic: long + "x", Payload: []byte("p")}); err != nil {
+		t.Fatal(err)
+	}
+	if m := py.next(); m["topic"] != long+"x" {
+		t.Fatalf("libzmq SUB got %v", m)
+	}
+	py.wait()
+	if st := pub.Stats(); st.TooLarge != 0 {
+		t.Errorf("TooLarge %d, want 0", st.TooLarge)
 	}
 }
