@@ -19,7 +19,9 @@
 // Receive honours a context; Close ends every goroutine. Beneath zmq4,
 // each connection reads through a checker that refuses a frame or
 // message larger than MaxMessageBytes before zmq4 allocates it (zmq4
-// allocates whatever length a peer announces), lets a frame over 64 KiB
+// allocates whatever length a peer announces), cuts a subscriber's frame
+// longer than a publisher holds (a subscription it refuses whole too),
+// lets a frame over 64 KiB
 // through only once its size fits in the socket's MaxPendingBytes and
 // fails its connection if its body then stalls (so headers alone
 // cannot make zmq4 allocate more), as it does if a message, once over
