@@ -126,8 +126,10 @@ type Config struct {
 	Seed                     uint64
 
 	// MaxMessageBytes bounds a ZMTP message a peer may send; a larger
-	// one closes the connection. A publisher takes from a subscriber no
-	// more than its longest subscription (1+MaxSubscriptions*256 bytes).
+	// one closes the connection. A publisher holds of a subscriber's
+	// message no more than 2+MaxSubscriptions*256 bytes: a longer
+	// subscription is cut to that, refused (the subscriber is sent
+	// every topic), and its cancel cut alike.
 	MaxMessageBytes int
 	// MaxPendingBytes bounds, across a socket's connections, the bytes of
 	// frames over 64 KiB whose header has arrived and whose body has
@@ -135,11 +137,13 @@ type Config struct {
 	// for room before it is read. Default: DefaultMaxPendingBytes, or
 	// MaxMessageBytes if larger; it must be at least MaxMessageBytes.
 	MaxPendingBytes int
-	// FrameTimeout bounds how long the body of a frame over 64 KiB may
-	// take to arrive after its header, the wait for room in
-	// MaxPendingBytes included, and the rest of a message once it is
-	// over 64 KiB (its frames are held until its last); the connection
-	// fails beyond (ErrFrameTimeout). Only the time spent waiting for
+	// FrameTimeout bounds how long the body of a frame over 64 KiB, or
+	// the rest of a message once it is over 64 KiB (its frames are held
+	// until its last), may take to make 64 KiB of progress, the wait
+	// for room in MaxPendingBytes included; the connection fails
+	// beyond (ErrFrameTimeout). So a peer must send a large message at
+	// 64 KiB a FrameTimeout at least, and a message takes at most
+	// (MaxMessageBytes/64 KiB+1)*FrameTimeout. Only the time spent waiting for
 	// the network counts, not a pause of the reader while the receive
 	// queue is full.
 	FrameTimeout time.Duration
@@ -149,13 +153,16 @@ type Config struct {
 	// MaxHandshakes bounds the connections a bound socket accepts
 	// that are still in their handshake (HandshakeTimeout), apart from
 	// MaxPeers: connections that never finish one keep no peer out.
+	// Beyond, the oldest of them is closed to make room (counted in
+	// Refused), so a flood of them delays a peer, not locks it out.
 	MaxHandshakes int
 	// MaxSubscriptions bounds the topic prefixes one subscriber may hold
 	// at a publisher, and their bytes to MaxSubscriptions*256 (a libzmq
 	// subscriber's prefix may be longer than 255 bytes, ours not); a
 	// subscriber holds no more (Subscribe refuses them). A peer that
 	// subscribes beyond (a libzmq SUB, a proxy) is sent every topic,
-	// which its own filter sorts out, instead of being refused.
+	// which its own filter sorts out, instead of being refused, until
+	// it has cancelled what was refused.
 	MaxSubscriptions int
 	// Reconnect is the first wait before redialling a connected
 	// endpoint; it doubles up to ReconnectMax.

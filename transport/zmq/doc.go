@@ -19,12 +19,16 @@
 // Receive honours a context; Close ends every goroutine. Beneath zmq4,
 // each connection reads through a checker that refuses a frame or
 // message larger than MaxMessageBytes before zmq4 allocates it (zmq4
-// allocates whatever length a peer announces), lets a frame over 64 KiB
+// allocates whatever length a peer announces), cuts a subscriber's frame
+// longer than a publisher holds (a subscription it refuses whole too),
+// lets a frame over 64 KiB
 // through only once its size fits in the socket's MaxPendingBytes and
-// fails its connection if its body then takes over FrameTimeout (so
-// headers alone cannot make zmq4 allocate more), as it does if a
-// message, once over 64 KiB, is not whole within FrameTimeout (zmq4
-// holds its frames until its last), refuses a ZMTP 1.0 or 2.0 greeting
+// fails its connection if its body then stalls (so headers alone
+// cannot make zmq4 allocate more), as it does if a message, once over
+// 64 KiB, stalls (zmq4 holds its frames until its last): stalling is
+// taking over FrameTimeout for the next 64 KiB, so a slow but steady
+// peer is not cut off, and a message takes at most
+// (MaxMessageBytes/64 KiB+1)*FrameTimeout; it refuses a ZMTP 1.0 or 2.0 greeting
 // at once (ErrVersion; zmq4 would wait for the rest of a ZMTP 3 one), a
 // message frame before the peer's handshake command and a malformed
 // READY (zmq4 panics on one), and takes PINGs out of the stream so that they are answered by

@@ -21,7 +21,8 @@ var (
 	ErrFrameTooLarge = errors.New("zmq: frame or message larger than allowed")
 	// ErrFrameTimeout is the error a connection fails with when the
 	// body of a frame over 64 KiB, or the rest of a message once over
-	// 64 KiB, does not arrive within Config.FrameTimeout (waiting for
+	// 64 KiB, stalls: its next 64 KiB do not arrive within
+	// Config.FrameTimeout (waiting for
 	// room in Config.MaxPendingBytes included, time our reader spends
 	// handing on what it read excluded).
 	ErrFrameTimeout = errors.New("zmq: a large frame's body did not arrive in time")

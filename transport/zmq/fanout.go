@@ -17,13 +17,16 @@ const maxPrefix = 255
 // as that many prefixes of maxPrefix bytes would take.
 func subscriptionBytes(maxSubscriptions int) int { return maxSubscriptions * (maxPrefix + 1) }
 
-// fanoutMaxMessage is the largest message a publishing socket of c takes
-// from a subscriber, which sends it subscriptions only: one of the
-// longest prefix it may hold. zmq4 holds a message's frames until its
-// last, so MaxMessageBytes would let each of MaxPeers subscribers make a
-// publisher hold that much.
+// fanoutMaxMessage is the largest message a publishing socket of c holds
+// from a subscriber, which sends it subscriptions only: one of a prefix
+// one byte longer than it may hold. zmq4 holds a message's frames until
+// its last, so MaxMessageBytes would let each of MaxPeers subscribers
+// make a publisher hold that much. A longer frame (up to
+// MaxMessageBytes, as a libzmq SUB's prefix may be) is cut to this
+// length (wireConn.truncateFrames): refused as it would be whole, its
+// subscriber sent every topic, and its cancel cut alike.
 func fanoutMaxMessage(c *Config) int {
-	return min(c.MaxMessageBytes, 1+subscriptionBytes(c.MaxSubscriptions))
+	return min(c.MaxMessageBytes, 2+subscriptionBytes(c.MaxSubscriptions))
 }
 
 // fanout is the role of a publishing socket (PUB, and the proxy's XPUB
@@ -70,12 +73,17 @@ type subscriber struct {
 	long map[int]int32
 	// bytes is what the prefixes held take, at most subscriptionBytes.
 	bytes int
-	// all is set once the subscriber subscribed beyond what it may
-	// hold: it is sent every topic from then on, for as long as it is
-	// connected. Its own filter sorts them out (libzmq's SUB and our
-	// Subscriber filter what they receive, a proxy's fanout per
-	// subscriber), where refusing it would lose what it subscribed to.
+	// all is set while the subscriber wants a prefix beyond what it
+	// may hold: it is sent every topic meanwhile. Its own filter sorts
+	// them out (libzmq's SUB and our Subscriber filter what they
+	// receive, a proxy's fanout per subscriber), where refusing it
+	// would lose what it subscribed to. over counts the subscriptions
+	// refused, less the cancels of prefixes not held (libzmq's SUB,
+	// zmq_proxy and ours cancel only what they subscribed): at 0 the
+	// subscriber is filtered again. A refused prefix subscribed twice
+	// and cancelled once keeps it sent every topic, never the reverse.
 	all     bool
+	over    int
 	dropped atomic.Uint64
 }
 
@@ -132,18 +140,31 @@ func (f *fanout) received(p *peer, frames [][]byte) error {
 
 // subscribe adds prefix to (or, with add false, removes it from) what
 // the subscriber p holds. Beyond MaxSubscriptions, or their bytes, the
-// subscriber is sent everything instead (subscriber.all).
+// subscriber is sent everything instead (subscriber.all), until it has
+// cancelled as many prefixes it does not hold.
 func (f *fanout) subscribe(p *peer, prefix []byte, add bool) {
 	s := p.state.(*subscriber)
 	s.mu.Lock()
 	_, had := s.prefixes[string(prefix)]
 	switch {
+	case !add && !had && s.all:
+		s.over--
+		last := s.over == 0
+		s.all = !last
+		s.mu.Unlock()
+		if last {
+			f.sock.log.Debug("zmq: subscriber back within MaxSubscriptions is filtered again", "remote", p.remote)
+			f.total1("", false)
+			f.sock.peersChanged.notify()
+		}
+		return
 	case add == had:
 		s.mu.Unlock()
 		return // held already, or not held
 	case add && (len(s.prefixes) >= f.maxSubscriptions || s.bytes+len(prefix) > subscriptionBytes(f.maxSubscriptions)):
 		first := !s.all
 		s.all = true
+		s.over++
 		s.mu.Unlock()
 		f.stats.refusedSubscriptions.Add(1)
 		if first {

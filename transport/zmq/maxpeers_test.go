@@ -56,8 +56,8 @@ func TestHandshakingNotCountedInMaxPeers(t *testing.T) {
 		t.Errorf("%d peers, MaxPeers 1", n)
 	}
 
-	// Silent connections beyond their own bound (MaxHandshakes) are
-	// refused at once.
+	// Silent connections beyond their own bound (MaxHandshakes) close
+	// the oldest at once.
 	pub2, ep2 := bound(t, Config{HandshakeTimeout: hs})
 	e2, _ := parseEndpoint(ep2)
 	for range DefaultMaxHandshakes + 3 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-zeromq/zmq4"
 
@@ -105,4 +106,79 @@ func TestInteropPyzmqSubLongAndMany(t *testing.T) {
 		}
 	}
 	py.wait()
+}
+
+// TestBeyondMaxBackToFiltering: a subscriber sent every topic for
+// subscribing beyond MaxSubscriptions is filtered again once it has
+// cancelled what was refused, and not before (a prefix refused and
+// still wanted is never filtered out). It used to be sent every topic
+// until it disconnected.
+func TestBeyondMaxBackToFiltering(t *testing.T) {
+	pub, ep := bound(t, Config{MaxSubscriptions: 2})
+	_, zc := rawPeer(t, ep, zmq4.Sub)
+	send := func(add byte, pre string) {
+		t.Helper()
+		if err := zc.SendMsg(zmq4.NewMsg(append([]byte{add}, pre...))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := testCtx(t)
+	send(1, "a")
+	send(1, "b")
+	send(1, "c") // refused: sent every topic
+	if err := pub.WaitSubscribers(ctx, "c", 1); err != nil {
+		t.Fatal(err)
+	}
+	send(0, "a")
+	send(1, "e") // fits now; c is still wanted
+	if err := pub.WaitSubscribers(ctx, "e", 1); err != nil {
+		t.Fatal(err)
+	}
+	if !pubSees(pub, "c") {
+		t.Fatal("c, refused and not cancelled, filtered out")
+	}
+	send(0, "c")
+	for pubSees(pub, "z") {
+		if ctx.Err() != nil {
+			t.Fatalf("c cancelled, a subscriber of b and e still sent every topic; publisher %+v", pub.Stats())
+		}
+		time.Sleep(time.Millisecond) // polling the fanout's state, no event to wait on
+	}
+	for topic, want := range map[string]bool{"a": false, "b": true, "c": false, "e": true} {
+		if pubSees(pub, topic) != want {
+			t.Errorf("sends %s: %v, want %v", topic, !want, want)
+		}
+	}
+	pub.fan.mu.Lock()
+	n := pub.fan.total[""]
+	pub.fan.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d subscribers of every topic counted, want 0", n)
+	}
+}
+
+// TestInteropPyzmqSubBackToFiltering: a libzmq SUB beyond
+// MaxSubscriptions is filtered again once it unsubscribes what was
+// refused (libzmq sends a cancel for what it subscribed only).
+func TestInteropPyzmqSubBackToFiltering(t *testing.T) {
+	ctx := testCtx(t)
+	pub, ep := bound(t, Config{MaxSubscriptions: 2})
+	py := startPy(t, "unsub", ep, "a.", "b.", "c.")
+	py.next() // ready
+	if err := pub.WaitSubscribers(ctx, "c.x", 1); err != nil {
+		t.Fatalf("%v; publisher %+v", err, pub.Stats())
+	}
+	if _, err := py.stdin.Write([]byte("c.\n")); err != nil {
+		t.Fatal(err)
+	}
+	py.next() // unsubscribed
+	for pubSees(pub, "z") {
+		if ctx.Err() != nil {
+			t.Fatalf("c. unsubscribed, the libzmq SUB still sent every topic; publisher %+v", pub.Stats())
+		}
+		time.Sleep(time.Millisecond) // polling the fanout's state, no event to wait on
+	}
+	if !pubSees(pub, "a.x") || !pubSees(pub, "b.x") || pubSees(pub, "c.x") {
+		t.Errorf("sends a.x %v, b.x %v, c.x %v: want true, true, false", pubSees(pub, "a.x"), pubSees(pub, "b.x"), pubSees(pub, "c.x"))
+	}
 }

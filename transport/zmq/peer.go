@@ -45,6 +45,7 @@ func newPeer(s *socket, c net.Conn) *peer {
 		writerDone: make(chan struct{}),
 	}
 	p.wc = newWireConn(c, s.maxMessage, p.onPing)
+	p.wc.truncateFrames(s.maxMessage, s.maxWireFrame)
 	if p.ctl.live.watched() {
 		p.wc.traffic.watch()
 	}

@@ -62,7 +62,7 @@ func NewProxy(ctx context.Context, cfg ProxyConfig) (*Proxy, error) {
 	p.fan = &fanout{slow: c.Slow, maxSubscriptions: c.MaxSubscriptions, total: map[string]int{}, onSubscribe: p.onSubscribe}
 	dc := c.socketConfig()
 	dc.typ = zmq4.XPub
-	dc.maxMessage = fanoutMaxMessage(&c)
+	dc.maxMessage, dc.maxWireFrame = fanoutMaxMessage(&c), c.MaxMessageBytes
 	dc.role = p.fan
 	p.down = newSocket(dc)
 	p.fan.sock = p.down
@@ -133,6 +133,9 @@ type ProxyStats struct {
 	// RefusedSubscriptions counts subscriptions beyond MaxSubscriptions
 	// (their subscriber is sent every topic instead).
 	RefusedSubscriptions uint64
+	// Ignored counts frames a subscriber sent that are neither a
+	// subscription nor a cancel (empty, or not beginning with 1 or 0).
+	Ignored uint64
 	// RefusedPublishers counts publisher connections refused after
 	// their handshake (the subscription set did not fit their queue).
 	RefusedPublishers uint64
@@ -152,6 +155,7 @@ func (p *Proxy) Stats() ProxyStats {
 		Dropped: p.fan.stats.droppedZMTP.Load(), SlowDisconnects: p.fan.stats.slowDisconnects.Load(),
 		Subscribed: p.subscribed.Load(), Unsubscribed: p.unsubscribed.Load(), Prefixes: prefixes,
 		RefusedSubscriptions: p.fan.stats.refusedSubscriptions.Load(),
+		Ignored:              p.fan.stats.ignored.Load(),
 		RefusedPublishers:    p.up.stats.attachRefused.Load(),
 		FrameTimeouts:        p.up.stats.frameTimeouts.Load() + p.down.stats.frameTimeouts.Load(),
 		TooLarge:             p.up.stats.tooLarge.Load() + p.down.stats.tooLarge.Load(),

@@ -102,7 +102,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	}
 	sc := cfg.socketConfig()
 	sc.typ = zmq4.Pub
-	sc.maxMessage = fanoutMaxMessage(&cfg)
+	sc.maxMessage, sc.maxWireFrame = fanoutMaxMessage(&cfg), cfg.MaxMessageBytes
 	p.fan = &fanout{slow: cfg.Slow, maxSubscriptions: cfg.MaxSubscriptions, total: map[string]int{}}
 	sc.role = p.fan
 	sc.onIdle = p.kickSender
@@ -491,6 +491,9 @@ type PublisherStats struct {
 	// MaxSubscriptions, or their bytes: their subscriber is sent every
 	// topic instead.
 	RefusedSubscriptions uint64
+	// Ignored counts frames a subscriber sent that are neither a
+	// subscription nor a cancel (empty, or not beginning with 1 or 0).
+	Ignored uint64
 	// Heartbeats counts heartbeats queued. A heartbeat that finds a
 	// subscriber's queue full is dropped (the next one says the same);
 	// a stream's end makes room by dropping queued data and heartbeats,
@@ -498,11 +501,12 @@ type PublisherStats struct {
 	// so (a queue holding nothing but ends, endReserve beyond its
 	// bounds).
 	Heartbeats, DroppedEnds uint64
-	// Accepted, Refused (beyond MaxHandshakes or MaxPeers) and HandshakeFailed count
+	// Accepted, Refused (beyond MaxPeers, or the oldest in its handshake
+	// beyond MaxHandshakes) and HandshakeFailed count
 	// incoming connections; Dialed and DialFailed outgoing ones.
 	Accepted, Refused, HandshakeFailed, Dialed, DialFailed uint64
-	// FrameTimeouts counts connections failed because a frame over
-	// 64 KiB did not arrive within FrameTimeout (ErrFrameTimeout).
+	// FrameTimeouts counts connections failed because a frame or
+	// message over 64 KiB stalled beyond FrameTimeout (ErrFrameTimeout).
 	FrameTimeouts uint64
 	// TooLarge counts connections failed because their peer sent a
 	// message over MaxMessageBytes, or of too many frames
@@ -522,7 +526,7 @@ func (p *Publisher) Stats() PublisherStats {
 		Published: p.published.Load(), Subscribers: p.Subscribers(),
 		Dropped: f.dropped.Load(), DroppedZMTP: f.droppedZMTP.Load(), SlowDisconnects: f.slowDisconnects.Load(),
 		Discarded: s.discarded.Load(), DiscardedZMTP: s.discardedZMTP.Load(),
-		RefusedSubscriptions: f.refusedSubscriptions.Load(), Heartbeats: p.heartbeat.Load(), DroppedEnds: f.droppedEnds.Load(),
+		RefusedSubscriptions: f.refusedSubscriptions.Load(), Ignored: f.ignored.Load(), Heartbeats: p.heartbeat.Load(), DroppedEnds: f.droppedEnds.Load(),
 		Accepted: s.accepted.Load(), Refused: s.refused.Load(), HandshakeFailed: s.handshakeFailed.Load(),
 		Dialed: s.dialed.Load(), DialFailed: s.dialFailed.Load(), FrameTimeouts: s.frameTimeouts.Load(), TooLarge: s.tooLarge.Load(),
 		HeartbeatTimeouts: s.heartbeatTimeouts.Load(), PongsCoalesced: s.pongsCoalesced.Load(),

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -37,8 +38,11 @@ type socketConfig struct {
 	typ        zmq4.SocketType
 	role       role
 	maxMessage int
-	pending    int           // MaxPendingBytes
-	frameTime  time.Duration // FrameTimeout
+	// maxWireFrame, if over maxMessage, is the longest message frame
+	// taken, cut to maxMessage (wireConn.truncateFrames).
+	maxWireFrame int
+	pending      int           // MaxPendingBytes
+	frameTime    time.Duration // FrameTimeout
 	// pingInterval, pingTimeout and pingTTL are PingInterval,
 	// PingTimeout and PingTTL.
 	pingInterval, pingTimeout, pingTTL time.Duration
@@ -76,8 +80,12 @@ type socket struct {
 	// connections that never finish a handshake (a port probe, a peer
 	// of another protocol) keep no peer out.
 	handshaking, admitted int
-	peers                 map[*peer]struct{} // those past the handshake
-	ipcPaths              []string
+	// inHandshake are the accepted connections in their handshake,
+	// oldest first: the first makes room for a new one beyond
+	// maxHandshakes.
+	inHandshake []net.Conn
+	peers       map[*peer]struct{} // those past the handshake
+	ipcPaths    []string
 
 	// progress is notified when a peer wrote something.
 	progress broadcast
@@ -240,34 +248,55 @@ func (s *socket) sleep(d time.Duration) bool {
 }
 
 // connState is where an open connection is: dialed, or accepted and in
-// its handshake or past it.
+// its handshake, past it, or closed in it to make room (evicted).
 type connState uint8
 
 const (
 	connDialed connState = iota
 	connHandshaking
 	connAdmitted
+	connEvicted
 )
 
-// track records c as open, or closes it if the socket is closed, or has
-// maxHandshakes accepted connections in their handshake or maxPeers past
-// it (a socket dials its own endpoints). Refused before its handshake, a
-// peer backs off before redialling; after, it would redial at once.
+// track records c as open, or closes it if the socket is closed or has
+// maxPeers accepted connections past their handshake (a socket dials
+// its own endpoints). Refused before its handshake, a peer backs off
+// before redialling; after, it would redial at once. Beyond
+// maxHandshakes accepted connections in their handshake, the oldest is
+// closed to make room: refusing the new one instead let as few as
+// maxHandshakes connections that never finish one (a slowloris) keep
+// every peer out, where the oldest is the likeliest never to finish.
 func (s *socket) track(c net.Conn, accepted bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || accepted && (s.handshaking >= s.maxHandshakes || s.admitted >= s.maxPeers) {
+	if s.closed || accepted && s.admitted >= s.maxPeers {
 		s.stats.refused.Add(1)
 		c.Close()
 		return false
 	}
 	st := connDialed
 	if accepted {
+		if s.handshaking >= s.maxHandshakes {
+			old := s.inHandshake[0]
+			s.inHandshake = s.inHandshake[1:]
+			s.conns[old] = connEvicted
+			s.handshaking--
+			s.stats.refused.Add(1)
+			old.Close()
+		}
 		st = connHandshaking
 		s.handshaking++
+		s.inHandshake = append(s.inHandshake, c)
 	}
 	s.conns[c] = st
 	return true
+}
+
+// handshakeOver takes c out of inHandshake; s.mu is held.
+func (s *socket) handshakeOver(c net.Conn) {
+	if i := slices.Index(s.inHandshake, c); i >= 0 {
+		s.inHandshake = slices.Delete(s.inHandshake, i, i+1)
+	}
 }
 
 // admit moves an accepted connection past its handshake, if the socket
@@ -277,13 +306,18 @@ func (s *socket) track(c net.Conn, accepted bool) bool {
 func (s *socket) admit(c net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.conns[c] != connHandshaking {
+	switch s.conns[c] {
+	case connEvicted:
+		return false
+	case connHandshaking:
+	default:
 		return true
 	}
 	if s.admitted >= s.maxPeers {
 		s.stats.refused.Add(1)
 		return false
 	}
+	s.handshakeOver(c)
 	s.handshaking--
 	s.admitted++
 	s.conns[c] = connAdmitted
@@ -307,7 +341,7 @@ func (s *socket) serve(c net.Conn, server bool) bool {
 		return false
 	}
 	if !s.admit(c) {
-		s.log.Debug("zmq: peer refused beyond MaxPeers", "remote", p.remote)
+		s.log.Debug("zmq: peer refused beyond MaxPeers, or to make room for a newer handshake", "remote", p.remote)
 		c.Close()
 		return false
 	}
@@ -353,6 +387,7 @@ func (s *socket) untrack(c net.Conn) {
 	s.mu.Lock()
 	switch s.conns[c] {
 	case connHandshaking:
+		s.handshakeOver(c)
 		s.handshaking--
 	case connAdmitted:
 		s.admitted--

@@ -378,8 +378,8 @@ type SubscriberStats struct {
 	// Accepted, Refused and HandshakeFailed count connections.
 	Publishers                                       int
 	Dialed, DialFailed, Accepted, Refused, Handshake uint64
-	// FrameTimeouts counts connections failed because a frame over
-	// 64 KiB did not arrive within FrameTimeout (ErrFrameTimeout).
+	// FrameTimeouts counts connections failed because a frame or
+	// message over 64 KiB stalled beyond FrameTimeout (ErrFrameTimeout).
 	FrameTimeouts uint64
 	// TooLarge counts connections failed because their publisher sent
 	// a message over MaxMessageBytes, or of too many frames

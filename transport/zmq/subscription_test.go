@@ -123,4 +123,7 @@ func TestMultiFrameSubscription(t *testing.T) {
 	if pubSees(pub, "A") || pubSees(pub, "B") {
 		t.Errorf("after [0 A][0 B]: takes A %v, B %v (want false)", pubSees(pub, "A"), pubSees(pub, "B"))
 	}
+	if n := pub.Stats().Ignored; n != 1 {
+		t.Errorf("Ignored %d, want 1 (the junk frame)", n)
+	}
 }

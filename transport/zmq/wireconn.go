@@ -34,6 +34,10 @@ const (
 	frameCost = 64
 )
 
+// progressChunk is the progress of a message over 64 KiB, or of a large
+// frame's body, that gives it FrameTimeout again.
+const progressChunk = 64 << 10
+
 // maxFrames is how many frames a message may have, at most maxMessage
 // bytes: libzmq sets no such limit.
 func maxFrames(maxMessage int) int { return max(minFrames, maxMessage/frameCost) }
@@ -55,7 +59,13 @@ type wireConn struct {
 	net.Conn
 	maxMessage uint64
 	maxFrames  int
-	onPing     func(ttl time.Duration, context []byte)
+	// truncate, if set, is the length a message frame longer than it
+	// (up to maxWire bytes) is cut to, the rest of its body discarded
+	// unread by zmq4 (discard): a publisher's subscriber sends only
+	// subscriptions, and one beyond truncate bytes is refused whatever
+	// its end (truncateFrames).
+	truncate, maxWire, discard uint64
+	onPing                     func(ttl time.Duration, context []byte)
 	// traffic is what the reader tells the connection's liveness: that
 	// bytes arrived, and whether it waits for the network (not for our
 	// application to take what it read).
@@ -70,13 +80,19 @@ type wireConn struct {
 	reserved     atomic.Int64
 	onTimeout    func()
 	// bodyLeft is how long the reader may still wait for the network
-	// for the rest of the current message once it is over 64 KiB, or
-	// the body of a large frame (timing): zmq4 holds every frame of a
-	// message until its last. Only the time spent in the network's Read
-	// counts, not the time our application takes to receive what was
-	// read before (a header may be read ahead of a message the reader
-	// waits to hand on while the receive queue is full).
+	// for the next progressChunk bytes of the current message once it
+	// is over 64 KiB, or of the body of a large frame (timing): zmq4
+	// holds every frame of a message until its last. Each progressChunk
+	// bytes that arrive give it FrameTimeout again (never more), so a
+	// peer sending slowly but steadily is not cut off, and a message
+	// takes at most (MaxMessageBytes/progressChunk+1)*FrameTimeout.
+	// Only the time spent in the network's Read counts, not the time
+	// our application takes to receive what was read before (a header
+	// may be read ahead of a message the reader waits to hand on while
+	// the receive queue is full). progress counts the message's bytes
+	// checked since bodyLeft was last given FrameTimeout.
 	bodyLeft time.Duration
+	progress int
 	timing   bool
 	// handshakeBy is the handshake's deadline, until handshakeDone.
 	handshakeBy time.Time
@@ -105,6 +121,15 @@ func newWireConn(c net.Conn, maxMessage int, onPing func(time.Duration, []byte))
 		onPing:     onPing,
 		buf:        make([]byte, readBufSize),
 		greeting:   greetingLen,
+	}
+}
+
+// truncateFrames makes message frames longer than keep bytes, up to
+// maxWire, reach zmq4 cut to keep bytes; maxMessage bounds what zmq4
+// holds of a message, maxWire what may arrive of one frame.
+func (c *wireConn) truncateFrames(keep, maxWire int) {
+	if keep < maxWire {
+		c.truncate, c.maxWire = uint64(keep), uint64(maxWire)
 	}
 }
 
@@ -150,6 +175,20 @@ func (c *wireConn) reserve(size uint64) error {
 	}
 	c.bodyLeft = time.Until(deadline)
 	return nil
+}
+
+// progressed counts n bytes of the body of the timed message, if any:
+// each progressChunk of them gives it FrameTimeout again. Only a
+// message's bytes count, not the commands (PINGs) among its frames nor
+// its frames' headers, so a message's time stays bounded.
+func (c *wireConn) progressed(n int) {
+	if !c.timing {
+		return
+	}
+	if c.progress += n; c.progress >= progressChunk {
+		c.progress %= progressChunk
+		c.bodyLeft = c.frameTimeout
+	}
 }
 
 // frameDone is called when a frame's body has arrived: it ends its
@@ -220,7 +259,7 @@ func (c *wireConn) fill() {
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) && timing && c.bodyLeft <= 0 {
 			c.onTimeout()
-			err = fmt.Errorf("%w: a message over %d bytes, or a frame's body, did not arrive within %v: %v", ErrFrameTimeout, largeFrame, c.frameTimeout, err)
+			err = fmt.Errorf("%w: a message over %d bytes, or a frame's body, stalled: less than %d bytes of it in %v: %v", ErrFrameTimeout, largeFrame, progressChunk, c.frameTimeout, err)
 		}
 		c.readErr = err
 	}
@@ -243,7 +282,17 @@ func (c *wireConn) check() error {
 			n := min(c.body, uint64(len(avail)))
 			c.body -= n
 			c.ok += int(n)
-			if c.body == 0 {
+			c.progressed(int(n))
+			if c.body == 0 && c.discard == 0 {
+				c.frameDone()
+			}
+		case c.discard > 0:
+			n := min(c.discard, uint64(len(avail)))
+			copy(c.buf[c.ok:], c.buf[c.ok+int(n):c.w])
+			c.w -= int(n)
+			c.discard -= n
+			c.progressed(int(n))
+			if c.discard == 0 {
 				c.frameDone()
 			}
 		default:
@@ -335,6 +384,11 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 		// large frame's body would lift the handshake's deadline.
 		return false, fmt.Errorf("%w: a message frame before the handshake command", ErrBadFrame)
 	}
+	wire := size
+	if c.truncate > 0 && size > c.truncate && size <= c.maxWire {
+		// A long header (9 bytes): truncate is over 255.
+		size = c.truncate
+	}
 	if size > largeFrame && c.pending != nil && c.r < c.ok && size <= c.maxMessage {
 		// Its room may take a while: first let zmq4 take what is
 		// checked (a whole message, a READY); checked again then.
@@ -348,7 +402,7 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 		return false, fmt.Errorf("%w: more than %d frames", ErrFrameTooLarge, c.maxFrames)
 	}
 	if c.pending != nil && !c.timing && c.msgBytes+size > largeFrame {
-		c.bodyLeft, c.timing = c.frameTimeout, true
+		c.bodyLeft, c.progress, c.timing = c.frameTimeout, 0, true
 	}
 	if size > largeFrame && c.pending != nil {
 		if err := c.reserve(size); err != nil {
@@ -360,9 +414,12 @@ func (c *wireConn) checkFrame(avail []byte) (done bool, err error) {
 	if c.lastFrame {
 		c.msgFrames, c.msgBytes = 0, 0
 	}
+	if wire != size {
+		binary.BigEndian.PutUint64(c.buf[c.ok+1:], size)
+	}
 	c.ok += hdr
-	c.body = size
-	if size == 0 {
+	c.body, c.discard = size, wire-size
+	if size == 0 && c.discard == 0 {
 		c.frameDone()
 	}
 	return true, nil

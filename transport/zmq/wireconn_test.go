@@ -3,10 +3,12 @@ package zmq
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"runtime"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,11 +60,12 @@ func rawPeer(t *testing.T, ep string, typ zmq4.SocketType) (net.Conn, *zmq4.Conn
 	return c, zc
 }
 
-// closedSoon reports whether the peer closes c within a few seconds.
+// closedSoon reports whether the peer closes c within a few seconds: an
+// EOF, or a reset (a peer closing with our bytes unread resets).
 func closedSoon(c net.Conn) bool {
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, err := io.Copy(io.Discard, c)
-	return err == nil // EOF: closed by the peer, not timed out
+	return err == nil || errors.Is(err, syscall.ECONNRESET)
 }
 
 // TestHugeFrameRefused: a frame announcing far more than MaxMessageBytes
@@ -339,4 +342,39 @@ func TestPendingBudgetReturned(t *testing.T) {
 	case <-testCtx(t).Done():
 		t.Fatal("Close waited for a connection waiting for room in MaxPendingBytes")
 	}
+}
+
+// FuzzWireTruncated feeds a subscriber's stream through the checker of
+// a publisher, which cuts frames over its bound to it (truncateFrames),
+// into zmq4's reader: nothing may panic, and no message larger than
+// the bound may reach zmq4, whatever the frames cut.
+func FuzzWireTruncated(f *testing.F) {
+	long := append(binary.BigEndian.AppendUint64([]byte{flagLong}, 600), 1)
+	long = append(long, bytes.Repeat([]byte("L"), 599)...)
+	f.Add(append(ready("SUB"), long...))
+	f.Add(append(ready("SUB"), append(long[:200], append(command("PING", []byte{0, 1, 'x'}), long[200:]...)...)...))
+	f.Add(append(ready("SUB"), append(append([]byte{flagMore}, long[1:]...), 0, 2, 0, 'a')...))
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		const keep, maxWire = 300, 4096
+		wc := newWireConn(newPipeConn(append(greeting(), stream...)), keep, nil)
+		wc.truncateFrames(keep, maxWire)
+		zc, err := zmq4.Open(wc, null.Security(), zmq4.Pub, nil, false, nil)
+		if err != nil {
+			return
+		}
+		wc.handshakeDone()
+		for range 1000 {
+			msg, err := zc.RecvMsg()
+			if err != nil {
+				return
+			}
+			n := 0
+			for _, fr := range msg.Frames {
+				n += len(fr)
+			}
+			if n > keep {
+				t.Fatalf("a message of %d bytes got through a bound of %d", n, keep)
+			}
+		}
+	})
 }

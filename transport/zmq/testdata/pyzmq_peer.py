@@ -271,6 +271,21 @@ def resub(endpoint):
     ctx.term()
 
 
+def unsub(endpoint, prefixes):
+    # A SUB that unsubscribes, from each line read, the prefix it names.
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.SUB)
+    for p in prefixes:
+        s.setsockopt(zmq.SUBSCRIBE, p.encode())
+    s.connect(endpoint)
+    out(ready=True)
+    for line in sys.stdin:
+        s.setsockopt(zmq.UNSUBSCRIBE, line.strip().encode())
+        out(unsubscribed=line.strip())
+    s.close(linger=0)
+    ctx.term()
+
+
 def hbmulti(n, size):
     # A PUB heartbeating every 5 ms: libzmq sends a PING at the next
     # frame boundary, inside a multi-frame message too.
@@ -307,6 +322,8 @@ def main():
         hbsub(args[0], *map(int, args[1:4]))
     elif mode == "resub":
         resub(args[0])
+    elif mode == "unsub":
+        unsub(args[0], args[1:])
     elif mode == "hbmulti":
         hbmulti(int(args[0]), int(args[1]))
     elif mode == "hbpub":

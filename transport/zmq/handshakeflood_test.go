@@ -1,0 +1,42 @@
+package zmq
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+)
+
+// TestHandshakeFloodLocksNoOneOut: MaxHandshakes silent connections
+// (a slowloris reopening each as its handshake times out) do not keep
+// a subscriber out. Refused at accept while they were held, a
+// subscriber was kept out for as long as the flood went on, by
+// MaxHandshakes (64) connections where MaxPeers (1024) were needed
+// before. The oldest connection still in its handshake now makes room
+// for a new one.
+func TestHandshakeFloodLocksNoOneOut(t *testing.T) {
+	const hs, maxHS = 10 * time.Second, 4
+	pub, ep := bound(t, Config{MaxHandshakes: maxHS, HandshakeTimeout: hs})
+	e, _ := parseEndpoint(ep)
+	for range maxHS {
+		c, err := net.Dial(e.network, e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	waitCount(t, "Accepted", func() uint64 { return pub.Stats().Accepted }, maxHS)
+
+	connected(t, ep, Config{})
+	ctx, cancel := context.WithTimeout(t.Context(), hs/3)
+	defer cancel()
+	if err := pub.WaitSubscribers(ctx, "", 1); err != nil {
+		t.Fatalf("a subscriber kept out by %d silent connections (MaxHandshakes %d): %v; publisher %+v", maxHS, maxHS, err, pub.Stats())
+	}
+	pub.sock.mu.Lock()
+	n := pub.sock.handshaking
+	pub.sock.mu.Unlock()
+	if n > maxHS {
+		t.Errorf("%d connections in their handshake, MaxHandshakes %d", n, maxHS)
+	}
+}
