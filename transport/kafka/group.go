@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -67,6 +68,8 @@ type GroupSubscriber struct {
 	// the partitions a revocation dropped once Close had begun: Close's
 	// commit carries them (see remarks), as the revocation waits for it.
 	closeRemarks map[int32]kgo.EpochOffset
+	// remarksDone is closed once commitRemarksEvery has returned.
+	remarksDone chan struct{}
 }
 
 var (
@@ -156,6 +159,12 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 	if err != nil {
 		return nil, err
 	}
+	interval, _ := g.cl.OptValue(kgo.AutoCommitInterval).(time.Duration)
+	if interval <= 0 {
+		interval = 5 * time.Second // the client's default
+	}
+	g.remarksDone = make(chan struct{})
+	go g.commitRemarksEvery(interval, g.remarksDone)
 	return g, nil
 }
 
@@ -536,7 +545,9 @@ func (g *GroupSubscriber) Close() error {
 		g.acks.drain(dctx)
 		dcancel()
 		// A data loss's rewind under way (take) is finished first: the
-		// commit writes its reset point, not the mark past it.
+		// commit writes its reset point, not the mark past it. The
+		// periodic commit of kept marks has returned (it holds
+		// rewindMu around its commits, bounded, and stops on closed).
 		g.rewindMu.Lock()
 		g.awaitRewind(ctx)
 		cerr := g.commitMarked(ctx)
@@ -568,6 +579,7 @@ func (g *GroupSubscriber) Close() error {
 				"group", g.groupName, "err", lerr)
 		}
 		g.cl.Close()
+		<-g.remarksDone
 	})
 	return g.closeErr
 }
