@@ -64,16 +64,6 @@ func (g *GroupSubscriber) commitMarked(ctx context.Context) error {
 	}
 }
 
-// commitSync commits offsets, and returns the first error, of the
-// request or of a partition.
-func commitSync(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) error {
-	var first error
-	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		first = commitErr(resp, err)
-	})
-	return first
-}
-
 // commitErr is the first error of a commit: err, or a partition's.
 func commitErr(resp *kmsg.OffsetCommitResponse, err error) error {
 	if err != nil || resp == nil {

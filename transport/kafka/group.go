@@ -46,6 +46,8 @@ import (
 type GroupSubscriber struct {
 	*Subscriber
 	groupName string
+	// instance is Config.Instance: a static member's ID.
+	instance string
 	// atEnd, for a From offset, holds the partitions of the last offset
 	// fetch the group committed nothing for and whose end is below
 	// From, with that end: adjustStarts starts them there. Under mu.
@@ -125,7 +127,7 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 		return nil, &ConfigError{"Group", `""`, "a group member needs a group"}
 	}
 	s := newSubscriber(cfg)
-	g := &GroupSubscriber{Subscriber: s, groupName: cfg.Group, closeCommitted: make(chan struct{})}
+	g := &GroupSubscriber{Subscriber: s, groupName: cfg.Group, instance: cfg.Instance, closeCommitted: make(chan struct{})}
 	opts := []kgo.Opt{
 		kgo.ConsumerGroup(cfg.Group), kgo.ConsumeTopics(cfg.Topic), kgo.ConsumeStartOffset(cfg.From.kgo()),
 		kgo.AutoCommitMarks(),

@@ -6,7 +6,9 @@ import (
 	"maps"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // remarkSet is what Acks marked while the client did not take marks of
@@ -57,13 +59,62 @@ func (g *GroupSubscriber) remarks() remarkSet {
 	return rs
 }
 
-// commitRemarks commits rs, if it holds offsets.
+// commitRemarks commits rs, if it holds offsets, in the generation it
+// was read in: the broker refuses it (ILLEGAL_GENERATION,
+// UNKNOWN_MEMBER_ID) after a rejoin, which may have given a partition
+// to another member, whose commit it would move back. The client's
+// commits take the generation current when they are sent, so it sends
+// its own request.
 func (g *GroupSubscriber) commitRemarks(ctx context.Context, rs remarkSet) error {
 	if len(rs.offsets) == 0 {
 		return nil
 	}
-	return commitSync(ctx, g.cl, map[string]map[int32]kgo.EpochOffset{g.topic: rs.offsets})
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.MemberID, req.Generation = g.groupName, rs.member, rs.gen
+	if g.instance != "" {
+		req.InstanceID = &g.instance
+	}
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = g.topic
+	for p, eo := range rs.offsets {
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = p, eo.Offset, eo.Epoch
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	coordinator, err := g.coordinator(ctx)
+	if err != nil {
+		return err
+	}
+	resp, err := g.cl.Broker(int(coordinator)).Request(ctx, commitByName{req})
+	if err != nil {
+		return err
+	}
+	return commitErr(resp.(*kmsg.OffsetCommitResponse), nil)
 }
+
+// coordinator returns the broker ID of the group's coordinator.
+func (g *GroupSubscriber) coordinator(ctx context.Context) (int32, error) {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKey, req.CoordinatorKeys = g.groupName, []string{g.groupName}
+	resp, err := req.RequestWith(ctx, g.cl)
+	if err != nil {
+		return 0, err
+	}
+	if len(resp.Coordinators) > 0 { // version 4 on
+		c := resp.Coordinators[0]
+		return c.NodeID, kerr.ErrorForCode(c.ErrorCode)
+	}
+	return resp.NodeID, kerr.ErrorForCode(resp.ErrorCode)
+}
+
+// commitByName is an OffsetCommit request of a version that names
+// topics (9 at most: from 10 on a request names them by ID). The
+// client sends a request of another type than its own to one broker
+// only, not to the group's coordinator: see coordinator.
+type commitByName struct{ *kmsg.OffsetCommitRequest }
+
+func (commitByName) MaxVersion() int16 { return 9 }
 
 // commitRemarksEvery commits what Acks marked while the client did not
 // take marks (see remarks) every interval, the client's periodic
