@@ -58,6 +58,21 @@ func (s *Subscriber) commitRewind(rewind map[int32]kgo.EpochOffset) {
 	}()
 }
 
+// remarkRewound makes the marks Acks kept (partition.rewinding) while
+// the client's marks of the partitions of rewind were moved back.
+func (s *Subscriber) remarkRewound(rewind map[int32]kgo.EpochOffset) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p := range rewind {
+		if st := s.parts[p]; st != nil {
+			st.rewinding = false
+			if !st.fetching {
+				s.remark(p, st)
+			}
+		}
+	}
+}
+
 // awaitRewind waits, until ctx ends, for the last commit of a data
 // loss's reset points to be answered. Called with rewindMu held.
 func (s *Subscriber) awaitRewind(ctx context.Context) {
@@ -166,7 +181,7 @@ func (p *partition) lose(resetTo int64) (rewind bool) {
 		p.remark = kgo.EpochOffset{}
 	}
 	if p.owned && p.floor > resetTo {
-		p.floor = resetTo
+		p.floor, p.rewinding = resetTo, true
 		return true
 	}
 	return false

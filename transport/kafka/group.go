@@ -256,7 +256,7 @@ func (g *GroupSubscriber) ack(ctx context.Context, stream transport.StreamID, se
 	}
 	st.floor = commit
 	st.remark = kgo.EpochOffset{Epoch: st.epochOf(commit - 1), Offset: commit}
-	if !st.fetching {
+	if !st.fetching && !st.rewinding {
 		g.remark(stream.Partition, st)
 	}
 	return true, nil

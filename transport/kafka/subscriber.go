@@ -118,9 +118,17 @@ type partition struct {
 	// done (a commit) or its first records are polled (none): until
 	// then it drops a mark. remark (Offset 0: none) is the mark an Ack
 	// made meanwhile, made again with the partition's first records
-	// (take), and before the commits of a revocation and of Close.
+	// (take), and committed by a commit of its own every autocommit
+	// interval and after those of a revocation and of Close (see
+	// remarks).
 	fetching bool
 	remark   kgo.EpochOffset
+	// rewinding: a data loss's rewind (see lose) has not yet moved the
+	// client's mark back (take does, once mu is released, with
+	// SetOffsets, which replaces any mark made before it). An Ack
+	// meanwhile keeps its mark in remark, which take makes once the
+	// client's mark is back (remarkRewound).
+	rewinding bool
 	// floor, of a GroupSubscriber, is the lowest offset an
 	// acknowledgement commits, plus one: the group's commit when the
 	// partition was assigned, then one past the last offset
@@ -421,6 +429,7 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 		// meanwhile. Close's commit, the last, waits for it and for
 		// the commit of the reset points (rewindMu, awaitRewind).
 		s.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.topic: rewind})
+		s.remarkRewound(rewind)
 		s.commitRewind(rewind)
 	}
 	return first
