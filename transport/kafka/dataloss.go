@@ -135,6 +135,34 @@ func (s *Subscriber) dropLost(p int32, resetTo int64) {
 	s.pending = s.pending[:0]
 }
 
+// staleLoss reports whether a GroupSubscriber must ignore loss, and
+// logs it: the client keeps the loss reports of a session that ended (a
+// rebalance) for the next poll, which may come once the partition is
+// another member's, or back with this one. Such a report predates the
+// partition's current assignment: it is of a partition not owned, or
+// from an offset below where the current assignment started, which its
+// fetches never go below before a loss of their own. Taken, it would
+// report a loss that is not there and move the group's commit, which
+// the partition's owners advanced since, back to its reset point. The
+// first loss taken in an assignment makes the next ones undecidable:
+// they are taken. Called with mu held.
+func (s *Subscriber) staleLoss(loss *kgo.ErrDataLoss) bool {
+	if !s.group {
+		return false
+	}
+	st := s.parts[loss.Partition]
+	switch {
+	case st == nil || !st.owned:
+	case st.assignedAt >= 0 && loss.ConsumedTo < st.assignedAt:
+	default:
+		st.assignedAt = -1
+		return false
+	}
+	s.log.Info("kafka transport: a data-loss report from before the partition's current assignment ignored",
+		"topic", s.topic, "partition", loss.Partition, "consumedTo", loss.ConsumedTo, "resetTo", loss.ResetTo)
+	return true
+}
+
 // lose records that the broker lost the partition's offsets from
 // resetTo on (a data-loss reset, *kgo.ErrDataLoss) and that the client
 // resumed there. The offsets delivered from there on were returned by

@@ -272,7 +272,7 @@ func (g *GroupSubscriber) assigned(_ context.Context, _ *kgo.Client, ps map[stri
 	defer g.mu.Unlock()
 	for _, p := range ps[g.topic] {
 		st := g.part(p)
-		st.owned, st.fetching, st.remark = true, true, kgo.EpochOffset{}
+		st.owned, st.fetching, st.remark, st.assignedAt = true, true, kgo.EpochOffset{}, -1
 	}
 }
 
@@ -304,6 +304,7 @@ func (g *GroupSubscriber) offsetsFetched(ctx context.Context, cl *kgo.Client, re
 			} else {
 				st.floor, st.remark = max(p.Offset, 0), kgo.EpochOffset{}
 			}
+			st.assignedAt = p.Offset // -1: none, unknown
 			if p.Offset < 0 {
 				uncommitted = append(uncommitted, p.Partition)
 				continue

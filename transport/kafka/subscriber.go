@@ -143,6 +143,11 @@ type partition struct {
 	// lostFrom and lostTo, when lostTo is above lostFrom, are offsets
 	// Receive returned before a broker lost them (see lose).
 	lostFrom, lostTo int64
+	// assignedAt, of a GroupSubscriber, is the offset the partition's
+	// current assignment started at (the group's commit the client
+	// fetched for it), until a data loss is taken in it; -1 when
+	// unknown. See staleLoss.
+	assignedAt int64
 }
 
 // Stats counts what a subscriber skipped or could not read.
@@ -392,6 +397,9 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 			return
 		}
 		var loss *kgo.ErrDataLoss
+		if errors.As(err, &loss) && loss.Topic == s.topic && s.staleLoss(loss) {
+			return
+		}
 		if errors.As(err, &loss) && loss.Topic == s.topic {
 			// The broker lost what was delivered from ResetTo on: what
 			// it holds there now is new, not delivered (see lose).
@@ -474,7 +482,7 @@ func rejoining(err error) bool {
 func (s *Subscriber) part(p int32) *partition {
 	st := s.parts[p]
 	if st == nil {
-		st = &partition{next: s.start}
+		st = &partition{next: s.start, assignedAt: -1}
 		s.parts[p] = st
 	}
 	return st
