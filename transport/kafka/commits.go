@@ -3,7 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
-	
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
