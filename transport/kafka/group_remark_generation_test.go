@@ -49,3 +49,20 @@ func TestRemarkNotCommittedInLaterGeneration(t *testing.T) {
 		t.Fatal("a commit of marks of a past generation returned nil")
 	}
 }
+
+// TestRemarkCommittedInItsGeneration: commitRemarks, with the
+// generation current, commits the marks itself (the client's commit
+// does not carry a partition it dropped the mark of).
+func TestRemarkCommittedInItsGeneration(t *testing.T) {
+	addr, g, stream := tenDelivered(t, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	rs := remarkSet{offsets: map[int32]kgo.EpochOffset{stream.Partition: {Epoch: -1, Offset: 7}}}
+	rs.member, rs.gen = g.cl.GroupMetadata()
+	if err := g.commitRemarks(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	if c := committed(t, addr, "g", "loss", stream.Partition); c != 7 {
+		t.Fatalf("commitRemarks of offset 7 in generation %d: the group's commit is %d", rs.gen, c)
+	}
+}
