@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"errors"
-	"maps"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -38,16 +37,17 @@ func (g *GroupSubscriber) autoCommitted(_ *kgo.Client, _ *kmsg.OffsetCommitReque
 // broker that took the request leaves it unanswered. A commit given up
 // on may still be made, after the one before it; its error is ctx's.
 // What Acks marked while the client did not take marks (see remarks) is
-// committed after, by a commit of its own.
+// committed after, by a commit of its own, in the generation the marks
+// were read in (see commitRemarks).
 func (g *GroupSubscriber) commitMarked(ctx context.Context) error {
 	g.mu.Lock()
-	remarks := g.remarks()
+	rs := g.remarks()
 	g.mu.Unlock()
 	done := make(chan error, 1)
 	go func() {
 		err := g.cl.CommitMarkedOffsets(ctx)
-		if err == nil && remarks != nil {
-			err = commitSync(ctx, g.cl, map[string]map[int32]kgo.EpochOffset{g.topic: remarks})
+		if err == nil {
+			err = g.commitRemarks(ctx, rs)
 		}
 		done <- err
 	}()
@@ -64,16 +64,6 @@ func (g *GroupSubscriber) commitMarked(ctx context.Context) error {
 	}
 }
 
-// commitSync commits offsets, and returns the first error, of the
-// request or of a partition.
-func commitSync(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) error {
-	var first error
-	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		first = commitErr(resp, err)
-	})
-	return first
-}
-
 // commitErr is the first error of a commit: err, or a partition's.
 func commitErr(resp *kmsg.OffsetCommitResponse, err error) error {
 	if err != nil || resp == nil {
@@ -87,40 +77,4 @@ func commitErr(resp *kmsg.OffsetCommitResponse, err error) error {
 		}
 	}
 	return nil
-}
-
-// remark marks for commit what an Ack kept in st.remark, for the
-// client's next commit. Called with mu held.
-func (s *Subscriber) remark(p int32, st *partition) {
-	if st.remark.Offset == 0 {
-		return
-	}
-	s.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{s.topic: {p: st.remark}})
-	st.remark = kgo.EpochOffset{}
-}
-
-// remarks returns what Acks marked while the client did not take marks
-// (see partition.fetching), and marks it again: a partition whose
-// commit the client has fetched since takes the mark. commitMarked
-// commits them too, for a partition it does not (without a commit,
-// until its first records are polled). The marks kept of partitions a
-// revocation dropped during Close (closeRemarks) are among them. Called
-// with mu held.
-func (g *GroupSubscriber) remarks() map[int32]kgo.EpochOffset {
-	var rs map[int32]kgo.EpochOffset
-	if len(g.closeRemarks) > 0 {
-		rs = maps.Clone(g.closeRemarks)
-	}
-	for p, st := range g.parts {
-		if st.owned && st.remark.Offset != 0 {
-			if rs == nil {
-				rs = map[int32]kgo.EpochOffset{}
-			}
-			rs[p] = st.remark
-		}
-	}
-	if rs != nil {
-		g.cl.MarkCommitOffsets(map[string]map[int32]kgo.EpochOffset{g.topic: rs})
-	}
-	return rs
 }

@@ -58,6 +58,21 @@ func (s *Subscriber) commitRewind(rewind map[int32]kgo.EpochOffset) {
 	}()
 }
 
+// remarkRewound makes the marks Acks kept (partition.rewinding) while
+// the client's marks of the partitions of rewind were moved back.
+func (s *Subscriber) remarkRewound(rewind map[int32]kgo.EpochOffset) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p := range rewind {
+		if st := s.parts[p]; st != nil {
+			st.rewinding = false
+			if !st.fetching {
+				s.remark(p, st)
+			}
+		}
+	}
+}
+
 // awaitRewind waits, until ctx ends, for the last commit of a data
 // loss's reset points to be answered. Called with rewindMu held.
 func (s *Subscriber) awaitRewind(ctx context.Context) {
@@ -120,6 +135,34 @@ func (s *Subscriber) dropLost(p int32, resetTo int64) {
 	s.pending = s.pending[:0]
 }
 
+// staleLoss reports whether a GroupSubscriber must ignore loss, and
+// logs it: the client keeps the loss reports of a session that ended (a
+// rebalance) for the next poll, which may come once the partition is
+// another member's, or back with this one. Such a report predates the
+// partition's current assignment: it is of a partition not owned, or
+// from an offset below where the current assignment started, which its
+// fetches never go below before a loss of their own. Taken, it would
+// report a loss that is not there and move the group's commit, which
+// the partition's owners advanced since, back to its reset point. The
+// first loss taken in an assignment makes the next ones undecidable:
+// they are taken. Called with mu held.
+func (s *Subscriber) staleLoss(loss *kgo.ErrDataLoss) bool {
+	if !s.group {
+		return false
+	}
+	st := s.parts[loss.Partition]
+	switch {
+	case st == nil || !st.owned:
+	case st.assignedAt >= 0 && loss.ConsumedTo < st.assignedAt:
+	default:
+		st.assignedAt = -1
+		return false
+	}
+	s.log.Info("kafka transport: a data-loss report from before the partition's current assignment ignored",
+		"topic", s.topic, "partition", loss.Partition, "consumedTo", loss.ConsumedTo, "resetTo", loss.ResetTo)
+	return true
+}
+
 // lose records that the broker lost the partition's offsets from
 // resetTo on (a data-loss reset, *kgo.ErrDataLoss) and that the client
 // resumed there. The offsets delivered from there on were returned by
@@ -166,7 +209,7 @@ func (p *partition) lose(resetTo int64) (rewind bool) {
 		p.remark = kgo.EpochOffset{}
 	}
 	if p.owned && p.floor > resetTo {
-		p.floor = resetTo
+		p.floor, p.rewinding = resetTo, true
 		return true
 	}
 	return false

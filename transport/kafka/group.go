@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -45,6 +46,8 @@ import (
 type GroupSubscriber struct {
 	*Subscriber
 	groupName string
+	// instance is Config.Instance: a static member's ID.
+	instance string
 	// atEnd, for a From offset, holds the partitions of the last offset
 	// fetch the group committed nothing for and whose end is below
 	// From, with that end: adjustStarts starts them there. Under mu.
@@ -67,6 +70,8 @@ type GroupSubscriber struct {
 	// the partitions a revocation dropped once Close had begun: Close's
 	// commit carries them (see remarks), as the revocation waits for it.
 	closeRemarks map[int32]kgo.EpochOffset
+	// remarksDone is closed once commitRemarksEvery has returned.
+	remarksDone chan struct{}
 }
 
 var (
@@ -122,7 +127,7 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 		return nil, &ConfigError{"Group", `""`, "a group member needs a group"}
 	}
 	s := newSubscriber(cfg)
-	g := &GroupSubscriber{Subscriber: s, groupName: cfg.Group, closeCommitted: make(chan struct{})}
+	g := &GroupSubscriber{Subscriber: s, groupName: cfg.Group, instance: cfg.Instance, closeCommitted: make(chan struct{})}
 	opts := []kgo.Opt{
 		kgo.ConsumerGroup(cfg.Group), kgo.ConsumeTopics(cfg.Topic), kgo.ConsumeStartOffset(cfg.From.kgo()),
 		kgo.AutoCommitMarks(),
@@ -156,6 +161,12 @@ func NewGroupSubscriber(ctx context.Context, cfg Config) (*GroupSubscriber, erro
 	if err != nil {
 		return nil, err
 	}
+	interval, _ := g.cl.OptValue(kgo.AutoCommitInterval).(time.Duration)
+	if interval <= 0 {
+		interval = 5 * time.Second // the client's default
+	}
+	g.remarksDone = make(chan struct{})
+	go g.commitRemarksEvery(interval, g.remarksDone)
 	return g, nil
 }
 
@@ -245,7 +256,7 @@ func (g *GroupSubscriber) ack(ctx context.Context, stream transport.StreamID, se
 	}
 	st.floor = commit
 	st.remark = kgo.EpochOffset{Epoch: st.epochOf(commit - 1), Offset: commit}
-	if !st.fetching {
+	if !st.fetching && !st.rewinding {
 		g.remark(stream.Partition, st)
 	}
 	return true, nil
@@ -261,7 +272,7 @@ func (g *GroupSubscriber) assigned(_ context.Context, _ *kgo.Client, ps map[stri
 	defer g.mu.Unlock()
 	for _, p := range ps[g.topic] {
 		st := g.part(p)
-		st.owned, st.fetching, st.remark = true, true, kgo.EpochOffset{}
+		st.owned, st.fetching, st.remark, st.assignedAt = true, true, kgo.EpochOffset{}, -1
 	}
 }
 
@@ -293,6 +304,7 @@ func (g *GroupSubscriber) offsetsFetched(ctx context.Context, cl *kgo.Client, re
 			} else {
 				st.floor, st.remark = max(p.Offset, 0), kgo.EpochOffset{}
 			}
+			st.assignedAt = p.Offset // -1: none, unknown
 			if p.Offset < 0 {
 				uncommitted = append(uncommitted, p.Partition)
 				continue
@@ -536,7 +548,9 @@ func (g *GroupSubscriber) Close() error {
 		g.acks.drain(dctx)
 		dcancel()
 		// A data loss's rewind under way (take) is finished first: the
-		// commit writes its reset point, not the mark past it.
+		// commit writes its reset point, not the mark past it. The
+		// periodic commit of kept marks has returned (it holds
+		// rewindMu around its commits, bounded, and stops on closed).
 		g.rewindMu.Lock()
 		g.awaitRewind(ctx)
 		cerr := g.commitMarked(ctx)
@@ -568,6 +582,7 @@ func (g *GroupSubscriber) Close() error {
 				"group", g.groupName, "err", lerr)
 		}
 		g.cl.Close()
+		<-g.remarksDone
 	})
 	return g.closeErr
 }

@@ -118,9 +118,17 @@ type partition struct {
 	// done (a commit) or its first records are polled (none): until
 	// then it drops a mark. remark (Offset 0: none) is the mark an Ack
 	// made meanwhile, made again with the partition's first records
-	// (take), and before the commits of a revocation and of Close.
+	// (take), and committed by a commit of its own every autocommit
+	// interval and after those of a revocation and of Close (see
+	// remarks).
 	fetching bool
 	remark   kgo.EpochOffset
+	// rewinding: a data loss's rewind (see lose) has not yet moved the
+	// client's mark back (take does, once mu is released, with
+	// SetOffsets, which replaces any mark made before it). An Ack
+	// meanwhile keeps its mark in remark, which take makes once the
+	// client's mark is back (remarkRewound).
+	rewinding bool
 	// floor, of a GroupSubscriber, is the lowest offset an
 	// acknowledgement commits, plus one: the group's commit when the
 	// partition was assigned, then one past the last offset
@@ -135,6 +143,11 @@ type partition struct {
 	// lostFrom and lostTo, when lostTo is above lostFrom, are offsets
 	// Receive returned before a broker lost them (see lose).
 	lostFrom, lostTo int64
+	// assignedAt, of a GroupSubscriber, is the offset the partition's
+	// current assignment started at (the group's commit the client
+	// fetched for it), until a data loss is taken in it; -1 when
+	// unknown. See staleLoss.
+	assignedAt int64
 }
 
 // Stats counts what a subscriber skipped or could not read.
@@ -384,6 +397,9 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 			return
 		}
 		var loss *kgo.ErrDataLoss
+		if errors.As(err, &loss) && loss.Topic == s.topic && s.staleLoss(loss) {
+			return
+		}
 		if errors.As(err, &loss) && loss.Topic == s.topic {
 			// The broker lost what was delivered from ResetTo on: what
 			// it holds there now is new, not delivered (see lose).
@@ -421,6 +437,7 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 		// meanwhile. Close's commit, the last, waits for it and for
 		// the commit of the reset points (rewindMu, awaitRewind).
 		s.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.topic: rewind})
+		s.remarkRewound(rewind)
 		s.commitRewind(rewind)
 	}
 	return first
@@ -465,7 +482,7 @@ func rejoining(err error) bool {
 func (s *Subscriber) part(p int32) *partition {
 	st := s.parts[p]
 	if st == nil {
-		st = &partition{next: s.start}
+		st = &partition{next: s.start, assignedAt: -1}
 		s.parts[p] = st
 	}
 	return st

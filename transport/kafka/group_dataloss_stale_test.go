@@ -1,0 +1,106 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestStaleDataLossIgnored: franz-go keeps the data-loss reports of a
+// consumer session that ended (a rebalance) for the next poll (see its
+// consumer.go, "We deliberately leave c.fakeReadyForDraining"). One
+// that arrives once the partition came back, from an offset below where
+// the new assignment started (the group's commit, 14 here, which the
+// new session never fetched below), predates that assignment: the
+// broker's loss was handled by whoever owned the partition meanwhile.
+// Taken, it would report a loss that is not there (a pipe writes gap
+// markers) and move the group's commit back to the reset point. The
+// rebalance is played by calling the member's callbacks.
+func TestStaleDataLossIgnored(t *testing.T) {
+	addr, g, stream := tenDelivered(t, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	cl := newClient(t, addr)
+	for i := 10; i < 14; i++ {
+		produce(t, cl, &kgo.Record{Topic: "loss", Value: fmt.Appendf(nil, "%d", i)})
+	}
+	receiveUntil(t, g, untilMessages(4))
+	if err := g.Ack(ctx, stream, 13); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.commitMarked(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ps := map[string][]int32{"loss": {stream.Partition}}
+	g.lost(ctx, g.cl, ps)
+	g.assigned(ctx, g.cl, ps)
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	rt := kmsg.NewOffsetFetchResponseTopic()
+	rt.Topic = "loss"
+	rp := kmsg.NewOffsetFetchResponseTopicPartition()
+	rp.Partition, rp.Offset = stream.Partition, 14
+	rt.Partitions = append(rt.Partitions, rp)
+	resp.Topics = append(resp.Topics, rt)
+	if err := g.offsetsFetched(ctx, g.cl, resp); err != nil {
+		t.Fatal(err)
+	}
+	// The old session's report: it had fetched to 10 when the broker
+	// lost offsets 6 on.
+	loss := &kgo.ErrDataLoss{Topic: "loss", Partition: stream.Partition, ConsumedTo: 10, ConsumedToEpoch: -1, ResetTo: 6, ResetToEpoch: -1}
+	fetches := kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "loss", Partitions: []kgo.FetchPartition{{Partition: stream.Partition, Err: loss}}}}}}
+	if err := g.take(fetches); errors.As(err, &loss) {
+		t.Errorf("a loss reported before the partition came back, from below where it started again (14), was reported: %v", err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c := committed(t, addr, "g", "loss", stream.Partition); c != 14 {
+		t.Fatalf("a loss reported before the partition came back moved the group's commit from 14 to %d", c)
+	}
+}
+
+// TestDataLossAfterGiveBackTaken: the rule of TestStaleDataLossIgnored
+// hides no loss of the current assignment: one from where it started
+// (the group's commit, 10: the broker's log ends below it) is taken,
+// and one of a partition no longer owned is not.
+func TestDataLossAfterGiveBackTaken(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		back  bool // given back after the loss of the session
+		taken bool
+	}{
+		{name: "given back", back: true, taken: true},
+		{name: "not owned", back: false, taken: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, g, stream := tenDelivered(t, time.Hour)
+			ctx := context.Background()
+			ps := map[string][]int32{"loss": {stream.Partition}}
+			g.lost(ctx, g.cl, ps)
+			if tc.back {
+				g.assigned(ctx, g.cl, ps)
+				resp := kmsg.NewPtrOffsetFetchResponse()
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = "loss"
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset = stream.Partition, 10
+				rt.Partitions = append(rt.Partitions, rp)
+				resp.Topics = append(resp.Topics, rt)
+				if err := g.offsetsFetched(ctx, g.cl, resp); err != nil {
+					t.Fatal(err)
+				}
+			}
+			loss := &kgo.ErrDataLoss{Topic: "loss", Partition: stream.Partition, ConsumedTo: 10, ConsumedToEpoch: -1, ResetTo: 6, ResetToEpoch: -1}
+			fetches := kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "loss", Partitions: []kgo.FetchPartition{{Partition: stream.Partition, Err: loss}}}}}}
+			err := g.take(fetches)
+			if taken := errors.As(err, &loss); taken != tc.taken {
+				t.Fatalf("take: %v; want the loss reported: %v", err, tc.taken)
+			}
+		})
+	}
+}
