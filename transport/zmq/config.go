@@ -166,7 +166,9 @@ type Config struct {
 	// subscriber holds no more (Subscribe refuses them). A peer that
 	// subscribes beyond (a libzmq SUB, a proxy) is sent every topic,
 	// which its own filter sorts out, instead of being refused, until
-	// it has cancelled what was refused.
+	// it has cancelled what was refused (a prefix refused twice is
+	// cancelled once, as libzmq's SUB does); refused beyond
+	// MaxSubscriptions prefixes more, until it disconnects.
 	MaxSubscriptions int
 	// Reconnect is the first wait before redialling a connected
 	// endpoint; it doubles up to ReconnectMax.

@@ -30,6 +30,11 @@ prints JSON lines on stdout; the Go test reads them.
                                "A" twice, unsubscribes from it twice, then
                                subscribes to "B"; prints ready, then waits
                                for stdin to close
+    subunsub ENDPOINT PREFIX...
+                               a SUB of PREFIXES connected to ENDPOINT; prints
+                               ready, then for each line "sub P" or "unsub P"
+                               subscribes to or unsubscribes from P and
+                               prints done
     burst ENDPOINT N           N SUBs of every topic connecting to ENDPOINT at
                                once; prints ready, then waits for stdin to
                                close
@@ -289,6 +294,23 @@ def unsub(endpoint, prefixes):
     ctx.term()
 
 
+def subunsub(endpoint, prefixes):
+    # A SUB of PREFIXES that, for each line "sub P" or "unsub P" read,
+    # subscribes to or unsubscribes from P.
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.SUB)
+    for p in prefixes:
+        s.setsockopt(zmq.SUBSCRIBE, p.encode())
+    s.connect(endpoint)
+    out(ready=True)
+    for line in sys.stdin:
+        op, p = line.split()
+        s.setsockopt(zmq.SUBSCRIBE if op == "sub" else zmq.UNSUBSCRIBE, p.encode())
+        out(done=line.strip())
+    s.close(linger=0)
+    ctx.term()
+
+
 def burst(endpoint, n):
     # N SUBs of every topic connecting to ENDPOINT at once (libzmq's
     # default reconnect interval, 100 ms, no backoff).
@@ -345,6 +367,8 @@ def main():
         resub(args[0])
     elif mode == "unsub":
         unsub(args[0], args[1:])
+    elif mode == "subunsub":
+        subunsub(args[0], args[1:])
     elif mode == "burst":
         burst(args[0], int(args[1]))
     elif mode == "hbmulti":
