@@ -153,8 +153,12 @@ type Config struct {
 	// MaxHandshakes bounds the connections a bound socket accepts
 	// that are still in their handshake (HandshakeTimeout), apart from
 	// MaxPeers: connections that never finish one keep no peer out.
-	// Beyond, the oldest of them is closed to make room (counted in
-	// Refused), so a flood of them delays a peer, not locks it out.
+	// Beyond, new connections wait in the listen backlog until one
+	// ends its handshake or the oldest has taken HandshakeTimeout/2
+	// (at most 1 s), which is then closed to make room (counted in
+	// Refused): a flood of them delays a peer, not locks it out, and an
+	// honest peer's handshake is not cut (a libzmq SUB closed in its
+	// handshake does not resend its subscriptions when it reconnects).
 	MaxHandshakes int
 	// MaxSubscriptions bounds the topic prefixes one subscriber may hold
 	// at a publisher, and their bytes to MaxSubscriptions*256 (a libzmq
@@ -162,7 +166,9 @@ type Config struct {
 	// subscriber holds no more (Subscribe refuses them). A peer that
 	// subscribes beyond (a libzmq SUB, a proxy) is sent every topic,
 	// which its own filter sorts out, instead of being refused, until
-	// it has cancelled what was refused.
+	// it has cancelled what was refused (a prefix refused twice is
+	// cancelled once, as libzmq's SUB does); refused beyond
+	// MaxSubscriptions prefixes more, until it disconnects.
 	MaxSubscriptions int
 	// Reconnect is the first wait before redialling a connected
 	// endpoint; it doubles up to ReconnectMax.

@@ -77,14 +77,23 @@ type subscriber struct {
 	// may hold: it is sent every topic meanwhile. Its own filter sorts
 	// them out (libzmq's SUB and our Subscriber filter what they
 	// receive, a proxy's fanout per subscriber), where refusing it
-	// would lose what it subscribed to. over counts the subscriptions
-	// refused, less the cancels of prefixes not held (libzmq's SUB,
-	// zmq_proxy and ours cancel only what they subscribed): at 0 the
-	// subscriber is filtered again. A refused prefix subscribed twice
-	// and cancelled once keeps it sent every topic, never the reverse.
-	all     bool
-	over    int
-	dropped atomic.Uint64
+	// would lose what it subscribed to. refused is the set of the
+	// prefixes refused, within the bounds of prefixes (refusedBytes):
+	// a libzmq SUB sends a subscription each time its application
+	// subscribes and one cancel for the last unsubscribe, so a prefix
+	// refused twice is cancelled once. The prefixes the checker may
+	// have cut are counted in cut instead, each subscription and each
+	// cancel (two cut to one could not be told apart): one refused
+	// twice keeps the subscriber sent every topic, never the reverse.
+	// At the last cancel the subscriber is filtered again, unless
+	// stuck (refused beyond what refused holds): then it is sent every
+	// topic until it disconnects.
+	all          bool
+	stuck        bool
+	cut          int
+	refused      map[string]struct{}
+	refusedBytes int
+	dropped      atomic.Uint64
 }
 
 // count counts prefix in (or, with add false, out of) lens, long and
@@ -105,7 +114,7 @@ func (s *subscriber) count(prefix []byte, add bool) {
 }
 
 func (f *fanout) attach(p *peer) error {
-	p.state = &subscriber{prefixes: map[string]struct{}{}, long: map[int]int32{}}
+	p.state = &subscriber{prefixes: map[string]struct{}{}, long: map[int]int32{}, refused: map[string]struct{}{}}
 	return nil
 }
 
@@ -141,30 +150,31 @@ func (f *fanout) received(p *peer, frames [][]byte) error {
 // subscribe adds prefix to (or, with add false, removes it from) what
 // the subscriber p holds. Beyond MaxSubscriptions, or their bytes, the
 // subscriber is sent everything instead (subscriber.all), until it has
-// cancelled as many prefixes it does not hold.
+// cancelled what was refused.
 func (f *fanout) subscribe(p *peer, prefix []byte, add bool) {
 	s := p.state.(*subscriber)
 	s.mu.Lock()
 	_, had := s.prefixes[string(prefix)]
 	switch {
-	case !add && !had && s.all:
-		s.over--
-		last := s.over == 0
-		s.all = !last
-		s.mu.Unlock()
-		if last {
-			f.sock.log.Debug("zmq: subscriber back within MaxSubscriptions is filtered again", "remote", p.remote)
-			f.total1("", false)
-			f.sock.peersChanged.notify()
+	case !add && !had:
+		if f.mayBeCut(prefix) && s.cut > 0 {
+			s.cut--
+			f.unrefuse(p, s, nil)
+			return
 		}
-		return
-	case add == had:
+		if _, ok := s.refused[string(prefix)]; ok {
+			f.unrefuse(p, s, prefix)
+			return
+		}
 		s.mu.Unlock()
-		return // held already, or not held
+		return // not held
+	case add && had:
+		s.mu.Unlock()
+		return // held already
 	case add && (len(s.prefixes) >= f.maxSubscriptions || s.bytes+len(prefix) > subscriptionBytes(f.maxSubscriptions)):
+		f.refuse(s, prefix)
 		first := !s.all
 		s.all = true
-		s.over++
 		s.mu.Unlock()
 		f.stats.refusedSubscriptions.Add(1)
 		if first {
@@ -176,12 +186,62 @@ func (f *fanout) subscribe(p *peer, prefix []byte, add bool) {
 	case add:
 		s.prefixes[string(prefix)] = struct{}{}
 		s.count(prefix, true)
+		if _, ok := s.refused[string(prefix)]; ok {
+			// Refused before, held now: one cancel will end it.
+			s.mu.Unlock()
+			f.total1(string(prefix), add)
+			s.mu.Lock()
+			f.unrefuse(p, s, prefix)
+			return
+		}
 	default:
 		delete(s.prefixes, string(prefix))
 		s.count(prefix, false)
 	}
 	s.mu.Unlock()
 	f.total1(string(prefix), add)
+	f.sock.peersChanged.notify()
+}
+
+// refuse records prefix as refused; s.mu is held.
+func (f *fanout) refuse(s *subscriber, prefix []byte) {
+	if f.mayBeCut(prefix) {
+		s.cut++
+		return
+	}
+	if _, ok := s.refused[string(prefix)]; ok {
+		return
+	}
+	if len(s.refused) >= f.maxSubscriptions || s.refusedBytes+len(prefix) > subscriptionBytes(f.maxSubscriptions) {
+		s.stuck = true
+		return
+	}
+	s.refused[string(prefix)] = struct{}{}
+	s.refusedBytes += len(prefix)
+}
+
+// mayBeCut reports whether prefix may be one the checker cut: as long
+// as a cut one (wireConn.truncateFrames).
+func (f *fanout) mayBeCut(prefix []byte) bool {
+	return f.sock != nil && len(prefix) >= f.sock.maxMessage-1
+}
+
+// unrefuse takes prefix, if any, out of the refused ones, and filters
+// the subscriber again after the last; s.mu is held, and unlocked.
+func (f *fanout) unrefuse(p *peer, s *subscriber, prefix []byte) {
+	if prefix != nil {
+		delete(s.refused, string(prefix))
+		s.refusedBytes -= len(prefix)
+	}
+	last := s.all && len(s.refused) == 0 && s.cut == 0 && !s.stuck
+	if last {
+		s.all = false
+	}
+	s.mu.Unlock()
+	if last {
+		f.sock.log.Debug("zmq: subscriber back within MaxSubscriptions is filtered again", "remote", p.remote)
+		f.total1("", false)
+	}
 	f.sock.peersChanged.notify()
 }
 

@@ -2,6 +2,7 @@ package zmq
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -39,4 +40,26 @@ func TestHandshakeFloodLocksNoOneOut(t *testing.T) {
 	if n > maxHS {
 		t.Errorf("%d connections in their handshake, MaxHandshakes %d", n, maxHS)
 	}
+}
+
+// TestHandshakeBurstConverges: a burst of real libzmq SUBs, many more
+// than MaxHandshakes, connecting at once: those closed in their
+// handshake to make room redial, and every one is a subscriber soon.
+func TestHandshakeBurstConverges(t *testing.T) {
+	const n, maxHS = 200, 4
+	pub, ep := bound(t, Config{MaxHandshakes: maxHS})
+	py := startPy(t, "burst", ep, fmt.Sprint(n))
+	py.next()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := pub.WaitSubscribers(ctx, "", n); err != nil {
+		got := 0
+		pub.sock.eachPeer(func(pr *peer) {
+			if pr.state.(*subscriber).matches(nil) {
+				got++
+			}
+		})
+		t.Fatalf("%d libzmq SUBs connecting at once, MaxHandshakes %d: %v; %d connected, %d of them subscribed; publisher %+v", n, maxHS, err, pub.Subscribers(), got, pub.Stats())
+	}
+	t.Logf("publisher %+v", pub.Stats())
 }

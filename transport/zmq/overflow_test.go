@@ -182,3 +182,77 @@ func TestInteropPyzmqSubBackToFiltering(t *testing.T) {
 		t.Errorf("sends a.x %v, b.x %v, c.x %v: want true, true, false", pubSees(pub, "a.x"), pubSees(pub, "b.x"), pubSees(pub, "c.x"))
 	}
 }
+
+// TestInteropPyzmqSubRefusedTwice: a libzmq SUB that subscribes twice to
+// a prefix beyond MaxSubscriptions sends two subscriptions and, for its
+// two unsubscribes, one cancel; it is filtered again after it. Counting
+// refusals, the publisher sent it every topic until it disconnected.
+func TestInteropPyzmqSubRefusedTwice(t *testing.T) {
+	ctx := testCtx(t)
+	pub, ep := bound(t, Config{MaxSubscriptions: 2})
+	py := startPy(t, "subunsub", ep, "a.", "b.")
+	py.next() // ready
+	if err := pub.WaitSubscribers(ctx, "b.x", 1); err != nil {
+		t.Fatalf("%v; publisher %+v", err, pub.Stats())
+	}
+	for _, line := range []string{"sub c.", "sub c."} {
+		fmt.Fprintln(py.stdin, line)
+		py.next()
+	}
+	waitCount(t, "RefusedSubscriptions", func() uint64 { return pub.Stats().RefusedSubscriptions }, 2)
+	for _, line := range []string{"unsub c.", "unsub c."} {
+		fmt.Fprintln(py.stdin, line)
+		py.next()
+	}
+	for pubSees(pub, "z") {
+		if ctx.Err() != nil {
+			t.Fatalf("c. subscribed twice and unsubscribed twice, the libzmq SUB still sent every topic; publisher %+v", pub.Stats())
+		}
+		time.Sleep(time.Millisecond) // polling the fanout's state, no event to wait on
+	}
+	if !pubSees(pub, "a.x") || !pubSees(pub, "b.x") || pubSees(pub, "c.x") {
+		t.Errorf("sends a.x %v, b.x %v, c.x %v: want true, true, false", pubSees(pub, "a.x"), pubSees(pub, "b.x"), pubSees(pub, "c.x"))
+	}
+}
+
+// TestRefusedStillWanted: a subscriber sent every topic stays so while
+// it may still want a refused prefix: cancels of other prefixes, of one
+// of two refused, of one of two long prefixes the checker cut alike,
+// and beyond what the publisher remembers of the refused, lose it
+// nothing.
+func TestRefusedStillWanted(t *testing.T) {
+	long := strings.Repeat("L", 600)
+	for _, tc := range []struct {
+		name  string
+		steps []string // "+p" subscribes to p, "-p" cancels it
+		want  string   // a topic the subscriber still wants
+	}{
+		{"other refused", []string{"+a", "+b", "+c", "+d", "-c"}, "d"},
+		{"held and unknown cancelled", []string{"+a", "+b", "+c", "-a", "-x"}, "c"},
+		{"refused, then held", []string{"+a", "+b", "+c", "-a", "+c", "+d", "-c"}, "d"},
+		{"two cut alike", []string{"+a", "+b", "+" + long + "1", "+" + long + "2", "-" + long + "1"}, long + "2"},
+		{"beyond the refused kept", []string{"+a", "+b", "+c", "+d", "+e", "-c", "-d"}, "e"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pub, ep := bound(t, Config{MaxSubscriptions: 2})
+			_, zc := rawPeer(t, ep, zmq4.Sub)
+			for _, s := range tc.steps {
+				add := byte(0)
+				if s[0] == '+' {
+					add = 1
+				}
+				if err := zc.SendMsg(zmq4.NewMsg(append([]byte{add}, s[1:]...))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Taken in order: once this is counted, every step was.
+			if err := zc.SendMsg(zmq4.NewMsg([]byte{2})); err != nil {
+				t.Fatal(err)
+			}
+			waitCount(t, "Ignored", func() uint64 { return pub.Stats().Ignored }, 1)
+			if !pubSees(pub, tc.want) {
+				t.Errorf("%q still wanted, no longer sent; publisher %+v", tc.want, pub.Stats())
+			}
+		})
+	}
+}

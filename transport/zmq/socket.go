@@ -83,9 +83,11 @@ type socket struct {
 	// inHandshake are the accepted connections in their handshake,
 	// oldest first: the first makes room for a new one beyond
 	// maxHandshakes.
-	inHandshake []net.Conn
-	peers       map[*peer]struct{} // those past the handshake
-	ipcPaths    []string
+	inHandshake []inHandshake
+	// handshakeRoom is notified when one of them ends its handshake.
+	handshakeRoom broadcast
+	peers         map[*peer]struct{} // those past the handshake
+	ipcPaths      []string
 
 	// progress is notified when a peer wrote something.
 	progress broadcast
@@ -176,6 +178,9 @@ var errClosedSocket = errors.New("zmq: socket closed")
 func (s *socket) acceptLoop(l net.Listener) {
 	defer s.wg.Done()
 	for {
+		if !s.waitHandshakeRoom() {
+			return
+		}
 		c, err := l.Accept()
 		if err != nil {
 			if s.ctx.Err() != nil {
@@ -266,6 +271,8 @@ const (
 // closed to make room: refusing the new one instead let as few as
 // maxHandshakes connections that never finish one (a slowloris) keep
 // every peer out, where the oldest is the likeliest never to finish.
+// The accept loop waits first until it is evictAge old
+// (waitHandshakeRoom), so an honest peer's handshake is not cut.
 func (s *socket) track(c net.Conn, accepted bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -277,8 +284,8 @@ func (s *socket) track(c net.Conn, accepted bool) bool {
 	st := connDialed
 	if accepted {
 		if s.handshaking >= s.maxHandshakes {
-			old := s.inHandshake[0]
-			s.inHandshake = s.inHandshake[1:]
+			old := s.inHandshake[0].c
+			s.inHandshake = slices.Delete(s.inHandshake, 0, 1)
 			s.conns[old] = connEvicted
 			s.handshaking--
 			s.stats.refused.Add(1)
@@ -286,17 +293,10 @@ func (s *socket) track(c net.Conn, accepted bool) bool {
 		}
 		st = connHandshaking
 		s.handshaking++
-		s.inHandshake = append(s.inHandshake, c)
+		s.inHandshake = append(s.inHandshake, inHandshake{c, time.Now()})
 	}
 	s.conns[c] = st
 	return true
-}
-
-// handshakeOver takes c out of inHandshake; s.mu is held.
-func (s *socket) handshakeOver(c net.Conn) {
-	if i := slices.Index(s.inHandshake, c); i >= 0 {
-		s.inHandshake = slices.Delete(s.inHandshake, i, i+1)
-	}
 }
 
 // admit moves an accepted connection past its handshake, if the socket

@@ -30,6 +30,14 @@ prints JSON lines on stdout; the Go test reads them.
                                "A" twice, unsubscribes from it twice, then
                                subscribes to "B"; prints ready, then waits
                                for stdin to close
+    subunsub ENDPOINT PREFIX...
+                               a SUB of PREFIXES connected to ENDPOINT; prints
+                               ready, then for each line "sub P" or "unsub P"
+                               subscribes to or unsubscribes from P and
+                               prints done
+    burst ENDPOINT N           N SUBs of every topic connecting to ENDPOINT at
+                               once; prints ready, then waits for stdin to
+                               close
     hbpub IVL TIMEOUT TTL      an XPUB with those options bound on a free
                                port: prints it, each subscription and each
                                monitor event; sends [b"t", PAYLOAD] for each
@@ -286,6 +294,41 @@ def unsub(endpoint, prefixes):
     ctx.term()
 
 
+def subunsub(endpoint, prefixes):
+    # A SUB of PREFIXES that, for each line "sub P" or "unsub P" read,
+    # subscribes to or unsubscribes from P.
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.SUB)
+    for p in prefixes:
+        s.setsockopt(zmq.SUBSCRIBE, p.encode())
+    s.connect(endpoint)
+    out(ready=True)
+    for line in sys.stdin:
+        op, p = line.split()
+        s.setsockopt(zmq.SUBSCRIBE if op == "sub" else zmq.UNSUBSCRIBE, p.encode())
+        out(done=line.strip())
+    s.close(linger=0)
+    ctx.term()
+
+
+def burst(endpoint, n):
+    # N SUBs of every topic connecting to ENDPOINT at once (libzmq's
+    # default reconnect interval, 100 ms, no backoff).
+    ctx = zmq.Context()
+    subs = []
+    for _ in range(n):
+        s = ctx.socket(zmq.SUB)
+        s.setsockopt(zmq.SUBSCRIBE, b"")
+        subs.append(s)
+    for s in subs:
+        s.connect(endpoint)
+    out(ready=True)
+    sys.stdin.read()
+    for s in subs:
+        s.close(linger=0)
+    ctx.term()
+
+
 def hbmulti(n, size):
     # A PUB heartbeating every 5 ms: libzmq sends a PING at the next
     # frame boundary, inside a multi-frame message too.
@@ -324,6 +367,10 @@ def main():
         resub(args[0])
     elif mode == "unsub":
         unsub(args[0], args[1:])
+    elif mode == "subunsub":
+        subunsub(args[0], args[1:])
+    elif mode == "burst":
+        burst(args[0], int(args[1]))
     elif mode == "hbmulti":
         hbmulti(int(args[0]), int(args[1]))
     elif mode == "hbpub":
