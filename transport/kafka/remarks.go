@@ -59,16 +59,38 @@ func (g *GroupSubscriber) remarks() remarkSet {
 	return rs
 }
 
+// remarkRetryBackoff is the wait between two tries of commitRemarks
+// after a retriable error.
+const remarkRetryBackoff = 50 * time.Millisecond
+
 // commitRemarks commits rs, if it holds offsets, in the generation it
 // was read in: the broker refuses it (ILLEGAL_GENERATION,
 // UNKNOWN_MEMBER_ID) after a rejoin, which may have given a partition
 // to another member, whose commit it would move back. The client's
 // commits take the generation current when they are sent, so it sends
-// its own request.
+// its own request, and retries it itself, until ctx ends, when the
+// error is retriable (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS:
+// a coordinator moving or loading; coordinator finds the new one), as
+// the client does its own.
 func (g *GroupSubscriber) commitRemarks(ctx context.Context, rs remarkSet) error {
 	if len(rs.offsets) == 0 {
 		return nil
 	}
+	for {
+		err := g.commitRemarksOnce(ctx, rs)
+		if err == nil || !kerr.IsRetriable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(remarkRetryBackoff):
+		}
+	}
+}
+
+// commitRemarksOnce sends rs to the group's coordinator once.
+func (g *GroupSubscriber) commitRemarksOnce(ctx context.Context, rs remarkSet) error {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.MemberID, req.Generation = g.groupName, rs.member, rs.gen
 	if g.instance != "" {
