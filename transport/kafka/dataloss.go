@@ -135,17 +135,22 @@ func (s *Subscriber) dropLost(p int32, resetTo int64) {
 	s.pending = s.pending[:0]
 }
 
-// staleLoss reports whether a GroupSubscriber must ignore loss, and
-// logs it: the client keeps the loss reports of a session that ended (a
+// staleLoss reports whether a GroupSubscriber must not act on loss
+// (drop what it queued, move the group's commit back), and logs it:
+// the client keeps the loss reports of a session that ended (a
 // rebalance) for the next poll, which may come once the partition is
 // another member's, or back with this one. Such a report predates the
 // partition's current assignment: it is of a partition not owned, or
 // from an offset below where the current assignment started, which its
-// fetches never go below before a loss of their own. Taken, it would
-// report a loss that is not there and move the group's commit, which
-// the partition's owners advanced since, back to its reset point. The
-// first loss taken in an assignment makes the next ones undecidable:
-// they are taken. Called with mu held.
+// fetches never go below before a loss of their own. Acted on, it would
+// move the group's commit, which the partition's owners advanced since,
+// back to its reset point. It is still returned (take): the broker did
+// lose what it reports, and the member that owned the partition
+// meanwhile may not have seen it (on logd, whose leader epochs are
+// unknown, a fetch from an offset the broker now holds other records
+// at finds nothing wrong): this report may be the only one of that
+// loss. The first loss taken in an assignment makes the next ones
+// undecidable: they are acted on. Called with mu held.
 func (s *Subscriber) staleLoss(loss *kgo.ErrDataLoss) bool {
 	if !s.group {
 		return false
@@ -158,7 +163,7 @@ func (s *Subscriber) staleLoss(loss *kgo.ErrDataLoss) bool {
 		st.assignedAt = -1
 		return false
 	}
-	s.log.Info("kafka transport: a data-loss report from before the partition's current assignment ignored",
+	s.log.Warn("kafka transport: a data-loss report from before the partition's current assignment: returned, the group's commit not moved back",
 		"topic", s.topic, "partition", loss.Partition, "consumedTo", loss.ConsumedTo, "resetTo", loss.ResetTo)
 	return true
 }

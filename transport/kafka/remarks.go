@@ -59,13 +59,43 @@ func (g *GroupSubscriber) remarks() remarkSet {
 	return rs
 }
 
+// remarkRetryBackoff is the wait between two tries of commitRemarks
+// after a retriable error.
+const remarkRetryBackoff = 50 * time.Millisecond
+
 // commitRemarks commits rs, if it holds offsets, in the generation it
 // was read in: the broker refuses it (ILLEGAL_GENERATION,
 // UNKNOWN_MEMBER_ID) after a rejoin, which may have given a partition
 // to another member, whose commit it would move back. The client's
 // commits take the generation current when they are sent, so it sends
-// its own request.
+// its own request, and retries it itself, until ctx ends, when the
+// error is retriable (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS:
+// a coordinator moving or loading; coordinator finds the new one), as
+// the client does its own, for closeFlush at most: a revocation's ctx
+// has no deadline. The periodic commit does not retry (see
+// commitRemarksEvery).
 func (g *GroupSubscriber) commitRemarks(ctx context.Context, rs remarkSet) error {
+	if len(rs.offsets) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, closeFlush)
+	defer cancel()
+	for {
+		err := g.commitRemarksOnce(ctx, rs)
+		if err == nil || !kerr.IsRetriable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(remarkRetryBackoff):
+		}
+	}
+}
+
+// commitRemarksOnce sends rs, if it holds offsets, to the group's
+// coordinator once.
+func (g *GroupSubscriber) commitRemarksOnce(ctx context.Context, rs remarkSet) error {
 	if len(rs.offsets) == 0 {
 		return nil
 	}
@@ -123,7 +153,9 @@ func (commitByName) MaxVersion() int16 { return 9 }
 // around each commit, as Close does around its own: a data loss's
 // rewind (take) is not passed by a mark read before it, and Close's
 // commit, after which it commits nothing, is not overtaken by an older
-// one. done is closed once it returns.
+// one. It tries each commit once: take waits for rewindMu, and a
+// retriable refusal is retried at the next interval. done is closed
+// once it returns.
 func (g *GroupSubscriber) commitRemarksEvery(interval time.Duration, done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(interval)
@@ -143,7 +175,7 @@ func (g *GroupSubscriber) commitRemarksEvery(interval time.Duration, done chan<-
 		rs := g.remarks()
 		g.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), closeFlush)
-		err := g.commitRemarks(ctx, rs)
+		err := g.commitRemarksOnce(ctx, rs)
 		cancel()
 		g.rewindMu.Unlock()
 		if err != nil && !(errors.Is(err, kgo.ErrClientClosed) && g.Subscriber.closing()) {

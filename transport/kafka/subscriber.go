@@ -397,10 +397,7 @@ func (s *Subscriber) take(fetches kgo.Fetches) error {
 			return
 		}
 		var loss *kgo.ErrDataLoss
-		if errors.As(err, &loss) && loss.Topic == s.topic && s.staleLoss(loss) {
-			return
-		}
-		if errors.As(err, &loss) && loss.Topic == s.topic {
+		if errors.As(err, &loss) && loss.Topic == s.topic && !s.staleLoss(loss) {
 			// The broker lost what was delivered from ResetTo on: what
 			// it holds there now is new, not delivered (see lose).
 			s.dropLost(loss.Partition, loss.ResetTo)
