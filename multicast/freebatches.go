@@ -8,11 +8,13 @@ import "sync"
 // A subscriber makes Queue+1 batches (15 MiB by default) so that a slow
 // application can fall that far behind; one that keeps up uses two at a
 // time: the one it reads and the one being filled. Taken oldest first,
-// as a channel gives them, every batch came round in turn and each was
-// cold in the caches when filled again: a 64-byte message's copy into
-// its batch cost 32 ns instead of 16 (BenchmarkLimit's batches run,
-// profiled). Taken last freed first, the two batches in use stay warm
-// and the rest wait, mapped, for a backlog.
+// as a channel gives them, every batch came round in turn, each one
+// gone from the core's caches when filled again. Taken last freed
+// first, the two batches in use stay warm and the rest wait, mapped,
+// for a backlog. (On the 2-core VM this was written on, whose 32 MiB
+// L3 holds all 15 MiB, it made no difference that BenchmarkLimit could
+// see; reused at once, a batch also shows at once an application that
+// keeps a Receive's slices past the next one.)
 type freeBatches struct {
 	mu    sync.Mutex
 	stack []*batch      // its capacity is how many may wait
