@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -24,12 +23,7 @@ import (
 // partition meanwhile): an acknowledgement that returned nil is in the
 // next commit, Close's included.
 func TestAckBeforeOffsetsRefetched(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "back"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	addr := c.ListenAddrs()[0]
+	c, addr := groupCluster(t, 2, "back")
 	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for p := range int32(2) {
 		for i := range 10 {

@@ -132,12 +132,8 @@ func heldCommit(t *testing.T, n int32, interval time.Duration) (addr string, g *
 // of a connection in order, and the client sends both on one.
 func heldCommitLeave(t *testing.T, n int32, interval time.Duration, holdLeave bool) (addr string, g *GroupSubscriber, stream transport.StreamID, inFlight chan struct{}, release func()) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "loss"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	addr = c.ListenAddrs()[0]
+	var c *kfake.Cluster
+	c, addr = groupCluster(t, 1, "loss")
 	cl := newClient(t, addr)
 	for i := range 10 {
 		produce(t, cl, &kgo.Record{Topic: "loss", Value: fmt.Appendf(nil, "%d", i)})
@@ -170,6 +166,7 @@ func heldCommitLeave(t *testing.T, n int32, interval time.Duration, holdLeave bo
 		// answered, which the cluster here does.
 		opts = append(opts, kgo.SessionTimeout(time.Minute))
 	}
+	var err error
 	g, err = NewGroupSubscriber(context.Background(), Config{Brokers: []string{addr}, Topic: "loss", Group: "g", Options: opts})
 	if err != nil {
 		t.Fatal(err)

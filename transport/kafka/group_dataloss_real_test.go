@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -55,12 +54,7 @@ func (h *resetBuffered) OnFetchRecordBuffered(r *kgo.Record) {
 }
 
 func testDataLossReportedByClient(t *testing.T, samePoll bool) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "real"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	addr := c.ListenAddrs()[0]
+	c, addr := groupCluster(t, 1, "real")
 	cl := newClient(t, addr)
 	for i := range 10 {
 		produce(t, cl, &kgo.Record{Topic: "real", Value: fmt.Appendf(nil, "%d", i)})

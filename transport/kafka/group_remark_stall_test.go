@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -20,12 +19,7 @@ import (
 // the next interval, rather than retrying for seconds while the
 // records of other partitions wait.
 func TestPeriodicRemarkCommitDoesNotStallReceive(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "loss"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	addr := c.ListenAddrs()[0]
+	c, addr := groupCluster(t, 2, "loss")
 	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for i := range 10 {
 		produce(t, cl, &kgo.Record{Topic: "loss", Partition: 0, Value: fmt.Appendf(nil, "%d", i)})

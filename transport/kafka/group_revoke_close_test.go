@@ -77,12 +77,8 @@ func TestCloseEndsRevokeCommitUncounted(t *testing.T) {
 // that commit is in flight.
 func heldRevokeCommit(t *testing.T) (addr string, cfg Config, inFlight chan struct{}, release func()) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "slow"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	addr = c.ListenAddrs()[0]
+	var c *kfake.Cluster
+	c, addr = groupCluster(t, 2, "slow")
 	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for p := range int32(2) {
 		produce(t, cl, &kgo.Record{Topic: "slow", Partition: p, Value: []byte("x")})

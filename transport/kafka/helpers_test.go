@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -198,4 +199,18 @@ func clone(b []byte) []byte {
 		return nil
 	}
 	return append([]byte(nil), b...)
+}
+
+// groupCluster starts a one-broker kfake cluster holding topic, of
+// partitions partitions, whose groups take session timeouts down to
+// 100 ms (a rebalance in a test takes that long, not seconds), and
+// returns it and its address; the test's end closes it.
+func groupCluster(t *testing.T, partitions int32, topic string) (*kfake.Cluster, string) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, c.ListenAddrs()[0]
 }
