@@ -75,10 +75,13 @@ func TestSubscriberKeepsItsBatchesWarm(t *testing.T) {
 			seen[s.cur] = true
 		}
 	}
-	// Two in turn while the application reads for itself; a few more
-	// when the reader goroutine takes over while it publishes (on a
-	// loaded machine). Taken in turn, all Queue+1 came round.
-	if len(seen) > 10 {
-		t.Fatalf("the application was handed %d different batches over %d rounds, each read as it came: want at most 10 (of %d)", len(seen), rounds, s.free.cap())
+	// Two in turn while the application reads for itself. While it
+	// publishes, the reader goroutine may read in its place and hand
+	// over a batch a read, up to one a datagram of the round's (per at
+	// most, on a loaded machine: 16 seen under -race with every package
+	// testing at once), which the stack then keeps in use. Taken in
+	// turn, all Queue+1 (65) came round.
+	if max := 2 * per; len(seen) > max {
+		t.Fatalf("the application was handed %d different batches over %d rounds, each read as it came: want at most %d (of %d)", len(seen), rounds, max, s.free.cap())
 	}
 }
