@@ -163,15 +163,15 @@ func TestBeyondMaxBackToFiltering(t *testing.T) {
 func TestInteropPyzmqSubBackToFiltering(t *testing.T) {
 	ctx := testCtx(t)
 	pub, ep := bound(t, Config{MaxSubscriptions: 2})
-	py := startPy(t, "unsub", ep, "a.", "b.", "c.")
+	py := startPy(t, "subunsub", ep, "a.", "b.", "c.")
 	py.next() // ready
 	if err := pub.WaitSubscribers(ctx, "c.x", 1); err != nil {
 		t.Fatalf("%v; publisher %+v", err, pub.Stats())
 	}
-	if _, err := py.stdin.Write([]byte("c.\n")); err != nil {
+	if _, err := py.stdin.Write([]byte("unsub c.\n")); err != nil {
 		t.Fatal(err)
 	}
-	py.next() // unsubscribed
+	py.next() // done
 	for pubSees(pub, "z") {
 		if ctx.Err() != nil {
 			t.Fatalf("c. unsubscribed, the libzmq SUB still sent every topic; publisher %+v", pub.Stats())

@@ -279,21 +279,6 @@ def resub(endpoint):
     ctx.term()
 
 
-def unsub(endpoint, prefixes):
-    # A SUB that unsubscribes, from each line read, the prefix it names.
-    ctx = zmq.Context()
-    s = ctx.socket(zmq.SUB)
-    for p in prefixes:
-        s.setsockopt(zmq.SUBSCRIBE, p.encode())
-    s.connect(endpoint)
-    out(ready=True)
-    for line in sys.stdin:
-        s.setsockopt(zmq.UNSUBSCRIBE, line.strip().encode())
-        out(unsubscribed=line.strip())
-    s.close(linger=0)
-    ctx.term()
-
-
 def subunsub(endpoint, prefixes):
     # A SUB of PREFIXES that, for each line "sub P" or "unsub P" read,
     # subscribes to or unsubscribes from P.
@@ -365,8 +350,6 @@ def main():
         hbsub(args[0], *map(int, args[1:4]))
     elif mode == "resub":
         resub(args[0])
-    elif mode == "unsub":
-        unsub(args[0], args[1:])
     elif mode == "subunsub":
         subunsub(args[0], args[1:])
     elif mode == "burst":
