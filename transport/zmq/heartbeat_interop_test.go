@@ -160,9 +160,13 @@ type relay struct {
 	// dropTarget drops what the target sends, dropClient what the
 	// client sends.
 	dropTarget, dropClient atomic.Bool
-	mu                     sync.Mutex
-	conns                  []net.Conn
-	wg                     sync.WaitGroup
+	// held, if set, holds what the client of the next connection
+	// accepted sends until it is closed (holdNext).
+	held  atomic.Pointer[chan struct{}]
+	done  chan struct{} // closed at cleanup
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
 }
 
 // startRelay relays to target (tcp://HOST:PORT) until the test ends.
@@ -171,10 +175,11 @@ func startRelay(t *testing.T, target string) *relay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &relay{t: t, ln: ln, target: strings.TrimPrefix(target, "tcp://")}
+	r := &relay{t: t, ln: ln, target: strings.TrimPrefix(target, "tcp://"), done: make(chan struct{})}
 	r.wg.Add(1)
 	go r.accept()
 	t.Cleanup(func() {
+		close(r.done)
 		ln.Close()
 		r.mu.Lock()
 		for _, c := range r.conns {
@@ -188,6 +193,16 @@ func startRelay(t *testing.T, target string) *relay {
 
 // endpoint is the relay's address, for the client.
 func (r *relay) endpoint() string { return "tcp://" + r.ln.Addr().String() }
+
+// holdNext holds what the client of the next connection sends (its
+// greeting first) until release is called; the target's side is
+// relayed meanwhile, and later connections are not held.
+func (r *relay) holdNext() (release func()) {
+	ch := make(chan struct{})
+	r.held.Store(&ch)
+	var once sync.Once
+	return func() { once.Do(func() { close(ch) }) }
+}
 
 func (r *relay) accept() {
 	defer r.wg.Done()
@@ -204,8 +219,20 @@ func (r *relay) accept() {
 		r.mu.Lock()
 		r.conns = append(r.conns, c, u)
 		r.mu.Unlock()
+		var hold <-chan struct{}
+		if ch := r.held.Swap(nil); ch != nil {
+			hold = *ch
+		}
 		r.wg.Add(2)
-		go r.pipe(u, c, &r.dropClient)
+		go func() {
+			if hold != nil {
+				select {
+				case <-hold:
+				case <-r.done:
+				}
+			}
+			r.pipe(u, c, &r.dropClient)
+		}()
 		go r.pipe(c, u, &r.dropTarget)
 	}
 }

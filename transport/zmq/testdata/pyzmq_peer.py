@@ -38,10 +38,21 @@ prints JSON lines on stdout; the Go test reads them.
     burst ENDPOINT N           N SUBs of every topic connecting to ENDPOINT at
                                once; prints ready, then waits for stdin to
                                close
-    hbpub IVL TIMEOUT TTL      an XPUB with those options bound on a free
-                               port: prints it, each subscription and each
-                               monitor event; sends [b"t", PAYLOAD] for each
-                               line "send PAYLOAD" of stdin, until it closes
+    hbpub IVL TIMEOUT TTL [ENDPOINT]
+                               an XPUB with those options bound on a free
+                               port (or ENDPOINT): prints it, each
+                               subscription and each monitor event; sends
+                               [b"t", PAYLOAD] for each line "send PAYLOAD"
+                               of stdin, until it closes
+    monsub ENDPOINT PREFIX...  a SUB of PREFIXES connected to ENDPOINT that
+                               reads all the time: prints each monitor event
+                               and each message's topic and payload, until
+                               stdin closes
+    latesub ENDPOINT PREFIX... monsub, but its application calls into its
+                               socket only once stdin says "read": libzmq
+                               sends a SUB's subscriptions again on a new
+                               connection only then (the reconnect's hiccup
+                               waits in the socket's mailbox)
 """
 
 import json
@@ -249,11 +260,14 @@ def hbsub(endpoint, ivl, timeout, ttl):
     ctx.term()
 
 
-def hbpub(ivl, timeout, ttl):
+def hbpub(ivl, timeout, ttl, endpoint=None):
     ctx, s, mon = monitored(zmq.XPUB)
     heartbeats(s, ivl, timeout, ttl)
-    port = s.bind_to_random_port("tcp://127.0.0.1")
-    out(endpoint="tcp://127.0.0.1:%d" % port)
+    if endpoint:
+        s.bind(endpoint)
+    else:
+        endpoint = "tcp://127.0.0.1:%d" % s.bind_to_random_port("tcp://127.0.0.1")
+    out(endpoint=endpoint)
 
     def send(line):
         cmd, _, payload = line.partition(" ")
@@ -263,6 +277,29 @@ def hbpub(ivl, timeout, ttl):
         out(sent=payload)
 
     watch(s, mon, lambda frames: out(subscribed=frames[0][1:].decode("latin-1")) if frames[0][:1] == b"\x01" else None, send)
+    ctx.term()
+
+
+def monsub(endpoint, prefixes, late=False):
+    ctx, s, mon = monitored(zmq.SUB)
+    for p in prefixes:
+        s.setsockopt(zmq.SUBSCRIBE, p.encode())
+    s.connect(endpoint)
+    out(ready=True)
+    if late:
+        pending = b""
+        while b"read" not in pending.split(b"\n"):
+            data = os.read(sys.stdin.fileno(), 4096)
+            if not data:
+                raise SystemExit("stdin closed before read")
+            pending += data
+        out(reading=True)
+
+    def message(frames):
+        if len(frames) == 3:  # not a heartbeat or an end
+            out(topic=frames[0].decode("latin-1"), msg=frames[-1].decode("latin-1"))
+
+    watch(s, mon, message, lambda line: None)
     ctx.term()
 
 
@@ -357,7 +394,11 @@ def main():
     elif mode == "hbmulti":
         hbmulti(int(args[0]), int(args[1]))
     elif mode == "hbpub":
-        hbpub(*map(int, args[0:3]))
+        hbpub(*map(int, args[0:3]), *args[3:4])
+    elif mode == "monsub":
+        monsub(args[0], args[1:])
+    elif mode == "latesub":
+        monsub(args[0], args[1:], late=True)
     else:
         raise SystemExit("unknown mode " + mode)
 
