@@ -160,3 +160,45 @@ func TestInteropLatePyzmqSubConverges(t *testing.T) {
 	receivesAfter(t, pub, py, "a.x")
 	t.Logf("publisher %+v", pub.Stats())
 }
+
+// kill ends the python peer at once (SIGKILL) and waits for it: its
+// listener and connections are closed.
+func (p *pyPeer) kill() {
+	p.t.Helper()
+	p.cmd.Process.Kill()
+	<-p.done
+	p.cmd.Wait()
+}
+
+// TestInteropSubResubscribesToRestartedPyzmqPub: our subscriber of "t"
+// on a libzmq XPUB that is killed while our handshake with it is held
+// (cut in the handshake), then started again on the same port, then
+// killed and started again once subscribed: it subscribes again on each
+// new connection, and receives.
+func TestInteropSubResubscribesToRestartedPyzmqPub(t *testing.T) {
+	py := startPy(t, "hbpub", "0", "0", "0")
+	ep := py.waitFor("endpoint", nil)["endpoint"].(string)
+	r := startRelay(t, ep)
+	release := r.holdNext()
+	defer release()
+	sub := connected(t, r.endpoint(), Config{Subscribe: []string{"t"}, Reconnect: 10 * time.Millisecond, ReconnectMax: 100 * time.Millisecond})
+	py.waitFor("event", "accepted")
+	py.kill()
+	waitCount(t, "Handshake failed", func() uint64 { return sub.Stats().Handshake }, 1)
+	release()
+
+	for i, payload := range []string{"after a cut in the handshake", "after a restart"} {
+		if i > 0 {
+			py.kill()
+		}
+		py = startPy(t, "hbpub", "0", "0", "0", ep)
+		py.waitFor("endpoint", ep)
+		py.waitFor("subscribed", "t")
+		py.send("send " + payload)
+		py.waitFor("sent", payload)
+		if m := nextMessage(t, sub); string(m.Payload) != payload {
+			t.Fatalf("got %q, want %q", m.Payload, payload)
+		}
+	}
+	t.Logf("subscriber %+v", sub.Stats())
+}
