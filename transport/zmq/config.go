@@ -148,7 +148,11 @@ type Config struct {
 	// queue is full.
 	FrameTimeout time.Duration
 	// MaxPeers bounds the connections a bound socket holds past their
-	// handshake; one beyond is closed once its handshake is done.
+	// handshake; one beyond is closed at accept, or once its handshake
+	// is done if the last place went during it. A libzmq SUB so
+	// refused redials, and once admitted sends its subscriptions again
+	// when its application next reads (libzmq resends them from the
+	// application's thread).
 	MaxPeers int
 	// MaxHandshakes bounds the connections a bound socket accepts
 	// that are still in their handshake (HandshakeTimeout), apart from
@@ -157,8 +161,10 @@ type Config struct {
 	// ends its handshake or the oldest has taken HandshakeTimeout/2
 	// (at most 1 s), which is then closed to make room (counted in
 	// Refused): a flood of them delays a peer, not locks it out, and an
-	// honest peer's handshake is not cut (a libzmq SUB closed in its
-	// handshake does not resend its subscriptions when it reconnects).
+	// honest peer's handshake is not cut (a libzmq SUB sends its
+	// subscriptions again on a new connection only when its application
+	// next calls into the socket: one not reading yet would be
+	// connected and sent nothing until it does).
 	MaxHandshakes int
 	// MaxSubscriptions bounds the topic prefixes one subscriber may hold
 	// at a publisher, and their bytes to MaxSubscriptions*256 (a libzmq

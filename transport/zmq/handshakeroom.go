@@ -16,10 +16,13 @@ type inHandshake struct {
 // evictAge is how long an accepted connection keeps its place among
 // the maxHandshakes in their handshake before a newer one may take it:
 // an honest peer's handshake takes a few round trips. A libzmq SUB
-// (4.3) whose connection is closed in its handshake does not send its
-// subscriptions again on the next one: it stays connected and is sent
-// nothing. So a socket at maxHandshakes leaves new connections in the
-// listen backlog while they wait, instead of closing one.
+// (4.3) whose connection is closed, in its handshake or after, sends
+// its subscriptions again on the next one only when its application
+// next calls into the socket (the reconnect's hiccup is processed in
+// the application's thread): one not reading yet stays connected and
+// is sent nothing until it does. So a socket at maxHandshakes leaves
+// new connections in the listen backlog while they wait, instead of
+// closing one.
 func (s *socket) evictAge() time.Duration { return min(s.handshake/2, time.Second) }
 
 // waitHandshakeRoom waits, before the next accept, until fewer than
