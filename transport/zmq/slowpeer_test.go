@@ -11,9 +11,10 @@ import (
 )
 
 // slowFrameTimeout is the FrameTimeout of the slow-peer tests; they send
-// 1 MiB at 640 KB/s, four times the least rate it asks (64 KiB a
-// FrameTimeout), in four times as long as FrameTimeout.
-const slowFrameTimeout = 400 * time.Millisecond
+// 1 MiB at 640 KB/s, eight times the least rate it asks (64 KiB a
+// FrameTimeout), in twice as long as FrameTimeout. (At four times the
+// least rate, a writer stalled 300 ms on a loaded machine was cut.)
+const slowFrameTimeout = 800 * time.Millisecond
 
 // writeSlowly writes b in 32 KiB pieces, one every 50 ms: a slow link.
 func writeSlowly(t *testing.T, c net.Conn, b []byte) {
