@@ -24,7 +24,7 @@ func testRateSlots(t *testing.T, s store.Store) {
 			want = t0.Add(wantNext)
 		}
 		if err != nil || took != wantTook || !next.Equal(want) {
-			t.Fatalf("%s at %v: %d of %d slots at %d/s, the next at %v (%v); want %d, the next at %v", id, at, took, n, rate, next.Sub(t0), err, wantTook, wantNext)
+			t.Fatalf("%s at %v: %d of %d slots at %d/s, the next at %v (%v); want %d, the next at %v", id, at, took, n, rate, since(next), err, wantTook, since(want))
 		}
 	}
 	const ms = time.Millisecond
@@ -71,4 +71,12 @@ func testRateSlots(t *testing.T, s store.Store) {
 			t.Fatalf("round %d: %d takers at once took %d slots of an endpoint limited to %d/s; want %d", round, takers, total, rate, rate)
 		}
 	}
+}
+
+// since is t after t0, or "none" for the zero time.
+func since(t time.Time) any {
+	if t.IsZero() {
+		return "none"
+	}
+	return t.Sub(t0)
 }
