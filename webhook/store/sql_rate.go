@@ -17,10 +17,13 @@ import (
 // when it took fewer than n, when the next one frees. A slot is
 // 1/rate s rounded up, and the tolerance rate slots (a second, give or
 // take rate nanoseconds): at most rate at once, and rate a second after.
+// A tat beyond the tolerance, which no take leaves, is the clock stepped
+// back since: it counts as the tolerance, so the endpoint waits a slot,
+// not for the clock to come back.
 func rateSlots(tat, now int64, rate, n int) (took int, newTAT, next int64) {
 	slot := (int64(time.Second) + int64(rate) - 1) / int64(rate)
 	tolerance := int64(rate) * slot
-	base := max(tat, now)
+	base := max(min(tat, now+tolerance), now)
 	took = int(min(int64(n), max(0, (now+tolerance-base)/slot)))
 	newTAT = base + int64(took)*slot
 	if took < n {

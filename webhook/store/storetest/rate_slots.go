@@ -11,8 +11,9 @@ import (
 
 // testRateSlots: TakeRateSlots gives an endpoint limited to rate a
 // second rate slots at once and then one every 1/rate s, says when the
-// next frees, saves up no more than a second's worth, and never more
-// than the rate to takers at once.
+// next frees, saves up no more than a second's worth, waits a slot (not
+// the step) after the clock steps back, and never gives more than the
+// rate to takers at once.
 func testRateSlots(t *testing.T, s store.Store) {
 	c := ctx(t)
 	endpoint(t, s, "ep_1")
@@ -34,6 +35,7 @@ func testRateSlots(t *testing.T, s store.Store) {
 	take("ep_1", 4, 1, 400*ms, 0, 500*ms)                      //
 	take("ep_1", 4, 5, 3*time.Second, 4, 3*time.Second+250*ms) // idle: a second's worth saved, no more
 	take("ep_1", 2, 1, 3*time.Second, 0, 3*time.Second+500*ms) // a new rate starts from the state the old left
+	take("ep_1", 4, 1, time.Second, 0, time.Second+250*ms)     // the clock stepped back 2 s: a slot's wait, not 2 s
 	// 1/3 s is rounded up: three at once, then one a third of a second
 	// after (rounded up: 333 333 334 ns).
 	endpoint(t, s, "ep_3")
