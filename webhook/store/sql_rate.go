@@ -35,7 +35,8 @@ func rateSlots(tat, now int64, rate, n int) (took int, newTAT, next int64) {
 // TakeRateSlots reads the endpoint's rate_tat, its row locked
 // (dialect.rateLock), and writes it moved by the slots it takes, in one
 // transaction of relaxed durability: slots lost with a crash of the
-// database let through at most one second's worth more.
+// database (the last few hundred milliseconds of commits) let through
+// about that many more.
 func (s *sqlStore) TakeRateSlots(ctx context.Context, id string, rate, n int, now time.Time) (int, time.Time, error) {
 	if rate <= 0 || n <= 0 {
 		return max(n, 0), time.Time{}, nil
