@@ -37,12 +37,15 @@ type Dispatcher struct {
 }
 
 // endpointState is what a dispatcher holds for one endpoint: its queue
-// of claimed deliveries, its workers and its rate limit.
+// of claimed deliveries, its workers and when its rate limit has a slot.
 type endpointState struct {
 	queue   []*claimed
 	held    int // queued or being attempted
 	running int // workers, at most Concurrency
-	bucket  *bucket
+	// rateWait is when the store said the endpoint's rate limit has a
+	// slot free again (takeSlots), the slots of every dispatcher on the
+	// store taken: claims skip it until then. Zero (or past): none known.
+	rateWait time.Time
 	// wanting is set when a worker asked for a claim (its queue down to
 	// the refill mark) and cleared by the next claim that includes the
 	// endpoint: one wake-up per refill, not one per attempt.
@@ -171,7 +174,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			// Nothing to do now: sleep until the next delivery is due
 			// (attempts that finish wake the loop, and the endpoints
 			// working through a backlog, left out, do when their queues
-			// run low).
+			// run low; those waiting for a rate-limit slot, left out too,
+			// at wakeAt).
 			if next, ok, err := d.cfg.Store.NextDue(ctx, working...); err == nil && ok {
 				wait = min(wait, max(0, next.Sub(now)))
 			}
@@ -216,11 +220,13 @@ func (d *Dispatcher) DeliverDue(ctx context.Context) (int, error) {
 	}
 }
 
-// poll claims due deliveries of endpoints with room in their queue and
-// a rate token, and queues them, starting workers as slots allow. It
-// returns how many it queued, whether the claim was a full batch, when a
-// rate-limited endpoint has a token again (zero if none waits), and the
-// endpoints it skipped for holding more than their refill mark.
+// poll claims due deliveries of endpoints with room in their queue and,
+// when rate limited, not waiting for a slot, and queues those it takes
+// a slot for, starting workers as slots allow. It returns how many it
+// queued, whether the claim was a full batch, when a rate-limited
+// endpoint has a slot again (zero if none waits), and the endpoints it
+// skipped whose due deliveries need not wake it: those holding more than
+// their refill mark, and those waiting for a slot (wakeAt).
 func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt time.Time, working []string, err error) {
 	now := d.cfg.Now()
 	// An endpoint holds at most Concurrency + its depth deliveries, and
@@ -245,10 +251,10 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		asked []*endpointState
 	)
 	for id, ep := range d.endpoints {
-		if d.idle(ep) && (ep.bucket == nil || ep.bucket.full(now)) {
+		if d.idle(ep) && !now.Before(ep.rateWait) {
 			// Forgotten as an endpoint without a rate limit is when its
-			// worker ends (work), now that its bucket is as a new one or
-			// its disable recorded.
+			// worker ends (work), now that it waits for no slot (the
+			// slots are the store's) or its disable is recorded.
 			delete(d.endpoints, id)
 			continue
 		}
@@ -262,14 +268,13 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 			working = append(working, id)
 			continue
 		}
-		if ep.bucket != nil {
-			if ok, at := ep.bucket.ready(now); !ok {
-				skip = append(skip, id)
-				if wakeAt.IsZero() || at.Before(wakeAt) {
-					wakeAt = at
-				}
-				continue
+		if now.Before(ep.rateWait) {
+			skip = append(skip, id)
+			working = append(working, id)
+			if wakeAt.IsZero() || ep.rateWait.Before(wakeAt) {
+				wakeAt = ep.rateWait
 			}
+			continue
 		}
 		asked = append(asked, ep)
 		if ep.held > 0 {
@@ -289,6 +294,7 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		return 0, false, wakeAt, working, err
 	}
 	got := d.cfg.Now()
+	slots := d.takeSlots(ctx, jobs, got)
 	var release []string
 	d.mu.Lock()
 	for _, ep := range asked {
@@ -307,7 +313,7 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 			c.at, c.until, c.got = now, j.LeaseUntil, got
 			continue
 		}
-		if !d.admit(ctx, j, seq, now, got) {
+		if !d.admit(ctx, j, seq, now, got, slots) {
 			release = append(release, j.Delivery.ID)
 			continue
 		}
@@ -376,9 +382,10 @@ func (ep *endpointState) paced(took time.Duration) {
 	ep.pace = max((7*ep.pace+took)/8, 1)
 }
 
-// admit queues j if its endpoint has room and, when rate limited, a
-// token (taken), and starts a worker if a slot is free. d.mu is held.
-func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, got time.Time) bool {
+// admit queues j if its endpoint has room and, when rate limited, one
+// of the slots takeSlots took for it left (slots, by endpoint: taken),
+// and starts a worker if a slot is free. d.mu is held.
+func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, got time.Time, slots map[string]int) bool {
 	id := j.Endpoint.ID
 	ep := d.endpoints[id]
 	if ep == nil {
@@ -388,15 +395,11 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, g
 	if ep.held >= d.cfg.Concurrency+d.depth(ep) || d.held >= d.cfg.MaxInFlight || d.heldBytes >= d.cfg.MaxInFlightBytes || ep.stale(seq) {
 		return false
 	}
-	if rate := j.Endpoint.RateLimit; rate > 0 {
-		if ep.bucket == nil || ep.bucket.rate != rate {
-			ep.bucket = &bucket{rate: rate}
-		}
-		if !ep.bucket.take(now) {
+	if j.Endpoint.RateLimit > 0 {
+		if slots[id] <= 0 {
 			return false
 		}
-	} else {
-		ep.bucket = nil
+		slots[id]--
 	}
 	c := &claimed{job: j, seq: seq, at: now, until: j.LeaseUntil, got: got}
 	ep.queue = append(ep.queue, c)
@@ -422,9 +425,9 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		if len(ep.queue) == 0 {
 			ep.running--
 			// An idle endpoint is forgotten, unless its pace shortens its
-			// queue (up to maxPaced of those are remembered) or its rate
-			// limit's bucket is not full (poll forgets it once it is).
-			if d.idle(ep) && ep.bucket == nil {
+			// queue (up to maxPaced of those are remembered) or it waits
+			// for a rate-limit slot (poll forgets it once the wait is over).
+			if d.idle(ep) && !d.cfg.Now().Before(ep.rateWait) {
 				delete(d.endpoints, id)
 			}
 			d.mu.Unlock()

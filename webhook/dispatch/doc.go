@@ -21,7 +21,14 @@
 // has at most Concurrency attempts in flight and its own rate limit, and
 // a claim skips endpoints that are full, so an endpoint that hangs until
 // the timeout holds only its own slots while the others' deliveries go
-// on. Its backlog waits in the database, not in memory. A dispatcher
+// on. An endpoint's rate limit is its own, not each dispatcher's: its
+// slots (a generic cell rate, one second's worth saved up) are kept in
+// the store (Store.TakeRateSlots), by the database server's clock on
+// PostgreSQL, so it holds however many dispatchers share the database.
+// A delivery is queued with a slot, one call to the store per
+// rate-limited endpoint in a claim (none for the others); the others of
+// the claim are released, pending, and the endpoint is skipped until its
+// next slot frees (a store error taking them: PollInterval). Its backlog waits in the database, not in memory. A dispatcher
 // killed mid-attempt loses nothing: its leases expire and the
 // deliveries are claimed again. A record of attempts the store fails to
 // write (a database restarting) is written again while its leases hold.

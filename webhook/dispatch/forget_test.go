@@ -8,10 +8,10 @@ import (
 )
 
 // TestIdleRateLimitedForgotten: the dispatcher forgets the state it kept
-// for a rate-limited endpoint once it is idle and its bucket full again
-// (a new bucket starts full: nothing is lost), as it forgets the others
-// at once: it kept every rate-limited endpoint it ever delivered to,
-// deleted ones included, and went through all of them at every poll.
+// for a rate-limited endpoint once it is idle and no longer waits for a
+// slot (the slots are the store's: nothing is lost), as it forgets the
+// others at once: it kept every rate-limited endpoint it ever delivered
+// to, deleted ones included, and went through all of them at every poll.
 func TestIdleRateLimitedForgotten(t *testing.T) {
 	s, c := sqliteStore(t), &clock{t: t0}
 	rcv := newReceiver(t, status(200))
@@ -25,6 +25,8 @@ func TestIdleRateLimitedForgotten(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Two events: each endpoint's second waits for a slot.
+	addEvent(t, s, "t", t0)
 	addEvent(t, s, "t", t0)
 	d := newDispatcher(t, s, c)
 	deliverDue(t, d, endpoints)

@@ -25,6 +25,11 @@
 // another's leases expired early. What is due is decided by the
 // claimer's clock (ClaimRequest.Now) on both.
 //
+// An endpoint's rate limit is kept in its row (TakeRateSlots: a generic
+// cell rate's theoretical arrival time, moved under the row's lock), so
+// that dispatchers sharing the database share it; on PostgreSQL by the
+// server's clock, as leases are.
+//
 // Times are stored as Unix nanoseconds (0 for none) and booleans as
 // integers, so the two dialects share their queries.
 package store

@@ -19,7 +19,8 @@ CREATE TABLE IF NOT EXISTS endpoints (
 	failing_since BIGINT NOT NULL,
 	created BIGINT NOT NULL,
 	updated BIGINT NOT NULL,
-	revision BIGINT NOT NULL DEFAULT 1
+	revision BIGINT NOT NULL DEFAULT 1,
+	rate_tat BIGINT NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS events (
 	id TEXT PRIMARY KEY,
@@ -93,6 +94,9 @@ var columns = []struct{ table, name, def string }{
 	// UpdateEndpoint is written only over the revision it read (see
 	// Endpoint.Revision).
 	{"endpoints", "revision", "BIGINT NOT NULL DEFAULT 1"},
+	// rate_tat is the theoretical arrival time of the endpoint's next
+	// rate-limit slot (0: none taken yet), which TakeRateSlots moves.
+	{"endpoints", "rate_tat", "BIGINT NOT NULL DEFAULT 0"},
 }
 
 // dialect is what differs between SQLite and PostgreSQL.
@@ -154,6 +158,15 @@ type dialect struct {
 	// constant of the plan, so binding a new value re-prepared the whole
 	// statement at every claim.
 	perEndpoint string
+	// rateLock reads an endpoint's rate_tat (argument: its id), and
+	// where {now} is the database's clock (dialect.dbNow) that too, and
+	// locks its row until the transaction ends: FOR NO KEY UPDATE on
+	// PostgreSQL (which the key-share locks of completions do not wait
+	// for, nor wait for); on SQLite an UPDATE that writes nothing new, so
+	// that the transaction takes the write lock before it reads, rather
+	// than fail (SQLITE_BUSY) to upgrade a read that another connection
+	// wrote after.
+	rateLock string
 	// dbNow is the database's clock in Unix nanoseconds, which leases
 	// are measured by where several dispatchers share the database
 	// (PostgreSQL): see sqlStore.leaseByDB. Empty on SQLite.
@@ -165,6 +178,7 @@ var (
 		hasColumn: "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?",
 		pairs:     "(SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.endpoint') AS endpoint FROM json_each(?)) x",
 		relax:     "PRAGMA synchronous = NORMAL", unrelax: "PRAGMA synchronous = FULL",
+		rateLock: "UPDATE endpoints SET rate_tat = rate_tat WHERE id = ? RETURNING rate_tat{now}",
 		// SQLite has no LATERAL: the per-endpoint select is a correlated
 		// IN list, run once per endpoint row; CROSS JOIN keeps endpoints
 		// the outer loop (a plain JOIN lets the planner scan every due
@@ -186,7 +200,8 @@ var (
 		hasColumn: "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?",
 		pairs:     "jsonb_to_recordset(CAST(? AS jsonb)) AS x(id text, endpoint text)",
 		tokenLock: "SELECT pg_advisory_xact_lock(7406190210)", bulk: true,
-		dbNow: "CAST(EXTRACT(EPOCH FROM now()) * 1000000000 AS BIGINT)",
+		rateLock: "SELECT rate_tat{now} FROM endpoints WHERE id = ? FOR NO KEY UPDATE",
+		dbNow:    "CAST(EXTRACT(EPOCH FROM now()) * 1000000000 AS BIGINT)",
 		// Each endpoint's rows are locked as they are read, skipping those
 		// another dispatcher's claim holds, so two claims at once each
 		// find free rows (and PostgreSQL re-checks the conditions on a row

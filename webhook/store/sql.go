@@ -30,8 +30,9 @@ type sqlStore struct {
 	// not by the claim's Now: on PostgreSQL, which several dispatchers
 	// share, a dispatcher whose clock ran ahead of another's found that
 	// one's leases expired early and attempted its deliveries at the
-	// same time. Due times stay the claimer's (ClaimRequest.Now). Off
-	// only in tests that drive leases with an injected clock.
+	// same time. Due times stay the claimer's (ClaimRequest.Now). It
+	// measures rate-limit slots (TakeRateSlots) too, for the same reason.
+	// Off only in tests that drive leases with an injected clock.
 	leaseByDB bool
 }
 

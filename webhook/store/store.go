@@ -119,6 +119,18 @@ type Store interface {
 	// its poll interval.)
 	NextDue(ctx context.Context, skip ...string) (t time.Time, ok bool, err error)
 
+	// TakeRateSlots takes up to n of the slots of endpoint id's rate
+	// limit (rate deliveries a second, one second's worth saved up: a
+	// generic cell rate, its theoretical arrival time in the endpoint's
+	// row), which every dispatcher on the store shares, so the limit
+	// holds however many there are. It returns how many it took and,
+	// when fewer than n, when the next one frees (by now's clock). The
+	// slots are measured by now on SQLite, by the server's clock on
+	// PostgreSQL (as leases are: dispatchers with skewed clocks do not
+	// multiply the rate), the wait it returns added to now. An error
+	// wrapping ErrNotFound if the endpoint is gone.
+	TakeRateSlots(ctx context.Context, id string, rate, n int, now time.Time) (took int, next time.Time, err error)
+
 	// Purge deletes up to limit events created before before, the
 	// oldest first, with their deliveries and attempts, but not an event
 	// with a delivery still pending (being attempted or waiting for a

@@ -180,8 +180,9 @@ func TestPurgeTogetherPostgres(t *testing.T) {
 }
 
 // reopenWithoutResend makes the database at addr (driver, dsn) as an
-// earlier version left it, without deliveries.resend, and opens it: the
-// store adds the column, and a resend of a leased delivery is kept.
+// earlier version left it, without deliveries.resend nor
+// endpoints.rate_tat, and opens it: the store adds the columns, a resend
+// of a leased delivery is kept and rate-limit slots are taken.
 func reopenWithoutResend(t *testing.T, addr, driver, dsn string) {
 	ctx := context.Background()
 	s := openT(t, addr)
@@ -190,8 +191,10 @@ func reopenWithoutResend(t *testing.T, addr, driver, dsn string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ExecContext(ctx, `ALTER TABLE deliveries DROP COLUMN resend`); err != nil {
-		t.Fatal(err)
+	for _, drop := range []string{`ALTER TABLE deliveries DROP COLUMN resend`, `ALTER TABLE endpoints DROP COLUMN rate_tat`} {
+		if _, err := db.ExecContext(ctx, drop); err != nil {
+			t.Fatal(err)
+		}
 	}
 	db.Close()
 	s = openT(t, addr)
@@ -216,6 +219,9 @@ func reopenWithoutResend(t *testing.T, addr, driver, dsn string) {
 	}
 	if ds, err := s.ListDeliveries(ctx, "msg_1"); err != nil || len(ds) != 1 || ds[0].Status != store.StatusPending {
 		t.Fatalf("deliveries %+v %v, want the resent one pending", ds, err)
+	}
+	if took, _, err := s.TakeRateSlots(ctx, "ep_1", 1, 2, t0); err != nil || took != 1 {
+		t.Fatalf("rate slots of an endpoint made before rate_tat: took %d of 2 at 1/s (%v), want 1", took, err)
 	}
 }
 
@@ -315,5 +321,30 @@ func TestPostgresLeaseClockSkew(t *testing.T) {
 	if err := s.Complete(ctx, &store.Completion{Owner: "a", LeaseUntil: a[0].LeaseUntil, Status: store.StatusSucceeded, EndpointOK: true,
 		Attempt: store.Attempt{ID: "atmpt_1", DeliveryID: a[0].Delivery.ID, EventID: "msg_1", EndpointID: "ep_1", Started: now, StatusCode: 200}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPostgresRateClockSkew: on PostgreSQL an endpoint's rate-limit
+// slots are measured by the database's clock, as leases are: a
+// dispatcher whose clock runs an hour ahead of another's finds the
+// slots the other just took taken, rather than a second's worth saved
+// up since, and waits for the next by its own clock.
+func TestPostgresRateClockSkew(t *testing.T) {
+	s := openT(t, pgtest.Start(t, "fsync=off").NewDatabase(t))
+	ctx := context.Background()
+	now := time.Now()
+	if err := s.CreateEndpoint(ctx, &store.Endpoint{ID: "ep_1", URL: "http://127.0.0.1:1/", Enabled: true, RateLimit: 2, Created: now, Updated: now}); err != nil {
+		t.Fatal(err)
+	}
+	if took, _, err := s.TakeRateSlots(ctx, "ep_1", 2, 2, time.Now()); err != nil || took != 2 {
+		t.Fatalf("took %d of 2 slots at 2/s (%v), want 2", took, err)
+	}
+	ahead := time.Now().Add(time.Hour)
+	took, next, err := s.TakeRateSlots(ctx, "ep_1", 2, 2, ahead)
+	if err != nil || took != 0 {
+		t.Fatalf("a dispatcher an hour ahead took %d of 2 slots at 2/s just after another took 2 (%v), want 0", took, err)
+	}
+	if wait := next.Sub(ahead); wait <= 0 || wait > 500*time.Millisecond {
+		t.Fatalf("the next slot %v after the clock an hour ahead, want within 500ms", wait)
 	}
 }

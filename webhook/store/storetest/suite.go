@@ -57,6 +57,7 @@ func Run(t *testing.T, open Open) {
 		{"RecoverRacing", testRecoverRacing},
 		{"Tokens", testTokens},
 		{"ConcurrentClaims", testConcurrentClaims},
+		{"RateSlots", testRateSlots},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, open(t)) })

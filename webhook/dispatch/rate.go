@@ -1,0 +1,84 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/brokerless/brokerless/webhook/store"
+)
+
+// takeSlots takes from the store, at now, a rate-limit slot for each
+// delivery of jobs to a rate-limited endpoint, up to the room its queue
+// has (Store.TakeRateSlots: one call per such endpoint, none for the
+// others), and returns how many it took of each endpoint (admit queues
+// as many). The slots are the endpoint's, shared by every dispatcher on
+// the store, so its rate limit holds however many there are; a slot is
+// taken as its delivery is queued, as a claim takes its lease. An
+// endpoint given fewer than asked waits (endpointState.rateWait) until
+// the next frees: claims skip it until then and its other deliveries
+// are released, pending, for a later claim. A store error takes none:
+// the deliveries are released, and the endpoint waits PollInterval.
+// (A slot taken for a delivery admit then refuses, a claim full, is
+// lost: the endpoint gets less than its rate, never more.)
+func (d *Dispatcher) takeSlots(ctx context.Context, jobs []*store.Job, now time.Time) map[string]int {
+	type want struct{ rate, n int }
+	var wants map[string]*want
+	d.mu.Lock()
+	for _, j := range jobs {
+		if j.Endpoint.RateLimit <= 0 || d.holding[j.Delivery.ID] != nil {
+			// (One held already is renewed, not queued again.)
+			continue
+		}
+		if wants == nil {
+			wants = map[string]*want{}
+		}
+		w := wants[j.Endpoint.ID]
+		if w == nil {
+			w = &want{rate: j.Endpoint.RateLimit}
+			wants[j.Endpoint.ID] = w
+		}
+		w.n++
+	}
+	for id, w := range wants {
+		room := d.cfg.Concurrency + d.cfg.QueueDepth
+		if ep := d.endpoints[id]; ep != nil {
+			room = d.cfg.Concurrency + d.depth(ep) - ep.held
+		}
+		w.n = max(0, min(w.n, room))
+	}
+	d.mu.Unlock()
+	if wants == nil {
+		return nil
+	}
+	slots := make(map[string]int, len(wants))
+	for id, w := range wants {
+		if w.n == 0 {
+			continue
+		}
+		took, next, err := d.cfg.Store.TakeRateSlots(ctx, id, w.rate, w.n, now)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			// Deleted, its deliveries with it.
+			continue
+		case err != nil:
+			if ctx.Err() == nil {
+				d.stats.storeErrors.Add(1)
+				d.cfg.Logger.Warn("webhook dispatcher: taking rate-limit slots", "endpoint", id, "err", err)
+			}
+			took, next = 0, now.Add(d.cfg.PollInterval)
+		}
+		slots[id] = took
+		if took < w.n {
+			d.mu.Lock()
+			ep := d.endpoints[id]
+			if ep == nil {
+				ep = &endpointState{}
+				d.endpoints[id] = ep
+			}
+			ep.rateWait = next
+			d.mu.Unlock()
+		}
+	}
+	return slots
+}

@@ -1,0 +1,78 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// rateSlots is the generic cell rate algorithm of a rate limit of rate
+// a second, one second's worth of slots saved up, in nanoseconds: tat
+// is the theoretical arrival time the endpoint's row holds (0: none
+// yet), now the clock. Of n slots wanted it takes as many as keep the
+// new tat within tolerance of now, and returns them, the new tat and,
+// when it took fewer than n, when the next one frees. A slot is
+// 1/rate s rounded up, and the tolerance rate slots (a second, give or
+// take rate nanoseconds): at most rate at once, and rate a second after.
+// A tat beyond the tolerance, which no take leaves, is the clock stepped
+// back since: it counts as the tolerance, so the endpoint waits a slot,
+// not for the clock to come back.
+func rateSlots(tat, now int64, rate, n int) (took int, newTAT, next int64) {
+	slot := (int64(time.Second) + int64(rate) - 1) / int64(rate)
+	tolerance := int64(rate) * slot
+	base := max(min(tat, now+tolerance), now)
+	took = int(min(int64(n), max(0, (now+tolerance-base)/slot)))
+	newTAT = base + int64(took)*slot
+	if took < n {
+		next = newTAT + slot - tolerance
+	}
+	return took, newTAT, next
+}
+
+// TakeRateSlots reads the endpoint's rate_tat, its row locked
+// (dialect.rateLock), and writes it moved by the slots it takes, in one
+// transaction of relaxed durability: slots lost with a crash of the
+// database (the last few hundred milliseconds of commits) let through
+// about that many more.
+func (s *sqlStore) TakeRateSlots(ctx context.Context, id string, rate, n int, now time.Time) (int, time.Time, error) {
+	if rate <= 0 || n <= 0 {
+		return max(n, 0), time.Time{}, nil
+	}
+	var (
+		took int
+		next time.Time
+	)
+	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
+		var tat, dbNow int64
+		query, dest := strings.Replace(s.d.rateLock, "{now}", "", 1), []any{&tat}
+		if s.leaseByDB {
+			query, dest = strings.Replace(s.d.rateLock, "{now}", ", "+s.d.dbNow, 1), []any{&tat, &dbNow}
+		} else {
+			dbNow = nanos(now)
+		}
+		err := tx.QueryRowContext(ctx, s.d.rebind(query), id).Scan(dest...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: endpoint %s", ErrNotFound, id)
+		}
+		if err != nil {
+			return err
+		}
+		var newTAT, at int64
+		took, newTAT, at = rateSlots(tat, dbNow, rate, n)
+		if took < n {
+			next = now.Add(time.Duration(at - dbNow))
+		}
+		if took == 0 {
+			return nil
+		}
+		_, err = s.exec(ctx, tx, `UPDATE endpoints SET rate_tat = ? WHERE id = ?`, newTAT, id)
+		return err
+	})
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	return took, next, nil
+}
