@@ -308,24 +308,37 @@ func (p *Prometheus) observe(f *pageFamily, s *pageSeries, e *promEntry) {
 	if t.Type == Timer {
 		factor /= 1000 // milliseconds to seconds, as statsd_exporter
 	}
-	weight := 0.0
+	// Each value counts 1/its rate times (statsd_exporter observes it
+	// int(1/rate) times): Count/len(Values) each when they all had the
+	// same rate, else its own weight.
+	uniform := 0.0
 	if len(t.Values) > 0 {
-		weight = t.Count / float64(len(t.Values))
-	}
-	var sum float64
-	for _, v := range t.Values {
-		sum += v
+		uniform = t.Count / float64(len(t.Values))
 	}
 	in := &s.interval
-	in.sum += sum * factor * weight
+	if t.Weights == nil {
+		var sum float64
+		for _, v := range t.Values {
+			sum += v
+		}
+		in.sum += sum * factor * uniform
+	} else {
+		for i, v := range t.Values {
+			in.sum += v * factor * t.Weights[i]
+		}
+	}
 	in.count += t.Count
 	if f.typ == promHistogram {
 		if s.bounds == nil {
 			s.bounds = e.n.buckets
 			in.counts = make([]float64, len(s.bounds)+1)
 		}
-		for _, v := range t.Values {
-			in.counts[sort.SearchFloat64s(s.bounds, v*factor)] += weight
+		for i, v := range t.Values {
+			w := uniform
+			if t.Weights != nil {
+				w = t.Weights[i]
+			}
+			in.counts[sort.SearchFloat64s(s.bounds, v*factor)] += w
 		}
 		return
 	}

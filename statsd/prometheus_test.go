@@ -675,3 +675,24 @@ func TestPrometheusCounterStaysFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestPrometheusHistogramMixedRates: values of one timer sent with
+// different sample rates each count 1/their rate times, as
+// statsd_exporter observes each value int(1/rate) times (pkg/line), not
+// an average weight spread over all of them.
+func TestPrometheusHistogramMixedRates(t *testing.T) {
+	p := testPrometheus(t, PrometheusConfig{Buckets: []float64{0.01, 1}})
+	a := mustAggregator(t, AggregatorConfig{})
+	fams := parsePage(t, promRender(t, p, a, "mixed:100|ms|@0.1", "mixed:1|ms", "mixed:2|ms|@0.5"))
+	for _, c := range []struct {
+		le   string
+		want float64
+	}{{"0.01", 3}, {"1", 13}, {"+Inf", 13}} {
+		if got := value(t, fams, "mixed", map[string]string{"le": c.le}); got != c.want {
+			t.Errorf("mixed_bucket{le=%s} = %v, want %v", c.le, got, c.want)
+		}
+	}
+	if got, want := value(t, fams, "mixed", map[string]string{"sum": ""}), 10*0.1+0.001+2*0.002; math.Abs(got-want) > 1e-9 {
+		t.Errorf("mixed_sum = %v, want %v", got, want)
+	}
+}

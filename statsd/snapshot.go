@@ -69,6 +69,11 @@ type TimerValue struct {
 	// Values are the interval's values, sorted, unscaled. They are
 	// valid until the next flush, which reuses their memory.
 	Values []float64
+	// Weights are the 1/sample rate of each value, in step with
+	// Values, when the interval's values came with different rates;
+	// nil when they all had the same, each then weighing
+	// Count/len(Values).
+	Weights []float64
 }
 
 // Stat is a named number.
