@@ -92,7 +92,10 @@ type PrometheusConfig struct {
 //     seconds; DogStatsD's h and d values are kept as they are, as
 //     statsd_exporter keeps them. A histogram's buckets, _sum and _count
 //     are cumulative; a value sent with a sample rate counts 1/rate
-//     times. A summary's quantiles are those of the last interval
+//     times (its own rate, when a key comes with several). Like a
+//     counter, they stay finite: an interval that would take _sum,
+//     _count or a bucket past ±1.8e308 is left out and counted in
+//     statsd_server_nonfinite_increments_total. A summary's quantiles are those of the last interval
 //     (median and upper_N as Etsy computes them), NaN after an interval
 //     with no value, so the series stay; its _sum and _count are
 //     cumulative;

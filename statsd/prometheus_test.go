@@ -696,3 +696,46 @@ func TestPrometheusHistogramMixedRates(t *testing.T) {
 		t.Errorf("mixed_sum = %v, want %v", got, want)
 	}
 }
+
+// TestPrometheusObserverStaysFinite: an interval that would make a
+// histogram's or summary's cumulative _sum, _count or buckets not
+// finite (values summing past ±1.8e308, or a sample rate so small that
+// 1/rate is infinite) is left out of it and counted, as a counter's
+// increment is, so that the series keeps counting the later intervals
+// instead of showing +Inf or NaN for ever.
+func TestPrometheusObserverStaysFinite(t *testing.T) {
+	tiny := "@0." + strings.Repeat("0", 319) + "1" // 1e-320: 1/rate is +Inf
+	for _, timers := range []string{TimersHistogram, TimersSummary} {
+		t.Run(timers, func(t *testing.T) {
+			p := testPrometheus(t, PrometheusConfig{Timers: timers, Buckets: []float64{1, 10}})
+			a := mustAggregator(t, AggregatorConfig{})
+			for i, step := range []struct {
+				name                  string
+				lines                 []string
+				sum, count, nonFinite float64
+			}{
+				{"h:1|h", []string{"h:1|h"}, 1, 1, 0},
+				{"sum past 1.8e308", []string{"h:1e308|h", "h:1e308|h"}, 1, 1, 1},
+				{"h:2|h", []string{"h:2|h"}, 3, 2, 1},
+				{"rate 1e-320", []string{"h:0|h|" + tiny}, 3, 2, 2},
+				{"h:1|h", []string{"h:1|h"}, 4, 3, 2},
+			} {
+				fams := parsePage(t, promRender(t, p, a, step.lines...))
+				if got := value(t, fams, "h", map[string]string{"sum": ""}); got != step.sum {
+					t.Errorf("step %d (%s): h_sum = %v, want %v", i, step.name, got, step.sum)
+				}
+				if got := value(t, fams, "h", nil); got != step.count {
+					t.Errorf("step %d (%s): h_count = %v, want %v", i, step.name, got, step.count)
+				}
+				if timers == TimersHistogram {
+					if got := value(t, fams, "h", map[string]string{"le": "10"}); got != step.count {
+						t.Errorf("step %d (%s): h_bucket{le=10} = %v, want %v", i, step.name, got, step.count)
+					}
+				}
+				if got := value(t, fams, "statsd_server_nonfinite_increments_total", nil); got != step.nonFinite {
+					t.Errorf("step %d (%s): statsd_server_nonfinite_increments_total = %v, want %v", i, step.name, got, step.nonFinite)
+				}
+			}
+		})
+	}
+}
