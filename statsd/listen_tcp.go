@@ -121,7 +121,7 @@ func (l *tcpListener) serve(s *Server, c *tcpConn) {
 		c.Close()
 	}()
 	buf := make([]byte, l.cfg.MaxLineLength+1)
-	b := newBatch(l.cfg.NoSanitize)
+	b := newConnBatch(l.cfg.NoSanitize)
 	have := 0         // bytes of a partial line at the start of buf
 	skipping := false // inside a line that was too long
 	for {
