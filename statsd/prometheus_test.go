@@ -1,12 +1,14 @@
 package statsd
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -737,5 +739,34 @@ func TestPrometheusObserverStaysFinite(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPrometheusClosesIdleScrapeConns: a connection that made a request
+// and then sends nothing is closed after IdleTimeout, so connections
+// opened and left (thousands of them) cannot pile up.
+func TestPrometheusClosesIdleScrapeConns(t *testing.T) {
+	p, err := NewPrometheus(context.Background(), PrometheusConfig{Address: "127.0.0.1:0", IdleTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("idle scrape connection after 5s: read %d bytes, %v; want EOF (closed after IdleTimeout 100ms)", n, err)
 	}
 }
