@@ -104,6 +104,13 @@ func TestParseLine(t *testing.T) {
 		{"t:-1|ms ", "t timer -1", 0, 0},
 		{"u:5|s ", `u set "5"`, 0, 0},
 		{"u:abc|s ", "", 1, ReasonBadValue},
+		// A value of white space only is 0 to Etsy (Number(" ")), which
+		// its check lets through (helpers.js isNumber: a non-empty
+		// string that is not NaN).
+		{"ws.c: |c", "ws.c counter 0", 0, 0},
+		{"ws.g:\t|g", "ws.g gauge 0", 0, 0},
+		{"ws.t:  |ms", "ws.t timer 0", 0, 0},
+		{"ws.s: |s ", `ws.s set " "`, 0, 0},
 		{"u:|s ", "", 1, ReasonBadValue},
 		{"a:1|c|@ 0.5", "", 1, ReasonBadRate},
 		{"a:1|c|@0.5 x", "", 1, ReasonBadRate},
@@ -182,7 +189,7 @@ func TestParseNumber(t *testing.T) {
 	}{
 		{"0", 0, true}, {"-0", math.Copysign(0, -1), true}, {"+5", 5, true}, {"5.", 5, true},
 		{".5", 0.5, true}, {"1.1", 1.1, true}, {"123456789012345678", 123456789012345678, true},
-		{"1e-7", 1e-7, true}, {" 3\t", 3, true}, {"", 0, false}, {".", 0, false}, {"1e", 0, false},
+		{"1e-7", 1e-7, true}, {" 3\t", 3, true}, {"", 0, false}, {" ", 0, true}, {"\t \r", 0, true}, {".", 0, false}, {"1e", 0, false},
 		{"inf", 0, false}, {"-Infinity", 0, false}, {"0x1p3", 0, false}, {"1_0", 0, false}, {"--1", 0, false},
 	} {
 		got, ok := parseNumber([]byte(tc.in))
