@@ -369,3 +369,36 @@ func heapAlloc() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
 }
+
+// TestAggregatorOwnGaugeKeepsKeyCount: a client's gauge named as the
+// server's own (statsd.timestamp_lag) takes a TTL under DeleteGauges,
+// as at Etsy, and is deleted when it runs out; the own gauge was never
+// counted against MaxKeys, so its deletion must not uncount a key, or
+// every such cycle lets one more key past MaxKeys.
+func TestAggregatorOwnGaugeKeepsKeyCount(t *testing.T) {
+	const maxKeys = 3
+	a := mustAggregator(t, AggregatorConfig{DeleteIdleStats: true, MaxKeys: maxKeys})
+	now := time.Unix(1700000000, 0)
+	for range 10 {
+		a.Flush(now) // the second flush makes statsd.timestamp_lag
+		feed(t, a, "statsd.timestamp_lag:1|g")
+		now = now.Add(10 * time.Second)
+		a.Flush(now) // its TTL runs out: deleted
+		now = now.Add(10 * time.Second)
+	}
+	var lines []string
+	for i := range maxKeys + 5 {
+		lines = append(lines, fmt.Sprintf("k%d:1|c", i))
+	}
+	feed(t, a, lines...)
+	s := a.Flush(now)
+	users := 0
+	for _, c := range s.Counters {
+		if !c.Own {
+			users++
+		}
+	}
+	if users != maxKeys || s.Server.Dropped.Keys != 5 {
+		t.Errorf("%d counters kept, %d dropped; want MaxKeys %d kept, 5 dropped", users, s.Server.Dropped.Keys, maxKeys)
+	}
+}

@@ -138,8 +138,10 @@ func (a *Aggregator) reset() {
 				continue
 			}
 			if g.ttl--; g.ttl < 1 {
+				// The own gauge (timestamp_lag) has a TTL once a client
+				// sets it, as at Etsy; it never counted as a key.
 				delete(a.gauges, k)
-				a.forget(false)
+				a.forget(g.own)
 			}
 		}
 	}
