@@ -42,16 +42,26 @@ func listenTCP(ctx context.Context, addr string, cfg *Config) (*tcpListener, err
 	return &tcpListener{ln: ln, cfg: cfg, conns: make(map[*tcpConn]struct{})}, nil
 }
 
+// run accepts connections until the listener is closed. A failed
+// accept (EMFILE: out of file descriptors for a while) is counted in
+// ReadErrors and retried, after a pause that grows while it repeats, as
+// net/http's Serve does.
 func (l *tcpListener) run(s *Server) {
 	defer s.wg.Done()
+	var pause time.Duration
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			s.counters.readErrors.Add(1)
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			s.log.Warn("statsd: TCP accept failed, retrying", "err", err, "pause", pause)
+			time.Sleep(pause)
+			continue
 		}
+		pause = 0
 		tc := &tcpConn{Conn: c}
 		now := l.cfg.Now()
 		tc.last.Store(now.UnixNano())

@@ -3,8 +3,10 @@ package statsd
 import (
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -205,4 +207,47 @@ func FuzzLineFramer(f *testing.F) {
 			t.Fatalf("%q in reads of %v: lines %q, %d too long; want %q, %d", stream, reads, got, gotLong, want, wantLong)
 		}
 	})
+}
+
+// failingListener fails its first fail Accepts with err.
+type failingListener struct {
+	net.Listener
+	fail int
+	err  error
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	if l.fail > 0 {
+		l.fail--
+		return nil, l.err
+	}
+	return l.Listener.Accept()
+}
+
+// TestTCPAcceptErrorsDoNotStopTheListener: a failed accept (EMFILE: the
+// process is out of file descriptors for a moment) is counted and the
+// listener goes on accepting once it passes; it stops only when closed.
+func TestTCPAcceptErrorsDoNotStopTheListener(t *testing.T) {
+	s := startServer(t, Config{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	emfile := &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	l := &tcpListener{ln: &failingListener{Listener: ln, fail: 3, err: emfile}, cfg: &s.cfg, conns: make(map[*tcpConn]struct{})}
+	s.wg.Add(1)
+	go l.run(s)
+	t.Cleanup(l.close) // before the server's Close waits for it
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("after.emfile:1|c\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitReceived(t, s, 0, 1)
+	if got := s.Flush(t.Context()).Server.Listen.ReadErrors; got != 3 {
+		t.Errorf("ReadErrors = %d, want the 3 failed accepts", got)
+	}
 }

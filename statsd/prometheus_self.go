@@ -18,7 +18,7 @@ var promLoss = []struct {
 	{"set_members_dropped", "Set members dropped over MaxSetMembers in one interval.", func(s *ServerStats) uint64 { return s.Dropped.SetMembers }},
 	{"truncated", "Datagrams longer than the read buffer, cut.", func(s *ServerStats) uint64 { return s.Listen.Truncated }},
 	{"lines_too_long", "TCP lines longer than MaxLineLength, discarded.", func(s *ServerStats) uint64 { return s.Listen.LinesTooLong }},
-	{"read_errors", "Failed socket reads.", func(s *ServerStats) uint64 { return s.Listen.ReadErrors }},
+	{"read_errors", "Failed socket reads and TCP accepts.", func(s *ServerStats) uint64 { return s.Listen.ReadErrors }},
 	{"conns_evicted", "TCP connections closed to admit a new one while MaxConns were open: each the one idle the longest.", func(s *ServerStats) uint64 { return s.Listen.EvictedConns }},
 	{"conns_idle_closed", "TCP connections closed after IdleTimeout without a byte.", func(s *ServerStats) uint64 { return s.Listen.IdleConns }},
 	{"repeated", "Packets the repeaters forwarded.", func(s *ServerStats) uint64 { return s.Listen.Repeated }},

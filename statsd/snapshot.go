@@ -138,7 +138,7 @@ type ListenStats struct {
 	Truncated uint64
 	// LinesTooLong are TCP lines longer than MaxLineLength, discarded.
 	LinesTooLong uint64
-	// ReadErrors are failed reads.
+	// ReadErrors are failed reads, and failed TCP accepts.
 	ReadErrors uint64
 	// EvictedConns are TCP connections closed to admit a new one while
 	// MaxConns were open: each the one idle the longest. IdleConns are
