@@ -70,7 +70,9 @@ type AggregatorConfig struct {
 	// (the previous flush's are kept beside them until the next flush,
 	// in its Snapshot: TimerValue.Values); MaxSetMembers the set
 	// members, each held in at most 32 bytes (a longer member as its
-	// SHA-256). Beyond them values are dropped and counted. Defaults
+	// SHA-256). A timer value takes 8 bytes, 16 in an interval where
+	// its key's values came with several sample rates (each keeps its
+	// 1/rate, TimerValue.Weights). Beyond them values are dropped and counted. Defaults
 	// 5,000,000 and 1,000,000.
 	MaxTimerSamples, MaxSetMembers int
 	// MaxClients bounds the clients whose sequence lines are tracked;

@@ -62,8 +62,13 @@ type timerState struct {
 	// spare is the buffer of the previous flush's snapshot, reused
 	// once that snapshot has expired (at the next flush).
 	spare []float64
-	count float64
-	seen  uint64
+	// weights are the 1/rate of each value, in step with values, once
+	// a value came with a rate other than the interval's first (whose
+	// 1/rate is weight); nil while every value has the same.
+	weights []float64
+	weight  float64
+	count   float64
+	seen    uint64
 	// typ is the type of the key's first value: Timer, Histogram or
 	// Distribution.
 	typ Type
@@ -178,8 +183,21 @@ func (a *Aggregator) Add(m *Metric) bool {
 			a.timers[string(m.Key)] = t
 		}
 		a.samples++
+		w := 1 / m.Rate
+		switch {
+		case len(t.values) == 0:
+			t.weight = w
+		case t.weights == nil && w != t.weight:
+			t.weights = make([]float64, len(t.values), cap(t.values))
+			for i := range t.weights {
+				t.weights[i] = t.weight
+			}
+		}
 		t.values = append(t.values, m.Value)
-		t.count += 1 / m.Rate
+		if t.weights != nil {
+			t.weights = append(t.weights, w)
+		}
+		t.count += w
 		t.seen = a.flushes
 	case Set:
 		s := a.sets[string(m.Key)]

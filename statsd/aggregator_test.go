@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"sort"
 	"strconv"
@@ -368,4 +369,79 @@ func heapAlloc() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+// TestAggregatorOwnGaugeKeepsKeyCount: a client's gauge named as the
+// server's own (statsd.timestamp_lag) takes a TTL under DeleteGauges,
+// as at Etsy, and is deleted when it runs out; the own gauge was never
+// counted against MaxKeys, so its deletion must not uncount a key, or
+// every such cycle lets one more key past MaxKeys.
+func TestAggregatorOwnGaugeKeepsKeyCount(t *testing.T) {
+	const maxKeys = 3
+	a := mustAggregator(t, AggregatorConfig{DeleteIdleStats: true, MaxKeys: maxKeys})
+	now := time.Unix(1700000000, 0)
+	for range 10 {
+		a.Flush(now) // the second flush makes statsd.timestamp_lag
+		feed(t, a, "statsd.timestamp_lag:1|g")
+		now = now.Add(10 * time.Second)
+		a.Flush(now) // its TTL runs out: deleted
+		now = now.Add(10 * time.Second)
+	}
+	var lines []string
+	for i := range maxKeys + 5 {
+		lines = append(lines, fmt.Sprintf("k%d:1|c", i))
+	}
+	feed(t, a, lines...)
+	s := a.Flush(now)
+	users := 0
+	for _, c := range s.Counters {
+		if !c.Own {
+			users++
+		}
+	}
+	if users != maxKeys || s.Server.Dropped.Keys != 5 {
+		t.Errorf("%d counters kept, %d dropped; want MaxKeys %d kept, 5 dropped", users, s.Server.Dropped.Keys, maxKeys)
+	}
+}
+
+// TestAggregatorKeyCount: over seeded random values and flushes, with
+// the server's own names among the keys and every deletion and eviction
+// setting, the keys counted against MaxKeys are exactly the entries that
+// are not the server's own.
+func TestAggregatorKeyCount(t *testing.T) {
+	names := []string{"a", "b", "c", "statsd.timestamp_lag", "statsd.bad_lines_seen", "x.packets_received", "statsd.packets_received"}
+	types := []string{"c", "g", "ms", "s"}
+	for seed := range 200 {
+		r := rand.New(rand.NewPCG(uint64(seed), 9))
+		cfg := AggregatorConfig{MaxKeys: 1 + r.IntN(6), EvictIdleFlushes: []int{-1, 1, 2}[r.IntN(3)]}
+		if r.IntN(2) == 0 {
+			cfg.DeleteIdleStats = true
+		} else {
+			cfg.DeleteGauges, cfg.DeleteCounters, cfg.GaugesMaxTTL = r.IntN(2) == 0, r.IntN(2) == 0, 1+r.IntN(2)
+		}
+		a := mustAggregator(t, cfg)
+		now := time.Unix(1700000000, 0)
+		for step := range 60 {
+			if r.IntN(4) == 0 {
+				now = now.Add(10 * time.Second)
+				a.Flush(now)
+			} else {
+				feed(t, a, fmt.Sprintf("%s:%d|%s", names[r.IntN(len(names))], r.IntN(3), types[r.IntN(len(types))]))
+			}
+			n := len(a.timers) + len(a.sets)
+			for _, c := range a.counters {
+				if !c.own {
+					n++
+				}
+			}
+			for _, g := range a.gauges {
+				if !g.own {
+					n++
+				}
+			}
+			if n != a.keys {
+				t.Fatalf("seed %d, step %d (%+v): %d keys counted, %d held", seed, step, cfg, a.keys, n)
+			}
+		}
+	}
 }

@@ -39,7 +39,8 @@ func equivSteps() [][]string {
 			packet([]string{"multi:1|c:2|ms:3|g", "a b/c!d:1|c", "tagged:1|c|#env:prod", "tagged:2|c|#env:prod"}),
 			packet([]string{"bad.value:abc|c", "bad.rate:1|c|@x", "nocolon", "neg.timer:-1|ms", "", "c.one:2|c"}),
 			packet([]string{"ws.t:1|ms ", "ws.c:2|c\t", "ws.g:3|g ", "ws.r:1|c|@0.5 ", "ws.r:1|c |@0.25\t", "ws.tneg:-1|ms ",
-				"ws.s:5|s ", "ws.sbad:abc|s ", "ws.lead:1| c", "ws.g:+4| g\t|@0.5", "ws.nbsp:1|c\u00a0"}),
+				"ws.s:5|s ", "ws.sbad:abc|s ", "ws.lead:1| c", "ws.g:+4| g\t|@0.5", "ws.nbsp:1|c\u00a0",
+				"ws.blank.c: |c", "ws.blank.t:\t|ms", "ws.blank.t:2|ms", "ws.blank.g: |g", "ws.blank.s: |s "}),
 			packet([]string{"colon.end:1|c:", "colon.two:2|c::", "colon.rate:1|c|@0.5:", "colon.only:"}),
 		},
 		{

@@ -3,6 +3,7 @@ package statsd
 import (
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -51,7 +52,7 @@ func (a *Aggregator) Flush(now time.Time) *Snapshot {
 		start := len(stats)
 		stats = a.timerStats(stats, k, t, interval)
 		s.Timers = append(s.Timers, TimerValue{Key: k, Type: t.typ, Count: t.count, Values: t.values,
-			Stats: stats[start:len(stats):len(stats)]})
+			Weights: t.weights, Stats: stats[start:len(stats):len(stats)]})
 	}
 	for k, g := range a.gauges {
 		if evict(g.seen) && !g.own {
@@ -106,7 +107,7 @@ func (a *Aggregator) reset() {
 			a.forget(false)
 			continue
 		}
-		t.count = 0
+		t.count, t.weights = 0, nil
 		// The snapshot keeps this interval's values until the next
 		// flush; the next interval fills the buffer of the snapshot
 		// before it.
@@ -137,8 +138,10 @@ func (a *Aggregator) reset() {
 				continue
 			}
 			if g.ttl--; g.ttl < 1 {
+				// The own gauge (timestamp_lag) has a TTL once a client
+				// sets it, as at Etsy; it never counted as a key.
 				delete(a.gauges, k)
-				a.forget(false)
+				a.forget(g.own)
 			}
 		}
 	}
@@ -177,7 +180,11 @@ func (a *Aggregator) timerStats(dst []Stat, key string, t *timerState, interval 
 		return names.add(dst, statCountPS, 0)
 	}
 	values := t.values
-	slices.Sort(values)
+	if t.weights != nil {
+		sort.Sort(weighted{values, t.weights})
+	} else {
+		slices.Sort(values)
+	}
 	min, max := values[0], values[count-1]
 	cumul := make([]float64, count)
 	cumulSq := make([]float64, count)
@@ -241,6 +248,16 @@ func (a *Aggregator) timerStats(dst []Stat, key string, t *timerState, interval 
 		dst = appendHistogram(dst, a.cfg.Histogram, names.bins, key, values)
 	}
 	return dst
+}
+
+// weighted sorts values with their weights.
+type weighted struct{ values, weights []float64 }
+
+func (w weighted) Len() int           { return len(w.values) }
+func (w weighted) Less(i, j int) bool { return w.values[i] < w.values[j] }
+func (w weighted) Swap(i, j int) {
+	w.values[i], w.values[j] = w.values[j], w.values[i]
+	w.weights[i], w.weights[j] = w.weights[j], w.weights[i]
 }
 
 // appendHistogram counts the sorted values per bin of the first

@@ -42,16 +42,26 @@ func listenTCP(ctx context.Context, addr string, cfg *Config) (*tcpListener, err
 	return &tcpListener{ln: ln, cfg: cfg, conns: make(map[*tcpConn]struct{})}, nil
 }
 
+// run accepts connections until the listener is closed. A failed
+// accept (EMFILE: out of file descriptors for a while) is counted in
+// ReadErrors and retried, after a pause that grows while it repeats, as
+// net/http's Serve does.
 func (l *tcpListener) run(s *Server) {
 	defer s.wg.Done()
+	var pause time.Duration
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			s.counters.readErrors.Add(1)
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			s.log.Warn("statsd: TCP accept failed, retrying", "err", err, "pause", pause)
+			time.Sleep(pause)
+			continue
 		}
+		pause = 0
 		tc := &tcpConn{Conn: c}
 		now := l.cfg.Now()
 		tc.last.Store(now.UnixNano())
@@ -108,8 +118,8 @@ func (l *tcpListener) close() {
 // serve reads one connection: every read that completes lines is one
 // packet (as Etsy's TCP server counts them); a partial last line waits
 // for the next read; a line longer than MaxLineLength is discarded and
-// counted. With an IdleTimeout, a connection that sends nothing for
-// that long is closed and counted.
+// counted (lineFramer). With an IdleTimeout, a connection that sends
+// nothing for that long is closed and counted.
 func (l *tcpListener) serve(s *Server, c *tcpConn) {
 	defer s.wg.Done()
 	defer func() {
@@ -120,41 +130,26 @@ func (l *tcpListener) serve(s *Server, c *tcpConn) {
 		l.mu.Unlock()
 		c.Close()
 	}()
-	buf := make([]byte, l.cfg.MaxLineLength+1)
-	b := newBatch(l.cfg.NoSanitize)
-	have := 0         // bytes of a partial line at the start of buf
-	skipping := false // inside a line that was too long
+	f := newLineFramer(l.cfg.MaxLineLength)
+	b := newConnBatch(l.cfg.NoSanitize)
 	for {
 		if l.cfg.IdleTimeout > 0 {
 			c.SetReadDeadline(time.Now().Add(l.cfg.IdleTimeout))
 		}
-		n, err := c.Read(buf[have:])
+		n, err := c.Read(f.space())
 		if n > 0 {
 			c.last.Store(l.cfg.Now().UnixNano())
-			data := buf[:have+n]
-			if skipping {
-				i := bytes.IndexByte(data, '\n')
-				if i < 0 {
-					have = 0
-					continue
-				}
-				data, skipping = data[i+1:], false
-			}
-			end := bytes.LastIndexByte(data, '\n')
-			if end >= 0 {
-				pkt := data[:end+1]
+			pkt, tooLong := f.advance(n)
+			if pkt != nil {
 				s.repeat(pkt)
 				b.addPacket(pkt)
 				s.ingest(b)
-				data = data[end+1:]
 			}
-			if len(data) > l.cfg.MaxLineLength {
+			if tooLong != nil {
 				s.counters.tooLong.Add(1)
-				b.addTooLong(data)
+				b.addTooLong(tooLong)
 				s.ingest(b)
-				data, skipping = nil, true
 			}
-			have = copy(buf, data)
 		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -165,4 +160,57 @@ func (l *tcpListener) serve(s *Server, c *tcpConn) {
 			return
 		}
 	}
+}
+
+// lineFramer cuts a byte stream into packets of whole lines, with no
+// I/O: the caller reads into space() and hands the count to advance. A
+// line longer than max bytes is reported once, by its start, and the
+// rest of it skipped; a partial last line waits for the next read.
+type lineFramer struct {
+	buf []byte // max+1 bytes: a whole line of max bytes and its '\n'
+	// The partial line is buf[start:start+have]; space() moves it to
+	// the front, once what advance returned is no longer used.
+	start, have int
+	skipping    bool // inside a line that was too long
+	max         int
+}
+
+func newLineFramer(max int) *lineFramer {
+	return &lineFramer{buf: make([]byte, max+1), max: max}
+}
+
+// space is where the next read goes: never empty. It ends the validity
+// of what advance returned.
+func (f *lineFramer) space() []byte {
+	if f.start > 0 {
+		copy(f.buf, f.buf[f.start:f.start+f.have])
+		f.start = 0
+	}
+	return f.buf[f.have:]
+}
+
+// advance takes n bytes read into space() and returns the whole lines
+// they complete, with their newlines (nil if none), and the start of a
+// line found too long (nil if none). Both are valid until the next
+// call of space.
+func (f *lineFramer) advance(n int) (pkt, tooLong []byte) {
+	total := f.have + n
+	data := f.buf[:total]
+	if f.skipping {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			f.start, f.have = 0, 0
+			return nil, nil
+		}
+		data, f.skipping = data[i+1:], false
+	}
+	if end := bytes.LastIndexByte(data, '\n'); end >= 0 {
+		pkt, data = data[:end+1], data[end+1:]
+	}
+	if len(data) > f.max {
+		tooLong, data, f.skipping = data, nil, true
+	}
+	// data is what is left of the partial line: the end of buf[:total].
+	f.start, f.have = total-len(data), len(data)
+	return pkt, tooLong
 }

@@ -3,7 +3,10 @@ package statsd
 import (
 	"io"
 	"net"
+	"os"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -114,5 +117,137 @@ func TestTCPIdleTimeout(t *testing.T) {
 	waitOpen(t, s, 0)
 	if got := s.Flush(t.Context()).Server.Listen.IdleConns; got != 1 {
 		t.Errorf("IdleConns = %d, want 1", got)
+	}
+}
+
+// frameStream feeds stream to a lineFramer of max bytes in reads of
+// the given sizes (cycled; each at most the space offered) and returns
+// the lines of its packets and the number of lines found too long.
+func frameStream(stream []byte, max int, reads []int) (lines []string, tooLong int) {
+	f := newLineFramer(max)
+	for i := 0; len(stream) > 0; i++ {
+		sp := f.space()
+		if len(sp) == 0 {
+			panic("no space to read into")
+		}
+		n := len(sp)
+		if len(reads) > 0 {
+			n = min(n, 1+reads[i%len(reads)])
+		}
+		n = copy(sp, stream[:min(n, len(stream))])
+		stream = stream[n:]
+		pkt, long := f.advance(n)
+		if len(pkt) > 0 && pkt[len(pkt)-1] != '\n' {
+			panic("packet without its last newline")
+		}
+		for _, l := range strings.SplitAfter(string(pkt), "\n") {
+			if l != "" {
+				lines = append(lines, strings.TrimSuffix(l, "\n"))
+			}
+		}
+		if long != nil {
+			tooLong++
+		}
+	}
+	return lines, tooLong
+}
+
+// wantFrames is what a stream holds: its lines of at most max bytes,
+// in order, and how many are longer (the last one too, unterminated,
+// once longer than max; shorter, it is a partial line never completed).
+func wantFrames(stream []byte, max int) (lines []string, tooLong int) {
+	parts := strings.Split(string(stream), "\n")
+	for i, l := range parts {
+		switch {
+		case len(l) > max:
+			tooLong++
+		case i < len(parts)-1:
+			lines = append(lines, l)
+		}
+	}
+	return lines, tooLong
+}
+
+func TestLineFramer(t *testing.T) {
+	long := strings.Repeat("x", 70)
+	for _, tc := range []struct {
+		stream string
+		reads  []int
+	}{
+		{"a:1|c\nb:2|c\n", nil},
+		{"a:1|c\nb:2|c\n", []int{0}},
+		{"a:1|c\nb:2", []int{3, 7}},
+		{"a:1|c\n" + long + "\nb:2|c\n", []int{10}},
+		{long + long + "\n\nc:3|c\n" + long, []int{64}},
+		{strings.Repeat("y", 64) + "\n" + strings.Repeat("z", 65) + "\nd:4|c\n", []int{64, 0, 2}},
+	} {
+		got, gotLong := frameStream([]byte(tc.stream), 64, tc.reads)
+		want, wantLong := wantFrames([]byte(tc.stream), 64)
+		if strings.Join(got, "|") != strings.Join(want, "|") || gotLong != wantLong {
+			t.Errorf("%q in reads of %v: lines %q, %d too long; want %q, %d", tc.stream, tc.reads, got, gotLong, want, wantLong)
+		}
+	}
+}
+
+// FuzzLineFramer: however the stream is cut into reads, the framer
+// returns its lines of at most max bytes, in order, and counts each
+// longer one once.
+func FuzzLineFramer(f *testing.F) {
+	f.Add([]byte("a:1|c\nb:2|c\n"), []byte{3, 0, 9})
+	f.Add([]byte(strings.Repeat("x", 100)+"\nc:3|c\n"+strings.Repeat("y", 64)+"\n"), []byte{63, 1})
+	f.Fuzz(func(t *testing.T, stream, cuts []byte) {
+		const max = 64
+		reads := make([]int, len(cuts))
+		for i, c := range cuts {
+			reads[i] = int(c)
+		}
+		got, gotLong := frameStream(stream, max, reads)
+		want, wantLong := wantFrames(stream, max)
+		if strings.Join(got, "\n") != strings.Join(want, "\n") || len(got) != len(want) || gotLong != wantLong {
+			t.Fatalf("%q in reads of %v: lines %q, %d too long; want %q, %d", stream, reads, got, gotLong, want, wantLong)
+		}
+	})
+}
+
+// failingListener fails its first fail Accepts with err.
+type failingListener struct {
+	net.Listener
+	fail int
+	err  error
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	if l.fail > 0 {
+		l.fail--
+		return nil, l.err
+	}
+	return l.Listener.Accept()
+}
+
+// TestTCPAcceptErrorsDoNotStopTheListener: a failed accept (EMFILE: the
+// process is out of file descriptors for a moment) is counted and the
+// listener goes on accepting once it passes; it stops only when closed.
+func TestTCPAcceptErrorsDoNotStopTheListener(t *testing.T) {
+	s := startServer(t, Config{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	emfile := &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	l := &tcpListener{ln: &failingListener{Listener: ln, fail: 3, err: emfile}, cfg: &s.cfg, conns: make(map[*tcpConn]struct{})}
+	s.wg.Add(1)
+	go l.run(s)
+	t.Cleanup(l.close) // before the server's Close waits for it
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("after.emfile:1|c\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitReceived(t, s, 0, 1)
+	if got := s.Flush(t.Context()).Server.Listen.ReadErrors; got != 3 {
+		t.Errorf("ReadErrors = %d, want the 3 failed accepts", got)
 	}
 }

@@ -8,13 +8,16 @@ import (
 
 // parseNumber reads a decimal number as JavaScript's Number() does for
 // the decimal forms (sign, digits, fraction, exponent, surrounding
-// spaces), which is what Etsy statsd applies to values. It rejects what
-// Number() would read as NaN, and the forms this server does not take
-// (hexadecimal, "Infinity", and values beyond ±1.8e308).
+// spaces), which is what Etsy statsd applies to values: white space
+// alone is 0, the empty string nothing (Etsy's isNumber refuses it). It
+// rejects what Number() would read as NaN, and the forms this server
+// does not take (hexadecimal, "Infinity", and values beyond ±1.8e308).
 func parseNumber(b []byte) (float64, bool) {
-	b = trimSpace(b)
 	if len(b) == 0 {
 		return 0, false
+	}
+	if b = trimSpace(b); len(b) == 0 {
+		return 0, true
 	}
 	if v, ok := smallInt(b); ok {
 		return v, true

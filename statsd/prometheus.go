@@ -33,9 +33,14 @@ var (
 	DefaultPrometheusQuantiles = []float64{0.5, 0.9, 0.99}
 )
 
-// DefaultPrometheusLogGap is the least time between two logged
-// collisions.
-const DefaultPrometheusLogGap = time.Minute
+// Defaults of PrometheusConfig: LogGap, the least time between two
+// logged collisions; IdleTimeout and WriteTimeout, the bounds of a
+// scrape connection.
+const (
+	DefaultPrometheusLogGap       = time.Minute
+	DefaultPrometheusIdleTimeout  = 2 * time.Minute
+	DefaultPrometheusWriteTimeout = time.Minute
+)
 
 // PrometheusConfig configures the Prometheus exposition backend.
 type PrometheusConfig struct {
@@ -67,6 +72,11 @@ type PrometheusConfig struct {
 	LogGap time.Duration
 	// Now is the clock of the log's rate limit. Default time.Now.
 	Now func() time.Time
+	// IdleTimeout closes a scrape connection that sends no request for
+	// that long, and WriteTimeout one whose response takes longer to
+	// write (a client that does not read), so that connections opened
+	// and left cannot pile up. Defaults 2 minutes and 1 minute.
+	IdleTimeout, WriteTimeout time.Duration
 }
 
 // Prometheus serves the latest flush in the Prometheus text format
@@ -92,7 +102,10 @@ type PrometheusConfig struct {
 //     seconds; DogStatsD's h and d values are kept as they are, as
 //     statsd_exporter keeps them. A histogram's buckets, _sum and _count
 //     are cumulative; a value sent with a sample rate counts 1/rate
-//     times. A summary's quantiles are those of the last interval
+//     times (its own rate, when a key comes with several). Like a
+//     counter, they stay finite: an interval that would take _sum,
+//     _count or a bucket past ±1.8e308 is left out and counted in
+//     statsd_server_nonfinite_increments_total. A summary's quantiles are those of the last interval
 //     (median and upper_N as Etsy computes them), NaN after an interval
 //     with no value, so the series stay; its _sum and _count are
 //     cumulative;
@@ -170,7 +183,8 @@ func NewPrometheus(ctx context.Context, cfg PrometheusConfig) (*Prometheus, erro
 	p.ln = ln
 	mux := http.NewServeMux()
 	mux.Handle(cfg.Path, p)
-	p.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	p.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout: cfg.IdleTimeout, WriteTimeout: cfg.WriteTimeout}
 	go func() { p.done <- p.srv.Serve(ln) }()
 	return p, nil
 }
@@ -199,9 +213,9 @@ func (c *PrometheusConfig) setDefaults() {
 	if c.Quantiles == nil {
 		c.Quantiles = DefaultPrometheusQuantiles
 	}
-	if c.LogGap == 0 {
-		c.LogGap = DefaultPrometheusLogGap
-	}
+	setDefault(&c.LogGap, DefaultPrometheusLogGap)
+	setDefault(&c.IdleTimeout, DefaultPrometheusIdleTimeout)
+	setDefault(&c.WriteTimeout, DefaultPrometheusWriteTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -230,6 +244,12 @@ func (c *PrometheusConfig) validate() error {
 	}
 	if c.LogGap < 0 {
 		return badConfig("LogGap", c.LogGap, "must not be negative")
+	}
+	if c.IdleTimeout < 0 {
+		return badConfig("IdleTimeout", c.IdleTimeout, "must not be negative")
+	}
+	if c.WriteTimeout < 0 {
+		return badConfig("WriteTimeout", c.WriteTimeout, "must not be negative")
 	}
 	if c.MappingConfig != "" {
 		if _, _, _, err := loadMapping(c.MappingConfig, slog.New(slog.DiscardHandler)); err != nil {

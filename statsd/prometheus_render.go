@@ -308,24 +308,37 @@ func (p *Prometheus) observe(f *pageFamily, s *pageSeries, e *promEntry) {
 	if t.Type == Timer {
 		factor /= 1000 // milliseconds to seconds, as statsd_exporter
 	}
-	weight := 0.0
+	// Each value counts 1/its rate times (statsd_exporter observes it
+	// int(1/rate) times): Count/len(Values) each when they all had the
+	// same rate, else its own weight.
+	uniform := 0.0
 	if len(t.Values) > 0 {
-		weight = t.Count / float64(len(t.Values))
-	}
-	var sum float64
-	for _, v := range t.Values {
-		sum += v
+		uniform = t.Count / float64(len(t.Values))
 	}
 	in := &s.interval
-	in.sum += sum * factor * weight
+	if t.Weights == nil {
+		var sum float64
+		for _, v := range t.Values {
+			sum += v
+		}
+		in.sum += sum * factor * uniform
+	} else {
+		for i, v := range t.Values {
+			in.sum += v * factor * t.Weights[i]
+		}
+	}
 	in.count += t.Count
 	if f.typ == promHistogram {
 		if s.bounds == nil {
 			s.bounds = e.n.buckets
 			in.counts = make([]float64, len(s.bounds)+1)
 		}
-		for _, v := range t.Values {
-			in.counts[sort.SearchFloat64s(s.bounds, v*factor)] += weight
+		for i, v := range t.Values {
+			w := uniform
+			if t.Weights != nil {
+				w = t.Weights[i]
+			}
+			in.counts[sort.SearchFloat64s(s.bounds, v*factor)] += w
 		}
 		return
 	}
@@ -383,28 +396,47 @@ func (p *Prometheus) accumulate(f *pageFamily, s *pageSeries) {
 		if !slices.Equal(st.bounds, s.bounds) {
 			*st = promState{gen: p.gen, bounds: s.bounds, counts: make([]float64, len(s.bounds)+1)}
 		}
+		// Like a counter's, an interval that would make the sum or a
+		// bucket not finite (values summing past ±MaxFloat64, a rate
+		// whose 1/rate is infinite) is left out and counted.
+		total := 0.0
+		for i, c := range s.interval.counts {
+			total += st.counts[i] + c
+		}
+		if finite(total) && finite(st.sum+s.interval.sum) {
+			for i, c := range s.interval.counts {
+				st.counts[i] += c
+			}
+			st.sum += s.interval.sum
+		} else {
+			p.nonFinite++
+		}
 		s.counts = make([]float64, len(s.bounds))
 		cum := 0.0
-		for i, c := range s.interval.counts {
-			st.counts[i] += c
-			cum += st.counts[i]
+		for i, c := range st.counts {
+			cum += c
 			if i < len(s.counts) {
 				s.counts[i] = cum
 			}
 		}
 		// The +Inf bucket and _count are the same sum, so the buckets
 		// never exceed the count by a rounding error.
-		st.sum += s.interval.sum
 		st.count = cum
 		s.sum, s.count = st.sum, st.count
 		return
 	case promSummary:
 		s.counts = s.interval.quantiles
 	}
-	st.sum += s.interval.sum
-	st.count += s.interval.count
+	if finite(st.sum+s.interval.sum) && finite(st.count+s.interval.count) {
+		st.sum += s.interval.sum
+		st.count += s.interval.count
+	} else {
+		p.nonFinite++
+	}
 	s.sum, s.count = st.sum, st.count
 }
+
+func finite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
 
 // forget drops the state and namings of the keys this flush did not
 // have.

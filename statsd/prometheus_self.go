@@ -18,7 +18,7 @@ var promLoss = []struct {
 	{"set_members_dropped", "Set members dropped over MaxSetMembers in one interval.", func(s *ServerStats) uint64 { return s.Dropped.SetMembers }},
 	{"truncated", "Datagrams longer than the read buffer, cut.", func(s *ServerStats) uint64 { return s.Listen.Truncated }},
 	{"lines_too_long", "TCP lines longer than MaxLineLength, discarded.", func(s *ServerStats) uint64 { return s.Listen.LinesTooLong }},
-	{"read_errors", "Failed socket reads.", func(s *ServerStats) uint64 { return s.Listen.ReadErrors }},
+	{"read_errors", "Failed socket reads and TCP accepts.", func(s *ServerStats) uint64 { return s.Listen.ReadErrors }},
 	{"conns_evicted", "TCP connections closed to admit a new one while MaxConns were open: each the one idle the longest.", func(s *ServerStats) uint64 { return s.Listen.EvictedConns }},
 	{"conns_idle_closed", "TCP connections closed after IdleTimeout without a byte.", func(s *ServerStats) uint64 { return s.Listen.IdleConns }},
 	{"repeated", "Packets the repeaters forwarded.", func(s *ServerStats) uint64 { return s.Listen.Repeated }},
@@ -88,7 +88,7 @@ func (p *Prometheus) renderSelf(pg *page, s *Snapshot) {
 		"JSON lines a backend lost, never written: the log backend's lines the log did not take or failed, the console's lines of flushes dropped while its writer was blocked or that failed.", "lines_lost\x00", v.BackendLinesLost)
 	p.renderClients(pg, v)
 	pg.family("statsd_server_nonfinite_increments_total", promCounter,
-		"Increments of StatsD counters that were not finite numbers (values summing past ±1.8e308 over a flush interval) or would have taken the counter past them: left out of the Prometheus counters, which stay finite; the other outputs show Etsy's sum (Infinity or NaN) for that interval.", true)
+		"Increments of StatsD counters, and intervals of timers, that were not finite numbers (values summing past ±1.8e308 over a flush interval, a sample rate whose 1/rate is infinite) or would have taken the counter, or the histogram's or summary's _sum, _count or buckets, past them: left out of the Prometheus counters, histograms and summaries, which stay finite; the other outputs show Etsy's sum (Infinity or NaN) for that interval.", true)
 	pg.family("statsd_server_prometheus_dropped_total", promCounter,
 		"Keys left out of this page at a flush, by reason: collision (another family or key has the name), mapping (the mapping file's action: drop), no_name (the mapping made an empty name).", true)
 	pg.family("statsd_server_prometheus_merged_total", promCounter,

@@ -1,12 +1,14 @@
 package statsd
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -673,5 +675,98 @@ func TestPrometheusCounterStaysFinite(t *testing.T) {
 		if v := value(t, fams, "statsd_server_nonfinite_increments_total", nil); v != step.nonFinite {
 			t.Errorf("step %d: statsd_server_nonfinite_increments_total = %v, want %v", i, v, step.nonFinite)
 		}
+	}
+}
+
+// TestPrometheusHistogramMixedRates: values of one timer sent with
+// different sample rates each count 1/their rate times, as
+// statsd_exporter observes each value int(1/rate) times (pkg/line), not
+// an average weight spread over all of them.
+func TestPrometheusHistogramMixedRates(t *testing.T) {
+	p := testPrometheus(t, PrometheusConfig{Buckets: []float64{0.01, 1}})
+	a := mustAggregator(t, AggregatorConfig{})
+	fams := parsePage(t, promRender(t, p, a, "mixed:100|ms|@0.1", "mixed:1|ms", "mixed:2|ms|@0.5"))
+	for _, c := range []struct {
+		le   string
+		want float64
+	}{{"0.01", 3}, {"1", 13}, {"+Inf", 13}} {
+		if got := value(t, fams, "mixed", map[string]string{"le": c.le}); got != c.want {
+			t.Errorf("mixed_bucket{le=%s} = %v, want %v", c.le, got, c.want)
+		}
+	}
+	if got, want := value(t, fams, "mixed", map[string]string{"sum": ""}), 10*0.1+0.001+2*0.002; math.Abs(got-want) > 1e-9 {
+		t.Errorf("mixed_sum = %v, want %v", got, want)
+	}
+}
+
+// TestPrometheusObserverStaysFinite: an interval that would make a
+// histogram's or summary's cumulative _sum, _count or buckets not
+// finite (values summing past ±1.8e308, or a sample rate so small that
+// 1/rate is infinite) is left out of it and counted, as a counter's
+// increment is, so that the series keeps counting the later intervals
+// instead of showing +Inf or NaN for ever.
+func TestPrometheusObserverStaysFinite(t *testing.T) {
+	tiny := "@0." + strings.Repeat("0", 319) + "1" // 1e-320: 1/rate is +Inf
+	for _, timers := range []string{TimersHistogram, TimersSummary} {
+		t.Run(timers, func(t *testing.T) {
+			p := testPrometheus(t, PrometheusConfig{Timers: timers, Buckets: []float64{1, 10}})
+			a := mustAggregator(t, AggregatorConfig{})
+			for i, step := range []struct {
+				name                  string
+				lines                 []string
+				sum, count, nonFinite float64
+			}{
+				{"h:1|h", []string{"h:1|h"}, 1, 1, 0},
+				{"sum past 1.8e308", []string{"h:1e308|h", "h:1e308|h"}, 1, 1, 1},
+				{"h:2|h", []string{"h:2|h"}, 3, 2, 1},
+				{"rate 1e-320", []string{"h:0|h|" + tiny}, 3, 2, 2},
+				{"h:1|h", []string{"h:1|h"}, 4, 3, 2},
+			} {
+				fams := parsePage(t, promRender(t, p, a, step.lines...))
+				if got := value(t, fams, "h", map[string]string{"sum": ""}); got != step.sum {
+					t.Errorf("step %d (%s): h_sum = %v, want %v", i, step.name, got, step.sum)
+				}
+				if got := value(t, fams, "h", nil); got != step.count {
+					t.Errorf("step %d (%s): h_count = %v, want %v", i, step.name, got, step.count)
+				}
+				if timers == TimersHistogram {
+					if got := value(t, fams, "h", map[string]string{"le": "10"}); got != step.count {
+						t.Errorf("step %d (%s): h_bucket{le=10} = %v, want %v", i, step.name, got, step.count)
+					}
+				}
+				if got := value(t, fams, "statsd_server_nonfinite_increments_total", nil); got != step.nonFinite {
+					t.Errorf("step %d (%s): statsd_server_nonfinite_increments_total = %v, want %v", i, step.name, got, step.nonFinite)
+				}
+			}
+		})
+	}
+}
+
+// TestPrometheusClosesIdleScrapeConns: a connection that made a request
+// and then sends nothing is closed after IdleTimeout, so connections
+// opened and left (thousands of them) cannot pile up.
+func TestPrometheusClosesIdleScrapeConns(t *testing.T) {
+	p, err := NewPrometheus(context.Background(), PrometheusConfig{Address: "127.0.0.1:0", IdleTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("idle scrape connection after 5s: read %d bytes, %v; want EOF (closed after IdleTimeout 100ms)", n, err)
 	}
 }

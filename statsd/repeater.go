@@ -14,8 +14,9 @@ import (
 
 // Defaults of RepeaterConfig.
 const (
-	DefaultRepeaterQueue      = 4096
-	DefaultRepeaterQueueBytes = 8 << 20
+	DefaultRepeaterQueue        = 4096
+	DefaultRepeaterQueueBytes   = 8 << 20
+	DefaultRepeaterWriteTimeout = 5 * time.Second
 )
 
 // RepeaterConfig configures a Repeater (Etsy's repeater backend:
@@ -29,6 +30,11 @@ type RepeaterConfig struct {
 	// Queue and QueueBytes bound the packets waiting to be sent; beyond
 	// them packets are dropped and counted. Defaults 4096 and 8 MiB.
 	Queue, QueueBytes int
+	// WriteTimeout bounds one write to a TCP target: a target that
+	// stops reading (a stopped process) fails the packet, counted as
+	// dropped, and is dialed again. Close waits for the queue to drain
+	// that long at most. Default 5 s.
+	WriteTimeout time.Duration
 	// Logger receives send failures. Default: discard.
 	Logger *slog.Logger
 }
@@ -39,6 +45,7 @@ func (c *RepeaterConfig) setDefaults() {
 	}
 	setDefault(&c.Queue, DefaultRepeaterQueue)
 	setDefault(&c.QueueBytes, DefaultRepeaterQueueBytes)
+	setDefault(&c.WriteTimeout, DefaultRepeaterWriteTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -63,6 +70,8 @@ func (c *RepeaterConfig) validate() error {
 		return badConfig("Queue", c.Queue, "must be positive")
 	case c.QueueBytes < 1:
 		return badConfig("QueueBytes", c.QueueBytes, "must be positive")
+	case c.WriteTimeout < 0:
+		return badConfig("WriteTimeout", c.WriteTimeout, "must not be negative")
 	}
 	return nil
 }
@@ -76,6 +85,9 @@ type Repeater struct {
 	sent    atomic.Uint64
 	dropped atomic.Uint64
 	conns   []io.WriteCloser
+	// drainBy is when Close stops waiting for the queue to drain (Unix
+	// nanoseconds; 0 until Close): no write lasts past it.
+	drainBy atomic.Int64
 	wg      sync.WaitGroup
 	once    sync.Once
 }
@@ -136,6 +148,7 @@ func (r *Repeater) send() {
 		}
 		ok := true
 		for i, c := range r.conns {
+			r.setDeadline(c)
 			if _, err := c.Write(p); err != nil {
 				ok = false
 				r.cfg.Logger.Warn("statsd: repeater send failed", "target", r.cfg.Targets[i], "err", err)
@@ -152,10 +165,29 @@ func (r *Repeater) send() {
 	}
 }
 
+// setDeadline bounds a write to a TCP target by WriteTimeout, and by
+// Close's drainBy once Close waits.
+func (r *Repeater) setDeadline(c io.Writer) {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	dl := time.Now().Add(r.cfg.WriteTimeout)
+	if by := r.drainBy.Load(); by != 0 && dl.UnixNano() > by {
+		dl = time.Unix(0, by)
+	}
+	_ = tc.SetWriteDeadline(dl)
+}
+
 // redial replaces a broken TCP connection; the next packet goes to the
-// new one (or fails again and retries).
+// new one (or fails again and retries). Once Close waits, it does not
+// dial: the rest of the queue fails.
 func (r *Repeater) redial(i int) {
 	r.conns[i].Close()
+	if r.drainBy.Load() != 0 {
+		r.conns[i] = failedConn{net.ErrClosed}
+		return
+	}
 	c, err := net.DialTimeout("tcp", r.cfg.Targets[i], time.Second)
 	if err != nil {
 		r.conns[i] = failedConn{err}
@@ -169,9 +201,11 @@ func (r *Repeater) counts() (sent, dropped uint64) {
 	return r.sent.Swap(0), r.dropped.Swap(0)
 }
 
-// Close sends what is queued and closes the connections.
+// Close sends what is queued, for WriteTimeout at most (what is left
+// then is dropped and counted), and closes the connections.
 func (r *Repeater) Close() error {
 	r.once.Do(func() {
+		r.drainBy.Store(time.Now().Add(r.cfg.WriteTimeout).UnixNano())
 		close(r.queue)
 		r.wg.Wait()
 		r.closeConns()

@@ -69,6 +69,11 @@ type TimerValue struct {
 	// Values are the interval's values, sorted, unscaled. They are
 	// valid until the next flush, which reuses their memory.
 	Values []float64
+	// Weights are the 1/sample rate of each value, in step with
+	// Values, when the interval's values came with different rates;
+	// nil when they all had the same, each then weighing
+	// Count/len(Values).
+	Weights []float64
 }
 
 // Stat is a named number.
@@ -133,7 +138,7 @@ type ListenStats struct {
 	Truncated uint64
 	// LinesTooLong are TCP lines longer than MaxLineLength, discarded.
 	LinesTooLong uint64
-	// ReadErrors are failed reads.
+	// ReadErrors are failed reads, and failed TCP accepts.
 	ReadErrors uint64
 	// EvictedConns are TCP connections closed to admit a new one while
 	// MaxConns were open: each the one idle the longest. IdleConns are
