@@ -293,6 +293,9 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 // completions' leases lost); one not yet being deleted or purged is then
 // deleted only after cs commit, attempts included (Purge skips the events
 // locked here). (completeBulk's statement takes the same locks.)
+// DeleteEndpoint locks the endpoint's deliveries too, after its row: a
+// completion that got past this lock and wrote one (storetest
+// DeleteEndpointCompleting saw it about once in 60 runs) is waited for.
 //
 // When a completion of cs disables its endpoint, the endpoints' rows
 // are locked FOR UPDATE instead, as UpdateEndpoint locks them: the
