@@ -90,7 +90,8 @@ type Config struct {
 	// than one per attempt, and an endpoint is refilled once half its
 	// queue is gone. An endpoint whose attempts are slow gets a shorter
 	// queue: what its workers get through in half of Lease − Timeout − 5 s
-	// at the pace of its recent attempts. (16 made claims a third of the
+	// at the pace of its recent attempts; one with a rate limit gets
+	// none (its slots are taken as its attempts start). (16 made claims a third of the
 	// store's work in BenchmarkThroughput; with 64 a PostgreSQL claim,
 	// whose commit waits for its log to be flushed, came every 32
 	// deliveries and the workers waited for it.)

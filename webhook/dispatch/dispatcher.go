@@ -42,6 +42,12 @@ type endpointState struct {
 	queue   []*claimed
 	held    int // queued or being attempted
 	running int // workers, at most Concurrency
+	// rate is its rate limit as its last claim had it (0: none). A
+	// rate-limited endpoint has nothing queued ahead of its workers
+	// (depth 0): its deliveries are claimed as workers free up, and
+	// each starts with a slot taken as it was claimed, not one taken
+	// long before, behind slow attempts.
+	rate int
 	// rateWait is when the store said the endpoint's rate limit has a
 	// slot free again (takeSlots), the slots of every dispatcher on the
 	// store taken: claims skip it until then. Zero (or past): none known.
@@ -246,6 +252,9 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		// size of those seen (none once they hold it).
 		room = min(room, (d.cfg.MaxInFlightBytes-d.heldBytes+d.payload-1)/d.payload)
 	}
+	// A rate-limited endpoint is claimed no more than its free workers
+	// (the store caps it, ClaimRequest.RateLimited, not knowing it yet).
+	rated := d.cfg.Concurrency
 	var (
 		skip  []string
 		asked []*endpointState
@@ -277,7 +286,9 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 			continue
 		}
 		asked = append(asked, ep)
-		if ep.held > 0 {
+		if ep.rate > 0 {
+			rated = min(rated, d.cfg.Concurrency-ep.held)
+		} else if ep.held > 0 {
 			// (An idle endpoint takes what its depth allows of the claim
 			// and releases the rest, rather than shrink every endpoint's.)
 			perEndpoint = min(perEndpoint, d.cfg.Concurrency+d.depth(ep)-ep.held)
@@ -289,7 +300,7 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 	}
 	limit := min(room, d.cfg.BatchSize)
 	jobs, err := d.cfg.Store.Claim(ctx, store.ClaimRequest{Owner: d.cfg.Owner, Now: now, Lease: d.cfg.Lease,
-		Limit: limit, PerEndpoint: perEndpoint, Skip: skip})
+		Limit: limit, PerEndpoint: perEndpoint, RateLimited: max(1, rated), Skip: skip})
 	if err != nil {
 		return 0, false, wakeAt, working, err
 	}
@@ -345,7 +356,7 @@ const endpointRecheck = time.Second
 // not shorten its queue, or maxPaced endpoints are remembered already.
 // d.mu is held.
 func (d *Dispatcher) idle(ep *endpointState) bool {
-	return ep.running == 0 && ep.held == 0 && ep.disabling == 0 && (d.depth(ep) == d.cfg.QueueDepth || len(d.endpoints) > maxPaced)
+	return ep.running == 0 && ep.held == 0 && ep.disabling == 0 && (ep.rate > 0 || d.depth(ep) == d.cfg.QueueDepth || len(d.endpoints) > maxPaced)
 }
 
 // refillBelow is the most deliveries ep holds (queued or being
@@ -362,8 +373,12 @@ func (d *Dispatcher) refillBelow(ep *endpointState) int {
 // queue is attempted before its leases run short rather than released
 // unattempted and claimed again. A deep queue is for fast endpoints: a
 // claim's cost is mostly per claim, not per delivery, and the workers
-// must not run out while the next claim runs.
+// must not run out while the next claim runs. A rate-limited endpoint
+// has none (endpointState.rate).
 func (d *Dispatcher) depth(ep *endpointState) int {
+	if ep.rate > 0 {
+		return 0
+	}
 	if ep.pace <= 0 {
 		return d.cfg.QueueDepth
 	}
@@ -384,7 +399,9 @@ func (ep *endpointState) paced(took time.Duration) {
 
 // admit queues j if its endpoint has room and, when rate limited, one
 // of the slots takeSlots took for it left (slots, by endpoint: taken),
-// and starts a worker if a slot is free. d.mu is held.
+// and starts a worker if a slot is free (a rate-limited endpoint has
+// room only for its free workers: its attempt starts at once, with the
+// slot just taken). d.mu is held.
 func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, got time.Time, slots map[string]int) bool {
 	id := j.Endpoint.ID
 	ep := d.endpoints[id]
@@ -392,6 +409,7 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, g
 		ep = &endpointState{}
 		d.endpoints[id] = ep
 	}
+	ep.rate = j.Endpoint.RateLimit
 	if ep.held >= d.cfg.Concurrency+d.depth(ep) || d.held >= d.cfg.MaxInFlight || d.heldBytes >= d.cfg.MaxInFlightBytes || ep.stale(seq) {
 		return false
 	}

@@ -25,10 +25,15 @@
 // slots (a generic cell rate, one second's worth saved up) are kept in
 // the store (Store.TakeRateSlots), by the database server's clock on
 // PostgreSQL, so it holds however many dispatchers share the database.
-// A delivery is queued with a slot, one call to the store per
-// rate-limited endpoint in a claim (none for the others); the others of
-// the claim are released, pending, and the endpoint is skipped until its
-// next slot frees (a store error taking them: PollInterval). Its backlog waits in the database, not in memory. A dispatcher
+// A rate-limited endpoint has nothing claimed ahead of its workers: a
+// claim takes no more of it than its free workers, and a slot for each,
+// one call to the store per rate-limited endpoint in a claim (none for
+// the others), and each attempt starts at once with its slot, so the
+// endpoint gets no more than its rate when slow attempts end (none
+// queued behind them holds a slot taken long before); the others of the
+// claim are released, pending, and the endpoint is skipped until its
+// next slot frees (a store error taking them: PollInterval). Its backlog
+// waits in the database, not in memory. A dispatcher
 // killed mid-attempt loses nothing: its leases expire and the
 // deliveries are claimed again. A record of attempts the store fails to
 // write (a database restarting) is written again while its leases hold.

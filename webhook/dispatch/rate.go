@@ -9,12 +9,15 @@ import (
 )
 
 // takeSlots takes from the store, at now, a rate-limit slot for each
-// delivery of jobs to a rate-limited endpoint, up to the room its queue
-// has (Store.TakeRateSlots: one call per such endpoint, none for the
+// delivery of jobs to a rate-limited endpoint, up to its free workers
+// (Store.TakeRateSlots: one call per such endpoint, none for the
 // others), and returns how many it took of each endpoint (admit queues
 // as many). The slots are the endpoint's, shared by every dispatcher on
 // the store, so its rate limit holds however many there are; a slot is
-// taken as its delivery is queued, as a claim takes its lease. An
+// taken as its attempt starts: a rate-limited endpoint has nothing
+// queued behind its workers (endpointState.rate), so no delivery keeps
+// a slot taken long ago, behind slow attempts, to go out with others
+// once the endpoint answers quickly again. An
 // endpoint given fewer than asked waits (endpointState.rateWait) until
 // the next frees: claims skip it until then and its other deliveries
 // are released, pending, for a later claim. A store error takes none:
@@ -41,9 +44,11 @@ func (d *Dispatcher) takeSlots(ctx context.Context, jobs []*store.Job, now time.
 		w.n++
 	}
 	for id, w := range wants {
-		room := d.cfg.Concurrency + d.cfg.QueueDepth
+		// Slots only for the free workers: each attempt starts as its
+		// slot is taken (endpointState.rate).
+		room := d.cfg.Concurrency
 		if ep := d.endpoints[id]; ep != nil {
-			room = d.cfg.Concurrency + d.depth(ep) - ep.held
+			room -= ep.held
 		}
 		w.n = max(0, min(w.n, room))
 	}

@@ -65,7 +65,7 @@ func checkByEndpoint(t *testing.T, plan []string) {
 // is never read: SQLite's plan for the claim has no scan of deliveries
 // and searches them by endpoint_id.
 func TestClaimReadsOnlyUnskippedEndpoints(t *testing.T) {
-	checkByEndpoint(t, sqlitePlan(t, claimQuery(sqliteDialect), 0, 0, 16, `["ep_hung"]`, 100, "owner", 0, "owner", "owner"))
+	checkByEndpoint(t, sqlitePlan(t, claimQuery(sqliteDialect), 0, 0, 16, `["ep_hung"]`, 16, 100, "owner", 0, "owner", "owner"))
 }
 
 // TestNextDueByEndpoint: NextDue reads the pending deliveries endpoint by

@@ -153,7 +153,10 @@ type dialect struct {
 	// endpoint not in the skip list ({ids}), read from the (endpoint_id, status,
 	// next_attempt, id) index, so an endpoint skipped costs nothing
 	// however large its backlog; the earliest ? (the claim's limit) of
-	// them. Arguments: now, now, per, skip (a JSON array), limit. The
+	// them, and of an endpoint with a rate limit no more than the rate
+	// cap (ClaimRequest.RateLimited). Arguments: now, now, per, skip (a
+	// JSON array), rate cap, limit on SQLite; now, now, rate cap, per,
+	// skip, limit on PostgreSQL (see claimArgs). The
 	// limits are written (? + 0): SQLite treats a bare bound LIMIT as a
 	// constant of the plan, so binding a new value re-prepared the whole
 	// statement at every claim.
@@ -183,10 +186,14 @@ var (
 		// IN list, run once per endpoint row; CROSS JOIN keeps endpoints
 		// the outer loop (a plain JOIN lets the planner scan every due
 		// delivery and test each against the list).
-		perEndpoint: `SELECT d.id, d.next_attempt FROM endpoints e CROSS JOIN deliveries d ON d.id IN (
+		// (Nor does it take an outer column in a LIMIT: the cap of the
+		// rate-limited endpoints is their rows' numbers.)
+		perEndpoint: `SELECT id, next_attempt FROM (SELECT d.id, d.next_attempt, e.rate_limit AS rate,
+				row_number() OVER (PARTITION BY e.id ORDER BY d.next_attempt, d.id) AS n
+			FROM endpoints e CROSS JOIN deliveries d ON d.id IN (
 				SELECT x.id FROM deliveries x WHERE x.endpoint_id = e.id AND x.status = 'pending' AND x.next_attempt <= ? AND x.lease_until <= ?
 				ORDER BY x.next_attempt, x.id LIMIT (? + 0))
-			WHERE e.enabled = 1 AND e.id NOT IN {ids} ORDER BY d.next_attempt, d.id LIMIT (? + 0)`}
+			WHERE e.enabled = 1 AND e.id NOT IN {ids}) WHERE rate <= 0 OR n <= ? ORDER BY next_attempt, id LIMIT (? + 0)`}
 	postgresDialect = dialect{name: "postgres", blob: "BYTEA", dollar: true,
 		idSet: "(SELECT jsonb_array_elements_text(CAST(? AS jsonb)))", skipLocked: " FOR UPDATE SKIP LOCKED",
 		forUpdate: " FOR UPDATE", forKeyShare: " FOR KEY SHARE",
@@ -208,7 +215,7 @@ var (
 		// updated meanwhile).
 		perEndpoint: `SELECT d.id, d.next_attempt FROM endpoints e CROSS JOIN LATERAL (
 				SELECT x.id, x.next_attempt FROM deliveries x WHERE x.endpoint_id = e.id AND x.status = 'pending' AND x.next_attempt <= ? AND x.lease_until <= ?
-				ORDER BY x.next_attempt, x.id LIMIT ? FOR UPDATE SKIP LOCKED) d
+				ORDER BY x.next_attempt, x.id LIMIT CASE WHEN e.rate_limit > 0 THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END FOR UPDATE SKIP LOCKED) d
 			WHERE e.enabled = 1 AND e.id NOT IN {ids} ORDER BY d.next_attempt, d.id LIMIT ?`}
 )
 

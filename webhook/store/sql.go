@@ -381,6 +381,18 @@ func (s *sqlStore) DeleteEndpoint(ctx context.Context, id string) error {
 		if err := s.lockEndpoint(ctx, tx, id); err != nil {
 			return err
 		}
+		if s.d.forUpdate != "" {
+			// Its deliveries too: a completion that wrote one commits
+			// (its attempt is then read, and deleted, below), and one
+			// after finds it gone (ErrLeaseLost). The endpoint's row
+			// alone, which completions take a key share of first
+			// (lockParents), let one through now and then: its attempt
+			// committed after the attempts were deleted, and the
+			// deliveries' deletion failed on its foreign key (23503).
+			if _, err := s.exec(ctx, tx, `SELECT COUNT(*) FROM (SELECT id FROM deliveries WHERE endpoint_id = ? ORDER BY id`+s.d.forUpdate+`) x`, id); err != nil {
+				return err
+			}
+		}
 		if _, err := s.exec(ctx, tx, `DELETE FROM attempts WHERE delivery_id IN (SELECT id FROM deliveries WHERE endpoint_id = ?)`, id); err != nil {
 			return err
 		}

@@ -159,6 +159,11 @@ type ClaimRequest struct {
 	Limit int
 	// PerEndpoint is the most deliveries returned for one endpoint.
 	PerEndpoint int
+	// RateLimited is the most returned for one endpoint with a rate
+	// limit (0: PerEndpoint): a dispatcher takes its rate-limit slots
+	// as its attempts can start, and does not claim a batch of an
+	// endpoint waiting for them only to release all but one.
+	RateLimited int
 	// Skip lists endpoints to return nothing for (their queues are full).
 	Skip []string
 }

@@ -32,6 +32,7 @@ func Run(t *testing.T, open Open) {
 		{"NextDueSkip", testNextDueSkip},
 		{"NextDueLeases", testNextDueLeases},
 		{"ClaimPerEndpoint", testClaimPerEndpoint},
+		{"ClaimRateLimited", testClaimRateLimited},
 		{"Complete", testComplete},
 		{"CompleteBatch", testCompleteBatch},
 		{"AttemptText", testAttemptText},
