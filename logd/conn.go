@@ -99,11 +99,13 @@ const connPipeline = 16
 
 // connUnwrittenBytes bounds the memory of a connection's unwritten
 // answers beyond the next one: while they hold this much, the
-// connection handles no request but a Produce (whose answer is small)
-// until they are written. A client that pipelines Fetches and does not
-// read the answers so holds one Fetch answer (up to MaxFetchBytes), not
-// connPipeline of them. Kafka reads no request of a connection while
-// its previous answer is unsent (SocketServer mutes the channel).
+// connection handles no request until they are written. A client that
+// pipelines Fetches (or Produces answered with many errors) and does
+// not read the answers so holds one large answer (a Fetch's up to
+// MaxFetchBytes), not connPipeline of them; acks=all produces still
+// pipeline, their small answers counting only once encoded. Kafka reads
+// no request of a connection while its previous answer is unsent
+// (SocketServer mutes the channel).
 const connUnwrittenBytes = 1 << 20
 
 // connReadBuffer is the size of a connection's read buffer: most
@@ -288,7 +290,7 @@ func (cn *conn) releaseFrame() {
 // writer waits, then encodes its response.
 func (cn *conn) answer(req *request) error {
 	s := cn.s
-	if req.key != kmsg.Produce.Int16() && cn.unwrittenBytes.Load() >= connUnwrittenBytes {
+	if cn.unwrittenBytes.Load() >= connUnwrittenBytes {
 		s.metrics.unwrittenWaits.Add(1)
 		if err := cn.flush(); err != nil {
 			return err
