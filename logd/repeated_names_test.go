@@ -41,3 +41,28 @@ func TestMetadataRepeatedTopicAnsweredOnce(t *testing.T) {
 		t.Fatalf("a Metadata naming t, u, then t 2001 times listed %d topics (the first %q), want t and u once each", n, names[:min(n, 3)])
 	}
 }
+
+// TestDescribeConfigsRepeatedResourceAnsweredOnce: a resource named
+// several times in one DescribeConfigs is described once, where first
+// named (Kafka describes it at every mention): each description lists
+// every config of the topic, 2 KB, for 8 bytes a mention.
+func TestDescribeConfigsRepeatedResourceAnsweredOnce(t *testing.T) {
+	ts := startServer(t, t.TempDir())
+	cl := newClient(t, ts.addr)
+	createTopic(t, cl, "t", 1)
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for range 5000 {
+		for _, typ := range []kmsg.ConfigResourceType{kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker} {
+			r := kmsg.NewDescribeConfigsRequestResource()
+			r.ResourceType, r.ResourceName = typ, "t"
+			req.Resources = append(req.Resources, r)
+		}
+	}
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resp.Resources); n != 2 || len(resp.Resources[0].Configs) == 0 {
+		t.Fatalf("a DescribeConfigs naming topic t and broker t 5000 times each was answered with %d descriptions, want 2", n)
+	}
+}
