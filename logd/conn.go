@@ -82,17 +82,31 @@ type conn struct {
 	// sendfile sends a file region on the socket without a copy; nil
 	// when the socket cannot (TLS, other systems). vec is the writer's
 	// vector of byte slices for one writev.
-	sendfile   func(storage.Region) error
-	vec        net.Buffers
-	writeErr   error
-	unwritten  atomic.Int32 // answers handed to the writer and not yet written (0: the writer is idle)
-	writesDone bool         // replies is closed (finishWrites)
+	sendfile  func(storage.Region) error
+	vec       net.Buffers
+	writeErr  error
+	unwritten atomic.Int32 // answers handed to the writer and not yet written (0: the writer is idle)
+	// unwrittenBytes is the buffer memory those answers hold (an
+	// acks=all produce's answer counts for nothing until encoded).
+	unwrittenBytes atomic.Int64
+	writesDone     bool // replies is closed (finishWrites)
 }
 
 // connPipeline bounds the answers of one connection waiting to be
 // written (produces waiting for their fsync, mostly). Kafka clients
 // keep at most 5 requests in flight per connection by default.
 const connPipeline = 16
+
+// connUnwrittenBytes bounds the memory of a connection's unwritten
+// answers beyond the next one: while they hold this much, the
+// connection handles no request until they are written. A client that
+// pipelines Fetches (or Produces answered with many errors) and does
+// not read the answers so holds one large answer (a Fetch's up to
+// MaxFetchBytes), not connPipeline of them; acks=all produces still
+// pipeline, their small answers counting only once encoded. Kafka reads
+// no request of a connection while its previous answer is unsent
+// (SocketServer mutes the channel).
+const connUnwrittenBytes = 1 << 20
 
 // connReadBuffer is the size of a connection's read buffer: most
 // requests arrive in one read; larger frames are read straight into
@@ -276,6 +290,12 @@ func (cn *conn) releaseFrame() {
 // writer waits, then encodes its response.
 func (cn *conn) answer(req *request) error {
 	s := cn.s
+	if cn.unwrittenBytes.Load() >= connUnwrittenBytes {
+		s.metrics.unwrittenWaits.Add(1)
+		if err := cn.flush(); err != nil {
+			return err
+		}
+	}
 	if req.key == kmsg.Fetch.Int16() {
 		cn.cl.fetch = s.bufs.get(max(cn.fetchSize, 1<<minBufClass))
 		cn.cl.zeroCopy = cn.sendfile != nil
@@ -351,6 +371,7 @@ type reply struct {
 	holes   []hole
 	fetch   []byte
 	files   *fetchFiles // counts the descriptors of holes
+	held    int64       // cap(out) + cap(fetch) when handed to the writer (conn.unwrittenBytes)
 }
 
 // release gives back what r holds: its buffers and files.
@@ -394,6 +415,8 @@ func (cn *conn) send(r reply) error {
 	if r.barrier == nil {
 		cn.unwritten.Add(1)
 	}
+	r.held = int64(cap(r.out) + cap(r.fetch))
+	cn.unwrittenBytes.Add(r.held)
 	select {
 	case cn.replies <- r:
 		return nil
@@ -423,6 +446,7 @@ func (cn *conn) send(r reply) error {
 		if r.barrier == nil {
 			cn.unwritten.Add(-1)
 		}
+		cn.unwrittenBytes.Add(-r.held)
 		r.release(&cn.s.bufs)
 		return errPeerGone
 	}
@@ -476,6 +500,7 @@ func (cn *conn) writeReplies() {
 			r.out = r.finish()
 		}
 		err := cn.writeOne(&r)
+		cn.unwrittenBytes.Add(-r.held)
 		r.release(&cn.s.bufs)
 		if err == nil {
 			cn.unwritten.Add(-1) // on failure it stays: the reader waits for writerDone

@@ -126,7 +126,11 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (resp *kmsg.Fetch
 					} else if err == nil {
 						rp.RecordBatches = buf[start:len(buf):len(buf)]
 					}
-				} else if p.FetchOffset > rp.HighWatermark || p.FetchOffset < rp.LogStartOffset {
+				} else if p.FetchOffset > log.EndOffset() || p.FetchOffset < rp.LogStartOffset {
+					// Between the high watermark and the log end (appended,
+					// not yet durable) there is nothing to read yet, and no
+					// error: as in Kafka (LocalLog.read), only an offset past
+					// the log end or below its start is out of range.
 					err = storage.ErrOffsetOutOfRange
 				}
 			}

@@ -64,6 +64,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	p.counter("logd_fetch_out_of_range_total", "Fetches for offsets outside the log.", m.fetchOutOfRange.Load())
 	p.counter("logd_fetch_repeated_partitions_total", "Partitions named again in the same Fetch, answered once.", m.fetchRepeated.Load())
 	p.counter("logd_fetch_files_refused_total", "Record sets copied instead of sent from the segment file, their connection (16) or the server (MaxFetchFiles) holding too many descriptors for unwritten answers.", m.fetchFilesRefused.Load())
+	p.counter("logd_requests_held_for_unwritten_answers_total", "Requests not handled until the earlier answers of their connection, 1 MiB or more, were written: a client not reading its answers.", m.unwrittenWaits.Load())
 	p.counter("logd_log_truncations_total", "Torn or corrupt log tails cut by recovery.", m.truncations.Load())
 	p.counter("logd_topics_refused_total", "Topic creations refused: MaxTopics reached.", m.topicsRefused.Load())
 	p.counter("logd_group_offsets_expired_total", "Consumer groups whose committed offsets were deleted after Storage.OffsetsRetention without a commit and without members.", m.offsetsExpired.Load())

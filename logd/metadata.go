@@ -28,8 +28,13 @@ func (s *Server) metadata(req *kmsg.MetadataRequest) kmsg.Response {
 			names = append(names, t.Name)
 		}
 	} else {
+		// Each topic once, however often the request names it (Kafka
+		// takes them as a set): a topic of many partitions named
+		// thousands of times would be listed as often.
+		seen := make(map[string]bool, len(req.Topics))
 		for _, t := range req.Topics {
-			if t.Topic != nil {
+			if t.Topic != nil && !seen[*t.Topic] {
+				seen[*t.Topic] = true
 				names = append(names, *t.Topic)
 			}
 		}

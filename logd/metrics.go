@@ -36,7 +36,10 @@ type metrics struct {
 	fetchRepeated     atomic.Uint64
 	fetchFilesRefused atomic.Uint64
 	truncations       atomic.Uint64
-	topicsRefused     atomic.Uint64
+	// unwrittenWaits counts requests not handled until the connection's
+	// earlier answers were written (connUnwrittenBytes).
+	unwrittenWaits atomic.Uint64
+	topicsRefused  atomic.Uint64
 	// offsetsExpired counts groups whose offsets expired; groupsRefused,
 	// commits of new groups refused for Storage.MaxGroups;
 	// offsetsOverBudget, commits refused for Storage.MaxOffsetBytes.

@@ -7,11 +7,20 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // only, as Kafka does. A group the coordinator does not hold is Empty
 // when the store has offsets for it, and otherwise Dead (v0-5) or
 // GROUP_ID_NOT_FOUND (v6+). Authorized operations are not reported.
+// A group named several times is described once, where first named
+// (Kafka describes it at every mention): a description carries the
+// members' metadata and assignments, and a request naming a group
+// thousands of times would be answered with as many copies of them.
 func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	var unknown []int
+	seen := make(map[string]bool, len(req.Groups))
 	c.mu.Lock()
 	for _, name := range req.Groups {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
 		dg := kmsg.NewDescribeGroupsResponseGroup()
 		dg.Group = name
 		g := c.groups[name]

@@ -93,3 +93,27 @@ func TestListGroups(t *testing.T) {
 		t.Fatalf("%+v", infos)
 	}
 }
+
+// TestDescribeGroupsRepeatedNameAnsweredOnce: a group named several times
+// in one DescribeGroups is described once, where first named. Kafka
+// describes it at every mention, but a group's description carries its
+// members' metadata and assignments (up to MaxMemberBytes each): a
+// 30 KB request naming a group 10000 times would be answered with 10000
+// copies of them. The answer is bounded by what the groups hold instead,
+// as logd's Fetch answers a repeated partition once.
+func TestDescribeGroupsRepeatedNameAnsweredOnce(t *testing.T) {
+	h := newHarness(t)
+	h.stable(2)
+	names := []string{testGroup, "none", testGroup}
+	for range 10000 {
+		names = append(names, testGroup, "none")
+	}
+	resp := h.c.DescribeGroups(describeReq(5, names...))
+	var got []string
+	for _, g := range resp.Groups {
+		got = append(got, g.Group)
+	}
+	if len(got) != 2 || got[0] != testGroup || got[1] != "none" || len(resp.Groups[0].Members) != 2 {
+		t.Fatalf("a DescribeGroups naming %s and none 10001 times each was answered with %d descriptions (the first %q), want each group once", testGroup, len(got), got[:min(len(got), 3)])
+	}
+}

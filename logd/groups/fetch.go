@@ -18,11 +18,20 @@ type topicOffsets struct {
 // in 8 and 9 (member IDs and epochs of the KIP-848 protocol, v9, are
 // ignored; topic IDs, v10+, are not supported). A partition without a
 // commit gets offset -1; a group's topics left null (v2+) ask for every
-// partition it has committed.
+// partition it has committed. A partition, or a group, named several
+// times is answered once, where first named (Kafka answers every
+// mention): each answer carries the commit's metadata, up to
+// MaxOffsetMetadata, so a request repeating a 4-byte partition index
+// would be answered with a thousand times its size.
 func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
+		seen := make(map[string]bool, len(req.Groups))
 		for _, rg := range req.Groups {
+			if seen[rg.Group] {
+				continue
+			}
+			seen[rg.Group] = true
 			var want []wantTopic
 			if rg.Topics != nil {
 				want = make([]wantTopic, 0, len(rg.Topics))
@@ -74,8 +83,8 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 }
 
 // fetch reads a group's committed offsets: the topics and partitions
-// asked for, in the order asked (offset -1 where nothing is committed),
-// or, when want is nil, every committed one.
+// asked for, in the order asked, each once (offset -1 where nothing is
+// committed), or, when want is nil, every committed one.
 func (c *Coordinator) fetch(group string, want []wantTopic) []topicOffsets {
 	if group == "" {
 		return nil
@@ -91,14 +100,26 @@ func (c *Coordinator) fetch(group string, want []wantTopic) []topicOffsets {
 		}
 		return out
 	}
+	type topicPartition struct {
+		topic     string
+		partition int32
+	}
+	seen := make(map[topicPartition]bool)
 	for _, w := range want {
 		t := topicOffsets{topic: w.topic, offsets: make([]Committed, 0, len(w.partitions))}
 		for _, p := range w.partitions {
+			if seen[topicPartition{w.topic, p}] {
+				continue
+			}
+			seen[topicPartition{w.topic, p}] = true
 			off, meta, ok := c.cfg.Offsets.Fetch(group, w.topic, p)
 			if !ok {
 				off, meta = -1, ""
 			}
 			t.offsets = append(t.offsets, Committed{Topic: w.topic, Partition: p, Offset: off, Metadata: meta})
+		}
+		if len(t.offsets) == 0 && len(w.partitions) > 0 {
+			continue // every partition answered already
 		}
 		out = append(out, t)
 	}

@@ -247,3 +247,49 @@ func TestOffsetFetchAll(t *testing.T) {
 		t.Fatalf("got  %s\nwant %s", strings.Join(got, " "), want)
 	}
 }
+
+// TestOffsetFetchRepeatsAnsweredOnce: a partition named several times in
+// one OffsetFetch is answered once, where first named, and so is a group
+// named several times (v8+). Kafka answers every mention, but each
+// answer carries the commit's metadata (up to MaxOffsetMetadata, 4 KiB):
+// a 4-byte partition index repeated 25000 times (100 KB) was answered
+// with 100 MB, and a v8 group asking for all its offsets, 4 bytes a
+// mention, with all of them at every mention.
+func TestOffsetFetchRepeatsAnsweredOnce(t *testing.T) {
+	h := newHarness(t)
+	meta := strings.Repeat("m", 4096)
+	if err := h.store.Commit("s", []Committed{{"t", 0, 5, meta}, {"t", 1, 6, meta}}); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version, req.Group = 7, "s"
+	for _, parts := range [][]int32{{0, 1, 0}, {1, 0}} {
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = "t", parts
+		for range 5000 {
+			rt.Partitions = append(rt.Partitions, 0)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	var got []string
+	for _, rt := range h.c.OffsetFetch(req).Topics {
+		for _, p := range rt.Partitions {
+			got = append(got, fmt.Sprintf("%s/%d@%d", rt.Topic, p.Partition, p.Offset))
+		}
+	}
+	if len(got) != 2 || got[0] != "t/0@5" || got[1] != "t/1@6" {
+		t.Errorf("an OffsetFetch naming t/0 and t/1 10002 times was answered with %d partitions (the first %v), want t/0@5 and t/1@6 once each", len(got), got[:min(len(got), 3)])
+	}
+
+	req = kmsg.NewPtrOffsetFetchRequest()
+	req.Version = 8
+	for range 1000 {
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group = "s" // Topics null: every committed offset
+		req.Groups = append(req.Groups, rg)
+	}
+	resp := h.c.OffsetFetch(req)
+	if len(resp.Groups) != 1 || len(resp.Groups[0].Topics) != 1 || len(resp.Groups[0].Topics[0].Partitions) != 2 {
+		t.Errorf("an OffsetFetch v8 naming group s 1000 times was answered with %d groups, want 1 with its 2 partitions", len(resp.Groups))
+	}
+}
