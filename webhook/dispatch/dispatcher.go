@@ -472,12 +472,18 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 				ep.latest = e
 			}
 		}
+		// Claimed with no rate limit, and so no slot, ahead of the
+		// workers, it is released unattempted once the endpoint is known
+		// to have one now (by a later claim or a read again): claimed
+		// again, it takes a slot. (Attempted, the whole queue went out at
+		// once, over the new limit.)
+		unslotted := c.job.Endpoint.RateLimit <= 0 && (ep.rate > 0 || ep.latest != nil && ep.latest.Revision > c.job.Endpoint.Revision && ep.latest.RateLimit > 0)
 		if l := ep.latest; l != nil && l.Revision > c.job.Endpoint.Revision {
 			// Changed since the claim (its URL, secrets, health): the
 			// attempt is made to the endpoint as it is now.
 			c.job.Endpoint = *l
 		}
-		at, disabling := c.at, ep.stale(c.seq)
+		at, disabling := c.at, ep.stale(c.seq) || unslotted
 		d.mu.Unlock()
 		// Start only with time left on the lease to finish and record the
 		// attempt; otherwise another claim may already be attempting it.
@@ -487,7 +493,8 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		case attempted:
 			d.attempt(ctx, c)
 		case disabling:
-			// Paused by the disable under way (endpointState.disabling).
+			// Paused by the disable under way (endpointState.disabling),
+			// or to take a rate-limit slot (unslotted).
 			d.release(ctx, []string{c.job.Delivery.ID})
 		default:
 			d.stats.expired.Add(1)

@@ -97,8 +97,17 @@ func claimReturningQuery(d dialect, byDB bool) string {
 // releaseQuery drops the owner's (first argument) leases of the
 // deliveries (a JSON array of ids). (A Resend made meanwhile left a
 // delivery pending and due: the next claim, which clears its resend, is
-// the attempt it asked for.)
+// the attempt it asked for.) On PostgreSQL it locks them in id order
+// first, as DeleteEndpoint locks an endpoint's deliveries: a release of
+// several of one endpoint (a claim of a rate-limited one with too few
+// slots) locked them in the order it came to them, and one held and
+// another waited for by a deletion holding that one and waiting for the
+// first was a deadlock, the deletion killed (40P01).
 func releaseQuery(d dialect) string {
+	if d.forUpdate != "" {
+		return `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE id IN (
+			SELECT id FROM deliveries WHERE lease_owner = ? AND id IN ` + d.idSet + ` ORDER BY id` + d.forUpdate + `)`
+	}
 	return `UPDATE deliveries SET lease_owner = '', lease_until = 0 WHERE lease_owner = ? AND id IN ` + d.idSet
 }
 
