@@ -46,6 +46,9 @@ func receiveIndex(t *testing.T, s *Subscriber) int {
 // four CPU hogs; without it, at most 5 of the reader goroutine's own.
 // When the reader goroutine handed the loop's last message over, the
 // second part failed: nothing read again (TestRoleGivenBackWhileAway).
+// In a CI run under -race, with the other packages' tests on the same
+// two cores, it read only 20 times of 58 itself: the test asks for a
+// fifth of the messages, which a Receive that never reads (0) fails.
 func TestReceiveReadsItself(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.awayFor = time.Second
@@ -64,8 +67,8 @@ func TestReceiveReadsItself(t *testing.T) {
 	}
 	st := s.Stats()
 	t.Logf("phase 1: %d reads, %d own", st.Reads, st.OwnReads)
-	if st.OwnReads < n-10 {
-		t.Fatalf("Receive read %d times itself, of %d reads, for %d messages received one at a time (want at least %d)", st.OwnReads, st.Reads, n, n-10)
+	if st.OwnReads < n/5 {
+		t.Fatalf("Receive read %d times itself, of %d reads, for %d messages received one at a time (want at least %d)", st.OwnReads, st.Reads, n, n/5)
 	}
 
 	// Away from Receive: the reader goroutine takes the role back.
