@@ -385,10 +385,10 @@ func (p *Prometheus) accumulate(f *pageFamily, s *pageSeries) {
 		// A counter stays a finite number: an increment that is not
 		// (values summing past ±MaxFloat64 over the interval), or that
 		// would take the counter there, is left out and counted.
-		if next := st.total + s.value; math.IsInf(next, 0) || math.IsNaN(next) {
-			p.nonFinite++
-		} else {
+		if next := st.total + s.value; finite(next) {
 			st.total = next
+		} else {
+			p.nonFinite++
 		}
 		s.value = st.total
 		return
@@ -436,6 +436,8 @@ func (p *Prometheus) accumulate(f *pageFamily, s *pageSeries) {
 	s.sum, s.count = st.sum, st.count
 }
 
+// finite reports whether v is a number, neither infinite nor NaN: what
+// a counter, a histogram or a summary accumulates is kept so.
 func finite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
 
 // forget drops the state and namings of the keys this flush did not
