@@ -397,6 +397,17 @@ func (ep *endpointState) paced(took time.Duration) {
 	ep.pace = max((7*ep.pace+took)/8, 1)
 }
 
+// endpoint returns what d holds for endpoint id, made if it holds
+// nothing yet. d.mu is held.
+func (d *Dispatcher) endpoint(id string) *endpointState {
+	ep := d.endpoints[id]
+	if ep == nil {
+		ep = &endpointState{}
+		d.endpoints[id] = ep
+	}
+	return ep
+}
+
 // admit queues j if its endpoint has room and, when rate limited, one
 // of the slots takeSlots took for it left (slots, by endpoint: taken),
 // and starts a worker if a slot is free (a rate-limited endpoint has
@@ -404,11 +415,7 @@ func (ep *endpointState) paced(took time.Duration) {
 // slot just taken). d.mu is held.
 func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, got time.Time, slots map[string]int) bool {
 	id := j.Endpoint.ID
-	ep := d.endpoints[id]
-	if ep == nil {
-		ep = &endpointState{}
-		d.endpoints[id] = ep
-	}
+	ep := d.endpoint(id)
 	ep.rate = j.Endpoint.RateLimit
 	if ep.held >= d.cfg.Concurrency+d.depth(ep) || d.held >= d.cfg.MaxInFlight || d.heldBytes >= d.cfg.MaxInFlightBytes || ep.stale(seq) {
 		return false

@@ -76,12 +76,7 @@ func (d *Dispatcher) takeSlots(ctx context.Context, jobs []*store.Job, now time.
 		slots[id] = took
 		if took < w.n {
 			d.mu.Lock()
-			ep := d.endpoints[id]
-			if ep == nil {
-				ep = &endpointState{}
-				d.endpoints[id] = ep
-			}
-			ep.rateWait = next
+			d.endpoint(id).rateWait = next
 			d.mu.Unlock()
 		}
 	}
