@@ -91,23 +91,11 @@ func TestNextDueByEndpoint(t *testing.T) {
 // one endpoint, created in one millisecond, and that millisecond.
 func pgClaimStore(t *testing.T) (*sqlStore, time.Time) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := Open(ctx, pgtest.Start(t, "fsync=off").NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
+	events := make([]string, 2000)
+	for i := range events {
+		events[i] = NewID("msg", time.Unix(1_800_000_000, 0))
 	}
-	t.Cleanup(func() { st.Close() })
-	s := st.(*sqlStore)
-	t0 := time.Unix(1_800_000_000, 0)
-	if err := s.CreateEndpoint(ctx, &Endpoint{ID: "ep_p", URL: "http://127.0.0.1:1/", Enabled: true, Secrets: []Secret{{Secret: "whsec_p"}}, Created: t0, Updated: t0}); err != nil {
-		t.Fatal(err)
-	}
-	for range 2000 {
-		if _, err := s.InsertEvent(ctx, &Event{ID: NewID("msg", t0), Type: "t", Payload: []byte(`{}`), Created: t0}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s, t0
+	return pgStore(t, "ep_p", events, "fsync=off")
 }
 
 // explainClaim returns PostgreSQL's plan of the claim of r, run (with

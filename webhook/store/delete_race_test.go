@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/brokerless/brokerless/webhook/store/pgtest"
 )
 
 // TestDeleteEndpointWaitsForItsDeliveries: a deletion of an endpoint
@@ -20,19 +18,7 @@ import (
 // DELETE of the delivery failed on the foreign key (23503).
 func TestDeleteEndpointWaitsForItsDeliveries(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, pgtest.Start(t, "fsync=off").NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	s := st.(*sqlStore)
-	t0 := time.Unix(1_800_000_000, 0)
-	if err := s.CreateEndpoint(ctx, &Endpoint{ID: "ep_del", URL: "http://127.0.0.1:1/", Enabled: true, Secrets: []Secret{{Secret: "whsec_d"}}, Created: t0, Updated: t0}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.InsertEvent(ctx, &Event{ID: "msg_1", Type: "t", Payload: []byte(`{}`), Created: t0}); err != nil {
-		t.Fatal(err)
-	}
+	s, t0 := pgStore(t, "ep_del", []string{"msg_1"}, "fsync=off")
 	jobs, err := s.Claim(ctx, ClaimRequest{Owner: "a", Now: t0, Lease: time.Minute, Limit: 10})
 	if err != nil || len(jobs) != 1 {
 		t.Fatal(jobs, err)
@@ -54,23 +40,7 @@ func TestDeleteEndpointWaitsForItsDeliveries(t *testing.T) {
 	deleted := make(chan error, 1)
 	go func() { deleted <- s.DeleteEndpoint(ctx, "ep_del") }()
 	// The deletion waits on the completion's delivery.
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		var waiting int
-		if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		select {
-		case err := <-deleted:
-			t.Fatalf("the deletion returned (%v) while a completion held the endpoint's delivery", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the deletion never waited for the completion")
-		}
-	}
+	waitLockWaiters(t, s, 1, deleted)
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
