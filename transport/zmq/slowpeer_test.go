@@ -69,30 +69,43 @@ func TestSlowHonestPeerLargeMessage(t *testing.T) {
 	}
 }
 
-// TestSlowlorisBelowLeastRate: a peer sending a large message slower
-// than 64 KiB a FrameTimeout, however steadily, is still cut off.
-func TestSlowlorisBelowLeastRate(t *testing.T) {
-	const ft = 300 * time.Millisecond
-	sub, err := NewSubscriber(t.Context(), Config{Bind: []string{"tcp://127.0.0.1:0"}, FrameTimeout: ft, MaxMessageBytes: 2 << 20})
+// dripFT is the FrameTimeout of the tests of peers that keep a message
+// going too slowly (dripUntilCut).
+const dripFT = 300 * time.Millisecond
+
+// dripUntilCut has a peer of a subscriber with FrameTimeout dripFT send
+// first, then piece every dripFT/4 (its pace: what these tests are
+// about) for up to 20 dripFT, until the subscriber cuts it for a frame
+// timeout, and returns how long after first that took.
+func dripUntilCut(t *testing.T, first, piece []byte) time.Duration {
+	t.Helper()
+	sub, err := NewSubscriber(t.Context(), Config{Bind: []string{"tcp://127.0.0.1:0"}, FrameTimeout: dripFT, MaxMessageBytes: 2 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Close()
 	c, _ := rawPeer(t, "tcp://"+sub.Addrs()[0].String(), zmq4.Pub)
-	if _, err := c.Write(append([]byte{flagMore, 1, 't'}, binary.BigEndian.AppendUint64([]byte{flagLong}, 1<<20)...)); err != nil {
+	if _, err := c.Write(first); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	piece := bytes.Repeat([]byte("p"), 8<<10) // 32 KiB a FrameTimeout: half the least rate
-	for time.Since(start) < 20*ft {
+	for time.Since(start) < 20*dripFT {
 		if _, err := c.Write(piece); err != nil {
 			break // closed
 		}
-		time.Sleep(ft / 4) // the peer's slowness: what this test is about
+		time.Sleep(dripFT / 4)
 	}
 	waitCount(t, "FrameTimeouts", func() uint64 { return sub.Stats().FrameTimeouts }, 1)
-	if d := time.Since(start); d > 10*ft {
-		t.Errorf("a frame arriving at half the least rate was cut after %v, FrameTimeout %v", d.Round(time.Millisecond), ft)
+	return time.Since(start)
+}
+
+// TestSlowlorisBelowLeastRate: a peer sending a large message slower
+// than 64 KiB a FrameTimeout, however steadily, is still cut off.
+func TestSlowlorisBelowLeastRate(t *testing.T) {
+	header := append([]byte{flagMore, 1, 't'}, binary.BigEndian.AppendUint64([]byte{flagLong}, 1<<20)...)
+	piece := bytes.Repeat([]byte("p"), 8<<10) // 32 KiB a FrameTimeout: half the least rate
+	if d := dripUntilCut(t, header, piece); d > 10*dripFT {
+		t.Errorf("a frame arriving at half the least rate was cut after %v, FrameTimeout %v", d.Round(time.Millisecond), dripFT)
 	}
 }
 
@@ -102,27 +115,10 @@ func TestSlowlorisBelowLeastRate(t *testing.T) {
 // sending nothing is, so it cannot make a subscriber hold the message
 // for ever.
 func TestPingsAreNoProgress(t *testing.T) {
-	const ft = 300 * time.Millisecond
-	sub, err := NewSubscriber(t.Context(), Config{Bind: []string{"tcp://127.0.0.1:0"}, FrameTimeout: ft, MaxMessageBytes: 2 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	c, _ := rawPeer(t, "tcp://"+sub.Addrs()[0].String(), zmq4.Pub)
 	frame := append([]byte{flagMore, 255}, bytes.Repeat([]byte("f"), 255)...)
-	if _, err := c.Write(bytes.Repeat(frame, 400)); err != nil { // 100 KiB, unfinished
-		t.Fatal(err)
-	}
+	unfinished := bytes.Repeat(frame, 400)                                                              // 100 KiB
 	pings := bytes.Repeat(command("PING", append([]byte{0, 0}, bytes.Repeat([]byte("c"), 990)...)), 64) // 64 KiB
-	start := time.Now()
-	for time.Since(start) < 20*ft {
-		if _, err := c.Write(pings); err != nil {
-			break // closed
-		}
-		time.Sleep(ft / 4) // the peer's pace: what this test is about
-	}
-	waitCount(t, "FrameTimeouts", func() uint64 { return sub.Stats().FrameTimeouts }, 1)
-	if d := time.Since(start); d > 10*ft {
-		t.Errorf("a message kept unfinished by PINGs was cut after %v, FrameTimeout %v", d.Round(time.Millisecond), ft)
+	if d := dripUntilCut(t, unfinished, pings); d > 10*dripFT {
+		t.Errorf("a message kept unfinished by PINGs was cut after %v, FrameTimeout %v", d.Round(time.Millisecond), dripFT)
 	}
 }
