@@ -20,7 +20,8 @@ func (c *chunkConn) Read(b []byte) (int, error) { return c.pipeConn.Read(b[:min(
 
 // recvAll reads stream's messages through a checker of bound maxMessage
 // that cuts frames over keep bytes, up to maxWire (none if keep is 0),
-// reading chunk bytes at a time.
+// reading chunk bytes at a time. Commands zmq4 returns (one unknown to
+// it, up to maxCommandLen) are left out, as peer.readLoop leaves them.
 func recvAll(stream []byte, chunk, keep, maxMessage, maxWire int) [][][]byte {
 	wc := newWireConn(&chunkConn{newPipeConn(append(greeting(), stream...)), chunk}, maxMessage, nil)
 	if keep > 0 {
@@ -36,6 +37,9 @@ func recvAll(stream []byte, chunk, keep, maxMessage, maxWire int) [][][]byte {
 		msg, err := zc.RecvMsg()
 		if err != nil {
 			break
+		}
+		if msg.Type == zmq4.CmdMsg {
+			continue
 		}
 		msgs = append(msgs, msg.Frames)
 	}
