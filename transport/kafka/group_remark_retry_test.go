@@ -37,15 +37,7 @@ func TestRemarkCommitRetriesCoordinatorErrors(t *testing.T) {
 		if int(n) > len(codes) {
 			return nil, nil, false
 		}
-		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-		resp.Version = req.Version
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = "loss"
-		rp := kmsg.NewOffsetCommitResponseTopicPartition()
-		rp.Partition, rp.ErrorCode = req.Topics[0].Partitions[0].Partition, codes[n-1]
-		rt.Partitions = append(rt.Partitions, rp)
-		resp.Topics = append(resp.Topics, rt)
-		return resp, nil, true
+		return refuseCommit(req, func(kmsg.OffsetCommitRequestTopicPartition) int16 { return codes[n-1] }), nil, true
 	})
 	g, err := NewGroupSubscriber(context.Background(), Config{Brokers: []string{addr}, Topic: "loss", Group: "g",
 		Options: append([]kgo.Opt{kgo.AutoCommitInterval(time.Hour)}, groupOpts...)})

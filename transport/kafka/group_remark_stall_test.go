@@ -27,22 +27,12 @@ func TestPeriodicRemarkCommitDoesNotStallReceive(t *testing.T) {
 	var refused atomic.Int32
 	c.ControlKey(int16(kmsg.OffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
-		req := kr.(*kmsg.OffsetCommitRequest)
-		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-		resp.Version = req.Version
-		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				if p.Partition == 0 && p.Offset == 10 {
-					refused.Add(1)
-				}
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, kerr.CoordinatorLoadInProgress.Code
-				rt.Partitions = append(rt.Partitions, rp)
+		resp := refuseCommit(kr.(*kmsg.OffsetCommitRequest), func(p kmsg.OffsetCommitRequestTopicPartition) int16 {
+			if p.Partition == 0 && p.Offset == 10 {
+				refused.Add(1)
 			}
-			resp.Topics = append(resp.Topics, rt)
-		}
+			return kerr.CoordinatorLoadInProgress.Code
+		})
 		return resp, nil, true
 	})
 	const interval = 100 * time.Millisecond

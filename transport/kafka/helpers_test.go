@@ -214,3 +214,21 @@ func groupCluster(t *testing.T, partitions int32, topic string) (*kfake.Cluster,
 	t.Cleanup(c.Close)
 	return c, c.ListenAddrs()[0]
 }
+
+// refuseCommit answers an OffsetCommit with, for each partition it
+// names, the error code code returns for it.
+func refuseCommit(req *kmsg.OffsetCommitRequest, code func(kmsg.OffsetCommitRequestTopicPartition) int16) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	resp.Version = req.Version
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code(p)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
