@@ -76,7 +76,8 @@ type Config struct {
 	// them also see every packet.
 	Backends []Backend
 	// BadLineLogGap is the least time between two logged bad lines
-	// (they are all counted). Default 1 s.
+	// (they are all counted), and between two logged read failures of
+	// a listener (counted in ListenStats.ReadErrors). Default 1 s.
 	BadLineLogGap time.Duration
 	// BackendTimeout bounds one backend's flush; under Serve the next
 	// flush bounds it too. Default 5 s.

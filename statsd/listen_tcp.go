@@ -45,23 +45,21 @@ func listenTCP(ctx context.Context, addr string, cfg *Config) (*tcpListener, err
 // run accepts connections until the listener is closed. A failed
 // accept (EMFILE: out of file descriptors for a while) is counted in
 // ReadErrors and retried, after a pause that grows while it repeats, as
-// net/http's Serve does.
+// net/http's Serve does (readFailed).
 func (l *tcpListener) run(s *Server) {
 	defer s.wg.Done()
-	var pause time.Duration
+	what := "tcp " + l.ln.Addr().String()
+	var backoff readBackoff
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			s.counters.readErrors.Add(1)
-			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-			s.log.Warn("statsd: TCP accept failed, retrying", "err", err, "pause", pause)
-			time.Sleep(pause)
+			s.readFailed(&backoff, what, err)
 			continue
 		}
-		pause = 0
+		backoff.succeeded()
 		tc := &tcpConn{Conn: c}
 		now := l.cfg.Now()
 		tc.last.Store(now.UnixNano())

@@ -183,16 +183,27 @@ func (r *udpReader) run(s *Server) {
 		return
 	}
 	defer done()
+	r.readLoop(s, "udp "+r.conn.LocalAddr().String(), read, ms)
+}
+
+// readLoop is run's loop: read fills ms. A failed read is counted and
+// retried after a pause (readFailed, which logs it as what's), until
+// read returns net.ErrClosed.
+func (r *udpReader) readLoop(s *Server, what string, read func() (int, error), ms []ipv4.Message) {
+	q := r.q
+	n := len(ms)
 	own := newBatch(r.cfg.NoSanitize)
+	var backoff readBackoff
 	for {
 		k, err := read()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			s.counters.readErrors.Add(1)
+			s.readFailed(&backoff, what, err)
 			continue
 		}
+		backoff.succeeded()
 		if k == 0 {
 			continue // nothing arrived for a while
 		}

@@ -42,19 +42,32 @@ func (r *unixReader) close() {
 	r.conn.Close() // net removes the socket file it created
 }
 
+// msgReader is what unixReader reads: a *net.UnixConn, or a test's.
+type msgReader interface {
+	ReadMsgUnix(b, oob []byte) (n, oobn, flags int, addr *net.UnixAddr, err error)
+}
+
 func (r *unixReader) run(s *Server) {
 	defer s.wg.Done()
+	r.readLoop(s, "unixgram "+r.path, r.conn)
+}
+
+// readLoop reads c until it is closed. A failed read is counted and
+// retried after a pause (readFailed, which logs it as what's).
+func (r *unixReader) readLoop(s *Server, what string, c msgReader) {
 	buf := make([]byte, r.cfg.MaxDatagram)
 	b := newBatch(r.cfg.NoSanitize)
+	var backoff readBackoff
 	for {
-		n, _, flags, _, err := r.conn.ReadMsgUnix(buf, nil)
+		n, _, flags, _, err := c.ReadMsgUnix(buf, nil)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			s.counters.readErrors.Add(1)
+			s.readFailed(&backoff, what, err)
 			continue
 		}
+		backoff.succeeded()
 		p := buf[:n]
 		if flags&unix.MSG_TRUNC != 0 {
 			p = s.cutShort(p)

@@ -41,6 +41,12 @@ type Server struct {
 	wg      sync.WaitGroup
 	closed  atomic.Bool
 	stopped chan struct{}
+	// quit is closed when Close begins: a listener's pause between
+	// failed reads ends then.
+	quit chan struct{}
+	// pause waits between a listener's failed reads (sleep; tests
+	// record the pauses instead).
+	pause func(time.Duration)
 }
 
 // listenCounters are the listeners' counters since the last flush.
@@ -61,7 +67,9 @@ func NewServer(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, agg: agg, backErrs: make(map[string]uint64), stopped: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, agg: agg, backErrs: make(map[string]uint64),
+		stopped: make(chan struct{}), quit: make(chan struct{})}
+	s.pause = s.sleep
 	s.arrived = sync.NewCond(&s.mu)
 	for _, b := range cfg.Backends {
 		if pb, ok := b.(PacketBackend); ok {
@@ -326,6 +334,7 @@ func (s *Server) Close() error {
 	if s.closed.Swap(true) {
 		return ErrClosed
 	}
+	close(s.quit)
 	s.closeListeners()
 	s.wg.Wait()
 	s.Flush(context.Background())

@@ -138,7 +138,10 @@ type ListenStats struct {
 	Truncated uint64
 	// LinesTooLong are TCP lines longer than MaxLineLength, discarded.
 	LinesTooLong uint64
-	// ReadErrors are failed reads, and failed TCP accepts.
+	// ReadErrors are failed reads, and failed TCP accepts. Each is
+	// retried after a pause, 5 ms after a read that worked and twice
+	// the last one while they go on failing, at most 1 s; one in every
+	// BadLineLogGap at most is logged.
 	ReadErrors uint64
 	// EvictedConns are TCP connections closed to admit a new one while
 	// MaxConns were open: each the one idle the longest. IdleConns are
