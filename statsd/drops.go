@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 )
@@ -13,7 +14,8 @@ import (
 // inode, and reports them as a delta between two reads.
 type dropReader struct {
 	inodes map[uint64]bool
-	last   uint64
+	// last is each socket's counter at the previous read (0 before).
+	last map[uint64]uint32
 }
 
 func (d *dropReader) add(inode uint64) {
@@ -31,12 +33,27 @@ func (d *dropReader) delta() uint64 {
 	if len(d.inodes) == 0 {
 		return 0
 	}
-	total := udpDrops(func(_ []byte, inode uint64) bool { return d.inodes[inode] })
-	delta := total - d.last
-	if total < d.last {
-		delta = 0
+	readings := make(map[uint64]uint32, len(d.inodes))
+	udpDrops(func(_ []byte, inode uint64) bool { return d.inodes[inode] },
+		func(inode uint64, drops uint32) { readings[inode] = drops })
+	return d.update(readings)
+}
+
+// update takes the drops counter of each socket, by inode, and returns
+// the drops since the previous update. The kernel's counter is 32 bits
+// (sk_drops, an atomic_t) and starts again from 0 past 2^32-1, so each
+// socket's drops are its reading less its last one modulo 2^32: right
+// across a wrap, as long as fewer than 2^32 datagrams are dropped
+// between two flushes.
+func (d *dropReader) update(readings map[uint64]uint32) uint64 {
+	if d.last == nil {
+		d.last = make(map[uint64]uint32, len(readings))
 	}
-	d.last = total
+	var delta uint64
+	for inode, v := range readings {
+		delta += uint64(v - d.last[inode])
+		d.last[inode] = v
+	}
 	return delta
 }
 
@@ -45,36 +62,45 @@ func (d *dropReader) delta() uint64 {
 // reads Etsy statsd's).
 func PortDrops(port int) uint64 {
 	suffix := fmt.Appendf(nil, ":%04X", port)
-	return udpDrops(func(local []byte, _ uint64) bool { return bytes.HasSuffix(local, suffix) })
+	var total uint64
+	udpDrops(func(local []byte, _ uint64) bool { return bytes.HasSuffix(local, suffix) },
+		func(_ uint64, drops uint32) { total += uint64(drops) })
+	return total
 }
 
-// udpDrops sums the drops column of /proc/net/udp and /proc/net/udp6
-// over the sockets match selects by local address and inode. Missing
-// files count 0.
-func udpDrops(match func(local []byte, inode uint64) bool) uint64 {
-	var total uint64
+// udpDrops reads /proc/net/udp and /proc/net/udp6 (scanUDPDrops).
+// Missing files are skipped.
+func udpDrops(match func(local []byte, inode uint64) bool, fn func(inode uint64, drops uint32)) {
 	for _, file := range []string{"/proc/net/udp", "/proc/net/udp6"} {
 		f, err := os.Open(file)
 		if err != nil {
 			continue
 		}
-		sc := bufio.NewScanner(f)
-		sc.Scan() // header
-		for sc.Scan() {
-			// sl local rem st tx:rx tr:when retrnsmt uid timeout inode ref pointer drops
-			fields := bytes.Fields(sc.Bytes())
-			if len(fields) < 13 {
-				continue
-			}
-			inode, err := strconv.ParseUint(string(fields[9]), 10, 64)
-			if err != nil || !match(fields[1], inode) {
-				continue
-			}
-			if drops, err := strconv.ParseUint(string(fields[12]), 10, 64); err == nil {
-				total += drops
-			}
-		}
+		scanUDPDrops(f, match, fn)
 		f.Close()
 	}
-	return total
+}
+
+// scanUDPDrops calls fn with the inode and the drops column of each
+// socket of a /proc/net/udp table that match selects by local address
+// and inode.
+func scanUDPDrops(r io.Reader, match func(local []byte, inode uint64) bool, fn func(inode uint64, drops uint32)) {
+	sc := bufio.NewScanner(r)
+	sc.Scan() // header
+	for sc.Scan() {
+		// sl local rem st tx:rx tr:when retrnsmt uid timeout inode ref pointer drops
+		fields := bytes.Fields(sc.Bytes())
+		if len(fields) < 13 {
+			continue
+		}
+		inode, err := strconv.ParseUint(string(fields[9]), 10, 64)
+		if err != nil || !match(fields[1], inode) {
+			continue
+		}
+		// The counter's 32 bits: some kernels print it with %d,
+		// negative past 2^31-1.
+		if drops, err := strconv.ParseInt(string(fields[12]), 10, 64); err == nil {
+			fn(inode, uint32(drops))
+		}
+	}
 }
