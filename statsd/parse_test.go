@@ -84,6 +84,21 @@ func TestParseLine(t *testing.T) {
 		// DogStatsD container id and timestamp: accepted, not used.
 		{"a:1|c|c:abc123|T1700000000", "a counter 1", 0, 0},
 		{"a:1|g|#t:1|c:ci-9|T1700000000|e:it-x", "a;t=1 gauge 1", 0, 0},
+		// Other DogStatsD fields, known (card: the cardinality, newer
+		// agents) or not, are ignored as the Datadog agent ignores
+		// them: a field "key:value" anywhere, and any field after
+		// another (Etsy, too, ignores what follows its rate); only the
+		// first field after the type must be one Etsy or DogStatsD
+		// knows ("a:1|c|x" below).
+		{"a:1|c|card:high", "a counter 1", 0, 0},
+		{"a:1|g|#t:1|c:ci-9|card:orchestrator|T1700000000", "a;t=1 gauge 1", 0, 0},
+		{"a:1|c|@0.5|card:low|#t", "a;t counter 1 @0.5", 0, 0},
+		{"a:1|c|x:foo|@0.5", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|newfield:a:b|#t", "a;t counter 1", 0, 0},
+		{"a:1|c|@0.5|x", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|#t|x|y", "a;t counter 1", 0, 0},
+		{"a:1|c|@0.5|x:2|ms", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|@0.5|", "a counter 1 @0.5", 0, 0},
 		// Etsy key sanitizing.
 		{"a b\t\tc/d:1|c", "a_b_c-d counter 1", 0, 0},
 		{"a!@b#c$:1|c", "abc counter 1", 0, 0},
@@ -132,6 +147,9 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|", "", 1, ReasonBadField},
 		{"a:1|c|x", "", 1, ReasonBadField},
 		{"a:1|c|#a|#b", "", 1, ReasonBadField},
+		{"a:1|c|@0.5|@0.25", "", 1, ReasonBadField},
+		{"a:1|c|@0.5|T17x", "", 1, ReasonBadField},
+		{"a:1|c|1:x", "", 2, ReasonBadField},
 		{":1|c", "", 1, ReasonEmptyName},
 		{"!!:1|c", "", 1, ReasonEmptyName},
 		{"%%:1|c", "", 1, ReasonEmptyName}, // Etsy: a counter with the empty key

@@ -8,8 +8,16 @@ import (
 // scanner walks the values of a line after the name's ':'. A segment is
 // "value[:value...]|type[|field...]"; segments follow each other after a
 // ':' that ends a type or a sample rate (Etsy's "a:1|c:2|ms|@0.1").
-// Fields are "@rate", "#tags" (one per line), "c:container",
-// "e:external-data" and "T<unix-seconds>" (DogStatsD).
+// Fields are "@rate", "#tags" (one per line), and DogStatsD's
+// "T<unix-seconds>" and "key:value" fields ("c:container",
+// "e:external-data", "card:cardinality", and those of later versions),
+// which are skipped.
+//
+// The first field after the type must be one of these: Etsy reads it as
+// the sample rate and counts anything else as a bad line. Another
+// unknown field after it is ignored, as Etsy ignores what follows its
+// rate and the Datadog agent any field it does not know; a second rate,
+// a second tags field and a "T" without its digits stay bad lines.
 type scanner struct {
 	b []byte
 	i int
@@ -61,7 +69,7 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 	}
 	seg.rate = 1
 	rateSeen := false
-	for !end {
+	for first := true; !end; first = false {
 		// s.b[s.i-1] == '|': a field starts at s.i.
 		f := s.b[s.i:]
 		switch {
@@ -73,7 +81,7 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 			*tags, *hasTags = v[1:], true
 			end = s.i >= len(s.b) && s.b[len(s.b)-1] != '|'
 			continue
-		case len(f) > 1 && (f[0] == 'c' || f[0] == 'e') && f[1] == ':':
+		case keyField(f):
 			s.field()
 			end = s.i >= len(s.b) && s.b[len(s.b)-1] != '|'
 			continue
@@ -89,10 +97,22 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 			}
 			seg.rate = r
 		case len(tok) > 1 && tok[0] == 'T' && allDigits(tok[1:]):
+		case !first && (len(tok) == 0 || tok[0] != '@' && tok[0] != 'T'):
+			// An unknown field after another: ignored.
 		default:
 			seg.bad(ReasonBadField)
 		}
 	}
+}
+
+// keyField reports whether f starts with a DogStatsD "key:" field: a
+// key of ASCII letters and a ':'.
+func keyField(f []byte) bool {
+	i := 0
+	for i < len(f) && (f[i]|0x20 >= 'a' && f[i]|0x20 <= 'z') {
+		i++
+	}
+	return i > 0 && i < len(f) && f[i] == ':'
 }
 
 // bad records the first reason the segment is bad.
