@@ -192,9 +192,9 @@ func appendClientMillis(b []byte, d time.Duration) []byte {
 }
 
 // appendClientRate appends "|@rate" for a sampled metric, in plain
-// decimal however small the rate: servers read digits and '.' only
-// (Etsy: /^@([\d\.]+)/), so an exponent would be a bad line or a wrong
-// rate.
+// decimal however small the rate: Etsy reads digits and '.' only
+// (/^@([\d\.]+)/), so an exponent would be a wrong rate there ("@1e-1"
+// is 1 to it), although this server and statsd_exporter read it.
 func appendClientRate(b []byte, rate float64) []byte {
 	if rate >= 1 {
 		return b

@@ -127,6 +127,25 @@ func TestParseLine(t *testing.T) {
 		{"ws.t:  |ms", "ws.t timer 0", 0, 0},
 		{"ws.s: |s ", `ws.s set " "`, 0, 0},
 		{"u:|s ", "", 1, ReasonBadValue},
+		// A rate in exponent form is the number it writes, as
+		// statsd_exporter and the Datadog agent read it (Go's
+		// ParseFloat) and as clients that format with %g send small
+		// rates; Etsy reads the digits before the 'e' (1, 5, 0.5).
+		{"a:1|c|@1e-1", "a counter 1 @0.1", 0, 0},
+		{"a:1|c|@5E-1", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|@.5e+0", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|@1e-05", "a counter 1 @1e-05", 0, 0},
+		{"t:3|ms|@2.5e-1 ", "t timer 3 @0.25", 0, 0},
+		{"a:1|c|@1e", "", 1, ReasonBadRate},
+		{"a:1|c|@1e-", "", 1, ReasonBadRate},
+		{"a:1|c|@e-1", "", 1, ReasonBadRate},
+		{"a:1|c|@.e-1", "", 1, ReasonBadRate},
+		{"a:1|c|@1e-1.5", "", 1, ReasonBadRate},
+		{"a:1|c|@1e-1e2", "", 1, ReasonBadRate},
+		{"a:1|c|@1e--1", "", 1, ReasonBadRate},
+		{"a:1|c|@1e400", "", 1, ReasonBadRate},
+		{"a:1|c|@1e-400", "", 1, ReasonBadRate},
+		{"a:1|c|@-1e-1", "", 1, ReasonBadRate},
 		{"a:1|c|@ 0.5", "", 1, ReasonBadRate},
 		{"a:1|c|@0.5 x", "", 1, ReasonBadRate},
 		// Bad lines, counted per value as Etsy's bad_lines_seen.

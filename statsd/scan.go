@@ -173,12 +173,19 @@ func parseType(b []byte) Type {
 }
 
 // parseRate reads a sample rate after its '@': a positive decimal
-// without sign or exponent, then maybe white space (Etsy checks the
-// rate with Number(), which ignores it).
+// without sign, maybe with an exponent ("1e-05", as clients that format
+// with %g send small rates), then maybe white space (Etsy checks the
+// rate with Number(), which ignores it). An exponent is read as the
+// number it writes, as statsd_exporter and the Datadog agent read it;
+// Etsy takes the digits before the 'e' ("@1e-1" is 1 to it).
 func parseRate(b []byte) (float64, bool) {
 	b = trimJSSpaceRight(b)
+	mantissa := b // the exponent after it is parseNumber's to check
+	if e := bytes.IndexAny(b, "eE"); e >= 0 {
+		mantissa = b[:e]
+	}
 	digits, dots := 0, 0
-	for _, c := range b {
+	for _, c := range mantissa {
 		switch {
 		case c >= '0' && c <= '9':
 			digits++
