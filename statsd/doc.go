@@ -54,6 +54,12 @@
 //	name:1:2:3|ms            packed values (DogStatsD)
 //	name:1|c|#k:v,tag        tags (DogStatsD); they are part of the key
 //	name:1|c|c:abc|T1700000000  container id and timestamp (DogStatsD): accepted, not used
+//	name:1|c|card:low|x:y    other key:value fields (DogStatsD): ignored, as the agent does
+//	name:1|c|@1e-05          a rate with an exponent: 0.00001
+//
+// The first field after the type must be a rate, tags or one of those
+// DogStatsD fields (Etsy requires a rate there); any other field after
+// it is ignored, as Etsy and the Datadog agent ignore it.
 //
 // Keys are sanitized as Etsy does: whitespace runs become '_', '/'
 // becomes '-', and characters outside [a-zA-Z0-9_\-.;=] are dropped.
@@ -71,7 +77,9 @@
 // reads as NaN or Infinity (hexadecimal, "Infinity", sample rates such as
 // "@0" or "@1.2.3") are bad lines; so is a line whose name is empty,
 // as sent or once sanitized ("%%:1|c", ":1|c"), which Etsy aggregates
-// under the empty key; h and d are timers, not counters; empty tags,
+// under the empty key; a rate with an exponent is the number it writes
+// ("@1e-1" is 0.1, as statsd_exporter reads it; Etsy reads the digits
+// before the 'e', 1); h and d are timers, not counters; empty tags,
 // and tags with an empty name or value ("#env:"), are dropped.
 //
 // # Client
