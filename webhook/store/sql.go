@@ -100,8 +100,16 @@ func (s *sqlStore) Close() error {
 	return s.db.Close()
 }
 
-// tx runs f in a transaction, committing when it returns nil.
+// tx runs f in a transaction, committing when it returns nil, and
+// again when the database killed it as a deadlock's victim or a
+// serialization failure (see retry): f must set what it returns from
+// scratch.
 func (s *sqlStore) tx(ctx context.Context, f func(*sql.Tx) error) error {
+	return retry(ctx, func() error { return s.tx1(ctx, f) })
+}
+
+// tx1 is one run of tx.
+func (s *sqlStore) tx1(ctx context.Context, f func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

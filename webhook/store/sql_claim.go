@@ -334,8 +334,14 @@ func (s *sqlStore) lockParents(ctx context.Context, tx *sql.Tx, cs []*Completion
 	return err
 }
 
-// relaxedTx is tx with commit durability relaxed (see Complete).
+// relaxedTx is tx with commit durability relaxed (see Complete), run
+// again as tx is (see retry).
 func (s *sqlStore) relaxedTx(ctx context.Context, f func(*sql.Tx) error) error {
+	return retry(ctx, func() error { return s.relaxedTx1(ctx, f) })
+}
+
+// relaxedTx1 is one run of relaxedTx.
+func (s *sqlStore) relaxedTx1(ctx context.Context, f func(*sql.Tx) error) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err

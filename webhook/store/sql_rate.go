@@ -46,6 +46,7 @@ func (s *sqlStore) TakeRateSlots(ctx context.Context, id string, rate, n int, no
 		next time.Time
 	)
 	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
+		took, next = 0, time.Time{}
 		var tat, dbNow int64
 		query, dest := strings.Replace(s.d.rateLock, "{now}", "", 1), []any{&tat}
 		if s.leaseByDB {
