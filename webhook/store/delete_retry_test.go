@@ -15,6 +15,7 @@ import (
 func TestDeleteEndpointRetriesDeadlock(t *testing.T) {
 	ctx := context.Background()
 	s, _ := pgStore(t, "ep_del", []string{"msg_1"}, "fsync=off", "deadlock_timeout=100ms")
+	s.tries = txTries
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -337,7 +337,7 @@ func (s *sqlStore) lockParents(ctx context.Context, tx *sql.Tx, cs []*Completion
 // relaxedTx is tx with commit durability relaxed (see Complete), run
 // again as tx is (see retry).
 func (s *sqlStore) relaxedTx(ctx context.Context, f func(*sql.Tx) error) error {
-	return retry(ctx, func() error { return s.relaxedTx1(ctx, f) })
+	return retry(ctx, s.tries, func() error { return s.relaxedTx1(ctx, f) })
 }
 
 // relaxedTx1 is one run of relaxedTx.

@@ -7,7 +7,8 @@ import (
 )
 
 // txTries bounds the runs of one transaction killed by the database as
-// a deadlock's victim or a serialization failure (retryable).
+// a deadlock's victim or a serialization failure (retryable): a
+// store's tries.
 const txTries = 5
 
 // txRetryWait is the wait before the second run; it doubles at each
@@ -27,7 +28,7 @@ func retryable(err error) bool {
 	return code == "40P01" || code == "40001"
 }
 
-// retry runs f, and again while it fails retryable, at most txTries
+// retry runs f, and again while it fails retryable, at most tries
 // times, waiting txRetryWait (doubled each time) between runs; it stops
 // waiting when ctx is done. It returns f's last error: without it, a
 // user's DeleteEndpoint killed as a deadlock's victim (its rows locked
@@ -35,11 +36,11 @@ func retryable(err error) bool {
 // one and asking for its endpoint's row) failed with a database error
 // where the same request a moment later succeeds. f runs a whole
 // transaction, and sets what it returns from scratch at each run.
-func retry(ctx context.Context, f func() error) error {
+func retry(ctx context.Context, tries int, f func() error) error {
 	wait := txRetryWait
 	for try := 1; ; try++ {
 		err := f()
-		if err == nil || try == txTries || !retryable(err) {
+		if err == nil || try >= tries || !retryable(err) {
 			return err
 		}
 		t := time.NewTimer(wait)

@@ -33,14 +33,14 @@ func TestRetry(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runs := 0
-			err := retry(tc.ctx, func() error { runs++; return tc.err })
+			err := retry(tc.ctx, txTries, func() error { runs++; return tc.err })
 			if runs != tc.runs || !errors.Is(err, tc.err) {
 				t.Errorf("%d runs, %v; want %d, %v", runs, err, tc.runs, tc.err)
 			}
 		})
 	}
 	runs := 0
-	if err := retry(context.Background(), func() error {
+	if err := retry(context.Background(), txTries, func() error {
 		if runs++; runs < 3 {
 			return stateError("40P01")
 		}
