@@ -331,6 +331,7 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		queued++
 	}
 	d.mu.Unlock()
+	d.returnSlots(ctx, jobs, slots, got)
 	d.release(ctx, release)
 	return queued, len(jobs) == limit, wakeAt, working, nil
 }

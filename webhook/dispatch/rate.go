@@ -22,8 +22,7 @@ import (
 // the next frees: claims skip it until then and its other deliveries
 // are released, pending, for a later claim. A store error takes none:
 // the deliveries are released, and the endpoint waits PollInterval.
-// (A slot taken for a delivery admit then refuses, a claim full, is
-// lost: the endpoint gets less than its rate, never more.)
+// The slots admit then uses none of are given back (returnSlots).
 func (d *Dispatcher) takeSlots(ctx context.Context, jobs []*store.Job, now time.Time) map[string]int {
 	type want struct{ rate, n int }
 	var wants map[string]*want
@@ -81,4 +80,33 @@ func (d *Dispatcher) takeSlots(ctx context.Context, jobs []*store.Job, now time.
 		}
 	}
 	return slots
+}
+
+// returnSlots gives back to the store, at now, the slots takeSlots took
+// that admit used none of (slots, by endpoint: those left), for
+// deliveries of jobs it refused (MaxInFlightBytes reached, the endpoint
+// being disabled), and the endpoint waits for none: the next claim takes
+// them. Kept, they were lost: an endpoint whose deliveries admit
+// refused got less than its rate (half of it, with room for half its
+// burst). A store error keeps them (the endpoint gets less, never
+// more).
+func (d *Dispatcher) returnSlots(ctx context.Context, jobs []*store.Job, slots map[string]int, now time.Time) {
+	for _, j := range jobs {
+		id := j.Endpoint.ID
+		n := slots[id]
+		if n <= 0 {
+			continue
+		}
+		delete(slots, id)
+		if err := d.cfg.Store.ReturnRateSlots(context.WithoutCancel(ctx), id, j.Endpoint.RateLimit, n, now); err != nil {
+			d.stats.storeErrors.Add(1)
+			d.cfg.Logger.Warn("webhook dispatcher: returning rate-limit slots", "endpoint", id, "err", err)
+			continue
+		}
+		d.mu.Lock()
+		if ep := d.endpoints[id]; ep != nil {
+			ep.rateWait = time.Time{}
+		}
+		d.mu.Unlock()
+	}
 }

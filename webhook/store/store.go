@@ -131,6 +131,14 @@ type Store interface {
 	// wrapping ErrNotFound if the endpoint is gone.
 	TakeRateSlots(ctx context.Context, id string, rate, n int, now time.Time) (took int, next time.Time, err error)
 
+	// ReturnRateSlots gives back n slots of endpoint id's rate limit
+	// that TakeRateSlots gave and no attempt used (a dispatcher taking
+	// slots for deliveries it then could not hold): its theoretical
+	// arrival time moves back by n slots at rate, never before now (by
+	// the clock TakeRateSlots measures with), so the endpoint gets its
+	// rate. An endpoint gone is no error.
+	ReturnRateSlots(ctx context.Context, id string, rate, n int, now time.Time) error
+
 	// Purge deletes up to limit events created before before, the
 	// oldest first, with their deliveries and attempts, but not an event
 	// with a delivery still pending (being attempted or waiting for a
