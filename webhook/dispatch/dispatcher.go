@@ -331,7 +331,7 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		queued++
 	}
 	d.mu.Unlock()
-	d.returnSlots(ctx, jobs, slots, got)
+	d.returnSlots(ctx, slots, got)
 	d.release(ctx, release)
 	return queued, len(jobs) == limit, wakeAt, working, nil
 }
@@ -414,7 +414,7 @@ func (d *Dispatcher) endpoint(id string) *endpointState {
 // and starts a worker if a slot is free (a rate-limited endpoint has
 // room only for its free workers: its attempt starts at once, with the
 // slot just taken). d.mu is held.
-func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, got time.Time, slots map[string]int) bool {
+func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, got time.Time, slots map[string]*slotsTaken) bool {
 	id := j.Endpoint.ID
 	ep := d.endpoint(id)
 	ep.rate = j.Endpoint.RateLimit
@@ -422,10 +422,11 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, g
 		return false
 	}
 	if j.Endpoint.RateLimit > 0 {
-		if slots[id] <= 0 {
+		t := slots[id]
+		if t == nil || t.n <= 0 {
 			return false
 		}
-		slots[id]--
+		t.n--
 	}
 	c := &claimed{job: j, seq: seq, at: now, until: j.LeaseUntil, got: got}
 	ep.queue = append(ep.queue, c)
