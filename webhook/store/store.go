@@ -38,8 +38,10 @@ type Store interface {
 	// (as UpdateEndpoint does), in one transaction that no other write
 	// to the endpoint interleaves with: what others write is never
 	// undone, and never makes it fail. An error from f writes nothing
-	// and is returned. f must not block, nor use the store. It returns
-	// the endpoint as written.
+	// and is returned. f must not block, nor use the store, and may be
+	// called again (the transaction run again, killed as a deadlock's
+	// victim): it sets what it returns from scratch. It returns the
+	// endpoint as written.
 	ChangeEndpoint(ctx context.Context, id string, f func(e *Endpoint) error) (*Endpoint, error)
 	// DeleteEndpoint removes the endpoint, its deliveries and their
 	// attempts. Completions of attempts to it recorded meanwhile do not
