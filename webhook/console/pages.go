@@ -245,12 +245,17 @@ func showPayload(p []byte) string {
 func (c *Console) setEnabled(enable bool) func(http.ResponseWriter, *http.Request, *visit) {
 	return func(w http.ResponseWriter, r *http.Request, v *visit) {
 		id := r.PathValue("id")
-		msg := fmt.Sprintf("Endpoint %s was already %s.", id, map[bool]string{true: "enabled", false: "disabled"}[enable])
-		changed := false
+		var (
+			msg     string
+			changed bool
+		)
 		// Read and written in one transaction: a change made meanwhile
 		// (the dispatcher recorded its health or disabled it) is never
-		// undone by a stale copy, nor makes the button give up.
+		// undone by a stale copy, nor makes the button give up. (f may
+		// run again: it sets msg and changed from scratch.)
 		_, err := c.cfg.Store.ChangeEndpoint(r.Context(), id, func(e *store.Endpoint) error {
+			msg = fmt.Sprintf("Endpoint %s was already %s.", id, map[bool]string{true: "enabled", false: "disabled"}[enable])
+			changed = false
 			if e.Enabled == enable {
 				return errUnchanged
 			}

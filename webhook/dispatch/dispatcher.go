@@ -253,11 +253,15 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		room = min(room, (d.cfg.MaxInFlightBytes-d.heldBytes+d.payload-1)/d.payload)
 	}
 	// A rate-limited endpoint is claimed no more than its free workers
-	// (the store caps it, ClaimRequest.RateLimited, not knowing it yet).
-	rated := d.cfg.Concurrency
+	// (the store caps it: ClaimRequest.RateRoom, each its own, named for
+	// every endpoint holding some, which the store applies to those
+	// with a rate limit now, and RateLimited, all free, for the others).
+	// One cap for all held every rate-limited endpoint in the claim to
+	// the least room of them.
 	var (
-		skip  []string
-		asked []*endpointState
+		skip     []string
+		asked    []*endpointState
+		rateRoom map[string]int
 	)
 	for id, ep := range d.endpoints {
 		if d.idle(ep) && !now.Before(ep.rateWait) {
@@ -286,9 +290,13 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 			continue
 		}
 		asked = append(asked, ep)
-		if ep.rate > 0 {
-			rated = min(rated, d.cfg.Concurrency-ep.held)
-		} else if ep.held > 0 {
+		if ep.rate > 0 || ep.held > 0 {
+			if rateRoom == nil {
+				rateRoom = map[string]int{}
+			}
+			rateRoom[id] = max(1, d.cfg.Concurrency-ep.held)
+		}
+		if ep.rate <= 0 && ep.held > 0 {
 			// (An idle endpoint takes what its depth allows of the claim
 			// and releases the rest, rather than shrink every endpoint's.)
 			perEndpoint = min(perEndpoint, d.cfg.Concurrency+d.depth(ep)-ep.held)
@@ -300,7 +308,7 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 	}
 	limit := min(room, d.cfg.BatchSize)
 	jobs, err := d.cfg.Store.Claim(ctx, store.ClaimRequest{Owner: d.cfg.Owner, Now: now, Lease: d.cfg.Lease,
-		Limit: limit, PerEndpoint: perEndpoint, RateLimited: max(1, rated), Skip: skip})
+		Limit: limit, PerEndpoint: perEndpoint, RateLimited: d.cfg.Concurrency, RateRoom: rateRoom, Skip: skip})
 	if err != nil {
 		return 0, false, wakeAt, working, err
 	}
@@ -331,6 +339,7 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		queued++
 	}
 	d.mu.Unlock()
+	d.returnSlots(ctx, slots, got)
 	d.release(ctx, release)
 	return queued, len(jobs) == limit, wakeAt, working, nil
 }
@@ -413,7 +422,7 @@ func (d *Dispatcher) endpoint(id string) *endpointState {
 // and starts a worker if a slot is free (a rate-limited endpoint has
 // room only for its free workers: its attempt starts at once, with the
 // slot just taken). d.mu is held.
-func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, got time.Time, slots map[string]int) bool {
+func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, got time.Time, slots map[string]*slotsTaken) bool {
 	id := j.Endpoint.ID
 	ep := d.endpoint(id)
 	ep.rate = j.Endpoint.RateLimit
@@ -421,10 +430,11 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, g
 		return false
 	}
 	if j.Endpoint.RateLimit > 0 {
-		if slots[id] <= 0 {
+		t := slots[id]
+		if t == nil || t.n <= 0 {
 			return false
 		}
-		slots[id]--
+		t.n--
 	}
 	c := &claimed{job: j, seq: seq, at: now, until: j.LeaseUntil, got: got}
 	ep.queue = append(ep.queue, c)

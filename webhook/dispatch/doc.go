@@ -32,7 +32,10 @@
 // endpoint gets no more than its rate when slow attempts end (none
 // queued behind them holds a slot taken long before); the others of the
 // claim are released, pending, and the endpoint is skipped until its
-// next slot frees (a store error taking them: PollInterval). Its backlog
+// next slot frees (a store error taking them: PollInterval). The slots
+// taken for deliveries the dispatcher then cannot hold (MaxInFlightBytes
+// reached) are given back (Store.ReturnRateSlots), so the endpoint
+// still gets its rate. Its backlog
 // waits in the database, not in memory. A dispatcher
 // killed mid-attempt loses nothing: its leases expire and the
 // deliveries are claimed again. A record of attempts the store fails to

@@ -22,9 +22,8 @@ import (
 // the next frees: claims skip it until then and its other deliveries
 // are released, pending, for a later claim. A store error takes none:
 // the deliveries are released, and the endpoint waits PollInterval.
-// (A slot taken for a delivery admit then refuses, a claim full, is
-// lost: the endpoint gets less than its rate, never more.)
-func (d *Dispatcher) takeSlots(ctx context.Context, jobs []*store.Job, now time.Time) map[string]int {
+// The slots admit then uses none of are given back (returnSlots).
+func (d *Dispatcher) takeSlots(ctx context.Context, jobs []*store.Job, now time.Time) map[string]*slotsTaken {
 	type want struct{ rate, n int }
 	var wants map[string]*want
 	d.mu.Lock()
@@ -56,7 +55,7 @@ func (d *Dispatcher) takeSlots(ctx context.Context, jobs []*store.Job, now time.
 	if wants == nil {
 		return nil
 	}
-	slots := make(map[string]int, len(wants))
+	slots := make(map[string]*slotsTaken, len(wants))
 	for id, w := range wants {
 		if w.n == 0 {
 			continue
@@ -73,7 +72,7 @@ func (d *Dispatcher) takeSlots(ctx context.Context, jobs []*store.Job, now time.
 			}
 			took, next = 0, now.Add(d.cfg.PollInterval)
 		}
-		slots[id] = took
+		slots[id] = &slotsTaken{rate: w.rate, n: took}
 		if took < w.n {
 			d.mu.Lock()
 			d.endpoint(id).rateWait = next
@@ -81,4 +80,36 @@ func (d *Dispatcher) takeSlots(ctx context.Context, jobs []*store.Job, now time.
 		}
 	}
 	return slots
+}
+
+// slotsTaken is how many slots takeSlots took of an endpoint's rate
+// limit (rate), and not yet used (n: admit uses them).
+type slotsTaken struct{ rate, n int }
+
+// returnSlots gives back to the store, at now, the slots takeSlots took
+// that admit used none of (slots, by endpoint: those left), for
+// deliveries it refused (MaxInFlightBytes reached, the endpoint
+// being disabled), and the endpoint waits for none: the next claim takes
+// them. Kept, they were lost: an endpoint whose deliveries admit
+// refused got less than its rate (half of it, with room for half its
+// burst). A store error keeps them (the endpoint gets less, never
+// more).
+// (The jobs admitted are their workers' now: their endpoints are not
+// read here.)
+func (d *Dispatcher) returnSlots(ctx context.Context, slots map[string]*slotsTaken, now time.Time) {
+	for id, t := range slots {
+		if t.n <= 0 {
+			continue
+		}
+		if err := d.cfg.Store.ReturnRateSlots(context.WithoutCancel(ctx), id, t.rate, t.n, now); err != nil {
+			d.stats.storeErrors.Add(1)
+			d.cfg.Logger.Warn("webhook dispatcher: returning rate-limit slots", "endpoint", id, "err", err)
+			continue
+		}
+		d.mu.Lock()
+		if ep := d.endpoints[id]; ep != nil {
+			ep.rateWait = time.Time{}
+		}
+		d.mu.Unlock()
+	}
 }

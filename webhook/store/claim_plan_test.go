@@ -65,7 +65,8 @@ func checkByEndpoint(t *testing.T, plan []string) {
 // is never read: SQLite's plan for the claim has no scan of deliveries
 // and searches them by endpoint_id.
 func TestClaimReadsOnlyUnskippedEndpoints(t *testing.T) {
-	checkByEndpoint(t, sqlitePlan(t, claimQuery(sqliteDialect), 0, 0, 16, `["ep_hung"]`, 16, 100, "owner", 0, "owner", "owner"))
+	r := ClaimRequest{Owner: "owner", Limit: 100, PerEndpoint: 16, RateLimited: 16, RateRoom: map[string]int{"ep_rated": 2}, Skip: []string{"ep_hung"}}
+	checkByEndpoint(t, sqlitePlan(t, claimQuery(sqliteDialect), claimArgs(sqliteDialect, r)...))
 }
 
 // TestNextDueByEndpoint: NextDue reads the pending deliveries endpoint by

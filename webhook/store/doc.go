@@ -26,9 +26,18 @@
 // claimer's clock (ClaimRequest.Now) on both.
 //
 // An endpoint's rate limit is kept in its row (TakeRateSlots: a generic
-// cell rate's theoretical arrival time, moved under the row's lock), so
-// that dispatchers sharing the database share it; on PostgreSQL by the
-// server's clock, as leases are.
+// cell rate's theoretical arrival time, moved under the row's lock;
+// ReturnRateSlots moves it back for slots unused), so that dispatchers
+// sharing the database share it; on PostgreSQL by the server's clock,
+// as leases are.
+//
+// On PostgreSQL a transaction killed as a deadlock's victim (40P01) or
+// a serialization failure (40001) is run again, a few times at most,
+// not once its context is done. The store's transactions take their
+// locks in a common order (an endpoint's row before its deliveries,
+// deliveries in id order, before their attempts), but another client of
+// the database, or an order missed, must not fail a user's request that
+// would succeed a moment later.
 //
 // Times are stored as Unix nanoseconds (0 for none) and booleans as
 // integers, so the two dialects share their queries.

@@ -11,7 +11,8 @@ import (
 // pgStore is a store on a new database of a throwaway PostgreSQL
 // cluster started with the settings opts, holding endpoint ep and an
 // event of each of events (so a delivery of each), all created at the
-// time it returns.
+// time it returns. It runs each transaction once (see NoRetry): a
+// deadlock fails the test.
 func pgStore(t *testing.T, ep string, events []string, opts ...string) (*sqlStore, time.Time) {
 	t.Helper()
 	ctx := context.Background()
@@ -20,7 +21,7 @@ func pgStore(t *testing.T, ep string, events []string, opts ...string) (*sqlStor
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	s := st.(*sqlStore)
+	s := NoRetry(st).(*sqlStore)
 	t0 := time.Unix(1_800_000_000, 0)
 	if err := s.CreateEndpoint(ctx, &Endpoint{ID: ep, URL: "http://127.0.0.1:1/", Enabled: true, Secrets: []Secret{{Secret: "whsec_" + ep}}, Created: t0, Updated: t0}); err != nil {
 		t.Fatal(err)

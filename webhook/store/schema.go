@@ -153,10 +153,12 @@ type dialect struct {
 	// endpoint not in the skip list ({ids}), read from the (endpoint_id, status,
 	// next_attempt, id) index, so an endpoint skipped costs nothing
 	// however large its backlog; the earliest ? (the claim's limit) of
-	// them, and of an endpoint with a rate limit no more than the rate
-	// cap (ClaimRequest.RateLimited). Arguments: now, now, per, skip (a
-	// JSON array), rate cap, limit on SQLite; now, now, rate cap, per,
-	// skip, limit on PostgreSQL (see claimArgs). The
+	// them, and of an endpoint with a rate limit no more than its rate
+	// cap (ClaimRequest.RateRoom, a JSON object of caps by endpoint id,
+	// or for one not in it the rate cap, ClaimRequest.RateLimited).
+	// Arguments: now, now, per, skip (a JSON array), caps, rate cap,
+	// limit on SQLite; now, now, caps, rate cap, per, skip, limit on
+	// PostgreSQL (see claimArgs). The
 	// limits are written (? + 0): SQLite treats a bare bound LIMIT as a
 	// constant of the plan, so binding a new value re-prepared the whole
 	// statement at every claim.
@@ -188,12 +190,13 @@ var (
 		// delivery and test each against the list).
 		// (Nor does it take an outer column in a LIMIT: the cap of the
 		// rate-limited endpoints is their rows' numbers.)
-		perEndpoint: `SELECT id, next_attempt FROM (SELECT d.id, d.next_attempt, e.rate_limit AS rate,
+		perEndpoint: `SELECT id, next_attempt FROM (SELECT d.id, d.next_attempt, e.id AS endpoint, e.rate_limit AS rate,
 				row_number() OVER (PARTITION BY e.id ORDER BY d.next_attempt, d.id) AS n
 			FROM endpoints e CROSS JOIN deliveries d ON d.id IN (
 				SELECT x.id FROM deliveries x WHERE x.endpoint_id = e.id AND x.status = 'pending' AND x.next_attempt <= ? AND x.lease_until <= ?
 				ORDER BY x.next_attempt, x.id LIMIT (? + 0))
-			WHERE e.enabled = 1 AND e.id NOT IN {ids}) WHERE rate <= 0 OR n <= ? ORDER BY next_attempt, id LIMIT (? + 0)`}
+			WHERE e.enabled = 1 AND e.id NOT IN {ids}) WHERE rate <= 0 OR n <= COALESCE((SELECT r.value FROM json_each(?) r WHERE r.key = endpoint), ?)
+			ORDER BY next_attempt, id LIMIT (? + 0)`}
 	postgresDialect = dialect{name: "postgres", blob: "BYTEA", dollar: true,
 		idSet: "(SELECT jsonb_array_elements_text(CAST(? AS jsonb)))", skipLocked: " FOR UPDATE SKIP LOCKED",
 		forUpdate: " FOR UPDATE", forKeyShare: " FOR KEY SHARE",
@@ -215,7 +218,8 @@ var (
 		// updated meanwhile).
 		perEndpoint: `SELECT d.id, d.next_attempt FROM endpoints e CROSS JOIN LATERAL (
 				SELECT x.id, x.next_attempt FROM deliveries x WHERE x.endpoint_id = e.id AND x.status = 'pending' AND x.next_attempt <= ? AND x.lease_until <= ?
-				ORDER BY x.next_attempt, x.id LIMIT CASE WHEN e.rate_limit > 0 THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END FOR UPDATE SKIP LOCKED) d
+				ORDER BY x.next_attempt, x.id LIMIT CASE WHEN e.rate_limit > 0 THEN COALESCE(CAST(CAST(? AS jsonb) ->> e.id AS BIGINT), CAST(? AS BIGINT)) ELSE CAST(? AS BIGINT) END
+				FOR UPDATE SKIP LOCKED) d
 			WHERE e.enabled = 1 AND e.id NOT IN {ids} ORDER BY d.next_attempt, d.id LIMIT ?`}
 )
 

@@ -34,12 +34,17 @@ type sqlStore struct {
 	// measures rate-limit slots (TakeRateSlots) too, for the same reason.
 	// Off only in tests that drive leases with an injected clock.
 	leaseByDB bool
+
+	// tries bounds the runs of a transaction killed as a deadlock's
+	// victim (see retry): txTries, 1 in tests that must see every
+	// deadlock, which running again would hide.
+	tries int
 }
 
 var _ Store = (*sqlStore)(nil)
 
 func newSQLStore(ctx context.Context, db *sql.DB, d dialect) (*sqlStore, error) {
-	s := &sqlStore{db: db, d: d, stmts: map[string]*sql.Stmt{}, leaseByDB: d.dbNow != ""}
+	s := &sqlStore{db: db, d: d, stmts: map[string]*sql.Stmt{}, leaseByDB: d.dbNow != "", tries: txTries}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		if d.schemaLock != "" {
 			if _, err := tx.ExecContext(ctx, d.schemaLock); err != nil {
@@ -100,8 +105,16 @@ func (s *sqlStore) Close() error {
 	return s.db.Close()
 }
 
-// tx runs f in a transaction, committing when it returns nil.
+// tx runs f in a transaction, committing when it returns nil, and
+// again when the database killed it as a deadlock's victim or a
+// serialization failure (see retry): f must set what it returns from
+// scratch.
 func (s *sqlStore) tx(ctx context.Context, f func(*sql.Tx) error) error {
+	return retry(ctx, s.tries, func() error { return s.tx1(ctx, f) })
+}
+
+// tx1 is one run of tx.
+func (s *sqlStore) tx1(ctx context.Context, f func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -45,7 +45,8 @@ const (
 
 // claimQuery leases the candidates (see dialect.perEndpoint), returning
 // their ids. Arguments: claimArgs's (now, now, per, skip (JSON), rate
-// cap, limit, owner, lease until, owner, owner on SQLite). A delivery not leased (released), or taken from another
+// caps (JSON), rate cap, limit, owner, lease until, owner, owner on
+// SQLite). A delivery not leased (released), or taken from another
 // owner whose lease expired, is attempted after any Resend made
 // meanwhile: its resend is cleared (the other owner's completion is
 // refused). One its owner takes again keeps it: the attempt under way
@@ -78,7 +79,8 @@ func claimJobsQuery(d dialect) string {
 // (PostgreSQL: an UPDATE in a WITH clause): the updated rows, joined to
 // their events and endpoints by their keys. Arguments: claimQuery's, or
 // with byDB (leases by the database's clock, dialect.dbNow) now, rate
-// cap, per, skip, limit, owner, lease (nanoseconds), owner, owner: a lease has expired
+// caps, rate cap, per, skip, limit, owner, lease (nanoseconds), owner,
+// owner: a lease has expired
 // when the database's clock has passed it, and ends at that clock plus
 // the lease.
 func claimReturningQuery(d dialect, byDB bool) string {
@@ -168,10 +170,22 @@ func claimArgs(d dialect, r ClaimRequest) []any {
 		rated = per
 	}
 	now, until := nanos(r.Now), nanos(r.Now.Add(r.Lease))
+	caps := rateRoomJSON(r.RateRoom, per)
 	if d.claimReturning {
-		return []any{now, now, rated, per, idJSON(r.Skip), r.Limit, r.Owner, until, r.Owner, r.Owner}
+		return []any{now, now, caps, rated, per, idJSON(r.Skip), r.Limit, r.Owner, until, r.Owner, r.Owner}
 	}
-	return []any{now, now, per, idJSON(r.Skip), rated, r.Limit, r.Owner, until, r.Owner, r.Owner}
+	return []any{now, now, per, idJSON(r.Skip), caps, rated, r.Limit, r.Owner, until, r.Owner, r.Owner}
+}
+
+// rateRoomJSON is room (ClaimRequest.RateRoom) as a JSON object, each
+// cap within [1, per] (a cap of none is the endpoint skipped: Skip).
+func rateRoomJSON(room map[string]int, per int) string {
+	caps := make(map[string]int, len(room))
+	for id, n := range room {
+		caps[id] = min(max(n, 1), per)
+	}
+	b, _ := json.Marshal(caps)
+	return string(b)
 }
 
 // claimReturning is the claim statement on PostgreSQL, rebound, with its
@@ -179,7 +193,7 @@ func claimArgs(d dialect, r ClaimRequest) []any {
 func (s *sqlStore) claimReturning(r ClaimRequest) (string, []any) {
 	args := claimArgs(s.d, r)
 	if s.leaseByDB {
-		args = []any{args[0], args[2], args[3], args[4], args[5], r.Owner, int64(r.Lease), r.Owner, r.Owner}
+		args = []any{args[0], args[2], args[3], args[4], args[5], args[6], r.Owner, int64(r.Lease), r.Owner, r.Owner}
 	}
 	return s.d.rebind(claimReturningQuery(s.d, s.leaseByDB)), args
 }
@@ -334,8 +348,14 @@ func (s *sqlStore) lockParents(ctx context.Context, tx *sql.Tx, cs []*Completion
 	return err
 }
 
-// relaxedTx is tx with commit durability relaxed (see Complete).
+// relaxedTx is tx with commit durability relaxed (see Complete), run
+// again as tx is (see retry).
 func (s *sqlStore) relaxedTx(ctx context.Context, f func(*sql.Tx) error) error {
+	return retry(ctx, s.tries, func() error { return s.relaxedTx1(ctx, f) })
+}
+
+// relaxedTx1 is one run of relaxedTx.
+func (s *sqlStore) relaxedTx1(ctx context.Context, f func(*sql.Tx) error) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err

@@ -44,6 +44,17 @@ func (s *sqlStore) Purge(ctx context.Context, before time.Time, limit int) (int,
 			return err
 		}
 		list := idJSON(ids)
+		if s.d.forUpdate != "" {
+			// Their deliveries locked first, in id order, as
+			// DeleteEndpoint locks an endpoint's: the attempts deleted
+			// first and the deliveries in the order the scan came to
+			// them, a purge holding one (or its attempts) and waiting
+			// for another that a deletion held, waiting for the first,
+			// was a deadlock, one killed (40P01).
+			if _, err := s.exec(ctx, tx, `SELECT COUNT(*) FROM (SELECT id FROM deliveries WHERE event_id IN `+s.d.idSet+` ORDER BY id`+s.d.forUpdate+`) x`, list); err != nil {
+				return err
+			}
+		}
 		for _, q := range []string{
 			`DELETE FROM attempts WHERE event_id IN ` + s.d.idSet,
 			`DELETE FROM deliveries WHERE event_id IN ` + s.d.idSet,

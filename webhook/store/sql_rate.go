@@ -21,7 +21,7 @@ import (
 // back since: it counts as the tolerance, so the endpoint waits a slot,
 // not for the clock to come back.
 func rateSlots(tat, now int64, rate, n int) (took int, newTAT, next int64) {
-	slot := (int64(time.Second) + int64(rate) - 1) / int64(rate)
+	slot := rateSlot(rate)
 	tolerance := int64(rate) * slot
 	base := max(min(tat, now+tolerance), now)
 	took = int(min(int64(n), max(0, (now+tolerance-base)/slot)))
@@ -30,6 +30,12 @@ func rateSlots(tat, now int64, rate, n int) (took int, newTAT, next int64) {
 		next = newTAT + slot - tolerance
 	}
 	return took, newTAT, next
+}
+
+// rateSlot is a slot of a rate limit of rate a second, 1/rate s rounded
+// up, in nanoseconds (see rateSlots).
+func rateSlot(rate int) int64 {
+	return (int64(time.Second) + int64(rate) - 1) / int64(rate)
 }
 
 // TakeRateSlots reads the endpoint's rate_tat, its row locked
@@ -46,6 +52,7 @@ func (s *sqlStore) TakeRateSlots(ctx context.Context, id string, rate, n int, no
 		next time.Time
 	)
 	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
+		took, next = 0, time.Time{}
 		var tat, dbNow int64
 		query, dest := strings.Replace(s.d.rateLock, "{now}", "", 1), []any{&tat}
 		if s.leaseByDB {
@@ -75,4 +82,24 @@ func (s *sqlStore) TakeRateSlots(ctx context.Context, id string, rate, n int, no
 		return 0, time.Time{}, err
 	}
 	return took, next, nil
+}
+
+// ReturnRateSlots moves the endpoint's rate_tat back by n slots at rate,
+// to now at the earliest, in one statement of relaxed durability (as
+// TakeRateSlots); a rate_tat at or before now, which has no slot to
+// give back, is left.
+func (s *sqlStore) ReturnRateSlots(ctx context.Context, id string, rate, n int, now time.Time) error {
+	if rate <= 0 || n <= 0 {
+		return nil
+	}
+	back := int64(n) * rateSlot(rate)
+	clock, args := "CAST(? AS BIGINT)", []any{back, nanos(now), back, nanos(now), id, nanos(now)}
+	if s.leaseByDB {
+		clock, args = s.d.dbNow, []any{back, back, id}
+	}
+	return s.relaxedTx(ctx, func(tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, `UPDATE endpoints SET rate_tat = CASE WHEN rate_tat - CAST(? AS BIGINT) > `+clock+` THEN rate_tat - CAST(? AS BIGINT) ELSE `+clock+` END
+			WHERE id = ? AND rate_tat > `+clock, args...)
+		return err
+	})
 }

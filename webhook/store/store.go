@@ -38,8 +38,10 @@ type Store interface {
 	// (as UpdateEndpoint does), in one transaction that no other write
 	// to the endpoint interleaves with: what others write is never
 	// undone, and never makes it fail. An error from f writes nothing
-	// and is returned. f must not block, nor use the store. It returns
-	// the endpoint as written.
+	// and is returned. f must not block, nor use the store, and may be
+	// called again (the transaction run again, killed as a deadlock's
+	// victim): it sets what it returns from scratch. It returns the
+	// endpoint as written.
 	ChangeEndpoint(ctx context.Context, id string, f func(e *Endpoint) error) (*Endpoint, error)
 	// DeleteEndpoint removes the endpoint, its deliveries and their
 	// attempts. Completions of attempts to it recorded meanwhile do not
@@ -130,6 +132,14 @@ type Store interface {
 	// multiply the rate), the wait it returns added to now. An error
 	// wrapping ErrNotFound if the endpoint is gone.
 	TakeRateSlots(ctx context.Context, id string, rate, n int, now time.Time) (took int, next time.Time, err error)
+
+	// ReturnRateSlots gives back n slots of endpoint id's rate limit
+	// that TakeRateSlots gave and no attempt used (a dispatcher taking
+	// slots for deliveries it then could not hold): its theoretical
+	// arrival time moves back by n slots at rate, never before now (by
+	// the clock TakeRateSlots measures with), so the endpoint gets its
+	// rate. An endpoint gone is no error.
+	ReturnRateSlots(ctx context.Context, id string, rate, n int, now time.Time) error
 
 	// Purge deletes up to limit events created before before, the
 	// oldest first, with their deliveries and attempts, but not an event

@@ -164,6 +164,12 @@ type ClaimRequest struct {
 	// as its attempts can start, and does not claim a batch of an
 	// endpoint waiting for them only to release all but one.
 	RateLimited int
+	// RateRoom is, by endpoint id, the most returned for that endpoint
+	// when it has a rate limit, in place of RateLimited (its free
+	// workers, capped by PerEndpoint): with one cap for all, an endpoint
+	// with one worker free held every other rate-limited endpoint in
+	// the claim to one.
+	RateRoom map[string]int
 	// Skip lists endpoints to return nothing for (their queues are full).
 	Skip []string
 }

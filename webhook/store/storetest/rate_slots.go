@@ -12,8 +12,9 @@ import (
 // testRateSlots: TakeRateSlots gives an endpoint limited to rate a
 // second rate slots at once and then one every 1/rate s, says when the
 // next frees, saves up no more than a second's worth, waits a slot (not
-// the step) after the clock steps back, and never gives more than the
-// rate to takers at once.
+// the step) after the clock steps back, never gives more than the rate
+// to takers at once, and gives again the slots given back
+// (ReturnRateSlots), never more.
 func testRateSlots(t *testing.T, s store.Store) {
 	c := ctx(t)
 	endpoint(t, s, "ep_1")
@@ -42,6 +43,24 @@ func testRateSlots(t *testing.T, s store.Store) {
 	take("ep_3", 3, 10, 0, 3, 333_333_334)
 	if _, _, err := s.TakeRateSlots(c, "ep_none", 1, 1, t0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("slots of a missing endpoint: %v, want ErrNotFound", err)
+	}
+
+	// Slots given back (ReturnRateSlots) are taken again, and no more:
+	// the clock is not moved back past now.
+	endpoint(t, s, "ep_4")
+	give := func(n int, at time.Duration) {
+		t.Helper()
+		if err := s.ReturnRateSlots(c, "ep_4", 4, n, t0.Add(at)); err != nil {
+			t.Fatalf("giving back %d slots at %v: %v", n, at, err)
+		}
+	}
+	take("ep_4", 4, 4, 0, 4, 0)
+	give(2, 0)
+	take("ep_4", 4, 3, 0, 2, 250*ms)
+	give(8, 100*ms)
+	take("ep_4", 4, 5, 100*ms, 4, 350*ms)
+	if err := s.ReturnRateSlots(c, "ep_none", 4, 1, t0); err != nil {
+		t.Fatalf("giving back slots of a missing endpoint: %v, want none", err)
 	}
 
 	// Takers at once, two rounds a second apart: rate slots in each.
