@@ -226,7 +226,29 @@ func (cn *conn) readRequest() (*request, error) {
 			return nil, err
 		}
 	}
+	if err := cn.chargeDecode(deadline); err != nil {
+		return nil, err
+	}
 	return decodeRequest(cn.frame)
+}
+
+// chargeDecode takes the request memory that decoding the frame may
+// allocate (decodeCharge), held with the frame's until it is answered.
+// A request that could never get it closes the connection.
+func (cn *conn) chargeDecode(deadline time.Time) error {
+	mem := cn.s.reqMem
+	n, err := decodeCharge(cn.frame)
+	if err != nil {
+		return err
+	}
+	if cn.held+n > mem.limit {
+		return chargeError(cn.frame, n, mem.limit)
+	}
+	if err := mem.acquire(n, deadline, cn.s.ctx.Done()); err != nil {
+		return &slowError{err}
+	}
+	cn.held += n
+	return nil
 }
 
 // readFrame reads an n-byte frame into cn.frame. The buffer grows as
