@@ -75,11 +75,12 @@ type Config struct {
 	// bytes arrive, taking memory from this budget, and gives it back
 	// once the request is answered; a connection that cannot get memory
 	// waits, until its request deadline (RequestTimeout), then closes.
-	// Before a request is decoded, what decoding it may allocate is
-	// taken from the budget too (see decode_charge.go): for a Produce,
-	// its topics, partitions and tags; for any other request, 64 times
-	// its frame. A request whose frame and charge exceed the whole
-	// budget closes the connection (a FrameError).
+	// Before a request is decoded, what decoding and answering it may
+	// allocate is taken from the budget too, until its answer is encoded
+	// (see decode_charge.go): for a Produce, its topics, partitions and
+	// tags; for any other request, 64 to 256 times its frame. A request
+	// whose frame and charge exceed the whole budget closes the
+	// connection (a FrameError).
 	// Default 256 MiB or 2 × MaxRequestBytes, whichever is larger; at
 	// least 2 × MaxRequestBytes, so a request of the largest size can
 	// always be read.

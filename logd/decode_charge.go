@@ -2,7 +2,6 @@ package logd
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -12,37 +11,54 @@ import (
 // struct for every array element (24 to 64 bytes for an element that
 // takes 2 or 3 bytes on the wire), a string for every name and a map
 // entry for every unknown tag. A Metadata request of 100 MiB naming
-// millions of empty topics decodes into about 2.4 GB. So a request is
-// charged, against the same budget as its frame (MaxInFlightRequestBytes),
-// what its decoding may allocate, before it is decoded:
+// millions of empty topics decodes into about 2.4 GB. Answering it
+// allocates more again: a response struct for every element (a Produce
+// naming a million partitions without records is answered with a
+// million errors). So a request is charged, against the same budget as
+// its frame (MaxInFlightRequestBytes), what decoding and answering it
+// may allocate, before it is decoded, and holds it until its answer is
+// encoded:
 //
 //   - a Produce, the one request whose frames are large by nature (its
 //     record sets, which decoding does not copy), by counting its topics,
 //     partitions, names and tags with a scan of the frame that allocates
 //     nothing;
-//   - any other request at decodeFactor times its frame: such requests
-//     are small (a few hundred bytes to a few MiB) and scanning each API's
-//     layout would be a second decoder to keep in step with kmsg.
+//   - any other request at decodeFactor (or its API's entry in
+//     handleFactor) times its frame: such requests are small (a few
+//     hundred bytes to a few MiB) and scanning each API's layout would
+//     be a second decoder to keep in step with kmsg.
 //
 // A request whose frame and charge could never fit the budget closes the
 // connection (a FrameError, logged): with the defaults that is a request
-// other than Produce over 3.9 MiB. Kafka accepts socket.request.max.bytes
+// other than Produce over 3.9 MiB, a CreateTopics over 1 MiB). Kafka
+// accepts socket.request.max.bytes
 // for every API, but decodes into the JVM heap with no such bound.
 
-// decodeFactor bounds what kmsg allocates decoding a request other than
-// Produce, per byte of its frame. TestDecodeChargeCovers measures it for
-// every supported API and version, with arrays of empty elements and tag
-// sections of unknown tags: at most 41 (unknown tags), 24 (Metadata's
-// topics).
+// decodeFactor bounds what decoding and answering a request other than
+// Produce allocates, per byte of its frame. TestDecodeChargeCovers
+// measures it for every supported API and version, with arrays of empty
+// elements and tag sections of unknown tags: decoding takes at most 41
+// (unknown tags) or 24 (Metadata's topics); the APIs whose answers take
+// more have their own factor in handleFactor (measured: Fetch and
+// OffsetCommit 133, CreateTopics 174, ListOffsets 107).
 const decodeFactor = 64
 
-// Per-item costs of a decoded Produce request: a topic and a partition
-// are their kmsg structs; an unknown tag is a map entry with its share
-// of the map's growth (measured at about 41 bytes a tag byte, 3 bytes a
-// tag); the request itself, its struct and the header's strings.
+var handleFactor = map[int16]int64{
+	kmsg.Fetch.Int16():        192,
+	kmsg.OffsetCommit.Int16(): 192,
+	kmsg.CreateTopics.Int16(): 256,
+	kmsg.ListOffsets.Int16():  160,
+}
+
+// Per-item costs of a Produce request, decoded and answered: a topic
+// and a partition are their kmsg structs and their answers' (measured,
+// decoded and answered with errors: 384 and 552 bytes); an unknown tag
+// is a map entry with its share of the map's growth (measured at about
+// 41 bytes a tag byte, 3 bytes a tag); the request itself, its struct
+// and the header's strings.
 const (
-	produceTopicCost     = int64(unsafe.Sizeof(kmsg.ProduceRequestTopic{}))
-	producePartitionCost = int64(unsafe.Sizeof(kmsg.ProduceRequestTopicPartition{}))
+	produceTopicCost     = 512
+	producePartitionCost = 768
 	tagCost              = 160
 	requestCost          = 16 << 10
 )
@@ -53,7 +69,11 @@ const (
 func decodeCharge(frame []byte) (int64, error) {
 	key, version := int16(frame[0])<<8|int16(frame[1]), int16(frame[2])<<8|int16(frame[3])
 	if key != kmsg.Produce.Int16() {
-		return requestCost + decodeFactor*int64(len(frame)), nil
+		factor, ok := handleFactor[key]
+		if !ok {
+			factor = decodeFactor
+		}
+		return requestCost + factor*int64(len(frame)), nil
 	}
 	n, ok := scanProduce(frame, version)
 	if !ok {

@@ -2,9 +2,11 @@ package logd
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"reflect"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -67,13 +69,51 @@ func fillArray(v reflect.Value, path, n int, i *int) bool {
 	return false
 }
 
-// TestDecodeChargeCovers: what decoding a request allocates is within
-// what decodeCharge charges for it, for every supported API and version,
-// with any one of its arrays holding 20000 empty elements (the most
-// elements a frame can name) or its tag section 20000 unknown tags.
+// TestDecodeChargeCovers: what decoding and answering a request
+// allocates is within what decodeCharge charges for it, for every
+// supported API and version, with any one of its arrays holding 20000
+// empty elements (the most elements a frame can name) or its tag section
+// 20000 unknown tags. JoinGroup and SyncGroup are only decoded (their
+// answers wait for a group); the group state they keep is bounded by
+// MaxGroupBytes.
 func TestDecodeChargeCovers(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector enlarges allocations")
+	}
+	ts := startServer(t, t.TempDir(), func(c *Config) { c.DisableAutoCreateTopics = true })
+	check := func(name string, key kmsg.Key, frame []byte) {
+		t.Helper()
+		charge, err := decodeCharge(frame)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var derr error
+		got := allocated(func() {
+			var req *request
+			if req, derr = decodeRequest(frame); derr != nil || key == kmsg.JoinGroup || key == kmsg.SyncGroup {
+				return
+			}
+			resp, err := ts.handle(&client{}, req)
+			if err == nil && resp != nil {
+				appendResponse(nil, 1, resp)
+			}
+		})
+		if derr != nil {
+			t.Fatalf("%s: %v", name, derr)
+		}
+		if got > charge {
+			t.Errorf("%s: answering %d bytes allocated %d, charged %d", name, len(frame), got, charge)
+		}
+	}
+	// Distinct names are answered one by one (the same name is answered
+	// once).
+	for _, v := range []int16{1, 9} {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(v)
+		for i := range 50000 {
+			req.Topics = append(req.Topics, kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(strconv.FormatInt(int64(i), 36))})
+		}
+		check(fmt.Sprintf("Metadata v%d of distinct names", v), kmsg.Metadata, kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 1)[4:])
 	}
 	for key, vr := range supported {
 		for v := vr.min; v <= vr.max; v++ {
@@ -85,18 +125,7 @@ func TestDecodeChargeCovers(t *testing.T) {
 				if frame == nil {
 					break
 				}
-				charge, err := decodeCharge(frame)
-				if err != nil {
-					t.Fatalf("%s v%d: %v", kmsg.NameForKey(key.Int16()), v, err)
-				}
-				var derr error
-				got := allocated(func() { _, derr = decodeRequest(frame) })
-				if derr != nil {
-					t.Fatalf("%s v%d array %d: %v", kmsg.NameForKey(key.Int16()), v, path, derr)
-				}
-				if got > charge {
-					t.Errorf("%s v%d array %d (-1: tags): decoding %d bytes allocated %d, charged %d", kmsg.NameForKey(key.Int16()), v, path, len(frame), got, charge)
-				}
+				check(fmt.Sprintf("%s v%d array %d (-1: tags)", kmsg.NameForKey(key.Int16()), v, path), key, frame)
 			}
 		}
 	}
