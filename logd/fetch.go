@@ -31,6 +31,10 @@ func (s *Server) fetch(cl *client, req *kmsg.FetchRequest) kmsg.Response {
 		// Take the wake-up channels before reading, so that an advance
 		// between the read and the wait is not missed.
 		woken := s.updates(req)
+		// An earlier pass's copied bytes go back before the channel
+		// they wake is taken: the poll must not wake itself.
+		s.copied.put(cl.copied)
+		cl.copied = 0
 		freed := s.copied.freed.wait()
 		resp, n, failed, cut := s.fetchOnce(cl, req)
 		wait := time.Until(deadline)
@@ -86,15 +90,14 @@ func (s *Server) updates(req *kmsg.FetchRequest) []reflect.SelectCase {
 // bytes were left out for want of copiedBytes (cut). When the connection can send from files
 // (cl.zeroCopy), checked record sets are not read: they are left in
 // cl.regions for the writer to send from the segment files. Record
-// sets read into the buffer take their bytes from s.copied: a read is
+// sets read into the buffer (none held: fetch gave back an earlier
+// pass's) take their bytes from s.copied: a read is
 // limited to what is available, and one that still does not fit (its
 // first batch is larger) is left out.
 func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, n int, failed, cut bool) {
 	buf := cl.fetch[:0]
 	defer func() { cl.fetch = buf }() // its length: what this fetch used
 	cl.closeRegions()                 // those of an earlier pass of a long poll
-	s.copied.put(cl.copied)           // and their copied bytes
-	cl.copied = 0
 	resp = kmsg.NewPtrFetchResponse()
 	budget := s.cfg.MaxFetchBytes
 	if req.MaxBytes > 0 {

@@ -193,3 +193,45 @@ func TestCopiedFetchWaitsForBytes(t *testing.T) {
 		t.Fatal("the fetch was answered without records")
 	}
 }
+
+// TestCopiedFetchWaitsQuietly: a long poll whose read was cut, with
+// fewer than MinBytes to answer, waits for bytes to come back from other
+// answers, not from its own earlier pass: it used to give back its own
+// bytes at each pass and so wake itself, reading again and again until
+// its MaxWait (every pass counted as a cut read).
+func TestCopiedFetchWaitsQuietly(t *testing.T) {
+	const holders = 2 // 4 MiB held: 1.6 MiB left, three batches of the four
+	ts, gate := copiedServer(t, 5<<20+600<<10, 4, true, func(*Config) {})
+	entered := gate.close()
+	t.Cleanup(gate.open)
+	fetch := fetchPartitions("f", nil, []int32{0})
+	fetch.Topics[0].Partitions[0].PartitionMaxBytes = 1 << 30
+	for i := range holders {
+		c := dial(t, ts.addr)
+		sendProduce(t, c, 1, "p", recordBatch([]byte("a")))
+		if i == 0 {
+			<-entered
+		}
+		if err := writeRequestCorr(c, 2, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, "the fetch answered, unwritten", func() bool { return handledCount(ts, kmsg.Fetch) == uint64(i+1) })
+	}
+	cut := ts.metrics.fetchCopiedCut.Load()
+	c := dial(t, ts.addr)
+	fetch.MaxWaitMillis, fetch.MinBytes = 500, 10<<20
+	if err := writeRequestCorr(c, 1, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the long poll's first read cut", func() bool { return ts.metrics.fetchCopiedCut.Load() > cut })
+	if err := ts.autoCreate("wake"); err != nil { // wakes every long poll once
+		t.Fatal(err)
+	}
+	if _, err := readFrame(c); err != nil {
+		t.Fatal(err)
+	}
+	// A first pass, one when woken, and one at the end of MaxWait.
+	if n := ts.metrics.fetchCopiedCut.Load() - cut; n > 3 {
+		t.Fatalf("the long poll read %d times while nothing came back", n)
+	}
+}
