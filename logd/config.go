@@ -23,9 +23,12 @@ const (
 	DefaultIdleTimeout                    = 10 * time.Minute
 	DefaultMaxFetchBytes                  = 50 << 20
 	DefaultMaxFetchFiles                  = 256
-	DefaultMinSessionTimeout              = 6 * time.Second
-	DefaultMaxSessionTimeout              = 30 * time.Minute
-	DefaultMaxTopics                      = 10000
+	// DefaultMaxCopiedFetchBytes is the default of MaxCopiedFetchBytes,
+	// raised to twice the larger of MaxFetchBytes and MaxRequestBytes.
+	DefaultMaxCopiedFetchBytes = 256 << 20
+	DefaultMinSessionTimeout   = 6 * time.Second
+	DefaultMaxSessionTimeout   = 30 * time.Minute
+	DefaultMaxTopics           = 10000
 	// DefaultMaxInFlightRequestBytes is the default of
 	// MaxInFlightRequestBytes, raised to twice MaxRequestBytes when that
 	// is larger.
@@ -72,6 +75,12 @@ type Config struct {
 	// bytes arrive, taking memory from this budget, and gives it back
 	// once the request is answered; a connection that cannot get memory
 	// waits, until its request deadline (RequestTimeout), then closes.
+	// Before a request is decoded, what decoding and answering it may
+	// allocate is taken from the budget too, until its answer is encoded
+	// (see decode_charge.go): for a Produce, its topics, partitions and
+	// tags; for any other request, 64 to 256 times its frame. A request
+	// whose frame and charge exceed the whole budget closes the
+	// connection (a FrameError).
 	// Default 256 MiB or 2 × MaxRequestBytes, whichever is larger; at
 	// least 2 × MaxRequestBytes, so a request of the largest size can
 	// always be read.
@@ -104,6 +113,20 @@ type Config struct {
 	// one until written, a connection at most 16); past it record sets
 	// are copied instead. Default 256.
 	MaxFetchFiles int
+	// MaxCopiedFetchBytes bounds the record bytes that Fetch answers
+	// not yet written hold in memory, over all connections: those read
+	// into memory rather than sent from segment files (a TLS connection,
+	// or past the descriptors MaxFetchFiles allows), which a client not
+	// reading its answers holds for up to IdleTimeout. Once it is used
+	// up a Fetch reads less: a partition whose read would pass the bound
+	// is answered without records, so a fetch gets at least the first
+	// batch when that fits; one left with nothing waits, within its
+	// MaxWait, for bytes to come back, and is answered empty at its end
+	// (counted in logd_fetch_copied_cut_total). Default 256 MiB or 2 ×
+	// the larger of MaxFetchBytes and MaxRequestBytes, whichever is
+	// larger; at least that larger one, so the largest batch and the
+	// largest answer can be copied.
+	MaxCopiedFetchBytes int
 	// IdleTimeout closes connections that send nothing between requests
 	// for this long. Default 10 min (Kafka's connections.max.idle.ms). A
 	// new connection must instead send its first request whole within
@@ -157,6 +180,7 @@ func (c *Config) setDefaults() {
 	setDefault(&c.MaxConnectionsPerIP, max(c.MaxConnections/4, 1))
 	setDefault(&c.MaxFetchBytes, DefaultMaxFetchBytes)
 	setDefault(&c.MaxFetchFiles, DefaultMaxFetchFiles)
+	setDefault(&c.MaxCopiedFetchBytes, max(DefaultMaxCopiedFetchBytes, 2*max(c.MaxFetchBytes, c.MaxRequestBytes)))
 	setDefault(&c.MaxGroupBytes, groups.DefaultMaxRetainedBytes)
 	// The group coordinator refuses (OFFSET_METADATA_TOO_LARGE) what the
 	// store would: one limit for both.
@@ -215,6 +239,8 @@ func (c *Config) validate() error {
 		return bad("MaxGroupBytes", c.MaxGroupBytes, fmt.Sprintf("must be ≥ %d", groups.DefaultMaxMemberBytes))
 	case c.MaxFetchFiles < 1:
 		return bad("MaxFetchFiles", c.MaxFetchFiles, "must be ≥ 1")
+	case c.MaxCopiedFetchBytes < max(c.MaxFetchBytes, c.MaxRequestBytes):
+		return bad("MaxCopiedFetchBytes", c.MaxCopiedFetchBytes, fmt.Sprintf("must be ≥ the largest fetch answer and request (%d)", max(c.MaxFetchBytes, c.MaxRequestBytes)))
 	case c.IdleTimeout <= 0:
 		return bad("IdleTimeout", c.IdleTimeout, "must be > 0")
 	case c.MinSessionTimeout <= 0:

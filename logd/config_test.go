@@ -32,6 +32,7 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.MaxConnectionsPerIP = -1 }, "logd: bad config: MaxConnectionsPerIP -1: must be ≥ 1"},
 		{func(c *Config) { c.MaxGroupBytes = 1 }, "logd: bad config: MaxGroupBytes 1: must be ≥ 1048576"},
 		{func(c *Config) { c.MaxFetchFiles = -1 }, "logd: bad config: MaxFetchFiles -1: must be ≥ 1"},
+		{func(c *Config) { c.MaxFetchBytes, c.MaxCopiedFetchBytes = 200<<20, 150<<20 }, "logd: bad config: MaxCopiedFetchBytes 157286400: must be ≥ the largest fetch answer and request (209715200)"},
 		{func(c *Config) { c.IdleTimeout = -time.Second }, "logd: bad config: IdleTimeout -1s: must be > 0"},
 		{func(c *Config) { c.WarnLogGap = -time.Second }, "logd: bad config: WarnLogGap -1s: must be > 0"},
 		{func(c *Config) { c.MaxTopics = -1 }, "logd: bad config: MaxTopics -1: must be ≥ 1"},

@@ -23,6 +23,9 @@ type client struct {
 	id    string // the request header's client id
 	host  string
 	fetch []byte
+	// copied is the record bytes read into fetch, taken from the
+	// server's copiedBytes and given back with the buffer.
+	copied int64
 	// zeroCopy: the connection can send record sets from segment files
 	// (sendfile), so a fetch leaves checked ones in regions, one per
 	// partition of its response in order (File nil: read into fetch).
@@ -226,7 +229,29 @@ func (cn *conn) readRequest() (*request, error) {
 			return nil, err
 		}
 	}
+	if err := cn.chargeDecode(deadline); err != nil {
+		return nil, err
+	}
 	return decodeRequest(cn.frame)
+}
+
+// chargeDecode takes the request memory that decoding the frame may
+// allocate (decodeCharge), held with the frame's until it is answered.
+// A request that could never get it closes the connection.
+func (cn *conn) chargeDecode(deadline time.Time) error {
+	mem := cn.s.reqMem
+	n, err := decodeCharge(cn.frame)
+	if err != nil {
+		return err
+	}
+	if cn.held+n > mem.limit {
+		return chargeError(cn.frame, n, mem.limit)
+	}
+	if err := mem.acquire(n, deadline, cn.s.ctx.Done()); err != nil {
+		return &slowError{err}
+	}
+	cn.held += n
+	return nil
 }
 
 // readFrame reads an n-byte frame into cn.frame. The buffer grows as
@@ -339,6 +364,7 @@ func (cn *conn) answer(req *request) error {
 			if cn.cl.fetch != nil {
 				cn.fetchSize = sizeOf(len(cn.cl.fetch))
 				r.fetch, cn.cl.fetch = cn.cl.fetch, nil
+				r.copied, r.copies, cn.cl.copied = cn.cl.copied, s.copied, 0
 			}
 		} else {
 			r.out = appendResponse(out, req.correlation, resp)
@@ -352,6 +378,8 @@ func (cn *conn) answer(req *request) error {
 		cn.fetchSize = sizeOf(len(cn.cl.fetch))
 		s.bufs.put(cn.cl.fetch)
 		cn.cl.fetch = nil
+		s.copied.put(cn.cl.copied)
+		cn.cl.copied = 0
 	}
 	if r.out == nil && r.finish == nil {
 		return nil
@@ -370,8 +398,10 @@ type reply struct {
 	barrier chan struct{}
 	holes   []hole
 	fetch   []byte
-	files   *fetchFiles // counts the descriptors of holes
-	held    int64       // cap(out) + cap(fetch) when handed to the writer (conn.unwrittenBytes)
+	copied  int64        // record bytes in fetch, taken from copies
+	copies  *copiedBytes // nil when copied is 0
+	files   *fetchFiles  // counts the descriptors of holes
+	held    int64        // cap(out) + cap(fetch) when handed to the writer (conn.unwrittenBytes)
 }
 
 // release gives back what r holds: its buffers and files.
@@ -381,6 +411,9 @@ func (r *reply) release(bufs *bufPool) {
 	}
 	if r.fetch != nil {
 		bufs.put(r.fetch)
+	}
+	if r.copied > 0 {
+		r.copies.put(r.copied)
 	}
 	n := 0
 	for _, h := range r.holes {

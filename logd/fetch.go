@@ -31,10 +31,20 @@ func (s *Server) fetch(cl *client, req *kmsg.FetchRequest) kmsg.Response {
 		// Take the wake-up channels before reading, so that an advance
 		// between the read and the wait is not missed.
 		woken := s.updates(req)
-		resp, n, failed := s.fetchOnce(cl, req)
+		// An earlier pass's copied bytes go back before the channel
+		// they wake is taken: the poll must not wake itself.
+		s.copied.put(cl.copied)
+		cl.copied = 0
+		freed := s.copied.freed.wait()
+		resp, n, failed, cut := s.fetchOnce(cl, req)
 		wait := time.Until(deadline)
 		if n >= int(req.MinBytes) || n > 0 && req.MinBytes <= 0 || failed || wait <= 0 {
 			return resp
+		}
+		if cut {
+			// Record bytes were left out for want of copiedBytes: the
+			// wait also ends when some come back.
+			woken = append(woken, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(freed)})
 		}
 		ctx := cl.peer.context() // ends with the server, or when the client leaves
 		t := time.NewTimer(wait)
@@ -76,10 +86,15 @@ func (s *Server) updates(req *kmsg.FetchRequest) []reflect.SelectCase {
 
 // fetchOnce builds a fetch response from what is in the logs now, read
 // into the connection's buffer, and returns it with the number of record
-// bytes it carries and whether a partition has an error. When the connection can send from files
+// bytes it carries, whether a partition has an error and whether record
+// bytes were left out for want of copiedBytes (cut). When the connection can send from files
 // (cl.zeroCopy), checked record sets are not read: they are left in
-// cl.regions for the writer to send from the segment files.
-func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, n int, failed bool) {
+// cl.regions for the writer to send from the segment files. Record
+// sets read into the buffer (none held: fetch gave back an earlier
+// pass's) take their bytes from s.copied: a read is
+// limited to what is available, and one that still does not fit (its
+// first batch is larger) is left out.
+func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, n int, failed, cut bool) {
 	buf := cl.fetch[:0]
 	defer func() { cl.fetch = buf }() // its length: what this fetch used
 	cl.closeRegions()                 // those of an earlier pass of a long poll
@@ -108,17 +123,33 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (resp *kmsg.Fetch
 				if limit > 0 && p.FetchOffset < rp.HighWatermark {
 					start := len(buf)
 					var r storage.Region
+					copyLimit := int(min(int64(limit), s.copied.available()))
+					short := false // the read is cut for want of copied bytes
 					switch {
-					case !cl.zeroCopy:
-						buf, err = log.ReadAppend(buf, p.FetchOffset, limit)
-					case cl.files.take():
+					case cl.zeroCopy && cl.files.take():
 						buf, r, err = log.ReadRegion(buf, p.FetchOffset, limit)
 						if r.File == nil {
 							cl.files.put(1)
 						}
+					case copyLimit <= 0:
+						short = true
 					default:
-						s.metrics.fetchFilesRefused.Add(1)
-						buf, err = log.ReadAppend(buf, p.FetchOffset, limit)
+						if cl.zeroCopy {
+							s.metrics.fetchFilesRefused.Add(1)
+						}
+						short = copyLimit < limit
+						buf, err = log.ReadAppend(buf, p.FetchOffset, copyLimit)
+					}
+					if read := int64(len(buf) - start); read > 0 {
+						if s.copied.take(read) {
+							cl.copied += read
+						} else {
+							buf, short = buf[:start], true
+						}
+					}
+					if short {
+						s.metrics.fetchCopiedCut.Add(1)
+						cut = true
 					}
 					if r.File != nil {
 						cl.setRegion(partitions, r)
@@ -149,7 +180,7 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (resp *kmsg.Fetch
 		resp.Topics = append(resp.Topics, rt)
 	}
 	s.metrics.fetchedBytes.Add(uint64(total))
-	return resp, total, failed
+	return resp, total, failed, cut
 }
 
 // setRegion records r as the record set of the i-th partition of the

@@ -40,8 +40,9 @@ func (e *FrameError) Error() string {
 // decodeRequest decodes a request frame (the bytes after the 4-byte
 // size): header v1 or v2, then the body with kmsg. Unknown keys and
 // versions are not errors here: the request comes back with a nil body
-// (unknown key) or its version set (the server answers
-// UNSUPPORTED_VERSION), so the caller can answer ApiVersions properly.
+// (unknown key, or a version the server does not speak) or its version
+// set (the server answers UNSUPPORTED_VERSION), so the caller can answer
+// ApiVersions properly.
 func decodeRequest(frame []byte) (*request, error) {
 	if len(frame) < 8 {
 		return nil, errShortHeader
@@ -59,8 +60,11 @@ func decodeRequest(frame []byte) (*request, error) {
 		return req, nil
 	}
 	body.SetVersion(req.version)
-	if req.version < 0 || req.version > body.MaxVersion() {
-		return req, nil // answered with UNSUPPORTED_VERSION by the caller (ApiVersions) or closed
+	if req.version < 0 || req.version > body.MaxVersion() || !supports(req.key, req.version) && req.key != kmsg.ApiVersions.Int16() {
+		// Answered with UNSUPPORTED_VERSION by the caller (ApiVersions)
+		// or closed, so not decoded: decodeCharge charges only what
+		// the versions we speak allocate.
+		return req, nil
 	}
 	if body.IsFlexible() {
 		kmsg.SkipTags(&r)

@@ -35,7 +35,10 @@ type metrics struct {
 	// because their answer would have held too many descriptors.
 	fetchRepeated     atomic.Uint64
 	fetchFilesRefused atomic.Uint64
-	truncations       atomic.Uint64
+	// fetchCopiedCut counts partition reads of Fetches shortened or left
+	// out because answers held MaxCopiedFetchBytes of record bytes.
+	fetchCopiedCut atomic.Uint64
+	truncations    atomic.Uint64
 	// unwrittenWaits counts requests not handled until the connection's
 	// earlier answers were written (connUnwrittenBytes).
 	unwrittenWaits atomic.Uint64

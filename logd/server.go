@@ -38,6 +38,8 @@ type Server struct {
 	noZeroCopy atomic.Bool
 	// fetchFiles counts the segment descriptors Fetch answers hold.
 	fetchFiles atomic.Int64
+	// copied counts the record bytes Fetch answers hold in memory.
+	copied *copiedBytes
 
 	lock *dirLock // on the data directory, until Close
 
@@ -68,7 +70,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, conns: map[net.Conn]struct{}{}, perIP: map[string]int{}, metrics: newMetrics(), reqMem: newByteBudget(int64(cfg.MaxInFlightRequestBytes))}
+	s := &Server{cfg: cfg, conns: map[net.Conn]struct{}{}, perIP: map[string]int{}, metrics: newMetrics(), reqMem: newByteBudget(int64(cfg.MaxInFlightRequestBytes)), copied: &copiedBytes{limit: int64(cfg.MaxCopiedFetchBytes)}}
 	if err := s.auth.setup(cfg); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,192 @@
+package logd
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"reflect"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// allocated is what f allocates (the whole process's, so tests that
+// use it do not run in parallel).
+func allocated(f func()) int64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return int64(after.TotalAlloc - before.TotalAlloc)
+}
+
+// emptyElements returns a request frame (without its size) of key at
+// version whose path-th array (counted depth first, the arrays before
+// it holding one element) holds n default elements, or nil when the
+// request has no such array. With tags, its top-level tag section holds
+// n unknown tags instead.
+func emptyElements(key kmsg.Key, version int16, path, n int, tags bool) []byte {
+	req := kmsg.RequestForKey(key.Int16())
+	req.SetVersion(version)
+	if tags {
+		t := reflect.ValueOf(req).Elem().FieldByName("UnknownTags").Addr().Interface().(*kmsg.Tags)
+		for i := range n {
+			t.Set(uint32(i+128), nil)
+		}
+	} else if i := 0; !fillArray(reflect.ValueOf(req).Elem(), path, n, &i) {
+		return nil
+	}
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 1)[4:]
+}
+
+func fillArray(v reflect.Value, path, n int, i *int) bool {
+	for f := range v.NumField() {
+		field := v.Field(f)
+		if field.Kind() != reflect.Slice || field.Type().Elem().Kind() != reflect.Struct {
+			continue
+		}
+		this := *i
+		*i++
+		k := 1
+		if this == path {
+			k = n
+		}
+		s := reflect.MakeSlice(field.Type(), k, k)
+		for j := range k {
+			if d := s.Index(j).Addr().MethodByName("Default"); d.IsValid() {
+				d.Call(nil)
+			}
+		}
+		if this == path || fillArray(s.Index(0), path, n, i) {
+			field.Set(s)
+			return true
+		}
+	}
+	return false
+}
+
+// TestDecodeChargeCovers: what decoding and answering a request
+// allocates is within what decodeCharge charges for it, for every
+// supported API and version, with any one of its arrays holding 20000
+// empty elements (the most elements a frame can name) or its tag section
+// 20000 unknown tags. JoinGroup and SyncGroup are only decoded (their
+// answers wait for a group); the group state they keep is bounded by
+// MaxGroupBytes.
+func TestDecodeChargeCovers(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector enlarges allocations")
+	}
+	ts := startServer(t, t.TempDir(), func(c *Config) { c.DisableAutoCreateTopics = true })
+	check := func(name string, key kmsg.Key, frame []byte) {
+		t.Helper()
+		charge, err := decodeCharge(frame)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var derr error
+		got := allocated(func() {
+			var req *request
+			if req, derr = decodeRequest(frame); derr != nil || key == kmsg.JoinGroup || key == kmsg.SyncGroup {
+				return
+			}
+			resp, err := ts.handle(&client{}, req)
+			if err == nil && resp != nil {
+				appendResponse(nil, 1, resp)
+			}
+		})
+		if derr != nil {
+			t.Fatalf("%s: %v", name, derr)
+		}
+		if got > charge {
+			t.Errorf("%s: answering %d bytes allocated %d, charged %d", name, len(frame), got, charge)
+		}
+	}
+	// Distinct names are answered one by one (the same name is answered
+	// once).
+	for _, v := range []int16{1, 9} {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(v)
+		for i := range 50000 {
+			req.Topics = append(req.Topics, kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(strconv.FormatInt(int64(i), 36))})
+		}
+		check(fmt.Sprintf("Metadata v%d of distinct names", v), kmsg.Metadata, kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 1)[4:])
+	}
+	for key, vr := range supported {
+		for v := vr.min; v <= vr.max; v++ {
+			for path := -1; ; path++ {
+				if path < 0 && !isFlexible(key, v) {
+					continue
+				}
+				frame := emptyElements(key, v, path, 20000, path < 0)
+				if frame == nil {
+					break
+				}
+				check(fmt.Sprintf("%s v%d array %d (-1: tags)", kmsg.NameForKey(key.Int16()), v, path), key, frame)
+			}
+		}
+	}
+}
+
+func isFlexible(key kmsg.Key, v int16) bool {
+	req := kmsg.RequestForKey(key.Int16())
+	req.SetVersion(v)
+	return req.IsFlexible()
+}
+
+// TestDecodedMemoryBound: a request of many empty array elements (a
+// Metadata naming 2 million topics "", a Produce of 600000 partitions
+// without records, 4 MiB each) used to decode into 24 times its frame,
+// none of it charged to request memory; now what handling it allocates
+// is within the budget.
+func TestDecodedMemoryBound(t *testing.T) {
+	const (
+		maxReq = 4 << 20
+		limit  = 2 * maxReq
+	)
+	ts := startServer(t, t.TempDir(), func(c *Config) {
+		c.MaxRequestBytes = maxReq
+		c.MaxInFlightRequestBytes = limit
+		c.DisableAutoCreateTopics = true
+	})
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.SetVersion(9)
+	meta.Topics = make([]kmsg.MetadataRequestTopic, (maxReq-64)/2)
+	for i := range meta.Topics {
+		meta.Topics[i].Topic = kmsg.StringPtr("")
+	}
+	produce := kmsg.NewPtrProduceRequest()
+	produce.SetVersion(9)
+	produce.Acks = 1
+	produce.TimeoutMillis = 1000
+	produce.Topics = []kmsg.ProduceRequestTopic{{Topic: "p", Partitions: make([]kmsg.ProduceRequestTopicPartition, (maxReq-64)/6)}}
+	for _, req := range []kmsg.Request{meta, produce} {
+		name := kmsg.NameForKey(req.Key())
+		frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 1)
+		if len(frame) > maxReq {
+			t.Fatalf("%s frame %d bytes, over %d", name, len(frame), maxReq)
+		}
+		c := dial(t, ts.addr)
+		got := allocated(func() {
+			if _, err := c.Write(frame); err != nil {
+				t.Fatal(err)
+			}
+			// The answer (if any) is read and dropped in small pieces.
+			_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			var size [4]byte
+			if _, err := io.ReadFull(c, size[:]); err == nil {
+				_, _ = io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(size[:])))
+			}
+			c.Close()
+			waitUntil(t, "request memory given back", func() bool { return ts.reqMem.stats().used == 0 })
+		})
+		t.Logf("%s: a %d KiB request allocated %d KiB", name, len(frame)>>10, got>>10)
+		// The frame's buffers and the answer's, within the budget.
+		if bound := int64(limit + 2<<20); got > bound {
+			t.Errorf("%s: a %d KiB request allocated %d MiB, request memory %d MiB", name, len(frame)>>10, got>>20, limit>>20)
+		}
+	}
+}

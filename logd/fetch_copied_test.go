@@ -1,0 +1,237 @@
+package logd
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/brokerless/brokerless/logd/storage/vfs"
+)
+
+// TestCopiedFetchBytesBounded: connections that do not read their
+// answers hold the record sets copied into them (no sendfile, or past
+// MaxFetchFiles) for up to IdleTimeout; over all connections those
+// bytes stay within MaxCopiedFetchBytes. Each of 16 connections has an
+// acks=all produce waiting for its fsync (held by the test), so the
+// answer of the Fetch behind it waits unwritten, as a client's that
+// does not read: all 16 answers are held at once, and their record
+// bytes must fit the bound. 16 answers of 2 MiB were held before, on a
+// bound of 5 MiB. Fetches that find the bound used up are answered with
+// less, or with nothing after their MaxWait, counted.
+func TestCopiedFetchBytesBounded(t *testing.T) {
+	const (
+		conns  = 16
+		limit  = 5 << 20
+		levels = 4 // batches in the partition: each answer wants 2 MiB
+	)
+	for _, tc := range []struct {
+		name  string
+		setup func(*Config)
+		copy  bool
+	}{
+		{"no sendfile", func(*Config) {}, true},
+		{"past MaxFetchFiles", func(c *Config) { c.MaxFetchFiles = 1 }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, gate := copiedServer(t, limit, levels, tc.copy, tc.setup)
+			fetches := func() uint64 { return handledCount(ts, kmsg.Fetch) }
+
+			entered := gate.close()
+			t.Cleanup(gate.open)
+			c0 := dial(t, ts.addr)
+			sendProduce(t, c0, 1, "p", recordBatch([]byte("a")))
+			<-entered // the first produce's fsync waits: every later one's answer too
+			fetch := fetchPartitions("f", nil, []int32{0})
+			fetch.MaxWaitMillis = 200
+			fetch.Topics[0].Partitions[0].PartitionMaxBytes = 1 << 30
+			dials := append(make([]net.Conn, 0, conns), c0)
+			for i := 1; i < conns; i++ {
+				c := dial(t, ts.addr)
+				sendProduce(t, c, 1, "p", recordBatch([]byte("a")))
+				dials = append(dials, c)
+			}
+			for _, c := range dials {
+				if err := writeRequestCorr(c, 2, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitUntil(t, "every connection's fetch answered, unwritten", func() bool { return fetches() == conns })
+			gate.open()
+			var records int64
+			for i, c := range dials {
+				for range 2 { // the produce's answer, then the fetch's
+					frame, err := readFrame(c)
+					if err != nil {
+						t.Fatalf("connection %d: %v", i, err)
+					}
+					if corr := int32(frame[0])<<24 | int32(frame[1])<<16 | int32(frame[2])<<8 | int32(frame[3]); corr != 2 {
+						continue
+					}
+					resp := kmsg.NewPtrFetchResponse()
+					resp.SetVersion(fetch.GetVersion())
+					if err := resp.ReadFrom(frame[4:]); err != nil {
+						t.Fatal(err)
+					}
+					records += int64(len(resp.Topics[0].Partitions[0].RecordBatches))
+				}
+			}
+			copied := records - int64(ts.metrics.fetchZeroCopy.Load())
+			t.Logf("%d unwritten answers held %d KiB of records, %d KiB copied; %d reads cut, %d refused a descriptor", conns, records>>10, copied>>10, ts.metrics.fetchCopiedCut.Load(), ts.metrics.fetchFilesRefused.Load())
+			if copied > limit {
+				t.Fatalf("%d unwritten fetch answers held %d KiB of copied records at once, bound %d KiB", conns, copied>>10, limit>>10)
+			}
+			if copied < limit-2*copiedBatch {
+				t.Errorf("%d KiB copied, want the bound used (%d KiB) less a batch or two", copied>>10, limit>>10)
+			}
+			if ts.metrics.fetchCopiedCut.Load() == 0 {
+				t.Error("no read counted as cut")
+			}
+			waitUntil(t, "copied bytes given back", func() bool { return ts.copied.used.Load() == 0 })
+		})
+	}
+}
+
+// copiedBatch is the size of the record batches copiedServer appends.
+const copiedBatch = 512 << 10
+
+// copiedServer starts a server whose fsyncs gate holds when closed,
+// bounding copied fetch bytes at limit, with levels batches of
+// copiedBatch bytes in partition 0 of topic "f" and a topic "p" to
+// produce to; copy turns sendfile off.
+func copiedServer(t *testing.T, limit, levels int, copy bool, setup func(*Config)) (*testServer, *gateFS) {
+	t.Helper()
+	gate := &gateFS{FS: vfs.OS}
+	ts := startServer(t, t.TempDir(), func(c *Config) {
+		c.Storage.FS = gate
+		c.IdleTimeout = time.Hour
+		c.DisableAutoCreateTopics = true
+		c.MaxRequestBytes = 1 << 20
+		c.MaxFetchBytes = 4 << 20
+		c.MaxCopiedFetchBytes = limit
+		setup(c)
+	})
+	ts.noZeroCopy.Store(copy)
+	for _, topic := range []string{"p", "f"} {
+		if err := ts.autoCreate(topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := ts.store.Partition("f", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range levels {
+		res, err := f.Append(recordBatch(make([]byte, copiedBatch)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.WaitAppended(context.Background(), res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ts, gate
+}
+
+// handledCount is how many requests of key the server has answered.
+func handledCount(ts *testServer, key kmsg.Key) uint64 {
+	ts.metrics.mu.Lock()
+	defer ts.metrics.mu.Unlock()
+	if st := ts.metrics.requests[key.Int16()]; st != nil {
+		return st.count
+	}
+	return 0
+}
+
+// TestCopiedFetchWaitsForBytes: a Fetch that finds the copied bytes used
+// up by answers not written, and so has nothing to answer, waits within
+// its MaxWait (a minute here) and is answered with records as soon as
+// those answers are written and their bytes come back.
+func TestCopiedFetchWaitsForBytes(t *testing.T) {
+	const holders = 3 // 2 MiB, 2 MiB, then one 512 KiB batch: what is left holds no batch
+	ts, gate := copiedServer(t, 5<<20, 4, true, func(*Config) {})
+	entered := gate.close()
+	t.Cleanup(gate.open)
+	fetch := fetchPartitions("f", nil, []int32{0})
+	fetch.Topics[0].Partitions[0].PartitionMaxBytes = 1 << 30
+	var held []net.Conn
+	for i := range holders {
+		c := dial(t, ts.addr)
+		sendProduce(t, c, 1, "p", recordBatch([]byte("a")))
+		if i == 0 {
+			<-entered
+		}
+		if err := writeRequestCorr(c, 2, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		waitUntil(t, "the fetch answered, unwritten", func() bool { return handledCount(ts, kmsg.Fetch) == uint64(i+1) })
+	}
+	cut := ts.metrics.fetchCopiedCut.Load()
+	c := dial(t, ts.addr)
+	fetch.MaxWaitMillis = 60_000
+	if err := writeRequestCorr(c, 1, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the fetch cut", func() bool { return ts.metrics.fetchCopiedCut.Load() > cut })
+	gate.open()
+	for _, h := range held {
+		h.Close()
+	}
+	frame, err := readFrame(c) // within 5 s, not the fetch's minute
+	if err != nil {
+		t.Fatalf("the fetch waiting for copied bytes was not answered once they came back: %v", err)
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(fetch.GetVersion())
+	if err := resp.ReadFrom(frame[4:]); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resp.Topics[0].Partitions[0].RecordBatches); n == 0 {
+		t.Fatal("the fetch was answered without records")
+	}
+}
+
+// TestCopiedFetchWaitsQuietly: a long poll whose read was cut, with
+// fewer than MinBytes to answer, waits for bytes to come back from other
+// answers, not from its own earlier pass: it used to give back its own
+// bytes at each pass and so wake itself, reading again and again until
+// its MaxWait (every pass counted as a cut read).
+func TestCopiedFetchWaitsQuietly(t *testing.T) {
+	const holders = 2 // 4 MiB held: 1.6 MiB left, three batches of the four
+	ts, gate := copiedServer(t, 5<<20+600<<10, 4, true, func(*Config) {})
+	entered := gate.close()
+	t.Cleanup(gate.open)
+	fetch := fetchPartitions("f", nil, []int32{0})
+	fetch.Topics[0].Partitions[0].PartitionMaxBytes = 1 << 30
+	for i := range holders {
+		c := dial(t, ts.addr)
+		sendProduce(t, c, 1, "p", recordBatch([]byte("a")))
+		if i == 0 {
+			<-entered
+		}
+		if err := writeRequestCorr(c, 2, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, "the fetch answered, unwritten", func() bool { return handledCount(ts, kmsg.Fetch) == uint64(i+1) })
+	}
+	cut := ts.metrics.fetchCopiedCut.Load()
+	c := dial(t, ts.addr)
+	fetch.MaxWaitMillis, fetch.MinBytes = 500, 10<<20
+	if err := writeRequestCorr(c, 1, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the long poll's first read cut", func() bool { return ts.metrics.fetchCopiedCut.Load() > cut })
+	if err := ts.autoCreate("wake"); err != nil { // wakes every long poll once
+		t.Fatal(err)
+	}
+	if _, err := readFrame(c); err != nil {
+		t.Fatal(err)
+	}
+	// A first pass, one when woken, and one at the end of MaxWait.
+	if n := ts.metrics.fetchCopiedCut.Load() - cut; n > 3 {
+		t.Fatalf("the long poll read %d times while nothing came back", n)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package logd
+
+const raceEnabled = false
