@@ -1,6 +1,7 @@
 package statsd
 
 import (
+	"net"
 	"strings"
 	"testing"
 )
@@ -50,6 +51,66 @@ func TestScanUDPDrops(t *testing.T) {
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("socket %d: drops = %d, want %d", k, got[k], v)
+		}
+	}
+}
+
+// TestDropCountsSince: the drops between two readings of a port's
+// sockets are each socket's counter less its earlier one, modulo 2^32:
+// a counter that wrapped is not a huge number of drops, and a socket
+// that closed, or opened, between the readings neither takes drops
+// away nor adds its earlier ones again.
+func TestDropCountsSince(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		earlier, later DropCounts
+		want           uint64
+	}{
+		{"same sockets", DropCounts{1: 10, 2: 20}, DropCounts{1: 15, 2: 21}, 6},
+		{"a counter wrapped", DropCounts{1: 4294967290, 2: 20}, DropCounts{1: 3, 2: 21}, 10},
+		{"a socket closed", DropCounts{1: 10, 2: 1000}, DropCounts{1: 15}, 5},
+		{"a socket opened", DropCounts{1: 10}, DropCounts{1: 15, 3: 7}, 12},
+		{"a socket replaced", DropCounts{1: 500}, DropCounts{4: 2}, 2},
+		{"nothing then", nil, DropCounts{1: 3}, 3},
+	} {
+		if got := tc.later.Since(tc.earlier); got != tc.want {
+			t.Errorf("%s: %v since %v = %d, want %d", tc.name, tc.later, tc.earlier, got, tc.want)
+		}
+	}
+}
+
+// TestPortDropsReadsSocket: PortDrops finds a socket bound to the port,
+// by its inode.
+func TestPortDropsReadsSocket(t *testing.T) {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	inode := socketInode(c)
+	got := PortDrops(c.LocalAddr().(*net.UDPAddr).Port)
+	if _, ok := got[inode]; !ok || len(got) != 1 {
+		t.Errorf("PortDrops = %v, want socket %d's counter alone", got, inode)
+	}
+}
+
+// TestDropReaderMissedReading: a flush that could not read a socket's
+// counter (the table unreadable: out of file descriptors) counts none
+// of its drops, and the next counts them once, not the socket's whole
+// history again.
+func TestDropReaderMissedReading(t *testing.T) {
+	var d dropReader
+	for i, st := range []struct {
+		readings DropCounts
+		want     uint64
+	}{
+		{DropCounts{7: 100, 8: 50}, 150},
+		{DropCounts{}, 0},
+		{DropCounts{7: 103}, 3},
+		{DropCounts{7: 104, 8: 51}, 2},
+	} {
+		if got := d.update(st.readings); got != st.want {
+			t.Errorf("update %d (%v): drops = %d, want %d", i, st.readings, got, st.want)
 		}
 	}
 }
