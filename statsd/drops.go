@@ -7,17 +7,23 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 )
 
 // dropReader sums the kernel's receive drops of our UDP sockets, read
 // from the drops column of /proc/net/udp and /proc/net/udp6 by socket
 // inode, and reports them as a delta between two reads.
 type dropReader struct {
+	// inodes are set while the server opens its listeners, before any
+	// read; mu guards the rest (a flush and Close read).
 	inodes map[uint64]bool
+	mu     sync.Mutex
 	// last is each socket's counter at its last reading: none before
 	// the first, as our sockets counted from 0 when opened. Its keys
 	// are among inodes: it grows no further.
 	last DropCounts
+	// held are drops read by hold, not yet reported.
+	held uint64
 }
 
 func (d *dropReader) add(inode uint64) {
@@ -32,6 +38,25 @@ func (d *dropReader) add(inode uint64) {
 
 // delta returns the drops since the previous call.
 func (d *dropReader) delta() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := d.held + d.read()
+	d.held = 0
+	return n
+}
+
+// hold reads the counters now and keeps the drops since the last read
+// for the next delta: Close calls it before it closes the sockets,
+// which then leave the table, so that the final flush reports the
+// drops of its interval.
+func (d *dropReader) hold() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.held += d.read()
+}
+
+// read returns the drops since the last read.
+func (d *dropReader) read() uint64 {
 	if len(d.inodes) == 0 {
 		return 0
 	}

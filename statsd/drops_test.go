@@ -1,9 +1,12 @@
 package statsd
 
 import (
+	"context"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestDropReaderWraps: the kernel's drops counter of a socket is 32
@@ -112,5 +115,54 @@ func TestDropReaderMissedReading(t *testing.T) {
 		if got := d.update(st.readings); got != st.want {
 			t.Errorf("update %d (%v): drops = %d, want %d", i, st.readings, got, st.want)
 		}
+	}
+}
+
+// TestCloseCountsLastDrops: the final flush of Close reports the kernel
+// drops of its interval. Close closes the sockets first, and a closed
+// socket leaves /proc/net/udp, so read then, its drops were never
+// reported. (The dropping socket here is the test's, which nothing
+// reads, put among the server's.)
+func TestCloseCountsLastDrops(t *testing.T) {
+	var final atomic.Uint64
+	s, err := NewServer(t.Context(), Config{TCP: []string{"127.0.0.1:0"},
+		Backends: []Backend{funcBackend{name: "record", flush: func(_ context.Context, snap *Snapshot) error {
+			final.Store(snap.Server.Listen.KernelDrops)
+			return nil
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	_ = c.SetReadBuffer(1) // the kernel's least: a few datagrams
+	r := &udpReader{conn: c, inode: socketInode(c), cfg: &s.cfg}
+	s.udp = append(s.udp, r)
+	s.drops.add(r.inode)
+	port := c.LocalAddr().(*net.UDPAddr).Port
+	w, err := net.Dial("udp", c.LocalAddr().String())
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	defer w.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	var dropped uint32
+	for dropped < 10 {
+		if time.Now().After(deadline) {
+			s.Close()
+			t.Fatalf("the socket dropped %d datagrams, want 10", dropped)
+		}
+		_, _ = w.Write([]byte("drop.me:1|c"))
+		dropped = PortDrops(port)[r.inode]
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := final.Load(); got < uint64(dropped) {
+		t.Errorf("the final flush reported %d kernel drops, want at least the %d counted before Close", got, dropped)
 	}
 }
