@@ -108,6 +108,11 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|x:5|ms|@0.1", "a timer 5 @0.1", 1, ReasonBadField},
 		{"a:1|ms|s:2|c", "a counter 2", 1, ReasonBadField},
 		{"a:1|c|@0.5|x:abc|ms", "a counter 1 @0.5", 1, ReasonBadValue},
+		// A DogStatsD field after a key field is no metric type, even
+		// one that starts with a type's letter ("c:" the container id).
+		{"a:1|c|@0.5|e:it-false|c:ci-1|card:low", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|#t|card:low|c:in-5", "a;t counter 1", 0, 0},
+		{"a:1|c|newkey:5|c:ci-1|s:x", "a counter 1", 0, 0},
 		// Etsy key sanitizing.
 		{"a b\t\tc/d:1|c", "a_b_c-d counter 1", 0, 0},
 		{"a!@b#c$:1|c", "abc counter 1", 0, 0},

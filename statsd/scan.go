@@ -121,18 +121,19 @@ func keyField(f []byte) bool {
 	return i > 0 && i < len(f) && f[i] == ':' && !etsySegment(f[i+1:])
 }
 
-// etsySegment reports whether b starts with "value|type", type being a
-// metric type (maybe with white space about it, as next reads it) up to
-// the next '|', ':' or the end, and value holding no ':'. No DogStatsD
-// field is a bare metric type, so a key field followed by one is
-// Etsy's.
+// etsySegment reports whether b starts with "value|type", value holding
+// no ':' and type being a whole field that is a metric type (maybe with
+// white space about it, as next reads it), up to the next '|' or the
+// end. No DogStatsD field is a bare metric type, so a key field
+// followed by one is Etsy's; "|c:ci-1", DogStatsD's container id, is
+// not a type ending at Etsy's ':'.
 func etsySegment(b []byte) bool {
 	bar := bytes.IndexByte(b, '|')
 	if bar < 0 || bytes.IndexByte(b[:bar], ':') >= 0 {
 		return false
 	}
 	t := b[bar+1:]
-	if j := bytes.IndexAny(t, "|:"); j >= 0 {
+	if j := bytes.IndexByte(t, '|'); j >= 0 {
 		t = t[:j]
 	}
 	return parseType(t) != 0 || parseType(trimJSSpace(t)) != 0
