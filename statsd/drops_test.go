@@ -92,8 +92,8 @@ func TestPortDropsReadsSocket(t *testing.T) {
 	defer c.Close()
 	inode := socketInode(c)
 	got := PortDrops(c.LocalAddr().(*net.UDPAddr).Port)
-	if _, ok := got[inode]; !ok || len(got) != 1 {
-		t.Errorf("PortDrops = %v, want socket %d's counter alone", got, inode)
+	if _, ok := got[inode]; !ok {
+		t.Errorf("PortDrops = %v, want socket %d's counter among them", got, inode)
 	}
 }
 
