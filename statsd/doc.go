@@ -59,7 +59,9 @@
 //
 // The first field after the type must be a rate, tags or one of those
 // DogStatsD fields (Etsy requires a rate there); any other field after
-// it is ignored, as Etsy and the Datadog agent ignore it.
+// it is ignored, as Etsy and the Datadog agent ignore it. A key:value
+// field followed by a metric type ("|x:2|ms") is Etsy's next segment,
+// as Etsy reads it: "name:1|c|@0.5|x:2|ms" is a counter and a timer.
 //
 // Keys are sanitized as Etsy does: whitespace runs become '_', '/'
 // becomes '-', and characters outside [a-zA-Z0-9_\-.;=] are dropped.

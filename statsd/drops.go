@@ -7,15 +7,23 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 )
 
 // dropReader sums the kernel's receive drops of our UDP sockets, read
 // from the drops column of /proc/net/udp and /proc/net/udp6 by socket
 // inode, and reports them as a delta between two reads.
 type dropReader struct {
+	// inodes are set while the server opens its listeners, before any
+	// read; mu guards the rest (a flush and Close read).
 	inodes map[uint64]bool
-	// last is each socket's counter at the previous read (0 before).
-	last map[uint64]uint32
+	mu     sync.Mutex
+	// last is each socket's counter at its last reading: none before
+	// the first, as our sockets counted from 0 when opened. Its keys
+	// are among inodes: it grows no further.
+	last DropCounts
+	// held are drops read by hold, not yet reported.
+	held uint64
 }
 
 func (d *dropReader) add(inode uint64) {
@@ -30,24 +38,42 @@ func (d *dropReader) add(inode uint64) {
 
 // delta returns the drops since the previous call.
 func (d *dropReader) delta() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := d.held + d.read()
+	d.held = 0
+	return n
+}
+
+// hold reads the counters now and keeps the drops since the last read
+// for the next delta: Close calls it before it closes the sockets,
+// which then leave the table, so that the final flush reports the
+// drops of its interval.
+func (d *dropReader) hold() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.held += d.read()
+}
+
+// read returns the drops since the last read.
+func (d *dropReader) read() uint64 {
 	if len(d.inodes) == 0 {
 		return 0
 	}
-	readings := make(map[uint64]uint32, len(d.inodes))
+	readings := make(DropCounts, len(d.inodes))
 	udpDrops(func(_ []byte, inode uint64) bool { return d.inodes[inode] },
 		func(inode uint64, drops uint32) { readings[inode] = drops })
 	return d.update(readings)
 }
 
 // update takes the drops counter of each socket, by inode, and returns
-// the drops since the previous update. The kernel's counter is 32 bits
-// (sk_drops, an atomic_t) and starts again from 0 past 2^32-1, so each
-// socket's drops are its reading less its last one modulo 2^32: right
-// across a wrap, as long as fewer than 2^32 datagrams are dropped
-// between two flushes.
-func (d *dropReader) update(readings map[uint64]uint32) uint64 {
+// the drops since the previous update: each socket's reading less its
+// last one modulo 2^32, as DropCounts.Since counts. A socket missing
+// from readings (the table could not be read) keeps its last reading,
+// so that the next one does not count its drops again.
+func (d *dropReader) update(readings DropCounts) uint64 {
 	if d.last == nil {
-		d.last = make(map[uint64]uint32, len(readings))
+		d.last = make(DropCounts, len(readings))
 	}
 	var delta uint64
 	for inode, v := range readings {
@@ -57,15 +83,34 @@ func (d *dropReader) update(readings map[uint64]uint32) uint64 {
 	return delta
 }
 
-// PortDrops sums the kernel's receive drops of every UDP socket bound to
-// a local port: a way to read another process's drops (the benchmark
-// reads Etsy statsd's).
-func PortDrops(port int) uint64 {
+// DropCounts are the kernel's receive drops counters of UDP sockets,
+// by socket inode, as PortDrops reads them.
+type DropCounts map[uint64]uint32
+
+// PortDrops reads the kernel's receive drops counter of every UDP
+// socket bound to a local port: a way to read another process's drops
+// (the benchmark reads Etsy statsd's). Since counts the drops between
+// two readings.
+func PortDrops(port int) DropCounts {
 	suffix := fmt.Appendf(nil, ":%04X", port)
-	var total uint64
+	c := make(DropCounts)
 	udpDrops(func(local []byte, _ uint64) bool { return bytes.HasSuffix(local, suffix) },
-		func(_ uint64, drops uint32) { total += uint64(drops) })
-	return total
+		func(inode uint64, drops uint32) { c[inode] = drops })
+	return c
+}
+
+// Since returns the datagrams dropped between earlier and c: each
+// socket's counter less its earlier reading, modulo 2^32 (the kernel's
+// counter is 32 bits and wraps), summed. A socket missing from earlier
+// opened since, so all its drops count; one missing from c closed, and
+// its drops before earlier were counted then. Right as long as no
+// socket drops 2^32 datagrams between the readings.
+func (c DropCounts) Since(earlier DropCounts) uint64 {
+	var delta uint64
+	for inode, v := range c {
+		delta += uint64(v - earlier[inode])
+	}
+	return delta
 }
 
 // udpDrops reads /proc/net/udp and /proc/net/udp6 (scanUDPDrops).

@@ -42,6 +42,8 @@ func equivSteps() [][]string {
 				"ws.s:5|s ", "ws.sbad:abc|s ", "ws.lead:1| c", "ws.g:+4| g\t|@0.5", "ws.nbsp:1|c\u00a0",
 				"ws.blank.c: |c", "ws.blank.t:\t|ms", "ws.blank.t:2|ms", "ws.blank.g: |g", "ws.blank.s: |s "}),
 			packet([]string{"colon.end:1|c:", "colon.two:2|c::", "colon.rate:1|c|@0.5:", "colon.only:"}),
+			packet([]string{"kf.after:1|c|@0.5|x:2|ms", "kf.first:1|c|x:5|ms|@0.1", "kf.type:1|ms|s:2|c",
+				"kf.pad:1|c|@0.5|card:2| ms|@0.25"}),
 		},
 		{
 			packet(timer("t.many", 100, 1.1, ""), timer("t.two", 2, 3, "|@0.25")),

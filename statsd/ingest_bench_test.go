@@ -282,7 +282,7 @@ func ingestTrial(b *testing.B, port int, counter ingestCounter, rate float64) tr
 	}
 	sent := uint64(datagrams * benchLinesPerDatagram)
 	got := counter.counted(b)
-	return trialResult{sent: sent, lost: sent - min(got, sent), drops: PortDrops(port) - drops0,
+	return trialResult{sent: sent, lost: sent - min(got, sent), drops: PortDrops(port).Since(drops0),
 		achieved: float64(sent) / elapsed.Seconds()}
 }
 

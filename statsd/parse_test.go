@@ -97,8 +97,22 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|newfield:a:b|#t", "a;t counter 1", 0, 0},
 		{"a:1|c|@0.5|x", "a counter 1 @0.5", 0, 0},
 		{"a:1|c|#t|x|y", "a;t counter 1", 0, 0},
-		{"a:1|c|@0.5|x:2|ms", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|@0.5|x:foo|T17", "a counter 1 @0.5", 0, 0},
 		{"a:1|c|@0.5|", "a counter 1 @0.5", 0, 0},
+		// Unless what follows the key's ':' is Etsy's next segment, a
+		// value and a metric type: Etsy reads a timer 2 there after the
+		// counter (it ignores "x" after its rate), or after a bad line,
+		// and the rate that follows is the timer's, not the counter's.
+		{"a:1|c|@0.5|x:2|ms", "a counter 1 @0.5 ; a timer 2", 0, 0},
+		{"a:1|c|@0.5|card:2| ms|@0.25", "a counter 1 @0.5 ; a timer 2 @0.25", 0, 0},
+		{"a:1|c|x:5|ms|@0.1", "a timer 5 @0.1", 1, ReasonBadField},
+		{"a:1|ms|s:2|c", "a counter 2", 1, ReasonBadField},
+		{"a:1|c|@0.5|x:abc|ms", "a counter 1 @0.5", 1, ReasonBadValue},
+		// A DogStatsD field after a key field is no metric type, even
+		// one that starts with a type's letter ("c:" the container id).
+		{"a:1|c|@0.5|e:it-false|c:ci-1|card:low", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|#t|card:low|c:in-5", "a;t counter 1", 0, 0},
+		{"a:1|c|newkey:5|c:ci-1|s:x", "a counter 1", 0, 0},
 		// Etsy key sanitizing.
 		{"a b\t\tc/d:1|c", "a_b_c-d counter 1", 0, 0},
 		{"a!@b#c$:1|c", "abc counter 1", 0, 0},
@@ -245,6 +259,7 @@ func TestParseLineAllocs(t *testing.T) {
 		[]byte("api.users:alice|s"),
 		[]byte("api.temp:-3|g"),
 		[]byte("api.sizes:1:2:3|d"),
+		[]byte("api.hits:1|c|@1e-1|#env:prod|c:ci-9|card:low|x:y|T1700000000"),
 	}
 	for _, l := range lines { // warm the arena
 		ms, _, _ = p.AppendLine(ms, l)

@@ -11,7 +11,8 @@ import (
 // Fields are "@rate", "#tags" (one per line), and DogStatsD's
 // "T<unix-seconds>" and "key:value" fields ("c:container",
 // "e:external-data", "card:cardinality", and those of later versions),
-// which are skipped.
+// which are skipped, unless a metric type follows the key's value
+// (keyField): that is Etsy's next segment.
 //
 // The first field after the type must be one of these: Etsy reads it as
 // the sample rate and counts anything else as a bad line. Another
@@ -105,14 +106,37 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 	}
 }
 
-// keyField reports whether f starts with a DogStatsD "key:" field: a
-// key of ASCII letters and a ':'.
+// keyField reports whether f starts with a DogStatsD "key:value" field:
+// a key of ASCII letters and a ':', unless what follows the ':' reads
+// as Etsy's next segment (etsySegment): in "a:1|c|@0.5|x:2|ms" Etsy
+// ignores "x" after its rate, then reads a timer 2, and in
+// "a:1|c|x:5|ms|@0.1" a bad line, then a timer 5 whose rate is 0.1;
+// skipping "x:..." to the next '|' would drop the timer or give its
+// rate to the counter.
 func keyField(f []byte) bool {
 	i := 0
 	for i < len(f) && (f[i]|0x20 >= 'a' && f[i]|0x20 <= 'z') {
 		i++
 	}
-	return i > 0 && i < len(f) && f[i] == ':'
+	return i > 0 && i < len(f) && f[i] == ':' && !etsySegment(f[i+1:])
+}
+
+// etsySegment reports whether b starts with "value|type", value holding
+// no ':' and type being a whole field that is a metric type (maybe with
+// white space about it, as next reads it), up to the next '|' or the
+// end. No DogStatsD field is a bare metric type, so a key field
+// followed by one is Etsy's; "|c:ci-1", DogStatsD's container id, is
+// not a type ending at Etsy's ':'.
+func etsySegment(b []byte) bool {
+	bar := bytes.IndexByte(b, '|')
+	if bar < 0 || bytes.IndexByte(b[:bar], ':') >= 0 {
+		return false
+	}
+	t := b[bar+1:]
+	if j := bytes.IndexByte(t, '|'); j >= 0 {
+		t = t[:j]
+	}
+	return parseType(t) != 0 || parseType(trimJSSpace(t)) != 0
 }
 
 // bad records the first reason the segment is bad.

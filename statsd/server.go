@@ -335,6 +335,9 @@ func (s *Server) Close() error {
 		return ErrClosed
 	}
 	close(s.quit)
+	// The sockets' drop counters, before the sockets close and leave
+	// /proc/net/udp: the final flush reports them.
+	s.drops.hold()
 	s.closeListeners()
 	s.wg.Wait()
 	s.Flush(context.Background())

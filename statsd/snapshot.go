@@ -132,7 +132,8 @@ type ServerStats struct {
 type ListenStats struct {
 	// KernelDrops are datagrams the kernel dropped on our UDP sockets
 	// because their receive buffers were full (the drops column of
-	// /proc/net/udp).
+	// /proc/net/udp; Close's final flush has those read as it began
+	// closing the sockets).
 	KernelDrops uint64
 	// Truncated are datagrams longer than the read buffer.
 	Truncated uint64
