@@ -32,17 +32,32 @@ func (p *Parser) Reset() { p.arena = p.arena[:0] }
 // value: several with Etsy's "a:1|c:2|ms" or DogStatsD's packed
 // "a:1:2:3|ms". bad counts the values rejected, as Etsy's bad_lines_seen
 // does, and why says why the first was; the good values of a line with
-// bad ones are still returned.
+// bad ones are still returned. A DogStatsD event or service check
+// (IsEvent, IsServiceCheck) gives no metric, and is one bad line when
+// malformed.
 func (p *Parser) AppendLine(dst []Metric, line []byte) (out []Metric, bad int, why Reason) {
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
 	}
-	if IsSeqLine(line) {
-		id, seq, ok := ParseSeqLine(line)
-		if !ok {
-			return dst, 1, ReasonBadSeq
+	if len(line) > 0 && line[0] == '_' {
+		switch {
+		case IsSeqLine(line):
+			id, seq, ok := ParseSeqLine(line)
+			if !ok {
+				return dst, 1, ReasonBadSeq
+			}
+			return append(dst, Metric{Key: id, Type: Sequence, Seq: seq, Rate: 1}), 0, ReasonNone
+		case IsEvent(line):
+			if !wellFormedEvent(line) {
+				return dst, 1, ReasonBadEvent
+			}
+			return dst, 0, ReasonNone
+		case IsServiceCheck(line):
+			if !wellFormedServiceCheck(line) {
+				return dst, 1, ReasonBadServiceCheck
+			}
+			return dst, 0, ReasonNone
 		}
-		return append(dst, Metric{Key: id, Type: Sequence, Seq: seq, Rate: 1}), 0, ReasonNone
 	}
 	colon := bytes.IndexByte(line, ':')
 	if colon < 0 {

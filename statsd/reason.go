@@ -20,22 +20,26 @@ const (
 	ReasonBadTags
 	ReasonBadSeq
 	ReasonLineTooLong
+	ReasonBadEvent
+	ReasonBadServiceCheck
 )
 
 var reasonText = [...]string{
-	ReasonNone:          "no error",
-	ReasonNoColon:       "no ':' after the name",
-	ReasonEmptyName:     "empty name",
-	ReasonKeyTooLong:    "key too long",
-	ReasonNoType:        "missing |type",
-	ReasonUnknownType:   "unknown metric type",
-	ReasonBadValue:      "value is not a decimal number",
-	ReasonNegativeTimer: "negative timer value",
-	ReasonBadRate:       "bad sample rate",
-	ReasonBadField:      "unknown or repeated |field",
-	ReasonBadTags:       "too many tags",
-	ReasonBadSeq:        "malformed sequence line",
-	ReasonLineTooLong:   "line too long",
+	ReasonNone:            "no error",
+	ReasonNoColon:         "no ':' after the name",
+	ReasonEmptyName:       "empty name",
+	ReasonKeyTooLong:      "key too long",
+	ReasonNoType:          "missing |type",
+	ReasonUnknownType:     "unknown metric type",
+	ReasonBadValue:        "value is not a decimal number",
+	ReasonNegativeTimer:   "negative timer value",
+	ReasonBadRate:         "bad sample rate",
+	ReasonBadField:        "unknown or repeated |field",
+	ReasonBadTags:         "too many tags",
+	ReasonBadSeq:          "malformed sequence line",
+	ReasonLineTooLong:     "line too long",
+	ReasonBadEvent:        "malformed DogStatsD event",
+	ReasonBadServiceCheck: "malformed DogStatsD service check",
 }
 
 func (r Reason) String() string {
