@@ -28,6 +28,9 @@ type Aggregator struct {
 	flushes uint64
 	// negativeCounters counts the counter values below zero this interval.
 	negativeCounters uint64
+	// events and serviceChecks count the DogStatsD events and service
+	// checks this interval (CountIgnored).
+	events, serviceChecks uint64
 
 	// Between two flushes:
 	samples, members int
@@ -125,6 +128,15 @@ func (a *Aggregator) CountPacket(packets, lines, bad int) {
 	a.packets.value += float64(packets)
 	a.lines.value += float64(lines)
 	a.bad.value += float64(bad)
+}
+
+// CountIgnored counts DogStatsD events and service checks, which are
+// not metrics and have no backend here (ServerStats.EventsIgnored,
+// ServiceChecksIgnored). Parser.AppendLine gives no metric for them
+// (see IsEvent, IsServiceCheck).
+func (a *Aggregator) CountIgnored(events, serviceChecks int) {
+	a.events += uint64(events)
+	a.serviceChecks += uint64(serviceChecks)
 }
 
 // Add aggregates one metric. It reports false when the metric was

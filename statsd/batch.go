@@ -11,7 +11,11 @@ type batch struct {
 	packets int
 	lines   int
 	seq     int
-	bad     int
+	// events and checks are DogStatsD events and service checks:
+	// counted, not metrics.
+	events int
+	checks int
+	bad    int
 	// badLine keeps the first bad line of the batch for the log.
 	badLine []byte
 	badWhy  Reason
@@ -64,9 +68,20 @@ func (b *batch) addLine(line []byte) {
 	var bad int
 	var why Reason
 	b.metrics, bad, why = b.p.AppendLine(b.metrics, line)
-	if why == ReasonNone && IsSeqLine(line) {
-		b.seq++ // not a metric: counted apart, as SeqLines
-		return
+	if why == ReasonNone && line[0] == '_' {
+		// Not metrics: counted apart, as SeqLines, EventsIgnored and
+		// ServiceChecksIgnored.
+		switch {
+		case IsSeqLine(line):
+			b.seq++
+			return
+		case IsEvent(line):
+			b.events++
+			return
+		case IsServiceCheck(line):
+			b.checks++
+			return
+		}
 	}
 	b.lines++
 	if bad > 0 {
@@ -90,11 +105,14 @@ func (b *batch) addBad(n int, why Reason, line []byte) {
 	b.bad += n
 }
 
-func (b *batch) empty() bool { return b.packets == 0 && b.lines == 0 && b.bad == 0 }
+func (b *batch) empty() bool {
+	return b.packets == 0 && b.lines == 0 && b.bad == 0 && b.events == 0 && b.checks == 0
+}
 
 // applyTo adds the batch to a and empties it.
 func (b *batch) applyTo(a *Aggregator) {
 	a.CountPacket(b.packets, b.lines, b.bad)
+	a.CountIgnored(b.events, b.checks)
 	for i := range b.metrics {
 		a.Add(&b.metrics[i])
 	}
@@ -109,5 +127,5 @@ func (b *batch) reset() {
 		clear(b.metrics) // drop references to the packets
 		b.metrics = b.metrics[:0]
 	}
-	b.packets, b.lines, b.seq, b.bad = 0, 0, 0, 0
+	b.packets, b.lines, b.seq, b.events, b.checks, b.bad = 0, 0, 0, 0, 0, 0
 }

@@ -1,9 +1,13 @@
 package statsd
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // dogstatsdLines are DogStatsD events and service checks, and lines
@@ -104,4 +108,78 @@ func FuzzEventLengths(f *testing.F) {
 			t.Fatalf("%q: %s, bad %d, want 1", long, parsed(ms), bad)
 		}
 	})
+}
+
+// recordHandler keeps the messages logged, at every level.
+type recordHandler struct {
+	mu   *sync.Mutex
+	msgs *[]string
+}
+
+func (h recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h recordHandler) WithGroup(string) slog.Handler            { return h }
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
+	msg := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		msg += " " + a.String()
+		return true
+	})
+	h.mu.Lock()
+	*h.msgs = append(*h.msgs, msg)
+	h.mu.Unlock()
+	return nil
+}
+
+// TestServerCountsEventsAndServiceChecks: the server counts DogStatsD
+// events and service checks where its own counters are (SelfStats,
+// Prometheus), not in metrics_received nor bad_lines_seen, makes no
+// key of them and logs none of them; a malformed one is a bad line.
+func TestServerCountsEventsAndServiceChecks(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		msgs []string
+	)
+	cfg := Config{Logger: slog.New(recordHandler{&mu, &msgs})}
+	cfg.FlushInterval = time.Hour
+	s := startServer(t, cfg)
+	addr := s.UDPAddrs()[0].String()
+	sendUDP(t, addr, strings.Join([]string{
+		"_e{5,4}:title|text",
+		`_e{6,11}:deploy|v2|ok\ndone|d:1700000000|h:host|p:low|t:warning|#env:prod`,
+		"_sc|my.check|2|d:1700000000|h:host|#env:prod|m:disk: full",
+		"x:1|c",
+	}, "\n"))
+	waitReceived(t, s, 1, 4)
+	sendUDP(t, addr, "_e{5,40}:title|text\ny:2|c")
+	waitReceived(t, s, 2, 6)
+	snap := s.Flush(context.Background())
+
+	got := snapshotValues(snap)
+	checkValues(t, got, map[string]float64{"c x": 1, "c y": 2, "c statsd.metrics_received": 3, "c statsd.bad_lines_seen": 1})
+	for k := range got {
+		if !strings.HasPrefix(k, "c statsd.") && !strings.HasPrefix(k, "g statsd.") && k != "c x" && k != "c y" {
+			t.Errorf("key %s made of an event or service check", k)
+		}
+	}
+	self := map[string]float64{}
+	for _, st := range snap.SelfStats() {
+		self[st.Name] = st.Value
+	}
+	for name, want := range map[string]float64{"server.events_ignored": 2, "server.service_checks_ignored": 1} {
+		if v, ok := self[name]; !ok || v != want {
+			t.Errorf("SelfStats %s = %v (present %v), want %v", name, v, ok, want)
+		}
+	}
+	fams := parsePage(t, testPrometheus(t, PrometheusConfig{}).Render(snap))
+	for name, want := range map[string]float64{"statsd_server_events_ignored_total": 2, "statsd_server_service_checks_ignored_total": 1} {
+		if v, ok := lookup(fams, name, nil); !ok || v != want {
+			t.Errorf("Prometheus %s = %v (present %v), want %v", name, v, ok, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(msgs) != 1 || !strings.Contains(msgs[0], "_e{5,40}") || !strings.Contains(msgs[0], ReasonBadEvent.String()) {
+		t.Errorf("logged %q, want only the malformed event", msgs)
+	}
 }

@@ -76,6 +76,8 @@ func (a *Aggregator) Flush(now time.Time) *Snapshot {
 	s.Server.Dropped = a.dropped
 	s.Server.SeqLines, s.Server.Clients = a.seq.flush()
 	s.Server.NegativeCounterValues, a.negativeCounters = a.negativeCounters, 0
+	s.Server.EventsIgnored, a.events = a.events, 0
+	s.Server.ServiceChecksIgnored, a.serviceChecks = a.serviceChecks, 0
 	a.reset()
 	return s
 }

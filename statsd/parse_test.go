@@ -260,7 +260,7 @@ func TestParseLineAllocs(t *testing.T) {
 		[]byte("api.temp:-3|g"),
 		[]byte("api.sizes:1:2:3|d"),
 		[]byte("api.hits:1|c|@1e-1|#env:prod|c:ci-9|card:low|x:y|T1700000000"),
-		[]byte(`_e{6,10}:deploy|v2|ok\ndone|p:low|#env:prod`),
+		[]byte(`_e{6,11}:deploy|v2|ok\ndone|p:low|#env:prod`),
 		[]byte("_sc|api.up|2|#env:prod|m:down"),
 		[]byte("_e{6,99}:deploy|v2"),
 	}
@@ -284,7 +284,7 @@ func isJSSpace(r rune) bool { return r < utf8.RuneSelf && asciiSpace[r] || jsSpa
 func FuzzParseLine(f *testing.F) {
 	for _, s := range []string{"a:1|c", "a:1|c|@0.1", "g:+4|g", "t:1:2|ms|#a:b,c", "u:x|s", "a:1|c:2|ms",
 		"a:1|c|c:abc|T1700000000", "_bl.seq:c/1|seq", "a b/\u00a0c:1|c", "a:1|c|#k:v;w|@0.5:3|g", "t:-1|ms ",
-		`_e{5,10}:title|te|xt\nmore|d:1700000000|h:host|p:low|t:warning|#env:prod`, "_e{5,40}:title|text", "_e{1,0}:t|",
+		`_e{5,11}:title|te|xt\nmore|d:1700000000|h:host|p:low|t:warning|#env:prod`, "_e{5,40}:title|text", "_e{1,0}:t|",
 		"_sc|my.check|2|d:1700000000|h:host|#env:prod|m:disk: full", "_sc|my.check|7", "_scale:1|c"} {
 		f.Add([]byte(s))
 	}

@@ -26,6 +26,8 @@ var promLoss = []struct {
 	{"seq_lines", "Sequence lines received from clients that number their packets.", func(s *ServerStats) uint64 { return s.SeqLines }},
 	{"negative_increments", "StatsD counter values below zero: left out of the Prometheus counters, which never decrease (statsd_exporter's illegal_negative_counter); the other outputs add them, as Etsy does.", func(s *ServerStats) uint64 { return s.NegativeCounterValues }},
 	{"clients_rejected", "Sequence lines of new clients dropped because MaxClients were tracked.", func(s *ServerStats) uint64 { return s.Dropped.Clients }},
+	{"events_ignored", "DogStatsD events received (_e{...}): not metrics, counted only, as the server has no events backend; a malformed one is a bad line.", func(s *ServerStats) uint64 { return s.EventsIgnored }},
+	{"service_checks_ignored", "DogStatsD service checks received (_sc|...): not metrics, counted only, as the server has no service-check backend; a malformed one is a bad line.", func(s *ServerStats) uint64 { return s.ServiceChecksIgnored }},
 }
 
 // promClient are the per-client counters of the clients that number

@@ -19,6 +19,7 @@ import "sort"
 //	server.backend_errors.<backend>
 //	server.backend_lines_lost.<backend>  lines a backend lost (Log, Console)
 //	server.seq_lines, server.clients_rejected
+//	server.events_ignored, server.service_checks_ignored  DogStatsD events and service checks, counted only
 //	server.clients.<id>.packets_received (packets_lost, reordered, duplicates, restarts)
 //
 // All count the flush interval, except keys (held now).
@@ -44,6 +45,8 @@ func (s *Snapshot) SelfStats() []Stat {
 		{"server.repeat_dropped", float64(v.Listen.RepeatDropped)},
 		{"server.seq_lines", float64(v.SeqLines)},
 		{"server.clients_rejected", float64(v.Dropped.Clients)},
+		{"server.events_ignored", float64(v.EventsIgnored)},
+		{"server.service_checks_ignored", float64(v.ServiceChecksIgnored)},
 	}
 	names := make([]string, 0, len(v.BackendErrors))
 	for name := range v.BackendErrors {

@@ -170,7 +170,7 @@ func (s *Server) ingestUnlock(b *batch) {
 		}
 	}
 	s.received[0] += uint64(b.packets)
-	s.received[1] += uint64(b.lines + b.seq)
+	s.received[1] += uint64(b.lines + b.seq + b.events + b.checks)
 	b.applyTo(s.agg)
 	s.arrived.Broadcast()
 	s.mu.Unlock()
@@ -180,8 +180,9 @@ func (s *Server) ingestUnlock(b *batch) {
 	}
 }
 
-// Received returns the packets and the lines (sequence lines included)
-// received since the server started.
+// Received returns the packets and the lines (sequence lines, DogStatsD
+// events and service checks included) received since the server
+// started.
 func (s *Server) Received() (packets, lines uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

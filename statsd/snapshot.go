@@ -108,6 +108,12 @@ type ServerStats struct {
 	Dropped Drops
 	// SeqLines counts the sequence lines received over the interval.
 	SeqLines uint64
+	// EventsIgnored and ServiceChecksIgnored count the well-formed
+	// DogStatsD events and service checks received over the interval:
+	// not metrics, and no backend takes them (IsEvent, IsServiceCheck).
+	// They are in neither metrics_received nor bad_lines_seen; a
+	// malformed one is a bad line.
+	EventsIgnored, ServiceChecksIgnored uint64
 	// NegativeCounterValues counts the counter values below zero
 	// received over the interval (in CounterValue.Count, not in
 	// Increase).
