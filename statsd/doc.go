@@ -56,6 +56,8 @@
 //	name:1|c|c:abc|T1700000000  container id and timestamp (DogStatsD): accepted, not used
 //	name:1|c|card:low|x:y    other key:value fields (DogStatsD): ignored, as the agent does
 //	name:1|c|@1e-05          a rate with an exponent: 0.00001
+//	_e{5,4}:title|text|...   DogStatsD event: counted only (EventsIgnored), never a metric
+//	_sc|name|0|...           DogStatsD service check: counted only (ServiceChecksIgnored)
 //
 // The first field after the type must be a rate, tags or one of those
 // DogStatsD fields (Etsy requires a rate there); any other field after
@@ -82,7 +84,10 @@
 // under the empty key; a rate with an exponent is the number it writes
 // ("@1e-1" is 0.1, as statsd_exporter reads it; Etsy reads the digits
 // before the 'e', 1); h and d are timers, not counters; empty tags,
-// and tags with an empty name or value ("#env:"), are dropped.
+// and tags with an empty name or value ("#env:"), are dropped; DogStatsD
+// events and service checks are counted apart (IsEvent, IsServiceCheck),
+// where Etsy counts them in metrics_received and reads them as metric
+// segments, bad lines and at times a junk counter.
 //
 // # Client
 //
