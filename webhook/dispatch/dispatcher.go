@@ -92,12 +92,16 @@ func (ep *endpointState) stale(seq uint64) bool {
 // later than got: an attempt started at start by Now started at
 // until − Lease + (start − got) or later by the store's clock
 // (Completion.LeaseStarted).
+//
+// slot is the rate limit of the rate-limit slot taken for it (0: none
+// taken), given back if it is released unattempted (returnSlot).
 type claimed struct {
 	job   *store.Job
 	seq   uint64
 	at    time.Time
 	until time.Time
 	got   time.Time
+	slot  int
 }
 
 // Stats counts what a Dispatcher did.
@@ -436,7 +440,7 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, g
 		}
 		t.n--
 	}
-	c := &claimed{job: j, seq: seq, at: now, until: j.LeaseUntil, got: got}
+	c := &claimed{job: j, seq: seq, at: now, until: j.LeaseUntil, got: got, slot: max(j.Endpoint.RateLimit, 0)}
 	ep.queue = append(ep.queue, c)
 	d.holding[j.Delivery.ID] = c
 	ep.held++
@@ -513,9 +517,11 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 			// Paused by the disable under way (endpointState.disabling),
 			// or to take a rate-limit slot (unslotted).
 			d.release(ctx, []string{c.job.Delivery.ID})
+			d.returnSlot(ctx, id, c.slot)
 		default:
 			d.stats.expired.Add(1)
 			d.release(ctx, []string{c.job.Delivery.ID})
+			d.returnSlot(ctx, id, c.slot)
 		}
 		took := d.cfg.Now().Sub(start)
 		d.mu.Lock()

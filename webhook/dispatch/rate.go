@@ -98,18 +98,33 @@ type slotsTaken struct{ rate, n int }
 // read here.)
 func (d *Dispatcher) returnSlots(ctx context.Context, slots map[string]*slotsTaken, now time.Time) {
 	for id, t := range slots {
-		if t.n <= 0 {
-			continue
-		}
-		if err := d.cfg.Store.ReturnRateSlots(context.WithoutCancel(ctx), id, t.rate, t.n, now); err != nil {
-			d.stats.storeErrors.Add(1)
-			d.cfg.Logger.Warn("webhook dispatcher: returning rate-limit slots", "endpoint", id, "err", err)
-			continue
-		}
-		d.mu.Lock()
-		if ep := d.endpoints[id]; ep != nil {
-			ep.rateWait = time.Time{}
-		}
-		d.mu.Unlock()
+		d.giveBack(ctx, id, t.rate, t.n, now)
 	}
+}
+
+// returnSlot gives back the slot (its rate limit, claimed.slot; 0:
+// none) a worker took no attempt with: the delivery admitted with it was
+// released unattempted, its endpoint being disabled or its lease too
+// short. Kept, it was lost, as returnSlots's were. (An attempt that
+// began keeps its slot, whether or not its request went out.)
+func (d *Dispatcher) returnSlot(ctx context.Context, id string, rate int) {
+	d.giveBack(ctx, id, rate, 1, d.cfg.Now())
+}
+
+// giveBack gives back n slots of endpoint id's rate limit rate, at now,
+// and the endpoint waits for none (see returnSlots).
+func (d *Dispatcher) giveBack(ctx context.Context, id string, rate, n int, now time.Time) {
+	if rate <= 0 || n <= 0 {
+		return
+	}
+	if err := d.cfg.Store.ReturnRateSlots(context.WithoutCancel(ctx), id, rate, n, now); err != nil {
+		d.stats.storeErrors.Add(1)
+		d.cfg.Logger.Warn("webhook dispatcher: returning rate-limit slots", "endpoint", id, "err", err)
+		return
+	}
+	d.mu.Lock()
+	if ep := d.endpoints[id]; ep != nil {
+		ep.rateWait = time.Time{}
+	}
+	d.mu.Unlock()
 }
