@@ -94,7 +94,8 @@ func (ep *endpointState) stale(seq uint64) bool {
 // (Completion.LeaseStarted).
 //
 // slot is the rate limit of the rate-limit slot taken for it (0: none
-// taken), given back if it is released unattempted (returnSlot).
+// taken), given back if it is released unattempted as it starts, its
+// endpoint being disabled (returnSlot).
 type claimed struct {
 	job   *store.Job
 	seq   uint64
@@ -519,9 +520,12 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 			d.release(ctx, []string{c.job.Delivery.ID})
 			d.returnSlot(ctx, id, c.slot)
 		default:
+			// (Its slot, taken most of a lease ago, is not given back:
+			// long past, it frees nothing, or, taken by others since,
+			// the store would move their slots back, one more than the
+			// rate let through.)
 			d.stats.expired.Add(1)
 			d.release(ctx, []string{c.job.Delivery.ID})
-			d.returnSlot(ctx, id, c.slot)
 		}
 		took := d.cfg.Now().Sub(start)
 		d.mu.Lock()

@@ -104,9 +104,9 @@ func (d *Dispatcher) returnSlots(ctx context.Context, slots map[string]*slotsTak
 
 // returnSlot gives back the slot (its rate limit, claimed.slot; 0:
 // none) a worker took no attempt with: the delivery admitted with it was
-// released unattempted, its endpoint being disabled or its lease too
-// short. Kept, it was lost, as returnSlots's were. (An attempt that
-// began keeps its slot, whether or not its request went out.)
+// released unattempted as it started, its endpoint being disabled. Kept,
+// it was lost, as returnSlots's were. (An attempt that began keeps its
+// slot, whether or not its request went out.)
 func (d *Dispatcher) returnSlot(ctx context.Context, id string, rate int) {
 	d.giveBack(ctx, id, rate, 1, d.cfg.Now())
 }
