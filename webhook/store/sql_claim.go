@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -269,6 +270,12 @@ func (s *sqlStore) Release(ctx context.Context, owner string, ids []string) erro
 }
 
 func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
+	// Recorded in their endpoints' id order (as they came for each
+	// endpoint): each writes its endpoint's health (its row), and a batch
+	// writing one endpoint's then another's while another dispatcher's
+	// wrote them the other way round was a deadlock, one killed (40P01).
+	cs = slices.Clone(cs)
+	slices.SortStableFunc(cs, func(a, b *Completion) int { return strings.Compare(a.Attempt.EndpointID, b.Attempt.EndpointID) })
 	lost := 0
 	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
 		lost = 0
