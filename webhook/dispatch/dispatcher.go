@@ -92,12 +92,18 @@ func (ep *endpointState) stale(seq uint64) bool {
 // later than got: an attempt started at start by Now started at
 // until − Lease + (start − got) or later by the store's clock
 // (Completion.LeaseStarted).
+//
+// slot is the rate limit of the rate-limit slot taken for it (0: none
+// taken) at slotAt, given back if it is released unattempted as it
+// starts, its endpoint being disabled (returnSlot).
 type claimed struct {
-	job   *store.Job
-	seq   uint64
-	at    time.Time
-	until time.Time
-	got   time.Time
+	job    *store.Job
+	seq    uint64
+	at     time.Time
+	until  time.Time
+	got    time.Time
+	slot   int
+	slotAt time.Time
 }
 
 // Stats counts what a Dispatcher did.
@@ -436,7 +442,7 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, g
 		}
 		t.n--
 	}
-	c := &claimed{job: j, seq: seq, at: now, until: j.LeaseUntil, got: got}
+	c := &claimed{job: j, seq: seq, at: now, until: j.LeaseUntil, got: got, slot: max(j.Endpoint.RateLimit, 0), slotAt: got}
 	ep.queue = append(ep.queue, c)
 	d.holding[j.Delivery.ID] = c
 	ep.held++
@@ -513,7 +519,12 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 			// Paused by the disable under way (endpointState.disabling),
 			// or to take a rate-limit slot (unslotted).
 			d.release(ctx, []string{c.job.Delivery.ID})
+			d.returnSlot(ctx, id, c.slot, c.slotAt)
 		default:
+			// (Its slot, taken most of a lease ago, is not given back:
+			// long past, it frees nothing, or, taken by others since,
+			// the store would move their slots back, one more than the
+			// rate let through.)
 			d.stats.expired.Add(1)
 			d.release(ctx, []string{c.job.Delivery.ID})
 		}

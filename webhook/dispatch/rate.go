@@ -72,7 +72,7 @@ func (d *Dispatcher) takeSlots(ctx context.Context, jobs []*store.Job, now time.
 			}
 			took, next = 0, now.Add(d.cfg.PollInterval)
 		}
-		slots[id] = &slotsTaken{rate: w.rate, n: took}
+		slots[id] = &slotsTaken{rate: w.rate, n: took, took: took}
 		if took < w.n {
 			d.mu.Lock()
 			d.endpoint(id).rateWait = next
@@ -83,8 +83,29 @@ func (d *Dispatcher) takeSlots(ctx context.Context, jobs []*store.Job, now time.
 }
 
 // slotsTaken is how many slots takeSlots took of an endpoint's rate
-// limit (rate), and not yet used (n: admit uses them).
-type slotsTaken struct{ rate, n int }
+// limit (rate, took), and not yet used (n: admit uses them).
+type slotsTaken struct{ rate, n, took int }
+
+// aheadOf is how many of the last n of took slots, taken at at at rate,
+// are still ahead of now, so that giving them back frees them and no
+// more: the i-th slot a take gave ends i slots after the take's clock
+// or later (rateSlots). One that ended is past: the endpoint's limit
+// may have restarted from the clock since (a take by another dispatcher
+// finding it idle), and moved back, the slots taken since would let
+// more than the rate through.
+func aheadOf(rate, n, took int, at, now time.Time) int {
+	if rate <= 0 {
+		return 0
+	}
+	past := int(min(int64(took), max(0, int64(now.Sub(at)))/rateSlot(rate)))
+	return max(0, min(n, took-past))
+}
+
+// rateSlot is a slot of a rate limit of rate a second, as the store
+// measures it (1/rate s rounded up).
+func rateSlot(rate int) int64 {
+	return (int64(time.Second) + int64(rate) - 1) / int64(rate)
+}
 
 // returnSlots gives back to the store, at now, the slots takeSlots took
 // that admit used none of (slots, by endpoint: those left), for
@@ -97,19 +118,38 @@ type slotsTaken struct{ rate, n int }
 // (The jobs admitted are their workers' now: their endpoints are not
 // read here.)
 func (d *Dispatcher) returnSlots(ctx context.Context, slots map[string]*slotsTaken, now time.Time) {
+	later := d.cfg.Now()
 	for id, t := range slots {
-		if t.n <= 0 {
-			continue
-		}
-		if err := d.cfg.Store.ReturnRateSlots(context.WithoutCancel(ctx), id, t.rate, t.n, now); err != nil {
-			d.stats.storeErrors.Add(1)
-			d.cfg.Logger.Warn("webhook dispatcher: returning rate-limit slots", "endpoint", id, "err", err)
-			continue
-		}
-		d.mu.Lock()
-		if ep := d.endpoints[id]; ep != nil {
-			ep.rateWait = time.Time{}
-		}
-		d.mu.Unlock()
+		// Those still ahead of the clock only (aheadOf).
+		d.giveBack(ctx, id, t.rate, aheadOf(t.rate, t.n, t.took, now, later), now)
 	}
+}
+
+// returnSlot gives back the slot (its rate limit, claimed.slot; 0:
+// none) a worker took no attempt with: the delivery admitted with it was
+// released unattempted as it started, its endpoint being disabled. Kept,
+// it was lost, as returnSlots's were. (An attempt that began keeps its
+// slot, whether or not its request went out.)
+func (d *Dispatcher) returnSlot(ctx context.Context, id string, rate int, takenAt time.Time) {
+	// Taken at takenAt, it may be the first of its take: given back
+	// only if still ahead of the clock then (aheadOf).
+	d.giveBack(ctx, id, rate, aheadOf(rate, 1, 1, takenAt, d.cfg.Now()), d.cfg.Now())
+}
+
+// giveBack gives back n slots of endpoint id's rate limit rate, at now,
+// and the endpoint waits for none (see returnSlots).
+func (d *Dispatcher) giveBack(ctx context.Context, id string, rate, n int, now time.Time) {
+	if rate <= 0 || n <= 0 {
+		return
+	}
+	if err := d.cfg.Store.ReturnRateSlots(context.WithoutCancel(ctx), id, rate, n, now); err != nil {
+		d.stats.storeErrors.Add(1)
+		d.cfg.Logger.Warn("webhook dispatcher: returning rate-limit slots", "endpoint", id, "err", err)
+		return
+	}
+	d.mu.Lock()
+	if ep := d.endpoints[id]; ep != nil {
+		ep.rateWait = time.Time{}
+	}
+	d.mu.Unlock()
 }

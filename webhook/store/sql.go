@@ -372,6 +372,17 @@ func (s *sqlStore) updateEndpoint(ctx context.Context, tx *sql.Tx, e *Endpoint) 
 	if e.Enabled {
 		from, to = to, from
 	}
+	if s.d.forUpdate != "" {
+		// Locked first in id order, as Purge and DeleteEndpoint lock
+		// deliveries: the UPDATE locked them in the order it came to
+		// them, and a purge of the events of an endpoint's paused
+		// deliveries, holding one and waiting for another that the
+		// endpoint's enabling held, waiting for the first, was a
+		// deadlock, one killed (40P01).
+		if _, err := s.exec(ctx, tx, `SELECT COUNT(*) FROM (SELECT id FROM deliveries WHERE endpoint_id = ? AND status = ? ORDER BY id`+s.d.forUpdate+`) x`, e.ID, from); err != nil {
+			return 0, err
+		}
+	}
 	if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`, to, e.ID, from); err != nil {
 		return 0, err
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -269,6 +270,12 @@ func (s *sqlStore) Release(ctx context.Context, owner string, ids []string) erro
 }
 
 func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
+	// Recorded in their endpoints' id order (as they came for each
+	// endpoint): each writes its endpoint's health (its row), and a batch
+	// writing one endpoint's then another's while another dispatcher's
+	// wrote them the other way round was a deadlock, one killed (40P01).
+	cs = slices.Clone(cs)
+	slices.SortStableFunc(cs, func(a, b *Completion) int { return strings.Compare(a.Attempt.EndpointID, b.Attempt.EndpointID) })
 	lost := 0
 	err := s.relaxedTx(ctx, func(tx *sql.Tx) error {
 		lost = 0
@@ -468,6 +475,18 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 		}
 		if n > 0 {
 			c.Disabled = true
+			if s.d.forUpdate != "" {
+				// Locked first in id order, as Release locks them: the
+				// UPDATE locked them in the order it came to them, and a
+				// release by another dispatcher of several of them,
+				// holding one and waiting for another held here, waiting
+				// for the first, was a deadlock, one killed (40P01).
+				// (Its own delivery, held already, no release asks for.)
+				if _, err := s.exec(ctx, tx, `SELECT COUNT(*) FROM (SELECT id FROM deliveries WHERE endpoint_id = ? AND status = ? ORDER BY id`+s.d.forUpdate+`) x`,
+					a.EndpointID, StatusPending); err != nil {
+					return false, err
+				}
+			}
 			if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`,
 				StatusPaused, a.EndpointID, StatusPending); err != nil {
 				return false, err

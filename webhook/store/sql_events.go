@@ -159,6 +159,16 @@ func (s *sqlStore) Resend(ctx context.Context, eventID, endpointID string, now t
 		}
 		var err error
 		if endpointID == "" {
+			if s.d.forUpdate != "" {
+				// Locked first in id order, as Release locks them: the
+				// UPDATE locked them in the order it came to them, and a
+				// release of several of them, holding one and waiting
+				// for another held here, waiting for the first, was a
+				// deadlock, one killed (40P01).
+				if _, err := s.exec(ctx, tx, `SELECT COUNT(*) FROM (SELECT id FROM deliveries WHERE event_id = ? ORDER BY id`+s.d.forUpdate+`) x`, eventID); err != nil {
+					return err
+				}
+			}
 			n, err = s.exec(ctx, tx, `UPDATE deliveries SET status = ?, attempts = 0, next_attempt = ?, updated = ?,
 				resend = CASE WHEN lease_owner <> '' THEN `+resend+` ELSE 0 END WHERE event_id = ?`,
 				append(append([]any{StatusPending, t, t}, at...), eventID)...)
@@ -214,10 +224,20 @@ func (s *sqlStore) Recover(ctx context.Context, endpointID string, since, until,
 		if err != nil {
 			return err
 		}
-		_, err = s.exec(ctx, tx, `UPDATE deliveries SET recover_at = ?
-			WHERE endpoint_id = ? AND status = ? AND lease_owner <> '' AND event_id IN (SELECT ev.id FROM deliveries x JOIN events ev ON ev.id = x.event_id
-				WHERE x.endpoint_id = ? AND x.status = ? AND x.lease_owner <> '' AND ev.created >= ? AND ev.created < ?)`,
-			t, endpointID, StatusPending, endpointID, StatusPending, since.UnixNano(), until.UnixNano())
+		leased := `endpoint_id = ? AND status = ? AND lease_owner <> '' AND event_id IN (SELECT ev.id FROM deliveries x JOIN events ev ON ev.id = x.event_id
+				WHERE x.endpoint_id = ? AND x.status = ? AND x.lease_owner <> '' AND ev.created >= ? AND ev.created < ?)`
+		args := []any{endpointID, StatusPending, endpointID, StatusPending, since.UnixNano(), until.UnixNano()}
+		if s.d.forUpdate != "" {
+			// Locked first in id order, as Release locks them: the
+			// UPDATE locked them in the order it came to them, and a
+			// release of several of them, holding one and waiting for
+			// another held here, waiting for the first, was a deadlock,
+			// one killed (40P01).
+			if _, err := s.exec(ctx, tx, `SELECT COUNT(*) FROM (SELECT id FROM deliveries WHERE `+leased+` ORDER BY id`+s.d.forUpdate+`) y`, args...); err != nil {
+				return err
+			}
+		}
+		_, err = s.exec(ctx, tx, `UPDATE deliveries SET recover_at = ? WHERE `+leased, append([]any{t}, args...)...)
 		return err
 	})
 	return int(n), err

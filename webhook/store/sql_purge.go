@@ -27,6 +27,10 @@ func (s *sqlStore) Purge(ctx context.Context, before time.Time, limit int) (int,
 	}
 	n := 0
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		// (From scratch: a run killed after a deletion had counted its
+		// rows, and one run again that found nothing to purge returned
+		// them.)
+		n = 0
 		rows, err := tx.QueryContext(ctx, s.d.rebind(purgeQuery(s.d)), nanos(before), limit)
 		if err != nil {
 			return err

@@ -138,7 +138,10 @@ type Store interface {
 	// slots for deliveries it then could not hold): its theoretical
 	// arrival time moves back by n slots at rate, never before now (by
 	// the clock TakeRateSlots measures with), so the endpoint gets its
-	// rate. An endpoint gone is no error.
+	// rate. Only slots still ahead of the clock are to be given back: one
+	// past may have been forgotten (a take finding the endpoint idle
+	// restarts from now), and moved back, the slots taken since would
+	// let more than the rate through. An endpoint gone is no error.
 	ReturnRateSlots(ctx context.Context, id string, rate, n int, now time.Time) error
 
 	// Purge deletes up to limit events created before before, the

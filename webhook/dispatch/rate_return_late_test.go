@@ -1,0 +1,61 @@
+package dispatch
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/webhook/store"
+)
+
+// competingTake is a store whose first take of rate-limit slots takes
+// long (the test's clock moves on by after), past the slots taken, and
+// another dispatcher takes the endpoint's whole second's worth at once
+// meanwhile.
+type competingTake struct {
+	store.Store
+	c     *clock
+	after time.Duration
+	once  sync.Once
+	other int // slots the other took
+}
+
+func (s *competingTake) TakeRateSlots(ctx context.Context, id string, rate, n int, now time.Time) (int, time.Time, error) {
+	took, next, err := s.Store.TakeRateSlots(ctx, id, rate, n, now)
+	s.once.Do(func() {
+		later := now.Add(s.after)
+		s.c.Set(later)
+		s.other, _, _ = s.Store.TakeRateSlots(ctx, id, rate, rate, later)
+	})
+	return took, next, err
+}
+
+// TestRateReturnLateKeepsRate: slots given back once they are past
+// (the claim's refused deliveries' slots, given back after another
+// dispatcher took the endpoint's whole second's worth, its limit
+// having restarted from the clock) are not given back: moved back, the
+// other's slots let more than the rate through.
+func TestRateReturnLateKeepsRate(t *testing.T) {
+	c := &clock{t: t0}
+	s := &competingTake{Store: sqliteStore(t), c: c, after: 1100 * time.Millisecond}
+	rcv := newReceiver(t, status(200))
+	addEndpoint(t, s, "ep_1", rcv.URL, t0)
+	rateLimited(t, s, "ep_1", 4)
+	var size int
+	for range 20 {
+		size = len(addEvent(t, s, "t", t0).Payload)
+	}
+	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.MaxInFlightBytes = 2 * size })
+	if _, _, _, _, err := d.poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d.wg.Wait()
+	more, _, err := s.Store.TakeRateSlots(context.Background(), "ep_1", 4, 4, c.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.other != 4 || more != 0 {
+		t.Fatalf("the other dispatcher took %d slots of an endpoint limited to 4/s, then %d more at the same time; want 4, then 0", s.other, more)
+	}
+}

@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestReleaseDuringResend: a dispatcher releasing deliveries of an
+// event (to two endpoints) that a user resends at once both succeed:
+// neither is killed as a deadlock (40P01). The release locks its
+// deliveries in id order; the resend writes the event's, here the
+// higher first (the order it finds them in: its id is set here). A
+// third transaction holds the lower while the release, then the resend,
+// wait for it.
+func TestReleaseDuringResend(t *testing.T) {
+	ctx := context.Background()
+	s, t0 := pgStore(t, "ep_a", nil, "fsync=off", "deadlock_timeout=100ms")
+	if err := s.CreateEndpoint(ctx, &Endpoint{ID: "ep_b", URL: "http://127.0.0.1:1/", Enabled: true, Secrets: []Secret{{Secret: "whsec_b"}}, Created: t0, Updated: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.InsertEvent(ctx, &Event{ID: "msg_1", Type: "t", Payload: []byte(`{}`), Created: t0}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.Claim(ctx, ClaimRequest{Owner: "b", Now: t0, Lease: time.Minute, Limit: 10})
+	if err != nil || len(jobs) != 2 {
+		t.Fatal(jobs, err)
+	}
+	// The higher id to ep_a, first by the (event, endpoint) key, and
+	// written first (then first in the table's order too).
+	ids := []string{"dlv_1", "dlv_2"}
+	for _, q := range []string{`UPDATE deliveries SET id = 'dlv_2' WHERE endpoint_id = 'ep_a'`, `UPDATE deliveries SET id = 'dlv_1' WHERE endpoint_id = 'ep_b'`} {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := s.exec(ctx, tx, `SELECT id FROM deliveries WHERE id = ? FOR UPDATE`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	released, resent := make(chan error, 1), make(chan error, 1)
+	go func() { released <- s.Release(ctx, "b", ids) }()
+	waitLockWaiters(t, s, 1, released)
+	go func() {
+		_, err := s.Resend(ctx, "msg_1", "", t0.Add(time.Second))
+		resent <- err
+	}()
+	waitLockWaiters(t, s, 2, resent)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-released; err != nil {
+		t.Errorf("releasing deliveries of an event being resent: %v", err)
+	}
+	if err := <-resent; err != nil {
+		t.Errorf("resending an event whose deliveries were being released: %v", err)
+	}
+}
