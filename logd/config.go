@@ -77,8 +77,9 @@ type Config struct {
 	// waits, until its request deadline (RequestTimeout), then closes.
 	// Before a request is decoded, what decoding and answering it may
 	// allocate is taken from the budget too, until its answer is encoded
-	// (see decode_charge.go): for a Produce, its topics, partitions and
-	// tags; for any other request, 64 to 256 times its frame. A request
+	// (see decode_charge.go): for a Produce or a Fetch, its topics,
+	// partitions and tags; for any other request, 64 to 256 times its
+	// frame. A request
 	// whose frame and charge exceed the whole budget closes the
 	// connection (a FrameError).
 	// Default 256 MiB or 2 × MaxRequestBytes, whichever is larger; at
