@@ -454,7 +454,7 @@ func (cn *conn) send(r reply) error {
 	case cn.replies <- r:
 		return nil
 	case <-cn.writerDone:
-		return cn.writeErr
+		return cn.unsent(&r)
 	default:
 	}
 	// connPipeline answers wait: the reader pauses until the writer
@@ -471,7 +471,7 @@ func (cn *conn) send(r reply) error {
 		return nil
 	case <-cn.writerDone:
 		cn.cl.peer.stop()
-		return cn.writeErr
+		return cn.unsent(&r)
 	case <-ctx.Done():
 	}
 	if cn.cl.peer.stop() {
@@ -487,8 +487,17 @@ func (cn *conn) send(r reply) error {
 	case cn.replies <- r:
 		return nil
 	case <-cn.writerDone:
-		return cn.writeErr
+		return cn.unsent(&r)
 	}
+}
+
+// unsent gives back what r holds, the writer having stopped (a write
+// failed) before taking it: no one else would, and a Fetch answer's
+// copied record bytes would stay taken for the server's life.
+func (cn *conn) unsent(r *reply) error {
+	cn.unwrittenBytes.Add(-r.held)
+	r.release(&cn.s.bufs)
+	return cn.writeErr
 }
 
 // errPeerGone: the client closed the connection while the reader was
@@ -610,6 +619,8 @@ func (cn *conn) close() {
 	if cn.cl.fetch != nil {
 		cn.s.bufs.put(cn.cl.fetch)
 		cn.cl.fetch = nil
+		cn.s.copied.put(cn.cl.copied)
+		cn.cl.copied = 0
 	}
 	cn.nc.Close()
 }
