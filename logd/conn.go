@@ -58,7 +58,8 @@ type client struct {
 // to be written; the reader reads no request while they do, but still
 // watches the socket (peerWatch): a client that closes it meanwhile
 // ends their waits and frees the connection at once. Between
-// requests a connection holds no request buffer and no request memory.
+// requests a connection holds no request buffer, and no request memory
+// but the charge of acks=all produces whose answers wait for their fsync.
 type conn struct {
 	s   *Server
 	nc  net.Conn
@@ -71,7 +72,10 @@ type conn struct {
 
 	size  [4]byte // the size field of the request being read
 	frame []byte  // the request being read or answered
-	held  int64   // request memory taken for frame
+	held  int64   // request memory taken for frame, charge included
+	// charge is the request memory taken for decoding and answering the
+	// frame (decodeCharge).
+	charge int64
 
 	// Buffer sizes the last response and fetch used: the next ones
 	// start there (a class size), growing if they need more.
@@ -251,6 +255,7 @@ func (cn *conn) chargeDecode(deadline time.Time) error {
 		return &slowError{err}
 	}
 	cn.held += n
+	cn.charge = n
 	return nil
 }
 
@@ -307,7 +312,7 @@ func (cn *conn) releaseFrame() {
 		cn.frame = nil
 	}
 	cn.s.reqMem.release(cn.held)
-	cn.held = 0
+	cn.held, cn.charge = 0, 0
 }
 
 // answer handles one request and hands its response to the writer. A
@@ -347,6 +352,11 @@ func (cn *conn) answer(req *request) error {
 	switch {
 	case resp == nil: // an acks=0 produce, which gets no response
 	case wait != nil:
+		// Its response is kept until the writer encodes it: so is the
+		// request memory charged for it.
+		r.charge, r.mem = cn.charge, s.reqMem
+		cn.held -= cn.charge
+		cn.charge = 0
 		r.finish = func() []byte {
 			wait.finish(cn.cl.peer.ctx)
 			s.metrics.request(req.key, s.cfg.Now().Sub(started), false)
@@ -400,6 +410,8 @@ type reply struct {
 	fetch   []byte
 	copied  int64        // record bytes in fetch, taken from copies
 	copies  *copiedBytes // nil when copied is 0
+	charge  int64        // request memory of a response encoded by finish, taken from mem
+	mem     *byteBudget  // nil when charge is 0
 	files   *fetchFiles  // counts the descriptors of holes
 	held    int64        // cap(out) + cap(fetch) when handed to the writer (conn.unwrittenBytes)
 }
@@ -414,6 +426,9 @@ func (r *reply) release(bufs *bufPool) {
 	}
 	if r.copied > 0 {
 		r.copies.put(r.copied)
+	}
+	if r.charge > 0 {
+		r.mem.release(r.charge)
 	}
 	n := 0
 	for _, h := range r.holes {
