@@ -368,11 +368,14 @@ func (cn *conn) answer(req *request) error {
 			// The record sets are not copied into out: the writer
 			// writes them from the fetch buffer (which it gives back
 			// once written) or sends them from the segment files.
+			if cn.cl.fetch != nil {
+				cn.fetchSize = sizeOf(len(cn.cl.fetch))
+				cn.cl.fetch = s.fitFetch(f, cn.cl.fetch)
+			}
 			r.out, r.holes = appendFetchResponse(out, req.correlation, f, cn.cl.regions, nil)
 			r.files = cn.cl.files
 			cn.cl.regions = cn.cl.regions[:0]
 			if cn.cl.fetch != nil {
-				cn.fetchSize = sizeOf(len(cn.cl.fetch))
 				r.fetch, cn.cl.fetch = cn.cl.fetch, nil
 				r.copied, r.copies, cn.cl.copied = cn.cl.copied, s.copied, 0
 			}
