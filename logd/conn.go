@@ -72,9 +72,9 @@ type conn struct {
 
 	size  [4]byte // the size field of the request being read
 	frame []byte  // the request being read or answered
-	held  int64   // request memory taken for frame, charge included
+	held  int64   // request memory taken for frame (reqMem)
 	// charge is the request memory taken for decoding and answering the
-	// frame (decodeCharge).
+	// frame (decodeCharge, from decodeMem).
 	charge int64
 
 	// Buffer sizes the last response and fetch used: the next ones
@@ -241,20 +241,24 @@ func (cn *conn) readRequest() (*request, error) {
 
 // chargeDecode takes the request memory that decoding the frame may
 // allocate (decodeCharge), held with the frame's until it is answered.
-// A request that could never get it closes the connection.
+// It comes from decodeMem, not from the frames' budget: a complete
+// frame waiting there behind a growing one (first come, first served)
+// would wait for a frame that waits for it, until the request deadline.
+// Charges wait only for requests being decoded, handled or answered,
+// which need no more memory to finish. A request that could never get
+// its charge closes the connection.
 func (cn *conn) chargeDecode(deadline time.Time) error {
-	mem := cn.s.reqMem
+	mem := cn.s.decodeMem
 	n, err := decodeCharge(cn.frame)
 	if err != nil {
 		return err
 	}
-	if cn.held+n > mem.limit {
+	if n > mem.limit {
 		return chargeError(cn.frame, n, mem.limit)
 	}
 	if err := mem.acquire(n, deadline, cn.s.ctx.Done()); err != nil {
 		return &slowError{err}
 	}
-	cn.held += n
 	cn.charge = n
 	return nil
 }
@@ -312,6 +316,7 @@ func (cn *conn) releaseFrame() {
 		cn.frame = nil
 	}
 	cn.s.reqMem.release(cn.held)
+	cn.s.decodeMem.release(cn.charge)
 	cn.held, cn.charge = 0, 0
 }
 
@@ -354,8 +359,7 @@ func (cn *conn) answer(req *request) error {
 	case wait != nil:
 		// Its response is kept until the writer encodes it: so is the
 		// request memory charged for it.
-		r.charge, r.mem = cn.charge, s.reqMem
-		cn.held -= cn.charge
+		r.charge, r.mem = cn.charge, s.decodeMem
 		cn.charge = 0
 		r.finish = func() []byte {
 			wait.finish(cn.cl.peer.ctx)

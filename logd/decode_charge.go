@@ -14,10 +14,11 @@ import (
 // millions of empty topics decodes into about 2.4 GB. Answering it
 // allocates more again: a response struct for every element (a Produce
 // naming a million partitions without records is answered with a
-// million errors). So a request is charged, against the same budget as
-// its frame (MaxInFlightRequestBytes), what decoding and answering it
-// may allocate, before it is decoded, and holds it until its answer is
-// encoded:
+// million errors). So a request is charged, against a budget of the
+// same size as its frame's (MaxInFlightRequestBytes) but its own
+// (Server.decodeMem, see conn.chargeDecode), what decoding and
+// answering it may allocate, before it is decoded, and holds it until
+// its answer is encoded:
 //
 //   - a Produce, the one request whose frames are large by nature (its
 //     record sets, which decoding does not copy), and a Fetch, whose
@@ -32,9 +33,9 @@ import (
 //     hundred bytes to a few MiB) and scanning each API's layout would
 //     be a second decoder to keep in step with kmsg.
 //
-// A request whose frame and charge could never fit the budget closes the
+// A request whose charge could never fit the budget closes the
 // connection (a FrameError, logged): with the defaults that is a request
-// other than Produce or Fetch over 3.9 MiB, a CreateTopics over 1 MiB. Kafka
+// other than Produce or Fetch over about 4 MiB, a CreateTopics over 1 MiB. Kafka
 // accepts socket.request.max.bytes
 // for every API, but decodes into the JVM heap with no such bound.
 
@@ -199,11 +200,11 @@ func (sc *scanner) tags() {
 	}
 }
 
-// chargeError: a request's frame and its decoding's charge exceed the
-// whole request-memory budget, so it could never be granted.
+// chargeError: a request's decoding's charge exceeds the whole budget,
+// so it could never be granted.
 func chargeError(frame []byte, charge, limit int64) error {
 	key, version := int16(frame[0])<<8|int16(frame[1]), int16(frame[2])<<8|int16(frame[3])
 	return &FrameError{Key: key, Version: version, Reason: fmt.Sprintf(
 		"%d-byte request would take %d bytes of request memory decoded, more than MaxInFlightRequestBytes (%d)",
-		len(frame), int64(len(frame))+charge, limit)}
+		len(frame), charge, limit)}
 }

@@ -45,7 +45,7 @@ func TestHeldProduceKeepsCharge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if used := ts.reqMem.stats().used; used < charge {
+	if used := ts.decodeMem.stats().used; used < charge {
 		t.Fatalf("an acks=all produce of %d partitions waits for its fsync, its answer not encoded: request memory holds %d bytes, its charge is %d", len(rt.Partitions), used, charge)
 	}
 	gate.open()
@@ -54,5 +54,5 @@ func TestHeldProduceKeepsCharge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, "request memory given back", func() bool { return ts.reqMem.stats().used == 0 })
+	waitUntil(t, "request memory given back", func() bool { return ts.reqMem.stats().used == 0 && ts.decodeMem.stats().used == 0 })
 }
