@@ -27,7 +27,9 @@ import (
 //     at 192 times its frame, a Fetch of 2,000 partitions took more than
 //     a small budget holds), by counting their topics, partitions, names
 //     and tags with a scan of the frame that allocates nothing
-//     (FuzzScanAgrees keeps the scans in step with kmsg);
+//     (FuzzScanAgrees keeps the scans in step with kmsg); a JoinGroup and
+//     a SyncGroup likewise, their metadata and assignments (bytes kmsg
+//     does not copy) at their size, as they wait for their group;
 //   - any other request at decodeFactor (or its API's entry in
 //     handleFactor) times its frame: such requests are small (a few
 //     hundred bytes to a few MiB) and scanning each API's layout would
@@ -81,6 +83,10 @@ func decodeCharge(frame []byte) (int64, error) {
 		n, ok = scanProduce(frame, version)
 	case kmsg.Fetch.Int16():
 		n, ok = scanFetch(frame, version)
+	case kmsg.JoinGroup.Int16():
+		n, ok = scanJoinGroup(frame, version)
+	case kmsg.SyncGroup.Int16():
+		n, ok = scanSyncGroup(frame, version)
 	default:
 		factor, ok := handleFactor[key]
 		if !ok {

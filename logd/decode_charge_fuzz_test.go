@@ -6,8 +6,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// FuzzScanAgrees: the scans that charge a Produce or a Fetch by its
-// topics and partitions agree with kmsg on any frame: a frame kmsg
+// FuzzScanAgrees: the scans that charge a Produce, a Fetch, a JoinGroup
+// or a SyncGroup by its elements agree with kmsg on any frame: a frame kmsg
 // decodes is not refused, and is charged at least for what it decoded
 // into (a scan stopping short would charge too little).
 func FuzzScanAgrees(f *testing.F) {
@@ -40,6 +40,21 @@ func FuzzScanAgrees(f *testing.F) {
 		req.UnknownTags.Set(99, []byte{7})
 		f.Add(format.AppendRequest(nil, req, 1)[4:])
 	}
+	for _, v := range []int16{0, 5, 6, 7} {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.SetVersion(v)
+		req.Group, req.MemberID, req.ProtocolType = "g", "m", "consumer"
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{1, 2, 3}}, {Name: "sticky"}}
+		req.UnknownTags.Set(99, []byte{7})
+		f.Add(format.AppendRequest(nil, req, 1)[4:])
+	}
+	for _, v := range []int16{0, 3, 4, 5} {
+		req := kmsg.NewPtrSyncGroupRequest()
+		req.SetVersion(v)
+		req.Group, req.MemberID = "g", "m"
+		req.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: "m", MemberAssignment: []byte{1, 2}}, {MemberID: "n"}}
+		f.Add(format.AppendRequest(nil, req, 1)[4:])
+	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		req, err := decodeRequest(frame)
 		if err != nil || req.body == nil {
@@ -59,6 +74,16 @@ func FuzzScanAgrees(f *testing.F) {
 			}
 			for _, t := range body.ForgottenTopics {
 				want += int64(len(t.Partitions)) * fetchForgottenPartitionCost
+			}
+		case *kmsg.JoinGroupRequest:
+			want = requestCost + int64(len(body.Protocols))*groupElementCost
+			for _, p := range body.Protocols {
+				want += int64(len(p.Metadata))
+			}
+		case *kmsg.SyncGroupRequest:
+			want = requestCost + int64(len(body.GroupAssignment))*groupElementCost
+			for _, a := range body.GroupAssignment {
+				want += int64(len(a.MemberAssignment))
 			}
 		default:
 			return
