@@ -78,8 +78,8 @@ type Config struct {
 	// Before a request is decoded, what decoding and answering it may
 	// allocate is taken from a second budget of the same size, until its
 	// answer is encoded (see decode_charge.go): for a Produce, a Fetch,
-	// a JoinGroup or a SyncGroup, its elements, names and tags; for any
-	// other request, 64 to 256 times its frame. A second budget, so that a complete frame never
+	// an OffsetCommit, a JoinGroup or a SyncGroup, its elements, names
+	// and tags; for any other request, 64 to 256 times its frame. A second budget, so that a complete frame never
 	// waits for its charge behind frames still growing, which wait for
 	// it: request memory is at most twice this. A request whose charge
 	// exceeds the whole budget closes the connection (a FrameError).

@@ -27,9 +27,11 @@ import (
 //     at 192 times its frame, a Fetch of 2,000 partitions took more than
 //     a small budget holds), by counting their topics, partitions, names
 //     and tags with a scan of the frame that allocates nothing
-//     (FuzzScanAgrees keeps the scans in step with kmsg); a JoinGroup and
-//     a SyncGroup likewise, their metadata and assignments (bytes kmsg
-//     does not copy) at their size, as they wait for their group;
+//     (FuzzScanAgrees keeps the scans in step with kmsg); an
+//     OffsetCommit likewise (a consumer commits every partition it
+//     reads); a JoinGroup and a SyncGroup likewise, their metadata and
+//     assignments (bytes kmsg does not copy) at their size, as they wait
+//     for their group;
 //   - any other request at decodeFactor (or its API's entry in
 //     handleFactor) times its frame: such requests are small (a few
 //     hundred bytes to a few MiB) and scanning each API's layout would
@@ -37,7 +39,7 @@ import (
 //
 // A request whose charge could never fit the budget closes the
 // connection (a FrameError, logged): with the defaults that is a request
-// other than Produce or Fetch over about 4 MiB, a CreateTopics over 1 MiB. Kafka
+// not scanned over about 4 MiB, a CreateTopics over 1 MiB. Kafka
 // accepts socket.request.max.bytes
 // for every API, but decodes into the JVM heap with no such bound.
 
@@ -46,12 +48,11 @@ import (
 // measures it for every supported API and version, with arrays of empty
 // elements and tag sections of unknown tags: decoding takes at most 41
 // (unknown tags) or 24 (Metadata's topics); the APIs whose answers take
-// more have their own factor in handleFactor (measured: OffsetCommit
-// 133, CreateTopics 174, ListOffsets 107).
+// more have their own factor in handleFactor (measured: CreateTopics
+// 174, ListOffsets 107).
 const decodeFactor = 64
 
 var handleFactor = map[int16]int64{
-	kmsg.OffsetCommit.Int16(): 192,
 	kmsg.CreateTopics.Int16(): 256,
 	kmsg.ListOffsets.Int16():  160,
 }
@@ -87,6 +88,8 @@ func decodeCharge(frame []byte) (int64, error) {
 		n, ok = scanJoinGroup(frame, version)
 	case kmsg.SyncGroup.Int16():
 		n, ok = scanSyncGroup(frame, version)
+	case kmsg.OffsetCommit.Int16():
+		n, ok = scanOffsetCommit(frame, version)
 	default:
 		factor, ok := handleFactor[key]
 		if !ok {

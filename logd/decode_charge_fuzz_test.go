@@ -6,8 +6,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// FuzzScanAgrees: the scans that charge a Produce, a Fetch, a JoinGroup
-// or a SyncGroup by its elements agree with kmsg on any frame: a frame kmsg
+// FuzzScanAgrees: the scans that charge a Produce, a Fetch, an
+// OffsetCommit, a JoinGroup or a SyncGroup by its elements agree with kmsg on any frame: a frame kmsg
 // decodes is not refused, and is charged at least for what it decoded
 // into (a scan stopping short would charge too little).
 func FuzzScanAgrees(f *testing.F) {
@@ -55,6 +55,21 @@ func FuzzScanAgrees(f *testing.F) {
 		req.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: "m", MemberAssignment: []byte{1, 2}}, {MemberID: "n"}}
 		f.Add(format.AppendRequest(nil, req, 1)[4:])
 	}
+	for _, v := range []int16{2, 5, 6, 7, 8} {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.SetVersion(v)
+		req.Group, req.MemberID, req.InstanceID = "g", "m", kmsg.StringPtr("i")
+		for i, n := range []int{2, 3} {
+			rt := kmsg.OffsetCommitRequestTopic{Topic: string(rune('t' + i))}
+			for p := range n {
+				rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitRequestTopicPartition{
+					Partition: int32(p), Offset: 0x0102030405060708, LeaderEpoch: 5, Metadata: kmsg.StringPtr("md"),
+				})
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		f.Add(format.AppendRequest(nil, req, 1)[4:])
+	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		req, err := decodeRequest(frame)
 		if err != nil || req.body == nil {
@@ -74,6 +89,11 @@ func FuzzScanAgrees(f *testing.F) {
 			}
 			for _, t := range body.ForgottenTopics {
 				want += int64(len(t.Partitions)) * fetchForgottenPartitionCost
+			}
+		case *kmsg.OffsetCommitRequest:
+			want = requestCost + int64(len(body.Topics))*commitTopicCost
+			for _, t := range body.Topics {
+				want += int64(len(t.Partitions)) * commitPartitionCost
 			}
 		case *kmsg.JoinGroupRequest:
 			want = requestCost + int64(len(body.Protocols))*groupElementCost
