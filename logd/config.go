@@ -76,11 +76,13 @@ type Config struct {
 	// once the request is answered; a connection that cannot get memory
 	// waits, until its request deadline (RequestTimeout), then closes.
 	// Before a request is decoded, what decoding and answering it may
-	// allocate is taken from the budget too, until its answer is encoded
-	// (see decode_charge.go): for a Produce, its topics, partitions and
-	// tags; for any other request, 64 to 256 times its frame. A request
-	// whose frame and charge exceed the whole budget closes the
-	// connection (a FrameError).
+	// allocate is taken from a second budget of the same size, until its
+	// answer is encoded (see decode_charge.go): for a Produce, a Fetch,
+	// an OffsetCommit, a JoinGroup or a SyncGroup, its elements, names
+	// and tags; for any other request, 64 to 256 times its frame. A second budget, so that a complete frame never
+	// waits for its charge behind frames still growing, which wait for
+	// it: request memory is at most twice this. A request whose charge
+	// exceeds the whole budget closes the connection (a FrameError).
 	// Default 256 MiB or 2 × MaxRequestBytes, whichever is larger; at
 	// least 2 × MaxRequestBytes, so a request of the largest size can
 	// always be read.

@@ -58,7 +58,8 @@ type client struct {
 // to be written; the reader reads no request while they do, but still
 // watches the socket (peerWatch): a client that closes it meanwhile
 // ends their waits and frees the connection at once. Between
-// requests a connection holds no request buffer and no request memory.
+// requests a connection holds no request buffer, and no request memory
+// but the charge of acks=all produces whose answers wait for their fsync.
 type conn struct {
 	s   *Server
 	nc  net.Conn
@@ -71,7 +72,10 @@ type conn struct {
 
 	size  [4]byte // the size field of the request being read
 	frame []byte  // the request being read or answered
-	held  int64   // request memory taken for frame
+	held  int64   // request memory taken for frame (reqMem)
+	// charge is the request memory taken for decoding and answering the
+	// frame (decodeCharge, from decodeMem).
+	charge int64
 
 	// Buffer sizes the last response and fetch used: the next ones
 	// start there (a class size), growing if they need more.
@@ -237,20 +241,25 @@ func (cn *conn) readRequest() (*request, error) {
 
 // chargeDecode takes the request memory that decoding the frame may
 // allocate (decodeCharge), held with the frame's until it is answered.
-// A request that could never get it closes the connection.
+// It comes from decodeMem, not from the frames' budget: a complete
+// frame waiting there behind a growing one (first come, first served)
+// would wait for a frame that waits for it, until the request deadline.
+// Charges wait only for requests being decoded, handled or answered,
+// which need no more memory to finish. A request that could never get
+// its charge closes the connection.
 func (cn *conn) chargeDecode(deadline time.Time) error {
-	mem := cn.s.reqMem
+	mem := cn.s.decodeMem
 	n, err := decodeCharge(cn.frame)
 	if err != nil {
 		return err
 	}
-	if cn.held+n > mem.limit {
+	if n > mem.limit {
 		return chargeError(cn.frame, n, mem.limit)
 	}
 	if err := mem.acquire(n, deadline, cn.s.ctx.Done()); err != nil {
 		return &slowError{err}
 	}
-	cn.held += n
+	cn.charge = n
 	return nil
 }
 
@@ -307,7 +316,8 @@ func (cn *conn) releaseFrame() {
 		cn.frame = nil
 	}
 	cn.s.reqMem.release(cn.held)
-	cn.held = 0
+	cn.s.decodeMem.release(cn.charge)
+	cn.held, cn.charge = 0, 0
 }
 
 // answer handles one request and hands its response to the writer. A
@@ -347,6 +357,10 @@ func (cn *conn) answer(req *request) error {
 	switch {
 	case resp == nil: // an acks=0 produce, which gets no response
 	case wait != nil:
+		// Its response is kept until the writer encodes it: so is the
+		// request memory charged for it.
+		r.charge, r.mem = cn.charge, s.decodeMem
+		cn.charge = 0
 		r.finish = func() []byte {
 			wait.finish(cn.cl.peer.ctx)
 			s.metrics.request(req.key, s.cfg.Now().Sub(started), false)
@@ -358,11 +372,14 @@ func (cn *conn) answer(req *request) error {
 			// The record sets are not copied into out: the writer
 			// writes them from the fetch buffer (which it gives back
 			// once written) or sends them from the segment files.
+			if cn.cl.fetch != nil {
+				cn.fetchSize = sizeOf(len(cn.cl.fetch))
+				cn.cl.fetch = s.fitFetch(f, cn.cl.fetch)
+			}
 			r.out, r.holes = appendFetchResponse(out, req.correlation, f, cn.cl.regions, nil)
 			r.files = cn.cl.files
 			cn.cl.regions = cn.cl.regions[:0]
 			if cn.cl.fetch != nil {
-				cn.fetchSize = sizeOf(len(cn.cl.fetch))
 				r.fetch, cn.cl.fetch = cn.cl.fetch, nil
 				r.copied, r.copies, cn.cl.copied = cn.cl.copied, s.copied, 0
 			}
@@ -400,6 +417,8 @@ type reply struct {
 	fetch   []byte
 	copied  int64        // record bytes in fetch, taken from copies
 	copies  *copiedBytes // nil when copied is 0
+	charge  int64        // request memory of a response encoded by finish, taken from mem
+	mem     *byteBudget  // nil when charge is 0
 	files   *fetchFiles  // counts the descriptors of holes
 	held    int64        // cap(out) + cap(fetch) when handed to the writer (conn.unwrittenBytes)
 }
@@ -414,6 +433,9 @@ func (r *reply) release(bufs *bufPool) {
 	}
 	if r.copied > 0 {
 		r.copies.put(r.copied)
+	}
+	if r.charge > 0 {
+		r.mem.release(r.charge)
 	}
 	n := 0
 	for _, h := range r.holes {
@@ -454,7 +476,7 @@ func (cn *conn) send(r reply) error {
 	case cn.replies <- r:
 		return nil
 	case <-cn.writerDone:
-		return cn.writeErr
+		return cn.unsent(&r)
 	default:
 	}
 	// connPipeline answers wait: the reader pauses until the writer
@@ -471,7 +493,7 @@ func (cn *conn) send(r reply) error {
 		return nil
 	case <-cn.writerDone:
 		cn.cl.peer.stop()
-		return cn.writeErr
+		return cn.unsent(&r)
 	case <-ctx.Done():
 	}
 	if cn.cl.peer.stop() {
@@ -487,8 +509,17 @@ func (cn *conn) send(r reply) error {
 	case cn.replies <- r:
 		return nil
 	case <-cn.writerDone:
-		return cn.writeErr
+		return cn.unsent(&r)
 	}
+}
+
+// unsent gives back what r holds, the writer having stopped (a write
+// failed) before taking it: no one else would, and a Fetch answer's
+// copied record bytes would stay taken for the server's life.
+func (cn *conn) unsent(r *reply) error {
+	cn.unwrittenBytes.Add(-r.held)
+	r.release(&cn.s.bufs)
+	return cn.writeErr
 }
 
 // errPeerGone: the client closed the connection while the reader was
@@ -610,6 +641,8 @@ func (cn *conn) close() {
 	if cn.cl.fetch != nil {
 		cn.s.bufs.put(cn.cl.fetch)
 		cn.cl.fetch = nil
+		cn.s.copied.put(cn.cl.copied)
+		cn.cl.copied = 0
 	}
 	cn.nc.Close()
 }

@@ -14,23 +14,32 @@ import (
 // millions of empty topics decodes into about 2.4 GB. Answering it
 // allocates more again: a response struct for every element (a Produce
 // naming a million partitions without records is answered with a
-// million errors). So a request is charged, against the same budget as
-// its frame (MaxInFlightRequestBytes), what decoding and answering it
-// may allocate, before it is decoded, and holds it until its answer is
-// encoded:
+// million errors). So a request is charged, against a budget of the
+// same size as its frame's (MaxInFlightRequestBytes) but its own
+// (Server.decodeMem, see conn.chargeDecode), what decoding and
+// answering it may allocate, before it is decoded, and holds it until
+// its answer is encoded:
 //
 //   - a Produce, the one request whose frames are large by nature (its
-//     record sets, which decoding does not copy), by counting its topics,
-//     partitions, names and tags with a scan of the frame that allocates
-//     nothing;
+//     record sets, which decoding does not copy), and a Fetch, whose
+//     partitions take tens of bytes on the wire and about 1 KiB each
+//     decoded and answered (a consumer names every partition it reads:
+//     at 192 times its frame, a Fetch of 2,000 partitions took more than
+//     a small budget holds), by counting their topics, partitions, names
+//     and tags with a scan of the frame that allocates nothing
+//     (FuzzScanAgrees keeps the scans in step with kmsg); an
+//     OffsetCommit likewise (a consumer commits every partition it
+//     reads); a JoinGroup and a SyncGroup likewise, their metadata and
+//     assignments (bytes kmsg does not copy) at their size, as they wait
+//     for their group;
 //   - any other request at decodeFactor (or its API's entry in
 //     handleFactor) times its frame: such requests are small (a few
 //     hundred bytes to a few MiB) and scanning each API's layout would
 //     be a second decoder to keep in step with kmsg.
 //
-// A request whose frame and charge could never fit the budget closes the
+// A request whose charge could never fit the budget closes the
 // connection (a FrameError, logged): with the defaults that is a request
-// other than Produce over 3.9 MiB, a CreateTopics over 1 MiB). Kafka
+// not scanned over about 4 MiB, a CreateTopics over 1 MiB. Kafka
 // accepts socket.request.max.bytes
 // for every API, but decodes into the JVM heap with no such bound.
 
@@ -39,13 +48,11 @@ import (
 // measures it for every supported API and version, with arrays of empty
 // elements and tag sections of unknown tags: decoding takes at most 41
 // (unknown tags) or 24 (Metadata's topics); the APIs whose answers take
-// more have their own factor in handleFactor (measured: Fetch and
-// OffsetCommit 133, CreateTopics 174, ListOffsets 107).
+// more have their own factor in handleFactor (measured: CreateTopics
+// 174, ListOffsets 107).
 const decodeFactor = 64
 
 var handleFactor = map[int16]int64{
-	kmsg.Fetch.Int16():        192,
-	kmsg.OffsetCommit.Int16(): 192,
 	kmsg.CreateTopics.Int16(): 256,
 	kmsg.ListOffsets.Int16():  160,
 }
@@ -64,20 +71,34 @@ const (
 )
 
 // decodeCharge is the request memory a frame's decoding may allocate,
-// beyond the frame itself. A Produce frame that does not scan is an
-// error: kmsg would not decode it either.
+// beyond the frame itself. A Produce or Fetch frame that does not scan
+// is an error: kmsg would not decode it either.
 func decodeCharge(frame []byte) (int64, error) {
 	key, version := int16(frame[0])<<8|int16(frame[1]), int16(frame[2])<<8|int16(frame[3])
-	if key != kmsg.Produce.Int16() {
+	var (
+		n  int64
+		ok bool
+	)
+	switch key {
+	case kmsg.Produce.Int16():
+		n, ok = scanProduce(frame, version)
+	case kmsg.Fetch.Int16():
+		n, ok = scanFetch(frame, version)
+	case kmsg.JoinGroup.Int16():
+		n, ok = scanJoinGroup(frame, version)
+	case kmsg.SyncGroup.Int16():
+		n, ok = scanSyncGroup(frame, version)
+	case kmsg.OffsetCommit.Int16():
+		n, ok = scanOffsetCommit(frame, version)
+	default:
 		factor, ok := handleFactor[key]
 		if !ok {
 			factor = decodeFactor
 		}
 		return requestCost + factor*int64(len(frame)), nil
 	}
-	n, ok := scanProduce(frame, version)
 	if !ok {
-		return 0, &FrameError{Key: key, Version: version, Reason: "malformed produce request"}
+		return 0, &FrameError{Key: key, Version: version, Reason: "malformed " + kmsg.NameForKey(key) + " request"}
 	}
 	return n, nil
 }
@@ -89,86 +110,110 @@ func scanProduce(frame []byte, version int16) (int64, bool) {
 	if !supports(kmsg.Produce.Int16(), version) {
 		return requestCost, true
 	}
-	flexible := version >= 9
-	r := kbin.Reader{Src: frame[8:]}
-	cost := int64(requestCost)
-	if l := r.Int16(); l > 0 { // the client id
-		r.Span(int(l))
-		cost += int64(l)
-	}
-	str := func() {
-		var l int
-		if flexible {
-			l = int(r.Uvarint()) - 1
-		} else {
-			l = int(r.Int16())
-		}
-		if l > 0 {
-			r.Span(l)
-			cost += int64(l)
-		}
-	}
-	bytes := func() {
-		var l int
-		if flexible {
-			l = int(r.Uvarint()) - 1
-		} else {
-			l = int(r.Int32())
-		}
-		if l > 0 {
-			r.Span(l)
-		}
-	}
-	array := func() int {
-		if flexible {
-			return int(r.CompactArrayLen())
-		}
-		return int(r.ArrayLen())
-	}
-	tags := func() {
-		if !flexible {
-			return
-		}
-		for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
-			r.Uvarint()
-			r.Span(int(r.Uvarint()))
-			cost += tagCost
-		}
-	}
-	if flexible {
-		tags() // the header's
-	}
-	str() // transactional id
-	r.Int16()
-	r.Int32()
-	topics := array()
+	sc := newScanner(frame, version >= 9)
+	sc.str() // transactional id
+	sc.r.Int16()
+	sc.r.Int32()
+	topics := sc.array()
 	for range max(topics, 0) {
-		if !r.Ok() {
+		if !sc.r.Ok() {
 			break
 		}
-		cost += produceTopicCost
-		str()
-		partitions := array()
+		sc.cost += produceTopicCost
+		sc.str()
+		partitions := sc.array()
 		for range max(partitions, 0) {
-			if !r.Ok() {
+			if !sc.r.Ok() {
 				break
 			}
-			cost += producePartitionCost
-			r.Int32()
-			bytes()
-			tags()
+			sc.cost += producePartitionCost
+			sc.r.Int32()
+			sc.bytes()
+			sc.tags()
 		}
-		tags()
+		sc.tags()
 	}
-	tags()
-	return cost, r.Ok()
+	sc.tags()
+	return sc.cost, sc.r.Ok()
 }
 
-// chargeError: a request's frame and its decoding's charge exceed the
-// whole request-memory budget, so it could never be granted.
+// scanner walks a request frame's body as kmsg decodes it, adding up
+// what the decoding copies and makes (cost); r stops being Ok where
+// kmsg would fail.
+type scanner struct {
+	r        kbin.Reader
+	flexible bool
+	cost     int64
+}
+
+// newScanner starts after the request header (its client id and, in a
+// flexible version, its tags), the header's strings counted.
+func newScanner(frame []byte, flexible bool) *scanner {
+	sc := &scanner{r: kbin.Reader{Src: frame[8:]}, flexible: flexible, cost: requestCost}
+	if l := sc.r.Int16(); l > 0 { // the client id
+		sc.r.Span(int(l))
+		sc.cost += int64(l)
+	}
+	if flexible {
+		sc.tags()
+	}
+	return sc
+}
+
+// str skips a (nullable) string, counting its copy.
+func (sc *scanner) str() {
+	var l int
+	if sc.flexible {
+		l = int(sc.r.Uvarint()) - 1
+	} else {
+		l = int(sc.r.Int16())
+	}
+	if l > 0 {
+		sc.r.Span(l)
+		sc.cost += int64(l)
+	}
+}
+
+// bytes skips a (nullable) byte array, which decoding does not copy.
+func (sc *scanner) bytes() {
+	var l int
+	if sc.flexible {
+		l = int(sc.r.Uvarint()) - 1
+	} else {
+		l = int(sc.r.Int32())
+	}
+	if l > 0 {
+		sc.r.Span(l)
+	}
+}
+
+// array reads an array's length (negative: null).
+func (sc *scanner) array() int {
+	if sc.flexible {
+		return int(sc.r.CompactArrayLen())
+	}
+	return int(sc.r.ArrayLen())
+}
+
+// tags skips a flexible version's tag section, counting each tag (a
+// map entry, or a known tag's field decoded from its bytes).
+func (sc *scanner) tags() {
+	if !sc.flexible {
+		return
+	}
+	for n := sc.r.Uvarint(); n > 0 && sc.r.Ok(); n-- {
+		sc.r.Uvarint()
+		l := int(sc.r.Uvarint())
+		sc.r.Span(l)
+		sc.cost += tagCost + int64(max(l, 0))
+	}
+}
+
+// chargeError: a request's decoding's charge exceeds the whole budget,
+// so it could never be granted.
 func chargeError(frame []byte, charge, limit int64) error {
 	key, version := int16(frame[0])<<8|int16(frame[1]), int16(frame[2])<<8|int16(frame[3])
 	return &FrameError{Key: key, Version: version, Reason: fmt.Sprintf(
 		"%d-byte request would take %d bytes of request memory decoded, more than MaxInFlightRequestBytes (%d)",
-		len(frame), int64(len(frame))+charge, limit)}
+		len(frame), charge, limit)}
 }

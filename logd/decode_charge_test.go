@@ -181,7 +181,7 @@ func TestDecodedMemoryBound(t *testing.T) {
 				_, _ = io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(size[:])))
 			}
 			c.Close()
-			waitUntil(t, "request memory given back", func() bool { return ts.reqMem.stats().used == 0 })
+			waitUntil(t, "request memory given back", func() bool { return ts.reqMem.stats().used == 0 && ts.decodeMem.stats().used == 0 })
 		})
 		t.Logf("%s: a %d KiB request allocated %d KiB", name, len(frame)>>10, got>>10)
 		// The frame's buffers and the answer's, within the budget.

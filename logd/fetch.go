@@ -99,6 +99,9 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (resp *kmsg.Fetch
 	defer func() { cl.fetch = buf }() // its length: what this fetch used
 	cl.closeRegions()                 // those of an earlier pass of a long poll
 	resp = kmsg.NewPtrFetchResponse()
+	// Made at their size: a slice grown by append allocates about 5
+	// times its final size, not charged (decodeCharge).
+	resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(req.Topics))
 	budget := s.cfg.MaxFetchBytes
 	if req.MaxBytes > 0 {
 		budget = min(budget, int(req.MaxBytes))
@@ -107,6 +110,7 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (resp *kmsg.Fetch
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(t.Partitions))
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition

@@ -1,6 +1,10 @@
 package logd
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // copiedBytes bounds the record bytes that Fetch answers hold in memory
 // over all connections (Config.MaxCopiedFetchBytes): record sets read
@@ -39,4 +43,35 @@ func (c *copiedBytes) put(n int64) {
 		c.used.Add(-n)
 		c.freed.wake()
 	}
+}
+
+// fitFetch returns the buffer resp's record sets, read into buf, are to
+// be held in until written: buf when it is of their size class, else a
+// buffer of that class they are moved into (buf going back to the
+// pool), or nil, buf given back, when they are none. copiedBytes counts
+// the bytes copied, not the buffer: without this an answer of one small
+// batch held, unwritten, a buffer of the size the connection's largest
+// earlier fetch needed (up to 8 MiB).
+func (s *Server) fitFetch(resp *kmsg.FetchResponse, buf []byte) []byte {
+	if len(buf) == 0 {
+		s.bufs.put(buf)
+		return nil
+	}
+	size := classSize(len(buf))
+	if size == 0 || cap(buf) <= size {
+		return buf // beyond the largest class, buf was made at its size
+	}
+	fit := s.bufs.get(size)
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			p := &resp.Topics[i].Partitions[j]
+			if len(p.RecordBatches) > 0 {
+				start := len(fit)
+				fit = append(fit, p.RecordBatches...)
+				p.RecordBatches = fit[start:len(fit):len(fit)]
+			}
+		}
+	}
+	s.bufs.put(buf)
+	return fit
 }

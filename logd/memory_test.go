@@ -174,12 +174,11 @@ func TestFetchBufferFollowsUse(t *testing.T) {
 // member, kept up to the session timeout) is held within MaxGroupBytes
 // over all groups; joins past it are refused with
 // COORDINATOR_NOT_AVAILABLE. One connection's 256 joins once held
-// 260 MiB on a server whose request memory was bounded at 4 MiB (now
-// 80 MiB: a 1 MiB JoinGroup is charged decodeFactor times its frame).
+// 260 MiB on a server whose request memory is bounded at 4 MiB.
 func TestGroupMetadataBounded(t *testing.T) {
 	ts := startServer(t, t.TempDir(), func(c *Config) {
 		c.MaxRequestBytes = 2 << 20
-		c.MaxInFlightRequestBytes = 80 << 20
+		c.MaxInFlightRequestBytes = 4 << 20
 		c.MaxGroupBytes = 8 << 20
 	})
 	c := dial(t, ts.addr)

@@ -28,10 +28,14 @@ type Server struct {
 	ids         *producerIDs
 	topicsAdded notifier // woken when a topic is created
 	metrics     *metrics
-	reqMem      *byteBudget // request memory of all connections
-	bufs        bufPool     // connections' buffers between requests
-	warnings    connWarnings
-	auth        serverAuth
+	reqMem      *byteBudget // request memory of all connections' frames
+	// decodeMem is the request memory their decoding and answering may
+	// take (decodeCharge): a budget of its own, so that a complete frame
+	// never waits for its charge behind frames that wait for it.
+	decodeMem *byteBudget
+	bufs      bufPool // connections' buffers between requests
+	warnings  connWarnings
+	auth      serverAuth
 	// noZeroCopy makes fetches read every record set and write it
 	// from memory, as on a socket that cannot send from files (tests
 	// compare the two ways).
@@ -70,7 +74,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, conns: map[net.Conn]struct{}{}, perIP: map[string]int{}, metrics: newMetrics(), reqMem: newByteBudget(int64(cfg.MaxInFlightRequestBytes)), copied: &copiedBytes{limit: int64(cfg.MaxCopiedFetchBytes)}}
+	s := &Server{cfg: cfg, conns: map[net.Conn]struct{}{}, perIP: map[string]int{}, metrics: newMetrics(), reqMem: newByteBudget(int64(cfg.MaxInFlightRequestBytes)), decodeMem: newByteBudget(int64(cfg.MaxInFlightRequestBytes)), copied: &copiedBytes{limit: int64(cfg.MaxCopiedFetchBytes)}}
 	if err := s.auth.setup(cfg); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,76 @@
+package logd
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestFetchOfManyPartitionsAnswered: a consumer's Fetch of every
+// partition of two 1000-partition topics (a 64 KiB frame) is answered
+// with the smallest request memory the configuration allows (twice
+// MaxRequestBytes of 2 MiB): what decoding and answering it allocates
+// is counted by its topics and partitions, not guessed at 192 times
+// its frame (12 MiB, which closed the connection); what answering it
+// allocates is within that charge.
+func TestFetchOfManyPartitionsAnswered(t *testing.T) {
+	ts := startServer(t, t.TempDir(), func(c *Config) {
+		c.MaxRequestBytes = 2 << 20
+		c.MaxInFlightRequestBytes = 4 << 20
+		c.DisableAutoCreateTopics = true
+	})
+	cl := newClient(t, ts.addr)
+	const partitions = 1000
+	topics := []string{"many-a", "many-b"}
+	for _, topic := range topics {
+		createTopic(t, cl, topic, partitions)
+	}
+	for _, v := range []int16{4, 11, 12} {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(v)
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 0, 0, 1<<20
+		for _, topic := range topics {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = topic
+			for p := range int32(partitions) {
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.PartitionMaxBytes = p, 1<<20
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 1)[4:]
+		charge, err := decodeCharge(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !raceEnabled { // the race detector enlarges allocations
+			got := allocated(func() {
+				dreq, err := decodeRequest(frame)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if resp, err := ts.handle(&client{}, dreq); err == nil && resp != nil {
+					appendResponse(nil, 1, resp)
+				}
+			})
+			if got > charge {
+				t.Errorf("Fetch v%d of %d partitions: answering %d bytes allocated %d, charged %d", v, len(topics)*partitions, len(frame), got, charge)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		resp, err := cl.Broker(0).Request(ctx, req)
+		cancel()
+		if err != nil {
+			t.Fatalf("Fetch v%d of %d partitions: %v", v, len(topics)*partitions, err)
+		}
+		for _, rt := range resp.(*kmsg.FetchResponse).Topics {
+			if got := len(rt.Partitions); got != partitions {
+				t.Fatalf("Fetch v%d: %d partitions of %s answered, want %d", v, got, rt.Topic, partitions)
+			}
+		}
+	}
+}
