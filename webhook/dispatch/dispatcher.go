@@ -64,6 +64,11 @@ type endpointState struct {
 	// with an older revision of it are attempted to it as it is now.
 	checked time.Time
 	latest  *store.Endpoint
+	// reading is closed when the read again under way ends (nil: none):
+	// the other workers' deliveries claimed as long ago wait for what it
+	// says (attempted meanwhile, one went out to an endpoint its user had
+	// disabled, the last read's time set already).
+	reading chan struct{}
 	// disabling counts this dispatcher's attempts that disable the
 	// endpoint (410 Gone, failing too long) and are not recorded yet, and
 	// staleUpTo is the last poll (Dispatcher.polls) that may have claimed
@@ -477,14 +482,28 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		c := ep.queue[0]
 		ep.queue[0] = nil
 		ep.queue = ep.queue[1:]
+		now := d.cfg.Now()
+		for ep.reading != nil && !ep.stale(c.seq) && now.Sub(c.at) >= endpointRecheck {
+			// Another worker reads the endpoint again: its answer is
+			// waited for (endpointState.reading).
+			reading := ep.reading
+			d.mu.Unlock()
+			<-reading
+			d.mu.Lock()
+			now = d.cfg.Now()
+		}
 		// (A clock stepped back since the last read reads again too: it
 		// would not for as long as it stepped back.)
-		if now := d.cfg.Now(); !ep.stale(c.seq) && now.Sub(c.at) >= endpointRecheck && (now.Sub(ep.checked) >= endpointRecheck || now.Before(ep.checked)) {
+		if !ep.stale(c.seq) && now.Sub(c.at) >= endpointRecheck && (now.Sub(ep.checked) >= endpointRecheck || now.Before(ep.checked)) {
 			ep.checked = now
 			polls := d.polls
+			reading := make(chan struct{})
+			ep.reading = reading
 			d.mu.Unlock()
 			e, ok := d.reread(ctx, id)
 			d.mu.Lock()
+			ep.reading = nil
+			close(reading)
 			switch {
 			case !ok:
 			case e == nil || !e.Enabled:
