@@ -98,17 +98,16 @@ func (ep *endpointState) stale(seq uint64) bool {
 // until − Lease + (start − got) or later by the store's clock
 // (Completion.LeaseStarted).
 //
-// slot is the rate limit of the rate-limit slot taken for it (0: none
-// taken) at slotAt, given back if it is released unattempted as it
-// starts, its endpoint being disabled (returnSlot).
+// slots is the take of rate-limit slots it has one of (nil: none), its
+// slot given back if it is released unattempted as it starts, its
+// endpoint being disabled (returnSlot).
 type claimed struct {
-	job    *store.Job
-	seq    uint64
-	at     time.Time
-	until  time.Time
-	got    time.Time
-	slot   int
-	slotAt time.Time
+	job   *store.Job
+	seq   uint64
+	at    time.Time
+	until time.Time
+	got   time.Time
+	slots *slotsTaken
 }
 
 // Stats counts what a Dispatcher did.
@@ -350,7 +349,7 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		queued++
 	}
 	d.mu.Unlock()
-	d.returnSlots(ctx, slots, got)
+	d.returnSlots(ctx, slots)
 	d.release(ctx, release)
 	return queued, len(jobs) == limit, wakeAt, working, nil
 }
@@ -440,14 +439,14 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, g
 	if ep.held >= d.cfg.Concurrency+d.depth(ep) || d.held >= d.cfg.MaxInFlight || d.heldBytes >= d.cfg.MaxInFlightBytes || ep.stale(seq) {
 		return false
 	}
+	var t *slotsTaken
 	if j.Endpoint.RateLimit > 0 {
-		t := slots[id]
-		if t == nil || t.n <= 0 {
+		if t = slots[id]; t == nil || t.n <= 0 {
 			return false
 		}
 		t.n--
 	}
-	c := &claimed{job: j, seq: seq, at: now, until: j.LeaseUntil, got: got, slot: max(j.Endpoint.RateLimit, 0), slotAt: got}
+	c := &claimed{job: j, seq: seq, at: now, until: j.LeaseUntil, got: got, slots: t}
 	ep.queue = append(ep.queue, c)
 	d.holding[j.Delivery.ID] = c
 	ep.held++
@@ -538,7 +537,7 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 			// Paused by the disable under way (endpointState.disabling),
 			// or to take a rate-limit slot (unslotted).
 			d.release(ctx, []string{c.job.Delivery.ID})
-			d.returnSlot(ctx, id, c.slot, c.slotAt)
+			d.returnSlot(ctx, id, c.slots)
 		default:
 			// (Its slot, taken most of a lease ago, is not given back:
 			// long past, it frees nothing, or, taken by others since,
