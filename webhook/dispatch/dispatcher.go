@@ -64,6 +64,11 @@ type endpointState struct {
 	// with an older revision of it are attempted to it as it is now.
 	checked time.Time
 	latest  *store.Endpoint
+	// reading is closed when the read again under way ends (nil: none):
+	// the other workers' deliveries claimed as long ago wait for what it
+	// says (attempted meanwhile, one went out to an endpoint its user had
+	// disabled, the last read's time set already).
+	reading chan struct{}
 	// disabling counts this dispatcher's attempts that disable the
 	// endpoint (410 Gone, failing too long) and are not recorded yet, and
 	// staleUpTo is the last poll (Dispatcher.polls) that may have claimed
@@ -93,17 +98,16 @@ func (ep *endpointState) stale(seq uint64) bool {
 // until − Lease + (start − got) or later by the store's clock
 // (Completion.LeaseStarted).
 //
-// slot is the rate limit of the rate-limit slot taken for it (0: none
-// taken) at slotAt, given back if it is released unattempted as it
-// starts, its endpoint being disabled (returnSlot).
+// slots is the take of rate-limit slots it has one of (nil: none), its
+// slot given back if it is released unattempted as it starts, its
+// endpoint being disabled (returnSlot).
 type claimed struct {
-	job    *store.Job
-	seq    uint64
-	at     time.Time
-	until  time.Time
-	got    time.Time
-	slot   int
-	slotAt time.Time
+	job   *store.Job
+	seq   uint64
+	at    time.Time
+	until time.Time
+	got   time.Time
+	slots *slotsTaken
 }
 
 // Stats counts what a Dispatcher did.
@@ -345,7 +349,7 @@ func (d *Dispatcher) poll(ctx context.Context) (queued int, full bool, wakeAt ti
 		queued++
 	}
 	d.mu.Unlock()
-	d.returnSlots(ctx, slots, got)
+	d.returnSlots(ctx, slots)
 	d.release(ctx, release)
 	return queued, len(jobs) == limit, wakeAt, working, nil
 }
@@ -435,14 +439,14 @@ func (d *Dispatcher) admit(ctx context.Context, j *store.Job, seq uint64, now, g
 	if ep.held >= d.cfg.Concurrency+d.depth(ep) || d.held >= d.cfg.MaxInFlight || d.heldBytes >= d.cfg.MaxInFlightBytes || ep.stale(seq) {
 		return false
 	}
+	var t *slotsTaken
 	if j.Endpoint.RateLimit > 0 {
-		t := slots[id]
-		if t == nil || t.n <= 0 {
+		if t = slots[id]; t == nil || t.n <= 0 {
 			return false
 		}
 		t.n--
 	}
-	c := &claimed{job: j, seq: seq, at: now, until: j.LeaseUntil, got: got, slot: max(j.Endpoint.RateLimit, 0), slotAt: got}
+	c := &claimed{job: j, seq: seq, at: now, until: j.LeaseUntil, got: got, slots: t}
 	ep.queue = append(ep.queue, c)
 	d.holding[j.Delivery.ID] = c
 	ep.held++
@@ -477,14 +481,28 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 		c := ep.queue[0]
 		ep.queue[0] = nil
 		ep.queue = ep.queue[1:]
+		now := d.cfg.Now()
+		for ep.reading != nil && !ep.stale(c.seq) && now.Sub(c.at) >= endpointRecheck {
+			// Another worker reads the endpoint again: its answer is
+			// waited for (endpointState.reading).
+			reading := ep.reading
+			d.mu.Unlock()
+			<-reading
+			d.mu.Lock()
+			now = d.cfg.Now()
+		}
 		// (A clock stepped back since the last read reads again too: it
 		// would not for as long as it stepped back.)
-		if now := d.cfg.Now(); !ep.stale(c.seq) && now.Sub(c.at) >= endpointRecheck && (now.Sub(ep.checked) >= endpointRecheck || now.Before(ep.checked)) {
+		if !ep.stale(c.seq) && now.Sub(c.at) >= endpointRecheck && (now.Sub(ep.checked) >= endpointRecheck || now.Before(ep.checked)) {
 			ep.checked = now
 			polls := d.polls
+			reading := make(chan struct{})
+			ep.reading = reading
 			d.mu.Unlock()
 			e, ok := d.reread(ctx, id)
 			d.mu.Lock()
+			ep.reading = nil
+			close(reading)
 			switch {
 			case !ok:
 			case e == nil || !e.Enabled:
@@ -519,7 +537,7 @@ func (d *Dispatcher) work(ctx context.Context, id string) {
 			// Paused by the disable under way (endpointState.disabling),
 			// or to take a rate-limit slot (unslotted).
 			d.release(ctx, []string{c.job.Delivery.ID})
-			d.returnSlot(ctx, id, c.slot, c.slotAt)
+			d.returnSlot(ctx, id, c.slots)
 		default:
 			// (Its slot, taken most of a lease ago, is not given back:
 			// long past, it frees nothing, or, taken by others since,

@@ -72,7 +72,7 @@ func (d *Dispatcher) takeSlots(ctx context.Context, jobs []*store.Job, now time.
 			}
 			took, next = 0, now.Add(d.cfg.PollInterval)
 		}
-		slots[id] = &slotsTaken{rate: w.rate, n: took, took: took}
+		slots[id] = &slotsTaken{rate: w.rate, n: took, took: took, at: now}
 		if took < w.n {
 			d.mu.Lock()
 			d.endpoint(id).rateWait = next
@@ -83,8 +83,13 @@ func (d *Dispatcher) takeSlots(ctx context.Context, jobs []*store.Job, now time.
 }
 
 // slotsTaken is how many slots takeSlots took of an endpoint's rate
-// limit (rate, took), and not yet used (n: admit uses them).
-type slotsTaken struct{ rate, n, took int }
+// limit (rate, took) at at, not yet used (n: admit uses them), and
+// given back since (returned, by returnSlots and returnSlot, under
+// Dispatcher.mu).
+type slotsTaken struct {
+	rate, n, took, returned int
+	at                      time.Time
+}
 
 // aheadOf is how many of the last n of took slots, taken at at at rate,
 // are still ahead of now, so that giving them back frees them and no
@@ -107,42 +112,52 @@ func rateSlot(rate int) int64 {
 	return (int64(time.Second) + int64(rate) - 1) / int64(rate)
 }
 
-// returnSlots gives back to the store, at now, the slots takeSlots took
+// returnSlots gives back to the store the slots takeSlots took
 // that admit used none of (slots, by endpoint: those left), for
 // deliveries it refused (MaxInFlightBytes reached, the endpoint
 // being disabled), and the endpoint waits for none: the next claim takes
 // them. Kept, they were lost: an endpoint whose deliveries admit
 // refused got less than its rate (half of it, with room for half its
 // burst). A store error keeps them (the endpoint gets less, never
-// more).
+// more). Only those still ahead of the clock (giveBack).
 // (The jobs admitted are their workers' now: their endpoints are not
 // read here.)
-func (d *Dispatcher) returnSlots(ctx context.Context, slots map[string]*slotsTaken, now time.Time) {
-	later := d.cfg.Now()
+func (d *Dispatcher) returnSlots(ctx context.Context, slots map[string]*slotsTaken) {
 	for id, t := range slots {
-		// Those still ahead of the clock only (aheadOf).
-		d.giveBack(ctx, id, t.rate, aheadOf(t.rate, t.n, t.took, now, later), now)
+		d.giveBack(ctx, id, t, t.n)
 	}
 }
 
-// returnSlot gives back the slot (its rate limit, claimed.slot; 0:
-// none) a worker took no attempt with: the delivery admitted with it was
-// released unattempted as it started, its endpoint being disabled. Kept,
-// it was lost, as returnSlots's were. (An attempt that began keeps its
-// slot, whether or not its request went out.)
-func (d *Dispatcher) returnSlot(ctx context.Context, id string, rate int, takenAt time.Time) {
-	// Taken at takenAt, it may be the first of its take: given back
-	// only if still ahead of the clock then (aheadOf).
-	d.giveBack(ctx, id, rate, aheadOf(rate, 1, 1, takenAt, d.cfg.Now()), d.cfg.Now())
+// returnSlot gives back the slot of t (nil: none) a worker took no
+// attempt with: the delivery admitted with it was released unattempted
+// as it started, its endpoint being disabled. Kept, it was lost, as
+// returnSlots's were. (An attempt that began keeps its slot, whether or
+// not its request went out.)
+func (d *Dispatcher) returnSlot(ctx context.Context, id string, t *slotsTaken) {
+	if t != nil {
+		d.giveBack(ctx, id, t, 1)
+	}
 }
 
-// giveBack gives back n slots of endpoint id's rate limit rate, at now,
-// and the endpoint waits for none (see returnSlots).
-func (d *Dispatcher) giveBack(ctx context.Context, id string, rate, n int, now time.Time) {
-	if rate <= 0 || n <= 0 {
+// giveBack gives back up to n slots of t, endpoint id's, at the clock,
+// and the endpoint waits for none (see returnSlots): those still ahead
+// of the clock (aheadOf), less those of t given back already. Each
+// return counted its own as if none of the take had been given back: a
+// worker's (returnSlot), then the claim's one slot later, gave back
+// one past between them, moving back the slots another dispatcher had
+// taken meanwhile.
+func (d *Dispatcher) giveBack(ctx context.Context, id string, t *slotsTaken, n int) {
+	d.mu.Lock()
+	now := d.cfg.Now()
+	n = aheadOf(t.rate, n, t.took-t.returned, t.at, now)
+	t.returned += n
+	d.mu.Unlock()
+	if n <= 0 {
 		return
 	}
-	if err := d.cfg.Store.ReturnRateSlots(context.WithoutCancel(ctx), id, rate, n, now); err != nil {
+	// (One the store failed to take back is counted given back all the
+	// same: the endpoint gets less, never more.)
+	if err := d.cfg.Store.ReturnRateSlots(context.WithoutCancel(ctx), id, t.rate, n, now); err != nil {
 		d.stats.storeErrors.Add(1)
 		d.cfg.Logger.Warn("webhook dispatcher: returning rate-limit slots", "endpoint", id, "err", err)
 		return

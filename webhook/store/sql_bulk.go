@@ -50,11 +50,11 @@ type bulkAttempt struct {
 
 // The bulk statements (PostgreSQL): a batch of completions in two
 // statements, where the row-by-row path makes two or three round trips
-// per completion, the writer's whole cost against a local server. The
-// first takes a key-share lock on the endpoints' rows (e) and the
-// events' (v) before it writes their deliveries, as lockParents does for
-// the row-by-row path: a delivery of an endpoint deleted or an event
-// purged meanwhile is not matched. A resend, and a recover,
+// per completion, the writer's whole cost against a local server.
+// lockParents has locked the endpoints' rows, the events' and the
+// deliveries' before (the first statement's key-share locks on the
+// endpoints (e) and events (v) are then held already): a delivery of an
+// endpoint deleted or an event purged meanwhile is not matched. A resend, and a recover,
 // are honoured as completeDeliveryQuery does (bulkStatus is its
 // completeStatus).
 const (

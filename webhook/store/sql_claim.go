@@ -282,12 +282,12 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 		for _, c := range cs {
 			c.Resent, c.Disabled, c.Failed = false, false, false
 		}
+		if err := s.lockParents(ctx, tx, cs); err != nil {
+			return err
+		}
 		if s.d.bulk && bulkable(cs) {
 			var err error
 			lost, err = s.completeBulk(ctx, tx, cs)
-			return err
-		}
-		if err := s.lockParents(ctx, tx, cs); err != nil {
 			return err
 		}
 		health := map[string]bool{}
@@ -316,15 +316,15 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 }
 
 // lockParents takes, on PostgreSQL, a key-share lock on the rows of
-// the endpoints of cs, then of their events, before a delivery of theirs
-// is written, in one statement. An endpoint being deleted (DeleteEndpoint
-// holds its row FOR UPDATE), or an event being purged (Purge holds its
-// row FOR UPDATE), is waited for, and its deliveries are then gone (their
-// completions' leases lost); one not yet being deleted or purged is then
-// deleted only after cs commit, attempts included (Purge skips the events
-// locked here). (completeBulk's statement takes the same locks.)
-// DeleteEndpoint locks the endpoint's deliveries too, after its row: a
-// completion that got past this lock and wrote one (storetest
+// the endpoints of cs, then of their events, then locks the deliveries
+// cs write, in id order, before a delivery of theirs is written, in one
+// statement. An endpoint being deleted (DeleteEndpoint holds its row FOR
+// UPDATE), or an event being purged (Purge holds its row FOR UPDATE), is
+// waited for, and its deliveries are then gone (their completions'
+// leases lost); one not yet being deleted or purged is then deleted only
+// after cs commit, attempts included (Purge skips the events locked
+// here). DeleteEndpoint locks the endpoint's deliveries too, after its
+// row: a completion that got past this lock and wrote one (storetest
 // DeleteEndpointCompleting saw it about once in 60 runs) is waited for.
 //
 // When a completion of cs disables its endpoint, the endpoints' rows
@@ -335,23 +335,41 @@ func (s *sqlStore) Complete(ctx context.Context, cs ...*Completion) error {
 // the endpoint (writing its row, then pausing its deliveries) waited
 // for a delivery another completion held, which waited to write the
 // endpoint's health: a deadlock, one of them killed (40P01).
+//
+// The deliveries are cs's and the pending ones of the endpoints a
+// completion of cs disables (which it pauses), all at once in id order,
+// as Release, Resend and Recover lock theirs: cs, written in their
+// endpoints' id order (or, by completeBulk, in the order its join came
+// to them), locked them in another, and disabling an endpoint locked its
+// pending deliveries with others of cs held already; a Resend of an
+// event with deliveries among them, holding one and waiting for another
+// held here, waiting for the first, was a deadlock, one killed (40P01).
 func (s *sqlStore) lockParents(ctx context.Context, tx *sql.Tx, cs []*Completion) error {
 	if s.d.forKeyShare == "" {
 		return nil
 	}
 	endpoints := make([]string, 0, len(cs))
 	events := make([]string, 0, len(cs))
+	deliveries := make([]string, 0, len(cs))
+	var disabling []string
 	lock := s.d.forKeyShare
 	for _, c := range cs {
 		endpoints = append(endpoints, c.Attempt.EndpointID)
 		events = append(events, c.Attempt.EventID)
+		deliveries = append(deliveries, c.Attempt.DeliveryID)
 		if c.Disable != "" {
 			lock = s.d.forUpdate
+			disabling = append(disabling, c.Attempt.EndpointID)
 		}
 	}
+	mine, args := `id IN `+s.d.idSet, []any{idJSON(endpoints), idJSON(events), idJSON(deliveries)}
+	if len(disabling) > 0 {
+		mine, args = mine+` OR status = ? AND endpoint_id IN `+s.d.idSet, append(args, StatusPending, idJSON(disabling))
+	}
 	_, err := s.exec(ctx, tx, `WITH e AS (SELECT id FROM endpoints WHERE id IN `+s.d.idSet+` ORDER BY id`+lock+`),
-		v AS (SELECT id FROM events WHERE id IN `+s.d.idSet+` ORDER BY id`+s.d.forKeyShare+`)
-		SELECT (SELECT COUNT(*) FROM e), (SELECT COUNT(*) FROM v)`, idJSON(endpoints), idJSON(events))
+		v AS (SELECT id FROM events WHERE id IN `+s.d.idSet+` ORDER BY id`+s.d.forKeyShare+`),
+		d AS (SELECT id FROM deliveries WHERE `+mine+` ORDER BY id`+s.d.forUpdate+`)
+		SELECT (SELECT COUNT(*) FROM e), (SELECT COUNT(*) FROM v), (SELECT COUNT(*) FROM d)`, args...)
 	return err
 }
 
