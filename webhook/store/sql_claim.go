@@ -348,29 +348,35 @@ func (s *sqlStore) lockParents(ctx context.Context, tx *sql.Tx, cs []*Completion
 	if s.d.forKeyShare == "" {
 		return nil
 	}
+	query, args := lockParentsQuery(s.d, cs)
+	_, err := s.exec(ctx, tx, query, args...)
+	return err
+}
+
+// lockParentsQuery is lockParents's statement and its arguments.
+func lockParentsQuery(d dialect, cs []*Completion) (string, []any) {
 	endpoints := make([]string, 0, len(cs))
 	events := make([]string, 0, len(cs))
 	deliveries := make([]string, 0, len(cs))
 	var disabling []string
-	lock := s.d.forKeyShare
+	lock := d.forKeyShare
 	for _, c := range cs {
 		endpoints = append(endpoints, c.Attempt.EndpointID)
 		events = append(events, c.Attempt.EventID)
 		deliveries = append(deliveries, c.Attempt.DeliveryID)
 		if c.Disable != "" {
-			lock = s.d.forUpdate
+			lock = d.forUpdate
 			disabling = append(disabling, c.Attempt.EndpointID)
 		}
 	}
-	mine, args := `id IN `+s.d.idSet, []any{idJSON(endpoints), idJSON(events), idJSON(deliveries)}
+	mine, args := `id IN `+d.idSet, []any{idJSON(endpoints), idJSON(events), idJSON(deliveries)}
 	if len(disabling) > 0 {
-		mine, args = mine+` OR status = ? AND endpoint_id IN `+s.d.idSet, append(args, StatusPending, idJSON(disabling))
+		mine, args = mine+` OR status = ? AND endpoint_id IN `+d.idSet, append(args, StatusPending, idJSON(disabling))
 	}
-	_, err := s.exec(ctx, tx, `WITH e AS (SELECT id FROM endpoints WHERE id IN `+s.d.idSet+` ORDER BY id`+lock+`),
-		v AS (SELECT id FROM events WHERE id IN `+s.d.idSet+` ORDER BY id`+s.d.forKeyShare+`),
-		d AS (SELECT id FROM deliveries WHERE `+mine+` ORDER BY id`+s.d.forUpdate+`)
-		SELECT (SELECT COUNT(*) FROM e), (SELECT COUNT(*) FROM v), (SELECT COUNT(*) FROM d)`, args...)
-	return err
+	return `WITH e AS (SELECT id FROM endpoints WHERE id IN ` + d.idSet + ` ORDER BY id` + lock + `),
+		v AS (SELECT id FROM events WHERE id IN ` + d.idSet + ` ORDER BY id` + d.forKeyShare + `),
+		d AS (SELECT id FROM deliveries WHERE ` + mine + ` ORDER BY id` + d.forUpdate + `)
+		SELECT (SELECT COUNT(*) FROM e), (SELECT COUNT(*) FROM v), (SELECT COUNT(*) FROM d)`, args
 }
 
 // relaxedTx is tx with commit durability relaxed (see Complete), run

@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brokerless/brokerless/webhook/store/pgtest"
+)
+
+// TestLockParentsReadsByKeyPostgres: Complete's first statement
+// (lockParents) reaches the deliveries it locks by their keys, those of
+// its batch by id and the pending ones of an endpoint it disables by the
+// (endpoint_id, status, …) index, not by scanning the deliveries table
+// (every delivery ever made, until purged): 4 endpoints with 10,000
+// deliveries each, half of them succeeded, and a batch of two
+// completions, one of them disabling ep_0, or not.
+func TestLockParentsReadsByKeyPostgres(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, pgtest.Start(t, "fsync=off").NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s := st.(*sqlStore)
+	t0 := time.Unix(1_800_000_000, 0)
+	for i := range 4 {
+		if err := s.CreateEndpoint(ctx, &Endpoint{ID: fmt.Sprint("ep_", i), URL: "http://127.0.0.1:1/", Enabled: true,
+			Secrets: []Secret{{Secret: "whsec_p"}}, Created: t0, Updated: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO events (id, type, payload, idempotency_key, created) SELECT 'msg_' || g, 't', '', NULL, $1 FROM generate_series(1, 10000) g`,
+		`INSERT INTO deliveries (id, event_id, endpoint_id, status, attempts, next_attempt, lease_owner, lease_until, last_code, created, updated)
+			SELECT 'dlv_' || g || '_' || e, 'msg_' || g, 'ep_' || e, CASE WHEN g % 2 = 0 THEN 'succeeded' ELSE 'pending' END, 1,
+				$1, '', 0, 500, $1, $1
+			FROM generate_series(1, 10000) g, generate_series(0, 3) e`,
+		`ANALYZE`,
+	} {
+		var args []any
+		if strings.Contains(q, "$1") {
+			args = append(args, t0.UnixNano())
+		}
+		if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, disable := range []string{"", "gone"} {
+		cs := []*Completion{
+			{Owner: "a", Status: StatusSucceeded, Attempt: Attempt{DeliveryID: "dlv_1_1", EventID: "msg_1", EndpointID: "ep_1"}},
+			{Owner: "a", Status: StatusFailed, Disable: disable, Attempt: Attempt{DeliveryID: "dlv_3_0", EventID: "msg_3", EndpointID: "ep_0"}},
+		}
+		query, args := lockParentsQuery(s.d, cs)
+		for _, step := range explainRolledBack(t, s, query, args...) {
+			if strings.Contains(step, "Seq Scan on deliveries") {
+				t.Errorf("disabling %q: lockParents scans the deliveries table: %q", disable, strings.TrimSpace(step))
+			}
+		}
+	}
+}
+
+// explainRolledBack returns PostgreSQL's plan of query, run (with
+// ANALYZE) in a transaction rolled back, one step a line.
+func explainRolledBack(t *testing.T, s *sqlStore, query string, args ...any) []string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, "EXPLAIN (ANALYZE, TIMING OFF) "+s.d.rebind(query), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("plan:\n%s", strings.Join(plan, "\n"))
+	return plan
+}
