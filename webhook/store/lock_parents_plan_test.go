@@ -15,7 +15,7 @@ import (
 // its batch by id and the pending ones of an endpoint it disables by the
 // (endpoint_id, status, …) index, not by scanning the deliveries table
 // (every delivery ever made, until purged): 4 endpoints with 10,000
-// deliveries each, half of them succeeded, and a batch of two
+// deliveries each, 500 of them pending, and a batch of two
 // completions, one of them disabling ep_0, or not.
 func TestLockParentsReadsByKeyPostgres(t *testing.T) {
 	ctx := context.Background()
@@ -35,7 +35,7 @@ func TestLockParentsReadsByKeyPostgres(t *testing.T) {
 	for _, q := range []string{
 		`INSERT INTO events (id, type, payload, idempotency_key, created) SELECT 'msg_' || g, 't', '', NULL, $1 FROM generate_series(1, 10000) g`,
 		`INSERT INTO deliveries (id, event_id, endpoint_id, status, attempts, next_attempt, lease_owner, lease_until, last_code, created, updated)
-			SELECT 'dlv_' || g || '_' || e, 'msg_' || g, 'ep_' || e, CASE WHEN g % 2 = 0 THEN 'succeeded' ELSE 'pending' END, 1,
+			SELECT 'dlv_' || g || '_' || e, 'msg_' || g, 'ep_' || e, CASE WHEN g % 20 = 1 THEN 'pending' ELSE 'succeeded' END, 1,
 				$1, '', 0, 500, $1, $1
 			FROM generate_series(1, 10000) g, generate_series(0, 3) e`,
 		`ANALYZE`,
@@ -51,7 +51,7 @@ func TestLockParentsReadsByKeyPostgres(t *testing.T) {
 	for _, disable := range []string{"", "gone"} {
 		cs := []*Completion{
 			{Owner: "a", Status: StatusSucceeded, Attempt: Attempt{DeliveryID: "dlv_1_1", EventID: "msg_1", EndpointID: "ep_1"}},
-			{Owner: "a", Status: StatusFailed, Disable: disable, Attempt: Attempt{DeliveryID: "dlv_3_0", EventID: "msg_3", EndpointID: "ep_0"}},
+			{Owner: "a", Status: StatusFailed, Disable: disable, Attempt: Attempt{DeliveryID: "dlv_21_0", EventID: "msg_21", EndpointID: "ep_0"}},
 		}
 		query, args := lockParentsQuery(s.d, cs)
 		for _, step := range explainRolledBack(t, s, query, args...) {

@@ -369,9 +369,13 @@ func lockParentsQuery(d dialect, cs []*Completion) (string, []any) {
 			disabling = append(disabling, c.Attempt.EndpointID)
 		}
 	}
-	mine, args := `id IN `+d.idSet, []any{idJSON(endpoints), idJSON(events), idJSON(deliveries)}
-	if len(disabling) > 0 {
-		mine, args = mine+` OR status = ? AND endpoint_id IN `+d.idSet, append(args, StatusPending, idJSON(disabling))
+	// (= ANY of an array, and an endpoint's pending ones by its id,
+	// not IN sets: with an OR, IN sets were hashed subplans filtering a
+	// scan of the whole deliveries table; these are searched in the
+	// indexes.)
+	mine, args := `id = ANY(ARRAY`+d.idSet+`)`, []any{idJSON(endpoints), idJSON(events), idJSON(deliveries)}
+	for _, id := range disabling {
+		mine, args = mine+` OR status = ? AND endpoint_id = ?`, append(args, StatusPending, id)
 	}
 	return `WITH e AS (SELECT id FROM endpoints WHERE id IN ` + d.idSet + ` ORDER BY id` + lock + `),
 		v AS (SELECT id FROM events WHERE id IN ` + d.idSet + ` ORDER BY id` + d.forKeyShare + `),
