@@ -353,7 +353,8 @@ func (s *sqlStore) lockParents(ctx context.Context, tx *sql.Tx, cs []*Completion
 	return err
 }
 
-// lockParentsQuery is lockParents's statement and its arguments.
+// lockParentsQuery is lockParents's statement and its arguments, for
+// PostgreSQL only (= ANY(ARRAY(…)); SQLite takes no row locks).
 func lockParentsQuery(d dialect, cs []*Completion) (string, []any) {
 	endpoints := make([]string, 0, len(cs))
 	events := make([]string, 0, len(cs))
