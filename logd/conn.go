@@ -249,7 +249,7 @@ func (cn *conn) readRequest() (*request, error) {
 // its charge closes the connection.
 func (cn *conn) chargeDecode(deadline time.Time) error {
 	mem := cn.s.decodeMem
-	n, err := decodeCharge(cn.frame)
+	n, err := cn.s.decodeCharge(cn.frame)
 	if err != nil {
 		return err
 	}

@@ -217,3 +217,27 @@ func chargeError(frame []byte, charge, limit int64) error {
 		"%d-byte request would take %d bytes of request memory decoded, more than MaxInFlightRequestBytes (%d)",
 		len(frame), charge, limit)}
 }
+
+// metadataPartitionCost is what answering a Metadata request costs
+// for each partition it lists: its response struct, its replica and ISR
+// slices and its encoding (measured, TestMetadataChargeCoversPartitions:
+// about 375 bytes).
+const metadataPartitionCost = 512
+
+// decodeCharge is decodeCharge(frame) with what depends on the server:
+// a Metadata request's answer lists up to every partition the server
+// holds (all of them for a request of a few bytes naming no topic; each
+// topic named at most once), so it is charged for them too, at most the
+// whole budget: a client cannot make that answer smaller, so it waits
+// for the memory rather than being refused (a frame whose own charge
+// is past the budget still is).
+func (s *Server) decodeCharge(frame []byte) (int64, error) {
+	n, err := decodeCharge(frame)
+	if err != nil || int16(frame[0])<<8|int16(frame[1]) != kmsg.Metadata.Int16() {
+		return n, err
+	}
+	if limit := s.decodeMem.limit; n <= limit { // a frame too large still closes the connection
+		n = min(n+metadataPartitionCost*int64(s.store.PartitionCount()), limit)
+	}
+	return n, nil
+}

@@ -334,6 +334,17 @@ func (s *Store) Topics() []TopicInfo {
 	return infos
 }
 
+// PartitionCount is the number of partitions of all topics.
+func (s *Store) PartitionCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, t := range s.topics {
+		n += t.meta.Partitions
+	}
+	return n
+}
+
 // Topic describes one topic; ok is false if it does not exist.
 func (s *Store) Topic(name string) (TopicInfo, bool) {
 	s.mu.Lock()
