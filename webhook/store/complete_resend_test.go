@@ -50,29 +50,11 @@ func completeDuringResend(t *testing.T, bulk bool, higher string) {
 		cs = append(cs, &Completion{Owner: "b", LeaseUntil: j.LeaseUntil, Status: StatusSucceeded, EndpointOK: true,
 			Attempt: Attempt{ID: "atmpt_" + id, DeliveryID: id, EventID: "msg_1", EndpointID: j.Endpoint.ID, Started: t0, StatusCode: 200}})
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := s.exec(ctx, tx, `SELECT id FROM deliveries WHERE id = 'dlv_2' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
-	completed, resent := make(chan error, 1), make(chan error, 1)
-	go func() { completed <- s.Complete(ctx, cs...) }()
-	waitLockWaiters(t, s, 1, completed)
-	go func() {
-		_, err := s.Resend(ctx, "msg_1", "", t0.Add(time.Second))
-		resent <- err
-	}()
-	waitLockWaiters(t, s, 2, resent)
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-completed; err != nil {
+	completed, resent := completeDuringResendRace(t, s, t0, cs)
+	if err := completed; err != nil {
 		t.Errorf("bulk %v, the higher id to %s: completing both deliveries of an event being resent: %v", bulk, higher, err)
 	}
-	if err := <-resent; err != nil {
+	if err := resent; err != nil {
 		t.Errorf("bulk %v, the higher id to %s: resending an event whose deliveries were being completed: %v", bulk, higher, err)
 	}
 }
@@ -120,33 +102,27 @@ func TestDisablingCompleteDuringResend(t *testing.T) {
 				Attempt: Attempt{ID: "atmpt_3", DeliveryID: "dlv_3", EventID: "msg_2", EndpointID: "ep_b", Started: t0, StatusCode: 410}})
 		}
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := s.exec(ctx, tx, `SELECT id FROM deliveries WHERE id = 'dlv_2' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
-	completed, resent := make(chan error, 1), make(chan error, 1)
-	go func() { completed <- s.Complete(ctx, cs...) }()
-	waitLockWaiters(t, s, 1, completed)
-	go func() {
-		_, err := s.Resend(ctx, "msg_1", "", t0.Add(time.Second))
-		resent <- err
-	}()
-	waitLockWaiters(t, s, 2, resent)
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-completed; err != nil {
+	completed, resent := completeDuringResendRace(t, s, t0, cs)
+	if err := completed; err != nil {
 		t.Errorf("a batch disabling an endpoint, with a delivery of an event being resent: %v", err)
 	}
-	if err := <-resent; err != nil {
+	if err := resent; err != nil {
 		t.Errorf("resending an event, a batch of completions disabling its delivery's endpoint: %v", err)
 	}
 	var status string
 	if err := s.db.QueryRowContext(ctx, `SELECT status FROM deliveries WHERE id = 'dlv_1'`).Scan(&status); err != nil || status != StatusPending && status != StatusPaused {
 		t.Errorf("the resent delivery of the disabled endpoint: %q %v", status, err)
 	}
+}
+
+// completeDuringResendRace runs s's completions cs, then a resend of
+// msg_1, while a third transaction holds dlv_2 (see lockRace), and
+// returns their errors.
+func completeDuringResendRace(t *testing.T, s *sqlStore, t0 time.Time, cs []*Completion) (error, error) {
+	t.Helper()
+	ctx := context.Background()
+	return lockRace(t, s, "dlv_2", func() error { return s.Complete(ctx, cs...) }, func() error {
+		_, err := s.Resend(ctx, "msg_1", "", t0.Add(time.Second))
+		return err
+	})
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"sort"
 	"testing"
 	"time"
 
@@ -56,4 +57,54 @@ func waitLockWaiters(t *testing.T, s *sqlStore, n int, early <-chan error) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// claimTwo claims s's deliveries for owner at t0, failing the test
+// unless it gets 2, and returns their ids in order.
+func claimTwo(t *testing.T, s *sqlStore, owner string, t0 time.Time) []string {
+	t.Helper()
+	jobs, err := s.Claim(context.Background(), ClaimRequest{Owner: owner, Now: t0, Lease: time.Minute, Limit: 10})
+	if err != nil || len(jobs) != 2 {
+		t.Fatal(jobs, err)
+	}
+	ids := []string{jobs[0].Delivery.ID, jobs[1].Delivery.ID}
+	sort.Strings(ids)
+	return ids
+}
+
+// dueHigherFirst makes the higher of the deliveries ids (in order) due
+// first, at t0, the lower a nanosecond later, writing the higher first.
+func dueHigherFirst(t *testing.T, s *sqlStore, t0 time.Time, ids []string) {
+	t.Helper()
+	for i, d := range []string{ids[1], ids[0]} {
+		if _, err := s.db.ExecContext(context.Background(), `UPDATE deliveries SET next_attempt = $1 WHERE id = $2`, nanos(t0)+int64(i), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// lockRace runs a lock-order test's race: a third transaction holds the
+// delivery held FOR UPDATE while first, then second, wait on a lock;
+// then it commits, and lockRace returns first's and second's errors
+// (a deadlock's victim's 40P01 among them, s not running again).
+func lockRace(t *testing.T, s *sqlStore, held string, first, second func() error) (error, error) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := s.exec(ctx, tx, `SELECT id FROM deliveries WHERE id = ? FOR UPDATE`, held); err != nil {
+		t.Fatal(err)
+	}
+	a, b := make(chan error, 1), make(chan error, 1)
+	go func() { a <- first() }()
+	waitLockWaiters(t, s, 1, a)
+	go func() { b <- second() }()
+	waitLockWaiters(t, s, 2, b)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return <-a, <-b
 }

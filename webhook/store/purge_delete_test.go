@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"sort"
 	"testing"
 	"time"
 )
@@ -16,12 +15,7 @@ import (
 func TestPurgeDeletingEndpoint(t *testing.T) {
 	ctx := context.Background()
 	s, t0 := pgStore(t, "ep_del", []string{"msg_1", "msg_2"}, "fsync=off", "deadlock_timeout=100ms")
-	jobs, err := s.Claim(ctx, ClaimRequest{Owner: "a", Now: t0, Lease: time.Minute, Limit: 10})
-	if err != nil || len(jobs) != 2 {
-		t.Fatal(jobs, err)
-	}
-	ids := []string{jobs[0].Delivery.ID, jobs[1].Delivery.ID}
-	sort.Strings(ids)
+	ids := claimTwo(t, s, "a", t0)
 	// Both delivered, with an attempt each; the lower written last, so
 	// a purge scanning the table comes to it second.
 	for i, d := range []string{ids[1], ids[0]} {
@@ -34,29 +28,14 @@ func TestPurgeDeletingEndpoint(t *testing.T) {
 		}
 	}
 	// A third transaction holds the lower (a resend, a completion).
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := s.exec(ctx, tx, `SELECT id FROM deliveries WHERE id = ? FOR UPDATE`, ids[0]); err != nil {
-		t.Fatal(err)
-	}
-	deleted, purged := make(chan error, 1), make(chan error, 1)
-	go func() { deleted <- s.DeleteEndpoint(ctx, "ep_del") }()
-	waitLockWaiters(t, s, 1, deleted)
-	go func() {
+	deleted, purged := lockRace(t, s, ids[0], func() error { return s.DeleteEndpoint(ctx, "ep_del") }, func() error {
 		_, err := s.Purge(ctx, t0.Add(time.Second), 10)
-		purged <- err
-	}()
-	waitLockWaiters(t, s, 2, purged)
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-deleted; err != nil {
+		return err
+	})
+	if err := deleted; err != nil {
 		t.Errorf("deleting an endpoint while its events were purged: %v", err)
 	}
-	if err := <-purged; err != nil {
+	if err := purged; err != nil {
 		t.Errorf("purging the events of an endpoint being deleted: %v", err)
 	}
 	var left int

@@ -37,37 +37,18 @@ func TestPurgeEnablingEndpoint(t *testing.T) {
 	sort.Strings(ids)
 	// The higher first by due time, and written last (then first in the
 	// table's order, the lower's new version last).
-	for i, d := range []string{ids[1], ids[0]} {
-		if _, err := s.db.ExecContext(ctx, `UPDATE deliveries SET next_attempt = $1 WHERE id = $2`, nanos(t0)+int64(i), d); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := s.exec(ctx, tx, `SELECT id FROM deliveries WHERE id = ? FOR UPDATE`, ids[0]); err != nil {
-		t.Fatal(err)
-	}
-	purged, enabled := make(chan error, 1), make(chan error, 1)
-	go func() {
+	dueHigherFirst(t, s, t0, ids)
+	purged, enabled := lockRace(t, s, ids[0], func() error {
 		_, err := s.Purge(ctx, t0.Add(time.Second), 10)
-		purged <- err
-	}()
-	waitLockWaiters(t, s, 1, purged)
-	go func() {
+		return err
+	}, func() error {
 		e.Enabled = true
-		enabled <- s.UpdateEndpoint(ctx, e)
-	}()
-	waitLockWaiters(t, s, 2, enabled)
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-purged; err != nil {
+		return s.UpdateEndpoint(ctx, e)
+	})
+	if err := purged; err != nil {
 		t.Errorf("purging the events of an endpoint being enabled: %v", err)
 	}
-	if err := <-enabled; err != nil {
+	if err := enabled; err != nil {
 		t.Errorf("enabling an endpoint while its events were purged: %v", err)
 	}
 }

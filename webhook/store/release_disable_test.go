@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"sort"
 	"testing"
 	"time"
 )
@@ -21,43 +20,19 @@ func TestReleaseDuringDisable(t *testing.T) {
 	if err != nil || len(gone) != 1 {
 		t.Fatal(gone, err)
 	}
-	jobs, err := s.Claim(ctx, ClaimRequest{Owner: "b", Now: t0, Lease: time.Minute, Limit: 10})
-	if err != nil || len(jobs) != 2 {
-		t.Fatal(jobs, err)
-	}
-	ids := []string{jobs[0].Delivery.ID, jobs[1].Delivery.ID}
-	sort.Strings(ids)
+	ids := claimTwo(t, s, "b", t0)
 	// The higher first by due time, and written last (then first in the
 	// table's order, the lower's new version after it).
-	for i, d := range []string{ids[1], ids[0]} {
-		if _, err := s.db.ExecContext(ctx, `UPDATE deliveries SET next_attempt = $1 WHERE id = $2`, nanos(t0)+int64(i), d); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := s.exec(ctx, tx, `SELECT id FROM deliveries WHERE id = ? FOR UPDATE`, ids[0]); err != nil {
-		t.Fatal(err)
-	}
-	released, completed := make(chan error, 1), make(chan error, 1)
-	go func() { released <- s.Release(ctx, "b", ids) }()
-	waitLockWaiters(t, s, 1, released)
+	dueHigherFirst(t, s, t0, ids)
 	j := gone[0]
-	go func() {
-		completed <- s.Complete(ctx, &Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: StatusFailed, Disable: "410 Gone",
+	released, completed := lockRace(t, s, ids[0], func() error { return s.Release(ctx, "b", ids) }, func() error {
+		return s.Complete(ctx, &Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: StatusFailed, Disable: "410 Gone",
 			Attempt: Attempt{ID: "atmpt_gone", DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: "ep_gone", Started: t0, StatusCode: 410}})
-	}()
-	waitLockWaiters(t, s, 2, completed)
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-released; err != nil {
+	})
+	if err := released; err != nil {
 		t.Errorf("releasing deliveries of an endpoint being disabled: %v", err)
 	}
-	if err := <-completed; err != nil {
+	if err := completed; err != nil {
 		t.Errorf("disabling an endpoint whose deliveries were being released: %v", err)
 	}
 	var paused int

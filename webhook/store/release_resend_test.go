@@ -34,29 +34,14 @@ func TestReleaseDuringResend(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := s.exec(ctx, tx, `SELECT id FROM deliveries WHERE id = ? FOR UPDATE`, ids[0]); err != nil {
-		t.Fatal(err)
-	}
-	released, resent := make(chan error, 1), make(chan error, 1)
-	go func() { released <- s.Release(ctx, "b", ids) }()
-	waitLockWaiters(t, s, 1, released)
-	go func() {
+	released, resent := lockRace(t, s, ids[0], func() error { return s.Release(ctx, "b", ids) }, func() error {
 		_, err := s.Resend(ctx, "msg_1", "", t0.Add(time.Second))
-		resent <- err
-	}()
-	waitLockWaiters(t, s, 2, resent)
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-released; err != nil {
+		return err
+	})
+	if err := released; err != nil {
 		t.Errorf("releasing deliveries of an event being resent: %v", err)
 	}
-	if err := <-resent; err != nil {
+	if err := resent; err != nil {
 		t.Errorf("resending an event whose deliveries were being released: %v", err)
 	}
 }
