@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/brokerless/brokerless/webhook/store/pgtest"
 )
 
 // sqlitePlan returns SQLite's query plan of query, one step a line.
@@ -213,37 +211,12 @@ func TestClaimUpdatesInPlacePostgres(t *testing.T) {
 // 40,000 rows (1,144 pages, growing with the table) at every poll.
 func TestNextDueReadsNoBacklogPostgres(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, pgtest.Start(t, "fsync=off").NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	s := st.(*sqlStore)
-	t0 := time.Unix(1_800_000_000, 0)
-	for i := range 4 {
-		if err := s.CreateEndpoint(ctx, &Endpoint{ID: fmt.Sprint("ep_", i), URL: "http://127.0.0.1:1/", Enabled: true,
-			Secrets: []Secret{{Secret: "whsec_p"}}, Created: t0, Updated: t0}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, q := range []string{
-		`INSERT INTO events (id, type, payload, idempotency_key, created) SELECT 'msg_' || g, 't', '', NULL, $1 FROM generate_series(1, 10000) g`,
-		// Each event to each endpoint: the even ones succeeded, the odd
-		// ones waiting for a retry in g seconds, the first 50 of those leased.
-		`INSERT INTO deliveries (id, event_id, endpoint_id, status, attempts, next_attempt, lease_owner, lease_until, last_code, created, updated)
+	// Each event to each endpoint: the even ones succeeded, the odd
+	// ones waiting for a retry in g seconds, the first 50 of those leased.
+	s, t0 := pgPlanStore(t, `INSERT INTO deliveries (id, event_id, endpoint_id, status, attempts, next_attempt, lease_owner, lease_until, last_code, created, updated)
 			SELECT 'dlv_' || g || '_' || e, 'msg_' || g, 'ep_' || e, CASE WHEN g % 2 = 0 THEN 'succeeded' ELSE 'pending' END, 1,
 				$1 + g * 1000000000::bigint, CASE WHEN g < 100 THEN 'a' ELSE '' END, CASE WHEN g < 100 THEN $1 + 3600000000000 ELSE 0 END, 500, $1, $1
-			FROM generate_series(1, 10000) g, generate_series(0, 3) e`,
-		`ANALYZE`,
-	} {
-		var args []any
-		if strings.Contains(q, "$1") {
-			args = append(args, t0.UnixNano())
-		}
-		if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
+			FROM generate_series(1, 10000) g, generate_series(0, 3) e`)
 	// The earliest: the first unleased delivery waiting (g = 101).
 	if next, ok, err := s.NextDue(ctx); err != nil || !ok || !next.Equal(t0.Add(101*time.Second)) {
 		t.Fatalf("NextDue = %v %v %v, want %v", next, ok, err, t0.Add(101*time.Second))

@@ -16,17 +16,7 @@ func TestDeleteEndpointRetriesDeadlock(t *testing.T) {
 	ctx := context.Background()
 	s, _ := pgStore(t, "ep_del", []string{"msg_1"}, "fsync=off", "deadlock_timeout=100ms")
 	s.tries = txTries
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `SET LOCAL deadlock_timeout = '1h'`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.ExecContext(ctx, `SELECT id FROM deliveries WHERE endpoint_id = 'ep_del' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	tx := patientTx(t, s, `SELECT id FROM deliveries WHERE endpoint_id = 'ep_del' FOR UPDATE`)
 	deleted, locked := make(chan error, 1), make(chan error, 1)
 	go func() { deleted <- s.DeleteEndpoint(ctx, "ep_del") }()
 	waitLockWaiters(t, s, 1, deleted)

@@ -2,12 +2,8 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/brokerless/brokerless/webhook/store/pgtest"
 )
 
 // TestLockParentsReadsByKeyPostgres: Complete's first statement
@@ -18,36 +14,10 @@ import (
 // deliveries each, 500 of them pending, and a batch of two
 // completions, one of them disabling ep_0, or not.
 func TestLockParentsReadsByKeyPostgres(t *testing.T) {
-	ctx := context.Background()
-	st, err := Open(ctx, pgtest.Start(t, "fsync=off").NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	s := st.(*sqlStore)
-	t0 := time.Unix(1_800_000_000, 0)
-	for i := range 4 {
-		if err := s.CreateEndpoint(ctx, &Endpoint{ID: fmt.Sprint("ep_", i), URL: "http://127.0.0.1:1/", Enabled: true,
-			Secrets: []Secret{{Secret: "whsec_p"}}, Created: t0, Updated: t0}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, q := range []string{
-		`INSERT INTO events (id, type, payload, idempotency_key, created) SELECT 'msg_' || g, 't', '', NULL, $1 FROM generate_series(1, 10000) g`,
-		`INSERT INTO deliveries (id, event_id, endpoint_id, status, attempts, next_attempt, lease_owner, lease_until, last_code, created, updated)
+	s, _ := pgPlanStore(t, `INSERT INTO deliveries (id, event_id, endpoint_id, status, attempts, next_attempt, lease_owner, lease_until, last_code, created, updated)
 			SELECT 'dlv_' || g || '_' || e, 'msg_' || g, 'ep_' || e, CASE WHEN g % 20 = 1 THEN 'pending' ELSE 'succeeded' END, 1,
 				$1, '', 0, 500, $1, $1
-			FROM generate_series(1, 10000) g, generate_series(0, 3) e`,
-		`ANALYZE`,
-	} {
-		var args []any
-		if strings.Contains(q, "$1") {
-			args = append(args, t0.UnixNano())
-		}
-		if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
+			FROM generate_series(1, 10000) g, generate_series(0, 3) e`)
 	for _, disable := range []string{"", "gone"} {
 		cs := []*Completion{
 			{Owner: "a", Status: StatusSucceeded, Attempt: Attempt{DeliveryID: "dlv_1_1", EventID: "msg_1", EndpointID: "ep_1"}},

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,8 +30,82 @@ func pgStore(t *testing.T, ep string, events []string, opts ...string) (*sqlStor
 	if err := s.CreateEndpoint(ctx, &Endpoint{ID: ep, URL: "http://127.0.0.1:1/", Enabled: true, Secrets: []Secret{{Secret: "whsec_" + ep}}, Created: t0, Updated: t0}); err != nil {
 		t.Fatal(err)
 	}
+	insertEvents(t, s, t0, events)
+	return s, t0
+}
+
+// insertEvents inserts an event of each type-t id of events, created at
+// t0.
+func insertEvents(t *testing.T, s *sqlStore, t0 time.Time, events []string) {
+	t.Helper()
 	for _, id := range events {
-		if _, err := s.InsertEvent(ctx, &Event{ID: id, Type: "t", Payload: []byte(`{}`), Created: t0}); err != nil {
+		if _, err := s.InsertEvent(context.Background(), &Event{ID: id, Type: "t", Payload: []byte(`{}`), Created: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// pgStoreAB is pgStore with endpoints ep_a and ep_b, so a delivery of
+// each of events to each.
+func pgStoreAB(t *testing.T, events []string, opts ...string) (*sqlStore, time.Time) {
+	t.Helper()
+	s, t0 := pgStore(t, "ep_a", nil, opts...)
+	if err := s.CreateEndpoint(context.Background(), &Endpoint{ID: "ep_b", URL: "http://127.0.0.1:1/", Enabled: true, Secrets: []Secret{{Secret: "whsec_b"}}, Created: t0, Updated: t0}); err != nil {
+		t.Fatal(err)
+	}
+	insertEvents(t, s, t0, events)
+	return s, t0
+}
+
+// patientTx begins a transaction of s that detects no deadlock in time
+// (its deadlock_timeout is an hour, so another is the victim), runs
+// queries in it, and rolls it back at the test's end unless committed.
+func patientTx(t *testing.T, s *sqlStore, queries ...string) *sql.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	for _, q := range append([]string{`SET LOCAL deadlock_timeout = '1h'`}, queries...) {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tx
+}
+
+// pgPlanStore is a store on a new database of a throwaway PostgreSQL
+// cluster, analyzed, holding endpoints ep_0 to ep_3, events msg_1 to
+// msg_10000 created at t0 (returned) and the deliveries that the
+// statement deliveries inserts ($1: t0 in nanoseconds).
+func pgPlanStore(t *testing.T, deliveries string) (*sqlStore, time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := Open(ctx, pgtest.Start(t, "fsync=off").NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s := st.(*sqlStore)
+	t0 := time.Unix(1_800_000_000, 0)
+	for i := range 4 {
+		if err := s.CreateEndpoint(ctx, &Endpoint{ID: fmt.Sprint("ep_", i), URL: "http://127.0.0.1:1/", Enabled: true,
+			Secrets: []Secret{{Secret: "whsec_p"}}, Created: t0, Updated: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`INSERT INTO events (id, type, payload, idempotency_key, created) SELECT 'msg_' || g, 't', '', NULL, $1 FROM generate_series(1, 10000) g`,
+		deliveries,
+		`ANALYZE`,
+	} {
+		var args []any
+		if strings.Contains(q, "$1") {
+			args = append(args, t0.UnixNano())
+		}
+		if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -27,16 +27,7 @@ func TestPurgeRetryCountsOnlyItsRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	for _, q := range []string{`SET LOCAL deadlock_timeout = '1h'`, `SELECT pg_advisory_xact_lock(7)`} {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tx := patientTx(t, s, `SELECT pg_advisory_xact_lock(7)`)
 	type result struct {
 		n   int
 		err error

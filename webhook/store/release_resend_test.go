@@ -15,13 +15,7 @@ import (
 // wait for it.
 func TestReleaseDuringResend(t *testing.T) {
 	ctx := context.Background()
-	s, t0 := pgStore(t, "ep_a", nil, "fsync=off", "deadlock_timeout=100ms")
-	if err := s.CreateEndpoint(ctx, &Endpoint{ID: "ep_b", URL: "http://127.0.0.1:1/", Enabled: true, Secrets: []Secret{{Secret: "whsec_b"}}, Created: t0, Updated: t0}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.InsertEvent(ctx, &Event{ID: "msg_1", Type: "t", Payload: []byte(`{}`), Created: t0}); err != nil {
-		t.Fatal(err)
-	}
+	s, t0 := pgStoreAB(t, []string{"msg_1"}, "fsync=off", "deadlock_timeout=100ms")
 	jobs, err := s.Claim(ctx, ClaimRequest{Owner: "b", Now: t0, Lease: time.Minute, Limit: 10})
 	if err != nil || len(jobs) != 2 {
 		t.Fatal(jobs, err)
