@@ -39,14 +39,7 @@ func (s *competingTake) TakeRateSlots(ctx context.Context, id string, rate, n in
 func TestRateReturnLateKeepsRate(t *testing.T) {
 	c := &clock{t: t0}
 	s := &competingTake{Store: sqliteStore(t), c: c, after: 1100 * time.Millisecond}
-	rcv := newReceiver(t, status(200))
-	addEndpoint(t, s, "ep_1", rcv.URL, t0)
-	rateLimited(t, s, "ep_1", 4)
-	var size int
-	for range 20 {
-		size = len(addEvent(t, s, "t", t0).Payload)
-	}
-	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.MaxInFlightBytes = 2 * size })
+	d, _ := boundedRateDispatcher(t, s, c)
 	if _, _, _, _, err := d.poll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
