@@ -29,20 +29,7 @@ func TestOffsetCommitOfManyPartitionsAnswered(t *testing.T) {
 			}
 			req.Topics = append(req.Topics, rt)
 		}
-		frame := requestFrame(req)
-		charge, err := decodeCharge(frame)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !raceEnabled { // the race detector enlarges allocations
-			if got := answerAllocated(t, ts, frame); got > charge {
-				t.Errorf("OffsetCommit v%d of %d partitions: answering %d bytes allocated %d, charged %d", v, len(topics)*partitions, len(frame), got, charge)
-			}
-		}
-		resp, err := requestWithin(cl, req)
-		if err != nil {
-			t.Fatalf("OffsetCommit v%d of %d partitions: %v", v, len(topics)*partitions, err)
-		}
+		resp := answerManyPartitions(t, ts, cl, "OffsetCommit", req, len(topics)*partitions)
 		for _, rt := range resp.(*kmsg.OffsetCommitResponse).Topics {
 			if len(rt.Partitions) != partitions || rt.Partitions[0].ErrorCode != 0 {
 				t.Fatalf("OffsetCommit v%d: %d partitions of %s answered, first error %d", v, len(rt.Partitions), rt.Topic, rt.Partitions[0].ErrorCode)

@@ -30,20 +30,7 @@ func TestFetchOfManyPartitionsAnswered(t *testing.T) {
 			}
 			req.Topics = append(req.Topics, rt)
 		}
-		frame := requestFrame(req)
-		charge, err := decodeCharge(frame)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !raceEnabled { // the race detector enlarges allocations
-			if got := answerAllocated(t, ts, frame); got > charge {
-				t.Errorf("Fetch v%d of %d partitions: answering %d bytes allocated %d, charged %d", v, len(topics)*partitions, len(frame), got, charge)
-			}
-		}
-		resp, err := requestWithin(cl, req)
-		if err != nil {
-			t.Fatalf("Fetch v%d of %d partitions: %v", v, len(topics)*partitions, err)
-		}
+		resp := answerManyPartitions(t, ts, cl, "Fetch", req, len(topics)*partitions)
 		for _, rt := range resp.(*kmsg.FetchResponse).Topics {
 			if got := len(rt.Partitions); got != partitions {
 				t.Fatalf("Fetch v%d: %d partitions of %s answered, want %d", v, got, rt.Topic, partitions)

@@ -236,6 +236,30 @@ func manyPartitionsServer(t *testing.T) (*testServer, *kgo.Client, []string) {
 	return ts, cl, topics
 }
 
+// answerManyPartitions checks that what decoding req (named name, of
+// partitions partitions), handling it on ts and encoding its answer
+// allocate is within its charge (not measured under the race detector,
+// which enlarges allocations), and returns cl's answer to req.
+func answerManyPartitions(t *testing.T, ts *testServer, cl *kgo.Client, name string, req kmsg.Request, partitions int) kmsg.Response {
+	t.Helper()
+	v := req.GetVersion()
+	frame := requestFrame(req)
+	charge, err := decodeCharge(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !raceEnabled { // the race detector enlarges allocations
+		if got := answerAllocated(t, ts, frame); got > charge {
+			t.Errorf("%s v%d of %d partitions: answering %d bytes allocated %d, charged %d", name, v, partitions, len(frame), got, charge)
+		}
+	}
+	resp, err := requestWithin(cl, req)
+	if err != nil {
+		t.Fatalf("%s v%d of %d partitions: %v", name, v, partitions, err)
+	}
+	return resp
+}
+
 // requestWithin sends req to broker 0 of cl and waits at most 30
 // seconds for its answer.
 func requestWithin(cl *kgo.Client, req kmsg.Request) (kmsg.Response, error) {
