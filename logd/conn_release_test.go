@@ -16,17 +16,7 @@ import (
 // queue full, so send cannot queue the answer.
 func TestSendToStoppedWriterGivesBack(t *testing.T) {
 	ts := startServer(t, t.TempDir())
-	nc, peer := net.Pipe()
-	defer peer.Close()
-	r := bufio.NewReader(nc)
-	cn := &conn{
-		s:          ts.Server,
-		nc:         nc,
-		r:          r,
-		cl:         client{files: &fetchFiles{all: &ts.fetchFiles, limit: 1}, peer: newPeerWatch(ts.ctx, nc, r)},
-		replies:    make(chan reply, 1),
-		writerDone: make(chan struct{}),
-	}
+	cn := pipeConn(t, ts)
 	cn.replies <- reply{out: ts.bufs.get(1 << minBufClass)}
 	cn.unwritten.Store(1)
 	close(cn.writerDone)
@@ -49,18 +39,9 @@ func TestSendToStoppedWriterGivesBack(t *testing.T) {
 // 512 KiB batch unread held 8 MiB a connection, counted 512 KiB.
 func TestCopiedFetchBufferFitsItsContent(t *testing.T) {
 	ts, _ := copiedServer(t, 8<<20, 1, true, func(*Config) {})
-	nc, peer := net.Pipe()
-	defer peer.Close()
-	r := bufio.NewReader(nc)
-	cn := &conn{
-		s:          ts.Server,
-		nc:         nc,
-		r:          r,
-		cl:         client{files: &fetchFiles{all: &ts.fetchFiles, limit: 1}, peer: newPeerWatch(ts.ctx, nc, r)},
-		replies:    make(chan reply, 1),
-		writerDone: make(chan struct{}),
-		fetchSize:  1 << maxBufClass, // an earlier fetch used the largest buffer
-	}
+	cn := pipeConn(t, ts)
+	cn.fetchSize = 1 << maxBufClass // an earlier fetch used the largest buffer
+
 	cn.unwritten.Store(1) // the writer is busy: the answer waits in replies
 	req := &request{key: kmsg.Fetch.Int16(), version: 11, correlation: 2, clientID: "c", body: fetchPartitions("f", nil, []int32{0})}
 	if err := cn.answer(req); err != nil {
@@ -76,5 +57,22 @@ func TestCopiedFetchBufferFitsItsContent(t *testing.T) {
 	ans.release(&ts.bufs)
 	if used := ts.copied.used.Load(); used != 0 {
 		t.Fatalf("%d copied bytes still taken", used)
+	}
+}
+
+// pipeConn is a connection of ts over one end of a pipe (the other
+// closed when the test ends), with room for one queued answer and a
+// writer that the test stands in for.
+func pipeConn(t *testing.T, ts *testServer) *conn {
+	nc, peer := net.Pipe()
+	t.Cleanup(func() { peer.Close() })
+	r := bufio.NewReader(nc)
+	return &conn{
+		s:          ts.Server,
+		nc:         nc,
+		r:          r,
+		cl:         client{files: &fetchFiles{all: &ts.fetchFiles, limit: 1}, peer: newPeerWatch(ts.ctx, nc, r)},
+		replies:    make(chan reply, 1),
+		writerDone: make(chan struct{}),
 	}
 }

@@ -1,9 +1,7 @@
 package logd
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -15,17 +13,8 @@ import (
 // answered, and what decoding and answering it allocates is within its
 // charge. At 192 times its frame (6.9 MiB) it closed the connection.
 func TestOffsetCommitOfManyPartitionsAnswered(t *testing.T) {
-	ts := startServer(t, t.TempDir(), func(c *Config) {
-		c.MaxRequestBytes = 2 << 20
-		c.MaxInFlightRequestBytes = 4 << 20
-		c.DisableAutoCreateTopics = true
-	})
-	cl := newClient(t, ts.addr)
-	const partitions = 1000
-	topics := []string{"many-a", "many-b"}
-	for _, topic := range topics {
-		createTopic(t, cl, topic, partitions)
-	}
+	ts, cl, topics := manyPartitionsServer(t)
+	const partitions = manyPartitionsPerTopic
 	for i, v := range []int16{2, 6, 8} {
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.SetVersion(v)
@@ -40,32 +29,7 @@ func TestOffsetCommitOfManyPartitionsAnswered(t *testing.T) {
 			}
 			req.Topics = append(req.Topics, rt)
 		}
-		frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 1)[4:]
-		charge, err := decodeCharge(frame)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !raceEnabled { // the race detector enlarges allocations
-			got := allocated(func() {
-				dreq, err := decodeRequest(frame)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if resp, err := ts.handle(&client{}, dreq); err == nil && resp != nil {
-					appendResponse(nil, 1, resp)
-				}
-			})
-			if got > charge {
-				t.Errorf("OffsetCommit v%d of %d partitions: answering %d bytes allocated %d, charged %d", v, len(topics)*partitions, len(frame), got, charge)
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		resp, err := cl.Broker(0).Request(ctx, req)
-		cancel()
-		if err != nil {
-			t.Fatalf("OffsetCommit v%d of %d partitions: %v", v, len(topics)*partitions, err)
-		}
+		resp := answerManyPartitions(t, ts, cl, "OffsetCommit", req, len(topics)*partitions)
 		for _, rt := range resp.(*kmsg.OffsetCommitResponse).Topics {
 			if len(rt.Partitions) != partitions || rt.Partitions[0].ErrorCode != 0 {
 				t.Fatalf("OffsetCommit v%d: %d partitions of %s answered, first error %d", v, len(rt.Partitions), rt.Topic, rt.Partitions[0].ErrorCode)

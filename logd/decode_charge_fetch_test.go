@@ -1,9 +1,7 @@
 package logd
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -16,17 +14,8 @@ import (
 // its frame (12 MiB, which closed the connection); what answering it
 // allocates is within that charge.
 func TestFetchOfManyPartitionsAnswered(t *testing.T) {
-	ts := startServer(t, t.TempDir(), func(c *Config) {
-		c.MaxRequestBytes = 2 << 20
-		c.MaxInFlightRequestBytes = 4 << 20
-		c.DisableAutoCreateTopics = true
-	})
-	cl := newClient(t, ts.addr)
-	const partitions = 1000
-	topics := []string{"many-a", "many-b"}
-	for _, topic := range topics {
-		createTopic(t, cl, topic, partitions)
-	}
+	ts, cl, topics := manyPartitionsServer(t)
+	const partitions = manyPartitionsPerTopic
 	for _, v := range []int16{4, 11, 12} {
 		req := kmsg.NewPtrFetchRequest()
 		req.SetVersion(v)
@@ -41,32 +30,7 @@ func TestFetchOfManyPartitionsAnswered(t *testing.T) {
 			}
 			req.Topics = append(req.Topics, rt)
 		}
-		frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 1)[4:]
-		charge, err := decodeCharge(frame)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !raceEnabled { // the race detector enlarges allocations
-			got := allocated(func() {
-				dreq, err := decodeRequest(frame)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if resp, err := ts.handle(&client{}, dreq); err == nil && resp != nil {
-					appendResponse(nil, 1, resp)
-				}
-			})
-			if got > charge {
-				t.Errorf("Fetch v%d of %d partitions: answering %d bytes allocated %d, charged %d", v, len(topics)*partitions, len(frame), got, charge)
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		resp, err := cl.Broker(0).Request(ctx, req)
-		cancel()
-		if err != nil {
-			t.Fatalf("Fetch v%d of %d partitions: %v", v, len(topics)*partitions, err)
-		}
+		resp := answerManyPartitions(t, ts, cl, "Fetch", req, len(topics)*partitions)
 		for _, rt := range resp.(*kmsg.FetchResponse).Topics {
 			if got := len(rt.Partitions); got != partitions {
 				t.Fatalf("Fetch v%d: %d partitions of %s answered, want %d", v, got, rt.Topic, partitions)

@@ -1,9 +1,7 @@
 package logd
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -36,30 +34,18 @@ func TestMetadataChargeCoversPartitions(t *testing.T) {
 		} else {
 			req.Topics = nil
 		}
-		frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 1)[4:]
+		frame := requestFrame(req)
 		charge, err := ts.decodeCharge(frame)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := allocated(func() {
-			dreq, err := decodeRequest(frame)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if resp, err := ts.handle(&client{}, dreq); err == nil && resp != nil {
-				appendResponse(nil, 1, resp)
-			}
-		})
-		if got > charge {
+		if got := answerAllocated(t, ts, frame); got > charge {
 			t.Errorf("Metadata v%d for all of 5000 partitions: answering %d bytes allocated %d, charged %d", v, len(frame), got, charge)
 		}
 	}
 	// kgo sends its own version: a request for all topics (nil).
 	req := kmsg.NewPtrMetadataRequest()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	resp, err := cl.Broker(0).Request(ctx, req)
-	cancel()
+	resp, err := requestWithin(cl, req)
 	if err != nil {
 		t.Fatalf("Metadata for all of 5000 partitions, budget %d: %v", ts.decodeMem.limit, err)
 	}

@@ -1,6 +1,7 @@
 package logd
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -40,7 +42,7 @@ func emptyElements(key kmsg.Key, version int16, path, n int, tags bool) []byte {
 	} else if i := 0; !fillArray(reflect.ValueOf(req).Elem(), path, n, &i) {
 		return nil
 	}
-	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 1)[4:]
+	return requestFrame(req)
 }
 
 func fillArray(v reflect.Value, path, n int, i *int) bool {
@@ -113,7 +115,7 @@ func TestDecodeChargeCovers(t *testing.T) {
 		for i := range 50000 {
 			req.Topics = append(req.Topics, kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(strconv.FormatInt(int64(i), 36))})
 		}
-		check(fmt.Sprintf("Metadata v%d of distinct names", v), kmsg.Metadata, kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 1)[4:])
+		check(fmt.Sprintf("Metadata v%d of distinct names", v), kmsg.Metadata, requestFrame(req))
 	}
 	for key, vr := range supported {
 		for v := vr.min; v <= vr.max; v++ {
@@ -189,4 +191,79 @@ func TestDecodedMemoryBound(t *testing.T) {
 			t.Errorf("%s: a %d KiB request allocated %d MiB, request memory %d MiB", name, len(frame)>>10, got>>20, limit>>20)
 		}
 	}
+}
+
+// requestFrame is req's frame (without its size) as client "c" sends
+// it with correlation 1.
+func requestFrame(req kmsg.Request) []byte {
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 1)[4:]
+}
+
+// answerAllocated is what decoding frame, handling it on ts and
+// encoding its answer allocate.
+func answerAllocated(t *testing.T, ts *testServer, frame []byte) int64 {
+	return allocated(func() {
+		dreq, err := decodeRequest(frame)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if resp, err := ts.handle(&client{}, dreq); err == nil && resp != nil {
+			appendResponse(nil, 1, resp)
+		}
+	})
+}
+
+// manyPartitionsPerTopic is how many partitions each of
+// manyPartitionsServer's topics has.
+const manyPartitionsPerTopic = 1000
+
+// manyPartitionsServer starts a server with the least request memory
+// the configuration allows (twice MaxRequestBytes of 2 MiB) and creates
+// topics "many-a" and "many-b" of manyPartitionsPerTopic partitions.
+func manyPartitionsServer(t *testing.T) (*testServer, *kgo.Client, []string) {
+	t.Helper()
+	ts := startServer(t, t.TempDir(), func(c *Config) {
+		c.MaxRequestBytes = 2 << 20
+		c.MaxInFlightRequestBytes = 4 << 20
+		c.DisableAutoCreateTopics = true
+	})
+	cl := newClient(t, ts.addr)
+	topics := []string{"many-a", "many-b"}
+	for _, topic := range topics {
+		createTopic(t, cl, topic, manyPartitionsPerTopic)
+	}
+	return ts, cl, topics
+}
+
+// answerManyPartitions checks that what decoding req (named name, of
+// partitions partitions), handling it on ts and encoding its answer
+// allocate is within its charge (not measured under the race detector,
+// which enlarges allocations), and returns cl's answer to req.
+func answerManyPartitions(t *testing.T, ts *testServer, cl *kgo.Client, name string, req kmsg.Request, partitions int) kmsg.Response {
+	t.Helper()
+	v := req.GetVersion()
+	frame := requestFrame(req)
+	charge, err := decodeCharge(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !raceEnabled { // the race detector enlarges allocations
+		if got := answerAllocated(t, ts, frame); got > charge {
+			t.Errorf("%s v%d of %d partitions: answering %d bytes allocated %d, charged %d", name, v, partitions, len(frame), got, charge)
+		}
+	}
+	resp, err := requestWithin(cl, req)
+	if err != nil {
+		t.Fatalf("%s v%d of %d partitions: %v", name, v, partitions, err)
+	}
+	return resp
+}
+
+// requestWithin sends req to broker 0 of cl and waits at most 30
+// seconds for its answer.
+func requestWithin(cl *kgo.Client, req kmsg.Request) (kmsg.Response, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return cl.Broker(0).Request(ctx, req)
 }

@@ -44,9 +44,8 @@ func TestCopiedFetchBytesBounded(t *testing.T) {
 			c0 := dial(t, ts.addr)
 			sendProduce(t, c0, 1, "p", recordBatch([]byte("a")))
 			<-entered // the first produce's fsync waits: every later one's answer too
-			fetch := fetchPartitions("f", nil, []int32{0})
+			fetch := wholeFetch()
 			fetch.MaxWaitMillis = 200
-			fetch.Topics[0].Partitions[0].PartitionMaxBytes = 1 << 30
 			dials := append(make([]net.Conn, 0, conns), c0)
 			for i := 1; i < conns; i++ {
 				c := dial(t, ts.addr)
@@ -103,14 +102,24 @@ const copiedBatch = 512 << 10
 // produce to; copy turns sendfile off.
 func copiedServer(t *testing.T, limit, levels int, copy bool, setup func(*Config)) (*testServer, *gateFS) {
 	t.Helper()
+	return gatedServer(t, levels, copy, func(c *Config) {
+		c.MaxRequestBytes = 1 << 20
+		c.MaxFetchBytes = 4 << 20
+		c.MaxCopiedFetchBytes = limit
+		setup(c)
+	})
+}
+
+// gatedServer starts a server whose fsyncs gate holds when closed, with
+// levels batches of copiedBatch bytes in partition 0 of topic "f" and a
+// topic "p" to produce to; copy turns sendfile off.
+func gatedServer(t *testing.T, levels int, copy bool, setup func(*Config)) (*testServer, *gateFS) {
+	t.Helper()
 	gate := &gateFS{FS: vfs.OS}
 	ts := startServer(t, t.TempDir(), func(c *Config) {
 		c.Storage.FS = gate
 		c.IdleTimeout = time.Hour
 		c.DisableAutoCreateTopics = true
-		c.MaxRequestBytes = 1 << 20
-		c.MaxFetchBytes = 4 << 20
-		c.MaxCopiedFetchBytes = limit
 		setup(c)
 	})
 	ts.noZeroCopy.Store(copy)
@@ -135,6 +144,38 @@ func copiedServer(t *testing.T, limit, levels int, copy bool, setup func(*Config
 	return ts, gate
 }
 
+// wholeFetch is a Fetch of partition 0 of topic "f" from its start,
+// as much as the server answers.
+func wholeFetch() *kmsg.FetchRequest {
+	fetch := fetchPartitions("f", nil, []int32{0})
+	fetch.Topics[0].Partitions[0].PartitionMaxBytes = 1 << 30
+	return fetch
+}
+
+// holdFetchAnswers closes gate (opened again when the test ends) and
+// leaves holders answers of fetch unwritten: on each of holders new
+// connections to ts, an acks=all produce whose fsync gate holds, then
+// fetch, answered behind it. It returns those connections.
+func holdFetchAnswers(t *testing.T, ts *testServer, gate *gateFS, fetch *kmsg.FetchRequest, holders int) []net.Conn {
+	t.Helper()
+	entered := gate.close()
+	t.Cleanup(gate.open)
+	var held []net.Conn
+	for i := range holders {
+		c := dial(t, ts.addr)
+		sendProduce(t, c, 1, "p", recordBatch([]byte("a")))
+		if i == 0 {
+			<-entered
+		}
+		if err := writeRequestCorr(c, 2, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		waitUntil(t, "the fetch answered, unwritten", func() bool { return handledCount(ts, kmsg.Fetch) == uint64(i+1) })
+	}
+	return held
+}
+
 // handledCount is how many requests of key the server has answered.
 func handledCount(ts *testServer, key kmsg.Key) uint64 {
 	ts.metrics.mu.Lock()
@@ -152,23 +193,8 @@ func handledCount(ts *testServer, key kmsg.Key) uint64 {
 func TestCopiedFetchWaitsForBytes(t *testing.T) {
 	const holders = 3 // 2 MiB, 2 MiB, then one 512 KiB batch: what is left holds no batch
 	ts, gate := copiedServer(t, 5<<20, 4, true, func(*Config) {})
-	entered := gate.close()
-	t.Cleanup(gate.open)
-	fetch := fetchPartitions("f", nil, []int32{0})
-	fetch.Topics[0].Partitions[0].PartitionMaxBytes = 1 << 30
-	var held []net.Conn
-	for i := range holders {
-		c := dial(t, ts.addr)
-		sendProduce(t, c, 1, "p", recordBatch([]byte("a")))
-		if i == 0 {
-			<-entered
-		}
-		if err := writeRequestCorr(c, 2, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, c)
-		waitUntil(t, "the fetch answered, unwritten", func() bool { return handledCount(ts, kmsg.Fetch) == uint64(i+1) })
-	}
+	fetch := wholeFetch()
+	held := holdFetchAnswers(t, ts, gate, fetch, holders)
 	cut := ts.metrics.fetchCopiedCut.Load()
 	c := dial(t, ts.addr)
 	fetch.MaxWaitMillis = 60_000
@@ -202,21 +228,8 @@ func TestCopiedFetchWaitsForBytes(t *testing.T) {
 func TestCopiedFetchWaitsQuietly(t *testing.T) {
 	const holders = 2 // 4 MiB held: 1.6 MiB left, three batches of the four
 	ts, gate := copiedServer(t, 5<<20+600<<10, 4, true, func(*Config) {})
-	entered := gate.close()
-	t.Cleanup(gate.open)
-	fetch := fetchPartitions("f", nil, []int32{0})
-	fetch.Topics[0].Partitions[0].PartitionMaxBytes = 1 << 30
-	for i := range holders {
-		c := dial(t, ts.addr)
-		sendProduce(t, c, 1, "p", recordBatch([]byte("a")))
-		if i == 0 {
-			<-entered
-		}
-		if err := writeRequestCorr(c, 2, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
-			t.Fatal(err)
-		}
-		waitUntil(t, "the fetch answered, unwritten", func() bool { return handledCount(ts, kmsg.Fetch) == uint64(i+1) })
-	}
+	fetch := wholeFetch()
+	holdFetchAnswers(t, ts, gate, fetch, holders)
 	cut := ts.metrics.fetchCopiedCut.Load()
 	c := dial(t, ts.addr)
 	fetch.MaxWaitMillis, fetch.MinBytes = 500, 10<<20

@@ -1,14 +1,10 @@
 package logd
 
 import (
-	"context"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
 // TestUnwrittenAnswersBounded: a client that pipelines requests behind
@@ -30,8 +26,7 @@ func TestUnwrittenAnswersBounded(t *testing.T) {
 		key  kmsg.Key
 	}{
 		{"fetches", func(t *testing.T, c net.Conn, corr int32) {
-			fetch := fetchPartitions("f", nil, []int32{0})
-			fetch.Topics[0].Partitions[0].PartitionMaxBytes = 1 << 30
+			fetch := wholeFetch()
 			if err := writeRequestCorr(c, corr, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
 				t.Fatal(err)
 			}
@@ -54,39 +49,9 @@ func TestUnwrittenAnswersBounded(t *testing.T) {
 		}, kmsg.Produce},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gate := &gateFS{FS: vfs.OS}
-			ts := startServer(t, t.TempDir(), func(c *Config) {
-				c.Storage.FS = gate
-				c.IdleTimeout = time.Hour
-				c.DisableAutoCreateTopics = true
-			})
-			ts.noZeroCopy.Store(true) // record sets are copied into the answers
-			for _, topic := range []string{"p", "f"} {
-				if err := ts.autoCreate(topic); err != nil {
-					t.Fatal(err)
-				}
-			}
-			f, err := ts.store.Partition("f", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for range 4 {
-				res, err := f.Append(recordBatch(make([]byte, 512<<10)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := f.WaitAppended(context.Background(), res); err != nil {
-					t.Fatal(err)
-				}
-			}
-			handled := func() uint64 {
-				ts.metrics.mu.Lock()
-				defer ts.metrics.mu.Unlock()
-				if st := ts.metrics.requests[tc.key.Int16()]; st != nil {
-					return st.count
-				}
-				return 0
-			}
+			// Record sets are copied into the answers.
+			ts, gate := gatedServer(t, 4, true, func(*Config) {})
+			handled := func() uint64 { return handledCount(ts, tc.key) }
 
 			entered := gate.close() // the produce's fsync waits: so do the answers behind it
 			t.Cleanup(gate.open)
