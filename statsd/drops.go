@@ -67,17 +67,16 @@ func (d *dropReader) read() uint64 {
 }
 
 // update takes the drops counter of each socket, by inode, and returns
-// the drops since the previous update: each socket's reading less its
-// last one modulo 2^32, as DropCounts.Since counts. A socket missing
+// the drops since the previous update (DropCounts.Since: each socket's
+// reading less its last one modulo 2^32). A socket missing
 // from readings (the table could not be read) keeps its last reading,
 // so that the next one does not count its drops again.
 func (d *dropReader) update(readings DropCounts) uint64 {
 	if d.last == nil {
 		d.last = make(DropCounts, len(readings))
 	}
-	var delta uint64
+	delta := readings.Since(d.last)
 	for inode, v := range readings {
-		delta += uint64(v - d.last[inode])
 		d.last[inode] = v
 	}
 	return delta
