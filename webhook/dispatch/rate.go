@@ -94,7 +94,7 @@ type slotsTaken struct {
 // aheadOf is how many of the last n of took slots, taken at at at rate,
 // are still ahead of now, so that giving them back frees them and no
 // more: the i-th slot a take gave ends i slots after the take's clock
-// or later (rateSlots). One that ended is past: the endpoint's limit
+// or later (store.RateSlot). One that ended is past: the endpoint's limit
 // may have restarted from the clock since (a take by another dispatcher
 // finding it idle), and moved back, the slots taken since would let
 // more than the rate through.
@@ -102,14 +102,8 @@ func aheadOf(rate, n, took int, at, now time.Time) int {
 	if rate <= 0 {
 		return 0
 	}
-	past := int(min(int64(took), max(0, int64(now.Sub(at)))/rateSlot(rate)))
+	past := int(min(int64(took), max(0, int64(now.Sub(at)))/int64(store.RateSlot(rate))))
 	return max(0, min(n, took-past))
-}
-
-// rateSlot is a slot of a rate limit of rate a second, as the store
-// measures it (1/rate s rounded up).
-func rateSlot(rate int) int64 {
-	return (int64(time.Second) + int64(rate) - 1) / int64(rate)
 }
 
 // returnSlots gives back to the store the slots takeSlots took

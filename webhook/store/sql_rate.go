@@ -21,7 +21,7 @@ import (
 // back since: it counts as the tolerance, so the endpoint waits a slot,
 // not for the clock to come back.
 func rateSlots(tat, now int64, rate, n int) (took int, newTAT, next int64) {
-	slot := rateSlot(rate)
+	slot := int64(RateSlot(rate))
 	tolerance := int64(rate) * slot
 	base := max(min(tat, now+tolerance), now)
 	took = int(min(int64(n), max(0, (now+tolerance-base)/slot)))
@@ -32,10 +32,11 @@ func rateSlots(tat, now int64, rate, n int) (took int, newTAT, next int64) {
 	return took, newTAT, next
 }
 
-// rateSlot is a slot of a rate limit of rate a second, 1/rate s rounded
-// up, in nanoseconds (see rateSlots).
-func rateSlot(rate int) int64 {
-	return (int64(time.Second) + int64(rate) - 1) / int64(rate)
+// RateSlot is a slot of a rate limit of rate a second, 1/rate s rounded
+// up to the nanosecond, as TakeRateSlots and ReturnRateSlots measure
+// it (see rateSlots).
+func RateSlot(rate int) time.Duration {
+	return (time.Second + time.Duration(rate) - 1) / time.Duration(rate)
 }
 
 // TakeRateSlots reads the endpoint's rate_tat, its row locked
@@ -92,7 +93,7 @@ func (s *sqlStore) ReturnRateSlots(ctx context.Context, id string, rate, n int, 
 	if rate <= 0 || n <= 0 {
 		return nil
 	}
-	back := int64(n) * rateSlot(rate)
+	back := int64(n) * int64(RateSlot(rate))
 	clock, args := "CAST(? AS BIGINT)", []any{back, nanos(now), back, nanos(now), id, nanos(now)}
 	if s.leaseByDB {
 		clock, args = s.d.dbNow, []any{back, back, id}
