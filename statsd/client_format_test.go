@@ -56,10 +56,17 @@ func TestClientRateFormat(t *testing.T) {
 			t.Errorf("appendClientRate(%v) = %q, want %q", tc.rate, got, tc.want)
 		}
 	}
-	for _, rate := range []float64{0.5, 1.0 / 3, 1e-6, 5e-7, 1e-7, 3.3e-15, 5e-324} {
+	for _, rate := range []float64{0.5, 1.0 / 3, 1e-6, 5e-7, 1e-7, 3.3e-15, 1e-308, 5e-324} {
 		line := appendClientRate([]byte("tiny.c:1|c"), rate)
 		var p Parser
 		ms, bad, why := p.AppendLine(nil, line)
+		if math.IsInf(1/rate, 0) {
+			// Read back exactly, but refused: 1/rate is infinite.
+			if bad != 1 || why != ReasonRateTooSmall {
+				t.Errorf("client line %q: %d metrics, %d bad (%v); want 1 bad (%v)", line, len(ms), bad, why, ReasonRateTooSmall)
+			}
+			continue
+		}
 		if bad != 0 || len(ms) != 1 || ms[0].Rate != rate {
 			t.Errorf("client line %q: %d metrics, %d bad (%v); want one counter at rate %v", line, len(ms), bad, why, rate)
 		}

@@ -161,6 +161,20 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|@1e-400", "", 1, ReasonBadRate},
 		{"a:1|c|@-1e-1", "", 1, ReasonBadRate},
 		{"a:1|c|@ 0.5", "", 1, ReasonBadRate},
+		// A rate so small that 1/rate is not finite (a denormal, as an
+		// exponent or as 310 decimal digits) would make the counter, or
+		// the timer's count, infinite: a bad line, as is a counter value
+		// that 1/rate takes past ±MaxFloat64 (Etsy: Infinity).
+		{"a:1|c|@1e-310", "", 1, ReasonRateTooSmall},
+		{"t:1|ms|@4.9e-324", "", 1, ReasonRateTooSmall},
+		{"g:1|g|@1e-309", "", 1, ReasonRateTooSmall},
+		{"a:1|c|@0." + strings.Repeat("0", 308) + "1", "", 1, ReasonRateTooSmall},
+		{"a:1|c|@1e-308", "a counter 1 @1e-308", 0, 0},
+		{"a:1e308|c|@0.1", "", 1, ReasonCounterOverflow},
+		{"a:-1e308|c|@0.5:1e308|c|@0.5:2|c|@0.5", "a counter 2 @0.5", 2, ReasonCounterOverflow},
+		{"t:1e308|ms|@0.1", "t timer 1e+308 @0.1", 0, 0},
+		{"a:1.79e308|c|@0.99", "", 1, ReasonCounterOverflow},
+		{"a:1.7e308|c|@0.99999", "a counter 1.7e+308 @0.99999", 0, 0},
 		{"a:1|c|@0.5 x", "", 1, ReasonBadRate},
 		// Bad lines, counted per value as Etsy's bad_lines_seen.
 		{"a", "", 1, ReasonNoColon},
@@ -283,7 +297,7 @@ func isJSSpace(r rune) bool { return r < utf8.RuneSelf && asciiSpace[r] || jsSpa
 
 func FuzzParseLine(f *testing.F) {
 	for _, s := range []string{"a:1|c", "a:1|c|@0.1", "g:+4|g", "t:1:2|ms|#a:b,c", "u:x|s", "a:1|c:2|ms",
-		"a:1|c|c:abc|T1700000000", "_bl.seq:c/1|seq", "a b/\u00a0c:1|c", "a:1|c|#k:v;w|@0.5:3|g", "t:-1|ms ",
+		"a:1|c|c:abc|T1700000000", "_bl.seq:c/1|seq", "a b/\u00a0c:1|c", "a:1|c|#k:v;w|@0.5:3|g", "t:-1|ms ", "a:1|c|@1e-310", "a:1e308|c|@0.1",
 		`_e{5,11}:title|te|xt\nmore|d:1700000000|h:host|p:low|t:warning|#env:prod`, "_e{5,40}:title|text", "_e{1,0}:t|",
 		"_sc|my.check|2|d:1700000000|h:host|#env:prod|m:disk: full", "_sc|my.check|7", "_scale:1|c"} {
 		f.Add([]byte(s))
@@ -309,8 +323,12 @@ func FuzzParseLine(f *testing.F) {
 					t.Fatalf("%q: unsanitized key %q", line, m.Key)
 				}
 			}
-			if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) || !(m.Rate > 0) || math.IsInf(m.Rate, 0) {
+			if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) || !(m.Rate > 0) || math.IsInf(m.Rate, 0) || math.IsInf(1/m.Rate, 0) {
 				t.Fatalf("%q: value %v rate %v", line, m.Value, m.Rate)
+			}
+			// What the aggregator adds for a counter (Aggregator.Add).
+			if m.Type == Counter && math.IsInf(m.Value*(1/m.Rate), 0) {
+				t.Fatalf("%q: counter %v at rate %v adds %v", line, m.Value, m.Rate, m.Value*(1/m.Rate))
 			}
 			// A negative timer value needs a type padded with white
 			// space, which Etsy checks as a counter's ("t:-1|ms ").

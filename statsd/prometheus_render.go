@@ -397,8 +397,9 @@ func (p *Prometheus) accumulate(f *pageFamily, s *pageSeries) {
 			*st = promState{gen: p.gen, bounds: s.bounds, counts: make([]float64, len(s.bounds)+1)}
 		}
 		// Like a counter's, an interval that would make the sum or a
-		// bucket not finite (values summing past ±MaxFloat64, a rate
-		// whose 1/rate is infinite) is left out and counted.
+		// bucket not finite (values, or the counts 1/rate of small
+		// sample rates, summing past ±MaxFloat64) is left out and
+		// counted.
 		total := 0.0
 		for i, c := range s.interval.counts {
 			total += st.counts[i] + c

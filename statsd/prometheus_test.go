@@ -626,10 +626,11 @@ func TestPrometheusCounterNeverDecreases(t *testing.T) {
 }
 
 // TestPrometheusCounterStaysFinite: an interval whose values sum past
-// ±MaxFloat64 (x:1e308|c|@0.1 is +Inf, with its opposite NaN), or that
-// would take the counter past it, is left out of the Prometheus counter
-// and counted, so the counter stays finite and counts on; the snapshot
-// keeps Etsy's NaN or Infinity, for that interval only.
+// ±MaxFloat64 (1.5e308 twice is +Inf; the parser refuses a single value
+// that 1/rate takes there, x:1e308|c|@0.1), or that would take the
+// counter past it, is left out of the Prometheus counter and counted, so
+// the counter stays finite and counts on; the snapshot keeps Etsy's
+// Infinity, for that interval only.
 func TestPrometheusCounterStaysFinite(t *testing.T) {
 	a, err := NewAggregator(AggregatorConfig{})
 	if err != nil {
@@ -638,16 +639,16 @@ func TestPrometheusCounterStaysFinite(t *testing.T) {
 	pr := newPrometheus(PrometheusConfig{})
 	pr.cfg.setDefaults()
 	var p Parser
-	inf, nan := math.Inf(1), math.NaN()
+	inf := math.Inf(1)
 	for i, step := range []struct {
 		lines                       []string
 		etsyCount, total, nonFinite float64
 	}{
 		{[]string{"c:1|c"}, 1, 1, 0},
-		{[]string{"c:1e308|c|@0.1", "c:-1e308|c|@0.1"}, nan, 1, 1},
+		{[]string{"c:1.5e308|c", "c:1.5e308|c", "c:-1e308|c"}, inf, 1, 1},
 		{[]string{"c:2|c"}, 2, 3, 1},
-		{[]string{"c:1e308|c|@0.1"}, inf, 3, 2},
-		{[]string{"c:-1e308|c|@0.1", "c:5|c"}, -inf, 8, 2},
+		{[]string{"c:1.5e308|c", "c:1e308|c"}, inf, 3, 2},
+		{[]string{"c:-1.5e308|c", "c:-1e308|c", "c:5|c"}, -inf, 8, 2},
 		{[]string{"c:1.5e308|c", "c:1.5e308|c"}, inf, 8, 3},
 		{[]string{"c:1.5e308|c"}, 1.5e308, 1.5e308 + 8, 3},
 		{[]string{"c:1.5e308|c"}, 1.5e308, 1.5e308 + 8, 4},
@@ -701,12 +702,11 @@ func TestPrometheusHistogramMixedRates(t *testing.T) {
 
 // TestPrometheusObserverStaysFinite: an interval that would make a
 // histogram's or summary's cumulative _sum, _count or buckets not
-// finite (values summing past ±1.8e308, or a sample rate so small that
-// 1/rate is infinite) is left out of it and counted, as a counter's
+// finite (values, or the counts 1/rate of small sample rates, summing
+// past ±1.8e308) is left out of it and counted, as a counter's
 // increment is, so that the series keeps counting the later intervals
 // instead of showing +Inf or NaN for ever.
 func TestPrometheusObserverStaysFinite(t *testing.T) {
-	tiny := "@0." + strings.Repeat("0", 319) + "1" // 1e-320: 1/rate is +Inf
 	for _, timers := range []string{TimersHistogram, TimersSummary} {
 		t.Run(timers, func(t *testing.T) {
 			p := testPrometheus(t, PrometheusConfig{Timers: timers, Buckets: []float64{1, 10}})
@@ -719,7 +719,7 @@ func TestPrometheusObserverStaysFinite(t *testing.T) {
 				{"h:1|h", []string{"h:1|h"}, 1, 1, 0},
 				{"sum past 1.8e308", []string{"h:1e308|h", "h:1e308|h"}, 1, 1, 1},
 				{"h:2|h", []string{"h:2|h"}, 3, 2, 1},
-				{"rate 1e-320", []string{"h:0|h|" + tiny}, 3, 2, 2},
+				{"count past 1.8e308", []string{"h:0|h|@1e-308", "h:0|h|@1e-308"}, 3, 2, 2},
 				{"h:1|h", []string{"h:1|h"}, 4, 3, 2},
 			} {
 				fams := parsePage(t, promRender(t, p, a, step.lines...))

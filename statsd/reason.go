@@ -22,6 +22,8 @@ const (
 	ReasonLineTooLong
 	ReasonBadEvent
 	ReasonBadServiceCheck
+	ReasonRateTooSmall
+	ReasonCounterOverflow
 )
 
 var reasonText = [...]string{
@@ -40,6 +42,8 @@ var reasonText = [...]string{
 	ReasonLineTooLong:     "line too long",
 	ReasonBadEvent:        "malformed DogStatsD event",
 	ReasonBadServiceCheck: "malformed DogStatsD service check",
+	ReasonRateTooSmall:    "sample rate too small: 1/rate is not finite",
+	ReasonCounterOverflow: "counter value / sample rate is not finite",
 }
 
 func (r Reason) String() string {

@@ -2,6 +2,7 @@ package statsd
 
 import (
 	"bytes"
+	"math"
 	"unicode/utf8"
 )
 
@@ -93,8 +94,13 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 		case len(tok) > 1 && tok[0] == '@' && !rateSeen:
 			rateSeen = true
 			r, ok := parseRate(tok[1:])
-			if !ok {
+			switch {
+			case !ok:
 				seg.bad(ReasonBadRate)
+			case math.IsInf(1/r, 0):
+				// A denormal ("@1e-310", or 310 decimal digits):
+				// every value would count as infinitely many.
+				seg.bad(ReasonRateTooSmall)
 			}
 			seg.rate = r
 		case len(tok) > 1 && tok[0] == 'T' && allDigits(tok[1:]):
@@ -283,6 +289,11 @@ func (m *Metric) setValue(v []byte, padded bool) Reason {
 	}
 	if m.Type == Timer && f < 0 && !padded {
 		return ReasonNegativeTimer
+	}
+	if m.Type == Counter && math.IsInf(f*(1/m.Rate), 0) {
+		// What Aggregator.Add would add: past ±MaxFloat64 (Etsy
+		// adds Infinity).
+		return ReasonCounterOverflow
 	}
 	m.Value = f
 	m.Delta = m.Type == Gauge && len(v) > 0 && (v[0] == '+' || v[0] == '-')
