@@ -61,7 +61,9 @@
 //
 // The first field after the type must be a rate, tags or one of those
 // DogStatsD fields (Etsy requires a rate there); any other field after
-// it is ignored, as Etsy and the Datadog agent ignore it. A key:value
+// it is ignored, as Etsy and the Datadog agent ignore it, and after a
+// rate so is a second rate or a "T" that is no timestamp ("@0.5|@0.25"
+// is 0.5: Etsy ignores every field after its rate). A key:value
 // field followed by a metric type ("|x:2|ms") is Etsy's next segment,
 // as Etsy reads it: "name:1|c|@0.5|x:2|ms" is a counter and a timer.
 //
@@ -80,8 +82,8 @@
 // unknown metric types (Etsy counts them as counters) and values Etsy
 // reads as NaN or Infinity (hexadecimal, "Infinity", sample rates such as
 // "@0" or "@1.2.3", a rate whose 1/rate is infinite, "@1e-310", and a
-// counter value that 1/rate takes past ±MaxFloat64) are bad lines; so is a line whose name is empty,
-// as sent or once sanitized ("%%:1|c", ":1|c"), which Etsy aggregates
+// counter value that 1/rate takes past ±MaxFloat64) are bad lines; so
+// is a line whose name is empty, as sent or once sanitized ("%%:1|c", ":1|c"), which Etsy aggregates
 // under the empty key; a rate with an exponent is the number it writes
 // ("@1e-1" is 0.1, as statsd_exporter reads it; Etsy reads the digits
 // before the 'e', 1); h and d are timers, not counters; empty tags,

@@ -99,6 +99,25 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|#t|x|y", "a;t counter 1", 0, 0},
 		{"a:1|c|@0.5|x:foo|T17", "a counter 1 @0.5", 0, 0},
 		{"a:1|c|@0.5|", "a counter 1 @0.5", 0, 0},
+		// Etsy ignores every field after its rate (fields[3] on), so a
+		// second rate, or a "T" that is no timestamp, after a valid
+		// rate is ignored: the first rate is the line's. Before a rate,
+		// or after another DogStatsD field, a "T" field must be a
+		// timestamp; a bad first rate stays a bad line.
+		{"a:1|c|@0.5|@0.25", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|@0.5|@0.25:2|c|@0.1", "a counter 1 @0.5 ; a counter 2 @0.1", 0, 0},
+		{"a:1|c|@0.5|@x", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|@0.5|@", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|@0.5|@1e-310", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|@0.5|T123", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|@0.5|T17x", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|@0.5|T", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|@0.5|T17x|x:2|ms", "a counter 1 @0.5 ; a timer 2", 0, 0},
+		{"a:1|c|#t|@0.5|@0.25|T1x", "a;t counter 1 @0.5", 0, 0},
+		{"a:1|c|@x|@0.5", "", 1, ReasonBadRate},
+		{"a:1|c|T17x|@0.5", "", 1, ReasonBadField},
+		{"a:1|c|#t|T17x", "", 1, ReasonBadField},
+		{"a:1|c|#t|T", "", 1, ReasonBadField},
 		// Unless what follows the key's ':' is Etsy's next segment, a
 		// value and a metric type: Etsy reads a timer 2 there after the
 		// counter (it ignores "x" after its rate), or after a bad line,
@@ -194,8 +213,6 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|", "", 1, ReasonBadField},
 		{"a:1|c|x", "", 1, ReasonBadField},
 		{"a:1|c|#a|#b", "", 1, ReasonBadField},
-		{"a:1|c|@0.5|@0.25", "", 1, ReasonBadField},
-		{"a:1|c|@0.5|T17x", "", 1, ReasonBadField},
 		{"a:1|c|1:x", "", 2, ReasonBadField},
 		{":1|c", "", 1, ReasonEmptyName},
 		{"!!:1|c", "", 1, ReasonEmptyName},

@@ -18,8 +18,11 @@ import (
 // The first field after the type must be one of these: Etsy reads it as
 // the sample rate and counts anything else as a bad line. Another
 // unknown field after it is ignored, as Etsy ignores what follows its
-// rate and the Datadog agent any field it does not know; a second rate,
-// a second tags field and a "T" without its digits stay bad lines.
+// rate and the Datadog agent any field it does not know; so is any
+// field after a rate, a second rate or a "T" that is no timestamp
+// included (the first rate is the segment's, as Etsy's). A second tags
+// field, and before any rate a bad rate or a "T" without its digits,
+// stay bad lines.
 type scanner struct {
 	b []byte
 	i int
@@ -104,6 +107,10 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 			}
 			seg.rate = r
 		case len(tok) > 1 && tok[0] == 'T' && allDigits(tok[1:]):
+		case rateSeen:
+			// After the rate, a second one or a "T" that is no
+			// timestamp: ignored, as Etsy ignores what follows its
+			// rate; the first rate is the segment's.
 		case !first && (len(tok) == 0 || tok[0] != '@' && tok[0] != 'T'):
 			// An unknown field after another: ignored.
 		default:
