@@ -65,7 +65,9 @@
 // rate so is a second rate or a "T" that is no timestamp ("@0.5|@0.25"
 // is 0.5: Etsy ignores every field after its rate). A key:value
 // field followed by a metric type ("|x:2|ms") is Etsy's next segment,
-// as Etsy reads it: "name:1|c|@0.5|x:2|ms" is a counter and a timer.
+// as Etsy reads it: "name:1|c|@0.5|x:2|ms" is a counter and a timer,
+// "name:1|c|@0.5|x:2|ms:3|g" a counter, a timer and a gauge (a chain of
+// such segments ending in a type that is a whole field).
 //
 // Keys are sanitized as Etsy does: whitespace runs become '_', '/'
 // becomes '-', and characters outside [a-zA-Z0-9_\-.;=] are dropped.

@@ -30,6 +30,13 @@ type scanner struct {
 	// follows, even an empty one at the end of the line: Etsy splits on
 	// ':' and counts an empty piece as a bad line.
 	more bool
+	// The last chain etsySegment walked: link starts chainFrom up to
+	// chainTo (the link that decided), and its answer. Any later walk
+	// that starts in that range starts at one of its links (see
+	// etsySegment) and has the same answer, so a line of many key
+	// fields is walked once, not once per field.
+	chainFrom, chainTo int
+	chainOK            bool
 }
 
 // segment is one parsed segment: its values and what applies to them.
@@ -86,7 +93,7 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 			*tags, *hasTags = v[1:], true
 			end = s.i >= len(s.b) && s.b[len(s.b)-1] != '|'
 			continue
-		case keyField(f):
+		case s.keyField(f):
 			s.field()
 			end = s.i >= len(s.b) && s.b[len(s.b)-1] != '|'
 			continue
@@ -119,38 +126,66 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 	}
 }
 
-// keyField reports whether f starts with a DogStatsD "key:value" field:
-// a key of ASCII letters and a ':', unless what follows the ':' reads
-// as Etsy's next segment (etsySegment): in "a:1|c|@0.5|x:2|ms" Etsy
-// ignores "x" after its rate, then reads a timer 2, and in
-// "a:1|c|x:5|ms|@0.1" a bad line, then a timer 5 whose rate is 0.1;
-// skipping "x:..." to the next '|' would drop the timer or give its
-// rate to the counter.
-func keyField(f []byte) bool {
+// keyField reports whether f, the rest of the line from s.i, starts
+// with a DogStatsD "key:value" field: a key of ASCII letters and a ':',
+// unless what follows the ':' reads as Etsy's next segments
+// (etsySegment): in "a:1|c|@0.5|x:2|ms:3|g" Etsy ignores "x" after its
+// rate, then reads a timer 2 and a gauge 3, and in "a:1|c|x:5|ms|@0.1"
+// a bad line, then a timer 5 whose rate is 0.1; skipping "x:..." to the
+// next '|' would drop the timer or give its rate to the counter.
+func (s *scanner) keyField(f []byte) bool {
 	i := 0
 	for i < len(f) && (f[i]|0x20 >= 'a' && f[i]|0x20 <= 'z') {
 		i++
 	}
-	return i > 0 && i < len(f) && f[i] == ':' && !etsySegment(f[i+1:])
+	return i > 0 && i < len(f) && f[i] == ':' && !s.etsySegment(s.i+i+1)
 }
 
-// etsySegment reports whether b starts with "value|type", value holding
-// no ':' and type being a whole field that is a metric type (maybe with
-// white space about it, as next reads it), up to the next '|' or the
-// end. No DogStatsD field is a bare metric type, so a key field
-// followed by one is Etsy's; "|c:ci-1", DogStatsD's container id, is
-// not a type ending at Etsy's ':'.
-func etsySegment(b []byte) bool {
-	bar := bytes.IndexByte(b, '|')
-	if bar < 0 || bytes.IndexByte(b[:bar], ':') >= 0 {
-		return false
+// etsySegment reports whether the line from at starts a chain of Etsy
+// segments "value|type:value|type:...value|type", each value holding no
+// ':' and each type a metric type (maybe with white space about it, as
+// next reads it), every type but the last ending at Etsy's ':' and the
+// last being a whole field, up to the next '|' or the end. No DogStatsD
+// field is a bare metric type, so a key field followed by such a chain
+// is Etsy's; "|c:ci-1", DogStatsD's container id, is a type ending at
+// ':' but no chain follows it ("a:1|c|@0.5|e:x|c:ci-1|card:low"), and
+// neither does one after "|x:2|ms:3|c:ci-1", read as key fields too.
+//
+// In a chain a '|' comes only before a type, and a type holds no ':',
+// so a key field that starts within it is a type and its value the next
+// link: a later call at a link of the chain last walked has its answer.
+func (s *scanner) etsySegment(at int) bool {
+	if s.chainTo > 0 && s.chainFrom <= at && at <= s.chainTo {
+		return s.chainOK
 	}
-	t := b[bar+1:]
-	if j := bytes.IndexByte(t, '|'); j >= 0 {
-		t = t[:j]
+	from, ok := at, false
+	for {
+		b := s.b[at:]
+		bar := bytes.IndexByte(b, '|')
+		if bar < 0 || bytes.IndexByte(b[:bar], ':') >= 0 {
+			break
+		}
+		t := b[bar+1:]
+		j := bytes.IndexAny(t, "|:")
+		if j < 0 || t[j] == '|' {
+			if j >= 0 {
+				t = t[:j]
+			}
+			ok = isType(t)
+			break
+		}
+		if !isType(t[:j]) {
+			break
+		}
+		at += bar + 1 + j + 1
 	}
-	return parseType(t) != 0 || parseType(trimJSSpace(t)) != 0
+	s.chainFrom, s.chainTo, s.chainOK = from, at, ok
+	return ok
 }
+
+// isType reports whether t is a metric type, maybe with white space
+// about it.
+func isType(t []byte) bool { return parseType(t) != 0 || parseType(trimJSSpace(t)) != 0 }
 
 // bad records the first reason the segment is bad.
 func (seg *segment) bad(why Reason) {
