@@ -12,7 +12,8 @@ type batch struct {
 	lines   int
 	seq     int
 	// events and checks are DogStatsD events and service checks:
-	// counted, not metrics.
+	// counted, not metrics; they are in lines too (metrics_received:
+	// every line but sequence lines).
 	events int
 	checks int
 	bad    int
@@ -70,17 +71,17 @@ func (b *batch) addLine(line []byte) {
 	b.metrics, bad, why = b.p.AppendLine(b.metrics, line)
 	if why == ReasonNone && line[0] == '_' {
 		// Not metrics: counted apart, as SeqLines, EventsIgnored and
-		// ServiceChecksIgnored.
+		// ServiceChecksIgnored. An event or a service check is still
+		// a line received (metrics_received), as Etsy counts every
+		// line there.
 		switch {
 		case IsSeqLine(line):
 			b.seq++
 			return
 		case IsEvent(line):
 			b.events++
-			return
 		case IsServiceCheck(line):
 			b.checks++
-			return
 		}
 	}
 	b.lines++

@@ -90,9 +90,9 @@
 // ("@1e-1" is 0.1, as statsd_exporter reads it; Etsy reads the digits
 // before the 'e', 1); h and d are timers, not counters; empty tags,
 // and tags with an empty name or value ("#env:"), are dropped; DogStatsD
-// events and service checks are counted apart (IsEvent, IsServiceCheck),
-// where Etsy counts them in metrics_received and reads them as metric
-// segments, bad lines and at times a junk counter.
+// events and service checks are counted apart (IsEvent, IsServiceCheck;
+// both count each line in metrics_received), where Etsy reads them as
+// metric segments, bad lines and at times a junk counter.
 //
 // # Client
 //

@@ -5,8 +5,9 @@ import "bytes"
 // DogStatsD events and service checks are not metrics. The server has
 // no backend for them: it recognises them by these prefixes, as the
 // Datadog agent does, checks their form, and counts them
-// (ServerStats.EventsIgnored, ServiceChecksIgnored); a malformed one is
-// a bad line. Neither is ever read as a metric:
+// (ServerStats.EventsIgnored, ServiceChecksIgnored, and as lines in
+// metrics_received, as Etsy counts every line); a malformed one is a
+// bad line. Neither is ever read as a metric:
 //
 //	_e{<title length>,<text length>}:<title>|<text>[|d:…|h:…|k:…|p:…|s:…|t:…|#tags]
 //	_sc|<name>|<status>[|d:…|h:…|#tags|m:<message>]

@@ -10,7 +10,7 @@ import (
 // TestEtsyReadsEventsAsMetrics shows the difference README's "Where it
 // differs from Etsy" describes: Etsy 0.9.0 reads a DogStatsD event and
 // service check as metric segments, bad lines and a junk counter, where
-// ours counts them apart.
+// ours counts them apart; both count each line in metrics_received.
 func TestEtsyReadsEventsAsMetrics(t *testing.T) {
 	const packet = "_sc|my.check|0\n_e{5,4}:title|text|d:1700000000|h:host|p:low"
 	sink := newGraphiteSink(t)
@@ -37,9 +37,9 @@ func TestEtsyReadsEventsAsMetrics(t *testing.T) {
 	waitReceived(t, s, 1, 2)
 	snap := s.Flush(context.Background())
 	ours := snapshotValues(snap)
-	if _, ok := ours["c _e54"]; ok || ours["c statsd.bad_lines_seen"] != 0 || ours["c statsd.metrics_received"] != 0 ||
+	if _, ok := ours["c _e54"]; ok || ours["c statsd.bad_lines_seen"] != 0 || ours["c statsd.metrics_received"] != 2 ||
 		snap.Server.EventsIgnored != 1 || snap.Server.ServiceChecksIgnored != 1 {
-		t.Errorf("ours: %v, events %d, service checks %d; want no _e54, no bad line, 1 event and 1 service check",
+		t.Errorf("ours: %v, events %d, service checks %d; want no _e54, no bad line, 2 lines received, 1 event and 1 service check",
 			ours, snap.Server.EventsIgnored, snap.Server.ServiceChecksIgnored)
 	}
 }

@@ -111,8 +111,8 @@ type ServerStats struct {
 	// EventsIgnored and ServiceChecksIgnored count the well-formed
 	// DogStatsD events and service checks received over the interval:
 	// not metrics, and no backend takes them (IsEvent, IsServiceCheck).
-	// They are in neither metrics_received nor bad_lines_seen; a
-	// malformed one is a bad line.
+	// They are in metrics_received, which counts every line as Etsy's
+	// does, not in bad_lines_seen; a malformed one is a bad line.
 	EventsIgnored, ServiceChecksIgnored uint64
 	// NegativeCounterValues counts the counter values below zero
 	// received over the interval (in CounterValue.Count, not in
