@@ -490,15 +490,16 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 		a.ID, a.DeliveryID, a.EventID, a.EndpointID, nanos(a.Started), int64(a.Duration), a.StatusCode, storedText(a.Error), response, c.Status); err != nil {
 		return false, err
 	}
-	if err := s.writeHealth(ctx, tx, c, health); err != nil {
-		return false, err
-	}
 	if c.Disable != "" {
-		// (Its own health write, before, sets a FailingSince cleared
-		// meanwhile to this attempt's start, not to DisableFailingSince.)
+		// Before its own health write, which raises the revision when
+		// it starts a run of failures: the revision compared is the
+		// one the attempt was made to. (A FailingSince cleared meanwhile
+		// is zero, not DisableFailingSince; the health write then sets
+		// it to this attempt's start.)
 		n, err := s.exec(ctx, tx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated = ?, revision = revision + 1
-			WHERE id = ? AND enabled = 1 AND (CAST(? AS BIGINT) = 0 OR failing_since = ?)`,
-			storedText(c.Disable), nanos(a.Started.Add(a.Duration)), a.EndpointID, nanos(c.DisableFailingSince), nanos(c.DisableFailingSince))
+			WHERE id = ? AND enabled = 1 AND (CAST(? AS BIGINT) = 0 OR failing_since = ?) AND (CAST(? AS BIGINT) = 0 OR revision = ?)`,
+			storedText(c.Disable), nanos(a.Started.Add(a.Duration)), a.EndpointID, nanos(c.DisableFailingSince), nanos(c.DisableFailingSince),
+			c.DisableRevision, c.DisableRevision)
 		if err != nil {
 			return false, err
 		}
@@ -521,6 +522,9 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 				return false, err
 			}
 		}
+	}
+	if err := s.writeHealth(ctx, tx, c, health); err != nil {
+		return false, err
 	}
 	notices := c.Notices
 	if c.ExhaustedNotice != nil && c.Failed {
