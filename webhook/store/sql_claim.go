@@ -126,13 +126,26 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 	}
 	if s.d.claimReturning {
 		// One statement, committed on its own with full durability: one
-		// round trip.
+		// round trip. It is never a deadlock's victim: it waits for no
+		// row lock (it takes its deliveries FOR UPDATE SKIP LOCKED, reads
+		// endpoints and events unlocked, and writes only the rows it
+		// locked, no key among them). But with the database's default
+		// isolation serializable or repeatable read it can be killed as
+		// a serialization failure (40001: reading an endpoint's row a
+		// prepared pivot wrote, or locking a delivery updated since its
+		// snapshot), which run again succeeds: it is run again as the
+		// transactions are (see retry).
 		query, args := s.claimReturning(r)
-		rows, err := s.db.QueryContext(ctx, query, args...)
-		if err != nil {
-			return nil, err
-		}
-		return scanJobs(rows)
+		var jobs []*Job
+		err := retry(ctx, s.tries, func() error {
+			rows, err := s.db.QueryContext(ctx, query, args...)
+			if err != nil {
+				return err
+			}
+			jobs, err = scanJobs(rows)
+			return err
+		})
+		return jobs, err
 	}
 	args := claimArgs(s.d, r)
 	var jobs []*Job
