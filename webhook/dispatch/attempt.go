@@ -47,6 +47,10 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 			Started: start, Duration: end.Sub(start), StatusCode: o.StatusCode, Error: errText, Response: response},
 		Status: dec.Status, NextAttempt: dec.NextAttempt, EndpointOK: dec.EndpointOK, Disable: dec.Disable,
 		DisableFailingSince: dec.DisableFailingSince,
+		// Disabled only if the endpoint is still as the attempt was made
+		// to it: not when its user enabled it again (or changed it)
+		// since, an answer to a request sent before undoing it.
+		DisableRevision: j.Endpoint.Revision,
 	}
 	exhausted := dec.Exhausted
 	if n > 1 {

@@ -97,12 +97,16 @@ type slotsTaken struct {
 // or later (store.RateSlot). One that ended is past: the endpoint's limit
 // may have restarted from the clock since (a take by another dispatcher
 // finding it idle), and moved back, the slots taken since would let
-// more than the rate through.
+// more than the rate through. A clock earlier than the take's (stepped
+// back since) tells nothing of how long ago the take was: none is
+// ahead. (Counted from it, every slot was ahead, and the store, which
+// moves slots back to that clock at the earliest, gave them all back,
+// past ones and the slots taken since with them.)
 func aheadOf(rate, n, took int, at, now time.Time) int {
-	if rate <= 0 {
+	if rate <= 0 || now.Before(at) {
 		return 0
 	}
-	past := int(min(int64(took), max(0, int64(now.Sub(at)))/int64(store.RateSlot(rate))))
+	past := int(min(int64(took), int64(now.Sub(at))/int64(store.RateSlot(rate))))
 	return max(0, min(n, took-past))
 }
 

@@ -80,3 +80,53 @@ func mustOnlyEvent(t *testing.T, s store.Store) *store.Event {
 	}
 	return evs[0]
 }
+
+// TestReenableDuringGone: an endpoint is disabled and enabled again by
+// its user while an attempt made before is under way; the endpoint
+// answers that attempt 410 Gone. The answer is to a request sent before
+// the enable: its completion disabled the endpoint again, the user's
+// enable undone. It must leave the endpoint enabled (the delivery
+// itself failed for good), with no endpoint.disabled notice or disable
+// counted.
+func TestReenableDuringGone(t *testing.T) {
+	s, c := sqliteStore(t), &clock{t: t0}
+	started, answer := make(chan struct{}, 1), make(chan struct{})
+	rcv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		hold(started, answer)(w, r)
+		w.WriteHeader(http.StatusGone)
+	})
+	ops := newReceiver(t, status(200))
+	addEndpoint(t, s, "ep_1", rcv.URL, t0)
+	addEvent(t, s, "t", t0)
+	addEndpoint(t, s, "ep_ops", ops.URL, t0)
+	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.NoticeEndpoint = "ep_ops" })
+	done := deliverDueInBackground(d)
+	<-started
+	e, _ := s.GetEndpoint(context.Background(), "ep_1")
+	e.Enabled, e.DisabledReason = false, "disabled through the API"
+	if err := s.UpdateEndpoint(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	e.Enabled, e.DisabledReason, e.FailingSince = true, "", time.Time{}
+	if err := s.UpdateEndpoint(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	close(answer)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.GetEndpoint(context.Background(), "ep_1")
+	if !got.Enabled {
+		t.Fatalf("endpoint disabled again (%q) by a 410 answering an attempt made before the user enabled it", got.DisabledReason)
+	}
+	if n := len(ops.requests()); n != 0 {
+		t.Errorf("%d endpoint.disabled notices for the endpoint left enabled, want 0", n)
+	}
+	if st := d.Stats(); st.Disabled != 0 {
+		t.Errorf("stats: %d endpoints disabled, want 0", st.Disabled)
+	}
+	ds, _ := s.ListDeliveries(context.Background(), mustOnlyEvent(t, s).ID)
+	if ds[0].Status != store.StatusFailed {
+		t.Errorf("delivery %s, want failed (410 Gone)", ds[0].Status)
+	}
+}

@@ -126,13 +126,26 @@ func (s *sqlStore) Claim(ctx context.Context, r ClaimRequest) ([]*Job, error) {
 	}
 	if s.d.claimReturning {
 		// One statement, committed on its own with full durability: one
-		// round trip.
+		// round trip. It is never a deadlock's victim: it waits for no
+		// row lock (it takes its deliveries FOR UPDATE SKIP LOCKED, reads
+		// endpoints and events unlocked, and writes only the rows it
+		// locked, no key among them). But with the database's default
+		// isolation serializable or repeatable read it can be killed as
+		// a serialization failure (40001: reading an endpoint's row a
+		// prepared pivot wrote, or locking a delivery updated since its
+		// snapshot), which run again succeeds: it is run again as the
+		// transactions are (see retry).
 		query, args := s.claimReturning(r)
-		rows, err := s.db.QueryContext(ctx, query, args...)
-		if err != nil {
-			return nil, err
-		}
-		return scanJobs(rows)
+		var jobs []*Job
+		err := retry(ctx, s.tries, func() error {
+			rows, err := s.db.QueryContext(ctx, query, args...)
+			if err != nil {
+				return err
+			}
+			jobs, err = scanJobs(rows)
+			return err
+		})
+		return jobs, err
 	}
 	args := claimArgs(s.d, r)
 	var jobs []*Job
@@ -490,15 +503,16 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 		a.ID, a.DeliveryID, a.EventID, a.EndpointID, nanos(a.Started), int64(a.Duration), a.StatusCode, storedText(a.Error), response, c.Status); err != nil {
 		return false, err
 	}
-	if err := s.writeHealth(ctx, tx, c, health); err != nil {
-		return false, err
-	}
 	if c.Disable != "" {
-		// (Its own health write, before, sets a FailingSince cleared
-		// meanwhile to this attempt's start, not to DisableFailingSince.)
+		// Before its own health write, which raises the revision when
+		// it starts a run of failures: the revision compared is the
+		// one the attempt was made to. (A FailingSince cleared meanwhile
+		// is zero, not DisableFailingSince; the health write then sets
+		// it to this attempt's start.)
 		n, err := s.exec(ctx, tx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated = ?, revision = revision + 1
-			WHERE id = ? AND enabled = 1 AND (CAST(? AS BIGINT) = 0 OR failing_since = ?)`,
-			storedText(c.Disable), nanos(a.Started.Add(a.Duration)), a.EndpointID, nanos(c.DisableFailingSince), nanos(c.DisableFailingSince))
+			WHERE id = ? AND enabled = 1 AND (CAST(? AS BIGINT) = 0 OR failing_since = ?) AND (CAST(? AS BIGINT) = 0 OR revision = ?)`,
+			storedText(c.Disable), nanos(a.Started.Add(a.Duration)), a.EndpointID, nanos(c.DisableFailingSince), nanos(c.DisableFailingSince),
+			c.DisableRevision, c.DisableRevision)
 		if err != nil {
 			return false, err
 		}
@@ -521,6 +535,9 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 				return false, err
 			}
 		}
+	}
+	if err := s.writeHealth(ctx, tx, c, health); err != nil {
+		return false, err
 	}
 	notices := c.Notices
 	if c.ExhaustedNotice != nil && c.Failed {

@@ -141,7 +141,9 @@ type Store interface {
 	// rate. Only slots still ahead of the clock are to be given back: one
 	// past may have been forgotten (a take finding the endpoint idle
 	// restarts from now), and moved back, the slots taken since would
-	// let more than the rate through. An endpoint gone is no error.
+	// let more than the rate through; a caller whose clock stepped back
+	// since the take cannot tell which are, and gives back none. An
+	// endpoint gone is no error.
 	ReturnRateSlots(ctx context.Context, id string, rate, n int, now time.Time) error
 
 	// Purge deletes up to limit events created before before, the

@@ -204,6 +204,15 @@ type Completion struct {
 	// after a success or a user's enable (which clear it) started its
 	// run of failures anew.
 	DisableFailingSince time.Time
+	// DisableRevision, when set, is the endpoint's Revision the attempt
+	// was made to (Job.Endpoint.Revision): the endpoint is disabled only
+	// while that is still its revision, before this completion's own
+	// health write. A user's change since (an enable above all, which a
+	// 410 Gone answering a request sent before it must not undo), and
+	// any health write of another completion, leave it enabled: the
+	// next attempt, made to the endpoint as it is now, decides again.
+	// Zero: disabled whatever its revision.
+	DisableRevision int64
 	// ResentStatus and ResentNextAttempt are the delivery's new state
 	// when a Resend was made before the attempt started (LeaseStarted
 	// against the Resend's time): the attempt is then the first of the
@@ -245,7 +254,7 @@ type Completion struct {
 	Failed bool
 	// Disabled is set by Store.Complete when the completion disabled its
 	// endpoint (its Disable was written: not when the endpoint was
-	// disabled already, or its DisableFailingSince was stale).
+	// disabled already, its DisableFailingSince or its DisableRevision stale).
 	Disabled bool
 	// Resent is set by Store.Complete when a Resend made during the
 	// attempt left the delivery pending, due at the resend's time: it is

@@ -49,6 +49,7 @@ func Run(t *testing.T, open Open) {
 		{"ChangeEndpoint", testChangeEndpoint},
 		{"DisableCompleting", testDisableCompleting},
 		{"DisableStale", testDisableStale},
+		{"DisableReenabled", testDisableReenabled},
 		{"Notices", testNotices},
 		{"ResendRecover", testResendRecover},
 		{"ResendInFlight", testResendInFlight},
