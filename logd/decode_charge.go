@@ -160,8 +160,9 @@ func newScanner(frame []byte, flexible bool) *scanner {
 	return sc
 }
 
-// str skips a (nullable) string, counting its copy.
-func (sc *scanner) str() {
+// str skips a (nullable) string, counting its copy, and returns its
+// bytes (in the frame).
+func (sc *scanner) str() []byte {
 	var l int
 	if sc.flexible {
 		l = int(sc.r.Uvarint()) - 1
@@ -169,9 +170,10 @@ func (sc *scanner) str() {
 		l = int(sc.r.Int16())
 	}
 	if l > 0 {
-		sc.r.Span(l)
 		sc.cost += int64(l)
+		return sc.r.Span(l)
 	}
+	return nil
 }
 
 // bytes skips a (nullable) byte array, which decoding does not copy.
@@ -218,26 +220,19 @@ func chargeError(frame []byte, charge, limit int64) error {
 		len(frame), charge, limit)}
 }
 
-// metadataPartitionCost is what answering a Metadata request costs
-// for each partition it lists: its response struct, its replica and ISR
-// slices and its encoding (measured, TestMetadataChargeCoversPartitions:
-// about 375 bytes).
-const metadataPartitionCost = 512
-
 // decodeCharge is decodeCharge(frame) with what depends on the server:
-// a Metadata request's answer lists up to every partition the server
-// holds (all of them for a request of a few bytes naming no topic; each
-// topic named at most once), so it is charged for them too, at most the
-// whole budget: a client cannot make that answer smaller, so it waits
-// for the memory rather than being refused (a frame whose own charge
-// is past the budget still is).
+// a Metadata request's answer lists the partitions of the topics it
+// names (metadataCharge), up to every partition the server holds, so it
+// is charged for them too, at most the whole budget: a client cannot
+// make that answer smaller, so it waits for the memory rather than
+// being refused (a frame whose own charge is past the budget still is).
 func (s *Server) decodeCharge(frame []byte) (int64, error) {
 	n, err := decodeCharge(frame)
 	if err != nil || int16(frame[0])<<8|int16(frame[1]) != kmsg.Metadata.Int16() {
 		return n, err
 	}
 	if limit := s.decodeMem.limit; n <= limit { // a frame too large still closes the connection
-		n = min(n+metadataPartitionCost*int64(s.store.PartitionCount()), limit)
+		n = min(n+s.metadataCharge(frame), limit)
 	}
 	return n, nil
 }
