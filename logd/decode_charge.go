@@ -31,31 +31,26 @@ import (
 //     OffsetCommit likewise (a consumer commits every partition it
 //     reads); a JoinGroup and a SyncGroup likewise, their metadata and
 //     assignments (bytes kmsg does not copy) at their size, as they wait
-//     for their group;
-//   - any other request at decodeFactor (or its API's entry in
-//     handleFactor) times its frame: such requests are small (a few
-//     hundred bytes to a few MiB) and scanning each API's layout would
-//     be a second decoder to keep in step with kmsg.
+//     for their group; a ListOffsets (a consumer asks every partition
+//     it reads), a CreateTopics and a DescribeGroups likewise, their
+//     elements costing more than a flat factor of their frame charged
+//     (decode_charge_admin.go);
+//   - any other request at decodeFactor times its frame: such requests
+//     are small (a few hundred bytes to a few MiB) and scanning each
+//     API's layout would be a second decoder to keep in step with kmsg.
 //
 // A request whose charge could never fit the budget closes the
 // connection (a FrameError, logged): with the defaults that is a request
-// not scanned over about 4 MiB, a CreateTopics over 1 MiB. Kafka
+// not scanned over about 4 MiB. Kafka
 // accepts socket.request.max.bytes
 // for every API, but decodes into the JVM heap with no such bound.
 
-// decodeFactor bounds what decoding and answering a request other than
-// Produce allocates, per byte of its frame. TestDecodeChargeCovers
+// decodeFactor bounds what decoding and answering a request not
+// scanned allocates, per byte of its frame. TestDecodeChargeCovers
 // measures it for every supported API and version, with arrays of empty
 // elements and tag sections of unknown tags: decoding takes at most 41
-// (unknown tags) or 24 (Metadata's topics); the APIs whose answers take
-// more have their own factor in handleFactor (measured: CreateTopics
-// 174, ListOffsets 107).
+// (unknown tags) or 24 (Metadata's topics).
 const decodeFactor = 64
-
-var handleFactor = map[int16]int64{
-	kmsg.CreateTopics.Int16(): 256,
-	kmsg.ListOffsets.Int16():  160,
-}
 
 // Per-item costs of a Produce request, decoded and answered: a topic
 // and a partition are their kmsg structs and their answers' (measured,
@@ -90,12 +85,14 @@ func decodeCharge(frame []byte) (int64, error) {
 		n, ok = scanSyncGroup(frame, version)
 	case kmsg.OffsetCommit.Int16():
 		n, ok = scanOffsetCommit(frame, version)
+	case kmsg.ListOffsets.Int16():
+		n, ok = scanListOffsets(frame, version)
+	case kmsg.CreateTopics.Int16():
+		n, ok = scanCreateTopics(frame, version)
+	case kmsg.DescribeGroups.Int16():
+		n, ok = scanDescribeGroups(frame, version)
 	default:
-		factor, ok := handleFactor[key]
-		if !ok {
-			factor = decodeFactor
-		}
-		return requestCost + factor*int64(len(frame)), nil
+		return requestCost + decodeFactor*int64(len(frame)), nil
 	}
 	if !ok {
 		return 0, &FrameError{Key: key, Version: version, Reason: "malformed " + kmsg.NameForKey(key) + " request"}
