@@ -30,8 +30,9 @@ import (
 //     (FuzzScanAgrees keeps the scans in step with kmsg); an
 //     OffsetCommit likewise (a consumer commits every partition it
 //     reads); a JoinGroup and a SyncGroup likewise, their metadata and
-//     assignments (bytes kmsg does not copy) at their size, as they wait
-//     for their group; a ListOffsets (a consumer asks every partition
+//     assignments (bytes kmsg does not copy) at their size (a JoinGroup
+//     gives that part back, with its frame, once it waits for its
+//     group, which holds a copy: joinWaitCharge); a ListOffsets (a consumer asks every partition
 //     it reads), a CreateTopics and a DescribeGroups likewise, their
 //     elements costing more than a flat factor of their frame charged
 //     (decode_charge_admin.go);
@@ -136,11 +137,12 @@ func scanProduce(frame []byte, version int16) (int64, bool) {
 
 // scanner walks a request frame's body as kmsg decodes it, adding up
 // what the decoding copies and makes (cost); r stops being Ok where
-// kmsg would fail.
+// kmsg would fail. A scanner whose r has no Src (nothing scanned) is Ok.
 type scanner struct {
 	r        kbin.Reader
 	flexible bool
 	cost     int64
+	sized    int64 // of cost, bytes (not copied by kmsg) counted at their size
 }
 
 // newScanner starts after the request header (its client id and, in a
