@@ -78,8 +78,12 @@ type Config struct {
 	// Before a request is decoded, what decoding and answering it may
 	// allocate is taken from a second budget of the same size, until its
 	// answer is encoded (see decode_charge.go): for a Produce, a Fetch,
-	// an OffsetCommit, a JoinGroup or a SyncGroup, its elements, names
-	// and tags; for any other request, 64 to 256 times its frame. A second budget, so that a complete frame never
+	// an OffsetCommit, a JoinGroup, a SyncGroup, a ListOffsets, a
+	// CreateTopics or a DescribeGroups, its elements, names and tags; for
+	// a Metadata, also the partitions it lists; for any other request, 64
+	// times its frame. A JoinGroup waiting for its group gives back its
+	// frame and its metadata's charge (its group holds a copy, within
+	// MaxGroupBytes). A second budget, so that a complete frame never
 	// waits for its charge behind frames still growing, which wait for
 	// it: request memory is at most twice this. A request whose charge
 	// exceeds the whole budget closes the connection (a FrameError).

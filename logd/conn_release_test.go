@@ -21,7 +21,7 @@ func TestSendToStoppedWriterGivesBack(t *testing.T) {
 	cn.unwritten.Store(1)
 	close(cn.writerDone)
 	const copied = 1000
-	if !ts.copied.take(copied) {
+	if !ts.copied.take(copied, nil) {
 		t.Fatal("no copied bytes to take")
 	}
 	_ = cn.send(reply{out: ts.bufs.get(1 << minBufClass), fetch: ts.bufs.get(1 << minBufClass), copied: copied, copies: ts.copied})

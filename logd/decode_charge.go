@@ -30,32 +30,28 @@ import (
 //     (FuzzScanAgrees keeps the scans in step with kmsg); an
 //     OffsetCommit likewise (a consumer commits every partition it
 //     reads); a JoinGroup and a SyncGroup likewise, their metadata and
-//     assignments (bytes kmsg does not copy) at their size, as they wait
-//     for their group;
-//   - any other request at decodeFactor (or its API's entry in
-//     handleFactor) times its frame: such requests are small (a few
-//     hundred bytes to a few MiB) and scanning each API's layout would
-//     be a second decoder to keep in step with kmsg.
+//     assignments (bytes kmsg does not copy) at their size (a JoinGroup
+//     gives that part back, with its frame, once it waits for its
+//     group, which holds a copy: joinWaitCharge); a ListOffsets (a consumer asks every partition
+//     it reads), a CreateTopics and a DescribeGroups likewise, their
+//     elements costing more than a flat factor of their frame charged
+//     (decode_charge_admin.go);
+//   - any other request at decodeFactor times its frame: such requests
+//     are small (a few hundred bytes to a few MiB) and scanning each
+//     API's layout would be a second decoder to keep in step with kmsg.
 //
 // A request whose charge could never fit the budget closes the
 // connection (a FrameError, logged): with the defaults that is a request
-// not scanned over about 4 MiB, a CreateTopics over 1 MiB. Kafka
+// not scanned over about 4 MiB. Kafka
 // accepts socket.request.max.bytes
 // for every API, but decodes into the JVM heap with no such bound.
 
-// decodeFactor bounds what decoding and answering a request other than
-// Produce allocates, per byte of its frame. TestDecodeChargeCovers
+// decodeFactor bounds what decoding and answering a request not
+// scanned allocates, per byte of its frame. TestDecodeChargeCovers
 // measures it for every supported API and version, with arrays of empty
 // elements and tag sections of unknown tags: decoding takes at most 41
-// (unknown tags) or 24 (Metadata's topics); the APIs whose answers take
-// more have their own factor in handleFactor (measured: CreateTopics
-// 174, ListOffsets 107).
+// (unknown tags) or 24 (Metadata's topics).
 const decodeFactor = 64
-
-var handleFactor = map[int16]int64{
-	kmsg.CreateTopics.Int16(): 256,
-	kmsg.ListOffsets.Int16():  160,
-}
 
 // Per-item costs of a Produce request, decoded and answered: a topic
 // and a partition are their kmsg structs and their answers' (measured,
@@ -90,12 +86,14 @@ func decodeCharge(frame []byte) (int64, error) {
 		n, ok = scanSyncGroup(frame, version)
 	case kmsg.OffsetCommit.Int16():
 		n, ok = scanOffsetCommit(frame, version)
+	case kmsg.ListOffsets.Int16():
+		n, ok = scanListOffsets(frame, version)
+	case kmsg.CreateTopics.Int16():
+		n, ok = scanCreateTopics(frame, version)
+	case kmsg.DescribeGroups.Int16():
+		n, ok = scanDescribeGroups(frame, version)
 	default:
-		factor, ok := handleFactor[key]
-		if !ok {
-			factor = decodeFactor
-		}
-		return requestCost + factor*int64(len(frame)), nil
+		return requestCost + decodeFactor*int64(len(frame)), nil
 	}
 	if !ok {
 		return 0, &FrameError{Key: key, Version: version, Reason: "malformed " + kmsg.NameForKey(key) + " request"}
@@ -139,11 +137,12 @@ func scanProduce(frame []byte, version int16) (int64, bool) {
 
 // scanner walks a request frame's body as kmsg decodes it, adding up
 // what the decoding copies and makes (cost); r stops being Ok where
-// kmsg would fail.
+// kmsg would fail. A scanner whose r has no Src (nothing scanned) is Ok.
 type scanner struct {
 	r        kbin.Reader
 	flexible bool
 	cost     int64
+	sized    int64 // of cost, bytes (not copied by kmsg) counted at their size
 }
 
 // newScanner starts after the request header (its client id and, in a
@@ -160,8 +159,9 @@ func newScanner(frame []byte, flexible bool) *scanner {
 	return sc
 }
 
-// str skips a (nullable) string, counting its copy.
-func (sc *scanner) str() {
+// str skips a (nullable) string, counting its copy, and returns its
+// bytes (in the frame).
+func (sc *scanner) str() []byte {
 	var l int
 	if sc.flexible {
 		l = int(sc.r.Uvarint()) - 1
@@ -169,9 +169,10 @@ func (sc *scanner) str() {
 		l = int(sc.r.Int16())
 	}
 	if l > 0 {
-		sc.r.Span(l)
 		sc.cost += int64(l)
+		return sc.r.Span(l)
 	}
+	return nil
 }
 
 // bytes skips a (nullable) byte array, which decoding does not copy.
@@ -218,26 +219,19 @@ func chargeError(frame []byte, charge, limit int64) error {
 		len(frame), charge, limit)}
 }
 
-// metadataPartitionCost is what answering a Metadata request costs
-// for each partition it lists: its response struct, its replica and ISR
-// slices and its encoding (measured, TestMetadataChargeCoversPartitions:
-// about 375 bytes).
-const metadataPartitionCost = 512
-
 // decodeCharge is decodeCharge(frame) with what depends on the server:
-// a Metadata request's answer lists up to every partition the server
-// holds (all of them for a request of a few bytes naming no topic; each
-// topic named at most once), so it is charged for them too, at most the
-// whole budget: a client cannot make that answer smaller, so it waits
-// for the memory rather than being refused (a frame whose own charge
-// is past the budget still is).
+// a Metadata request's answer lists the partitions of the topics it
+// names (metadataCharge), up to every partition the server holds, so it
+// is charged for them too, at most the whole budget: a client cannot
+// make that answer smaller, so it waits for the memory rather than
+// being refused (a frame whose own charge is past the budget still is).
 func (s *Server) decodeCharge(frame []byte) (int64, error) {
 	n, err := decodeCharge(frame)
 	if err != nil || int16(frame[0])<<8|int16(frame[1]) != kmsg.Metadata.Int16() {
 		return n, err
 	}
 	if limit := s.decodeMem.limit; n <= limit { // a frame too large still closes the connection
-		n = min(n+metadataPartitionCost*int64(s.store.PartitionCount()), limit)
+		n = min(n+s.metadataCharge(frame), limit)
 	}
 	return n, nil
 }

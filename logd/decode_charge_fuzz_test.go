@@ -7,9 +7,10 @@ import (
 )
 
 // FuzzScanAgrees: the scans that charge a Produce, a Fetch, an
-// OffsetCommit, a JoinGroup or a SyncGroup by its elements agree with kmsg on any frame: a frame kmsg
-// decodes is not refused, and is charged at least for what it decoded
-// into (a scan stopping short would charge too little).
+// OffsetCommit, a JoinGroup, a SyncGroup, a ListOffsets, a CreateTopics
+// or a DescribeGroups by its elements agree with kmsg on any frame: a
+// frame kmsg decodes is not refused, and is charged at least for what it
+// decoded into (a scan stopping short would charge too little).
 func FuzzScanAgrees(f *testing.F) {
 	format := kmsg.NewRequestFormatter(kmsg.FormatterClientID("c"))
 	for _, v := range []int16{3, 7, 9} {
@@ -70,6 +71,45 @@ func FuzzScanAgrees(f *testing.F) {
 		}
 		f.Add(format.AppendRequest(nil, req, 1)[4:])
 	}
+	for _, v := range []int16{0, 2, 4, 6, 7} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(v)
+		req.IsolationLevel = 1
+		for i, n := range []int{2, 3} {
+			rt := kmsg.ListOffsetsRequestTopic{Topic: string(rune('t' + i))}
+			for p := range n {
+				rt.Partitions = append(rt.Partitions, kmsg.ListOffsetsRequestTopicPartition{
+					Partition: int32(p), CurrentLeaderEpoch: 5, Timestamp: -1, MaxNumOffsets: 1,
+				})
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		req.UnknownTags.Set(99, []byte{7})
+		f.Add(format.AppendRequest(nil, req, 1)[4:])
+	}
+	for _, v := range []int16{0, 1, 4, 5, 7} {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.SetVersion(v)
+		req.TimeoutMillis, req.ValidateOnly = 1000, true
+		req.Topics = []kmsg.CreateTopicsRequestTopic{
+			{Topic: "t", NumPartitions: 2, ReplicationFactor: 1, Configs: []kmsg.CreateTopicsRequestTopicConfig{
+				{Name: "retention.ms", Value: kmsg.StringPtr("1")}, {Name: "cleanup.policy"},
+			}},
+			{Topic: "u", NumPartitions: -1, ReplicationFactor: -1, ReplicaAssignment: []kmsg.CreateTopicsRequestTopicReplicaAssignment{
+				{Partition: 0, Replicas: []int32{0, 1}}, {Partition: 1},
+			}},
+		}
+		req.UnknownTags.Set(99, []byte{7})
+		f.Add(format.AppendRequest(nil, req, 1)[4:])
+	}
+	for _, v := range []int16{0, 3, 5} {
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.SetVersion(v)
+		req.Groups = []string{"g", "h", ""}
+		req.IncludeAuthorizedOperations = true
+		req.UnknownTags.Set(99, []byte{7})
+		f.Add(format.AppendRequest(nil, req, 1)[4:])
+	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		req, err := decodeRequest(frame)
 		if err != nil || req.body == nil {
@@ -105,6 +145,21 @@ func FuzzScanAgrees(f *testing.F) {
 			for _, a := range body.GroupAssignment {
 				want += int64(len(a.MemberAssignment))
 			}
+		case *kmsg.ListOffsetsRequest:
+			want = requestCost + int64(len(body.Topics))*listOffsetsTopicCost
+			for _, t := range body.Topics {
+				want += int64(len(t.Partitions)) * listOffsetsPartitionCost
+			}
+		case *kmsg.CreateTopicsRequest:
+			want = requestCost + int64(len(body.Topics))*createTopicCost
+			for _, t := range body.Topics {
+				want += int64(len(t.ReplicaAssignment))*createAssignmentCost + int64(len(t.Configs))*createConfigCost
+				for _, a := range t.ReplicaAssignment {
+					want += 4 * int64(len(a.Replicas))
+				}
+			}
+		case *kmsg.DescribeGroupsRequest:
+			want = requestCost + int64(len(body.Groups))*describeGroupCost
 		default:
 			return
 		}

@@ -27,24 +27,29 @@ func (s *Server) fetch(cl *client, req *kmsg.FetchRequest) kmsg.Response {
 	if n := foldFetchPartitions(req); n > 0 {
 		s.metrics.fetchRepeated.Add(uint64(n))
 	}
+	var turn copyTurn // its place in line for copied bytes
+	defer s.copied.leave(&turn)
 	for {
 		// Take the wake-up channels before reading, so that an advance
 		// between the read and the wait is not missed.
 		woken := s.updates(req)
-		// An earlier pass's copied bytes go back before the channel
-		// they wake is taken: the poll must not wake itself.
+		// An earlier pass's copied bytes go back before the count of
+		// returns is taken: the poll must not wake itself.
 		s.copied.put(cl.copied)
 		cl.copied = 0
-		freed := s.copied.freed.wait()
-		resp, n, failed, cut := s.fetchOnce(cl, req)
+		returned := s.copied.returned()
+		resp, n, failed, cut := s.fetchOnce(cl, req, &turn)
 		wait := time.Until(deadline)
 		if n >= int(req.MinBytes) || n > 0 && req.MinBytes <= 0 || failed || wait <= 0 {
 			return resp
 		}
 		if cut {
 			// Record bytes were left out for want of copiedBytes: the
-			// wait also ends when some come back.
-			woken = append(woken, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(freed)})
+			// fetch waits in line for them, the wait also ending when
+			// some come back while it is first.
+			woken = append(woken, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.copied.wait(&turn, returned))})
+		} else {
+			s.copied.leave(&turn) // it waits for records, not bytes
 		}
 		ctx := cl.peer.context() // ends with the server, or when the client leaves
 		t := time.NewTimer(wait)
@@ -91,10 +96,10 @@ func (s *Server) updates(req *kmsg.FetchRequest) []reflect.SelectCase {
 // (cl.zeroCopy), checked record sets are not read: they are left in
 // cl.regions for the writer to send from the segment files. Record
 // sets read into the buffer (none held: fetch gave back an earlier
-// pass's) take their bytes from s.copied: a read is
-// limited to what is available, and one that still does not fit (its
-// first batch is larger) is left out.
-func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, n int, failed, cut bool) {
+// pass's) take their bytes from s.copied, in turn (see copiedBytes): a
+// read is limited to what is available, and one that still does not fit
+// (its first batch is larger) is left out.
+func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest, turn *copyTurn) (resp *kmsg.FetchResponse, n int, failed, cut bool) {
 	buf := cl.fetch[:0]
 	defer func() { cl.fetch = buf }() // its length: what this fetch used
 	cl.closeRegions()                 // those of an earlier pass of a long poll
@@ -127,7 +132,7 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (resp *kmsg.Fetch
 				if limit > 0 && p.FetchOffset < rp.HighWatermark {
 					start := len(buf)
 					var r storage.Region
-					copyLimit := int(min(int64(limit), s.copied.available()))
+					copyLimit := int(min(int64(limit), s.copied.available(turn)))
 					short := false // the read is cut for want of copied bytes
 					switch {
 					case cl.zeroCopy && cl.files.take():
@@ -145,7 +150,7 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest) (resp *kmsg.Fetch
 						buf, err = log.ReadAppend(buf, p.FetchOffset, copyLimit)
 					}
 					if read := int64(len(buf) - start); read > 0 {
-						if s.copied.take(read) {
+						if s.copied.take(read, turn) {
 							cl.copied += read
 						} else {
 							buf, short = buf[:start], true

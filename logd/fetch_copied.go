@@ -1,6 +1,8 @@
 package logd
 
 import (
+	"container/list"
+	"sync"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -15,33 +17,122 @@ import (
 // finds the bound reached reads less (a partition is left empty rather
 // than its first batch going past the bound) and, with nothing to
 // answer, waits within its MaxWait for bytes to come back (freed).
+//
+// Fetches waiting for bytes are served first come, first served, as
+// byteBudget's waiters: while some wait, only the first in line takes
+// bytes (a fetch arriving later reads none and queues behind it), and
+// bytes coming back wake only it; when it leaves the line (answered, or
+// its read no longer cut) the next is woken. Without the line every
+// waiter was woken at once and fetches arriving meanwhile took the
+// bytes first, so one fetch could lose every time until its MaxWait.
+// The first in line blocks the ones behind it, so a fetch of a large
+// batch is not starved by a stream of small ones. Each waiter waits on
+// its own fetch's goroutine: the line is a list of channels.
 type copiedBytes struct {
 	limit int64
 	used  atomic.Int64
-	freed notifier
+
+	mu      sync.Mutex
+	line    list.List // of *copyTurn, first come first
+	returns uint64    // puts so far: a wait that missed one does not wait
 }
 
-// available is how many bytes may be taken now.
-func (c *copiedBytes) available() int64 { return c.limit - c.used.Load() }
+// copyTurn is a fetch's place in copiedBytes' line.
+type copyTurn struct {
+	elem  *list.Element // nil: not in line
+	ready chan struct{} // closed when the fetch, first in line, is to read again
+}
 
-// take reserves n bytes; false, taking nothing, past the limit.
-func (c *copiedBytes) take(n int64) bool {
-	for {
-		u := c.used.Load()
-		if u+n > c.limit {
-			return false
-		}
-		if c.used.CompareAndSwap(u, u+n) {
-			return true
+// mayTake: turn (nil: a fetch not in line) may take bytes now: no one
+// waits, or it is first in line. c.mu is held.
+func (c *copiedBytes) mayTake(turn *copyTurn) bool {
+	f := c.line.Front()
+	return f == nil || turn != nil && f == turn.elem
+}
+
+// available is how many bytes turn may take now.
+func (c *copiedBytes) available(turn *copyTurn) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.mayTake(turn) {
+		return 0
+	}
+	return c.limit - c.used.Load()
+}
+
+// take reserves n bytes for turn; false, taking nothing, past the limit
+// or while others are before it in line.
+func (c *copiedBytes) take(n int64, turn *copyTurn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.mayTake(turn) || c.used.Load()+n > c.limit {
+		return false
+	}
+	c.used.Add(n)
+	return true
+}
+
+// put gives back n bytes and wakes the fetch first in line.
+func (c *copiedBytes) put(n int64) {
+	if n <= 0 {
+		return
+	}
+	c.used.Add(-n)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.returns++
+	c.wakeFirst()
+}
+
+// wakeFirst wakes the fetch first in line. c.mu is held.
+func (c *copiedBytes) wakeFirst() {
+	if f := c.line.Front(); f != nil {
+		if t := f.Value.(*copyTurn); t.ready != nil {
+			close(t.ready)
+			t.ready = nil
 		}
 	}
 }
 
-// put gives back n bytes and wakes the fetches waiting for them.
-func (c *copiedBytes) put(n int64) {
-	if n > 0 {
-		c.used.Add(-n)
-		c.freed.wake()
+// returned is the count of puts so far, taken before a read that may
+// be cut (see wait).
+func (c *copiedBytes) returned() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.returns
+}
+
+// wait puts turn in line (keeping its place if it is there already)
+// and returns a channel closed when it is first in line and bytes come
+// back, or at once when it is first and bytes came back since since
+// (returned, before its read).
+func (c *copiedBytes) wait(turn *copyTurn, since uint64) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if turn.elem == nil {
+		turn.elem = c.line.PushBack(turn)
+	}
+	ready := make(chan struct{})
+	turn.ready = ready
+	if c.returns != since && c.line.Front() == turn.elem {
+		c.wakeFirst()
+	}
+	return ready
+}
+
+// leave takes turn out of line, waking the next fetch when turn was
+// first.
+func (c *copiedBytes) leave(turn *copyTurn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if turn.elem == nil {
+		return
+	}
+	first := c.line.Front() == turn.elem
+	c.line.Remove(turn.elem)
+	turn.elem, turn.ready = nil, nil
+	if first {
+		c.wakeFirst()
 	}
 }
 

@@ -248,3 +248,107 @@ func TestCopiedFetchWaitsQuietly(t *testing.T) {
 		t.Fatalf("the long poll read %d times while nothing came back", n)
 	}
 }
+
+// TestCopiedFetchWaitersFirstComeFirstServed: fetches waiting for
+// copied bytes are served in the order they came: a Fetch arriving
+// while an earlier one waits takes no copied bytes before it. Here the
+// earlier one (A) waits for a 512 KiB batch, more than the bytes left;
+// a later one (B) for a small batch that fits what is left. B used to
+// take those bytes at once: a stream of such fetches could keep A
+// waiting, woken and losing, until its MaxWait. Now B waits behind A,
+// and both are answered, A first, once the held answers are written.
+func TestCopiedFetchWaitersFirstComeFirstServed(t *testing.T) {
+	ts, gate, held, send := copiedLine(t)
+	a := send(wholeFetch(), 60_000)
+	b := send(fetchPartitions("s", nil, []int32{0}), 60_000)
+	if n := handledCount(ts, kmsg.Fetch); n > holdersInLine {
+		t.Fatalf("a Fetch arriving while another waited for copied bytes was answered first (%d fetches answered, %d held)", n, holdersInLine)
+	}
+	gate.open()
+	for _, h := range held {
+		h.Close()
+	}
+	if fetchedRecords(t, a) == 0 {
+		t.Fatal("the first waiter was answered without records")
+	}
+	if fetchedRecords(t, b) == 0 {
+		t.Fatal("the later one was answered without records")
+	}
+}
+
+// TestCopiedFetchLineMovesOn: a fetch first in line for copied bytes
+// that leaves it without taking any (its MaxWait over) wakes the next,
+// which reads the bytes left if its batch fits them, at once, not at
+// the next bytes to come back (here none: the held answers stay held).
+func TestCopiedFetchLineMovesOn(t *testing.T) {
+	ts, _, _, send := copiedLine(t)
+	a := send(wholeFetch(), 300)
+	b := send(fetchPartitions("s", nil, []int32{0}), 60_000)
+	if n := handledCount(ts, kmsg.Fetch); n > holdersInLine {
+		t.Fatalf("a Fetch arriving while another waited for copied bytes was answered first (%d fetches answered, %d held)", n, holdersInLine)
+	}
+	if fetchedRecords(t, a) != 0 {
+		t.Fatal("the first waiter got records from bytes still held")
+	}
+	if fetchedRecords(t, b) == 0 { // readFrame's 5 s, not B's minute
+		t.Fatal("the next in line was answered without records")
+	}
+}
+
+// holdersInLine is how many fetch answers copiedLine holds unwritten.
+const holdersInLine = 3 // 2 MiB, 2 MiB, then one 512 KiB batch: what is left holds no such batch
+
+// copiedLine starts a copiedServer of 5 MiB of copied bytes, with a
+// topic "s" of one small batch, and holds holdersInLine whole fetch
+// answers of "f" unwritten (the connections are returned). send sends a
+// fetch with maxWait on a new connection and waits until it is cut or
+// answered.
+func copiedLine(t *testing.T) (*testServer, *gateFS, []net.Conn, func(*kmsg.FetchRequest, int32) net.Conn) {
+	ts, gate := copiedServer(t, 5<<20, 4, true, func(*Config) {})
+	if err := ts.autoCreate("s"); err != nil {
+		t.Fatal(err)
+	}
+	small, err := ts.store.Partition("s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := small.Append(recordBatch([]byte("small")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := small.WaitAppended(context.Background(), res); err != nil {
+		t.Fatal(err)
+	}
+	held := holdFetchAnswers(t, ts, gate, wholeFetch(), holdersInLine)
+	sent := 0
+	send := func(fetch *kmsg.FetchRequest, maxWait int32) net.Conn {
+		cut := ts.metrics.fetchCopiedCut.Load()
+		c := dial(t, ts.addr)
+		fetch.MaxWaitMillis = maxWait
+		if err := writeRequestCorr(c, 1, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
+			t.Fatal(err)
+		}
+		sent++
+		waitUntil(t, "the fetch cut or answered", func() bool {
+			return ts.metrics.fetchCopiedCut.Load() > cut || handledCount(ts, kmsg.Fetch) >= uint64(holdersInLine+sent)
+		})
+		return c
+	}
+	return ts, gate, held, send
+}
+
+// fetchedRecords reads a Fetch v11 answer from c and returns the size
+// of its first partition's records.
+func fetchedRecords(t *testing.T, c net.Conn) int {
+	t.Helper()
+	frame, err := readFrame(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(11)
+	if err := resp.ReadFrom(frame[4:]); err != nil {
+		t.Fatal(err)
+	}
+	return len(resp.Topics[0].Partitions[0].RecordBatches)
+}

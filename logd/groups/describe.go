@@ -13,7 +13,10 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // thousands of times would be answered with as many copies of them.
 func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	var unknown []int
+	// Made at their size (each name's share is charged to the request):
+	// grown by append, they allocate about 3 times their final size.
+	resp.Groups = make([]kmsg.DescribeGroupsResponseGroup, 0, len(req.Groups))
+	unknown := make([]int, 0, len(req.Groups))
 	seen := make(map[string]bool, len(req.Groups))
 	c.mu.Lock()
 	for _, name := range req.Groups {

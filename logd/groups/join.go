@@ -30,9 +30,20 @@ type joinRequest struct {
 // (COORDINATOR_NOT_AVAILABLE). clientID and clientHost are the request
 // header's client ID and the connection's remote address.
 func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest, clientID, clientHost string) *kmsg.JoinGroupResponse {
+	return c.JoinGroupWaiting(ctx, req, clientID, clientHost, nil)
+}
+
+// JoinGroupWaiting is JoinGroup calling waiting (when not nil) before it
+// blocks, once the member is in its group: by then the group holds its
+// own copy of what it keeps of req (its strings and protocol metadata),
+// so the caller may give back memory it took for them.
+func (c *Coordinator) JoinGroupWaiting(ctx context.Context, req *kmsg.JoinGroupRequest, clientID, clientHost string, waiting func()) *kmsg.JoinGroupResponse {
 	resp, w := c.startJoin(req, clientID, clientHost)
 	if w == nil {
 		return resp
+	}
+	if waiting != nil {
+		waiting()
 	}
 	resp, ok := await(ctx, c, w, joinSlot)
 	if !ok {

@@ -345,6 +345,19 @@ func (s *Store) PartitionCount() int {
 	return n
 }
 
+// TopicPartitions is the partition count of the topic named name, 0
+// and false if it does not exist. It allocates nothing (name is not
+// copied), for scans of request frames.
+func (s *Store) TopicPartitions(name []byte) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.topics[string(name)]
+	if !ok {
+		return 0, false
+	}
+	return t.meta.Partitions, true
+}
+
 // Topic describes one topic; ok is false if it does not exist.
 func (s *Store) Topic(name string) (TopicInfo, bool) {
 	s.mu.Lock()
