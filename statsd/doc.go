@@ -67,7 +67,8 @@
 // field followed by a metric type ("|x:2|ms") is Etsy's next segment,
 // as Etsy reads it: "name:1|c|@0.5|x:2|ms" is a counter and a timer,
 // "name:1|c|@0.5|x:2|ms:3|g" a counter, a timer and a gauge (a chain of
-// such segments ending in a type that is a whole field).
+// such segments ending in a type that is a whole field, or in a type
+// whose ':' ends the line: "|x:2|ms:" is a timer and a bad line).
 //
 // Keys are sanitized as Etsy does: whitespace runs become '_', '/'
 // becomes '-', and characters outside [a-zA-Z0-9_\-.;=] are dropped.

@@ -140,6 +140,17 @@ func TestParseLine(t *testing.T) {
 		// A chain that ends otherwise is DogStatsD's key fields (Etsy:
 		// a timer 2, a counter 3 and a bad line "ci-1").
 		{"a:1|c|@0.5|x:2|ms:3|c:ci-1", "a counter 1 @0.5", 0, 0},
+		// A chain whose last type ends at a ':' that ends the line (or
+		// is followed only by more ':') is Etsy's too: its segments,
+		// then an empty piece for each ':' after the type, a bad line
+		// each, as Etsy reads them; no DogStatsD field follows there.
+		{"a:1|c|@0.5|x:2|ms:", "a counter 1 @0.5 ; a timer 2", 1, ReasonNoType},
+		{"a:1|c|@0.5|x:2|ms::", "a counter 1 @0.5 ; a timer 2", 2, ReasonNoType},
+		{"a:1|c|@0.5|x:2| ms:", "a counter 1 @0.5 ; a timer 2", 1, ReasonNoType},
+		{"a:1|c|@0.5|x:2|ms:3|g:", "a counter 1 @0.5 ; a timer 2 ; a gauge 3", 1, ReasonNoType},
+		{"a:1|c|x:5|ms:", "a timer 5", 2, ReasonBadField},
+		{"a:1|c|@0.5|x:2|ms:3|c:ci-1:", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|@0.5|x:", "a counter 1 @0.5", 0, 0},
 		// A DogStatsD field after a key field is no metric type, even
 		// one that starts with a type's letter ("c:" the container id).
 		{"a:1|c|@0.5|e:it-false|c:ci-1|card:low", "a counter 1 @0.5", 0, 0},

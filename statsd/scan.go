@@ -145,7 +145,9 @@ func (s *scanner) keyField(f []byte) bool {
 // segments "value|type:value|type:...value|type", each value holding no
 // ':' and each type a metric type (maybe with white space about it, as
 // next reads it), every type but the last ending at Etsy's ':' and the
-// last being a whole field, up to the next '|' or the end. No DogStatsD
+// last being a whole field, up to the next '|' or the end, or ending at
+// a ':' that nothing but ':' follows ("|x:2|ms:" at the end of the line:
+// a timer 2, then Etsy's empty piece, a bad line). No DogStatsD
 // field is a bare metric type, so a key field followed by such a chain
 // is Etsy's; "|c:ci-1", DogStatsD's container id, is a type ending at
 // ':' but no chain follows it ("a:1|c|@0.5|e:x|c:ci-1|card:low"), and
@@ -177,10 +179,27 @@ func (s *scanner) etsySegment(at int) bool {
 		if !isType(t[:j]) {
 			break
 		}
+		if onlyColons(t[j+1:]) {
+			// The type's ':' ends the line, or more ':' only do:
+			// Etsy's empty pieces, bad lines, where no DogStatsD
+			// field follows. This link decides.
+			ok = true
+			break
+		}
 		at += bar + 1 + j + 1
 	}
 	s.chainFrom, s.chainTo, s.chainOK = from, at, ok
 	return ok
+}
+
+// onlyColons reports whether b holds nothing but ':'.
+func onlyColons(b []byte) bool {
+	for _, c := range b {
+		if c != ':' {
+			return false
+		}
+	}
+	return true
 }
 
 // isType reports whether t is a metric type, maybe with white space
