@@ -52,7 +52,7 @@
 //	name:value|s             set: counts unique values
 //	name:1|c:2|ms            several values on one line (Etsy)
 //	name:1:2:3|ms            packed values (DogStatsD)
-//	name:1|c|#k:v,tag        tags (DogStatsD); they are part of the key
+//	name:1|c|#k:v,tag        tags (DogStatsD); they are part of the key (a second tags field is ignored, as Etsy's key has the first)
 //	name:1|c|c:abc|T1700000000  container id and timestamp (DogStatsD): accepted, not used
 //	name:1|c|card:low|x:y    other key:value fields (DogStatsD): ignored, as the agent does
 //	name:1|c|@1e-05          a rate with an exponent: 0.00001

@@ -236,7 +236,10 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|@1.2.3", "", 1, ReasonBadRate},
 		{"a:1|c|", "", 1, ReasonBadField},
 		{"a:1|c|x", "", 1, ReasonBadField},
-		{"a:1|c|#a|#b", "", 1, ReasonBadField},
+		// A second tags field is ignored: Etsy's key has the tags of
+		// the first "|#" up to the next "|#" ("a;a" here).
+		{"a:1|c|#a|#b", "a;a counter 1", 0, 0},
+		{"a:1|c|@0.5|#t|#u,v", "a;t counter 1 @0.5", 0, 0},
 		{"a:1|c|1:x", "", 2, ReasonBadField},
 		{":1|c", "", 1, ReasonEmptyName},
 		{"!!:1|c", "", 1, ReasonEmptyName},

@@ -9,7 +9,8 @@ import (
 // scanner walks the values of a line after the name's ':'. A segment is
 // "value[:value...]|type[|field...]"; segments follow each other after a
 // ':' that ends a type or a sample rate (Etsy's "a:1|c:2|ms|@0.1").
-// Fields are "@rate", "#tags" (one per line), and DogStatsD's
+// Fields are "@rate", "#tags" (the first is the line's, as Etsy's; a
+// later one is ignored), and DogStatsD's
 // "T<unix-seconds>" and "key:value" fields ("c:container",
 // "e:external-data", "card:cardinality", and those of later versions),
 // which are skipped, unless a metric type follows the key's value
@@ -20,9 +21,8 @@ import (
 // unknown field after it is ignored, as Etsy ignores what follows its
 // rate and the Datadog agent any field it does not know; so is any
 // field after a rate, a second rate or a "T" that is no timestamp
-// included (the first rate is the segment's, as Etsy's). A second tags
-// field, and before any rate a bad rate or a "T" without its digits,
-// stay bad lines.
+// included (the first rate is the segment's, as Etsy's). Before any
+// rate a bad rate or a "T" without its digits stay bad lines.
 type scanner struct {
 	b []byte
 	i int
@@ -87,10 +87,12 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 		switch {
 		case len(f) > 0 && f[0] == '#':
 			v := s.field()
-			if *hasTags {
-				seg.bad(ReasonBadField)
+			if !*hasTags {
+				// The first tags field is the line's; a later one
+				// is ignored, as Etsy's key has the tags of the
+				// first "|#" only.
+				*tags, *hasTags = v[1:], true
 			}
-			*tags, *hasTags = v[1:], true
 			end = s.i >= len(s.b) && s.b[len(s.b)-1] != '|'
 			continue
 		case s.keyField(f):
