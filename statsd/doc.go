@@ -84,10 +84,11 @@
 // Where this server differs from Etsy 0.9.0 on input Etsy mishandles:
 // unknown metric types (Etsy counts them as counters) and values Etsy
 // reads as NaN or Infinity (hexadecimal, "Infinity", sample rates such as
-// "@0" or "@1.2.3", a rate whose 1/rate is infinite, "@1e-310", and a
-// counter value that 1/rate takes past ±MaxFloat64) are bad lines; so
-// is a line whose name is empty, as sent or once sanitized ("%%:1|c", ":1|c"), which Etsy aggregates
-// under the empty key; a rate with an exponent is the number it writes
+// "@0", a rate whose 1/rate is infinite, "@0.000…1" with 310 digits, and
+// a counter value that 1/rate takes past ±MaxFloat64) are bad lines, and
+// so is "@1e-310", which Etsy reads as 1 (below); so is a line whose name
+// is empty, as sent or once sanitized ("%%:1|c", ":1|c"), which Etsy
+// aggregates under the empty key; a rate with an exponent is the number it writes
 // ("@1e-1" is 0.1, as statsd_exporter reads it; Etsy reads the digits
 // before the 'e', 1); h and d are timers, not counters; empty tags,
 // and tags with an empty name or value ("#env:"), are dropped; DogStatsD
