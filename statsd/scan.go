@@ -65,21 +65,31 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 	}
 	seg.values = s.b[start : start+bar]
 	s.i = start + bar + 1
-	typ, end := s.token()
-	seg.typ = parseType(typ)
-	if seg.typ == 0 {
-		// Etsy trims the type (stats.js fields[1].trim()), but checks
-		// the values against the untrimmed one first (helpers.js
-		// is_valid_packet), which matches none of "s", "g", "ms": they
-		// are checked as a counter's.
-		if t := trimJSSpace(typ); len(t) < len(typ) {
-			seg.typ, seg.padded = parseType(t), true
+	seg.rate = 1
+	end := false
+	if s.i < len(s.b) && s.b[s.i] == '#' {
+		// "value|#tags": no type, a bad line; the tags field is still
+		// the line's (read below), as Etsy takes "|#" and what follows
+		// off the line before it splits it ("a:1|c:|#t" is a counter
+		// under "a;t" and a bad line to it).
+		seg.why = ReasonNoType
+	} else {
+		var typ []byte
+		typ, end = s.token()
+		seg.typ = parseType(typ)
+		if seg.typ == 0 {
+			// Etsy trims the type (stats.js fields[1].trim()), but
+			// checks the values against the untrimmed one first
+			// (helpers.js is_valid_packet), which matches none of
+			// "s", "g", "ms": they are checked as a counter's.
+			if t := trimJSSpace(typ); len(t) < len(typ) {
+				seg.typ, seg.padded = parseType(t), true
+			}
+		}
+		if seg.typ == 0 {
+			seg.why = ReasonUnknownType
 		}
 	}
-	if seg.typ == 0 {
-		seg.why = ReasonUnknownType
-	}
-	seg.rate = 1
 	rateSeen := false
 	for first := true; !end; first = false {
 		// s.b[s.i-1] == '|': a field starts at s.i.
@@ -148,8 +158,9 @@ func (s *scanner) keyField(f []byte) bool {
 // ':' and each type a metric type (maybe with white space about it, as
 // next reads it), every type but the last ending at Etsy's ':' and the
 // last being a whole field, up to the next '|' or the end, or ending at
-// a ':' that nothing but ':' follows ("|x:2|ms:" at the end of the line:
-// a timer 2, then Etsy's empty piece, a bad line). No DogStatsD
+// a ':' that nothing but ':' follows up to the end or the tags field
+// ("|x:2|ms:" at the end of the line: a timer 2, then Etsy's empty
+// piece, a bad line). No DogStatsD
 // field is a bare metric type, so a key field followed by such a chain
 // is Etsy's; "|c:ci-1", DogStatsD's container id, is a type ending at
 // ':' but no chain follows it ("a:1|c|@0.5|e:x|c:ci-1|card:low"), and
@@ -181,10 +192,11 @@ func (s *scanner) etsySegment(at int) bool {
 		if !isType(t[:j]) {
 			break
 		}
-		if onlyColons(t[j+1:]) {
-			// The type's ':' ends the line, or more ':' only do:
-			// Etsy's empty pieces, bad lines, where no DogStatsD
-			// field follows. This link decides.
+		if etsyLineEnd(t[j+1:]) {
+			// The type's ':' ends the line, or more ':' only do (up
+			// to the end or the tags): Etsy's empty pieces, bad
+			// lines, where no DogStatsD field follows. This link
+			// decides.
 			ok = true
 			break
 		}
@@ -194,11 +206,13 @@ func (s *scanner) etsySegment(at int) bool {
 	return ok
 }
 
-// onlyColons reports whether b holds nothing but ':'.
-func onlyColons(b []byte) bool {
-	for _, c := range b {
+// etsyLineEnd reports whether b holds nothing but ':' up to the end of
+// the line or a tags field ("|#"), where Etsy's line ends: it takes the
+// tags off first.
+func etsyLineEnd(b []byte) bool {
+	for i, c := range b {
 		if c != ':' {
-			return false
+			return c == '|' && i+1 < len(b) && b[i+1] == '#'
 		}
 	}
 	return true
