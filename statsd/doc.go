@@ -52,7 +52,7 @@
 //	name:value|s             set: counts unique values
 //	name:1|c:2|ms            several values on one line (Etsy)
 //	name:1:2:3|ms            packed values (DogStatsD)
-//	name:1|c|#k:v,tag        tags (DogStatsD); they are part of the key
+//	name:1|c|#k:v,tag        tags (DogStatsD); they are part of the key (a second tags field is ignored, as Etsy's key has the first)
 //	name:1|c|c:abc|T1700000000  container id and timestamp (DogStatsD): accepted, not used
 //	name:1|c|card:low|x:y    other key:value fields (DogStatsD): ignored, as the agent does
 //	name:1|c|@1e-05          a rate with an exponent: 0.00001
@@ -67,7 +67,8 @@
 // field followed by a metric type ("|x:2|ms") is Etsy's next segment,
 // as Etsy reads it: "name:1|c|@0.5|x:2|ms" is a counter and a timer,
 // "name:1|c|@0.5|x:2|ms:3|g" a counter, a timer and a gauge (a chain of
-// such segments ending in a type that is a whole field).
+// such segments ending in a type that is a whole field, or in a type
+// whose ':' ends the line: "|x:2|ms:" is a timer and a bad line).
 //
 // Keys are sanitized as Etsy does: whitespace runs become '_', '/'
 // becomes '-', and characters outside [a-zA-Z0-9_\-.;=] are dropped.
@@ -83,10 +84,11 @@
 // Where this server differs from Etsy 0.9.0 on input Etsy mishandles:
 // unknown metric types (Etsy counts them as counters) and values Etsy
 // reads as NaN or Infinity (hexadecimal, "Infinity", sample rates such as
-// "@0" or "@1.2.3", a rate whose 1/rate is infinite, "@1e-310", and a
-// counter value that 1/rate takes past ±MaxFloat64) are bad lines; so
-// is a line whose name is empty, as sent or once sanitized ("%%:1|c", ":1|c"), which Etsy aggregates
-// under the empty key; a rate with an exponent is the number it writes
+// "@0", a rate whose 1/rate is infinite, "@0.000…1" with 310 digits, and
+// a counter value that 1/rate takes past ±MaxFloat64) are bad lines, and
+// so is "@1e-310", which Etsy reads as 1 (below); so is a line whose name
+// is empty, as sent or once sanitized ("%%:1|c", ":1|c"), which Etsy
+// aggregates under the empty key; a rate with an exponent is the number it writes
 // ("@1e-1" is 0.1, as statsd_exporter reads it; Etsy reads the digits
 // before the 'e', 1); h and d are timers, not counters; empty tags,
 // and tags with an empty name or value ("#env:"), are dropped; DogStatsD

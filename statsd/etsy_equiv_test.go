@@ -43,8 +43,11 @@ func equivSteps() [][]string {
 				"ws.blank.c: |c", "ws.blank.t:\t|ms", "ws.blank.t:2|ms", "ws.blank.g: |g", "ws.blank.s: |s "}),
 			packet([]string{"colon.end:1|c:", "colon.two:2|c::", "colon.rate:1|c|@0.5:", "colon.only:"}),
 			packet([]string{"kf.after:1|c|@0.5|x:2|ms", "kf.first:1|c|x:5|ms|@0.1", "kf.type:1|ms|s:2|c",
-				"kf.pad:1|c|@0.5|card:2| ms|@0.25", "kf.chain:1|c|@0.5|x:2|ms:3|g|@0.5:4|s", "kf.chain2:1|c|x:5|ms:6|c|@0.1"}),
+				"kf.pad:1|c|@0.5|card:2| ms|@0.25", "kf.chain:1|c|@0.5|x:2|ms:3|g|@0.5:4|s", "kf.chain2:1|c|x:5|ms:6|c|@0.1",
+				"kf.end:1|c|@0.5|x:2|ms:", "kf.end2:1|c|@0.5|x:2|ms:3|g::"}),
 			packet([]string{"r2.rate:1|c|@0.5|@0.25", "r2.ts:1|c|@0.5|T17x", "r2.t:1|c|@0.5|T", "r2.next:1|c|@0.5|@x:2|c|@0.1"}),
+			packet([]string{"tags2.two:1|c|#k:a|#k:b", "tags2.rate:1|c|@0.5|#k:t|#u:v,w:x"}),
+			packet([]string{"tagend.c:1|c:|#k:v", "tagend.two:1|c:2|#env:prod", "tagend.kf:1|c|@0.5|x:2|ms:|#k:v"}),
 		},
 		{
 			packet(timer("t.many", 100, 1.1, ""), timer("t.two", 2, 3, "|@0.25")),

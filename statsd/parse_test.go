@@ -140,6 +140,19 @@ func TestParseLine(t *testing.T) {
 		// A chain that ends otherwise is DogStatsD's key fields (Etsy:
 		// a timer 2, a counter 3 and a bad line "ci-1").
 		{"a:1|c|@0.5|x:2|ms:3|c:ci-1", "a counter 1 @0.5", 0, 0},
+		// A chain whose last type ends at a ':' that ends the line (or
+		// is followed only by more ':') is Etsy's too: its segments,
+		// then an empty piece for each ':' after the type, a bad line
+		// each, as Etsy reads them; no DogStatsD field follows there.
+		{"a:1|c|@0.5|x:2|ms:", "a counter 1 @0.5 ; a timer 2", 1, ReasonNoType},
+		{"a:1|c|@0.5|x:2|ms::", "a counter 1 @0.5 ; a timer 2", 2, ReasonNoType},
+		{"a:1|c|@0.5|x:2| ms:", "a counter 1 @0.5 ; a timer 2", 1, ReasonNoType},
+		{"a:1|c|@0.5|x:2|ms:3|g:", "a counter 1 @0.5 ; a timer 2 ; a gauge 3", 1, ReasonNoType},
+		{"a:1|c|x:5|ms:", "a timer 5", 2, ReasonBadField},
+		{"a:1|c|@0.5|x:2|ms:3|c:ci-1:", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|@0.5|x:2|ms:|#t", "a;t counter 1 @0.5 ; a;t timer 2", 1, ReasonNoType},
+		{"a:1|c|@0.5|x:2|ms:|card:low", "a counter 1 @0.5", 0, 0},
+		{"a:1|c|@0.5|x:", "a counter 1 @0.5", 0, 0},
 		// A DogStatsD field after a key field is no metric type, even
 		// one that starts with a type's letter ("c:" the container id).
 		{"a:1|c|@0.5|e:it-false|c:ci-1|card:low", "a counter 1 @0.5", 0, 0},
@@ -225,7 +238,10 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|@1.2.3", "", 1, ReasonBadRate},
 		{"a:1|c|", "", 1, ReasonBadField},
 		{"a:1|c|x", "", 1, ReasonBadField},
-		{"a:1|c|#a|#b", "", 1, ReasonBadField},
+		// A second tags field is ignored: Etsy's key has the tags of
+		// the first "|#" up to the next "|#" ("a;a" here).
+		{"a:1|c|#a|#b", "a;a counter 1", 0, 0},
+		{"a:1|c|@0.5|#t|#u,v", "a;t counter 1 @0.5", 0, 0},
 		{"a:1|c|1:x", "", 2, ReasonBadField},
 		{":1|c", "", 1, ReasonEmptyName},
 		{"!!:1|c", "", 1, ReasonEmptyName},
@@ -236,6 +252,12 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c:", "a counter 1", 1, ReasonNoType},
 		{"a:1|c::", "a counter 1", 2, ReasonNoType},
 		{"a:1|c|@0.5:", "a counter 1 @0.5", 1, ReasonNoType},
+		// A piece with no type before the tags field is a bad line, and
+		// the tags are still the line's: Etsy takes them off first.
+		{"a:1|c:|#t", "a;t counter 1", 1, ReasonNoType},
+		{"a:1|c:2|#env:prod", "a;env=prod counter 1", 1, ReasonNoType},
+		{"a:1|c::|#t|@0.5", "a;t counter 1", 2, ReasonNoType},
+		{"a:|#t", "", 1, ReasonNoType},
 		{"a:", "", 1, ReasonNoType},
 		{"a:1|c|#k:", "a counter 1", 0, 0},
 		{"a:1:x:3|c", "a counter 1 ; a counter 3", 1, ReasonBadValue},

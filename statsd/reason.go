@@ -36,7 +36,7 @@ var reasonText = [...]string{
 	ReasonBadValue:        "value is not a decimal number",
 	ReasonNegativeTimer:   "negative timer value",
 	ReasonBadRate:         "bad sample rate",
-	ReasonBadField:        "unknown or repeated |field",
+	ReasonBadField:        "unknown |field",
 	ReasonBadTags:         "too many tags",
 	ReasonBadSeq:          "malformed sequence line",
 	ReasonLineTooLong:     "line too long",

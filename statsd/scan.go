@@ -9,7 +9,8 @@ import (
 // scanner walks the values of a line after the name's ':'. A segment is
 // "value[:value...]|type[|field...]"; segments follow each other after a
 // ':' that ends a type or a sample rate (Etsy's "a:1|c:2|ms|@0.1").
-// Fields are "@rate", "#tags" (one per line), and DogStatsD's
+// Fields are "@rate", "#tags" (the first is the line's, as Etsy's; a
+// later one is ignored), and DogStatsD's
 // "T<unix-seconds>" and "key:value" fields ("c:container",
 // "e:external-data", "card:cardinality", and those of later versions),
 // which are skipped, unless a metric type follows the key's value
@@ -20,9 +21,8 @@ import (
 // unknown field after it is ignored, as Etsy ignores what follows its
 // rate and the Datadog agent any field it does not know; so is any
 // field after a rate, a second rate or a "T" that is no timestamp
-// included (the first rate is the segment's, as Etsy's). A second tags
-// field, and before any rate a bad rate or a "T" without its digits,
-// stay bad lines.
+// included (the first rate is the segment's, as Etsy's). Before any
+// rate a bad rate or a "T" without its digits stay bad lines.
 type scanner struct {
 	b []byte
 	i int
@@ -65,21 +65,31 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 	}
 	seg.values = s.b[start : start+bar]
 	s.i = start + bar + 1
-	typ, end := s.token()
-	seg.typ = parseType(typ)
-	if seg.typ == 0 {
-		// Etsy trims the type (stats.js fields[1].trim()), but checks
-		// the values against the untrimmed one first (helpers.js
-		// is_valid_packet), which matches none of "s", "g", "ms": they
-		// are checked as a counter's.
-		if t := trimJSSpace(typ); len(t) < len(typ) {
-			seg.typ, seg.padded = parseType(t), true
+	seg.rate = 1
+	end := false
+	if s.i < len(s.b) && s.b[s.i] == '#' {
+		// "value|#tags": no type, a bad line; the tags field is still
+		// the line's (read below), as Etsy takes "|#" and what follows
+		// off the line before it splits it ("a:1|c:|#t" is a counter
+		// under "a;t" and a bad line to it).
+		seg.why = ReasonNoType
+	} else {
+		var typ []byte
+		typ, end = s.token()
+		seg.typ = parseType(typ)
+		if seg.typ == 0 {
+			// Etsy trims the type (stats.js fields[1].trim()), but
+			// checks the values against the untrimmed one first
+			// (helpers.js is_valid_packet), which matches none of
+			// "s", "g", "ms": they are checked as a counter's.
+			if t := trimJSSpace(typ); len(t) < len(typ) {
+				seg.typ, seg.padded = parseType(t), true
+			}
+		}
+		if seg.typ == 0 {
+			seg.why = ReasonUnknownType
 		}
 	}
-	if seg.typ == 0 {
-		seg.why = ReasonUnknownType
-	}
-	seg.rate = 1
 	rateSeen := false
 	for first := true; !end; first = false {
 		// s.b[s.i-1] == '|': a field starts at s.i.
@@ -87,10 +97,12 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 		switch {
 		case len(f) > 0 && f[0] == '#':
 			v := s.field()
-			if *hasTags {
-				seg.bad(ReasonBadField)
+			if !*hasTags {
+				// The first tags field is the line's; a later one
+				// is ignored, as Etsy's key has the tags of the
+				// first "|#" only.
+				*tags, *hasTags = v[1:], true
 			}
-			*tags, *hasTags = v[1:], true
 			end = s.i >= len(s.b) && s.b[len(s.b)-1] != '|'
 			continue
 		case s.keyField(f):
@@ -145,7 +157,10 @@ func (s *scanner) keyField(f []byte) bool {
 // segments "value|type:value|type:...value|type", each value holding no
 // ':' and each type a metric type (maybe with white space about it, as
 // next reads it), every type but the last ending at Etsy's ':' and the
-// last being a whole field, up to the next '|' or the end. No DogStatsD
+// last being a whole field, up to the next '|' or the end, or ending at
+// a ':' that nothing but ':' follows up to the end or the tags field
+// ("|x:2|ms:" at the end of the line: a timer 2, then Etsy's empty
+// piece, a bad line). No DogStatsD
 // field is a bare metric type, so a key field followed by such a chain
 // is Etsy's; "|c:ci-1", DogStatsD's container id, is a type ending at
 // ':' but no chain follows it ("a:1|c|@0.5|e:x|c:ci-1|card:low"), and
@@ -177,10 +192,30 @@ func (s *scanner) etsySegment(at int) bool {
 		if !isType(t[:j]) {
 			break
 		}
+		if etsyLineEnd(t[j+1:]) {
+			// The type's ':' ends the line, or more ':' only do (up
+			// to the end or the tags): Etsy's empty pieces, bad
+			// lines, where no DogStatsD field follows. This link
+			// decides.
+			ok = true
+			break
+		}
 		at += bar + 1 + j + 1
 	}
 	s.chainFrom, s.chainTo, s.chainOK = from, at, ok
 	return ok
+}
+
+// etsyLineEnd reports whether b holds nothing but ':' up to the end of
+// the line or a tags field ("|#"), where Etsy's line ends: it takes the
+// tags off first.
+func etsyLineEnd(b []byte) bool {
+	for i, c := range b {
+		if c != ':' {
+			return c == '|' && i+1 < len(b) && b[i+1] == '#'
+		}
+	}
+	return true
 }
 
 // isType reports whether t is a metric type, maybe with white space
