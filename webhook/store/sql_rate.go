@@ -18,8 +18,11 @@ import (
 // 1/rate s rounded up, and the tolerance rate slots (a second, give or
 // take rate nanoseconds): at most rate at once, and rate a second after.
 // A tat beyond the tolerance, which no take leaves, is the clock stepped
-// back since: it counts as the tolerance, so the endpoint waits a slot,
-// not for the clock to come back.
+// back since: it counts as the tolerance (the burst just used: no more
+// than the rate by the clock as it is now), and the take writes it so
+// even when it takes none, so the endpoint waits a slot, not for the
+// clock to come back. (Kept, it gave none at each take, every one
+// finding it beyond the tolerance again, until the clock came back.)
 func rateSlots(tat, now int64, rate, n int) (took int, newTAT, next int64) {
 	slot := int64(RateSlot(rate))
 	tolerance := int64(rate) * slot
@@ -73,7 +76,10 @@ func (s *sqlStore) TakeRateSlots(ctx context.Context, id string, rate, n int, no
 		if took < n {
 			next = now.Add(time.Duration(at - dbNow))
 		}
-		if took == 0 {
+		if newTAT == tat {
+			// (None taken, and the tat within the tolerance: nothing
+			// to write. Beyond it, taking none, it is written back to
+			// the tolerance: see rateSlots.)
 			return nil
 		}
 		_, err = s.exec(ctx, tx, `UPDATE endpoints SET rate_tat = ? WHERE id = ?`, newTAT, id)

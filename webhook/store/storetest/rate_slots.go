@@ -30,13 +30,15 @@ func testRateSlots(t *testing.T, s store.Store) {
 		}
 	}
 	const ms = time.Millisecond
-	take("ep_1", 4, 10, 0, 4, 250*ms)                          // the burst: one second's worth
-	take("ep_1", 4, 1, 100*ms, 0, 250*ms)                      // none before the next frees
-	take("ep_1", 4, 2, 250*ms, 1, 500*ms)                      // one every 1/rate s
-	take("ep_1", 4, 1, 400*ms, 0, 500*ms)                      //
-	take("ep_1", 4, 5, 3*time.Second, 4, 3*time.Second+250*ms) // idle: a second's worth saved, no more
-	take("ep_1", 2, 1, 3*time.Second, 0, 3*time.Second+500*ms) // a new rate starts from the state the old left
-	take("ep_1", 4, 1, time.Second, 0, time.Second+250*ms)     // the clock stepped back 2 s: a slot's wait, not 2 s
+	take("ep_1", 4, 10, 0, 4, 250*ms)                             // the burst: one second's worth
+	take("ep_1", 4, 1, 100*ms, 0, 250*ms)                         // none before the next frees
+	take("ep_1", 4, 2, 250*ms, 1, 500*ms)                         // one every 1/rate s
+	take("ep_1", 4, 1, 400*ms, 0, 500*ms)                         //
+	take("ep_1", 4, 5, 3*time.Second, 4, 3*time.Second+250*ms)    // idle: a second's worth saved, no more
+	take("ep_1", 2, 1, 3*time.Second, 0, 3*time.Second+500*ms)    // a new rate starts from the state the old left
+	take("ep_1", 4, 1, time.Second, 0, time.Second+250*ms)        // the clock stepped back 2 s: a slot's wait, not 2 s
+	take("ep_1", 4, 2, time.Second+250*ms, 1, time.Second+500*ms) // and then a slot, one every 1/rate s
+	take("ep_1", 4, 1, time.Second+500*ms, 1, 0)                  //
 	// 1/3 s is rounded up: three at once, then one a third of a second
 	// after (rounded up: 333 333 334 ns).
 	endpoint(t, s, "ep_3")
