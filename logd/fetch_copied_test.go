@@ -352,3 +352,50 @@ func fetchedRecords(t *testing.T, c net.Conn) int {
 	}
 	return len(resp.Topics[0].Partitions[0].RecordBatches)
 }
+
+// TestCopiedFetchLineWakesNewFirst: a fetch whose read was cut while
+// another was first in line, and which joins the line after that one
+// left it (its MaxWait over, or its read no longer cut) without
+// returning any bytes, is first with the bytes free: it reads again at
+// once. Its read found none available (not first), the leave woke no
+// one (it was not in line yet), and no put came: it waited for its own
+// MaxWait, and every fetch behind it (new ones too, not first) with it.
+func TestCopiedFetchLineWakesNewFirst(t *testing.T) {
+	c := &copiedBytes{limit: 1 << 20}
+	var a, b copyTurn
+	_ = c.wait(&b, c.returned()) // b waits in line, first
+	since := c.returned()        // a's pass starts
+	if n := c.available(&a); n != 0 {
+		t.Fatalf("a, not first in line, may take %d bytes", n)
+	}
+	c.leave(&b) // b leaves during a's read
+	select {
+	case <-c.wait(&a, since):
+	case <-time.After(time.Second):
+		t.Fatalf("a, first in line after b left during its read, with %d bytes free, was not woken", c.available(&a))
+	}
+	if n := c.available(&a); n != 1<<20 {
+		t.Fatalf("a, first in line, may take %d bytes, want %d", n, 1<<20)
+	}
+	c.leave(&a)
+	if c.line.Len() != 0 {
+		t.Fatalf("%d fetches left in line", c.line.Len())
+	}
+	// A put during the read of a fetch not yet in line (the line empty,
+	// it woke no one): the fetch, first once it waits, reads again at
+	// once (the missed-return check, untested before).
+	if !c.take(1<<20, nil) {
+		t.Fatal("no bytes to take")
+	}
+	since = c.returned()
+	if n := c.available(&a); n != 0 {
+		t.Fatalf("%d bytes available, all taken", n)
+	}
+	c.put(1 << 20)
+	select {
+	case <-c.wait(&a, since):
+	case <-time.After(time.Second):
+		t.Fatalf("a, first in line, bytes given back during its read, was not woken")
+	}
+	c.leave(&a)
+}
