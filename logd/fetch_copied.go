@@ -2,6 +2,7 @@ package logd
 
 import (
 	"container/list"
+	"encoding/binary"
 	"sync"
 	"sync/atomic"
 
@@ -32,8 +33,8 @@ type copiedBytes struct {
 	limit int64
 	used  atomic.Int64
 
-	mu      sync.Mutex
-	line    list.List // of *copyTurn, first come first
+	mu   sync.Mutex
+	line list.List // of *copyTurn, first come first
 	// returns counts puts and departures of the first in line so far:
 	// a wait that missed one (during its read, which found fewer bytes,
 	// or none as not first) does not wait.
@@ -141,6 +142,21 @@ func (c *copiedBytes) leave(turn *copyTurn) {
 		c.returns++
 		c.wakeFirst()
 	}
+}
+
+// readEnd is the offset after the record batches read from offset
+// (offset when there are none): the next a fetch would read.
+func readEnd(batches []byte, offset int64) int64 {
+	for len(batches) >= 27 { // to a batch header's lastOffsetDelta
+		end := int64(binary.BigEndian.Uint64(batches)) + int64(int32(binary.BigEndian.Uint32(batches[23:]))) + 1
+		offset = max(offset, end)
+		n := 12 + int64(binary.BigEndian.Uint32(batches[8:]))
+		if n > int64(len(batches)) {
+			break
+		}
+		batches = batches[n:]
+	}
+	return offset
 }
 
 // fitFetch returns the buffer resp's record sets, read into buf, are to
