@@ -117,6 +117,17 @@ func TestDecodeChargeCovers(t *testing.T) {
 		}
 		check(fmt.Sprintf("Metadata v%d of distinct names", v), kmsg.Metadata, requestFrame(req))
 	}
+	// DescribeGroups' groups are names, not elements emptyElements
+	// fills: every version, distinct names (the same name is answered
+	// once).
+	for v := supported[kmsg.DescribeGroups].min; v <= supported[kmsg.DescribeGroups].max; v++ {
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.SetVersion(v)
+		for i := range 20000 {
+			req.Groups = append(req.Groups, strconv.FormatInt(int64(i), 36))
+		}
+		check(fmt.Sprintf("DescribeGroups v%d of distinct names", v), kmsg.DescribeGroups, requestFrame(req))
+	}
 	for key, vr := range supported {
 		for v := vr.min; v <= vr.max; v++ {
 			for path := -1; ; path++ {

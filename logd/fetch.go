@@ -146,8 +146,13 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest, turn *copyTurn) (
 						if cl.zeroCopy {
 							s.metrics.fetchFilesRefused.Add(1)
 						}
-						short = copyLimit < limit
 						buf, err = log.ReadAppend(buf, p.FetchOffset, copyLimit)
+						// Cut only when records were left out: a read of
+						// all there is (a long poll's, waiting for more
+						// records) waits for no bytes, and in line for
+						// them, first, it kept every fetch behind it from
+						// reading until its MaxWait.
+						short = copyLimit < limit && readEnd(buf[start:], p.FetchOffset) < rp.HighWatermark
 					}
 					if read := int64(len(buf) - start); read > 0 {
 						if s.copied.take(read, turn) {

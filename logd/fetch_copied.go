@@ -2,6 +2,7 @@ package logd
 
 import (
 	"container/list"
+	"encoding/binary"
 	"sync"
 	"sync/atomic"
 
@@ -32,9 +33,12 @@ type copiedBytes struct {
 	limit int64
 	used  atomic.Int64
 
-	mu      sync.Mutex
-	line    list.List // of *copyTurn, first come first
-	returns uint64    // puts so far: a wait that missed one does not wait
+	mu   sync.Mutex
+	line list.List // of *copyTurn, first come first
+	// returns counts puts and departures of the first in line so far:
+	// a wait that missed one (during its read, which found fewer bytes,
+	// or none as not first) does not wait.
+	returns uint64
 }
 
 // copyTurn is a fetch's place in copiedBytes' line.
@@ -94,8 +98,8 @@ func (c *copiedBytes) wakeFirst() {
 	}
 }
 
-// returned is the count of puts so far, taken before a read that may
-// be cut (see wait).
+// returned is the count of puts and of departures of the first in line
+// so far, taken before a read that may be cut (see wait).
 func (c *copiedBytes) returned() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -104,8 +108,9 @@ func (c *copiedBytes) returned() uint64 {
 
 // wait puts turn in line (keeping its place if it is there already)
 // and returns a channel closed when it is first in line and bytes come
-// back, or at once when it is first and bytes came back since since
-// (returned, before its read).
+// back, or at once when it is first and bytes came back, or the first
+// left, since since (returned, before its read): a read while another
+// was first found no bytes available.
 func (c *copiedBytes) wait(turn *copyTurn, since uint64) <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -121,7 +126,9 @@ func (c *copiedBytes) wait(turn *copyTurn, since uint64) <-chan struct{} {
 }
 
 // leave takes turn out of line, waking the next fetch when turn was
-// first.
+// first, and counting that in returns: the next may be between its read
+// (which found nothing, not first) and its wait, its channel not yet
+// made, so the wake alone would be missed.
 func (c *copiedBytes) leave(turn *copyTurn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -132,8 +139,24 @@ func (c *copiedBytes) leave(turn *copyTurn) {
 	c.line.Remove(turn.elem)
 	turn.elem, turn.ready = nil, nil
 	if first {
+		c.returns++
 		c.wakeFirst()
 	}
+}
+
+// readEnd is the offset after the record batches read from offset
+// (offset when there are none): the next a fetch would read.
+func readEnd(batches []byte, offset int64) int64 {
+	for len(batches) >= 27 { // to a batch header's lastOffsetDelta
+		end := int64(binary.BigEndian.Uint64(batches)) + int64(int32(binary.BigEndian.Uint32(batches[23:]))) + 1
+		offset = max(offset, end)
+		n := 12 + int64(binary.BigEndian.Uint32(batches[8:]))
+		if n > int64(len(batches)) {
+			break
+		}
+		batches = batches[n:]
+	}
+	return offset
 }
 
 // fitFetch returns the buffer resp's record sets, read into buf, are to

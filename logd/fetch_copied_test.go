@@ -352,3 +352,103 @@ func fetchedRecords(t *testing.T, c net.Conn) int {
 	}
 	return len(resp.Topics[0].Partitions[0].RecordBatches)
 }
+
+// TestCopiedFetchLineWakesNewFirst: a fetch whose read was cut while
+// another was first in line, and which joins the line after that one
+// left it (its MaxWait over, or its read no longer cut) without
+// returning any bytes, is first with the bytes free: it reads again at
+// once. Its read found none available (not first), the leave woke no
+// one (it was not in line yet), and no put came: it waited for its own
+// MaxWait, and every fetch behind it (new ones too, not first) with it.
+func TestCopiedFetchLineWakesNewFirst(t *testing.T) {
+	c := &copiedBytes{limit: 1 << 20}
+	var a, b copyTurn
+	_ = c.wait(&b, c.returned()) // b waits in line, first
+	since := c.returned()        // a's pass starts
+	if n := c.available(&a); n != 0 {
+		t.Fatalf("a, not first in line, may take %d bytes", n)
+	}
+	c.leave(&b) // b leaves during a's read
+	select {
+	case <-c.wait(&a, since):
+	case <-time.After(time.Second):
+		t.Fatalf("a, first in line after b left during its read, with %d bytes free, was not woken", c.available(&a))
+	}
+	if n := c.available(&a); n != 1<<20 {
+		t.Fatalf("a, first in line, may take %d bytes, want %d", n, 1<<20)
+	}
+	c.leave(&a)
+	if c.line.Len() != 0 {
+		t.Fatalf("%d fetches left in line", c.line.Len())
+	}
+	// A put during the read of a fetch not yet in line (the line empty,
+	// it woke no one): the fetch, first once it waits, reads again at
+	// once (the missed-return check, untested before).
+	if !c.take(1<<20, nil) {
+		t.Fatal("no bytes to take")
+	}
+	since = c.returned()
+	if n := c.available(&a); n != 0 {
+		t.Fatalf("%d bytes available, all taken", n)
+	}
+	c.put(1 << 20)
+	select {
+	case <-c.wait(&a, since):
+	case <-time.After(time.Second):
+		t.Fatalf("a, first in line, bytes given back during its read, was not woken")
+	}
+	c.leave(&a)
+}
+
+// TestCopiedFetchWholeReadNotInLine: a long poll (MinBytes not reached)
+// that read all its partition holds is not waiting for copied bytes,
+// even when fewer are left than its PartitionMaxBytes: it does not take
+// a place in line, where, first, it kept every fetch behind it from
+// reading until its MaxWait. Here A reads the one small batch of "s"
+// with 512 KiB or less left of the copied bytes and waits for more
+// records; B, a fetch of that batch, is answered at once.
+func TestCopiedFetchWholeReadNotInLine(t *testing.T) {
+	ts, _, _, send := copiedLine(t)
+	long := fetchPartitions("s", nil, []int32{0})
+	long.MinBytes = 10 << 20
+	a := send(long, 3000)
+	b := send(fetchPartitions("s", nil, []int32{0}), 60_000)
+	start := time.Now()
+	_ = b.SetReadDeadline(start.Add(1500 * time.Millisecond))
+	var size [4]byte
+	if _, err := b.Read(size[:1]); err != nil {
+		t.Fatalf("a Fetch of a batch that fits the copied bytes left, behind a long poll that read its whole partition: %v (%v after it was sent; %d in line)", err, time.Since(start).Round(time.Millisecond), lineLen(ts))
+	}
+	if n := fetchedRecords(t, a); n == 0 { // at its MaxWait
+		t.Fatal("the long poll was answered without its batch")
+	}
+}
+
+// TestReadEnd: the offset after the batches read is the last batch's
+// last offset plus one; a batch cut short still counts its header.
+func TestReadEnd(t *testing.T) {
+	var b []byte
+	for _, h := range []struct {
+		first int64
+		delta int32
+	}{{5, 2}, {8, 3}} {
+		rb := kmsg.RecordBatch{FirstOffset: h.first, LastOffsetDelta: h.delta, Magic: 2, NumRecords: h.delta + 1, Records: make([]byte, 10)}
+		rb.Length = int32(len(rb.AppendTo(nil)) - 12)
+		b = rb.AppendTo(b)
+	}
+	if got := readEnd(b, 5); got != 12 {
+		t.Fatalf("two batches to offset 11: readEnd %d, want 12", got)
+	}
+	if got := readEnd(b[:len(b)-3], 5); got != 12 {
+		t.Fatalf("the second batch cut short: readEnd %d, want 12", got)
+	}
+	if got := readEnd(nil, 5); got != 5 {
+		t.Fatalf("nothing read: readEnd %d, want 5", got)
+	}
+}
+
+func lineLen(ts *testServer) int {
+	ts.copied.mu.Lock()
+	defer ts.copied.mu.Unlock()
+	return ts.copied.line.Len()
+}
