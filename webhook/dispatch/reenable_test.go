@@ -38,17 +38,7 @@ func TestReenableDuringAttempt(t *testing.T) {
 	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.Policy.DisableAfter = time.Hour; cfg.NoticeEndpoint = "ep_ops" })
 	done := deliverDueInBackground(d)
 	<-started
-	// The user disables the endpoint and enables it again (as the API
-	// and the console do: enabling clears the failing since).
-	e, _ = s.GetEndpoint(context.Background(), "ep_1")
-	e.Enabled, e.DisabledReason = false, "disabled through the API"
-	if err := s.UpdateEndpoint(context.Background(), e); err != nil {
-		t.Fatal(err)
-	}
-	e.Enabled, e.DisabledReason, e.FailingSince = true, "", time.Time{}
-	if err := s.UpdateEndpoint(context.Background(), e); err != nil {
-		t.Fatal(err)
-	}
+	disableThenEnable(t, s, "ep_1")
 	close(answer)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -60,12 +50,7 @@ func TestReenableDuringAttempt(t *testing.T) {
 	if !got.FailingSince.Equal(t0) {
 		t.Errorf("failing since %v, want %v (the attempt after the enable)", got.FailingSince, t0)
 	}
-	if n := len(ops.requests()); n != 0 {
-		t.Errorf("%d endpoint.disabled notices for the endpoint left enabled, want 0", n)
-	}
-	if st := d.Stats(); st.Disabled != 0 {
-		t.Errorf("stats: %d endpoints disabled, want 0", st.Disabled)
-	}
+	noDisableReported(t, d, ops)
 	ds, _ := s.ListDeliveries(context.Background(), mustOnlyEvent(t, s).ID)
 	if ds[0].Status != store.StatusPending {
 		t.Errorf("delivery %s, want pending", ds[0].Status)
@@ -102,15 +87,7 @@ func TestReenableDuringGone(t *testing.T) {
 	d := newDispatcher(t, s, c, func(cfg *Config) { cfg.NoticeEndpoint = "ep_ops" })
 	done := deliverDueInBackground(d)
 	<-started
-	e, _ := s.GetEndpoint(context.Background(), "ep_1")
-	e.Enabled, e.DisabledReason = false, "disabled through the API"
-	if err := s.UpdateEndpoint(context.Background(), e); err != nil {
-		t.Fatal(err)
-	}
-	e.Enabled, e.DisabledReason, e.FailingSince = true, "", time.Time{}
-	if err := s.UpdateEndpoint(context.Background(), e); err != nil {
-		t.Fatal(err)
-	}
+	disableThenEnable(t, s, "ep_1")
 	close(answer)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -119,14 +96,40 @@ func TestReenableDuringGone(t *testing.T) {
 	if !got.Enabled {
 		t.Fatalf("endpoint disabled again (%q) by a 410 answering an attempt made before the user enabled it", got.DisabledReason)
 	}
+	noDisableReported(t, d, ops)
+	ds, _ := s.ListDeliveries(context.Background(), mustOnlyEvent(t, s).ID)
+	if ds[0].Status != store.StatusFailed {
+		t.Errorf("delivery %s, want failed (410 Gone)", ds[0].Status)
+	}
+}
+
+// disableThenEnable disables endpoint id and enables it again, as its
+// user does through the API or the console (enabling clears its
+// failing since).
+func disableThenEnable(t *testing.T, s store.Store, id string) {
+	t.Helper()
+	e, err := s.GetEndpoint(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Enabled, e.DisabledReason = false, "disabled through the API"
+	if err := s.UpdateEndpoint(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	e.Enabled, e.DisabledReason, e.FailingSince = true, "", time.Time{}
+	if err := s.UpdateEndpoint(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noDisableReported checks that d sent no endpoint.disabled notice to
+// ops and counted no disable.
+func noDisableReported(t *testing.T, d *Dispatcher, ops *receiver) {
+	t.Helper()
 	if n := len(ops.requests()); n != 0 {
 		t.Errorf("%d endpoint.disabled notices for the endpoint left enabled, want 0", n)
 	}
 	if st := d.Stats(); st.Disabled != 0 {
 		t.Errorf("stats: %d endpoints disabled, want 0", st.Disabled)
-	}
-	ds, _ := s.ListDeliveries(context.Background(), mustOnlyEvent(t, s).ID)
-	if ds[0].Status != store.StatusFailed {
-		t.Errorf("delivery %s, want failed (410 Gone)", ds[0].Status)
 	}
 }
