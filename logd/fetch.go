@@ -132,17 +132,17 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest, turn *copyTurn) (
 				if limit > 0 && p.FetchOffset < rp.HighWatermark {
 					start := len(buf)
 					var r storage.Region
-					copyLimit := int(min(int64(limit), s.copied.available(turn)))
 					short := false // the read is cut for want of copied bytes
-					switch {
-					case cl.zeroCopy && cl.files.take():
+					if cl.zeroCopy && cl.files.take() {
 						buf, r, err = log.ReadRegion(buf, p.FetchOffset, limit)
 						if r.File == nil {
 							cl.files.put(1)
 						}
-					case copyLimit <= 0:
+					} else if copyLimit := int(min(int64(limit), s.copied.available(turn))); copyLimit <= 0 {
+						// available (copiedBytes' lock) only when copying:
+						// a read sent from the files takes nothing of it.
 						short = true
-					default:
+					} else {
 						if cl.zeroCopy {
 							s.metrics.fetchFilesRefused.Add(1)
 						}

@@ -3,6 +3,7 @@ package logd
 import (
 	"context"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -451,4 +452,47 @@ func lineLen(ts *testServer) int {
 	ts.copied.mu.Lock()
 	defer ts.copied.mu.Unlock()
 	return ts.copied.line.Len()
+}
+
+// TestSendfileFetchTakesNoCopiedLock: a fetch whose record sets are
+// sent from the segment files takes nothing from copiedBytes, and must
+// not take its mutex either (every fetch would contend on it): with
+// copiedBytes' mutex held, it is answered.
+func TestSendfileFetchTakesNoCopiedLock(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("record sets are sent from files only on Linux")
+	}
+	ts := startServer(t, t.TempDir(), func(c *Config) {})
+	cl := newClient(t, ts.addr)
+	createTopic(t, cl, "z", 1)
+	produceBatch(t, cl, "z", recordBatch(make([]byte, 4<<10)))
+	c := dial(t, ts.addr)
+	fetch := fetchPartitions("z", nil, []int32{0})
+	fetch.MaxWaitMillis = 100
+	if err := writeRequestCorr(c, 1, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if n := fetchedRecords(t, c); n == 0 { // its batches checked: later reads are sent from the file
+		t.Fatal("no records fetched")
+	}
+	sent := ts.metrics.fetchZeroCopy.Load()
+	ts.copied.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			ts.copied.mu.Unlock()
+		}
+	}()
+	if err := writeRequestCorr(c, 2, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	var b [1]byte
+	_, err := c.Read(b[:])
+	locked = false
+	ts.copied.mu.Unlock()
+	if err != nil {
+		t.Fatalf("a fetch sent from the segment files, copiedBytes' mutex held: %v", err)
+	}
+	waitUntil(t, "the fetch sent from the segment files", func() bool { return ts.metrics.fetchZeroCopy.Load() > sent })
 }
