@@ -2,7 +2,6 @@ package logd
 
 import (
 	"container/list"
-	"encoding/binary"
 	"sync"
 	"sync/atomic"
 
@@ -143,21 +142,6 @@ func (c *copiedBytes) leave(turn *copyTurn) {
 		c.returns.Add(1)
 		c.wakeFirst()
 	}
-}
-
-// readEnd is the offset after the record batches read from offset
-// (offset when there are none): the next a fetch would read.
-func readEnd(batches []byte, offset int64) int64 {
-	for len(batches) >= 27 { // to a batch header's lastOffsetDelta
-		end := int64(binary.BigEndian.Uint64(batches)) + int64(int32(binary.BigEndian.Uint32(batches[23:]))) + 1
-		offset = max(offset, end)
-		n := 12 + int64(binary.BigEndian.Uint32(batches[8:]))
-		if n > int64(len(batches)) {
-			break
-		}
-		batches = batches[n:]
-	}
-	return offset
 }
 
 // fitFetch returns the buffer resp's record sets, read into buf, are to

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/brokerless/brokerless/logd/storage"
 	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
@@ -303,8 +304,9 @@ const holdersInLine = 3 // 2 MiB, 2 MiB, then one 512 KiB batch: what is left ho
 // topic "s" of one small batch, and holds holdersInLine whole fetch
 // answers of "f" unwritten (the connections are returned). send sends a
 // fetch with maxWait on a new connection and waits until it is cut or
-// answered.
-func copiedLine(t *testing.T) (*testServer, *gateFS, []net.Conn, func(*kmsg.FetchRequest, int32) net.Conn) {
+// answered. prepare, if any, runs before the answers are held (appends
+// wait for their fsync, which the held answers' gate holds).
+func copiedLine(t *testing.T, prepare ...func(*testServer)) (*testServer, *gateFS, []net.Conn, func(*kmsg.FetchRequest, int32) net.Conn) {
 	ts, gate := copiedServer(t, 5<<20, 4, true, func(*Config) {})
 	if err := ts.autoCreate("s"); err != nil {
 		t.Fatal(err)
@@ -319,6 +321,9 @@ func copiedLine(t *testing.T) (*testServer, *gateFS, []net.Conn, func(*kmsg.Fetc
 	}
 	if err := small.WaitAppended(context.Background(), res); err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range prepare {
+		f(ts)
 	}
 	held := holdFetchAnswers(t, ts, gate, wholeFetch(), holdersInLine)
 	sent := 0
@@ -425,29 +430,6 @@ func TestCopiedFetchWholeReadNotInLine(t *testing.T) {
 	}
 }
 
-// TestReadEnd: the offset after the batches read is the last batch's
-// last offset plus one; a batch cut short still counts its header.
-func TestReadEnd(t *testing.T) {
-	var b []byte
-	for _, h := range []struct {
-		first int64
-		delta int32
-	}{{5, 2}, {8, 3}} {
-		rb := kmsg.RecordBatch{FirstOffset: h.first, LastOffsetDelta: h.delta, Magic: 2, NumRecords: h.delta + 1, Records: make([]byte, 10)}
-		rb.Length = int32(len(rb.AppendTo(nil)) - 12)
-		b = rb.AppendTo(b)
-	}
-	if got := readEnd(b, 5); got != 12 {
-		t.Fatalf("two batches to offset 11: readEnd %d, want 12", got)
-	}
-	if got := readEnd(b[:len(b)-3], 5); got != 12 {
-		t.Fatalf("the second batch cut short: readEnd %d, want 12", got)
-	}
-	if got := readEnd(nil, 5); got != 5 {
-		t.Fatalf("nothing read: readEnd %d, want 5", got)
-	}
-}
-
 func lineLen(ts *testServer) int {
 	ts.copied.mu.Lock()
 	defer ts.copied.mu.Unlock()
@@ -495,4 +477,49 @@ func TestSendfileFetchTakesNoCopiedLock(t *testing.T) {
 		t.Fatalf("a fetch sent from the segment files, copiedBytes' mutex held: %v", err)
 	}
 	waitUntil(t, "the fetch sent from the segment files", func() bool { return ts.metrics.fetchZeroCopy.Load() > sent })
+}
+
+// TestCopiedFetchSegmentEndNotInLine: a read that stops at the end of
+// its segment (reads never span two) left nothing out for want of
+// copied bytes, though records follow in the next segment: a long poll
+// that read to there with fewer copied bytes left than its
+// PartitionMaxBytes does not take a place in line, where, first, it
+// kept every fetch behind it from reading until its MaxWait. Here A
+// reads the first of two batches of "g", each in a segment of its own;
+// B, a fetch of "s" that fits what is left, is answered at once.
+func TestCopiedFetchSegmentEndNotInLine(t *testing.T) {
+	ts, _, _, send := copiedLine(t, func(ts *testServer) {
+		if err := ts.newTopic("g", 1, storage.TopicConfig{SegmentBytes: storage.MinSegmentBytes}); err != nil {
+			t.Fatal(err)
+		}
+		g, err := ts.store.Partition("g", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			res, err := g.Append(recordBatch(make([]byte, 800)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.WaitAppended(context.Background(), res); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if first, left, err := g.ReadAppendLeft(nil, 0, 1<<20); err != nil || len(first) > 1<<10 || left != 0 || g.HighWatermark() != 2 {
+			t.Fatalf("the first read of g is not one batch of two, to its segment's end (%d bytes, %d left, %v; high watermark %d)", len(first), left, err, g.HighWatermark())
+		}
+	})
+	long := fetchPartitions("g", nil, []int32{0})
+	long.MinBytes = 10 << 20
+	a := send(long, 3000)
+	b := send(fetchPartitions("s", nil, []int32{0}), 60_000)
+	start := time.Now()
+	_ = b.SetReadDeadline(start.Add(1500 * time.Millisecond))
+	var size [4]byte
+	if _, err := b.Read(size[:1]); err != nil {
+		t.Fatalf("a Fetch of a batch that fits the copied bytes left, behind a long poll that read to its segment's end: %v (%v after it was sent; %d in line)", err, time.Since(start).Round(time.Millisecond), lineLen(ts))
+	}
+	if n := fetchedRecords(t, a); n == 0 { // at its MaxWait
+		t.Fatal("the long poll was answered without its batch")
+	}
 }
