@@ -523,3 +523,44 @@ func TestCopiedFetchSegmentEndNotInLine(t *testing.T) {
 		t.Fatal("the long poll was answered without its batch")
 	}
 }
+
+// TestCopiedFetchLimitCutNotInLine: a read that left out a batch its
+// PartitionMaxBytes would have left out too was not cut for want of
+// copied bytes: a long poll that read so much does not take a place in
+// line. Here A reads the first of two 300 KiB batches of "h", its
+// PartitionMaxBytes 550 KiB, with 512 KiB or less of copied bytes
+// left; B, a fetch of "s" that fits what is left, is answered at once.
+func TestCopiedFetchLimitCutNotInLine(t *testing.T) {
+	ts, _, _, send := copiedLine(t, func(ts *testServer) {
+		if err := ts.autoCreate("h"); err != nil {
+			t.Fatal(err)
+		}
+		h, err := ts.store.Partition("h", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			res, err := h.Append(recordBatch(make([]byte, 300<<10)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.WaitAppended(context.Background(), res); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	long := fetchPartitions("h", nil, []int32{0})
+	long.MinBytes = 10 << 20
+	long.Topics[0].Partitions[0].PartitionMaxBytes = 550 << 10
+	a := send(long, 3000)
+	b := send(fetchPartitions("s", nil, []int32{0}), 60_000)
+	start := time.Now()
+	_ = b.SetReadDeadline(start.Add(1500 * time.Millisecond))
+	var size [4]byte
+	if _, err := b.Read(size[:1]); err != nil {
+		t.Fatalf("a Fetch of a batch that fits the copied bytes left, behind a long poll whose read its PartitionMaxBytes cut: %v (%v after it was sent; %d in line)", err, time.Since(start).Round(time.Millisecond), lineLen(ts))
+	}
+	if n := fetchedRecords(t, a); n == 0 || n > 550<<10 { // at its MaxWait
+		t.Fatalf("the long poll was answered with %d bytes, want its first batch", n)
+	}
+}
