@@ -132,27 +132,30 @@ func (s *Server) fetchOnce(cl *client, req *kmsg.FetchRequest, turn *copyTurn) (
 				if limit > 0 && p.FetchOffset < rp.HighWatermark {
 					start := len(buf)
 					var r storage.Region
-					copyLimit := int(min(int64(limit), s.copied.available(turn)))
 					short := false // the read is cut for want of copied bytes
-					switch {
-					case cl.zeroCopy && cl.files.take():
+					if cl.zeroCopy && cl.files.take() {
 						buf, r, err = log.ReadRegion(buf, p.FetchOffset, limit)
 						if r.File == nil {
 							cl.files.put(1)
 						}
-					case copyLimit <= 0:
+					} else if copyLimit := int(min(int64(limit), s.copied.available(turn))); copyLimit <= 0 {
+						// available (copiedBytes' lock) only when copying:
+						// a read sent from the files takes nothing of it.
 						short = true
-					default:
+					} else {
 						if cl.zeroCopy {
 							s.metrics.fetchFilesRefused.Add(1)
 						}
-						buf, err = log.ReadAppend(buf, p.FetchOffset, copyLimit)
-						// Cut only when records were left out: a read of
-						// all there is (a long poll's, waiting for more
-						// records) waits for no bytes, and in line for
-						// them, first, it kept every fetch behind it from
-						// reading until its MaxWait.
-						short = copyLimit < limit && readEnd(buf[start:], p.FetchOffset) < rp.HighWatermark
+						var left int64
+						buf, left, err = log.ReadAppendLeft(buf, p.FetchOffset, copyLimit)
+						// Cut only when a batch was left out that limit
+						// would have taken: a read of all there is (a long
+						// poll's, waiting for more records), or to its
+						// segment's end (reads never span two), waits for
+						// no bytes, and in line for them, first, it kept
+						// every fetch behind it from reading until its
+						// MaxWait. left < 0: its size was not read.
+						short = copyLimit < limit && left != 0 && (left < 0 || int64(len(buf)-start)+left <= int64(limit))
 					}
 					if read := int64(len(buf) - start); read > 0 {
 						if s.copied.take(read, turn) {

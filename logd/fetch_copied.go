@@ -2,7 +2,6 @@ package logd
 
 import (
 	"container/list"
-	"encoding/binary"
 	"sync"
 	"sync/atomic"
 
@@ -37,13 +36,14 @@ type copiedBytes struct {
 	line list.List // of *copyTurn, first come first
 	// returns counts puts and departures of the first in line so far:
 	// a wait that missed one (during its read, which found fewer bytes,
-	// or none as not first) does not wait.
-	returns uint64
+	// or none as not first) does not wait. Changed with mu held, read
+	// without it (returned: every fetch, sendfile ones too, takes it).
+	returns atomic.Uint64
 }
 
 // copyTurn is a fetch's place in copiedBytes' line.
 type copyTurn struct {
-	elem  *list.Element // nil: not in line
+	elem  *list.Element // nil: not in line; set and read by its fetch only
 	ready chan struct{} // closed when the fetch, first in line, is to read again
 }
 
@@ -84,7 +84,7 @@ func (c *copiedBytes) put(n int64) {
 	c.used.Add(-n)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.returns++
+	c.returns.Add(1)
 	c.wakeFirst()
 }
 
@@ -99,12 +99,11 @@ func (c *copiedBytes) wakeFirst() {
 }
 
 // returned is the count of puts and of departures of the first in line
-// so far, taken before a read that may be cut (see wait).
-func (c *copiedBytes) returned() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.returns
-}
+// so far, taken before a read that may be cut (see wait). It takes no
+// lock: every fetch calls it, those sent from files too. A put or leave
+// counted after it is seen by wait; one counted before it, by the read
+// (its bytes given back, or the line changed, before the count).
+func (c *copiedBytes) returned() uint64 { return c.returns.Load() }
 
 // wait puts turn in line (keeping its place if it is there already)
 // and returns a channel closed when it is first in line and bytes come
@@ -119,7 +118,7 @@ func (c *copiedBytes) wait(turn *copyTurn, since uint64) <-chan struct{} {
 	}
 	ready := make(chan struct{})
 	turn.ready = ready
-	if c.returns != since && c.line.Front() == turn.elem {
+	if c.returns.Load() != since && c.line.Front() == turn.elem {
 		c.wakeFirst()
 	}
 	return ready
@@ -128,35 +127,21 @@ func (c *copiedBytes) wait(turn *copyTurn, since uint64) <-chan struct{} {
 // leave takes turn out of line, waking the next fetch when turn was
 // first, and counting that in returns: the next may be between its read
 // (which found nothing, not first) and its wait, its channel not yet
-// made, so the wake alone would be missed.
+// made, so the wake alone would be missed. A turn not in line (every
+// fetch not cut) takes no lock: only its own fetch sets turn.elem.
 func (c *copiedBytes) leave(turn *copyTurn) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if turn.elem == nil {
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	first := c.line.Front() == turn.elem
 	c.line.Remove(turn.elem)
 	turn.elem, turn.ready = nil, nil
 	if first {
-		c.returns++
+		c.returns.Add(1)
 		c.wakeFirst()
 	}
-}
-
-// readEnd is the offset after the record batches read from offset
-// (offset when there are none): the next a fetch would read.
-func readEnd(batches []byte, offset int64) int64 {
-	for len(batches) >= 27 { // to a batch header's lastOffsetDelta
-		end := int64(binary.BigEndian.Uint64(batches)) + int64(int32(binary.BigEndian.Uint32(batches[23:]))) + 1
-		offset = max(offset, end)
-		n := 12 + int64(binary.BigEndian.Uint32(batches[8:]))
-		if n > int64(len(batches)) {
-			break
-		}
-		batches = batches[n:]
-	}
-	return offset
 }
 
 // fitFetch returns the buffer resp's record sets, read into buf, are to

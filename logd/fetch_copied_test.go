@@ -3,11 +3,13 @@ package logd
 import (
 	"context"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/brokerless/brokerless/logd/storage"
 	"github.com/brokerless/brokerless/logd/storage/vfs"
 )
 
@@ -302,8 +304,9 @@ const holdersInLine = 3 // 2 MiB, 2 MiB, then one 512 KiB batch: what is left ho
 // topic "s" of one small batch, and holds holdersInLine whole fetch
 // answers of "f" unwritten (the connections are returned). send sends a
 // fetch with maxWait on a new connection and waits until it is cut or
-// answered.
-func copiedLine(t *testing.T) (*testServer, *gateFS, []net.Conn, func(*kmsg.FetchRequest, int32) net.Conn) {
+// answered. prepare, if any, runs before the answers are held (appends
+// wait for their fsync, which the held answers' gate holds).
+func copiedLine(t *testing.T, prepare ...func(*testServer)) (*testServer, *gateFS, []net.Conn, func(*kmsg.FetchRequest, int32) net.Conn) {
 	ts, gate := copiedServer(t, 5<<20, 4, true, func(*Config) {})
 	if err := ts.autoCreate("s"); err != nil {
 		t.Fatal(err)
@@ -318,6 +321,9 @@ func copiedLine(t *testing.T) (*testServer, *gateFS, []net.Conn, func(*kmsg.Fetc
 	}
 	if err := small.WaitAppended(context.Background(), res); err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range prepare {
+		f(ts)
 	}
 	held := holdFetchAnswers(t, ts, gate, wholeFetch(), holdersInLine)
 	sent := 0
@@ -424,31 +430,137 @@ func TestCopiedFetchWholeReadNotInLine(t *testing.T) {
 	}
 }
 
-// TestReadEnd: the offset after the batches read is the last batch's
-// last offset plus one; a batch cut short still counts its header.
-func TestReadEnd(t *testing.T) {
-	var b []byte
-	for _, h := range []struct {
-		first int64
-		delta int32
-	}{{5, 2}, {8, 3}} {
-		rb := kmsg.RecordBatch{FirstOffset: h.first, LastOffsetDelta: h.delta, Magic: 2, NumRecords: h.delta + 1, Records: make([]byte, 10)}
-		rb.Length = int32(len(rb.AppendTo(nil)) - 12)
-		b = rb.AppendTo(b)
-	}
-	if got := readEnd(b, 5); got != 12 {
-		t.Fatalf("two batches to offset 11: readEnd %d, want 12", got)
-	}
-	if got := readEnd(b[:len(b)-3], 5); got != 12 {
-		t.Fatalf("the second batch cut short: readEnd %d, want 12", got)
-	}
-	if got := readEnd(nil, 5); got != 5 {
-		t.Fatalf("nothing read: readEnd %d, want 5", got)
-	}
-}
-
 func lineLen(ts *testServer) int {
 	ts.copied.mu.Lock()
 	defer ts.copied.mu.Unlock()
 	return ts.copied.line.Len()
+}
+
+// TestSendfileFetchTakesNoCopiedLock: a fetch whose record sets are
+// sent from the segment files takes nothing from copiedBytes, and must
+// not take its mutex either (every fetch would contend on it): with
+// copiedBytes' mutex held, it is answered.
+func TestSendfileFetchTakesNoCopiedLock(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("record sets are sent from files only on Linux")
+	}
+	ts := startServer(t, t.TempDir(), func(c *Config) {})
+	cl := newClient(t, ts.addr)
+	createTopic(t, cl, "z", 1)
+	produceBatch(t, cl, "z", recordBatch(make([]byte, 4<<10)))
+	c := dial(t, ts.addr)
+	fetch := fetchPartitions("z", nil, []int32{0})
+	fetch.MaxWaitMillis = 100
+	if err := writeRequestCorr(c, 1, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if n := fetchedRecords(t, c); n == 0 { // its batches checked: later reads are sent from the file
+		t.Fatal("no records fetched")
+	}
+	sent := ts.metrics.fetchZeroCopy.Load()
+	ts.copied.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			ts.copied.mu.Unlock()
+		}
+	}()
+	if err := writeRequestCorr(c, 2, kmsg.Fetch.Int16(), fetch.GetVersion(), fetch.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	var b [1]byte
+	_, err := c.Read(b[:])
+	locked = false
+	ts.copied.mu.Unlock()
+	if err != nil {
+		t.Fatalf("a fetch sent from the segment files, copiedBytes' mutex held: %v", err)
+	}
+	waitUntil(t, "the fetch sent from the segment files", func() bool { return ts.metrics.fetchZeroCopy.Load() > sent })
+}
+
+// TestCopiedFetchSegmentEndNotInLine: a read that stops at the end of
+// its segment (reads never span two) left nothing out for want of
+// copied bytes, though records follow in the next segment: a long poll
+// that read to there with fewer copied bytes left than its
+// PartitionMaxBytes does not take a place in line, where, first, it
+// kept every fetch behind it from reading until its MaxWait. Here A
+// reads the first of two batches of "g", each in a segment of its own;
+// B, a fetch of "s" that fits what is left, is answered at once.
+func TestCopiedFetchSegmentEndNotInLine(t *testing.T) {
+	ts, _, _, send := copiedLine(t, func(ts *testServer) {
+		if err := ts.newTopic("g", 1, storage.TopicConfig{SegmentBytes: storage.MinSegmentBytes}); err != nil {
+			t.Fatal(err)
+		}
+		g, err := ts.store.Partition("g", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			res, err := g.Append(recordBatch(make([]byte, 800)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.WaitAppended(context.Background(), res); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if first, left, err := g.ReadAppendLeft(nil, 0, 1<<20); err != nil || len(first) > 1<<10 || left != 0 || g.HighWatermark() != 2 {
+			t.Fatalf("the first read of g is not one batch of two, to its segment's end (%d bytes, %d left, %v; high watermark %d)", len(first), left, err, g.HighWatermark())
+		}
+	})
+	long := fetchPartitions("g", nil, []int32{0})
+	long.MinBytes = 10 << 20
+	a := send(long, 3000)
+	b := send(fetchPartitions("s", nil, []int32{0}), 60_000)
+	start := time.Now()
+	_ = b.SetReadDeadline(start.Add(1500 * time.Millisecond))
+	var size [4]byte
+	if _, err := b.Read(size[:1]); err != nil {
+		t.Fatalf("a Fetch of a batch that fits the copied bytes left, behind a long poll that read to its segment's end: %v (%v after it was sent; %d in line)", err, time.Since(start).Round(time.Millisecond), lineLen(ts))
+	}
+	if n := fetchedRecords(t, a); n == 0 { // at its MaxWait
+		t.Fatal("the long poll was answered without its batch")
+	}
+}
+
+// TestCopiedFetchLimitCutNotInLine: a read that left out a batch its
+// PartitionMaxBytes would have left out too was not cut for want of
+// copied bytes: a long poll that read so much does not take a place in
+// line. Here A reads the first of two 300 KiB batches of "h", its
+// PartitionMaxBytes 550 KiB, with 512 KiB or less of copied bytes
+// left; B, a fetch of "s" that fits what is left, is answered at once.
+func TestCopiedFetchLimitCutNotInLine(t *testing.T) {
+	ts, _, _, send := copiedLine(t, func(ts *testServer) {
+		if err := ts.autoCreate("h"); err != nil {
+			t.Fatal(err)
+		}
+		h, err := ts.store.Partition("h", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			res, err := h.Append(recordBatch(make([]byte, 300<<10)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.WaitAppended(context.Background(), res); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	long := fetchPartitions("h", nil, []int32{0})
+	long.MinBytes = 10 << 20
+	long.Topics[0].Partitions[0].PartitionMaxBytes = 550 << 10
+	a := send(long, 3000)
+	b := send(fetchPartitions("s", nil, []int32{0}), 60_000)
+	start := time.Now()
+	_ = b.SetReadDeadline(start.Add(1500 * time.Millisecond))
+	var size [4]byte
+	if _, err := b.Read(size[:1]); err != nil {
+		t.Fatalf("a Fetch of a batch that fits the copied bytes left, behind a long poll whose read its PartitionMaxBytes cut: %v (%v after it was sent; %d in line)", err, time.Since(start).Round(time.Millisecond), lineLen(ts))
+	}
+	if n := fetchedRecords(t, a); n == 0 || n > 550<<10 { // at its MaxWait
+		t.Fatalf("the long poll was answered with %d bytes, want its first batch", n)
+	}
 }

@@ -449,3 +449,39 @@ func TestTimeLookupsWhileAppending(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAppendLeft: left is the size of the batch that maxBytes left
+// out of a read (-1 when its header was not read), and 0 when nothing
+// was left out for it: at the high watermark, or at the end of the
+// read's segment (reads never span two), though batches follow in the
+// next.
+func TestReadAppendLeft(t *testing.T) {
+	clk := newClock()
+	cfg := testConfig(t, clk)
+	cfg.SegmentBytes = 1 << 10
+	s, l := openPartition(t, cfg)
+	defer s.Close()
+	one := len(simpleBatch(t, "b", 3, 0))
+	perSeg := int(cfg.SegmentBytes) / one
+	if perSeg < 3 {
+		t.Fatalf("%d batches of %d bytes per segment", perSeg, one)
+	}
+	for i := range 2 * perSeg {
+		appendDurable(t, l, simpleBatch(t, "b", 3, clk.ms()+int64(i)))
+	}
+	for _, c := range []struct {
+		max, batches int
+		left         int64
+	}{{1, 1, -1}, {2*one - 1, 1, int64(one)}, {2 * one, 2, -1}, {2*one + batchPeekLen - 1, 2, -1}, {2*one + batchPeekLen, 2, int64(one)}, {1 << 20, perSeg, 0}} {
+		b, left, err := l.ReadAppendLeft(nil, 0, c.max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) != c.batches*one || left != c.left {
+			t.Errorf("ReadAppendLeft(0, %d): %d bytes, %d left; want %d batches of %d, %d left", c.max, len(b), left, c.batches, one, c.left)
+		}
+	}
+	if b, left, err := l.ReadAppendLeft(nil, int64(3*(2*perSeg-1)), 1<<20); err != nil || len(b) != one || left != 0 {
+		t.Errorf("the last batch: %d bytes, %d left, %v; want %d, 0 left", len(b), left, err, one)
+	}
+}

@@ -27,8 +27,19 @@ func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
 
 // ReadAppend is Read appending to dst, so a caller can reuse a buffer.
 func (l *Log) ReadAppend(dst []byte, offset int64, maxBytes int) ([]byte, error) {
-	dst, _, err := l.read(dst, offset, maxBytes, false)
+	dst, _, _, err := l.read(dst, offset, maxBytes, false)
 	return dst, err
+}
+
+// ReadAppendLeft is ReadAppend also returning left, the size of the
+// batch that followed the read in its segment and was left out for
+// maxBytes: 0 when none was (the read ended at its segment's end, at
+// the high watermark, or at a batch that fails its checks: a larger
+// maxBytes would have read no more), -1 when one was but its header
+// was not read.
+func (l *Log) ReadAppendLeft(dst []byte, offset int64, maxBytes int) ([]byte, int64, error) {
+	dst, _, left, err := l.read(dst, offset, maxBytes, false)
+	return dst, left, err
 }
 
 // A Region is a range of a segment file that holds whole record
@@ -51,20 +62,23 @@ type Region struct {
 // A Region ends at an offset-index entry or at the end of what is
 // visible, so it may stop up to IndexIntervalBytes short of maxBytes.
 func (l *Log) ReadRegion(dst []byte, offset int64, maxBytes int) ([]byte, Region, error) {
-	return l.read(dst, offset, maxBytes, true)
+	dst, r, _, err := l.read(dst, offset, maxBytes, true)
+	return dst, r, err
 }
 
-func (l *Log) read(dst []byte, offset int64, maxBytes int, region bool) ([]byte, Region, error) {
+// read is ReadAppend or ReadRegion; left is ReadAppendLeft's (0 for a
+// Region).
+func (l *Log) read(dst []byte, offset int64, maxBytes int, region bool) ([]byte, Region, int64, error) {
 	l.segMu.RLock()
 	defer l.segMu.RUnlock()
 	if l.isClosed.Load() {
-		return dst, Region{}, ErrClosed
+		return dst, Region{}, 0, ErrClosed
 	}
 	if offset < l.start.Load() || offset > l.endA.Load() {
-		return dst, Region{}, ErrOffsetOutOfRange
+		return dst, Region{}, 0, ErrOffsetOutOfRange
 	}
 	if offset >= l.hwm.Load() {
-		return dst, Region{}, nil
+		return dst, Region{}, 0, nil
 	}
 	i := max(sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset })-1, 0)
 	for ; i < len(l.segs); i++ {
@@ -72,20 +86,20 @@ func (l *Log) read(dst []byte, offset int64, maxBytes int, region bool) ([]byte,
 		limit := s.visible.Load()
 		pos, found, err := l.locate(s, offset, limit)
 		if err != nil {
-			return dst, Region{}, err
+			return dst, Region{}, 0, err
 		}
 		if !found {
 			continue
 		}
 		if region {
 			if r, ok, err := l.region(s, pos, limit, offset, maxBytes); err != nil || ok {
-				return dst, r, err
+				return dst, r, 0, err
 			}
 		}
-		dst, err = l.readAt(dst, s, pos, limit, offset, maxBytes)
-		return dst, Region{}, err
+		dst, left, err := l.readAt(dst, s, pos, limit, offset, maxBytes)
+		return dst, Region{}, left, err
 	}
-	return dst, Region{}, nil
+	return dst, Region{}, 0, nil
 }
 
 // region returns the batches from pos as a Region when they can be sent
@@ -213,16 +227,18 @@ var scanBufs = sync.Pool{New: func() any { b := make([]byte, 0, locateBufBytes);
 
 // readAt appends batches from pos: the first whole, then as many more as
 // fit in maxBytes, each checked (length, magic, CRC, ascending offsets).
-func (l *Log) readAt(dst []byte, s *segment, pos, limit, offset int64, maxBytes int) ([]byte, error) {
+// left is the size of the batch after them left out for maxBytes (see
+// ReadAppendLeft).
+func (l *Log) readAt(dst []byte, s *segment, pos, limit, offset int64, maxBytes int) (_ []byte, left int64, _ error) {
 	n := min(limit-pos, int64(max(maxBytes, batchPeekLen)))
 	start := len(dst)
 	dst = grow(dst, int(n))
 	if _, err := s.log.ReadAt(dst[start:start+int(n)], pos); err != nil {
-		return dst[:start], err
+		return dst[:start], 0, err
 	}
 	first, _ := peekBatch(dst[start:])
 	if first.size < batchHeaderLen || pos+first.size > limit {
-		return dst[:start], l.corrupt(s, pos, errLength)
+		return dst[:start], 0, l.corrupt(s, pos, errLength)
 	}
 	if first.size > n {
 		// The first batch is larger than maxBytes: it is returned whole.
@@ -230,16 +246,27 @@ func (l *Log) readAt(dst []byte, s *segment, pos, limit, offset int64, maxBytes 
 		n = first.size
 		dst = grow(dst[:start+int(have)], int(n-have))
 		if _, err := s.log.ReadAt(dst[start+int(have):start+int(n)], pos+have); err != nil {
-			return dst[:start], err
+			return dst[:start], 0, err
 		}
 	}
 	b := dst[start : start+int(n)]
 	var used int64
 	prev := offset - 1
 	checked := s.checked.Load()
+	bounded := n < limit-pos // by maxBytes: batches of the segment may be left out
+	if bounded {
+		left = -1 // the next header not read
+	}
 	for used+batchPeekLen <= n {
 		p, _ := peekBatch(b[used:])
-		if p.size < batchHeaderLen || used+p.size > n {
+		if p.size < batchHeaderLen {
+			left = 0 // a torn or corrupt batch: no more to read
+			break
+		}
+		if used+p.size > n {
+			if bounded {
+				left = p.size
+			}
 			break
 		}
 		var err error
@@ -254,9 +281,10 @@ func (l *Log) readAt(dst []byte, s *segment, pos, limit, offset int64, maxBytes 
 		}
 		if err != nil {
 			if used == 0 {
-				return dst[:start], l.corrupt(s, pos, err)
+				return dst[:start], 0, l.corrupt(s, pos, err)
 			}
 			l.corrupt(s, pos+used, err)
+			left = 0
 			break
 		}
 		prev = p.last()
@@ -270,7 +298,7 @@ func (l *Log) readAt(dst []byte, s *segment, pos, limit, offset int64, maxBytes 
 			r.Readahead(next, min(limit-next, int64(maxBytes)))
 		}
 	}
-	return dst[:start+int(used)], nil
+	return dst[:start+int(used)], left, nil
 }
 
 // advanceChecked raises s.checked to end (concurrent readers may race
