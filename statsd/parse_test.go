@@ -223,6 +223,13 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|@0.5 x", "", 1, ReasonBadRate},
 		// Bad lines, counted per value as Etsy's bad_lines_seen.
 		{"a", "", 1, ReasonNoColon},
+		// A tags field before the name's ':' leaves no ':' to Etsy,
+		// which takes "|#" and what follows off the line first: one bad
+		// line (to the Datadog agent too), not a key "at".
+		{"a|#t:1|ms", "", 1, ReasonNoColon},
+		{"a|#:1|c", "", 1, ReasonNoColon},
+		{"a|#t:1|c|#k:v", "", 1, ReasonNoColon},
+		{"a|b:1|c", "ab counter 1", 0, 0},
 		{"a:1", "", 1, ReasonNoType},
 		{"a:1|x", "", 1, ReasonUnknownType},
 		{"a:x|c", "", 1, ReasonBadValue},
