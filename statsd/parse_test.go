@@ -136,7 +136,14 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|@0.5|x:2|ms:3|c:4|s", `a counter 1 @0.5 ; a timer 2 ; a counter 3 ; a set "4"`, 0, 0},
 		{"a:1|c|@0.5|x:2| ms:3|g", "a counter 1 @0.5 ; a timer 2 ; a gauge 3", 0, 0},
 		{"a:1|c|x:5|ms:6|c|@0.1", "a timer 5 ; a counter 6 @0.1", 1, ReasonBadField},
-		{"a:1|c|#t|x:2|ms:3|g", "a;t counter 1 ; a;t timer 2 ; a;t gauge 3", 0, 0},
+		// After the tags field no chain is Etsy's: its values end at
+		// the first "|#" ("t|x:2|ms:3|g" is its tags, a key
+		// "a;tx=2ms3g"), and the agent ignores the fields.
+		{"a:1|c|#t|x:2|ms:3|g", "a;t counter 1", 0, 0},
+		{"a:1|c|#t|-3:2.5|c", "a;t counter 1", 0, 0},
+		{"a:1|c:|#t|2:3|ms", "a;t counter 1", 1, ReasonNoType},
+		{"a:1|c|#t|@0.5:2|ms", "", 1, ReasonBadRate},
+		{"a:1|c|#t|x:2|", "a;t counter 1", 0, 0},
 		// A chain that ends otherwise is DogStatsD's key fields (Etsy:
 		// a timer 2, a counter 3 and a bad line "ci-1").
 		{"a:1|c|@0.5|x:2|ms:3|c:ci-1", "a counter 1 @0.5", 0, 0},
