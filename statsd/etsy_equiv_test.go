@@ -47,7 +47,7 @@ func equivSteps() [][]string {
 				"kf.end:1|c|@0.5|x:2|ms:", "kf.end2:1|c|@0.5|x:2|ms:3|g::"}),
 			packet([]string{"r2.rate:1|c|@0.5|@0.25", "r2.ts:1|c|@0.5|T17x", "r2.t:1|c|@0.5|T", "r2.next:1|c|@0.5|@x:2|c|@0.1"}),
 			packet([]string{"tags2.two:1|c|#k:a|#k:b", "tags2.rate:1|c|@0.5|#k:t|#u:v,w:x"}),
-			packet([]string{"tagend.c:1|c:|#k:v", "tagend.two:1|c:2|#env:prod", "tagend.kf:1|c|@0.5|x:2|ms:|#k:v"}),
+			packet([]string{"tagend.c:1|c:|#k:v", "tagend.two:1|c:2|#env:prod", "tagend.kf:1|c|@0.5|x:2|ms:|#k:v", "tagname|#k:1|c"}),
 		},
 		{
 			packet(timer("t.many", 100, 1.1, ""), timer("t.two", 2, 3, "|@0.25")),

@@ -60,9 +60,11 @@ func (p *Parser) AppendLine(dst []Metric, line []byte) (out []Metric, bad int, w
 		}
 	}
 	colon := bytes.IndexByte(line, ':')
-	if colon < 0 {
+	if colon < 0 || bytes.IndexByte(line[:colon], '|') >= 0 && bytes.Contains(line[:colon], tagsMark) {
 		// Etsy 0.9.0 reads the whole line as the key with the value
-		// "1" and no type: one bad line.
+		// "1" and no type: one bad line. So it does a line whose
+		// first "|#" comes before any ':' ("a|#t:1|c"): it takes the
+		// tags field off first, which leaves no ':'.
 		return dst, 1, ReasonNoColon
 	}
 	first := len(dst)
@@ -102,6 +104,9 @@ func (p *Parser) AppendLine(dst []Metric, line []byte) (out []Metric, bad int, w
 	}
 	return dst, bad, why
 }
+
+// tagsMark starts a DogStatsD tags field.
+var tagsMark = []byte("|#")
 
 // key builds the key of a line from its name and tags field.
 func (p *Parser) key(name, tagField []byte) ([]byte, Reason) {

@@ -136,7 +136,14 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|@0.5|x:2|ms:3|c:4|s", `a counter 1 @0.5 ; a timer 2 ; a counter 3 ; a set "4"`, 0, 0},
 		{"a:1|c|@0.5|x:2| ms:3|g", "a counter 1 @0.5 ; a timer 2 ; a gauge 3", 0, 0},
 		{"a:1|c|x:5|ms:6|c|@0.1", "a timer 5 ; a counter 6 @0.1", 1, ReasonBadField},
-		{"a:1|c|#t|x:2|ms:3|g", "a;t counter 1 ; a;t timer 2 ; a;t gauge 3", 0, 0},
+		// After the tags field no chain is Etsy's: its values end at
+		// the first "|#" ("t|x:2|ms:3|g" is its tags, a key
+		// "a;tx=2ms3g"), and the agent ignores the fields.
+		{"a:1|c|#t|x:2|ms:3|g", "a;t counter 1", 0, 0},
+		{"a:1|c|#t|-3:2.5|c", "a;t counter 1", 0, 0},
+		{"a:1|c:|#t|2:3|ms", "a;t counter 1", 1, ReasonNoType},
+		{"a:1|c|#t|@0.5:2|ms", "", 1, ReasonBadRate},
+		{"a:1|c|#t|x:2|", "a;t counter 1", 0, 0},
 		// A chain that ends otherwise is DogStatsD's key fields (Etsy:
 		// a timer 2, a counter 3 and a bad line "ci-1").
 		{"a:1|c|@0.5|x:2|ms:3|c:ci-1", "a counter 1 @0.5", 0, 0},
@@ -223,6 +230,13 @@ func TestParseLine(t *testing.T) {
 		{"a:1|c|@0.5 x", "", 1, ReasonBadRate},
 		// Bad lines, counted per value as Etsy's bad_lines_seen.
 		{"a", "", 1, ReasonNoColon},
+		// A tags field before the name's ':' leaves no ':' to Etsy,
+		// which takes "|#" and what follows off the line first: one bad
+		// line (to the Datadog agent too), not a key "at".
+		{"a|#t:1|ms", "", 1, ReasonNoColon},
+		{"a|#:1|c", "", 1, ReasonNoColon},
+		{"a|#t:1|c|#k:v", "", 1, ReasonNoColon},
+		{"a|b:1|c", "ab counter 1", 0, 0},
 		{"a:1", "", 1, ReasonNoType},
 		{"a:1|x", "", 1, ReasonUnknownType},
 		{"a:x|c", "", 1, ReasonBadValue},

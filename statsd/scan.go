@@ -22,7 +22,10 @@ import (
 // rate and the Datadog agent any field it does not know; so is any
 // field after a rate, a second rate or a "T" that is no timestamp
 // included (the first rate is the segment's, as Etsy's). Before any
-// rate a bad rate or a "T" without its digits stay bad lines.
+// rate a bad rate or a "T" without its digits stay bad lines. After the
+// line's tags field a field is read whole, as the Datadog agent reads
+// it: no ':' there ends a segment or starts Etsy's next one, Etsy's
+// values ending at the first "|#".
 type scanner struct {
 	b []byte
 	i int
@@ -105,13 +108,25 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 			}
 			end = s.i >= len(s.b) && s.b[len(s.b)-1] != '|'
 			continue
-		case s.keyField(f):
+		case !*hasTags && s.keyField(f):
 			s.field()
 			end = s.i >= len(s.b) && s.b[len(s.b)-1] != '|'
 			continue
 		}
 		var tok []byte
-		tok, end = s.token()
+		if *hasTags {
+			// After the line's tags field a ':' neither ends the
+			// segment nor starts Etsy's next one: Etsy's values end
+			// at the first "|#" (what follows is its tags and key),
+			// and the field is DogStatsD's, read whole as the
+			// agent reads it ("a:1|c|#t|x:2|ms" is a counter 1, not
+			// a timer 2 too).
+			at := s.i
+			tok = s.field()
+			end = s.i >= len(s.b) && (at == len(s.b) || s.b[len(s.b)-1] != '|')
+		} else {
+			tok, end = s.token()
+		}
 		switch {
 		case len(tok) > 1 && tok[0] == '@' && !rateSeen:
 			rateSeen = true

@@ -17,12 +17,19 @@ import (
 // when it took fewer than n, when the next one frees. A slot is
 // 1/rate s rounded up, and the tolerance rate slots (a second, give or
 // take rate nanoseconds): at most rate at once, and rate a second after.
-// A tat beyond the tolerance, which no take leaves, is the clock stepped
-// back since: it counts as the tolerance (the burst just used: no more
-// than the rate by the clock as it is now), and the take writes it so
-// even when it takes none, so the endpoint waits a slot, not for the
-// clock to come back. (Kept, it gave none at each take, every one
-// finding it beyond the tolerance again, until the clock came back.)
+// A tat beyond the tolerance is a clock ahead of now's having taken
+// slots (another dispatcher's on SQLite; on PostgreSQL a transaction
+// that began after this one and locked the row before it), or the clock
+// stepped back since: it counts as the tolerance (the burst just used),
+// and none is taken. It is written back to the tolerance (no more than
+// the rate by the clock as it is now) only when beyond it by more than
+// the tolerance, which no clock within a second of now's leaves: the
+// clock stepped back more than a second, and the endpoint waits a slot,
+// not for the clock to come back (kept, it gave none at each take until
+// then). Within that it is left: written back, the clock ahead found
+// the slots it had used free again, as many more than the rate as the
+// clocks differ by, at each take of the one behind. (A clock stepped
+// back a second or less is waited for, as it was.)
 func rateSlots(tat, now int64, rate, n int) (took int, newTAT, next int64) {
 	slot := int64(RateSlot(rate))
 	tolerance := int64(rate) * slot
@@ -31,6 +38,9 @@ func rateSlots(tat, now int64, rate, n int) (took int, newTAT, next int64) {
 	newTAT = base + int64(took)*slot
 	if took < n {
 		next = newTAT + slot - tolerance
+	}
+	if took == 0 && tat-now <= 2*tolerance {
+		newTAT = tat
 	}
 	return took, newTAT, next
 }
@@ -77,9 +87,9 @@ func (s *sqlStore) TakeRateSlots(ctx context.Context, id string, rate, n int, no
 			next = now.Add(time.Duration(at - dbNow))
 		}
 		if newTAT == tat {
-			// (None taken, and the tat within the tolerance: nothing
-			// to write. Beyond it, taking none, it is written back to
-			// the tolerance: see rateSlots.)
+			// (None taken, and the tat within twice the tolerance:
+			// nothing to write. Beyond that, taking none, it is
+			// written back to the tolerance: see rateSlots.)
 			return nil
 		}
 		_, err = s.exec(ctx, tx, `UPDATE endpoints SET rate_tat = ? WHERE id = ?`, newTAT, id)

@@ -43,6 +43,17 @@ func testRateSlots(t *testing.T, s store.Store) {
 	// after (rounded up: 333 333 334 ns).
 	endpoint(t, s, "ep_3")
 	take("ep_3", 3, 10, 0, 3, 333_333_334)
+	// Two dispatchers on the store whose clocks differ by under a second
+	// (SQLite: each measures by its own; PostgreSQL: transactions that
+	// began in one order and lock the row in the other): the one behind
+	// finds the limit beyond its tolerance and waits, as the clock stepped
+	// back does, but writes nothing: the one ahead, having used its burst,
+	// gets no more than the rate by its clock.
+	endpoint(t, s, "ep_5")
+	take("ep_5", 4, 4, 500*ms, 4, 0)      // ahead by half a second: the burst
+	take("ep_5", 4, 1, 0, 0, 250*ms)      // behind: none, a slot's wait
+	take("ep_5", 4, 4, 500*ms, 0, 750*ms) // ahead again: the burst used still
+	take("ep_5", 4, 1, 750*ms, 1, 0)      // and then one every 1/rate s
 	if _, _, err := s.TakeRateSlots(c, "ep_none", 1, 1, t0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("slots of a missing endpoint: %v, want ErrNotFound", err)
 	}
