@@ -417,16 +417,41 @@ func TestCopiedFetchWholeReadNotInLine(t *testing.T) {
 	ts, _, _, send := copiedLine(t)
 	long := fetchPartitions("s", nil, []int32{0})
 	long.MinBytes = 10 << 20
+	a := passedByAFetch(t, ts, send, long, "that read its whole partition")
+	if n := fetchedRecords(t, a); n == 0 { // at its MaxWait
+		t.Fatal("the long poll was answered without its batch")
+	}
+}
+
+// passedByAFetch sends long, a long poll, then a fetch of "s" that fits
+// the copied bytes left, and checks that one is answered at once: the
+// long poll, what names how it read, took no place in line ahead of
+// it. It returns long's connection, answered at its MaxWait.
+func passedByAFetch(t *testing.T, ts *testServer, send func(*kmsg.FetchRequest, int32) net.Conn, long *kmsg.FetchRequest, what string) net.Conn {
+	t.Helper()
 	a := send(long, 3000)
 	b := send(fetchPartitions("s", nil, []int32{0}), 60_000)
 	start := time.Now()
 	_ = b.SetReadDeadline(start.Add(1500 * time.Millisecond))
 	var size [4]byte
 	if _, err := b.Read(size[:1]); err != nil {
-		t.Fatalf("a Fetch of a batch that fits the copied bytes left, behind a long poll that read its whole partition: %v (%v after it was sent; %d in line)", err, time.Since(start).Round(time.Millisecond), lineLen(ts))
+		t.Fatalf("a Fetch of a batch that fits the copied bytes left, behind a long poll %s: %v (%v after it was sent; %d in line)", what, err, time.Since(start).Round(time.Millisecond), lineLen(ts))
 	}
-	if n := fetchedRecords(t, a); n == 0 { // at its MaxWait
-		t.Fatal("the long poll was answered without its batch")
+	return a
+}
+
+// appendBatches appends n batches of one record of size bytes to p and
+// waits until they are appended.
+func appendBatches(t *testing.T, p *storage.Log, n, size int) {
+	t.Helper()
+	for range n {
+		res, err := p.Append(recordBatch(make([]byte, size)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.WaitAppended(context.Background(), res); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -496,29 +521,14 @@ func TestCopiedFetchSegmentEndNotInLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for range 2 {
-			res, err := g.Append(recordBatch(make([]byte, 800)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := g.WaitAppended(context.Background(), res); err != nil {
-				t.Fatal(err)
-			}
-		}
+		appendBatches(t, g, 2, 800)
 		if first, left, err := g.ReadAppendLeft(nil, 0, 1<<20); err != nil || len(first) > 1<<10 || left != 0 || g.HighWatermark() != 2 {
 			t.Fatalf("the first read of g is not one batch of two, to its segment's end (%d bytes, %d left, %v; high watermark %d)", len(first), left, err, g.HighWatermark())
 		}
 	})
 	long := fetchPartitions("g", nil, []int32{0})
 	long.MinBytes = 10 << 20
-	a := send(long, 3000)
-	b := send(fetchPartitions("s", nil, []int32{0}), 60_000)
-	start := time.Now()
-	_ = b.SetReadDeadline(start.Add(1500 * time.Millisecond))
-	var size [4]byte
-	if _, err := b.Read(size[:1]); err != nil {
-		t.Fatalf("a Fetch of a batch that fits the copied bytes left, behind a long poll that read to its segment's end: %v (%v after it was sent; %d in line)", err, time.Since(start).Round(time.Millisecond), lineLen(ts))
-	}
+	a := passedByAFetch(t, ts, send, long, "that read to its segment's end")
 	if n := fetchedRecords(t, a); n == 0 { // at its MaxWait
 		t.Fatal("the long poll was answered without its batch")
 	}
@@ -539,27 +549,12 @@ func TestCopiedFetchLimitCutNotInLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for range 2 {
-			res, err := h.Append(recordBatch(make([]byte, 300<<10)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := h.WaitAppended(context.Background(), res); err != nil {
-				t.Fatal(err)
-			}
-		}
+		appendBatches(t, h, 2, 300<<10)
 	})
 	long := fetchPartitions("h", nil, []int32{0})
 	long.MinBytes = 10 << 20
 	long.Topics[0].Partitions[0].PartitionMaxBytes = 550 << 10
-	a := send(long, 3000)
-	b := send(fetchPartitions("s", nil, []int32{0}), 60_000)
-	start := time.Now()
-	_ = b.SetReadDeadline(start.Add(1500 * time.Millisecond))
-	var size [4]byte
-	if _, err := b.Read(size[:1]); err != nil {
-		t.Fatalf("a Fetch of a batch that fits the copied bytes left, behind a long poll whose read its PartitionMaxBytes cut: %v (%v after it was sent; %d in line)", err, time.Since(start).Round(time.Millisecond), lineLen(ts))
-	}
+	a := passedByAFetch(t, ts, send, long, "whose read its PartitionMaxBytes cut")
 	if n := fetchedRecords(t, a); n == 0 || n > 550<<10 { // at its MaxWait
 		t.Fatalf("the long poll was answered with %d bytes, want its first batch", n)
 	}
