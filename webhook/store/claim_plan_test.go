@@ -97,39 +97,12 @@ func pgClaimStore(t *testing.T) (*sqlStore, time.Time) {
 	return pgStore(t, "ep_p", events, "fsync=off")
 }
 
-// explainClaim returns PostgreSQL's plan of the claim of r, run (with
-// ANALYZE) in a transaction rolled back, one step a line.
+// explainClaim returns PostgreSQL's plan of the claim of r (run, with
+// analyze, in a transaction rolled back), one step a line.
 func explainClaim(t *testing.T, s *sqlStore, r ClaimRequest, analyze bool) []string {
 	t.Helper()
-	ctx := context.Background()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	explain := "EXPLAIN "
-	if analyze {
-		explain = "EXPLAIN (ANALYZE, TIMING OFF) "
-	}
 	query, args := s.claimReturning(r)
-	rows, err := tx.QueryContext(ctx, explain+query, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("plan:\n%s", strings.Join(plan, "\n"))
-	return plan
+	return explainRolledBack(t, s, analyze, query, args...)
 }
 
 // TestClaimPlanPostgres: PostgreSQL's claim reads the claimed deliveries'
