@@ -134,15 +134,7 @@ func gatedServer(t *testing.T, levels int, copy bool, setup func(*Config)) (*tes
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range levels {
-		res, err := f.Append(recordBatch(make([]byte, copiedBatch)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.WaitAppended(context.Background(), res); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendBatches(t, f, levels, copiedBatch)
 	return ts, gate
 }
 
