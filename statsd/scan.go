@@ -106,11 +106,11 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 				// first "|#" only.
 				*tags, *hasTags = v[1:], true
 			}
-			end = s.i >= len(s.b) && s.b[len(s.b)-1] != '|'
+			end = s.lastField(f)
 			continue
 		case !*hasTags && s.keyField(f):
 			s.field()
-			end = s.i >= len(s.b) && s.b[len(s.b)-1] != '|'
+			end = s.lastField(f)
 			continue
 		}
 		var tok []byte
@@ -121,9 +121,8 @@ func (s *scanner) next(seg *segment, tags *[]byte, hasTags *bool) {
 			// and the field is DogStatsD's, read whole as the
 			// agent reads it ("a:1|c|#t|x:2|ms" is a counter 1, not
 			// a timer 2 too).
-			at := s.i
 			tok = s.field()
-			end = s.i >= len(s.b) && (at == len(s.b) || s.b[len(s.b)-1] != '|')
+			end = s.lastField(f)
 		} else {
 			tok, end = s.token()
 		}
@@ -262,6 +261,13 @@ func (s *scanner) token() (tok []byte, end bool) {
 	}
 	s.i = len(s.b)
 	return s.b[start:], true
+}
+
+// lastField reports, after field read f (the line from where it
+// started), that no field follows: the line ended with it, and not
+// with a '|' (an empty field follows that), or f was that empty field.
+func (s *scanner) lastField(f []byte) bool {
+	return s.i >= len(s.b) && (len(f) == 0 || s.b[len(s.b)-1] != '|')
 }
 
 // field reads a field that may hold ':' (tags, container id) up to the
