@@ -106,9 +106,7 @@ func (b *batch) addBad(n int, why Reason, line []byte) {
 	b.bad += n
 }
 
-func (b *batch) empty() bool {
-	return b.packets == 0 && b.lines == 0 && b.bad == 0 && b.events == 0 && b.checks == 0
-}
+func (b *batch) empty() bool { return b.packets == 0 && b.lines == 0 && b.bad == 0 } // events and checks are in lines
 
 // applyTo adds the batch to a and empties it.
 func (b *batch) applyTo(a *Aggregator) {

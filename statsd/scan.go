@@ -388,9 +388,10 @@ func (m *Metric) setValue(v []byte, padded bool) Reason {
 	if m.Type == Timer && f < 0 && !padded {
 		return ReasonNegativeTimer
 	}
-	if m.Type == Counter && math.IsInf(f*(1/m.Rate), 0) {
+	if m.Type == Counter && m.Rate < 1 && math.IsInf(f*(1/m.Rate), 0) {
 		// What Aggregator.Add would add: past ±MaxFloat64 (Etsy
-		// adds Infinity).
+		// adds Infinity). (f is finite: at a rate of 1 or more, so is
+		// what is added.)
 		return ReasonCounterOverflow
 	}
 	m.Value = f
