@@ -49,7 +49,7 @@ type bulkAttempt struct {
 }
 
 // The bulk statements (PostgreSQL): a batch of completions in two
-// statements, where the row-by-row path makes two or three round trips
+// statements after lockParents' one, where the row-by-row path makes two or three round trips
 // per completion, the writer's whole cost against a local server.
 // lockParents has locked the endpoints' rows, the events' and the
 // deliveries' before (the first statement's key-share locks on the

@@ -518,18 +518,8 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 		}
 		if n > 0 {
 			c.Disabled = true
-			if s.d.forUpdate != "" {
-				// Locked first in id order, as Release locks them: the
-				// UPDATE locked them in the order it came to them, and a
-				// release by another dispatcher of several of them,
-				// holding one and waiting for another held here, waiting
-				// for the first, was a deadlock, one killed (40P01).
-				// (Its own delivery, held already, no release asks for.)
-				if _, err := s.exec(ctx, tx, `SELECT COUNT(*) FROM (SELECT id FROM deliveries WHERE endpoint_id = ? AND status = ? ORDER BY id`+s.d.forUpdate+`) x`,
-					a.EndpointID, StatusPending); err != nil {
-					return false, err
-				}
-			}
+			// Its pending deliveries were locked in id order by
+			// lockParents, as Release locks them.
 			if _, err := s.exec(ctx, tx, `UPDATE deliveries SET status = ? WHERE endpoint_id = ? AND status = ?`,
 				StatusPaused, a.EndpointID, StatusPending); err != nil {
 				return false, err
