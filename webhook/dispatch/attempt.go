@@ -46,7 +46,6 @@ func (d *Dispatcher) attempt(ctx context.Context, c *claimed) {
 		Attempt: store.Attempt{ID: store.NewID("atmpt", start), DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID,
 			Started: start, Duration: end.Sub(start), StatusCode: o.StatusCode, Error: errText, Response: response},
 		Status: dec.Status, NextAttempt: dec.NextAttempt, EndpointOK: dec.EndpointOK, Disable: dec.Disable,
-		DisableFailingSince: dec.DisableFailingSince,
 		// Disabled only if the endpoint is still as the attempt was made
 		// to it: not when its user enabled it again (or changed it)
 		// since, an answer to a request sent before undoing it.

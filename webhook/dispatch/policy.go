@@ -56,9 +56,6 @@ type Decision struct {
 	EndpointOK bool
 	// Disable, when not empty, disables the endpoint for this reason.
 	Disable string
-	// DisableFailingSince is, when the endpoint is disabled for failing
-	// too long, the FailingSince it failed since (zero otherwise).
-	DisableFailingSince time.Time
 	// Exhausted is true when the delivery failed for good because its
 	// attempts ran out.
 	Exhausted bool
@@ -80,7 +77,6 @@ func (p *Policy) Decide(now time.Time, attempt int, o Outcome, failingSince time
 	}
 	if p.DisableAfter > 0 && now.Sub(failingSince) >= p.DisableAfter {
 		d.Disable = fmt.Sprintf("every attempt failed since %s (more than %v)", failingSince.UTC().Format(time.RFC3339), p.DisableAfter)
-		d.DisableFailingSince = failingSince
 	}
 	if attempt >= len(p.Schedule) {
 		d.Status, d.Exhausted = store.StatusFailed, true

@@ -506,13 +506,12 @@ func (s *sqlStore) complete(ctx context.Context, tx *sql.Tx, c *Completion, heal
 	if c.Disable != "" {
 		// Before its own health write, which raises the revision when
 		// it starts a run of failures: the revision compared is the
-		// one the attempt was made to. (A FailingSince cleared meanwhile
-		// is zero, not DisableFailingSince; the health write then sets
-		// it to this attempt's start.)
+		// one the attempt was made to. (Every write of its failing
+		// since raises it too: a run of failures started anew since,
+		// after a success or a user's enable, leaves it enabled.)
 		n, err := s.exec(ctx, tx, `UPDATE endpoints SET enabled = 0, disabled_reason = ?, updated = ?, revision = revision + 1
-			WHERE id = ? AND enabled = 1 AND (CAST(? AS BIGINT) = 0 OR failing_since = ?) AND (CAST(? AS BIGINT) = 0 OR revision = ?)`,
-			storedText(c.Disable), nanos(a.Started.Add(a.Duration)), a.EndpointID, nanos(c.DisableFailingSince), nanos(c.DisableFailingSince),
-			c.DisableRevision, c.DisableRevision)
+			WHERE id = ? AND enabled = 1 AND (CAST(? AS BIGINT) = 0 OR revision = ?)`,
+			storedText(c.Disable), nanos(a.Started.Add(a.Duration)), a.EndpointID, c.DisableRevision, c.DisableRevision)
 		if err != nil {
 			return false, err
 		}

@@ -198,12 +198,6 @@ type Completion struct {
 	// Disable disables the endpoint with this reason (empty: keep),
 	// unless it is disabled already (by its user: their reason stands).
 	Disable string
-	// DisableFailingSince, when set, is the endpoint's FailingSince the
-	// Disable was decided on (failing for too long, as of the claim): the
-	// endpoint is disabled only if that is still its FailingSince, not
-	// after a success or a user's enable (which clear it) started its
-	// run of failures anew.
-	DisableFailingSince time.Time
 	// DisableRevision, when set, is the endpoint's Revision the attempt
 	// was made to (Job.Endpoint.Revision): the endpoint is disabled only
 	// while that is still its revision, before this completion's own
@@ -254,7 +248,7 @@ type Completion struct {
 	Failed bool
 	// Disabled is set by Store.Complete when the completion disabled its
 	// endpoint (its Disable was written: not when the endpoint was
-	// disabled already, its DisableFailingSince or its DisableRevision stale).
+	// disabled already, or its DisableRevision stale).
 	Disabled bool
 	// Resent is set by Store.Complete when a Resend made during the
 	// attempt left the delivery pending, due at the resend's time: it is

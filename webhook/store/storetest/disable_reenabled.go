@@ -17,14 +17,14 @@ import (
 // failure) does not stop its disable.
 func testDisableReenabled(t *testing.T, s store.Store) {
 	c := ctx(t)
-	complete := func(j *store.Job, code int, disable string, since time.Time) *store.Completion {
+	complete := func(j *store.Job, code int, disable string) *store.Completion {
 		t.Helper()
 		status := store.StatusPending
 		if code == 410 {
 			status = store.StatusFailed
 		}
 		cp := &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: status, NextAttempt: t0.Add(time.Hour),
-			Disable: disable, DisableFailingSince: since, DisableRevision: j.Endpoint.Revision,
+			Disable: disable, DisableRevision: j.Endpoint.Revision,
 			Attempt: store.Attempt{ID: "atmpt_" + j.Delivery.ID, DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: j.Endpoint.ID,
 				Started: t0, Duration: time.Second, StatusCode: code}}
 		if err := s.Complete(c, cp); err != nil {
@@ -56,7 +56,7 @@ func testDisableReenabled(t *testing.T, s store.Store) {
 	update(e)
 	e.Enabled, e.DisabledReason = true, ""
 	update(e)
-	if complete(j, 410, "410 Gone", time.Time{}).Disabled {
+	if complete(j, 410, "410 Gone").Disabled {
 		t.Error("Disabled set by a 410 that did not disable its endpoint")
 	}
 	if got, err := s.GetEndpoint(c, e.ID); err != nil || !got.Enabled {
@@ -71,7 +71,7 @@ func testDisableReenabled(t *testing.T, s store.Store) {
 	j = one(e.ID)
 	e.URL = "http://127.0.0.1:1/moved"
 	update(e)
-	if complete(j, 500, "failing for too long", j.Endpoint.FailingSince).Disabled {
+	if complete(j, 500, "failing for too long").Disabled {
 		t.Error("Disabled set by a completion that did not disable its endpoint")
 	}
 	if got, err := s.GetEndpoint(c, e.ID); err != nil || !got.Enabled {
@@ -82,7 +82,7 @@ func testDisableReenabled(t *testing.T, s store.Store) {
 	e = endpoint(t, s, "ep_first", "first")
 	event(t, s, "ev_first", "first", t0)
 	j = one(e.ID)
-	if !complete(j, 410, "410 Gone", time.Time{}).Disabled {
+	if !complete(j, 410, "410 Gone").Disabled {
 		t.Error("Disabled not set by a 410 at the endpoint's revision")
 	}
 	if got, err := s.GetEndpoint(c, e.ID); err != nil || got.Enabled || got.DisabledReason != "410 Gone" {

@@ -29,7 +29,7 @@ func testDisableStale(t *testing.T, s store.Store) {
 	complete := func(j *store.Job) *store.Completion {
 		t.Helper()
 		cp := &store.Completion{Owner: "a", LeaseUntil: j.LeaseUntil, Status: store.StatusPending, NextAttempt: t0.Add(time.Hour),
-			Disable: "failing for too long", DisableFailingSince: j.Endpoint.FailingSince,
+			Disable: "failing for too long", DisableRevision: j.Endpoint.Revision,
 			Attempt: store.Attempt{ID: "atmpt_" + j.Delivery.ID, DeliveryID: j.Delivery.ID, EventID: j.Event.ID, EndpointID: e.ID,
 				Started: t0, Duration: time.Second, StatusCode: 500}}
 		if err := s.Complete(c, cp); err != nil {
@@ -56,7 +56,9 @@ func testDisableStale(t *testing.T, s store.Store) {
 	if err := s.UpdateEndpoint(c, got); err != nil {
 		t.Fatal(err)
 	}
-	jobs[1].Endpoint.FailingSince = t0
+	if cur, err := s.GetEndpoint(c, e.ID); err == nil {
+		jobs[1].Endpoint.Revision = cur.Revision // not stale: disabled already is what keeps it
+	}
 	if complete(jobs[1]).Disabled {
 		t.Error("Disabled set by a completion to an endpoint disabled already")
 	}
