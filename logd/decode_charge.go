@@ -146,9 +146,11 @@ type scanner struct {
 }
 
 // newScanner starts after the request header (its client id and, in a
-// flexible version, its tags), the header's strings counted.
-func newScanner(frame []byte, flexible bool) *scanner {
-	sc := &scanner{r: kbin.Reader{Src: frame[8:]}, flexible: flexible, cost: requestCost}
+// flexible version, its tags), the header's strings counted. It
+// returns a value, so that the scan, kept in its caller's local,
+// allocates nothing.
+func newScanner(frame []byte, flexible bool) scanner {
+	sc := scanner{r: kbin.Reader{Src: frame[8:]}, flexible: flexible, cost: requestCost}
 	if l := sc.r.Int16(); l > 0 { // the client id
 		sc.r.Span(int(l))
 		sc.cost += int64(l)

@@ -35,9 +35,9 @@ func joinWaitCharge(frame []byte) int64 {
 
 // joinGroupScan walks a JoinGroup frame; sc.r is not Ok when kmsg would
 // not decode it.
-func joinGroupScan(frame []byte, version int16) *scanner {
+func joinGroupScan(frame []byte, version int16) scanner {
 	if !supports(kmsg.JoinGroup.Int16(), version) {
-		return &scanner{cost: requestCost}
+		return scanner{cost: requestCost}
 	}
 	sc := newScanner(frame, version >= 6)
 	sc.str()     // group
