@@ -313,7 +313,8 @@ func (cn *conn) grow(want int, deadline time.Time) error {
 
 // joinWaiting gives back, as a JoinGroup (body) starts waiting for its
 // group, what it does not need while it waits: of its decode charge,
-// its protocols' metadata at its size (joinWaitCharge), and its frame.
+// its protocols' metadata at its size (charged so by scanJoinGroup's
+// groupElements), and its frame.
 // The group has copied what it keeps of the request (its strings and
 // protocol metadata), holding it within MaxGroupBytes; decoding copied
 // the request's strings, and its protocols and unknown tags, the only
@@ -323,9 +324,15 @@ func (cn *conn) grow(want int, deadline time.Time) error {
 // members waiting for their group held their frames and whole charges:
 // 2000 members of 100 KiB metadata filled the default budgets.
 func (cn *conn) joinWaiting(body *kmsg.JoinGroupRequest) {
-	if keep := joinWaitCharge(cn.frame); keep < cn.charge {
-		cn.s.decodeMem.release(cn.charge - keep)
-		cn.charge = keep
+	// The metadata's size, read from the decoded request (the frame
+	// is not scanned again), before its protocols are dropped.
+	var meta int64
+	for _, p := range body.Protocols {
+		meta += int64(len(p.Metadata))
+	}
+	if meta = min(meta, cn.charge); meta > 0 {
+		cn.s.decodeMem.release(meta)
+		cn.charge -= meta
 	}
 	body.Protocols, body.UnknownTags = nil, kmsg.Tags{}
 	cn.s.bufs.put(cn.frame)

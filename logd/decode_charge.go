@@ -32,7 +32,7 @@ import (
 //     reads); a JoinGroup and a SyncGroup likewise, their metadata and
 //     assignments (bytes kmsg does not copy) at their size (a JoinGroup
 //     gives that part back, with its frame, once it waits for its
-//     group, which holds a copy: joinWaitCharge); a ListOffsets (a consumer asks every partition
+//     group, which holds a copy: conn.joinWaiting); a ListOffsets (a consumer asks every partition
 //     it reads), a CreateTopics and a DescribeGroups likewise, their
 //     elements costing more than a flat factor of their frame charged
 //     (decode_charge_admin.go);
@@ -142,13 +142,14 @@ type scanner struct {
 	r        kbin.Reader
 	flexible bool
 	cost     int64
-	sized    int64 // of cost, bytes (not copied by kmsg) counted at their size
 }
 
 // newScanner starts after the request header (its client id and, in a
-// flexible version, its tags), the header's strings counted.
-func newScanner(frame []byte, flexible bool) *scanner {
-	sc := &scanner{r: kbin.Reader{Src: frame[8:]}, flexible: flexible, cost: requestCost}
+// flexible version, its tags), the header's strings counted. It
+// returns a value, so that the scan, kept in its caller's local,
+// allocates nothing.
+func newScanner(frame []byte, flexible bool) scanner {
+	sc := scanner{r: kbin.Reader{Src: frame[8:]}, flexible: flexible, cost: requestCost}
 	if l := sc.r.Int16(); l > 0 { // the client id
 		sc.r.Span(int(l))
 		sc.cost += int64(l)

@@ -14,30 +14,17 @@ const groupElementCost = 512
 
 // scanJoinGroup walks a JoinGroup frame of a supported version (0 to 7;
 // others are not decoded) and returns its decoding's and answer's cost.
-func scanJoinGroup(frame []byte, version int16) (int64, bool) {
-	sc := joinGroupScan(frame, version)
-	return sc.cost, sc.r.Ok()
-}
-
-// joinWaitCharge is what a JoinGroup frame's decode charge keeps while
-// the member waits for its group (conn.joinWaiting): its decoded
-// structs and their answer's, not its protocols' metadata at its size.
-// The coordinator has copied the metadata by then, and holds it bounded
+// Of it, its protocols' metadata, counted at its size, is given back
+// while the member waits for its group (conn.joinWaiting): the
+// coordinator has copied the metadata by then, and holds it bounded
 // over all groups by MaxGroupBytes; the frame's bytes, to which the
 // decoded metadata still points, are request memory of the frames'
 // budget. Kept charged, 2000 members of 100 KiB metadata waiting for
 // their group filled the default budget, so no other request could be
 // decoded meanwhile.
-func joinWaitCharge(frame []byte) int64 {
-	sc := joinGroupScan(frame, int16(frame[2])<<8|int16(frame[3]))
-	return sc.cost - sc.sized
-}
-
-// joinGroupScan walks a JoinGroup frame; sc.r is not Ok when kmsg would
-// not decode it.
-func joinGroupScan(frame []byte, version int16) *scanner {
+func scanJoinGroup(frame []byte, version int16) (int64, bool) {
 	if !supports(kmsg.JoinGroup.Int16(), version) {
-		return &scanner{cost: requestCost}
+		return requestCost, true
 	}
 	sc := newScanner(frame, version >= 6)
 	sc.str()     // group
@@ -52,7 +39,7 @@ func joinGroupScan(frame []byte, version int16) *scanner {
 	sc.str() // protocol type
 	sc.groupElements()
 	sc.tags()
-	return sc
+	return sc.cost, sc.r.Ok()
 }
 
 // scanSyncGroup walks a SyncGroup frame of a supported version (0 to 5).
@@ -89,7 +76,6 @@ func (sc *scanner) groupElements() {
 		before := len(sc.r.Src)
 		sc.bytes()
 		sc.cost += int64(before - len(sc.r.Src))
-		sc.sized += int64(before - len(sc.r.Src))
 		sc.tags()
 	}
 }

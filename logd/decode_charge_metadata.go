@@ -24,21 +24,23 @@ const metadataCreateCost = 4 << 10
 // a frame that does not scan is charged as a request for all topics
 // (kmsg will refuse it).
 func (s *Server) metadataCharge(frame []byte) int64 {
-	held := int64(s.store.PartitionCount())
 	version := int16(frame[2])<<8 | int16(frame[3])
 	if !supports(kmsg.Metadata.Int16(), version) {
 		return 0 // not decoded
 	}
+	// The count of partitions held walks every topic under the store's
+	// lock (the one Produce and Fetch take per partition): it is taken
+	// only where the charge uses it.
 	sc := newScanner(frame, version >= 9)
 	topics := sc.array()
 	if topics < 0 || version == 0 && topics == 0 {
-		return held * metadataPartitionCost
+		return int64(s.store.PartitionCount()) * metadataPartitionCost
 	}
 	var known, unknown int64
 	for range topics {
 		name := sc.str()
 		if !sc.r.Ok() {
-			return held * metadataPartitionCost
+			return int64(s.store.PartitionCount()) * metadataPartitionCost
 		}
 		if n, ok := s.store.TopicPartitions(name); ok {
 			known += int64(n)
@@ -51,7 +53,10 @@ func (s *Server) metadataCharge(frame []byte) int64 {
 	if version >= 4 {
 		allow = sc.r.Bool()
 	}
-	n := min(known, held) * metadataPartitionCost
+	var n int64
+	if known > 0 {
+		n = min(known, int64(s.store.PartitionCount())) * metadataPartitionCost
+	}
 	if allow && !s.cfg.DisableAutoCreateTopics {
 		n += unknown * (metadataCreateCost + int64(s.cfg.DefaultPartitions)*metadataPartitionCost)
 	}

@@ -278,3 +278,24 @@ func requestWithin(cl *kgo.Client, req kmsg.Request) (kmsg.Response, error) {
 	defer cancel()
 	return cl.Broker(0).Request(ctx, req)
 }
+
+// TestScanAllocatesNothing: decodeCharge scans a Produce frame without
+// allocating (its scanner stays on the stack).
+func TestScanAllocatesNothing(t *testing.T) {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	topic := kmsg.NewProduceRequestTopic()
+	topic.Topic = "t"
+	part := kmsg.NewProduceRequestTopicPartition()
+	part.Records = make([]byte, 64)
+	topic.Partitions = append(topic.Partitions, part)
+	req.Topics = append(req.Topics, topic)
+	frame := requestFrame(req)
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := decodeCharge(frame); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("decodeCharge of a Produce frame allocated %v times, want 0", n)
+	}
+}

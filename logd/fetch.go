@@ -27,8 +27,16 @@ func (s *Server) fetch(cl *client, req *kmsg.FetchRequest) kmsg.Response {
 	if n := foldFetchPartitions(req); n > 0 {
 		s.metrics.fetchRepeated.Add(uint64(n))
 	}
-	var turn copyTurn // its place in line for copied bytes
-	defer s.copied.leave(&turn)
+	// Its place in line for copied bytes, made only when the fetch must
+	// wait in line (nil: not in line, as mayTake reads it), so that a
+	// fetch that never waits for bytes (sendfile ones, most others)
+	// allocates no turn.
+	var turn *copyTurn
+	defer func() {
+		if turn != nil {
+			s.copied.leave(turn)
+		}
+	}()
 	for {
 		// Take the wake-up channels before reading, so that an advance
 		// between the read and the wait is not missed.
@@ -38,7 +46,7 @@ func (s *Server) fetch(cl *client, req *kmsg.FetchRequest) kmsg.Response {
 		s.copied.put(cl.copied)
 		cl.copied = 0
 		returned := s.copied.returned()
-		resp, n, failed, cut := s.fetchOnce(cl, req, &turn)
+		resp, n, failed, cut := s.fetchOnce(cl, req, turn)
 		wait := time.Until(deadline)
 		if n >= int(req.MinBytes) || n > 0 && req.MinBytes <= 0 || failed || wait <= 0 {
 			return resp
@@ -47,9 +55,12 @@ func (s *Server) fetch(cl *client, req *kmsg.FetchRequest) kmsg.Response {
 			// Record bytes were left out for want of copiedBytes: the
 			// fetch waits in line for them, the wait also ending when
 			// some come back while it is first.
-			woken = append(woken, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.copied.wait(&turn, returned))})
-		} else {
-			s.copied.leave(&turn) // it waits for records, not bytes
+			if turn == nil {
+				turn = new(copyTurn)
+			}
+			woken = append(woken, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.copied.wait(turn, returned))})
+		} else if turn != nil {
+			s.copied.leave(turn) // it waits for records, not bytes
 		}
 		ctx := cl.peer.context() // ends with the server, or when the client leaves
 		t := time.NewTimer(wait)
